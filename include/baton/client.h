@@ -1,0 +1,83 @@
+/* libbaton: the client side of the baton protocol (docs/PROTOCOL.md).
+ *
+ * A struct baton_conn owns one connection (its socket descriptor) to one
+ * batond. Calls on one connection must come from one thread at a time.
+ * Every call has a deadline (baton_conn_set_timeout, default 30 s); a dead or
+ * silent server gives BATON_E_IO or BATON_E_TIMEOUT and the connection is
+ * then unusable (BATON_E_IO for every later call).
+ *
+ * Errors: 0 on success, or a negative enum baton_status. A status the server
+ * sent back is returned as is (e.g. BATON_E_NOT_OWNED).
+ */
+#ifndef BATON_CLIENT_H
+#define BATON_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "baton/status.h"
+#include "core/tensor.h"
+#include "wire/wire.h"
+
+struct baton_conn;
+
+/* Per-command counters at this end: requests sent, request bytes (header +
+ * payload), reply bytes (header + payload). */
+struct baton_cmd_stats {
+    uint64_t count;
+    uint64_t request_bytes;
+    uint64_t reply_bytes;
+};
+
+/* Connects (TCP, SOCK_CLOEXEC, TCP_NODELAY) to host:port within timeout_ms and
+ * performs HELLO. host is a numeric address or a name. *out is owned by the
+ * caller (baton_conn_close). */
+int baton_conn_connect(const char *host, uint16_t port, int timeout_ms, struct baton_conn **out);
+
+/* Adopts a connected stream socket (closed by baton_conn_close even on
+ * failure) and performs HELLO. Used for in-process servers (socketpair). */
+int baton_conn_adopt_fd(int fd, int timeout_ms, struct baton_conn **out);
+
+void baton_conn_close(struct baton_conn *c);
+void baton_conn_set_timeout(struct baton_conn *c, int timeout_ms);
+
+/* The server's HELLO reply (features, chosen version). */
+const struct baton_hello *baton_conn_server_hello(const struct baton_conn *c);
+
+/* Counters for one command id (1..BATON_CMD_LIMIT-1); zeroes for others. */
+struct baton_cmd_stats baton_conn_stats(const struct baton_conn *c, uint32_t cmd);
+void baton_conn_reset_stats(struct baton_conn *c);
+
+/* ---- synchronous commands ---- */
+int baton_device_info(struct baton_conn *c, struct baton_device_info *out);
+int baton_alloc_buffer(struct baton_conn *c, uint64_t size, uint64_t *handle);
+int baton_free_buffer(struct baton_conn *c, uint64_t handle);
+int baton_buffer_clear(struct baton_conn *c, uint64_t handle, uint8_t value);
+/* Writes n bytes at byte offset `offset` within tensor t. */
+int baton_set_tensor(struct baton_conn *c, const struct baton_tensor_desc *t, uint64_t offset,
+                     const void *data, uint64_t n);
+/* Reads n bytes at byte offset `offset` within tensor t into data. */
+int baton_get_tensor(struct baton_conn *c, const struct baton_tensor_desc *t, uint64_t offset,
+                     void *data, uint64_t n);
+int baton_copy_tensor(struct baton_conn *c, const struct baton_tensor_desc *src,
+                      const struct baton_tensor_desc *dst);
+int baton_graph_compute(struct baton_conn *c, const struct baton_graph *g);
+
+/* ---- pipelining ----
+ * baton_submit_* send a request without waiting; baton_conn_wait reads every
+ * outstanding reply in order (matching cmd and seq), stores GET data into the
+ * pointers given at submit time, and returns 0 or the first error status
+ * (all replies are still consumed). At most 64 requests may be outstanding. */
+int baton_submit_set_tensor(struct baton_conn *c, const struct baton_tensor_desc *t,
+                            uint64_t offset, const void *data, uint64_t n);
+int baton_submit_get_tensor(struct baton_conn *c, const struct baton_tensor_desc *t,
+                            uint64_t offset, void *data, uint64_t n);
+int baton_submit_graph_compute(struct baton_conn *c, const struct baton_graph *g);
+int baton_conn_wait(struct baton_conn *c);
+
+/* Fills t as a contiguous tensor at (buffer, offset): nb and nbytes from type
+ * and ne. Returns 0 or the error of baton_tensor_contiguous_nb. */
+int baton_tensor_init(struct baton_tensor_desc *t, uint64_t buffer, uint64_t offset, uint32_t type,
+                      uint64_t ne0, uint64_t ne1, uint64_t ne2, uint64_t ne3);
+
+#endif

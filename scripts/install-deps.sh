@@ -1,0 +1,35 @@
+#!/bin/sh
+# Installs the Debian 12 packages baton needs to build, test, prove and fuzz.
+# Idempotent: installs only what is missing; runs `why3 config detect` once.
+# Called by `make demo`, `make check` and `make test`. Needs root (or sudo) only
+# when something is missing.
+set -eu
+
+PKGS="build-essential cmake pkg-config libsodium-dev libseccomp-dev libcmocka-dev \
+clang libclang-rt-14-dev llvm afl++ frama-c-base why3 z3 cvc4 iproute2"
+
+missing=""
+for p in $PKGS; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $p"
+    fi
+done
+
+if [ -n "$missing" ]; then
+    echo "install-deps: installing:$missing"
+    SUDO=""
+    if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq
+    # shellcheck disable=SC2086
+    $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+
+# Frama-C finds its provers through why3's configuration (see verify/README.md).
+if command -v why3 >/dev/null 2>&1; then
+    conf="${HOME:-/root}/.why3.conf"
+    if [ ! -f "$conf" ] || ! grep -q 'name = "Z3"' "$conf"; then
+        why3 config detect >/dev/null 2>&1 || why3 config --detect >/dev/null 2>&1 || true
+    fi
+fi
+exit 0

@@ -1,0 +1,57 @@
+/* The op catalogue: ids, arity and the meaning of each op's sources and
+ * parameters. Shapes use ggml's convention: ne[0] is the innermost
+ * (contiguous) dimension; a matrix with ne = {K, N} has N rows of K elements.
+ *
+ * Parameters are 8 little-endian u32 words per node; a float parameter is
+ * the IEEE-754 binary32 bit pattern.
+ *
+ * op            sources                                   params             result
+ * GET_ROWS      0: table {K,R} (F32)  1: ids {n} I32      -                  F32 {K,n}
+ * RMS_NORM      0: x {K,...} F32                          p0 eps (f32)       F32 like x
+ * MUL_MAT       0: W {K,N} F32  1: x {K,M,..} F32         -                  F32 {N,M,..}
+ * ADD, MUL      0: a F32   1: b F32 (b.ne[i] == a.ne[i] or 1: broadcast) -    F32 like a
+ * SCALE         0: x F32                                  p0 s (f32)         F32 like x
+ * SILU          0: x F32                                  -                  F32 like x
+ * ROPE          0: x {hd,nh,nt} F32  1: pos {nt} I32      p0 n_dims (u32), p1 freq_base (f32),
+ *                                                          p2 mode (0: adjacent pairs)   F32 like x
+ * ATTENTION     0: q {hd,nh,nt}  1: k {hd,nkv,nt}  2: v {hd,nkv,nt}
+ *               3: k_cache {hd,nkv,n_ctx} (leaf)  4: v_cache {hd,nkv,n_ctx} (leaf)
+ *               5: pos {nt} I32                           p0 scale (f32)     F32 {hd,nh,nt}
+ *               Stores k, v at the positions into the caches, then each query
+ *               token t attends to cache slots 0..pos[t] (causal); query head h
+ *               uses kv head h / (nh/nkv) (grouped-query). nh % nkv == 0.
+ * ARGMAX        0: x {K,M} F32                            -                  I32 {M} (first max)
+ * RESHAPE       0: x (contiguous)                         -                  same type, node's ne
+ *               (same element count; a view of the source, may not have an out leaf)
+ */
+#ifndef BATON_CORE_OPS_H
+#define BATON_CORE_OPS_H
+
+#include <stdint.h>
+
+enum baton_op {
+    BATON_OP_GET_ROWS = 1,
+    BATON_OP_RMS_NORM = 2,
+    BATON_OP_MUL_MAT = 3,
+    BATON_OP_ADD = 4,
+    BATON_OP_MUL = 5,
+    BATON_OP_SCALE = 6,
+    BATON_OP_SILU = 7,
+    BATON_OP_ROPE = 8,
+    BATON_OP_ATTENTION = 9,
+    BATON_OP_ARGMAX = 10,
+    BATON_OP_RESHAPE = 11,
+    BATON_OP_COUNT = 12 /* ids are 1..BATON_OP_COUNT-1 */
+};
+
+#define BATON_MAX_SRC 6
+#define BATON_N_PARAMS 8
+#define BATON_SRC_NONE 0xFFFFFFFFu /* unused source slot / no out leaf */
+
+/* Returns the op's number of sources (1..BATON_MAX_SRC), or 0 for an unknown id. */
+uint32_t baton_op_arity(uint32_t op);
+
+/* Returns the op's name ("MUL_MAT"), or "?" for an unknown id. */
+const char *baton_op_name(uint32_t op);
+
+#endif

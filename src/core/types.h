@@ -1,0 +1,44 @@
+/* Tensor element types: ids, block sizes and bytes per block.
+ *
+ * Type ids are ggml's (GGUF "ggml_type"), so a GGUF tensor's type goes on the
+ * wire unchanged. Only the ids in the table are accepted; retired ids (4, 5:
+ * Q4_2/Q4_3) and every id we do not know are rejected with BATON_E_TYPE.
+ * Block layouts follow ggml's (ggml-common.h): Q8_0 = f16 scale + 32 x int8
+ * (34 bytes), Q4_0 = f16 scale + 16 bytes of nibbles (18 bytes).
+ *
+ * This file is pure (no libc, no I/O) and is part of the proven set (verify/).
+ */
+#ifndef BATON_CORE_TYPES_H
+#define BATON_CORE_TYPES_H
+
+#include <stdint.h>
+
+enum baton_type {
+    BATON_TYPE_F32 = 0,
+    BATON_TYPE_F16 = 1,
+    BATON_TYPE_Q4_0 = 2,
+    BATON_TYPE_Q8_0 = 8,
+    BATON_TYPE_I32 = 26,
+};
+
+#define BATON_TYPE_ID_LIMIT 32u /* every valid id is below this */
+#define BATON_MAX_DIMS 4
+
+struct baton_type_info {
+    uint32_t block_elems; /* elements per block (1 for scalar types) */
+    uint32_t block_bytes; /* bytes per block */
+    uint32_t executable;  /* 1 if this build's compute can run it */
+    const char *name;     /* "f32", "q8_0", ... */
+};
+
+/* Looks up a type id. Returns 0 and fills *block_elems, *block_bytes for a
+ * known id, BATON_E_TYPE otherwise. Proven (verify/PROVEN.md). */
+int baton_type_block(uint32_t type, uint32_t *block_elems, uint32_t *block_bytes);
+
+/* Returns the table entry of a known type id, or NULL. */
+const struct baton_type_info *baton_type_get(uint32_t type);
+
+/* Returns the type's name, or "?" for an unknown id. */
+const char *baton_type_name(uint32_t type);
+
+#endif

@@ -1,0 +1,54 @@
+/* batond's server core: handle table, sessions, dispatcher, listener.
+ *
+ * One thread per connection serves its requests strictly in order. The same
+ * dispatcher serves a TCP connection, an in-process stage (`baton run
+ * --servers local`, over a socketpair) and a fuzz harness's byte stream
+ * (over the transport interface of src/net/transport.h).
+ */
+#ifndef BATON_SERVER_H
+#define BATON_SERVER_H
+
+#include <stdint.h>
+
+struct baton_server;
+
+struct baton_server_config {
+    uint32_t n_threads;          /* compute threads per graph (default 1) */
+    uint64_t max_message_bytes;  /* default 1 GiB */
+    uint32_t max_graph_nodes;    /* default 8192 */
+    uint64_t total_memory_bytes; /* all buffers of all sessions (default: 3/4 of RAM) */
+    uint32_t max_connections;    /* default 64 */
+    int frame_timeout_ms;        /* whole frame, from its first byte (default 10000) */
+    int idle_timeout_ms;         /* between frames (default 0 = none) */
+    int send_timeout_ms;         /* whole reply (default 10000) */
+    int quiet;                   /* no per-connection log lines */
+};
+
+/* Fills *cfg with the defaults above. */
+void baton_server_config_default(struct baton_server_config *cfg);
+
+/* Creates a server (no socket yet). *out owned by the caller. */
+int baton_server_create(const struct baton_server_config *cfg, struct baton_server **out);
+
+/* Serves one already-connected stream socket on a new connection thread.
+ * Adopts fd (closed by the server on every path). Returns 0 or
+ * BATON_E_LIMIT (connection cap) / BATON_E_NOMEM. */
+int baton_server_serve_fd(struct baton_server *s, int fd);
+
+/* Binds and listens on host:port (port 0 = ephemeral); *bound_port gets the
+ * port. Refuses non-loopback addresses until authentication exists
+ * (BATON_E_AUTH). */
+int baton_server_listen(struct baton_server *s, const char *host, uint16_t port,
+                        uint16_t *bound_port);
+
+/* Accept loop; returns 0 after baton_server_stop (from any thread or a
+ * signal handler via the self-pipe), once all connections have drained. */
+int baton_server_run(struct baton_server *s);
+
+/* Async-signal-safe: asks baton_server_run to stop accepting and drain. */
+void baton_server_stop(struct baton_server *s);
+
+/* Closes every connection, joins every thread, frees every buffer. */
+void baton_server_destroy(struct baton_server *s);
+
+#endif

@@ -1,0 +1,168 @@
+/* Wire decoders, bounds checks and encoders (docs/PROTOCOL.md).
+ *
+ * Decoders are pure C over (pointer, length): no I/O, no allocation, no libc,
+ * no shifts; each has an ACSL contract in its .c file and is proven with
+ * Frama-C WP (verify/). Every decoder takes a cursor *pos that advances only
+ * on success; on failure the outputs may be partly written but *pos is
+ * unchanged. All multi-byte fields are little-endian.
+ *
+ * Encoders write into a caller-provided buffer of sufficient, documented size.
+ */
+#ifndef BATON_WIRE_H
+#define BATON_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/limits.h"
+#include "core/tensor.h"
+
+/* Commands (numbering is ours; docs/PROTOCOL.md) */
+enum baton_cmd {
+    BATON_CMD_HELLO = 1,
+    BATON_CMD_AUTH = 2,
+    BATON_CMD_DEVICE_INFO = 3,
+    BATON_CMD_ALLOC_BUFFER = 4,
+    BATON_CMD_FREE_BUFFER = 5,
+    BATON_CMD_BUFFER_CLEAR = 6,
+    BATON_CMD_SET_TENSOR = 7,
+    BATON_CMD_GET_TENSOR = 8,
+    BATON_CMD_COPY_TENSOR = 9,
+    BATON_CMD_GRAPH_COMPUTE = 10,
+    BATON_CMD_GRANT_WRITE = 11,
+    BATON_CMD_REVOKE_GRANT = 12,
+    BATON_CMD_COPY_TENSOR_TO = 13,
+    BATON_CMD_PEER_WRITE = 14,
+    BATON_CMD_PEER_FENCE = 15,
+    BATON_CMD_LIMIT = 16 /* every valid command is below this */
+};
+
+enum baton_role { BATON_ROLE_SERVER = 0, BATON_ROLE_CLIENT = 1, BATON_ROLE_PEER = 2 };
+
+/* Feature bits in HELLO (unknown bits are ignored). */
+#define BATON_FEATURE_AUTH (1ull << 0)      /* responder requires AUTH */
+#define BATON_FEATURE_PEER_COPY (1ull << 1) /* COPY_TENSOR_TO / PEER_WRITE */
+
+/* Frame header: 24 bytes, both directions.
+ *  0  u8[4] magic "BATN"
+ *  4  u8    cmd
+ *  5  u8    flags (0)
+ *  6  u16   status (0 in requests; 0 or -baton_status in replies)
+ *  8  u32   seq (chosen by the requester, echoed by the reply)
+ * 12  u32   reserved (0)
+ * 16  u64   payload length in bytes */
+struct baton_frame_header {
+    uint8_t cmd;
+    uint8_t flags;
+    uint16_t status;
+    uint32_t seq;
+    uint64_t len;
+};
+
+/* HELLO payload, 48 bytes, both directions.
+ *  0 u16 version_min  2 u16 version_max (reply: both = chosen version)
+ *  4 u8 role  5 u8[3] reserved (0)  8 u64 features  16 u8[32] nonce */
+struct baton_hello {
+    uint16_t version_min;
+    uint16_t version_max;
+    uint8_t role;
+    uint64_t features;
+    uint8_t nonce[32];
+};
+
+/* DEVICE_INFO reply payload, 96 bytes: u64 total_memory, u64 free_memory,
+ * u64 alignment, u64 max_buffer_bytes, u64 type_mask (bit t = type id t
+ * executable), u64 op_mask (bit o = op id o), u32 n_threads, u32 version,
+ * u8[32] name (NUL-padded). */
+struct baton_device_info {
+    uint64_t total_memory;
+    uint64_t free_memory;
+    uint64_t alignment;
+    uint64_t max_buffer_bytes;
+    uint64_t type_mask;
+    uint64_t op_mask;
+    uint32_t n_threads;
+    uint32_t version;
+    char name[33]; /* decoded: NUL-terminated */
+};
+#define BATON_DEVICE_INFO_BYTES 96u
+
+/* ---- proven primitives ---- */
+
+/* 0 iff off <= size && n <= size - off (so off + n <= size, no wrap);
+ * BATON_E_BOUNDS otherwise. */
+int baton_wire_check_range(uint64_t off, uint64_t n, uint64_t size);
+
+/* *out = a * b; BATON_E_OVERFLOW if the product exceeds 2^64 - 1. */
+int baton_wire_mul_u64(uint64_t a, uint64_t b, uint64_t *out);
+
+int baton_wire_get_u8(const uint8_t *buf, size_t len, size_t *pos, uint8_t *out);
+int baton_wire_get_u16(const uint8_t *buf, size_t len, size_t *pos, uint16_t *out);
+int baton_wire_get_u32(const uint8_t *buf, size_t len, size_t *pos, uint32_t *out);
+int baton_wire_get_u64(const uint8_t *buf, size_t len, size_t *pos, uint64_t *out);
+
+/* Decodes a 24-byte frame header. BATON_E_TRUNCATED if len - *pos < 24,
+ * BATON_E_MAGIC on a bad magic, BATON_E_CMD if cmd is 0 or >= BATON_CMD_LIMIT,
+ * BATON_E_INVAL if flags or reserved are non-zero, BATON_E_LIMIT if
+ * payload length > max_len. */
+int baton_wire_decode_header(const uint8_t *buf, size_t len, size_t *pos, uint64_t max_len,
+                             struct baton_frame_header *out);
+
+/* Decodes a 48-byte HELLO payload; BATON_E_INVAL on non-zero reserved bytes,
+ * version_min > version_max or role > BATON_ROLE_PEER. */
+int baton_wire_decode_hello(const uint8_t *buf, size_t len, size_t *pos, struct baton_hello *out);
+
+/* Computes the byte extent of a contiguous tensor: checks the type id
+ * (BATON_E_TYPE), each ne[i] <= BATON_MAX_DIM_ELEMS (BATON_E_LIMIT),
+ * ne[0] % block_elems == 0 (BATON_E_SHAPE), nb equal to the contiguous
+ * strides (BATON_E_SHAPE) and that every product fits in 64 bits
+ * (BATON_E_OVERFLOW). On success *nbytes = nb[3] * ne[3] (0 if any ne is 0). */
+int baton_wire_tensor_extent(uint32_t type, const uint64_t ne[4], const uint64_t nb[4],
+                             uint64_t *nbytes);
+
+/* Decodes an 88-byte tensor descriptor (u64 buffer, u64 offset, u32 type,
+ * u32 reserved = 0, u64 ne[4], u64 nb[4]) and computes nbytes with
+ * baton_wire_tensor_extent. Also checks offset + nbytes does not wrap. */
+int baton_wire_decode_tensor(const uint8_t *buf, size_t len, size_t *pos,
+                             struct baton_tensor_desc *out);
+
+/* Decodes the graph header (u32 n_leaves, u32 n_nodes) and checks the counts
+ * against the limits and against the remaining length: exactly
+ * n_leaves * 88 + n_nodes * 104 bytes must follow (BATON_E_INVAL otherwise,
+ * BATON_E_LIMIT above max_nodes / BATON_MAX_GRAPH_LEAVES). */
+int baton_wire_decode_graph_header(const uint8_t *buf, size_t len, size_t *pos,
+                                   uint32_t max_nodes, uint32_t *n_leaves, uint32_t *n_nodes);
+
+/* Decodes one 104-byte graph node (node_index = its index among the nodes):
+ *  0 u32 op  4 u32 type  8 u64 ne[4]  40 u32 src[6]  64 u32 out_leaf
+ * 68 u32 params[8]  100 u32 reserved (0).
+ * Checks: op id known (BATON_E_GRAPH); src[i] < n_leaves + node_index for
+ * i < arity and src[i] == BATON_SRC_NONE for i >= arity (BATON_E_GRAPH);
+ * out_leaf < n_leaves or BATON_SRC_NONE (BATON_E_GRAPH); type known
+ * (BATON_E_TYPE). Shapes are checked later by the op validators. */
+int baton_wire_decode_node(const uint8_t *buf, size_t len, size_t *pos, uint32_t n_leaves,
+                           uint32_t node_index, struct baton_graph_node *out);
+
+/* ---- encoders (not proven; used by the client and the server's replies) ---- */
+
+void baton_wire_put_u16(uint8_t *p, uint16_t v);
+void baton_wire_put_u32(uint8_t *p, uint32_t v);
+void baton_wire_put_u64(uint8_t *p, uint64_t v);
+/* Writes 24 bytes. */
+void baton_wire_encode_header(uint8_t *p, const struct baton_frame_header *h);
+/* Writes 48 bytes. */
+void baton_wire_encode_hello(uint8_t *p, const struct baton_hello *h);
+/* Writes 88 bytes (nbytes is not on the wire). */
+void baton_wire_encode_tensor(uint8_t *p, const struct baton_tensor_desc *t);
+/* Writes 104 bytes. */
+void baton_wire_encode_node(uint8_t *p, const struct baton_graph_node *n);
+/* Writes/reads 96 bytes. */
+void baton_wire_encode_device_info(uint8_t *p, const struct baton_device_info *d);
+int baton_wire_decode_device_info(const uint8_t *buf, size_t len, size_t *pos,
+                                  struct baton_device_info *out);
+
+/* Fills nb[] with the contiguous strides of (type, ne). Returns 0, or
+ * BATON_E_TYPE / BATON_E_SHAPE / BATON_E_OVERFLOW as baton_wire_tensor_extent. */
+int baton_tensor_contiguous_nb(uint32_t type, const uint64_t ne[4], uint64_t nb[4]);
+
+#endif
