@@ -1,0 +1,77 @@
+/* Tensor type table (ggml type ids and block layouts, see types.h). */
+#include "core/types.h"
+
+#include <stddef.h>
+
+#include "baton/status.h"
+
+/*@ assigns *block_elems, *block_bytes;
+    behavior known:
+      assumes type == 0 || type == 1 || type == 2 || type == 8 || type == 26;
+      requires \valid(block_elems) && \valid(block_bytes) && \separated(block_elems, block_bytes);
+      ensures \result == 0;
+      ensures *block_elems >= 1 && *block_elems <= 32;
+      ensures *block_bytes >= 1 && *block_bytes <= 34;
+    behavior unknown:
+      assumes !(type == 0 || type == 1 || type == 2 || type == 8 || type == 26);
+      ensures \result == BATON_E_TYPE;
+    complete behaviors;
+    disjoint behaviors;
+*/
+int baton_type_block(uint32_t type, uint32_t *block_elems, uint32_t *block_bytes)
+{
+    switch (type) {
+    case BATON_TYPE_F32:
+        *block_elems = 1;
+        *block_bytes = 4;
+        return 0;
+    case BATON_TYPE_F16:
+        *block_elems = 1;
+        *block_bytes = 2;
+        return 0;
+    case BATON_TYPE_Q4_0:
+        *block_elems = 32;
+        *block_bytes = 18;
+        return 0;
+    case BATON_TYPE_Q8_0:
+        *block_elems = 32;
+        *block_bytes = 34;
+        return 0;
+    case BATON_TYPE_I32:
+        *block_elems = 1;
+        *block_bytes = 4;
+        return 0;
+    default:
+        return BATON_E_TYPE;
+    }
+}
+
+static const struct baton_type_info type_f32 = {1, 4, 1, "f32"};
+static const struct baton_type_info type_f16 = {1, 2, 0, "f16"};
+static const struct baton_type_info type_q4_0 = {32, 18, 0, "q4_0"};
+static const struct baton_type_info type_q8_0 = {32, 34, 0, "q8_0"};
+static const struct baton_type_info type_i32 = {1, 4, 1, "i32"};
+
+const struct baton_type_info *baton_type_get(uint32_t type)
+{
+    switch (type) {
+    case BATON_TYPE_F32:
+        return &type_f32;
+    case BATON_TYPE_F16:
+        return &type_f16;
+    case BATON_TYPE_Q4_0:
+        return &type_q4_0;
+    case BATON_TYPE_Q8_0:
+        return &type_q8_0;
+    case BATON_TYPE_I32:
+        return &type_i32;
+    default:
+        return NULL;
+    }
+}
+
+const char *baton_type_name(uint32_t type)
+{
+    const struct baton_type_info *ti = baton_type_get(type);
+    return ti ? ti->name : "?";
+}
