@@ -1,0 +1,12 @@
+/* Subcommands of the `baton` program. Each takes argv with argv[0] = the
+ * subcommand name, parses its own options (and --help), prints errors to
+ * stderr and returns the process exit code: 0 success, 1 runtime failure,
+ * 2 usage error. */
+#ifndef BATON_CLI_H
+#define BATON_CLI_H
+
+int baton_cmd_run(int argc, char **argv);     /* baton_run.c */
+int baton_cmd_info(int argc, char **argv);    /* baton_info.c */
+int baton_cmd_inspect(int argc, char **argv); /* baton_inspect.c */
+
+#endif
