@@ -1,7 +1,44 @@
-/* baton CLI entry point. */
+/* `baton`: the coordinator's command-line entry point. */
 #include <stdio.h>
-int main(void)
+#include <string.h>
+
+#include "cli/cli.h"
+
+static void usage(FILE *f)
 {
-    fputs("baton: not built yet\n", stderr);
-    return 1;
+    fputs("usage: baton COMMAND [OPTIONS]\n"
+          "\n"
+          "commands:\n"
+          "  run      generate text with a GGUF model split across batond servers\n"
+          "  info     print DEVICE_INFO of servers\n"
+          "  inspect  print a GGUF file's metadata and tensor table\n"
+          "\n"
+          "`baton COMMAND --help` describes each command. `baton --version` prints the version.\n",
+          f);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("baton %s\n", BATON_VERSION);
+        return 0;
+    }
+    if (strcmp(argv[1], "run") == 0)
+        return baton_cmd_run(argc - 1, argv + 1);
+    if (strcmp(argv[1], "info") == 0)
+        return baton_cmd_info(argc - 1, argv + 1);
+    if (strcmp(argv[1], "inspect") == 0)
+        return baton_cmd_inspect(argc - 1, argv + 1);
+    fprintf(stderr, "baton: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
 }

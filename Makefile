@@ -1,0 +1,51 @@
+# baton — entry points. Every target installs missing Debian packages first
+# (scripts/install-deps.sh, idempotent), then configures and builds with CMake.
+#
+#   make demo    three local batond, the model split 1,1,1, streamed text
+#   make check   fast: build, unit + integration tests, corpus replay
+#   make test    everything CI runs: check + proofs + ASan/UBSan run + fuzz
+#   make bench   benchmarks (figures, not pass/fail)
+
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+JOBS ?= 2
+MODEL ?=
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build demo check test test-asan proof fuzz bench clean
+
+all: build
+
+deps:
+	@./scripts/install-deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS)
+
+demo: build
+	@MODEL="$(MODEL)" BUILD_DIR=$(BUILD) ./scripts/demo.sh
+
+check: build
+	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -LE 'proof|fuzz-campaign|asan'
+
+proof: build
+	@cd $(BUILD) && ctest --output-on-failure -L proof
+
+test-asan: deps
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang \
+		-DBATON_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(ASAN_BUILD) -j$(JOBS)
+	@cd $(ASAN_BUILD) && BATON_ASAN=1 ctest --output-on-failure -j$(JOBS) -LE 'proof|fuzz-campaign'
+
+fuzz: build
+	@cd $(BUILD) && ctest --output-on-failure -L fuzz-campaign
+
+test: check proof test-asan fuzz
+	@echo "make test: all stages passed"
+
+bench: build
+	@BUILD_DIR=$(BUILD) ./bench/run.sh
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,159 @@
+/* `baton run`: options -> struct baton_run_config -> baton_run(). */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "model/run.h"
+
+static void run_usage(FILE *f)
+{
+    fputs("usage: baton run --model FILE --prompt TEXT [options]\n"
+          "\n"
+          "Generates text with a llama GGUF model whose layers are split across batond\n"
+          "servers (or in-process stages), streaming it to stdout.\n"
+          "\n"
+          "  --model FILE         GGUF model (llama architecture)\n"
+          "  --prompt TEXT        prompt text\n"
+          "  --servers LIST       host:port,host:port,... or 'local' (default: local)\n"
+          "  --split P1,P2,...    layer proportions per server (default: equal);\n"
+          "                       with --servers local, one in-process stage per part\n"
+          "  -n N                 tokens to generate (default 64; stops at EOS)\n"
+          "  --ctx N              KV cache positions (default 512)\n"
+          "  --ubatch N           prompt tokens per prefill step (default 512)\n"
+          "  --temp T             sampling temperature (default 0: greedy)\n"
+          "  --top-k K            keep the K most likely tokens (default 0: all)\n"
+          "  --top-p P            nucleus sampling mass in (0, 1] (default 1)\n"
+          "  --seed S             sampler seed (default 0)\n"
+          "  --threads N          compute threads of in-process stages (default 1)\n"
+          "  --timeout MS         deadline of every server call (default 30000)\n"
+          "  --stats              print per-step command and byte statistics\n"
+          "  --ids-file FILE      write prompt and generated token ids as JSON\n"
+          "  --quiet              do not stream the generated text\n"
+          "  --ignore-eos         keep generating after the end-of-sequence token\n"
+          "  --report-gap         with --ids-file: also record the smallest gap between the\n"
+          "                       two largest logits over the run (near-tie check)\n"
+          "  --help               this text\n"
+          "\n"
+          "Environment: BATON_SERVERS is used when --servers is not given.\n"
+          "Exit status: 0 success, 1 failure (the message names the stage and endpoint),\n"
+          "2 usage error.\n",
+          f);
+}
+
+static int parse_u32(const char *opt, const char *s, uint32_t min, uint32_t *out)
+{
+    char *end = NULL;
+    unsigned long v;
+
+    errno = 0;
+    v = strtoul(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < min || v > UINT32_MAX || s[0] == '-') {
+        fprintf(stderr, "baton run: %s: '%s' is not an integer >= %u\n", opt, s, min);
+        return -1;
+    }
+    *out = (uint32_t)v;
+    return 0;
+}
+
+static int parse_float(const char *opt, const char *s, float lo, float hi, float *out)
+{
+    char *end = NULL;
+    double v;
+
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno != 0 || end == s || *end != '\0' || !isfinite(v) || v < lo || v > hi) {
+        fprintf(stderr, "baton run: %s: '%s' is not a number in [%g, %g]\n", opt, s, lo, hi);
+        return -1;
+    }
+    *out = (float)v;
+    return 0;
+}
+
+int baton_cmd_run(int argc, char **argv)
+{
+    enum {
+        O_MODEL = 256, O_PROMPT, O_SERVERS, O_SPLIT, O_CTX, O_UBATCH, O_TEMP, O_TOPK, O_TOPP,
+        O_SEED, O_THREADS, O_TIMEOUT, O_STATS, O_IDS, O_QUIET, O_IGNORE_EOS, O_GAP, O_HELP
+    };
+    static const struct option opts[] = {
+        {"model", required_argument, 0, O_MODEL},     {"prompt", required_argument, 0, O_PROMPT},
+        {"servers", required_argument, 0, O_SERVERS}, {"split", required_argument, 0, O_SPLIT},
+        {"ctx", required_argument, 0, O_CTX},         {"ubatch", required_argument, 0, O_UBATCH},
+        {"temp", required_argument, 0, O_TEMP},       {"top-k", required_argument, 0, O_TOPK},
+        {"top-p", required_argument, 0, O_TOPP},      {"seed", required_argument, 0, O_SEED},
+        {"threads", required_argument, 0, O_THREADS}, {"timeout", required_argument, 0, O_TIMEOUT},
+        {"stats", no_argument, 0, O_STATS},           {"ids-file", required_argument, 0, O_IDS},
+        {"quiet", no_argument, 0, O_QUIET},           {"help", no_argument, 0, O_HELP},
+        {"ignore-eos", no_argument, 0, O_IGNORE_EOS}, {"report-gap", no_argument, 0, O_GAP},
+        {0, 0, 0, 0}};
+    struct baton_run_config cfg;
+    uint32_t u;
+    int c;
+
+    baton_run_config_default(&cfg);
+    if (getenv("BATON_SERVERS") && *getenv("BATON_SERVERS"))
+        cfg.servers = getenv("BATON_SERVERS");
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "n:h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_MODEL: cfg.model_path = optarg; break;
+        case O_PROMPT: cfg.prompt = optarg; break;
+        case O_SERVERS: cfg.servers = optarg; break;
+        case O_SPLIT: cfg.split = optarg; break;
+        case 'n': if (parse_u32("-n", optarg, 1, &cfg.n_predict)) return 2; break;
+        case O_CTX: if (parse_u32("--ctx", optarg, 1, &cfg.n_ctx)) return 2; break;
+        case O_UBATCH: if (parse_u32("--ubatch", optarg, 1, &cfg.n_ubatch)) return 2; break;
+        case O_TEMP: if (parse_float("--temp", optarg, 0.0f, 100.0f, &cfg.temp)) return 2; break;
+        case O_TOPK: if (parse_u32("--top-k", optarg, 0, &cfg.top_k)) return 2; break;
+        case O_TOPP:
+            if (parse_float("--top-p", optarg, 1e-6f, 1.0f, &cfg.top_p)) return 2;
+            break;
+        case O_SEED: {
+            char *end = NULL;
+
+            errno = 0;
+            cfg.seed = strtoull(optarg, &end, 10);
+            if (errno || end == optarg || *end != '\0') {
+                fprintf(stderr, "baton run: --seed: '%s' is not an integer\n", optarg);
+                return 2;
+            }
+            break;
+        }
+        case O_THREADS:
+            if (parse_u32("--threads", optarg, 1, &cfg.n_threads) || cfg.n_threads > 256) {
+                fprintf(stderr, "baton run: --threads must be 1..256\n");
+                return 2;
+            }
+            break;
+        case O_TIMEOUT:
+            if (parse_u32("--timeout", optarg, 1, &u) || u > 86400000u) return 2;
+            cfg.timeout_ms = (int)u;
+            break;
+        case O_STATS: cfg.stats = 1; break;
+        case O_IDS: cfg.ids_path = optarg; break;
+        case O_QUIET: cfg.quiet = 1; break;
+        case O_IGNORE_EOS: cfg.ignore_eos = 1; break;
+        case O_GAP: cfg.report_gap = 1; break;
+        case 'h':
+        case O_HELP: run_usage(stdout); return 0;
+        default: run_usage(stderr); return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "baton run: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (cfg.model_path == NULL || cfg.prompt == NULL) {
+        fprintf(stderr, "baton run: --model FILE and --prompt TEXT are required (see --help)\n");
+        return 2;
+    }
+    if (cfg.n_ubatch > cfg.n_ctx)
+        cfg.n_ubatch = cfg.n_ctx;
+    return baton_run(&cfg);
+}

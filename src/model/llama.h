@@ -1,0 +1,86 @@
+/* The llama-family decoder as baton graphs, one graph per stage per step.
+ *
+ * Architecture (Touvron et al. 2023, "LLaMA"; as in llama2.c's run.c and
+ * llama.cpp's llama arch): token embedding; per layer
+ *   h = x + Wo · Attn(RoPE(Wq·n1), RoPE(Wk·n1), Wv·n1),  n1 = RMSNorm(x)·g1
+ *   x = h + Wdown · (SiLU(Wgate·n2) ⊙ Wup·n2),           n2 = RMSNorm(h)·g2
+ * then RMSNorm·g_out and the output head (tied to the embedding when the
+ * GGUF has no output.weight). RoPE rotates adjacent pairs (x[2i], x[2i+1])
+ * ("normal" mode of the llama arch); attention is causal and grouped-query.
+ */
+#ifndef BATON_MODEL_LLAMA_H
+#define BATON_MODEL_LLAMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/tensor.h"
+#include "model/graph_builder.h"
+
+struct baton_gguf;
+
+struct baton_llama_hparams {
+    uint32_t n_vocab;
+    uint32_t n_embd;
+    uint32_t n_layer;
+    uint32_t n_head;
+    uint32_t n_head_kv;
+    uint32_t n_ff;
+    uint32_t head_dim; /* n_embd / n_head */
+    uint32_t n_rot;    /* rope dimensions per head */
+    uint32_t n_ctx_train;
+    float rms_eps;
+    float rope_base;
+};
+
+/* Reads and checks the hyperparameters of a llama GGUF
+ * (general.architecture == "llama"; llama.* keys, vocabulary size from
+ * tokenizer.ggml.tokens or token_embd.weight). Errors name the key in err.
+ * Returns 0 or BATON_E_FORMAT / BATON_E_NOT_FOUND / BATON_E_UNSUPPORTED. */
+int baton_llama_hparams_load(const struct baton_gguf *gguf, struct baton_llama_hparams *hp,
+                             char *err, size_t err_len);
+
+/* Weights of one layer, as tensors in the stage's weight buffer. */
+struct baton_llama_layer {
+    struct baton_tensor_desc attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
+    struct baton_tensor_desc k_cache, v_cache; /* F32 {head_dim, n_head_kv, n_ctx} */
+};
+
+/* Per-step I/O tensors of a stage, sized for max_ubatch tokens. */
+struct baton_llama_io {
+    struct baton_tensor_desc tokens;     /* I32 {max_ubatch}        (first stage) */
+    struct baton_tensor_desc pos;        /* I32 {max_ubatch} */
+    struct baton_tensor_desc hidden_in;  /* F32 {n_embd, max_ubatch} (not first) */
+    struct baton_tensor_desc hidden_out; /* F32 {n_embd, max_ubatch} (not last) */
+    struct baton_tensor_desc last_idx;   /* I32 {1}                  (last) */
+    struct baton_tensor_desc logits;     /* F32 {n_vocab}            (last) */
+    struct baton_tensor_desc argmax;     /* I32 {1}                  (last) */
+};
+
+struct baton_llama_stage {
+    uint32_t layer_begin, layer_end; /* [begin, end) */
+    int first, last;
+    struct baton_tensor_desc tok_embd;    /* first */
+    struct baton_tensor_desc output_norm; /* last */
+    struct baton_tensor_desc output;      /* last */
+    struct baton_llama_layer *layers;     /* layer_end - layer_begin entries */
+    struct baton_llama_io io;
+};
+
+/* Leaves and nodes a stage graph needs at most. */
+uint32_t baton_llama_max_leaves(const struct baton_llama_stage *st);
+uint32_t baton_llama_max_nodes(const struct baton_llama_stage *st);
+
+/* Builds the graph of one stage for n_tokens tokens (1..max_ubatch) whose
+ * positions are already in io.pos (and token ids in io.tokens on the first
+ * stage, or the previous stage's hidden state in io.hidden_in). The last
+ * stage computes the output head for the last token only and writes its
+ * argmax into io.argmax and, when want_logits, its logits into io.logits;
+ * other stages write their hidden state into io.hidden_out. gb must have been
+ * initialised with at least baton_llama_max_leaves/_nodes capacity.
+ * Returns 0 or the builder's error. */
+int baton_llama_build_stage(const struct baton_llama_hparams *hp,
+                            const struct baton_llama_stage *st, uint32_t n_tokens,
+                            int want_logits, struct baton_gb *gb);
+
+#endif

@@ -1,0 +1,174 @@
+/* Stage graphs of the llama decoder (see llama.h). */
+#include <math.h>
+#include <string.h>
+
+#include "baton/status.h"
+#include "model/llama.h"
+#include "wire/wire.h"
+
+/* Nodes per layer: see build_layer (2 norms, 2 muls, 7 mat-muls, 4 reshapes,
+ * 2 ropes, attention, 2 adds, silu, 1 mul) with margin. */
+#define NODES_PER_LAYER 24u
+#define LEAVES_PER_LAYER 11u
+
+uint32_t baton_llama_max_leaves(const struct baton_llama_stage *st)
+{
+    return (st->layer_end - st->layer_begin) * LEAVES_PER_LAYER + 16u;
+}
+
+uint32_t baton_llama_max_nodes(const struct baton_llama_stage *st)
+{
+    return (st->layer_end - st->layer_begin) * NODES_PER_LAYER + 16u;
+}
+
+/* A view of t with a new shape at the same offset (t's first bytes). */
+static uint32_t leaf_view(struct baton_gb *gb, const struct baton_tensor_desc *t, uint64_t ne0,
+                          uint64_t ne1, uint64_t ne2)
+{
+    struct baton_tensor_desc v = *t;
+    int rc;
+
+    v.ne[0] = ne0;
+    v.ne[1] = ne1;
+    v.ne[2] = ne2;
+    v.ne[3] = 1;
+    rc = baton_tensor_contiguous_nb(v.type, v.ne, v.nb);
+    if (rc != 0 || v.nb[3] > t->nbytes) {
+        if (!gb->error)
+            gb->error = rc ? rc : BATON_E_BOUNDS;
+        return BATON_SRC_NONE;
+    }
+    v.nbytes = v.nb[3];
+    return baton_gb_leaf(gb, &v);
+}
+
+static uint32_t leaf(struct baton_gb *gb, const struct baton_tensor_desc *t)
+{
+    return baton_gb_leaf(gb, t);
+}
+
+static uint32_t node(struct baton_gb *gb, uint32_t op, uint32_t type, uint64_t ne0, uint64_t ne1,
+                     uint64_t ne2, uint32_t s0, uint32_t s1, const uint32_t *params)
+{
+    const uint64_t ne[4] = {ne0, ne1, ne2, 1};
+    const uint32_t src[BATON_MAX_SRC] = {s0, s1, BATON_SRC_NONE, BATON_SRC_NONE, BATON_SRC_NONE,
+                                         BATON_SRC_NONE};
+
+    return baton_gb_node(gb, op, type, ne, src, params);
+}
+
+/* Result shape helpers: every activation here is F32 {ne0, n_tokens}. */
+static uint32_t rms_norm_mul(struct baton_gb *gb, const struct baton_llama_hparams *hp, uint32_t x,
+                             const struct baton_tensor_desc *g, uint32_t n)
+{
+    uint32_t params[BATON_N_PARAMS] = {0};
+    uint32_t nrm;
+
+    params[0] = baton_gb_f32(hp->rms_eps);
+    nrm = node(gb, BATON_OP_RMS_NORM, BATON_TYPE_F32, hp->n_embd, n, 1, x, BATON_SRC_NONE, params);
+    return node(gb, BATON_OP_MUL, BATON_TYPE_F32, hp->n_embd, n, 1, nrm, leaf(gb, g), NULL);
+}
+
+static uint32_t mul_mat(struct baton_gb *gb, const struct baton_tensor_desc *w, uint32_t x,
+                        uint32_t n)
+{
+    return node(gb, BATON_OP_MUL_MAT, BATON_TYPE_F32, w->ne[1], n, 1, leaf(gb, w), x, NULL);
+}
+
+static uint32_t build_layer(struct baton_gb *gb, const struct baton_llama_hparams *hp,
+                            const struct baton_llama_layer *L, uint32_t x, uint32_t pos,
+                            uint32_t n)
+{
+    const uint32_t hd = hp->head_dim;
+    const uint32_t kv_dim = hp->head_dim * hp->n_head_kv;
+    uint32_t rope_p[BATON_N_PARAMS] = {0};
+    uint32_t attn_p[BATON_N_PARAMS] = {0};
+    uint32_t h, q, k, v, a, o, g, u, d;
+
+    rope_p[0] = hp->n_rot;
+    rope_p[1] = baton_gb_f32(hp->rope_base);
+    rope_p[2] = 0;
+    attn_p[0] = baton_gb_f32(1.0f / sqrtf((float)hd));
+
+    h = rms_norm_mul(gb, hp, x, &L->attn_norm, n);
+    q = mul_mat(gb, &L->wq, h, n);
+    k = mul_mat(gb, &L->wk, h, n);
+    v = mul_mat(gb, &L->wv, h, n);
+    q = node(gb, BATON_OP_RESHAPE, BATON_TYPE_F32, hd, hp->n_head, n, q, BATON_SRC_NONE, NULL);
+    k = node(gb, BATON_OP_RESHAPE, BATON_TYPE_F32, hd, hp->n_head_kv, n, k, BATON_SRC_NONE, NULL);
+    v = node(gb, BATON_OP_RESHAPE, BATON_TYPE_F32, hd, hp->n_head_kv, n, v, BATON_SRC_NONE, NULL);
+    q = node(gb, BATON_OP_ROPE, BATON_TYPE_F32, hd, hp->n_head, n, q, pos, rope_p);
+    k = node(gb, BATON_OP_ROPE, BATON_TYPE_F32, hd, hp->n_head_kv, n, k, pos, rope_p);
+    {
+        const uint64_t ne[4] = {hd, hp->n_head, n, 1};
+        const uint32_t src[BATON_MAX_SRC] = {q, k, v, leaf(gb, &L->k_cache), leaf(gb, &L->v_cache),
+                                             pos};
+
+        a = baton_gb_node(gb, BATON_OP_ATTENTION, BATON_TYPE_F32, ne, src, attn_p);
+    }
+    a = node(gb, BATON_OP_RESHAPE, BATON_TYPE_F32, hp->n_embd, n, 1, a, BATON_SRC_NONE, NULL);
+    o = mul_mat(gb, &L->wo, a, n);
+    x = node(gb, BATON_OP_ADD, BATON_TYPE_F32, hp->n_embd, n, 1, x, o, NULL);
+
+    h = rms_norm_mul(gb, hp, x, &L->ffn_norm, n);
+    g = mul_mat(gb, &L->w_gate, h, n);
+    u = mul_mat(gb, &L->w_up, h, n);
+    g = node(gb, BATON_OP_SILU, BATON_TYPE_F32, hp->n_ff, n, 1, g, BATON_SRC_NONE, NULL);
+    g = node(gb, BATON_OP_MUL, BATON_TYPE_F32, hp->n_ff, n, 1, g, u, NULL);
+    d = mul_mat(gb, &L->w_down, g, n);
+    (void)kv_dim;
+    return node(gb, BATON_OP_ADD, BATON_TYPE_F32, hp->n_embd, n, 1, x, d, NULL);
+}
+
+int baton_llama_build_stage(const struct baton_llama_hparams *hp,
+                            const struct baton_llama_stage *st, uint32_t n_tokens,
+                            int want_logits, struct baton_gb *gb)
+{
+    const uint32_t n = n_tokens;
+    uint32_t x, pos, l;
+
+    if (n == 0 || n > st->io.pos.ne[0])
+        return BATON_E_INVAL;
+    pos = leaf_view(gb, &st->io.pos, n, 1, 1);
+    if (st->first) {
+        uint32_t ids = leaf_view(gb, &st->io.tokens, n, 1, 1);
+
+        x = node(gb, BATON_OP_GET_ROWS, BATON_TYPE_F32, hp->n_embd, n, 1, leaf(gb, &st->tok_embd),
+                 ids, NULL);
+    } else {
+        x = leaf_view(gb, &st->io.hidden_in, hp->n_embd, n, 1);
+    }
+    for (l = st->layer_begin; l < st->layer_end; l++)
+        x = build_layer(gb, hp, &st->layers[l - st->layer_begin], x, pos, n);
+
+    if (!st->last) {
+        /* The last layer's residual add writes straight into hidden_out;
+         * with no layer on this stage, pass the input through. */
+        uint32_t out = leaf_view(gb, &st->io.hidden_out, hp->n_embd, n, 1);
+
+        if (!(x & BATON_GB_NODE))
+            x = node(gb, BATON_OP_RESHAPE, BATON_TYPE_F32, hp->n_embd, n, 1, x, BATON_SRC_NONE,
+                     NULL);
+        if (gb->g.nodes[x & ~BATON_GB_NODE].op == BATON_OP_RESHAPE) {
+            const uint32_t one[BATON_N_PARAMS] = {0x3f800000u}; /* 1.0f */
+
+            x = node(gb, BATON_OP_SCALE, BATON_TYPE_F32, hp->n_embd, n, 1, x, BATON_SRC_NONE, one);
+        }
+        baton_gb_set_out(gb, x, out);
+    } else {
+        uint32_t logits, am;
+
+        if (n > 1) {
+            uint32_t idx = leaf(gb, &st->io.last_idx);
+
+            x = node(gb, BATON_OP_GET_ROWS, BATON_TYPE_F32, hp->n_embd, 1, 1, x, idx, NULL);
+        }
+        x = rms_norm_mul(gb, hp, x, &st->output_norm, 1);
+        logits = mul_mat(gb, &st->output, x, 1);
+        if (want_logits)
+            baton_gb_set_out(gb, logits, leaf(gb, &st->io.logits));
+        am = node(gb, BATON_OP_ARGMAX, BATON_TYPE_I32, 1, 1, 1, logits, BATON_SRC_NONE, NULL);
+        baton_gb_set_out(gb, am, leaf(gb, &st->io.argmax));
+    }
+    return baton_gb_finish(gb);
+}

@@ -1,0 +1,809 @@
+/* The coordinator's run loop (see run.h). */
+#include "model/run.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "baton/client.h"
+#include "baton/status.h"
+#include "model/gguf.h"
+#include "model/graph_builder.h"
+#include "model/llama.h"
+#include "model/sampler.h"
+#include "model/split.h"
+#include "model/tokenizer.h"
+#include "server/server.h"
+
+#define ALIGN 64u
+#define UPLOAD_CHUNK (16u << 20)
+#define ENDPOINT_MAX 128
+
+struct stage_rt {
+    uint32_t index; /* 0-based */
+    char endpoint[ENDPOINT_MAX];
+    struct baton_conn *conn;
+    struct baton_llama_stage st;
+    uint64_t weights_buf, kv_buf, io_buf;
+    uint64_t weights_bytes, kv_bytes, io_bytes;
+    struct baton_tensor_desc *leaves;
+    struct baton_graph_node *nodes;
+    uint32_t cap_leaves, cap_nodes;
+};
+
+struct run {
+    const struct baton_run_config *cfg;
+    struct baton_gguf *gguf;
+    struct baton_tokenizer *tok;
+    struct baton_llama_hparams hp;
+    struct baton_server *local; /* in-process server for --servers local */
+    struct stage_rt *stages;
+    uint32_t n_stages;
+    float *hidden;      /* n_embd * n_ubatch, the hub's copy of a boundary */
+    float *logits;      /* n_vocab */
+    int32_t *pos_host;  /* n_ubatch */
+    struct baton_sample_entry *sample_scratch;
+    uint64_t hidden_bytes_hub; /* hidden-state bytes through the coordinator */
+    uint64_t token_bytes;      /* token ids, positions, argmax and logits bytes */
+    double min_gap;            /* smallest top-2 logit gap seen (report_gap) */
+};
+
+/* Difference between the largest and second-largest logit. */
+static double top2_gap(const float *v, size_t n)
+{
+    double a = -INFINITY, b = -INFINITY;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        if (v[i] > a) {
+            b = a;
+            a = v[i];
+        } else if (v[i] > b) {
+            b = v[i];
+        }
+    }
+    return a - b;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint64_t align_up(uint64_t v)
+{
+    return (v + (ALIGN - 1)) & ~(uint64_t)(ALIGN - 1);
+}
+
+static const char *cmd_name(uint32_t cmd)
+{
+    static const char *const names[BATON_CMD_LIMIT] = {
+        "?",           "HELLO",         "AUTH",         "DEVICE_INFO",   "ALLOC_BUFFER",
+        "FREE_BUFFER", "BUFFER_CLEAR",  "SET_TENSOR",   "GET_TENSOR",    "COPY_TENSOR",
+        "GRAPH_COMPUTE", "GRANT_WRITE", "REVOKE_GRANT", "COPY_TENSOR_TO", "PEER_WRITE",
+        "PEER_FENCE"};
+
+    return cmd < BATON_CMD_LIMIT ? names[cmd] : "?";
+}
+
+static int stage_fail(struct run *r, const struct stage_rt *s, const char *what, int rc)
+{
+    fprintf(r->cfg->log, "baton: stage %u (%s): %s failed: %s (%s)\n", s->index + 1, s->endpoint,
+            what, baton_status_name(rc), baton_status_str(rc));
+    return 1;
+}
+
+/* ---- setup ---- */
+
+static int parse_endpoint(const char *text, size_t len, char *host, size_t host_cap,
+                          uint16_t *port)
+{
+    const char *colon;
+    char buf[ENDPOINT_MAX];
+    char *end = NULL;
+    unsigned long p;
+
+    if (len == 0 || len >= sizeof(buf))
+        return BATON_E_INVAL;
+    memcpy(buf, text, len);
+    buf[len] = '\0';
+    colon = strrchr(buf, ':');
+    if (colon == NULL || colon == buf || (size_t)(colon - buf) >= host_cap)
+        return BATON_E_INVAL;
+    errno = 0;
+    p = strtoul(colon + 1, &end, 10);
+    if (errno != 0 || end == colon + 1 || *end != '\0' || p == 0 || p > 65535)
+        return BATON_E_INVAL;
+    memcpy(host, buf, (size_t)(colon - buf));
+    host[colon - buf] = '\0';
+    /* [::1]:7340 */
+    if (host[0] == '[') {
+        size_t hl = strlen(host);
+
+        if (hl < 3 || host[hl - 1] != ']')
+            return BATON_E_INVAL;
+        memmove(host, host + 1, hl - 2);
+        host[hl - 2] = '\0';
+    }
+    *port = (uint16_t)p;
+    return 0;
+}
+
+static int connect_stages(struct run *r, uint32_t n_stages)
+{
+    const struct baton_run_config *cfg = r->cfg;
+    const char *p = cfg->servers;
+    uint32_t i;
+    int local = strcmp(cfg->servers, "local") == 0;
+
+    if (local) {
+        struct baton_server_config sc;
+        int rc;
+
+        baton_server_config_default(&sc);
+        sc.n_threads = cfg->n_threads;
+        sc.quiet = 1;
+        rc = baton_server_create(&sc, &r->local);
+        if (rc != 0) {
+            fprintf(cfg->log, "baton: cannot start the in-process server: %s\n",
+                    baton_status_str(rc));
+            return 1;
+        }
+    }
+    for (i = 0; i < n_stages; i++) {
+        struct stage_rt *s = &r->stages[i];
+        int rc;
+
+        s->index = i;
+        if (local) {
+            int fds[2];
+
+            snprintf(s->endpoint, sizeof(s->endpoint), "local");
+            if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+                fprintf(cfg->log, "baton: socketpair: %s\n", strerror(errno));
+                return 1;
+            }
+            rc = baton_server_serve_fd(r->local, fds[0]);
+            if (rc != 0) {
+                close(fds[1]);
+                return stage_fail(r, s, "in-process serve", rc);
+            }
+            rc = baton_conn_adopt_fd(fds[1], cfg->timeout_ms, &s->conn);
+        } else {
+            const char *comma = strchr(p, ',');
+            size_t len = comma ? (size_t)(comma - p) : strlen(p);
+            char host[ENDPOINT_MAX];
+            uint16_t port;
+
+            if (len >= sizeof(s->endpoint))
+                len = sizeof(s->endpoint) - 1;
+            memcpy(s->endpoint, p, len);
+            s->endpoint[len] = '\0';
+            if (parse_endpoint(p, len, host, sizeof(host), &port) != 0) {
+                fprintf(cfg->log, "baton: --servers: bad endpoint '%s' (want host:port)\n",
+                        s->endpoint);
+                return 2;
+            }
+            p = comma ? comma + 1 : p + len;
+            rc = baton_conn_connect(host, port, cfg->timeout_ms, &s->conn);
+        }
+        if (rc != 0)
+            return stage_fail(r, s, "connect", rc);
+        baton_conn_set_timeout(s->conn, cfg->timeout_ms);
+    }
+    return 0;
+}
+
+/* Looks up a weight tensor and checks its shape ({ne0, ne1}, ne1 = 1 for vectors). */
+static int find_weight(struct run *r, const char *name, uint64_t ne0, uint64_t ne1,
+                       struct baton_gguf_tensor *t)
+{
+    int rc = baton_gguf_find_tensor(r->gguf, name, t, NULL);
+
+    if (rc != 0) {
+        fprintf(r->cfg->log, "baton: %s: tensor '%s': missing\n", r->cfg->model_path, name);
+        return 1;
+    }
+    if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1) {
+        fprintf(r->cfg->log,
+                "baton: %s: tensor '%s': shape (%" PRIu64 ", %" PRIu64 ") but the model needs "
+                "(%" PRIu64 ", %" PRIu64 ")\n",
+                r->cfg->model_path, name, t->ne[0], t->ne[1], ne0, ne1);
+        return 1;
+    }
+    return 0;
+}
+
+/* One weight to upload: where it comes from and where it goes. */
+struct upload_item {
+    struct baton_gguf_tensor src;
+    struct baton_tensor_desc *dst;
+};
+
+static int place(struct run *r, struct upload_item *items, uint32_t *n_items, uint64_t *offset,
+                 const char *name, uint64_t ne0, uint64_t ne1, struct baton_tensor_desc *dst)
+{
+    struct upload_item *it = &items[*n_items];
+    int rc;
+
+    if (find_weight(r, name, ne0, ne1, &it->src) != 0)
+        return 1;
+    *offset = align_up(*offset);
+    rc = baton_tensor_init(dst, 0, *offset, it->src.type, ne0, ne1, 1, 1);
+    if (rc != 0) {
+        fprintf(r->cfg->log, "baton: %s: tensor '%s': %s\n", r->cfg->model_path, name,
+                baton_status_str(rc));
+        return 1;
+    }
+    it->dst = dst;
+    *offset += dst->nbytes;
+    (*n_items)++;
+    return 0;
+}
+
+static int upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
+{
+    const struct baton_llama_hparams *hp = &r->hp;
+    struct baton_llama_stage *st = &s->st;
+    const uint32_t n_local = st->layer_end - st->layer_begin;
+    const uint64_t kv_dim = (uint64_t)hp->head_dim * hp->n_head_kv;
+    struct upload_item *items;
+    uint32_t n_items = 0, i, l;
+    uint64_t off = 0, done = 0;
+    int ret = 1, rc;
+    char name[96];
+    struct baton_device_info info;
+    const int tty = isatty(fileno(r->cfg->log));
+
+    items = calloc((size_t)n_local * 9 + 3, sizeof(*items));
+    st->layers = calloc(n_local ? n_local : 1, sizeof(*st->layers));
+    if (items == NULL || st->layers == NULL) {
+        fprintf(r->cfg->log, "baton: out of memory\n");
+        goto out;
+    }
+    rc = baton_device_info(s->conn, &info);
+    if (rc != 0) {
+        ret = stage_fail(r, s, "DEVICE_INFO", rc);
+        goto out;
+    }
+    if (st->first && place(r, items, &n_items, &off, "token_embd.weight", hp->n_embd,
+                           hp->n_vocab, &st->tok_embd) != 0)
+        goto out;
+    for (l = st->layer_begin; l < st->layer_end; l++) {
+        struct baton_llama_layer *L = &st->layers[l - st->layer_begin];
+        static const char *const fmt[9] = {
+            "blk.%u.attn_norm.weight", "blk.%u.attn_q.weight",  "blk.%u.attn_k.weight",
+            "blk.%u.attn_v.weight",    "blk.%u.attn_output.weight", "blk.%u.ffn_norm.weight",
+            "blk.%u.ffn_gate.weight",  "blk.%u.ffn_up.weight",  "blk.%u.ffn_down.weight"};
+        const uint64_t shape[9][2] = {
+            {hp->n_embd, 1},       {hp->n_embd, hp->n_embd}, {hp->n_embd, kv_dim},
+            {hp->n_embd, kv_dim},  {hp->n_embd, hp->n_embd}, {hp->n_embd, 1},
+            {hp->n_embd, hp->n_ff}, {hp->n_embd, hp->n_ff},  {hp->n_ff, hp->n_embd}};
+        struct baton_tensor_desc *dst[9] = {&L->attn_norm, &L->wq,     &L->wk,
+                                            &L->wv,        &L->wo,     &L->ffn_norm,
+                                            &L->w_gate,    &L->w_up,   &L->w_down};
+        uint32_t k;
+
+        for (k = 0; k < 9; k++) {
+            snprintf(name, sizeof(name), fmt[k], l);
+            if (place(r, items, &n_items, &off, name, shape[k][0], shape[k][1], dst[k]) != 0)
+                goto out;
+        }
+    }
+    if (st->last) {
+        struct baton_gguf_tensor t;
+        const char *out_name = "output.weight";
+
+        if (place(r, items, &n_items, &off, "output_norm.weight", hp->n_embd, 1,
+                  &st->output_norm) != 0)
+            goto out;
+        /* tied output head: llama.cpp falls back to the embedding too */
+        if (baton_gguf_find_tensor(r->gguf, out_name, &t, NULL) != 0)
+            out_name = "token_embd.weight";
+        if (place(r, items, &n_items, &off, out_name, hp->n_embd, hp->n_vocab, &st->output) != 0)
+            goto out;
+    }
+    for (i = 0; i < n_items; i++) {
+        if (items[i].src.type >= 64 || !(info.type_mask & (1ull << items[i].src.type))) {
+            fprintf(r->cfg->log,
+                    "baton: %s: tensor '%s' has type %s, which stage %u (%s) cannot compute\n",
+                    r->cfg->model_path, items[i].src.name, baton_type_name(items[i].src.type),
+                    s->index + 1, s->endpoint);
+            goto out;
+        }
+    }
+    s->weights_bytes = align_up(off);
+    rc = baton_alloc_buffer(s->conn, s->weights_bytes, &s->weights_buf);
+    if (rc != 0) {
+        ret = stage_fail(r, s, "ALLOC_BUFFER (weights)", rc);
+        goto out;
+    }
+    for (i = 0; i < n_items; i++) {
+        const struct upload_item *it = &items[i];
+        uint64_t pos = 0;
+
+        it->dst->buffer = s->weights_buf;
+        while (pos < it->src.nbytes) {
+            uint64_t n = it->src.nbytes - pos;
+
+            if (n > UPLOAD_CHUNK)
+                n = UPLOAD_CHUNK;
+            rc = baton_set_tensor(s->conn, it->dst, pos, (const uint8_t *)it->src.data + pos, n);
+            if (rc != 0) {
+                ret = stage_fail(r, s, "SET_TENSOR (weights)", rc);
+                goto out;
+            }
+            pos += n;
+            done += n;
+        }
+        if (tty && (i % 16) == 15)
+            fprintf(r->cfg->log, "\rupload: stage %u/%u (%s): %.1f/%.1f MiB", s->index + 1,
+                    r->n_stages, s->endpoint, (double)done / 1048576.0,
+                    (double)s->weights_bytes / 1048576.0);
+    }
+    fprintf(r->cfg->log, "%supload: stage %u/%u (%s): %.1f MiB in %u tensors\n", tty ? "\r" : "",
+            s->index + 1, r->n_stages, s->endpoint, (double)done / 1048576.0, n_items);
+    *bytes_total += (double)done;
+
+    /* KV cache: per local layer k and v, F32 {head_dim, n_head_kv, n_ctx} */
+    {
+        uint64_t koff = 0;
+
+        for (l = 0; l < n_local; l++) {
+            struct baton_llama_layer *L = &st->layers[l];
+
+            rc = baton_tensor_init(&L->k_cache, 0, koff, BATON_TYPE_F32, hp->head_dim,
+                                   hp->n_head_kv, r->cfg->n_ctx, 1);
+            koff = align_up(koff + L->k_cache.nbytes);
+            if (rc == 0)
+                rc = baton_tensor_init(&L->v_cache, 0, koff, BATON_TYPE_F32, hp->head_dim,
+                                       hp->n_head_kv, r->cfg->n_ctx, 1);
+            koff = align_up(koff + L->v_cache.nbytes);
+            if (rc != 0) {
+                fprintf(r->cfg->log, "baton: KV cache size: %s\n", baton_status_str(rc));
+                goto out;
+            }
+        }
+        s->kv_bytes = koff ? koff : ALIGN;
+        rc = baton_alloc_buffer(s->conn, s->kv_bytes, &s->kv_buf);
+        if (rc != 0) {
+            ret = stage_fail(r, s, "ALLOC_BUFFER (KV cache)", rc);
+            goto out;
+        }
+        for (l = 0; l < n_local; l++) {
+            st->layers[l].k_cache.buffer = s->kv_buf;
+            st->layers[l].v_cache.buffer = s->kv_buf;
+        }
+    }
+
+    /* I/O tensors */
+    {
+        struct baton_llama_io *io = &st->io;
+        const uint32_t u = r->cfg->n_ubatch;
+        uint64_t ioff = 0;
+        struct baton_tensor_desc *d[7] = {&io->tokens,   &io->pos,      &io->hidden_in,
+                                          &io->hidden_out, &io->last_idx, &io->logits,
+                                          &io->argmax};
+        const uint32_t types[7] = {BATON_TYPE_I32, BATON_TYPE_I32, BATON_TYPE_F32, BATON_TYPE_F32,
+                                   BATON_TYPE_I32, BATON_TYPE_F32, BATON_TYPE_I32};
+        const uint64_t ne0[7] = {u, u, hp->n_embd, hp->n_embd, 1, hp->n_vocab, 1};
+        const uint64_t ne1[7] = {1, 1, u, u, 1, 1, 1};
+        uint32_t k;
+
+        for (k = 0; k < 7; k++) {
+            rc = baton_tensor_init(d[k], 0, ioff, types[k], ne0[k], ne1[k], 1, 1);
+            if (rc != 0) {
+                fprintf(r->cfg->log, "baton: I/O tensor size: %s\n", baton_status_str(rc));
+                goto out;
+            }
+            ioff = align_up(ioff + d[k]->nbytes);
+        }
+        s->io_bytes = ioff;
+        rc = baton_alloc_buffer(s->conn, s->io_bytes, &s->io_buf);
+        if (rc != 0) {
+            ret = stage_fail(r, s, "ALLOC_BUFFER (I/O)", rc);
+            goto out;
+        }
+        for (k = 0; k < 7; k++)
+            d[k]->buffer = s->io_buf;
+    }
+
+    s->cap_leaves = baton_llama_max_leaves(st);
+    s->cap_nodes = baton_llama_max_nodes(st);
+    s->leaves = calloc(s->cap_leaves, sizeof(*s->leaves));
+    s->nodes = calloc(s->cap_nodes, sizeof(*s->nodes));
+    if (s->leaves == NULL || s->nodes == NULL) {
+        fprintf(r->cfg->log, "baton: out of memory\n");
+        goto out;
+    }
+    ret = 0;
+out:
+    free(items);
+    return ret;
+}
+
+/* ---- one step ---- */
+
+/* Runs n tokens at positions pos0.. through every stage. On success the last
+ * stage's argmax is in *next and, when want_logits, r->logits is filled. */
+static int run_step(struct run *r, const int32_t *tokens, uint32_t n, uint32_t pos0,
+                    int want_logits, int32_t *next)
+{
+    const uint64_t hidden_bytes = (uint64_t)r->hp.n_embd * n * sizeof(float);
+    uint32_t i, si;
+    int rc;
+
+    for (i = 0; i < n; i++)
+        r->pos_host[i] = (int32_t)(pos0 + i);
+    for (si = 0; si < r->n_stages; si++) {
+        struct stage_rt *s = &r->stages[si];
+        const struct baton_llama_io *io = &s->st.io;
+        struct baton_gb gb;
+        const char *what = "step";
+
+        baton_gb_init(&gb, s->leaves, s->cap_leaves, s->nodes, s->cap_nodes);
+        rc = baton_llama_build_stage(&r->hp, &s->st, n, want_logits, &gb);
+        if (rc != 0) {
+            fprintf(r->cfg->log, "baton: stage %u: building the graph failed: %s\n", si + 1,
+                    baton_status_str(rc));
+            return 1;
+        }
+        if (s->st.first) {
+            rc = baton_submit_set_tensor(s->conn, &io->tokens, 0, tokens, (uint64_t)n * 4);
+            r->token_bytes += (uint64_t)n * 4;
+        } else {
+            rc = baton_submit_set_tensor(s->conn, &io->hidden_in, 0, r->hidden, hidden_bytes);
+            r->hidden_bytes_hub += hidden_bytes;
+        }
+        if (rc == 0)
+            rc = baton_submit_set_tensor(s->conn, &io->pos, 0, r->pos_host, (uint64_t)n * 4);
+        if (rc == 0 && s->st.last && n > 1) {
+            const int32_t last = (int32_t)(n - 1);
+
+            rc = baton_submit_set_tensor(s->conn, &io->last_idx, 0, &last, 4);
+        }
+        if (rc == 0)
+            rc = baton_submit_graph_compute(s->conn, &gb.g);
+        if (rc == 0 && !s->st.last) {
+            rc = baton_submit_get_tensor(s->conn, &io->hidden_out, 0, r->hidden, hidden_bytes);
+            r->hidden_bytes_hub += hidden_bytes;
+        }
+        if (rc == 0 && s->st.last) {
+            rc = baton_submit_get_tensor(s->conn, &io->argmax, 0, next, 4);
+            r->token_bytes += 4;
+            if (rc == 0 && want_logits) {
+                rc = baton_submit_get_tensor(s->conn, &io->logits, 0, r->logits,
+                                             (uint64_t)r->hp.n_vocab * 4);
+                r->token_bytes += (uint64_t)r->hp.n_vocab * 4;
+            }
+        }
+        if (rc == 0)
+            rc = baton_conn_wait(s->conn);
+        if (rc != 0)
+            return stage_fail(r, s, what, rc);
+    }
+    return 0;
+}
+
+/* ---- output ---- */
+
+static void print_stats(struct run *r, uint32_t steps)
+{
+    uint32_t si, c;
+    FILE *f = r->cfg->log;
+
+    if (steps == 0)
+        return;
+    fprintf(f, "stats: per decode step (average over %u steps)\n", steps);
+    fprintf(f, "  %-6s %-16s %10s %14s %14s\n", "stage", "command", "count", "request B",
+            "reply B");
+    for (si = 0; si < r->n_stages; si++) {
+        for (c = 1; c < BATON_CMD_LIMIT; c++) {
+            struct baton_cmd_stats st = baton_conn_stats(r->stages[si].conn, c);
+
+            if (st.count == 0)
+                continue;
+            fprintf(f, "  %-6u %-16s %10.2f %14.1f %14.1f\n", si + 1, cmd_name(c),
+                    (double)st.count / steps, (double)st.request_bytes / steps,
+                    (double)st.reply_bytes / steps);
+        }
+    }
+    fprintf(f, "  hidden-state bytes through the coordinator: %.1f per step\n",
+            (double)r->hidden_bytes_hub / steps);
+    fprintf(f, "  token/position/logit bytes: %.1f per step\n", (double)r->token_bytes / steps);
+}
+
+static int write_ids(const char *path, const int32_t *prompt, size_t n_prompt, const int32_t *gen,
+                     size_t n_gen, int with_gap, double min_gap)
+{
+    FILE *f = fopen(path, "w");
+    size_t i;
+
+    if (f == NULL)
+        return -1;
+    fprintf(f, "{\"prompt\": [");
+    for (i = 0; i < n_prompt; i++)
+        fprintf(f, "%s%d", i ? ", " : "", prompt[i]);
+    fprintf(f, "], \"generated\": [");
+    for (i = 0; i < n_gen; i++)
+        fprintf(f, "%s%d", i ? ", " : "", gen[i]);
+    fprintf(f, "]");
+    if (with_gap)
+        fprintf(f, ", \"min_top2_gap\": %.6g", min_gap);
+    fprintf(f, "}\n");
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+void baton_run_config_default(struct baton_run_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->servers = "local";
+    cfg->n_predict = 64;
+    cfg->n_ctx = 512;
+    cfg->n_ubatch = 512;
+    cfg->top_p = 1.0f;
+    cfg->n_threads = 1;
+    cfg->timeout_ms = 30000;
+    cfg->out = stdout;
+    cfg->log = stderr;
+}
+
+static uint32_t count_servers(const char *servers)
+{
+    uint32_t n = 1;
+
+    for (; *servers; servers++)
+        if (*servers == ',')
+            n++;
+    return n;
+}
+
+int baton_run(const struct baton_run_config *cfg)
+{
+    struct run r;
+    char err[512];
+    double props[BATON_MAX_STAGES];
+    uint32_t counts[BATON_MAX_STAGES];
+    int n_parts, rc, ret = 1;
+    uint32_t i, n_servers, layer;
+    int32_t *prompt_ids = NULL, *gen_ids = NULL;
+    size_t n_prompt = 0, n_gen = 0;
+    double t_load0, t_load, t_prefill = 0, t_decode = 0, bytes = 0;
+    int32_t next = 0;
+    char piece[256];
+
+    memset(&r, 0, sizeof(r));
+    r.cfg = cfg;
+    t_load0 = now_s();
+    if (cfg->n_ubatch == 0 || cfg->n_ctx == 0) {
+        fprintf(cfg->log, "baton: --ctx and --ubatch must be at least 1\n");
+        return 2;
+    }
+    rc = baton_gguf_open(cfg->model_path, &r.gguf, err, sizeof(err));
+    if (rc != 0) {
+        fprintf(cfg->log, "baton: %s\n", err);
+        return 1;
+    }
+    rc = baton_llama_hparams_load(r.gguf, &r.hp, err, sizeof(err));
+    if (rc != 0) {
+        fprintf(cfg->log, "baton: %s: %s\n", cfg->model_path, err);
+        goto out;
+    }
+    rc = baton_tokenizer_from_gguf(r.gguf, &r.tok, err, sizeof(err));
+    if (rc != 0) {
+        fprintf(cfg->log, "baton: %s: %s\n", cfg->model_path, err);
+        goto out;
+    }
+
+    /* tokenize first: a prompt that does not fit is a usage error */
+    {
+        size_t len = strlen(cfg->prompt);
+        size_t cap = len + 8;
+
+        prompt_ids = calloc(cap, sizeof(*prompt_ids));
+        gen_ids = calloc((size_t)cfg->n_predict + 1, sizeof(*gen_ids));
+        if (prompt_ids == NULL || gen_ids == NULL)
+            goto out;
+        rc = baton_tokenize(r.tok, cfg->prompt, len, baton_tokenizer_add_bos(r.tok), prompt_ids,
+                            cap, &n_prompt);
+        if (rc == 0 && n_prompt == 0) {
+            fprintf(cfg->log, "baton: the prompt gives no tokens (and the model has no BOS)\n");
+            ret = 2;
+            goto out;
+        }
+        if (rc != 0) {
+            fprintf(cfg->log, "baton: cannot tokenize the prompt: %s\n", baton_status_str(rc));
+            goto out;
+        }
+        if ((uint64_t)n_prompt + cfg->n_predict > cfg->n_ctx) {
+            fprintf(cfg->log,
+                    "baton: prompt (%zu tokens) + -n %u = %llu exceeds the context --ctx %u\n",
+                    n_prompt, cfg->n_predict, (unsigned long long)n_prompt + cfg->n_predict,
+                    cfg->n_ctx);
+            ret = 2;
+            goto out;
+        }
+    }
+
+    /* plan */
+    n_servers = strcmp(cfg->servers, "local") == 0 ? 0 : count_servers(cfg->servers);
+    if (cfg->split) {
+        n_parts = baton_split_parse(cfg->split, props, BATON_MAX_STAGES);
+        if (n_parts < 0) {
+            fprintf(cfg->log, "baton: --split '%s': want positive numbers like 1,1,1\n",
+                    cfg->split);
+            ret = 2;
+            goto out;
+        }
+    } else {
+        n_parts = n_servers ? (int)n_servers : 1;
+        for (i = 0; i < (uint32_t)n_parts; i++)
+            props[i] = 1.0;
+    }
+    if (n_servers && (uint32_t)n_parts != n_servers) {
+        fprintf(cfg->log, "baton: --split has %d parts but --servers names %u servers\n", n_parts,
+                n_servers);
+        ret = 2;
+        goto out;
+    }
+    if (baton_split_plan(r.hp.n_layer, props, (size_t)n_parts, counts) != 0) {
+        fprintf(cfg->log, "baton: cannot split %u layers into %d stages with --split %s\n",
+                r.hp.n_layer, n_parts, cfg->split ? cfg->split : "(default)");
+        ret = 2;
+        goto out;
+    }
+    r.n_stages = (uint32_t)n_parts;
+    r.stages = calloc(r.n_stages, sizeof(*r.stages));
+    r.hidden = calloc((size_t)r.hp.n_embd * cfg->n_ubatch, sizeof(float));
+    r.logits = calloc(r.hp.n_vocab, sizeof(float));
+    r.pos_host = calloc(cfg->n_ubatch, sizeof(int32_t));
+    r.sample_scratch = calloc(r.hp.n_vocab, sizeof(*r.sample_scratch));
+    if (!r.stages || !r.hidden || !r.logits || !r.pos_host || !r.sample_scratch)
+        goto out;
+    fprintf(cfg->log, "model: %s: llama, %u layers, n_embd %u, %u heads (%u kv), n_ff %u, vocab %u\n",
+            cfg->model_path, r.hp.n_layer, r.hp.n_embd, r.hp.n_head, r.hp.n_head_kv, r.hp.n_ff,
+            r.hp.n_vocab);
+    layer = 0;
+    for (i = 0; i < r.n_stages; i++) {
+        struct baton_llama_stage *st = &r.stages[i].st;
+
+        st->layer_begin = layer;
+        st->layer_end = layer + counts[i];
+        st->first = i == 0;
+        st->last = i + 1 == r.n_stages;
+        layer += counts[i];
+    }
+    rc = connect_stages(&r, r.n_stages);
+    if (rc != 0) {
+        ret = rc;
+        goto out;
+    }
+    for (i = 0; i < r.n_stages; i++) {
+        const struct baton_llama_stage *st = &r.stages[i].st;
+
+        fprintf(cfg->log, "plan: stage %u %-21s layers %u..%u (%u)%s%s\n", i + 1,
+                r.stages[i].endpoint, st->layer_begin, st->layer_end - 1,
+                st->layer_end - st->layer_begin, st->first ? " +embedding" : "",
+                st->last ? " +output head" : "");
+    }
+    for (i = 0; i < r.n_stages; i++)
+        if (upload_stage(&r, &r.stages[i], &bytes) != 0)
+            goto out;
+    t_load = now_s() - t_load0;
+
+    /* prefill in ubatches; the last one yields the first generated token */
+    {
+        double t0 = now_s();
+        size_t done = 0;
+        struct baton_sampler smp;
+        const int want_logits = cfg->temp > 0.0f || cfg->report_gap;
+
+        baton_sampler_init(&smp, cfg->temp, cfg->top_k, cfg->top_p, cfg->seed);
+        while (done < n_prompt) {
+            uint32_t n = (uint32_t)((n_prompt - done) < cfg->n_ubatch ? (n_prompt - done)
+                                                                       : cfg->n_ubatch);
+            int last = done + n == n_prompt;
+
+            if (run_step(&r, prompt_ids + done, n, (uint32_t)done, last && want_logits, &next) != 0)
+                goto out;
+            done += n;
+            if (last && cfg->report_gap)
+                r.min_gap = top2_gap(r.logits, r.hp.n_vocab);
+        }
+        t_prefill = now_s() - t0;
+        if (cfg->temp > 0.0f)
+            next = baton_sampler_sample(&smp, r.logits, r.hp.n_vocab, r.sample_scratch);
+
+        for (i = 0; i < r.n_stages; i++)
+            baton_conn_reset_stats(r.stages[i].conn);
+        r.hidden_bytes_hub = 0;
+        r.token_bytes = 0;
+        t0 = now_s();
+        while (n_gen < cfg->n_predict) {
+            int32_t cur;
+
+            if (next < 0 || (uint32_t)next >= r.hp.n_vocab) {
+                fprintf(cfg->log, "baton: stage %u returned token id %d outside the vocabulary\n",
+                        r.n_stages, next);
+                goto out;
+            }
+            gen_ids[n_gen++] = next;
+            if (next == baton_tokenizer_eos(r.tok) && !cfg->ignore_eos)
+                break;
+            if (!cfg->quiet) {
+                int32_t prev = n_gen >= 2 ? gen_ids[n_gen - 2] : prompt_ids[n_prompt - 1];
+                size_t plen = 0;
+
+                if (baton_token_to_piece(r.tok, next, prev, piece, sizeof(piece), &plen) == 0)
+                    fwrite(piece, 1, plen, cfg->out);
+                fflush(cfg->out);
+            }
+            if (n_gen == cfg->n_predict)
+                break;
+            cur = next;
+            if (run_step(&r, &cur, 1, (uint32_t)(n_prompt + n_gen - 1), want_logits, &next) != 0)
+                goto out;
+            if (cfg->report_gap) {
+                double gap = top2_gap(r.logits, r.hp.n_vocab);
+
+                if (gap < r.min_gap)
+                    r.min_gap = gap;
+            }
+            if (cfg->temp > 0.0f)
+                next = baton_sampler_sample(&smp, r.logits, r.hp.n_vocab, r.sample_scratch);
+        }
+        t_decode = now_s() - t0;
+    }
+    if (!cfg->quiet)
+        fputc('\n', cfg->out);
+    {
+        uint32_t decode_steps = n_gen > 0 ? (uint32_t)(n_gen - 1) : 0;
+
+        fprintf(cfg->log,
+                "summary: prompt %zu tokens, generated %zu tokens, load %.2f s (%.1f MiB), "
+                "prefill %.1f tok/s, decode %.1f tok/s, stages %u\n",
+                n_prompt, n_gen, t_load, bytes / 1048576.0,
+                t_prefill > 0 ? (double)n_prompt / t_prefill : 0.0,
+                t_decode > 0 && decode_steps ? (double)decode_steps / t_decode : 0.0, r.n_stages);
+        if (cfg->stats)
+            print_stats(&r, decode_steps);
+    }
+    if (cfg->ids_path && write_ids(cfg->ids_path, prompt_ids, n_prompt, gen_ids, n_gen,
+                                       cfg->report_gap, r.min_gap) != 0) {
+        fprintf(cfg->log, "baton: cannot write %s: %s\n", cfg->ids_path, strerror(errno));
+        goto out;
+    }
+    ret = 0;
+out:
+    if (r.stages) {
+        for (i = 0; i < r.n_stages; i++) {
+            struct stage_rt *s = &r.stages[i];
+
+            if (s->conn)
+                baton_conn_close(s->conn);
+            free(s->st.layers);
+            free(s->leaves);
+            free(s->nodes);
+        }
+    }
+    if (r.local)
+        baton_server_destroy(r.local);
+    free(r.stages);
+    free(r.hidden);
+    free(r.logits);
+    free(r.pos_host);
+    free(r.sample_scratch);
+    free(prompt_ids);
+    free(gen_ids);
+    baton_tokenizer_free(r.tok);
+    baton_gguf_close(r.gguf);
+    return ret;
+}

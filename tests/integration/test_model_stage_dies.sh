@@ -1,0 +1,47 @@
+#!/bin/bash
+# A stage server that dies or goes silent mid-run ends `baton run` with a
+# non-zero exit, within its deadline, and a message naming that stage.
+source "$(dirname "$0")/lib.sh"
+need_model
+
+start_server a
+start_server b
+start_server c
+SERVERS=127.0.0.1:$PORT_a,127.0.0.1:$PORT_b,127.0.0.1:$PORT_c
+
+# 1. killed: stop stage 2 once generation has started, then kill it.
+"$BATON" run --model "$MODEL" --servers "$SERVERS" --split 1,1,1 --prompt "Once upon a time" \
+    -n 2000 --ctx 2048 --ignore-eos --timeout 5000 >"$TMP/kill.out" 2>"$TMP/kill.err" &
+run=$!
+for _ in $(seq 400); do
+    [ -s "$TMP/kill.out" ] && break
+    sleep 0.01
+done
+kill -STOP "$PID_b"
+kill -KILL "$PID_b"
+start=$SECONDS
+rc=0
+wait "$run" || rc=$?
+[ "$rc" -ne 0 ] || fail "run exited 0 although stage 2 was killed (out: $(wc -c <"$TMP/kill.out") bytes)"
+[ $((SECONDS - start)) -le 10 ] || fail "run took longer than its deadline after the kill"
+grep -q "stage 2 (127.0.0.1:$PORT_b)" "$TMP/kill.err" || { cat "$TMP/kill.err" >&2; fail "message does not name stage 2"; }
+echo "ok: killed stage named: $(grep 'stage 2' "$TMP/kill.err" | head -1)"
+
+# 2. silent: stage 3 stops answering (SIGSTOP); the deadline ends the run.
+"$BATON" run --model "$MODEL" --servers "127.0.0.1:$PORT_a,127.0.0.1:$PORT_c" --split 1,1 \
+    --prompt "Once upon a time" -n 2000 --ctx 2048 --ignore-eos --timeout 1500 >"$TMP/stop.out" 2>"$TMP/stop.err" &
+run=$!
+for _ in $(seq 400); do
+    [ -s "$TMP/stop.out" ] && break
+    sleep 0.01
+done
+kill -STOP "$PID_c"
+start=$SECONDS
+rc=0
+wait "$run" || rc=$?
+kill -CONT "$PID_c"
+[ "$rc" -ne 0 ] || fail "run exited 0 although stage 2 went silent"
+[ $((SECONDS - start)) -le 6 ] || fail "silent stage: run did not end within its deadline"
+grep -q "stage 2 (127.0.0.1:$PORT_c).*E_TIMEOUT" "$TMP/stop.err" || { cat "$TMP/stop.err" >&2; fail "message does not name the silent stage"; }
+echo "ok: silent stage named: $(grep 'stage 2' "$TMP/stop.err" | head -1)"
+echo "PASS"

@@ -1,0 +1,172 @@
+/* Split planner, sampler and graph builder tests. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "baton/status.h"
+#include "model/graph_builder.h"
+#include "model/sampler.h"
+#include "model/split.h"
+
+static void split_equal_ties_to_earlier(void **state)
+{
+    double p[3] = {1, 1, 1};
+    uint32_t c[3];
+
+    (void)state;
+    /* 5/3 = 1.67 each: floors 1,1,1; two left over go to stages 1 and 2 */
+    assert_int_equal(baton_split_plan(5, p, 3, c), 0);
+    assert_int_equal(c[0], 2);
+    assert_int_equal(c[1], 2);
+    assert_int_equal(c[2], 1);
+}
+
+static void split_largest_remainder(void **state)
+{
+    double p[3] = {1, 2, 3};
+    uint32_t c[3];
+
+    (void)state;
+    /* 10 layers: quotas 1.67, 3.33, 5.0 -> floors 1,3,5 (9); remainder .67 wins */
+    assert_int_equal(baton_split_plan(10, p, 3, c), 0);
+    assert_int_equal(c[0], 2);
+    assert_int_equal(c[1], 3);
+    assert_int_equal(c[2], 5);
+}
+
+static void split_rejects(void **state)
+{
+    double p[6] = {1, 1, 1, 1, 1, 1};
+    double bad[2] = {1, 0};
+    uint32_t c[6];
+
+    (void)state;
+    assert_int_equal(baton_split_plan(5, p, 6, c), BATON_E_INVAL); /* a stage gets none */
+    assert_int_equal(baton_split_plan(5, bad, 2, c), BATON_E_INVAL);
+    assert_int_equal(baton_split_plan(5, p, 0, c), BATON_E_INVAL);
+}
+
+static void split_parse(void **state)
+{
+    double p[4];
+
+    (void)state;
+    assert_int_equal(baton_split_parse("1,2.5,3", p, 4), 3);
+    assert_true(p[1] == 2.5);
+    assert_int_equal(baton_split_parse("1,,2", p, 4), BATON_E_INVAL);
+    assert_int_equal(baton_split_parse("1,-2", p, 4), BATON_E_INVAL);
+    assert_int_equal(baton_split_parse("1,x", p, 4), BATON_E_INVAL);
+    assert_int_equal(baton_split_parse("", p, 4), BATON_E_INVAL);
+    assert_int_equal(baton_split_parse("1,1,1,1,1", p, 4), BATON_E_INVAL);
+}
+
+static void sampler_greedy_first_max(void **state)
+{
+    const float logits[5] = {0.5f, 2.0f, -1.0f, 2.0f, 1.0f};
+    struct baton_sample_entry scratch[5];
+    struct baton_sampler s;
+
+    (void)state;
+    baton_sampler_init(&s, 0.0f, 0, 1.0f, 7);
+    assert_int_equal(baton_sampler_sample(&s, logits, 5, scratch), 1);
+}
+
+static void sampler_top_k_one_is_greedy(void **state)
+{
+    const float logits[4] = {0.1f, 0.2f, 3.0f, 0.3f};
+    struct baton_sample_entry scratch[4];
+    struct baton_sampler s;
+    int i;
+
+    (void)state;
+    baton_sampler_init(&s, 1.0f, 1, 1.0f, 42);
+    for (i = 0; i < 20; i++)
+        assert_int_equal(baton_sampler_sample(&s, logits, 4, scratch), 2);
+}
+
+static void sampler_seed_reproducible_and_distribution(void **state)
+{
+    const float logits[2] = {0.0f, 0.0f}; /* p = 0.5 each */
+    struct baton_sample_entry scratch[2];
+    struct baton_sampler a, b;
+    int i, ones = 0;
+
+    (void)state;
+    baton_sampler_init(&a, 1.0f, 0, 1.0f, 1234);
+    baton_sampler_init(&b, 1.0f, 0, 1.0f, 1234);
+    for (i = 0; i < 4000; i++) {
+        int32_t x = baton_sampler_sample(&a, logits, 2, scratch);
+
+        assert_int_equal(x, baton_sampler_sample(&b, logits, 2, scratch));
+        ones += x;
+    }
+    /* binomial(4000, 0.5): 6 sigma is about 190 */
+    assert_in_range(ones, 1810, 2190);
+}
+
+static void sampler_top_p_keeps_nucleus(void **state)
+{
+    /* probabilities ~0.88, 0.12, ~0: top-p 0.5 keeps only the first */
+    const float logits[3] = {2.0f, 0.0f, -20.0f};
+    struct baton_sample_entry scratch[3];
+    struct baton_sampler s;
+    int i;
+
+    (void)state;
+    baton_sampler_init(&s, 1.0f, 0, 0.5f, 9);
+    for (i = 0; i < 50; i++)
+        assert_int_equal(baton_sampler_sample(&s, logits, 3, scratch), 0);
+}
+
+static void builder_rewrites_node_refs(void **state)
+{
+    struct baton_tensor_desc leaves[2] = {{0}};
+    struct baton_graph_node nodes[2];
+    struct baton_gb gb;
+    const uint64_t ne[4] = {4, 1, 1, 1};
+    uint32_t src[BATON_MAX_SRC] = {BATON_SRC_NONE, BATON_SRC_NONE, BATON_SRC_NONE,
+                                   BATON_SRC_NONE, BATON_SRC_NONE, BATON_SRC_NONE};
+    uint32_t a, b, n0, n1;
+
+    (void)state;
+    baton_gb_init(&gb, leaves, 2, nodes, 2);
+    a = baton_gb_leaf(&gb, &leaves[0]);
+    src[0] = a;
+    n0 = baton_gb_node(&gb, BATON_OP_SILU, BATON_TYPE_F32, ne, src, NULL);
+    b = baton_gb_leaf(&gb, &leaves[1]);
+    src[0] = n0;
+    src[1] = b;
+    n1 = baton_gb_node(&gb, BATON_OP_ADD, BATON_TYPE_F32, ne, src, NULL);
+    baton_gb_set_out(&gb, n1, b);
+    assert_int_equal(baton_gb_finish(&gb), 0);
+    assert_int_equal(gb.g.n_leaves, 2);
+    assert_int_equal(gb.g.nodes[0].src[0], 0);
+    assert_int_equal(gb.g.nodes[1].src[0], 2); /* node 0 = n_leaves + 0 */
+    assert_int_equal(gb.g.nodes[1].src[1], 1);
+    assert_int_equal(gb.g.nodes[1].out_leaf, 1);
+    /* full builder reports BATON_E_LIMIT */
+    src[0] = a;
+    src[1] = BATON_SRC_NONE;
+    assert_int_equal(baton_gb_node(&gb, BATON_OP_SILU, BATON_TYPE_F32, ne, src, NULL),
+                     BATON_SRC_NONE);
+    assert_int_equal(gb.error, BATON_E_LIMIT);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(split_equal_ties_to_earlier),
+        cmocka_unit_test(split_largest_remainder),
+        cmocka_unit_test(split_rejects),
+        cmocka_unit_test(split_parse),
+        cmocka_unit_test(sampler_greedy_first_max),
+        cmocka_unit_test(sampler_top_k_one_is_greedy),
+        cmocka_unit_test(sampler_seed_reproducible_and_distribution),
+        cmocka_unit_test(sampler_top_p_keeps_nucleus),
+        cmocka_unit_test(builder_rewrites_node_refs),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
