@@ -38,8 +38,13 @@ int baton_conn_connect(const char *host, uint16_t port, int timeout_ms, struct b
  * failure) and performs HELLO. Used for in-process servers (socketpair). */
 int baton_conn_adopt_fd(int fd, int timeout_ms, struct baton_conn **out);
 
+/* Closes the socket and frees c (NULL-safe). Outstanding replies are dropped. */
 void baton_conn_close(struct baton_conn *c);
+/* Deadline of each later call (each reply of baton_conn_wait) in ms; < 0: none. */
 void baton_conn_set_timeout(struct baton_conn *c, int timeout_ms);
+/* 1 once the connection is unusable (I/O error, timeout, a reply that did
+ * not match, a framing error from the server), else 0. */
+int baton_conn_is_dead(const struct baton_conn *c);
 
 /* The server's HELLO reply (features, chosen version). */
 const struct baton_hello *baton_conn_server_hello(const struct baton_conn *c);
@@ -48,7 +53,11 @@ const struct baton_hello *baton_conn_server_hello(const struct baton_conn *c);
 struct baton_cmd_stats baton_conn_stats(const struct baton_conn *c, uint32_t cmd);
 void baton_conn_reset_stats(struct baton_conn *c);
 
-/* ---- synchronous commands ---- */
+/* ---- synchronous commands ----
+ * Each sends one request and waits for its reply. If pipelined requests are
+ * still outstanding, their replies are read first and the first error among
+ * them (or this call's) is returned. baton_alloc_buffer fills *handle;
+ * baton_device_info fills *out (name NUL-terminated). */
 int baton_device_info(struct baton_conn *c, struct baton_device_info *out);
 int baton_alloc_buffer(struct baton_conn *c, uint64_t size, uint64_t *handle);
 int baton_free_buffer(struct baton_conn *c, uint64_t handle);
@@ -67,7 +76,14 @@ int baton_graph_compute(struct baton_conn *c, const struct baton_graph *g);
  * baton_submit_* send a request without waiting; baton_conn_wait reads every
  * outstanding reply in order (matching cmd and seq), stores GET data into the
  * pointers given at submit time, and returns 0 or the first error status
- * (all replies are still consumed). At most 64 requests may be outstanding. */
+ * (all replies are still consumed). At most 64 requests may be outstanding:
+ * a submit with 64 outstanding first reads all their replies (keeping the
+ * first error for the next baton_conn_wait), and so does a submit of more
+ * than 64 KiB while a GET is outstanding (so neither side can block sending
+ * to the other). A SET's data is sent before submit returns; a GET's
+ * destination must stay valid until baton_conn_wait returns. A submit
+ * returns an error only when the request could not be sent (then the
+ * connection is dead). */
 int baton_submit_set_tensor(struct baton_conn *c, const struct baton_tensor_desc *t,
                             uint64_t offset, const void *data, uint64_t n);
 int baton_submit_get_tensor(struct baton_conn *c, const struct baton_tensor_desc *t,

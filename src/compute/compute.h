@@ -18,9 +18,16 @@
 
 struct baton_pool; /* persistent worker pool */
 
-/* Creates a pool of n_threads workers (n_threads >= 1; 1 means the caller's
- * thread only). Returns 0 or BATON_E_NOMEM / BATON_E_INVAL. Owned by the
- * caller; release with baton_pool_destroy. */
+/* Most threads a pool may have (the caller included). ATTENTION reserves one
+ * score row per thread in the scratch arena, at most this many. */
+#define BATON_POOL_MAX_THREADS 64u
+
+/* Creates a pool of n_threads workers (1 <= n_threads <=
+ * BATON_POOL_MAX_THREADS; 1 means the caller's thread only): n_threads - 1
+ * persistent pthreads that sleep on a condition variable between jobs.
+ * Returns 0 or BATON_E_NOMEM / BATON_E_INVAL. Owned by the caller; release
+ * with baton_pool_destroy. A pool may be shared by several threads: their
+ * parallel sections run one after another. */
 int baton_pool_create(uint32_t n_threads, struct baton_pool **out);
 void baton_pool_destroy(struct baton_pool *pool);
 uint32_t baton_pool_threads(const struct baton_pool *pool);
@@ -28,8 +35,13 @@ uint32_t baton_pool_threads(const struct baton_pool *pool);
 /* Per-node execution plan, filled by baton_graph_validate. */
 struct baton_node_plan {
     uint64_t nbytes;         /* result bytes */
-    uint64_t scratch_offset; /* where the result lives in the scratch arena
-                                (unused when out_leaf is set or op is RESHAPE) */
+    uint64_t scratch_offset; /* where the node's scratch block starts: its
+                                result (when it has no out_leaf), then for
+                                ATTENTION its score rows (at the next 64-byte
+                                boundary after the result, or at the start
+                                with an out_leaf). For RESHAPE: the index
+                                (leaf, or n_leaves + node) of the tensor it
+                                aliases, never itself a RESHAPE. */
 };
 
 /* Validates a decoded graph before anything runs: op known and enabled, each
@@ -37,26 +49,49 @@ struct baton_node_plan {
  * range, declared result type/shape equal to what the op produces, out_leaf
  * type and shape equal to the node's (and not one of the node's sources),
  * KV-cache sources of ATTENTION are leaves, at most max_nodes nodes.
- * Leaves must already have passed the wire checks (nbytes computed).
+ * Leaves must already have passed the wire checks (nbytes computed); the
+ * leaves a node names are re-checked (known type, contiguous, nbytes).
  * plan has g->n_nodes entries (caller-owned). On success *scratch_bytes is
- * the arena size needed (results 64-byte aligned). Returns 0 or
+ * the arena size needed (a multiple of 64; each block 64-byte aligned; the
+ * block of a result no longer read is reused). Returns 0 or
  * BATON_E_GRAPH / BATON_E_SHAPE / BATON_E_TYPE / BATON_E_UNSUPPORTED /
- * BATON_E_LIMIT / BATON_E_OVERFLOW. */
+ * BATON_E_LIMIT / BATON_E_OVERFLOW, and also:
+ *   BATON_E_INVAL  a parameter out of range (RMS_NORM eps < 0 or not finite,
+ *                  SCALE not finite, ROPE n_dims odd/0/> ne[0] or freq_base
+ *                  <= 0 or not finite, ATTENTION scale not finite), a
+ *                  parameter word the op does not read that is not 0, or a
+ *                  NULL argument;
+ *   BATON_E_UNSUPPORTED  also for a ROPE mode other than 0 or an ATTENTION
+ *                  score mode (p1) other than 0 (score * p0) or 1
+ *                  (score / p0, the form of llama2.c's run.c);
+ *   BATON_E_GRAPH  also when an out leaf holds one of the node's sources
+ *                  (directly, through a RESHAPE, or as another node's out
+ *                  leaf), or ATTENTION's caches are not two distinct leaves
+ *                  or also hold another of its sources;
+ *   BATON_E_NOMEM  the working arrays (about 36 bytes per node) could not
+ *                  be allocated. */
 int baton_graph_validate(const struct baton_graph *g, uint32_t max_nodes,
                          struct baton_node_plan *plan, uint64_t *scratch_bytes);
 
 /* Executes a validated graph in node order. leaf_data[i] points at leaf i's
  * first byte (leaves[i].nbytes valid bytes, owned by the caller and pinned
  * for the call). scratch is at least scratch_bytes (64-byte aligned).
- * Returns 0 or BATON_E_INDEX when an index read from data (GET_ROWS ids,
- * ROPE/ATTENTION positions) is out of range; nodes before the failing one
- * may have written their out leaves. */
+ * pool may be NULL (the caller's thread only). Results are the same bits
+ * for any pool size. Returns 0 or BATON_E_INDEX when an index read from
+ * data (GET_ROWS ids outside [0, rows), ROPE positions < 0, ATTENTION
+ * positions outside [0, n_ctx)) is out of range; each such node checks all
+ * its indices before it writes anything, but nodes before the failing one
+ * may have written their out leaves and caches. BATON_E_INVAL, before any
+ * node runs, when a leaf a node reads or writes has NULL or not 4-byte
+ * aligned memory, or a needed scratch arena is NULL or misaligned. */
 int baton_graph_execute(const struct baton_graph *g, uint8_t *const *leaf_data,
                         const struct baton_node_plan *plan, uint8_t *scratch,
                         struct baton_pool *pool);
 
 /* Estimated floating-point operations of a validated graph (for the compute
- * budget of issue 3). */
+ * budget of issue 3): MUL_MAT 2*K*N*M, ATTENTION 4*hd*nh*nt*n_ctx, ARGMAX
+ * its source's elements, RESHAPE 0, other ops their result's elements.
+ * Saturates at UINT64_MAX. */
 uint64_t baton_graph_flops(const struct baton_graph *g);
 
 #endif

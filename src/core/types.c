@@ -5,15 +5,28 @@
 
 #include "baton/status.h"
 
-/*@ assigns *block_elems, *block_bytes;
-    behavior known:
-      assumes type == 0 || type == 1 || type == 2 || type == 8 || type == 26;
-      requires \valid(block_elems) && \valid(block_bytes) && \separated(block_elems, block_bytes);
-      ensures \result == 0;
-      ensures *block_elems >= 1 && *block_elems <= 32;
-      ensures *block_bytes >= 1 && *block_bytes <= 34;
+/*@ requires \valid(block_elems) && \valid(block_bytes);
+    requires \separated(block_elems, block_bytes);
+    assigns *block_elems, *block_bytes;
+    behavior f32:
+      assumes type == BATON_TYPE_F32;
+      ensures \result == 0 && *block_elems == 1 && *block_bytes == 4;
+    behavior f16:
+      assumes type == BATON_TYPE_F16;
+      ensures \result == 0 && *block_elems == 1 && *block_bytes == 2;
+    behavior q4_0:
+      assumes type == BATON_TYPE_Q4_0;
+      ensures \result == 0 && *block_elems == 32 && *block_bytes == 18;
+    behavior q8_0:
+      assumes type == BATON_TYPE_Q8_0;
+      ensures \result == 0 && *block_elems == 32 && *block_bytes == 34;
+    behavior i32:
+      assumes type == BATON_TYPE_I32;
+      ensures \result == 0 && *block_elems == 1 && *block_bytes == 4;
     behavior unknown:
-      assumes !(type == 0 || type == 1 || type == 2 || type == 8 || type == 26);
+      assumes type != BATON_TYPE_F32 && type != BATON_TYPE_F16 && type != BATON_TYPE_Q4_0 &&
+              type != BATON_TYPE_Q8_0 && type != BATON_TYPE_I32;
+      assigns \nothing;
       ensures \result == BATON_E_TYPE;
     complete behaviors;
     disjoint behaviors;
@@ -52,6 +65,19 @@ static const struct baton_type_info type_q4_0 = {32, 18, 0, "q4_0"};
 static const struct baton_type_info type_q8_0 = {32, 34, 0, "q8_0"};
 static const struct baton_type_info type_i32 = {1, 4, 1, "i32"};
 
+/*@ assigns \nothing;
+    ensures \result == \null || \valid_read(\result);
+    behavior known:
+      assumes type == BATON_TYPE_F32 || type == BATON_TYPE_F16 || type == BATON_TYPE_Q4_0 ||
+              type == BATON_TYPE_Q8_0 || type == BATON_TYPE_I32;
+      ensures \valid_read(\result);
+    behavior unknown:
+      assumes type != BATON_TYPE_F32 && type != BATON_TYPE_F16 && type != BATON_TYPE_Q4_0 &&
+              type != BATON_TYPE_Q8_0 && type != BATON_TYPE_I32;
+      ensures \result == \null;
+    complete behaviors;
+    disjoint behaviors;
+*/
 const struct baton_type_info *baton_type_get(uint32_t type)
 {
     switch (type) {
@@ -70,6 +96,7 @@ const struct baton_type_info *baton_type_get(uint32_t type)
     }
 }
 
+/*@ assigns \nothing; */
 const char *baton_type_name(uint32_t type)
 {
     const struct baton_type_info *ti = baton_type_get(type);

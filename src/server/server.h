@@ -22,6 +22,8 @@ struct baton_server_config {
     int idle_timeout_ms;         /* between frames (default 0 = none) */
     int send_timeout_ms;         /* whole reply (default 10000) */
     int quiet;                   /* no per-connection log lines */
+    uint64_t max_scratch_bytes;  /* one session's graph scratch arena, counted
+                                    against total_memory_bytes (default 1 GiB) */
 };
 
 /* Fills *cfg with the defaults above. */
@@ -42,7 +44,9 @@ int baton_server_listen(struct baton_server *s, const char *host, uint16_t port,
                         uint16_t *bound_port);
 
 /* Accept loop; returns 0 after baton_server_stop (from any thread or a
- * signal handler via the self-pipe), once all connections have drained. */
+ * signal handler via the self-pipe), once all connections have drained
+ * (BATON_E_IO, also after draining, if the listening socket fails;
+ * BATON_E_INVAL without a successful baton_server_listen). */
 int baton_server_run(struct baton_server *s);
 
 /* Async-signal-safe: asks baton_server_run to stop accepting and drain. */
@@ -50,5 +54,21 @@ void baton_server_stop(struct baton_server *s);
 
 /* Closes every connection, joins every thread, frees every buffer. */
 void baton_server_destroy(struct baton_server *s);
+
+struct baton_transport; /* net/transport.h */
+
+/* Serves one connection over any transport on the calling thread until it
+ * closes (peer gone, framing error, baton_server_stop between frames), then
+ * frees its session. Takes ownership of t (closed on every path). peer is
+ * the name used in log lines (NULL: "local"). Used by fuzz harnesses (with
+ * the in-memory transport) and tests; not counted against max_connections.
+ * Returns 0 when the connection ended cleanly at a frame boundary, or the
+ * status that ended it (a framing error, BATON_E_IO, BATON_E_TIMEOUT). */
+int baton_server_serve_transport(struct baton_server *s, struct baton_transport *t,
+                                 const char *peer);
+
+/* The number of connections being served now (threads of serve_fd and the
+ * listener). */
+uint32_t baton_server_active_connections(struct baton_server *s);
 
 #endif

@@ -73,7 +73,8 @@ struct baton_hello {
 /* DEVICE_INFO reply payload, 96 bytes: u64 total_memory, u64 free_memory,
  * u64 alignment, u64 max_buffer_bytes, u64 type_mask (bit t = type id t
  * executable), u64 op_mask (bit o = op id o), u32 n_threads, u32 version,
- * u8[32] name (NUL-padded). */
+ * u8[32] name (NUL-padded), u8[8] reserved (0; BATON_E_INVAL otherwise).
+ * Offsets: 0, 8, 16, 24, 32, 40, 48, 52, 56, 88. */
 struct baton_device_info {
     uint64_t total_memory;
     uint64_t free_memory;

@@ -1,0 +1,144 @@
+/* `baton info --servers host:port,...|local [--timeout MS]`: connects to each
+ * server, performs HELLO and prints its DEVICE_INFO. `local` asks an
+ * in-process server (the one `baton run --servers local` would use). Exit 0
+ * when every server answered, 1 when any failed, 2 on a usage error. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "baton/client.h"
+#include "cli/cli.h"
+#include "core/ops.h"
+#include "core/types.h"
+#include "net/net.h"
+#include "server/server.h"
+
+static void info_usage(FILE *f)
+{
+    fputs("usage: baton info --servers HOST:PORT[,HOST:PORT...]|local [--timeout MS]\n"
+          "  prints each server's device info (memory, limits, types, ops)\n"
+          "  --timeout MS   connect and reply deadline per server (default 5000)\n",
+          f);
+}
+
+static void print_info(const char *name, const struct baton_device_info *d)
+{
+    printf("%s\n", name);
+    printf("  name        %s\n", d->name);
+    printf("  protocol    %u\n", d->version);
+    printf("  memory      %llu bytes total (%llu MiB), %llu bytes free (%llu MiB)\n",
+           (unsigned long long)d->total_memory, (unsigned long long)(d->total_memory >> 20),
+           (unsigned long long)d->free_memory, (unsigned long long)(d->free_memory >> 20));
+    printf("  max buffer  %llu bytes\n", (unsigned long long)d->max_buffer_bytes);
+    printf("  alignment   %llu\n", (unsigned long long)d->alignment);
+    printf("  threads     %u\n", d->n_threads);
+    printf("  types      ");
+    for (uint32_t t = 0; t < 64; t++)
+        if (d->type_mask & (1ull << t))
+            printf(" %s", baton_type_get(t) ? baton_type_name(t) : "?");
+    printf("\n  ops        ");
+    for (uint32_t o = 0; o < 64; o++)
+        if (d->op_mask & (1ull << o))
+            printf(" %s", baton_op_name(o));
+    printf("\n");
+}
+
+/* Connects to an in-process server over a socketpair. *srv must be
+ * destroyed after the connection is closed. */
+static int connect_local(int timeout_ms, struct baton_server **srv, struct baton_conn **c)
+{
+    struct baton_server_config cfg;
+    int sv[2], rc;
+    baton_server_config_default(&cfg);
+    cfg.quiet = 1;
+    rc = baton_server_create(&cfg, srv);
+    if (rc != 0)
+        return rc;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        return BATON_E_IO;
+    rc = baton_server_serve_fd(*srv, sv[0]);
+    if (rc != 0) {
+        close(sv[1]);
+        return rc;
+    }
+    return baton_conn_adopt_fd(sv[1], timeout_ms, c);
+}
+
+static int info_one(const char *spec, int timeout_ms)
+{
+    char host[256];
+    uint16_t port;
+    struct baton_conn *c = NULL;
+    struct baton_server *srv = NULL;
+    struct baton_device_info d;
+    int rc;
+    if (!strcmp(spec, "local")) {
+        rc = connect_local(timeout_ms, &srv, &c);
+    } else if (baton_net_split_hostport(spec, host, sizeof host, &port) != 0) {
+        fprintf(stderr, "baton info: %s: expected HOST:PORT\n", spec);
+        return 2;
+    } else {
+        rc = baton_conn_connect(host, port, timeout_ms, &c);
+    }
+    if (rc == 0)
+        rc = baton_device_info(c, &d);
+    if (rc == 0)
+        print_info(spec, &d);
+    else
+        fprintf(stderr, "baton info: %s: %s (%s)\n", spec, baton_status_str(rc),
+                baton_status_name(rc));
+    baton_conn_close(c);
+    baton_server_destroy(srv);
+    return rc == 0 ? 0 : 1;
+}
+
+int baton_cmd_info(int argc, char **argv)
+{
+    const char *servers = NULL;
+    int timeout_ms = 5000;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            info_usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--servers") && v) {
+            servers = v;
+            i++;
+        } else if (!strcmp(a, "--timeout") && v) {
+            char *end;
+            long t = strtol(v, &end, 10);
+            if (*v == '\0' || *end || t < 1 || t > 3600000) {
+                fprintf(stderr, "baton info: --timeout: expected 1..3600000 ms, got %s\n", v);
+                return 2;
+            }
+            timeout_ms = (int)t;
+            i++;
+        } else {
+            fprintf(stderr, "baton info: %s: %s\n", a,
+                    (!strcmp(a, "--servers") || !strcmp(a, "--timeout")) ? "needs a value"
+                                                                          : "unknown argument");
+            info_usage(stderr);
+            return 2;
+        }
+    }
+    if (!servers || !*servers) {
+        fprintf(stderr, "baton info: --servers is required\n");
+        info_usage(stderr);
+        return 2;
+    }
+    char *list = strdup(servers), *save = NULL;
+    int code = 0;
+    if (!list) {
+        fprintf(stderr, "baton info: out of memory\n");
+        return 1;
+    }
+    for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int r = info_one(tok, timeout_ms);
+        if (r > code)
+            code = r;
+    }
+    free(list);
+    return code;
+}

@@ -1,0 +1,318 @@
+/* `baton inspect FILE [--json]`: prints a GGUF file's header, metadata and
+ * tensor table, as read (and validated) by src/model/gguf.h. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "baton/status.h"
+#include "cli/cli.h"
+#include "model/gguf.h"
+
+#define INSPECT_ARRAY_HEAD 8u        /* array elements shown */
+#define INSPECT_TEXT_STRING_MAX 160u /* bytes of a string shown in text mode */
+
+static void usage(FILE *f)
+{
+    fputs("usage: baton inspect FILE [--json]\n"
+          "\n"
+          "Reads a GGUF model file (v2/v3), checks every field, and prints its header,\n"
+          "metadata (key = value; arrays as type[count] with the first 8 elements) and\n"
+          "tensor table (name, type, shape, offset in the data section, bytes).\n"
+          "\n"
+          "  --json     one JSON object instead of text\n"
+          "  -h, --help this help\n"
+          "\n"
+          "Exit status: 0 ok, 1 the file cannot be read or is not valid GGUF, 2 usage.\n",
+          f);
+}
+
+/* Length of a valid UTF-8 sequence at s (at most n bytes), or 0. */
+static size_t utf8_valid(const unsigned char *s, size_t n)
+{
+    size_t len;
+    unsigned char c = s[0];
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf)
+        len = 2;
+    else if (c >= 0xe0 && c <= 0xef)
+        len = 3;
+    else if (c >= 0xf0 && c <= 0xf4)
+        len = 4;
+    else
+        return 0;
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0) || (c == 0xf0 && s[1] < 0x90) ||
+        (c == 0xf4 && s[1] >= 0x90))
+        return 0; /* overlong, surrogate, above U+10FFFF */
+    return len;
+}
+
+/* Prints a quoted string. json: JSON escapes, invalid UTF-8 as U+FFFD, no
+ * truncation; text: C-style escapes for control bytes, at most
+ * INSPECT_TEXT_STRING_MAX bytes then "...". */
+static void put_string(FILE *f, const char *ptr, size_t len, int json)
+{
+    const unsigned char *s = (const unsigned char *)ptr;
+    size_t shown = (!json && len > INSPECT_TEXT_STRING_MAX) ? INSPECT_TEXT_STRING_MAX : len;
+    fputc('"', f);
+    for (size_t i = 0; i < shown;) {
+        unsigned char c = s[i];
+        if (c == '"' || c == '\\') {
+            fprintf(f, "\\%c", c);
+            i++;
+        } else if (c == '\n') {
+            fputs("\\n", f);
+            i++;
+        } else if (c == '\t') {
+            fputs("\\t", f);
+            i++;
+        } else if (c < 0x20 || c == 0x7f) {
+            fprintf(f, json ? "\\u%04x" : "\\x%02x", c);
+            i++;
+        } else if (c < 0x80) {
+            fputc(c, f);
+            i++;
+        } else {
+            size_t l = utf8_valid(s + i, len - i);
+            if (l == 0 || l > shown - i) {
+                if (json)
+                    fputs("\\ufffd", f);
+                else
+                    fprintf(f, "\\x%02x", c);
+                i++;
+            } else {
+                fwrite(s + i, 1, l, f);
+                i += l;
+            }
+        }
+    }
+    fputc('"', f);
+    if (shown < len)
+        fprintf(f, "...(%zu bytes)", len);
+}
+
+/* Copies a key or tensor name for text output, control bytes as \xNN (a
+ * file cannot send escape sequences to the terminal); cut to fit cap. */
+static const char *text_name(char *dst, size_t cap, const char *s)
+{
+    size_t n = 0;
+    for (; *s != '\0' && n + 5 < cap; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c == 0x7f)
+            n += (size_t)snprintf(dst + n, cap - n, "\\x%02x", c);
+        else
+            dst[n++] = (char)c;
+    }
+    dst[n] = '\0';
+    return dst;
+}
+
+static void put_scalar(FILE *f, const struct baton_gguf_scalar *v, int json)
+{
+    switch (v->type) {
+    case BATON_GGUF_U8:
+    case BATON_GGUF_U16:
+    case BATON_GGUF_U32:
+    case BATON_GGUF_U64:
+        fprintf(f, "%" PRIu64, v->v.u);
+        break;
+    case BATON_GGUF_I8:
+    case BATON_GGUF_I16:
+    case BATON_GGUF_I32:
+    case BATON_GGUF_I64:
+        fprintf(f, "%" PRId64, v->v.i);
+        break;
+    case BATON_GGUF_BOOL:
+        fputs(v->v.u ? "true" : "false", f);
+        break;
+    case BATON_GGUF_F32:
+    case BATON_GGUF_F64:
+        if (json && !isfinite(v->v.f))
+            fputs("null", f);
+        else
+            fprintf(f, v->type == BATON_GGUF_F32 ? "%.9g" : "%.17g", v->v.f);
+        break;
+    case BATON_GGUF_STRING:
+        put_string(f, v->v.str.ptr, v->v.str.len, json);
+        break;
+    default:
+        fputs(json ? "null" : "?", f);
+        break;
+    }
+}
+
+static void put_array_head(FILE *f, const struct baton_gguf_kv *kv, uint64_t count, int json)
+{
+    uint64_t shown = count < INSPECT_ARRAY_HEAD ? count : INSPECT_ARRAY_HEAD;
+    fputc('[', f);
+    for (uint64_t i = 0; i < shown; i++) {
+        struct baton_gguf_scalar v;
+        if (i > 0)
+            fputs(", ", f);
+        if (baton_gguf_arr_get(kv, i, &v) == 0)
+            put_scalar(f, &v, json);
+    }
+    if (!json && shown < count)
+        fputs(", ...", f);
+    fputc(']', f);
+}
+
+static void put_kv(FILE *f, const struct baton_gguf_kv *kv, int json)
+{
+    uint32_t elem_type;
+    uint64_t count;
+    struct baton_gguf_scalar v;
+    const char *key = baton_gguf_kv_key(kv);
+    if (json) {
+        put_string(f, key, strlen(key), 1);
+        fputs(": ", f);
+        if (baton_gguf_kv_array(kv, &elem_type, &count) == 0) {
+            fprintf(f,
+                    "{\"type\": \"array\", \"elem_type\": \"%s\", \"count\": %" PRIu64
+                    ", \"head\": ",
+                    baton_gguf_type_name(elem_type), count);
+            put_array_head(f, kv, count, 1);
+            fputc('}', f);
+        } else if (baton_gguf_kv_scalar(kv, &v) == 0) {
+            fprintf(f, "{\"type\": \"%s\", \"value\": ", baton_gguf_type_name(v.type));
+            put_scalar(f, &v, 1);
+            fputc('}', f);
+        }
+        return;
+    }
+    char name[1100];
+    fprintf(f, "  %s = ", text_name(name, sizeof name, key));
+    if (baton_gguf_kv_array(kv, &elem_type, &count) == 0) {
+        fprintf(f, "%s[%" PRIu64 "] ", baton_gguf_type_name(elem_type), count);
+        put_array_head(f, kv, count, 0);
+    } else if (baton_gguf_kv_scalar(kv, &v) == 0) {
+        put_scalar(f, &v, 0);
+        if (v.type != BATON_GGUF_STRING && v.type != BATON_GGUF_BOOL)
+            fprintf(f, " (%s)", baton_gguf_type_name(v.type));
+    }
+    fputc('\n', f);
+}
+
+static void put_shape(FILE *f, const struct baton_gguf_tensor *t, int json)
+{
+    char buf[128];
+    size_t n = 0;
+    unsigned dims = t->n_dims ? t->n_dims : 1;
+    for (unsigned d = 0; d < dims && n < sizeof buf; d++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%" PRIu64, d ? (json ? ", " : " x ") : "",
+                              t->ne[d]);
+    if (json)
+        fprintf(f, "[%s]", buf);
+    else
+        fprintf(f, "%-20s", buf);
+}
+
+static void print_text(FILE *f, const char *path, const struct baton_gguf *g)
+{
+    uint64_t total_bytes = 0, total_elems = 0;
+    fprintf(f, "%s: GGUF v%u, %" PRIu64 " bytes, alignment %u, data at offset %" PRIu64 "\n", path,
+            baton_gguf_version(g), baton_gguf_file_size(g), baton_gguf_alignment(g),
+            baton_gguf_data_offset(g));
+    fprintf(f, "metadata (%" PRIu64 " keys):\n", baton_gguf_n_kv(g));
+    for (uint64_t i = 0; i < baton_gguf_n_kv(g); i++)
+        put_kv(f, baton_gguf_kv_at(g, i), 0);
+    fprintf(f, "tensors (%" PRIu64 "):\n", baton_gguf_n_tensors(g));
+    fprintf(f, "  %5s  %-32s %-6s %-20s %12s %12s\n", "#", "name", "type", "shape", "offset",
+            "bytes");
+    for (uint64_t i = 0; i < baton_gguf_n_tensors(g); i++) {
+        struct baton_gguf_tensor t;
+        if (baton_gguf_tensor_at(g, i, &t) != 0)
+            continue;
+        char name[1100];
+        fprintf(f, "  %5" PRIu64 "  %-32s %-6s ", i, text_name(name, sizeof name, t.name),
+                baton_type_name(t.type));
+        put_shape(f, &t, 0);
+        fprintf(f, " %12" PRIu64 " %12" PRIu64 "\n", t.offset, t.nbytes);
+        uint64_t elems = t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3]; /* checked at open */
+        total_bytes += t.nbytes;
+        total_elems += elems;
+    }
+    fprintf(f, "total: %" PRIu64 " tensor bytes, %" PRIu64 " elements\n", total_bytes, total_elems);
+}
+
+static void print_json(FILE *f, const char *path, const struct baton_gguf *g)
+{
+    fputs("{\"file\": ", f);
+    put_string(f, path, strlen(path), 1);
+    fprintf(f,
+            ", \"version\": %u, \"size\": %" PRIu64 ", \"alignment\": %u, \"data_offset\": %" PRIu64
+            ",\n \"metadata\": {",
+            baton_gguf_version(g), baton_gguf_file_size(g), baton_gguf_alignment(g),
+            baton_gguf_data_offset(g));
+    for (uint64_t i = 0; i < baton_gguf_n_kv(g); i++) {
+        fputs(i ? ",\n  " : "\n  ", f);
+        put_kv(f, baton_gguf_kv_at(g, i), 1);
+    }
+    fputs("},\n \"tensors\": [", f);
+    for (uint64_t i = 0; i < baton_gguf_n_tensors(g); i++) {
+        struct baton_gguf_tensor t;
+        if (baton_gguf_tensor_at(g, i, &t) != 0)
+            continue;
+        fputs(i ? ",\n  " : "\n  ", f);
+        fputs("{\"name\": ", f);
+        put_string(f, t.name, strlen(t.name), 1);
+        fprintf(f, ", \"type\": \"%s\", \"shape\": ", baton_type_name(t.type));
+        put_shape(f, &t, 1);
+        fprintf(f, ", \"offset\": %" PRIu64 ", \"bytes\": %" PRIu64 "}", t.offset, t.nbytes);
+    }
+    fputs("]}\n", f);
+}
+
+int baton_cmd_inspect(int argc, char **argv)
+{
+    const char *path = NULL;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(argv[i], "--") == 0 && i + 1 < argc && path == NULL && i + 2 == argc) {
+            path = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            fprintf(stderr, "baton inspect: unknown option '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        } else if (path == NULL) {
+            path = argv[i];
+        } else {
+            fprintf(stderr, "baton inspect: more than one FILE ('%s')\n", argv[i]);
+            return 2;
+        }
+    }
+    if (path == NULL) {
+        fputs("baton inspect: missing FILE\n", stderr);
+        usage(stderr);
+        return 2;
+    }
+
+    struct baton_gguf *g = NULL;
+    char err[512];
+    int st = baton_gguf_open(path, &g, err, sizeof err);
+    if (st != 0) {
+        fprintf(stderr, "baton inspect: %s (%s)\n", err[0] ? err : path, baton_status_name(st));
+        return 1;
+    }
+    if (json)
+        print_json(stdout, path, g);
+    else
+        print_text(stdout, path, g);
+    baton_gguf_close(g);
+    if (fflush(stdout) != 0) {
+        fprintf(stderr, "baton inspect: write error on stdout\n");
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,511 @@
+/* libbaton: connections, commands, pipelining and per-command counters
+ * (include/baton/client.h, docs/PROTOCOL.md).
+ *
+ * Replies are decoded with the proven functions of src/wire. A connection
+ * keeps a fixed ring of up to BATON_CLIENT_MAX_PENDING outstanding requests;
+ * each reply must match the oldest one by cmd and seq. Anything that breaks
+ * the stream (I/O error, deadline, a reply that does not match, a framing
+ * error status from the server) marks the connection dead.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "baton/client.h"
+#include "net/net.h"
+#include "net/transport.h"
+
+#define BATON_CLIENT_MAX_PENDING 64u
+#define DEFAULT_TIMEOUT_MS 30000
+/* A SET larger than this is not sent while a GET reply is outstanding: the
+ * server could be blocked sending that reply while we are blocked sending
+ * to it. */
+#define BULK_SEND_BYTES (64u * 1024u)
+/* Error replies carry no payload; anything above this is a broken server. */
+#define MAX_ERROR_PAYLOAD 4096u
+
+struct pending {
+    uint8_t cmd;
+    uint32_t seq;
+    void *get_dst; /* GET_TENSOR: where the data goes */
+    uint64_t get_n;
+    uint64_t *alloc_handle;          /* ALLOC_BUFFER */
+    uint64_t alloc_size;
+    struct baton_device_info *info;  /* DEVICE_INFO */
+    struct baton_hello *hello;       /* HELLO */
+};
+
+struct baton_conn {
+    struct baton_transport *t;
+    int timeout_ms;
+    int dead;
+    int first_err; /* first failed reply not yet returned by baton_conn_wait */
+    uint32_t next_seq;
+    struct baton_hello server_hello;
+    struct baton_cmd_stats stats[BATON_CMD_LIMIT];
+    struct pending ring[BATON_CLIENT_MAX_PENDING];
+    uint32_t head, count;
+    uint8_t *enc; /* graph encoding buffer */
+    size_t enc_cap;
+};
+
+static void mark_dead(struct baton_conn *c)
+{
+    c->dead = 1;
+    c->count = 0;
+}
+
+/* Statuses after which the server has closed (or will close) the stream. */
+static int is_fatal_status(int st)
+{
+    switch (st) {
+    case BATON_E_MAGIC:
+    case BATON_E_CMD:
+    case BATON_E_PROTO:
+    case BATON_E_VERSION:
+    case BATON_E_TRUNCATED:
+    case BATON_E_TIMEOUT:
+    case BATON_E_AUTH:
+    case BATON_E_IO:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static int io_status(int rc)
+{
+    return rc == BATON_E_TIMEOUT ? BATON_E_TIMEOUT : BATON_E_IO;
+}
+
+/* Reads and decodes the reply of the oldest outstanding request. */
+static int read_one_reply(struct baton_conn *c)
+{
+    struct pending *pd = &c->ring[c->head];
+    uint8_t hb[BATON_FRAME_HEADER_BYTES];
+    uint8_t small[BATON_DEVICE_INFO_BYTES];
+    struct baton_frame_header h;
+    size_t pos = 0;
+    uint64_t deadline = baton_net_deadline_ms(c->timeout_ms);
+    uint64_t want;
+    int rc;
+
+    c->head = (c->head + 1) % BATON_CLIENT_MAX_PENDING;
+    c->count--;
+    rc = baton_transport_recv_exact(c->t, hb, sizeof hb, deadline);
+    if (rc != 0)
+        goto dead;
+    rc = baton_wire_decode_header(hb, sizeof hb, &pos, BATON_MAX_MESSAGE_BYTES, &h);
+    if (rc == BATON_E_CMD) {
+        /* The error frame of a framing error carries cmd 0 (bad magic) or
+         * the unknown cmd it echoes, which the header decoder rejects: take
+         * its status field, then give up on the stream. */
+        uint16_t st = 0;
+        pos = 6;
+        if (baton_wire_get_u16(hb, sizeof hb, &pos, &st) == 0 && st != 0) {
+            rc = -(int)st;
+            goto dead;
+        }
+    }
+    if (rc != 0) {
+        rc = BATON_E_PROTO;
+        goto dead;
+    }
+    if (pd->cmd < BATON_CMD_LIMIT)
+        c->stats[pd->cmd].reply_bytes += BATON_FRAME_HEADER_BYTES + h.len;
+    if (h.cmd != pd->cmd || h.seq != pd->seq) {
+        rc = h.status != 0 ? -(int)h.status : BATON_E_PROTO;
+        goto dead;
+    }
+    if (h.status != 0) {
+        int st = -(int)h.status;
+        if (h.len > MAX_ERROR_PAYLOAD) {
+            rc = BATON_E_PROTO;
+            goto dead;
+        }
+        while (h.len > 0) {
+            uint64_t k = h.len < sizeof small ? h.len : sizeof small;
+            rc = baton_transport_recv_exact(c->t, small, (size_t)k, deadline);
+            if (rc != 0)
+                goto dead;
+            h.len -= k;
+        }
+        if (is_fatal_status(st))
+            mark_dead(c);
+        return st;
+    }
+    switch (pd->cmd) {
+    case BATON_CMD_HELLO:
+        want = BATON_HELLO_BYTES;
+        break;
+    case BATON_CMD_DEVICE_INFO:
+        want = BATON_DEVICE_INFO_BYTES;
+        break;
+    case BATON_CMD_ALLOC_BUFFER:
+        want = 16;
+        break;
+    case BATON_CMD_GET_TENSOR:
+        want = pd->get_n;
+        break;
+    default:
+        want = 0;
+        break;
+    }
+    if (h.len != want) {
+        rc = BATON_E_PROTO;
+        goto dead;
+    }
+    if (pd->cmd == BATON_CMD_GET_TENSOR) {
+        /* straight into the caller's memory */
+        rc = baton_transport_recv_exact(c->t, pd->get_dst, (size_t)want, deadline);
+        if (rc != 0)
+            goto dead;
+        return 0;
+    }
+    rc = baton_transport_recv_exact(c->t, small, (size_t)want, deadline);
+    if (rc != 0)
+        goto dead;
+    pos = 0;
+    if (pd->cmd == BATON_CMD_HELLO) {
+        rc = baton_wire_decode_hello(small, (size_t)want, &pos, pd->hello);
+    } else if (pd->cmd == BATON_CMD_DEVICE_INFO) {
+        rc = baton_wire_decode_device_info(small, (size_t)want, &pos, pd->info);
+    } else if (pd->cmd == BATON_CMD_ALLOC_BUFFER) {
+        uint64_t handle, size;
+        rc = baton_wire_get_u64(small, 16, &pos, &handle);
+        if (rc == 0)
+            rc = baton_wire_get_u64(small, 16, &pos, &size);
+        if (rc == 0 && size != pd->alloc_size)
+            rc = BATON_E_PROTO;
+        if (rc == 0)
+            *pd->alloc_handle = handle;
+    }
+    if (rc != 0) {
+        rc = BATON_E_PROTO;
+        goto dead;
+    }
+    return 0;
+dead:
+    if (rc == BATON_E_IO || rc == BATON_E_TIMEOUT || rc == BATON_E_TRUNCATED)
+        rc = io_status(rc);
+    mark_dead(c);
+    return rc;
+}
+
+/* Reads every outstanding reply, keeping the first error in c->first_err. */
+static void drain(struct baton_conn *c)
+{
+    while (c->count > 0) {
+        int rc = read_one_reply(c);
+        if (rc != 0 && c->first_err == 0)
+            c->first_err = rc;
+    }
+}
+
+static int has_pending_get(const struct baton_conn *c)
+{
+    for (uint32_t i = 0; i < c->count; i++)
+        if (c->ring[(c->head + i) % BATON_CLIENT_MAX_PENDING].cmd == BATON_CMD_GET_TENSOR)
+            return 1;
+    return 0;
+}
+
+/* Sends one request (header + up to two payload pieces) and records what
+ * its reply must look like. */
+static int submit(struct baton_conn *c, const struct pending *expect, const void *p1, uint64_t n1,
+                  const void *p2, uint64_t n2)
+{
+    uint8_t hb[BATON_FRAME_HEADER_BYTES];
+    if (c->dead)
+        return BATON_E_IO;
+    if (n1 > BATON_MAX_MESSAGE_BYTES || n2 > BATON_MAX_MESSAGE_BYTES - n1)
+        return BATON_E_LIMIT; /* nothing sent: the connection stays usable */
+    if (c->count == BATON_CLIENT_MAX_PENDING ||
+        (n1 + n2 > BULK_SEND_BYTES && has_pending_get(c)))
+        drain(c);
+    if (c->dead)
+        return c->first_err ? c->first_err : BATON_E_IO;
+    struct baton_frame_header h = {
+        .cmd = expect->cmd, .flags = 0, .status = 0, .seq = c->next_seq++, .len = n1 + n2};
+    baton_wire_encode_header(hb, &h);
+    struct iovec iov[3] = {{hb, sizeof hb}, {(void *)p1, (size_t)n1}, {(void *)p2, (size_t)n2}};
+    int rc = baton_transport_send_all(c->t, iov, 3, baton_net_deadline_ms(c->timeout_ms));
+    c->stats[expect->cmd].count++;
+    c->stats[expect->cmd].request_bytes += BATON_FRAME_HEADER_BYTES + n1 + n2;
+    if (rc != 0) {
+        mark_dead(c);
+        return io_status(rc);
+    }
+    struct pending *pd = &c->ring[(c->head + c->count) % BATON_CLIENT_MAX_PENDING];
+    *pd = *expect;
+    pd->seq = h.seq;
+    c->count++;
+    return 0;
+}
+
+int baton_conn_wait(struct baton_conn *c)
+{
+    drain(c);
+    int rc = c->first_err;
+    c->first_err = 0;
+    if (rc == 0 && c->dead)
+        rc = BATON_E_IO;
+    return rc;
+}
+
+/* submit + wait: the status of this call (or of an earlier pipelined
+ * request that failed). */
+static int roundtrip(struct baton_conn *c, const struct pending *expect, const void *p1,
+                     uint64_t n1, const void *p2, uint64_t n2)
+{
+    int rc = submit(c, expect, p1, n1, p2, n2);
+    if (rc != 0) {
+        c->first_err = 0;
+        return rc;
+    }
+    return baton_conn_wait(c);
+}
+
+/* ---- connection ---- */
+
+int baton_conn_adopt_fd(int fd, int timeout_ms, struct baton_conn **out)
+{
+    struct baton_conn *c = calloc(1, sizeof *c);
+    struct baton_hello hello;
+    uint8_t hb[BATON_HELLO_BYTES];
+    int rc;
+    if (!c) {
+        close(fd);
+        return BATON_E_NOMEM;
+    }
+    rc = baton_transport_socket(fd, -1, &c->t);
+    if (rc != 0) {
+        free(c);
+        return rc;
+    }
+    c->timeout_ms = timeout_ms;
+    c->next_seq = 1;
+    memset(&hello, 0, sizeof hello);
+    hello.version_min = BATON_PROTOCOL_VERSION;
+    hello.version_max = BATON_PROTOCOL_VERSION;
+    hello.role = BATON_ROLE_CLIENT;
+    hello.features = 0;
+    rc = baton_net_random(hello.nonce, sizeof hello.nonce);
+    if (rc != 0)
+        goto fail;
+    baton_wire_encode_hello(hb, &hello);
+    struct pending expect = {.cmd = BATON_CMD_HELLO, .hello = &c->server_hello};
+    rc = roundtrip(c, &expect, hb, sizeof hb, NULL, 0);
+    if (rc != 0)
+        goto fail;
+    if (c->server_hello.role != BATON_ROLE_SERVER ||
+        c->server_hello.version_min != c->server_hello.version_max ||
+        c->server_hello.version_min != BATON_PROTOCOL_VERSION) {
+        rc = BATON_E_PROTO;
+        goto fail;
+    }
+    /* This build holds no key: a server that requires AUTH is refused
+     * rather than talked to half-way. */
+    if (c->server_hello.features & BATON_FEATURE_AUTH) {
+        rc = BATON_E_AUTH;
+        goto fail;
+    }
+    *out = c;
+    return 0;
+fail:
+    baton_conn_close(c);
+    return rc;
+}
+
+int baton_conn_connect(const char *host, uint16_t port, int timeout_ms, struct baton_conn **out)
+{
+    int fd;
+    int rc = baton_net_connect(host, port, timeout_ms, &fd);
+    if (rc != 0)
+        return rc;
+    return baton_conn_adopt_fd(fd, timeout_ms, out);
+}
+
+void baton_conn_close(struct baton_conn *c)
+{
+    if (!c)
+        return;
+    baton_transport_close(c->t);
+    free(c->enc);
+    free(c);
+}
+
+void baton_conn_set_timeout(struct baton_conn *c, int timeout_ms)
+{
+    c->timeout_ms = timeout_ms;
+}
+
+int baton_conn_is_dead(const struct baton_conn *c)
+{
+    return c->dead;
+}
+
+const struct baton_hello *baton_conn_server_hello(const struct baton_conn *c)
+{
+    return &c->server_hello;
+}
+
+struct baton_cmd_stats baton_conn_stats(const struct baton_conn *c, uint32_t cmd)
+{
+    struct baton_cmd_stats z = {0, 0, 0};
+    if (cmd == 0 || cmd >= BATON_CMD_LIMIT)
+        return z;
+    return c->stats[cmd];
+}
+
+void baton_conn_reset_stats(struct baton_conn *c)
+{
+    memset(c->stats, 0, sizeof c->stats);
+}
+
+/* ---- commands ---- */
+
+int baton_device_info(struct baton_conn *c, struct baton_device_info *out)
+{
+    struct pending e = {.cmd = BATON_CMD_DEVICE_INFO, .info = out};
+    return roundtrip(c, &e, NULL, 0, NULL, 0);
+}
+
+int baton_alloc_buffer(struct baton_conn *c, uint64_t size, uint64_t *handle)
+{
+    uint8_t p[8];
+    baton_wire_put_u64(p, size);
+    struct pending e = {.cmd = BATON_CMD_ALLOC_BUFFER, .alloc_handle = handle, .alloc_size = size};
+    return roundtrip(c, &e, p, sizeof p, NULL, 0);
+}
+
+int baton_free_buffer(struct baton_conn *c, uint64_t handle)
+{
+    uint8_t p[8];
+    baton_wire_put_u64(p, handle);
+    struct pending e = {.cmd = BATON_CMD_FREE_BUFFER};
+    return roundtrip(c, &e, p, sizeof p, NULL, 0);
+}
+
+int baton_buffer_clear(struct baton_conn *c, uint64_t handle, uint8_t value)
+{
+    uint8_t p[16] = {0};
+    baton_wire_put_u64(p, handle);
+    p[8] = value;
+    struct pending e = {.cmd = BATON_CMD_BUFFER_CLEAR};
+    return roundtrip(c, &e, p, sizeof p, NULL, 0);
+}
+
+static void encode_tensor_range(uint8_t *p, const struct baton_tensor_desc *t, uint64_t offset,
+                                uint64_t n)
+{
+    baton_wire_encode_tensor(p, t);
+    baton_wire_put_u64(p + BATON_TENSOR_DESC_BYTES, offset);
+    baton_wire_put_u64(p + BATON_TENSOR_DESC_BYTES + 8, n);
+}
+
+int baton_submit_set_tensor(struct baton_conn *c, const struct baton_tensor_desc *t,
+                            uint64_t offset, const void *data, uint64_t n)
+{
+    uint8_t p[BATON_TENSOR_DESC_BYTES + 16];
+    encode_tensor_range(p, t, offset, n);
+    struct pending e = {.cmd = BATON_CMD_SET_TENSOR};
+    return submit(c, &e, p, sizeof p, data, n);
+}
+
+int baton_submit_get_tensor(struct baton_conn *c, const struct baton_tensor_desc *t,
+                            uint64_t offset, void *data, uint64_t n)
+{
+    uint8_t p[BATON_TENSOR_DESC_BYTES + 16];
+    encode_tensor_range(p, t, offset, n);
+    struct pending e = {.cmd = BATON_CMD_GET_TENSOR, .get_dst = data, .get_n = n};
+    return submit(c, &e, p, sizeof p, NULL, 0);
+}
+
+int baton_set_tensor(struct baton_conn *c, const struct baton_tensor_desc *t, uint64_t offset,
+                     const void *data, uint64_t n)
+{
+    int rc = baton_submit_set_tensor(c, t, offset, data, n);
+    if (rc != 0) {
+        c->first_err = 0;
+        return rc;
+    }
+    return baton_conn_wait(c);
+}
+
+int baton_get_tensor(struct baton_conn *c, const struct baton_tensor_desc *t, uint64_t offset,
+                     void *data, uint64_t n)
+{
+    int rc = baton_submit_get_tensor(c, t, offset, data, n);
+    if (rc != 0) {
+        c->first_err = 0;
+        return rc;
+    }
+    return baton_conn_wait(c);
+}
+
+int baton_copy_tensor(struct baton_conn *c, const struct baton_tensor_desc *src,
+                      const struct baton_tensor_desc *dst)
+{
+    uint8_t p[2 * BATON_TENSOR_DESC_BYTES];
+    baton_wire_encode_tensor(p, src);
+    baton_wire_encode_tensor(p + BATON_TENSOR_DESC_BYTES, dst);
+    struct pending e = {.cmd = BATON_CMD_COPY_TENSOR};
+    return roundtrip(c, &e, p, sizeof p, NULL, 0);
+}
+
+int baton_submit_graph_compute(struct baton_conn *c, const struct baton_graph *g)
+{
+    if (c->dead)
+        return BATON_E_IO;
+    if (g->n_nodes == 0 || g->n_nodes > BATON_MAX_GRAPH_NODES ||
+        g->n_leaves > BATON_MAX_GRAPH_LEAVES)
+        return BATON_E_LIMIT;
+    /* bounded by the limits above: a few MiB, no overflow */
+    size_t len = BATON_GRAPH_HEADER_BYTES + (size_t)g->n_leaves * BATON_TENSOR_DESC_BYTES +
+                 (size_t)g->n_nodes * BATON_GRAPH_NODE_BYTES;
+    if (len > c->enc_cap) {
+        uint8_t *p = realloc(c->enc, len);
+        if (!p)
+            return BATON_E_NOMEM;
+        c->enc = p;
+        c->enc_cap = len;
+    }
+    uint8_t *p = c->enc;
+    baton_wire_put_u32(p, g->n_leaves);
+    baton_wire_put_u32(p + 4, g->n_nodes);
+    p += BATON_GRAPH_HEADER_BYTES;
+    for (uint32_t i = 0; i < g->n_leaves; i++, p += BATON_TENSOR_DESC_BYTES)
+        baton_wire_encode_tensor(p, &g->leaves[i]);
+    for (uint32_t j = 0; j < g->n_nodes; j++, p += BATON_GRAPH_NODE_BYTES)
+        baton_wire_encode_node(p, &g->nodes[j]);
+    struct pending e = {.cmd = BATON_CMD_GRAPH_COMPUTE};
+    return submit(c, &e, c->enc, len, NULL, 0);
+}
+
+int baton_graph_compute(struct baton_conn *c, const struct baton_graph *g)
+{
+    int rc = baton_submit_graph_compute(c, g);
+    if (rc != 0) {
+        c->first_err = 0;
+        return rc;
+    }
+    return baton_conn_wait(c);
+}
+
+int baton_tensor_init(struct baton_tensor_desc *t, uint64_t buffer, uint64_t offset, uint32_t type,
+                      uint64_t ne0, uint64_t ne1, uint64_t ne2, uint64_t ne3)
+{
+    memset(t, 0, sizeof *t);
+    t->buffer = buffer;
+    t->offset = offset;
+    t->type = type;
+    t->ne[0] = ne0;
+    t->ne[1] = ne1;
+    t->ne[2] = ne2;
+    t->ne[3] = ne3;
+    int rc = baton_tensor_contiguous_nb(type, t->ne, t->nb);
+    if (rc == 0)
+        rc = baton_wire_tensor_extent(type, t->ne, t->nb, &t->nbytes);
+    return rc;
+}

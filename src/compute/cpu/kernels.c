@@ -1,0 +1,443 @@
+/* Scalar CPU kernels (see kernels.h). The formulas are those of llama2.c's
+ * run.c (rmsnorm, matmul, softmax, RoPE, attention, SwiGLU), written anew.
+ *
+ * Bit-exactness rules kept throughout: float accumulators, ascending index
+ * order, no reassociation, no fused multiply-add (GCC contracts nothing in
+ * ISO C mode, -std=c11; clang is told below). */
+#include "compute/cpu/kernels.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "baton/status.h"
+#include "compute/pool.h"
+
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+/* Work (roughly multiply-adds) per chunk below which splitting a job across
+ * threads costs more than it saves. Only speed depends on it, never bits. */
+#define GRAIN 32768u
+
+static uint64_t chunks_for(uint64_t work)
+{
+    return work / GRAIN + 1;
+}
+
+/* Saturating product for the chunk heuristics. */
+static uint64_t sat_mul(uint64_t a, uint64_t b)
+{
+    uint64_t r;
+
+    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+static float dot(const float *a, const float *b, uint64_t k)
+{
+    float s = 0.0f;
+    uint64_t i;
+
+    for (i = 0; i < k; i++)
+        s += a[i] * b[i];
+    return s;
+}
+
+/* ---- MUL_MAT ---- */
+
+struct mul_mat_job {
+    const float *w, *x;
+    float *y;
+    uint64_t k, n, m;
+};
+
+/* Output rows [r0, r1) of W against every column of x. Four columns share
+ * each load of the W row; each dot product is still one float accumulator
+ * in ascending k, exactly as dot(). */
+static void mul_mat_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
+{
+    const struct mul_mat_job *j = ctx;
+    const uint64_t k = j->k, n = j->n, m = j->m;
+    uint64_t r, c, i;
+
+    (void)chunk;
+    for (r = r0; r < r1; r++) {
+        const float *wr = j->w + r * k;
+
+        for (c = 0; c + 4 <= m; c += 4) {
+            const float *x0 = j->x + c * k, *x1 = x0 + k, *x2 = x1 + k, *x3 = x2 + k;
+            float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+
+            for (i = 0; i < k; i++) {
+                const float wi = wr[i];
+
+                s0 += wi * x0[i];
+                s1 += wi * x1[i];
+                s2 += wi * x2[i];
+                s3 += wi * x3[i];
+            }
+            j->y[c * n + r] = s0;
+            j->y[(c + 1) * n + r] = s1;
+            j->y[(c + 2) * n + r] = s2;
+            j->y[(c + 3) * n + r] = s3;
+        }
+        for (; c < m; c++)
+            j->y[c * n + r] = dot(wr, j->x + c * k, k);
+    }
+}
+
+void baton_cpu_mul_mat(struct baton_pool *pool, const float *w, const float *x, float *y,
+                       uint64_t k, uint64_t n, uint64_t m)
+{
+    struct mul_mat_job j = {w, x, y, k, n, m};
+
+    if (m == 0)
+        return;
+    baton_pool_run(pool, n, chunks_for(sat_mul(sat_mul(k, n), m)), mul_mat_task, &j);
+}
+
+/* ---- RMS_NORM ---- */
+
+struct rms_norm_job {
+    const float *x;
+    float *y;
+    uint64_t k;
+    float eps;
+};
+
+static void rms_norm_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
+{
+    const struct rms_norm_job *j = ctx;
+    uint64_t r, i;
+
+    (void)chunk;
+    for (r = r0; r < r1; r++) {
+        const float *x = j->x + r * j->k;
+        float *y = j->y + r * j->k;
+        float ss = 0.0f;
+
+        for (i = 0; i < j->k; i++)
+            ss += x[i] * x[i];
+        ss /= (float)j->k;
+        ss += j->eps;
+        ss = 1.0f / sqrtf(ss);
+        for (i = 0; i < j->k; i++)
+            y[i] = ss * x[i];
+    }
+}
+
+void baton_cpu_rms_norm(struct baton_pool *pool, const float *x, float *y, uint64_t k,
+                        uint64_t rows, float eps)
+{
+    struct rms_norm_job j = {x, y, k, eps};
+
+    if (k == 0)
+        return;
+    baton_pool_run(pool, rows, chunks_for(sat_mul(k, rows)), rms_norm_task, &j);
+}
+
+/* ---- ADD, MUL ---- */
+
+struct binary_job {
+    int is_mul;
+    const float *a, *b;
+    float *y;
+    uint64_t ane[4], bne[4];
+};
+
+static void binary_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
+{
+    const struct binary_job *j = ctx;
+    const uint64_t k = j->ane[0], bk = j->bne[0];
+    uint64_t r, i;
+
+    (void)chunk;
+    for (r = r0; r < r1; r++) {
+        const uint64_t i1 = r % j->ane[1], i2 = (r / j->ane[1]) % j->ane[2],
+                       i3 = r / j->ane[1] / j->ane[2];
+        const uint64_t br =
+            i1 % j->bne[1] + j->bne[1] * (i2 % j->bne[2] + j->bne[2] * (i3 % j->bne[3]));
+        const float *a = j->a + r * k, *b = j->b + br * bk;
+        float *y = j->y + r * k;
+
+        if (bk == k) {
+            if (j->is_mul)
+                for (i = 0; i < k; i++)
+                    y[i] = a[i] * b[i];
+            else
+                for (i = 0; i < k; i++)
+                    y[i] = a[i] + b[i];
+        } else {
+            const float b0 = b[0];
+
+            if (j->is_mul)
+                for (i = 0; i < k; i++)
+                    y[i] = a[i] * b0;
+            else
+                for (i = 0; i < k; i++)
+                    y[i] = a[i] + b0;
+        }
+    }
+}
+
+void baton_cpu_binary(struct baton_pool *pool, int is_mul, const float *a, const uint64_t ane[4],
+                      const float *b, const uint64_t bne[4], float *y)
+{
+    struct binary_job j;
+    uint64_t rows;
+
+    if (ane[0] == 0 || ane[1] == 0 || ane[2] == 0 || ane[3] == 0)
+        return;
+    j.is_mul = is_mul;
+    j.a = a;
+    j.b = b;
+    j.y = y;
+    memcpy(j.ane, ane, sizeof(j.ane));
+    memcpy(j.bne, bne, sizeof(j.bne));
+    rows = ane[1] * ane[2] * ane[3]; /* validated: the element count fits */
+    baton_pool_run(pool, rows, chunks_for(sat_mul(rows, ane[0])), binary_task, &j);
+}
+
+/* ---- SCALE, SILU ---- */
+
+struct unary_job {
+    const float *x;
+    float *y;
+    float s;
+};
+
+static void scale_task(void *ctx, uint64_t i0, uint64_t i1, uint32_t chunk)
+{
+    const struct unary_job *j = ctx;
+    uint64_t i;
+
+    (void)chunk;
+    for (i = i0; i < i1; i++)
+        j->y[i] = j->x[i] * j->s;
+}
+
+static void silu_task(void *ctx, uint64_t i0, uint64_t i1, uint32_t chunk)
+{
+    const struct unary_job *j = ctx;
+    uint64_t i;
+
+    (void)chunk;
+    for (i = i0; i < i1; i++) {
+        const float v = j->x[i];
+
+        j->y[i] = v * (1.0f / (1.0f + expf(-v)));
+    }
+}
+
+void baton_cpu_scale(struct baton_pool *pool, const float *x, float *y, uint64_t n, float s)
+{
+    struct unary_job j = {x, y, s};
+
+    baton_pool_run(pool, n, chunks_for(n), scale_task, &j);
+}
+
+void baton_cpu_silu(struct baton_pool *pool, const float *x, float *y, uint64_t n)
+{
+    struct unary_job j = {x, y, 0.0f};
+
+    baton_pool_run(pool, n, chunks_for(sat_mul(n, 16)), silu_task, &j);
+}
+
+/* ---- ROPE ---- */
+
+struct rope_job {
+    const float *x;
+    const int32_t *pos;
+    float *y;
+    uint64_t hd, nh;
+    uint32_t n_dims;
+    float freq_base;
+};
+
+/* Rows [r0, r1) of the nh*nt head rows. run.c: freq = 1 / powf(base,
+ * head_dim / (float)head_size), val = pos * freq, then (v0, v1) ->
+ * (v0 cos - v1 sin, v0 sin + v1 cos); dims past n_dims are copied. */
+static void rope_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
+{
+    const struct rope_job *j = ctx;
+    uint64_t r, i;
+
+    (void)chunk;
+    for (r = r0; r < r1; r++) {
+        const float p = (float)j->pos[r / j->nh];
+        const float *x = j->x + r * j->hd;
+        float *y = j->y + r * j->hd;
+
+        for (i = 0; i < j->n_dims / 2; i++) {
+            const float freq = 1.0f / powf(j->freq_base, (float)(2 * i) / (float)j->n_dims);
+            const float val = p * freq;
+            const float fcr = cosf(val), fci = sinf(val);
+            const float v0 = x[2 * i], v1 = x[2 * i + 1];
+
+            y[2 * i] = v0 * fcr - v1 * fci;
+            y[2 * i + 1] = v0 * fci + v1 * fcr;
+        }
+        for (i = j->n_dims; i < j->hd; i++)
+            y[i] = x[i];
+    }
+}
+
+int baton_cpu_rope(struct baton_pool *pool, const float *x, const int32_t *pos, float *y,
+                   uint64_t hd, uint64_t nh, uint64_t nt, uint32_t n_dims, float freq_base)
+{
+    struct rope_job j = {x, pos, y, hd, nh, n_dims, freq_base};
+    uint64_t t;
+
+    for (t = 0; t < nt; t++)
+        if (pos[t] < 0)
+            return BATON_E_INDEX;
+    if (nh == 0 || hd == 0)
+        return 0;
+    baton_pool_run(pool, nh * nt, chunks_for(sat_mul(sat_mul(nh, nt), sat_mul(hd, 16))),
+                   rope_task, &j);
+    return 0;
+}
+
+/* ---- ATTENTION ---- */
+
+struct attention_job {
+    const struct baton_cpu_attention *a;
+};
+
+/* Head rows [r0, r1) of nt*nh (row = t*nh + h): scores against cache slots
+ * 0..pos[t], softmax as run.c (max subtracted, expf, float sum, divide),
+ * then the weighted sum of value rows in slot order. */
+static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
+{
+    const struct baton_cpu_attention *a = ((const struct attention_job *)ctx)->a;
+    const uint64_t hd = a->hd, nh = a->nh, nkv = a->nkv, group = nh / nkv;
+    float *att = a->work + (uint64_t)chunk * a->n_ctx;
+    uint64_t r, s, i;
+
+    for (r = r0; r < r1; r++) {
+        const uint64_t t = r / nh, h = r % nh, kvh = h / group;
+        const uint64_t n_slots = (uint64_t)a->pos[t] + 1;
+        const float *q = a->q + r * hd;
+        float *out = a->out + r * hd;
+        float max_val, sum = 0.0f;
+
+        for (s = 0; s < n_slots; s++) {
+            const float *kr = a->k_cache + (s * nkv + kvh) * hd;
+            float score = dot(q, kr, hd);
+
+            if (a->divide)
+                score /= a->scale;
+            else
+                score *= a->scale;
+            att[s] = score;
+        }
+        max_val = att[0];
+        for (s = 1; s < n_slots; s++)
+            if (att[s] > max_val)
+                max_val = att[s];
+        for (s = 0; s < n_slots; s++) {
+            att[s] = expf(att[s] - max_val);
+            sum += att[s];
+        }
+        for (s = 0; s < n_slots; s++)
+            att[s] /= sum;
+
+        for (i = 0; i < hd; i++)
+            out[i] = 0.0f;
+        for (s = 0; s < n_slots; s++) {
+            const float *vr = a->v_cache + (s * nkv + kvh) * hd;
+            const float p = att[s];
+
+            for (i = 0; i < hd; i++)
+                out[i] += p * vr[i];
+        }
+    }
+}
+
+int baton_cpu_attention(struct baton_pool *pool, const struct baton_cpu_attention *a)
+{
+    const uint64_t row = a->nkv * a->hd;
+    struct attention_job j = {a};
+    uint64_t t, max_slots = 0;
+
+    for (t = 0; t < a->nt; t++) {
+        if (a->pos[t] < 0 || (uint64_t)a->pos[t] >= a->n_ctx)
+            return BATON_E_INDEX;
+        if ((uint64_t)a->pos[t] + 1 > max_slots)
+            max_slots = (uint64_t)a->pos[t] + 1;
+    }
+    /* Cache writes first, in token order, on this thread: a later token of
+     * the batch sees every earlier one, as in token-by-token decoding. */
+    if (row > 0)
+        for (t = 0; t < a->nt; t++) {
+            memcpy(a->k_cache + (uint64_t)a->pos[t] * row, a->k + t * row, row * sizeof(float));
+            memcpy(a->v_cache + (uint64_t)a->pos[t] * row, a->v + t * row, row * sizeof(float));
+        }
+    if (a->nh == 0 || a->hd == 0)
+        return 0;
+    {
+        uint64_t rows = a->nh * a->nt, max_chunks;
+
+        max_chunks = chunks_for(sat_mul(sat_mul(rows, max_slots), sat_mul(a->hd, 2)));
+        if (max_chunks > BATON_POOL_MAX_THREADS)
+            max_chunks = BATON_POOL_MAX_THREADS;
+        baton_pool_run(pool, rows, max_chunks, attention_task, &j);
+    }
+    return 0;
+}
+
+/* ---- GET_ROWS ---- */
+
+int baton_cpu_get_rows(const float *table, uint64_t k, uint64_t r, const int32_t *ids,
+                       uint64_t n, float *y)
+{
+    uint64_t i;
+
+    for (i = 0; i < n; i++)
+        if (ids[i] < 0 || (uint64_t)ids[i] >= r)
+            return BATON_E_INDEX;
+    if (k == 0)
+        return 0;
+    for (i = 0; i < n; i++)
+        memcpy(y + i * k, table + (uint64_t)ids[i] * k, k * sizeof(float));
+    return 0;
+}
+
+/* ---- ARGMAX ---- */
+
+struct argmax_job {
+    const float *x;
+    int32_t *y;
+    uint64_t k;
+};
+
+static void argmax_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
+{
+    const struct argmax_job *j = ctx;
+    uint64_t r, i;
+
+    (void)chunk;
+    for (r = r0; r < r1; r++) {
+        const float *x = j->x + r * j->k;
+        uint64_t best = 0;
+        int have = 0;
+
+        for (i = 0; i < j->k; i++) {
+            if (isnan(x[i]))
+                continue;
+            if (!have || x[i] > x[best]) {
+                best = i;
+                have = 1;
+            }
+        }
+        j->y[r] = (int32_t)best; /* validated: k <= INT32_MAX */
+    }
+}
+
+void baton_cpu_argmax(struct baton_pool *pool, const float *x, uint64_t k, uint64_t m,
+                      int32_t *y)
+{
+    struct argmax_job j = {x, y, k};
+
+    baton_pool_run(pool, m, chunks_for(sat_mul(k, m)), argmax_task, &j);
+}

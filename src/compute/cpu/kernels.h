@@ -1,0 +1,69 @@
+/* Internal: scalar CPU kernels for the ops of src/core/ops.h, on contiguous
+ * F32 / I32 data. Shapes are already validated (compute/graph.c); the
+ * kernels check only what is read from tensor data (indices, positions).
+ *
+ * Arithmetic follows llama2.c's run.c (Karpathy, MIT) operation for
+ * operation, so a model run here reproduces its results bit for bit: every
+ * reduction is a float accumulator in ascending index order, on one thread.
+ * Threads split output rows only, so results do not depend on the thread
+ * count or on how many tokens share a batch. */
+#ifndef BATON_COMPUTE_CPU_KERNELS_H
+#define BATON_COMPUTE_CPU_KERNELS_H
+
+#include <stdint.h>
+
+#include "compute/compute.h"
+
+/* y {N,M} = W {K,N} x {K,M}: y[m*N + n] = sum_k W[n*K + k] * x[m*K + k]. */
+void baton_cpu_mul_mat(struct baton_pool *pool, const float *w, const float *x, float *y,
+                       uint64_t k, uint64_t n, uint64_t m);
+
+/* Each row of k elements: y = x * (1 / sqrtf(sum(x*x) / k + eps)). */
+void baton_cpu_rms_norm(struct baton_pool *pool, const float *x, float *y, uint64_t k,
+                        uint64_t rows, float eps);
+
+/* y = a + b (is_mul 0) or a * b (is_mul 1), b broadcast: bne[i] is ane[i] or 1. */
+void baton_cpu_binary(struct baton_pool *pool, int is_mul, const float *a, const uint64_t ane[4],
+                      const float *b, const uint64_t bne[4], float *y);
+
+/* y = x * s over n elements. */
+void baton_cpu_scale(struct baton_pool *pool, const float *x, float *y, uint64_t n, float s);
+
+/* y = x * (1 / (1 + expf(-x))) over n elements (run.c's SwiGLU form). */
+void baton_cpu_silu(struct baton_pool *pool, const float *x, float *y, uint64_t n);
+
+/* Rotary embedding of x {hd,nh,nt}: in each head, pair i < n_dims/2 of
+ * token t is rotated by theta = pos[t] * (1 / powf(freq_base, 2i/n_dims)).
+ * Returns BATON_E_INDEX (before writing) if some pos[t] < 0. */
+int baton_cpu_rope(struct baton_pool *pool, const float *x, const int32_t *pos, float *y,
+                   uint64_t hd, uint64_t nh, uint64_t nt, uint32_t n_dims, float freq_base);
+
+struct baton_cpu_attention {
+    const float *q; /* {hd,nh,nt} */
+    const float *k; /* {hd,nkv,nt} */
+    const float *v; /* {hd,nkv,nt} */
+    float *k_cache; /* {hd,nkv,n_ctx}, written at the positions */
+    float *v_cache;
+    const int32_t *pos; /* {nt} */
+    float *out;         /* {hd,nh,nt} */
+    float *work;        /* n_ctx floats per chunk, min(nh*nt, pool threads) chunks */
+    uint64_t hd, nh, nkv, nt, n_ctx;
+    float scale;
+    int divide; /* 0: score * scale; 1: score / scale (run.c's / sqrtf(hd)) */
+};
+
+/* Fused causal grouped-query attention (ops.h). Returns BATON_E_INDEX
+ * (before writing anything) if some pos[t] is outside [0, n_ctx). */
+int baton_cpu_attention(struct baton_pool *pool, const struct baton_cpu_attention *a);
+
+/* y {k,n} = rows ids[0..n) of table {k,r}. Returns BATON_E_INDEX (before
+ * writing) if some id is outside [0, r). */
+int baton_cpu_get_rows(const float *table, uint64_t k, uint64_t r, const int32_t *ids,
+                       uint64_t n, float *y);
+
+/* y[m] = index of the first maximum of row m of x {k,m} (k >= 1); NaN never
+ * wins; an all-NaN row gives 0. */
+void baton_cpu_argmax(struct baton_pool *pool, const float *x, uint64_t k, uint64_t m,
+                      int32_t *y);
+
+#endif

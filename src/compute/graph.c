@@ -1,0 +1,742 @@
+/* Graph validation, scratch layout, execution and cost estimate
+ * (compute.h; op semantics in src/core/ops.h). */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baton/status.h"
+#include "compute/compute.h"
+#include "compute/cpu/kernels.h"
+#include "core/limits.h"
+
+#define SCRATCH_ALIGN 64u
+
+/* Type and shape of a source or result. */
+struct tview {
+    uint32_t type;
+    uint64_t ne[BATON_MAX_DIMS];
+};
+
+/* Per-node facts needed only while validating. */
+struct node_tmp {
+    uint32_t last_use;   /* last node that reads this node's scratch result */
+    uint64_t work_bytes; /* ATTENTION score rows */
+};
+
+/* Parameters each op reads; the others must be 0 (room to extend). */
+static const uint8_t op_n_params[BATON_OP_COUNT] = {
+    [BATON_OP_RMS_NORM] = 1, [BATON_OP_SCALE] = 1, [BATON_OP_ROPE] = 3, [BATON_OP_ATTENTION] = 2,
+};
+
+static float param_f32(uint32_t bits)
+{
+    float f;
+
+    memcpy(&f, &bits, sizeof(f));
+    return f;
+}
+
+static int mul_u64(uint64_t a, uint64_t b, uint64_t *r)
+{
+    return __builtin_mul_overflow(a, b, r) ? BATON_E_OVERFLOW : 0;
+}
+
+static int align_up(uint64_t x, uint64_t *r)
+{
+    if (x > UINT64_MAX - (SCRATCH_ALIGN - 1))
+        return BATON_E_OVERFLOW;
+    *r = (x + (SCRATCH_ALIGN - 1)) & ~(uint64_t)(SCRATCH_ALIGN - 1);
+    return 0;
+}
+
+static int numel(const uint64_t ne[BATON_MAX_DIMS], uint64_t *n)
+{
+    uint64_t r = 1;
+    int i;
+
+    for (i = 0; i < BATON_MAX_DIMS; i++)
+        if (mul_u64(r, ne[i], &r))
+            return BATON_E_OVERFLOW;
+    *n = r;
+    return 0;
+}
+
+static int same_ne(const uint64_t a[BATON_MAX_DIMS], const uint64_t b[BATON_MAX_DIMS])
+{
+    return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
+}
+
+static int shape_is(const struct tview *v, uint64_t n0, uint64_t n1, uint64_t n2, uint64_t n3)
+{
+    return v->ne[0] == n0 && v->ne[1] == n1 && v->ne[2] == n2 && v->ne[3] == n3;
+}
+
+/* Byte size of a contiguous tensor of a known type; fills its strides. */
+static int contiguous(uint32_t type, const uint64_t ne[BATON_MAX_DIMS], uint64_t nb[BATON_MAX_DIMS],
+                      uint64_t *nbytes)
+{
+    const struct baton_type_info *ti = baton_type_get(type);
+    uint64_t s;
+    int i;
+
+    if (!ti)
+        return BATON_E_TYPE;
+    for (i = 0; i < BATON_MAX_DIMS; i++)
+        if (ne[i] > BATON_MAX_DIM_ELEMS)
+            return BATON_E_LIMIT;
+    if (ne[0] % ti->block_elems != 0)
+        return BATON_E_SHAPE;
+    nb[0] = ti->block_bytes;
+    if (mul_u64(ti->block_bytes, ne[0] / ti->block_elems, &s))
+        return BATON_E_OVERFLOW;
+    nb[1] = s;
+    for (i = 2; i < BATON_MAX_DIMS; i++) {
+        if (mul_u64(nb[i - 1], ne[i - 1], &s))
+            return BATON_E_OVERFLOW;
+        nb[i] = s;
+    }
+    if (mul_u64(nb[3], ne[3], &s))
+        return BATON_E_OVERFLOW;
+    *nbytes = s;
+    return 0;
+}
+
+/* Re-checks what the wire decoder promised about a leaf: known type,
+ * contiguous strides, nbytes equal to the extent. */
+static int check_leaf(const struct baton_tensor_desc *t)
+{
+    uint64_t nb[BATON_MAX_DIMS], nbytes;
+    int rc = contiguous(t->type, t->ne, nb, &nbytes);
+
+    if (rc)
+        return rc;
+    if (nbytes != t->nbytes || nb[0] != t->nb[0] || nb[1] != t->nb[1] || nb[2] != t->nb[2] ||
+        nb[3] != t->nb[3])
+        return BATON_E_SHAPE;
+    return 0;
+}
+
+/* The tensor an index names as seen by node `node_index`: a leaf, or an
+ * earlier node (already validated). */
+static int source_view(const struct baton_graph *g, uint32_t idx, uint32_t node_index,
+                       struct tview *v)
+{
+    if (idx < g->n_leaves) {
+        const struct baton_tensor_desc *t = &g->leaves[idx];
+        int rc = check_leaf(t);
+
+        if (rc)
+            return rc;
+        v->type = t->type;
+        memcpy(v->ne, t->ne, sizeof(v->ne));
+        return 0;
+    }
+    if (idx - g->n_leaves >= node_index)
+        return BATON_E_GRAPH;
+    v->type = g->nodes[idx - g->n_leaves].type;
+    memcpy(v->ne, g->nodes[idx - g->n_leaves].ne, sizeof(v->ne));
+    return 0;
+}
+
+/* Follows a RESHAPE to the tensor it aliases (one step: roots are stored
+ * already resolved in plan[].scratch_offset). */
+static uint32_t resolve(const struct baton_graph *g, const struct baton_node_plan *plan,
+                        uint32_t idx)
+{
+    if (idx >= g->n_leaves && g->nodes[idx - g->n_leaves].op == BATON_OP_RESHAPE)
+        return (uint32_t)plan[idx - g->n_leaves].scratch_offset;
+    return idx;
+}
+
+/* The leaf whose memory holds tensor idx, or BATON_SRC_NONE for scratch. */
+static uint32_t storage_leaf(const struct baton_graph *g, const struct baton_node_plan *plan,
+                             uint32_t idx)
+{
+    idx = resolve(g, plan, idx);
+    if (idx < g->n_leaves)
+        return idx;
+    return g->nodes[idx - g->n_leaves].out_leaf;
+}
+
+static int all_f32(const struct tview *s, uint32_t n)
+{
+    uint32_t i;
+
+    for (i = 0; i < n; i++)
+        if (s[i].type != BATON_TYPE_F32)
+            return 0;
+    return 1;
+}
+
+/* Op rules of ops.h: source types (BATON_E_TYPE), shapes (BATON_E_SHAPE),
+ * parameters (BATON_E_INVAL, or BATON_E_UNSUPPORTED for a mode this build
+ * does not run). Fills the result the op produces. */
+static int infer(const struct baton_graph_node *n, const struct tview *s, struct tview *res,
+                 uint64_t *work_bytes)
+{
+    const uint32_t *p = n->params;
+    uint32_t i;
+
+    for (i = op_n_params[n->op]; i < BATON_N_PARAMS; i++)
+        if (p[i] != 0)
+            return BATON_E_INVAL;
+    *work_bytes = 0;
+    res->type = BATON_TYPE_F32;
+    switch (n->op) {
+    case BATON_OP_GET_ROWS:
+        if (s[0].type != BATON_TYPE_F32 || s[1].type != BATON_TYPE_I32)
+            return BATON_E_TYPE;
+        if (s[0].ne[2] != 1 || s[0].ne[3] != 1 || !shape_is(&s[1], s[1].ne[0], 1, 1, 1))
+            return BATON_E_SHAPE;
+        res->ne[0] = s[0].ne[0];
+        res->ne[1] = s[1].ne[0];
+        res->ne[2] = 1;
+        res->ne[3] = 1;
+        return 0;
+    case BATON_OP_RMS_NORM: {
+        const float eps = param_f32(p[0]);
+
+        if (!all_f32(s, 1))
+            return BATON_E_TYPE;
+        if (!isfinite(eps) || !(eps >= 0.0f))
+            return BATON_E_INVAL;
+        memcpy(res->ne, s[0].ne, sizeof(res->ne));
+        return 0;
+    }
+    case BATON_OP_MUL_MAT:
+        if (!all_f32(s, 2))
+            return BATON_E_TYPE;
+        if (s[0].ne[2] != 1 || s[0].ne[3] != 1 || s[1].ne[0] != s[0].ne[0])
+            return BATON_E_SHAPE;
+        res->ne[0] = s[0].ne[1];
+        res->ne[1] = s[1].ne[1];
+        res->ne[2] = s[1].ne[2];
+        res->ne[3] = s[1].ne[3];
+        return 0;
+    case BATON_OP_ADD:
+    case BATON_OP_MUL:
+        if (!all_f32(s, 2))
+            return BATON_E_TYPE;
+        for (i = 0; i < BATON_MAX_DIMS; i++)
+            if (s[1].ne[i] != s[0].ne[i] && s[1].ne[i] != 1)
+                return BATON_E_SHAPE;
+        memcpy(res->ne, s[0].ne, sizeof(res->ne));
+        return 0;
+    case BATON_OP_SCALE:
+        if (!all_f32(s, 1))
+            return BATON_E_TYPE;
+        if (!isfinite(param_f32(p[0])))
+            return BATON_E_INVAL;
+        memcpy(res->ne, s[0].ne, sizeof(res->ne));
+        return 0;
+    case BATON_OP_SILU:
+        if (!all_f32(s, 1))
+            return BATON_E_TYPE;
+        memcpy(res->ne, s[0].ne, sizeof(res->ne));
+        return 0;
+    case BATON_OP_ROPE: {
+        const float base = param_f32(p[1]);
+
+        if (s[0].type != BATON_TYPE_F32 || s[1].type != BATON_TYPE_I32)
+            return BATON_E_TYPE;
+        if (s[0].ne[3] != 1 || !shape_is(&s[1], s[0].ne[2], 1, 1, 1))
+            return BATON_E_SHAPE;
+        if (p[2] != 0)
+            return BATON_E_UNSUPPORTED;
+        if (p[0] == 0 || p[0] % 2 != 0 || p[0] > s[0].ne[0] || !isfinite(base) || !(base > 0.0f))
+            return BATON_E_INVAL;
+        memcpy(res->ne, s[0].ne, sizeof(res->ne));
+        return 0;
+    }
+    case BATON_OP_ATTENTION: {
+        const uint64_t hd = s[0].ne[0], nh = s[0].ne[1], nt = s[0].ne[2];
+        const uint64_t nkv = s[1].ne[1], n_ctx = s[3].ne[2];
+        const float scale = param_f32(p[0]);
+        uint64_t slots, w;
+
+        if (!all_f32(s, 5) || s[5].type != BATON_TYPE_I32)
+            return BATON_E_TYPE;
+        if (!shape_is(&s[0], hd, nh, nt, 1) || !shape_is(&s[1], hd, nkv, nt, 1) ||
+            !same_ne(s[2].ne, s[1].ne) || !shape_is(&s[3], hd, nkv, n_ctx, 1) ||
+            !same_ne(s[4].ne, s[3].ne) || !shape_is(&s[5], nt, 1, 1, 1))
+            return BATON_E_SHAPE;
+        if (nkv == 0 || nh % nkv != 0)
+            return BATON_E_SHAPE;
+        if (p[1] > 1)
+            return BATON_E_UNSUPPORTED;
+        if (!isfinite(scale) || (p[1] == 1 && scale == 0.0f))
+            return BATON_E_INVAL;
+        memcpy(res->ne, s[0].ne, sizeof(res->ne));
+        if (mul_u64(nh, nt, &slots))
+            return BATON_E_OVERFLOW;
+        if (slots > BATON_POOL_MAX_THREADS)
+            slots = BATON_POOL_MAX_THREADS;
+        if (hd == 0)
+            slots = 0; /* nothing to score */
+        if (mul_u64(slots, n_ctx, &w) || mul_u64(w, sizeof(float), &w))
+            return BATON_E_OVERFLOW;
+        *work_bytes = w;
+        return 0;
+    }
+    case BATON_OP_ARGMAX:
+        if (!all_f32(s, 1))
+            return BATON_E_TYPE;
+        if (s[0].ne[2] != 1 || s[0].ne[3] != 1 || s[0].ne[0] == 0 || s[0].ne[0] > INT32_MAX)
+            return BATON_E_SHAPE;
+        res->type = BATON_TYPE_I32;
+        res->ne[0] = s[0].ne[1];
+        res->ne[1] = 1;
+        res->ne[2] = 1;
+        res->ne[3] = 1;
+        return 0;
+    case BATON_OP_RESHAPE: {
+        uint64_t a, b;
+
+        if (numel(s[0].ne, &a) || numel(n->ne, &b))
+            return BATON_E_OVERFLOW;
+        if (a != b)
+            return BATON_E_SHAPE;
+        res->type = s[0].type;
+        memcpy(res->ne, n->ne, sizeof(res->ne));
+        return 0;
+    }
+    default:
+        return BATON_E_GRAPH;
+    }
+}
+
+static int validate_node(const struct baton_graph *g, uint32_t i, struct baton_node_plan *plan,
+                         struct node_tmp *tmp)
+{
+    const struct baton_graph_node *n = &g->nodes[i];
+    const uint32_t arity = baton_op_arity(n->op);
+    const struct baton_type_info *ti;
+    struct tview src[BATON_MAX_SRC], res;
+    uint64_t nb[BATON_MAX_DIMS], nbytes, work = 0;
+    uint32_t s;
+    int rc;
+
+    if (arity == 0)
+        return BATON_E_GRAPH;
+    for (s = 0; s < BATON_MAX_SRC; s++) {
+        if (s >= arity) {
+            if (n->src[s] != BATON_SRC_NONE)
+                return BATON_E_GRAPH;
+        } else if (n->src[s] >= g->n_leaves && n->src[s] - g->n_leaves >= i) {
+            return BATON_E_GRAPH;
+        }
+    }
+    if (n->out_leaf != BATON_SRC_NONE && n->out_leaf >= g->n_leaves)
+        return BATON_E_GRAPH;
+    if (n->op == BATON_OP_RESHAPE && n->out_leaf != BATON_SRC_NONE)
+        return BATON_E_GRAPH;
+    if (n->op == BATON_OP_ATTENTION) {
+        /* The caches are written: they must be leaves, distinct, and hold
+         * no other source of this node. */
+        if (n->src[3] >= g->n_leaves || n->src[4] >= g->n_leaves || n->src[3] == n->src[4])
+            return BATON_E_GRAPH;
+    }
+
+    for (s = 0; s < arity; s++) {
+        rc = source_view(g, n->src[s], i, &src[s]);
+        if (rc)
+            return rc;
+        ti = baton_type_get(src[s].type);
+        if (!ti)
+            return BATON_E_TYPE;
+        if (!ti->executable)
+            return BATON_E_UNSUPPORTED;
+    }
+    ti = baton_type_get(n->type);
+    if (!ti)
+        return BATON_E_TYPE;
+    if (!ti->executable)
+        return BATON_E_UNSUPPORTED;
+    for (s = 0; s < BATON_MAX_DIMS; s++)
+        if (n->ne[s] > BATON_MAX_DIM_ELEMS)
+            return BATON_E_LIMIT;
+
+    rc = infer(n, src, &res, &work);
+    if (rc)
+        return rc;
+    if (res.type != n->type)
+        return BATON_E_TYPE;
+    if (!same_ne(res.ne, n->ne))
+        return BATON_E_SHAPE;
+    rc = contiguous(n->type, n->ne, nb, &nbytes);
+    if (rc)
+        return rc;
+    if (nbytes > SIZE_MAX)
+        return BATON_E_OVERFLOW;
+
+    plan[i].nbytes = nbytes;
+    plan[i].scratch_offset = 0;
+    tmp[i].last_use = i;
+    tmp[i].work_bytes = work;
+    if (n->op == BATON_OP_RESHAPE)
+        plan[i].scratch_offset = resolve(g, plan, n->src[0]);
+
+    if (n->out_leaf != BATON_SRC_NONE) {
+        const struct baton_tensor_desc *o = &g->leaves[n->out_leaf];
+
+        rc = check_leaf(o);
+        if (rc)
+            return rc;
+        if (o->type != n->type)
+            return BATON_E_TYPE;
+        if (!same_ne(o->ne, n->ne))
+            return BATON_E_SHAPE;
+        for (s = 0; s < arity; s++)
+            if (storage_leaf(g, plan, n->src[s]) == n->out_leaf)
+                return BATON_E_GRAPH;
+    }
+    if (n->op == BATON_OP_ATTENTION) {
+        for (s = 0; s < arity; s++) {
+            uint32_t leaf;
+
+            if (s == 3 || s == 4)
+                continue;
+            leaf = storage_leaf(g, plan, n->src[s]);
+            if (leaf == n->src[3] || leaf == n->src[4])
+                return BATON_E_GRAPH;
+        }
+    }
+
+    /* A node's scratch result lives until its last reader; a reader of a
+     * RESHAPE reads the tensor the RESHAPE aliases. */
+    for (s = 0; s < arity; s++) {
+        const uint32_t idx = resolve(g, plan, n->src[s]);
+
+        if (idx >= g->n_leaves)
+            tmp[idx - g->n_leaves].last_use = i;
+    }
+    return 0;
+}
+
+struct live_block {
+    uint64_t off, end;
+    uint32_t node;
+};
+
+/* First-fit placement of each node's scratch block (its result unless it
+ * has an out leaf, then ATTENTION's score rows) among the blocks still
+ * live; a block is released after its node's last reader ran. Offsets are
+ * multiples of 64. */
+static int layout(const struct baton_graph *g, struct baton_node_plan *plan,
+                  const struct node_tmp *tmp, struct live_block *live, uint64_t *scratch_bytes)
+{
+    uint64_t peak = 0;
+    uint32_t i, n_live = 0;
+    int rc;
+
+    for (i = 0; i < g->n_nodes; i++) {
+        const struct baton_graph_node *n = &g->nodes[i];
+        uint64_t size = 0, cand = 0, end;
+        uint32_t k, w;
+
+        for (k = 0, w = 0; k < n_live; k++) {
+            const uint32_t j = live[k].node;
+            const uint32_t free_after =
+                g->nodes[j].out_leaf != BATON_SRC_NONE ? j : tmp[j].last_use;
+
+            if (free_after >= i)
+                live[w++] = live[k];
+        }
+        n_live = w;
+
+        if (n->op == BATON_OP_RESHAPE)
+            continue;
+        if (n->out_leaf == BATON_SRC_NONE) {
+            rc = align_up(plan[i].nbytes, &size);
+            if (rc)
+                return rc;
+        }
+        if (tmp[i].work_bytes > UINT64_MAX - size)
+            return BATON_E_OVERFLOW;
+        size += tmp[i].work_bytes;
+        if (size == 0)
+            continue;
+
+        for (k = 0; k < n_live; k++) {
+            if (live[k].off >= cand && live[k].off - cand >= size)
+                break;
+            rc = align_up(live[k].end, &end);
+            if (rc)
+                return rc;
+            if (end > cand)
+                cand = end;
+        }
+        if (size > UINT64_MAX - cand)
+            return BATON_E_OVERFLOW;
+        memmove(&live[k + 1], &live[k], (n_live - k) * sizeof(*live));
+        live[k].off = cand;
+        live[k].end = cand + size;
+        live[k].node = i;
+        n_live++;
+        plan[i].scratch_offset = cand;
+        if (cand + size > peak)
+            peak = cand + size;
+    }
+    rc = align_up(peak, &peak);
+    if (rc)
+        return rc;
+    if (peak > SIZE_MAX)
+        return BATON_E_OVERFLOW;
+    *scratch_bytes = peak;
+    return 0;
+}
+
+/* See compute.h. */
+int baton_graph_validate(const struct baton_graph *g, uint32_t max_nodes,
+                         struct baton_node_plan *plan, uint64_t *scratch_bytes)
+{
+    struct node_tmp *tmp = NULL;
+    struct live_block *live = NULL;
+    uint32_t i;
+    int rc = 0;
+
+    if (!g || !scratch_bytes || (g->n_nodes > 0 && (!plan || !g->nodes)) ||
+        (g->n_leaves > 0 && !g->leaves))
+        return BATON_E_INVAL;
+    *scratch_bytes = 0;
+    if (g->n_nodes > max_nodes || g->n_nodes > BATON_MAX_GRAPH_NODES ||
+        g->n_leaves > BATON_MAX_GRAPH_LEAVES)
+        return BATON_E_LIMIT;
+    if (g->n_nodes == 0)
+        return 0;
+
+    tmp = calloc(g->n_nodes, sizeof(*tmp));
+    live = calloc(g->n_nodes, sizeof(*live));
+    if (!tmp || !live) {
+        rc = BATON_E_NOMEM;
+        goto out;
+    }
+    for (i = 0; i < g->n_nodes; i++) {
+        rc = validate_node(g, i, plan, tmp);
+        if (rc)
+            goto out;
+    }
+    rc = layout(g, plan, tmp, live, scratch_bytes);
+out:
+    free(live);
+    free(tmp);
+    return rc;
+}
+
+/* ---- execution ---- */
+
+struct exec_ctx {
+    const struct baton_graph *g;
+    uint8_t *const *leaf_data;
+    const struct baton_node_plan *plan;
+    uint8_t *scratch;
+};
+
+static void *tensor_data(const struct exec_ctx *x, uint32_t idx)
+{
+    const struct baton_graph_node *n;
+    uint32_t j;
+
+    idx = resolve(x->g, x->plan, idx);
+    if (idx < x->g->n_leaves)
+        return x->leaf_data[idx];
+    j = idx - x->g->n_leaves;
+    n = &x->g->nodes[j];
+    if (n->out_leaf != BATON_SRC_NONE)
+        return x->leaf_data[n->out_leaf];
+    return x->scratch + x->plan[j].scratch_offset;
+}
+
+static const uint64_t *tensor_ne(const struct baton_graph *g, uint32_t idx)
+{
+    return idx < g->n_leaves ? g->leaves[idx].ne : g->nodes[idx - g->n_leaves].ne;
+}
+
+/* Leaf memory must be present and aligned for its 4-byte elements: checked
+ * for every leaf a node reads or writes, before any node runs. */
+static int check_leaf_ptr(const struct baton_graph *g, uint8_t *const *leaf_data, uint32_t idx)
+{
+    const uint8_t *p;
+
+    if (idx >= g->n_leaves || g->leaves[idx].nbytes == 0)
+        return 0;
+    p = leaf_data[idx];
+    if (!p || (uintptr_t)p % sizeof(float) != 0)
+        return BATON_E_INVAL;
+    return 0;
+}
+
+static int exec_node(const struct exec_ctx *x, uint32_t i, struct baton_pool *pool)
+{
+    const struct baton_graph *g = x->g;
+    const struct baton_graph_node *n = &g->nodes[i];
+    const uint32_t *src = n->src;
+    const uint64_t *ne0 = n->op == BATON_OP_RESHAPE ? NULL : tensor_ne(g, src[0]);
+    uint8_t *dst;
+    uint64_t count;
+
+    if (n->op == BATON_OP_RESHAPE)
+        return 0; /* a view: no data moves */
+    dst = n->out_leaf != BATON_SRC_NONE ? x->leaf_data[n->out_leaf]
+                                        : x->scratch + x->plan[i].scratch_offset;
+    count = x->plan[i].nbytes / sizeof(float);
+
+    switch (n->op) {
+    case BATON_OP_GET_ROWS:
+        return baton_cpu_get_rows(tensor_data(x, src[0]), ne0[0], ne0[1], tensor_data(x, src[1]),
+                                  tensor_ne(g, src[1])[0], (float *)dst);
+    case BATON_OP_RMS_NORM:
+        baton_cpu_rms_norm(pool, tensor_data(x, src[0]), (float *)dst, ne0[0],
+                           ne0[0] ? count / ne0[0] : 0, param_f32(n->params[0]));
+        return 0;
+    case BATON_OP_MUL_MAT:
+        baton_cpu_mul_mat(pool, tensor_data(x, src[0]), tensor_data(x, src[1]), (float *)dst,
+                          ne0[0], ne0[1], n->ne[1] * n->ne[2] * n->ne[3]);
+        return 0;
+    case BATON_OP_ADD:
+    case BATON_OP_MUL:
+        baton_cpu_binary(pool, n->op == BATON_OP_MUL, tensor_data(x, src[0]), ne0,
+                         tensor_data(x, src[1]), tensor_ne(g, src[1]), (float *)dst);
+        return 0;
+    case BATON_OP_SCALE:
+        baton_cpu_scale(pool, tensor_data(x, src[0]), (float *)dst, count,
+                        param_f32(n->params[0]));
+        return 0;
+    case BATON_OP_SILU:
+        baton_cpu_silu(pool, tensor_data(x, src[0]), (float *)dst, count);
+        return 0;
+    case BATON_OP_ROPE:
+        return baton_cpu_rope(pool, tensor_data(x, src[0]), tensor_data(x, src[1]), (float *)dst,
+                              ne0[0], ne0[1], ne0[2], n->params[0], param_f32(n->params[1]));
+    case BATON_OP_ATTENTION: {
+        struct baton_cpu_attention a;
+        uint64_t work_off = x->plan[i].scratch_offset;
+
+        if (n->out_leaf == BATON_SRC_NONE) /* validated: cannot wrap */
+            work_off += (x->plan[i].nbytes + (SCRATCH_ALIGN - 1)) & ~(uint64_t)(SCRATCH_ALIGN - 1);
+        a.q = tensor_data(x, src[0]);
+        a.k = tensor_data(x, src[1]);
+        a.v = tensor_data(x, src[2]);
+        a.k_cache = tensor_data(x, src[3]);
+        a.v_cache = tensor_data(x, src[4]);
+        a.pos = tensor_data(x, src[5]);
+        a.out = (float *)dst;
+        a.work = (float *)(x->scratch + work_off);
+        a.hd = ne0[0];
+        a.nh = ne0[1];
+        a.nt = ne0[2];
+        a.nkv = tensor_ne(g, src[1])[1];
+        a.n_ctx = tensor_ne(g, src[3])[2];
+        a.scale = param_f32(n->params[0]);
+        a.divide = n->params[1] == 1;
+        return baton_cpu_attention(pool, &a);
+    }
+    case BATON_OP_ARGMAX:
+        baton_cpu_argmax(pool, tensor_data(x, src[0]), ne0[0], ne0[1], (int32_t *)dst);
+        return 0;
+    default:
+        return BATON_E_GRAPH; /* not reached on a validated graph */
+    }
+}
+
+/* See compute.h. */
+int baton_graph_execute(const struct baton_graph *g, uint8_t *const *leaf_data,
+                        const struct baton_node_plan *plan, uint8_t *scratch,
+                        struct baton_pool *pool)
+{
+    struct exec_ctx x = {g, leaf_data, plan, scratch};
+    uint32_t i, s;
+    int rc;
+
+    if (!g || (g->n_nodes > 0 && !plan) || (g->n_leaves > 0 && !leaf_data))
+        return BATON_E_INVAL;
+    if (scratch && (uintptr_t)scratch % sizeof(float) != 0)
+        return BATON_E_INVAL;
+    for (i = 0; i < g->n_nodes; i++) {
+        const struct baton_graph_node *n = &g->nodes[i];
+        const uint32_t arity = baton_op_arity(n->op);
+
+        for (s = 0; s < arity; s++) {
+            rc = check_leaf_ptr(g, leaf_data, n->src[s]);
+            if (rc)
+                return rc;
+        }
+        if (n->out_leaf != BATON_SRC_NONE) {
+            rc = check_leaf_ptr(g, leaf_data, n->out_leaf);
+            if (rc)
+                return rc;
+        } else if (n->op != BATON_OP_RESHAPE && plan[i].nbytes > 0 && !scratch) {
+            return BATON_E_INVAL;
+        }
+        if (n->op == BATON_OP_ATTENTION && !scratch) {
+            const uint64_t *q = tensor_ne(g, n->src[0]);
+
+            if (q[0] > 0 && q[1] > 0 && q[2] > 0 && tensor_ne(g, n->src[3])[2] > 0)
+                return BATON_E_INVAL; /* score rows are needed */
+        }
+    }
+    for (i = 0; i < g->n_nodes; i++) {
+        rc = exec_node(&x, i, pool);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* ---- cost ---- */
+
+static uint64_t sat_mul(uint64_t a, uint64_t b)
+{
+    uint64_t r;
+
+    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+static uint64_t sat_numel(const uint64_t ne[BATON_MAX_DIMS])
+{
+    return sat_mul(sat_mul(ne[0], ne[1]), sat_mul(ne[2], ne[3]));
+}
+
+/* Rough count: MUL_MAT 2*K*N*M, ATTENTION 4*hd*nh*nt*n_ctx, ARGMAX the
+ * source's elements, RESHAPE 0, every other op its result's elements.
+ * Saturates at UINT64_MAX; sources that are not valid indices count 0. */
+uint64_t baton_graph_flops(const struct baton_graph *g)
+{
+    uint64_t total = 0;
+    uint32_t i;
+
+    if (!g || !g->nodes)
+        return 0;
+    for (i = 0; i < g->n_nodes; i++) {
+        const struct baton_graph_node *n = &g->nodes[i];
+        const uint32_t arity = baton_op_arity(n->op);
+        uint64_t f = 0;
+        int src0_ok;
+
+        if (arity == 0)
+            continue;
+        src0_ok = n->src[0] < g->n_leaves ? g->leaves != NULL : n->src[0] - g->n_leaves < i;
+        switch (n->op) {
+        case BATON_OP_MUL_MAT:
+            if (src0_ok)
+                f = sat_mul(sat_mul(2, tensor_ne(g, n->src[0])[0]), sat_numel(n->ne));
+            break;
+        case BATON_OP_ATTENTION:
+            if (n->src[3] < g->n_leaves && g->leaves)
+                f = sat_mul(sat_mul(4, sat_numel(n->ne)), g->leaves[n->src[3]].ne[2]);
+            break;
+        case BATON_OP_ARGMAX:
+            if (src0_ok)
+                f = sat_numel(tensor_ne(g, n->src[0]));
+            break;
+        case BATON_OP_RESHAPE:
+            break;
+        default:
+            f = sat_numel(n->ne);
+            break;
+        }
+        total = f > UINT64_MAX - total ? UINT64_MAX : total + f;
+    }
+    return total;
+}

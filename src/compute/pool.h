@@ -1,0 +1,24 @@
+/* Internal: the parallel-for of the persistent worker pool (compute.h has
+ * the public create/destroy). Used by the CPU kernels only. */
+#ifndef BATON_COMPUTE_POOL_H
+#define BATON_COMPUTE_POOL_H
+
+#include <stdint.h>
+
+#include "compute/compute.h"
+
+/* A task body: processes items [begin, end) of the range as chunk `chunk`
+ * (0 <= chunk < the number of chunks of this run, which never exceeds
+ * baton_pool_threads()). Chunk 0 always runs on the calling thread. */
+typedef void (*baton_task_fn)(void *ctx, uint64_t begin, uint64_t end, uint32_t chunk);
+
+/* Runs fn over [0, n) split into contiguous chunks, one per thread, at most
+ * max_chunks chunks (and never more chunks than items), and returns when
+ * every chunk has finished. Chunk c gets [c*n/C, (c+1)*n/C) in the sense of
+ * an even split with the remainder going to the first chunks. pool may be
+ * NULL (runs inline). Safe to call from several threads at once on one pool:
+ * runs are serialized. fn must not call baton_pool_run on the same pool. */
+void baton_pool_run(struct baton_pool *pool, uint64_t n, uint64_t max_chunks, baton_task_fn fn,
+                    void *ctx);
+
+#endif

@@ -1,0 +1,591 @@
+/* The request dispatcher: one connection, strictly in order, exactly one
+ * reply per request (docs/PROTOCOL.md).
+ *
+ * Every byte from the wire goes through the proven decoders of src/wire
+ * (header, HELLO, tensor descriptors, graph header and nodes, u8/u64
+ * fields); every range check through baton_wire_check_range. Handlers
+ * validate and resolve first and touch buffers only afterwards.
+ *
+ * A handler consumes exactly its frame's payload or returns early with a
+ * semantic error, after which the dispatcher discards what is left of the
+ * payload (bounded by max_message_bytes and the frame deadline) so the
+ * framing is kept. A framing error (or a failed read inside a frame) marks
+ * the connection fatal: one error frame, then close.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "baton/status.h"
+#include "core/limits.h"
+#include "core/ops.h"
+#include "core/types.h"
+#include "server/server_internal.h"
+#include "wire/wire.h"
+
+enum conn_state { STATE_NEW = 0, STATE_HELLO_DONE, STATE_READY };
+
+struct conn {
+    struct baton_server *s;
+    struct baton_transport *t;
+    struct baton_session sess;
+    const char *peer;
+    int state;
+    uint16_t version;
+    uint64_t frame_deadline;
+    uint64_t left;   /* payload bytes of the current frame not read yet */
+    int fatal;       /* framing broken: send one error frame, then close */
+    int dead;        /* cannot even send: close at once */
+};
+
+static const char *const cmd_names[BATON_CMD_LIMIT] = {
+    [BATON_CMD_HELLO] = "HELLO",
+    [BATON_CMD_AUTH] = "AUTH",
+    [BATON_CMD_DEVICE_INFO] = "DEVICE_INFO",
+    [BATON_CMD_ALLOC_BUFFER] = "ALLOC_BUFFER",
+    [BATON_CMD_FREE_BUFFER] = "FREE_BUFFER",
+    [BATON_CMD_BUFFER_CLEAR] = "BUFFER_CLEAR",
+    [BATON_CMD_SET_TENSOR] = "SET_TENSOR",
+    [BATON_CMD_GET_TENSOR] = "GET_TENSOR",
+    [BATON_CMD_COPY_TENSOR] = "COPY_TENSOR",
+    [BATON_CMD_GRAPH_COMPUTE] = "GRAPH_COMPUTE",
+    [BATON_CMD_GRANT_WRITE] = "GRANT_WRITE",
+    [BATON_CMD_REVOKE_GRANT] = "REVOKE_GRANT",
+    [BATON_CMD_COPY_TENSOR_TO] = "COPY_TENSOR_TO",
+    [BATON_CMD_PEER_WRITE] = "PEER_WRITE",
+    [BATON_CMD_PEER_FENCE] = "PEER_FENCE",
+};
+
+const char *server_cmd_name(uint32_t cmd)
+{
+    return cmd < BATON_CMD_LIMIT && cmd_names[cmd] ? cmd_names[cmd] : "?";
+}
+
+/* ---- payload I/O ---- */
+
+/* Reads n (<= c->left) payload bytes under the frame deadline. A failure
+ * inside a frame breaks framing: E_TIMEOUT or E_TRUNCATED, fatal. */
+static int recv_payload(struct conn *c, void *buf, uint64_t n)
+{
+    if (n > c->left) {
+        c->fatal = 1;
+        return BATON_E_TRUNCATED;
+    }
+    int rc = baton_transport_recv_exact(c->t, buf, (size_t)n, c->frame_deadline);
+    if (rc != 0) {
+        c->fatal = 1;
+        return rc == BATON_E_TIMEOUT ? BATON_E_TIMEOUT : BATON_E_TRUNCATED;
+    }
+    c->left -= n;
+    return 0;
+}
+
+/* Reads and drops the rest of the payload, in chunks, under the frame
+ * deadline. */
+static int discard_rest(struct conn *c)
+{
+    uint8_t sink[16384];
+    while (c->left > 0) {
+        uint64_t k = c->left < sizeof sink ? c->left : sizeof sink;
+        int rc = recv_payload(c, sink, k);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* Reads a payload that must be exactly `expect` bytes into the session's
+ * request buffer. A different length is a semantic error (E_INVAL): the
+ * caller's error path discards the payload. */
+static int read_fixed(struct conn *c, size_t expect, const uint8_t **out)
+{
+    if (c->left != expect)
+        return BATON_E_INVAL;
+    int rc = session_reserve_req(&c->sess, expect > 0 ? expect : 1);
+    if (rc != 0)
+        return rc;
+    rc = recv_payload(c, c->sess.req, expect);
+    if (rc != 0)
+        return rc;
+    *out = c->sess.req;
+    return 0;
+}
+
+/* Sends one reply frame: header + up to two payload pieces. */
+static int send_reply(struct conn *c, uint8_t cmd, uint32_t seq, int status, const void *p1,
+                      uint64_t n1, const void *p2, uint64_t n2)
+{
+    uint8_t hdr[BATON_FRAME_HEADER_BYTES];
+    struct baton_frame_header h = {
+        .cmd = cmd, .flags = 0, .status = (uint16_t)(-status), .seq = seq, .len = n1 + n2};
+    baton_wire_encode_header(hdr, &h);
+    struct iovec iov[3] = {{hdr, sizeof hdr}, {(void *)p1, (size_t)n1}, {(void *)p2, (size_t)n2}};
+    int rc = baton_transport_send_all(c->t, iov, 3, baton_net_deadline_ms(c->s->cfg.send_timeout_ms));
+    if (rc != 0)
+        c->dead = 1;
+    return rc;
+}
+
+/* ---- commands ---- */
+
+static int cmd_hello(struct conn *c, const struct baton_frame_header *h)
+{
+    const uint8_t *p;
+    struct baton_hello in, out;
+    size_t pos = 0;
+    uint8_t buf[BATON_HELLO_BYTES];
+    /* before HELLO completes every failure is fatal: nothing else is
+     * allowed in this state */
+    c->fatal = 1;
+    int rc = read_fixed(c, BATON_HELLO_BYTES, &p);
+    if (rc != 0)
+        return rc;
+    rc = baton_wire_decode_hello(p, BATON_HELLO_BYTES, &pos, &in);
+    if (rc != 0)
+        return rc;
+    if (in.role == BATON_ROLE_PEER)
+        return BATON_E_UNSUPPORTED; /* peer links: issue 4 */
+    if (in.role != BATON_ROLE_CLIENT)
+        return BATON_E_PROTO;
+    uint16_t lo = in.version_min > BATON_PROTOCOL_VERSION ? in.version_min : BATON_PROTOCOL_VERSION;
+    uint16_t hi = in.version_max < BATON_PROTOCOL_VERSION ? in.version_max : BATON_PROTOCOL_VERSION;
+    if (lo > hi)
+        return BATON_E_VERSION;
+    memset(&out, 0, sizeof out);
+    out.version_min = out.version_max = hi;
+    out.role = BATON_ROLE_SERVER;
+    out.features = c->s->auth_required ? BATON_FEATURE_AUTH : 0;
+    if (baton_net_random(out.nonce, sizeof out.nonce) != 0)
+        return BATON_E_IO;
+    baton_wire_encode_hello(buf, &out);
+    c->fatal = 0;
+    c->version = hi;
+    /* Authentication hook (issue 3): with keys configured the connection
+     * waits in HELLO_DONE for AUTH, under the frame deadline. */
+    c->state = c->s->auth_required ? STATE_HELLO_DONE : STATE_READY;
+    send_reply(c, h->cmd, h->seq, 0, buf, sizeof buf, NULL, 0);
+    return 0;
+}
+
+static int cmd_device_info(struct conn *c, const struct baton_frame_header *h)
+{
+    const uint8_t *p;
+    struct baton_device_info d;
+    uint8_t buf[BATON_DEVICE_INFO_BYTES];
+    uint64_t used, total;
+    int rc = read_fixed(c, 0, &p);
+    if (rc != 0)
+        return rc;
+    baton_handles_usage(c->s->handles, &used, &total, NULL);
+    memset(&d, 0, sizeof d);
+    d.total_memory = total;
+    d.free_memory = used < total ? total - used : 0;
+    d.alignment = BATON_BUFFER_ALIGN;
+    d.max_buffer_bytes = total;
+    for (uint32_t t = 0; t < BATON_TYPE_ID_LIMIT && t < 64; t++) {
+        const struct baton_type_info *ti = baton_type_get(t);
+        if (ti && ti->executable)
+            d.type_mask |= 1ull << t;
+    }
+    for (uint32_t o = 1; o < BATON_OP_COUNT && o < 64; o++)
+        if (baton_op_arity(o) > 0)
+            d.op_mask |= 1ull << o;
+    d.n_threads = baton_pool_threads(c->s->pool);
+    d.version = c->version;
+    snprintf(d.name, sizeof d.name, "%s", SERVER_NAME);
+    baton_wire_encode_device_info(buf, &d);
+    send_reply(c, h->cmd, h->seq, 0, buf, sizeof buf, NULL, 0);
+    return 0;
+}
+
+static int cmd_alloc_buffer(struct conn *c, const struct baton_frame_header *h)
+{
+    const uint8_t *p;
+    size_t pos = 0;
+    uint64_t size, handle, total;
+    uint8_t buf[16];
+    int rc = read_fixed(c, 8, &p);
+    if (rc == 0)
+        rc = baton_wire_get_u64(p, 8, &pos, &size);
+    if (rc != 0)
+        return rc;
+    baton_handles_usage(c->s->handles, NULL, &total, NULL);
+    if (size == 0)
+        return BATON_E_INVAL;
+    if (size > total)
+        return BATON_E_LIMIT;
+    rc = baton_handles_alloc(c->s->handles, c->sess.id, size, &handle);
+    if (rc != 0)
+        return rc;
+    baton_wire_put_u64(buf, handle);
+    baton_wire_put_u64(buf + 8, size);
+    send_reply(c, h->cmd, h->seq, 0, buf, sizeof buf, NULL, 0);
+    return 0;
+}
+
+static int cmd_free_buffer(struct conn *c, const struct baton_frame_header *h)
+{
+    const uint8_t *p;
+    size_t pos = 0;
+    uint64_t handle;
+    int rc = read_fixed(c, 8, &p);
+    if (rc == 0)
+        rc = baton_wire_get_u64(p, 8, &pos, &handle);
+    if (rc == 0)
+        rc = baton_handles_free(c->s->handles, c->sess.id, handle);
+    if (rc != 0)
+        return rc;
+    send_reply(c, h->cmd, h->seq, 0, NULL, 0, NULL, 0);
+    return 0;
+}
+
+static int cmd_buffer_clear(struct conn *c, const struct baton_frame_header *h)
+{
+    const uint8_t *p;
+    size_t pos = 0;
+    uint64_t handle;
+    uint8_t value, zero;
+    struct baton_buf_ref ref;
+    int rc = read_fixed(c, 16, &p);
+    if (rc == 0)
+        rc = baton_wire_get_u64(p, 16, &pos, &handle);
+    if (rc == 0)
+        rc = baton_wire_get_u8(p, 16, &pos, &value);
+    for (int i = 0; rc == 0 && i < 7; i++) {
+        rc = baton_wire_get_u8(p, 16, &pos, &zero);
+        if (rc == 0 && zero != 0)
+            rc = BATON_E_INVAL;
+    }
+    if (rc == 0)
+        rc = baton_handles_acquire(c->s->handles, c->sess.id, handle, &ref);
+    if (rc != 0)
+        return rc;
+    memset(ref.mem, value, ref.size);
+    baton_handles_release(c->s->handles, &ref);
+    send_reply(c, h->cmd, h->seq, 0, NULL, 0, NULL, 0);
+    return 0;
+}
+
+/* Resolves a decoded tensor to its pinned buffer and checks that the
+ * tensor's extent lies inside it. On success *ref must be released. */
+static int resolve_tensor(struct conn *c, const struct baton_tensor_desc *t,
+                          struct baton_buf_ref *ref)
+{
+    int rc = baton_handles_acquire(c->s->handles, c->sess.id, t->buffer, ref);
+    if (rc != 0)
+        return rc;
+    rc = baton_wire_check_range(t->offset, t->nbytes, ref->size);
+    if (rc != 0)
+        baton_handles_release(c->s->handles, ref);
+    return rc;
+}
+
+/* tensor (88), u64 offset, u64 n: the common prefix of SET and GET. */
+static int decode_tensor_range(const uint8_t *p, struct baton_tensor_desc *t, uint64_t *off,
+                               uint64_t *n)
+{
+    size_t pos = 0, len = BATON_TENSOR_DESC_BYTES + 16;
+    int rc = baton_wire_decode_tensor(p, len, &pos, t);
+    if (rc == 0)
+        rc = baton_wire_get_u64(p, len, &pos, off);
+    if (rc == 0)
+        rc = baton_wire_get_u64(p, len, &pos, n);
+    if (rc == 0)
+        rc = baton_wire_check_range(*off, *n, t->nbytes);
+    return rc;
+}
+
+static int cmd_set_tensor(struct conn *c, const struct baton_frame_header *h)
+{
+    const size_t head = BATON_TENSOR_DESC_BYTES + 16;
+    struct baton_tensor_desc t;
+    struct baton_buf_ref ref;
+    uint64_t off, n;
+    if (c->left < head)
+        return BATON_E_INVAL;
+    int rc = session_reserve_req(&c->sess, head);
+    if (rc == 0)
+        rc = recv_payload(c, c->sess.req, head);
+    if (rc == 0)
+        rc = decode_tensor_range(c->sess.req, &t, &off, &n);
+    if (rc == 0 && c->left != n)
+        rc = BATON_E_INVAL;
+    if (rc == 0)
+        rc = resolve_tensor(c, &t, &ref);
+    if (rc != 0)
+        return rc;
+    /* validated and pinned: the data goes straight into the buffer */
+    rc = recv_payload(c, ref.mem + t.offset + off, n);
+    baton_handles_release(c->s->handles, &ref);
+    if (rc != 0)
+        return rc;
+    send_reply(c, h->cmd, h->seq, 0, NULL, 0, NULL, 0);
+    return 0;
+}
+
+static int cmd_get_tensor(struct conn *c, const struct baton_frame_header *h)
+{
+    const uint8_t *p;
+    struct baton_tensor_desc t;
+    struct baton_buf_ref ref;
+    uint64_t off, n;
+    int rc = read_fixed(c, BATON_TENSOR_DESC_BYTES + 16, &p);
+    if (rc == 0)
+        rc = decode_tensor_range(p, &t, &off, &n);
+    if (rc == 0 && n > c->s->cfg.max_message_bytes)
+        rc = BATON_E_LIMIT;
+    if (rc == 0)
+        rc = resolve_tensor(c, &t, &ref);
+    if (rc != 0)
+        return rc;
+    /* sent straight from the pinned buffer */
+    send_reply(c, h->cmd, h->seq, 0, ref.mem + t.offset + off, n, NULL, 0);
+    baton_handles_release(c->s->handles, &ref);
+    return 0;
+}
+
+static int cmd_copy_tensor(struct conn *c, const struct baton_frame_header *h)
+{
+    const size_t len = 2 * BATON_TENSOR_DESC_BYTES;
+    const uint8_t *p;
+    size_t pos = 0;
+    struct baton_tensor_desc src, dst;
+    struct baton_buf_ref rs, rd;
+    int rc = read_fixed(c, len, &p);
+    if (rc == 0)
+        rc = baton_wire_decode_tensor(p, len, &pos, &src);
+    if (rc == 0)
+        rc = baton_wire_decode_tensor(p, len, &pos, &dst);
+    if (rc == 0)
+        rc = resolve_tensor(c, &src, &rs);
+    if (rc != 0)
+        return rc;
+    rc = resolve_tensor(c, &dst, &rd);
+    if (rc != 0) {
+        baton_handles_release(c->s->handles, &rs);
+        return rc;
+    }
+    if (src.nbytes > dst.nbytes)
+        rc = BATON_E_BOUNDS;
+    else
+        memmove(rd.mem + dst.offset, rs.mem + src.offset, src.nbytes);
+    baton_handles_release(c->s->handles, &rd);
+    baton_handles_release(c->s->handles, &rs);
+    if (rc != 0)
+        return rc;
+    send_reply(c, h->cmd, h->seq, 0, NULL, 0, NULL, 0);
+    return 0;
+}
+
+static int cmd_graph_compute(struct conn *c, const struct baton_frame_header *h)
+{
+    struct baton_session *ss = &c->sess;
+    struct baton_graph g;
+    uint32_t max_nodes = c->s->cfg.max_graph_nodes;
+    uint32_t n_leaves = 0, n_nodes = 0, n_pinned = 0;
+    uint64_t scratch_bytes = 0;
+    size_t pos = 0, len;
+    uint64_t max_len = BATON_GRAPH_HEADER_BYTES +
+                       (uint64_t)BATON_MAX_GRAPH_LEAVES * BATON_TENSOR_DESC_BYTES +
+                       (uint64_t)max_nodes * BATON_GRAPH_NODE_BYTES;
+    int rc;
+    if (c->left > max_len)
+        return BATON_E_LIMIT;
+    len = (size_t)c->left;
+    rc = session_reserve_req(ss, len > 0 ? len : 1);
+    if (rc == 0)
+        rc = recv_payload(c, ss->req, len);
+    if (rc == 0)
+        rc = baton_wire_decode_graph_header(ss->req, len, &pos, max_nodes, &n_leaves, &n_nodes);
+    if (rc == 0)
+        rc = session_reserve_graph(ss, n_leaves, n_nodes);
+    for (uint32_t i = 0; rc == 0 && i < n_leaves; i++)
+        rc = baton_wire_decode_tensor(ss->req, len, &pos, &ss->leaves[i]);
+    for (uint32_t j = 0; rc == 0 && j < n_nodes; j++)
+        rc = baton_wire_decode_node(ss->req, len, &pos, n_leaves, j, &ss->nodes[j]);
+    if (rc != 0)
+        return rc;
+    /* every leaf: live, owned by this session, extent inside its buffer */
+    for (; n_pinned < n_leaves; n_pinned++) {
+        const struct baton_tensor_desc *t = &ss->leaves[n_pinned];
+        rc = resolve_tensor(c, t, &ss->leaf_refs[n_pinned]);
+        if (rc != 0)
+            goto out;
+        ss->leaf_data[n_pinned] = ss->leaf_refs[n_pinned].mem + t->offset;
+    }
+    g.n_leaves = n_leaves;
+    g.n_nodes = n_nodes;
+    g.leaves = ss->leaves;
+    g.nodes = ss->nodes;
+    rc = baton_graph_validate(&g, max_nodes, ss->plan, &scratch_bytes);
+    if (rc == 0)
+        rc = session_reserve_scratch(c->s, ss, scratch_bytes);
+    if (rc != 0)
+        goto out;
+    pthread_mutex_lock(&c->s->device_lock);
+    rc = baton_graph_execute(&g, ss->leaf_data, ss->plan, ss->scratch, c->s->pool);
+    pthread_mutex_unlock(&c->s->device_lock);
+out:
+    for (uint32_t i = 0; i < n_pinned; i++)
+        baton_handles_release(c->s->handles, &ss->leaf_refs[i]);
+    if (rc != 0)
+        return rc;
+    send_reply(c, h->cmd, h->seq, 0, NULL, 0, NULL, 0);
+    return 0;
+}
+
+/* Routes one request whose header is valid. Returns 0 when the reply was
+ * sent, a status otherwise (semantic unless c->fatal). */
+static int handle(struct conn *c, const struct baton_frame_header *h)
+{
+    if (c->state == STATE_NEW) {
+        if (h->cmd != BATON_CMD_HELLO) {
+            c->fatal = 1;
+            return BATON_E_PROTO;
+        }
+        return cmd_hello(c, h);
+    }
+    if (c->state == STATE_HELLO_DONE) {
+        /* only AUTH is allowed here (issue 3 implements it) */
+        c->fatal = 1;
+        return h->cmd == BATON_CMD_AUTH ? BATON_E_UNSUPPORTED : BATON_E_PROTO;
+    }
+    switch (h->cmd) {
+    case BATON_CMD_DEVICE_INFO:
+        return cmd_device_info(c, h);
+    case BATON_CMD_ALLOC_BUFFER:
+        return cmd_alloc_buffer(c, h);
+    case BATON_CMD_FREE_BUFFER:
+        return cmd_free_buffer(c, h);
+    case BATON_CMD_BUFFER_CLEAR:
+        return cmd_buffer_clear(c, h);
+    case BATON_CMD_SET_TENSOR:
+        return cmd_set_tensor(c, h);
+    case BATON_CMD_GET_TENSOR:
+        return cmd_get_tensor(c, h);
+    case BATON_CMD_COPY_TENSOR:
+        return cmd_copy_tensor(c, h);
+    case BATON_CMD_GRAPH_COMPUTE:
+        return cmd_graph_compute(c, h);
+    case BATON_CMD_HELLO:
+    case BATON_CMD_AUTH:
+        /* HELLO twice, or AUTH without authentication configured */
+        c->fatal = 1;
+        return BATON_E_PROTO;
+    default:
+        /* known ids of later issues (grants, peer copy): not in this build */
+        return BATON_E_UNSUPPORTED;
+    }
+}
+
+/* Sends the one error frame of a framing error (best effort). */
+static void framing_error(struct conn *c, uint8_t cmd, uint32_t seq, int status)
+{
+    server_log_limited(c->s, "session %llu %s: %s, closing",
+                       (unsigned long long)c->sess.id, cmd ? server_cmd_name(cmd) : "frame",
+                       baton_status_name(status));
+    if (!c->dead)
+        send_reply(c, cmd, seq, status, NULL, 0, NULL, 0);
+}
+
+/* Reads cmd and seq of a header that failed to decode, for the error
+ * frame: after a bad magic nothing of it is trusted. */
+static void header_echo(const uint8_t *hb, int status, uint8_t *cmd, uint32_t *seq)
+{
+    size_t pos = 4;
+    *cmd = 0;
+    *seq = 0;
+    if (status == BATON_E_MAGIC)
+        return;
+    if (baton_wire_get_u8(hb, BATON_FRAME_HEADER_BYTES, &pos, cmd) != 0)
+        *cmd = 0;
+    pos = 8;
+    if (baton_wire_get_u32(hb, BATON_FRAME_HEADER_BYTES, &pos, seq) != 0)
+        *seq = 0;
+}
+
+static int serve_loop(struct conn *c, const char **reason)
+{
+    const struct baton_server_config *cfg = &c->s->cfg;
+    for (;;) {
+        uint8_t hb[BATON_FRAME_HEADER_BYTES];
+        struct baton_frame_header h;
+        size_t pos = 0;
+        /* Before the handshake is done a connection gets no idle time: its
+         * HELLO (and later AUTH) must come within the frame deadline, so a
+         * silent client cannot hold a connection slot. */
+        int pre_auth = c->state != STATE_READY;
+        int idle_ms = pre_auth ? cfg->frame_timeout_ms : cfg->idle_timeout_ms;
+        uint64_t idle = idle_ms > 0 ? baton_net_deadline_ms(idle_ms) : BATON_DEADLINE_NONE;
+        int rc = baton_transport_wait_readable(c->t, idle);
+        if (rc != 0) {
+            *reason = atomic_load(&c->s->stopping)               ? "server stopping"
+                      : rc != BATON_E_TIMEOUT      ? "closed by peer"
+                      : pre_auth                   ? "no HELLO in time"
+                                                   : "idle timeout";
+            return rc == BATON_E_TIMEOUT ? rc : 0;
+        }
+        c->frame_deadline = baton_net_deadline_ms(cfg->frame_timeout_ms);
+        rc = baton_transport_recv_exact(c->t, hb, sizeof hb, c->frame_deadline);
+        if (rc != 0) {
+            rc = rc == BATON_E_TIMEOUT ? BATON_E_TIMEOUT : BATON_E_TRUNCATED;
+            framing_error(c, 0, 0, rc);
+            *reason = "framing error";
+            return rc;
+        }
+        rc = baton_wire_decode_header(hb, sizeof hb, &pos, cfg->max_message_bytes, &h);
+        if (rc == 0 && h.status != 0)
+            rc = BATON_E_INVAL; /* requests carry status 0 */
+        if (rc != 0) {
+            uint8_t cmd;
+            uint32_t seq;
+            header_echo(hb, rc, &cmd, &seq);
+            framing_error(c, cmd, seq, rc);
+            *reason = "framing error";
+            return rc;
+        }
+        c->left = h.len;
+        c->fatal = 0;
+        rc = handle(c, &h);
+        if (c->dead) {
+            *reason = "send failed";
+            return BATON_E_IO;
+        }
+        if (rc != 0 && !c->fatal) {
+            int drc = discard_rest(c);
+            if (drc != 0)
+                rc = drc; /* the frame itself broke: that is what ends it */
+        }
+        if (c->fatal) {
+            framing_error(c, h.cmd, h.seq, rc);
+            *reason = "framing error";
+            return rc;
+        }
+        if (rc != 0) {
+            server_log_limited(c->s, "session %llu %s: %s", (unsigned long long)c->sess.id,
+                               server_cmd_name(h.cmd), baton_status_name(rc));
+            send_reply(c, h.cmd, h.seq, rc, NULL, 0, NULL, 0);
+            if (c->dead) {
+                *reason = "send failed";
+                return BATON_E_IO;
+            }
+        }
+    }
+}
+
+int server_serve_connection(struct baton_server *s, struct baton_transport *t, const char *peer)
+{
+    struct conn c;
+    const char *reason = "?";
+    memset(&c, 0, sizeof c);
+    c.s = s;
+    c.t = t;
+    c.peer = peer ? peer : "local";
+    session_init(&c.sess, server_next_session_id(s));
+    server_log(s, "connection from %s: session %llu", c.peer, (unsigned long long)c.sess.id);
+    uint64_t id = c.sess.id;
+    int rc = serve_loop(&c, &reason);
+    session_end(s, &c.sess);
+    server_log(s, "session %llu closed (%s, peer %s)", (unsigned long long)id, reason, c.peer);
+    return rc;
+}

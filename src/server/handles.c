@@ -1,0 +1,281 @@
+/* Buffer handle table (handles.h). */
+#include "server/handles.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "baton/status.h"
+#include "core/limits.h"
+
+enum slot_state {
+    SLOT_EMPTY = 0, /* on the free list */
+    SLOT_RESERVED,  /* popped, quota charged, being mapped outside the lock */
+    SLOT_LIVE,      /* resolvable by its owner */
+    SLOT_DYING,     /* freed (generation bumped), still pinned */
+};
+
+struct handle_entry {
+    uint8_t *mem;
+    uint64_t size;   /* usable bytes, as allocated */
+    uint64_t mapped; /* page-rounded bytes, counted in used_bytes */
+    uint64_t owner;  /* session id */
+    uint32_t generation;
+    uint32_t pins;
+    uint8_t state;
+};
+
+struct baton_handle_table {
+    pthread_mutex_t table_lock; /* entries, free list, used_bytes */
+    uint64_t total_bytes;
+    uint64_t used_bytes;
+    uint64_t page;
+    uint32_t n_free;
+    uint32_t free_idx[BATON_MAX_BUFFERS];
+    struct handle_entry e[BATON_MAX_BUFFERS];
+};
+
+int baton_handles_create(uint64_t total_bytes, struct baton_handle_table **out)
+{
+    struct baton_handle_table *t = calloc(1, sizeof *t);
+    long pg = sysconf(_SC_PAGESIZE);
+    if (!t)
+        return BATON_E_NOMEM;
+    if (pthread_mutex_init(&t->table_lock, NULL) != 0) {
+        free(t);
+        return BATON_E_NOMEM;
+    }
+    t->total_bytes = total_bytes;
+    t->page = pg > 0 ? (uint64_t)pg : 4096;
+    /* lowest index on top, so index 0 is handed out first */
+    t->n_free = BATON_MAX_BUFFERS;
+    for (uint32_t i = 0; i < BATON_MAX_BUFFERS; i++) {
+        t->free_idx[i] = BATON_MAX_BUFFERS - 1 - i;
+        t->e[i].generation = 1;
+    }
+    *out = t;
+    return 0;
+}
+
+void baton_handles_destroy(struct baton_handle_table *t)
+{
+    if (!t)
+        return;
+    for (uint32_t i = 0; i < BATON_MAX_BUFFERS; i++)
+        if (t->e[i].mem)
+            munmap(t->e[i].mem, t->e[i].mapped);
+    pthread_mutex_destroy(&t->table_lock);
+    free(t);
+}
+
+/* Caller holds table_lock. */
+static int lookup(struct baton_handle_table *t, uint64_t session, uint64_t handle,
+                  struct handle_entry **out)
+{
+    uint64_t index = handle & 0xFFFFFFFFull;
+    uint64_t gen = handle >> 32;
+    if (index >= BATON_MAX_BUFFERS || gen == 0)
+        return BATON_E_STALE_HANDLE;
+    struct handle_entry *e = &t->e[index];
+    if (e->state != SLOT_LIVE || e->generation != gen)
+        return BATON_E_STALE_HANDLE;
+    if (e->owner != session)
+        return BATON_E_NOT_OWNED;
+    *out = e;
+    return 0;
+}
+
+/* Caller holds table_lock. Turns a live entry into a freed one: the
+ * generation moves on at once; an unpinned entry goes back to the free list
+ * and its memory is handed to the caller (*mem, *mapped) to unmap after
+ * unlocking. */
+static void retire(struct baton_handle_table *t, struct handle_entry *e, uint8_t **mem,
+                   uint64_t *mapped)
+{
+    e->generation++;
+    if (e->generation == 0)
+        e->generation = 1;
+    *mem = NULL;
+    *mapped = 0;
+    if (e->pins > 0) {
+        e->state = SLOT_DYING;
+        return;
+    }
+    *mem = e->mem;
+    *mapped = e->mapped;
+    e->mem = NULL;
+    e->size = 0;
+    e->mapped = 0;
+    e->owner = 0;
+    e->state = SLOT_EMPTY;
+    t->free_idx[t->n_free++] = (uint32_t)(e - t->e);
+}
+
+/* Unmaps outside the lock, then gives the bytes back to the quota (so the
+ * quota never counts less than what is mapped). */
+static void unmap_and_uncharge(struct baton_handle_table *t, uint8_t *mem, uint64_t mapped)
+{
+    if (!mem)
+        return;
+    munmap(mem, mapped);
+    baton_handles_uncharge(t, mapped);
+}
+
+int baton_handles_alloc(struct baton_handle_table *t, uint64_t session, uint64_t size,
+                        uint64_t *handle)
+{
+    uint64_t mapped;
+    uint32_t index;
+    if (size == 0 || session == 0)
+        return BATON_E_INVAL;
+    if (size > UINT64_MAX - (t->page - 1))
+        return BATON_E_QUOTA;
+    mapped = (size + (t->page - 1)) / t->page * t->page;
+
+    pthread_mutex_lock(&t->table_lock);
+    if (t->used_bytes > t->total_bytes || mapped > t->total_bytes - t->used_bytes) {
+        pthread_mutex_unlock(&t->table_lock);
+        return BATON_E_QUOTA;
+    }
+    if (t->n_free == 0) {
+        pthread_mutex_unlock(&t->table_lock);
+        return BATON_E_LIMIT;
+    }
+    index = t->free_idx[--t->n_free];
+    t->e[index].state = SLOT_RESERVED;
+    t->used_bytes += mapped;
+    pthread_mutex_unlock(&t->table_lock);
+
+    void *mem = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem != MAP_FAILED && mapped >= (2u << 20))
+        (void)madvise(mem, mapped, MADV_HUGEPAGE); /* a hint; fails harmlessly */
+
+    pthread_mutex_lock(&t->table_lock);
+    struct handle_entry *e = &t->e[index];
+    if (mem == MAP_FAILED) {
+        e->state = SLOT_EMPTY;
+        t->free_idx[t->n_free++] = index;
+        t->used_bytes -= mapped;
+        pthread_mutex_unlock(&t->table_lock);
+        return BATON_E_NOMEM;
+    }
+    e->mem = mem;
+    e->size = size;
+    e->mapped = mapped;
+    e->owner = session;
+    e->pins = 0;
+    e->state = SLOT_LIVE;
+    *handle = (uint64_t)e->generation << 32 | index;
+    pthread_mutex_unlock(&t->table_lock);
+    return 0;
+}
+
+int baton_handles_free(struct baton_handle_table *t, uint64_t session, uint64_t handle)
+{
+    struct handle_entry *e;
+    uint8_t *mem = NULL;
+    uint64_t mapped = 0;
+    pthread_mutex_lock(&t->table_lock);
+    int rc = lookup(t, session, handle, &e);
+    if (rc == 0)
+        retire(t, e, &mem, &mapped);
+    pthread_mutex_unlock(&t->table_lock);
+    unmap_and_uncharge(t, mem, mapped);
+    return rc;
+}
+
+int baton_handles_acquire(struct baton_handle_table *t, uint64_t session, uint64_t handle,
+                          struct baton_buf_ref *ref)
+{
+    struct handle_entry *e;
+    pthread_mutex_lock(&t->table_lock);
+    int rc = lookup(t, session, handle, &e);
+    if (rc == 0) {
+        e->pins++;
+        ref->mem = e->mem;
+        ref->size = e->size;
+        ref->index = (uint32_t)(e - t->e);
+    }
+    pthread_mutex_unlock(&t->table_lock);
+    return rc;
+}
+
+void baton_handles_release(struct baton_handle_table *t, const struct baton_buf_ref *ref)
+{
+    uint8_t *mem = NULL;
+    uint64_t mapped = 0;
+    pthread_mutex_lock(&t->table_lock);
+    struct handle_entry *e = &t->e[ref->index];
+    if (e->pins > 0)
+        e->pins--;
+    if (e->pins == 0 && e->state == SLOT_DYING) {
+        mem = e->mem;
+        mapped = e->mapped;
+        e->mem = NULL;
+        e->size = 0;
+        e->mapped = 0;
+        e->owner = 0;
+        e->state = SLOT_EMPTY;
+        t->free_idx[t->n_free++] = ref->index;
+    }
+    pthread_mutex_unlock(&t->table_lock);
+    unmap_and_uncharge(t, mem, mapped);
+}
+
+uint32_t baton_handles_free_session(struct baton_handle_table *t, uint64_t session)
+{
+    uint32_t n = 0;
+    if (session == 0)
+        return 0;
+    /* one entry per lock hold, so munmap never runs under the lock */
+    for (uint32_t i = 0; i < BATON_MAX_BUFFERS; i++) {
+        uint8_t *mem = NULL;
+        uint64_t mapped = 0;
+        pthread_mutex_lock(&t->table_lock);
+        struct handle_entry *e = &t->e[i];
+        int hit = e->state == SLOT_LIVE && e->owner == session;
+        if (hit)
+            retire(t, e, &mem, &mapped);
+        pthread_mutex_unlock(&t->table_lock);
+        unmap_and_uncharge(t, mem, mapped);
+        n += (uint32_t)hit;
+    }
+    return n;
+}
+
+int baton_handles_charge(struct baton_handle_table *t, uint64_t bytes)
+{
+    int rc = 0;
+    pthread_mutex_lock(&t->table_lock);
+    if (t->used_bytes > t->total_bytes || bytes > t->total_bytes - t->used_bytes)
+        rc = BATON_E_QUOTA;
+    else
+        t->used_bytes += bytes;
+    pthread_mutex_unlock(&t->table_lock);
+    return rc;
+}
+
+void baton_handles_uncharge(struct baton_handle_table *t, uint64_t bytes)
+{
+    pthread_mutex_lock(&t->table_lock);
+    t->used_bytes = bytes <= t->used_bytes ? t->used_bytes - bytes : 0;
+    pthread_mutex_unlock(&t->table_lock);
+}
+
+void baton_handles_usage(struct baton_handle_table *t, uint64_t *used_bytes,
+                         uint64_t *total_bytes, uint32_t *n_mapped)
+{
+    pthread_mutex_lock(&t->table_lock);
+    if (used_bytes)
+        *used_bytes = t->used_bytes;
+    if (total_bytes)
+        *total_bytes = t->total_bytes;
+    if (n_mapped) {
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < BATON_MAX_BUFFERS; i++)
+            n += t->e[i].mem != NULL;
+        *n_mapped = n;
+    }
+    pthread_mutex_unlock(&t->table_lock);
+}

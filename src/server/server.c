@@ -1,0 +1,322 @@
+/* Server lifecycle: configuration, listener, connection threads, drain,
+ * logging (server.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "baton/status.h"
+#include "core/limits.h"
+#include "net/net.h"
+#include "server/server_internal.h"
+
+#define LOG_WINDOW_NS 1000000000ull
+#define LOG_LINES_PER_WINDOW 20u
+
+void baton_server_config_default(struct baton_server_config *cfg)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t ram = (pages > 0 && page > 0) ? (uint64_t)pages * (uint64_t)page : (1ull << 30);
+    memset(cfg, 0, sizeof *cfg);
+    cfg->n_threads = 1;
+    cfg->max_message_bytes = 1ull << 30;
+    cfg->max_graph_nodes = 8192;
+    cfg->total_memory_bytes = ram / 4 * 3;
+    cfg->max_connections = 64;
+    cfg->frame_timeout_ms = 10000;
+    cfg->idle_timeout_ms = 0;
+    cfg->send_timeout_ms = 10000;
+    cfg->quiet = 0;
+    cfg->max_scratch_bytes = 1ull << 30;
+}
+
+/* ---- logging ---- */
+
+static void vlog(const char *fmt, va_list ap)
+{
+    char line[512];
+    vsnprintf(line, sizeof line, fmt, ap);
+    fprintf(stderr, "batond: %s\n", line); /* one call: lines never interleave */
+}
+
+void server_log(struct baton_server *s, const char *fmt, ...)
+{
+    va_list ap;
+    if (s->cfg.quiet)
+        return;
+    va_start(ap, fmt);
+    vlog(fmt, ap);
+    va_end(ap);
+}
+
+void server_log_limited(struct baton_server *s, const char *fmt, ...)
+{
+    va_list ap;
+    uint64_t now = baton_net_now_ns(), suppressed = 0;
+    int allow;
+    if (s->cfg.quiet)
+        return;
+    pthread_mutex_lock(&s->log_lock);
+    if (now - s->log_window_start_ns >= LOG_WINDOW_NS) {
+        suppressed = s->log_suppressed;
+        s->log_suppressed = 0;
+        s->log_window_start_ns = now;
+        s->log_in_window = 0;
+    }
+    allow = s->log_in_window < LOG_LINES_PER_WINDOW;
+    if (allow)
+        s->log_in_window++;
+    else
+        s->log_suppressed++;
+    pthread_mutex_unlock(&s->log_lock);
+    if (suppressed)
+        fprintf(stderr, "batond: (%llu log lines suppressed)\n", (unsigned long long)suppressed);
+    if (!allow)
+        return;
+    va_start(ap, fmt);
+    vlog(fmt, ap);
+    va_end(ap);
+}
+
+/* ---- create / destroy ---- */
+
+int baton_server_create(const struct baton_server_config *cfg, struct baton_server **out)
+{
+    struct baton_server *s = calloc(1, sizeof *s);
+    int rc = BATON_E_NOMEM;
+    if (!s)
+        return BATON_E_NOMEM;
+    s->cfg = *cfg;
+    s->listen_fd = -1;
+    s->stop_pipe[0] = s->stop_pipe[1] = -1;
+    s->next_session = 1;
+    if (s->cfg.max_message_bytes == 0 || s->cfg.max_message_bytes > BATON_MAX_MESSAGE_BYTES ||
+        s->cfg.max_graph_nodes == 0 || s->cfg.max_graph_nodes > BATON_MAX_GRAPH_NODES ||
+        s->cfg.max_connections == 0 || s->cfg.n_threads == 0 ||
+        s->cfg.n_threads > BATON_POOL_MAX_THREADS || s->cfg.frame_timeout_ms <= 0 ||
+        s->cfg.send_timeout_ms <= 0) {
+        free(s);
+        return BATON_E_INVAL;
+    }
+    if (s->cfg.max_scratch_bytes > s->cfg.total_memory_bytes)
+        s->cfg.max_scratch_bytes = s->cfg.total_memory_bytes;
+    pthread_mutex_init(&s->device_lock, NULL);
+    pthread_mutex_init(&s->conn_lock, NULL);
+    pthread_mutex_init(&s->log_lock, NULL);
+    pthread_cond_init(&s->conn_done, NULL);
+    s->n_slots = s->cfg.max_connections;
+    s->slots = calloc(s->n_slots, sizeof *s->slots);
+    if (!s->slots)
+        goto fail;
+    if (pipe2(s->stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+        rc = BATON_E_IO;
+        goto fail;
+    }
+    rc = baton_handles_create(s->cfg.total_memory_bytes, &s->handles);
+    if (rc == 0)
+        rc = baton_pool_create(s->cfg.n_threads, &s->pool);
+    if (rc != 0)
+        goto fail;
+    *out = s;
+    return 0;
+fail:
+    baton_server_destroy(s);
+    return rc;
+}
+
+/* Joins finished connection threads. Caller holds conn_lock. */
+static void reap_locked(struct baton_server *s)
+{
+    for (uint32_t i = 0; i < s->n_slots; i++) {
+        if (s->slots[i].state == SLOT_DONE) {
+            pthread_join(s->slots[i].thread, NULL);
+            s->slots[i].state = SLOT_FREE;
+        }
+    }
+}
+
+/* Asks every connection to end at its next frame boundary and waits until
+ * all have (each is bounded by its frame and send deadlines). */
+static void drain(struct baton_server *s)
+{
+    baton_server_stop(s);
+    pthread_mutex_lock(&s->conn_lock);
+    while (s->n_active > 0)
+        pthread_cond_wait(&s->conn_done, &s->conn_lock);
+    reap_locked(s);
+    pthread_mutex_unlock(&s->conn_lock);
+}
+
+void baton_server_destroy(struct baton_server *s)
+{
+    if (!s)
+        return;
+    if (s->slots && s->stop_pipe[1] >= 0)
+        drain(s);
+    if (s->listen_fd >= 0)
+        close(s->listen_fd);
+    if (s->stop_pipe[0] >= 0)
+        close(s->stop_pipe[0]);
+    if (s->stop_pipe[1] >= 0)
+        close(s->stop_pipe[1]);
+    baton_pool_destroy(s->pool);
+    baton_handles_destroy(s->handles);
+    free(s->slots);
+    pthread_cond_destroy(&s->conn_done);
+    pthread_mutex_destroy(&s->log_lock);
+    pthread_mutex_destroy(&s->conn_lock);
+    pthread_mutex_destroy(&s->device_lock);
+    free(s);
+}
+
+void baton_server_stop(struct baton_server *s)
+{
+    int saved = errno; /* async-signal-safe: only a flag and write(2) */
+    atomic_store(&s->stopping, 1);
+    ssize_t w = write(s->stop_pipe[1], "s", 1);
+    (void)w; /* EAGAIN: the pipe already holds a byte, which is all we need */
+    errno = saved;
+}
+
+/* ---- connections ---- */
+
+static void *conn_main(void *arg)
+{
+    struct conn_slot *slot = arg;
+    struct baton_server *s = slot->server;
+    server_serve_connection(s, slot->transport, slot->peer);
+    baton_transport_close(slot->transport);
+    slot->transport = NULL;
+    pthread_mutex_lock(&s->conn_lock);
+    slot->state = SLOT_DONE;
+    s->n_active--;
+    pthread_cond_broadcast(&s->conn_done);
+    pthread_mutex_unlock(&s->conn_lock);
+    return NULL;
+}
+
+int baton_server_serve_fd(struct baton_server *s, int fd)
+{
+    struct conn_slot *slot = NULL;
+    int rc;
+    pthread_mutex_lock(&s->conn_lock);
+    if (atomic_load(&s->stopping)) {
+        rc = BATON_E_IO;
+        goto fail;
+    }
+    reap_locked(s);
+    for (uint32_t i = 0; i < s->n_slots && !slot; i++)
+        if (s->slots[i].state == SLOT_FREE)
+            slot = &s->slots[i];
+    if (!slot) {
+        rc = BATON_E_LIMIT;
+        goto fail;
+    }
+    baton_net_set_nodelay(fd);
+    baton_net_peer_string(fd, slot->peer, sizeof slot->peer);
+    rc = baton_transport_socket(fd, s->stop_pipe[0], &slot->transport);
+    fd = -1; /* adopted, even on failure */
+    if (rc != 0)
+        goto fail;
+    slot->server = s;
+    slot->state = SLOT_RUNNING;
+    s->n_active++;
+    if (pthread_create(&slot->thread, NULL, conn_main, slot) != 0) {
+        s->n_active--;
+        slot->state = SLOT_FREE;
+        baton_transport_close(slot->transport);
+        slot->transport = NULL;
+        rc = BATON_E_NOMEM;
+        goto fail;
+    }
+    pthread_mutex_unlock(&s->conn_lock);
+    return 0;
+fail:
+    pthread_mutex_unlock(&s->conn_lock);
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+int baton_server_serve_transport(struct baton_server *s, struct baton_transport *t,
+                                 const char *peer)
+{
+    int rc = server_serve_connection(s, t, peer);
+    baton_transport_close(t);
+    return rc;
+}
+
+uint32_t baton_server_active_connections(struct baton_server *s)
+{
+    pthread_mutex_lock(&s->conn_lock);
+    uint32_t n = s->n_active;
+    pthread_mutex_unlock(&s->conn_lock);
+    return n;
+}
+
+/* ---- listener ---- */
+
+int baton_server_listen(struct baton_server *s, const char *host, uint16_t port,
+                        uint16_t *bound_port)
+{
+    if (s->listen_fd >= 0)
+        return BATON_E_INVAL;
+    /* Without authentication (issue 3) anyone who reaches the port could use
+     * the server's memory, so only loopback is allowed. */
+    if (!baton_net_host_is_loopback(host))
+        return BATON_E_AUTH;
+    return baton_net_listen(host, port, 128, &s->listen_fd, bound_port);
+}
+
+int baton_server_run(struct baton_server *s)
+{
+    int result = 0;
+    if (s->listen_fd < 0)
+        return BATON_E_INVAL;
+    while (!atomic_load(&s->stopping)) {
+        struct pollfd p[2] = {{.fd = s->listen_fd, .events = POLLIN},
+                              {.fd = s->stop_pipe[0], .events = POLLIN}};
+        int n = poll(p, 2, -1);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (p[1].revents & POLLIN)
+            break;
+        if (p[0].revents & (POLLERR | POLLNVAL)) {
+            /* the listening socket itself failed: stop rather than spin */
+            server_log(s, "listening socket failed; stopping");
+            result = BATON_E_IO;
+            break;
+        }
+        if (!(p[0].revents & POLLIN))
+            continue;
+        int fd, rc = baton_net_accept(s->listen_fd, &fd);
+        if (rc == BATON_E_TIMEOUT)
+            continue; /* the client went away before accept */
+        if (rc != 0) {
+            /* EMFILE and friends: back off a little rather than spin */
+            server_log_limited(s, "accept failed: %s", strerror(errno));
+            poll(NULL, 0, 100);
+            continue;
+        }
+        char peer[SERVER_PEER_NAME_BYTES];
+        baton_net_peer_string(fd, peer, sizeof peer);
+        rc = baton_server_serve_fd(s, fd);
+        if (rc == BATON_E_LIMIT)
+            server_log_limited(s, "refused %s: connection limit (%u) reached", peer,
+                               s->cfg.max_connections);
+        else if (rc != 0 && rc != BATON_E_IO)
+            server_log_limited(s, "refused %s: %s", peer, baton_status_name(rc));
+    }
+    /* stop accepting, let in-flight requests finish, close connections */
+    close(s->listen_fd);
+    s->listen_fd = -1;
+    drain(s);
+    return result;
+}

@@ -1,0 +1,115 @@
+/* Sessions: per-connection working memory and the end-of-session cleanup
+ * (server_internal.h). */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "baton/status.h"
+#include "server/server_internal.h"
+
+uint64_t server_next_session_id(struct baton_server *s)
+{
+    pthread_mutex_lock(&s->conn_lock);
+    uint64_t id = s->next_session++;
+    pthread_mutex_unlock(&s->conn_lock);
+    return id;
+}
+
+void session_init(struct baton_session *sess, uint64_t id)
+{
+    memset(sess, 0, sizeof *sess);
+    sess->id = id;
+}
+
+static void scratch_release(struct baton_server *s, struct baton_session *sess)
+{
+    if (sess->scratch) {
+        munmap(sess->scratch, sess->scratch_bytes);
+        baton_handles_uncharge(s->handles, sess->scratch_bytes);
+    }
+    sess->scratch = NULL;
+    sess->scratch_bytes = 0;
+}
+
+void session_end(struct baton_server *s, struct baton_session *sess)
+{
+    baton_handles_free_session(s->handles, sess->id);
+    scratch_release(s, sess);
+    free(sess->req);
+    free(sess->leaves);
+    free(sess->leaf_refs);
+    free(sess->leaf_data);
+    free(sess->nodes);
+    free(sess->plan);
+    memset(sess, 0, sizeof *sess);
+}
+
+int session_reserve_req(struct baton_session *sess, size_t n)
+{
+    if (n <= sess->req_cap)
+        return 0;
+    /* exact size: graphs are bounded by the node/leaf limits (a few MiB) */
+    uint8_t *p = realloc(sess->req, n);
+    if (!p)
+        return BATON_E_NOMEM;
+    sess->req = p;
+    sess->req_cap = n;
+    return 0;
+}
+
+/* realloc of count elements of size each; count is bounded by the graph
+ * limits, so the product cannot overflow size_t. */
+static int grow(void **p, size_t count, size_t size)
+{
+    void *np = realloc(*p, count * size);
+    if (!np)
+        return BATON_E_NOMEM;
+    *p = np;
+    return 0;
+}
+
+int session_reserve_graph(struct baton_session *sess, uint32_t n_leaves, uint32_t n_nodes)
+{
+    if (n_leaves > sess->leaves_cap) {
+        if (grow((void **)&sess->leaves, n_leaves, sizeof *sess->leaves) ||
+            grow((void **)&sess->leaf_refs, n_leaves, sizeof *sess->leaf_refs) ||
+            grow((void **)&sess->leaf_data, n_leaves, sizeof *sess->leaf_data))
+            return BATON_E_NOMEM;
+        sess->leaves_cap = n_leaves;
+    }
+    if (n_nodes > sess->nodes_cap) {
+        if (grow((void **)&sess->nodes, n_nodes, sizeof *sess->nodes) ||
+            grow((void **)&sess->plan, n_nodes, sizeof *sess->plan))
+            return BATON_E_NOMEM;
+        sess->nodes_cap = n_nodes;
+    }
+    return 0;
+}
+
+int session_reserve_scratch(struct baton_server *s, struct baton_session *sess, uint64_t n)
+{
+    uint64_t cap = s->cfg.max_scratch_bytes;
+    if (n <= sess->scratch_bytes)
+        return 0;
+    if (n > cap)
+        return BATON_E_LIMIT;
+    /* grow geometrically so a session's graphs settle on one arena */
+    uint64_t want = sess->scratch_bytes > cap / 2 ? cap : sess->scratch_bytes * 2;
+    if (want < n)
+        want = n;
+    if (want > UINT64_MAX - 4095)
+        return BATON_E_LIMIT;
+    want = (want + 4095) & ~(uint64_t)4095;
+    scratch_release(s, sess);
+    int rc = baton_handles_charge(s->handles, want);
+    if (rc != 0)
+        return rc;
+    void *p = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        baton_handles_uncharge(s->handles, want);
+        return BATON_E_NOMEM;
+    }
+    sess->scratch = p;
+    sess->scratch_bytes = want;
+    return 0;
+}

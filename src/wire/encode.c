@@ -1,0 +1,93 @@
+/* Wire encoders (wire.h, docs/PROTOCOL.md). Not part of the proven set: they
+ * write fixed-size records from host values into caller buffers of the
+ * documented size, and the unit tests check them byte-exact against the
+ * proven decoders. */
+#include <stdint.h>
+#include <string.h>
+
+#include "wire/wire.h"
+
+void baton_wire_put_u16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+void baton_wire_put_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+void baton_wire_put_u64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+void baton_wire_encode_header(uint8_t *p, const struct baton_frame_header *h)
+{
+    p[0] = 'B';
+    p[1] = 'A';
+    p[2] = 'T';
+    p[3] = 'N';
+    p[4] = h->cmd;
+    p[5] = h->flags;
+    baton_wire_put_u16(p + 6, h->status);
+    baton_wire_put_u32(p + 8, h->seq);
+    baton_wire_put_u32(p + 12, 0);
+    baton_wire_put_u64(p + 16, h->len);
+}
+
+void baton_wire_encode_hello(uint8_t *p, const struct baton_hello *h)
+{
+    baton_wire_put_u16(p, h->version_min);
+    baton_wire_put_u16(p + 2, h->version_max);
+    p[4] = h->role;
+    p[5] = p[6] = p[7] = 0;
+    baton_wire_put_u64(p + 8, h->features);
+    memcpy(p + 16, h->nonce, sizeof h->nonce);
+}
+
+void baton_wire_encode_tensor(uint8_t *p, const struct baton_tensor_desc *t)
+{
+    baton_wire_put_u64(p, t->buffer);
+    baton_wire_put_u64(p + 8, t->offset);
+    baton_wire_put_u32(p + 16, t->type);
+    baton_wire_put_u32(p + 20, 0);
+    for (int i = 0; i < BATON_MAX_DIMS; i++) {
+        baton_wire_put_u64(p + 24 + 8 * i, t->ne[i]);
+        baton_wire_put_u64(p + 56 + 8 * i, t->nb[i]);
+    }
+}
+
+void baton_wire_encode_node(uint8_t *p, const struct baton_graph_node *n)
+{
+    baton_wire_put_u32(p, n->op);
+    baton_wire_put_u32(p + 4, n->type);
+    for (int i = 0; i < BATON_MAX_DIMS; i++)
+        baton_wire_put_u64(p + 8 + 8 * i, n->ne[i]);
+    for (int i = 0; i < BATON_MAX_SRC; i++)
+        baton_wire_put_u32(p + 40 + 4 * i, n->src[i]);
+    baton_wire_put_u32(p + 64, n->out_leaf);
+    for (int i = 0; i < BATON_N_PARAMS; i++)
+        baton_wire_put_u32(p + 68 + 4 * i, n->params[i]);
+    baton_wire_put_u32(p + 100, 0);
+}
+
+/* The name is written up to its first NUL (at most 32 bytes), NUL-padded. */
+void baton_wire_encode_device_info(uint8_t *p, const struct baton_device_info *d)
+{
+    size_t n = strnlen(d->name, 32);
+
+    baton_wire_put_u64(p, d->total_memory);
+    baton_wire_put_u64(p + 8, d->free_memory);
+    baton_wire_put_u64(p + 16, d->alignment);
+    baton_wire_put_u64(p + 24, d->max_buffer_bytes);
+    baton_wire_put_u64(p + 32, d->type_mask);
+    baton_wire_put_u64(p + 40, d->op_mask);
+    baton_wire_put_u32(p + 48, d->n_threads);
+    baton_wire_put_u32(p + 52, d->version);
+    memset(p + 56, 0, 40); /* name padding and the 8 reserved bytes */
+    memcpy(p + 56, d->name, n);
+}

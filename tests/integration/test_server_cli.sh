@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# batond's command line: usage errors (exit 2), --help/--version, refusal of
+# non-loopback addresses, the atomic port file, distinct ephemeral ports,
+# a busy port, SIGTERM/SIGINT draining (also with an idle client attached)
+# to exit 0, and `baton info` against a live server.
+# Every batond started here runs on an ephemeral loopback port and is
+# stopped by its PID when the script exits.
+set -euo pipefail
+
+: "${BATOND:?}" "${BUILD_DIR:?}"
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do
+        if kill -0 "$p" 2>/dev/null; then
+            kill -KILL "$p" 2>/dev/null || true
+            wait "$p" 2>/dev/null || true
+        fi
+    done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; for f in "$tmp"/*.log; do [ -f "$f" ] && { echo "--- $f" >&2; cat "$f" >&2; }; done; exit 1; }
+
+# expect_exit CODE MESSAGE-REGEX ARGS...: runs batond, checks exit and stderr
+expect_exit() {
+    local want=$1 pattern=$2
+    shift 2
+    local rc=0
+    timeout 10 "$BATOND" "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
+    [ "$rc" -eq "$want" ] || fail "batond $* exited $rc, want $want"
+    grep -Eq -- "$pattern" "$tmp/out" "$tmp/err" || fail "batond $*: no '$pattern' in output"
+}
+
+# start NAME ARGS...: starts batond with --port-file $tmp/NAME.port, waits
+# for the port file; sets $started_pid and $started_port
+start() {
+    local name=$1
+    shift
+    "$BATOND" --port-file "$tmp/$name.port" "$@" 2>"$tmp/$name.log" &
+    started_pid=$!
+    pids+=("$started_pid")
+    for _ in $(seq 100); do
+        [ -s "$tmp/$name.port" ] && break
+        kill -0 "$started_pid" 2>/dev/null || fail "$name exited before listening"
+        sleep 0.1
+    done
+    [ -s "$tmp/$name.port" ] || fail "$name: no port file"
+    started_port=$(cat "$tmp/$name.port")
+}
+
+# stop_with SIGNAL PID: the server must exit 0
+stop_with() {
+    local rc=0
+    kill "-$1" "$2"
+    wait "$2" || rc=$?
+    [ "$rc" -eq 0 ] || fail "batond exited $rc after SIG$1"
+}
+
+expect_exit 0 "usage: batond" --help
+expect_exit 0 "^batond [0-9]+\.[0-9]+\.[0-9]+ \(protocol 1\)" --version
+expect_exit 2 "unknown argument" --bogus
+expect_exit 2 "not a port number" --port 70000
+expect_exit 2 "not a port number" --port abc
+expect_exit 2 "needs a value" --port
+expect_exit 2 "expected 1..64" --threads 0
+expect_exit 2 "refusing to listen on 0.0.0.0" --host 0.0.0.0 --port 0 --port-file "$tmp/never"
+expect_exit 2 "refusing to listen on ::" --host :: --port 0 --port-file "$tmp/never"
+[ ! -e "$tmp/never" ] || fail "a refused server wrote a port file"
+
+# the port file: exactly one line with the bound port, written atomically
+start a --port 0 --threads 2
+pa=$started_pid
+porta=$started_port
+[[ "$porta" =~ ^[0-9]+$ ]] && [ "$porta" -ge 1 ] && [ "$porta" -le 65535 ] || fail "port file holds '$porta'"
+[ "$(wc -l <"$tmp/a.port")" -eq 1 ] || fail "port file is not one line"
+ls "$tmp" | grep -q '\.tmp\.' && fail "temporary port file left behind"
+grep -q "listening on 127.0.0.1:$porta" "$tmp/a.log" || fail "no start line naming the address"
+
+# a second server gets another port; the first one's port is busy
+start b --port 0
+pb=$started_pid
+[ "$started_port" != "$porta" ] || fail "two servers on one port"
+expect_exit 1 "cannot listen on 127.0.0.1:$porta" --port "$porta"
+
+# baton info against a live server (skipped if `baton` is not built)
+if [ -n "${BATON:-}" ] && [ -x "$BATON" ]; then
+    rc=0
+    timeout 20 "$BATON" info --servers "127.0.0.1:$porta,127.0.0.1:$started_port" >"$tmp/info" 2>&1 || rc=$?
+    [ "$rc" -eq 0 ] || { cat "$tmp/info" >&2; fail "baton info exited $rc"; }
+    [ "$(grep -c 'name        batond cpu' "$tmp/info")" -eq 2 ] || fail "baton info: no device names"
+    grep -q "threads     2" "$tmp/info" || fail "baton info: --threads 2 not reported"
+    grep -q "types       f32 i32" "$tmp/info" || fail "baton info: types"
+    rc=0
+    timeout 20 "$BATON" info --servers "127.0.0.1:$porta,nonsense" >"$tmp/info" 2>&1 || rc=$?
+    [ "$rc" -eq 2 ] || fail "baton info with a bad server spec exited $rc, want 2"
+fi
+
+# SIGTERM with an idle client attached: the server drains and exits 0
+exec 3<>"/dev/tcp/127.0.0.1/$porta"
+stop_with TERM "$pa"
+grep -q "batond: stopped" "$tmp/a.log" || fail "no stop line after SIGTERM"
+exec 3>&-
+# SIGINT works the same way
+stop_with INT "$pb"
+
+# --quiet: no per-connection lines
+start q --port 0 --quiet
+exec 3<>"/dev/tcp/127.0.0.1/$started_port"
+exec 3>&-
+stop_with TERM "$started_pid"
+grep -q "connection from" "$tmp/q.log" && fail "--quiet still logs connections"
+echo "PASS"

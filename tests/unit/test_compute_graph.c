@@ -1,0 +1,742 @@
+/* Graph validation failures, scratch layout, out leaves, chained nodes and
+ * determinism across thread counts and batch sizes. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "test_compute_util.h"
+
+/* ---- validation ---- */
+
+/* A valid base graph: W {3,2}, x {3,2} -> MUL_MAT {2,2} -> out leaf y. */
+struct base {
+    struct tg t;
+    float w[6], x[6], y[4];
+    uint32_t lw, lx, ly, n;
+};
+
+static void base_setup(struct base *b)
+{
+    tg_init(&b->t);
+    memset(b->w, 0, sizeof(b->w));
+    memset(b->x, 0, sizeof(b->x));
+    b->lw = tg_leaf(&b->t, BATON_TYPE_F32, 3, 2, 1, 1, b->w);
+    b->lx = tg_leaf(&b->t, BATON_TYPE_F32, 3, 2, 1, 1, b->x);
+    b->ly = tg_leaf(&b->t, BATON_TYPE_F32, 2, 2, 1, 1, b->y);
+    b->n = tg_node(&b->t, BATON_OP_MUL_MAT, BATON_TYPE_F32, 2, 2, 1, 1, SRC2(b->lw, b->lx), NULL);
+    tg_at(&b->t, b->n)->out_leaf = b->ly;
+}
+
+static void test_valid_base(void **state)
+{
+    struct base b;
+
+    (void)state;
+    base_setup(&b);
+    assert_int_equal(tg_validate(&b.t, 16), 0);
+}
+
+static void test_bad_arity_slot(void **state)
+{
+    struct base b;
+
+    (void)state;
+    base_setup(&b);
+    tg_at(&b.t, b.n)->src[2] = b.lx; /* MUL_MAT has 2 sources */
+    assert_int_equal(tg_validate(&b.t, 16), BATON_E_GRAPH);
+    base_setup(&b);
+    tg_at(&b.t, b.n)->src[1] = NONE; /* a used slot left empty */
+    assert_int_equal(tg_validate(&b.t, 16), BATON_E_GRAPH);
+}
+
+static void test_unknown_op(void **state)
+{
+    struct base b;
+
+    (void)state;
+    base_setup(&b);
+    tg_at(&b.t, b.n)->op = 0;
+    assert_int_equal(tg_validate(&b.t, 16), BATON_E_GRAPH);
+    tg_at(&b.t, b.n)->op = BATON_OP_COUNT;
+    assert_int_equal(tg_validate(&b.t, 16), BATON_E_GRAPH);
+}
+
+static void test_source_from_later_node(void **state)
+{
+    struct tg t;
+    float x[4] = {0};
+    uint32_t lx, n0, n1;
+
+    (void)state;
+    tg_init(&t);
+    lx = tg_leaf(&t, BATON_TYPE_F32, 4, 1, 1, 1, x);
+    n0 = tg_node(&t, BATON_OP_SILU, BATON_TYPE_F32, 4, 1, 1, 1, SRC1(lx), NULL);
+    n1 = tg_node(&t, BATON_OP_SILU, BATON_TYPE_F32, 4, 1, 1, 1, SRC1(n0), NULL);
+    assert_int_equal(tg_validate(&t, 16), 0);
+    tg_at(&t, n0)->src[0] = n1; /* node 0 reads node 1 */
+    assert_int_equal(tg_validate(&t, 16), BATON_E_GRAPH);
+    tg_at(&t, n0)->src[0] = n0; /* itself */
+    assert_int_equal(tg_validate(&t, 16), BATON_E_GRAPH);
+    tg_at(&t, n0)->src[0] = 1000; /* past everything */
+    assert_int_equal(tg_validate(&t, 16), BATON_E_GRAPH);
+}
+
+static void test_shape_mismatch(void **state)
+{
+    struct base b;
+
+    (void)state;
+    base_setup(&b);
+    b.t.leaves[b.lx].ne[0] = 2; /* K 3 vs 2 */
+    b.t.leaves[b.lx].nb[1] = 8;
+    b.t.leaves[b.lx].nb[2] = b.t.leaves[b.lx].nb[3] = 16;
+    b.t.leaves[b.lx].nbytes = 16;
+    assert_int_equal(tg_validate(&b.t, 16), BATON_E_SHAPE);
+
+    base_setup(&b);
+    tg_at(&b.t, b.n)->ne[1] = 3; /* declared shape differs from {2,2} */
+    assert_int_equal(tg_validate(&b.t, 16), BATON_E_SHAPE);
+}
+
+static void test_broadcast_rules(void **state)
+{
+    struct tg t;
+    float a[6] = {0}, b[2] = {0};
+    uint32_t la, lb, n;
+
+    (void)state;
+    tg_init(&t);
+    la = tg_leaf(&t, BATON_TYPE_F32, 3, 2, 1, 1, a);
+    lb = tg_leaf(&t, BATON_TYPE_F32, 2, 1, 1, 1, b); /* 2 is neither 3 nor 1 */
+    n = tg_node(&t, BATON_OP_ADD, BATON_TYPE_F32, 3, 2, 1, 1, SRC2(la, lb), NULL);
+    assert_int_equal(tg_validate(&t, 16), BATON_E_SHAPE);
+    /* a broadcast only goes from b to a: ADD(b {2}, a {3,2}) is a mismatch too */
+    tg_at(&t, n)->src[0] = lb;
+    tg_at(&t, n)->src[1] = la;
+    tg_at(&t, n)->ne[0] = 2;
+    tg_at(&t, n)->ne[1] = 1;
+    assert_int_equal(tg_validate(&t, 16), BATON_E_SHAPE);
+}
+
+static void test_declared_type_wrong(void **state)
+{
+    struct base b;
+
+    (void)state;
+    base_setup(&b);
+    tg_at(&b.t, b.n)->out_leaf = NONE;
+    tg_at(&b.t, b.n)->type = BATON_TYPE_I32;
+    assert_int_equal(tg_validate(&b.t, 16), BATON_E_TYPE);
+    tg_at(&b.t, b.n)->type = 3; /* retired/unknown id */
+    assert_int_equal(tg_validate(&b.t, 16), BATON_E_TYPE);
+    tg_at(&b.t, b.n)->type = BATON_TYPE_F16; /* known, not executable */
+    assert_int_equal(tg_validate(&b.t, 16), BATON_E_UNSUPPORTED);
+}
+
+static void test_source_type_wrong(void **state)
+{
+    struct tg t;
+    float tab[4] = {0}, fids[2] = {0};
+    uint32_t lt, li;
+
+    (void)state;
+    tg_init(&t);
+    lt = tg_leaf(&t, BATON_TYPE_F32, 2, 2, 1, 1, tab);
+    li = tg_leaf(&t, BATON_TYPE_F32, 2, 1, 1, 1, fids); /* ids must be I32 */
+    tg_node(&t, BATON_OP_GET_ROWS, BATON_TYPE_F32, 2, 2, 1, 1, SRC2(lt, li), NULL);
+    assert_int_equal(tg_validate(&t, 16), BATON_E_TYPE);
+}
+
+static void test_unsupported_types(void **state)
+{
+    struct base b;
+    uint16_t h[6] = {0};
+    uint8_t q[34 * 2] = {0};
+
+    (void)state;
+    base_setup(&b);
+    b.t.g.n_leaves = 0;
+    b.t.g.n_nodes = 0;
+    b.lw = tg_leaf(&b.t, BATON_TYPE_F16, 3, 2, 1, 1, h);
+    b.lx = tg_leaf(&b.t, BATON_TYPE_F32, 3, 2, 1, 1, b.x);
+    b.n = tg_node(&b.t, BATON_OP_MUL_MAT, BATON_TYPE_F32, 2, 2, 1, 1, SRC2(b.lw, b.lx), NULL);
+    assert_int_equal(tg_validate(&b.t, 16), BATON_E_UNSUPPORTED);
+
+    tg_init(&b.t);
+    b.lw = tg_leaf(&b.t, BATON_TYPE_Q8_0, 32, 2, 1, 1, q);
+    b.lx = tg_leaf(&b.t, BATON_TYPE_F32, 32, 1, 1, 1, b.x); /* data never read */
+    b.n = tg_node(&b.t, BATON_OP_MUL_MAT, BATON_TYPE_F32, 2, 1, 1, 1, SRC2(b.lw, b.lx), NULL);
+    assert_int_equal(tg_validate(&b.t, 16), BATON_E_UNSUPPORTED);
+}
+
+static void test_out_leaf_rules(void **state)
+{
+    struct base b;
+    float y3[6];
+    int32_t yi[4];
+    uint32_t l3, li;
+
+    (void)state;
+    base_setup(&b); /* leaves added after the node: address it as nodes[0] */
+    l3 = tg_leaf(&b.t, BATON_TYPE_F32, 3, 2, 1, 1, y3);
+    li = tg_leaf(&b.t, BATON_TYPE_I32, 2, 2, 1, 1, yi);
+    b.t.nodes[0].out_leaf = l3; /* shape {3,2} vs {2,2} */
+    assert_int_equal(tg_validate(&b.t, 16), BATON_E_SHAPE);
+    b.t.nodes[0].out_leaf = li; /* type I32 vs F32 */
+    assert_int_equal(tg_validate(&b.t, 16), BATON_E_TYPE);
+    b.t.nodes[0].out_leaf = 99; /* not a leaf */
+    assert_int_equal(tg_validate(&b.t, 16), BATON_E_GRAPH);
+}
+
+static void test_out_leaf_is_own_source(void **state)
+{
+    struct tg t;
+    float x[4] = {0}, y[4];
+    uint32_t lx, ly, r, n, s;
+
+    (void)state;
+    tg_init(&t);
+    lx = tg_leaf(&t, BATON_TYPE_F32, 4, 1, 1, 1, x);
+    ly = tg_leaf(&t, BATON_TYPE_F32, 4, 1, 1, 1, y);
+    n = tg_node(&t, BATON_OP_SCALE, BATON_TYPE_F32, 4, 1, 1, 1, SRC1(lx), P1(f32_bits(2.0f)));
+    tg_at(&t, n)->out_leaf = lx; /* directly */
+    assert_int_equal(tg_validate(&t, 16), BATON_E_GRAPH);
+
+    /* through a RESHAPE of the leaf */
+    tg_init(&t);
+    lx = tg_leaf(&t, BATON_TYPE_F32, 4, 1, 1, 1, x);
+    ly = tg_leaf(&t, BATON_TYPE_F32, 4, 1, 1, 1, y);
+    r = tg_node(&t, BATON_OP_RESHAPE, BATON_TYPE_F32, 2, 2, 1, 1, SRC1(lx), NULL);
+    r = tg_node(&t, BATON_OP_RESHAPE, BATON_TYPE_F32, 4, 1, 1, 1, SRC1(r), NULL);
+    n = tg_node(&t, BATON_OP_SCALE, BATON_TYPE_F32, 4, 1, 1, 1, SRC1(r), P1(f32_bits(2.0f)));
+    tg_at(&t, n)->out_leaf = lx;
+    assert_int_equal(tg_validate(&t, 16), BATON_E_GRAPH);
+    tg_at(&t, n)->out_leaf = ly;
+    assert_int_equal(tg_validate(&t, 16), 0);
+
+    /* through another node's out leaf */
+    s = tg_node(&t, BATON_OP_SILU, BATON_TYPE_F32, 4, 1, 1, 1, SRC1(n), NULL);
+    tg_at(&t, s)->out_leaf = ly;
+    assert_int_equal(tg_validate(&t, 16), BATON_E_GRAPH);
+    tg_at(&t, s)->out_leaf = lx; /* x is not read by this node: allowed */
+    assert_int_equal(tg_validate(&t, 16), 0);
+}
+
+static void test_reshape_rules(void **state)
+{
+    struct tg t;
+    float x[6] = {0}, y[6];
+    uint32_t lx, ly, r;
+
+    (void)state;
+    tg_init(&t);
+    lx = tg_leaf(&t, BATON_TYPE_F32, 6, 1, 1, 1, x);
+    ly = tg_leaf(&t, BATON_TYPE_F32, 3, 2, 1, 1, y);
+    r = tg_node(&t, BATON_OP_RESHAPE, BATON_TYPE_F32, 3, 2, 1, 1, SRC1(lx), NULL);
+    assert_int_equal(tg_validate(&t, 16), 0);
+    tg_at(&t, r)->out_leaf = ly; /* a view cannot have an out leaf */
+    assert_int_equal(tg_validate(&t, 16), BATON_E_GRAPH);
+    tg_at(&t, r)->out_leaf = NONE;
+    tg_at(&t, r)->ne[1] = 3; /* 9 elements vs 6 */
+    assert_int_equal(tg_validate(&t, 16), BATON_E_SHAPE);
+    tg_at(&t, r)->ne[1] = 2;
+    tg_at(&t, r)->type = BATON_TYPE_I32; /* keeps the source's type */
+    assert_int_equal(tg_validate(&t, 16), BATON_E_TYPE);
+}
+
+static void test_max_nodes(void **state)
+{
+    struct tg t;
+    float x[4] = {0};
+    uint32_t prev, i;
+
+    (void)state;
+    tg_init(&t);
+    prev = tg_leaf(&t, BATON_TYPE_F32, 4, 1, 1, 1, x);
+    for (i = 0; i < 5; i++)
+        prev = tg_node(&t, BATON_OP_SILU, BATON_TYPE_F32, 4, 1, 1, 1, SRC1(prev), NULL);
+    assert_int_equal(tg_validate(&t, 5), 0);
+    assert_int_equal(tg_validate(&t, 4), BATON_E_LIMIT);
+}
+
+static void test_param_rules(void **state)
+{
+    struct tg t;
+    float x[8] = {0}, e[8] = {0};
+    int32_t pos[2] = {0};
+    uint32_t lx, lp, n, r;
+
+    (void)state;
+    tg_init(&t);
+    lx = tg_leaf(&t, BATON_TYPE_F32, 4, 1, 2, 1, x);
+    lp = tg_leaf(&t, BATON_TYPE_I32, 2, 1, 1, 1, pos);
+    n = tg_node(&t, BATON_OP_ROPE, BATON_TYPE_F32, 4, 1, 2, 1, SRC2(lx, lp),
+                P3(4, f32_bits(10000.0f), 0));
+    assert_int_equal(tg_validate(&t, 16), 0);
+    tg_at(&t, n)->params[0] = 3; /* odd */
+    assert_int_equal(tg_validate(&t, 16), BATON_E_INVAL);
+    tg_at(&t, n)->params[0] = 6; /* > ne[0] */
+    assert_int_equal(tg_validate(&t, 16), BATON_E_INVAL);
+    tg_at(&t, n)->params[0] = 0;
+    assert_int_equal(tg_validate(&t, 16), BATON_E_INVAL);
+    tg_at(&t, n)->params[0] = 4;
+    tg_at(&t, n)->params[1] = f32_bits(0.0f);
+    assert_int_equal(tg_validate(&t, 16), BATON_E_INVAL);
+    tg_at(&t, n)->params[1] = f32_bits(INFINITY);
+    assert_int_equal(tg_validate(&t, 16), BATON_E_INVAL);
+    tg_at(&t, n)->params[1] = f32_bits(10000.0f);
+    tg_at(&t, n)->params[2] = 2; /* NeoX pairs: not in this build */
+    assert_int_equal(tg_validate(&t, 16), BATON_E_UNSUPPORTED);
+    tg_at(&t, n)->params[2] = 0;
+    tg_at(&t, n)->params[5] = 1; /* a parameter ROPE does not read */
+    assert_int_equal(tg_validate(&t, 16), BATON_E_INVAL);
+    tg_at(&t, n)->params[5] = 0;
+    t.leaves[lp].ne[0] = 1; /* pos {1} vs nt 2 */
+    t.leaves[lp].nb[2] = t.leaves[lp].nb[3] = t.leaves[lp].nbytes = 4;
+    t.leaves[lp].nb[1] = 4;
+    assert_int_equal(tg_validate(&t, 16), BATON_E_SHAPE);
+
+    tg_init(&t);
+    lx = tg_leaf(&t, BATON_TYPE_F32, 8, 1, 1, 1, e);
+    r = tg_node(&t, BATON_OP_RMS_NORM, BATON_TYPE_F32, 8, 1, 1, 1, SRC1(lx), P1(f32_bits(1e-5f)));
+    assert_int_equal(tg_validate(&t, 16), 0);
+    tg_at(&t, r)->params[0] = f32_bits(-1e-5f);
+    assert_int_equal(tg_validate(&t, 16), BATON_E_INVAL);
+    tg_at(&t, r)->params[0] = f32_bits(NAN);
+    assert_int_equal(tg_validate(&t, 16), BATON_E_INVAL);
+    tg_at(&t, r)->op = BATON_OP_SILU;
+    tg_at(&t, r)->params[0] = 1; /* SILU reads no parameter */
+    assert_int_equal(tg_validate(&t, 16), BATON_E_INVAL);
+}
+
+/* ATTENTION wiring: hd 2, nh 2, nkv 1, nt 1, n_ctx 4. */
+struct attn_g {
+    struct tg t;
+    float q[4], k[2], v[2], kc[8], vc[8];
+    int32_t pos[1];
+    uint32_t lq, lk, lv, lkc, lvc, lp, n;
+};
+
+static void attn_g_setup(struct attn_g *a)
+{
+    memset(a, 0, sizeof(*a));
+    tg_init(&a->t);
+    a->lq = tg_leaf(&a->t, BATON_TYPE_F32, 2, 2, 1, 1, a->q);
+    a->lk = tg_leaf(&a->t, BATON_TYPE_F32, 2, 1, 1, 1, a->k);
+    a->lv = tg_leaf(&a->t, BATON_TYPE_F32, 2, 1, 1, 1, a->v);
+    a->lkc = tg_leaf(&a->t, BATON_TYPE_F32, 2, 1, 4, 1, a->kc);
+    a->lvc = tg_leaf(&a->t, BATON_TYPE_F32, 2, 1, 4, 1, a->vc);
+    a->lp = tg_leaf(&a->t, BATON_TYPE_I32, 1, 1, 1, 1, a->pos);
+    a->n = tg_node(&a->t, BATON_OP_ATTENTION, BATON_TYPE_F32, 2, 2, 1, 1,
+                   SRC6(a->lq, a->lk, a->lv, a->lkc, a->lvc, a->lp), P1(f32_bits(0.5f)));
+}
+
+static void test_attention_rules(void **state)
+{
+    struct attn_g a;
+    uint32_t c;
+
+    (void)state;
+    attn_g_setup(&a);
+    assert_int_equal(tg_validate(&a.t, 16), 0);
+    /* result (16 bytes, block rounded to 64) + one score row of n_ctx = 4
+     * floats per (token, head) pair: 64 + 2 * 16 = 96, arena rounded to 128 */
+    assert_int_equal(a.t.scratch_bytes, 128);
+
+    tg_at(&a.t, a.n)->src[4] = a.lkc; /* both caches the same leaf */
+    assert_int_equal(tg_validate(&a.t, 16), BATON_E_GRAPH);
+
+    /* The k cache also read as v (nt == n_ctx makes the shapes agree). */
+    {
+        struct tg t;
+        float q[4] = {0}, kv[4] = {0}, kc[4] = {0}, vc[4] = {0};
+        int32_t pos[2] = {0, 1};
+        uint32_t lq, lk, lkc, lvc, lp, n;
+
+        tg_init(&t);
+        lq = tg_leaf(&t, BATON_TYPE_F32, 2, 1, 2, 1, q);
+        lk = tg_leaf(&t, BATON_TYPE_F32, 2, 1, 2, 1, kv);
+        lkc = tg_leaf(&t, BATON_TYPE_F32, 2, 1, 2, 1, kc);
+        lvc = tg_leaf(&t, BATON_TYPE_F32, 2, 1, 2, 1, vc);
+        lp = tg_leaf(&t, BATON_TYPE_I32, 2, 1, 1, 1, pos);
+        n = tg_node(&t, BATON_OP_ATTENTION, BATON_TYPE_F32, 2, 1, 2, 1,
+                    SRC6(lq, lk, lk, lkc, lvc, lp), P1(f32_bits(1.0f)));
+        assert_int_equal(tg_validate(&t, 16), 0);
+        tg_at(&t, n)->src[2] = lkc;
+        assert_int_equal(tg_validate(&t, 16), BATON_E_GRAPH);
+    }
+
+    attn_g_setup(&a);
+    a.t.g.n_nodes = 0;
+    c = tg_node(&a.t, BATON_OP_SCALE, BATON_TYPE_F32, 2, 1, 4, 1, SRC1(a.lkc), P1(f32_bits(1.0f)));
+    tg_node(&a.t, BATON_OP_ATTENTION, BATON_TYPE_F32, 2, 2, 1, 1,
+            SRC6(a.lq, a.lk, a.lv, c, a.lvc, a.lp), P1(f32_bits(0.5f)));
+    assert_int_equal(tg_validate(&a.t, 16), BATON_E_GRAPH); /* a cache that is a node */
+
+    attn_g_setup(&a);
+    tg_at(&a.t, a.n)->params[1] = 2; /* unknown score mode */
+    assert_int_equal(tg_validate(&a.t, 16), BATON_E_UNSUPPORTED);
+
+    /* nh 3 with nkv 2 (3 % 2 != 0); shapes otherwise consistent */
+    {
+        struct tg t;
+        float q[6], k[4], kc[8];
+        int32_t pos[1];
+        uint32_t lq, lk, lv, lkc, lvc, lp;
+
+        tg_init(&t);
+        lq = tg_leaf(&t, BATON_TYPE_F32, 2, 3, 1, 1, q);
+        lk = tg_leaf(&t, BATON_TYPE_F32, 2, 2, 1, 1, k);
+        lv = tg_leaf(&t, BATON_TYPE_F32, 2, 2, 1, 1, k);
+        lkc = tg_leaf(&t, BATON_TYPE_F32, 2, 2, 2, 1, kc);
+        lvc = tg_leaf(&t, BATON_TYPE_F32, 2, 2, 2, 1, kc);
+        lp = tg_leaf(&t, BATON_TYPE_I32, 1, 1, 1, 1, pos);
+        tg_node(&t, BATON_OP_ATTENTION, BATON_TYPE_F32, 2, 3, 1, 1,
+                SRC6(lq, lk, lv, lkc, lvc, lp), P1(f32_bits(1.0f)));
+        assert_int_equal(tg_validate(&t, 16), BATON_E_SHAPE);
+    }
+}
+
+static void test_leaf_descriptor_rechecked(void **state)
+{
+    struct base b;
+
+    (void)state;
+    base_setup(&b);
+    b.t.leaves[b.lw].nbytes = 20; /* not the extent of {3,2} f32 */
+    assert_int_equal(tg_validate(&b.t, 16), BATON_E_SHAPE);
+    base_setup(&b);
+    b.t.leaves[b.lw].nb[1] = 16; /* not contiguous */
+    assert_int_equal(tg_validate(&b.t, 16), BATON_E_SHAPE);
+    base_setup(&b);
+    b.t.leaves[b.lw].type = 4; /* retired Q4_2 */
+    assert_int_equal(tg_validate(&b.t, 16), BATON_E_TYPE);
+}
+
+static void test_size_overflow(void **state)
+{
+    /* GET_ROWS of a {2^40, 1} table by 2^40 ids declares a {2^40, 2^40}
+     * result: 2^82 bytes. */
+    struct tg t;
+    uint32_t lt, li;
+    const uint64_t big = 1ull << 40;
+
+    (void)state;
+    tg_init(&t);
+    lt = tg_leaf(&t, BATON_TYPE_F32, big, 1, 1, 1, NULL);
+    li = tg_leaf(&t, BATON_TYPE_I32, big, 1, 1, 1, NULL);
+    tg_node(&t, BATON_OP_GET_ROWS, BATON_TYPE_F32, big, big, 1, 1, SRC2(lt, li), NULL);
+    assert_int_equal(tg_validate(&t, 16), BATON_E_OVERFLOW);
+    /* a declared dimension past the per-dimension limit */
+    t.nodes[0].ne[2] = (1ull << 40) + 1;
+    assert_int_equal(tg_validate(&t, 16), BATON_E_LIMIT);
+}
+
+/* ---- execution through the arena ---- */
+
+static void test_chain_through_scratch(void **state)
+{
+    /* x {1,2,3,4} -> RMS_NORM (eps 0) -> MUL by w {2,2,2,2} -> MUL_MAT with
+     * W rows [1 1 1 1], [1 -1 0 0] -> SILU -> out leaf.
+     * y = 2x/sqrt(7.5) = (0.73029674, 1.46059349, 2.19089023, 2.92118697)
+     * h = (sum y, y0 - y1) = (7.30296743, -0.73029674)
+     * silu(h) = h / (1 + e^-h) = (7.29805192, -0.23744110) */
+    float x[4] = {1, 2, 3, 4}, w[4] = {2, 2, 2, 2}, W[8] = {1, 1, 1, 1, 1, -1, 0, 0}, out[2];
+    struct tg t;
+    uint32_t lx, lw, lW, lo, n0, n1, n2, n3;
+
+    (void)state;
+    tg_init(&t);
+    lx = tg_leaf(&t, BATON_TYPE_F32, 4, 1, 1, 1, x);
+    lw = tg_leaf(&t, BATON_TYPE_F32, 4, 1, 1, 1, w);
+    lW = tg_leaf(&t, BATON_TYPE_F32, 4, 2, 1, 1, W);
+    lo = tg_leaf(&t, BATON_TYPE_F32, 2, 1, 1, 1, out);
+    n0 = tg_node(&t, BATON_OP_RMS_NORM, BATON_TYPE_F32, 4, 1, 1, 1, SRC1(lx), P1(0));
+    n1 = tg_node(&t, BATON_OP_MUL, BATON_TYPE_F32, 4, 1, 1, 1, SRC2(n0, lw), NULL);
+    n2 = tg_node(&t, BATON_OP_MUL_MAT, BATON_TYPE_F32, 2, 1, 1, 1, SRC2(lW, n1), NULL);
+    n3 = tg_node(&t, BATON_OP_SILU, BATON_TYPE_F32, 2, 1, 1, 1, SRC1(n2), NULL);
+    tg_at(&t, n3)->out_leaf = lo;
+    assert_int_equal(tg_run(&t, NULL), 0);
+    assert_true(fabsf(out[0] - 7.29805192f) <= 1e-5f);
+    assert_true(fabsf(out[1] - -0.23744110f) <= 1e-6f);
+    /* n0 and n1 are live together, then n2 reuses n0's block */
+    assert_int_equal(t.plan[0].scratch_offset, 0);
+    assert_int_equal(t.plan[1].scratch_offset, 64);
+    assert_int_equal(t.plan[2].scratch_offset, 0);
+    assert_int_equal(t.scratch_bytes, 128);
+    /* flops: 4 + 4 + 2*4*2 + 2 */
+    assert_int_equal(baton_graph_flops(&t.g), 4 + 4 + 16 + 2);
+}
+
+static void test_scratch_reuse_and_long_lived_values(void **state)
+{
+    /* s0 = 2x, s1 = 2 s0, s2 = 2 s1, s3 = s0 + s2 = 2x + 8x = 10x, then
+     * s4..s6 double again: out = 80x. Every value is 16 floats (64 bytes).
+     * s0 stays live until s3 although s1 and s2 come between. */
+    float x[16], out[16];
+    struct tg t;
+    uint32_t lx, lo, s0, s1, s2, s3, s, i;
+
+    (void)state;
+    for (i = 0; i < 16; i++)
+        x[i] = (float)i - 3.0f;
+    tg_init(&t);
+    lx = tg_leaf(&t, BATON_TYPE_F32, 16, 1, 1, 1, x);
+    lo = tg_leaf(&t, BATON_TYPE_F32, 16, 1, 1, 1, out);
+    s0 = tg_node(&t, BATON_OP_SCALE, BATON_TYPE_F32, 16, 1, 1, 1, SRC1(lx), P1(f32_bits(2.0f)));
+    s1 = tg_node(&t, BATON_OP_SCALE, BATON_TYPE_F32, 16, 1, 1, 1, SRC1(s0), P1(f32_bits(2.0f)));
+    s2 = tg_node(&t, BATON_OP_SCALE, BATON_TYPE_F32, 16, 1, 1, 1, SRC1(s1), P1(f32_bits(2.0f)));
+    s3 = tg_node(&t, BATON_OP_ADD, BATON_TYPE_F32, 16, 1, 1, 1, SRC2(s0, s2), NULL);
+    s = s3;
+    for (i = 0; i < 3; i++)
+        s = tg_node(&t, BATON_OP_SCALE, BATON_TYPE_F32, 16, 1, 1, 1, SRC1(s), P1(f32_bits(2.0f)));
+    tg_at(&t, s)->out_leaf = lo;
+    assert_int_equal(tg_run(&t, NULL), 0);
+    for (i = 0; i < 16; i++)
+        assert_true(out[i] == 80.0f * x[i]);
+    /* s0 at 0 (until s3), s1 at 64, s2 at 128 (s1 still live while s2 runs),
+     * s3 at 64 (s1 freed), s4 at 0, s5 at 64: peak 192, not 6*64. */
+    assert_int_equal(t.plan[0].scratch_offset, 0);
+    assert_int_equal(t.plan[1].scratch_offset, 64);
+    assert_int_equal(t.plan[2].scratch_offset, 128);
+    assert_int_equal(t.plan[3].scratch_offset, 64);
+    assert_int_equal(t.scratch_bytes, 192);
+}
+
+static void test_out_leaf_result_read_later(void **state)
+{
+    /* n0 = x * 3 written to leaf y; n1 = n0 + x reads it back from y. */
+    float x[4] = {1, 2, 3, 4}, y[4], z[4];
+    struct tg t;
+    uint32_t lx, ly, lz, n0, n1;
+
+    (void)state;
+    tg_init(&t);
+    lx = tg_leaf(&t, BATON_TYPE_F32, 4, 1, 1, 1, x);
+    ly = tg_leaf(&t, BATON_TYPE_F32, 4, 1, 1, 1, y);
+    lz = tg_leaf(&t, BATON_TYPE_F32, 4, 1, 1, 1, z);
+    n0 = tg_node(&t, BATON_OP_SCALE, BATON_TYPE_F32, 4, 1, 1, 1, SRC1(lx), P1(f32_bits(3.0f)));
+    tg_at(&t, n0)->out_leaf = ly;
+    n1 = tg_node(&t, BATON_OP_ADD, BATON_TYPE_F32, 4, 1, 1, 1, SRC2(n0, lx), NULL);
+    tg_at(&t, n1)->out_leaf = lz;
+    assert_int_equal(tg_run(&t, NULL), 0);
+    assert_memory_equal(y, ((const float[4]){3, 6, 9, 12}), sizeof(y));
+    assert_memory_equal(z, ((const float[4]){4, 8, 12, 16}), sizeof(z));
+    assert_int_equal(t.scratch_bytes, 0);
+}
+
+static void test_misaligned_leaf_refused(void **state)
+{
+    _Alignas(16) uint8_t raw[64] = {0};
+    float y[4];
+    struct tg t;
+    uint32_t lx, ly, n;
+
+    (void)state;
+    tg_init(&t);
+    lx = tg_leaf(&t, BATON_TYPE_F32, 4, 1, 1, 1, raw + 2);
+    ly = tg_leaf(&t, BATON_TYPE_F32, 4, 1, 1, 1, y);
+    n = tg_node(&t, BATON_OP_SCALE, BATON_TYPE_F32, 4, 1, 1, 1, SRC1(lx), P1(f32_bits(1.0f)));
+    tg_at(&t, n)->out_leaf = ly;
+    assert_int_equal(tg_run(&t, NULL), BATON_E_INVAL);
+    t.data[lx] = raw + 4;
+    assert_int_equal(tg_run(&t, NULL), 0);
+}
+
+/* ---- determinism ---- */
+
+static uint32_t lcg_state;
+
+static float lcg_float(void)
+{
+    lcg_state = lcg_state * 1664525u + 1013904223u;
+    return (float)(int32_t)(lcg_state >> 8) / (float)(1 << 23) - 0.5f; /* values in [-0.5, 1.5) */
+}
+
+static void run_mul_mat(const float *W, const float *x, float *y, uint64_t m,
+                        struct baton_pool *pool)
+{
+    struct tg t;
+    uint32_t lW, lx, ly, n;
+
+    tg_init(&t);
+    lW = tg_leaf(&t, BATON_TYPE_F32, 64, 200, 1, 1, (void *)W);
+    lx = tg_leaf(&t, BATON_TYPE_F32, 64, m, 1, 1, (void *)x);
+    ly = tg_leaf(&t, BATON_TYPE_F32, 200, m, 1, 1, y);
+    n = tg_node(&t, BATON_OP_MUL_MAT, BATON_TYPE_F32, 200, m, 1, 1, SRC2(lW, lx), NULL);
+    tg_at(&t, n)->out_leaf = ly;
+    assert_int_equal(tg_run(&t, pool), 0);
+}
+
+static void test_mul_mat_deterministic(void **state)
+{
+    static float W[64 * 200], x[64 * 7], y1[200 * 7], y2[200 * 7], y3[200 * 7], ref[200 * 7],
+        one[200];
+    struct baton_pool *p1, *p2, *p3;
+    uint32_t i, m, k;
+
+    (void)state;
+    lcg_state = 12345;
+    for (i = 0; i < 64 * 200; i++)
+        W[i] = lcg_float();
+    for (i = 0; i < 64 * 7; i++)
+        x[i] = lcg_float();
+    /* Reference: one float accumulator per output, k ascending. */
+    for (m = 0; m < 7; m++)
+        for (i = 0; i < 200; i++) {
+            float s = 0.0f;
+
+            for (k = 0; k < 64; k++)
+                s += W[i * 64 + k] * x[m * 64 + k];
+            ref[m * 200 + i] = s;
+        }
+    assert_int_equal(baton_pool_create(1, &p1), 0);
+    assert_int_equal(baton_pool_create(2, &p2), 0);
+    assert_int_equal(baton_pool_create(3, &p3), 0);
+    run_mul_mat(W, x, y1, 7, p1);
+    run_mul_mat(W, x, y2, 7, p2);
+    run_mul_mat(W, x, y3, 7, p3);
+    assert_memory_equal(y1, ref, sizeof(ref));
+    assert_memory_equal(y2, ref, sizeof(ref));
+    assert_memory_equal(y3, ref, sizeof(ref));
+    /* Column m of the 7-token batch equals the 1-token result, bit for bit. */
+    for (m = 0; m < 7; m++) {
+        run_mul_mat(W, x + m * 64, one, 1, p2);
+        assert_memory_equal(one, y2 + m * 200, sizeof(one));
+    }
+    baton_pool_destroy(p1);
+    baton_pool_destroy(p2);
+    baton_pool_destroy(p3);
+}
+
+/* A batch of nt tokens (positions 0..nt-1) against nt 1-token steps, for
+ * ATTENTION preceded by ROPE on q and k and followed by RMS_NORM: outputs
+ * and caches must be bit-identical, with 1 and with 3 threads. The large
+ * case is big enough that ROPE and ATTENTION split across threads. */
+struct adims {
+    uint32_t hd, nh, nkv, n_ctx;
+};
+
+static void attn_step(const struct adims *d, const float *q, const float *k, const float *v,
+                      float *kc, float *vc, const int32_t *pos, uint32_t nt, float *out,
+                      struct baton_pool *pool)
+{
+    struct tg t;
+    uint32_t lq, lk, lv, lkc, lvc, lp, lo, rq, rk, a, r;
+
+    tg_init(&t);
+    lq = tg_leaf(&t, BATON_TYPE_F32, d->hd, d->nh, nt, 1, (void *)q);
+    lk = tg_leaf(&t, BATON_TYPE_F32, d->hd, d->nkv, nt, 1, (void *)k);
+    lv = tg_leaf(&t, BATON_TYPE_F32, d->hd, d->nkv, nt, 1, (void *)v);
+    lkc = tg_leaf(&t, BATON_TYPE_F32, d->hd, d->nkv, d->n_ctx, 1, kc);
+    lvc = tg_leaf(&t, BATON_TYPE_F32, d->hd, d->nkv, d->n_ctx, 1, vc);
+    lp = tg_leaf(&t, BATON_TYPE_I32, nt, 1, 1, 1, (void *)pos);
+    lo = tg_leaf(&t, BATON_TYPE_F32, d->hd * d->nh, nt, 1, 1, out);
+    rq = tg_node(&t, BATON_OP_ROPE, BATON_TYPE_F32, d->hd, d->nh, nt, 1, SRC2(lq, lp),
+                 P3(d->hd, f32_bits(10000.0f), 0));
+    rk = tg_node(&t, BATON_OP_ROPE, BATON_TYPE_F32, d->hd, d->nkv, nt, 1, SRC2(lk, lp),
+                 P3(d->hd, f32_bits(10000.0f), 0));
+    a = tg_node(&t, BATON_OP_ATTENTION, BATON_TYPE_F32, d->hd, d->nh, nt, 1,
+                SRC6(rq, rk, lv, lkc, lvc, lp), P1(f32_bits(1.0f / sqrtf((float)d->hd))));
+    r = tg_node(&t, BATON_OP_RESHAPE, BATON_TYPE_F32, d->hd * d->nh, nt, 1, 1, SRC1(a), NULL);
+    r = tg_node(&t, BATON_OP_RMS_NORM, BATON_TYPE_F32, d->hd * d->nh, nt, 1, 1, SRC1(r),
+                P1(f32_bits(1e-5f)));
+    tg_at(&t, r)->out_leaf = lo;
+    assert_int_equal(tg_run(&t, pool), 0);
+}
+
+static void batch_equals_steps(const struct adims *d, uint32_t nt)
+{
+    const size_t nq = (size_t)nt * d->nh * d->hd, nk = (size_t)nt * d->nkv * d->hd;
+    const size_t nc = (size_t)d->n_ctx * d->nkv * d->hd, row = (size_t)d->nh * d->hd;
+    float *q = malloc(nq * 4), *k = malloc(nk * 4), *v = malloc(nk * 4);
+    float *kc_b = calloc(nc, 4), *vc_b = calloc(nc, 4), *kc_s = calloc(nc, 4),
+          *vc_s = calloc(nc, 4), *out_b = malloc(nq * 4), *out_s = malloc(nq * 4);
+    int32_t *pos = malloc(nt * sizeof(int32_t));
+    struct baton_pool *pools[2];
+    uint32_t i, p, t;
+
+    assert_non_null(q && k && v && kc_b && vc_b && kc_s && vc_s && out_b && out_s && pos);
+    lcg_state = 777 + nt;
+    for (i = 0; i < nq; i++)
+        q[i] = lcg_float();
+    for (i = 0; i < nk; i++) {
+        k[i] = lcg_float();
+        v[i] = lcg_float();
+    }
+    for (t = 0; t < nt; t++)
+        pos[t] = (int32_t)t;
+    assert_int_equal(baton_pool_create(1, &pools[0]), 0);
+    assert_int_equal(baton_pool_create(3, &pools[1]), 0);
+    for (p = 0; p < 2; p++) {
+        memset(kc_b, 0, nc * 4);
+        memset(vc_b, 0, nc * 4);
+        memset(kc_s, 0, nc * 4);
+        memset(vc_s, 0, nc * 4);
+        attn_step(d, q, k, v, kc_b, vc_b, pos, nt, out_b, pools[p]);
+        for (t = 0; t < nt; t++)
+            attn_step(d, q + t * row, k + (size_t)t * d->nkv * d->hd,
+                      v + (size_t)t * d->nkv * d->hd, kc_s, vc_s, pos + t, 1, out_s + t * row,
+                      pools[1 - p]);
+        assert_memory_equal(out_b, out_s, nq * 4);
+        assert_memory_equal(kc_b, kc_s, nc * 4);
+        assert_memory_equal(vc_b, vc_s, nc * 4);
+    }
+    baton_pool_destroy(pools[0]);
+    baton_pool_destroy(pools[1]);
+    free(q);
+    free(k);
+    free(v);
+    free(kc_b);
+    free(vc_b);
+    free(kc_s);
+    free(vc_s);
+    free(out_b);
+    free(out_s);
+    free(pos);
+}
+
+static void test_attention_batch_equals_steps(void **state)
+{
+    const struct adims small = {8, 4, 2, 5}, large = {32, 8, 2, 24};
+
+    (void)state;
+    batch_equals_steps(&small, 3);
+    batch_equals_steps(&large, 20);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_valid_base),
+        cmocka_unit_test(test_bad_arity_slot),
+        cmocka_unit_test(test_unknown_op),
+        cmocka_unit_test(test_source_from_later_node),
+        cmocka_unit_test(test_shape_mismatch),
+        cmocka_unit_test(test_broadcast_rules),
+        cmocka_unit_test(test_declared_type_wrong),
+        cmocka_unit_test(test_source_type_wrong),
+        cmocka_unit_test(test_unsupported_types),
+        cmocka_unit_test(test_out_leaf_rules),
+        cmocka_unit_test(test_out_leaf_is_own_source),
+        cmocka_unit_test(test_reshape_rules),
+        cmocka_unit_test(test_max_nodes),
+        cmocka_unit_test(test_param_rules),
+        cmocka_unit_test(test_attention_rules),
+        cmocka_unit_test(test_leaf_descriptor_rechecked),
+        cmocka_unit_test(test_size_overflow),
+        cmocka_unit_test(test_chain_through_scratch),
+        cmocka_unit_test(test_scratch_reuse_and_long_lived_values),
+        cmocka_unit_test(test_out_leaf_result_read_later),
+        cmocka_unit_test(test_misaligned_leaf_refused),
+        cmocka_unit_test(test_mul_mat_deterministic),
+        cmocka_unit_test(test_attention_batch_equals_steps),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
