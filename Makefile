@@ -21,7 +21,7 @@ deps:
 
 build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
-	@cmake --build $(BUILD) -j$(JOBS)
+	@MAKEFLAGS= cmake --build $(BUILD) -j$(JOBS) -- --no-print-directory
 
 demo: build
 	@MODEL="$(MODEL)" BUILD_DIR=$(BUILD) ./scripts/demo.sh
@@ -35,7 +35,7 @@ proof: build
 test-asan: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang \
 		-DBATON_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
-	@cmake --build $(ASAN_BUILD) -j$(JOBS)
+	@MAKEFLAGS= cmake --build $(ASAN_BUILD) -j$(JOBS) -- --no-print-directory
 	@cd $(ASAN_BUILD) && BATON_ASAN=1 ctest --output-on-failure -j$(JOBS) -LE 'proof|fuzz-campaign'
 
 fuzz: build

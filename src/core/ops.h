@@ -16,7 +16,9 @@
  *                                                          p2 mode (0: adjacent pairs)   F32 like x
  * ATTENTION     0: q {hd,nh,nt}  1: k {hd,nkv,nt}  2: v {hd,nkv,nt}
  *               3: k_cache {hd,nkv,n_ctx} (leaf)  4: v_cache {hd,nkv,n_ctx} (leaf)
- *               5: pos {nt} I32                           p0 scale (f32)     F32 {hd,nh,nt}
+ *               5: pos {nt} I32                           p0 scale (f32),    F32 {hd,nh,nt}
+ *                                                          p1 score mode: 0 score * p0,
+ *                                                          1 score / p0 (llama2.c's form)
  *               Stores k, v at the positions into the caches, then each query
  *               token t attends to cache slots 0..pos[t] (causal); query head h
  *               uses kv head h / (nh/nkv) (grouped-query). nh % nkv == 0.

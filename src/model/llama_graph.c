@@ -88,7 +88,9 @@ static uint32_t build_layer(struct baton_gb *gb, const struct baton_llama_hparam
     rope_p[0] = hp->n_rot;
     rope_p[1] = baton_gb_f32(hp->rope_base);
     rope_p[2] = 0;
-    attn_p[0] = baton_gb_f32(1.0f / sqrtf((float)hd));
+    /* score / sqrt(head_dim), divided as llama2.c's run.c does (p1 = 1) */
+    attn_p[0] = baton_gb_f32(sqrtf((float)hd));
+    attn_p[1] = 1;
 
     h = rms_norm_mul(gb, hp, x, &L->attn_norm, n);
     q = mul_mat(gb, &L->wq, h, n);

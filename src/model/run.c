@@ -762,8 +762,10 @@ int baton_run(const struct baton_run_config *cfg)
         }
         t_decode = now_s() - t0;
     }
-    if (!cfg->quiet)
+    if (!cfg->quiet) {
         fputc('\n', cfg->out);
+        fflush(cfg->out);
+    }
     {
         uint32_t decode_steps = n_gen > 0 ? (uint32_t)(n_gen - 1) : 0;
 
