@@ -1,0 +1,283 @@
+/* Authentication: key files, the handshake, session keys and frame MACs.
+ *
+ * Pure library over libsodium: no sockets, no protocol state machine. The
+ * server and the client call it from their own frame paths (see "Wiring"
+ * below and DESIGN.md, "Security model").
+ *
+ * Where secrets live
+ *   - Long-lived keys (key files) are held in struct baton_key: libsodium
+ *     guarded memory (sodium_malloc: guard pages, canary, mlock attempted,
+ *     excluded from core dumps), read-only once loaded, wiped by sodium_free.
+ *   - Per-connection secrets (struct baton_hs, struct baton_frame_key,
+ *     struct baton_mac) live in the caller's connection object, in ordinary
+ *     memory; every function here that is done with a secret wipes it with
+ *     sodium_memzero, and baton_hs_destroy / baton_frame_key_wipe /
+ *     baton_mac_abort wipe what remains. Intermediate values on the stack are
+ *     wiped before return.
+ *   - baton_key_load writes the raw key into the caller's buffer: the caller
+ *     owns that memory and wipes it.
+ *
+ * Constructions (all libsodium primitives; byte layouts fixed here)
+ *   Handshake, with K the 32-byte key of the role and T the exact bytes of
+ *   both HELLO frames (initiator's, then responder's, headers included):
+ *     PRK    = BLAKE2b-256(key = K, "baton/1 keys" || role || T)
+ *     K_auth = crypto_kdf_derive_from_key(32, id 1, "batonhs1", PRK)
+ *     K_i2r  = crypto_kdf_derive_from_key(32, id 2, "batonhs1", PRK)
+ *     K_r2i  = crypto_kdf_derive_from_key(32, id 3, "batonhs1", PRK)
+ *     MAC_i  = BLAKE2b-256(key = K_auth, "baton/1 init" || T)
+ *     MAC_r  = BLAKE2b-256(key = K_auth, "baton/1 resp" || T || MAC_i)
+ *   role is one byte (1 client, 2 peer: the wire's enum baton_role values).
+ *   The labels are 12 bytes each and differ, so a proof is never valid in
+ *   the other direction (reflection). The raw key only ever keys PRK.
+ *
+ *   Frames: ChaCha20-Poly1305 as in RFC 8439 section 2.8 (what libsodium
+ *   calls crypto_aead_chacha20poly1305_ietf), key = the direction's session
+ *   key, nonce = 4 zero bytes || LE64(counter). The counter is per direction,
+ *   starts at 0 and is never reused (BATON_E_LIMIT at 2^64 - 1).
+ *     MAC mode:     AEAD with AD = header || payload and an empty plaintext.
+ *     encrypt mode: AEAD with AD = header and plaintext = payload.
+ *   Both give a 16-byte tag, so the frame layout is the same in both modes.
+ *   The computation is incremental (any chunking gives the same tag) and
+ *   byte-identical to libsodium's one-shot
+ *   crypto_aead_chacha20poly1305_ietf_encrypt_detached, which the tests use
+ *   as the reference.
+ *
+ * Wiring (what the frame paths do; the integrating phase owns the details)
+ *   Handshake, initiator (client or peer link):
+ *     baton_hs_init(&hs, role, key); build HELLO with a baton_hs_nonce;
+ *     send it; transcript_add(its 72 frame bytes); receive the reply HELLO;
+ *     transcript_add(its 72 bytes); refuse (BATON_E_AUTH) when the reply
+ *     lacks the AUTH feature while we hold a key; initiator_proof -> send
+ *     AUTH (payload 32 bytes); receive the AUTH reply (payload exactly 32
+ *     bytes, status 0) -> verify_responder; session_keys(&send, &recv);
+ *     baton_hs_destroy.
+ *   Handshake, responder (batond): receive HELLO, decode, pick the key by its
+ *     role (client -> client key, peer -> peer key; none held -> refuse);
+ *     baton_hs_init; transcript_add(request frame bytes); build the reply
+ *     HELLO (fresh nonce, AUTH feature bit); transcript_add(reply frame
+ *     bytes); send it. Receive AUTH (len exactly 32) -> verify_initiator;
+ *     on failure send no proof, close. On success responder_proof -> AUTH
+ *     reply, session_keys, destroy, state READY.
+ *     The AUTH frames themselves carry no frame tag (counters start with the
+ *     first frame after the AUTH reply); their payloads are the proofs.
+ *   Every frame after AUTH, both directions:
+ *     [24-byte header][len payload bytes][16-byte tag]; len counts the
+ *     payload only, the tag always follows.
+ *     Send:    baton_frame_key_next(&send, &ctr); baton_mac_begin(&m, &send,
+ *              ctr); baton_mac_update over the header, then every payload
+ *              piece (in 1 MiB pieces interleaved with the sends, so data is
+ *              still in cache); baton_mac_final_tag; send the tag last.
+ *     Receive: baton_frame_key_next(&recv, &ctr); begin; update with the
+ *              24 header bytes as received; update with each payload chunk
+ *              as it arrives (also the chunks an error path discards); read
+ *              16 bytes; baton_mac_final_verify. On failure close the
+ *              connection at once (BATON_E_AUTH); no reply.
+ *     A request acts only after its tag verified; the one exception is
+ *     received data written straight into its validated destination
+ *     (SET_TENSOR, PEER_WRITE), which is verified after it lands: on a bad
+ *     tag the connection and its session end (see SECURITY.md).
+ *   Encrypt mode: baton_aead_begin(&m, &key, ctr, header, 24) instead of
+ *     begin + update(header); payload via baton_aead_encrypt (sender, into a
+ *     scratch buffer: never encrypt a tensor buffer in place) or
+ *     baton_aead_decrypt (receiver, in place in the destination).
+ *
+ * Call baton_auth_init() once, before threads start and before seccomp is
+ * installed (libsodium picks its random source and CPU paths there).
+ */
+#ifndef BATON_AUTH_H
+#define BATON_AUTH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sodium.h>
+
+#define BATON_KEY_BYTES 32u
+#define BATON_NONCE_BYTES 32u     /* HELLO nonce */
+#define BATON_PROOF_BYTES 32u     /* AUTH payload: MAC_i or MAC_r */
+#define BATON_TAG_BYTES 16u       /* frame tag after every frame's payload */
+#define BATON_HS_TRANSCRIPT_MAX 256u
+
+/* Roles, equal to the wire's enum baton_role values (src/wire/wire.h). */
+#define BATON_AUTH_ROLE_CLIENT 1u
+#define BATON_AUTH_ROLE_PEER 2u
+
+/* Largest payload one encrypted frame can carry: the ChaCha20 IETF block
+ * counter is 32 bits and block 0 makes the Poly1305 key (RFC 8439 2.8). */
+#define BATON_AEAD_MAX_BYTES (64ull * 0xffffffffull)
+
+/* Initialises libsodium (sodium_init). Idempotent, thread-safe after the
+ * first call. Returns 0 or BATON_E_IO when no random source is usable. */
+int baton_auth_init(void);
+
+/* ---- key files ---- */
+
+/* Creates path with 32 random bytes (randombytes_buf) and mode 0600, opened
+ * O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, then fsync'd. Never
+ * overwrites: an existing file or symlink gives BATON_E_INVAL with "exists".
+ * A failed write or fsync removes the file. Errors: BATON_E_INVAL (exists),
+ * BATON_E_IO (anything else). err (may be NULL) gets a one-line message
+ * naming the file and the reason. */
+int baton_key_generate_file(const char *path, char *err, size_t err_len);
+
+/* Reads a key file into key[32]. The file is opened with
+ * O_RDONLY|O_NOFOLLOW|O_CLOEXEC|O_NONBLOCK (a FIFO cannot block) and refused,
+ * in this order, when:
+ *   - it is missing (BATON_E_NOT_FOUND) or cannot be opened (BATON_E_IO);
+ *   - it is a symbolic link (BATON_E_AUTH; only the last path component is
+ *     checked);
+ *   - it is not a regular file (BATON_E_AUTH);
+ *   - it is not owned by the effective uid (BATON_E_AUTH);
+ *   - its mode has any group or other bit, mode & 077 != 0 (BATON_E_AUTH);
+ *   - its size is not exactly 32 bytes (BATON_E_FORMAT). A key file is raw
+ *     bytes: a trailing newline makes it 33 bytes and it is refused.
+ * key is written only on success; the caller owns and wipes it. err (may be
+ * NULL) gets one line naming the file and the reason. */
+int baton_key_load(const char *path, uint8_t key[BATON_KEY_BYTES], char *err, size_t err_len);
+
+/* A loaded key in libsodium guarded memory, read-only. */
+struct baton_key;
+
+/* baton_key_load into a fresh struct baton_key (sodium_malloc, then
+ * sodium_mprotect_readonly). Same errors, plus BATON_E_NOMEM. *out is owned
+ * by the caller: baton_key_free. Safe to share between threads (read-only). */
+int baton_key_open(const char *path, struct baton_key **out, char *err, size_t err_len);
+
+/* The 32 key bytes (read-only, valid until baton_key_free). */
+const uint8_t *baton_key_bytes(const struct baton_key *k);
+
+/* Wipes and releases (sodium_free). NULL-safe. */
+void baton_key_free(struct baton_key *k);
+
+/* ---- handshake ---- */
+
+struct baton_frame_key {
+    uint8_t key[BATON_KEY_BYTES];
+    uint64_t next_counter; /* counter of the next frame in this direction */
+};
+
+/* Handshake state; lives in the connection object. Fields are private. */
+struct baton_hs {
+    uint8_t key[BATON_KEY_BYTES]; /* the role's key, wiped once PRK is made */
+    uint8_t k_auth[BATON_KEY_BYTES];
+    uint8_t k_i2r[BATON_KEY_BYTES];
+    uint8_t k_r2i[BATON_KEY_BYTES];
+    uint8_t mac_i[BATON_PROOF_BYTES];
+    uint8_t transcript[BATON_HS_TRANSCRIPT_MAX];
+    size_t transcript_len;
+    unsigned n_parts;
+    uint8_t role;
+    uint8_t state;
+};
+
+/* Fills out[32] with a fresh random HELLO nonce (randombytes_buf). */
+void baton_hs_nonce(uint8_t out[BATON_NONCE_BYTES]);
+
+/* Starts a handshake for role (BATON_AUTH_ROLE_CLIENT or _PEER: the role in
+ * the initiator's HELLO) with that role's key (copied; the copy is wiped as
+ * soon as the session secrets are derived). The same call on both sides.
+ * Returns 0 or BATON_E_INVAL (bad role, NULL). */
+int baton_hs_init(struct baton_hs *hs, unsigned role, const uint8_t key[BATON_KEY_BYTES]);
+
+/* Appends one HELLO frame's exact bytes (header and payload) to the
+ * transcript T. Call exactly twice, initiator's frame first. Returns 0,
+ * BATON_E_PROTO (a third part, or after a proof was made),
+ * BATON_E_LIMIT (T would exceed BATON_HS_TRANSCRIPT_MAX). */
+int baton_hs_transcript_add(struct baton_hs *hs, const void *bytes, size_t len);
+
+/* Initiator: out = MAC_i. Requires both transcript parts (BATON_E_PROTO). */
+int baton_hs_initiator_proof(struct baton_hs *hs, uint8_t out[BATON_PROOF_BYTES]);
+
+/* Responder: checks MAC_i in constant time. Returns 0 or BATON_E_AUTH on a
+ * mismatch (the state is then failed: every later call gives BATON_E_AUTH),
+ * BATON_E_PROTO out of order. */
+int baton_hs_verify_initiator(struct baton_hs *hs, const uint8_t mac[BATON_PROOF_BYTES]);
+
+/* Responder: out = MAC_r. Only after baton_hs_verify_initiator succeeded
+ * (BATON_E_PROTO otherwise). */
+int baton_hs_responder_proof(struct baton_hs *hs, uint8_t out[BATON_PROOF_BYTES]);
+
+/* Initiator: checks MAC_r (constant time) against the MAC_i it sent.
+ * Returns 0, BATON_E_AUTH (then failed), BATON_E_PROTO out of order. */
+int baton_hs_verify_responder(struct baton_hs *hs, const uint8_t mac[BATON_PROOF_BYTES]);
+
+/* The per-direction frame keys, counters at 0: send = this side's outgoing
+ * direction, recv = incoming (initiator: send K_i2r, recv K_r2i; responder
+ * the reverse; the side is known from the calls made). Available to the
+ * initiator after verify_responder, to the responder after
+ * verify_initiator; BATON_E_PROTO before, BATON_E_AUTH after a failure. */
+int baton_hs_session_keys(struct baton_hs *hs, struct baton_frame_key *send,
+                          struct baton_frame_key *recv);
+
+/* Wipes every secret in hs. NULL-safe; hs may be reused after init. */
+void baton_hs_destroy(struct baton_hs *hs);
+
+/* ---- frames ---- */
+
+/* Per-frame MAC/AEAD state; lives on the stack or in the connection.
+ * Fields are private. */
+struct baton_mac {
+    crypto_onetimeauth_poly1305_state poly;
+    uint8_t key[BATON_KEY_BYTES]; /* encrypt mode only (keystream) */
+    uint8_t nonce[12];
+    uint8_t ks[64];     /* keystream block in use */
+    uint32_t ks_left;   /* unused bytes at the end of ks */
+    uint32_t block;     /* next ChaCha20 block counter */
+    uint64_t ad_bytes;  /* bytes of associated data so far */
+    uint64_t ct_bytes;  /* bytes of ciphertext so far */
+    uint8_t phase;      /* 0 idle, 1 AD, 2 ciphertext */
+    uint8_t encrypt;
+};
+
+/* Takes the counter of the next frame in k's direction: *counter =
+ * k->next_counter, then it is incremented. BATON_E_LIMIT once it reaches
+ * 2^64 - 1 (never wraps; the connection must then end). */
+int baton_frame_key_next(struct baton_frame_key *k, uint64_t *counter);
+
+/* Wipes the key (NULL-safe). */
+void baton_frame_key_wipe(struct baton_frame_key *k);
+
+/* MAC mode: starts the tag of frame `counter` under k. Every byte passed to
+ * baton_mac_update (header first, then the payload) is authenticated.
+ * Returns 0 or BATON_E_LIMIT (counter == 2^64 - 1). */
+int baton_mac_begin(struct baton_mac *m, const struct baton_frame_key *k, uint64_t counter);
+
+/* Adds n bytes of the frame (any chunking). Returns 0, or BATON_E_PROTO
+ * when m is not in MAC mode's AD phase (not begun, or encrypt mode after
+ * its header). */
+int baton_mac_update(struct baton_mac *m, const void *p, size_t n);
+
+/* Writes the 16-byte tag and wipes m. Returns 0 or BATON_E_PROTO (not
+ * begun). Works for both modes. */
+int baton_mac_final_tag(struct baton_mac *m, uint8_t tag[BATON_TAG_BYTES]);
+
+/* Compares the computed tag with tag in constant time and wipes m.
+ * Returns 0, BATON_E_AUTH (mismatch) or BATON_E_PROTO (not begun). */
+int baton_mac_final_verify(struct baton_mac *m, const uint8_t tag[BATON_TAG_BYTES]);
+
+/* Wipes m without producing a tag (error paths). NULL-safe. */
+void baton_mac_abort(struct baton_mac *m);
+
+/* Encrypt mode: starts frame `counter` under k with the header as
+ * associated data (copied into the MAC at once; header_len bytes).
+ * Returns 0 or BATON_E_LIMIT (counter == 2^64 - 1). */
+int baton_aead_begin(struct baton_mac *m, const struct baton_frame_key *k, uint64_t counter,
+                     const void *header, size_t header_len);
+
+/* Same with an explicit 12-byte nonce (RFC 8439 test vectors; the frame path
+ * uses baton_aead_begin). */
+void baton_aead_begin_nonce(struct baton_mac *m, const uint8_t key[BATON_KEY_BYTES],
+                            const uint8_t nonce[12], const void *ad, size_t ad_len);
+
+/* Encrypts n payload bytes from in to out (out == in, or no overlap), any
+ * chunking; the MAC covers the ciphertext. Returns 0, BATON_E_PROTO (not in
+ * encrypt mode) or BATON_E_LIMIT (payload beyond BATON_AEAD_MAX_BYTES;
+ * nothing written). */
+int baton_aead_encrypt(struct baton_mac *m, void *out, const void *in, size_t n);
+
+/* Decrypts n payload bytes (out == in, or no overlap): the ciphertext is
+ * MAC'd, then decrypted. The plaintext is not authentic until
+ * baton_mac_final_verify succeeds. Same errors as baton_aead_encrypt. */
+int baton_aead_decrypt(struct baton_mac *m, void *out, const void *in, size_t n);
+
+#endif

@@ -1,0 +1,231 @@
+/* Key files (auth.h): creation with O_EXCL and mode 0600, loading with the
+ * ownership, mode, type and size checks of DESIGN.md "Security model". */
+#include "auth/auth.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "baton/status.h"
+
+struct baton_key {
+    uint8_t bytes[BATON_KEY_BYTES];
+};
+
+static void set_err(char *err, size_t err_len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t err_len, const char *fmt, ...)
+{
+    if (err == NULL || err_len == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, err_len, fmt, ap);
+    va_end(ap);
+}
+
+int baton_auth_init(void)
+{
+    return sodium_init() < 0 ? BATON_E_IO : 0;
+}
+
+/* Writes all n bytes, retrying on EINTR and short writes. */
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int baton_key_generate_file(const char *path, char *err, size_t err_len)
+{
+    uint8_t key[BATON_KEY_BYTES];
+    int rc = 0;
+    if (path == NULL || path[0] == '\0') {
+        set_err(err, err_len, "key file: no path given");
+        return BATON_E_INVAL;
+    }
+    if (baton_auth_init() != 0) {
+        set_err(err, err_len, "%s: no random source", path);
+        return BATON_E_IO;
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        int e = errno;
+        if (e == EEXIST) {
+            set_err(err, err_len, "%s: exists; refusing to overwrite a key file", path);
+            return BATON_E_INVAL;
+        }
+        set_err(err, err_len, "%s: cannot create: %s", path, strerror(e));
+        return BATON_E_IO;
+    }
+    /* open's mode is filtered by the umask; a key file is exactly 0600 */
+    if (fchmod(fd, 0600) != 0) {
+        set_err(err, err_len, "%s: cannot set mode 0600: %s", path, strerror(errno));
+        rc = BATON_E_IO;
+        goto out;
+    }
+    randombytes_buf(key, sizeof key);
+    if (write_all(fd, key, sizeof key) != 0) {
+        set_err(err, err_len, "%s: write failed: %s", path, strerror(errno));
+        rc = BATON_E_IO;
+        goto out;
+    }
+    if (fsync(fd) != 0) {
+        set_err(err, err_len, "%s: fsync failed: %s", path, strerror(errno));
+        rc = BATON_E_IO;
+        goto out;
+    }
+out:
+    sodium_memzero(key, sizeof key);
+    if (close(fd) != 0 && rc == 0) {
+        set_err(err, err_len, "%s: close failed: %s", path, strerror(errno));
+        rc = BATON_E_IO;
+    }
+    /* we created it (O_EXCL): a half-written key file must not remain */
+    if (rc != 0)
+        unlink(path);
+    return rc;
+}
+
+/* Reads up to n bytes; returns the count read (short only at EOF) or -1. */
+static ssize_t read_full(int fd, uint8_t *p, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, p + got, n - got);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    return (ssize_t)got;
+}
+
+int baton_key_load(const char *path, uint8_t key[BATON_KEY_BYTES], char *err, size_t err_len)
+{
+    uint8_t buf[BATON_KEY_BYTES + 1];
+    struct stat st;
+    int rc = 0;
+    if (path == NULL || path[0] == '\0' || key == NULL) {
+        set_err(err, err_len, "key file: no path given");
+        return BATON_E_INVAL;
+    }
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        int e = errno;
+        struct stat lst;
+        if (e == ELOOP && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+            set_err(err, err_len, "%s: is a symbolic link; a key file must be the file itself",
+                    path);
+            return BATON_E_AUTH;
+        }
+        if (e == ENOENT) {
+            set_err(err, err_len, "%s: no such key file", path);
+            return BATON_E_NOT_FOUND;
+        }
+        set_err(err, err_len, "%s: cannot open key file: %s", path, strerror(e));
+        return BATON_E_IO;
+    }
+    if (fstat(fd, &st) != 0) {
+        set_err(err, err_len, "%s: cannot stat key file: %s", path, strerror(errno));
+        rc = BATON_E_IO;
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        set_err(err, err_len, "%s: not a regular file", path);
+        rc = BATON_E_AUTH;
+        goto out;
+    }
+    if (st.st_uid != geteuid()) {
+        set_err(err, err_len, "%s: owned by uid %u, not by the current user (uid %u)", path,
+                (unsigned)st.st_uid, (unsigned)geteuid());
+        rc = BATON_E_AUTH;
+        goto out;
+    }
+    if ((st.st_mode & 077) != 0) {
+        set_err(err, err_len,
+                "%s: mode %04o gives group or other access; a key file must be 0600 "
+                "(chmod 600 %s)",
+                path, (unsigned)(st.st_mode & 07777), path);
+        rc = BATON_E_AUTH;
+        goto out;
+    }
+    if (st.st_size != (off_t)BATON_KEY_BYTES) {
+        set_err(err, err_len,
+                "%s: %lld bytes; a key file is exactly %u raw bytes (no trailing newline; "
+                "make one with 'baton keygen')",
+                path, (long long)st.st_size, BATON_KEY_BYTES);
+        rc = BATON_E_FORMAT;
+        goto out;
+    }
+    /* one byte more than a key: a file that grew after fstat is refused too */
+    ssize_t got = read_full(fd, buf, sizeof buf);
+    if (got < 0) {
+        set_err(err, err_len, "%s: read failed: %s", path, strerror(errno));
+        rc = BATON_E_IO;
+        goto out;
+    }
+    if (got != (ssize_t)BATON_KEY_BYTES) {
+        set_err(err, err_len, "%s: changed size while being read", path);
+        rc = BATON_E_FORMAT;
+        goto out;
+    }
+    memcpy(key, buf, BATON_KEY_BYTES);
+out:
+    sodium_memzero(buf, sizeof buf);
+    close(fd);
+    return rc;
+}
+
+int baton_key_open(const char *path, struct baton_key **out, char *err, size_t err_len)
+{
+    *out = NULL;
+    if (baton_auth_init() != 0) {
+        set_err(err, err_len, "%s: libsodium initialisation failed", path ? path : "key file");
+        return BATON_E_IO;
+    }
+    struct baton_key *k = sodium_malloc(sizeof *k);
+    if (k == NULL) {
+        set_err(err, err_len, "%s: out of memory for the key", path ? path : "key file");
+        return BATON_E_NOMEM;
+    }
+    int rc = baton_key_load(path, k->bytes, err, err_len);
+    if (rc != 0) {
+        sodium_free(k);
+        return rc;
+    }
+    sodium_mprotect_readonly(k);
+    *out = k;
+    return 0;
+}
+
+const uint8_t *baton_key_bytes(const struct baton_key *k)
+{
+    return k->bytes;
+}
+
+void baton_key_free(struct baton_key *k)
+{
+    if (k == NULL)
+        return;
+    /* sodium_free makes the region writable, wipes and unmaps it */
+    sodium_free(k);
+}

@@ -1,0 +1,253 @@
+/* Key files: creation (O_EXCL, 0600, 32 bytes) and every refusal of
+ * baton_key_load (symlink, type, owner, mode, size). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "auth/auth.h"
+#include "baton/status.h"
+
+static char dir[64];
+
+static int setup(void **state)
+{
+    (void)state;
+    if (baton_auth_init() != 0)
+        return -1;
+    snprintf(dir, sizeof dir, "/tmp/baton_auth_test.XXXXXX");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    char cmd[128];
+    (void)state;
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void path_of(char *out, size_t len, const char *name)
+{
+    snprintf(out, len, "%s/%s", dir, name);
+}
+
+/* Writes n bytes of value v into a fresh file with the given mode (exactly:
+ * chmod after create, so the umask does not matter). */
+static void write_file(const char *path, size_t n, uint8_t v, mode_t mode)
+{
+    uint8_t buf[64];
+    assert_true(n <= sizeof buf);
+    memset(buf, v, n);
+    unlink(path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, buf, n), (ssize_t)n);
+    assert_int_equal(fchmod(fd, mode), 0);
+    close(fd);
+}
+
+/* Reads a whole small file with stdio, independently of the library. */
+static size_t read_file(const char *path, uint8_t *buf, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, cap, f);
+    fclose(f);
+    return n;
+}
+
+/* Expects baton_key_load to refuse path with want_rc, leave the key buffer
+ * untouched and name the file and `reason` in the message. */
+static void expect_refused(const char *path, int want_rc, const char *reason)
+{
+    uint8_t key[BATON_KEY_BYTES];
+    uint8_t sentinel[BATON_KEY_BYTES];
+    char err[512] = "";
+    memset(key, 0xA5, sizeof key);
+    memset(sentinel, 0xA5, sizeof sentinel);
+    assert_int_equal(baton_key_load(path, key, err, sizeof err), want_rc);
+    assert_memory_equal(key, sentinel, sizeof key);
+    if (strstr(err, path) == NULL || strstr(err, reason) == NULL)
+        fail_msg("message '%s' should name '%s' and say '%s'", err, path, reason);
+}
+
+static void test_generate_and_load(void **state)
+{
+    char p1[128], p2[128];
+    uint8_t file[64], file2[64], key[BATON_KEY_BYTES];
+    struct stat st;
+    char err[256];
+    (void)state;
+    path_of(p1, sizeof p1, "gen1.key");
+    path_of(p2, sizeof p2, "gen2.key");
+    mode_t old = umask(0); /* the file must still be 0600, not 0666 & ~umask */
+    int rc = baton_key_generate_file(p1, err, sizeof err);
+    umask(old);
+    assert_int_equal(rc, 0);
+    assert_int_equal(baton_key_generate_file(p2, err, sizeof err), 0);
+    assert_int_equal(lstat(p1, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    assert_int_equal(st.st_mode & 07777, 0600);
+    assert_int_equal(st.st_uid, geteuid());
+    assert_int_equal(read_file(p1, file, sizeof file), BATON_KEY_BYTES);
+    assert_int_equal(read_file(p2, file2, sizeof file2), BATON_KEY_BYTES);
+    /* 32 random bytes each: equal keys would mean a broken generator */
+    assert_memory_not_equal(file, file2, BATON_KEY_BYTES);
+    assert_int_equal(baton_key_load(p1, key, err, sizeof err), 0);
+    assert_memory_equal(key, file, BATON_KEY_BYTES);
+
+    struct baton_key *k = NULL;
+    assert_int_equal(baton_key_open(p2, &k, err, sizeof err), 0);
+    assert_non_null(k);
+    assert_memory_equal(baton_key_bytes(k), file2, BATON_KEY_BYTES);
+    baton_key_free(k);
+    baton_key_free(NULL);
+}
+
+static void test_generate_refuses_existing(void **state)
+{
+    char p[128], link[128], target[128];
+    uint8_t before[64], after[64];
+    char err[256] = "";
+    struct stat st;
+    (void)state;
+    path_of(p, sizeof p, "exists.key");
+    write_file(p, 32, 0x11, 0600);
+    assert_int_equal(read_file(p, before, sizeof before), 32);
+    assert_int_equal(baton_key_generate_file(p, err, sizeof err), BATON_E_INVAL);
+    assert_non_null(strstr(err, "exists"));
+    assert_non_null(strstr(err, p));
+    assert_int_equal(read_file(p, after, sizeof after), 32);
+    assert_memory_equal(before, after, 32);
+
+    /* a dangling symlink: nothing may be created through it */
+    path_of(link, sizeof link, "dangling.key");
+    path_of(target, sizeof target, "target-not-created");
+    assert_int_equal(symlink(target, link), 0);
+    assert_int_equal(baton_key_generate_file(link, err, sizeof err), BATON_E_INVAL);
+    assert_int_equal(lstat(target, &st), -1);
+}
+
+static void test_load_symlink(void **state)
+{
+    char p[128], link[128];
+    (void)state;
+    path_of(p, sizeof p, "real.key");
+    path_of(link, sizeof link, "link.key");
+    write_file(p, 32, 0x22, 0600);
+    assert_int_equal(symlink(p, link), 0);
+    expect_refused(link, BATON_E_AUTH, "symbolic link");
+}
+
+static void test_load_modes(void **state)
+{
+    char p[128];
+    uint8_t key[BATON_KEY_BYTES], want[BATON_KEY_BYTES];
+    (void)state;
+    path_of(p, sizeof p, "mode.key");
+    write_file(p, 32, 0x33, 0640);
+    expect_refused(p, BATON_E_AUTH, "mode 0640");
+    write_file(p, 32, 0x33, 0604);
+    expect_refused(p, BATON_E_AUTH, "mode 0604");
+    write_file(p, 32, 0x33, 0610);
+    expect_refused(p, BATON_E_AUTH, "mode 0610");
+    write_file(p, 32, 0x33, 0601);
+    expect_refused(p, BATON_E_AUTH, "mode 0601");
+    /* owner-only modes are fine, read-only ones included */
+    memset(want, 0x33, sizeof want);
+    write_file(p, 32, 0x33, 0400);
+    assert_int_equal(baton_key_load(p, key, NULL, 0), 0);
+    assert_memory_equal(key, want, sizeof key);
+    write_file(p, 32, 0x33, 0700);
+    assert_int_equal(baton_key_load(p, key, NULL, 0), 0);
+}
+
+static void test_load_sizes(void **state)
+{
+    char p[128];
+    uint8_t key[BATON_KEY_BYTES], want[BATON_KEY_BYTES];
+    (void)state;
+    path_of(p, sizeof p, "size.key");
+    write_file(p, 31, 0x44, 0600);
+    expect_refused(p, BATON_E_FORMAT, "31 bytes");
+    write_file(p, 33, 0x44, 0600);
+    expect_refused(p, BATON_E_FORMAT, "33 bytes");
+    write_file(p, 0, 0x44, 0600);
+    expect_refused(p, BATON_E_FORMAT, "0 bytes");
+
+    /* 32 bytes and a trailing newline: 33 bytes, refused */
+    uint8_t nl[33];
+    memset(nl, 0x44, 32);
+    nl[32] = '\n';
+    unlink(p);
+    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, nl, sizeof nl), (ssize_t)sizeof nl);
+    close(fd);
+    expect_refused(p, BATON_E_FORMAT, "no trailing newline");
+
+    write_file(p, 32, 0x44, 0600);
+    memset(want, 0x44, sizeof want);
+    assert_int_equal(baton_key_load(p, key, NULL, 0), 0);
+    assert_memory_equal(key, want, sizeof key);
+}
+
+static void test_load_not_regular(void **state)
+{
+    char d[128], fifo[128];
+    (void)state;
+    path_of(d, sizeof d, "a-directory");
+    assert_int_equal(mkdir(d, 0700), 0);
+    expect_refused(d, BATON_E_AUTH, "not a regular file");
+    /* O_NONBLOCK: opening a FIFO with no writer must not hang */
+    path_of(fifo, sizeof fifo, "a-fifo");
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    expect_refused(fifo, BATON_E_AUTH, "not a regular file");
+}
+
+static void test_load_missing(void **state)
+{
+    char p[128];
+    (void)state;
+    path_of(p, sizeof p, "missing.key");
+    expect_refused(p, BATON_E_NOT_FOUND, "no such key file");
+}
+
+static void test_load_not_owned(void **state)
+{
+    char p[128];
+    (void)state;
+    if (geteuid() != 0) {
+        /* only root can give a file away; the check is the same comparison */
+        skip();
+    }
+    path_of(p, sizeof p, "nobody.key");
+    write_file(p, 32, 0x55, 0600);
+    assert_int_equal(chown(p, 65534, 65534), 0);
+    expect_refused(p, BATON_E_AUTH, "owned by uid 65534");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_generate_and_load),
+        cmocka_unit_test(test_generate_refuses_existing),
+        cmocka_unit_test(test_load_symlink),
+        cmocka_unit_test(test_load_modes),
+        cmocka_unit_test(test_load_sizes),
+        cmocka_unit_test(test_load_not_regular),
+        cmocka_unit_test(test_load_missing),
+        cmocka_unit_test(test_load_not_owned),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
