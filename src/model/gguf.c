@@ -899,6 +899,35 @@ int baton_gguf_kv_string(const struct baton_gguf_kv *kv, const char **ptr, size_
     return 0;
 }
 
+int baton_gguf_kv_raw(const struct baton_gguf_kv *kv, const void **ptr, size_t *len)
+{
+    const uint8_t *start, *end;
+
+    /* every bound below was checked against the file when it was opened */
+    if (kv->type == BATON_GGUF_STRING) {
+        start = kv->val - 8;
+        end = kv->val + kv->str_len;
+    } else if (kv->type == BATON_GGUF_ARRAY) {
+        start = kv->val - 12;
+        if (kv->count == 0) {
+            end = kv->val;
+        } else if (kv->elem_type == BATON_GGUF_STRING) {
+            struct baton_gguf_scalar last;
+
+            decode_scalar(BATON_GGUF_STRING, kv->val + kv->elem_offs[kv->count - 1], &last);
+            end = (const uint8_t *)last.v.str.ptr + last.v.str.len;
+        } else {
+            end = kv->val + kv->count * fixed_size(kv->elem_type);
+        }
+    } else {
+        start = kv->val;
+        end = kv->val + fixed_size(kv->type);
+    }
+    *ptr = start;
+    *len = (size_t)(end - start);
+    return 0;
+}
+
 int baton_gguf_kv_array(const struct baton_gguf_kv *kv, uint32_t *elem_type, uint64_t *count)
 {
     if (kv->type != BATON_GGUF_ARRAY)

@@ -176,6 +176,12 @@ int baton_gguf_kv_f32(const struct baton_gguf_kv *kv, float *out);
 int baton_gguf_kv_bool(const struct baton_gguf_kv *kv, int *out);
 int baton_gguf_kv_string(const struct baton_gguf_kv *kv, const char **ptr, size_t *len);
 
+/* The value's bytes exactly as stored after the pair's u32 value type:
+ * a scalar's bytes, a string's u64 length and bytes, or an array's u32
+ * element type, u64 count and elements. Points into the file; used to copy
+ * metadata unchanged (baton quantize). */
+int baton_gguf_kv_raw(const struct baton_gguf_kv *kv, const void **ptr, size_t *len);
+
 /* Array pairs: element type and count. BATON_E_TYPE if not an array. */
 int baton_gguf_kv_array(const struct baton_gguf_kv *kv, uint32_t *elem_type, uint64_t *count);
 

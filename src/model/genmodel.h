@@ -1,0 +1,40 @@
+/* Deterministic synthetic llama GGUF models (`baton gen-model`) and weight
+ * conversion (`baton quantize`), for benchmarks and tests that need models
+ * of a given size and type. The files use llama.cpp's tensor names and
+ * metadata keys, so llama.cpp loads them too. */
+#ifndef BATON_MODEL_GENMODEL_H
+#define BATON_MODEL_GENMODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct baton_gen_model_config {
+    uint32_t n_layer, n_embd, n_ff, n_head, n_head_kv;
+    uint32_t n_vocab;       /* synthetic vocabulary size (>= 300), unless vocab_from */
+    uint32_t n_ctx;         /* llama.context_length */
+    uint32_t type;          /* weight type of the matrices: F32, F16, Q8_0 or Q4_0 */
+    uint64_t seed;
+    const char *vocab_from; /* GGUF whose tokenizer.* keys are copied, or NULL */
+    const char *out_path;
+};
+
+/* Writes the model. Weights: uniform in [-1/sqrt(fan_in), 1/sqrt(fan_in)]
+ * from a xorshift64* stream seeded with seed (same seed, same bytes), norm
+ * weights 1 + small noise. Matrices are converted to cfg->type (ne[0] must
+ * be a multiple of 32 for the block types); norms stay F32.
+ * Returns 0 or a negative status with a message in err. */
+int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t err_len);
+
+/* Copies a GGUF, converting every 2-D F32/F16 tensor whose ne[0] is a
+ * multiple of 32 to type (Q8_0 or Q4_0, or F16/F32); other tensors and all
+ * metadata are copied unchanged. Returns 0 or a negative status with a
+ * message in err. */
+int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type, char *err,
+                        size_t err_len);
+
+/* Converts n_rows rows of row_len floats to type into dst (row_len a
+ * multiple of the type's block). Returns 0 or BATON_E_UNSUPPORTED. */
+int baton_convert_rows(uint32_t type, const float *src, uint64_t n_rows, uint64_t row_len,
+                       void *dst);
+
+#endif
