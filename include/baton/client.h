@@ -7,7 +7,10 @@
  * then unusable (BATON_E_IO for every later call).
  *
  * Errors: 0 on success, or a negative enum baton_status. A status the server
- * sent back is returned as is (e.g. BATON_E_NOT_OWNED).
+ * sent back is returned as is (e.g. BATON_E_NOT_OWNED). On an authenticated
+ * connection a reply whose tag does not verify gives BATON_E_AUTH and the
+ * connection is dead; GET data already written to the caller's memory is
+ * then not to be used.
  */
 #ifndef BATON_CLIENT_H
 #define BATON_CLIENT_H
@@ -38,6 +41,34 @@ int baton_conn_connect(const char *host, uint16_t port, int timeout_ms, struct b
  * failure) and performs HELLO. Used for in-process servers (socketpair). */
 int baton_conn_adopt_fd(int fd, int timeout_ms, struct baton_conn **out);
 
+struct baton_key; /* src/auth/auth.h: a key loaded with baton_key_open */
+
+/* How to connect (the plain functions above are these with key NULL and
+ * the client role). */
+struct baton_conn_options {
+    int timeout_ms;              /* connect and every later call, as above */
+    /* With a key, HELLO is followed by AUTH (docs/PROTOCOL.md): both sides
+     * prove the key over the two HELLO frames, and every later frame carries
+     * a 16-byte tag (payloads also encrypted when the server's HELLO sets
+     * BATON_FEATURE_ENCRYPT). A server that offers no authentication is
+     * refused, and so is a server that requires it when key is NULL
+     * (BATON_E_AUTH). A wrong key gives BATON_E_AUTH. The key is only read
+     * during the call (borrowed). */
+    const struct baton_key *key;
+    uint8_t role;                /* BATON_ROLE_CLIENT (also when 0) or BATON_ROLE_PEER */
+};
+
+/* baton_conn_connect / baton_conn_adopt_fd with options (see above). Also
+ * BATON_E_INVAL for a role other than client or peer (fd closed). */
+int baton_conn_connect_ex(const char *host, uint16_t port, const struct baton_conn_options *o,
+                          struct baton_conn **out);
+int baton_conn_adopt_fd_ex(int fd, const struct baton_conn_options *o, struct baton_conn **out);
+
+/* 1 once AUTH succeeded (every frame carries a tag), else 0. */
+int baton_conn_authenticated(const struct baton_conn *c);
+/* 1 when payloads are encrypted as well, else 0. */
+int baton_conn_encrypted(const struct baton_conn *c);
+
 /* Closes the socket and frees c (NULL-safe). Outstanding replies are dropped. */
 void baton_conn_close(struct baton_conn *c);
 /* Deadline of each later call (each reply of baton_conn_wait) in ms; < 0: none. */
@@ -49,7 +80,8 @@ int baton_conn_is_dead(const struct baton_conn *c);
 /* The server's HELLO reply (features, chosen version). */
 const struct baton_hello *baton_conn_server_hello(const struct baton_conn *c);
 
-/* Counters for one command id (1..BATON_CMD_LIMIT-1); zeroes for others. */
+/* Counters for one command id (1..BATON_CMD_LIMIT-1); zeroes for others.
+ * Byte counts include the 16-byte tag of each frame after AUTH. */
 struct baton_cmd_stats baton_conn_stats(const struct baton_conn *c, uint32_t cmd);
 void baton_conn_reset_stats(struct baton_conn *c);
 

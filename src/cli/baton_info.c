@@ -1,13 +1,16 @@
-/* `baton info --servers host:port,...|local [--timeout MS]`: connects to each
- * server, performs HELLO and prints its DEVICE_INFO. `local` asks an
- * in-process server (the one `baton run --servers local` would use). Exit 0
- * when every server answered, 1 when any failed, 2 on a usage error. */
+/* `baton info --servers host:port,...|local [--timeout MS] [--key FILE]`:
+ * connects to each server, performs HELLO (and AUTH with a key: --key or
+ * BATON_KEY_FILE) and prints its DEVICE_INFO. `local` asks an in-process
+ * server (the one `baton run --servers local` would use). Exit 0 when every
+ * server answered, 1 when any failed (or the key file is refused), 2 on a
+ * usage error. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "auth/auth.h"
 #include "baton/client.h"
 #include "cli/cli.h"
 #include "core/ops.h"
@@ -18,8 +21,11 @@
 static void info_usage(FILE *f)
 {
     fputs("usage: baton info --servers HOST:PORT[,HOST:PORT...]|local [--timeout MS]\n"
+          "                  [--key FILE]\n"
           "  prints each server's device info (memory, limits, types, ops)\n"
-          "  --timeout MS   connect and reply deadline per server (default 5000)\n",
+          "  --timeout MS   connect and reply deadline per server (default 5000)\n"
+          "  --key FILE     client key for servers started with batond --key\n"
+          "                 (default: $BATON_KEY_FILE)\n",
           f);
 }
 
@@ -47,12 +53,14 @@ static void print_info(const char *name, const struct baton_device_info *d)
 
 /* Connects to an in-process server over a socketpair. *srv must be
  * destroyed after the connection is closed. */
-static int connect_local(int timeout_ms, struct baton_server **srv, struct baton_conn **c)
+static int connect_local(const struct baton_conn_options *o, struct baton_server **srv,
+                         struct baton_conn **c)
 {
     struct baton_server_config cfg;
     int sv[2], rc;
     baton_server_config_default(&cfg);
     cfg.quiet = 1;
+    cfg.client_key = o->key;
     rc = baton_server_create(&cfg, srv);
     if (rc != 0)
         return rc;
@@ -63,10 +71,10 @@ static int connect_local(int timeout_ms, struct baton_server **srv, struct baton
         close(sv[1]);
         return rc;
     }
-    return baton_conn_adopt_fd(sv[1], timeout_ms, c);
+    return baton_conn_adopt_fd_ex(sv[1], o, c);
 }
 
-static int info_one(const char *spec, int timeout_ms)
+static int info_one(const char *spec, const struct baton_conn_options *o)
 {
     char host[256];
     uint16_t port;
@@ -75,20 +83,27 @@ static int info_one(const char *spec, int timeout_ms)
     struct baton_device_info d;
     int rc;
     if (!strcmp(spec, "local")) {
-        rc = connect_local(timeout_ms, &srv, &c);
+        rc = connect_local(o, &srv, &c);
     } else if (baton_net_split_hostport(spec, host, sizeof host, &port) != 0) {
         fprintf(stderr, "baton info: %s: expected HOST:PORT\n", spec);
         return 2;
     } else {
-        rc = baton_conn_connect(host, port, timeout_ms, &c);
+        rc = baton_conn_connect_ex(host, port, o, &c);
     }
     if (rc == 0)
         rc = baton_device_info(c, &d);
-    if (rc == 0)
+    if (rc == 0) {
         print_info(spec, &d);
+        printf("  auth        %s\n", !baton_conn_authenticated(c) ? "none"
+                                     : baton_conn_encrypted(c)    ? "key, frames MAC'd and encrypted"
+                                                                  : "key, frames MAC'd");
+    }
     else
-        fprintf(stderr, "baton info: %s: %s (%s)\n", spec, baton_status_str(rc),
-                baton_status_name(rc));
+        fprintf(stderr, "baton info: %s: %s (%s)%s\n", spec, baton_status_str(rc),
+                baton_status_name(rc),
+                rc != BATON_E_AUTH ? ""
+                : o->key      ? "; the server has another key, or requires none"
+                              : "; the server requires a key: give --key FILE");
     baton_conn_close(c);
     baton_server_destroy(srv);
     return rc == 0 ? 0 : 1;
@@ -96,7 +111,8 @@ static int info_one(const char *spec, int timeout_ms)
 
 int baton_cmd_info(int argc, char **argv)
 {
-    const char *servers = NULL;
+    const char *servers = NULL, *key_path = getenv("BATON_KEY_FILE");
+    struct baton_key *key = NULL;
     int timeout_ms = 5000;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -105,6 +121,9 @@ int baton_cmd_info(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--servers") && v) {
             servers = v;
+            i++;
+        } else if (!strcmp(a, "--key") && v) {
+            key_path = v;
             i++;
         } else if (!strcmp(a, "--timeout") && v) {
             char *end;
@@ -117,8 +136,9 @@ int baton_cmd_info(int argc, char **argv)
             i++;
         } else {
             fprintf(stderr, "baton info: %s: %s\n", a,
-                    (!strcmp(a, "--servers") || !strcmp(a, "--timeout")) ? "needs a value"
-                                                                          : "unknown argument");
+                    (!strcmp(a, "--servers") || !strcmp(a, "--timeout") || !strcmp(a, "--key"))
+                        ? "needs a value"
+                        : "unknown argument");
             info_usage(stderr);
             return 2;
         }
@@ -128,17 +148,32 @@ int baton_cmd_info(int argc, char **argv)
         info_usage(stderr);
         return 2;
     }
+    if (key_path && *key_path) {
+        char err[256];
+        int rc = baton_auth_init();
+        if (rc == 0)
+            rc = baton_key_open(key_path, &key, err, sizeof err);
+        else
+            snprintf(err, sizeof err, "no usable random source (libsodium)");
+        if (rc != 0) {
+            fprintf(stderr, "baton info: --key: %s\n", err);
+            return 1;
+        }
+    }
+    struct baton_conn_options o = {.timeout_ms = timeout_ms, .key = key};
     char *list = strdup(servers), *save = NULL;
     int code = 0;
     if (!list) {
         fprintf(stderr, "baton info: out of memory\n");
+        baton_key_free(key);
         return 1;
     }
     for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        int r = info_one(tok, timeout_ms);
+        int r = info_one(tok, &o);
         if (r > code)
             code = r;
     }
     free(list);
+    baton_key_free(key);
     return code;
 }

@@ -9,9 +9,13 @@ static void usage(FILE *f)
     fputs("usage: baton COMMAND [OPTIONS]\n"
           "\n"
           "commands:\n"
-          "  run      generate text with a GGUF model split across batond servers\n"
-          "  info     print DEVICE_INFO of servers\n"
-          "  inspect  print a GGUF file's metadata and tensor table\n"
+          "  run        generate text with a GGUF model split across batond servers\n"
+          "  info       print DEVICE_INFO of servers\n"
+          "  inspect    print a GGUF file's metadata and tensor table\n"
+          "  bench      prefill/decode speed, TTFT, TPOT and per-step traffic\n"
+          "  gen-model  write a deterministic synthetic llama GGUF\n"
+          "  quantize   convert a GGUF's matrices to q8_0, q4_0 or f16\n"
+          "  keygen     write a new key file (-o FILE) for authenticated servers\n"
           "\n"
           "`baton COMMAND --help` describes each command. `baton --version` prints the version.\n",
           f);
@@ -36,8 +40,16 @@ int main(int argc, char **argv)
         return baton_cmd_run(argc - 1, argv + 1);
     if (strcmp(argv[1], "info") == 0)
         return baton_cmd_info(argc - 1, argv + 1);
+    if (strcmp(argv[1], "bench") == 0)
+        return baton_cmd_bench(argc - 1, argv + 1);
+    if (strcmp(argv[1], "gen-model") == 0)
+        return baton_cmd_gen_model(argc - 1, argv + 1);
+    if (strcmp(argv[1], "quantize") == 0)
+        return baton_cmd_quantize(argc - 1, argv + 1);
     if (strcmp(argv[1], "inspect") == 0)
         return baton_cmd_inspect(argc - 1, argv + 1);
+    if (strcmp(argv[1], "keygen") == 0)
+        return baton_cmd_keygen(argc - 1, argv + 1);
     fprintf(stderr, "baton: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;

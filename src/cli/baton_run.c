@@ -31,6 +31,9 @@ static void run_usage(FILE *f)
           "  --seed S             sampler seed (default 0)\n"
           "  --threads N          compute threads of in-process stages (default 1)\n"
           "  --timeout MS         deadline of every server call (default 30000)\n"
+          "  --key FILE           client key (baton keygen) for servers started with\n"
+          "                       batond --key; with --servers local the in-process\n"
+          "                       stages authenticate too\n"
           "  --stats              print per-step command and byte statistics\n"
           "  --ids-file FILE      write prompt and generated token ids as JSON\n"
           "  --quiet              do not stream the generated text\n"
@@ -39,7 +42,8 @@ static void run_usage(FILE *f)
           "                       two largest logits over the run (near-tie check)\n"
           "  --help               this text\n"
           "\n"
-          "Environment: BATON_SERVERS is used when --servers is not given.\n"
+          "Environment: BATON_SERVERS is used when --servers is not given, BATON_KEY_FILE\n"
+          "when --key is not given.\n"
           "Exit status: 0 success, 1 failure (the message names the stage and endpoint),\n"
           "2 usage error.\n",
           f);
@@ -79,7 +83,8 @@ int baton_cmd_run(int argc, char **argv)
 {
     enum {
         O_MODEL = 256, O_PROMPT, O_SERVERS, O_SPLIT, O_CTX, O_UBATCH, O_TEMP, O_TOPK, O_TOPP,
-        O_SEED, O_THREADS, O_TIMEOUT, O_STATS, O_IDS, O_QUIET, O_IGNORE_EOS, O_GAP, O_HELP
+        O_SEED, O_THREADS, O_TIMEOUT, O_STATS, O_IDS, O_QUIET, O_IGNORE_EOS, O_GAP, O_HELP,
+        O_KEY
     };
     static const struct option opts[] = {
         {"model", required_argument, 0, O_MODEL},     {"prompt", required_argument, 0, O_PROMPT},
@@ -91,6 +96,7 @@ int baton_cmd_run(int argc, char **argv)
         {"stats", no_argument, 0, O_STATS},           {"ids-file", required_argument, 0, O_IDS},
         {"quiet", no_argument, 0, O_QUIET},           {"help", no_argument, 0, O_HELP},
         {"ignore-eos", no_argument, 0, O_IGNORE_EOS}, {"report-gap", no_argument, 0, O_GAP},
+        {"key", required_argument, 0, O_KEY},
         {0, 0, 0, 0}};
     struct baton_run_config cfg;
     uint32_t u;
@@ -99,6 +105,8 @@ int baton_cmd_run(int argc, char **argv)
     baton_run_config_default(&cfg);
     if (getenv("BATON_SERVERS") && *getenv("BATON_SERVERS"))
         cfg.servers = getenv("BATON_SERVERS");
+    if (getenv("BATON_KEY_FILE") && *getenv("BATON_KEY_FILE"))
+        cfg.key_path = getenv("BATON_KEY_FILE");
     optind = 1;
     while ((c = getopt_long(argc, argv, "n:h", opts, NULL)) != -1) {
         switch (c) {
@@ -140,6 +148,7 @@ int baton_cmd_run(int argc, char **argv)
         case O_QUIET: cfg.quiet = 1; break;
         case O_IGNORE_EOS: cfg.ignore_eos = 1; break;
         case O_GAP: cfg.report_gap = 1; break;
+        case O_KEY: cfg.key_path = optarg; break;
         case 'h':
         case O_HELP: run_usage(stdout); return 0;
         default: run_usage(stderr); return 2;

@@ -1,10 +1,24 @@
 /* batond: the baton tensor server (DESIGN.md, docs/PROTOCOL.md).
  *
  *   batond [--host 127.0.0.1] [--port 7340] [--port-file F] [--threads N]
- *          [--quiet] [--help] [--version]
+ *          [--key FILE [--peer-key FILE] [--encrypt]] [--insecure-no-auth]
+ *          [--policy FILE] [--SETTING VALUE]... [--print-policy]
+ *          [--no-seccomp] [--quiet] [--help] [--version]
  *
- * Listens on loopback only until authentication exists. --port 0 picks a
- * free port; the port actually bound is written (atomically: temp file in
+ * Every limit comes from the policy (src/server/policy.h,
+ * policy/batond.policy): defaults, then the --policy file, then command-line
+ * flags, which override the file wherever they stand. Each policy key is
+ * also a flag (--max-connections 16, --handshake-timeout 1s; a --peer on the
+ * command line replaces the file's peer list; --key/--peer-key override
+ * key_file/peer_key_file). --print-policy prints the resulting policy and
+ * exits. After setup (keys loaded, listening, port file written) batond
+ * installs the seccomp allow-list of policy/seccomp.list for all its
+ * threads (src/server/sandbox.h); --no-seccomp skips it, for sanitizer and
+ * debugging runs (sanitizer builds skip it by default).
+ *
+ * Listens on loopback unless given a key (--key) or --insecure-no-auth
+ * (SECURITY.md). --port 0 picks a free port; the port actually bound is
+ * written (atomically: temp file in
  * the same directory, then rename) to --port-file once listening, so a test
  * can start batond and wait for that file. SIGTERM/SIGINT drain the server
  * (no new connections, requests in flight finish) and exit 0. Exit 1 on a
@@ -20,9 +34,12 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "auth/auth.h"
 #include "baton/status.h"
 #include "core/limits.h"
 #include "net/net.h"
+#include "server/policy.h"
+#include "server/sandbox.h"
 #include "server/server.h"
 
 static struct baton_server *g_server;
@@ -38,12 +55,28 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: batond [--host ADDR] [--port N] [--port-file FILE] [--threads N]\n"
-            "              [--quiet] [--help] [--version]\n"
-            "  --host ADDR       address to listen on (default 127.0.0.1; loopback only\n"
-            "                    until authentication exists)\n"
+            "              [--key FILE [--peer-key FILE] [--encrypt]] [--insecure-no-auth]\n"
+            "              [--policy FILE] [--SETTING VALUE]... [--print-policy]\n"
+            "              [--no-seccomp] [--quiet] [--help] [--version]\n"
+            "  --host ADDR       address to listen on (default 127.0.0.1; another address\n"
+            "                    needs --key, or --insecure-no-auth)\n"
             "  --port N          TCP port (default %d; 0 picks a free port)\n"
             "  --port-file FILE  write the bound port to FILE (atomically) once listening\n"
             "  --threads N       compute threads per graph (default 1)\n"
+            "  --key FILE        client key (baton keygen): every connection must\n"
+            "                    authenticate; frames after AUTH carry a MAC\n"
+            "  --peer-key FILE   peer key: lets peer-role connections authenticate\n"
+            "                    (needs --key)\n"
+            "  --encrypt         also encrypt payloads after AUTH (needs --key)\n"
+            "  --insecure-no-auth  allow a non-loopback --host without keys (anyone\n"
+            "                    who reaches the port can use this server; logs a warning)\n"
+            "  --policy FILE     read limits and settings from FILE (policy/batond.policy\n"
+            "                    documents every key); flags override it\n"
+            "  --SETTING VALUE   any policy key as a flag, '_' or '-' alike, e.g.\n"
+            "                    --max-connections 16 --handshake-timeout 1s\n"
+            "  --print-policy    print the resulting policy and exit\n"
+            "  --no-seccomp      do not install the seccomp allow-list (sanitizers,\n"
+            "                    debugging)\n"
             "  --quiet           no per-connection or error log lines\n",
             BATON_DEFAULT_PORT);
 }
@@ -82,14 +115,90 @@ static int write_port_file(const char *path, uint16_t port)
     return 0;
 }
 
+/* Usage rules of the key options, and the secure default: a non-loopback
+ * address needs a key, or --insecure-no-auth. Returns 0 or exit code 2. */
+static int check_auth_options(const char *key_path, const char *peer_key_path,
+                              const struct baton_server_config *cfg, const char *host)
+{
+    if (peer_key_path && !key_path) {
+        fprintf(stderr, "batond: --peer-key (peer_key_file) needs --key (key_file), the client key\n");
+        return 2;
+    }
+    if (cfg->encrypt && !key_path) {
+        fprintf(stderr, "batond: --encrypt (encrypt = yes) needs --key (key_file)\n");
+        return 2;
+    }
+    if (cfg->insecure_no_auth && key_path) {
+        fprintf(stderr, "batond: --insecure-no-auth contradicts --key\n");
+        return 2;
+    }
+    if (!key_path && !cfg->insecure_no_auth && !baton_net_host_is_loopback(host)) {
+        fprintf(stderr,
+                "batond: refusing to listen on %s: it is not a loopback address and no key "
+                "was given (anyone who reaches the port could use this server's memory); "
+                "use --key FILE (baton keygen), or --insecure-no-auth on a trusted network\n",
+                host);
+        return 2;
+    }
+    return 0;
+}
+
+/* Opens a key file (auth.h refuses group/world-accessible, foreign,
+ * symlinked or wrongly sized files). Prints the reason and returns -1 on
+ * failure. */
+static int load_key(const char *opt, const char *path, struct baton_key **out)
+{
+    char err[256];
+    int rc = baton_auth_init();
+    if (rc == 0)
+        rc = baton_key_open(path, out, err, sizeof err);
+    else
+        snprintf(err, sizeof err, "no random source (libsodium)");
+    if (rc != 0) {
+        fprintf(stderr, "batond: %s: %s\n", opt, err);
+        return -1;
+    }
+    return 0;
+}
+
+/* The policy file named by --policy, if any (read before the other flags,
+ * which override it). Returns 0, or 2 after printing the error. */
+static int load_policy_arg(int argc, char **argv, struct baton_policy *pol)
+{
+    char err[512];
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--policy") != 0)
+            continue;
+        if (i + 1 >= argc) {
+            fprintf(stderr, "batond: --policy needs a value\n");
+            return 2;
+        }
+        if (baton_policy_load(pol, argv[i + 1], err, sizeof err) != 0) {
+            fprintf(stderr, "batond: policy: %s\n", err);
+            return 2;
+        }
+        i++;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    const char *host = "127.0.0.1", *port_file = NULL;
-    uint16_t port = BATON_DEFAULT_PORT, bound = 0;
+    static struct baton_policy pol;
+    char err[512];
+    int print_policy = 0, cli_peers = 0;
+    int use_seccomp = !baton_sandbox_sanitizer_build();
+    const char *host, *port_file = NULL;
+    const char *key_path = NULL, *peer_key_path = NULL;
+    struct baton_key *client_key = NULL, *peer_key = NULL;
+    uint16_t port, bound = 0;
     struct baton_server_config cfg;
     int rc, code = 1;
 
     baton_server_config_default(&cfg);
+    baton_policy_default(&pol);
+    if (load_policy_arg(argc, argv, &pol) != 0)
+        return 2;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -101,11 +210,20 @@ int main(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--quiet")) {
             cfg.quiet = 1;
+        } else if (!strcmp(a, "--no-seccomp")) {
+            use_seccomp = 0;
+        } else if (!strcmp(a, "--print-policy")) {
+            print_policy = 1;
+        } else if (!strcmp(a, "--policy") && v) {
+            i++; /* read by load_policy_arg */
         } else if (!strcmp(a, "--host") && v) {
-            host = v;
+            if (baton_policy_set(&pol, "bind", v, err, sizeof err) != 0) {
+                fprintf(stderr, "batond: --host: not an address: %s\n", v);
+                return 2;
+            }
             i++;
         } else if (!strcmp(a, "--port") && v) {
-            if (baton_net_parse_port(v, &port) != 0) {
+            if (baton_net_parse_port(v, &pol.port) != 0) {
                 fprintf(stderr, "batond: --port: not a port number: %s\n", v);
                 return 2;
             }
@@ -114,13 +232,39 @@ int main(int argc, char **argv)
             port_file = v;
             i++;
         } else if (!strcmp(a, "--threads") && v) {
-            if (parse_u32(v, 1, 64, &cfg.n_threads) != 0) {
+            if (parse_u32(v, 1, 64, &pol.threads) != 0) {
                 fprintf(stderr, "batond: --threads: expected 1..64, got %s\n", v);
                 return 2;
             }
             i++;
+        } else if (!strcmp(a, "--key") && v) {
+            key_path = v;
+            i++;
+        } else if (!strcmp(a, "--peer-key") && v) {
+            peer_key_path = v;
+            i++;
+        } else if (!strcmp(a, "--encrypt")) {
+            cfg.encrypt = 1;
+        } else if (!strcmp(a, "--insecure-no-auth")) {
+            cfg.insecure_no_auth = 1;
+        } else if (!strcmp(a, "--key") || !strcmp(a, "--peer-key")) {
+            fprintf(stderr, "batond: %s needs a value\n", a);
+            usage(stderr);
+            return 2;
+        } else if (!strncmp(a, "--", 2) && baton_policy_key_known(a + 2) && v) {
+            /* a policy setting; a --peer list replaces the file's */
+            if (!cli_peers && !strcmp(a + 2, "peer")) {
+                pol.n_peers = 0;
+                cli_peers = 1;
+            }
+            if (baton_policy_set(&pol, a + 2, v, err, sizeof err) != 0) {
+                fprintf(stderr, "batond: %s\n", err);
+                return 2;
+            }
+            i++;
         } else if (!strcmp(a, "--host") || !strcmp(a, "--port") || !strcmp(a, "--port-file") ||
-                   !strcmp(a, "--threads")) {
+                   !strcmp(a, "--threads") || !strcmp(a, "--policy") ||
+                   (!strncmp(a, "--", 2) && baton_policy_key_known(a + 2))) {
             fprintf(stderr, "batond: %s needs a value\n", a);
             usage(stderr);
             return 2;
@@ -131,24 +275,59 @@ int main(int argc, char **argv)
         }
     }
 
+    if (print_policy) {
+        size_t need = baton_policy_format(&pol, NULL, 0);
+        char *text = malloc(need + 1);
+        if (!text)
+            return 1;
+        baton_policy_format(&pol, text, need + 1);
+        fputs(text, stdout);
+        free(text);
+        return 0;
+    }
+    {
+        /* the policy gives every limit; quiet and insecure_no_auth are flags
+         * only, and --encrypt adds to `encrypt` */
+        struct baton_server_config flags = cfg;
+        if (baton_policy_apply(&pol, &cfg, err, sizeof err) != 0) {
+            fprintf(stderr, "batond: policy: %s\n", err);
+            return 1;
+        }
+        cfg.quiet = flags.quiet;
+        cfg.insecure_no_auth = flags.insecure_no_auth;
+        cfg.encrypt = cfg.encrypt || flags.encrypt;
+    }
+    host = pol.bind;
+    port = pol.port;
+    if (!key_path && pol.key_file[0])
+        key_path = pol.key_file;
+    if (!peer_key_path && pol.peer_key_file[0])
+        peer_key_path = pol.peer_key_file;
+
     /* process hardening that needs nothing else */
     struct rlimit no_core = {0, 0};
     setrlimit(RLIMIT_CORE, &no_core);
     signal(SIGPIPE, SIG_IGN);
 
-    if (!baton_net_host_is_loopback(host)) {
-        fprintf(stderr,
-                "batond: refusing to listen on %s: it is not a loopback address, and this "
-                "build has no authentication yet (anyone who reaches the port could use "
-                "this server's memory)\n",
+    /* keys: checked and loaded before anything listens */
+    rc = check_auth_options(key_path, peer_key_path, &cfg, host);
+    if (rc != 0)
+        return rc;
+    if (key_path && load_key("--key", key_path, &client_key) != 0)
+        goto out;
+    if (peer_key_path && load_key("--peer-key", peer_key_path, &peer_key) != 0)
+        goto out;
+    cfg.client_key = client_key;
+    cfg.peer_key = peer_key;
+    if (cfg.insecure_no_auth)
+        fprintf(stderr, "batond: WARNING: --insecure-no-auth: no authentication on %s; anyone "
+                        "who can reach this port can use this server's memory\n",
                 host);
-        return 2;
-    }
 
     rc = baton_server_create(&cfg, &g_server);
     if (rc != 0) {
         fprintf(stderr, "batond: cannot create server: %s\n", baton_status_str(rc));
-        return 1;
+        goto out;
     }
     rc = baton_server_listen(g_server, host, port, &bound);
     if (rc != 0) {
@@ -169,10 +348,21 @@ int main(int argc, char **argv)
         fprintf(stderr, "batond: cannot write port file %s: %s\n", port_file, strerror(errno));
         goto out;
     }
+    /* last step of setup: from here on only the calls of policy/seccomp.list */
+    if (use_seccomp && baton_sandbox_install(err, sizeof err) != 0) {
+        fprintf(stderr, "batond: %s\n", err);
+        goto out;
+    }
     fprintf(stderr, "batond: listening on %s%s%s:%u (protocol %u, %u compute thread%s, %llu MiB)\n",
             strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", (unsigned)bound,
             BATON_PROTOCOL_VERSION, cfg.n_threads, cfg.n_threads == 1 ? "" : "s",
             (unsigned long long)(cfg.total_memory_bytes >> 20));
+    if (!use_seccomp)
+        fprintf(stderr, "batond: seccomp allow-list not installed (--no-seccomp or a "
+                        "sanitizer build)\n");
+    if (client_key)
+        fprintf(stderr, "batond: authentication required (client key%s), frames MAC'd%s\n",
+                peer_key ? ", peer key" : "", cfg.encrypt ? " and encrypted" : "");
 
     rc = baton_server_run(g_server);
     if (rc != 0) {
@@ -190,5 +380,7 @@ out:
         g_server = NULL; /* a late signal must not touch a freed server */
         baton_server_destroy(s);
     }
+    baton_key_free(client_key);
+    baton_key_free(peer_key);
     return code;
 }

@@ -8,5 +8,9 @@
 int baton_cmd_run(int argc, char **argv);     /* baton_run.c */
 int baton_cmd_info(int argc, char **argv);    /* baton_info.c */
 int baton_cmd_inspect(int argc, char **argv); /* baton_inspect.c */
+int baton_cmd_keygen(int argc, char **argv);  /* baton_keygen.c */
+int baton_cmd_gen_model(int argc, char **argv); /* baton_genmodel.c */
+int baton_cmd_quantize(int argc, char **argv);  /* baton_genmodel.c */
+int baton_cmd_bench(int argc, char **argv);     /* baton_bench.c */
 
 #endif

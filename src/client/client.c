@@ -6,11 +6,17 @@
  * each reply must match the oldest one by cmd and seq. Anything that breaks
  * the stream (I/O error, deadline, a reply that does not match, a framing
  * error status from the server) marks the connection dead.
+ *
+ * With a key (baton_conn_options.key) the connection performs the AUTH
+ * handshake after HELLO (auth/auth.h "Wiring", docs/PROTOCOL.md), and every
+ * later frame in both directions carries a 16-byte tag; a reply whose tag
+ * does not verify gives BATON_E_AUTH and kills the connection.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "auth/auth.h"
 #include "baton/client.h"
 #include "net/net.h"
 #include "net/transport.h"
@@ -23,6 +29,15 @@
 #define BULK_SEND_BYTES (64u * 1024u)
 /* Error replies carry no payload; anything above this is a broken server. */
 #define MAX_ERROR_PAYLOAD 4096u
+/* Tagged connections: received payload is MAC'd (or decrypted) in pieces
+ * of this size as they arrive; sent payload in SEND_PIECE_BYTES pieces,
+ * each sent right after it is MAC'd (or encrypted into conn.enc_buf). */
+#ifndef RECV_PIECE_BYTES /* overridable for benchmarks (bench/auth_cost.sh) */
+#define RECV_PIECE_BYTES (256u * 1024u)
+#endif
+#ifndef SEND_PIECE_BYTES
+#define SEND_PIECE_BYTES (1u << 20)
+#endif
 
 struct pending {
     uint8_t cmd;
@@ -47,6 +62,10 @@ struct baton_conn {
     uint32_t head, count;
     uint8_t *enc; /* graph encoding buffer */
     size_t enc_cap;
+    int tagged;   /* after AUTH: every frame carries a tag */
+    int encrypt;  /* tagged, and payloads are encrypted (server's HELLO) */
+    struct baton_frame_key send_key, recv_key;
+    uint8_t *enc_buf; /* encrypt mode: SEND_PIECE_BYTES of ciphertext */
 };
 
 static void mark_dead(struct baton_conn *c)
@@ -78,6 +97,132 @@ static int io_status(int rc)
     return rc == BATON_E_TIMEOUT ? BATON_E_TIMEOUT : BATON_E_IO;
 }
 
+static int io_status_or_ok(int rc)
+{
+    return rc == 0 ? 0 : io_status(rc);
+}
+
+/* ---- tagged frames ---- */
+
+/* Starts the tag of the next received frame, whose header is hb. */
+static int begin_recv_tag(struct baton_conn *c, struct baton_mac *m, const uint8_t *hb)
+{
+    uint64_t ctr;
+    int rc = baton_frame_key_next(&c->recv_key, &ctr);
+    if (rc == 0 && c->encrypt)
+        rc = baton_aead_begin(m, &c->recv_key, ctr, hb, BATON_FRAME_HEADER_BYTES);
+    else if (rc == 0)
+        rc = baton_mac_begin(m, &c->recv_key, ctr);
+    if (rc == 0 && !c->encrypt)
+        rc = baton_mac_update(m, hb, BATON_FRAME_HEADER_BYTES);
+    return rc;
+}
+
+/* Reads n payload bytes into buf; on a tagged connection each piece is
+ * MAC'd (or decrypted in place) right after it arrives. The bytes are not
+ * authentic until recv_tag succeeds. */
+static int recv_body(struct baton_conn *c, struct baton_mac *m, void *buf, uint64_t n,
+                     uint64_t deadline)
+{
+    uint8_t *p = buf;
+    while (n > 0) {
+        uint64_t k = c->tagged && n > RECV_PIECE_BYTES ? RECV_PIECE_BYTES : n;
+        int rc = baton_transport_recv_exact(c->t, p, (size_t)k, deadline);
+        if (rc != 0)
+            return io_status(rc);
+        if (c->tagged) {
+            rc = c->encrypt ? baton_aead_decrypt(m, p, p, (size_t)k)
+                            : baton_mac_update(m, p, (size_t)k);
+            if (rc != 0)
+                return BATON_E_PROTO;
+        }
+        p += k;
+        n -= k;
+    }
+    return 0;
+}
+
+/* Reads the frame's tag and checks it (constant time): 0, BATON_E_AUTH, or
+ * an I/O status. Nothing to do on an untagged connection. */
+static int recv_tag(struct baton_conn *c, struct baton_mac *m, uint64_t deadline)
+{
+    uint8_t tag[BATON_TAG_BYTES];
+    if (!c->tagged)
+        return 0;
+    int rc = baton_transport_recv_exact(c->t, tag, sizeof tag, deadline);
+    if (rc != 0)
+        return io_status(rc);
+    return baton_mac_final_verify(m, tag) == 0 ? 0 : BATON_E_AUTH;
+}
+
+/* Sends header hb, payload pieces p1 and p2 and, on a tagged connection,
+ * the tag of the next frame of the send direction. The payload is MAC'd
+ * (or encrypted into c->enc_buf: the caller's data is never modified) in
+ * SEND_PIECE_BYTES pieces, each sent right after, while still in cache. */
+static int send_frame(struct baton_conn *c, const uint8_t *hb, const void *p1, uint64_t n1,
+                      const void *p2, uint64_t n2, uint64_t deadline)
+{
+    const uint8_t *piece[2] = {p1, p2};
+    uint64_t piece_n[2] = {n1, n2};
+    struct baton_mac m;
+    struct iovec iov[3];
+    uint8_t tag[BATON_TAG_BYTES];
+    uint64_t ctr;
+    int niov = 0, pending = 0, rc;
+    if (!c->tagged) {
+        struct iovec plain[3] = {{(void *)hb, BATON_FRAME_HEADER_BYTES},
+                                 {(void *)p1, (size_t)n1},
+                                 {(void *)p2, (size_t)n2}};
+        return baton_transport_send_all(c->t, plain, 3, deadline);
+    }
+    memset(&m, 0, sizeof m);
+    rc = baton_frame_key_next(&c->send_key, &ctr);
+    if (rc == 0 && c->encrypt && !c->enc_buf && !(c->enc_buf = malloc(SEND_PIECE_BYTES)))
+        rc = BATON_E_NOMEM;
+    if (rc == 0 && c->encrypt)
+        rc = baton_aead_begin(&m, &c->send_key, ctr, hb, BATON_FRAME_HEADER_BYTES);
+    else if (rc == 0)
+        rc = baton_mac_begin(&m, &c->send_key, ctr);
+    if (rc == 0 && !c->encrypt)
+        rc = baton_mac_update(&m, hb, BATON_FRAME_HEADER_BYTES);
+    if (rc != 0)
+        goto out;
+    iov[niov++] = (struct iovec){(void *)hb, BATON_FRAME_HEADER_BYTES};
+    for (int i = 0; i < 2; i++) {
+        for (uint64_t off = 0; off < piece_n[i];) {
+            uint64_t k = piece_n[i] - off < SEND_PIECE_BYTES ? piece_n[i] - off : SEND_PIECE_BYTES;
+            const uint8_t *src = piece[i] + off;
+            if (pending) {
+                /* the previous piece goes out first (enc_buf is reused) */
+                rc = baton_transport_send_all(c->t, iov, niov, deadline);
+                if (rc != 0)
+                    goto out;
+                niov = 0;
+                pending = 0;
+            }
+            if (c->encrypt) {
+                rc = baton_aead_encrypt(&m, c->enc_buf, src, (size_t)k);
+                src = c->enc_buf;
+            } else {
+                rc = baton_mac_update(&m, src, (size_t)k);
+            }
+            if (rc != 0)
+                goto out;
+            iov[niov++] = (struct iovec){(void *)src, (size_t)k};
+            pending = 1;
+            off += k;
+        }
+    }
+    rc = baton_mac_final_tag(&m, tag);
+    if (rc != 0)
+        goto out;
+    iov[niov++] = (struct iovec){tag, sizeof tag};
+    rc = baton_transport_send_all(c->t, iov, niov, deadline);
+out:
+    baton_mac_abort(&m);
+    return rc;
+}
+
 /* Reads and decodes the reply of the oldest outstanding request. */
 static int read_one_reply(struct baton_conn *c)
 {
@@ -85,21 +230,24 @@ static int read_one_reply(struct baton_conn *c)
     uint8_t hb[BATON_FRAME_HEADER_BYTES];
     uint8_t small[BATON_DEVICE_INFO_BYTES];
     struct baton_frame_header h;
+    struct baton_mac m;
     size_t pos = 0;
     uint64_t deadline = baton_net_deadline_ms(c->timeout_ms);
     uint64_t want;
     int rc;
 
+    memset(&m, 0, sizeof m);
     c->head = (c->head + 1) % BATON_CLIENT_MAX_PENDING;
     c->count--;
     rc = baton_transport_recv_exact(c->t, hb, sizeof hb, deadline);
     if (rc != 0)
         goto dead;
     rc = baton_wire_decode_header(hb, sizeof hb, &pos, BATON_MAX_MESSAGE_BYTES, &h);
-    if (rc == BATON_E_CMD) {
+    if (rc == BATON_E_CMD && !c->tagged) {
         /* The error frame of a framing error carries cmd 0 (bad magic) or
          * the unknown cmd it echoes, which the header decoder rejects: take
-         * its status field, then give up on the stream. */
+         * its status field, then give up on the stream. (On a tagged
+         * connection a status is believed only with a tag that verifies.) */
         uint16_t st = 0;
         pos = 6;
         if (baton_wire_get_u16(hb, sizeof hb, &pos, &st) == 0 && st != 0) {
@@ -112,10 +260,16 @@ static int read_one_reply(struct baton_conn *c)
         goto dead;
     }
     if (pd->cmd < BATON_CMD_LIMIT)
-        c->stats[pd->cmd].reply_bytes += BATON_FRAME_HEADER_BYTES + h.len;
+        c->stats[pd->cmd].reply_bytes +=
+            BATON_FRAME_HEADER_BYTES + h.len + (c->tagged ? BATON_TAG_BYTES : 0);
     if (h.cmd != pd->cmd || h.seq != pd->seq) {
-        rc = h.status != 0 ? -(int)h.status : BATON_E_PROTO;
+        rc = h.status != 0 && !c->tagged ? -(int)h.status : BATON_E_PROTO;
         goto dead;
+    }
+    if (c->tagged) {
+        rc = begin_recv_tag(c, &m, hb);
+        if (rc != 0)
+            goto dead;
     }
     if (h.status != 0) {
         int st = -(int)h.status;
@@ -125,11 +279,14 @@ static int read_one_reply(struct baton_conn *c)
         }
         while (h.len > 0) {
             uint64_t k = h.len < sizeof small ? h.len : sizeof small;
-            rc = baton_transport_recv_exact(c->t, small, (size_t)k, deadline);
+            rc = recv_body(c, &m, small, k, deadline);
             if (rc != 0)
                 goto dead;
             h.len -= k;
         }
+        rc = recv_tag(c, &m, deadline);
+        if (rc != 0)
+            goto dead;
         if (is_fatal_status(st))
             mark_dead(c);
         return st;
@@ -156,13 +313,17 @@ static int read_one_reply(struct baton_conn *c)
         goto dead;
     }
     if (pd->cmd == BATON_CMD_GET_TENSOR) {
-        /* straight into the caller's memory */
-        rc = baton_transport_recv_exact(c->t, pd->get_dst, (size_t)want, deadline);
+        /* straight into the caller's memory (authentic once the tag is) */
+        rc = recv_body(c, &m, pd->get_dst, want, deadline);
+        if (rc == 0)
+            rc = recv_tag(c, &m, deadline);
         if (rc != 0)
             goto dead;
         return 0;
     }
-    rc = baton_transport_recv_exact(c->t, small, (size_t)want, deadline);
+    rc = recv_body(c, &m, small, want, deadline);
+    if (rc == 0)
+        rc = recv_tag(c, &m, deadline);
     if (rc != 0)
         goto dead;
     pos = 0;
@@ -188,6 +349,7 @@ static int read_one_reply(struct baton_conn *c)
 dead:
     if (rc == BATON_E_IO || rc == BATON_E_TIMEOUT || rc == BATON_E_TRUNCATED)
         rc = io_status(rc);
+    baton_mac_abort(&m);
     mark_dead(c);
     return rc;
 }
@@ -228,10 +390,10 @@ static int submit(struct baton_conn *c, const struct pending *expect, const void
     struct baton_frame_header h = {
         .cmd = expect->cmd, .flags = 0, .status = 0, .seq = c->next_seq++, .len = n1 + n2};
     baton_wire_encode_header(hb, &h);
-    struct iovec iov[3] = {{hb, sizeof hb}, {(void *)p1, (size_t)n1}, {(void *)p2, (size_t)n2}};
-    int rc = baton_transport_send_all(c->t, iov, 3, baton_net_deadline_ms(c->timeout_ms));
+    int rc = send_frame(c, hb, p1, n1, p2, n2, baton_net_deadline_ms(c->timeout_ms));
     c->stats[expect->cmd].count++;
-    c->stats[expect->cmd].request_bytes += BATON_FRAME_HEADER_BYTES + n1 + n2;
+    c->stats[expect->cmd].request_bytes +=
+        BATON_FRAME_HEADER_BYTES + n1 + n2 + (c->tagged ? BATON_TAG_BYTES : 0);
     if (rc != 0) {
         mark_dead(c);
         return io_status(rc);
@@ -268,12 +430,149 @@ static int roundtrip(struct baton_conn *c, const struct pending *expect, const v
 
 /* ---- connection ---- */
 
-int baton_conn_adopt_fd(int fd, int timeout_ms, struct baton_conn **out)
+/* Reads the header of a handshake reply (cmd, seq) and returns 0, the
+ * status the server sent (an error frame), BATON_E_PROTO or an I/O status. */
+static int hs_read_header(struct baton_conn *c, uint8_t *hb, struct baton_frame_header *h,
+                          uint8_t cmd, uint32_t seq, uint64_t deadline)
 {
-    struct baton_conn *c = calloc(1, sizeof *c);
+    size_t pos = 0;
+    int rc = baton_transport_recv_exact(c->t, hb, BATON_FRAME_HEADER_BYTES, deadline);
+    if (rc != 0)
+        return io_status(rc);
+    rc = baton_wire_decode_header(hb, BATON_FRAME_HEADER_BYTES, &pos, BATON_MAX_MESSAGE_BYTES, h);
+    if (rc == BATON_E_CMD) {
+        uint16_t st = 0;
+        pos = 6;
+        if (baton_wire_get_u16(hb, BATON_FRAME_HEADER_BYTES, &pos, &st) == 0 && st != 0)
+            return -(int)st;
+    }
+    if (rc != 0)
+        return BATON_E_PROTO;
+    c->stats[cmd].reply_bytes += BATON_FRAME_HEADER_BYTES + h->len;
+    if (h->cmd != cmd || h->seq != seq || h->status != 0)
+        return h->status != 0 ? -(int)h->status : BATON_E_PROTO;
+    return 0;
+}
+
+/* Sends one handshake frame (no tag) and counts it. */
+static int hs_send(struct baton_conn *c, uint8_t cmd, const uint8_t *frame, size_t n,
+                   uint64_t deadline)
+{
+    struct iovec iov = {(void *)frame, n};
+    c->stats[cmd].count++;
+    c->stats[cmd].request_bytes += n;
+    int rc = baton_transport_send_all(c->t, &iov, 1, deadline);
+    return rc != 0 ? io_status(rc) : 0;
+}
+
+/* HELLO, then with a key AUTH (auth/auth.h "Wiring", initiator). The
+ * transcript is the exact bytes of both HELLO frames. A keyed client
+ * refuses a server that offers no authentication, and an unkeyed one a
+ * server that requires it (BATON_E_AUTH either way). */
+static int handshake(struct baton_conn *c, const struct baton_key *key, uint8_t role)
+{
+    struct baton_hs hs;
     struct baton_hello hello;
-    uint8_t hb[BATON_HELLO_BYTES];
+    struct baton_frame_header h;
+    uint8_t req[BATON_FRAME_HEADER_BYTES + BATON_HELLO_BYTES];
+    uint8_t rep[BATON_FRAME_HEADER_BYTES + BATON_HELLO_BYTES];
+    uint8_t auth[BATON_FRAME_HEADER_BYTES + BATON_PROOF_BYTES];
+    uint8_t proof[BATON_PROOF_BYTES];
+    uint64_t deadline = baton_net_deadline_ms(c->timeout_ms);
+    size_t pos = 0;
     int rc;
+
+    memset(&hs, 0, sizeof hs);
+    memset(&hello, 0, sizeof hello);
+    hello.version_min = BATON_PROTOCOL_VERSION;
+    hello.version_max = BATON_PROTOCOL_VERSION;
+    hello.role = role;
+    hello.features = key ? BATON_FEATURE_AUTH : 0;
+    rc = baton_net_random(hello.nonce, sizeof hello.nonce);
+    if (rc != 0)
+        goto out;
+    struct baton_frame_header rq = {
+        .cmd = BATON_CMD_HELLO, .seq = c->next_seq++, .len = BATON_HELLO_BYTES};
+    baton_wire_encode_header(req, &rq);
+    baton_wire_encode_hello(req + BATON_FRAME_HEADER_BYTES, &hello);
+    if (key) {
+        rc = baton_hs_init(&hs, role, baton_key_bytes(key));
+        if (rc == 0)
+            rc = baton_hs_transcript_add(&hs, req, sizeof req);
+        if (rc != 0)
+            goto out;
+    }
+    rc = hs_send(c, BATON_CMD_HELLO, req, sizeof req, deadline);
+    if (rc == 0)
+        rc = hs_read_header(c, rep, &h, BATON_CMD_HELLO, rq.seq, deadline);
+    if (rc == 0 && h.len != BATON_HELLO_BYTES)
+        rc = BATON_E_PROTO;
+    if (rc == 0)
+        rc = io_status_or_ok(baton_transport_recv_exact(c->t, rep + BATON_FRAME_HEADER_BYTES,
+                                                        BATON_HELLO_BYTES, deadline));
+    if (rc == 0 && baton_wire_decode_hello(rep + BATON_FRAME_HEADER_BYTES, BATON_HELLO_BYTES,
+                                           &pos, &c->server_hello) != 0)
+        rc = BATON_E_PROTO;
+    if (rc != 0)
+        goto out;
+    if (c->server_hello.role != BATON_ROLE_SERVER ||
+        c->server_hello.version_min != c->server_hello.version_max ||
+        c->server_hello.version_min != BATON_PROTOCOL_VERSION) {
+        rc = BATON_E_PROTO;
+        goto out;
+    }
+    /* never talk to a server half-way: with a key, only to one that
+     * authenticates; without, only to one that does not require it */
+    if (((c->server_hello.features & BATON_FEATURE_AUTH) != 0) != (key != NULL)) {
+        rc = BATON_E_AUTH;
+        goto out;
+    }
+    if (!key)
+        goto out;
+    rc = baton_hs_transcript_add(&hs, rep, sizeof rep);
+    if (rc == 0)
+        rc = baton_hs_initiator_proof(&hs, proof);
+    if (rc != 0)
+        goto out;
+    struct baton_frame_header ah = {
+        .cmd = BATON_CMD_AUTH, .seq = c->next_seq++, .len = BATON_PROOF_BYTES};
+    baton_wire_encode_header(auth, &ah);
+    memcpy(auth + BATON_FRAME_HEADER_BYTES, proof, BATON_PROOF_BYTES);
+    deadline = baton_net_deadline_ms(c->timeout_ms);
+    rc = hs_send(c, BATON_CMD_AUTH, auth, sizeof auth, deadline);
+    if (rc == 0)
+        rc = hs_read_header(c, rep, &h, BATON_CMD_AUTH, ah.seq, deadline);
+    if (rc == 0 && h.len != BATON_PROOF_BYTES)
+        rc = BATON_E_PROTO;
+    if (rc == 0)
+        rc = io_status_or_ok(
+            baton_transport_recv_exact(c->t, proof, BATON_PROOF_BYTES, deadline));
+    if (rc == 0)
+        rc = baton_hs_verify_responder(&hs, proof);
+    if (rc == 0)
+        rc = baton_hs_session_keys(&hs, &c->send_key, &c->recv_key);
+    if (rc != 0)
+        goto out;
+    c->tagged = 1;
+    c->encrypt = (c->server_hello.features & BATON_FEATURE_ENCRYPT) != 0;
+out:
+    baton_hs_destroy(&hs);
+    sodium_memzero(auth, sizeof auth);
+    sodium_memzero(proof, sizeof proof);
+    return rc;
+}
+
+int baton_conn_adopt_fd_ex(int fd, const struct baton_conn_options *o, struct baton_conn **out)
+{
+    struct baton_conn *c;
+    uint8_t role = o->role ? o->role : BATON_ROLE_CLIENT;
+    int rc;
+    if ((role != BATON_ROLE_CLIENT && role != BATON_ROLE_PEER) ||
+        (o->key && baton_auth_init() != 0)) {
+        close(fd);
+        return role != BATON_ROLE_CLIENT && role != BATON_ROLE_PEER ? BATON_E_INVAL : BATON_E_IO;
+    }
+    c = calloc(1, sizeof *c);
     if (!c) {
         close(fd);
         return BATON_E_NOMEM;
@@ -283,47 +582,47 @@ int baton_conn_adopt_fd(int fd, int timeout_ms, struct baton_conn **out)
         free(c);
         return rc;
     }
-    c->timeout_ms = timeout_ms;
+    c->timeout_ms = o->timeout_ms;
     c->next_seq = 1;
-    memset(&hello, 0, sizeof hello);
-    hello.version_min = BATON_PROTOCOL_VERSION;
-    hello.version_max = BATON_PROTOCOL_VERSION;
-    hello.role = BATON_ROLE_CLIENT;
-    hello.features = 0;
-    rc = baton_net_random(hello.nonce, sizeof hello.nonce);
-    if (rc != 0)
-        goto fail;
-    baton_wire_encode_hello(hb, &hello);
-    struct pending expect = {.cmd = BATON_CMD_HELLO, .hello = &c->server_hello};
-    rc = roundtrip(c, &expect, hb, sizeof hb, NULL, 0);
-    if (rc != 0)
-        goto fail;
-    if (c->server_hello.role != BATON_ROLE_SERVER ||
-        c->server_hello.version_min != c->server_hello.version_max ||
-        c->server_hello.version_min != BATON_PROTOCOL_VERSION) {
-        rc = BATON_E_PROTO;
-        goto fail;
-    }
-    /* This build holds no key: a server that requires AUTH is refused
-     * rather than talked to half-way. */
-    if (c->server_hello.features & BATON_FEATURE_AUTH) {
-        rc = BATON_E_AUTH;
-        goto fail;
+    rc = handshake(c, o->key, role);
+    if (rc != 0) {
+        baton_conn_close(c);
+        return rc;
     }
     *out = c;
     return 0;
-fail:
-    baton_conn_close(c);
-    return rc;
+}
+
+int baton_conn_adopt_fd(int fd, int timeout_ms, struct baton_conn **out)
+{
+    struct baton_conn_options o = {.timeout_ms = timeout_ms};
+    return baton_conn_adopt_fd_ex(fd, &o, out);
+}
+
+int baton_conn_connect_ex(const char *host, uint16_t port, const struct baton_conn_options *o,
+                          struct baton_conn **out)
+{
+    int fd;
+    int rc = baton_net_connect(host, port, o->timeout_ms, &fd);
+    if (rc != 0)
+        return rc;
+    return baton_conn_adopt_fd_ex(fd, o, out);
 }
 
 int baton_conn_connect(const char *host, uint16_t port, int timeout_ms, struct baton_conn **out)
 {
-    int fd;
-    int rc = baton_net_connect(host, port, timeout_ms, &fd);
-    if (rc != 0)
-        return rc;
-    return baton_conn_adopt_fd(fd, timeout_ms, out);
+    struct baton_conn_options o = {.timeout_ms = timeout_ms};
+    return baton_conn_connect_ex(host, port, &o, out);
+}
+
+int baton_conn_authenticated(const struct baton_conn *c)
+{
+    return c->tagged;
+}
+
+int baton_conn_encrypted(const struct baton_conn *c)
+{
+    return c->encrypt;
 }
 
 void baton_conn_close(struct baton_conn *c)
@@ -331,6 +630,9 @@ void baton_conn_close(struct baton_conn *c)
     if (!c)
         return;
     baton_transport_close(c->t);
+    baton_frame_key_wipe(&c->send_key);
+    baton_frame_key_wipe(&c->recv_key);
+    free(c->enc_buf);
     free(c->enc);
     free(c);
 }

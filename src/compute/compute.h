@@ -37,7 +37,9 @@ struct baton_node_plan {
     uint64_t nbytes;         /* result bytes */
     uint64_t scratch_offset; /* where the node's scratch block starts: its
                                 result (when it has no out_leaf), then for
-                                ATTENTION its score rows (at the next 64-byte
+                                ATTENTION its score rows, for MUL_MAT with
+                                Q8_0 / Q4_0 weights its quantized
+                                activations (at the next 64-byte
                                 boundary after the result, or at the start
                                 with an out_leaf). For RESHAPE: the index
                                 (leaf, or n_leaves + node) of the tensor it

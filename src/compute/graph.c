@@ -8,6 +8,7 @@
 #include "baton/status.h"
 #include "compute/compute.h"
 #include "compute/cpu/kernels.h"
+#include "compute/cpu/matmul.h"
 #include "core/limits.h"
 
 #define SCRATCH_ALIGN 64u
@@ -159,6 +160,14 @@ static uint32_t storage_leaf(const struct baton_graph *g, const struct baton_nod
     return g->nodes[idx - g->n_leaves].out_leaf;
 }
 
+/* Weight types MUL_MAT's src0 and GET_ROWS's table may have (the kernels
+ * of compute/cpu/matmul.h); every other operand is F32 or I32. */
+static int weight_type(uint32_t type)
+{
+    return type == BATON_TYPE_F32 || type == BATON_TYPE_F16 || type == BATON_TYPE_Q8_0 ||
+           type == BATON_TYPE_Q4_0;
+}
+
 static int all_f32(const struct tview *s, uint32_t n)
 {
     uint32_t i;
@@ -185,7 +194,7 @@ static int infer(const struct baton_graph_node *n, const struct tview *s, struct
     res->type = BATON_TYPE_F32;
     switch (n->op) {
     case BATON_OP_GET_ROWS:
-        if (s[0].type != BATON_TYPE_F32 || s[1].type != BATON_TYPE_I32)
+        if (!weight_type(s[0].type) || s[1].type != BATON_TYPE_I32)
             return BATON_E_TYPE;
         if (s[0].ne[2] != 1 || s[0].ne[3] != 1 || !shape_is(&s[1], s[1].ne[0], 1, 1, 1))
             return BATON_E_SHAPE;
@@ -204,8 +213,10 @@ static int infer(const struct baton_graph_node *n, const struct tview *s, struct
         memcpy(res->ne, s[0].ne, sizeof(res->ne));
         return 0;
     }
-    case BATON_OP_MUL_MAT:
-        if (!all_f32(s, 2))
+    case BATON_OP_MUL_MAT: {
+        uint64_t m;
+
+        if (!weight_type(s[0].type) || s[1].type != BATON_TYPE_F32)
             return BATON_E_TYPE;
         if (s[0].ne[2] != 1 || s[0].ne[3] != 1 || s[1].ne[0] != s[0].ne[0])
             return BATON_E_SHAPE;
@@ -213,7 +224,15 @@ static int infer(const struct baton_graph_node *n, const struct tview *s, struct
         res->ne[1] = s[1].ne[1];
         res->ne[2] = s[1].ne[2];
         res->ne[3] = s[1].ne[3];
+        /* Q8_0 / Q4_0 weights: x's columns quantized per block (src0's
+         * ne[0] is a multiple of 32: its contiguity was checked) */
+        if (mul_u64(s[1].ne[1], s[1].ne[2], &m) || mul_u64(m, s[1].ne[3], &m))
+            return BATON_E_OVERFLOW;
+        *work_bytes = baton_cpu_mul_mat_work_bytes(s[0].type, s[0].ne[0], m);
+        if (*work_bytes == UINT64_MAX)
+            return BATON_E_OVERFLOW;
         return 0;
+    }
     case BATON_OP_ADD:
     case BATON_OP_MUL:
         if (!all_f32(s, 2))
@@ -567,6 +586,22 @@ static int check_leaf_ptr(const struct baton_graph *g, uint8_t *const *leaf_data
     return 0;
 }
 
+/* A node's work area in scratch: after its result when the result lives in
+ * scratch too (see layout). */
+static void *node_work(const struct exec_ctx *x, uint32_t i)
+{
+    uint64_t work_off = x->plan[i].scratch_offset;
+
+    if (x->g->nodes[i].out_leaf == BATON_SRC_NONE) /* validated: cannot wrap */
+        work_off += (x->plan[i].nbytes + (SCRATCH_ALIGN - 1)) & ~(uint64_t)(SCRATCH_ALIGN - 1);
+    return x->scratch + work_off;
+}
+
+static uint32_t tensor_type(const struct baton_graph *g, uint32_t idx)
+{
+    return idx < g->n_leaves ? g->leaves[idx].type : g->nodes[idx - g->n_leaves].type;
+}
+
 static int exec_node(const struct exec_ctx *x, uint32_t i, struct baton_pool *pool)
 {
     const struct baton_graph *g = x->g;
@@ -584,16 +619,23 @@ static int exec_node(const struct exec_ctx *x, uint32_t i, struct baton_pool *po
 
     switch (n->op) {
     case BATON_OP_GET_ROWS:
-        return baton_cpu_get_rows(tensor_data(x, src[0]), ne0[0], ne0[1], tensor_data(x, src[1]),
-                                  tensor_ne(g, src[1])[0], (float *)dst);
+        return baton_cpu_get_rows_typed(tensor_type(g, src[0]), tensor_data(x, src[0]), ne0[0],
+                                        ne0[1], tensor_data(x, src[1]), tensor_ne(g, src[1])[0],
+                                        (float *)dst);
     case BATON_OP_RMS_NORM:
         baton_cpu_rms_norm(pool, tensor_data(x, src[0]), (float *)dst, ne0[0],
                            ne0[0] ? count / ne0[0] : 0, param_f32(n->params[0]));
         return 0;
-    case BATON_OP_MUL_MAT:
-        baton_cpu_mul_mat(pool, tensor_data(x, src[0]), tensor_data(x, src[1]), (float *)dst,
-                          ne0[0], ne0[1], n->ne[1] * n->ne[2] * n->ne[3]);
+    case BATON_OP_MUL_MAT: {
+        const uint32_t wtype = tensor_type(g, src[0]);
+        const uint64_t m = n->ne[1] * n->ne[2] * n->ne[3];
+
+        baton_cpu_mul_mat_typed(pool, wtype, tensor_data(x, src[0]), tensor_data(x, src[1]),
+                                (float *)dst, ne0[0], ne0[1], m,
+                                baton_cpu_mul_mat_work_bytes(wtype, ne0[0], m) ? node_work(x, i)
+                                                                                : NULL);
         return 0;
+    }
     case BATON_OP_ADD:
     case BATON_OP_MUL:
         baton_cpu_binary(pool, n->op == BATON_OP_MUL, tensor_data(x, src[0]), ne0,
@@ -611,10 +653,7 @@ static int exec_node(const struct exec_ctx *x, uint32_t i, struct baton_pool *po
                               ne0[0], ne0[1], ne0[2], n->params[0], param_f32(n->params[1]));
     case BATON_OP_ATTENTION: {
         struct baton_cpu_attention a;
-        uint64_t work_off = x->plan[i].scratch_offset;
 
-        if (n->out_leaf == BATON_SRC_NONE) /* validated: cannot wrap */
-            work_off += (x->plan[i].nbytes + (SCRATCH_ALIGN - 1)) & ~(uint64_t)(SCRATCH_ALIGN - 1);
         a.q = tensor_data(x, src[0]);
         a.k = tensor_data(x, src[1]);
         a.v = tensor_data(x, src[2]);
@@ -622,7 +661,7 @@ static int exec_node(const struct exec_ctx *x, uint32_t i, struct baton_pool *po
         a.v_cache = tensor_data(x, src[4]);
         a.pos = tensor_data(x, src[5]);
         a.out = (float *)dst;
-        a.work = (float *)(x->scratch + work_off);
+        a.work = node_work(x, i);
         a.hd = ne0[0];
         a.nh = ne0[1];
         a.nt = ne0[2];
@@ -675,6 +714,10 @@ int baton_graph_execute(const struct baton_graph *g, uint8_t *const *leaf_data,
             if (q[0] > 0 && q[1] > 0 && q[2] > 0 && tensor_ne(g, n->src[3])[2] > 0)
                 return BATON_E_INVAL; /* score rows are needed */
         }
+        if (n->op == BATON_OP_MUL_MAT && !scratch &&
+            baton_cpu_mul_mat_work_bytes(tensor_type(g, n->src[0]), tensor_ne(g, n->src[0])[0],
+                                         n->ne[1] * n->ne[2] * n->ne[3]) > 0)
+            return BATON_E_INVAL; /* quantized activations are needed */
     }
     for (i = 0; i < g->n_nodes; i++) {
         rc = exec_node(&x, i, pool);

@@ -60,9 +60,11 @@ int baton_type_block(uint32_t type, uint32_t *block_elems, uint32_t *block_bytes
 }
 
 static const struct baton_type_info type_f32 = {1, 4, 1, "f32"};
-static const struct baton_type_info type_f16 = {1, 2, 0, "f16"};
-static const struct baton_type_info type_q4_0 = {32, 18, 0, "q4_0"};
-static const struct baton_type_info type_q8_0 = {32, 34, 0, "q8_0"};
+/* F16, Q4_0 and Q8_0 run as MUL_MAT weights and GET_ROWS tables
+ * (compute/cpu/matmul.h); graph validation rejects them anywhere else. */
+static const struct baton_type_info type_f16 = {1, 2, 1, "f16"};
+static const struct baton_type_info type_q4_0 = {32, 18, 1, "q4_0"};
+static const struct baton_type_info type_q8_0 = {32, 34, 1, "q8_0"};
 static const struct baton_type_info type_i32 = {1, 4, 1, "i32"};
 
 /*@ assigns \nothing;

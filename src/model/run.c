@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "auth/auth.h"
 #include "baton/client.h"
 #include "baton/status.h"
 #include "model/gguf.h"
@@ -42,6 +43,7 @@ struct run {
     struct baton_tokenizer *tok;
     struct baton_llama_hparams hp;
     struct baton_server *local; /* in-process server for --servers local */
+    struct baton_key *key;      /* cfg->key_path, loaded (NULL: no authentication) */
     struct stage_rt *stages;
     uint32_t n_stages;
     float *hidden;      /* n_embd * n_ubatch, the hub's copy of a boundary */
@@ -96,8 +98,11 @@ static const char *cmd_name(uint32_t cmd)
 
 static int stage_fail(struct run *r, const struct stage_rt *s, const char *what, int rc)
 {
-    fprintf(r->cfg->log, "baton: stage %u (%s): %s failed: %s (%s)\n", s->index + 1, s->endpoint,
-            what, baton_status_name(rc), baton_status_str(rc));
+    fprintf(r->cfg->log, "baton: stage %u (%s): %s failed: %s (%s)%s\n", s->index + 1,
+            s->endpoint, what, baton_status_name(rc), baton_status_str(rc),
+            rc != BATON_E_AUTH ? ""
+            : r->key      ? "; the server has another key, or requires none"
+                          : "; the server requires a key: give --key FILE or BATON_KEY_FILE");
     return 1;
 }
 
@@ -143,7 +148,22 @@ static int connect_stages(struct run *r, uint32_t n_stages)
     const char *p = cfg->servers;
     uint32_t i;
     int local = strcmp(cfg->servers, "local") == 0;
+    struct baton_conn_options co = {.timeout_ms = cfg->timeout_ms};
 
+    if (cfg->key_path && *cfg->key_path) {
+        char err[256];
+        int rc = baton_auth_init();
+
+        if (rc == 0)
+            rc = baton_key_open(cfg->key_path, &r->key, err, sizeof(err));
+        else
+            snprintf(err, sizeof(err), "no usable random source (libsodium)");
+        if (rc != 0) {
+            fprintf(cfg->log, "baton: --key: %s\n", err);
+            return 1;
+        }
+        co.key = r->key;
+    }
     if (local) {
         struct baton_server_config sc;
         int rc;
@@ -151,6 +171,7 @@ static int connect_stages(struct run *r, uint32_t n_stages)
         baton_server_config_default(&sc);
         sc.n_threads = cfg->n_threads;
         sc.quiet = 1;
+        sc.client_key = r->key; /* with --key the in-process stages authenticate too */
         rc = baton_server_create(&sc, &r->local);
         if (rc != 0) {
             fprintf(cfg->log, "baton: cannot start the in-process server: %s\n",
@@ -176,7 +197,7 @@ static int connect_stages(struct run *r, uint32_t n_stages)
                 close(fds[1]);
                 return stage_fail(r, s, "in-process serve", rc);
             }
-            rc = baton_conn_adopt_fd(fds[1], cfg->timeout_ms, &s->conn);
+            rc = baton_conn_adopt_fd_ex(fds[1], &co, &s->conn);
         } else {
             const char *comma = strchr(p, ',');
             size_t len = comma ? (size_t)(comma - p) : strlen(p);
@@ -193,7 +214,7 @@ static int connect_stages(struct run *r, uint32_t n_stages)
                 return 2;
             }
             p = comma ? comma + 1 : p + len;
-            rc = baton_conn_connect(host, port, cfg->timeout_ms, &s->conn);
+            rc = baton_conn_connect_ex(host, port, &co, &s->conn);
         }
         if (rc != 0)
             return stage_fail(r, s, "connect", rc);
@@ -605,15 +626,33 @@ int baton_run(const struct baton_run_config *cfg)
 
     /* tokenize first: a prompt that does not fit is a usage error */
     {
-        size_t len = strlen(cfg->prompt);
+        size_t len = cfg->prompt ? strlen(cfg->prompt) : 0;
         size_t cap = len + 8;
 
         prompt_ids = calloc(cap, sizeof(*prompt_ids));
         gen_ids = calloc((size_t)cfg->n_predict + 1, sizeof(*gen_ids));
         if (prompt_ids == NULL || gen_ids == NULL)
             goto out;
-        rc = baton_tokenize(r.tok, cfg->prompt, len, baton_tokenizer_add_bos(r.tok), prompt_ids,
-                            cap, &n_prompt);
+        if (cfg->prompt_ids) {
+            free(prompt_ids);
+            prompt_ids = calloc(cfg->n_prompt_ids ? cfg->n_prompt_ids : 1, sizeof(*prompt_ids));
+            if (prompt_ids == NULL)
+                goto out;
+            memcpy(prompt_ids, cfg->prompt_ids, cfg->n_prompt_ids * sizeof(*prompt_ids));
+            n_prompt = cfg->n_prompt_ids;
+            rc = 0;
+            for (i = 0; i < n_prompt; i++) {
+                if (prompt_ids[i] < 0 || (uint32_t)prompt_ids[i] >= r.hp.n_vocab) {
+                    fprintf(cfg->log, "baton: prompt id %d outside the vocabulary\n",
+                            prompt_ids[i]);
+                    ret = 2;
+                    goto out;
+                }
+            }
+        } else {
+            rc = baton_tokenize(r.tok, cfg->prompt, len, baton_tokenizer_add_bos(r.tok),
+                                prompt_ids, cap, &n_prompt);
+        }
         if (rc == 0 && n_prompt == 0) {
             fprintf(cfg->log, "baton: the prompt gives no tokens (and the model has no BOS)\n");
             ret = 2;
@@ -777,6 +816,24 @@ int baton_run(const struct baton_run_config *cfg)
                 t_decode > 0 && decode_steps ? (double)decode_steps / t_decode : 0.0, r.n_stages);
         if (cfg->stats)
             print_stats(&r, decode_steps);
+        if (cfg->result) {
+            struct baton_run_result *res = cfg->result;
+            uint32_t c;
+
+            memset(res, 0, sizeof(*res));
+            res->n_prompt = n_prompt;
+            res->n_gen = n_gen;
+            res->t_load_s = t_load;
+            res->t_prefill_s = t_prefill;
+            res->t_decode_s = t_decode;
+            res->n_stages = r.n_stages;
+            res->decode_steps = decode_steps;
+            for (i = 0; i < r.n_stages; i++)
+                for (c = 1; c < BATON_CMD_LIMIT; c++)
+                    res->cmd[i][c] = baton_conn_stats(r.stages[i].conn, c);
+            res->hidden_bytes_hub = r.hidden_bytes_hub;
+            res->token_bytes = r.token_bytes;
+        }
     }
     if (cfg->ids_path && write_ids(cfg->ids_path, prompt_ids, n_prompt, gen_ids, n_gen,
                                        cfg->report_gap, r.min_gap) != 0) {
@@ -798,6 +855,7 @@ out:
     }
     if (r.local)
         baton_server_destroy(r.local);
+    baton_key_free(r.key);
     free(r.stages);
     free(r.hidden);
     free(r.logits);

@@ -10,8 +10,26 @@
 #ifndef BATON_MODEL_RUN_H
 #define BATON_MODEL_RUN_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "baton/client.h"
+#include "model/split.h"
+
+/* Measurements of one run (for `baton bench`). Statistics cover the decode
+ * window: every step after the first generated token. */
+struct baton_run_result {
+    size_t n_prompt, n_gen;
+    double t_load_s;    /* open, plan, connect, upload */
+    double t_prefill_s; /* prompt through every stage, first token out (TTFT) */
+    double t_decode_s;  /* the remaining n_gen - 1 steps */
+    uint32_t n_stages;
+    uint32_t decode_steps;
+    struct baton_cmd_stats cmd[BATON_MAX_STAGES][BATON_CMD_LIMIT]; /* summed over decode steps */
+    uint64_t hidden_bytes_hub; /* hidden-state bytes through the coordinator, decode window */
+    uint64_t token_bytes;      /* token ids, positions, argmax, logits, decode window */
+};
 
 struct baton_run_config {
     const char *model_path;
@@ -32,6 +50,11 @@ struct baton_run_config {
     int report_gap;       /* fetch logits each step; write the smallest top-2 gap to ids_path */
     int ignore_eos;       /* keep generating past EOS (benchmarks, tests) */
     const char *ids_path; /* when set, write prompt and generated ids as JSON */
+    const char *key_path; /* client key file (baton keygen): authenticate to every
+                             server (in-process stages too); NULL = none */
+    const int32_t *prompt_ids; /* when set, these ids are the prompt (text is ignored) */
+    size_t n_prompt_ids;
+    struct baton_run_result *result; /* when set, filled on success */
     FILE *out;            /* streamed text (stdout) */
     FILE *log;            /* plan, progress, summary, errors (stderr) */
 };

@@ -88,6 +88,10 @@ int baton_net_split_hostport(const char *s, char *host, size_t host_len, uint16_
     size_t hl = (size_t)(he - hs);
     if (hl == 0 || hl >= host_len)
         return BATON_E_INVAL;
+    /* brackets only wrap an IPv6 literal; inside a host they are an error
+     * (found by fuzz_policy: "[[1]:5" would format back as "[1:5") */
+    if (memchr(hs, '[', hl) || memchr(hs, ']', hl))
+        return BATON_E_INVAL;
     if (baton_net_parse_port(ps, port) != 0)
         return BATON_E_INVAL;
     memcpy(host, hs, hl);

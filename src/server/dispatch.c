@@ -11,11 +11,22 @@
  * payload (bounded by max_message_bytes and the frame deadline) so the
  * framing is kept. A framing error (or a failed read inside a frame) marks
  * the connection fatal: one error frame, then close.
+ *
+ * Authentication (auth/auth.h "Wiring", SECURITY.md): with a key configured
+ * a connection goes NEW -> HELLO_DONE (only AUTH) -> READY. After AUTH every
+ * frame in both directions is followed by a 16-byte tag. recv_payload MACs
+ * (or decrypts) each piece as it arrives and checks the tag as soon as the
+ * last payload byte is in, so a handler that has read its whole payload
+ * holds a verified request before it acts. The one exception is SET_TENSOR
+ * data, received into its validated range of this session's own buffer and
+ * verified right after. A bad tag ends the connection without a reply.
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "auth/auth.h"
 #include "baton/status.h"
 #include "core/limits.h"
 #include "core/ops.h"
@@ -24,6 +35,17 @@
 #include "wire/wire.h"
 
 enum conn_state { STATE_NEW = 0, STATE_HELLO_DONE, STATE_READY };
+
+/* Received payload is MAC'd (or decrypted) in pieces of this size, each
+ * right after it arrives, while it is still in cache. */
+#ifndef RECV_PIECE_BYTES /* overridable for benchmarks (bench/auth_cost.sh) */
+#define RECV_PIECE_BYTES (256u * 1024u)
+#endif
+/* Sent payload is MAC'd (or encrypted into conn.enc) in pieces of this
+ * size, each sent right after. */
+#ifndef SEND_PIECE_BYTES
+#define SEND_PIECE_BYTES (1u << 20)
+#endif
 
 struct conn {
     struct baton_server *s;
@@ -36,6 +58,18 @@ struct conn {
     uint64_t left;   /* payload bytes of the current frame not read yet */
     int fatal;       /* framing broken: send one error frame, then close */
     int dead;        /* cannot even send: close at once */
+    uint8_t hdr[BATON_FRAME_HEADER_BYTES]; /* the current request's header as received */
+    uint64_t hs_deadline; /* HELLO (and AUTH) must be done by then */
+    uint8_t role;         /* from HELLO */
+    struct baton_hs hs;   /* handshake secrets, HELLO_DONE only */
+    int tagged;           /* after AUTH: every frame carries a tag */
+    int encrypt;          /* tagged, and payloads are encrypted */
+    struct baton_frame_key send_key, recv_key;
+    struct baton_mac rmac; /* tag of the request being received */
+    int rmac_open;         /* rmac begun, its tag not checked yet */
+    int silent;            /* bad tag: close without an error frame */
+    uint8_t *enc;          /* encrypt mode: SEND_PIECE_BYTES of ciphertext */
+    struct conn_slot *slot; /* the listener's slot (NULL: serve_transport) */
 };
 
 static const char *const cmd_names[BATON_CMD_LIMIT] = {
@@ -63,20 +97,76 @@ const char *server_cmd_name(uint32_t cmd)
 
 /* ---- payload I/O ---- */
 
+/* Starts the tag of the request whose header is c->hdr (READY, tagged). */
+static int begin_tag(struct conn *c)
+{
+    uint64_t ctr;
+    int rc = baton_frame_key_next(&c->recv_key, &ctr);
+    if (rc == 0 && c->encrypt)
+        rc = baton_aead_begin(&c->rmac, &c->recv_key, ctr, c->hdr, sizeof c->hdr);
+    else if (rc == 0)
+        rc = baton_mac_begin(&c->rmac, &c->recv_key, ctr);
+    if (rc == 0 && !c->encrypt)
+        rc = baton_mac_update(&c->rmac, c->hdr, sizeof c->hdr);
+    if (rc == 0)
+        c->rmac_open = 1;
+    return rc;
+}
+
+/* Reads the 16-byte tag that follows the current request's payload and
+ * checks it in constant time. A bad tag is fatal and silent: the
+ * connection ends without a reply (an attacker learns nothing from it). */
+static int check_tag(struct conn *c)
+{
+    uint8_t tag[BATON_TAG_BYTES];
+    c->rmac_open = 0;
+    int rc = baton_transport_recv_exact(c->t, tag, sizeof tag, c->frame_deadline);
+    if (rc != 0) {
+        baton_mac_abort(&c->rmac);
+        c->fatal = 1;
+        return rc == BATON_E_TIMEOUT ? BATON_E_TIMEOUT : BATON_E_TRUNCATED;
+    }
+    if (baton_mac_final_verify(&c->rmac, tag) != 0) {
+        c->fatal = 1;
+        c->silent = 1;
+        return BATON_E_AUTH;
+    }
+    return 0;
+}
+
 /* Reads n (<= c->left) payload bytes under the frame deadline. A failure
- * inside a frame breaks framing: E_TIMEOUT or E_TRUNCATED, fatal. */
+ * inside a frame breaks framing: E_TIMEOUT or E_TRUNCATED, fatal. On a
+ * tagged connection each piece is MAC'd (or decrypted in place) as it
+ * arrives, and once the payload is complete the tag is read and checked
+ * (E_AUTH, fatal and silent, when it does not verify). */
 static int recv_payload(struct conn *c, void *buf, uint64_t n)
 {
+    uint8_t *p = buf;
     if (n > c->left) {
         c->fatal = 1;
         return BATON_E_TRUNCATED;
     }
-    int rc = baton_transport_recv_exact(c->t, buf, (size_t)n, c->frame_deadline);
-    if (rc != 0) {
-        c->fatal = 1;
-        return rc == BATON_E_TIMEOUT ? BATON_E_TIMEOUT : BATON_E_TRUNCATED;
+    while (n > 0) {
+        uint64_t k = c->rmac_open && n > RECV_PIECE_BYTES ? RECV_PIECE_BYTES : n;
+        int rc = baton_transport_recv_exact(c->t, p, (size_t)k, c->frame_deadline);
+        if (rc != 0) {
+            c->fatal = 1;
+            return rc == BATON_E_TIMEOUT ? BATON_E_TIMEOUT : BATON_E_TRUNCATED;
+        }
+        if (c->rmac_open) {
+            rc = c->encrypt ? baton_aead_decrypt(&c->rmac, p, p, (size_t)k)
+                            : baton_mac_update(&c->rmac, p, (size_t)k);
+            if (rc != 0) {
+                c->fatal = 1;
+                return rc;
+            }
+        }
+        c->left -= k;
+        p += k;
+        n -= k;
     }
-    c->left -= n;
+    if (c->left == 0 && c->rmac_open)
+        return check_tag(c);
     return 0;
 }
 
@@ -111,16 +201,91 @@ static int read_fixed(struct conn *c, size_t expect, const uint8_t **out)
     return 0;
 }
 
-/* Sends one reply frame: header + up to two payload pieces. */
+/* Sends header, payload pieces p1 and p2, and the tag of the next frame
+ * of the send direction. The payload is MAC'd (or encrypted into c->enc;
+ * a tensor buffer is never encrypted in place) in SEND_PIECE_BYTES pieces,
+ * each sent right after, so it is still in cache. */
+static int send_tagged(struct conn *c, const uint8_t *hdr, const void *p1, uint64_t n1,
+                       const void *p2, uint64_t n2, uint64_t deadline)
+{
+    const uint8_t *piece[2] = {p1, p2};
+    uint64_t piece_n[2] = {n1, n2};
+    struct baton_mac m;
+    struct iovec iov[3];
+    uint8_t tag[BATON_TAG_BYTES];
+    uint64_t ctr;
+    int niov = 0, pending = 0;
+    int rc = baton_frame_key_next(&c->send_key, &ctr);
+    memset(&m, 0, sizeof m);
+    if (rc == 0 && c->encrypt && !c->enc && !(c->enc = malloc(SEND_PIECE_BYTES)))
+        rc = BATON_E_NOMEM;
+    if (rc == 0 && c->encrypt)
+        rc = baton_aead_begin(&m, &c->send_key, ctr, hdr, BATON_FRAME_HEADER_BYTES);
+    else if (rc == 0)
+        rc = baton_mac_begin(&m, &c->send_key, ctr);
+    if (rc == 0 && !c->encrypt)
+        rc = baton_mac_update(&m, hdr, BATON_FRAME_HEADER_BYTES);
+    if (rc != 0)
+        goto out;
+    iov[niov++] = (struct iovec){(void *)hdr, BATON_FRAME_HEADER_BYTES};
+    for (int i = 0; i < 2; i++) {
+        for (uint64_t off = 0; off < piece_n[i];) {
+            uint64_t k = piece_n[i] - off < SEND_PIECE_BYTES ? piece_n[i] - off : SEND_PIECE_BYTES;
+            const uint8_t *src = piece[i] + off;
+            if (pending) {
+                /* the previous piece goes out first (c->enc is reused) */
+                rc = baton_transport_send_all(c->t, iov, niov, deadline);
+                if (rc != 0)
+                    goto out;
+                niov = 0;
+                pending = 0;
+            }
+            if (c->encrypt) {
+                rc = baton_aead_encrypt(&m, c->enc, src, (size_t)k);
+                src = c->enc;
+            } else {
+                rc = baton_mac_update(&m, src, (size_t)k);
+            }
+            if (rc != 0)
+                goto out;
+            iov[niov++] = (struct iovec){(void *)src, (size_t)k};
+            pending = 1;
+            off += k;
+        }
+    }
+    rc = baton_mac_final_tag(&m, tag);
+    if (rc != 0)
+        goto out;
+    iov[niov++] = (struct iovec){tag, sizeof tag};
+    rc = baton_transport_send_all(c->t, iov, niov, deadline);
+out:
+    baton_mac_abort(&m);
+    return rc;
+}
+
+/* Sends one reply frame: header + up to two payload pieces (+ the tag
+ * after AUTH). A successful reply is only ever sent once its request's tag
+ * has been checked; anything else is a bug and ends the connection. */
 static int send_reply(struct conn *c, uint8_t cmd, uint32_t seq, int status, const void *p1,
                       uint64_t n1, const void *p2, uint64_t n2)
 {
     uint8_t hdr[BATON_FRAME_HEADER_BYTES];
+    uint64_t deadline = baton_net_deadline_ms(c->s->cfg.send_timeout_ms);
     struct baton_frame_header h = {
         .cmd = cmd, .flags = 0, .status = (uint16_t)(-status), .seq = seq, .len = n1 + n2};
+    int rc;
+    if (status == 0 && c->rmac_open) {
+        c->dead = 1;
+        return BATON_E_PROTO;
+    }
     baton_wire_encode_header(hdr, &h);
-    struct iovec iov[3] = {{hdr, sizeof hdr}, {(void *)p1, (size_t)n1}, {(void *)p2, (size_t)n2}};
-    int rc = baton_transport_send_all(c->t, iov, 3, baton_net_deadline_ms(c->s->cfg.send_timeout_ms));
+    if (c->tagged) {
+        rc = send_tagged(c, hdr, p1, n1, p2, n2, deadline);
+    } else {
+        struct iovec iov[3] = {
+            {hdr, sizeof hdr}, {(void *)p1, (size_t)n1}, {(void *)p2, (size_t)n2}};
+        rc = baton_transport_send_all(c->t, iov, 3, deadline);
+    }
     if (rc != 0)
         c->dead = 1;
     return rc;
@@ -128,12 +293,28 @@ static int send_reply(struct conn *c, uint8_t cmd, uint32_t seq, int status, con
 
 /* ---- commands ---- */
 
+/* Sends bytes as they are (the handshake's frames, which carry no tag). */
+static int send_raw(struct conn *c, const void *p, size_t n)
+{
+    struct iovec iov = {(void *)p, n};
+    int rc = baton_transport_send_all(c->t, &iov, 1,
+                                      baton_net_deadline_ms(c->s->cfg.send_timeout_ms));
+    if (rc != 0)
+        c->dead = 1;
+    return rc;
+}
+
 static int cmd_hello(struct conn *c, const struct baton_frame_header *h)
 {
+    const struct baton_server_config *cfg = &c->s->cfg;
+    const struct baton_key *key = NULL;
     const uint8_t *p;
     struct baton_hello in, out;
     size_t pos = 0;
-    uint8_t buf[BATON_HELLO_BYTES];
+    /* both HELLO frames, byte for byte: the handshake transcript */
+    uint8_t req[BATON_FRAME_HEADER_BYTES + BATON_HELLO_BYTES];
+    uint8_t rep[BATON_FRAME_HEADER_BYTES + BATON_HELLO_BYTES];
+    struct baton_frame_header rh = {.cmd = h->cmd, .seq = h->seq, .len = BATON_HELLO_BYTES};
     /* before HELLO completes every failure is fatal: nothing else is
      * allowed in this state */
     c->fatal = 1;
@@ -143,10 +324,19 @@ static int cmd_hello(struct conn *c, const struct baton_frame_header *h)
     rc = baton_wire_decode_hello(p, BATON_HELLO_BYTES, &pos, &in);
     if (rc != 0)
         return rc;
-    if (in.role == BATON_ROLE_PEER)
-        return BATON_E_UNSUPPORTED; /* peer links: issue 4 */
-    if (in.role != BATON_ROLE_CLIENT)
+    if (in.role == BATON_ROLE_PEER) {
+        /* peer links (issue 4) exist only with authentication, and a peer
+         * proves the peer key: a client key cannot pose as a peer */
+        if (!c->s->auth_required)
+            return BATON_E_UNSUPPORTED;
+        key = cfg->peer_key;
+    } else if (in.role == BATON_ROLE_CLIENT) {
+        key = cfg->client_key;
+    } else {
         return BATON_E_PROTO;
+    }
+    if (c->s->auth_required && key == NULL)
+        return BATON_E_AUTH; /* no key held for this role */
     uint16_t lo = in.version_min > BATON_PROTOCOL_VERSION ? in.version_min : BATON_PROTOCOL_VERSION;
     uint16_t hi = in.version_max < BATON_PROTOCOL_VERSION ? in.version_max : BATON_PROTOCOL_VERSION;
     if (lo > hi)
@@ -154,16 +344,70 @@ static int cmd_hello(struct conn *c, const struct baton_frame_header *h)
     memset(&out, 0, sizeof out);
     out.version_min = out.version_max = hi;
     out.role = BATON_ROLE_SERVER;
-    out.features = c->s->auth_required ? BATON_FEATURE_AUTH : 0;
+    if (c->s->auth_required)
+        out.features |= BATON_FEATURE_AUTH | (cfg->encrypt ? BATON_FEATURE_ENCRYPT : 0);
     if (baton_net_random(out.nonce, sizeof out.nonce) != 0)
         return BATON_E_IO;
-    baton_wire_encode_hello(buf, &out);
+    memcpy(req, c->hdr, BATON_FRAME_HEADER_BYTES);
+    memcpy(req + BATON_FRAME_HEADER_BYTES, p, BATON_HELLO_BYTES);
+    baton_wire_encode_header(rep, &rh);
+    baton_wire_encode_hello(rep + BATON_FRAME_HEADER_BYTES, &out);
+    if (c->s->auth_required) {
+        rc = baton_hs_init(&c->hs, in.role, baton_key_bytes(key));
+        if (rc == 0)
+            rc = baton_hs_transcript_add(&c->hs, req, sizeof req);
+        if (rc == 0)
+            rc = baton_hs_transcript_add(&c->hs, rep, sizeof rep);
+        if (rc != 0)
+            return rc;
+    }
     c->fatal = 0;
     c->version = hi;
-    /* Authentication hook (issue 3): with keys configured the connection
-     * waits in HELLO_DONE for AUTH, under the frame deadline. */
+    c->role = in.role;
+    /* with a key the connection waits in HELLO_DONE for AUTH, under the
+     * handshake deadline */
     c->state = c->s->auth_required ? STATE_HELLO_DONE : STATE_READY;
-    send_reply(c, h->cmd, h->seq, 0, buf, sizeof buf, NULL, 0);
+    if (c->state == STATE_READY)
+        server_conn_authenticated(c->s, c->slot);
+    send_raw(c, rep, sizeof rep);
+    return 0;
+}
+
+/* AUTH (HELLO_DONE only): the payload is the initiator's proof MAC_i. It is
+ * checked in constant time; only then does the server answer with its own
+ * proof MAC_r, derive the session keys and go READY. A wrong proof gets one
+ * E_AUTH error frame (no proof) and the connection closes. */
+static int cmd_auth(struct conn *c, const struct baton_frame_header *h)
+{
+    const uint8_t *p;
+    uint8_t proof[BATON_PROOF_BYTES];
+    c->fatal = 1; /* before READY every failure ends the connection */
+    int rc = read_fixed(c, BATON_PROOF_BYTES, &p);
+    if (rc != 0)
+        return rc;
+    rc = baton_hs_verify_initiator(&c->hs, p);
+    if (rc == 0)
+        rc = baton_hs_responder_proof(&c->hs, proof);
+    if (rc == 0)
+        rc = baton_hs_session_keys(&c->hs, &c->send_key, &c->recv_key);
+    baton_hs_destroy(&c->hs);
+    if (rc != 0) {
+        server_log_limited(c->s, "session %llu from %s: authentication failed (%s role)",
+                           (unsigned long long)c->sess.id, c->peer,
+                           c->role == BATON_ROLE_PEER ? "peer" : "client");
+        return BATON_E_AUTH;
+    }
+    c->fatal = 0;
+    c->state = STATE_READY;
+    server_conn_authenticated(c->s, c->slot);
+    server_log(c->s, "session %llu authenticated (%s role%s)", (unsigned long long)c->sess.id,
+               c->role == BATON_ROLE_PEER ? "peer" : "client",
+               c->s->cfg.encrypt ? ", encrypted" : "");
+    send_reply(c, h->cmd, h->seq, 0, proof, sizeof proof, NULL, 0); /* untagged */
+    sodium_memzero(proof, sizeof proof);
+    /* every later frame, both directions, carries a tag */
+    c->tagged = 1;
+    c->encrypt = c->s->cfg.encrypt != 0;
     return 0;
 }
 
@@ -181,7 +425,9 @@ static int cmd_device_info(struct conn *c, const struct baton_frame_header *h)
     d.total_memory = total;
     d.free_memory = used < total ? total - used : 0;
     d.alignment = BATON_BUFFER_ALIGN;
-    d.max_buffer_bytes = total;
+    /* the largest ALLOC_BUFFER that can succeed: the session's quota */
+    d.max_buffer_bytes = total < c->s->cfg.session_memory_bytes ? total
+                                                                : c->s->cfg.session_memory_bytes;
     for (uint32_t t = 0; t < BATON_TYPE_ID_LIMIT && t < 64; t++) {
         const struct baton_type_info *ti = baton_type_get(t);
         if (ti && ti->executable)
@@ -214,7 +460,9 @@ static int cmd_alloc_buffer(struct conn *c, const struct baton_frame_header *h)
         return BATON_E_INVAL;
     if (size > total)
         return BATON_E_LIMIT;
-    rc = baton_handles_alloc(c->s->handles, c->sess.id, size, &handle);
+    /* per-session quota (buffers + scratch arena), then the total */
+    rc = baton_handles_alloc_capped(c->s->handles, c->sess.id, size,
+                                    c->s->cfg.session_memory_bytes, c->sess.scratch_bytes, &handle);
     if (rc != 0)
         return rc;
     baton_wire_put_u64(buf, handle);
@@ -418,6 +666,9 @@ static int cmd_graph_compute(struct conn *c, const struct baton_frame_header *h)
     g.leaves = ss->leaves;
     g.nodes = ss->nodes;
     rc = baton_graph_validate(&g, max_nodes, ss->plan, &scratch_bytes);
+    /* the compute budget, before any scratch is mapped or any node runs */
+    if (rc == 0 && baton_graph_flops(&g) > c->s->cfg.max_graph_flops)
+        rc = BATON_E_LIMIT;
     if (rc == 0)
         rc = session_reserve_scratch(c->s, ss, scratch_bytes);
     if (rc != 0)
@@ -446,9 +697,17 @@ static int handle(struct conn *c, const struct baton_frame_header *h)
         return cmd_hello(c, h);
     }
     if (c->state == STATE_HELLO_DONE) {
-        /* only AUTH is allowed here (issue 3 implements it) */
+        if (h->cmd == BATON_CMD_AUTH)
+            return cmd_auth(c, h);
+        c->fatal = 1; /* only AUTH is allowed here */
+        return BATON_E_PROTO;
+    }
+    if (c->role == BATON_ROLE_PEER) {
+        /* a peer link carries only the peer commands (issue 4) */
+        if (h->cmd == BATON_CMD_PEER_WRITE || h->cmd == BATON_CMD_PEER_FENCE)
+            return BATON_E_UNSUPPORTED;
         c->fatal = 1;
-        return h->cmd == BATON_CMD_AUTH ? BATON_E_UNSUPPORTED : BATON_E_PROTO;
+        return BATON_E_PROTO;
     }
     switch (h->cmd) {
     case BATON_CMD_DEVICE_INFO:
@@ -481,6 +740,11 @@ static int handle(struct conn *c, const struct baton_frame_header *h)
 /* Sends the one error frame of a framing error (best effort). */
 static void framing_error(struct conn *c, uint8_t cmd, uint32_t seq, int status)
 {
+    if (c->silent) {
+        server_log_limited(c->s, "session %llu %s: bad frame tag, closing without a reply",
+                           (unsigned long long)c->sess.id, server_cmd_name(cmd));
+        return;
+    }
     server_log_limited(c->s, "session %llu %s: %s, closing",
                        (unsigned long long)c->sess.id, cmd ? server_cmd_name(cmd) : "frame",
                        baton_status_name(status));
@@ -517,15 +781,20 @@ static int serve_loop(struct conn *c, const char **reason)
         int pre_auth = c->state != STATE_READY;
         int idle_ms = pre_auth ? cfg->frame_timeout_ms : cfg->idle_timeout_ms;
         uint64_t idle = idle_ms > 0 ? baton_net_deadline_ms(idle_ms) : BATON_DEADLINE_NONE;
+        if (pre_auth && c->hs_deadline < idle)
+            idle = c->hs_deadline; /* the whole handshake has one deadline */
         int rc = baton_transport_wait_readable(c->t, idle);
         if (rc != 0) {
             *reason = atomic_load(&c->s->stopping)               ? "server stopping"
                       : rc != BATON_E_TIMEOUT      ? "closed by peer"
-                      : pre_auth                   ? "no HELLO in time"
+                      : c->state == STATE_NEW      ? "no HELLO in time"
+                      : pre_auth                   ? "no AUTH in time"
                                                    : "idle timeout";
             return rc == BATON_E_TIMEOUT ? rc : 0;
         }
         c->frame_deadline = baton_net_deadline_ms(cfg->frame_timeout_ms);
+        if (pre_auth && c->hs_deadline < c->frame_deadline)
+            c->frame_deadline = c->hs_deadline;
         rc = baton_transport_recv_exact(c->t, hb, sizeof hb, c->frame_deadline);
         if (rc != 0) {
             rc = rc == BATON_E_TIMEOUT ? BATON_E_TIMEOUT : BATON_E_TRUNCATED;
@@ -544,21 +813,31 @@ static int serve_loop(struct conn *c, const char **reason)
             *reason = "framing error";
             return rc;
         }
+        memcpy(c->hdr, hb, sizeof hb);
         c->left = h.len;
         c->fatal = 0;
-        rc = handle(c, &h);
+        rc = c->tagged ? begin_tag(c) : 0;
+        if (rc != 0)
+            c->fatal = 1;
+        else
+            rc = handle(c, &h);
         if (c->dead) {
             *reason = "send failed";
             return BATON_E_IO;
         }
         if (rc != 0 && !c->fatal) {
+            /* the error reply goes out only once the request's tag checks */
             int drc = discard_rest(c);
+            if (drc == 0 && c->rmac_open)
+                drc = check_tag(c);
             if (drc != 0)
                 rc = drc; /* the frame itself broke: that is what ends it */
         }
         if (c->fatal) {
             framing_error(c, h.cmd, h.seq, rc);
-            *reason = "framing error";
+            *reason = c->silent                          ? "bad frame tag"
+                      : c->state != STATE_READY && rc == BATON_E_AUTH ? "authentication failed"
+                                                                 : "framing error";
             return rc;
         }
         if (rc != 0) {
@@ -573,18 +852,29 @@ static int serve_loop(struct conn *c, const char **reason)
     }
 }
 
-int server_serve_connection(struct baton_server *s, struct baton_transport *t, const char *peer)
+int server_serve_connection(struct baton_server *s, struct baton_transport *t, const char *peer,
+                            struct conn_slot *slot)
 {
     struct conn c;
     const char *reason = "?";
     memset(&c, 0, sizeof c);
     c.s = s;
     c.t = t;
+    c.slot = slot;
     c.peer = peer ? peer : "local";
+    c.hs_deadline = s->cfg.handshake_timeout_ms > 0
+                        ? baton_net_deadline_ms(s->cfg.handshake_timeout_ms)
+                        : BATON_DEADLINE_NONE;
     session_init(&c.sess, server_next_session_id(s));
     server_log(s, "connection from %s: session %llu", c.peer, (unsigned long long)c.sess.id);
     uint64_t id = c.sess.id;
     int rc = serve_loop(&c, &reason);
+    /* wipe every per-connection secret */
+    baton_hs_destroy(&c.hs);
+    baton_mac_abort(&c.rmac);
+    baton_frame_key_wipe(&c.send_key);
+    baton_frame_key_wipe(&c.recv_key);
+    free(c.enc);
     session_end(s, &c.sess);
     server_log(s, "session %llu closed (%s, peer %s)", (unsigned long long)id, reason, c.peer);
     return rc;

@@ -122,8 +122,33 @@ static void unmap_and_uncharge(struct baton_handle_table *t, uint8_t *mem, uint6
     baton_handles_uncharge(t, mapped);
 }
 
+/* Caller holds table_lock. Mapped bytes of session's entries (reserved,
+ * live, or freed but still pinned). */
+static uint64_t session_bytes_locked(const struct baton_handle_table *t, uint64_t session)
+{
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < BATON_MAX_BUFFERS; i++)
+        if (t->e[i].state != SLOT_EMPTY && t->e[i].owner == session)
+            n += t->e[i].mapped;
+    return n;
+}
+
+uint64_t baton_handles_session_bytes(struct baton_handle_table *t, uint64_t session)
+{
+    pthread_mutex_lock(&t->table_lock);
+    uint64_t n = session ? session_bytes_locked(t, session) : 0;
+    pthread_mutex_unlock(&t->table_lock);
+    return n;
+}
+
 int baton_handles_alloc(struct baton_handle_table *t, uint64_t session, uint64_t size,
                         uint64_t *handle)
+{
+    return baton_handles_alloc_capped(t, session, size, UINT64_MAX, 0, handle);
+}
+
+int baton_handles_alloc_capped(struct baton_handle_table *t, uint64_t session, uint64_t size,
+                               uint64_t session_cap, uint64_t extra_bytes, uint64_t *handle)
 {
     uint64_t mapped;
     uint32_t index;
@@ -132,11 +157,21 @@ int baton_handles_alloc(struct baton_handle_table *t, uint64_t session, uint64_t
     if (size > UINT64_MAX - (t->page - 1))
         return BATON_E_QUOTA;
     mapped = (size + (t->page - 1)) / t->page * t->page;
+    if (extra_bytes > session_cap || mapped > session_cap - extra_bytes)
+        return BATON_E_QUOTA;
 
     pthread_mutex_lock(&t->table_lock);
     if (t->used_bytes > t->total_bytes || mapped > t->total_bytes - t->used_bytes) {
         pthread_mutex_unlock(&t->table_lock);
         return BATON_E_QUOTA;
+    }
+    if (session_cap != UINT64_MAX) {
+        /* subtract, never add: each term is <= session_cap here */
+        uint64_t room = session_cap - extra_bytes - mapped;
+        if (session_bytes_locked(t, session) > room) {
+            pthread_mutex_unlock(&t->table_lock);
+            return BATON_E_QUOTA;
+        }
     }
     if (t->n_free == 0) {
         pthread_mutex_unlock(&t->table_lock);
@@ -144,6 +179,8 @@ int baton_handles_alloc(struct baton_handle_table *t, uint64_t session, uint64_t
     }
     index = t->free_idx[--t->n_free];
     t->e[index].state = SLOT_RESERVED;
+    t->e[index].owner = session; /* counted for the session from now on */
+    t->e[index].mapped = mapped;
     t->used_bytes += mapped;
     pthread_mutex_unlock(&t->table_lock);
 
@@ -155,6 +192,8 @@ int baton_handles_alloc(struct baton_handle_table *t, uint64_t session, uint64_t
     struct handle_entry *e = &t->e[index];
     if (mem == MAP_FAILED) {
         e->state = SLOT_EMPTY;
+        e->owner = 0;
+        e->mapped = 0;
         t->free_idx[t->n_free++] = index;
         t->used_bytes -= mapped;
         pthread_mutex_unlock(&t->table_lock);

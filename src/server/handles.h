@@ -43,6 +43,18 @@ void baton_handles_destroy(struct baton_handle_table *t);
 int baton_handles_alloc(struct baton_handle_table *t, uint64_t session, uint64_t size,
                         uint64_t *handle);
 
+/* baton_handles_alloc with a per-session cap: also BATON_E_QUOTA when the
+ * session's mapped bytes (live buffers, and freed ones still pinned, page
+ * rounded) plus extra_bytes (its scratch arena) plus this buffer's mapped
+ * size would exceed session_cap. Checked under the table lock, before
+ * anything is mapped. */
+int baton_handles_alloc_capped(struct baton_handle_table *t, uint64_t session, uint64_t size,
+                               uint64_t session_cap, uint64_t extra_bytes, uint64_t *handle);
+
+/* The bytes session's buffers hold mapped now (as counted by
+ * baton_handles_alloc_capped, without extra_bytes). */
+uint64_t baton_handles_session_bytes(struct baton_handle_table *t, uint64_t session);
+
 /* Frees session's buffer: BATON_E_STALE_HANDLE for a freed or never issued
  * handle, BATON_E_NOT_OWNED for another session's. */
 int baton_handles_free(struct baton_handle_table *t, uint64_t session, uint64_t handle);

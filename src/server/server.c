@@ -7,15 +7,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include "auth/auth.h"
 #include "baton/status.h"
 #include "core/limits.h"
 #include "net/net.h"
 #include "server/server_internal.h"
+#include "wire/wire.h"
 
 #define LOG_WINDOW_NS 1000000000ull
-#define LOG_LINES_PER_WINDOW 20u
 
 void baton_server_config_default(struct baton_server_config *cfg)
 {
@@ -28,10 +31,18 @@ void baton_server_config_default(struct baton_server_config *cfg)
     cfg->total_memory_bytes = ram / 4 * 3;
     cfg->max_connections = 64;
     cfg->frame_timeout_ms = 10000;
-    cfg->idle_timeout_ms = 0;
     cfg->send_timeout_ms = 10000;
     cfg->quiet = 0;
     cfg->max_scratch_bytes = 1ull << 30;
+    cfg->idle_timeout_ms = 300000;
+    cfg->max_unauthenticated = 8;
+    cfg->max_unauthenticated_per_ip = 4;
+    cfg->handshake_timeout_ms = 5000;
+    cfg->session_memory_bytes = cfg->total_memory_bytes; /* 0 also means "the total" */
+    cfg->max_graph_flops = 100000000000000ull; /* 10^14 */
+    cfg->max_grants_per_session = 64;
+    cfg->max_peer_links = 16;
+    cfg->log_rate = 20;
 }
 
 /* ---- logging ---- */
@@ -67,7 +78,7 @@ void server_log_limited(struct baton_server *s, const char *fmt, ...)
         s->log_window_start_ns = now;
         s->log_in_window = 0;
     }
-    allow = s->log_in_window < LOG_LINES_PER_WINDOW;
+    allow = s->log_in_window < s->cfg.log_rate;
     if (allow)
         s->log_in_window++;
     else
@@ -98,12 +109,27 @@ int baton_server_create(const struct baton_server_config *cfg, struct baton_serv
         s->cfg.max_graph_nodes == 0 || s->cfg.max_graph_nodes > BATON_MAX_GRAPH_NODES ||
         s->cfg.max_connections == 0 || s->cfg.n_threads == 0 ||
         s->cfg.n_threads > BATON_POOL_MAX_THREADS || s->cfg.frame_timeout_ms <= 0 ||
-        s->cfg.send_timeout_ms <= 0) {
+        s->cfg.send_timeout_ms <= 0 || s->cfg.handshake_timeout_ms <= 0 ||
+        s->cfg.idle_timeout_ms < 0 || s->cfg.max_unauthenticated == 0 ||
+        s->cfg.max_unauthenticated_per_ip == 0 || s->cfg.max_graph_flops == 0 ||
+        s->cfg.n_peers > BATON_SERVER_MAX_PEERS) {
         free(s);
         return BATON_E_INVAL;
     }
+    /* authentication: either key turns it on; encryption needs a key */
+    s->auth_required = s->cfg.client_key != NULL || s->cfg.peer_key != NULL;
+    if (s->cfg.encrypt && !s->auth_required) {
+        free(s);
+        return BATON_E_INVAL;
+    }
+    if (s->auth_required && baton_auth_init() != 0) {
+        free(s);
+        return BATON_E_IO;
+    }
     if (s->cfg.max_scratch_bytes > s->cfg.total_memory_bytes)
         s->cfg.max_scratch_bytes = s->cfg.total_memory_bytes;
+    if (s->cfg.session_memory_bytes == 0 || s->cfg.session_memory_bytes > s->cfg.total_memory_bytes)
+        s->cfg.session_memory_bytes = s->cfg.total_memory_bytes;
     pthread_mutex_init(&s->device_lock, NULL);
     pthread_mutex_init(&s->conn_lock, NULL);
     pthread_mutex_init(&s->log_lock, NULL);
@@ -188,7 +214,7 @@ static void *conn_main(void *arg)
 {
     struct conn_slot *slot = arg;
     struct baton_server *s = slot->server;
-    server_serve_connection(s, slot->transport, slot->peer);
+    server_serve_connection(s, slot->transport, slot->peer, slot);
     baton_transport_close(slot->transport);
     slot->transport = NULL;
     pthread_mutex_lock(&s->conn_lock);
@@ -199,25 +225,109 @@ static void *conn_main(void *arg)
     return NULL;
 }
 
-int baton_server_serve_fd(struct baton_server *s, int fd)
+/* The client address of fd for the per-IP cap: family 4 or 6 (an
+ * IPv4-mapped IPv6 address counts as IPv4), 0 when it has none (AF_UNIX). */
+static void peer_ip(int fd, uint8_t *family, uint8_t ip[16])
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    *family = 0;
+    memset(ip, 0, 16);
+    if (getpeername(fd, (struct sockaddr *)&ss, &sl) != 0)
+        return;
+    if (ss.ss_family == AF_INET) {
+        *family = 4;
+        memcpy(ip, &((struct sockaddr_in *)&ss)->sin_addr, 4);
+    } else if (ss.ss_family == AF_INET6) {
+        const struct in6_addr *a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
+        if (IN6_IS_ADDR_V4MAPPED(a)) {
+            *family = 4;
+            memcpy(ip, a->s6_addr + 12, 4);
+        } else {
+            *family = 6;
+            memcpy(ip, a->s6_addr, 16);
+        }
+    }
+}
+
+/* Checks the caps for a new connection from (family, ip) and picks a free
+ * slot. Caller holds conn_lock. Returns the slot, or NULL with *why set. */
+static struct conn_slot *admit_locked(struct baton_server *s, uint8_t family, const uint8_t *ip,
+                                      const char **why)
+{
+    struct conn_slot *free_slot = NULL;
+    uint32_t unauth = 0, unauth_ip = 0;
+    for (uint32_t i = 0; i < s->n_slots; i++) {
+        struct conn_slot *sl = &s->slots[i];
+        if (sl->state == SLOT_FREE) {
+            if (!free_slot)
+                free_slot = sl;
+            continue;
+        }
+        if (sl->state != SLOT_RUNNING || sl->authenticated)
+            continue;
+        unauth++;
+        if (family != 0 && sl->ip_family == family && memcmp(sl->ip, ip, 16) == 0)
+            unauth_ip++;
+    }
+    if (!free_slot) {
+        *why = "connection limit";
+        return NULL;
+    }
+    if (unauth >= s->cfg.max_unauthenticated) {
+        *why = "unauthenticated connection limit";
+        return NULL;
+    }
+    if (family != 0 && unauth_ip >= s->cfg.max_unauthenticated_per_ip) {
+        *why = "unauthenticated connection limit for its address";
+        return NULL;
+    }
+    return free_slot;
+}
+
+/* Tells a refused client why, best effort and without blocking: one error
+ * frame (cmd 0, seq 0, E_LIMIT), as for any framing-level limit. */
+static void refuse_frame(int fd)
+{
+    uint8_t hdr[BATON_FRAME_HEADER_BYTES];
+    struct baton_frame_header h = {.cmd = 0, .status = (uint16_t)(-BATON_E_LIMIT)};
+    baton_wire_encode_header(hdr, &h);
+    ssize_t w = send(fd, hdr, sizeof hdr, MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)w;
+    /* closing with unread bytes would send a reset, which can overtake
+     * the frame: drop what the client already sent (its HELLO) */
+    uint8_t sink[512];
+    for (int i = 0; i < 8 && recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0; i++)
+        ;
+}
+
+/* baton_server_serve_fd; notify: send the refusal frame; *why (may be NULL)
+ * names the cap that refused the connection. */
+static int serve_fd_ex(struct baton_server *s, int fd, int notify, const char **why)
 {
     struct conn_slot *slot = NULL;
+    const char *reason = "server stopping";
+    uint8_t family, ip[16];
     int rc;
+    peer_ip(fd, &family, ip);
     pthread_mutex_lock(&s->conn_lock);
     if (atomic_load(&s->stopping)) {
         rc = BATON_E_IO;
         goto fail;
     }
     reap_locked(s);
-    for (uint32_t i = 0; i < s->n_slots && !slot; i++)
-        if (s->slots[i].state == SLOT_FREE)
-            slot = &s->slots[i];
+    slot = admit_locked(s, family, ip, &reason);
     if (!slot) {
         rc = BATON_E_LIMIT;
+        if (notify)
+            refuse_frame(fd);
         goto fail;
     }
     baton_net_set_nodelay(fd);
     baton_net_peer_string(fd, slot->peer, sizeof slot->peer);
+    slot->authenticated = 0;
+    slot->ip_family = family;
+    memcpy(slot->ip, ip, sizeof slot->ip);
     rc = baton_transport_socket(fd, s->stop_pipe[0], &slot->transport);
     fd = -1; /* adopted, even on failure */
     if (rc != 0)
@@ -239,13 +349,29 @@ fail:
     pthread_mutex_unlock(&s->conn_lock);
     if (fd >= 0)
         close(fd);
+    if (why)
+        *why = reason;
     return rc;
+}
+
+int baton_server_serve_fd(struct baton_server *s, int fd)
+{
+    return serve_fd_ex(s, fd, 0, NULL);
+}
+
+void server_conn_authenticated(struct baton_server *s, struct conn_slot *slot)
+{
+    if (!slot)
+        return;
+    pthread_mutex_lock(&s->conn_lock);
+    slot->authenticated = 1;
+    pthread_mutex_unlock(&s->conn_lock);
 }
 
 int baton_server_serve_transport(struct baton_server *s, struct baton_transport *t,
                                  const char *peer)
 {
-    int rc = server_serve_connection(s, t, peer);
+    int rc = server_serve_connection(s, t, peer, NULL);
     baton_transport_close(t);
     return rc;
 }
@@ -265,11 +391,14 @@ int baton_server_listen(struct baton_server *s, const char *host, uint16_t port,
 {
     if (s->listen_fd >= 0)
         return BATON_E_INVAL;
-    /* Without authentication (issue 3) anyone who reaches the port could use
-     * the server's memory, so only loopback is allowed. */
-    if (!baton_net_host_is_loopback(host))
+    /* Without authentication anyone who reaches the port could use the
+     * server's memory: elsewhere than loopback only with a key, or when the
+     * operator said so explicitly (batond --insecure-no-auth). */
+    if (!s->auth_required && !s->cfg.insecure_no_auth && !baton_net_host_is_loopback(host))
         return BATON_E_AUTH;
-    return baton_net_listen(host, port, 128, &s->listen_fd, bound_port);
+    /* a deep backlog: a burst of connections is accepted and checked
+     * against the caps at once, instead of waiting in SYN retries */
+    return baton_net_listen(host, port, 1024, &s->listen_fd, bound_port);
 }
 
 int baton_server_run(struct baton_server *s)
@@ -306,11 +435,11 @@ int baton_server_run(struct baton_server *s)
             continue;
         }
         char peer[SERVER_PEER_NAME_BYTES];
+        const char *why = NULL;
         baton_net_peer_string(fd, peer, sizeof peer);
-        rc = baton_server_serve_fd(s, fd);
+        rc = serve_fd_ex(s, fd, 1, &why);
         if (rc == BATON_E_LIMIT)
-            server_log_limited(s, "refused %s: connection limit (%u) reached", peer,
-                               s->cfg.max_connections);
+            server_log_limited(s, "refused %s: %s reached", peer, why);
         else if (rc != 0 && rc != BATON_E_IO)
             server_log_limited(s, "refused %s: %s", peer, baton_status_name(rc));
     }

@@ -11,6 +11,17 @@
 #include <stdint.h>
 
 struct baton_server;
+struct baton_key; /* auth/auth.h */
+
+#define BATON_SERVER_MAX_PEERS 64u
+
+/* One allowed peer endpoint: a binary address (IPv4 in the first 4 bytes of
+ * addr, family 4; IPv6 all 16, family 6) and a port, matched exactly. */
+struct baton_peer_addr {
+    uint8_t family;
+    uint8_t addr[16];
+    uint16_t port;
+};
 
 struct baton_server_config {
     uint32_t n_threads;          /* compute threads per graph (default 1) */
@@ -19,11 +30,35 @@ struct baton_server_config {
     uint64_t total_memory_bytes; /* all buffers of all sessions (default: 3/4 of RAM) */
     uint32_t max_connections;    /* default 64 */
     int frame_timeout_ms;        /* whole frame, from its first byte (default 10000) */
-    int idle_timeout_ms;         /* between frames (default 0 = none) */
+    int idle_timeout_ms;         /* between frames (default 300000; 0 = none) */
     int send_timeout_ms;         /* whole reply (default 10000) */
     int quiet;                   /* no per-connection log lines */
     uint64_t max_scratch_bytes;  /* one session's graph scratch arena, counted
                                     against total_memory_bytes (default 1 GiB) */
+    /* Limits of issue 3 (src/server/policy.h fills them from the policy). */
+    uint32_t max_unauthenticated;        /* connections before READY (default 8) */
+    uint32_t max_unauthenticated_per_ip; /* the same per client address (default 4) */
+    int handshake_timeout_ms;            /* connect to READY (default 5000) */
+    uint64_t session_memory_bytes;       /* buffers + scratch of one session
+                                            (default: total_memory_bytes) */
+    uint64_t max_graph_flops;            /* per GRAPH_COMPUTE, baton_graph_flops
+                                            (default 10^14) */
+    uint32_t max_grants_per_session;     /* direct path (default 64) */
+    uint32_t max_peer_links;             /* direct path (default 16) */
+    uint32_t log_rate;                   /* rate-limited log lines per second (default 20) */
+    int encrypt;                         /* payload encryption after AUTH (default 0) */
+    uint32_t n_peers;                    /* outbound allow-list, resolved at start */
+    struct baton_peer_addr peers[BATON_SERVER_MAX_PEERS];
+    /* Authentication (SECURITY.md, docs/PROTOCOL.md "AUTH"). The keys are
+     * borrowed (baton_key_open) and must outlive the server. With either key
+     * set every connection must complete HELLO + AUTH with the key of the
+     * role in its HELLO (client -> client_key, peer -> peer_key; a role
+     * whose key is not held is refused with E_AUTH), and every frame after
+     * AUTH carries a 16-byte tag (encrypt: payloads are also encrypted).
+     * Both NULL: no authentication (encrypt must then be 0). */
+    const struct baton_key *client_key;
+    const struct baton_key *peer_key;
+    int insecure_no_auth; /* allow a non-loopback listen without keys (default 0) */
 };
 
 /* Fills *cfg with the defaults above. */
@@ -38,8 +73,8 @@ int baton_server_create(const struct baton_server_config *cfg, struct baton_serv
 int baton_server_serve_fd(struct baton_server *s, int fd);
 
 /* Binds and listens on host:port (port 0 = ephemeral); *bound_port gets the
- * port. Refuses non-loopback addresses until authentication exists
- * (BATON_E_AUTH). */
+ * port. A non-loopback address needs a key (client_key or peer_key) or
+ * insecure_no_auth in the configuration; otherwise BATON_E_AUTH. */
 int baton_server_listen(struct baton_server *s, const char *host, uint16_t port,
                         uint16_t *bound_port);
 

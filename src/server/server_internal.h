@@ -25,6 +25,9 @@ struct conn_slot {
     struct baton_transport *transport;
     pthread_t thread;
     int state;
+    int authenticated; /* handshake done (server_conn_authenticated); under conn_lock */
+    uint8_t ip_family; /* 4, 6, or 0 (AF_UNIX: no per-address cap) */
+    uint8_t ip[16];    /* the client's address, for the per-IP unauthenticated cap */
     char peer[SERVER_PEER_NAME_BYTES];
 };
 
@@ -32,8 +35,9 @@ struct baton_server {
     struct baton_server_config cfg;
     struct baton_handle_table *handles;
     struct baton_pool *pool;
-    /* Authentication hook (issue 3): when set, a connection goes from NEW to
-     * HELLO_DONE and accepts only AUTH until it succeeds. Always 0 now. */
+    /* Set when cfg holds a client or peer key: a connection goes from NEW
+     * to HELLO_DONE and accepts only AUTH until it succeeds; every frame
+     * after AUTH carries a tag (dispatch.c). */
     int auth_required;
 
     pthread_mutex_t device_lock; /* one graph at a time on the shared pool */
@@ -84,12 +88,21 @@ int session_reserve_req(struct baton_session *sess, size_t n);
  * BATON_E_NOMEM. */
 int session_reserve_graph(struct baton_session *sess, uint32_t n_leaves, uint32_t n_nodes);
 /* Makes the scratch arena at least n bytes: BATON_E_LIMIT above
- * max_scratch_bytes, BATON_E_QUOTA, BATON_E_NOMEM. */
+ * max_scratch_bytes, BATON_E_QUOTA (total memory, or the session's
+ * buffers + arena above session_memory_bytes), BATON_E_NOMEM. */
 int session_reserve_scratch(struct baton_server *s, struct baton_session *sess, uint64_t n);
 
 /* dispatch.c: serves one connection until it ends (see
- * baton_server_serve_transport). Does not close t. */
-int server_serve_connection(struct baton_server *s, struct baton_transport *t, const char *peer);
+ * baton_server_serve_transport). Does not close t. slot is the listener's
+ * slot of the connection (NULL for serve_transport): the dispatcher calls
+ * server_conn_authenticated(s, slot) once the connection reaches READY. */
+int server_serve_connection(struct baton_server *s, struct baton_transport *t, const char *peer,
+                            struct conn_slot *slot);
+
+/* server.c: the connection of slot finished its handshake (HELLO without
+ * keys, AUTH with keys) and no longer counts against max_unauthenticated
+ * and max_unauthenticated_per_ip. NULL-safe; idempotent. */
+void server_conn_authenticated(struct baton_server *s, struct conn_slot *slot);
 
 /* Log lines to stderr (nothing when cfg.quiet). server_log_limited applies
  * the server-wide rate limit (error replies, refused connections). */

@@ -100,6 +100,13 @@ int session_reserve_scratch(struct baton_server *s, struct baton_session *sess, 
     if (want > UINT64_MAX - 4095)
         return BATON_E_LIMIT;
     want = (want + 4095) & ~(uint64_t)4095;
+    /* the arena counts against the session's memory as its buffers do */
+    uint64_t held = baton_handles_session_bytes(s->handles, sess->id);
+    uint64_t session_cap = s->cfg.session_memory_bytes;
+    if (held > session_cap || n > session_cap - held)
+        return BATON_E_QUOTA;
+    if (want > session_cap - held)
+        want = session_cap - held; /* >= n: grow only up to the session's room */
     scratch_release(s, sess);
     int rc = baton_handles_charge(s->handles, want);
     if (rc != 0)

@@ -18,10 +18,18 @@
 /*@ // n bytes remain after pos (in mathematical integers: no wrap).
     predicate room(integer len, integer pos, integer n) = pos + n <= len;
 
-    logic integer le16{L}(uint8_t *p) = p[0] + 256 * p[1];
-    logic integer le32{L}(uint8_t *p) =
-      p[0] + 256 * p[1] + 65536 * p[2] + 16777216 * p[3];
-    logic integer le64{L}(uint8_t *p) = le32(p) + 4294967296 * le32(p + 4);
+    // Little-endian values of the bytes at p. Declared with defining axioms
+    // rather than as plain definitions so that the provers unfold them only
+    // where a goal is about bytes (the loads), not in every decoder goal.
+    axiomatic LittleEndian {
+      logic integer le16{L}(uint8_t *p) reads p[0 .. 1];
+      logic integer le32{L}(uint8_t *p) reads p[0 .. 3];
+      logic integer le64{L}(uint8_t *p) reads p[0 .. 7];
+      axiom le16_def{L}: \forall uint8_t *p; le16(p) == p[0] + 256 * p[1];
+      axiom le32_def{L}: \forall uint8_t *p;
+        le32(p) == p[0] + 256 * p[1] + 65536 * p[2] + 16777216 * p[3];
+      axiom le64_def{L}: \forall uint8_t *p; le64(p) == le32(p) + 4294967296 * le32(p + 4);
+    }
 
     // core/types.h: the accepted type ids and their block layouts.
     predicate known_type(integer t) = t == 0 || t == 1 || t == 2 || t == 8 || t == 26;
@@ -63,32 +71,46 @@
         b3 == stride3(t, n0, n1, n2)) ? BATON_E_SHAPE :
       extent(t, n0, n1, n2, n3) > UINT64_MAX ? BATON_E_OVERFLOW : 0;
 
-    // A tensor descriptor's fields at p (docs/PROTOCOL.md, 88 bytes).
-    logic integer desc_rc{L}(uint8_t *p) =
-      extent_rc(le32(p + 16), le64(p + 24), le64(p + 32), le64(p + 40), le64(p + 48),
-                le64(p + 56), le64(p + 64), le64(p + 72), le64(p + 80));
-    logic integer desc_extent{L}(uint8_t *p) =
-      extent(le32(p + 16), le64(p + 24), le64(p + 32), le64(p + 40), le64(p + 48));
-
-    // core/ops.c: number of sources per op id, 0 for an unknown id.
-    logic integer arity(integer op) =
-      op == 1 ? 2 : op == 2 ? 1 : op == 3 ? 2 : op == 4 ? 2 : op == 5 ? 2 : op == 6 ? 1 :
-      op == 7 ? 1 : op == 8 ? 2 : op == 9 ? 6 : op == 10 ? 1 : op == 11 ? 1 : 0;
+    // core/ops.c: number of sources per op id, 0 for an unknown id. Given
+    // by axioms (one per id) so that goals keep arity(op) as one term.
+    axiomatic Arity {
+      logic integer arity(integer op);
+      axiom arity_unary: \forall integer op;
+        op == BATON_OP_RMS_NORM || op == BATON_OP_SCALE || op == BATON_OP_SILU ||
+        op == BATON_OP_ARGMAX || op == BATON_OP_RESHAPE ==> arity(op) == 1;
+      axiom arity_binary: \forall integer op;
+        op == BATON_OP_GET_ROWS || op == BATON_OP_MUL_MAT || op == BATON_OP_ADD ||
+        op == BATON_OP_MUL || op == BATON_OP_ROPE ==> arity(op) == 2;
+      axiom arity_attention: arity(BATON_OP_ATTENTION) == 6;
+      axiom arity_unknown: \forall integer op;
+        op < BATON_OP_GET_ROWS || op >= BATON_OP_COUNT ==> arity(op) == 0;
+    }
 
     // Source slot k of a node with arity a: used slots name a leaf or an
     // earlier node (< limit = n_leaves + node_index), unused ones are NONE.
     predicate src_ok(integer a, integer k, integer s, integer limit) =
       (k < a ==> s < limit) && (k >= a ==> s == BATON_SRC_NONE);
-    predicate srcs_ok{L}(uint8_t *p, integer limit) =
-      src_ok(arity(le32(p)), 0, le32(p + 40), limit) &&
-      src_ok(arity(le32(p)), 1, le32(p + 44), limit) &&
-      src_ok(arity(le32(p)), 2, le32(p + 48), limit) &&
-      src_ok(arity(le32(p)), 3, le32(p + 52), limit) &&
-      src_ok(arity(le32(p)), 4, le32(p + 56), limit) &&
-      src_ok(arity(le32(p)), 5, le32(p + 60), limit);
+    predicate srcs_ok(integer a, integer s0, integer s1, integer s2, integer s3, integer s4,
+                      integer s5, integer limit) =
+      src_ok(a, 0, s0, limit) && src_ok(a, 1, s1, limit) && src_ok(a, 2, s2, limit) &&
+      src_ok(a, 3, s3, limit) && src_ok(a, 4, s4, limit) && src_ok(a, 5, s5, limit);
     predicate out_leaf_ok(integer o, integer n_leaves) =
       o == BATON_SRC_NONE || o < n_leaves;
 */
+
+/* Shorthands for the contracts below (annotations are preprocessed): the
+ * checks of a tensor descriptor or graph node applied to the fields read at
+ * byte pointer P. Macros rather than logic functions over P, so that each
+ * goal names the very field terms the code produced. */
+#define DESC_RC(P)                                                                   \
+    extent_rc(le32((P) + 16), le64((P) + 24), le64((P) + 32), le64((P) + 40),        \
+              le64((P) + 48), le64((P) + 56), le64((P) + 64), le64((P) + 72),        \
+              le64((P) + 80))
+#define DESC_EXTENT(P)                                                               \
+    extent(le32((P) + 16), le64((P) + 24), le64((P) + 32), le64((P) + 40), le64((P) + 48))
+#define SRCS_OK(P, LIMIT)                                                            \
+    srcs_ok(arity(le32(P)), le32((P) + 40), le32((P) + 44), le32((P) + 48),          \
+            le32((P) + 52), le32((P) + 56), le32((P) + 60), (LIMIT))
 
 /*@ requires \valid_read(p + (0 .. 1));
     assigns \nothing;
@@ -230,20 +252,20 @@ int baton_wire_get_u64(const uint8_t *buf, size_t len, size_t *pos, uint64_t *ou
     assigns *pos, *out;
     behavior truncated:
       assumes !room(len, *pos, 24);
-      assigns \nothing;
+      ensures *pos == \old(*pos);
       ensures \result == BATON_E_TRUNCATED;
     behavior bad_magic:
       assumes room(len, *pos, 24);
       assumes !(buf[*pos] == 0x42 && buf[*pos + 1] == 0x41 && buf[*pos + 2] == 0x54 &&
                 buf[*pos + 3] == 0x4E);
-      assigns \nothing;
+      ensures *pos == \old(*pos);
       ensures \result == BATON_E_MAGIC;
     behavior bad_cmd:
       assumes room(len, *pos, 24);
       assumes buf[*pos] == 0x42 && buf[*pos + 1] == 0x41 && buf[*pos + 2] == 0x54 &&
               buf[*pos + 3] == 0x4E;
       assumes buf[*pos + 4] == 0 || buf[*pos + 4] >= BATON_CMD_LIMIT;
-      assigns \nothing;
+      ensures *pos == \old(*pos);
       ensures \result == BATON_E_CMD;
     behavior bad_reserved:
       assumes room(len, *pos, 24);
@@ -251,7 +273,7 @@ int baton_wire_get_u64(const uint8_t *buf, size_t len, size_t *pos, uint64_t *ou
               buf[*pos + 3] == 0x4E;
       assumes 0 < buf[*pos + 4] < BATON_CMD_LIMIT;
       assumes buf[*pos + 5] != 0 || le32(buf + *pos + 12) != 0;
-      assigns \nothing;
+      ensures *pos == \old(*pos);
       ensures \result == BATON_E_INVAL;
     behavior too_long:
       assumes room(len, *pos, 24);
@@ -260,7 +282,7 @@ int baton_wire_get_u64(const uint8_t *buf, size_t len, size_t *pos, uint64_t *ou
       assumes 0 < buf[*pos + 4] < BATON_CMD_LIMIT;
       assumes buf[*pos + 5] == 0 && le32(buf + *pos + 12) == 0;
       assumes le64(buf + *pos + 16) > max_len;
-      assigns \nothing;
+      ensures *pos == \old(*pos);
       ensures \result == BATON_E_LIMIT;
     behavior ok:
       assumes room(len, *pos, 24);
@@ -309,13 +331,13 @@ int baton_wire_decode_header(const uint8_t *buf, size_t len, size_t *pos, uint64
     assigns *pos, *out;
     behavior truncated:
       assumes !room(len, *pos, 48);
-      assigns \nothing;
+      ensures *pos == \old(*pos);
       ensures \result == BATON_E_TRUNCATED;
     behavior bad_fields:
       assumes room(len, *pos, 48);
       assumes buf[*pos + 5] != 0 || buf[*pos + 6] != 0 || buf[*pos + 7] != 0 ||
               le16(buf + *pos) > le16(buf + *pos + 2) || buf[*pos + 4] > BATON_ROLE_PEER;
-      assigns \nothing;
+      ensures *pos == \old(*pos);
       ensures \result == BATON_E_INVAL;
     behavior ok:
       assumes room(len, *pos, 48);
@@ -497,35 +519,40 @@ int baton_wire_tensor_extent(uint32_t type, const uint64_t ne[4], const uint64_t
     assigns *pos, *out;
     behavior truncated:
       assumes !room(len, *pos, 88);
-      assigns \nothing;
+      ensures *pos == \old(*pos);
       ensures \result == BATON_E_TRUNCATED;
     behavior bad_reserved:
       assumes room(len, *pos, 88) && le32(buf + *pos + 20) != 0;
-      assigns \nothing;
+      ensures *pos == \old(*pos);
       ensures \result == BATON_E_INVAL;
     behavior bad_extent:
       assumes room(len, *pos, 88) && le32(buf + *pos + 20) == 0;
-      assumes desc_rc(buf + *pos) != 0;
-      assigns \nothing;
-      ensures \result == desc_rc(buf + \old(*pos)) && \result < 0;
+      assumes DESC_RC(buf + *pos) != 0;
+      ensures *pos == \old(*pos);
+      ensures \result == DESC_RC(buf + \old(*pos)) && \result < 0;
     behavior end_wraps:
       assumes room(len, *pos, 88) && le32(buf + *pos + 20) == 0;
-      assumes desc_rc(buf + *pos) == 0;
-      assumes le64(buf + *pos + 8) + desc_extent(buf + *pos) > UINT64_MAX;
-      assigns \nothing;
+      assumes DESC_RC(buf + *pos) == 0;
+      assumes le64(buf + *pos + 8) + DESC_EXTENT(buf + *pos) > UINT64_MAX;
+      ensures *pos == \old(*pos);
       ensures \result == BATON_E_OVERFLOW;
     behavior ok:
       assumes room(len, *pos, 88) && le32(buf + *pos + 20) == 0;
-      assumes desc_rc(buf + *pos) == 0;
-      assumes le64(buf + *pos + 8) + desc_extent(buf + *pos) <= UINT64_MAX;
+      assumes DESC_RC(buf + *pos) == 0;
+      assumes le64(buf + *pos + 8) + DESC_EXTENT(buf + *pos) <= UINT64_MAX;
       ensures \result == 0;
       ensures *pos == \old(*pos) + 88 && *pos <= len;
       ensures out->buffer == le64(buf + \old(*pos));
       ensures out->offset == le64(buf + \old(*pos) + 8);
       ensures out->type == le32(buf + \old(*pos) + 16) && known_type(out->type);
-      ensures \forall integer k; 0 <= k < 4 ==>
-                out->ne[k] == le64(buf + \old(*pos) + 24 + 8 * k) &&
-                out->nb[k] == le64(buf + \old(*pos) + 56 + 8 * k);
+      ensures out->ne[0] == le64(buf + \old(*pos) + 24) &&
+              out->ne[1] == le64(buf + \old(*pos) + 32) &&
+              out->ne[2] == le64(buf + \old(*pos) + 40) &&
+              out->ne[3] == le64(buf + \old(*pos) + 48);
+      ensures out->nb[0] == le64(buf + \old(*pos) + 56) &&
+              out->nb[1] == le64(buf + \old(*pos) + 64) &&
+              out->nb[2] == le64(buf + \old(*pos) + 72) &&
+              out->nb[3] == le64(buf + \old(*pos) + 80);
       ensures out->nbytes == extent(out->type, out->ne[0], out->ne[1], out->ne[2], out->ne[3]);
       ensures out->offset + out->nbytes <= UINT64_MAX;
     complete behaviors;
@@ -586,18 +613,18 @@ int baton_wire_decode_tensor(const uint8_t *buf, size_t len, size_t *pos,
     assigns *pos, *n_leaves, *n_nodes;
     behavior truncated:
       assumes !room(len, *pos, 8);
-      assigns \nothing;
+      ensures *pos == \old(*pos);
       ensures \result == BATON_E_TRUNCATED;
     behavior too_many:
       assumes room(len, *pos, 8);
       assumes le32(buf + *pos) > BATON_MAX_GRAPH_LEAVES ||
               le32(buf + *pos + 4) > BATON_MAX_GRAPH_NODES || le32(buf + *pos + 4) > max_nodes;
-      assigns \nothing;
+      ensures *pos == \old(*pos);
       ensures \result == BATON_E_LIMIT;
     behavior no_nodes:
       assumes room(len, *pos, 8);
       assumes le32(buf + *pos) <= BATON_MAX_GRAPH_LEAVES && le32(buf + *pos + 4) == 0;
-      assigns \nothing;
+      ensures *pos == \old(*pos);
       ensures \result == BATON_E_INVAL;
     behavior bad_length:
       assumes room(len, *pos, 8);
@@ -605,7 +632,7 @@ int baton_wire_decode_tensor(const uint8_t *buf, size_t len, size_t *pos,
       assumes 0 < le32(buf + *pos + 4) <= BATON_MAX_GRAPH_NODES &&
               le32(buf + *pos + 4) <= max_nodes;
       assumes *pos + 8 + 88 * le32(buf + *pos) + 104 * le32(buf + *pos + 4) != len;
-      assigns \nothing;
+      ensures *pos == \old(*pos);
       ensures \result == BATON_E_INVAL;
     behavior ok:
       assumes room(len, *pos, 8);
@@ -679,46 +706,82 @@ static uint32_t op_arity(uint32_t op)
     }
 }
 
+/*@ requires \valid_read(src + (0 .. BATON_MAX_SRC - 1));
+    assigns \nothing;
+    ensures srcs_ok(arity, src[0], src[1], src[2], src[3], src[4], src[5], limit) ==>
+              \result == 1;
+    ensures !srcs_ok(arity, src[0], src[1], src[2], src[3], src[4], src[5], limit) ==>
+              \result == 0;
+*/
+static int srcs_valid(uint32_t arity, const uint32_t *src, uint64_t limit)
+{
+    int i;
+
+    /*@ loop invariant 0 <= i <= BATON_MAX_SRC;
+        loop invariant \forall integer k; 0 <= k < i ==> src_ok(arity, k, src[k], limit);
+        loop assigns i;
+        loop variant BATON_MAX_SRC - i;
+    */
+    for (i = 0; i < BATON_MAX_SRC; i++) {
+        if ((uint32_t)i < arity) {
+            if (src[i] >= limit)
+                return 0;
+        } else if (src[i] != BATON_SRC_NONE) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/*@ assigns \nothing;
+    ensures out_leaf_ok(leaf, n_leaves) ==> \result == 1;
+    ensures !out_leaf_ok(leaf, n_leaves) ==> \result == 0;
+*/
+static int leaf_ref_valid(uint32_t leaf, uint32_t n_leaves)
+{
+    return leaf == BATON_SRC_NONE || leaf < n_leaves;
+}
+
 /*@ requires \valid(pos) && \valid(out) && \valid_read(buf + (0 .. len - 1));
     requires \separated(pos, out, buf + (0 .. len - 1));
     assigns *pos, *out;
     behavior truncated:
       assumes !room(len, *pos, 104);
-      assigns \nothing;
+      ensures *pos == \old(*pos);
       ensures \result == BATON_E_TRUNCATED;
     behavior bad_op:
       assumes room(len, *pos, 104) && arity(le32(buf + *pos)) == 0;
-      assigns \nothing;
+      ensures *pos == \old(*pos);
       ensures \result == BATON_E_GRAPH;
     behavior bad_src:
       assumes room(len, *pos, 104) && arity(le32(buf + *pos)) != 0;
-      assumes !srcs_ok(buf + *pos, n_leaves + node_index);
-      assigns \nothing;
+      assumes !SRCS_OK(buf + *pos, n_leaves + node_index);
+      ensures *pos == \old(*pos);
       ensures \result == BATON_E_GRAPH;
     behavior bad_out_leaf:
       assumes room(len, *pos, 104) && arity(le32(buf + *pos)) != 0;
-      assumes srcs_ok(buf + *pos, n_leaves + node_index);
+      assumes SRCS_OK(buf + *pos, n_leaves + node_index);
       assumes !out_leaf_ok(le32(buf + *pos + 64), n_leaves);
-      assigns \nothing;
+      ensures *pos == \old(*pos);
       ensures \result == BATON_E_GRAPH;
     behavior bad_type:
       assumes room(len, *pos, 104) && arity(le32(buf + *pos)) != 0;
-      assumes srcs_ok(buf + *pos, n_leaves + node_index);
+      assumes SRCS_OK(buf + *pos, n_leaves + node_index);
       assumes out_leaf_ok(le32(buf + *pos + 64), n_leaves);
       assumes !known_type(le32(buf + *pos + 4));
-      assigns \nothing;
+      ensures *pos == \old(*pos);
       ensures \result == BATON_E_TYPE;
     behavior bad_reserved:
       assumes room(len, *pos, 104) && arity(le32(buf + *pos)) != 0;
-      assumes srcs_ok(buf + *pos, n_leaves + node_index);
+      assumes SRCS_OK(buf + *pos, n_leaves + node_index);
       assumes out_leaf_ok(le32(buf + *pos + 64), n_leaves);
       assumes known_type(le32(buf + *pos + 4));
       assumes le32(buf + *pos + 100) != 0;
-      assigns \nothing;
+      ensures *pos == \old(*pos);
       ensures \result == BATON_E_INVAL;
     behavior ok:
       assumes room(len, *pos, 104) && arity(le32(buf + *pos)) != 0;
-      assumes srcs_ok(buf + *pos, n_leaves + node_index);
+      assumes SRCS_OK(buf + *pos, n_leaves + node_index);
       assumes out_leaf_ok(le32(buf + *pos + 64), n_leaves);
       assumes known_type(le32(buf + *pos + 4));
       assumes le32(buf + *pos + 100) == 0;
@@ -726,9 +789,16 @@ static uint32_t op_arity(uint32_t op)
       ensures *pos == \old(*pos) + 104 && *pos <= len;
       ensures out->op == le32(buf + \old(*pos)) && 1 <= arity(out->op) <= BATON_MAX_SRC;
       ensures out->type == le32(buf + \old(*pos) + 4) && known_type(out->type);
-      ensures \forall integer k; 0 <= k < 4 ==> out->ne[k] == le64(buf + \old(*pos) + 8 + 8 * k);
-      ensures \forall integer k; 0 <= k < BATON_MAX_SRC ==>
-                out->src[k] == le32(buf + \old(*pos) + 40 + 4 * k);
+      ensures out->ne[0] == le64(buf + \old(*pos) + 8) &&
+              out->ne[1] == le64(buf + \old(*pos) + 16) &&
+              out->ne[2] == le64(buf + \old(*pos) + 24) &&
+              out->ne[3] == le64(buf + \old(*pos) + 32);
+      ensures out->src[0] == le32(buf + \old(*pos) + 40) &&
+              out->src[1] == le32(buf + \old(*pos) + 44) &&
+              out->src[2] == le32(buf + \old(*pos) + 48) &&
+              out->src[3] == le32(buf + \old(*pos) + 52) &&
+              out->src[4] == le32(buf + \old(*pos) + 56) &&
+              out->src[5] == le32(buf + \old(*pos) + 60);
       ensures \forall integer k; 0 <= k < arity(out->op) ==>
                 out->src[k] < n_leaves + node_index;
       ensures \forall integer k; arity(out->op) <= k < BATON_MAX_SRC ==>
@@ -770,20 +840,9 @@ int baton_wire_decode_node(const uint8_t *buf, size_t len, size_t *pos, uint32_t
     if (arity == 0)
         return BATON_E_GRAPH;
     limit = (uint64_t)n_leaves + node_index;
-    /*@ loop invariant 0 <= i <= BATON_MAX_SRC;
-        loop invariant \forall integer k; 0 <= k < i ==> src_ok(arity, k, src[k], limit);
-        loop assigns i;
-        loop variant BATON_MAX_SRC - i;
-    */
-    for (i = 0; i < BATON_MAX_SRC; i++) {
-        if ((uint32_t)i < arity) {
-            if (src[i] >= limit)
-                return BATON_E_GRAPH;
-        } else if (src[i] != BATON_SRC_NONE) {
-            return BATON_E_GRAPH;
-        }
-    }
-    if (out_leaf != BATON_SRC_NONE && out_leaf >= n_leaves)
+    if (!srcs_valid(arity, src, limit))
+        return BATON_E_GRAPH;
+    if (!leaf_ref_valid(out_leaf, n_leaves))
         return BATON_E_GRAPH;
     if (baton_type_block(type, &block_elems, &block_bytes) != 0)
         return BATON_E_TYPE;
@@ -819,11 +878,11 @@ int baton_wire_decode_node(const uint8_t *buf, size_t len, size_t *pos, uint32_t
     assigns *pos, *out;
     behavior truncated:
       assumes !room(len, *pos, 96);
-      assigns \nothing;
+      ensures *pos == \old(*pos);
       ensures \result == BATON_E_TRUNCATED;
     behavior bad_reserved:
       assumes room(len, *pos, 96) && le64(buf + *pos + 88) != 0;
-      assigns \nothing;
+      ensures *pos == \old(*pos);
       ensures \result == BATON_E_INVAL;
     behavior ok:
       assumes room(len, *pos, 96) && le64(buf + *pos + 88) == 0;

@@ -42,6 +42,7 @@ enum baton_role { BATON_ROLE_SERVER = 0, BATON_ROLE_CLIENT = 1, BATON_ROLE_PEER 
 /* Feature bits in HELLO (unknown bits are ignored). */
 #define BATON_FEATURE_AUTH (1ull << 0)      /* responder requires AUTH */
 #define BATON_FEATURE_PEER_COPY (1ull << 1) /* COPY_TENSOR_TO / PEER_WRITE */
+#define BATON_FEATURE_ENCRYPT (1ull << 2)   /* responder: payloads encrypted after AUTH */
 
 /* Frame header: 24 bytes, both directions.
  *  0  u8[4] magic "BATN"

@@ -16,7 +16,13 @@ cleanup_all() {
 }
 trap cleanup_all EXIT
 
-# BATOND_EXTRA may hold extra batond flags (e.g. --no-seccomp under ASan).
+# BATOND_EXTRA may hold extra batond flags. Sanitizer runs (make test-asan
+# sets BATON_ASAN=1) need --no-seccomp: their runtimes make system calls
+# outside policy/seccomp.list (LeakSanitizer at exit). Plain runs keep the
+# sandbox on, as batond does by default.
+if [ "${BATON_ASAN:-}" = "1" ]; then
+    BATOND_EXTRA="${BATOND_EXTRA:-} --no-seccomp"
+fi
 # start_server NAME: starts batond, sets PORT_<NAME> and PID_<NAME>.
 start_server() {
     local name=$1 i

@@ -13,6 +13,20 @@
 
 /* ---- validation ---- */
 
+/* Changes a leaf's block type between Q8_0 and Q4_0, fixing its strides. */
+static void t_leaf_type(struct tg *t, uint32_t leaf, uint32_t type)
+{
+    struct baton_tensor_desc *d = &t->leaves[leaf];
+    const uint64_t bb = type == BATON_TYPE_Q4_0 ? 18 : 34;
+
+    d->type = type;
+    d->nb[0] = bb;
+    d->nb[1] = bb * (d->ne[0] / 32);
+    d->nb[2] = d->nb[1] * d->ne[1];
+    d->nb[3] = d->nb[2] * d->ne[2];
+    d->nbytes = d->nb[3] * d->ne[3];
+}
+
 /* A valid base graph: W {3,2}, x {3,2} -> MUL_MAT {2,2} -> out leaf y. */
 struct base {
     struct tg t;
@@ -134,8 +148,8 @@ static void test_declared_type_wrong(void **state)
     assert_int_equal(tg_validate(&b.t, 16), BATON_E_TYPE);
     tg_at(&b.t, b.n)->type = 3; /* retired/unknown id */
     assert_int_equal(tg_validate(&b.t, 16), BATON_E_TYPE);
-    tg_at(&b.t, b.n)->type = BATON_TYPE_F16; /* known, not executable */
-    assert_int_equal(tg_validate(&b.t, 16), BATON_E_UNSUPPORTED);
+    tg_at(&b.t, b.n)->type = BATON_TYPE_F16; /* known, executable, but MUL_MAT gives F32 */
+    assert_int_equal(tg_validate(&b.t, 16), BATON_E_TYPE);
 }
 
 static void test_source_type_wrong(void **state)
@@ -152,11 +166,17 @@ static void test_source_type_wrong(void **state)
     assert_int_equal(tg_validate(&t, 16), BATON_E_TYPE);
 }
 
-static void test_unsupported_types(void **state)
+/* F16 / Q8_0 / Q4_0 are accepted as MUL_MAT weights and GET_ROWS tables
+ * only; Q8_0 / Q4_0 weights reserve scratch for the quantized activations
+ * (a group of up to 4 blocks takes 256 bytes per column). */
+static void test_weight_types(void **state)
 {
     struct base b;
     uint16_t h[6] = {0};
     uint8_t q[34 * 2] = {0};
+    int32_t ids[1] = {0};
+    float x32[64] = {0};
+    uint32_t li, lq, n2;
 
     (void)state;
     base_setup(&b);
@@ -165,13 +185,33 @@ static void test_unsupported_types(void **state)
     b.lw = tg_leaf(&b.t, BATON_TYPE_F16, 3, 2, 1, 1, h);
     b.lx = tg_leaf(&b.t, BATON_TYPE_F32, 3, 2, 1, 1, b.x);
     b.n = tg_node(&b.t, BATON_OP_MUL_MAT, BATON_TYPE_F32, 2, 2, 1, 1, SRC2(b.lw, b.lx), NULL);
-    assert_int_equal(tg_validate(&b.t, 16), BATON_E_UNSUPPORTED);
+    assert_int_equal(tg_validate(&b.t, 16), 0);
+    assert_int_equal(b.t.scratch_bytes, 64); /* the result only */
+    tg_at(&b.t, b.n)->src[0] = b.lx; /* F16 as x: no */
+    tg_at(&b.t, b.n)->src[1] = b.lw;
+    assert_int_equal(tg_validate(&b.t, 16), BATON_E_TYPE);
 
     tg_init(&b.t);
-    b.lw = tg_leaf(&b.t, BATON_TYPE_Q8_0, 32, 2, 1, 1, q);
-    b.lx = tg_leaf(&b.t, BATON_TYPE_F32, 32, 1, 1, 1, b.x); /* data never read */
-    b.n = tg_node(&b.t, BATON_OP_MUL_MAT, BATON_TYPE_F32, 2, 1, 1, 1, SRC2(b.lw, b.lx), NULL);
-    assert_int_equal(tg_validate(&b.t, 16), BATON_E_UNSUPPORTED);
+    lq = tg_leaf(&b.t, BATON_TYPE_Q8_0, 32, 2, 1, 1, q);
+    b.lx = tg_leaf(&b.t, BATON_TYPE_F32, 32, 2, 1, 1, x32);
+    li = tg_leaf(&b.t, BATON_TYPE_I32, 1, 1, 1, 1, ids);
+    b.n = tg_node(&b.t, BATON_OP_MUL_MAT, BATON_TYPE_F32, 2, 2, 1, 1, SRC2(lq, b.lx), NULL);
+    assert_int_equal(tg_validate(&b.t, 16), 0);
+    assert_int_equal(b.t.scratch_bytes, 64 + 2 * 256);
+    t_leaf_type(&b.t, lq, BATON_TYPE_Q4_0);
+    assert_int_equal(tg_validate(&b.t, 16), 0);
+    assert_int_equal(b.t.scratch_bytes, 64 + 2 * 256);
+    n2 = tg_node(&b.t, BATON_OP_GET_ROWS, BATON_TYPE_F32, 32, 1, 1, 1, SRC2(lq, li), NULL);
+    assert_int_equal(tg_validate(&b.t, 16), 0);
+    tg_at(&b.t, n2)->op = BATON_OP_ADD; /* elementwise ops stay F32 */
+    tg_at(&b.t, n2)->src[1] = b.lx;
+    tg_at(&b.t, n2)->ne[1] = 2;
+    assert_int_equal(tg_validate(&b.t, 16), BATON_E_TYPE);
+    tg_at(&b.t, n2)->op = BATON_OP_MUL_MAT; /* quantized x: no */
+    tg_at(&b.t, n2)->src[0] = lq;
+    tg_at(&b.t, n2)->src[1] = lq;
+    tg_at(&b.t, n2)->ne[0] = 2;
+    assert_int_equal(tg_validate(&b.t, 16), BATON_E_TYPE);
 }
 
 static void test_out_leaf_rules(void **state)
@@ -721,7 +761,7 @@ int main(void)
         cmocka_unit_test(test_broadcast_rules),
         cmocka_unit_test(test_declared_type_wrong),
         cmocka_unit_test(test_source_type_wrong),
-        cmocka_unit_test(test_unsupported_types),
+        cmocka_unit_test(test_weight_types),
         cmocka_unit_test(test_out_leaf_rules),
         cmocka_unit_test(test_out_leaf_is_own_source),
         cmocka_unit_test(test_reshape_rules),

@@ -1,5 +1,6 @@
 /* Scalar CPU kernels (see kernels.h). The formulas are those of llama2.c's
- * run.c (rmsnorm, matmul, softmax, RoPE, attention, SwiGLU), written anew.
+ * run.c (rmsnorm, softmax, RoPE, attention, SwiGLU), written anew. MUL_MAT
+ * and GET_ROWS are in matmul.c (all weight types, SIMD levels).
  *
  * Bit-exactness rules kept throughout: float accumulators, ascending index
  * order, no reassociation, no fused multiply-add (GCC contracts nothing in
@@ -41,59 +42,6 @@ static float dot(const float *a, const float *b, uint64_t k)
     for (i = 0; i < k; i++)
         s += a[i] * b[i];
     return s;
-}
-
-/* ---- MUL_MAT ---- */
-
-struct mul_mat_job {
-    const float *w, *x;
-    float *y;
-    uint64_t k, n, m;
-};
-
-/* Output rows [r0, r1) of W against every column of x. Four columns share
- * each load of the W row; each dot product is still one float accumulator
- * in ascending k, exactly as dot(). */
-static void mul_mat_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
-{
-    const struct mul_mat_job *j = ctx;
-    const uint64_t k = j->k, n = j->n, m = j->m;
-    uint64_t r, c, i;
-
-    (void)chunk;
-    for (r = r0; r < r1; r++) {
-        const float *wr = j->w + r * k;
-
-        for (c = 0; c + 4 <= m; c += 4) {
-            const float *x0 = j->x + c * k, *x1 = x0 + k, *x2 = x1 + k, *x3 = x2 + k;
-            float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
-
-            for (i = 0; i < k; i++) {
-                const float wi = wr[i];
-
-                s0 += wi * x0[i];
-                s1 += wi * x1[i];
-                s2 += wi * x2[i];
-                s3 += wi * x3[i];
-            }
-            j->y[c * n + r] = s0;
-            j->y[(c + 1) * n + r] = s1;
-            j->y[(c + 2) * n + r] = s2;
-            j->y[(c + 3) * n + r] = s3;
-        }
-        for (; c < m; c++)
-            j->y[c * n + r] = dot(wr, j->x + c * k, k);
-    }
-}
-
-void baton_cpu_mul_mat(struct baton_pool *pool, const float *w, const float *x, float *y,
-                       uint64_t k, uint64_t n, uint64_t m)
-{
-    struct mul_mat_job j = {w, x, y, k, n, m};
-
-    if (m == 0)
-        return;
-    baton_pool_run(pool, n, chunks_for(sat_mul(sat_mul(k, n), m)), mul_mat_task, &j);
 }
 
 /* ---- RMS_NORM ---- */
@@ -383,23 +331,6 @@ int baton_cpu_attention(struct baton_pool *pool, const struct baton_cpu_attentio
             max_chunks = BATON_POOL_MAX_THREADS;
         baton_pool_run(pool, rows, max_chunks, attention_task, &j);
     }
-    return 0;
-}
-
-/* ---- GET_ROWS ---- */
-
-int baton_cpu_get_rows(const float *table, uint64_t k, uint64_t r, const int32_t *ids,
-                       uint64_t n, float *y)
-{
-    uint64_t i;
-
-    for (i = 0; i < n; i++)
-        if (ids[i] < 0 || (uint64_t)ids[i] >= r)
-            return BATON_E_INDEX;
-    if (k == 0)
-        return 0;
-    for (i = 0; i < n; i++)
-        memcpy(y + i * k, table + (uint64_t)ids[i] * k, k * sizeof(float));
     return 0;
 }
 

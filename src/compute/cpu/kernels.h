@@ -14,7 +14,10 @@
 
 #include "compute/compute.h"
 
-/* y {N,M} = W {K,N} x {K,M}: y[m*N + n] = sum_k W[n*K + k] * x[m*K + k]. */
+/* y {N,M} = W {K,N} x {K,M}: y[m*N + n] = sum_k W[n*K + k] * x[m*K + k],
+ * one float accumulator in ascending k (run.c), on any kernel level (the
+ * SIMD levels vectorize across rows to keep that order). matmul.c; the
+ * other weight types are in matmul.h. */
 void baton_cpu_mul_mat(struct baton_pool *pool, const float *w, const float *x, float *y,
                        uint64_t k, uint64_t n, uint64_t m);
 
@@ -57,7 +60,8 @@ struct baton_cpu_attention {
 int baton_cpu_attention(struct baton_pool *pool, const struct baton_cpu_attention *a);
 
 /* y {k,n} = rows ids[0..n) of table {k,r}. Returns BATON_E_INDEX (before
- * writing) if some id is outside [0, r). */
+ * writing) if some id is outside [0, r). matmul.c (other table types:
+ * baton_cpu_get_rows_typed in matmul.h). */
 int baton_cpu_get_rows(const float *table, uint64_t k, uint64_t r, const int32_t *ids,
                        uint64_t n, float *y);
 

@@ -1,0 +1,362 @@
+/* MUL_MAT kernel throughput against the memory-bandwidth roofline.
+ *
+ * Decode (one column): GB/s of weights streamed by MUL_MAT for F32, F16,
+ * Q8_0 and Q4_0 weights of 4096 x 4096, cycling through enough distinct
+ * matrices (about 192 MiB per type) that nothing stays in the 32 MiB L3,
+ * beside a STREAM-like triad (a = b + s*c over doubles, 24 bytes per
+ * element counted, as STREAM does) on the same pool, at 1 and 2 threads.
+ * roofline = MUL_MAT GB/s / triad GB/s at the same thread count.
+ * Prefill (many columns): GFLOP/s (2 K N M / time) of one 4096 x 4096
+ * matrix against 64 columns.
+ *
+ * Build and run (not part of the test suite; speed is measured, never
+ * asserted):
+ *   cmake --build build-kernels --target baton_compute
+ *   cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc bench/kernels.c \
+ *      build-kernels/libbaton_compute.a build-kernels/libbaton_core.a -lpthread -lm \
+ *      -o build-kernels/bench_kernels
+ *   build-kernels/bench_kernels [--reps N] [--no-thp] [--isa scalar|avx2|avx512]
+ *                               [--no-prefill] [--threads 1,2]
+ *
+ * Arms alternate within each repetition (triad, then each type, order
+ * rotated per repetition); each line gives the median and min..max over
+ * the repetitions, and for decode the median over repetitions of the
+ * ratio to that repetition's triad (robust when other work on the machine
+ * comes and goes). "cpu" figures divide by the process CPU time over the
+ * thread count instead of wall time (time a thread was descheduled is not
+ * counted; time waiting on memory is). Memory is madvise(MADV_HUGEPAGE)d
+ * unless --no-thp.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "baton/status.h"
+#include "compute/compute.h"
+#include "compute/cpu/matmul.h"
+#include "compute/cpu/quant.h"
+#include "compute/pool.h"
+#include "core/types.h"
+
+#define K 4096u
+#define N 4096u
+#define DECODE_BYTES (192ull << 20)
+#define PREFILL_M 64u
+#define MAX_REPS 41
+
+static int use_thp = 1;
+
+static double now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double cpu_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* One timed arm: wall and CPU seconds. */
+struct span {
+    double t0, c0;
+};
+
+static struct span span_start(void)
+{
+    struct span s = {now(), cpu_now()};
+
+    return s;
+}
+
+static double last_cpu_s; /* CPU seconds of the last span, over the thread count */
+
+static double span_end(struct span s, uint32_t n_threads)
+{
+    const double wall = now() - s.t0;
+
+    last_cpu_s = (cpu_now() - s.c0) / n_threads;
+    return wall;
+}
+
+static void *big_alloc(size_t bytes)
+{
+    void *p = NULL;
+
+    if (posix_memalign(&p, 2u << 20, bytes ? bytes : 1) != 0) {
+        fprintf(stderr, "out of memory (%zu bytes)\n", bytes);
+        exit(1);
+    }
+    if (use_thp)
+        madvise(p, bytes, MADV_HUGEPAGE);
+    memset(p, 0, bytes); /* fault the pages in now */
+    return p;
+}
+
+static uint64_t rng = 88172645463325252ull;
+
+static uint32_t rng32(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 16);
+}
+
+static float rng_unit(void)
+{
+    return (float)(int32_t)rng32() / 2147483648.0f;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+struct stat {
+    double v[MAX_REPS];
+    int n;
+};
+
+static void stat_line(const char *label, const struct stat *s, const char *unit)
+{
+    double sorted[MAX_REPS];
+
+    memcpy(sorted, s->v, sizeof(double) * (size_t)s->n);
+    qsort(sorted, (size_t)s->n, sizeof(double), cmp_double);
+    printf("%-28s %8.2f %s  (min %.2f max %.2f, %d reps)\n", label, sorted[s->n / 2], unit,
+           sorted[0], sorted[s->n - 1], s->n);
+}
+
+static double median(const struct stat *s)
+{
+    double sorted[MAX_REPS];
+
+    memcpy(sorted, s->v, sizeof(double) * (size_t)s->n);
+    qsort(sorted, (size_t)s->n, sizeof(double), cmp_double);
+    return sorted[s->n / 2];
+}
+
+/* ---- triad ---- */
+
+#define TRIAD_N (20u << 20) /* doubles per array: 160 MiB each */
+
+struct triad_job {
+    double *a;
+    const double *b, *c;
+    double s;
+};
+
+static void triad_task(void *ctx, uint64_t i0, uint64_t i1, uint32_t chunk)
+{
+    const struct triad_job *j = ctx;
+    uint64_t i;
+
+    (void)chunk;
+    for (i = i0; i < i1; i++)
+        j->a[i] = j->b[i] + j->s * j->c[i];
+}
+
+static double run_triad(struct baton_pool *pool, struct triad_job *j, double *cpu_gbs)
+{
+    const struct span sp = span_start();
+    double wall;
+
+    baton_pool_run(pool, TRIAD_N, 1024, triad_task, j);
+    wall = span_end(sp, baton_pool_threads(pool));
+    *cpu_gbs = 24.0 * TRIAD_N / last_cpu_s / 1e9;
+    return 24.0 * TRIAD_N / wall / 1e9;
+}
+
+/* ---- MUL_MAT ---- */
+
+struct weights {
+    uint32_t type;
+    uint8_t *data;
+    uint64_t mat_bytes;
+    uint32_t n_mats;
+};
+
+static void fill_weights(struct weights *w, uint32_t type)
+{
+    const uint64_t rb = baton_row_bytes(type, K);
+    float row[K];
+    uint64_t m, r;
+    uint32_t i;
+
+    w->type = type;
+    w->mat_bytes = rb * N;
+    w->n_mats = (uint32_t)((DECODE_BYTES + w->mat_bytes - 1) / w->mat_bytes);
+    w->data = big_alloc(w->mat_bytes * w->n_mats);
+    for (i = 0; i < K; i++)
+        row[i] = rng_unit() * 0.05f;
+    for (m = 0; m < w->n_mats; m++)
+        for (r = 0; r < N; r++) {
+            row[rng32() % K] = rng_unit() * 0.05f; /* rows differ a little */
+            if (baton_quantize_row(type, row, w->data + m * w->mat_bytes + r * rb, K) != 0) {
+                fprintf(stderr, "quantize failed\n");
+                exit(1);
+            }
+        }
+}
+
+/* One pass over every matrix, one column each: GB/s of weights. */
+static double run_decode(struct baton_pool *pool, const struct weights *w, const float *x, float *y,
+                         void *work, double *cpu_gbs)
+{
+    const struct span sp = span_start();
+    const double bytes = (double)w->mat_bytes * w->n_mats;
+    double wall;
+    uint32_t m;
+
+    for (m = 0; m < w->n_mats; m++)
+        baton_cpu_mul_mat_typed(pool, w->type, w->data + m * w->mat_bytes, x, y, K, N, 1, work);
+    wall = span_end(sp, baton_pool_threads(pool));
+    *cpu_gbs = bytes / last_cpu_s / 1e9;
+    return bytes / wall / 1e9;
+}
+
+/* One matrix against PREFILL_M columns: GFLOP/s. */
+static double run_prefill(struct baton_pool *pool, const struct weights *w, const float *x,
+                          float *y, void *work)
+{
+    const double t0 = now();
+
+    baton_cpu_mul_mat_typed(pool, w->type, w->data, x, y, K, N, PREFILL_M, work);
+    return 2.0 * K * N * PREFILL_M / (now() - t0) / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+    static const uint32_t types[] = {BATON_TYPE_F32, BATON_TYPE_F16, BATON_TYPE_Q8_0,
+                                     BATON_TYPE_Q4_0};
+    enum { NT = 4 };
+    int reps = 9, prefill = 1, ti, rep, a, n_threads_list = 2;
+    uint32_t threads_list[2] = {1, 2};
+    struct weights w[NT];
+    struct triad_job tj;
+    float *x, *y;
+    void *work;
+
+    for (a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "--reps") == 0 && a + 1 < argc) {
+            reps = atoi(argv[++a]);
+            if (reps < 1 || reps > MAX_REPS)
+                reps = 9;
+        } else if (strcmp(argv[a], "--no-thp") == 0) {
+            use_thp = 0;
+        } else if (strcmp(argv[a], "--no-prefill") == 0) {
+            prefill = 0;
+        } else if (strcmp(argv[a], "--threads") == 0 && a + 1 < argc) {
+            const char *s = argv[++a];
+
+            n_threads_list = 0;
+            while (*s && n_threads_list < 2) {
+                threads_list[n_threads_list++] = (uint32_t)strtoul(s, (char **)&s, 10);
+                if (*s == ',')
+                    s++;
+            }
+        } else if (strcmp(argv[a], "--isa") == 0 && a + 1 < argc) {
+            const char *s = argv[++a];
+
+            baton_cpu_isa_set(strcmp(s, "scalar") == 0 ? BATON_CPU_ISA_SCALAR
+                              : strcmp(s, "avx2") == 0 ? BATON_CPU_ISA_AVX2
+                                                       : BATON_CPU_ISA_AVX512);
+        } else {
+            fprintf(stderr,
+                    "usage: %s [--reps N] [--no-thp] [--no-prefill] [--threads 1,2] "
+                    "[--isa scalar|avx2|avx512]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
+    printf("kernel level %s, %u x %u weights, THP %s, %d reps\n",
+           baton_cpu_isa_name(baton_cpu_isa()), K, N, use_thp ? "madvise" : "off", reps);
+
+    tj.a = big_alloc(TRIAD_N * sizeof(double));
+    tj.b = big_alloc(TRIAD_N * sizeof(double));
+    tj.c = big_alloc(TRIAD_N * sizeof(double));
+    tj.s = 3.0;
+    for (a = 0; a < (int)TRIAD_N; a++) {
+        ((double *)tj.b)[a] = 1.0;
+        ((double *)tj.c)[a] = 2.0;
+    }
+    for (ti = 0; ti < NT; ti++)
+        fill_weights(&w[ti], types[ti]);
+    x = big_alloc(sizeof(float) * K * PREFILL_M);
+    y = big_alloc(sizeof(float) * N * PREFILL_M);
+    work = big_alloc(baton_cpu_mul_mat_work_bytes(BATON_TYPE_Q8_0, K, PREFILL_M));
+    for (a = 0; a < (int)(K * PREFILL_M); a++)
+        x[a] = rng_unit();
+
+    for (a = 0; a < n_threads_list; a++) {
+        struct baton_pool *pool;
+        struct stat triad = {{0}, 0}, triad_cpu = {{0}, 0}, dec[NT], dec_cpu[NT], ratio[NT],
+                    ratio_cpu[NT], pre[NT];
+        char label[64];
+        double cpu;
+
+        if (baton_pool_create(threads_list[a], &pool) != 0) {
+            fprintf(stderr, "pool of %u threads failed\n", threads_list[a]);
+            return 1;
+        }
+        memset(dec, 0, sizeof(dec));
+        memset(dec_cpu, 0, sizeof(dec_cpu));
+        memset(ratio, 0, sizeof(ratio));
+        memset(ratio_cpu, 0, sizeof(ratio_cpu));
+        memset(pre, 0, sizeof(pre));
+        run_triad(pool, &tj, &cpu); /* warm-up */
+        for (ti = 0; ti < NT; ti++)
+            run_decode(pool, &w[ti], x, y, work, &cpu);
+        for (rep = 0; rep < reps; rep++) {
+            const double tr = run_triad(pool, &tj, &cpu), tr_cpu = cpu;
+
+            triad.v[triad.n++] = tr;
+            triad_cpu.v[triad_cpu.n++] = tr_cpu;
+            for (ti = 0; ti < NT; ti++) {
+                const int t = (ti + rep) % NT;
+                const double g = run_decode(pool, &w[t], x, y, work, &cpu);
+
+                dec[t].v[dec[t].n++] = g;
+                dec_cpu[t].v[dec_cpu[t].n++] = cpu;
+                ratio[t].v[ratio[t].n++] = g / tr;
+                ratio_cpu[t].v[ratio_cpu[t].n++] = cpu / tr_cpu;
+            }
+            if (prefill)
+                for (ti = 0; ti < NT; ti++) {
+                    const int t = (ti + rep) % NT;
+
+                    pre[t].v[pre[t].n++] = run_prefill(pool, &w[t], x, y, work);
+                }
+        }
+        printf("\n-- %u thread(s) --\n", threads_list[a]);
+        stat_line("triad", &triad, "GB/s");
+        stat_line("triad (cpu)", &triad_cpu, "GB/s");
+        for (ti = 0; ti < NT; ti++) {
+            snprintf(label, sizeof(label), "decode %s", baton_type_name(types[ti]));
+            stat_line(label, &dec[ti], "GB/s");
+            snprintf(label, sizeof(label), "decode %s (cpu)", baton_type_name(types[ti]));
+            stat_line(label, &dec_cpu[ti], "GB/s");
+            printf("%-28s %8.3f (cpu %.3f)\n", "  roofline (per-rep ratio)", median(&ratio[ti]),
+                   median(&ratio_cpu[ti]));
+        }
+        if (prefill)
+            for (ti = 0; ti < NT; ti++) {
+                snprintf(label, sizeof(label), "prefill %s m=%u", baton_type_name(types[ti]),
+                         PREFILL_M);
+                stat_line(label, &pre[ti], "GFLOP/s");
+            }
+        baton_pool_destroy(pool);
+    }
+    return 0;
+}

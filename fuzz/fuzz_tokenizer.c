@@ -1,0 +1,267 @@
+/* Fuzz target tokenizer: the llama SentencePiece tokenizer
+ * (src/model/tokenizer.h) on arbitrary bytes.
+ *
+ * Vocabularies, built once: the real model's (stories260K.gguf from
+ * $MODEL_DIR, else the build's BATON_MODEL_DIR, else
+ * ../shared/models), and a small synthetic one made with gguf_writer.c
+ * (<unk>, <s>, </s>, all 256 byte tokens, a few dozen merges). When the
+ * model is missing both selections use the synthetic one.
+ *
+ * Input: byte 0 = flags (bit 0: add BOS; bit 1: synthetic vocabulary;
+ * bit 2: also detokenize the input read as little-endian i32 ids), then the
+ * text.
+ *
+ * Properties:
+ *   - the size query (max_ids 0) and the real call agree, and a result of
+ *     n ids needs at most 3 per text byte plus the prefix and BOS;
+ *   - every id is in 0..n_vocab-1, and the first is BOS when asked for;
+ *   - detokenize's length query and the real call agree; token_to_piece
+ *     of every id succeeds with the length it asked for;
+ *   - round trip: with a vocabulary holding all 256 byte tokens, a text
+ *     free of "\xe2\x96\x81" (U+2581, which the tokenizer uses for ' ') and
+ *     whose spaces are not swallowed by a preceding multi-byte lead byte
+ *     (spaces_stay_whole), and a result without control/unknown/unused ids
+ *     past the leading BOS (special_inside), detokenize(tokenize(text)) ==
+ *     text byte for byte;
+ *   - ids outside the vocabulary give BATON_E_BOUNDS, never a read.
+ */
+#include "fuzz_common.h"
+
+#include "baton/status.h"
+#include "gguf_writer.h"
+#include "model/gguf.h"
+#include "model/tokenizer.h"
+
+#ifndef BATON_FUZZ_MODEL_DIR
+#define BATON_FUZZ_MODEL_DIR "../shared/models"
+#endif
+
+struct vocab {
+    struct baton_tokenizer *tok;
+    int all_bytes; /* every <0xNN> present as a BYTE token */
+};
+
+static struct vocab model_vocab, synth_vocab;
+static int inited;
+
+static int has_all_bytes(const struct baton_tokenizer *tok)
+{
+    uint32_t n = baton_tokenizer_n_vocab(tok), found = 0;
+    uint8_t seen[256] = {0};
+    for (uint32_t id = 0; id < n; id++) {
+        const char *p;
+        size_t len;
+        uint32_t type;
+        unsigned b;
+        char tail;
+        char piece[8];
+        if (baton_tokenizer_piece(tok, (int32_t)id, &p, &len, NULL, &type) != 0)
+            abort();
+        if (type != BATON_TOKEN_BYTE || len != 6)
+            continue;
+        memcpy(piece, p, 6);
+        piece[6] = 0;
+        if (sscanf(piece, "<0x%2X%c", &b, &tail) == 2 && tail == '>' && b < 256 && !seen[b]) {
+            seen[b] = 1;
+            found++;
+        }
+    }
+    return found == 256;
+}
+
+static int load_model(const char *dir, struct vocab *v)
+{
+    char path[4096];
+    struct baton_gguf *g;
+    char err[256];
+    if (!dir || !*dir)
+        return -1;
+    snprintf(path, sizeof path, "%s/stories260K.gguf", dir);
+    if (baton_gguf_open(path, &g, err, sizeof err) != 0)
+        return -1;
+    int rc = baton_tokenizer_from_gguf(g, &v->tok, err, sizeof err);
+    baton_gguf_close(g);
+    if (rc != 0)
+        return -1;
+    v->all_bytes = has_all_bytes(v->tok);
+    return 0;
+}
+
+static void init(void)
+{
+    static const char *const extra[] = {
+        "\xe2\x96\x81", "\xe2\x96\x81t", "\xe2\x96\x81th", "\xe2\x96\x81the", "th", "he", "the",
+        "\xe2\x96\x81" "a", "an", "\xe2\x96\x81" "an", "nd", "\xe2\x96\x81" "and", "in", "ing",
+        "\xe2\x96\x81in", "e", "t", "h", "a", "n", "d", "i", "g", "o", "\xe2\x96\x81o", "on",
+        "nce", "\xe2\x96\x81once", "ce", "c", "u", "p", "up", "\xe2\x96\x81up", "\xc3\xa9",
+        "\xe6\x97\xa5", "\xe6\x97\xa5\xe6\x9c\xac", "<", "s", ">", "<s", "\xe2\x96\x81\xe2\x96\x81",
+    };
+    struct gw w;
+    struct baton_gguf *g;
+    char err[256];
+    gw_init(&w);
+    gw_vocab_gguf(&w, extra, sizeof extra / sizeof extra[0]);
+    if (baton_gguf_open_buffer(w.p, w.len, "synthetic", &g, err, sizeof err) != 0 ||
+        baton_tokenizer_from_gguf(g, &synth_vocab.tok, err, sizeof err) != 0) {
+        fprintf(stderr, "fuzz_tokenizer: synthetic vocabulary rejected: %s\n", err);
+        abort();
+    }
+    baton_gguf_close(g);
+    gw_free(&w);
+    synth_vocab.all_bytes = has_all_bytes(synth_vocab.tok);
+    FUZZ_CHECK(synth_vocab.all_bytes, "synthetic vocabulary lacks byte tokens");
+
+    if (load_model(getenv("MODEL_DIR"), &model_vocab) != 0 &&
+        load_model(BATON_FUZZ_MODEL_DIR, &model_vocab) != 0 &&
+        load_model("../shared/models", &model_vocab) != 0)
+        model_vocab = synth_vocab; /* shared, not owned twice: never freed */
+    inited = 1;
+}
+
+/* 1 if an id after the optional leading BOS is a CONTROL, UNKNOWN or UNUSED
+ * token. Merges may reach such a piece when the vocabulary has a path to
+ * it (the synthetic one has "<" + "s" -> "<s", "<s" + ">" -> "<s>"), as in
+ * llama.cpp's SPM tokenizer, which merges without looking at token types;
+ * those pieces print as nothing (or U+2585), so no round trip holds. */
+static int special_inside(const struct baton_tokenizer *tok, const int32_t *ids, size_t n,
+                          int add_bos)
+{
+    for (size_t i = add_bos ? 1 : 0; i < n; i++) {
+        uint32_t type = 0;
+        if (baton_tokenizer_piece(tok, ids[i], NULL, NULL, NULL, &type) != 0)
+            abort();
+        if (type == BATON_TOKEN_CONTROL || type == BATON_TOKEN_UNKNOWN ||
+            type == BATON_TOKEN_UNUSED)
+            return 1;
+    }
+    return 0;
+}
+
+/* 1 if, after each ' ' becomes the 3 bytes of U+2581, no character of the
+ * tokenizer's split (length from the lead byte: C0-DF 2, E0-EF 3, F0-F7 4,
+ * else 1; clamped at the end) swallows part of an escaped space. Otherwise
+ * (a lead byte just before a space, as in "\xc3 ") the escape's bytes come
+ * back as byte tokens and no round trip holds; llama.cpp splits alike. */
+static int spaces_stay_whole(const char *text, size_t len)
+{
+    size_t pending = 0; /* escaped bytes the current character still takes */
+    for (size_t i = 0; i < len; i++) {
+        uint8_t b = (uint8_t)text[i];
+        if (b == ' ') {
+            if (pending > 0)
+                return 0;
+            continue; /* its own 3-byte character */
+        }
+        if (pending > 0) {
+            pending--;
+            continue;
+        }
+        pending = b < 0xc0 ? 0 : b < 0xe0 ? 1 : b < 0xf0 ? 2 : b < 0xf8 ? 3 : 0;
+    }
+    return 1;
+}
+
+static void check_ids_detok(const struct vocab *v, const int32_t *ids, size_t n)
+{
+    size_t len = 0, len2 = 0;
+    int rc = baton_detokenize(v->tok, ids, n, NULL, 0, &len);
+    uint32_t nv = baton_tokenizer_n_vocab(v->tok);
+    int any_bad = 0;
+    for (size_t i = 0; i < n; i++)
+        any_bad |= ids[i] < 0 || (uint32_t)ids[i] >= nv;
+    if (any_bad) {
+        FUZZ_CHECK(rc == BATON_E_BOUNDS, "bad id accepted by detokenize (%d)", rc);
+        return;
+    }
+    FUZZ_CHECK(rc == 0 || rc == BATON_E_LIMIT, "detokenize query %d", rc);
+    char *out = malloc(len + 1);
+    if (!out)
+        abort();
+    rc = baton_detokenize(v->tok, ids, n, out, len, &len2);
+    FUZZ_CHECK(rc == 0 && len2 == len, "detokenize with its own length: %d, %zu vs %zu", rc, len2,
+               len);
+    free(out);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (!inited)
+        init();
+    if (size == 0)
+        return 0;
+    uint8_t *buf = fuzz_dup(data, size);
+    uint8_t flags = buf[0];
+    const char *text = (const char *)buf + 1;
+    size_t len = size - 1;
+    const struct vocab *v = (flags & 2) ? &synth_vocab : &model_vocab;
+    const struct baton_tokenizer *tok = v->tok;
+    int add_bos = flags & 1;
+    uint32_t nv = baton_tokenizer_n_vocab(tok);
+    int32_t bos = baton_tokenizer_bos(tok);
+    size_t n = 0, n2 = 0;
+    int32_t *ids = NULL;
+
+    int rc = baton_tokenize(tok, text, len, add_bos, NULL, 0, &n);
+    if (len > BATON_TOKENIZER_MAX_TEXT_BYTES) {
+        FUZZ_CHECK(rc == BATON_E_LIMIT, "oversized text accepted");
+        goto out;
+    }
+    FUZZ_CHECK(n == 0 ? rc == 0 : rc == BATON_E_LIMIT, "size query: rc %d, n %zu", rc, n);
+    FUZZ_CHECK(n <= 3 * (len + 1) + 1, "%zu ids for %zu bytes", n, len);
+    ids = malloc((n + 1) * sizeof *ids);
+    if (!ids)
+        abort();
+    rc = baton_tokenize(tok, text, len, add_bos, ids, n, &n2);
+    FUZZ_CHECK(rc == 0 && n2 == n, "tokenize: rc %d, %zu ids then %zu", rc, n, n2);
+    for (size_t i = 0; i < n; i++)
+        FUZZ_CHECK(ids[i] >= 0 && (uint32_t)ids[i] < nv, "id %d of %u", ids[i], nv);
+    if (add_bos && bos != BATON_TOKEN_NONE)
+        FUZZ_CHECK(n >= 1 && ids[0] == bos, "no BOS first");
+    if (len == 0)
+        FUZZ_CHECK(n == (add_bos && bos != BATON_TOKEN_NONE ? 1u : 0u), "empty text gave ids");
+
+    for (size_t i = 0; i < n; i++) {
+        char piece[64];
+        size_t pl = 0, pl2 = 0;
+        int32_t prev = i ? ids[i - 1] : BATON_TOKEN_NONE;
+        rc = baton_token_to_piece(tok, ids[i], prev, piece, 0, &pl);
+        FUZZ_CHECK(rc == 0 || rc == BATON_E_LIMIT, "token_to_piece query %d", rc);
+        char *pb = malloc(pl + 1);
+        if (!pb)
+            abort();
+        rc = baton_token_to_piece(tok, ids[i], prev, pb, pl, &pl2);
+        FUZZ_CHECK(rc == 0 && pl2 == pl, "token_to_piece with its own length");
+        free(pb);
+        (void)piece;
+    }
+
+    size_t dl = 0, dl2 = 0;
+    rc = baton_detokenize(tok, ids, n, NULL, 0, &dl);
+    FUZZ_CHECK(rc == 0 || rc == BATON_E_LIMIT, "detokenize query %d", rc);
+    char *back = malloc(dl + 1);
+    if (!back)
+        abort();
+    rc = baton_detokenize(tok, ids, n, back, dl, &dl2);
+    FUZZ_CHECK(rc == 0 && dl2 == dl, "detokenize with its own length");
+    if (v->all_bytes && !memmem(text, len, "\xe2\x96\x81", 3) &&
+        spaces_stay_whole(text, len) && !special_inside(tok, ids, n, add_bos))
+        FUZZ_CHECK(dl == len && memcmp(back, text, len) == 0,
+                   "round trip: %zu bytes in, %zu bytes back", len, dl);
+    free(back);
+
+    if (flags & 4) {
+        /* the text as ids: range -2 .. n_vocab + 1 */
+        size_t k = len / 4;
+        int32_t *raw = malloc((k + 1) * sizeof *raw);
+        if (!raw)
+            abort();
+        for (size_t i = 0; i < k; i++)
+            raw[i] = (int32_t)(fuzz_le((const uint8_t *)text + 4 * i, 4) % (nv + 4u)) - 2;
+        check_ids_detok(v, raw, k);
+        free(raw);
+    }
+out:
+    free(ids);
+    free(buf);
+    return 0;
+}

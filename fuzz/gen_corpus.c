@@ -1,0 +1,976 @@
+/* Seed corpus generator: writes small valid (and a few deliberately broken)
+ * inputs for every fuzz target, made with the real encoders of src/wire,
+ * the graph builder of src/model and gguf_writer.c.
+ *
+ *   fuzz_gen_corpus OUTDIR           writes OUTDIR/<target>/<name>
+ *   fuzz_gen_corpus --check DIR      exits 1 if any seed is missing from
+ *                                    DIR/<target>/ or differs from it
+ *
+ * A seed's file name is the hex of its BLAKE2b-128 hash (libsodium
+ * crypto_generichash, 16-byte output, no key), so `b2sum -l 128 FILE`
+ * prints the name, and regenerating never duplicates a file.
+ * The input formats are described at the top of each fuzz/fuzz_<target>.c.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <sodium.h>
+
+#include "baton/status.h"
+#include "core/limits.h"
+#include "gguf_writer.h"
+#include "model/gguf.h"
+#include "model/graph_builder.h"
+#include "model/llama.h"
+#include "wire/wire.h"
+
+static const char *out_dir;
+static int check_mode;
+static int n_written, n_missing;
+
+/* ---- output ---- */
+
+static void ensure_dir(const char *path)
+{
+    if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "gen_corpus: mkdir %s: %s\n", path, strerror(errno));
+        exit(1);
+    }
+}
+
+static void emit(const char *target, const void *data, size_t len)
+{
+    unsigned char h[16];
+    char name[33], dir[4096], path[4200];
+    crypto_generichash(h, sizeof h, data, len, NULL, 0);
+    for (int i = 0; i < 16; i++)
+        snprintf(name + 2 * i, 3, "%02x", h[i]);
+    snprintf(dir, sizeof dir, "%s/%s", out_dir, target);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (check_mode) {
+        FILE *f = fopen(path, "rb");
+        int same = 0;
+        if (f) {
+            unsigned char *buf = malloc(len + 1);
+            if (!buf)
+                exit(1);
+            same = fread(buf, 1, len + 1, f) == len && (len == 0 || memcmp(buf, data, len) == 0);
+            free(buf);
+            fclose(f);
+        }
+        if (!same) {
+            fprintf(stderr, "gen_corpus: seed %s/%s missing or different\n", target, name);
+            n_missing++;
+        }
+        return;
+    }
+    ensure_dir(out_dir);
+    ensure_dir(dir);
+    FILE *f = fopen(path, "wb");
+    if (!f || (len > 0 && fwrite(data, 1, len, f) != len) || fclose(f) != 0) {
+        fprintf(stderr, "gen_corpus: write %s failed\n", path);
+        exit(1);
+    }
+    n_written++;
+}
+
+/* A growable byte buffer. */
+struct buf {
+    uint8_t *p;
+    size_t len, cap;
+};
+
+static void bput(struct buf *b, const void *p, size_t n)
+{
+    if (n > b->cap - b->len) {
+        size_t nc = b->cap ? b->cap : 256;
+        while (n > nc - b->len)
+            nc *= 2;
+        uint8_t *np = realloc(b->p, nc);
+        if (!np)
+            exit(1);
+        b->p = np;
+        b->cap = nc;
+    }
+    if (n)
+        memcpy(b->p + b->len, p, n);
+    b->len += n;
+}
+
+static void bu8(struct buf *b, uint8_t v)
+{
+    bput(b, &v, 1);
+}
+
+static void bu16(struct buf *b, uint16_t v)
+{
+    uint8_t p[2];
+    baton_wire_put_u16(p, v);
+    bput(b, p, 2);
+}
+
+static void bu32(struct buf *b, uint32_t v)
+{
+    uint8_t p[4];
+    baton_wire_put_u32(p, v);
+    bput(b, p, 4);
+}
+
+static void bu64(struct buf *b, uint64_t v)
+{
+    uint8_t p[8];
+    baton_wire_put_u64(p, v);
+    bput(b, p, 8);
+}
+
+static void bfree(struct buf *b)
+{
+    free(b->p);
+    memset(b, 0, sizeof *b);
+}
+
+static void emit_buf(const char *target, const struct buf *b)
+{
+    emit(target, b->p, b->len);
+}
+
+/* ---- wire pieces ---- */
+
+static void header(struct buf *b, uint8_t cmd, uint16_t status, uint32_t seq, uint64_t len)
+{
+    uint8_t p[BATON_FRAME_HEADER_BYTES];
+    struct baton_frame_header h = {.cmd = cmd, .flags = 0, .status = status, .seq = seq, .len = len};
+    baton_wire_encode_header(p, &h);
+    bput(b, p, sizeof p);
+}
+
+static void hello(struct buf *b, uint16_t vmin, uint16_t vmax, uint8_t role, uint64_t features)
+{
+    uint8_t p[BATON_HELLO_BYTES];
+    struct baton_hello h;
+    memset(&h, 0, sizeof h);
+    h.version_min = vmin;
+    h.version_max = vmax;
+    h.role = role;
+    h.features = features;
+    for (int i = 0; i < 32; i++)
+        h.nonce[i] = (uint8_t)(i * 7 + 1);
+    baton_wire_encode_hello(p, &h);
+    bput(b, p, sizeof p);
+}
+
+static void tensor_desc(struct buf *b, const struct baton_tensor_desc *t)
+{
+    uint8_t p[BATON_TENSOR_DESC_BYTES];
+    baton_wire_encode_tensor(p, t);
+    bput(b, p, sizeof p);
+}
+
+static struct baton_tensor_desc tensor(uint64_t buffer, uint64_t offset, uint32_t type,
+                                       uint64_t ne0, uint64_t ne1, uint64_t ne2, uint64_t ne3)
+{
+    struct baton_tensor_desc t;
+    memset(&t, 0, sizeof t);
+    t.buffer = buffer;
+    t.offset = offset;
+    t.type = type;
+    t.ne[0] = ne0;
+    t.ne[1] = ne1;
+    t.ne[2] = ne2;
+    t.ne[3] = ne3;
+    if (baton_tensor_contiguous_nb(type, t.ne, t.nb) != 0 ||
+        baton_wire_tensor_extent(type, t.ne, t.nb, &t.nbytes) != 0) {
+        fprintf(stderr, "gen_corpus: bad seed tensor\n");
+        exit(1);
+    }
+    return t;
+}
+
+static void graph_payload(struct buf *b, const struct baton_graph *g)
+{
+    uint8_t p[BATON_GRAPH_NODE_BYTES];
+    bu32(b, g->n_leaves);
+    bu32(b, g->n_nodes);
+    for (uint32_t i = 0; i < g->n_leaves; i++)
+        tensor_desc(b, &g->leaves[i]);
+    for (uint32_t j = 0; j < g->n_nodes; j++) {
+        baton_wire_encode_node(p, &g->nodes[j]);
+        bput(b, p, sizeof p);
+    }
+}
+
+#define H0 ((uint64_t)1 << 32)       /* first buffer of a fresh server */
+#define H1 (((uint64_t)1 << 32) | 1) /* second */
+#define NONE BATON_SRC_NONE
+
+
+/* ---- graphs ---- */
+
+struct graph_store {
+    struct baton_tensor_desc leaves[96];
+    struct baton_graph_node nodes[96];
+    struct baton_gb gb;
+};
+
+static void gs_init(struct graph_store *s)
+{
+    baton_gb_init(&s->gb, s->leaves, 96, s->nodes, 96);
+}
+
+static uint32_t gs_node(struct graph_store *s, uint32_t op, uint32_t type, uint64_t ne0,
+                        uint64_t ne1, uint64_t ne2, uint32_t s0, uint32_t s1, uint32_t p0)
+{
+    const uint64_t ne[4] = {ne0, ne1, ne2, 1};
+    const uint32_t src[BATON_MAX_SRC] = {s0, s1, NONE, NONE, NONE, NONE};
+    uint32_t params[BATON_N_PARAMS] = {p0};
+    return baton_gb_node(&s->gb, op, type, ne, src, params);
+}
+
+static void gs_finish(struct graph_store *s)
+{
+    if (baton_gb_finish(&s->gb) != 0) {
+        fprintf(stderr, "gen_corpus: graph builder failed\n");
+        exit(1);
+    }
+}
+
+/* W {4,4} and x {4,2} in buffer H0: MUL_MAT, ADD, ARGMAX into an I32 leaf. */
+static void graph_matmul(struct graph_store *s)
+{
+    gs_init(s);
+    struct baton_tensor_desc w = tensor(H0, 0, BATON_TYPE_F32, 4, 4, 1, 1);
+    struct baton_tensor_desc x = tensor(H0, 64, BATON_TYPE_F32, 4, 2, 1, 1);
+    struct baton_tensor_desc am = tensor(H0, 128, BATON_TYPE_I32, 2, 1, 1, 1);
+    uint32_t lw = baton_gb_leaf(&s->gb, &w), lx = baton_gb_leaf(&s->gb, &x);
+    uint32_t lo = baton_gb_leaf(&s->gb, &am);
+    uint32_t mm = gs_node(s, BATON_OP_MUL_MAT, BATON_TYPE_F32, 4, 2, 1, lw, lx, 0);
+    uint32_t add = gs_node(s, BATON_OP_ADD, BATON_TYPE_F32, 4, 2, 1, mm, mm, 0);
+    uint32_t amx = gs_node(s, BATON_OP_ARGMAX, BATON_TYPE_I32, 2, 1, 1, add, NONE, 0);
+    baton_gb_set_out(&s->gb, amx, lo);
+    gs_finish(s);
+}
+
+/* Every simple op once: GET_ROWS, RMS_NORM, SCALE, SILU, MUL, RESHAPE, ROPE. */
+static void graph_ops(struct graph_store *s)
+{
+    gs_init(s);
+    struct baton_tensor_desc table = tensor(H0, 0, BATON_TYPE_F32, 8, 4, 1, 1);
+    struct baton_tensor_desc ids = tensor(H0, 128, BATON_TYPE_I32, 2, 1, 1, 1);
+    struct baton_tensor_desc pos = tensor(H0, 192, BATON_TYPE_I32, 2, 1, 1, 1);
+    struct baton_tensor_desc out = tensor(H0, 256, BATON_TYPE_F32, 4, 2, 2, 1);
+    uint32_t lt = baton_gb_leaf(&s->gb, &table), li = baton_gb_leaf(&s->gb, &ids);
+    uint32_t lp = baton_gb_leaf(&s->gb, &pos), lo = baton_gb_leaf(&s->gb, &out);
+    uint32_t rows = gs_node(s, BATON_OP_GET_ROWS, BATON_TYPE_F32, 8, 2, 1, lt, li, 0);
+    uint32_t norm = gs_node(s, BATON_OP_RMS_NORM, BATON_TYPE_F32, 8, 2, 1, rows, NONE,
+                            baton_gb_f32(1e-5f));
+    uint32_t sc = gs_node(s, BATON_OP_SCALE, BATON_TYPE_F32, 8, 2, 1, norm, NONE,
+                          baton_gb_f32(0.5f));
+    uint32_t si = gs_node(s, BATON_OP_SILU, BATON_TYPE_F32, 8, 2, 1, sc, NONE, 0);
+    uint32_t mu = gs_node(s, BATON_OP_MUL, BATON_TYPE_F32, 8, 2, 1, si, norm, 0);
+    uint32_t rs = gs_node(s, BATON_OP_RESHAPE, BATON_TYPE_F32, 4, 2, 2, mu, NONE, 0);
+    const uint64_t ne[4] = {4, 2, 2, 1};
+    const uint32_t src[BATON_MAX_SRC] = {rs, lp, NONE, NONE, NONE, NONE};
+    uint32_t params[BATON_N_PARAMS] = {4, baton_gb_f32(10000.0f), 0};
+    uint32_t ro = baton_gb_node(&s->gb, BATON_OP_ROPE, BATON_TYPE_F32, ne, src, params);
+    baton_gb_set_out(&s->gb, ro, lo);
+    gs_finish(s);
+}
+
+/* A one-layer llama stage (first and last) for 2 tokens, every tensor in
+ * buffer H0; returns the bytes the buffer needs and the I/O offsets. */
+struct llama_seed {
+    struct baton_llama_hparams hp;
+    struct baton_llama_stage st;
+    struct baton_llama_layer layer;
+    uint64_t bytes;
+};
+
+static void place(struct llama_seed *ls, struct baton_tensor_desc *t, uint32_t type, uint64_t ne0,
+                  uint64_t ne1, uint64_t ne2)
+{
+    *t = tensor(H0, ls->bytes, type, ne0, ne1, ne2, 1);
+    ls->bytes += (t->nbytes + 63) & ~(uint64_t)63;
+}
+
+static void graph_llama(struct graph_store *s, struct llama_seed *ls)
+{
+    memset(ls, 0, sizeof *ls);
+    struct baton_llama_hparams *hp = &ls->hp;
+    hp->n_vocab = 8;
+    hp->n_embd = 8;
+    hp->n_layer = 1;
+    hp->n_head = 2;
+    hp->n_head_kv = 1;
+    hp->n_ff = 16;
+    hp->head_dim = 4;
+    hp->n_rot = 4;
+    hp->n_ctx_train = 16;
+    hp->rms_eps = 1e-5f;
+    hp->rope_base = 10000.0f;
+    struct baton_llama_stage *st = &ls->st;
+    struct baton_llama_layer *L = &ls->layer;
+    st->layer_begin = 0;
+    st->layer_end = 1;
+    st->first = st->last = 1;
+    st->layers = L;
+    const uint64_t e = 8, kv = 4, ff = 16, ctx = 8, u = 2;
+    place(ls, &st->tok_embd, BATON_TYPE_F32, e, hp->n_vocab, 1);
+    place(ls, &L->attn_norm, BATON_TYPE_F32, e, 1, 1);
+    place(ls, &L->wq, BATON_TYPE_F32, e, e, 1);
+    place(ls, &L->wk, BATON_TYPE_F32, e, kv, 1);
+    place(ls, &L->wv, BATON_TYPE_F32, e, kv, 1);
+    place(ls, &L->wo, BATON_TYPE_F32, e, e, 1);
+    place(ls, &L->ffn_norm, BATON_TYPE_F32, e, 1, 1);
+    place(ls, &L->w_gate, BATON_TYPE_F32, e, ff, 1);
+    place(ls, &L->w_up, BATON_TYPE_F32, e, ff, 1);
+    place(ls, &L->w_down, BATON_TYPE_F32, ff, e, 1);
+    place(ls, &L->k_cache, BATON_TYPE_F32, 4, 1, ctx);
+    place(ls, &L->v_cache, BATON_TYPE_F32, 4, 1, ctx);
+    place(ls, &st->output_norm, BATON_TYPE_F32, e, 1, 1);
+    place(ls, &st->output, BATON_TYPE_F32, e, hp->n_vocab, 1);
+    place(ls, &st->io.tokens, BATON_TYPE_I32, u, 1, 1);
+    place(ls, &st->io.pos, BATON_TYPE_I32, u, 1, 1);
+    place(ls, &st->io.hidden_in, BATON_TYPE_F32, e, u, 1);
+    place(ls, &st->io.hidden_out, BATON_TYPE_F32, e, u, 1);
+    place(ls, &st->io.last_idx, BATON_TYPE_I32, 1, 1, 1);
+    place(ls, &st->io.logits, BATON_TYPE_F32, hp->n_vocab, 1, 1);
+    place(ls, &st->io.argmax, BATON_TYPE_I32, 1, 1, 1);
+    gs_init(s);
+    if (baton_llama_max_leaves(st) > 96 || baton_llama_max_nodes(st) > 96 ||
+        baton_llama_build_stage(hp, st, 2, 1, &s->gb) != 0) {
+        fprintf(stderr, "gen_corpus: llama stage graph failed\n");
+        exit(1);
+    }
+}
+
+/* ---- targets ---- */
+
+static void gen_wire_header(void)
+{
+    struct buf b = {0};
+    for (uint8_t cmd = 1; cmd < BATON_CMD_LIMIT; cmd++) {
+        header(&b, cmd, 0, cmd, cmd == BATON_CMD_HELLO ? 48 : 8u * cmd);
+        emit_buf("wire_header", &b);
+        b.len = 0;
+    }
+    /* a reply with an error status; a request stream HELLO + DEVICE_INFO */
+    header(&b, BATON_CMD_GET_TENSOR, (uint16_t)-BATON_E_BOUNDS, 9, 0);
+    emit_buf("wire_header", &b);
+    b.len = 0;
+    header(&b, BATON_CMD_HELLO, 0, 1, 48);
+    hello(&b, 1, 1, BATON_ROLE_CLIENT, 0);
+    header(&b, BATON_CMD_DEVICE_INFO, 0, 2, 0);
+    emit_buf("wire_header", &b);
+    /* broken on purpose: magic, flags, reserved, length */
+    b.p[1] = 'X';
+    emit("wire_header", b.p, 24);
+    b.p[1] = 'A';
+    b.p[5] = 1;
+    emit("wire_header", b.p, 24);
+    b.p[5] = 0;
+    b.p[12] = 1;
+    emit("wire_header", b.p, 24);
+    b.len = 0;
+    header(&b, BATON_CMD_SET_TENSOR, 0, 3, BATON_MAX_MESSAGE_BYTES + 1);
+    emit_buf("wire_header", &b);
+    bfree(&b);
+}
+
+static void gen_wire_hello(void)
+{
+    struct buf b = {0};
+    hello(&b, 1, 1, BATON_ROLE_CLIENT, 0);
+    emit_buf("wire_hello", &b);
+    b.len = 0;
+    hello(&b, 1, 1, BATON_ROLE_SERVER, BATON_FEATURE_AUTH | BATON_FEATURE_PEER_COPY);
+    emit_buf("wire_hello", &b);
+    b.len = 0;
+    hello(&b, 1, 7, BATON_ROLE_PEER, ~(uint64_t)0);
+    emit_buf("wire_hello", &b);
+    b.len = 0;
+    /* as a whole first frame */
+    header(&b, BATON_CMD_HELLO, 0, 1, 48);
+    hello(&b, 1, 1, BATON_ROLE_CLIENT, 0);
+    emit_buf("wire_hello", &b);
+    b.len = 0;
+    hello(&b, 2, 1, BATON_ROLE_CLIENT, 0); /* min > max */
+    b.p[6] = 1;                             /* and a reserved byte */
+    emit_buf("wire_hello", &b);
+    bfree(&b);
+}
+
+static void gen_wire_tensor(void)
+{
+    struct buf b = {0};
+    static const uint32_t types[] = {BATON_TYPE_F32, BATON_TYPE_F16, BATON_TYPE_Q4_0,
+                                     BATON_TYPE_Q8_0, BATON_TYPE_I32};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        struct baton_tensor_desc t = tensor(H0 + i, 64 * i, types[i], 64, 3, 2, 1);
+        tensor_desc(&b, &t);
+        emit_buf("wire_tensor", &b);
+        b.len = 0;
+    }
+    /* COPY_TENSOR's pair, a zero dimension, the dimension limit */
+    struct baton_tensor_desc a = tensor(H0, 0, BATON_TYPE_F32, 16, 1, 1, 1);
+    struct baton_tensor_desc c = tensor(H1, 64, BATON_TYPE_F32, 4, 4, 1, 1);
+    tensor_desc(&b, &a);
+    tensor_desc(&b, &c);
+    emit_buf("wire_tensor", &b);
+    b.len = 0;
+    a = tensor(H0, 0, BATON_TYPE_F32, 16, 0, 3, 1);
+    tensor_desc(&b, &a);
+    emit_buf("wire_tensor", &b);
+    b.len = 0;
+    a = tensor(H0, UINT64_MAX - (BATON_MAX_DIM_ELEMS * 4), BATON_TYPE_F32, BATON_MAX_DIM_ELEMS, 1,
+               1, 1);
+    tensor_desc(&b, &a);
+    emit_buf("wire_tensor", &b);
+    bfree(&b);
+}
+
+static void gen_wire_graph(void)
+{
+    struct graph_store s;
+    struct llama_seed ls;
+    struct buf b = {0};
+    static const uint8_t ones[4] = {1, 0, 0, 0};
+
+    graph_matmul(&s);
+    graph_payload(&b, &s.gb.g);
+    emit_buf("wire_graph", &b);
+    bput(&b, ones, sizeof ones); /* leaf data: every i32 is 1 */
+    emit_buf("wire_graph", &b);
+    b.len = 0;
+    graph_ops(&s);
+    graph_payload(&b, &s.gb.g);
+    emit_buf("wire_graph", &b);
+    bput(&b, ones, sizeof ones);
+    emit_buf("wire_graph", &b);
+    b.len = 0;
+    graph_llama(&s, &ls);
+    graph_payload(&b, &s.gb.g);
+    emit_buf("wire_graph", &b);
+    bput(&b, ones, sizeof ones);
+    emit_buf("wire_graph", &b);
+    bfree(&b);
+}
+
+/* client_replies: byte 0 = calls - 1, the calls, then the server's bytes. */
+static void server_hello(struct buf *b, uint64_t features)
+{
+    header(b, BATON_CMD_HELLO, 0, 1, 48);
+    hello(b, 1, 1, BATON_ROLE_SERVER, features);
+}
+
+static void gen_client_replies(void)
+{
+    struct buf b = {0};
+    uint8_t zeros[256] = {0};
+
+    /* DEVICE_INFO, ALLOC 256, GET 16 floats, FREE */
+    static const uint8_t calls1[] = {0x00, 0x21, 0x05, 0x02};
+    bu8(&b, sizeof calls1 - 1);
+    bput(&b, calls1, sizeof calls1);
+    server_hello(&b, 0);
+    struct baton_device_info d;
+    memset(&d, 0, sizeof d);
+    d.total_memory = 1u << 30;
+    d.free_memory = 1u << 29;
+    d.alignment = 64;
+    d.max_buffer_bytes = 1u << 30;
+    d.type_mask = 1u | (1u << 26);
+    d.op_mask = 0xFFE;
+    d.n_threads = 2;
+    d.version = 1;
+    snprintf(d.name, sizeof d.name, "batond cpu");
+    uint8_t di[BATON_DEVICE_INFO_BYTES];
+    baton_wire_encode_device_info(di, &d);
+    header(&b, BATON_CMD_DEVICE_INFO, 0, 2, sizeof di);
+    bput(&b, di, sizeof di);
+    header(&b, BATON_CMD_ALLOC_BUFFER, 0, 3, 16);
+    bu64(&b, H0);
+    bu64(&b, 256);
+    header(&b, BATON_CMD_GET_TENSOR, 0, 4, 64);
+    bput(&b, zeros, 64);
+    header(&b, BATON_CMD_FREE_BUFFER, 0, 5, 0);
+    emit_buf("client_replies", &b);
+    b.len = 0;
+
+    /* ALLOC 1024, then a pipeline of 2 GETs and a SET */
+    static const uint8_t calls2[] = {0x41, 0x19};
+    bu8(&b, sizeof calls2 - 1);
+    bput(&b, calls2, sizeof calls2);
+    server_hello(&b, 0);
+    header(&b, BATON_CMD_ALLOC_BUFFER, 0, 2, 16);
+    bu64(&b, H0);
+    bu64(&b, 1024);
+    header(&b, BATON_CMD_GET_TENSOR, 0, 3, 128);
+    bput(&b, zeros, 128);
+    header(&b, BATON_CMD_GET_TENSOR, 0, 4, 256);
+    bput(&b, zeros, 256);
+    header(&b, BATON_CMD_SET_TENSOR, 0, 5, 0);
+    emit_buf("client_replies", &b);
+    b.len = 0;
+
+    /* GRAPH_COMPUTE, then GRAPH_COMPUTE pipelined with a GET */
+    static const uint8_t calls3[] = {0x07, 0x08};
+    bu8(&b, sizeof calls3 - 1);
+    bput(&b, calls3, sizeof calls3);
+    server_hello(&b, 0);
+    header(&b, BATON_CMD_GRAPH_COMPUTE, 0, 2, 0);
+    header(&b, BATON_CMD_GRAPH_COMPUTE, 0, 3, 0);
+    header(&b, BATON_CMD_GET_TENSOR, 0, 4, 64);
+    bput(&b, zeros, 64);
+    emit_buf("client_replies", &b);
+    b.len = 0;
+
+    /* semantic error replies, then a framing error frame (cmd 0) */
+    static const uint8_t calls4[] = {0x02, 0x03, 0x04, 0x06, 0x00, 0x00};
+    bu8(&b, sizeof calls4 - 1);
+    bput(&b, calls4, sizeof calls4);
+    server_hello(&b, 0);
+    header(&b, BATON_CMD_FREE_BUFFER, (uint16_t)-BATON_E_STALE_HANDLE, 2, 0);
+    header(&b, BATON_CMD_BUFFER_CLEAR, (uint16_t)-BATON_E_NOT_OWNED, 3, 0);
+    header(&b, BATON_CMD_SET_TENSOR, (uint16_t)-BATON_E_BOUNDS, 4, 0);
+    header(&b, BATON_CMD_COPY_TENSOR, (uint16_t)-BATON_E_SHAPE, 5, 0);
+    header(&b, 0, (uint16_t)-BATON_E_MAGIC, 0, 0);
+    emit_buf("client_replies", &b);
+    b.len = 0;
+
+    /* a server that requires AUTH; a wrong seq; stats and wait */
+    bu8(&b, 0);
+    bu8(&b, 0x00);
+    server_hello(&b, BATON_FEATURE_AUTH);
+    emit_buf("client_replies", &b);
+    b.len = 0;
+    static const uint8_t calls5[] = {0x00, 0x0a, 0x4b, 0x00};
+    bu8(&b, sizeof calls5 - 1);
+    bput(&b, calls5, sizeof calls5);
+    server_hello(&b, 0);
+    header(&b, BATON_CMD_DEVICE_INFO, 0, 7, sizeof di);
+    bput(&b, di, sizeof di);
+    emit_buf("client_replies", &b);
+    b.len = 0;
+
+    /* the device-info decoder alone */
+    bput(&b, di, sizeof di);
+    emit_buf("client_replies", &b);
+    bfree(&b);
+}
+
+static void gguf_vocab(struct gw *w)
+{
+    static const char *const extra[] = {"\xe2\x96\x81", "\xe2\x96\x81t", "he", "\xe2\x96\x81the",
+                                        "on", "ce", "\xe2\x96\x81on", "nce", "\xe2\x96\x81once"};
+    gw_vocab_gguf(w, extra, sizeof extra / sizeof extra[0]);
+}
+
+static void gguf_tiny_llama(struct gw *w, uint32_t align)
+{
+    const uint64_t e = 32, nv = 8, ff = 32;
+    struct {
+        const char *name;
+        uint32_t n_dims, type;
+        uint64_t ne[2];
+    } t[] = {
+        {"token_embd.weight", 2, BATON_TYPE_F32, {e, nv}},
+        {"blk.0.attn_norm.weight", 1, BATON_TYPE_F32, {e, 1}},
+        {"blk.0.attn_q.weight", 2, BATON_TYPE_Q8_0, {e, e}},
+        {"blk.0.attn_k.weight", 2, BATON_TYPE_Q4_0, {e, e}},
+        {"blk.0.attn_v.weight", 2, BATON_TYPE_F16, {e, e}},
+        {"blk.0.attn_output.weight", 2, BATON_TYPE_F32, {e, e}},
+        {"blk.0.ffn_norm.weight", 1, BATON_TYPE_F32, {e, 1}},
+        {"blk.0.ffn_gate.weight", 2, BATON_TYPE_F32, {e, ff}},
+        {"blk.0.ffn_up.weight", 2, BATON_TYPE_F32, {e, ff}},
+        {"blk.0.ffn_down.weight", 2, BATON_TYPE_F32, {ff, e}},
+        {"output_norm.weight", 1, BATON_TYPE_F32, {e, 1}},
+    };
+    const size_t n = sizeof t / sizeof t[0];
+    uint64_t offs[sizeof t / sizeof t[0]], off = 0;
+    gw_header(w, 3);
+    gw_kv_str(w, "general.architecture", "llama");
+    gw_kv_str(w, "general.name", "fuzz-tiny");
+    if (align != BATON_GGUF_DEFAULT_ALIGNMENT)
+        gw_kv_u32(w, "general.alignment", align);
+    gw_kv_u32(w, "llama.context_length", 64);
+    gw_kv_u32(w, "llama.embedding_length", (uint32_t)e);
+    gw_kv_u32(w, "llama.block_count", 1);
+    gw_kv_u32(w, "llama.feed_forward_length", (uint32_t)ff);
+    gw_kv_u32(w, "llama.attention.head_count", 4);
+    gw_kv_u32(w, "llama.attention.head_count_kv", 2);
+    gw_kv_u32(w, "llama.rope.dimension_count", 8);
+    gw_kv_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    gw_kv_f32(w, "llama.rope.freq_base", 10000.0f);
+    gw_kv_str(w, "tokenizer.ggml.model", "llama");
+    gw_kv_array(w, "tokenizer.ggml.tokens", BATON_GGUF_STRING, nv);
+    static const char *const pieces[] = {"<unk>", "<s>", "</s>", "\xe2\x96\x81", "a", "b", "ab",
+                                         "\xe2\x96\x81" "ab"};
+    for (size_t i = 0; i < nv; i++)
+        gw_str(w, pieces[i]);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t be = 1, bb = 4;
+        (void)baton_type_block(t[i].type, &be, &bb);
+        offs[i] = off;
+        off += (t[i].ne[0] / be * bb * t[i].ne[1] + align - 1) / align * align;
+        gw_tensor_info(w, t[i].name, t[i].n_dims, t[i].ne, t[i].type, offs[i]);
+    }
+    size_t data = gw_data_begin(w, align);
+    for (size_t i = 0; i < n; i++) {
+        uint8_t one = (uint8_t)(i + 1);
+        gw_pad_to(w, data, offs[i]);
+        gw_bytes(w, &one, 1); /* first byte of each tensor non-zero */
+    }
+    gw_pad_to(w, data, off);
+    gw_finish(w);
+}
+
+static void gen_gguf(void)
+{
+    struct gw w;
+
+    gw_init(&w);
+    gguf_vocab(&w);
+    emit("gguf", w.p, w.len);
+    gw_free(&w);
+
+    gw_init(&w);
+    gguf_tiny_llama(&w, 32);
+    emit("gguf", w.p, w.len);
+    gw_free(&w);
+    gw_init(&w);
+    gguf_tiny_llama(&w, 64);
+    emit("gguf", w.p, w.len);
+    gw_free(&w);
+
+    /* every value type, as a scalar and as an array of two */
+    gw_init(&w);
+    gw_header(&w, 3);
+    static const char *const names[] = {"u8", "i8", "u16", "i16", "u32", "i32", "f32",
+                                        "bool", "string", "array", "u64", "i64", "f64"};
+    static const unsigned sizes[] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
+    char key[64];
+    for (uint32_t ty = 0; ty < BATON_GGUF_TYPE_COUNT; ty++) {
+        if (ty == BATON_GGUF_ARRAY)
+            continue;
+        snprintf(key, sizeof key, "fuzz.scalar.%s", names[ty]);
+        gw_kv(&w, key, ty);
+        if (ty == BATON_GGUF_STRING)
+            gw_str(&w, "value");
+        else
+            for (unsigned i = 0; i < sizes[ty]; i++)
+                gw_u8(&w, ty == BATON_GGUF_BOOL ? 1 : (uint8_t)(0x80 + i));
+        snprintf(key, sizeof key, "fuzz.array.%s", names[ty]);
+        gw_kv_array(&w, key, ty, 2);
+        for (int k = 0; k < 2; k++) {
+            if (ty == BATON_GGUF_STRING)
+                gw_str(&w, k ? "two" : "one");
+            else
+                for (unsigned i = 0; i < sizes[ty]; i++)
+                    gw_u8(&w, ty == BATON_GGUF_BOOL ? (uint8_t)k : (uint8_t)(k + i));
+        }
+    }
+    gw_kv_array(&w, "fuzz.array.empty", BATON_GGUF_U32, 0);
+    gw_finish(&w);
+    emit("gguf", w.p, w.len);
+    gw_free(&w);
+
+    /* version 2, one 4-d tensor and one 0-d tensor */
+    gw_init(&w);
+    gw_header(&w, 2);
+    gw_kv_str(&w, "general.architecture", "none");
+    const uint64_t ne4[4] = {2, 3, 1, 2};
+    gw_tensor_info(&w, "four.d", 4, ne4, BATON_TYPE_F32, 0);
+    gw_tensor_info(&w, "zero.d", 0, ne4, BATON_TYPE_I32, 64);
+    size_t data = gw_data_begin(&w, 32);
+    gw_pad_to(&w, data, 68);
+    gw_finish(&w);
+    emit("gguf", w.p, w.len);
+    gw_free(&w);
+
+    /* version 1 (rejected) and a header alone */
+    gw_init(&w);
+    gw_header(&w, 1);
+    gw_kv_u32(&w, "general.alignment", 32);
+    gw_finish(&w);
+    emit("gguf", w.p, w.len);
+    gw_free(&w);
+    gw_init(&w);
+    gw_header(&w, 3);
+    gw_finish(&w);
+    emit("gguf", w.p, w.len);
+    gw_free(&w);
+}
+
+static void gen_tokenizer(void)
+{
+    static const struct {
+        uint8_t flags;
+        const char *text;
+        size_t len;
+    } seeds[] = {
+        {1, "Once upon a time, there was a little girl named Lily.", 0},
+        {0, " leading and  double  spaces ", 0},
+        {1, "", 0},
+        {2, "the and in once up \xc3\xa9t\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac", 0},
+        {3, "<s> </s> <unk> <0x41>", 0},
+        {1, "bytes \x00\x01\xff\xfe end", 15},
+        {0, "invalid utf-8 \xc3 \xe2\x96 \xf0\x9f\x98", 0},
+        {4, "\x05\x00\x00\x00\x01\x00\x00\x00\xff\xff\xff\xff", 12},
+        {6, "\x03\x01\x00\x00\x09\x00\x00\x00", 8},
+    };
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+        struct buf b = {0};
+        size_t len = seeds[i].len ? seeds[i].len : strlen(seeds[i].text);
+        bu8(&b, seeds[i].flags);
+        bput(&b, seeds[i].text, len);
+        emit_buf("tokenizer", &b);
+        bfree(&b);
+    }
+}
+
+/* dispatcher records: u8 op, u16 len, payload */
+static void rec(struct buf *b, uint8_t op, const struct buf *payload)
+{
+    bu8(b, op);
+    bu16(b, (uint16_t)payload->len);
+    bput(b, payload->p, payload->len);
+}
+
+static void rec_u64(struct buf *b, uint8_t op, uint64_t v)
+{
+    struct buf p = {0};
+    bu64(&p, v);
+    rec(b, op, &p);
+    bfree(&p);
+}
+
+static void rec_empty(struct buf *b, uint8_t op)
+{
+    struct buf p = {0};
+    rec(b, op, &p);
+}
+
+static void rec_set(struct buf *b, const struct baton_tensor_desc *t, uint64_t off, uint64_t n,
+                    uint8_t fill)
+{
+    struct buf p = {0};
+    tensor_desc(&p, t);
+    bu64(&p, off);
+    bu64(&p, n);
+    for (uint64_t i = 0; i < n; i++)
+        bu8(&p, (uint8_t)(fill + (fill ? i : 0)));
+    rec(b, BATON_CMD_SET_TENSOR, &p);
+    bfree(&p);
+}
+
+static void rec_set_i32(struct buf *b, const struct baton_tensor_desc *t, const int32_t *v,
+                        size_t n)
+{
+    struct buf p = {0};
+    tensor_desc(&p, t);
+    bu64(&p, 0);
+    bu64(&p, 4 * n);
+    for (size_t i = 0; i < n; i++)
+        bu32(&p, (uint32_t)v[i]);
+    rec(b, BATON_CMD_SET_TENSOR, &p);
+    bfree(&p);
+}
+
+static void rec_get(struct buf *b, const struct baton_tensor_desc *t, uint64_t off, uint64_t n)
+{
+    struct buf p = {0};
+    tensor_desc(&p, t);
+    bu64(&p, off);
+    bu64(&p, n);
+    rec(b, BATON_CMD_GET_TENSOR, &p);
+    bfree(&p);
+}
+
+static void rec_graph(struct buf *b, const struct baton_graph *g)
+{
+    struct buf p = {0};
+    graph_payload(&p, g);
+    rec(b, BATON_CMD_GRAPH_COMPUTE, &p);
+    bfree(&p);
+}
+
+static void gen_dispatcher(void)
+{
+    struct buf b = {0}, p = {0};
+    struct graph_store s;
+    struct llama_seed ls;
+
+    /* DEVICE_INFO */
+    bu8(&b, 0);
+    rec_empty(&b, BATON_CMD_DEVICE_INFO);
+    emit_buf("dispatcher", &b);
+    b.len = 0;
+
+    /* ALLOC, SET, GET, FREE, then GET of the freed buffer (stale) */
+    struct baton_tensor_desc t = tensor(H0, 0, BATON_TYPE_F32, 16, 1, 1, 1);
+    bu8(&b, 0);
+    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 4096);
+    rec_set(&b, &t, 0, 64, 1);
+    rec_get(&b, &t, 8, 32);
+    rec_u64(&b, BATON_CMD_FREE_BUFFER, H0);
+    rec_get(&b, &t, 0, 64);
+    rec_u64(&b, BATON_CMD_FREE_BUFFER, H0);
+    emit_buf("dispatcher", &b);
+    b.len = 0;
+
+    /* two buffers: COPY, CLEAR, GET; a copy too large for its destination */
+    struct baton_tensor_desc t2 = tensor(H1, 64, BATON_TYPE_F32, 16, 1, 1, 1);
+    struct baton_tensor_desc big = tensor(H0, 0, BATON_TYPE_F32, 64, 1, 1, 1);
+    bu8(&b, 0);
+    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 1024);
+    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 1024);
+    rec_set(&b, &t, 0, 64, 3);
+    tensor_desc(&p, &t);
+    tensor_desc(&p, &t2);
+    rec(&b, BATON_CMD_COPY_TENSOR, &p);
+    p.len = 0;
+    tensor_desc(&p, &big);
+    tensor_desc(&p, &t2);
+    rec(&b, BATON_CMD_COPY_TENSOR, &p);
+    p.len = 0;
+    bu64(&p, H0);
+    bu8(&p, 7);
+    for (int i = 0; i < 7; i++)
+        bu8(&p, 0);
+    rec(&b, BATON_CMD_BUFFER_CLEAR, &p);
+    p.len = 0;
+    rec_get(&b, &t2, 0, 64);
+    emit_buf("dispatcher", &b);
+    b.len = 0;
+
+    /* MUL_MAT + ADD + ARGMAX */
+    graph_matmul(&s);
+    bu8(&b, 0);
+    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 4096);
+    struct baton_tensor_desc wx = tensor(H0, 0, BATON_TYPE_F32, 4, 6, 1, 1);
+    rec_set(&b, &wx, 0, 96, 0x3c);
+    rec_graph(&b, &s.gb.g);
+    rec_get(&b, &s.gb.g.leaves[2], 0, 8);
+    emit_buf("dispatcher", &b);
+    b.len = 0;
+
+    /* the simple ops, ids in range, then out of range (E_INDEX) */
+    graph_ops(&s);
+    static const int32_t ids_ok[2] = {3, 1}, ids_bad[2] = {1, 4};
+    bu8(&b, 0);
+    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 4096);
+    rec_set(&b, &s.gb.g.leaves[0], 0, 128, 0x41);
+    rec_set_i32(&b, &s.gb.g.leaves[1], ids_ok, 2);
+    rec_set_i32(&b, &s.gb.g.leaves[2], ids_ok, 2);
+    rec_graph(&b, &s.gb.g);
+    rec_get(&b, &s.gb.g.leaves[3], 0, s.gb.g.leaves[3].nbytes);
+    rec_set_i32(&b, &s.gb.g.leaves[1], ids_bad, 2);
+    rec_graph(&b, &s.gb.g);
+    emit_buf("dispatcher", &b);
+    b.len = 0;
+
+    /* a whole llama layer: tokens, positions, last index, compute, argmax */
+    graph_llama(&s, &ls);
+    static const int32_t toks[2] = {1, 5}, poss[2] = {0, 1}, last[1] = {1};
+    bu8(&b, 0);
+    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, ls.bytes);
+    rec_set(&b, &ls.st.tok_embd, 0, ls.st.tok_embd.nbytes, 0x3b);
+    rec_set_i32(&b, &ls.st.io.tokens, toks, 2);
+    rec_set_i32(&b, &ls.st.io.pos, poss, 2);
+    rec_set_i32(&b, &ls.st.io.last_idx, last, 1);
+    rec_graph(&b, &s.gb.g);
+    rec_get(&b, &ls.st.io.argmax, 0, 4);
+    rec_get(&b, &ls.st.io.logits, 0, ls.st.io.logits.nbytes);
+    emit_buf("dispatcher", &b);
+    b.len = 0;
+
+    /* a second session uses the first one's live buffer: NOT_OWNED */
+    struct buf child = {0};
+    rec_u64(&child, BATON_CMD_ALLOC_BUFFER, 256);
+    rec_set(&child, &t, 0, 64, 9);
+    rec_get(&child, &t, 0, 64);
+    rec_u64(&child, BATON_CMD_FREE_BUFFER, H0);
+    rec_u64(&child, BATON_CMD_FREE_BUFFER, H1);
+    bu8(&b, 0);
+    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 256);
+    rec(&b, 0, &child);
+    rec_get(&b, &t, 0, 64);
+    emit_buf("dispatcher", &b);
+    b.len = 0;
+    bfree(&child);
+
+    /* every command id once, including the unsupported and fatal ones */
+    bu8(&b, 0);
+    for (uint8_t cmd = BATON_CMD_DEVICE_INFO; cmd < BATON_CMD_LIMIT; cmd++)
+        rec_u64(&b, cmd, 0);
+    rec_empty(&b, BATON_CMD_AUTH);
+    emit_buf("dispatcher", &b);
+    b.len = 0;
+
+    /* without the automatic HELLO: a HELLO with a version range */
+    bu8(&b, 2);
+    hello(&p, 0, 5, BATON_ROLE_CLIENT, 1u << 7);
+    rec(&b, BATON_CMD_HELLO, &p);
+    p.len = 0;
+    rec_empty(&b, BATON_CMD_DEVICE_INFO);
+    emit_buf("dispatcher", &b);
+    b.len = 0;
+
+    /* raw: HELLO, DEVICE_INFO, ALLOC framed by hand, then a bad magic */
+    bu8(&b, 1);
+    header(&b, BATON_CMD_HELLO, 0, 1, 48);
+    hello(&b, 1, 1, BATON_ROLE_CLIENT, 0);
+    header(&b, BATON_CMD_DEVICE_INFO, 0, 2, 0);
+    header(&b, BATON_CMD_ALLOC_BUFFER, 0, 3, 8);
+    bu64(&b, 128);
+    header(&b, BATON_CMD_SET_TENSOR, 0, 4, 104 + 16);
+    struct baton_tensor_desc t4 = tensor(H0, 0, BATON_TYPE_F32, 4, 1, 1, 1);
+    tensor_desc(&b, &t4);
+    bu64(&b, 0);
+    bu64(&b, 32); /* declares 32 bytes, sends 16: the next header is eaten */
+    bu64(&b, 0);
+    bu64(&b, 0);
+    bput(&b, "BATX", 4);
+    emit_buf("dispatcher", &b);
+    bfree(&b);
+    bfree(&p);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && strcmp(argv[1], "--check") == 0) {
+        check_mode = 1;
+        out_dir = argv[2];
+    } else if (argc == 2) {
+        out_dir = argv[1];
+    } else {
+        fprintf(stderr, "usage: %s OUTDIR | --check DIR\n", argv[0]);
+        return 2;
+    }
+    if (sodium_init() < 0)
+        return 1;
+    gen_wire_header();
+    gen_wire_hello();
+    gen_wire_tensor();
+    gen_wire_graph();
+    gen_client_replies();
+    gen_gguf();
+    gen_tokenizer();
+    gen_dispatcher();
+    if (check_mode) {
+        if (n_missing) {
+            fprintf(stderr,
+                    "gen_corpus: %d seeds missing: regenerate with "
+                    "`cmake --build BUILD --target fuzz-corpus`\n",
+                    n_missing);
+            return 1;
+        }
+        printf("gen_corpus: every seed present\n");
+        return 0;
+    }
+    printf("gen_corpus: %d seeds written under %s\n", n_written, out_dir);
+    return 0;
+}

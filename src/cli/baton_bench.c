@@ -1,0 +1,258 @@
+/* `baton bench`: prefill and decode speed of a model on a set of servers. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baton/status.h"
+#include "cli/cli.h"
+#include "model/gguf.h"
+#include "model/run.h"
+#include "wire/wire.h"
+
+#define MAX_REPS 100
+
+static void bench_usage(FILE *f)
+{
+    fputs("usage: baton bench --model FILE [--servers LIST] [--split P,...] [-p N] [-n N]\n"
+          "                   [--reps R] [--threads N] [--ubatch N] [--key FILE] [--json FILE]\n"
+          "\n"
+          "Runs the model R times on a synthetic prompt of -p tokens, generating -n tokens\n"
+          "greedily (EOS ignored), and prints the median and spread (min..max) of prefill\n"
+          "tokens/s, decode tokens/s, TTFT, TPOT and load time, and the per-step command\n"
+          "and byte table of the decode window.\n"
+          "\n"
+          "  -p N          prompt tokens (default 128)\n"
+          "  -n N          generated tokens (default 64, at least 2)\n"
+          "  --reps R      repetitions (default 5)\n"
+          "  --json FILE   also write the figures as JSON\n"
+          "  other options as for `baton run`\n",
+          f);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+struct figure {
+    const char *name;
+    const char *unit;
+    double v[MAX_REPS];
+    double med, lo, hi;
+};
+
+static void summarize(struct figure *f, uint32_t n)
+{
+    double s[MAX_REPS];
+
+    memcpy(s, f->v, n * sizeof(double));
+    qsort(s, n, sizeof(double), cmp_double);
+    f->lo = s[0];
+    f->hi = s[n - 1];
+    f->med = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+}
+
+static const char *cmd_label(uint32_t c)
+{
+    static const char *const names[BATON_CMD_LIMIT] = {
+        "?",           "HELLO",        "AUTH",          "DEVICE_INFO",    "ALLOC_BUFFER",
+        "FREE_BUFFER", "BUFFER_CLEAR", "SET_TENSOR",    "GET_TENSOR",     "COPY_TENSOR",
+        "GRAPH_COMPUTE", "GRANT_WRITE", "REVOKE_GRANT", "COPY_TENSOR_TO", "PEER_WRITE",
+        "PEER_FENCE"};
+
+    return c < BATON_CMD_LIMIT ? names[c] : "?";
+}
+
+static uint32_t parse_count(const char *opt, const char *s, uint32_t min, uint32_t max, int *bad)
+{
+    char *end = NULL;
+    unsigned long v;
+
+    errno = 0;
+    v = strtoul(s, &end, 10);
+    if (errno || end == s || *end != '\0' || s[0] == '-' || v < min || v > max) {
+        fprintf(stderr, "baton bench: %s: '%s' is not an integer in %u..%u\n", opt, s, min, max);
+        *bad = 1;
+        return 0;
+    }
+    return (uint32_t)v;
+}
+
+int baton_cmd_bench(int argc, char **argv)
+{
+    enum { O_MODEL = 256, O_SERVERS, O_SPLIT, O_REPS, O_JSON, O_THREADS, O_UBATCH, O_KEY,
+           O_HELP };
+    static const struct option opts[] = {
+        {"model", required_argument, 0, O_MODEL}, {"servers", required_argument, 0, O_SERVERS},
+        {"split", required_argument, 0, O_SPLIT}, {"reps", required_argument, 0, O_REPS},
+        {"json", required_argument, 0, O_JSON},   {"threads", required_argument, 0, O_THREADS},
+        {"ubatch", required_argument, 0, O_UBATCH}, {"key", required_argument, 0, O_KEY},
+        {"help", no_argument, 0, O_HELP},         {0, 0, 0, 0}};
+    struct baton_run_config cfg;
+    struct baton_run_result *res = NULL;
+    struct figure fig[5] = {{"prefill", "tok/s", {0}, 0, 0, 0},
+                            {"decode", "tok/s", {0}, 0, 0, 0},
+                            {"ttft", "ms", {0}, 0, 0, 0},
+                            {"tpot", "ms", {0}, 0, 0, 0},
+                            {"load", "s", {0}, 0, 0, 0}};
+    uint32_t n_prompt = 128, n_gen = 64, reps = 5, r, i, c, n_vocab = 0;
+    const char *json = NULL;
+    int32_t *ids = NULL;
+    int ch, bad = 0, ret = 1;
+    FILE *devnull = NULL;
+
+    baton_run_config_default(&cfg);
+    if (getenv("BATON_SERVERS") && *getenv("BATON_SERVERS"))
+        cfg.servers = getenv("BATON_SERVERS");
+    if (getenv("BATON_KEY_FILE") && *getenv("BATON_KEY_FILE"))
+        cfg.key_path = getenv("BATON_KEY_FILE");
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "p:n:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case O_MODEL: cfg.model_path = optarg; break;
+        case O_SERVERS: cfg.servers = optarg; break;
+        case O_SPLIT: cfg.split = optarg; break;
+        case O_JSON: json = optarg; break;
+        case O_KEY: cfg.key_path = optarg; break;
+        case 'p': n_prompt = parse_count("-p", optarg, 1, 1u << 20, &bad); break;
+        case 'n': n_gen = parse_count("-n", optarg, 2, 1u << 20, &bad); break;
+        case O_REPS: reps = parse_count("--reps", optarg, 1, MAX_REPS, &bad); break;
+        case O_THREADS: cfg.n_threads = parse_count("--threads", optarg, 1, 64, &bad); break;
+        case O_UBATCH: cfg.n_ubatch = parse_count("--ubatch", optarg, 1, 1u << 20, &bad); break;
+        case 'h':
+        case O_HELP: bench_usage(stdout); return 0;
+        default: bench_usage(stderr); return 2;
+        }
+        if (bad)
+            return 2;
+    }
+    if (optind < argc || cfg.model_path == NULL) {
+        fprintf(stderr, "baton bench: --model FILE is required (see --help)\n");
+        return 2;
+    }
+    {
+        struct baton_gguf *g = NULL;
+        char err[512];
+        struct baton_gguf_tensor t;
+
+        if (baton_gguf_open(cfg.model_path, &g, err, sizeof(err)) != 0) {
+            fprintf(stderr, "baton bench: %s\n", err);
+            return 1;
+        }
+        if (baton_gguf_find_tensor(g, "token_embd.weight", &t, NULL) == 0 && t.ne[1] > 3 &&
+            t.ne[1] < 0x7fffffff)
+            n_vocab = (uint32_t)t.ne[1];
+        baton_gguf_close(g);
+        if (n_vocab == 0) {
+            fprintf(stderr, "baton bench: %s: no usable token_embd.weight\n", cfg.model_path);
+            return 1;
+        }
+    }
+    /* synthetic prompt: BOS, then ids 3.. n_vocab-1 from a fixed LCG (never EOS) */
+    ids = calloc(n_prompt, sizeof(*ids));
+    res = calloc(1, sizeof(*res));
+    devnull = fopen("/dev/null", "w");
+    if (ids == NULL || res == NULL || devnull == NULL)
+        goto out;
+    {
+        uint32_t x = 12345;
+
+        ids[0] = 1;
+        for (i = 1; i < n_prompt; i++) {
+            x = x * 1103515245u + 12345u;
+            ids[i] = (int32_t)(3 + (x >> 8) % (n_vocab - 3));
+        }
+    }
+    cfg.prompt = "";
+    cfg.prompt_ids = ids;
+    cfg.n_prompt_ids = n_prompt;
+    cfg.n_predict = n_gen;
+    cfg.n_ctx = n_prompt + n_gen + 8;
+    cfg.ignore_eos = 1;
+    cfg.quiet = 1;
+    cfg.result = res;
+    if (cfg.n_ubatch > cfg.n_ctx)
+        cfg.n_ubatch = cfg.n_ctx;
+    for (r = 0; r < reps; r++) {
+        cfg.log = r == 0 ? stderr : devnull;
+        if (baton_run(&cfg) != 0) {
+            fprintf(stderr, "baton bench: repetition %u failed\n", r + 1);
+            goto out;
+        }
+        fig[0].v[r] = res->t_prefill_s > 0 ? (double)res->n_prompt / res->t_prefill_s : 0;
+        fig[1].v[r] = res->t_decode_s > 0 ? (double)res->decode_steps / res->t_decode_s : 0;
+        fig[2].v[r] = res->t_prefill_s * 1e3;
+        fig[3].v[r] = res->decode_steps ? res->t_decode_s * 1e3 / res->decode_steps : 0;
+        fig[4].v[r] = res->t_load_s;
+    }
+    for (i = 0; i < 5; i++)
+        summarize(&fig[i], reps);
+    printf("bench: %s, servers %s, split %s, prompt %u, generated %u, reps %u, threads %u\n",
+           cfg.model_path, cfg.servers, cfg.split ? cfg.split : "(equal)", n_prompt, n_gen, reps,
+           cfg.n_threads);
+    printf("  %-8s %12s %12s %12s  %s\n", "figure", "median", "min", "max", "unit");
+    for (i = 0; i < 5; i++)
+        printf("  %-8s %12.3f %12.3f %12.3f  %s\n", fig[i].name, fig[i].med, fig[i].lo, fig[i].hi,
+               fig[i].unit);
+    printf("  per decode step (last repetition, %u steps):\n", res->decode_steps);
+    printf("  %-6s %-16s %10s %14s %14s\n", "stage", "command", "count", "request B", "reply B");
+    for (i = 0; i < res->n_stages && res->decode_steps; i++)
+        for (c = 1; c < BATON_CMD_LIMIT; c++)
+            if (res->cmd[i][c].count)
+                printf("  %-6u %-16s %10.2f %14.1f %14.1f\n", i + 1, cmd_label(c),
+                       (double)res->cmd[i][c].count / res->decode_steps,
+                       (double)res->cmd[i][c].request_bytes / res->decode_steps,
+                       (double)res->cmd[i][c].reply_bytes / res->decode_steps);
+    if (res->decode_steps)
+        printf("  hidden-state bytes through the coordinator: %.1f per step\n",
+               (double)res->hidden_bytes_hub / res->decode_steps);
+    if (json) {
+        FILE *f = fopen(json, "w");
+
+        if (f == NULL) {
+            fprintf(stderr, "baton bench: %s: %s\n", json, strerror(errno));
+            goto out;
+        }
+        fprintf(f, "{\"model\": \"%s\", \"servers\": \"%s\", \"prompt\": %u, \"generated\": %u, "
+                   "\"reps\": %u, \"threads\": %u",
+                cfg.model_path, cfg.servers, n_prompt, n_gen, reps, cfg.n_threads);
+        for (i = 0; i < 5; i++)
+            fprintf(f, ", \"%s\": {\"unit\": \"%s\", \"median\": %.6g, \"min\": %.6g, "
+                       "\"max\": %.6g}",
+                    fig[i].name, fig[i].unit, fig[i].med, fig[i].lo, fig[i].hi);
+        fprintf(f, ", \"per_step\": [");
+        for (i = 0; i < res->n_stages; i++) {
+            int first = 1;
+
+            fprintf(f, "%s{", i ? ", " : "");
+            for (c = 1; c < BATON_CMD_LIMIT && res->decode_steps; c++) {
+                if (!res->cmd[i][c].count)
+                    continue;
+                fprintf(f, "%s\"%s\": {\"count\": %.4g, \"request_bytes\": %.6g, "
+                           "\"reply_bytes\": %.6g}",
+                        first ? "" : ", ", cmd_label(c),
+                        (double)res->cmd[i][c].count / res->decode_steps,
+                        (double)res->cmd[i][c].request_bytes / res->decode_steps,
+                        (double)res->cmd[i][c].reply_bytes / res->decode_steps);
+                first = 0;
+            }
+            fprintf(f, "}");
+        }
+        fprintf(f, "]}\n");
+        if (fclose(f) != 0) {
+            fprintf(stderr, "baton bench: %s: %s\n", json, strerror(errno));
+            goto out;
+        }
+    }
+    ret = 0;
+out:
+    if (devnull)
+        fclose(devnull);
+    free(ids);
+    free(res);
+    return ret;
+}

@@ -1,0 +1,186 @@
+/* `baton gen-model` and `baton quantize`. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baton/status.h"
+#include "cli/cli.h"
+#include "core/types.h"
+#include "model/genmodel.h"
+
+static int parse_type(const char *s, uint32_t *type)
+{
+    static const struct {
+        const char *name;
+        uint32_t type;
+    } names[] = {{"f32", BATON_TYPE_F32},
+                 {"f16", BATON_TYPE_F16},
+                 {"q8_0", BATON_TYPE_Q8_0},
+                 {"q4_0", BATON_TYPE_Q4_0}};
+    size_t i;
+
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (strcmp(s, names[i].name) == 0) {
+            *type = names[i].type;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int parse_u32_opt(const char *cmd, const char *opt, const char *s, uint32_t *out)
+{
+    char *end = NULL;
+    unsigned long v;
+
+    errno = 0;
+    v = strtoul(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || s[0] == '-' || v == 0 || v > 1000000000ul) {
+        fprintf(stderr, "baton %s: %s: '%s' is not a positive integer\n", cmd, opt, s);
+        return -1;
+    }
+    *out = (uint32_t)v;
+    return 0;
+}
+
+static void gen_usage(FILE *f)
+{
+    fputs("usage: baton gen-model --layers L --dim D --ff F --heads H [--kv-heads K]\n"
+          "                       [--vocab N | --vocab-from FILE] [--type T] [--seed S]\n"
+          "                       [--ctx N] -o FILE\n"
+          "\n"
+          "Writes a deterministic llama GGUF with random weights (same options, same\n"
+          "bytes), for benchmarks and tests. llama.cpp loads it too.\n"
+          "\n"
+          "  --layers L        transformer blocks\n"
+          "  --dim D           embedding width (multiple of 32 for block types)\n"
+          "  --ff F            feed-forward width (multiple of 32 for block types)\n"
+          "  --heads H         attention heads (D % H == 0, even head size)\n"
+          "  --kv-heads K      key/value heads (H % K == 0; default H)\n"
+          "  --vocab N         synthetic vocabulary size (default 512, at least 300)\n"
+          "  --vocab-from FILE copy the tokenizer of another GGUF\n"
+          "  --type T          f32, f16, q8_0 or q4_0 for the matrices (default f32)\n"
+          "  --seed S          weight seed (default 1)\n"
+          "  --ctx N           llama.context_length (default 2048)\n"
+          "  -o FILE           output file (written atomically)\n",
+          f);
+}
+
+int baton_cmd_gen_model(int argc, char **argv)
+{
+    enum { O_LAYERS = 256, O_DIM, O_FF, O_HEADS, O_KV, O_VOCAB, O_VFROM, O_TYPE, O_SEED, O_CTX,
+           O_HELP };
+    static const struct option opts[] = {
+        {"layers", required_argument, 0, O_LAYERS}, {"dim", required_argument, 0, O_DIM},
+        {"ff", required_argument, 0, O_FF},         {"heads", required_argument, 0, O_HEADS},
+        {"kv-heads", required_argument, 0, O_KV},   {"vocab", required_argument, 0, O_VOCAB},
+        {"vocab-from", required_argument, 0, O_VFROM}, {"type", required_argument, 0, O_TYPE},
+        {"seed", required_argument, 0, O_SEED},     {"ctx", required_argument, 0, O_CTX},
+        {"help", no_argument, 0, O_HELP},           {0, 0, 0, 0}};
+    struct baton_gen_model_config cfg;
+    char err[512] = "";
+    int c, rc;
+
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.n_vocab = 512;
+    cfg.n_ctx = 2048;
+    cfg.type = BATON_TYPE_F32;
+    cfg.seed = 1;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        uint32_t *dst = NULL;
+        const char *name = NULL;
+
+        switch (c) {
+        case O_LAYERS: dst = &cfg.n_layer; name = "--layers"; break;
+        case O_DIM: dst = &cfg.n_embd; name = "--dim"; break;
+        case O_FF: dst = &cfg.n_ff; name = "--ff"; break;
+        case O_HEADS: dst = &cfg.n_head; name = "--heads"; break;
+        case O_KV: dst = &cfg.n_head_kv; name = "--kv-heads"; break;
+        case O_VOCAB: dst = &cfg.n_vocab; name = "--vocab"; break;
+        case O_CTX: dst = &cfg.n_ctx; name = "--ctx"; break;
+        case O_VFROM: cfg.vocab_from = optarg; break;
+        case O_TYPE:
+            if (parse_type(optarg, &cfg.type) != 0) {
+                fprintf(stderr, "baton gen-model: --type: '%s' (want f32, f16, q8_0, q4_0)\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case O_SEED: {
+            char *end = NULL;
+
+            errno = 0;
+            cfg.seed = strtoull(optarg, &end, 10);
+            if (errno || end == optarg || *end != '\0') {
+                fprintf(stderr, "baton gen-model: --seed: '%s' is not an integer\n", optarg);
+                return 2;
+            }
+            break;
+        }
+        case 'o': cfg.out_path = optarg; break;
+        case 'h':
+        case O_HELP: gen_usage(stdout); return 0;
+        default: gen_usage(stderr); return 2;
+        }
+        if (dst && parse_u32_opt("gen-model", name, optarg, dst) != 0)
+            return 2;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "baton gen-model: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (cfg.n_head_kv == 0)
+        cfg.n_head_kv = cfg.n_head;
+    if (!cfg.n_layer || !cfg.n_embd || !cfg.n_ff || !cfg.n_head || !cfg.out_path) {
+        fprintf(stderr, "baton gen-model: --layers, --dim, --ff, --heads and -o are required\n");
+        return 2;
+    }
+    if (!cfg.vocab_from && cfg.n_vocab < 300) {
+        fprintf(stderr, "baton gen-model: --vocab must be at least 300 (259 special and byte "
+                        "tokens + pieces)\n");
+        return 2;
+    }
+    rc = baton_gen_model(&cfg, err, sizeof(err));
+    if (rc != 0) {
+        fprintf(stderr, "baton gen-model: %s\n", err[0] ? err : baton_status_str(rc));
+        return rc == BATON_E_INVAL ? 2 : 1;
+    }
+    fprintf(stderr, "gen-model: wrote %s (%u layers, dim %u, ff %u, %u heads, %u kv heads, %s)\n",
+            cfg.out_path, cfg.n_layer, cfg.n_embd, cfg.n_ff, cfg.n_head, cfg.n_head_kv,
+            baton_type_name(cfg.type));
+    return 0;
+}
+
+int baton_cmd_quantize(int argc, char **argv)
+{
+    uint32_t type;
+    char err[512] = "";
+    int rc;
+
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        puts("usage: baton quantize IN.gguf OUT.gguf TYPE\n"
+             "\n"
+             "Copies a GGUF, converting every 2-D F32/F16 matrix whose rows are a multiple\n"
+             "of 32 to TYPE (q8_0, q4_0, f16 or f32). Metadata and other tensors are\n"
+             "copied unchanged. OUT is written atomically.");
+        return 0;
+    }
+    if (argc != 4) {
+        fprintf(stderr, "usage: baton quantize IN.gguf OUT.gguf q8_0|q4_0|f16|f32\n");
+        return 2;
+    }
+    if (parse_type(argv[3], &type) != 0) {
+        fprintf(stderr, "baton quantize: type '%s' (want q8_0, q4_0, f16, f32)\n", argv[3]);
+        return 2;
+    }
+    rc = baton_quantize_file(argv[1], argv[2], type, err, sizeof(err));
+    if (rc != 0) {
+        fprintf(stderr, "baton quantize: %s\n", err[0] ? err : baton_status_str(rc));
+        return 1;
+    }
+    fprintf(stderr, "quantize: wrote %s (%s)\n", argv[2], argv[3]);
+    return 0;
+}

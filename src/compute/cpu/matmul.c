@@ -1,0 +1,523 @@
+/* MUL_MAT and GET_ROWS over F32 / F16 / Q8_0 / Q4_0 weights: the scalar
+ * reference kernels, activation quantization, the run-time choice of the
+ * kernel level and the split of rows over the pool (see matmul.h for the
+ * reduction orders every level follows, README.md for the reasons). */
+#include "compute/cpu/matmul.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+#include "baton/status.h"
+#include "compute/cpu/kernels.h"
+#include "compute/cpu/quant.h"
+#include "compute/pool.h"
+#include "core/types.h"
+
+#ifdef __FAST_MATH__
+#error "the kernels' bit-exact reduction orders need IEEE arithmetic (no -ffast-math)"
+#endif
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+/* ---- instruction-set level ---- */
+
+static int isa_level = -1; /* -1: not settled yet */
+
+/* __builtin_cpu_supports checks the CPU and that the OS saves the wider
+ * registers; F16C and AVX512-VNNI are read from CPUID directly (clang 14's
+ * builtin does not know their names): F16C is CPUID.1:ECX bit 29, VNNI
+ * CPUID.(7,0):ECX bit 11, both usable once AVX / AVX-512 state is. */
+enum baton_cpu_isa baton_cpu_isa_detect(void)
+{
+#if !defined(__x86_64__)
+    return BATON_CPU_ISA_SCALAR;
+#else
+    unsigned int a, b, c, d;
+    int f16c = 0, vnni = 0;
+
+    __builtin_cpu_init();
+    if (__get_cpuid(1, &a, &b, &c, &d))
+        f16c = (c >> 29) & 1;
+    if (__get_cpuid_count(7, 0, &a, &b, &c, &d))
+        vnni = (c >> 11) & 1;
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !f16c)
+        return BATON_CPU_ISA_SCALAR;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && vnni)
+        return BATON_CPU_ISA_AVX512;
+    return BATON_CPU_ISA_AVX2;
+#endif
+}
+
+enum baton_cpu_isa baton_cpu_isa(void)
+{
+    int level = __atomic_load_n(&isa_level, __ATOMIC_RELAXED);
+
+    if (level < 0) {
+        const char *env = getenv("BATON_CPU_ISA");
+
+        level = baton_cpu_isa_detect();
+        if (env && strcmp(env, "scalar") == 0)
+            level = BATON_CPU_ISA_SCALAR;
+        else if (env && strcmp(env, "avx2") == 0 && level > BATON_CPU_ISA_AVX2)
+            level = BATON_CPU_ISA_AVX2;
+        __atomic_store_n(&isa_level, level, __ATOMIC_RELAXED);
+    }
+    return (enum baton_cpu_isa)level;
+}
+
+enum baton_cpu_isa baton_cpu_isa_set(enum baton_cpu_isa isa)
+{
+    const enum baton_cpu_isa best = baton_cpu_isa_detect();
+    const int level = isa > best ? (int)best : (int)isa;
+
+    __atomic_store_n(&isa_level, level, __ATOMIC_RELAXED);
+    return (enum baton_cpu_isa)level;
+}
+
+const char *baton_cpu_isa_name(enum baton_cpu_isa isa)
+{
+    switch (isa) {
+    case BATON_CPU_ISA_AVX2:
+        return "avx2";
+    case BATON_CPU_ISA_AVX512:
+        return "avx512";
+    default:
+        return "scalar";
+    }
+}
+
+static const struct baton_mm_kernels *kernels(void)
+{
+    switch (baton_cpu_isa()) {
+    case BATON_CPU_ISA_AVX512:
+        return &baton_mm_avx512;
+    case BATON_CPU_ISA_AVX2:
+        return &baton_mm_avx2;
+    default:
+        return &baton_mm_scalar;
+    }
+}
+
+/* ---- scalar reference kernels ---- */
+
+static uint16_t load_u16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | (uint16_t)(p[1] << 8));
+}
+
+static float hsum8(const float c[8])
+{
+    float e[4], f[2];
+    int l;
+
+    for (l = 0; l < 4; l++)
+        e[l] = c[l] + c[l + 4];
+    for (l = 0; l < 2; l++)
+        f[l] = e[l] + e[l + 2];
+    return f[0] + f[1];
+}
+
+static float hsum32(const float a[32])
+{
+    float b[16], c[8];
+    int l;
+
+    for (l = 0; l < 16; l++)
+        b[l] = a[l] + a[l + 16];
+    for (l = 0; l < 8; l++)
+        c[l] = b[l] + b[l + 8];
+    return hsum8(c);
+}
+
+/* F32: one float accumulator in ascending k (run.c); four columns share
+ * each read of a weight row, each still summed exactly as alone. */
+static void scalar_f32(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    const uint64_t k = mm->k, n = mm->n, m = mm->m;
+    const float *w = (const float *)mm->w;
+    uint64_t r, c, i;
+
+    for (r = r0; r < r1; r++) {
+        const float *wr = w + r * k;
+
+        for (c = 0; c + 4 <= m; c += 4) {
+            const float *x0 = mm->x + c * k, *x1 = x0 + k, *x2 = x1 + k, *x3 = x2 + k;
+            float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+
+            for (i = 0; i < k; i++) {
+                const float wi = wr[i];
+
+                s0 += wi * x0[i];
+                s1 += wi * x1[i];
+                s2 += wi * x2[i];
+                s3 += wi * x3[i];
+            }
+            mm->y[c * n + r] = s0;
+            mm->y[(c + 1) * n + r] = s1;
+            mm->y[(c + 2) * n + r] = s2;
+            mm->y[(c + 3) * n + r] = s3;
+        }
+        for (; c < m; c++) {
+            const float *xc = mm->x + c * k;
+            float s = 0.0f;
+
+            for (i = 0; i < k; i++)
+                s += wr[i] * xc[i];
+            mm->y[c * n + r] = s;
+        }
+    }
+}
+
+/* F16: 32 lanes of fused multiply-adds, then hsum32. */
+static void scalar_f16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    const uint64_t k = mm->k, n = mm->n, m = mm->m;
+    uint64_t r, c, i;
+
+    for (r = r0; r < r1; r++) {
+        const uint8_t *wr = mm->w + r * mm->w_row_bytes;
+
+        for (c = 0; c < m; c++) {
+            const float *xc = mm->x + c * k;
+            float a[32] = {0};
+
+            for (i = 0; i < k; i++)
+                a[i % 32] = fmaf(baton_fp16_to_fp32(load_u16(wr + 2 * i)), xc[i], a[i % 32]);
+            mm->y[c * n + r] = hsum32(a);
+        }
+    }
+}
+
+/* Q8_0 / Q4_0 against quantized activations: exact integer sums over the
+ * 8 elements of each lane, scaled and accumulated in 16 lanes, 4 per block
+ * (see matmul.h). */
+static void scalar_q(const struct baton_mm *mm, uint64_t r0, uint64_t r1, int is_q4)
+{
+    const uint64_t nb = mm->k / 32, n = mm->n, m = mm->m;
+    const uint64_t bbytes = is_q4 ? BATON_Q4_0_BLOCK_BYTES : BATON_Q8_0_BLOCK_BYTES;
+    uint64_t r, c, b;
+    int l, j;
+
+    for (r = r0; r < r1; r++) {
+        const uint8_t *wr = mm->w + r * mm->w_row_bytes;
+
+        for (c = 0; c < m; c++) {
+            const uint8_t *col = mm->act + c * mm->act_col_bytes;
+            float lanes[16] = {0};
+
+            for (b = 0; b < nb; b++) {
+                const uint8_t *wb = wr + b * bbytes;
+                const uint8_t *grp = col + b / 4 * BATON_ACT_GROUP_BYTES;
+                const int bj = (int)(b % 4);
+                const int8_t *x_lo = (const int8_t *)grp + 16 * bj;
+                const int8_t *x_hi = (const int8_t *)grp + 64 + 16 * bj;
+                const float dx = ((const float *)(grp + 192))[4 * bj];
+                const float d = baton_fp16_to_fp32(load_u16(wb)) * dx;
+                int w_lo[16], w_hi[16];
+
+                for (j = 0; j < 16; j++) {
+                    if (is_q4) {
+                        w_lo[j] = (wb[2 + j] & 0x0F) - 8;
+                        w_hi[j] = (wb[2 + j] >> 4) - 8;
+                    } else {
+                        w_lo[j] = (int8_t)wb[2 + j];
+                        w_hi[j] = (int8_t)wb[18 + j];
+                    }
+                }
+                for (l = 0; l < 4; l++) {
+                    int32_t isum = 0;
+
+                    for (j = 4 * l; j < 4 * l + 4; j++)
+                        isum += w_lo[j] * x_lo[j] + w_hi[j] * x_hi[j];
+                    lanes[4 * bj + l] = fmaf(d, (float)isum, lanes[4 * bj + l]);
+                }
+            }
+            {
+                float sum[8];
+
+                for (l = 0; l < 8; l++)
+                    sum[l] = lanes[l] + lanes[l + 8];
+                mm->y[c * n + r] = hsum8(sum);
+            }
+        }
+    }
+}
+
+static void scalar_q8_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    scalar_q(mm, r0, r1, 0);
+}
+
+static void scalar_q4_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    scalar_q(mm, r0, r1, 1);
+}
+
+/* Activation blocks: d = max|x| / 127, q = rint(x / d) via x * (1/d) in the
+ * current (nearest-even) rounding mode, as the SIMD versions' cvtps2dq. */
+static void scalar_act(const float *x, uint64_t k, uint8_t *act, uint64_t col_bytes, int32_t bias,
+                       uint64_t b0, uint64_t b1)
+{
+    const uint64_t nb = k / 32, nbp = (nb + 3) / 4 * 4;
+    uint64_t fb;
+
+    for (fb = b0; fb < b1; fb++) {
+        const uint64_t c = fb / nbp, b = fb % nbp;
+        uint8_t *grp = act + c * col_bytes + b / 4 * BATON_ACT_GROUP_BYTES;
+        const int bj = (int)(b % 4);
+        int8_t *q_lo = (int8_t *)grp + 16 * bj, *q_hi = (int8_t *)grp + 64 + 16 * bj;
+        int32_t *corr = (int32_t *)(grp + 128) + 4 * bj;
+        float *dd = (float *)(grp + 192) + 4 * bj;
+        float amax = 0.0f, d, id;
+        int8_t q[32];
+        int j, l, finite = 1;
+
+        if (b >= nb) { /* padding of the last group */
+            memset(q_lo, 0, 16);
+            memset(q_hi, 0, 16);
+            memset(corr, 0, 4 * sizeof(*corr));
+            memset(dd, 0, 4 * sizeof(*dd));
+            continue;
+        }
+        {
+            const float *xb = x + c * k + b * 32;
+
+            for (j = 0; j < 32; j++) {
+                uint32_t bits;
+
+                memcpy(&bits, &xb[j], sizeof(bits));
+                if ((bits & 0x7F800000u) == 0x7F800000u)
+                    finite = 0;
+                else if (fabsf(xb[j]) > amax)
+                    amax = fabsf(xb[j]);
+            }
+            if (finite) {
+                d = amax / 127.0f;
+                id = d != 0.0f ? 1.0f / d : 0.0f;
+                for (j = 0; j < 32; j++)
+                    q[j] = (int8_t)lrintf(xb[j] * id);
+            } else {
+                d = NAN;
+                memset(q, 0, sizeof(q));
+            }
+        }
+        memcpy(q_lo, q, 16);
+        memcpy(q_hi, q + 16, 16);
+        for (l = 0; l < 4; l++) {
+            corr[l] = -bias * (q[4 * l] + q[4 * l + 1] + q[4 * l + 2] + q[4 * l + 3] +
+                               q[16 + 4 * l] + q[17 + 4 * l] + q[18 + 4 * l] + q[19 + 4 * l]);
+            dd[l] = d;
+        }
+    }
+}
+
+const struct baton_mm_kernels baton_mm_scalar = {
+    scalar_f32, scalar_f16, scalar_q8_0, scalar_q4_0, scalar_act,
+};
+
+/* ---- drivers ---- */
+
+/* Multiply-adds per chunk below which a split costs more than it saves
+ * (speed only, never bits). */
+#define GRAIN 32768u
+/* Rows per unit of the row split: a multiple of every kernel's row tile,
+ * so only the matrix's last unit can be ragged. */
+#define ROW_UNIT 16u
+
+static uint64_t sat_mul(uint64_t a, uint64_t b)
+{
+    uint64_t r;
+
+    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+uint64_t baton_cpu_act_col_bytes(uint64_t k)
+{
+    return (k / 32 + 3) / 4 * BATON_ACT_GROUP_BYTES; /* k <= 2^40: cannot wrap */
+}
+
+uint64_t baton_cpu_mul_mat_work_bytes(uint32_t wtype, uint64_t k, uint64_t m)
+{
+    if (wtype != BATON_TYPE_Q8_0 && wtype != BATON_TYPE_Q4_0)
+        return 0;
+    return sat_mul(m, baton_cpu_act_col_bytes(k));
+}
+
+struct act_job {
+    baton_act_fn fn;
+    const float *x;
+    uint64_t k, col_bytes;
+    uint8_t *act;
+    int32_t bias;
+};
+
+static void act_task(void *ctx, uint64_t b0, uint64_t b1, uint32_t chunk)
+{
+    const struct act_job *j = ctx;
+
+    (void)chunk;
+    j->fn(j->x, j->k, j->act, j->col_bytes, j->bias, b0, b1);
+}
+
+void baton_cpu_quantize_act(struct baton_pool *pool, uint32_t wtype, const float *x, uint64_t k,
+                            uint64_t m, void *act)
+{
+    struct act_job j;
+
+    j.fn = kernels()->act;
+    j.x = x;
+    j.k = k;
+    j.col_bytes = baton_cpu_act_col_bytes(k);
+    j.act = act;
+    j.bias = wtype == BATON_TYPE_Q4_0 ? 8 : 128;
+    baton_pool_run(pool, m * ((k / 32 + 3) / 4 * 4), sat_mul(m, k) / GRAIN + 1, act_task, &j);
+}
+
+struct rows_job {
+    baton_mm_rows_fn fn;
+    struct baton_mm mm;
+};
+
+static void rows_task(void *ctx, uint64_t u0, uint64_t u1, uint32_t chunk)
+{
+    const struct rows_job *j = ctx;
+    const uint64_t r1 = u1 * ROW_UNIT;
+
+    (void)chunk;
+    j->fn(&j->mm, u0 * ROW_UNIT, r1 < j->mm.n ? r1 : j->mm.n);
+}
+
+void baton_cpu_mul_mat_typed(struct baton_pool *pool, uint32_t wtype, const void *w, const float *x,
+                             float *y, uint64_t k, uint64_t n, uint64_t m, void *work)
+{
+    const struct baton_mm_kernels *kt = kernels();
+    struct rows_job j;
+
+    if (m == 0 || n == 0)
+        return;
+    memset(&j, 0, sizeof(j));
+    j.mm.w = w;
+    j.mm.x = x;
+    j.mm.y = y;
+    j.mm.k = k;
+    j.mm.n = n;
+    j.mm.m = m;
+    switch (wtype) {
+    case BATON_TYPE_F16:
+        j.fn = kt->f16;
+        j.mm.w_row_bytes = k * 2;
+        break;
+    case BATON_TYPE_Q8_0:
+    case BATON_TYPE_Q4_0:
+        j.fn = wtype == BATON_TYPE_Q8_0 ? kt->q8_0 : kt->q4_0;
+        j.mm.w_row_bytes = baton_row_bytes(wtype, k);
+        j.mm.act = work;
+        j.mm.act_col_bytes = baton_cpu_act_col_bytes(k);
+        if (k > 0)
+            baton_cpu_quantize_act(pool, wtype, x, k, m, work);
+        break;
+    default:
+        j.fn = kt->f32;
+        j.mm.w_row_bytes = k * 4;
+        break;
+    }
+    if (k == 0) {
+        uint64_t i;
+
+        for (i = 0; i < n * m; i++) /* validated: the element count fits */
+            y[i] = 0.0f;
+        return;
+    }
+    baton_pool_run(pool, (n + ROW_UNIT - 1) / ROW_UNIT, sat_mul(sat_mul(k, n), m) / GRAIN + 1,
+                   rows_task, &j);
+}
+
+void baton_cpu_mul_mat(struct baton_pool *pool, const float *w, const float *x, float *y,
+                       uint64_t k, uint64_t n, uint64_t m)
+{
+    baton_cpu_mul_mat_typed(pool, BATON_TYPE_F32, w, x, y, k, n, m, NULL);
+}
+
+int baton_cpu_get_rows_typed(uint32_t ttype, const void *table, uint64_t k, uint64_t r,
+                             const int32_t *ids, uint64_t n, float *y)
+{
+    const uint64_t row_bytes = baton_row_bytes(ttype, k);
+    uint64_t i;
+
+    for (i = 0; i < n; i++)
+        if (ids[i] < 0 || (uint64_t)ids[i] >= r)
+            return BATON_E_INDEX;
+    if (k == 0)
+        return 0;
+    for (i = 0; i < n; i++) {
+        const uint8_t *src = (const uint8_t *)table + (uint64_t)ids[i] * row_bytes;
+        int rc = baton_dequantize_row(ttype, src, y + i * k, k);
+
+        if (rc)
+            return rc; /* not reached: the type and k are validated */
+    }
+    return 0;
+}
+
+int baton_cpu_get_rows(const float *table, uint64_t k, uint64_t r, const int32_t *ids, uint64_t n,
+                       float *y)
+{
+    return baton_cpu_get_rows_typed(BATON_TYPE_F32, table, k, r, ids, n, y);
+}
+
+/* ---- tile walker ---- */
+
+#define ROW_BLOCK_BYTES (256u * 1024u)
+
+void baton_mm_drive(const struct baton_mm *mm, uint64_t r0, uint64_t r1,
+                    const struct baton_mm_tiles *t)
+{
+    uint64_t r, c, rs, rb;
+
+    if (mm->m == 1 && t->decode) {
+        for (r = r0; r1 - r >= t->decode_rows; r += t->decode_rows)
+            t->decode(mm, r);
+        for (; r < r1; r++)
+            t->row(mm, r, 0, 1);
+        return;
+    }
+    rb = ROW_BLOCK_BYTES / (mm->w_row_bytes ? mm->w_row_bytes : 1);
+    rb -= rb % t->rows;
+    if (rb == 0)
+        rb = t->rows;
+    for (rs = r0; rs < r1; rs += rb) {
+        const uint64_t re = r1 - rs > rb ? rs + rb : r1;
+
+        for (c = 0; c < mm->m; c += t->cols) {
+            const uint32_t nc = mm->m - c < t->cols ? (uint32_t)(mm->m - c) : t->cols;
+
+            for (r = rs; re - r >= t->rows; r += t->rows)
+                t->tile(mm, r, c, nc);
+            for (; r < re; r++)
+                t->row(mm, r, c, nc);
+        }
+    }
+}
+
+void baton_mm_f32_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)
+{
+    const uint64_t k = mm->k;
+    const float *wr = (const float *)mm->w + r * k;
+    uint64_t i;
+    uint32_t j;
+
+    for (j = 0; j < nc; j++) {
+        const float *xc = mm->x + (c + j) * k;
+        float s = 0.0f;
+
+        for (i = 0; i < k; i++)
+            s += wr[i] * xc[i];
+        mm->y[(c + j) * mm->n + r] = s;
+    }
+}

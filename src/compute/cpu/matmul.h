@@ -1,0 +1,168 @@
+/* Internal: MUL_MAT and GET_ROWS over F32, F16, Q8_0 and Q4_0 weights, and
+ * the instruction-set dispatch of their kernels. README.md in this folder
+ * explains the formats, the reduction orders and their error.
+ *
+ * Every kernel has a scalar version (always built, the reference) and
+ * AVX2+FMA+F16C and AVX-512 (F, BW, DQ, VL, VNNI) versions, compiled with
+ * target attributes and chosen at run time. All versions of a kernel give
+ * the same bits: each output element is reduced in one fixed order (below)
+ * that the scalar code spells out and the SIMD code follows lane for lane.
+ * That order does not depend on the thread count, on the batch size (how
+ * many columns x has) or on the row tiling, so a token's column is the
+ * same whether it runs alone or in a batch, on any host.
+ *
+ * Reduction order of y[c][r] = sum_k W[r][k] * x[c][k]:
+ *   F32   s = 0; for k ascending: s = s + W*x (product rounded, then sum
+ *         rounded, no FMA): llama2.c's run.c matmul, so F32 models match it.
+ *   F16   32 lanes a[0..31] = +0; for k ascending: a[k%32] =
+ *         fma(fp16->f32(W), x, a[k%32]); then y = hsum32(a).
+ *   Q8_0, Q4_0 with x quantized per block of 32 to int8 with a float scale
+ *         dx (baton_cpu_quantize_act): 16 lanes L[0..15] = +0; for block b
+ *         and l = 0..3, isum = the exact integer sum of W_q * x_q over the
+ *         8 elements {4l..4l+3} and {16+4l..16+4l+3} of the block, d =
+ *         fp16->f32(dW) * dx (rounded), L[4(b%4) + l] = fma(d, (float)isum,
+ *         L[4(b%4) + l]); then y = hsum16(L). (Grouping an element with the
+ *         one 16 places on matches Q4_0's nibble layout and gives 4 lanes
+ *         per block, so a 512-bit register holds 4 blocks.)
+ *   hsum32(a): b[l] = a[l] + a[l+16] (l < 16), then hsum16.
+ *   hsum16(b): c[l] = b[l] + b[l+8] (l < 8), then hsum8.
+ *   hsum8(c): e[l] = c[l] + c[l+4] (l < 4); f[l] = e[l] + e[l+2] (l < 2);
+ *         f[0] + f[1].
+ */
+#ifndef BATON_COMPUTE_CPU_MATMUL_H
+#define BATON_COMPUTE_CPU_MATMUL_H
+
+#include <stdint.h>
+
+#include "compute/compute.h"
+
+/* Instruction-set levels of the kernels. */
+enum baton_cpu_isa {
+    BATON_CPU_ISA_SCALAR = 0,
+    BATON_CPU_ISA_AVX2 = 1,   /* AVX2 + FMA + F16C */
+    BATON_CPU_ISA_AVX512 = 2, /* AVX-512 F, BW, DQ, VL, VNNI (+ the AVX2 set) */
+};
+
+/* Best level this CPU (and OS) supports, by __builtin_cpu_supports. */
+enum baton_cpu_isa baton_cpu_isa_detect(void);
+
+/* Level the kernels use now. The first call settles it: the best detected
+ * level, lowered by the environment variable BATON_CPU_ISA=scalar|avx2|
+ * avx512 when set (a level above the detected one is ignored). */
+enum baton_cpu_isa baton_cpu_isa(void);
+
+/* Sets the level for later calls (tests, benchmarks), clamped to the
+ * detected one; returns the level in effect. Not for use while kernels run
+ * on other threads. */
+enum baton_cpu_isa baton_cpu_isa_set(enum baton_cpu_isa isa);
+
+/* "scalar", "avx2", "avx512". */
+const char *baton_cpu_isa_name(enum baton_cpu_isa isa);
+
+/* Quantized activations. Each block of 32 values of a column of x gets a
+ * float scale d = max|x| / 127 (binary32, not rounded to binary16) and
+ * int8 q = round-to-nearest-even(x * (1/d)) in [-127, 127]; a block with a
+ * non-finite x gets d = NaN and q = 0, so its outputs are NaN as an F32
+ * product with it would be. Blocks go in groups of 4 (blocks 4g..4g+3, the
+ * last group padded with zero blocks), 256 bytes per group:
+ *   bytes   0..63   int8  q of elements 0..15 of the group's block j at 16j
+ *   bytes  64..127  int8  q of elements 16..31 of block j at 64 + 16j
+ *   bytes 128..191  int32 corr[4j + l] = -bias * (sum of q over the
+ *                   8 elements of lane l of block j, see the order above),
+ *                   bias 128 for Q8_0 weights and 8 for Q4_0 weights
+ *                   (kernels that read the weight bytes as unsigned add
+ *                   the bias back through it)
+ *   bytes 192..255  float d of block j, 4 times, at 4j
+ * Column c starts at byte c * baton_cpu_act_col_bytes(k) (a multiple of
+ * 64). */
+#define BATON_ACT_GROUP_BYTES 256u
+uint64_t baton_cpu_act_col_bytes(uint64_t k);
+
+/* Scratch bytes MUL_MAT needs for weights of type wtype, k inputs and m
+ * columns: m * baton_cpu_act_col_bytes(k) for Q8_0 / Q4_0, else 0.
+ * BATON_E_OVERFLOW-free: returns UINT64_MAX when the product wraps. */
+uint64_t baton_cpu_mul_mat_work_bytes(uint32_t wtype, uint64_t k, uint64_t m);
+
+/* Quantizes m columns of k floats (k % 32 == 0) into act (laid out as
+ * above, baton_cpu_mul_mat_work_bytes bytes) for weights of type wtype
+ * (Q8_0 or Q4_0), split over the pool by blocks. */
+void baton_cpu_quantize_act(struct baton_pool *pool, uint32_t wtype, const float *x, uint64_t k,
+                            uint64_t m, void *act);
+
+/* y {N,M} = W {K,N} x {K,M} for W of type wtype (F32, F16, Q8_0, Q4_0;
+ * rows of W are contiguous: K/block * block_bytes bytes, any alignment for
+ * the non-F32 types). work holds baton_cpu_mul_mat_work_bytes(wtype, k, m)
+ * bytes, 4-byte aligned (64 is best; NULL when that is 0). Threads split
+ * the rows of W (ROW_UNIT rows at a time, so each thread streams one
+ * contiguous range). Shapes are validated by the caller (k % 32 == 0 for
+ * Q8_0 / Q4_0). */
+void baton_cpu_mul_mat_typed(struct baton_pool *pool, uint32_t wtype, const void *w, const float *x,
+                             float *y, uint64_t k, uint64_t n, uint64_t m, void *work);
+
+/* y {k,n} = rows ids[0..n) of table {k,r} of type ttype (F32, F16, Q8_0,
+ * Q4_0), dequantized as baton_dequantize_row does. Returns BATON_E_INDEX
+ * (before writing) if some id is outside [0, r). */
+int baton_cpu_get_rows_typed(uint32_t ttype, const void *table, uint64_t k, uint64_t r,
+                             const int32_t *ids, uint64_t n, float *y);
+
+/* ---- per-level kernels (matmul.c, matmul_avx2.c, matmul_avx512.c) ---- */
+
+/* One MUL_MAT: W rows of w_row_bytes bytes, y column stride n. x is F32
+ * (column stride k) for F32 / F16 weights; act holds the quantized columns
+ * for Q8_0 / Q4_0 weights (column stride act_col_bytes). */
+struct baton_mm {
+    const uint8_t *w;
+    uint64_t w_row_bytes;
+    const float *x;
+    const uint8_t *act;
+    uint64_t act_col_bytes;
+    float *y;
+    uint64_t k, n, m;
+};
+
+/* Computes y rows [r0, r1) (every column) of one weight type. */
+typedef void (*baton_mm_rows_fn)(const struct baton_mm *mm, uint64_t r0, uint64_t r1);
+
+/* Quantizes blocks [b0, b1) of the flat index c * nbp + b (column c,
+ * block b, nbp = k/32 rounded up to a multiple of 4; blocks b >= k/32 are
+ * the zero padding) into act, bias as above. */
+typedef void (*baton_act_fn)(const float *x, uint64_t k, uint8_t *act, uint64_t col_bytes,
+                             int32_t bias, uint64_t b0, uint64_t b1);
+
+struct baton_mm_kernels {
+    baton_mm_rows_fn f32, f16, q8_0, q4_0;
+    baton_act_fn act;
+};
+
+extern const struct baton_mm_kernels baton_mm_scalar;
+extern const struct baton_mm_kernels baton_mm_avx2;
+extern const struct baton_mm_kernels baton_mm_avx512;
+
+/* A level's tiles for one weight type, walked by baton_mm_drive:
+ * decode computes rows [r, r + decode_rows) of column 0 (used when m == 1);
+ * tile computes rows [r, r + rows) of columns [c, c + nc), 1 <= nc <= cols;
+ * row computes row r of columns [c, c + nc) (ragged rows). */
+struct baton_mm_tiles {
+    void (*decode)(const struct baton_mm *mm, uint64_t r);
+    uint32_t decode_rows;
+    void (*tile)(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc);
+    uint32_t rows, cols;
+    void (*row)(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc);
+};
+
+/* Rows [r0, r1) of every column with t: one column streams the rows in
+ * decode tiles; several columns go by row blocks of about 256 KiB of
+ * weights (kept in L2 while every column group passes over them), each
+ * weight tile serving up to t->cols columns. */
+void baton_mm_drive(const struct baton_mm *mm, uint64_t r0, uint64_t r1,
+                    const struct baton_mm_tiles *t);
+
+/* F32 row r for columns [c, c + nc), scalar (the ragged rows of the SIMD
+ * F32 kernels, which work on 8 rows at a time). */
+void baton_mm_f32_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc);
+
+/* AVX2's activation quantizer, also the AVX-512 level's. */
+void baton_mm_avx2_act(const float *x, uint64_t k, uint8_t *act, uint64_t col_bytes, int32_t bias,
+                       uint64_t b0, uint64_t b1);
+
+#endif

@@ -1,0 +1,377 @@
+/* AVX2 + FMA + F16C kernels (x86-64 only; every function carries its
+ * target attribute, so the file builds with generic flags and runs only
+ * when baton_cpu_isa() chose this level). Each follows the reduction order
+ * of matmul.h lane for lane; the scalar kernels in matmul.c are the
+ * reference they are tested against, bit for bit. */
+#include "compute/cpu/matmul.h"
+
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+#define T2 __attribute__((target("avx2,fma,f16c")))
+#define AI inline __attribute__((always_inline))
+
+static AI uint16_t load_u16(const uint8_t *p)
+{
+    uint16_t v;
+
+    memcpy(&v, p, sizeof(v)); /* x86: little-endian */
+    return v;
+}
+
+static AI T2 float h2f(const uint8_t *p)
+{
+    return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(load_u16(p))));
+}
+
+/* hsum8 of matmul.h */
+static AI T2 float hsum8(__m256 c)
+{
+    const __m128 e = _mm_add_ps(_mm256_castps256_ps128(c), _mm256_extractf128_ps(c, 1));
+    const __m128 f = _mm_add_ps(e, _mm_movehl_ps(e, e));
+
+    return _mm_cvtss_f32(_mm_add_ss(f, _mm_movehdup_ps(f)));
+}
+
+/* ---- F32: rows across lanes, so each lane keeps run.c's order ---- */
+
+#define F32_TARGET T2
+#define F32_PREFIX avx2_
+#include "compute/cpu/matmul_f32.h"
+
+static T2 void avx2_f32(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    baton_mm_drive(mm, r0, r1, &avx2_f32_tiles);
+}
+
+/* ---- F16: 32 lanes as four 8-lane accumulators ---- */
+
+static AI T2 void f16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, const int NR,
+                           const int NC)
+{
+    const uint64_t k = mm->k, n = mm->n;
+    __m256 a[2][2][4];
+    uint64_t i, kk;
+    int rr, j, q;
+
+#pragma GCC unroll 8
+    for (rr = 0; rr < NR; rr++)
+#pragma GCC unroll 8
+        for (j = 0; j < NC; j++)
+#pragma GCC unroll 8
+            for (q = 0; q < 4; q++)
+                a[rr][j][q] = _mm256_setzero_ps();
+    for (i = 0; i + 32 <= k; i += 32) {
+#pragma GCC unroll 4
+        for (q = 0; q < 4; q++) {
+            __m256 xv[2];
+
+#pragma GCC unroll 8
+            for (j = 0; j < NC; j++)
+                xv[j] = _mm256_loadu_ps(mm->x + (c + j) * k + i + 8 * q);
+#pragma GCC unroll 2
+            for (rr = 0; rr < NR; rr++) {
+                const uint8_t *wr = mm->w + (r + rr) * mm->w_row_bytes;
+                const __m256 wv =
+                    _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wr + 2 * (i + 8 * q))));
+
+#pragma GCC unroll 8
+                for (j = 0; j < NC; j++)
+                    a[rr][j][q] = _mm256_fmadd_ps(wv, xv[j], a[rr][j][q]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (rr = 0; rr < NR; rr++)
+#pragma GCC unroll 8
+        for (j = 0; j < NC; j++) {
+            const uint8_t *wr = mm->w + (r + rr) * mm->w_row_bytes;
+            const float *xc = mm->x + (c + j) * k;
+            __m256 b0, b1;
+
+            if (i < k) { /* ragged k: the same lanes, one element at a time */
+                float s[32];
+
+#pragma GCC unroll 8
+                for (q = 0; q < 4; q++)
+                    _mm256_storeu_ps(s + 8 * q, a[rr][j][q]);
+                for (kk = i; kk < k; kk++)
+                    s[kk % 32] = fmaf(h2f(wr + 2 * kk), xc[kk], s[kk % 32]);
+#pragma GCC unroll 8
+                for (q = 0; q < 4; q++)
+                    a[rr][j][q] = _mm256_loadu_ps(s + 8 * q);
+            }
+            b0 = _mm256_add_ps(a[rr][j][0], a[rr][j][2]); /* b[l] = a[l] + a[l+16] */
+            b1 = _mm256_add_ps(a[rr][j][1], a[rr][j][3]);
+            mm->y[(c + j) * n + r + rr] = hsum8(_mm256_add_ps(b0, b1));
+        }
+}
+
+/* One column: one row at a time, a single sequential stream of weights
+ * (see matmul_avx512.c). */
+static T2 void f16_decode(const struct baton_mm *mm, uint64_t r)
+{
+    f16_tile(mm, r, 0, 1, 1);
+}
+
+static T2 void f16_tile_n(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)
+{
+    if (nc == 1)
+        f16_tile(mm, r, c, 1, 1);
+    else
+        f16_tile(mm, r, c, 1, 2);
+}
+
+static T2 void f16_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)
+{
+    uint32_t j;
+
+    for (j = 0; j < nc; j++)
+        f16_tile(mm, r, c + j, 1, 1);
+}
+
+static const struct baton_mm_tiles f16_tiles = {
+    f16_decode, 1, f16_tile_n, 1, 2, f16_row,
+};
+
+static T2 void avx2_f16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    baton_mm_drive(mm, r0, r1, &f16_tiles);
+}
+
+/* ---- Q8_0 / Q4_0 against quantized activations ----
+ * A 256-bit accumulator holds the 4 lanes of each of two blocks: blocks
+ * 4g, 4g+1 go to acc[0] (L[0..7]) and 4g+2, 4g+3 to acc[1] (L[8..15]). */
+
+/* Q4_0 decode prefetch distance (matmul_avx512.c explains it). */
+#define Q4_PREFETCH_BYTES 8192
+
+/* binary16 scales of blocks b, b+1 as [d0 x4, d1 x4] (d1 = 0 without pair). */
+static AI T2 __m256 scales2(const uint8_t *p, uint64_t bb, const int pair)
+{
+    const uint32_t h = load_u16(p) | (pair ? (uint32_t)load_u16(p + bb) << 16 : 0);
+    const __m128i spread = _mm_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3);
+
+    return _mm256_cvtph_ps(_mm_shuffle_epi8(_mm_cvtsi32_si128((int)h), spread));
+}
+
+/* Blocks b, b+1 (pair 1) or b alone (pair 0: lanes 4..7 left as they are)
+ * of NR rows against NC columns into acc[rr * NC + j]. Q8_0 by the sign
+ * trick (|w| unsigned times x with w's sign, so maddubs's int16 pair sums
+ * stay below 2 * 128 * 127); Q4_0 as the unsigned nibbles times x (pair
+ * sums below 2 * 15 * 127, the two halves' sum below 2^15) plus corr. */
+static AI T2 void q_pair(const struct baton_mm *mm, uint64_t r, uint64_t c, uint64_t b,
+                         const int NR, const int NC, const int is_q4, const int pair, __m256 *acc)
+{
+    const uint64_t bb = is_q4 ? 18 : 34, half = 16 * (b % 4); /* 0 or 32 */
+    const __m256i ones16 = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0F);
+    __m256i lo[2], hi[2];
+    __m256 dw[2];
+    int rr, j;
+
+#pragma GCC unroll 8
+    for (rr = 0; rr < NR; rr++) {
+        const uint8_t *p = mm->w + (r + rr) * mm->w_row_bytes + b * bb;
+
+        if (is_q4 && NR == 1 && NC == 1) /* decode: as matmul_avx512.c (one line per 36 bytes) */
+            _mm_prefetch((const char *)p + Q4_PREFETCH_BYTES, _MM_HINT_T1);
+        dw[rr] = scales2(p, bb, pair);
+        if (is_q4) {
+            const __m128i v0 = _mm_loadu_si128((const __m128i *)(p + 2));
+            const __m128i v1 =
+                pair ? _mm_loadu_si128((const __m128i *)(p + 20)) : _mm_setzero_si128();
+            const __m256i v = _mm256_set_m128i(v1, v0);
+
+            lo[rr] = _mm256_and_si256(v, m4);
+            hi[rr] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        } else {
+            const __m128i z = _mm_setzero_si128();
+
+            lo[rr] = _mm256_set_m128i(pair ? _mm_loadu_si128((const __m128i *)(p + 36)) : z,
+                                      _mm_loadu_si128((const __m128i *)(p + 2)));
+            hi[rr] = _mm256_set_m128i(pair ? _mm_loadu_si128((const __m128i *)(p + 52)) : z,
+                                      _mm_loadu_si128((const __m128i *)(p + 18)));
+        }
+    }
+#pragma GCC unroll 8
+    for (j = 0; j < NC; j++) {
+        const uint8_t *grp = mm->act + (c + j) * mm->act_col_bytes + b / 4 * BATON_ACT_GROUP_BYTES;
+        const __m256i xlo = _mm256_loadu_si256((const __m256i *)(grp + half));
+        const __m256i xhi = _mm256_loadu_si256((const __m256i *)(grp + 64 + half));
+        const __m256 dxv = _mm256_loadu_ps((const float *)(grp + 192 + half));
+
+#pragma GCC unroll 8
+        for (rr = 0; rr < NR; rr++) {
+            __m256i i32;
+            __m256 v;
+
+            if (is_q4) {
+                const __m256i cv = _mm256_loadu_si256((const __m256i *)(grp + 128 + half));
+                const __m256i p16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo[rr], xlo),
+                                                     _mm256_maddubs_epi16(hi[rr], xhi));
+
+                i32 = _mm256_add_epi32(_mm256_madd_epi16(p16, ones16), cv);
+            } else {
+                const __m256i plo =
+                    _mm256_maddubs_epi16(_mm256_abs_epi8(lo[rr]), _mm256_sign_epi8(xlo, lo[rr]));
+                const __m256i phi =
+                    _mm256_maddubs_epi16(_mm256_abs_epi8(hi[rr]), _mm256_sign_epi8(xhi, hi[rr]));
+
+                i32 = _mm256_add_epi32(_mm256_madd_epi16(plo, ones16),
+                                       _mm256_madd_epi16(phi, ones16));
+            }
+            v = _mm256_fmadd_ps(_mm256_mul_ps(dw[rr], dxv), _mm256_cvtepi32_ps(i32),
+                                acc[rr * NC + j]);
+            acc[rr * NC + j] = pair ? v : _mm256_blend_ps(v, acc[rr * NC + j], 0xF0);
+        }
+    }
+}
+
+static AI T2 void q_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, const int NR,
+                         const int NC, const int is_q4)
+{
+    const uint64_t nb = mm->k / 32;
+    __m256 acc0[8], acc1[8];
+    uint64_t b;
+    int i;
+
+#pragma GCC unroll 8
+    for (i = 0; i < NR * NC; i++) {
+        acc0[i] = _mm256_setzero_ps();
+        acc1[i] = _mm256_setzero_ps();
+    }
+    for (b = 0; nb - b >= 4; b += 4) {
+        q_pair(mm, r, c, b, NR, NC, is_q4, 1, acc0);
+        q_pair(mm, r, c, b + 2, NR, NC, is_q4, 1, acc1);
+    }
+    if (nb - b >= 2) {
+        q_pair(mm, r, c, b, NR, NC, is_q4, 1, acc0);
+        if (nb - b == 3)
+            q_pair(mm, r, c, b + 2, NR, NC, is_q4, 0, acc1);
+    } else if (nb - b == 1) {
+        q_pair(mm, r, c, b, NR, NC, is_q4, 0, acc0);
+    }
+#pragma GCC unroll 8
+    for (i = 0; i < NR * NC; i++) /* c[k] = L[k] + L[k+8], then hsum8 */
+        mm->y[(c + i % NC) * mm->n + r + i / NC] = hsum8(_mm256_add_ps(acc0[i], acc1[i]));
+}
+
+#define Q_KERNELS(name, is_q4)                                                                     \
+    static T2 void name##_decode(const struct baton_mm *mm, uint64_t r)                            \
+    {                                                                                              \
+        q_tile(mm, r, 0, 1, 1, is_q4);                                                             \
+    }                                                                                              \
+    static T2 void name##_tile_n(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)   \
+    {                                                                                              \
+        switch (nc) {                                                                              \
+        case 1:                                                                                    \
+            q_tile(mm, r, c, 1, 1, is_q4);                                                         \
+            break;                                                                                 \
+        case 2:                                                                                    \
+            q_tile(mm, r, c, 1, 2, is_q4);                                                         \
+            break;                                                                                 \
+        case 3:                                                                                    \
+            q_tile(mm, r, c, 1, 3, is_q4);                                                         \
+            break;                                                                                 \
+        default:                                                                                   \
+            q_tile(mm, r, c, 1, 4, is_q4);                                                         \
+            break;                                                                                 \
+        }                                                                                          \
+    }                                                                                              \
+    static const struct baton_mm_tiles name##_tiles = {                                            \
+        name##_decode, 1, name##_tile_n, 1, 4, name##_tile_n,                                      \
+    };                                                                                             \
+    static T2 void avx2_##name(const struct baton_mm *mm, uint64_t r0, uint64_t r1)                \
+    {                                                                                              \
+        baton_mm_drive(mm, r0, r1, &name##_tiles);                                                 \
+    }
+
+Q_KERNELS(q8_0, 0)
+Q_KERNELS(q4_0, 1)
+
+/* ---- activation quantization (scalar_act's arithmetic, 8 lanes) ---- */
+
+T2 void baton_mm_avx2_act(const float *x, uint64_t k, uint8_t *act, uint64_t col_bytes,
+                          int32_t bias, uint64_t b0, uint64_t b1)
+{
+    const uint64_t nb = k / 32, nbp = (nb + 3) / 4 * 4;
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+    const __m256i exp_mask = _mm256_set1_epi32(0x7F800000);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    uint64_t fb;
+
+    for (fb = b0; fb < b1; fb++) {
+        const uint64_t c = fb / nbp, b = fb % nbp;
+        uint8_t *grp = act + c * col_bytes + b / 4 * BATON_ACT_GROUP_BYTES;
+        const int bj = (int)(b % 4);
+        __m128i *q_lo = (__m128i *)(grp + 16 * bj), *q_hi = (__m128i *)(grp + 64 + 16 * bj);
+        __m128i *corr = (__m128i *)(grp + 128 + 16 * bj);
+        float *dd = (float *)(grp + 192) + 4 * bj;
+        __m256 v[4], mx;
+        __m256i nonfinite = _mm256_setzero_si256(), q32[4], bytes, s4;
+        __m128 m4;
+        float amax, d, id;
+        int i;
+
+        if (b >= nb) { /* padding of the last group */
+            _mm_storeu_si128(q_lo, _mm_setzero_si128());
+            _mm_storeu_si128(q_hi, _mm_setzero_si128());
+            _mm_storeu_si128(corr, _mm_setzero_si128());
+            _mm_storeu_ps(dd, _mm_setzero_ps());
+            continue;
+        }
+        for (i = 0; i < 4; i++) {
+            v[i] = _mm256_loadu_ps(x + c * k + b * 32 + 8 * i);
+            nonfinite = _mm256_or_si256(
+                nonfinite, _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(v[i]), exp_mask),
+                                              exp_mask));
+        }
+        if (!_mm256_testz_si256(nonfinite, nonfinite)) {
+            _mm_storeu_si128(q_lo, _mm_setzero_si128());
+            _mm_storeu_si128(q_hi, _mm_setzero_si128());
+            _mm_storeu_si128(corr, _mm_setzero_si128());
+            _mm_storeu_ps(dd, _mm_set1_ps(NAN));
+            continue;
+        }
+        mx = _mm256_max_ps(
+            _mm256_max_ps(_mm256_and_ps(v[0], abs_mask), _mm256_and_ps(v[1], abs_mask)),
+            _mm256_max_ps(_mm256_and_ps(v[2], abs_mask), _mm256_and_ps(v[3], abs_mask)));
+        m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        amax = _mm_cvtss_f32(m4);
+        d = amax / 127.0f;
+        id = d != 0.0f ? 1.0f / d : 0.0f;
+        for (i = 0; i < 4; i++)
+            q32[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], _mm256_set1_ps(id)));
+        bytes = _mm256_packs_epi16(_mm256_packs_epi32(q32[0], q32[1]),
+                                   _mm256_packs_epi32(q32[2], q32[3]));
+        bytes = _mm256_permutevar8x32_epi32(bytes, order); /* elements 0..31 in order */
+        _mm_storeu_si128(q_lo, _mm256_castsi256_si128(bytes));
+        _mm_storeu_si128(q_hi, _mm256_extracti128_si256(bytes, 1));
+        /* sums of 4 (elements 4l.., then 16+4l..), lane l + lane l+4 */
+        s4 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), bytes),
+                               _mm256_set1_epi16(1));
+        _mm_storeu_si128(corr, _mm_mullo_epi32(_mm_add_epi32(_mm256_castsi256_si128(s4),
+                                                             _mm256_extracti128_si256(s4, 1)),
+                                               _mm_set1_epi32(-bias)));
+        _mm_storeu_ps(dd, _mm_set1_ps(d));
+    }
+}
+
+const struct baton_mm_kernels baton_mm_avx2 = {
+    avx2_f32, avx2_f16, avx2_q8_0, avx2_q4_0, baton_mm_avx2_act,
+};
+
+#else /* not x86-64: the level is never chosen; keep the table defined */
+
+const struct baton_mm_kernels baton_mm_avx2 = {0};
+
+#endif

@@ -1,0 +1,379 @@
+/* AVX-512 (F, BW, DQ, VL, VNNI) kernels. F32 is matmul_f32.h's 256-bit
+ * code given 32 registers; the activation quantizer is the AVX2 one (a
+ * small share of the time). Target attributes only (generic build flags);
+ * chosen at run time. Same reduction orders as matmul.h, so the results
+ * equal the scalar and AVX2 kernels' bit for bit.
+ *
+ * For Q8_0 / Q4_0 one 512-bit register holds a group of 4 blocks, 4 lanes
+ * each, exactly the 16 lanes L of the reduction order; for F16 the two
+ * registers of a row hold lanes 0..15 and 16..31.
+ *
+ * On Zen 4 (the development host) a 512-bit operation occupies its pipe
+ * for two cycles, so what counts is the number of vector operations per
+ * weight byte; the kernels were shaped by measuring that (README.md). */
+#include "compute/cpu/matmul.h"
+
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+#include <string.h>
+
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+#define T5 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c")))
+#define AI inline __attribute__((always_inline))
+
+static AI T5 float hsum8(__m256 c)
+{
+    const __m128 e = _mm_add_ps(_mm256_castps256_ps128(c), _mm256_extractf128_ps(c, 1));
+    const __m128 f = _mm_add_ps(e, _mm_movehl_ps(e, e));
+
+    return _mm_cvtss_f32(_mm_add_ss(f, _mm_movehdup_ps(f)));
+}
+
+/* low 8 lanes + high 8 lanes, then hsum8 */
+static AI T5 float hsum16(__m512 a)
+{
+    return hsum8(_mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1)));
+}
+
+/* ---- F32 (matmul_f32.h) ---- */
+
+#define F32_TARGET T5
+#define F32_PREFIX avx512_
+#include "compute/cpu/matmul_f32.h"
+
+static T5 void avx512_f32(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    baton_mm_drive(mm, r0, r1, &avx512_f32_tiles);
+}
+
+/* ---- F16 ---- */
+
+static AI T5 void f16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, const int NR,
+                           const int NC)
+{
+    const uint64_t k = mm->k, n = mm->n;
+    __m512 a0[4][4], a1[4][4];
+    uint64_t i;
+    int rr, j;
+
+#pragma GCC unroll 4
+    for (rr = 0; rr < NR; rr++)
+#pragma GCC unroll 4
+        for (j = 0; j < NC; j++) {
+            a0[rr][j] = _mm512_setzero_ps();
+            a1[rr][j] = _mm512_setzero_ps();
+        }
+    for (i = 0; i + 32 <= k; i += 32) {
+        __m512 w0[4], w1[4];
+
+#pragma GCC unroll 4
+        for (rr = 0; rr < NR; rr++) {
+            const uint8_t *p = mm->w + (r + rr) * mm->w_row_bytes + 2 * i;
+
+            w0[rr] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+            w1[rr] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 32)));
+        }
+#pragma GCC unroll 4
+        for (j = 0; j < NC; j++) {
+            const float *xc = mm->x + (c + j) * k + i;
+            const __m512 x0 = _mm512_loadu_ps(xc), x1 = _mm512_loadu_ps(xc + 16);
+
+#pragma GCC unroll 4
+            for (rr = 0; rr < NR; rr++) {
+                a0[rr][j] = _mm512_fmadd_ps(w0[rr], x0, a0[rr][j]);
+                a1[rr][j] = _mm512_fmadd_ps(w1[rr], x1, a1[rr][j]);
+            }
+        }
+    }
+    if (i < k) { /* ragged k: masked lanes stay as they are */
+        const uint64_t t = k - i;
+        const __mmask16 m0 = t >= 16 ? 0xFFFF : (__mmask16)((1u << t) - 1);
+        const __mmask16 m1 = t > 16 ? (__mmask16)((1u << (t - 16)) - 1) : 0;
+
+#pragma GCC unroll 4
+        for (rr = 0; rr < NR; rr++) {
+            const uint8_t *p = mm->w + (r + rr) * mm->w_row_bytes + 2 * i;
+            const __m512 w0 = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m0, p));
+            const __m512 w1 = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m1, p + 32));
+
+#pragma GCC unroll 4
+            for (j = 0; j < NC; j++) {
+                const float *xc = mm->x + (c + j) * k + i;
+
+                a0[rr][j] = _mm512_mask3_fmadd_ps(w0, _mm512_maskz_loadu_ps(m0, xc), a0[rr][j], m0);
+                a1[rr][j] =
+                    _mm512_mask3_fmadd_ps(w1, _mm512_maskz_loadu_ps(m1, xc + 16), a1[rr][j], m1);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (rr = 0; rr < NR; rr++)
+#pragma GCC unroll 4
+        for (j = 0; j < NC; j++) /* b[l] = a[l] + a[l+16], then hsum16 */
+            mm->y[(c + j) * n + r + rr] = hsum16(_mm512_add_ps(a0[rr][j], a1[rr][j]));
+}
+
+/* One column: one row at a time, so the weights are read as a single
+ * sequential stream (rows are contiguous), which the hardware prefetchers
+ * follow best; several rows at once measured up to 2x slower here. */
+static T5 void f16_decode(const struct baton_mm *mm, uint64_t r)
+{
+    f16_tile(mm, r, 0, 1, 1);
+}
+
+static T5 void f16_tile_n(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)
+{
+    switch (nc) {
+    case 1:
+        f16_tile(mm, r, c, 2, 1);
+        break;
+    case 2:
+        f16_tile(mm, r, c, 2, 2);
+        break;
+    case 3:
+        f16_tile(mm, r, c, 2, 3);
+        break;
+    default:
+        f16_tile(mm, r, c, 2, 4);
+        break;
+    }
+}
+
+static T5 void f16_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)
+{
+    switch (nc) {
+    case 1:
+        f16_tile(mm, r, c, 1, 1);
+        break;
+    case 2:
+        f16_tile(mm, r, c, 1, 2);
+        break;
+    case 3:
+        f16_tile(mm, r, c, 1, 3);
+        break;
+    default:
+        f16_tile(mm, r, c, 1, 4);
+        break;
+    }
+}
+
+static const struct baton_mm_tiles f16_tiles = {
+    f16_decode, 1, f16_tile_n, 2, 4, f16_row,
+};
+
+static T5 void avx512_f16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    baton_mm_drive(mm, r0, r1, &f16_tiles);
+}
+
+/* ---- Q8_0 / Q4_0 ----
+ * One 512-bit register per group of 4 blocks: lane 4j + l is lane l of the
+ * group's block j, exactly L[4(b%4) + l] of the reduction order. Weights
+ * are fed to vpdpbusd as unsigned bytes: Q8_0 as w + 128 (w xor 0x80),
+ * Q4_0 as the raw nibble (w + 8); the activation group's corr (-128 or -8
+ * times x's lane sums) starts the integer sum and takes that offset back
+ * out, so each 32-bit lane ends as the exact isum. */
+
+/* Word indices of the 4 scales of a group and of Q4_0's 4 x 16 nibble
+ * bytes (two-source permutes: 32.. index the second register). */
+static const uint16_t q4_nib_idx[32] = {1,  2,  3,  4,  5,  6,  7,  8,  10, 11, 12,
+                                        13, 14, 15, 16, 17, 19, 20, 21, 22, 23, 24,
+                                        25, 26, 28, 29, 30, 31, 32, 33, 34, 35};
+static const uint16_t q4_d_idx[16] = {0, 0, 0, 0, 9, 9, 9, 9, 18, 18, 18, 18, 27, 27, 27, 27};
+static const uint16_t q8_d_idx[16] = {0, 0, 0, 0, 17, 17, 17, 17, 34, 34, 34, 34, 51, 51, 51, 51};
+/* 128-bit halves: the first 16 bytes of each block, then the last 16 */
+static const uint64_t q8_lo_idx[8] = {0, 1, 4, 5, 8, 9, 12, 13};
+static const uint64_t q8_hi_idx[8] = {2, 3, 6, 7, 10, 11, 14, 15};
+
+static AI T5 __mmask64 byte_mask(uint64_t n) /* n <= 64 */
+{
+    return n >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << n) - 1);
+}
+
+/* The group's weights as elements 0..15 of each block (lo) and 16..31 (hi),
+ * unsigned, and its scales as [d0 x4, d1 x4, d2 x4, d3 x4]. nblk < 4 only
+ * for the last group of a row: nothing past its blocks is read, missing
+ * blocks read as zero. */
+static AI T5 void q_weights(const uint8_t *p, const int is_q4, const int full, uint64_t nblk,
+                            __m512i *lo, __m512i *hi, __m512 *dw)
+{
+    if (is_q4) {
+        const __m512i z0 =
+            full ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(byte_mask(18 * nblk), p);
+        const __m512i z1 = full ? (_mm512_maskz_loadu_epi8(0xFF, p + 64)) : _mm512_setzero_si512();
+        const __m512i w = _mm512_permutex2var_epi16(z0, _mm512_loadu_si512(q4_nib_idx), z1);
+        const __m512i m4 = _mm512_set1_epi8(0x0F);
+
+        *lo = _mm512_and_si512(w, m4);
+        *hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m4);
+        *dw = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(
+            _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)q4_d_idx)), z0)));
+    } else {
+        __m512i z01, z23, s0, s1;
+
+        if (full) {
+            z01 = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(p + 2))),
+                _mm256_loadu_si256((const __m256i *)(p + 36)), 1);
+            z23 = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(p + 70))),
+                _mm256_loadu_si256((const __m256i *)(p + 104)), 1);
+            s0 = _mm512_loadu_si512(p);
+            s1 = _mm512_loadu_si512(p + 64);
+        } else {
+            const __mmask32 m0 = nblk > 0 ? 0xFFFFFFFFu : 0, m1 = nblk > 1 ? 0xFFFFFFFFu : 0;
+            const __mmask32 m2 = nblk > 2 ? 0xFFFFFFFFu : 0;
+
+            z01 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_maskz_loadu_epi8(m0, p + 2)),
+                                     _mm256_maskz_loadu_epi8(m1, p + 36), 1);
+            z23 = _mm512_zextsi256_si512(_mm256_maskz_loadu_epi8(m2, p + 70));
+            s0 = _mm512_maskz_loadu_epi8(byte_mask(34 * nblk), p);
+            s1 = _mm512_maskz_loadu_epi8(byte_mask(34 * nblk > 64 ? 34 * nblk - 64 : 0), p + 64);
+        }
+        *lo = _mm512_xor_si512(_mm512_permutex2var_epi64(z01, _mm512_loadu_si512(q8_lo_idx), z23),
+                               _mm512_set1_epi8((char)0x80));
+        *hi = _mm512_xor_si512(_mm512_permutex2var_epi64(z01, _mm512_loadu_si512(q8_hi_idx), z23),
+                               _mm512_set1_epi8((char)0x80));
+        *dw = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutex2var_epi16(
+            s0, _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)q8_d_idx)), s1)));
+    }
+}
+
+/* Q4_0 decode (one row, one column) is close to compute-bound here, and
+ * prefetching the row stream this far ahead into L2 let it overlap memory
+ * better (measured on the 2-core AMD EPYC host: about 17 -> 23 GB/s);
+ * every 64-byte line is prefetched (two per 72-byte group), since leaving
+ * gaps measured slower than no prefetch. F16 and Q8_0 ran faster without. */
+#define Q4_PREFETCH_BYTES 8192
+
+/* Group g (blocks 4g.., nblk of them) of NR rows against NC columns. */
+static AI T5 void q_group(const struct baton_mm *mm, uint64_t r, uint64_t c, uint64_t g,
+                          const int NR, const int NC, const int is_q4, const int full,
+                          uint64_t nblk, __m512 acc[4][4])
+{
+    const uint64_t bb = is_q4 ? 18 : 34;
+    const __mmask16 lanes = full ? 0xFFFF : (__mmask16)((1u << (4 * nblk)) - 1);
+    __m512i lo[4], hi[4];
+    __m512 dw[4];
+    int rr, j;
+
+#pragma GCC unroll 4
+    for (rr = 0; rr < NR; rr++) {
+        if (is_q4 && NR == 1 && NC == 1) { /* decode: see Q4_PREFETCH_BYTES */
+            const char *pf =
+                (const char *)mm->w + r * mm->w_row_bytes + 4 * g * bb + Q4_PREFETCH_BYTES;
+
+            _mm_prefetch(pf, _MM_HINT_T1);
+            _mm_prefetch(pf + 64, _MM_HINT_T1);
+        }
+        q_weights(mm->w + (r + rr) * mm->w_row_bytes + 4 * g * bb, is_q4, full, nblk, &lo[rr],
+                  &hi[rr], &dw[rr]);
+    }
+#pragma GCC unroll 4
+    for (j = 0; j < NC; j++) {
+        const uint8_t *grp = mm->act + (c + j) * mm->act_col_bytes + g * BATON_ACT_GROUP_BYTES;
+        const __m512i xlo = _mm512_loadu_si512(grp), xhi = _mm512_loadu_si512(grp + 64);
+        const __m512i cv = _mm512_loadu_si512(grp + 128);
+        const __m512 dxv = _mm512_loadu_ps(grp + 192);
+
+#pragma GCC unroll 4
+        for (rr = 0; rr < NR; rr++) {
+            const __m512i isum =
+                _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(cv, lo[rr], xlo), hi[rr], xhi);
+            const __m512 d = _mm512_mul_ps(dw[rr], dxv);
+
+            if (full)
+                acc[rr][j] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(isum), acc[rr][j]);
+            else
+                acc[rr][j] = _mm512_mask3_fmadd_ps(d, _mm512_cvtepi32_ps(isum), acc[rr][j], lanes);
+        }
+    }
+}
+
+static AI T5 void q_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, const int NR,
+                         const int NC, const int is_q4)
+{
+    const uint64_t nb = mm->k / 32;
+    __m512 acc[4][4];
+    uint64_t g;
+    int rr, j;
+
+#pragma GCC unroll 4
+    for (rr = 0; rr < NR; rr++)
+#pragma GCC unroll 4
+        for (j = 0; j < NC; j++)
+            acc[rr][j] = _mm512_setzero_ps();
+    for (g = 0; g < nb / 4; g++)
+        q_group(mm, r, c, g, NR, NC, is_q4, 1, 4, acc);
+    if (nb % 4)
+        q_group(mm, r, c, g, NR, NC, is_q4, 0, nb % 4, acc);
+#pragma GCC unroll 4
+    for (rr = 0; rr < NR; rr++)
+#pragma GCC unroll 4
+        for (j = 0; j < NC; j++)
+            mm->y[(c + j) * mm->n + r + rr] = hsum16(acc[rr][j]);
+}
+
+#define Q_KERNELS(name, is_q4)                                                                     \
+    static T5 void name##_decode(const struct baton_mm *mm, uint64_t r)                            \
+    {                                                                                              \
+        q_tile(mm, r, 0, 1, 1, is_q4);                                                             \
+    }                                                                                              \
+    static T5 void name##_tile_n(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)   \
+    {                                                                                              \
+        switch (nc) {                                                                              \
+        case 1:                                                                                    \
+            q_tile(mm, r, c, 2, 1, is_q4);                                                         \
+            break;                                                                                 \
+        case 2:                                                                                    \
+            q_tile(mm, r, c, 2, 2, is_q4);                                                         \
+            break;                                                                                 \
+        case 3:                                                                                    \
+            q_tile(mm, r, c, 2, 3, is_q4);                                                         \
+            break;                                                                                 \
+        default:                                                                                   \
+            q_tile(mm, r, c, 2, 4, is_q4);                                                         \
+            break;                                                                                 \
+        }                                                                                          \
+    }                                                                                              \
+    static T5 void name##_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)      \
+    {                                                                                              \
+        switch (nc) {                                                                              \
+        case 1:                                                                                    \
+            q_tile(mm, r, c, 1, 1, is_q4);                                                         \
+            break;                                                                                 \
+        case 2:                                                                                    \
+            q_tile(mm, r, c, 1, 2, is_q4);                                                         \
+            break;                                                                                 \
+        case 3:                                                                                    \
+            q_tile(mm, r, c, 1, 3, is_q4);                                                         \
+            break;                                                                                 \
+        default:                                                                                   \
+            q_tile(mm, r, c, 1, 4, is_q4);                                                         \
+            break;                                                                                 \
+        }                                                                                          \
+    }                                                                                              \
+    static const struct baton_mm_tiles name##_tiles = {                                            \
+        name##_decode, 1, name##_tile_n, 2, 4, name##_row,                                         \
+    };                                                                                             \
+    static T5 void avx512_##name(const struct baton_mm *mm, uint64_t r0, uint64_t r1)              \
+    {                                                                                              \
+        baton_mm_drive(mm, r0, r1, &name##_tiles);                                                 \
+    }
+
+Q_KERNELS(q8_0, 0)
+Q_KERNELS(q4_0, 1)
+
+const struct baton_mm_kernels baton_mm_avx512 = {
+    avx512_f32, avx512_f16, avx512_q8_0, avx512_q4_0, baton_mm_avx2_act,
+};
+
+#else
+
+const struct baton_mm_kernels baton_mm_avx512 = {0};
+
+#endif

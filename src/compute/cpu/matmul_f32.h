@@ -1,0 +1,143 @@
+/* Internal: the F32 MUL_MAT tiles, included by matmul_avx2.c and
+ * matmul_avx512.c with F32_TARGET (a target attribute) and F32_PREFIX
+ * (a name prefix) defined; the AVX-512 copy is the same code given 32
+ * vector registers.
+ *
+ * F32 keeps run.c's order (s = s + w*x per output, ascending k, no FMA), so
+ * a dot product cannot be split across SIMD lanes. Instead the lanes hold 8
+ * rows: each 8 x 8 block of W (8 rows, 8 consecutive k) is loaded and
+ * transposed in registers, and lane j of the accumulator adds row j's
+ * products in ascending k, bit for bit what the scalar loop computes. Each
+ * transposed block serves up to 4 columns of x. One column (decode) reads
+ * 8 rows at a time: 16 rows, or software prefetch of the 8 row streams,
+ * measured slower on the EPYC host (the hardware prefetchers follow 8
+ * streams better than 16). */
+
+#define F32_CAT2(a, b) a##b
+#define F32_CAT(a, b) F32_CAT2(a, b)
+#define F32_NAME(n) F32_CAT(F32_PREFIX, n)
+
+/* Loads rows w + q*k (q = 0..7) at k index i and transposes: on return t_q
+ * lane j is row j's element i + q. Named variables, not an array, so the
+ * compiler keeps them in registers. */
+#define F32_LOAD_T8(w, k, i)                                                                       \
+    do {                                                                                           \
+        const __m256 r0 = _mm256_loadu_ps((w) + (i)), r1 = _mm256_loadu_ps((w) + (k) + (i));       \
+        const __m256 r2 = _mm256_loadu_ps((w) + 2 * (k) + (i));                                    \
+        const __m256 r3 = _mm256_loadu_ps((w) + 3 * (k) + (i));                                    \
+        const __m256 r4 = _mm256_loadu_ps((w) + 4 * (k) + (i));                                    \
+        const __m256 r5 = _mm256_loadu_ps((w) + 5 * (k) + (i));                                    \
+        const __m256 r6 = _mm256_loadu_ps((w) + 6 * (k) + (i));                                    \
+        const __m256 r7 = _mm256_loadu_ps((w) + 7 * (k) + (i));                                    \
+        const __m256 a0 = _mm256_unpacklo_ps(r0, r1), a1 = _mm256_unpackhi_ps(r0, r1);             \
+        const __m256 a2 = _mm256_unpacklo_ps(r2, r3), a3 = _mm256_unpackhi_ps(r2, r3);             \
+        const __m256 a4 = _mm256_unpacklo_ps(r4, r5), a5 = _mm256_unpackhi_ps(r4, r5);             \
+        const __m256 a6 = _mm256_unpacklo_ps(r6, r7), a7 = _mm256_unpackhi_ps(r6, r7);             \
+        const __m256 b0 = _mm256_shuffle_ps(a0, a2, 0x44), b1 = _mm256_shuffle_ps(a0, a2, 0xEE);   \
+        const __m256 b2 = _mm256_shuffle_ps(a1, a3, 0x44), b3 = _mm256_shuffle_ps(a1, a3, 0xEE);   \
+        const __m256 b4 = _mm256_shuffle_ps(a4, a6, 0x44), b5 = _mm256_shuffle_ps(a4, a6, 0xEE);   \
+        const __m256 b6 = _mm256_shuffle_ps(a5, a7, 0x44), b7 = _mm256_shuffle_ps(a5, a7, 0xEE);   \
+        t0 = _mm256_permute2f128_ps(b0, b4, 0x20);                                                 \
+        t1 = _mm256_permute2f128_ps(b1, b5, 0x20);                                                 \
+        t2 = _mm256_permute2f128_ps(b2, b6, 0x20);                                                 \
+        t3 = _mm256_permute2f128_ps(b3, b7, 0x20);                                                 \
+        t4 = _mm256_permute2f128_ps(b0, b4, 0x31);                                                 \
+        t5 = _mm256_permute2f128_ps(b1, b5, 0x31);                                                 \
+        t6 = _mm256_permute2f128_ps(b2, b6, 0x31);                                                 \
+        t7 = _mm256_permute2f128_ps(b3, b7, 0x31);                                                 \
+    } while (0)
+
+/* acc = acc + t * x[i + q], each product rounded, then each sum: run.c's
+ * s += w * x for 8 rows at once. */
+#define F32_MA(acc, t, xc, i, q)                                                                   \
+    acc = _mm256_add_ps(acc, _mm256_mul_ps(t, _mm256_broadcast_ss((xc) + (i) + (q))))
+
+#define F32_MA8(acc, xc, i)                                                                        \
+    do {                                                                                           \
+        F32_MA(acc, t0, xc, i, 0);                                                                 \
+        F32_MA(acc, t1, xc, i, 1);                                                                 \
+        F32_MA(acc, t2, xc, i, 2);                                                                 \
+        F32_MA(acc, t3, xc, i, 3);                                                                 \
+        F32_MA(acc, t4, xc, i, 4);                                                                 \
+        F32_MA(acc, t5, xc, i, 5);                                                                 \
+        F32_MA(acc, t6, xc, i, 6);                                                                 \
+        F32_MA(acc, t7, xc, i, 7);                                                                 \
+    } while (0)
+
+/* Finishes 8 rows of one column: the ragged k tail in scalar code, in
+ * the same order, then the stores. */
+static AI F32_TARGET void F32_NAME(f32_finish)(const struct baton_mm *mm, __m256 acc,
+                                               const float *w, const float *xc, uint64_t i,
+                                               uint64_t r, uint64_t col)
+{
+    const uint64_t k = mm->k;
+    float s[8];
+    uint64_t kk;
+    int q;
+
+    _mm256_storeu_ps(s, acc);
+    for (kk = i; kk < k; kk++)
+        for (q = 0; q < 8; q++)
+            s[q] = s[q] + w[(uint64_t)q * k + kk] * xc[kk];
+    for (q = 0; q < 8; q++)
+        mm->y[col * mm->n + r + q] = s[q];
+}
+
+/* 8 rows against NC columns; each transposed block serves every column. */
+static AI F32_TARGET void F32_NAME(f32_tile)(const struct baton_mm *mm, uint64_t r, uint64_t c,
+                                             const int NC)
+{
+    const uint64_t k = mm->k;
+    const float *w = (const float *)mm->w + r * k;
+    const float *x0 = mm->x + c * k, *x1 = x0 + k, *x2 = x1 + k, *x3 = x2 + k;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
+    __m256 t0, t1, t2, t3, t4, t5, t6, t7;
+    uint64_t i = 0;
+
+    for (; k - i >= 8; i += 8) {
+        F32_LOAD_T8(w, k, i);
+        F32_MA8(acc0, x0, i);
+        if (NC > 1)
+            F32_MA8(acc1, x1, i);
+        if (NC > 2)
+            F32_MA8(acc2, x2, i);
+        if (NC > 3)
+            F32_MA8(acc3, x3, i);
+    }
+    F32_NAME(f32_finish)(mm, acc0, w, x0, i, r, c);
+    if (NC > 1)
+        F32_NAME(f32_finish)(mm, acc1, w, x1, i, r, c + 1);
+    if (NC > 2)
+        F32_NAME(f32_finish)(mm, acc2, w, x2, i, r, c + 2);
+    if (NC > 3)
+        F32_NAME(f32_finish)(mm, acc3, w, x3, i, r, c + 3);
+}
+
+static F32_TARGET void F32_NAME(f32_decode)(const struct baton_mm *mm, uint64_t r)
+{
+    F32_NAME(f32_tile)(mm, r, 0, 1);
+}
+
+static F32_TARGET void F32_NAME(f32_tile_n)(const struct baton_mm *mm, uint64_t r, uint64_t c,
+                                            uint32_t nc)
+{
+    switch (nc) {
+    case 1:
+        F32_NAME(f32_tile)(mm, r, c, 1);
+        break;
+    case 2:
+        F32_NAME(f32_tile)(mm, r, c, 2);
+        break;
+    case 3:
+        F32_NAME(f32_tile)(mm, r, c, 3);
+        break;
+    default:
+        F32_NAME(f32_tile)(mm, r, c, 4);
+        break;
+    }
+}
+
+static const struct baton_mm_tiles F32_NAME(f32_tiles) = {
+    F32_NAME(f32_decode), 8, F32_NAME(f32_tile_n), 8, 4, baton_mm_f32_row,
+};

@@ -1,0 +1,358 @@
+/* Synthetic llama models and weight conversion (see genmodel.h). */
+#include "model/genmodel.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baton/status.h"
+#include "compute/cpu/quant.h"
+#include "core/types.h"
+#include "model/gguf.h"
+#include "model/gguf_write.h"
+#include "wire/wire.h"
+
+/* ---- deterministic stream (xorshift64*, Vigna 2016) ---- */
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t x = *s;
+
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+/* uniform in [-1, 1) */
+static float rng_sym(uint64_t *s)
+{
+    return (float)(rng_next(s) >> 40) / 8388608.0f - 1.0f;
+}
+
+/* ---- conversion ---- */
+
+static uint64_t row_bytes(uint32_t type, uint64_t row_len)
+{
+    uint64_t ne[4] = {row_len, 1, 1, 1}, nb[4];
+
+    if (baton_tensor_contiguous_nb(type, ne, nb) != 0)
+        return 0;
+    return nb[1];
+}
+
+int baton_convert_rows(uint32_t type, const float *src, uint64_t n_rows, uint64_t row_len,
+                       void *dst)
+{
+    const uint64_t rb = row_bytes(type, row_len);
+    uint64_t r;
+
+    if (rb == 0)
+        return BATON_E_SHAPE;
+    for (r = 0; r < n_rows; r++) {
+        int rc = baton_quantize_row(type, src + r * row_len, (uint8_t *)dst + r * rb, row_len);
+
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* ---- gen-model ---- */
+
+struct gen {
+    const struct baton_gen_model_config *cfg;
+    struct baton_gguf_writer *w;
+    uint64_t rng;
+    float *f32;
+    uint8_t *conv;
+    char *err;
+    size_t err_len;
+};
+
+/* Adds a matrix {ne0, ne1} (ne1 rows of ne0) in cfg->type, or a vector in F32. */
+static int add_weight(struct gen *g, const char *name, uint64_t ne0, uint64_t ne1, int is_norm)
+{
+    const uint64_t n = ne0 * ne1;
+    const float scale = 1.0f / sqrtf((float)ne0);
+    uint32_t type = is_norm ? BATON_TYPE_F32 : g->cfg->type;
+    uint64_t ne[2] = {ne0, ne1}, bytes;
+    uint64_t i;
+    int rc;
+
+    for (i = 0; i < n; i++)
+        g->f32[i] = is_norm ? 1.0f + 0.05f * rng_sym(&g->rng) : scale * rng_sym(&g->rng);
+    bytes = row_bytes(type, ne0) * ne1;
+    if (bytes == 0) {
+        snprintf(g->err, g->err_len, "tensor '%s': row of %llu does not fit type %s", name,
+                 (unsigned long long)ne0, baton_type_name(type));
+        return BATON_E_SHAPE;
+    }
+    rc = baton_convert_rows(type, g->f32, ne1, ne0, g->conv);
+    if (rc == 0)
+        rc = baton_gguf_w_tensor(g->w, name, type, is_norm ? 1 : 2, ne, g->conv, bytes);
+    if (rc != 0)
+        snprintf(g->err, g->err_len, "tensor '%s': %s", name, baton_status_str(rc));
+    return rc;
+}
+
+/* The synthetic SentencePiece vocabulary: <unk>, <s>, </s>, the 256 byte
+ * tokens, "▁", letters, "▁"+letter, then letter pairs until n_vocab. */
+static int add_synthetic_vocab(struct gen *g, uint32_t n_vocab)
+{
+    char (*pieces)[8] = calloc(n_vocab, sizeof(*pieces));
+    const char **strs = calloc(n_vocab, sizeof(*strs));
+    size_t *lens = calloc(n_vocab, sizeof(*lens));
+    float *scores = calloc(n_vocab, sizeof(*scores));
+    int32_t *types = calloc(n_vocab, sizeof(*types));
+    uint32_t i, n = 0;
+    int rc = BATON_E_NOMEM;
+
+    if (!pieces || !strs || !lens || !scores || !types)
+        goto out;
+    snprintf(pieces[n], 8, "<unk>"), types[n++] = 2;
+    snprintf(pieces[n], 8, "<s>"), types[n++] = 3;
+    snprintf(pieces[n], 8, "</s>"), types[n++] = 3;
+    for (i = 0; i < 256; i++)
+        snprintf(pieces[n], 8, "<0x%02X>", i), types[n++] = 6;
+    snprintf(pieces[n], 8, "\xe2\x96\x81"), types[n++] = 1;
+    for (i = 0; i < 26 && n < n_vocab; i++)
+        snprintf(pieces[n], 8, "%c", 'a' + i), types[n++] = 1;
+    for (i = 0; i < 26 && n < n_vocab; i++)
+        snprintf(pieces[n], 8, "\xe2\x96\x81%c", 'a' + i), types[n++] = 1;
+    for (i = 0; n < n_vocab; i++)
+        snprintf(pieces[n], 8, "%c%c", 'a' + (i / 26) % 26, 'a' + i % 26), types[n++] = 1;
+    for (i = 0; i < n_vocab; i++) {
+        strs[i] = pieces[i];
+        lens[i] = strlen(pieces[i]);
+        scores[i] = types[i] == 1 ? -(float)i : 0.0f;
+    }
+    rc = baton_gguf_w_string(g->w, "tokenizer.ggml.model", "llama", 5);
+    if (rc == 0)
+        rc = baton_gguf_w_str_array(g->w, "tokenizer.ggml.tokens", strs, lens, n_vocab);
+    if (rc == 0)
+        rc = baton_gguf_w_f32_array(g->w, "tokenizer.ggml.scores", scores, n_vocab);
+    if (rc == 0)
+        rc = baton_gguf_w_i32_array(g->w, "tokenizer.ggml.token_type", types, n_vocab);
+    if (rc == 0)
+        rc = baton_gguf_w_u32(g->w, "tokenizer.ggml.bos_token_id", 1);
+    if (rc == 0)
+        rc = baton_gguf_w_u32(g->w, "tokenizer.ggml.eos_token_id", 2);
+    if (rc == 0)
+        rc = baton_gguf_w_u32(g->w, "tokenizer.ggml.unknown_token_id", 0);
+out:
+    free(pieces);
+    free(strs);
+    free(lens);
+    free(scores);
+    free(types);
+    return rc;
+}
+
+/* Copies every tokenizer.* key of path; *n_vocab gets the token count. */
+static int copy_vocab(struct gen *g, const char *path, uint32_t *n_vocab)
+{
+    struct baton_gguf *src = NULL;
+    const struct baton_gguf_kv *tokens;
+    uint64_t i, count = 0;
+    uint32_t et;
+    int rc = baton_gguf_open(path, &src, g->err, g->err_len);
+
+    if (rc != 0)
+        return rc;
+    tokens = baton_gguf_find_key(src, "tokenizer.ggml.tokens");
+    if (tokens == NULL || baton_gguf_kv_array(tokens, &et, &count) != 0 || count == 0 ||
+        count > 0x7fffffffu) {
+        snprintf(g->err, g->err_len, "%s: no tokenizer.ggml.tokens array", path);
+        rc = BATON_E_FORMAT;
+        goto out;
+    }
+    *n_vocab = (uint32_t)count;
+    for (i = 0; rc == 0 && i < baton_gguf_n_kv(src); i++) {
+        const struct baton_gguf_kv *kv = baton_gguf_kv_at(src, i);
+        const char *key = baton_gguf_kv_key(kv);
+        const void *raw;
+        size_t len;
+
+        if (strncmp(key, "tokenizer.", 10) != 0)
+            continue;
+        rc = baton_gguf_kv_raw(kv, &raw, &len);
+        if (rc == 0)
+            rc = baton_gguf_w_raw(g->w, key, baton_gguf_kv_type(kv), raw, len);
+    }
+out:
+    baton_gguf_close(src);
+    return rc;
+}
+
+int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t err_len)
+{
+    struct gen g;
+    const uint32_t D = cfg->n_embd, F = cfg->n_ff;
+    uint32_t V = cfg->n_vocab, l, kv_dim;
+    uint64_t biggest;
+    char name[96];
+    int rc;
+
+    memset(&g, 0, sizeof(g));
+    g.cfg = cfg;
+    g.err = err;
+    g.err_len = err_len;
+    g.rng = cfg->seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+    if (g.rng == 0)
+        g.rng = 1;
+    if (cfg->n_layer == 0 || D == 0 || F == 0 || cfg->n_head == 0 || cfg->n_head_kv == 0 ||
+        D % cfg->n_head != 0 || cfg->n_head % cfg->n_head_kv != 0 || (D / cfg->n_head) % 2 != 0) {
+        snprintf(err, err_len,
+                 "inconsistent shape: need dim %% heads == 0, heads %% kv-heads == 0 and an even "
+                 "head size");
+        return BATON_E_INVAL;
+    }
+    if (cfg->type != BATON_TYPE_F32 && (D % 32 != 0 || F % 32 != 0)) {
+        snprintf(err, err_len, "--dim and --ff must be multiples of 32 for type %s",
+                 baton_type_name(cfg->type));
+        return BATON_E_INVAL;
+    }
+    kv_dim = D / cfg->n_head * cfg->n_head_kv;
+    rc = baton_gguf_writer_create(&g.w);
+    if (rc != 0)
+        return rc;
+    rc = baton_gguf_w_string(g.w, "general.architecture", "llama", 5);
+    if (rc == 0)
+        rc = baton_gguf_w_string(g.w, "general.name", "baton-gen-model", 15);
+    if (rc == 0)
+        rc = baton_gguf_w_u32(g.w, "llama.context_length", cfg->n_ctx ? cfg->n_ctx : 2048);
+    if (rc == 0)
+        rc = baton_gguf_w_u32(g.w, "llama.embedding_length", D);
+    if (rc == 0)
+        rc = baton_gguf_w_u32(g.w, "llama.block_count", cfg->n_layer);
+    if (rc == 0)
+        rc = baton_gguf_w_u32(g.w, "llama.feed_forward_length", F);
+    if (rc == 0)
+        rc = baton_gguf_w_u32(g.w, "llama.rope.dimension_count", D / cfg->n_head);
+    if (rc == 0)
+        rc = baton_gguf_w_u32(g.w, "llama.attention.head_count", cfg->n_head);
+    if (rc == 0)
+        rc = baton_gguf_w_u32(g.w, "llama.attention.head_count_kv", cfg->n_head_kv);
+    if (rc == 0)
+        rc = baton_gguf_w_f32(g.w, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    if (rc == 0)
+        rc = baton_gguf_w_f32(g.w, "llama.rope.freq_base", 10000.0f);
+    if (rc == 0)
+        rc = cfg->vocab_from ? copy_vocab(&g, cfg->vocab_from, &V) : add_synthetic_vocab(&g, V);
+    if (rc != 0) {
+        if (err[0] == '\0')
+            snprintf(err, err_len, "metadata: %s", baton_status_str(rc));
+        goto out;
+    }
+    biggest = (uint64_t)D * (V > F ? (V > D ? V : D) : (F > D ? F : D));
+    g.f32 = malloc(biggest * sizeof(float));
+    g.conv = malloc(biggest * sizeof(float));
+    if (g.f32 == NULL || g.conv == NULL) {
+        rc = BATON_E_NOMEM;
+        snprintf(err, err_len, "out of memory");
+        goto out;
+    }
+    rc = add_weight(&g, "token_embd.weight", D, V, 0);
+    if (rc == 0)
+        rc = add_weight(&g, "output_norm.weight", D, 1, 1);
+    if (rc == 0)
+        rc = add_weight(&g, "output.weight", D, V, 0);
+    for (l = 0; rc == 0 && l < cfg->n_layer; l++) {
+        static const char *const fmt[9] = {
+            "blk.%u.attn_norm.weight", "blk.%u.attn_q.weight",      "blk.%u.attn_k.weight",
+            "blk.%u.attn_v.weight",    "blk.%u.attn_output.weight", "blk.%u.ffn_norm.weight",
+            "blk.%u.ffn_gate.weight",  "blk.%u.ffn_up.weight",      "blk.%u.ffn_down.weight"};
+        const uint64_t shape[9][2] = {{D, 1}, {D, D}, {D, kv_dim}, {D, kv_dim}, {D, D},
+                                      {D, 1}, {D, F}, {D, F},      {F, D}};
+        uint32_t k;
+
+        for (k = 0; rc == 0 && k < 9; k++) {
+            snprintf(name, sizeof(name), fmt[k], l);
+            rc = add_weight(&g, name, shape[k][0], shape[k][1], shape[k][1] == 1);
+        }
+    }
+    if (rc == 0)
+        rc = baton_gguf_writer_write(g.w, cfg->out_path, err, err_len);
+out:
+    free(g.f32);
+    free(g.conv);
+    baton_gguf_writer_free(g.w);
+    return rc;
+}
+
+/* ---- quantize ---- */
+
+int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type, char *err,
+                        size_t err_len)
+{
+    struct baton_gguf *src = NULL;
+    struct baton_gguf_writer *w = NULL;
+    float *f32 = NULL;
+    uint8_t *conv = NULL;
+    uint64_t i;
+    int rc = baton_gguf_open(in_path, &src, err, err_len);
+
+    if (rc != 0)
+        return rc;
+    rc = baton_gguf_writer_create(&w);
+    for (i = 0; rc == 0 && i < baton_gguf_n_kv(src); i++) {
+        const struct baton_gguf_kv *kv = baton_gguf_kv_at(src, i);
+        const void *raw;
+        size_t len;
+
+        if (strcmp(baton_gguf_kv_key(kv), "general.alignment") == 0)
+            continue; /* the writer uses the default alignment */
+        rc = baton_gguf_kv_raw(kv, &raw, &len);
+        if (rc == 0)
+            rc = baton_gguf_w_raw(w, baton_gguf_kv_key(kv), baton_gguf_kv_type(kv), raw, len);
+    }
+    for (i = 0; rc == 0 && i < baton_gguf_n_tensors(src); i++) {
+        struct baton_gguf_tensor t;
+        uint32_t out_type;
+        uint64_t n, bytes;
+
+        rc = baton_gguf_tensor_at(src, i, &t);
+        if (rc != 0)
+            break;
+        out_type = t.type;
+        if (t.n_dims == 2 && (t.type == BATON_TYPE_F32 || t.type == BATON_TYPE_F16) &&
+            (type == BATON_TYPE_F32 || type == BATON_TYPE_F16 || t.ne[0] % 32 == 0))
+            out_type = type;
+        if (out_type == t.type) {
+            rc = baton_gguf_w_tensor(w, t.name, t.type, t.n_dims ? t.n_dims : 1, t.ne, t.data,
+                                     t.nbytes);
+            continue;
+        }
+        n = t.ne[0] * t.ne[1];
+        free(f32);
+        free(conv);
+        f32 = malloc(n * sizeof(float));
+        conv = malloc(n * sizeof(float));
+        if (f32 == NULL || conv == NULL) {
+            rc = BATON_E_NOMEM;
+            break;
+        }
+        if (t.type == BATON_TYPE_F32)
+            memcpy(f32, t.data, n * sizeof(float));
+        else
+            baton_fp16_to_fp32_row(t.data, f32, n);
+        bytes = row_bytes(out_type, t.ne[0]) * t.ne[1];
+        rc = baton_convert_rows(out_type, f32, t.ne[1], t.ne[0], conv);
+        if (rc == 0)
+            rc = baton_gguf_w_tensor(w, t.name, out_type, 2, t.ne, conv, bytes);
+        if (rc != 0)
+            snprintf(err, err_len, "%s: tensor '%s': %s", in_path, t.name, baton_status_str(rc));
+    }
+    if (rc == 0)
+        rc = baton_gguf_writer_write(w, out_path, err, err_len);
+    else if (err[0] == '\0')
+        snprintf(err, err_len, "%s: %s", in_path, baton_status_str(rc));
+    free(f32);
+    free(conv);
+    baton_gguf_writer_free(w);
+    baton_gguf_close(src);
+    return rc;
+}

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Keys and secure defaults: `baton keygen` (32 bytes, mode 0600, never
+# overwrites), key files refused with a clear message (group/world
+# readable, symlink, wrong size, missing), batond's key options and its
+# non-loopback rule (--key, or --insecure-no-auth with a warning), and
+# `baton info` with --key, BATON_KEY_FILE, no key and the wrong key against
+# a keyed, an encrypting and an unkeyed server.
+source "$(dirname "$0")/lib.sh"
+
+K="$TMP/client.key"
+"$BATON" keygen -o "$K" 2>"$TMP/keygen.err" || fail "keygen: $(cat "$TMP/keygen.err")"
+grep -q "wrote a new key to $K" "$TMP/keygen.err" || fail "keygen message"
+[ "$(stat -c %s "$K")" -eq 32 ] || fail "key is not 32 bytes"
+[ "$(stat -c %a "$K")" = 600 ] || fail "key mode is $(stat -c %a "$K")"
+"$BATON" keygen -o "$TMP/other.key" 2>/dev/null
+cmp -s "$K" "$TMP/other.key" && fail "two keys are equal"
+before=$(od -An -tx1 "$K")
+rc=0; "$BATON" keygen -o "$K" 2>"$TMP/err" || rc=$?
+[ "$rc" -eq 1 ] && grep -q "exists" "$TMP/err" || fail "keygen over an existing file: rc $rc $(cat "$TMP/err")"
+[ "$(od -An -tx1 "$K")" = "$before" ] || fail "keygen changed an existing key"
+ln -s "$TMP/nowhere" "$TMP/link.key"
+rc=0; "$BATON" keygen -o "$TMP/link.key" 2>"$TMP/err" || rc=$?
+[ "$rc" -eq 1 ] && [ ! -e "$TMP/nowhere" ] || fail "keygen followed a symlink"
+rc=0; "$BATON" keygen 2>"$TMP/err" || rc=$?
+[ "$rc" -eq 2 ] && grep -q "\-o FILE is required" "$TMP/err" || fail "keygen without -o: rc $rc"
+"$BATON" keygen --help | grep -q "usage: baton keygen" || fail "keygen --help"
+"$BATON" --help | grep -q "keygen" || fail "baton --help does not list keygen"
+
+# expect_batond CODE REGEX ARGS...: batond must exit CODE with REGEX on stderr
+expect_batond() {
+    local want=$1 pattern=$2 rc=0
+    shift 2
+    # shellcheck disable=SC2086
+    timeout 10 "$BATOND" ${BATOND_EXTRA:-} "$@" >"$TMP/out" 2>"$TMP/err" || rc=$?
+    [ "$rc" -eq "$want" ] || fail "batond $* exited $rc, want $want: $(cat "$TMP/err")"
+    grep -Eq -- "$pattern" "$TMP/err" || fail "batond $*: no '$pattern' in: $(cat "$TMP/err")"
+}
+cp "$K" "$TMP/loose.key"; chmod 644 "$TMP/loose.key"
+printf '%s\n' "$(head -c 32 /dev/zero | tr '\0' a)" >"$TMP/long.key"; chmod 600 "$TMP/long.key"
+head -c 31 /dev/zero >"$TMP/short.key"; chmod 600 "$TMP/short.key"
+ln -s "$K" "$TMP/sym.key"
+expect_batond 1 "--key: .*loose.key.*(group|other|permission|mode)" --port 0 --key "$TMP/loose.key"
+expect_batond 1 "--key: .*long.key" --port 0 --key "$TMP/long.key"
+expect_batond 1 "--key: .*short.key" --port 0 --key "$TMP/short.key"
+expect_batond 1 "--key: .*sym.key.*link" --port 0 --key "$TMP/sym.key"
+expect_batond 1 "--key: .*missing.key" --port 0 --key "$TMP/missing.key"
+expect_batond 1 "--peer-key: .*loose.key" --port 0 --key "$K" --peer-key "$TMP/loose.key"
+expect_batond 2 "--peer-key .*needs --key" --port 0 --peer-key "$K"
+expect_batond 2 "--encrypt .*needs --key" --port 0 --encrypt
+expect_batond 2 "contradicts --key" --port 0 --key "$K" --insecure-no-auth
+expect_batond 2 "needs a value" --key
+expect_batond 2 "refusing to listen on 0.0.0.0.*--key" --host 0.0.0.0 --port 0
+[ ! -e "$TMP/never" ] || fail "a refused server wrote a port file"
+
+# a non-loopback address with a key, and with --insecure-no-auth (warning);
+# each is stopped at once (ephemeral port)
+for variant in key insecure; do
+    if [ "$variant" = key ]; then extra="--key $K"; else extra="--insecure-no-auth"; fi
+    # shellcheck disable=SC2086
+    "$BATOND" --host 0.0.0.0 --port 0 --port-file "$TMP/port.$variant" ${BATOND_EXTRA:-} $extra \
+        2>"$TMP/batond.$variant.log" &
+    pid=$!
+    PIDS+=("$pid")
+    for _ in $(seq 200); do
+        [ -s "$TMP/port.$variant" ] && break
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.025
+    done
+    [ -s "$TMP/port.$variant" ] || fail "0.0.0.0 with $variant did not start: $(cat "$TMP/batond.$variant.log")"
+    kill -TERM "$pid"
+    wait "$pid" || fail "batond ($variant) exited non-zero after SIGTERM"
+done
+grep -q "WARNING: --insecure-no-auth" "$TMP/batond.insecure.log" || fail "no --insecure-no-auth warning"
+grep -q "WARNING" "$TMP/batond.key.log" && fail "a warning with a key"
+
+# baton info against keyed, encrypting and unkeyed servers
+BATOND_EXTRA="${BATOND_EXTRA:-} --key $K" start_server keyed
+BATOND_EXTRA="${BATOND_EXTRA:-} --key $K --encrypt" start_server enc
+start_server plain
+KEYED=127.0.0.1:$PORT_keyed
+ENC=127.0.0.1:$PORT_enc
+PLAIN=127.0.0.1:$PORT_plain
+info() { # info EXPECTED_RC OUTFILE ARGS...
+    local want=$1 out=$2 rc=0
+    shift 2
+    timeout 20 "$BATON" info "$@" >"$out" 2>&1 || rc=$?
+    [ "$rc" -eq "$want" ] || fail "baton info $* exited $rc, want $want: $(cat "$out")"
+}
+info 0 "$TMP/i1" --servers "$KEYED,$ENC" --key "$K"
+[ "$(grep -c "auth        key, frames MAC'd$" "$TMP/i1")" -eq 1 ] || fail "info: MAC'd line: $(cat "$TMP/i1")"
+[ "$(grep -c "auth        key, frames MAC'd and encrypted" "$TMP/i1")" -eq 1 ] || fail "info: encrypted line"
+BATON_KEY_FILE="$K" info 0 "$TMP/i2" --servers "$KEYED"
+grep -q "name        batond cpu" "$TMP/i2" || fail "info with BATON_KEY_FILE"
+info 0 "$TMP/i3" --servers "$PLAIN"
+grep -q "auth        none" "$TMP/i3" || fail "info: unkeyed server"
+info 0 "$TMP/i3l" --servers local --key "$K"
+grep -q "auth        key, frames MAC'd" "$TMP/i3l" || fail "info: keyed in-process server"
+info 1 "$TMP/i4" --servers "$KEYED"
+grep -q "E_AUTH.*requires a key" "$TMP/i4" || fail "info without a key: $(cat "$TMP/i4")"
+info 1 "$TMP/i5" --servers "$KEYED" --key "$TMP/other.key"
+grep -q "E_AUTH.*another key" "$TMP/i5" || fail "info with the wrong key: $(cat "$TMP/i5")"
+info 1 "$TMP/i6" --servers "$PLAIN" --key "$K"
+grep -q "E_AUTH" "$TMP/i6" || fail "a keyed client must refuse an unkeyed server: $(cat "$TMP/i6")"
+info 1 "$TMP/i7" --servers "$KEYED" --key "$TMP/loose.key"
+grep -q "loose.key" "$TMP/i7" || fail "info with a refused key file: $(cat "$TMP/i7")"
+# the policy file's key_file and encrypt work like --key and --encrypt
+printf 'key_file = %s\nencrypt = yes\n' "$K" >"$TMP/auth.policy"
+BATOND_EXTRA="${BATOND_EXTRA:-} --policy $TMP/auth.policy" start_server pol
+info 0 "$TMP/i8" --servers "127.0.0.1:$PORT_pol" --key "$K"
+grep -q "auth        key, frames MAC'd and encrypted" "$TMP/i8" || fail "policy key_file/encrypt: $(cat "$TMP/i8")"
+grep -q "session .* authenticated (client role)" "$TMP/batond.keyed.log" || fail "no authenticated line"
+grep -q "authentication failed (client role)" "$TMP/batond.keyed.log" || fail "no failed-auth line"
+echo "PASS"

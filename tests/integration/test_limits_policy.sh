@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# batond's policy on the command line: --policy FILE (errors name the file
+# and line, exit 2), flags override the file wherever they stand,
+# --print-policy, the example policy/batond.policy equals the defaults, and
+# a server started from a policy file enforces it (a small max_connections)
+# with the seccomp allow-list on. Ephemeral loopback ports; every batond is
+# stopped by its PID.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+: "${SRC_DIR:?}"
+
+# expect_exit CODE REGEX ARGS...: batond's exit status and a line of its output
+expect_exit() {
+    local want=$1 pattern=$2
+    shift 2
+    local rc=0
+    timeout 10 "$BATOND" "$@" >"$TMP/out" 2>&1 || rc=$?
+    [ "$rc" -eq "$want" ] || { cat "$TMP/out" >&2; fail "batond $* exited $rc, want $want"; }
+    grep -Eq -- "$pattern" "$TMP/out" || { cat "$TMP/out" >&2; fail "batond $*: no '$pattern'"; }
+}
+
+printf 'max_connections = 5\n# comment\n\nbogus = 1\n' >"$TMP/bad1"
+expect_exit 2 "policy: $TMP/bad1:4: unknown key 'bogus'" --policy "$TMP/bad1"
+printf 'port = 1\nport = 2\n' >"$TMP/bad2"
+expect_exit 2 "$TMP/bad2:2: duplicate key 'port' \(first set on line 1\)" --policy "$TMP/bad2"
+printf 'frame_timeout = 10 s\n' >"$TMP/bad3"
+expect_exit 2 "$TMP/bad3:1: frame_timeout: expected a duration" --policy "$TMP/bad3"
+expect_exit 2 "$TMP/missing: No such file" --policy "$TMP/missing"
+expect_exit 2 "needs a value" --policy
+expect_exit 2 "needs a value" --max-connections
+expect_exit 2 -- "--max_connections: 0 out of range \(1..1024\)" --max-connections 0
+expect_exit 2 "unknown argument: --max-connectionz" --max-connectionz 3
+
+# the example file documents the defaults
+"$BATOND" --print-policy >"$TMP/defaults"
+"$BATOND" --print-policy --policy "$SRC_DIR/policy/batond.policy" >"$TMP/example"
+cmp -s "$TMP/defaults" "$TMP/example" || fail "policy/batond.policy differs from the defaults"
+grep -qx "max_connections = 64" "$TMP/defaults" || fail "default max_connections"
+grep -qx "handshake_timeout = 5s" "$TMP/defaults" || fail "default handshake_timeout"
+
+# flags override the file, before or after --policy; --peer replaces the list
+printf 'max_connections = 5\nidle_timeout = 7s\npeer = 10.0.0.1:1\npeer = 10.0.0.2:2\n' >"$TMP/p"
+"$BATOND" --max-connections 9 --policy "$TMP/p" --idle-timeout 250ms --peer '[::1]:3' \
+    --print-policy >"$TMP/eff"
+grep -qx "max_connections = 9" "$TMP/eff" || fail "flag before --policy did not override"
+grep -qx "idle_timeout = 250ms" "$TMP/eff" || fail "flag after --policy did not override"
+[ "$(grep -c '^peer = ' "$TMP/eff")" -eq 1 ] && grep -qx 'peer = \[::1\]:3' "$TMP/eff" ||
+    fail "--peer did not replace the file's peers"
+# what --print-policy writes is a policy file that gives the same
+"$BATOND" --print-policy --policy "$TMP/eff" >"$TMP/eff2"
+cmp -s "$TMP/eff" "$TMP/eff2" || fail "--print-policy output does not read back the same"
+
+# a server from a policy file: 2 connections at most, seccomp on
+printf 'max_connections = 2\nlog_rate = 100\n' >"$TMP/run.policy"
+BATOND_EXTRA="${BATOND_EXTRA:-} --policy $TMP/run.policy"
+start_server a
+log="$TMP/batond.a.log"
+if [ "${BATON_ASAN:-}" != "1" ]; then
+    grep -q "seccomp allow-list not installed" "$log" && fail "seccomp is off by default"
+fi
+exec 5<>"/dev/tcp/127.0.0.1/$PORT_a"
+exec 6<>"/dev/tcp/127.0.0.1/$PORT_a"
+for _ in $(seq 100); do
+    grep -q "session 2" "$log" && break
+    sleep 0.05
+done
+exec 7<>"/dev/tcp/127.0.0.1/$PORT_a"
+# the third gets one 24-byte E_LIMIT frame (status 10 at bytes 6..7), then EOF
+reply=$(timeout 5 od -An -tx1 -N24 <&7 | tr -d ' \n')
+[ "${reply:0:8}" = "4241544e" ] && [ "${reply:12:4}" = "0a00" ] ||
+    fail "third connection: no E_LIMIT frame (got '$reply')"
+exec 5>&- 6>&- 7>&-
+grep -q "refused 127.0.0.1:[0-9]*: connection limit reached" "$log" ||
+    fail "no log line for the refused connection"
+kill -TERM "$PID_a"
+rc=0
+wait "$PID_a" || rc=$?
+[ "$rc" -eq 0 ] || fail "batond exited $rc after SIGTERM"
+echo "PASS"

@@ -1,0 +1,437 @@
+/* MUL_MAT kernels of every level (scalar, AVX2, AVX-512: those this CPU
+ * has) against an independent implementation of the reduction orders
+ * written in matmul.h, bit for bit, on random shapes with ragged tails
+ * (k not a multiple of the SIMD width, rows not a multiple of the row
+ * tile, 1..7 columns), unaligned weights, several thread counts, and each
+ * column alone against the batch. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "baton/status.h"
+#include "compute/compute.h"
+#include "compute/cpu/matmul.h"
+#include "compute/cpu/quant.h"
+#include "core/types.h"
+
+static uint64_t rng_state;
+
+static uint32_t rng32(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 16);
+}
+
+static float rng_unit(void) /* [-1, 1) */
+{
+    return (float)(int32_t)rng32() / 2147483648.0f;
+}
+
+static uint32_t rng_below(uint32_t n)
+{
+    return rng32() % n;
+}
+
+/* ---- the documented orders, from the raw bytes ---- */
+
+static float h2f(const uint8_t *p)
+{
+    return baton_fp16_to_fp32((uint16_t)(p[0] | p[1] << 8));
+}
+
+static float ref_hsum8(const float c[8])
+{
+    const float e0 = c[0] + c[4], e1 = c[1] + c[5], e2 = c[2] + c[6], e3 = c[3] + c[7];
+
+    return (e0 + e2) + (e1 + e3);
+}
+
+static float ref_f32(const float *w, const float *x, uint64_t k)
+{
+    float s = 0.0f;
+    uint64_t i;
+
+    for (i = 0; i < k; i++)
+        s = s + w[i] * x[i];
+    return s;
+}
+
+static float ref_f16(const uint8_t *w, const float *x, uint64_t k)
+{
+    float a[32] = {0}, b[16], c[8];
+    uint64_t i;
+    int l;
+
+    for (i = 0; i < k; i++)
+        a[i % 32] = fmaf(h2f(w + 2 * i), x[i], a[i % 32]);
+    for (l = 0; l < 16; l++)
+        b[l] = a[l] + a[l + 16];
+    for (l = 0; l < 8; l++)
+        c[l] = b[l] + b[l + 8];
+    return ref_hsum8(c);
+}
+
+/* x quantized per block: d = max|x| / 127, q = nearest-even(x * (1/d));
+ * a block with a non-finite value gives NaN. 16 lanes, 4 per block: lane
+ * l of block b sums elements 4l..4l+3 and 16+4l..16+4l+3. */
+static float ref_q(const uint8_t *w, int is_q4, const float *x, uint64_t k)
+{
+    float lanes[16] = {0}, c[8];
+    uint64_t b;
+    int j, l;
+
+    for (b = 0; b < k / 32; b++) {
+        const uint8_t *wb = w + b * (is_q4 ? 18 : 34);
+        const float *xb = x + b * 32;
+        float amax = 0.0f, dx, id, d;
+        int wq[32], xq[32], finite = 1;
+
+        for (j = 0; j < 32; j++) {
+            if (!isfinite(xb[j]))
+                finite = 0;
+            else
+                amax = fmaxf(amax, fabsf(xb[j]));
+            wq[j] =
+                is_q4 ? (j < 16 ? (wb[2 + j] & 15) : (wb[2 + j - 16] >> 4)) - 8 : (int8_t)wb[2 + j];
+        }
+        dx = finite ? amax / 127.0f : NAN;
+        id = dx != 0.0f ? 1.0f / dx : 0.0f;
+        for (j = 0; j < 32; j++)
+            xq[j] = finite ? (int)nearbyintf(xb[j] * id) : 0;
+        d = h2f(wb) * dx;
+        for (l = 0; l < 4; l++) {
+            int isum = 0;
+
+            for (j = 4 * l; j < 4 * l + 4; j++)
+                isum += wq[j] * xq[j] + wq[16 + j] * xq[16 + j];
+            lanes[4 * (b % 4) + l] = fmaf(d, (float)isum, lanes[4 * (b % 4) + l]);
+        }
+    }
+    for (l = 0; l < 8; l++)
+        c[l] = lanes[l] + lanes[l + 8];
+    return ref_hsum8(c);
+}
+
+/* ---- one case ---- */
+
+struct mm_case {
+    uint32_t type;
+    uint64_t k, n, m;
+    uint8_t *w_alloc, *w; /* w = w_alloc + 2: unaligned for every type but F32 */
+    float *x, *want, *got, *one;
+    void *work;
+};
+
+static void case_fill(struct mm_case *c, uint32_t type, uint64_t k, uint64_t n, uint64_t m)
+{
+    const uint64_t rb = baton_row_bytes(type, k);
+    const uint64_t work = baton_cpu_mul_mat_work_bytes(type, k, m);
+    uint64_t i, r;
+
+    memset(c, 0, sizeof(*c));
+    c->type = type;
+    c->k = k;
+    c->n = n;
+    c->m = m;
+    c->w_alloc = malloc(rb * n + 2); /* exact: an over-read shows under ASan */
+    c->w = type == BATON_TYPE_F32 ? c->w_alloc : c->w_alloc + 2;
+    c->x = malloc(k * m * sizeof(float));
+    c->want = malloc(n * m * sizeof(float));
+    c->got = malloc(n * m * sizeof(float));
+    c->one = malloc(n * sizeof(float));
+    c->work = work ? aligned_alloc(64, work) : NULL;
+    assert_non_null(c->w_alloc);
+    assert_non_null(c->x);
+    assert_non_null(c->want);
+    assert_non_null(c->got);
+    assert_non_null(c->one);
+    if (work)
+        assert_non_null(c->work);
+
+    for (r = 0; r < n; r++) {
+        uint8_t *wr = c->w + r * rb;
+
+        switch (type) {
+        case BATON_TYPE_F32:
+            for (i = 0; i < k; i++)
+                ((float *)wr)[i] = rng_unit();
+            break;
+        case BATON_TYPE_F16:
+            for (i = 0; i < k; i++) {
+                const uint16_t h = baton_fp32_to_fp16(rng_unit() * 2.0f);
+
+                wr[2 * i] = (uint8_t)h;
+                wr[2 * i + 1] = (uint8_t)(h >> 8);
+            }
+            break;
+        default: /* any bytes are a valid block; scales kept moderate */
+            for (i = 0; i < rb; i++)
+                wr[i] = (uint8_t)rng32();
+            for (i = 0; i < k / 32; i++) {
+                const uint16_t h = baton_fp32_to_fp16(rng_unit() * 0.05f);
+                uint8_t *p = wr + i * (type == BATON_TYPE_Q4_0 ? 18 : 34);
+
+                p[0] = (uint8_t)h;
+                p[1] = (uint8_t)(h >> 8);
+            }
+            break;
+        }
+    }
+    for (i = 0; i < k * m; i++) /* blocks of different magnitudes, a zero run */
+        c->x[i] = rng_unit() * (float)(1 + (i / 32) % 5) * ((i / 40) % 9 == 3 ? 0.0f : 1.0f);
+
+    for (i = 0; i < m; i++)
+        for (r = 0; r < n; r++) {
+            const uint8_t *wr = c->w + r * rb;
+            const float *xc = c->x + i * k;
+            float v;
+
+            switch (type) {
+            case BATON_TYPE_F32:
+                v = ref_f32((const float *)wr, xc, k);
+                break;
+            case BATON_TYPE_F16:
+                v = ref_f16(wr, xc, k);
+                break;
+            default:
+                v = ref_q(wr, type == BATON_TYPE_Q4_0, xc, k);
+                break;
+            }
+            c->want[i * n + r] = v;
+        }
+}
+
+static void case_free(struct mm_case *c)
+{
+    free(c->w_alloc);
+    free(c->x);
+    free(c->want);
+    free(c->got);
+    free(c->one);
+    free(c->work);
+}
+
+static void expect_same(const float *got, const float *want, uint64_t count, const char *what)
+{
+    uint64_t i;
+
+    for (i = 0; i < count; i++) {
+        uint32_t a, b;
+
+        if (isnan(want[i]) && isnan(got[i]))
+            continue;
+        memcpy(&a, &got[i], 4);
+        memcpy(&b, &want[i], 4);
+        if (a != b)
+            fail_msg("%s: element %llu: got %.9g (0x%08x), want %.9g (0x%08x)", what,
+                     (unsigned long long)i, got[i], a, want[i], b);
+    }
+}
+
+/* Runs the case at every level this CPU has, with the given pools; checks
+ * the batch against the reference and each column alone against it. */
+static void case_check(struct mm_case *c, struct baton_pool **pools, int n_pools)
+{
+    int lvl, p;
+    uint64_t col;
+    char what[96];
+
+    for (lvl = BATON_CPU_ISA_SCALAR; lvl <= BATON_CPU_ISA_AVX512; lvl++) {
+        if ((int)baton_cpu_isa_set((enum baton_cpu_isa)lvl) != lvl)
+            continue;
+        for (p = 0; p < n_pools; p++) {
+            snprintf(what, sizeof(what), "%s %s k=%llu n=%llu m=%llu threads=%u",
+                     baton_type_name(c->type), baton_cpu_isa_name((enum baton_cpu_isa)lvl),
+                     (unsigned long long)c->k, (unsigned long long)c->n, (unsigned long long)c->m,
+                     baton_pool_threads(pools[p]));
+            memset(c->got, 0x55, c->n * c->m * sizeof(float));
+            baton_cpu_mul_mat_typed(pools[p], c->type, c->w, c->x, c->got, c->k, c->n, c->m,
+                                    c->work);
+            expect_same(c->got, c->want, c->n * c->m, what);
+        }
+        for (col = 0; col < c->m; col++) {
+            snprintf(what, sizeof(what), "%s %s column %llu alone", baton_type_name(c->type),
+                     baton_cpu_isa_name((enum baton_cpu_isa)lvl), (unsigned long long)col);
+            baton_cpu_mul_mat_typed(pools[0], c->type, c->w, c->x + col * c->k, c->one, c->k, c->n,
+                                    1, c->work);
+            expect_same(c->one, c->want + col * c->n, c->n, what);
+        }
+    }
+    baton_cpu_isa_set(BATON_CPU_ISA_AVX512); /* back to the best */
+}
+
+static void random_cases(uint32_t type, const uint64_t *ks, int n_ks, int n_cases)
+{
+    struct baton_pool *pools[3];
+    int i;
+
+    assert_int_equal(baton_pool_create(1, &pools[0]), 0);
+    assert_int_equal(baton_pool_create(2, &pools[1]), 0);
+    assert_int_equal(baton_pool_create(3, &pools[2]), 0);
+    for (i = 0; i < n_cases; i++) {
+        struct mm_case c;
+        const uint64_t k = ks[rng_below((uint32_t)n_ks)];
+        const uint64_t n = 1 + rng_below(40), m = 1 + rng_below(7);
+
+        case_fill(&c, type, k, n, m);
+        case_check(&c, pools, 3);
+        case_free(&c);
+    }
+    baton_pool_destroy(pools[0]);
+    baton_pool_destroy(pools[1]);
+    baton_pool_destroy(pools[2]);
+}
+
+static const uint64_t k_any[] = {1, 5, 8, 9, 16, 31, 32, 33, 47, 64, 100, 257};
+static const uint64_t k_blocks[] = {32, 64, 96, 128, 160, 224, 544, 608};
+
+static void test_f32_random(void **state)
+{
+    (void)state;
+    rng_state = 1;
+    random_cases(BATON_TYPE_F32, k_any, 12, 40);
+}
+
+static void test_f16_random(void **state)
+{
+    (void)state;
+    rng_state = 2;
+    random_cases(BATON_TYPE_F16, k_any, 12, 40);
+}
+
+static void test_q8_0_random(void **state)
+{
+    (void)state;
+    rng_state = 3;
+    random_cases(BATON_TYPE_Q8_0, k_blocks, 8, 40);
+}
+
+static void test_q4_0_random(void **state)
+{
+    (void)state;
+    rng_state = 4;
+    random_cases(BATON_TYPE_Q4_0, k_blocks, 8, 40);
+}
+
+/* Shapes past one row block of the prefill walk (256 KiB of weights), so
+ * several row blocks and column groups (4 + 4 + 1) are crossed, and the
+ * decode walk's row tiles with a ragged end. */
+static void test_large_shapes(void **state)
+{
+    static const uint32_t types[] = {BATON_TYPE_F32, BATON_TYPE_F16, BATON_TYPE_Q8_0,
+                                     BATON_TYPE_Q4_0};
+    struct baton_pool *pools[2];
+    unsigned t;
+
+    (void)state;
+    rng_state = 5;
+    assert_int_equal(baton_pool_create(1, &pools[0]), 0);
+    assert_int_equal(baton_pool_create(2, &pools[1]), 0);
+    for (t = 0; t < 4; t++) {
+        struct mm_case c;
+
+        case_fill(&c, types[t], 2048, 163, 9);
+        case_check(&c, pools, 2);
+        case_free(&c);
+    }
+    baton_pool_destroy(pools[0]);
+    baton_pool_destroy(pools[1]);
+}
+
+/* A non-finite activation makes its column NaN for quantized weights
+ * (the block's scale is NaN), on every level. */
+static void test_nonfinite_activation(void **state)
+{
+    struct mm_case c;
+    struct baton_pool *pool = NULL;
+    uint64_t r;
+
+    (void)state;
+    rng_state = 6;
+    case_fill(&c, BATON_TYPE_Q8_0, 96, 10, 3);
+    c.x[96 + 40] = INFINITY; /* column 1, block 1 */
+    for (r = 0; r < 10; r++)
+        c.want[10 + r] = ref_q(c.w + r * baton_row_bytes(BATON_TYPE_Q8_0, 96), 0, c.x + 96, 96);
+    for (r = 0; r < 10; r++)
+        assert_true(isnan(c.want[10 + r]));
+    case_check(&c, &pool, 1);
+    case_free(&c);
+}
+
+/* The activation quantizer of every level writes the same bytes as the
+ * scalar one (values of many magnitudes, ties, a zero block, a NaN block,
+ * a padded last group), for both biases. */
+static void test_act_levels_equal(void **state)
+{
+    static const uint32_t types[] = {BATON_TYPE_Q8_0, BATON_TYPE_Q4_0};
+    const uint64_t k = 32 * 7, m = 3, bytes = m * baton_cpu_act_col_bytes(32 * 7);
+    float x[32 * 7 * 3];
+    uint8_t *want = aligned_alloc(64, bytes), *got = aligned_alloc(64, bytes);
+    unsigned t, i;
+    int lvl;
+
+    (void)state;
+    assert_non_null(want);
+    assert_non_null(got);
+    rng_state = 8;
+    for (i = 0; i < k * m; i++)
+        x[i] = rng_unit() * (float)(1u << (i / 32 % 9)) * 1e-3f;
+    for (i = 64; i < 96; i++)
+        x[i] = 0.0f;
+    x[200] = NAN;
+    x[300] = 127.0f; /* a block where x * (1/d) hits exact halves */
+    x[301] = 0.5f;
+    x[302] = -1.5f;
+    for (t = 0; t < 2; t++) {
+        baton_cpu_isa_set(BATON_CPU_ISA_SCALAR);
+        memset(want, 0xAB, bytes);
+        baton_cpu_quantize_act(NULL, types[t], x, k, m, want);
+        for (lvl = BATON_CPU_ISA_AVX2; lvl <= BATON_CPU_ISA_AVX512; lvl++) {
+            if ((int)baton_cpu_isa_set((enum baton_cpu_isa)lvl) != lvl)
+                continue;
+            memset(got, 0xCD, bytes);
+            baton_cpu_quantize_act(NULL, types[t], x, k, m, got);
+            assert_memory_equal(got, want, bytes);
+        }
+    }
+    baton_cpu_isa_set(BATON_CPU_ISA_AVX512);
+    free(want);
+    free(got);
+}
+
+/* The level in effect can be lowered and restored; names are stable. */
+static void test_isa_levels(void **state)
+{
+    const enum baton_cpu_isa best = baton_cpu_isa_detect();
+
+    (void)state;
+    assert_int_equal(baton_cpu_isa_set(BATON_CPU_ISA_SCALAR), BATON_CPU_ISA_SCALAR);
+    assert_int_equal(baton_cpu_isa(), BATON_CPU_ISA_SCALAR);
+    assert_int_equal(baton_cpu_isa_set(BATON_CPU_ISA_AVX512), best);
+    assert_string_equal(baton_cpu_isa_name(BATON_CPU_ISA_SCALAR), "scalar");
+    assert_string_equal(baton_cpu_isa_name(BATON_CPU_ISA_AVX2), "avx2");
+    assert_string_equal(baton_cpu_isa_name(BATON_CPU_ISA_AVX512), "avx512");
+    print_message("kernel level on this CPU: %s\n", baton_cpu_isa_name(best));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_isa_levels),           cmocka_unit_test(test_f32_random),
+        cmocka_unit_test(test_f16_random),           cmocka_unit_test(test_q8_0_random),
+        cmocka_unit_test(test_q4_0_random),          cmocka_unit_test(test_large_shapes),
+        cmocka_unit_test(test_nonfinite_activation),
+        cmocka_unit_test(test_act_levels_equal),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
