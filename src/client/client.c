@@ -68,6 +68,17 @@ struct baton_conn {
     uint8_t *enc_buf; /* encrypt mode: SEND_PIECE_BYTES of ciphertext */
 };
 
+
+/* A status code sent by the server, as a negative enum baton_status. A code
+ * outside the table is itself a protocol violation (BATON_E_PROTO), so a
+ * caller never sees a value it cannot name. */
+static int server_status(uint16_t status)
+{
+    if (status == 0 || status > (uint16_t)-BATON_E_STATUS_MIN)
+        return BATON_E_PROTO;
+    return -(int)status;
+}
+
 static void mark_dead(struct baton_conn *c)
 {
     c->dead = 1;
@@ -263,7 +274,7 @@ static int read_one_reply(struct baton_conn *c)
         c->stats[pd->cmd].reply_bytes +=
             BATON_FRAME_HEADER_BYTES + h.len + (c->tagged ? BATON_TAG_BYTES : 0);
     if (h.cmd != pd->cmd || h.seq != pd->seq) {
-        rc = h.status != 0 && !c->tagged ? -(int)h.status : BATON_E_PROTO;
+        rc = h.status != 0 && !c->tagged ? server_status(h.status) : BATON_E_PROTO;
         goto dead;
     }
     if (c->tagged) {
@@ -272,7 +283,7 @@ static int read_one_reply(struct baton_conn *c)
             goto dead;
     }
     if (h.status != 0) {
-        int st = -(int)h.status;
+        int st = server_status(h.status);
         if (h.len > MAX_ERROR_PAYLOAD) {
             rc = BATON_E_PROTO;
             goto dead;
@@ -444,13 +455,13 @@ static int hs_read_header(struct baton_conn *c, uint8_t *hb, struct baton_frame_
         uint16_t st = 0;
         pos = 6;
         if (baton_wire_get_u16(hb, BATON_FRAME_HEADER_BYTES, &pos, &st) == 0 && st != 0)
-            return -(int)st;
+            return server_status(st);
     }
     if (rc != 0)
         return BATON_E_PROTO;
     c->stats[cmd].reply_bytes += BATON_FRAME_HEADER_BYTES + h->len;
     if (h->cmd != cmd || h->seq != seq || h->status != 0)
-        return h->status != 0 ? -(int)h->status : BATON_E_PROTO;
+        return h->status != 0 ? server_status(h->status) : BATON_E_PROTO;
     return 0;
 }
 

@@ -506,6 +506,58 @@ static int layout(const struct baton_graph *g, struct baton_node_plan *plan,
     return 0;
 }
 
+/* 1 if leaves a and b name overlapping bytes of one buffer. Handles are
+ * opaque: equal handles are one buffer, different handles different
+ * buffers. Extents were checked at decode (offset + nbytes does not wrap). */
+static int leaves_overlap(const struct baton_tensor_desc *a, const struct baton_tensor_desc *b)
+{
+    if (a->buffer != b->buffer || a->nbytes == 0 || b->nbytes == 0)
+        return 0;
+    return a->offset < b->offset + b->nbytes && b->offset < a->offset + a->nbytes;
+}
+
+/* A leaf that the graph writes (an out leaf, or an ATTENTION KV cache) may
+ * not share a byte with any other leaf: a kernel that checks indices (ids,
+ * positions) and then writes could otherwise overwrite indices it already
+ * checked, and a write could land in memory another leaf reads mid-op
+ * (found by an adversarial test: ATTENTION caches over the positions, and a
+ * GET_ROWS out leaf over its ids, reached outside the session's buffer).
+ * The same leaf index may be written and read by different nodes: nodes run
+ * in order. O(written leaves x leaves). Returns 0 or BATON_E_GRAPH. */
+static int check_written_leaves(const struct baton_graph *g)
+{
+    uint8_t *written = calloc(g->n_leaves ? g->n_leaves : 1, 1);
+    uint32_t i, j;
+    int rc = 0;
+
+    if (written == NULL)
+        return BATON_E_NOMEM;
+    for (i = 0; i < g->n_nodes; i++) {
+        const struct baton_graph_node *n = &g->nodes[i];
+
+        if (n->out_leaf != BATON_SRC_NONE && n->out_leaf < g->n_leaves)
+            written[n->out_leaf] = 1;
+        if (n->op == BATON_OP_ATTENTION) {
+            if (n->src[3] < g->n_leaves)
+                written[n->src[3]] = 1;
+            if (n->src[4] < g->n_leaves)
+                written[n->src[4]] = 1;
+        }
+    }
+    for (i = 0; i < g->n_leaves && rc == 0; i++) {
+        if (!written[i])
+            continue;
+        for (j = 0; j < g->n_leaves; j++) {
+            if (j != i && leaves_overlap(&g->leaves[i], &g->leaves[j])) {
+                rc = BATON_E_GRAPH;
+                break;
+            }
+        }
+    }
+    free(written);
+    return rc;
+}
+
 /* See compute.h. */
 int baton_graph_validate(const struct baton_graph *g, uint32_t max_nodes,
                          struct baton_node_plan *plan, uint64_t *scratch_bytes)
@@ -536,6 +588,9 @@ int baton_graph_validate(const struct baton_graph *g, uint32_t max_nodes,
         if (rc)
             goto out;
     }
+    rc = check_written_leaves(g);
+    if (rc)
+        goto out;
     rc = layout(g, plan, tmp, live, scratch_bytes);
 out:
     free(live);
@@ -741,7 +796,7 @@ static uint64_t sat_numel(const uint64_t ne[BATON_MAX_DIMS])
     return sat_mul(sat_mul(ne[0], ne[1]), sat_mul(ne[2], ne[3]));
 }
 
-/* Rough count: MUL_MAT 2*K*N*M, ATTENTION 4*hd*nh*nt*n_ctx, ARGMAX the
+/* Rough count: MUL_MAT max(2*K*N*M, N*M), ATTENTION 4*hd*nh*nt*n_ctx, ARGMAX the
  * source's elements, RESHAPE 0, every other op its result's elements.
  * Saturates at UINT64_MAX; sources that are not valid indices count 0. */
 uint64_t baton_graph_flops(const struct baton_graph *g)
@@ -762,8 +817,11 @@ uint64_t baton_graph_flops(const struct baton_graph *g)
         src0_ok = n->src[0] < g->n_leaves ? g->leaves != NULL : n->src[0] - g->n_leaves < i;
         switch (n->op) {
         case BATON_OP_MUL_MAT:
+            /* at least one per output element: K = 0 still writes N*M zeros */
             if (src0_ok)
                 f = sat_mul(sat_mul(2, tensor_ne(g, n->src[0])[0]), sat_numel(n->ne));
+            if (f < sat_numel(n->ne))
+                f = sat_numel(n->ne);
             break;
         case BATON_OP_ATTENTION:
             if (n->src[3] < g->n_leaves && g->leaves)

@@ -146,7 +146,9 @@ void baton_gguf_close(struct baton_gguf *g);
 /* File-level facts. */
 uint32_t baton_gguf_version(const struct baton_gguf *g);     /* 2 or 3 */
 uint32_t baton_gguf_alignment(const struct baton_gguf *g);   /* power of 2 */
-uint64_t baton_gguf_data_offset(const struct baton_gguf *g); /* data section, from file start */
+/* Start of the data section, from the file's start. For a file without
+ * tensors it may lie past the end of the file (nothing is read there). */
+uint64_t baton_gguf_data_offset(const struct baton_gguf *g);
 uint64_t baton_gguf_file_size(const struct baton_gguf *g);   /* bytes */
 const void *baton_gguf_base(const struct baton_gguf *g);     /* first byte of the file */
 

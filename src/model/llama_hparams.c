@@ -14,7 +14,9 @@ static int need_u32(const struct baton_gguf *g, const char *key, uint32_t *out, 
 
     if (rc != 0)
         snprintf(err, err_len, "metadata key '%s': %s", key,
-                 rc == BATON_E_NOT_FOUND ? "missing" : baton_status_str(rc));
+                 rc == BATON_E_NOT_FOUND ? "missing"
+                 : rc == BATON_E_TYPE    ? "not an integer"
+                                         : "value out of range");
     return rc;
 }
 
@@ -59,6 +61,19 @@ int baton_llama_hparams_load(const struct baton_gguf *g, struct baton_llama_hpar
                  "n_layer %u, n_ff %u",
                  hp->n_embd, hp->n_head, hp->n_head_kv, hp->n_layer, hp->n_ff);
         return BATON_E_FORMAT;
+    }
+    {
+        /* every layer needs its tensors: check the last one exists before
+         * anyone sizes arrays by n_layer */
+        char name[64];
+        struct baton_gguf_tensor last;
+
+        snprintf(name, sizeof(name), "blk.%u.attn_norm.weight", hp->n_layer - 1);
+        if (hp->n_layer > (1u << 16) || baton_gguf_find_tensor(g, name, &last, NULL) != 0) {
+            snprintf(err, err_len,
+                     "llama.block_count is %u but tensor '%s' is missing", hp->n_layer, name);
+            return BATON_E_FORMAT;
+        }
     }
     hp->head_dim = hp->n_embd / hp->n_head;
     hp->n_rot = hp->head_dim;

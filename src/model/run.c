@@ -333,6 +333,19 @@ static int upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
             goto out;
     }
     for (i = 0; i < n_items; i++) {
+        const uint32_t ty = items[i].src.type;
+        const int is_vector = items[i].src.n_dims <= 1;
+
+        /* norms are F32 vectors; matrices F32, F16, Q8_0 or Q4_0 */
+        if (is_vector ? ty != BATON_TYPE_F32
+                      : !(ty == BATON_TYPE_F32 || ty == BATON_TYPE_F16 ||
+                          ty == BATON_TYPE_Q8_0 || ty == BATON_TYPE_Q4_0)) {
+            fprintf(r->cfg->log, "baton: %s: tensor '%s' has type %s, which the llama graph "
+                                 "does not use for a %s\n",
+                    r->cfg->model_path, items[i].src.name, baton_type_name(ty),
+                    is_vector ? "norm weight (f32 only)" : "matrix (f32, f16, q8_0, q4_0)");
+            goto out;
+        }
         if (items[i].src.type >= 64 || !(info.type_mask & (1ull << items[i].src.type))) {
             fprintf(r->cfg->log,
                     "baton: %s: tensor '%s' has type %s, which stage %u (%s) cannot compute\n",
@@ -510,6 +523,18 @@ static int run_step(struct run *r, const int32_t *tokens, uint32_t n, uint32_t p
             rc = baton_conn_wait(s->conn);
         if (rc != 0)
             return stage_fail(r, s, what, rc);
+        if (s->st.last && want_logits) {
+            uint32_t v;
+
+            for (v = 0; v < r->hp.n_vocab; v++) {
+                if (!isfinite(r->logits[v])) {
+                    fprintf(r->cfg->log, "baton: stage %u (%s) returned a non-finite logit "
+                                         "(token %u)\n",
+                            s->index + 1, s->endpoint, v);
+                    return 1;
+                }
+            }
+        }
     }
     return 0;
 }

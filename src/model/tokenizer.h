@@ -16,7 +16,11 @@
  *      is emitted as one byte token "<0xNN>" per UTF-8 byte (byte fallback),
  *      or as the unknown id if the vocabulary lacks that byte token.
  *
- * Special-token text in the input ("<s>") is not parsed: it is plain text.
+ * Special-token text in the input ("<s>") is not parsed as a special token:
+ * it is plain text and goes through the merges like any other text. If the
+ * vocabulary has merge paths that reach a control piece (a piece "<s" and a
+ * score path to "<s>"), the merges can still produce that id, as llama.cpp's
+ * spm tokenizer does.
  * Complexity: O(n log n) in the text length n (a binary heap of candidate
  * pairs; stale pairs are skipped when popped, as in llama.cpp), with
  * O(n) memory allocated per call.
@@ -110,8 +114,10 @@ int baton_token_to_piece(const struct baton_tokenizer *tok, int32_t id, int32_t 
 
 /* Concatenates the pieces of n ids into out (no NUL), stripping one leading
  * space from the first piece and from any piece right after BOS (when
- * add_space_prefix is on), so that detokenize(tokenize(t)) == t for text
- * whose pieces are all in the vocabulary or byte-encoded.
+ * add_space_prefix is on), so that detokenize(tokenize(t)) == t for valid
+ * UTF-8 text whose pieces are all in the vocabulary or byte-encoded. Invalid
+ * UTF-8 can break the round trip: a lead byte of a multi-byte sequence
+ * followed by a space ("\xc3 ") is taken as one character with the space.
  * *len receives the full length. Errors as baton_token_to_piece; on
  * BATON_E_LIMIT out holds the first cap bytes. */
 int baton_detokenize(const struct baton_tokenizer *tok, const int32_t *ids, size_t n, char *out,

@@ -645,6 +645,10 @@ static int cmd_graph_compute(struct conn *c, const struct baton_frame_header *h)
         rc = recv_payload(c, ss->req, len);
     if (rc == 0)
         rc = baton_wire_decode_graph_header(ss->req, len, &pos, max_nodes, &n_leaves, &n_nodes);
+    /* the whole payload is in hand: a payload too short for the header is a
+     * wrong length (E_INVAL, PROTOCOL.md), not a frame cut short */
+    if (rc == BATON_E_TRUNCATED)
+        rc = BATON_E_INVAL;
     if (rc == 0)
         rc = session_reserve_graph(ss, n_leaves, n_nodes);
     for (uint32_t i = 0; rc == 0 && i < n_leaves; i++)

@@ -170,7 +170,7 @@ static void graph_limits(struct owner *a)
 
     /* compute budget 1000: MUL_MAT 16x16 by 16x16 is 2*16^3 = 8192 */
     uint64_t hm;
-    struct baton_tensor_desc mw, mx, mo;
+    struct baton_tensor_desc mw = {0}, mx = {0}, mo = {0};
     static float w[256], x[256], o[256], back[256];
     for (int i = 0; i < 256; i++) {
         w[i] = (float)(i % 7);

@@ -12,7 +12,9 @@ cmp -s "$TMP/g1.gguf" "$TMP/g2.gguf" || fail "gen-model is not deterministic"
 "$BATON" gen-model --layers 3 --dim 64 --ff 96 --heads 4 --kv-heads 2 --vocab 400 --type q8_0 \
     --seed 12 -o "$TMP/g3.gguf" 2>/dev/null || fail "gen-model (3)"
 cmp -s "$TMP/g1.gguf" "$TMP/g3.gguf" && fail "different seeds gave the same file"
-"$BATON" inspect "$TMP/g1.gguf" | grep -q "blk.2.ffn_down.weight  *q8_0  *96 x 64" || fail "inspect of generated model"
+# (output to a file first: grep -q on a pipe would end inspect with SIGPIPE)
+"$BATON" inspect "$TMP/g1.gguf" >"$TMP/g1.txt" || fail "inspect of generated model"
+grep -q "blk.2.ffn_down.weight  *q8_0  *96 x 64" "$TMP/g1.txt" || fail "inspect of generated model: tensor row"
 rc=0; "$BATON" gen-model --layers 1 --dim 48 --ff 64 --heads 4 --type q4_0 -o "$TMP/bad.gguf" 2>"$TMP/bad.err" || rc=$?
 [ "$rc" -eq 2 ] || fail "dim 48 with q4_0 exited $rc"
 
@@ -25,7 +27,8 @@ models=("$TMP/g1.gguf")
 if [ -n "${MODEL_DIR:-}" ] && [ -f "$MODEL_DIR/stories260K.gguf" ]; then
     "$BATON" quantize "$MODEL_DIR/stories260K.gguf" "$TMP/s_q8.gguf" q8_0 2>/dev/null || fail "quantize q8_0"
     "$BATON" quantize "$MODEL_DIR/stories260K.gguf" "$TMP/s_q4.gguf" q4_0 2>/dev/null || fail "quantize q4_0"
-    "$BATON" inspect "$TMP/s_q4.gguf" | grep -q "blk.0.attn_q.weight  *q4_0" || fail "quantized type"
+    "$BATON" inspect "$TMP/s_q4.gguf" >"$TMP/s_q4.txt" || fail "inspect of quantized model"
+    grep -q "blk.0.attn_q.weight  *q4_0" "$TMP/s_q4.txt" || fail "quantized type"
     models+=("$TMP/s_q8.gguf" "$TMP/s_q4.gguf")
 elif [ "${CI:-}" = "true" ]; then
     fail "stories260K.gguf missing under CI"

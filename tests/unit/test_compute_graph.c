@@ -750,10 +750,103 @@ static void test_attention_batch_equals_steps(void **state)
     batch_equals_steps(&large, 20);
 }
 
+/* A leaf the graph writes may not overlap any other leaf (regression: an
+ * adversarial client placed ATTENTION's positions inside its KV cache, and
+ * a GET_ROWS out leaf over its ids; the first write changed indices that
+ * had been checked, and the next write or read left the buffer). */
+static void test_written_leaf_overlap(void **state)
+{
+    struct tg t;
+    float tab[16] = {0}, out[8] = {0};
+    int32_t ids[2] = {0, 0};
+    uint32_t lt, li, lo, n;
+
+    (void)state;
+    /* GET_ROWS: out leaf over the ids (same buffer, overlapping bytes) */
+    tg_init(&t);
+    lt = tg_leaf(&t, BATON_TYPE_F32, 4, 4, 1, 1, tab);
+    li = tg_leaf(&t, BATON_TYPE_I32, 2, 1, 1, 1, ids);
+    lo = tg_leaf(&t, BATON_TYPE_F32, 4, 2, 1, 1, out);
+    t.leaves[li].buffer = 77;
+    t.leaves[li].offset = 4096;
+    t.leaves[lo].buffer = 77;
+    t.leaves[lo].offset = 4096;
+    n = tg_node(&t, BATON_OP_GET_ROWS, BATON_TYPE_F32, 4, 2, 1, 1, SRC2(lt, li), NULL);
+    tg_at(&t, n)->out_leaf = lo;
+    assert_int_equal(tg_validate(&t, TG_MAX), BATON_E_GRAPH);
+    /* one byte of overlap is enough; touching ranges are fine */
+    t.leaves[lo].offset = 4096 + 7;
+    assert_int_equal(tg_validate(&t, TG_MAX), BATON_E_GRAPH);
+    t.leaves[lo].offset = 4096 + 8;
+    assert_int_equal(tg_validate(&t, TG_MAX), 0);
+    t.leaves[lo].offset = 4096 - 32;
+    assert_int_equal(tg_validate(&t, TG_MAX), 0);
+    /* a read-only leaf may overlap another read-only leaf */
+    t.leaves[lt].buffer = 77;
+    t.leaves[lt].offset = 4096;
+    t.leaves[lo].offset = 4096 + 16; /* over the table (4096..4160), clear of the ids */
+    assert_int_equal(tg_validate(&t, TG_MAX), BATON_E_GRAPH);
+    t.leaves[lo].buffer = 78;
+    assert_int_equal(tg_validate(&t, TG_MAX), 0); /* table over ids: both only read */
+}
+
+static void test_attention_cache_overlap(void **state)
+{
+    struct tg t;
+    float q[16], k[16], v[16], kc[64], vc[64];
+    int32_t pos[2] = {1, 0};
+    uint32_t lq, lk, lv, lkc, lvc, lp;
+
+    (void)state;
+    tg_init(&t);
+    lq = tg_leaf(&t, BATON_TYPE_F32, 8, 1, 2, 1, q);
+    lk = tg_leaf(&t, BATON_TYPE_F32, 8, 1, 2, 1, k);
+    lv = tg_leaf(&t, BATON_TYPE_F32, 8, 1, 2, 1, v);
+    lkc = tg_leaf(&t, BATON_TYPE_F32, 8, 1, 8, 1, kc);
+    lvc = tg_leaf(&t, BATON_TYPE_F32, 8, 1, 8, 1, vc);
+    lp = tg_leaf(&t, BATON_TYPE_I32, 2, 1, 1, 1, pos);
+    tg_node(&t, BATON_OP_ATTENTION, BATON_TYPE_F32, 8, 1, 2, 1, SRC6(lq, lk, lv, lkc, lvc, lp),
+            P2(f32_bits(1.0f), 0));
+    assert_int_equal(tg_validate(&t, TG_MAX), 0);
+    /* positions inside the K cache's slot 1 */
+    t.leaves[lp].buffer = t.leaves[lkc].buffer;
+    t.leaves[lp].offset = 32;
+    assert_int_equal(tg_validate(&t, TG_MAX), BATON_E_GRAPH);
+    /* k over the K cache */
+    t.leaves[lp].buffer = 99;
+    t.leaves[lk].buffer = t.leaves[lkc].buffer;
+    t.leaves[lk].offset = 64;
+    assert_int_equal(tg_validate(&t, TG_MAX), BATON_E_GRAPH);
+    /* the two caches over each other */
+    t.leaves[lk].buffer = 98;
+    t.leaves[lvc].buffer = t.leaves[lkc].buffer;
+    t.leaves[lvc].offset = 128;
+    assert_int_equal(tg_validate(&t, TG_MAX), BATON_E_GRAPH);
+    t.leaves[lvc].offset = 256; /* the K cache is 8*8*4 = 256 bytes: disjoint */
+    assert_int_equal(tg_validate(&t, TG_MAX), 0);
+}
+
+static void test_flops_floor(void **state)
+{
+    struct tg t;
+    uint32_t lw, lx;
+
+    (void)state;
+    /* K = 0: no multiply-adds, but N*M outputs are still written */
+    tg_init(&t);
+    lw = tg_leaf(&t, BATON_TYPE_F32, 0, 1000, 1, 1, NULL);
+    lx = tg_leaf(&t, BATON_TYPE_F32, 0, 30, 1, 1, NULL);
+    tg_node(&t, BATON_OP_MUL_MAT, BATON_TYPE_F32, 1000, 30, 1, 1, SRC2(lw, lx), NULL);
+    assert_int_equal(baton_graph_flops(&t.g), 30000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_base),
+        cmocka_unit_test(test_written_leaf_overlap),
+        cmocka_unit_test(test_attention_cache_overlap),
+        cmocka_unit_test(test_flops_floor),
         cmocka_unit_test(test_bad_arity_slot),
         cmocka_unit_test(test_unknown_op),
         cmocka_unit_test(test_source_from_later_node),

@@ -50,6 +50,9 @@ static inline uint32_t tg_leaf(struct tg *t, uint32_t type, uint64_t n0, uint64_
         bb = 18;
     }
     memset(d, 0, sizeof(*d));
+    /* each leaf its own buffer, so no two leaves overlap (a test that wants
+     * aliasing sets buffer/offset itself) */
+    d->buffer = (uint64_t)t->g.n_leaves + 1;
     d->type = type;
     d->ne[0] = n0;
     d->ne[1] = n1;

@@ -5,9 +5,10 @@
  * host itself starts with '[' ("[[1]:5") was accepted with host "[1"; the
  * formatter brackets only hosts containing ':', so it wrote "peer = [1:5",
  * which baton_policy_parse rejects, against policy.h's promise that
- * baton_policy_format's text parses back to the same policy. Whatever the
- * fix (reject such hosts, or bracket them when formatting), a peer value is
- * either refused or survives format -> parse unchanged.
+ * baton_policy_format's text parses back to the same policy. Fixed in
+ * baton_net_split_hostport (brackets inside a host are refused); whatever
+ * the fix, a peer value is either refused or survives format -> parse
+ * unchanged.
  */
 #include <setjmp.h>
 #include <stdarg.h>

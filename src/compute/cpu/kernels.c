@@ -264,10 +264,21 @@ static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
 
     for (r = r0; r < r1; r++) {
         const uint64_t t = r / nh, h = r % nh, kvh = h / group;
-        const uint64_t n_slots = (uint64_t)a->pos[t] + 1;
+        const int32_t p = a->pos[t]; /* read once, checked where it is used */
         const float *q = a->q + r * hd;
         float *out = a->out + r * hd;
         float max_val, sum = 0.0f;
+        uint64_t n_slots;
+
+        if (p < 0 || (uint64_t)p >= a->n_ctx) {
+            /* unreachable after the checks in baton_cpu_attention and the
+             * validator's no-overlap rule; kept so no index is ever used
+             * unchecked */
+            for (i = 0; i < hd; i++)
+                out[i] = 0.0f;
+            continue;
+        }
+        n_slots = (uint64_t)p + 1;
 
         for (s = 0; s < n_slots; s++) {
             const float *kr = a->k_cache + (s * nkv + kvh) * hd;
@@ -294,10 +305,10 @@ static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
             out[i] = 0.0f;
         for (s = 0; s < n_slots; s++) {
             const float *vr = a->v_cache + (s * nkv + kvh) * hd;
-            const float p = att[s];
+            const float w = att[s];
 
             for (i = 0; i < hd; i++)
-                out[i] += p * vr[i];
+                out[i] += w * vr[i];
         }
     }
 }
@@ -318,8 +329,12 @@ int baton_cpu_attention(struct baton_pool *pool, const struct baton_cpu_attentio
      * the batch sees every earlier one, as in token-by-token decoding. */
     if (row > 0)
         for (t = 0; t < a->nt; t++) {
-            memcpy(a->k_cache + (uint64_t)a->pos[t] * row, a->k + t * row, row * sizeof(float));
-            memcpy(a->v_cache + (uint64_t)a->pos[t] * row, a->v + t * row, row * sizeof(float));
+            const int32_t p = a->pos[t]; /* re-read and re-checked at its use */
+
+            if (p < 0 || (uint64_t)p >= a->n_ctx)
+                return BATON_E_INDEX;
+            memmove(a->k_cache + (uint64_t)p * row, a->k + t * row, row * sizeof(float));
+            memmove(a->v_cache + (uint64_t)p * row, a->v + t * row, row * sizeof(float));
         }
     if (a->nh == 0 || a->hd == 0)
         return 0;

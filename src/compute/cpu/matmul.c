@@ -456,8 +456,17 @@ int baton_cpu_get_rows_typed(uint32_t ttype, const void *table, uint64_t k, uint
     if (k == 0)
         return 0;
     for (i = 0; i < n; i++) {
-        const uint8_t *src = (const uint8_t *)table + (uint64_t)ids[i] * row_bytes;
-        int rc = baton_dequantize_row(ttype, src, y + i * k, k);
+        /* each id is read once and checked at its use: a row written to y
+         * must not be able to change an id checked above (the validator
+         * also forbids an out leaf that overlaps another leaf) */
+        const int32_t id = ids[i];
+        const uint8_t *src;
+        int rc;
+
+        if (id < 0 || (uint64_t)id >= r)
+            return BATON_E_INDEX;
+        src = (const uint8_t *)table + (uint64_t)id * row_bytes;
+        rc = baton_dequantize_row(ttype, src, y + i * k, k);
 
         if (rc)
             return rc; /* not reached: the type and k are validated */

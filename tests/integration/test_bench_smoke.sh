@@ -1,0 +1,60 @@
+#!/bin/bash
+# The benchmark scripts run end to end with tiny sizes and print their
+# documented line formats (bench/roofline.sh, bench/compare-llamacpp.sh,
+# bench/transport.sh). Figures are not checked: speed is never asserted.
+# shellcheck source=tests/integration/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+for b in bench_triad bench_rawtcp bench_transport; do
+    if [ ! -x "$BUILD_DIR/bench/$b" ]; then
+        echo "SKIP: $BUILD_DIR/bench/$b not built (BATON_BENCH=OFF?)" >&2
+        exit 77
+    fi
+done
+num='[0-9]+(\.[0-9]+)?'
+
+# roofline: one cell line per type and thread count
+"$SRC_DIR/bench/roofline.sh" --build "$BUILD_DIR" --no-build --small >"$TMP/roofline.out" 2>&1 ||
+    { cat "$TMP/roofline.out" >&2; fail "roofline.sh exited non-zero"; }
+for t in F16 Q8_0 Q4_0; do
+    for n in 1 2; do
+        grep -Eq "^$t threads=$n decode_tok_s=$num bandwidth_GBs=$num roofline=$num\$" "$TMP/roofline.out" ||
+            { cat "$TMP/roofline.out" >&2; fail "roofline.sh: no $t threads=$n line"; }
+    done
+done
+grep -Eq "^# weight bytes per token: q8_0 [1-9][0-9]*\$" "$TMP/roofline.out" ||
+    fail "roofline.sh: no weight bytes line"
+grep -q "^# load average at start: " "$TMP/roofline.out" || fail "roofline.sh: no machine header"
+
+# compare: the baton arms (llama.cpp needs node and the npm package: not here)
+"$SRC_DIR/bench/compare-llamacpp.sh" --build "$BUILD_DIR" --no-build --small --no-llamacpp \
+    --threads 1 >"$TMP/compare.out" 2>&1 ||
+    { cat "$TMP/compare.out" >&2; fail "compare-llamacpp.sh exited non-zero"; }
+for arm in baton_inproc baton_batond1 baton_batond2; do
+    grep -Eq "^$arm threads=1 prefill_tok_s=$num decode_tok_s=$num\$" "$TMP/compare.out" ||
+        { cat "$TMP/compare.out" >&2; fail "compare-llamacpp.sh: no $arm line"; }
+done
+grep -Eq "^ratio baton_batond1/baton_inproc threads=1 decode=$num cost_pct=-?$num\$" "$TMP/compare.out" ||
+    fail "compare-llamacpp.sh: no batond cost line"
+grep -q "^# llamacpp: not run (--no-llamacpp)" "$TMP/compare.out" ||
+    fail "compare-llamacpp.sh: llama.cpp arm not reported as skipped"
+
+# transport: raw references, both batond arms, the hand-off arms
+"$SRC_DIR/bench/transport.sh" --build "$BUILD_DIR" --no-build --small >"$TMP/transport.out" 2>&1 ||
+    { cat "$TMP/transport.out" >&2; fail "transport.sh exited non-zero"; }
+grep -Eq "^raw send_1MiB=$num MB/s\$" "$TMP/transport.out" || fail "transport.sh: no raw stream line"
+grep -Eq "^raw rtt_1B=$num us\$" "$TMP/transport.out" || fail "transport.sh: no raw round trip line"
+for arm in nokey key; do
+    for f in set_1MiB get_1MiB; do
+        grep -Eq "^$arm $f=$num MB/s raw=$num ratio=$num\$" "$TMP/transport.out" ||
+            { cat "$TMP/transport.out" >&2; fail "transport.sh: no $arm $f line"; }
+    done
+    for f in get_4B_rtt graph_compute_rtt handoff_hub_16KiB; do
+        grep -Eq "^$arm $f=$num us raw=$num ratio=$num diff_us=-?$num\$" "$TMP/transport.out" ||
+            { cat "$TMP/transport.out" >&2; fail "transport.sh: no $arm $f line"; }
+    done
+    grep -Eq "^$arm handoff_direct_16KiB=" "$TMP/transport.out" ||
+        fail "transport.sh: no $arm direct hand-off line"
+done
+echo "PASS: bench scripts run and print their formats"
