@@ -21,7 +21,7 @@
  * benchmarks), a spinning thread burns its share of the CPU while its
  * partner is descheduled, and it loses the scheduler's preference for
  * threads that wake from sleep: measured there, a fixed 5..50 us window cut
- * 2-thread decode by 20-60 %, and the pool hand-off grew from 9 us (sleep)
+ * 2-thread decode by 10-70 %, and the pool hand-off grew from 9 us (sleep)
  * to 35-100 us (bench/pool.c). So each waiting thread watches for that: a
  * spin whose clock jumps by more than SPIN_PREEMPT_NS between two polls was
  * descheduled, and that thread then sleeps at once for its next `backoff`
@@ -32,9 +32,11 @@
  *
  * The window (BATON_POOL_SPIN_US_DEFAULT = 20 us, overridable with the
  * environment variable BATON_POOL_SPIN_US, 0..10000 us, read once per pool;
- * 0 never spins) is about twice the cost of a wake-up (spinning as long as
- * blocking costs, then blocking, is within 2x of the best choice made in
- * hindsight) and covers about 91 % of the gaps between ops in that decode.
+ * 0 never spins) is about twice the cost of a wake-up: spinning for about
+ * what blocking costs, then blocking, wastes at most a small multiple of
+ * what the best choice made in hindsight would (the classic spin-then-block
+ * argument), and 20 us covers about 91 % of the gaps between ops in that
+ * decode.
  * Idle threads sleep after at most one window, so an idle pool costs no
  * CPU. Measurements: bench/RESULTS.md.
  *

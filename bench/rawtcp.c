@@ -1,0 +1,406 @@
+/* Raw loopback TCP reference for bench/transport.sh: what the kernel's
+ * loopback gives with no protocol at all, to set batond's SET_TENSOR /
+ * GET_TENSOR and round-trip figures against.
+ *
+ *   rawtcp serve [--port-file FILE]           listen on 127.0.0.1, port 0
+ *   rawtcp run PORT [--mib-list 1,64] [--rtt-iters N] [--handoff-kib K]
+ *              [--phase stream|rtt|all] [--quit]
+ *
+ * The server serves one connection at a time, strictly in order; each
+ * request is a 9-byte header: 1 byte kind, 8 bytes length (little endian).
+ *   'S' (send): the client then streams `length` bytes, which the server
+ *       reads into one buffer of that size, then answers 1 byte. The client
+ *       times submit to answer: the shape of a SET_TENSOR.
+ *   'G' (get): the server answers with `length` bytes from one buffer; the
+ *       client times the request to its last byte: the shape of GET_TENSOR.
+ *   'E' (echo): `length` times, the client sends 1 byte and waits for the
+ *       server's 1-byte echo; the client times the whole loop.
+ *   'Q': the server closes the connection and exits.
+ * TCP_NODELAY on both ends; a transfer is one blocking send() loop and one
+ * recv(MSG_WAITALL) loop over the whole buffer (the kernel splits them;
+ * MSG_WAITALL saves a wake-up per segment, which on this 2-core VM roughly
+ * doubled the 64 MiB rate). The server's buffer is mmap'd and
+ * madvise(MADV_HUGEPAGE)d like batond's buffers; the client's is malloc'd
+ * like bench/transport.c's.
+ *
+ * `run` prints one `key=value` line per figure, figures only, never a test:
+ *   raw_send_MIB_MBs=X raw_get_MIB_MBs=Y   (MB = 1e6 bytes of payload)
+ *   raw_rtt_us=Z                           (mean over N round trips)
+ *   raw_handoff_us=W    (mean of N/10 rounds of: get K KiB, then send them
+ *                        back and wait for the answer: the raw shape of a
+ *                        boundary hand-off through the coordinator)
+ * The stream phase gives the first two, the rtt phase the last two; --quit
+ * stops the server afterwards.
+ * Own code; plain POSIX sockets.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_BYTES (1ull << 30)
+#define MAX_SIZES 8
+
+static double now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int write_all(int fd, const void *buf, size_t n)
+{
+    const uint8_t *p = buf;
+
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int read_all(int fd, void *buf, size_t n)
+{
+    uint8_t *p = buf;
+
+    while (n > 0) {
+        ssize_t r = recv(fd, p, n, MSG_WAITALL);
+
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+/* A buffer of n bytes, madvise(MADV_HUGEPAGE)d when large, as batond's
+ * buffers are (src/server/handles.c), and touched; NULL on failure. */
+static uint8_t *big_buffer(size_t n, uint8_t fillv)
+{
+    void *m = mmap(NULL, n ? n : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    if (m == MAP_FAILED)
+        return NULL;
+    if (n >= (2u << 20))
+        (void)madvise(m, n, MADV_HUGEPAGE);
+    memset(m, fillv, n);
+    return m;
+}
+
+static void set_nodelay(int fd)
+{
+    int one = 1;
+
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+static void put_u64(uint8_t *p, uint64_t v)
+{
+    int i;
+
+    for (i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_u64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    int i;
+
+    for (i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* Serves one connection until it closes; 1 after a 'Q' request. */
+static int serve_conn(int fd, uint8_t **buf, size_t *cap)
+{
+    uint8_t hdr[9], b = 0;
+
+    for (;;) {
+        uint64_t len, i;
+
+        if (read_all(fd, hdr, sizeof(hdr)) != 0)
+            return 0;
+        len = get_u64(hdr + 1);
+        if (hdr[0] == 'Q')
+            return 1;
+        if (len > MAX_BYTES)
+            return 0;
+        if ((hdr[0] == 'S' || hdr[0] == 'G') && len > *cap) {
+            uint8_t *nb = big_buffer((size_t)len, 0x5a);
+
+            if (!nb)
+                return 0;
+            if (*buf)
+                munmap(*buf, *cap);
+            *buf = nb;
+            *cap = (size_t)len;
+        }
+        switch (hdr[0]) {
+        case 'S':
+            if (read_all(fd, *buf, (size_t)len) != 0 || write_all(fd, &b, 1) != 0)
+                return 0;
+            break;
+        case 'G':
+            if (write_all(fd, *buf, (size_t)len) != 0)
+                return 0;
+            break;
+        case 'E':
+            for (i = 0; i < len; i++)
+                if (read_all(fd, &b, 1) != 0 || write_all(fd, &b, 1) != 0)
+                    return 0;
+            break;
+        default:
+            return 0;
+        }
+    }
+}
+
+static int cmd_serve(const char *port_file)
+{
+    struct sockaddr_in a;
+    socklen_t alen = sizeof(a);
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    int ls, one = 1, done = 0;
+
+    ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (ls < 0)
+        return 1;
+    (void)setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    if (bind(ls, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(ls, 4) != 0 ||
+        getsockname(ls, (struct sockaddr *)&a, &alen) != 0) {
+        perror("rawtcp serve");
+        close(ls);
+        return 1;
+    }
+    if (port_file) {
+        char tmp[4096];
+        FILE *f;
+
+        snprintf(tmp, sizeof(tmp), "%s.tmp", port_file);
+        f = fopen(tmp, "w");
+        if (!f || fprintf(f, "%u\n", ntohs(a.sin_port)) < 0 || fclose(f) != 0 ||
+            rename(tmp, port_file) != 0) {
+            perror("rawtcp serve: port file");
+            close(ls);
+            return 1;
+        }
+    } else {
+        printf("%u\n", ntohs(a.sin_port));
+        fflush(stdout);
+    }
+    while (!done) {
+        int fd = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
+
+        if (fd < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        set_nodelay(fd);
+        done = serve_conn(fd, &buf, &cap);
+        close(fd);
+    }
+    if (buf)
+        munmap(buf, cap);
+    close(ls);
+    return 0;
+}
+
+/* Sends a request header. Before a payload ('S') it is sent with MSG_MORE,
+ * so it leaves in the payload's first segment, as libbaton sends a frame
+ * header and its payload in one sendmsg. */
+static int request(int fd, char kind, uint64_t len)
+{
+    uint8_t hdr[9];
+
+    hdr[0] = (uint8_t)kind;
+    put_u64(hdr + 1, len);
+    if (kind == 'S')
+        return send(fd, hdr, sizeof(hdr), MSG_NOSIGNAL | MSG_MORE) == (ssize_t)sizeof(hdr) ? 0 : -1;
+    return write_all(fd, hdr, sizeof(hdr));
+}
+
+static int cmd_run(unsigned port, const char *mib_list, unsigned rtt_iters, unsigned handoff_kib,
+                   const char *phase, int quit)
+{
+    const size_t handoff = (size_t)handoff_kib << 10;
+    struct sockaddr_in a;
+    uint64_t sizes[MAX_SIZES];
+    unsigned n_sizes = 0, i;
+    uint8_t *buf = NULL, b = 1;
+    size_t cap = 0;
+    int fd, rc = 1;
+    const int do_stream = strcmp(phase, "rtt") != 0, do_rtt = strcmp(phase, "stream") != 0;
+    char *list = strdup(mib_list), *save = NULL, *tok;
+
+    if (!list)
+        return 1;
+    for (tok = strtok_r(list, ",", &save); tok && n_sizes < MAX_SIZES;
+         tok = strtok_r(NULL, ",", &save)) {
+        unsigned long m = strtoul(tok, NULL, 10);
+
+        if (m < 1 || m > (MAX_BYTES >> 20)) {
+            fprintf(stderr, "rawtcp: size %s MiB out of 1..%llu\n", tok, MAX_BYTES >> 20);
+            free(list);
+            return 2;
+        }
+        sizes[n_sizes++] = (uint64_t)m << 20;
+        if (sizes[n_sizes - 1] > cap)
+            cap = (size_t)sizes[n_sizes - 1];
+    }
+    free(list);
+    if (handoff > cap)
+        cap = handoff;
+    buf = malloc(cap ? cap : 1);
+    if (!buf)
+        return 1;
+    memset(buf, 0xa5, cap ? cap : 1);
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons((uint16_t)port);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+        perror("rawtcp run: connect");
+        goto out;
+    }
+    set_nodelay(fd);
+    /* warm-up: each size once each way, so the server's buffer exists */
+    for (i = 0; do_stream && i < n_sizes; i++)
+        if (request(fd, 'S', sizes[i]) != 0 || write_all(fd, buf, (size_t)sizes[i]) != 0 ||
+            read_all(fd, &b, 1) != 0 || request(fd, 'G', sizes[i]) != 0 ||
+            read_all(fd, buf, (size_t)sizes[i]) != 0)
+            goto io_fail;
+    for (i = 0; do_stream && i < n_sizes; i++) {
+        /* small sizes are repeated to about 64 MiB per figure */
+        const unsigned reps = sizes[i] >= (64u << 20) ? 1 : (unsigned)((64u << 20) / sizes[i]);
+        double t0 = now(), t1, t2;
+        unsigned r;
+
+        for (r = 0; r < reps; r++)
+            if (request(fd, 'S', sizes[i]) != 0 || write_all(fd, buf, (size_t)sizes[i]) != 0 ||
+                read_all(fd, &b, 1) != 0)
+                goto io_fail;
+        t1 = now();
+        for (r = 0; r < reps; r++)
+            if (request(fd, 'G', sizes[i]) != 0 || read_all(fd, buf, (size_t)sizes[i]) != 0)
+                goto io_fail;
+        t2 = now();
+        printf("raw_send_%lluMiB_MBs=%.1f\n", (unsigned long long)(sizes[i] >> 20),
+               (double)sizes[i] * reps / (t1 - t0) / 1e6);
+        printf("raw_get_%lluMiB_MBs=%.1f\n", (unsigned long long)(sizes[i] >> 20),
+               (double)sizes[i] * reps / (t2 - t1) / 1e6);
+    }
+    if (do_rtt) {
+        double t0;
+
+        if (request(fd, 'E', (uint64_t)rtt_iters + 100) != 0)
+            goto io_fail;
+        for (i = 0; i < 100; i++) /* warm-up */
+            if (write_all(fd, &b, 1) != 0 || read_all(fd, &b, 1) != 0)
+                goto io_fail;
+        t0 = now();
+        for (i = 0; i < rtt_iters; i++)
+            if (write_all(fd, &b, 1) != 0 || read_all(fd, &b, 1) != 0)
+                goto io_fail;
+        printf("raw_rtt_us=%.2f\n", (now() - t0) / rtt_iters * 1e6);
+    }
+    if (do_rtt && handoff > 0) {
+        const unsigned rounds = rtt_iters / 10 ? rtt_iters / 10 : 1;
+        double t0 = 0;
+
+        for (i = 0; i < rounds + 10; i++) { /* the first 10 warm up */
+            if (i == 10)
+                t0 = now();
+            if (request(fd, 'G', handoff) != 0 || read_all(fd, buf, handoff) != 0 ||
+                request(fd, 'S', handoff) != 0 || write_all(fd, buf, handoff) != 0 ||
+                read_all(fd, &b, 1) != 0)
+                goto io_fail;
+        }
+        printf("raw_handoff_us=%.2f\n", (now() - t0) / rounds * 1e6);
+    }
+    if (quit && request(fd, 'Q', 0) != 0)
+        goto io_fail;
+    rc = 0;
+    goto out;
+io_fail:
+    fprintf(stderr, "rawtcp run: connection failed\n");
+out:
+    if (fd >= 0)
+        close(fd);
+    free(buf);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    const char *port_file = NULL, *mib_list = "1,64", *phase = "all";
+    unsigned rtt_iters = 2000, handoff_kib = 256;
+    int i, quit = 0;
+
+    signal(SIGPIPE, SIG_IGN);
+    if (argc >= 2 && strcmp(argv[1], "serve") == 0) {
+        for (i = 2; i < argc; i++) {
+            if (strcmp(argv[i], "--port-file") == 0 && i + 1 < argc)
+                port_file = argv[++i];
+            else
+                goto usage;
+        }
+        return cmd_serve(port_file);
+    }
+    if (argc >= 3 && strcmp(argv[1], "run") == 0) {
+        const unsigned long port = strtoul(argv[2], NULL, 10);
+
+        for (i = 3; i < argc; i++) {
+            if (strcmp(argv[i], "--mib-list") == 0 && i + 1 < argc)
+                mib_list = argv[++i];
+            else if (strcmp(argv[i], "--rtt-iters") == 0 && i + 1 < argc)
+                rtt_iters = (unsigned)strtoul(argv[++i], NULL, 10);
+            else if (strcmp(argv[i], "--handoff-kib") == 0 && i + 1 < argc)
+                handoff_kib = (unsigned)strtoul(argv[++i], NULL, 10);
+            else if (strcmp(argv[i], "--phase") == 0 && i + 1 < argc)
+                phase = argv[++i];
+            else if (strcmp(argv[i], "--quit") == 0)
+                quit = 1;
+            else
+                goto usage;
+        }
+        if (port < 1 || port > 65535 || rtt_iters < 1 || rtt_iters > 10000000 ||
+            handoff_kib > (1u << 20) ||
+            (strcmp(phase, "all") != 0 && strcmp(phase, "stream") != 0 &&
+             strcmp(phase, "rtt") != 0))
+            goto usage;
+        return cmd_run((unsigned)port, mib_list, rtt_iters, handoff_kib, phase, quit);
+    }
+usage:
+    fprintf(stderr, "usage: rawtcp serve [--port-file FILE]\n"
+                    "       rawtcp run PORT [--mib-list 1,64] [--rtt-iters N]"
+                    " [--handoff-kib K] [--phase stream|rtt|all] [--quit]\n");
+    return 2;
+}

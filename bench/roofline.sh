@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Decode speed against the memory-bandwidth roofline (issue 7).
+#
+#   bench/roofline.sh [--build DIR] [--no-build] [--reps R] [--threads "1 2"]
+#                     [--types "f16 q8_0 q4_0"] [-n N] [--small]
+#
+# In one run: builds (unless --no-build) baton and bench/triad.c in DIR
+# (default $BUILD_DIR or build), generates a llama of dim 768, 12 layers,
+# ff 2048, 12 heads (about 86M parameters; `baton gen-model`, seed 1) per
+# weight type into DIR/bench-models/, then for R repetitions (default 5) and
+# each thread count: a STREAM-like triad with that many threads, and
+# `baton bench --servers local --threads N -p 16 -n N` (default n 65: 64
+# decode steps) on each type, the type order rotating per repetition.
+#
+# One line per cell (the medians over the repetitions):
+#   TYPE threads=N decode_tok_s=X bandwidth_GBs=Y roofline=Z
+# Y = the triad's best pass (STREAM's convention) at N threads, median over
+# repetitions; Z = X * (weight bytes per token) / Y, where weight bytes per
+# token = every matrix read per decode step (all 2-D tensors but the token
+# embedding, from `baton inspect --json`). A `#` line after each cell gives
+# the spread: decode min..max, triad min..max, and the median, min and max
+# of the per-repetition ratio (decode and triad of the same repetition).
+# --small: a 2-layer dim-64 model, 1 repetition, n 4 (for the smoke test).
+# Figures only, never a test.
+set -euo pipefail
+# shellcheck source=bench/lib.sh disable=SC2034  # BENCH_* are read by lib.sh
+source "$(dirname "$0")/lib.sh"
+BENCH_COMMAND="bench/roofline.sh $*"
+
+build=${BUILD_DIR:-$BENCH_SRC/build}
+do_build=1 reps=5 threads="1 2" types="f16 q8_0 q4_0" n_gen=65 small=0
+while [ $# -gt 0 ]; do
+    case $1 in
+    --build) build=$2; shift 2 ;;
+    --no-build) do_build=0; shift ;;
+    --reps) reps=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    --types) types=$2; shift 2 ;;
+    -n) n_gen=$2; shift 2 ;;
+    --small) small=1; reps=1; n_gen=4; shift ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "roofline.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+case $build in /*) ;; *) build=$PWD/$build ;; esac
+[ "$reps" -ge 1 ] 2>/dev/null || bench_die "--reps must be >= 1"
+[ "$n_gen" -ge 2 ] 2>/dev/null || bench_die "-n must be >= 2"
+
+if [ "$do_build" = 1 ]; then
+    bench_build "$build" baton bench_triad
+fi
+bench_need_bins "$build" baton bench/bench_triad
+BENCH_BATON=$build/baton
+triad=$build/bench/bench_triad
+
+if [ "$small" = 1 ]; then
+    dims=(--layers 2 --dim 64 --ff 128 --heads 4) mib=16 passes=3 tag=small
+else
+    dims=(--layers 12 --dim 768 --ff 2048 --heads 12) mib=128 passes=10 tag=d768
+fi
+models=$build/bench-models
+mkdir -p "$models"
+declare -A model wbytes
+for t in $types; do
+    model[$t]=$models/$tag-$t.gguf
+    if [ ! -f "${model[$t]}" ]; then
+        "$BENCH_BATON" gen-model "${dims[@]}" --type "$t" --seed 1 -o "${model[$t]}" >/dev/null 2>&1 ||
+            bench_die "gen-model --type $t failed"
+    fi
+    wbytes[$t]=$(bench_weight_bytes_per_token "${model[$t]}")
+done
+
+bench_header
+echo "# model: gen-model ${dims[*]} --seed 1 (vocab 512); decode: baton bench --servers local -p 16 -n $n_gen --reps 1 per repetition"
+echo "# triad: bench_triad --mib $mib --passes $passes (3 arrays of $mib MiB, 24 B per element counted)"
+for t in $types; do
+    echo "# weight bytes per token: $t ${wbytes[$t]}"
+done
+
+raw=$BENCH_TMP/raw
+: >"$raw"
+read -r -a type_list <<<"$types"
+n_types=${#type_list[@]}
+for ((r = 0; r < reps; r++)); do
+    for th in $threads; do
+        line=$("$triad" --threads "$th" --passes "$passes" --mib "$mib") || bench_die "triad failed"
+        bw=$(sed -n 's/.*best_GBs=\([0-9.]*\).*/\1/p' <<<"$line")
+        echo "bw_${th}=$bw" >>"$raw"
+        for ((i = 0; i < n_types; i++)); do
+            t=${type_list[$(((i + r) % n_types))]}
+            json=$BENCH_TMP/b.json
+            "$BENCH_BATON" bench --model "${model[$t]}" --servers local --threads "$th" -p 16 \
+                -n "$n_gen" --reps 1 --json "$json" >/dev/null 2>"$BENCH_TMP/bench.err" ||
+                { cat "$BENCH_TMP/bench.err" >&2; bench_die "baton bench ($t, $th threads) failed"; }
+            tok=$(bench_json_median "$json" decode)
+            echo "tok_${t}_${th}=$tok" >>"$raw"
+            awk -v x="$tok" -v b="${wbytes[$t]}" -v y="$bw" -v k="ratio_${t}_${th}" \
+                'BEGIN { printf "%s=%.6f\n", k, x * b / (y * 1e9) }' >>"$raw"
+        done
+    done
+done
+
+stats=$BENCH_TMP/stats
+bench_stats <"$raw" >"$stats"
+get() { awk -v k="$1" -v f="$2" '$1 == k { print $f }' "$stats"; }
+for t in $types; do
+    for th in $threads; do
+        x=$(get "tok_${t}_${th}" 2) y=$(get "bw_${th}" 2)
+        awk -v t="$t" -v th="$th" -v x="$x" -v y="$y" -v b="${wbytes[$t]}" 'BEGIN {
+            printf "%s threads=%s decode_tok_s=%.1f bandwidth_GBs=%.2f roofline=%.3f\n",
+                   toupper(t), th, x, y, x * b / (y * 1e9) }'
+        printf '#   decode %s..%s tok/s, triad %s..%s GB/s, per-repetition roofline median %.3f (%.3f..%.3f), %s repetitions\n' \
+            "$(get "tok_${t}_${th}" 3)" "$(get "tok_${t}_${th}" 4)" "$(get "bw_${th}" 3)" \
+            "$(get "bw_${th}" 4)" "$(get "ratio_${t}_${th}" 2)" "$(get "ratio_${t}_${th}" 3)" \
+            "$(get "ratio_${t}_${th}" 4)" "$reps"
+    done
+done
+echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"

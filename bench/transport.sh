@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# batond's transport against raw loopback TCP (issue 7).
+#
+#   bench/transport.sh [--build DIR] [--no-build] [--reps R] [--mib-list 1,64]
+#                      [--rtt-iters N] [--handoff-kib K] [--no-key] [--no-pin]
+#                      [--small]
+#
+# In one run: builds (unless --no-build) batond, baton and the two tools in
+# DIR (default $BUILD_DIR or build), starts a bench/rawtcp.c server, two
+# batond without a key and two with a key (`baton keygen`; frames MAC'd), all
+# on 127.0.0.1 port 0, then runs R repetitions (default 5) of three arms,
+# the order rotating per repetition:
+#   raw       bench_rawtcp: a bare socket, no protocol
+#   nokey     bench_transport against the unkeyed batond pair
+#   key       bench_transport against the keyed pair (frame integrity)
+# Each arm measures a stream phase (SET/GET or send/get of each size in
+# --mib-list, default 1 and 64 MiB; sizes below 64 MiB repeated to 64 MiB)
+# and a latency phase (--rtt-iters round trips, default 2000: 1-byte echo
+# for raw, 4-byte GET_TENSOR and a trivial GRAPH_COMPUTE for batond; and a
+# --handoff-kib boundary hand-off, default 256 KiB: raw = get K KiB then
+# send them back; hub = GET from server 1 then SET into server 2; direct =
+# COPY_TENSOR_TO from server 1 into a write grant on server 2, keyed arm
+# only, as the peer link needs the peer key: "not available" without it or
+# in a build without the direct path).
+# Pinning (see /work/shared/notes/tooling.md): the latency phase runs the
+# client and the servers on CPU 0 (`taskset`; a cross-core round trip on
+# this VM costs about 4x a same-core one and swings with the load); the
+# stream phase is not pinned. --no-pin leaves everything unpinned.
+#
+# Output: one line per figure, medians over the repetitions, with the raw
+# reference and the ratio to it (throughput: baton / raw, >= 0.8 is the
+# issue's target at 64 MiB; latency: baton / raw and the difference in us,
+# the 4-byte GET's target being a difference <= 10 us):
+#   ARM FIGURE=VALUE UNIT raw=RAW ratio=X [diff_us=D]
+# followed by `#` lines with min..max. Figures only, never a test.
+set -euo pipefail
+# shellcheck source=bench/lib.sh disable=SC2034  # BENCH_* are read by lib.sh
+source "$(dirname "$0")/lib.sh"
+BENCH_COMMAND="bench/transport.sh $*"
+
+build=${BUILD_DIR:-$BENCH_SRC/build}
+do_build=1 reps=5 mib_list=1,64 rtt_iters=2000 handoff_kib=256 use_key=1 pin=1
+while [ $# -gt 0 ]; do
+    case $1 in
+    --build) build=$2; shift 2 ;;
+    --no-build) do_build=0; shift ;;
+    --reps) reps=$2; shift 2 ;;
+    --mib-list) mib_list=$2; shift 2 ;;
+    --rtt-iters) rtt_iters=$2; shift 2 ;;
+    --handoff-kib) handoff_kib=$2; shift 2 ;;
+    --no-key) use_key=0; shift ;;
+    --no-pin) pin=0; shift ;;
+    --small) reps=1; mib_list=1; rtt_iters=40; handoff_kib=16; shift ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "transport.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+case $build in /*) ;; *) build=$PWD/$build ;; esac
+[ "$reps" -ge 1 ] 2>/dev/null || bench_die "--reps must be >= 1"
+if [ "$pin" = 1 ] && ! command -v taskset >/dev/null 2>&1; then
+    echo "# taskset not found: not pinning"
+    pin=0
+fi
+
+if [ "$do_build" = 1 ]; then
+    bench_build "$build" baton batond bench_rawtcp bench_transport
+fi
+bench_need_bins "$build" baton batond bench/bench_rawtcp bench/bench_transport
+BENCH_BATON=$build/baton
+BENCH_BATOND=$build/batond
+rawtcp=$build/bench/bench_rawtcp
+transport=$build/bench/bench_transport
+
+bench_header
+echo "# sizes: $mib_list MiB; round trips: $rtt_iters; hand-off: $handoff_kib KiB; pinned latency phase: $([ "$pin" = 1 ] && echo "yes, CPU 0" || echo no)"
+
+# servers
+"$rawtcp" serve --port-file "$BENCH_TMP/port.raw" 2>"$BENCH_TMP/raw.log" &
+RAW_PID=$!
+BENCH_PIDS+=("$RAW_PID")
+for _ in $(seq 400); do [ -s "$BENCH_TMP/port.raw" ] && break; sleep 0.025; done
+[ -s "$BENCH_TMP/port.raw" ] || bench_die "rawtcp server did not start"
+RAW=$(cat "$BENCH_TMP/port.raw")
+bench_start_batond A1
+bench_start_batond A2
+arms=(raw nokey)
+server_pids=("$RAW_PID" "$A1_PID" "$A2_PID")
+direct=()
+if [ "$use_key" = 1 ]; then
+    "$BENCH_BATON" keygen -o "$BENCH_TMP/bench.key" >/dev/null 2>&1 || bench_die "baton keygen failed"
+    "$BENCH_BATON" keygen -o "$BENCH_TMP/peer.key" >/dev/null 2>&1 || bench_die "baton keygen failed"
+    # The direct path needs the peer key on both servers and server 2 on
+    # server 1's allow-list (--peer); a build without it runs the hub only.
+    if bench_try_start_batond K2 --key "$BENCH_TMP/bench.key" --peer-key "$BENCH_TMP/peer.key" &&
+        bench_try_start_batond K1 --key "$BENCH_TMP/bench.key" --peer-key "$BENCH_TMP/peer.key" \
+            --peer "127.0.0.1:$K2"; then
+        direct=(--direct)
+    else
+        [ -n "${K2_PID:-}" ] && bench_stop "$K2_PID"
+        bench_start_batond K1 --key "$BENCH_TMP/bench.key"
+        bench_start_batond K2 --key "$BENCH_TMP/bench.key"
+    fi
+    arms+=(key)
+    server_pids+=("$K1_PID" "$K2_PID")
+fi
+all_cpus=$(seq -s, 0 $(($(nproc) - 1)))
+pin_servers() { # CPU list
+    local p
+    [ "$pin" = 1 ] || return 0
+    for p in "${server_pids[@]}"; do taskset -a -p -c "$1" "$p" >/dev/null; done
+}
+client() { # CPU list, command...
+    local cpus=$1
+    shift
+    if [ "$pin" = 1 ]; then taskset -c "$cpus" "$@"; else "$@"; fi
+}
+
+raw=$BENCH_TMP/raw
+: >"$raw"
+n_arms=${#arms[@]}
+for phase in stream rtt; do
+    if [ "$phase" = rtt ]; then pin_servers 0; cpus=0; else pin_servers "$all_cpus"; cpus=$all_cpus; fi
+    for ((r = 0; r < reps; r++)); do
+        for ((i = 0; i < n_arms; i++)); do
+            arm=${arms[$(((i + r) % n_arms))]}
+            case $arm in
+            raw)
+                client "$cpus" "$rawtcp" run "$RAW" --phase "$phase" --mib-list "$mib_list" \
+                    --rtt-iters "$rtt_iters" --handoff-kib "$handoff_kib" >"$BENCH_TMP/out" ||
+                    bench_die "rawtcp run failed" ;;
+            nokey)
+                client "$cpus" "$transport" "$A1" --port2 "$A2" --phase "$phase" \
+                    --mib-list "$mib_list" --rtt-iters "$rtt_iters" --handoff-kib "$handoff_kib" \
+                    >"$BENCH_TMP/out" || bench_die "transport (no key) failed" ;;
+            key)
+                client "$cpus" "$transport" "$K1" --port2 "$K2" --key "$BENCH_TMP/bench.key" \
+                    --phase "$phase" --mib-list "$mib_list" --rtt-iters "$rtt_iters" \
+                    --handoff-kib "$handoff_kib" "${direct[@]+"${direct[@]}"}" >"$BENCH_TMP/out" ||
+                    bench_die "transport (key) failed" ;;
+            esac
+            sed "s/^/${arm}_/" "$BENCH_TMP/out" >>"$raw"
+        done
+    done
+done
+pin_servers "$all_cpus"
+
+stats=$BENCH_TMP/stats
+bench_stats <"$raw" >"$stats"
+get() { awk -v k="$1" -v f="$2" '$1 == k { print $f }' "$stats"; }
+spread() { printf '#   min..max %s..%s, %s repetitions\n' "$(get "$1" 3)" "$(get "$1" 4)" "$(get "$1" 5)"; }
+# throughput: FIGURE KEY RAWKEY
+tput() {
+    local arm=$1 fig=$2 key=$3 rawkey=$4 v rv
+    v=$(get "${arm}_$key" 2) rv=$(get "raw_$rawkey" 2)
+    [ -n "$v" ] || return 0
+    awk -v a="$arm" -v f="$fig" -v v="$v" -v rv="$rv" 'BEGIN {
+        printf "%s %s=%.1f MB/s raw=%.1f ratio=%.3f\n", a, f, v, rv, v / rv }'
+    spread "${arm}_$key"
+}
+# latency: FIGURE KEY RAWKEY
+lat() {
+    local arm=$1 fig=$2 key=$3 rawkey=$4 v rv
+    v=$(get "${arm}_$key" 2) rv=$(get "raw_$rawkey" 2)
+    [ -n "$v" ] || return 0
+    awk -v a="$arm" -v f="$fig" -v v="$v" -v rv="$rv" 'BEGIN {
+        printf "%s %s=%.2f us raw=%.2f ratio=%.3f diff_us=%.2f\n", a, f, v, rv, v / rv, v - rv }'
+    spread "${arm}_$key"
+}
+IFS=, read -r -a sizes <<<"$mib_list"
+for m in "${sizes[@]}"; do
+    echo "raw send_${m}MiB=$(get "raw_raw_send_${m}MiB_MBs" 2) MB/s"
+    spread "raw_raw_send_${m}MiB_MBs"
+    echo "raw get_${m}MiB=$(get "raw_raw_get_${m}MiB_MBs" 2) MB/s"
+    spread "raw_raw_get_${m}MiB_MBs"
+done
+echo "raw rtt_1B=$(get raw_raw_rtt_us 2) us"
+spread raw_raw_rtt_us
+echo "raw handoff_${handoff_kib}KiB=$(get raw_raw_handoff_us 2) us"
+spread raw_raw_handoff_us
+for arm in "${arms[@]}"; do
+    [ "$arm" = raw ] && continue
+    for m in "${sizes[@]}"; do
+        tput "$arm" "set_${m}MiB" "baton_set_${m}MiB_MBs" "raw_send_${m}MiB_MBs"
+        tput "$arm" "get_${m}MiB" "baton_get_${m}MiB_MBs" "raw_get_${m}MiB_MBs"
+    done
+    lat "$arm" get_4B_rtt baton_get4_rtt_us raw_rtt_us
+    lat "$arm" graph_compute_rtt baton_graph_rtt_us raw_rtt_us
+    lat "$arm" "handoff_hub_${handoff_kib}KiB" baton_handoff_hub_us raw_handoff_us
+    if grep -q "^${arm}_baton_handoff_direct_us=not_available" "$raw"; then
+        if [ "$arm" = nokey ]; then
+            echo "$arm handoff_direct_${handoff_kib}KiB=not available (the direct path needs keys)"
+        else
+            echo "$arm handoff_direct_${handoff_kib}KiB=not available (this build has no COPY_TENSOR_TO)"
+        fi
+    elif grep -q "^${arm}_baton_handoff_direct_us=not_done" "$raw"; then
+        echo "$arm handoff_direct_${handoff_kib}KiB=not done: outcome $(grep -m1 "^${arm}_baton_handoff_direct_us=not_done" "$raw" | sed 's/.*not_done_//') (enum baton_copy_outcome)"
+    else
+        lat "$arm" "handoff_direct_${handoff_kib}KiB" baton_handoff_direct_us raw_handoff_us
+    fi
+done
+echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"

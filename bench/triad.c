@@ -1,0 +1,181 @@
+/* STREAM-like triad: memory bandwidth at a given thread count, for the
+ * roofline of bench/roofline.sh.
+ *
+ * a[i] = b[i] + s * c[i] over doubles, three arrays of --mib MiB each
+ * (default 128, far beyond the 32 MiB L3 here), split into one contiguous
+ * slice per thread; each thread first touches its own slice. Counted bytes
+ * per element: 24 (two reads, one write), as STREAM counts them (the write
+ * allocate's extra read is not counted). Memory is madvise(MADV_HUGEPAGE)d
+ * unless --no-thp, like batond's weight buffers (src/server/handles.c).
+ * The threads are created once and meet at a barrier before and after every
+ * pass, so a pass's time covers all slices.
+ *
+ *   triad [--threads N] [--passes P] [--mib M] [--no-thp]
+ *
+ * Prints one line: `triad threads=N best_GBs=X median_GBs=Y min_GBs=Z
+ * passes=P mib=M` (GB = 1e9 bytes). Figures only, never a test. Own code;
+ * the kernel and the 24-byte convention follow the description of McCalpin's
+ * STREAM benchmark.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#define MAX_THREADS 64
+#define MAX_PASSES 1000
+
+struct shared {
+    double *a, *b, *c;
+    size_t n;
+    unsigned threads, passes;
+    pthread_barrier_t bar;
+    double t[MAX_PASSES];
+};
+
+struct worker {
+    struct shared *sh;
+    unsigned id;
+};
+
+static double now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void slice(const struct shared *sh, unsigned id, size_t *begin, size_t *end)
+{
+    const size_t base = sh->n / sh->threads, rem = sh->n % sh->threads;
+
+    *begin = base * id + (id < rem ? id : rem);
+    *end = *begin + base + (id < rem ? 1 : 0);
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    struct shared *sh = w->sh;
+    const double s = 3.0;
+    size_t begin, end, i;
+    unsigned p;
+
+    slice(sh, w->id, &begin, &end);
+    for (i = begin; i < end; i++) { /* first touch by the owner */
+        sh->a[i] = 0.0;
+        sh->b[i] = 1.0;
+        sh->c[i] = 2.0;
+    }
+    for (p = 0; p < sh->passes + 1; p++) { /* pass 0 warms up */
+        double t0 = 0;
+
+        pthread_barrier_wait(&sh->bar);
+        if (w->id == 0)
+            t0 = now();
+        for (i = begin; i < end; i++)
+            sh->a[i] = sh->b[i] + s * sh->c[i];
+        pthread_barrier_wait(&sh->bar);
+        if (w->id == 0 && p > 0)
+            sh->t[p - 1] = now() - t0;
+    }
+    return NULL;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    const double a = *(const double *)x, b = *(const double *)y;
+
+    return a < b ? -1 : a > b;
+}
+
+static double *map_array(size_t bytes, int thp)
+{
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    if (m == MAP_FAILED)
+        return NULL;
+    if (thp)
+        (void)madvise(m, bytes, MADV_HUGEPAGE);
+    return m;
+}
+
+int main(int argc, char **argv)
+{
+    struct shared sh;
+    struct worker w[MAX_THREADS];
+    pthread_t th[MAX_THREADS];
+    unsigned threads = 1, passes = 10, mib = 128, i, started = 0;
+    int thp = 1, rc = 1;
+    size_t bytes;
+    double gbs[MAX_PASSES];
+
+    for (i = 1; i < (unsigned)argc; i++) {
+        if (strcmp(argv[i], "--threads") == 0 && i + 1 < (unsigned)argc)
+            threads = (unsigned)strtoul(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--passes") == 0 && i + 1 < (unsigned)argc)
+            passes = (unsigned)strtoul(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--mib") == 0 && i + 1 < (unsigned)argc)
+            mib = (unsigned)strtoul(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--no-thp") == 0)
+            thp = 0;
+        else {
+            fprintf(stderr, "usage: triad [--threads N] [--passes P] [--mib M] [--no-thp]\n");
+            return 2;
+        }
+    }
+    if (threads < 1 || threads > MAX_THREADS || passes < 1 || passes > MAX_PASSES || mib < 1 ||
+        mib > 65536) {
+        fprintf(stderr, "triad: threads 1..%d, passes 1..%d, mib 1..65536\n", MAX_THREADS,
+                MAX_PASSES);
+        return 2;
+    }
+    memset(&sh, 0, sizeof(sh));
+    bytes = (size_t)mib << 20;
+    sh.n = bytes / sizeof(double);
+    sh.threads = threads;
+    sh.passes = passes;
+    sh.a = map_array(bytes, thp);
+    sh.b = map_array(bytes, thp);
+    sh.c = map_array(bytes, thp);
+    if (!sh.a || !sh.b || !sh.c) {
+        fprintf(stderr, "triad: cannot map 3 x %u MiB\n", mib);
+        goto out;
+    }
+    if (pthread_barrier_init(&sh.bar, NULL, threads) != 0)
+        goto out;
+    for (i = 0; i < threads; i++) {
+        w[i].sh = &sh;
+        w[i].id = i;
+    }
+    for (i = 1; i < threads; i++) {
+        if (pthread_create(&th[i], NULL, worker_main, &w[i]) != 0) {
+            fprintf(stderr, "triad: cannot start thread %u\n", i);
+            /* the started ones wait at the barrier forever: exit the process */
+            exit(1);
+        }
+        started++;
+    }
+    worker_main(&w[0]);
+    for (i = 1; i <= started; i++)
+        pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&sh.bar);
+    for (i = 0; i < passes; i++)
+        gbs[i] = 24.0 * (double)sh.n / sh.t[i] / 1e9;
+    qsort(gbs, passes, sizeof(gbs[0]), cmp_double);
+    printf("triad threads=%u best_GBs=%.2f median_GBs=%.2f min_GBs=%.2f passes=%u mib=%u\n",
+           threads, gbs[passes - 1], gbs[passes / 2], gbs[0], passes, mib);
+    rc = 0;
+out:
+    if (sh.a)
+        munmap(sh.a, bytes);
+    if (sh.b)
+        munmap(sh.b, bytes);
+    if (sh.c)
+        munmap(sh.c, bytes);
+    return rc;
+}
