@@ -12,12 +12,15 @@ JOBS ?= 2
 MODEL ?=
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo check test test-asan proof fuzz bench clean
+.PHONY: all deps deps-full build demo check test test-asan proof fuzz bench clean
 
 all: build
 
 deps:
 	@./scripts/install-deps.sh
+
+deps-full:
+	@./scripts/install-deps.sh --full
 
 build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
@@ -29,16 +32,16 @@ demo: build
 check: build
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -LE 'proof|fuzz-campaign|asan'
 
-proof: build
+proof: deps-full build
 	@cd $(BUILD) && ctest --output-on-failure -L proof
 
-test-asan: deps
+test-asan: deps-full
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang \
 		-DBATON_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
 	@MAKEFLAGS= cmake --build $(ASAN_BUILD) -j$(JOBS) -- --no-print-directory
 	@cd $(ASAN_BUILD) && BATON_ASAN=1 ctest --output-on-failure -j$(JOBS) -LE 'proof|fuzz-campaign'
 
-fuzz: build
+fuzz: deps-full build
 	@cd $(BUILD) && ctest --output-on-failure -L fuzz-campaign
 
 test: check proof test-asan fuzz

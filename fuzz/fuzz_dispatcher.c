@@ -215,6 +215,10 @@ static uint64_t expected_ok_len(const struct checker *c, const struct req *q)
         if (req_u64(c, q, BATON_TENSOR_DESC_BYTES + 8, &n) != 0)
             FUZZ_CHECK(0, "GET without its n succeeded");
         return n;
+    case BATON_CMD_GRANT_WRITE:
+        return BATON_GRANT_ID_BYTES;
+    case BATON_CMD_COPY_TENSOR_TO:
+        return BATON_COPY_RESULT_BYTES;
     default:
         return 0;
     }
@@ -268,6 +272,8 @@ static void reply_done(struct checker *c)
     case BATON_CMD_BUFFER_CLEAR:
     case BATON_CMD_SET_TENSOR:
     case BATON_CMD_GET_TENSOR:
+    case BATON_CMD_GRANT_WRITE:    /* handle first: the buffer being granted */
+    case BATON_CMD_COPY_TENSOR_TO: /* source tensor first, checked as GET's */
         FUZZ_CHECK(req_u64(c, q, 0, &a) == 0, "request without a handle succeeded");
         check_owned(c, a, server_cmd_name(q->cmd));
         break;

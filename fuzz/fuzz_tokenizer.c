@@ -91,7 +91,7 @@ static void init(void)
 {
     static const char *const extra[] = {
         "\xe2\x96\x81", "\xe2\x96\x81t", "\xe2\x96\x81th", "\xe2\x96\x81the", "th", "he", "the",
-        "\xe2\x96\x81" "a", "an", "\xe2\x96\x81" "an", "nd", "\xe2\x96\x81" "and", "in", "ing",
+        "\xe2\x96\201a", "an", "\xe2\x96\201an", "nd", "\xe2\x96\201and", "in", "ing",
         "\xe2\x96\x81in", "e", "t", "h", "a", "n", "d", "i", "g", "o", "\xe2\x96\x81o", "on",
         "nce", "\xe2\x96\x81once", "ce", "c", "u", "p", "up", "\xe2\x96\x81up", "\xc3\xa9",
         "\xe6\x97\xa5", "\xe6\x97\xa5\xe6\x9c\xac", "<", "s", ">", "<s", "\xe2\x96\x81\xe2\x96\x81",

@@ -607,7 +607,7 @@ static void gguf_tiny_llama(struct gw *w, uint32_t align)
     gw_kv_str(w, "tokenizer.ggml.model", "llama");
     gw_kv_array(w, "tokenizer.ggml.tokens", BATON_GGUF_STRING, nv);
     static const char *const pieces[] = {"<unk>", "<s>", "</s>", "\xe2\x96\x81", "a", "b", "ab",
-                                         "\xe2\x96\x81" "ab"};
+                                         "\xe2\x96\201ab"};
     for (size_t i = 0; i < nv; i++)
         gw_str(w, pieces[i]);
     for (size_t i = 0; i < n; i++) {

@@ -1,12 +1,17 @@
 #!/bin/sh
 # Installs the Debian 12 packages baton needs to build, test, prove and fuzz.
 # Idempotent: installs only what is missing; runs `why3 config detect` once.
-# Called by `make demo`, `make check` and `make test`. Needs root (or sudo) only
+# Called by `make demo` and `make check` (base) and `make test` (--full). Needs root (or sudo) only
 # when something is missing.
 set -eu
 
-PKGS="build-essential cmake pkg-config libsodium-dev libseccomp-dev libcmocka-dev \
-clang libclang-rt-14-dev llvm afl++ frama-c-base why3 z3 cvc4 iproute2"
+# Base: what building, `make demo` and `make check` need. --full adds the
+# proof (Frama-C, why3, z3, cvc4), sanitizer (clang) and fuzzing (AFL++)
+# toolchains that `make test` needs.
+PKGS="build-essential cmake pkg-config libsodium-dev libseccomp-dev libcmocka-dev iproute2"
+if [ "${1:-}" = "--full" ]; then
+    PKGS="$PKGS clang libclang-rt-14-dev llvm afl++ frama-c-base why3 z3 cvc4"
+fi
 
 missing=""
 for p in $PKGS; do

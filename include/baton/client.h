@@ -123,6 +123,39 @@ int baton_submit_get_tensor(struct baton_conn *c, const struct baton_tensor_desc
 int baton_submit_graph_compute(struct baton_conn *c, const struct baton_graph *g);
 int baton_conn_wait(struct baton_conn *c);
 
+/* ---- direct path (docs/PROTOCOL.md "Direct path") ----
+ * baton_grant_write asks the server to accept PEER_WRITEs into bytes
+ * [offset, offset + length) of this session's buffer `handle`; *id gets the
+ * random 128-bit grant id. Errors: those of the handle, BATON_E_BOUNDS,
+ * BATON_E_INVAL (length 0), BATON_E_LIMIT (max_grants_per_session).
+ * baton_revoke_grant removes one of this session's grants
+ * (BATON_E_NOT_FOUND otherwise). */
+int baton_grant_write(struct baton_conn *c, uint64_t handle, uint64_t offset, uint64_t length,
+                      uint8_t id[BATON_GRANT_ID_BYTES]);
+int baton_revoke_grant(struct baton_conn *c, const uint8_t id[BATON_GRANT_ID_BYTES]);
+
+/* COPY_TENSOR_TO: the server sends bytes [offset, offset + n) of tensor t
+ * as a PEER_WRITE to dest (its address must be on the server's allow-list)
+ * and answers once the destination has answered. *out (valid until the
+ * reply is read) gets the outcome: result BATON_COPY_DONE, or why it was
+ * not done, and this session's peer counters on that server. A "not done"
+ * is not an error (the call returns 0); only a malformed request is. With
+ * dest->family BATON_PEER_FAMILY_NONE and n = 0 nothing is sent: a query
+ * of the counters. */
+int baton_submit_copy_tensor_to(struct baton_conn *c, const struct baton_tensor_desc *t,
+                                uint64_t offset, uint64_t n, const struct baton_peer_dest *dest,
+                                struct baton_copy_result *out);
+int baton_copy_tensor_to(struct baton_conn *c, const struct baton_tensor_desc *t, uint64_t offset,
+                         uint64_t n, const struct baton_peer_dest *dest,
+                         struct baton_copy_result *out);
+
+/* PEER_WRITE (a connection opened with role BATON_ROLE_PEER and the peer
+ * key): writes n bytes at offset within the grant id, and waits for the
+ * reply. A refusal is the status the destination sent (BATON_E_NOT_FOUND,
+ * BATON_E_BOUNDS, ...), after which the destination has closed the link. */
+int baton_peer_write(struct baton_conn *c, const uint8_t id[BATON_GRANT_ID_BYTES],
+                     uint64_t offset, const void *data, uint64_t n);
+
 /* Fills t as a contiguous tensor at (buffer, offset): nb and nbytes from type
  * and ne. Returns 0 or the error of baton_tensor_contiguous_nb. */
 int baton_tensor_init(struct baton_tensor_desc *t, uint64_t buffer, uint64_t offset, uint32_t type,

@@ -27,7 +27,7 @@ static void bench_usage(FILE *f)
           "  -n N          generated tokens (default 64, at least 2)\n"
           "  --reps R      repetitions (default 5)\n"
           "  --json FILE   also write the figures as JSON\n"
-          "  other options as for `baton run`\n",
+          "  --servers, --split, --threads, --ubatch, --key: as for `baton run`\n",
           f);
 }
 
@@ -125,7 +125,9 @@ int baton_cmd_bench(int argc, char **argv)
         case O_UBATCH: cfg.n_ubatch = parse_count("--ubatch", optarg, 1, 1u << 20, &bad); break;
         case 'h':
         case O_HELP: bench_usage(stdout); return 0;
-        default: bench_usage(stderr); return 2;
+        default:
+            fprintf(stderr, "(see `baton bench --help`)\n");
+            return 2;
         }
         if (bad)
             return 2;

@@ -123,7 +123,9 @@ int baton_cmd_gen_model(int argc, char **argv)
         case 'o': cfg.out_path = optarg; break;
         case 'h':
         case O_HELP: gen_usage(stdout); return 0;
-        default: gen_usage(stderr); return 2;
+        default:
+            fprintf(stderr, "(see `baton gen-model --help`)\n");
+            return 2;
         }
         if (dst && parse_u32_opt("gen-model", name, optarg, dst) != 0)
             return 2;
@@ -158,6 +160,7 @@ int baton_cmd_quantize(int argc, char **argv)
 {
     uint32_t type;
     char err[512] = "";
+    uint64_t n_conv = 0, n_kept = 0;
     int rc;
 
     if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
@@ -176,11 +179,14 @@ int baton_cmd_quantize(int argc, char **argv)
         fprintf(stderr, "baton quantize: type '%s' (want q8_0, q4_0, f16, f32)\n", argv[3]);
         return 2;
     }
-    rc = baton_quantize_file(argv[1], argv[2], type, err, sizeof(err));
+    rc = baton_quantize_file(argv[1], argv[2], type, err, sizeof(err), &n_conv, &n_kept);
     if (rc != 0) {
         fprintf(stderr, "baton quantize: %s\n", err[0] ? err : baton_status_str(rc));
         return 1;
     }
-    fprintf(stderr, "quantize: wrote %s (%s)\n", argv[2], argv[3]);
+    fprintf(stderr,
+            "quantize: wrote %s: %llu tensors converted to %s, %llu kept (vectors, other types, "
+            "or rows not a multiple of 32)\n",
+            argv[2], (unsigned long long)n_conv, argv[3], (unsigned long long)n_kept);
     return 0;
 }

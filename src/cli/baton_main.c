@@ -23,6 +23,9 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    static char prog[64];
+    const char *sub;
+
     if (argc < 2) {
         usage(stderr);
         return 2;
@@ -36,21 +39,26 @@ int main(int argc, char **argv)
         printf("baton %s\n", BATON_VERSION);
         return 0;
     }
-    if (strcmp(argv[1], "run") == 0)
+    /* getopt names the program by argv[0]: "baton run: unrecognized
+     * option" reads better than "run: ..." */
+    sub = argv[1];
+    snprintf(prog, sizeof(prog), "baton %s", sub);
+    argv[1] = prog;
+    if (strcmp(sub, "run") == 0)
         return baton_cmd_run(argc - 1, argv + 1);
-    if (strcmp(argv[1], "info") == 0)
+    if (strcmp(sub, "info") == 0)
         return baton_cmd_info(argc - 1, argv + 1);
-    if (strcmp(argv[1], "bench") == 0)
+    if (strcmp(sub, "bench") == 0)
         return baton_cmd_bench(argc - 1, argv + 1);
-    if (strcmp(argv[1], "gen-model") == 0)
+    if (strcmp(sub, "gen-model") == 0)
         return baton_cmd_gen_model(argc - 1, argv + 1);
-    if (strcmp(argv[1], "quantize") == 0)
+    if (strcmp(sub, "quantize") == 0)
         return baton_cmd_quantize(argc - 1, argv + 1);
-    if (strcmp(argv[1], "inspect") == 0)
+    if (strcmp(sub, "inspect") == 0)
         return baton_cmd_inspect(argc - 1, argv + 1);
-    if (strcmp(argv[1], "keygen") == 0)
+    if (strcmp(sub, "keygen") == 0)
         return baton_cmd_keygen(argc - 1, argv + 1);
-    fprintf(stderr, "baton: unknown command '%s'\n", argv[1]);
+    fprintf(stderr, "baton: unknown command '%s'\n", sub);
     usage(stderr);
     return 2;
 }

@@ -19,7 +19,9 @@ static void run_usage(FILE *f)
           "\n"
           "  --model FILE         GGUF model (llama architecture)\n"
           "  --prompt TEXT        prompt text\n"
-          "  --servers LIST       host:port,host:port,... or 'local' (default: local)\n"
+          "  --servers LIST       host:port,host:port,... or 'local' (default: local);\n"
+          "                       host:port@peerhost:peerport also names the address the\n"
+          "                       other servers reach that one at (direct path)\n"
           "  --split P1,P2,...    layer proportions per server (default: equal);\n"
           "                       with --servers local, one in-process stage per part\n"
           "  -n N                 tokens to generate (default 64; stops at EOS)\n"
@@ -34,7 +36,11 @@ static void run_usage(FILE *f)
           "  --key FILE           client key (baton keygen) for servers started with\n"
           "                       batond --key; with --servers local the in-process\n"
           "                       stages authenticate too\n"
+          "  --p2p on|off         hand hidden states directly from server to server where\n"
+          "                       both ends support it (default on), or always through\n"
+          "                       this process (off: the hub path)\n"
           "  --stats              print per-step command and byte statistics\n"
+          "  --stats-json FILE    write the same statistics as JSON\n"
           "  --ids-file FILE      write prompt and generated token ids as JSON\n"
           "  --quiet              do not stream the generated text\n"
           "  --ignore-eos         keep generating after the end-of-sequence token\n"
@@ -43,7 +49,7 @@ static void run_usage(FILE *f)
           "  --help               this text\n"
           "\n"
           "Environment: BATON_SERVERS is used when --servers is not given, BATON_KEY_FILE\n"
-          "when --key is not given.\n"
+          "when --key is not given; BATON_P2P=0 (or off) is --p2p off unless --p2p is given.\n"
           "Exit status: 0 success, 1 failure (the message names the stage and endpoint),\n"
           "2 usage error.\n",
           f);
@@ -84,7 +90,7 @@ int baton_cmd_run(int argc, char **argv)
     enum {
         O_MODEL = 256, O_PROMPT, O_SERVERS, O_SPLIT, O_CTX, O_UBATCH, O_TEMP, O_TOPK, O_TOPP,
         O_SEED, O_THREADS, O_TIMEOUT, O_STATS, O_IDS, O_QUIET, O_IGNORE_EOS, O_GAP, O_HELP,
-        O_KEY
+        O_KEY, O_P2P, O_STATS_JSON
     };
     static const struct option opts[] = {
         {"model", required_argument, 0, O_MODEL},     {"prompt", required_argument, 0, O_PROMPT},
@@ -97,6 +103,7 @@ int baton_cmd_run(int argc, char **argv)
         {"quiet", no_argument, 0, O_QUIET},           {"help", no_argument, 0, O_HELP},
         {"ignore-eos", no_argument, 0, O_IGNORE_EOS}, {"report-gap", no_argument, 0, O_GAP},
         {"key", required_argument, 0, O_KEY},
+        {"p2p", required_argument, 0, O_P2P},         {"stats-json", required_argument, 0, O_STATS_JSON},
         {0, 0, 0, 0}};
     struct baton_run_config cfg;
     uint32_t u;
@@ -107,6 +114,18 @@ int baton_cmd_run(int argc, char **argv)
         cfg.servers = getenv("BATON_SERVERS");
     if (getenv("BATON_KEY_FILE") && *getenv("BATON_KEY_FILE"))
         cfg.key_path = getenv("BATON_KEY_FILE");
+    if (getenv("BATON_P2P") && *getenv("BATON_P2P")) {
+        const char *v = getenv("BATON_P2P");
+
+        if (!strcmp(v, "0") || !strcmp(v, "off"))
+            cfg.p2p = 0;
+        else if (!strcmp(v, "1") || !strcmp(v, "on"))
+            cfg.p2p = 1;
+        else {
+            fprintf(stderr, "baton run: BATON_P2P: '%s' is not 0, 1, on or off\n", v);
+            return 2;
+        }
+    }
     optind = 1;
     while ((c = getopt_long(argc, argv, "n:h", opts, NULL)) != -1) {
         switch (c) {
@@ -149,9 +168,22 @@ int baton_cmd_run(int argc, char **argv)
         case O_IGNORE_EOS: cfg.ignore_eos = 1; break;
         case O_GAP: cfg.report_gap = 1; break;
         case O_KEY: cfg.key_path = optarg; break;
+        case O_P2P:
+            if (!strcmp(optarg, "on")) {
+                cfg.p2p = 1;
+            } else if (!strcmp(optarg, "off")) {
+                cfg.p2p = 0;
+            } else {
+                fprintf(stderr, "baton run: --p2p: '%s' is not on or off\n", optarg);
+                return 2;
+            }
+            break;
+        case O_STATS_JSON: cfg.stats_json = optarg; break;
         case 'h':
         case O_HELP: run_usage(stdout); return 0;
-        default: run_usage(stderr); return 2;
+        default:
+            fprintf(stderr, "(see `baton run --help`)\n");
+            return 2;
         }
     }
     if (optind < argc) {

@@ -48,6 +48,8 @@ struct pending {
     uint64_t alloc_size;
     struct baton_device_info *info;  /* DEVICE_INFO */
     struct baton_hello *hello;       /* HELLO */
+    uint8_t *grant_id;               /* GRANT_WRITE */
+    struct baton_copy_result *copy;  /* COPY_TENSOR_TO */
 };
 
 struct baton_conn {
@@ -315,6 +317,12 @@ static int read_one_reply(struct baton_conn *c)
     case BATON_CMD_GET_TENSOR:
         want = pd->get_n;
         break;
+    case BATON_CMD_GRANT_WRITE:
+        want = BATON_GRANT_ID_BYTES;
+        break;
+    case BATON_CMD_COPY_TENSOR_TO:
+        want = BATON_COPY_RESULT_BYTES;
+        break;
     default:
         want = 0;
         break;
@@ -351,6 +359,10 @@ static int read_one_reply(struct baton_conn *c)
             rc = BATON_E_PROTO;
         if (rc == 0)
             *pd->alloc_handle = handle;
+    } else if (pd->cmd == BATON_CMD_GRANT_WRITE) {
+        rc = baton_wire_decode_grant_id(small, (size_t)want, &pos, pd->grant_id);
+    } else if (pd->cmd == BATON_CMD_COPY_TENSOR_TO) {
+        rc = baton_wire_decode_copy_result(small, (size_t)want, &pos, pd->copy);
     }
     if (rc != 0) {
         rc = BATON_E_PROTO;
@@ -804,6 +816,56 @@ int baton_graph_compute(struct baton_conn *c, const struct baton_graph *g)
         return rc;
     }
     return baton_conn_wait(c);
+}
+
+int baton_grant_write(struct baton_conn *c, uint64_t handle, uint64_t offset, uint64_t length,
+                      uint8_t id[BATON_GRANT_ID_BYTES])
+{
+    uint8_t p[BATON_GRANT_REQUEST_BYTES];
+    struct baton_grant_request g = {.handle = handle, .offset = offset, .length = length};
+    baton_wire_encode_grant_request(p, &g);
+    struct pending e = {.cmd = BATON_CMD_GRANT_WRITE, .grant_id = id};
+    return roundtrip(c, &e, p, sizeof p, NULL, 0);
+}
+
+int baton_revoke_grant(struct baton_conn *c, const uint8_t id[BATON_GRANT_ID_BYTES])
+{
+    struct pending e = {.cmd = BATON_CMD_REVOKE_GRANT};
+    return roundtrip(c, &e, id, BATON_GRANT_ID_BYTES, NULL, 0);
+}
+
+int baton_submit_copy_tensor_to(struct baton_conn *c, const struct baton_tensor_desc *t,
+                                uint64_t offset, uint64_t n, const struct baton_peer_dest *dest,
+                                struct baton_copy_result *out)
+{
+    uint8_t p[BATON_COPY_TO_BYTES];
+    encode_tensor_range(p, t, offset, n);
+    baton_wire_encode_peer_dest(p + BATON_TENSOR_DESC_BYTES + 16, dest);
+    struct pending e = {.cmd = BATON_CMD_COPY_TENSOR_TO, .copy = out};
+    return submit(c, &e, p, sizeof p, NULL, 0);
+}
+
+int baton_copy_tensor_to(struct baton_conn *c, const struct baton_tensor_desc *t, uint64_t offset,
+                         uint64_t n, const struct baton_peer_dest *dest,
+                         struct baton_copy_result *out)
+{
+    int rc = baton_submit_copy_tensor_to(c, t, offset, n, dest, out);
+    if (rc != 0) {
+        c->first_err = 0;
+        return rc;
+    }
+    return baton_conn_wait(c);
+}
+
+int baton_peer_write(struct baton_conn *c, const uint8_t id[BATON_GRANT_ID_BYTES],
+                     uint64_t offset, const void *data, uint64_t n)
+{
+    uint8_t p[BATON_PEER_WRITE_HEADER_BYTES];
+    struct baton_peer_write_header w = {.offset = offset, .n = n};
+    memcpy(w.grant, id, BATON_GRANT_ID_BYTES);
+    baton_wire_encode_peer_write(p, &w);
+    struct pending e = {.cmd = BATON_CMD_PEER_WRITE};
+    return roundtrip(c, &e, p, sizeof p, data, n);
 }
 
 int baton_tensor_init(struct baton_tensor_desc *t, uint64_t buffer, uint64_t offset, uint32_t type,

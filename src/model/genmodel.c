@@ -286,7 +286,7 @@ out:
 /* ---- quantize ---- */
 
 int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type, char *err,
-                        size_t err_len)
+                        size_t err_len, uint64_t *n_converted, uint64_t *n_kept)
 {
     struct baton_gguf *src = NULL;
     struct baton_gguf_writer *w = NULL;
@@ -322,6 +322,8 @@ int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type
             (type == BATON_TYPE_F32 || type == BATON_TYPE_F16 || t.ne[0] % 32 == 0))
             out_type = type;
         if (out_type == t.type) {
+            if (n_kept)
+                (*n_kept)++;
             rc = baton_gguf_w_tensor(w, t.name, t.type, t.n_dims ? t.n_dims : 1, t.ne, t.data,
                                      t.nbytes);
             continue;
@@ -340,6 +342,8 @@ int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type
         else
             baton_fp16_to_fp32_row(t.data, f32, n);
         bytes = row_bytes(out_type, t.ne[0]) * t.ne[1];
+        if (n_converted)
+            (*n_converted)++;
         rc = baton_convert_rows(out_type, f32, t.ne[1], t.ne[0], conv);
         if (rc == 0)
             rc = baton_gguf_w_tensor(w, t.name, out_type, 2, t.ne, conv, bytes);

@@ -27,10 +27,11 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
 
 /* Copies a GGUF, converting every 2-D F32/F16 tensor whose ne[0] is a
  * multiple of 32 to type (Q8_0 or Q4_0, or F16/F32); other tensors and all
- * metadata are copied unchanged. Returns 0 or a negative status with a
- * message in err. */
+ * metadata are copied unchanged. *n_converted / *n_kept (may be NULL; the
+ * caller zeroes them) count converted and unchanged tensors. Returns 0 or a
+ * negative status with a message in err. */
 int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type, char *err,
-                        size_t err_len);
+                        size_t err_len, uint64_t *n_converted, uint64_t *n_kept);
 
 /* Converts n_rows rows of row_len floats to type into dst (row_len a
  * multiple of the type's block). Returns 0 or BATON_E_UNSUPPORTED. */

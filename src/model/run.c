@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -28,7 +30,19 @@
 struct stage_rt {
     uint32_t index; /* 0-based */
     char endpoint[ENDPOINT_MAX];
+    char peer_endpoint[ENDPOINT_MAX]; /* address other servers reach it at ("" = endpoint) */
     struct baton_conn *conn;
+    /* Direct path to the next stage: its peer-facing address and the grant on
+     * its hidden_in, set up once (setup_direct). */
+    int direct;
+    struct baton_peer_dest next_dest;
+    uint32_t last_outcome; /* of the previous COPY_TENSOR_TO, for log lines */
+    /* statistics, decode window */
+    uint64_t copies_done, copies_not_done, hidden_gets, hidden_sets;
+    uint64_t peer_sent0, peer_recv0; /* the server's counters at the window's start */
+    int peer_ok;
+    uint64_t peer_sent, peer_recv; /* ... over the window */
+    struct baton_cmd_stats cmd[BATON_CMD_LIMIT]; /* snapshot at the window's end */
     struct baton_llama_stage st;
     uint64_t weights_buf, kv_buf, io_buf;
     uint64_t weights_bytes, kv_bytes, io_bytes;
@@ -51,7 +65,9 @@ struct run {
     int32_t *pos_host;  /* n_ubatch */
     struct baton_sample_entry *sample_scratch;
     uint64_t hidden_bytes_hub; /* hidden-state bytes through the coordinator */
-    uint64_t token_bytes;      /* token ids, positions, argmax and logits bytes */
+    uint64_t token_bytes;      /* token ids, positions, last index and argmax bytes */
+    uint64_t logits_bytes;     /* logits bytes */
+    uint32_t n_direct;         /* boundaries on the direct path */
     double min_gap;            /* smallest top-2 logit gap seen (report_gap) */
 };
 
@@ -201,16 +217,30 @@ static int connect_stages(struct run *r, uint32_t n_stages)
         } else {
             const char *comma = strchr(p, ',');
             size_t len = comma ? (size_t)(comma - p) : strlen(p);
-            char host[ENDPOINT_MAX];
-            uint16_t port;
+            const char *at = memchr(p, '@', len);
+            size_t clen = at ? (size_t)(at - p) : len;
+            char host[ENDPOINT_MAX], peer_host[ENDPOINT_MAX];
+            uint16_t port, peer_port;
 
-            if (len >= sizeof(s->endpoint))
-                len = sizeof(s->endpoint) - 1;
-            memcpy(s->endpoint, p, len);
-            s->endpoint[len] = '\0';
-            if (parse_endpoint(p, len, host, sizeof(host), &port) != 0) {
-                fprintf(cfg->log, "baton: --servers: bad endpoint '%s' (want host:port)\n",
-                        s->endpoint);
+            /* host:port, or host:port@peerhost:peerport (the address the
+             * other servers reach this one at, for COPY_TENSOR_TO) */
+            if (clen >= sizeof(s->endpoint) || len - clen >= sizeof(s->peer_endpoint)) {
+                fprintf(cfg->log, "baton: --servers: endpoint too long\n");
+                return 2;
+            }
+            memcpy(s->endpoint, p, clen);
+            s->endpoint[clen] = '\0';
+            if (at) {
+                memcpy(s->peer_endpoint, at + 1, len - clen - 1);
+                s->peer_endpoint[len - clen - 1] = '\0';
+            }
+            if (parse_endpoint(p, clen, host, sizeof(host), &port) != 0 ||
+                (at && parse_endpoint(at + 1, len - clen - 1, peer_host, sizeof(peer_host),
+                                      &peer_port) != 0)) {
+                fprintf(cfg->log,
+                        "baton: --servers: bad endpoint '%.*s' (want host:port or "
+                        "host:port@peerhost:peerport)\n",
+                        (int)len, p);
                 return 2;
             }
             p = comma ? comma + 1 : p + len;
@@ -464,24 +494,144 @@ out:
     return ret;
 }
 
+/* ---- direct path ---- */
+
+static const char *outcome_name(uint32_t outcome)
+{
+    static const char *const names[BATON_COPY_OUTCOME_LIMIT] = {
+        "done", "destination not on the source's allow-list", "destination in backoff",
+        "connect failed", "handshake failed (or no peer support)", "refused by the destination",
+        "peer link failed", "no peer link available"};
+
+    return outcome < BATON_COPY_OUTCOME_LIMIT ? names[outcome] : "?";
+}
+
+/* The binary address of endpoint "host:port" for COPY_TENSOR_TO (the first
+ * IPv4 or IPv6 address the host resolves to; an IPv4-mapped IPv6 address
+ * counts as IPv4, as on the servers' allow-lists). */
+static int resolve_peer(const char *endpoint, struct baton_peer_dest *d)
+{
+    char host[ENDPOINT_MAX];
+    uint16_t port;
+    struct addrinfo hints, *res = NULL, *ai;
+    int rc = BATON_E_NOT_FOUND;
+
+    if (parse_endpoint(endpoint, strlen(endpoint), host, sizeof(host), &port) != 0)
+        return BATON_E_INVAL;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(host, NULL, &hints, &res) != 0)
+        return BATON_E_NOT_FOUND;
+    for (ai = res; ai && rc != 0; ai = ai->ai_next) {
+        memset(d->addr, 0, sizeof(d->addr));
+        if (ai->ai_family == AF_INET) {
+            d->family = BATON_PEER_FAMILY_IPV4;
+            memcpy(d->addr, &((const struct sockaddr_in *)ai->ai_addr)->sin_addr, 4);
+            rc = 0;
+        } else if (ai->ai_family == AF_INET6) {
+            const struct in6_addr *a = &((const struct sockaddr_in6 *)ai->ai_addr)->sin6_addr;
+
+            if (IN6_IS_ADDR_V4MAPPED(a)) {
+                d->family = BATON_PEER_FAMILY_IPV4;
+                memcpy(d->addr, a->s6_addr + 12, 4);
+            } else {
+                d->family = BATON_PEER_FAMILY_IPV6;
+                memcpy(d->addr, a->s6_addr, 16);
+            }
+            rc = 0;
+        }
+    }
+    freeaddrinfo(res);
+    d->port = port;
+    return rc;
+}
+
+/* Sets up the direct path at every boundary whose two servers advertise
+ * PEER_COPY: one grant on the next stage's hidden_in (the whole tensor, for
+ * up to n_ubatch tokens) and its peer-facing address. A boundary that
+ * cannot be set up stays on the hub path (a line says why). */
+static int setup_direct(struct run *r)
+{
+    uint32_t i;
+
+    for (i = 0; i + 1 < r->n_stages; i++) {
+        struct stage_rt *s = &r->stages[i], *nx = &r->stages[i + 1];
+        const struct baton_tensor_desc *in = &nx->st.io.hidden_in;
+        const char *ep = nx->peer_endpoint[0] ? nx->peer_endpoint : nx->endpoint;
+        int rc;
+
+        if (!r->cfg->p2p)
+            continue;
+        if (!(baton_conn_server_hello(s->conn)->features & BATON_FEATURE_PEER_COPY) ||
+            !(baton_conn_server_hello(nx->conn)->features & BATON_FEATURE_PEER_COPY))
+            continue; /* an end without peer support (no peer key, or an older batond) */
+        memset(&s->next_dest, 0, sizeof(s->next_dest));
+        rc = resolve_peer(ep, &s->next_dest);
+        if (rc != 0) {
+            fprintf(r->cfg->log, "baton: stage %u -> %u: cannot resolve %s; using the hub path\n",
+                    i + 1, i + 2, ep);
+            continue;
+        }
+        rc = baton_grant_write(nx->conn, in->buffer, in->offset, in->nbytes, s->next_dest.grant);
+        if (rc != 0)
+            return stage_fail(r, nx, "GRANT_WRITE", rc);
+        s->next_dest.grant_offset = 0;
+        s->direct = 1;
+        r->n_direct++;
+        fprintf(r->cfg->log, "plan: stage %u -> %u direct (COPY_TENSOR_TO to %s)\n", i + 1, i + 2,
+                ep);
+    }
+    return 0;
+}
+
+/* This session's peer counters on the server of s (a COPY_TENSOR_TO with
+ * no destination, which moves nothing). 0, or the call's error. */
+static int query_peer(struct stage_rt *s, uint64_t *sent, uint64_t *received)
+{
+    struct baton_peer_dest none;
+    struct baton_copy_result res;
+    int rc;
+
+    memset(&none, 0, sizeof(none));
+    rc = baton_copy_tensor_to(s->conn, &s->st.io.pos, 0, 0, &none, &res);
+    if (rc == 0) {
+        *sent = res.peer_bytes_sent;
+        *received = res.peer_bytes_received;
+    }
+    return rc;
+}
+
 /* ---- one step ---- */
 
 /* Runs n tokens at positions pos0.. through every stage. On success the last
- * stage's argmax is in *next and, when want_logits, r->logits is filled. */
+ * stage's argmax is in *next and, when want_logits, r->logits is filled.
+ *
+ * Per stage, pipelined: the input (token ids on stage 1; on a later stage
+ * its hidden state from r->hidden, unless the previous stage's
+ * COPY_TENSOR_TO already put it there), positions, GRAPH_COMPUTE, then
+ * either COPY_TENSOR_TO to the next stage (direct) or GET of the hidden
+ * state (hub), or the argmax (and logits) on the last stage. A copy that
+ * was not done is fetched with GET at once and SET into the next stage.
+ * Ordering rule (docs/PROTOCOL.md): the next stage's previous GRAPH_COMPUTE,
+ * which reads its hidden_in, was answered in the previous step, before this
+ * copy into hidden_in is issued. */
 static int run_step(struct run *r, const int32_t *tokens, uint32_t n, uint32_t pos0,
                     int want_logits, int32_t *next)
 {
     const uint64_t hidden_bytes = (uint64_t)r->hp.n_embd * n * sizeof(float);
     uint32_t i, si;
-    int rc;
+    int rc, copied = 0; /* the current stage's hidden_in was written by a peer */
 
     for (i = 0; i < n; i++)
         r->pos_host[i] = (int32_t)(pos0 + i);
     for (si = 0; si < r->n_stages; si++) {
         struct stage_rt *s = &r->stages[si];
         const struct baton_llama_io *io = &s->st.io;
+        struct baton_copy_result res;
         struct baton_gb gb;
         const char *what = "step";
+        int direct = !s->st.last && s->direct;
 
         baton_gb_init(&gb, s->leaves, s->cap_leaves, s->nodes, s->cap_nodes);
         rc = baton_llama_build_stage(&r->hp, &s->st, n, want_logits, &gb);
@@ -493,22 +643,32 @@ static int run_step(struct run *r, const int32_t *tokens, uint32_t n, uint32_t p
         if (s->st.first) {
             rc = baton_submit_set_tensor(s->conn, &io->tokens, 0, tokens, (uint64_t)n * 4);
             r->token_bytes += (uint64_t)n * 4;
-        } else {
+        } else if (!copied) {
             rc = baton_submit_set_tensor(s->conn, &io->hidden_in, 0, r->hidden, hidden_bytes);
             r->hidden_bytes_hub += hidden_bytes;
+            s->hidden_sets++;
+        } else {
+            rc = 0;
         }
-        if (rc == 0)
+        if (rc == 0) {
             rc = baton_submit_set_tensor(s->conn, &io->pos, 0, r->pos_host, (uint64_t)n * 4);
+            r->token_bytes += (uint64_t)n * 4;
+        }
         if (rc == 0 && s->st.last && n > 1) {
             const int32_t last = (int32_t)(n - 1);
 
             rc = baton_submit_set_tensor(s->conn, &io->last_idx, 0, &last, 4);
+            r->token_bytes += 4;
         }
         if (rc == 0)
             rc = baton_submit_graph_compute(s->conn, &gb.g);
-        if (rc == 0 && !s->st.last) {
+        if (rc == 0 && direct) {
+            rc = baton_submit_copy_tensor_to(s->conn, &io->hidden_out, 0, hidden_bytes,
+                                             &s->next_dest, &res);
+        } else if (rc == 0 && !s->st.last) {
             rc = baton_submit_get_tensor(s->conn, &io->hidden_out, 0, r->hidden, hidden_bytes);
             r->hidden_bytes_hub += hidden_bytes;
+            s->hidden_gets++;
         }
         if (rc == 0 && s->st.last) {
             rc = baton_submit_get_tensor(s->conn, &io->argmax, 0, next, 4);
@@ -516,25 +676,37 @@ static int run_step(struct run *r, const int32_t *tokens, uint32_t n, uint32_t p
             if (rc == 0 && want_logits) {
                 rc = baton_submit_get_tensor(s->conn, &io->logits, 0, r->logits,
                                              (uint64_t)r->hp.n_vocab * 4);
-                r->token_bytes += (uint64_t)r->hp.n_vocab * 4;
+                r->logits_bytes += (uint64_t)r->hp.n_vocab * 4;
             }
         }
         if (rc == 0)
             rc = baton_conn_wait(s->conn);
         if (rc != 0)
             return stage_fail(r, s, what, rc);
-        if (s->st.last && want_logits) {
-            uint32_t v;
-
-            for (v = 0; v < r->hp.n_vocab; v++) {
-                if (!isfinite(r->logits[v])) {
-                    fprintf(r->cfg->log, "baton: stage %u (%s) returned a non-finite logit "
-                                         "(token %u)\n",
-                            s->index + 1, s->endpoint, v);
-                    return 1;
-                }
-            }
+        copied = 0;
+        if (!direct)
+            continue;
+        if (res.result != s->last_outcome)
+            fprintf(r->cfg->log, "baton: stage %u -> %u: direct copy %s%s%s\n", si + 1, si + 2,
+                    outcome_name(res.result), res.status ? " " : "",
+                    res.status ? baton_status_name(-(int)res.status) : "");
+        if (res.result != s->last_outcome && res.result != BATON_COPY_DONE)
+            fprintf(r->cfg->log, "baton: stage %u -> %u: copying through the coordinator (hub "
+                                 "path) while the direct copy is not done\n",
+                    si + 1, si + 2);
+        s->last_outcome = res.result;
+        if (res.result == BATON_COPY_DONE) {
+            s->copies_done++;
+            copied = 1;
+            continue;
         }
+        /* not done: this boundary goes through the hub for this step */
+        s->copies_not_done++;
+        rc = baton_get_tensor(s->conn, &io->hidden_out, 0, r->hidden, hidden_bytes);
+        r->hidden_bytes_hub += hidden_bytes;
+        s->hidden_gets++;
+        if (rc != 0)
+            return stage_fail(r, s, "GET_TENSOR (hub fallback)", rc);
     }
     return 0;
 }
@@ -548,23 +720,106 @@ static void print_stats(struct run *r, uint32_t steps)
 
     if (steps == 0)
         return;
-    fprintf(f, "stats: per decode step (average over %u steps)\n", steps);
+    fprintf(f, "stats: per decode step (average over %u steps), %s path%s\n", steps,
+            r->n_direct == r->n_stages - 1 && r->n_direct ? "direct"
+            : r->n_direct                                  ? "partly direct"
+                                                           : "hub",
+            r->cfg->p2p ? "" : " (--p2p off)");
     fprintf(f, "  %-6s %-16s %10s %14s %14s\n", "stage", "command", "count", "request B",
             "reply B");
     for (si = 0; si < r->n_stages; si++) {
         for (c = 1; c < BATON_CMD_LIMIT; c++) {
-            struct baton_cmd_stats st = baton_conn_stats(r->stages[si].conn, c);
+            const struct baton_cmd_stats *st = &r->stages[si].cmd[c];
 
-            if (st.count == 0)
+            if (st->count == 0)
                 continue;
             fprintf(f, "  %-6u %-16s %10.2f %14.1f %14.1f\n", si + 1, cmd_name(c),
-                    (double)st.count / steps, (double)st.request_bytes / steps,
-                    (double)st.reply_bytes / steps);
+                    (double)st->count / steps, (double)st->request_bytes / steps,
+                    (double)st->reply_bytes / steps);
         }
     }
     fprintf(f, "  hidden-state bytes through the coordinator: %.1f per step\n",
             (double)r->hidden_bytes_hub / steps);
-    fprintf(f, "  token/position/logit bytes: %.1f per step\n", (double)r->token_bytes / steps);
+    fprintf(f, "  token id/position/argmax bytes: %.1f per step\n", (double)r->token_bytes / steps);
+    fprintf(f, "  logits bytes: %.1f per step\n", (double)r->logits_bytes / steps);
+    for (si = 0; si < r->n_stages; si++) {
+        const struct stage_rt *s = &r->stages[si];
+
+        fprintf(f, "  stage %u: hub hidden GET %.2f SET %.2f, direct copies done %.2f not done "
+                   "%.2f, ",
+                si + 1, (double)s->hidden_gets / steps, (double)s->hidden_sets / steps,
+                (double)s->copies_done / steps, (double)s->copies_not_done / steps);
+        if (s->peer_ok)
+            fprintf(f, "peer bytes sent %.1f received %.1f (this session, counted by the server)\n",
+                    (double)s->peer_sent / steps, (double)s->peer_recv / steps);
+        else
+            fprintf(f, "peer bytes n/a\n");
+    }
+}
+
+static void json_cmds(FILE *f, const struct baton_cmd_stats *st, uint32_t steps)
+{
+    uint32_t c;
+    int first = 1;
+
+    fprintf(f, "{");
+    for (c = 1; c < BATON_CMD_LIMIT; c++) {
+        if (st[c].count == 0)
+            continue;
+        fprintf(f, "%s\"%s\": {\"count\": %.6g, \"request_bytes\": %.6g, \"reply_bytes\": %.6g}",
+                first ? "" : ", ", cmd_name(c), (double)st[c].count / steps,
+                (double)st[c].request_bytes / steps, (double)st[c].reply_bytes / steps);
+        first = 0;
+    }
+    fprintf(f, "}");
+}
+
+/* Writes the statistics of print_stats as JSON: per decode step averages,
+ * commands keyed by their protocol names, per stage and summed. */
+static int write_stats_json(struct run *r, const char *path, uint32_t steps)
+{
+    FILE *f = fopen(path, "w");
+    struct baton_cmd_stats sum[BATON_CMD_LIMIT];
+    uint32_t si, c;
+    const double d = steps ? (double)steps : 1.0;
+
+    if (f == NULL)
+        return -1;
+    memset(sum, 0, sizeof(sum));
+    for (si = 0; si < r->n_stages; si++) {
+        for (c = 1; c < BATON_CMD_LIMIT; c++) {
+            sum[c].count += r->stages[si].cmd[c].count;
+            sum[c].request_bytes += r->stages[si].cmd[c].request_bytes;
+            sum[c].reply_bytes += r->stages[si].cmd[c].reply_bytes;
+        }
+    }
+    fprintf(f, "{\"decode_steps\": %u, \"stages\": %u, \"p2p\": %s, \"direct_boundaries\": %u,\n",
+            steps, r->n_stages, r->cfg->p2p ? "true" : "false", r->n_direct);
+    fprintf(f, " \"per_step\": {\n  \"commands\": ");
+    json_cmds(f, sum, steps ? steps : 1);
+    fprintf(f, ",\n  \"hidden_state_bytes\": %.6g, \"token_bytes\": %.6g, \"logits_bytes\": %.6g,\n",
+            (double)r->hidden_bytes_hub / d, (double)r->token_bytes / d,
+            (double)r->logits_bytes / d);
+    fprintf(f, "  \"stages\": [\n");
+    for (si = 0; si < r->n_stages; si++) {
+        const struct stage_rt *s = &r->stages[si];
+
+        fprintf(f, "   {\"stage\": %u, \"endpoint\": \"%s\", \"direct_to_next\": %s, \"commands\": ",
+                si + 1, s->endpoint, s->direct ? "true" : "false");
+        json_cmds(f, s->cmd, steps ? steps : 1);
+        fprintf(f, ",\n    \"hidden_gets\": %.6g, \"hidden_sets\": %.6g, \"copies_done\": %.6g, "
+                   "\"copies_not_done\": %.6g, ",
+                (double)s->hidden_gets / d, (double)s->hidden_sets / d,
+                (double)s->copies_done / d, (double)s->copies_not_done / d);
+        if (s->peer_ok)
+            fprintf(f, "\"peer_bytes_sent\": %.6g, \"peer_bytes_received\": %.6g}",
+                    (double)s->peer_sent / d, (double)s->peer_recv / d);
+        else
+            fprintf(f, "\"peer_bytes_sent\": null, \"peer_bytes_received\": null}");
+        fprintf(f, "%s\n", si + 1 < r->n_stages ? "," : "");
+    }
+    fprintf(f, "  ]\n }\n}\n");
+    return fclose(f) == 0 ? 0 : -1;
 }
 
 static int write_ids(const char *path, const int32_t *prompt, size_t n_prompt, const int32_t *gen,
@@ -598,6 +853,7 @@ void baton_run_config_default(struct baton_run_config *cfg)
     cfg->top_p = 1.0f;
     cfg->n_threads = 1;
     cfg->timeout_ms = 30000;
+    cfg->p2p = 1;
     cfg->out = stdout;
     cfg->log = stderr;
 }
@@ -761,8 +1017,15 @@ int baton_run(const struct baton_run_config *cfg)
     for (i = 0; i < r.n_stages; i++)
         if (upload_stage(&r, &r.stages[i], &bytes) != 0)
             goto out;
+    if (setup_direct(&r) != 0)
+        goto out;
     t_load = now_s() - t_load0;
 
+    /* the prompt, then the continuation as it is generated */
+    if (!cfg->quiet && !cfg->prompt_ids) {
+        fputs(cfg->prompt, cfg->out);
+        fflush(cfg->out);
+    }
     /* prefill in ubatches; the last one yields the first generated token */
     {
         double t0 = now_s();
@@ -786,10 +1049,19 @@ int baton_run(const struct baton_run_config *cfg)
         if (cfg->temp > 0.0f)
             next = baton_sampler_sample(&smp, r.logits, r.hp.n_vocab, r.sample_scratch);
 
-        for (i = 0; i < r.n_stages; i++)
-            baton_conn_reset_stats(r.stages[i].conn);
+        /* the decode window starts here: the servers' peer counters are
+         * read first (outside the window's command counts) */
+        for (i = 0; i < r.n_stages; i++) {
+            struct stage_rt *s = &r.stages[i];
+
+            if (cfg->stats || cfg->stats_json)
+                s->peer_ok = query_peer(s, &s->peer_sent0, &s->peer_recv0) == 0;
+            baton_conn_reset_stats(s->conn);
+            s->copies_done = s->copies_not_done = s->hidden_gets = s->hidden_sets = 0;
+        }
         r.hidden_bytes_hub = 0;
         r.token_bytes = 0;
+        r.logits_bytes = 0;
         t0 = now_s();
         while (n_gen < cfg->n_predict) {
             int32_t cur;
@@ -825,6 +1097,21 @@ int baton_run(const struct baton_run_config *cfg)
                 next = baton_sampler_sample(&smp, r.logits, r.hp.n_vocab, r.sample_scratch);
         }
         t_decode = now_s() - t0;
+        /* the window ends: its command counts first, then the peer counters */
+        for (i = 0; i < r.n_stages; i++) {
+            struct stage_rt *s = &r.stages[i];
+            uint32_t c;
+            uint64_t sent, received;
+
+            for (c = 1; c < BATON_CMD_LIMIT; c++)
+                s->cmd[c] = baton_conn_stats(s->conn, c);
+            if (s->peer_ok && query_peer(s, &sent, &received) == 0) {
+                s->peer_sent = sent - s->peer_sent0;
+                s->peer_recv = received - s->peer_recv0;
+            } else {
+                s->peer_ok = 0;
+            }
+        }
     }
     if (!cfg->quiet) {
         fputc('\n', cfg->out);
@@ -841,6 +1128,10 @@ int baton_run(const struct baton_run_config *cfg)
                 t_decode > 0 && decode_steps ? (double)decode_steps / t_decode : 0.0, r.n_stages);
         if (cfg->stats)
             print_stats(&r, decode_steps);
+        if (cfg->stats_json && write_stats_json(&r, cfg->stats_json, decode_steps) != 0) {
+            fprintf(cfg->log, "baton: cannot write %s: %s\n", cfg->stats_json, strerror(errno));
+            goto out;
+        }
         if (cfg->result) {
             struct baton_run_result *res = cfg->result;
             uint32_t c;
@@ -853,11 +1144,23 @@ int baton_run(const struct baton_run_config *cfg)
             res->t_decode_s = t_decode;
             res->n_stages = r.n_stages;
             res->decode_steps = decode_steps;
-            for (i = 0; i < r.n_stages; i++)
+            for (i = 0; i < r.n_stages; i++) {
+                const struct stage_rt *s = &r.stages[i];
+
                 for (c = 1; c < BATON_CMD_LIMIT; c++)
-                    res->cmd[i][c] = baton_conn_stats(r.stages[i].conn, c);
+                    res->cmd[i][c] = s->cmd[c];
+                res->copies_done[i] = s->copies_done;
+                res->copies_not_done[i] = s->copies_not_done;
+                res->hidden_gets[i] = s->hidden_gets;
+                res->hidden_sets[i] = s->hidden_sets;
+                res->peer_stats_ok[i] = s->peer_ok;
+                res->peer_bytes_sent[i] = s->peer_sent;
+                res->peer_bytes_received[i] = s->peer_recv;
+            }
             res->hidden_bytes_hub = r.hidden_bytes_hub;
             res->token_bytes = r.token_bytes;
+            res->logits_bytes = r.logits_bytes;
+            res->n_direct = r.n_direct;
         }
     }
     if (cfg->ids_path && write_ids(cfg->ids_path, prompt_ids, n_prompt, gen_ids, n_gen,

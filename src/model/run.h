@@ -6,6 +6,15 @@
  * state (SET_TENSOR), runs, and the last stage returns the argmax token id
  * (greedy) or the logits (sampling). Every request to a stage is pipelined:
  * one round trip per stage per step.
+ *
+ * Direct path (DESIGN.md, docs/PROTOCOL.md "Direct path"): when both ends of
+ * a boundary advertise BATON_FEATURE_PEER_COPY (and p2p is on), the
+ * coordinator grants stage i+1's hidden_in to its session once
+ * (GRANT_WRITE), and each step sends COPY_TENSOR_TO to stage i right after
+ * its GRAPH_COMPUTE (pipelined); stage i+1's GRAPH_COMPUTE is sent only
+ * after that reply says "done". A "not done" copy goes through the hub path
+ * for that step (GET from stage i, SET into stage i+1), so the output is
+ * identical on both paths.
  */
 #ifndef BATON_MODEL_RUN_H
 #define BATON_MODEL_RUN_H
@@ -28,12 +37,23 @@ struct baton_run_result {
     uint32_t decode_steps;
     struct baton_cmd_stats cmd[BATON_MAX_STAGES][BATON_CMD_LIMIT]; /* summed over decode steps */
     uint64_t hidden_bytes_hub; /* hidden-state bytes through the coordinator, decode window */
-    uint64_t token_bytes;      /* token ids, positions, argmax, logits, decode window */
+    uint64_t token_bytes;      /* token ids, positions, last index, argmax, decode window */
+    uint64_t logits_bytes;     /* logits fetched, decode window */
+    /* Direct path, decode window, per stage: */
+    uint32_t n_direct;                            /* boundaries with the direct path set up */
+    uint64_t copies_done[BATON_MAX_STAGES];       /* COPY_TENSOR_TO replies "done" */
+    uint64_t copies_not_done[BATON_MAX_STAGES];   /* ... "not done": copied via the hub */
+    uint64_t hidden_gets[BATON_MAX_STAGES];       /* hub: hidden-state GET_TENSOR */
+    uint64_t hidden_sets[BATON_MAX_STAGES];       /* hub: hidden-state SET_TENSOR */
+    int peer_stats_ok[BATON_MAX_STAGES];          /* the server answered the counter query */
+    uint64_t peer_bytes_sent[BATON_MAX_STAGES];   /* this session's, counted by the server */
+    uint64_t peer_bytes_received[BATON_MAX_STAGES];
 };
 
 struct baton_run_config {
     const char *model_path;
-    const char *servers;  /* "host:port,host:port" or "local" */
+    const char *servers;  /* "host:port,host:port" or "local"; an entry may add a
+                             peer-facing address: "host:port@peerhost:peerport" */
     const char *split;    /* proportions, e.g. "1,1,1"; NULL = one part per server */
     const char *prompt;
     uint32_t n_predict;   /* tokens to generate (stops earlier at EOS) */
@@ -46,6 +66,9 @@ struct baton_run_config {
     uint32_t n_threads;   /* compute threads of in-process stages */
     int timeout_ms;       /* deadline of every call to a server */
     int stats;            /* print per-step command/byte statistics */
+    const char *stats_json; /* when set, write the same statistics as JSON */
+    int p2p;              /* 1 (default): direct path where both ends support it;
+                             0: hub path only */
     int quiet;            /* no streamed text (tests) */
     int report_gap;       /* fetch logits each step; write the smallest top-2 gap to ids_path */
     int ignore_eos;       /* keep generating past EOS (benchmarks, tests) */

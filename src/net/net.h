@@ -64,6 +64,14 @@ int baton_net_accept(int listen_fd, int *fd_out);
  * BATON_E_TIMEOUT or BATON_E_IO (refused, unreachable). */
 int baton_net_connect(const char *host, uint16_t port, int timeout_ms, int *fd_out);
 
+/* Connects to one binary socket address (AF_INET or AF_INET6; no name
+ * resolution, so it also works under the seccomp allow-list) as
+ * baton_net_connect does. Returns 0, BATON_E_INVAL (another family),
+ * BATON_E_TIMEOUT or BATON_E_IO. */
+struct sockaddr;
+int baton_net_connect_addr(const struct sockaddr *sa, unsigned addr_len, int timeout_ms,
+                           int *fd_out);
+
 /* Sets TCP_NODELAY where the socket is TCP (ignored for AF_UNIX). */
 void baton_net_set_nodelay(int fd);
 

@@ -268,6 +268,21 @@ int baton_net_connect(const char *host, uint16_t port, int timeout_ms, int *fd_o
     return rc;
 }
 
+int baton_net_connect_addr(const struct sockaddr *sa, unsigned addr_len, int timeout_ms,
+                           int *fd_out)
+{
+    struct addrinfo ai;
+    if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)
+        return BATON_E_INVAL;
+    memset(&ai, 0, sizeof ai);
+    ai.ai_family = sa->sa_family;
+    ai.ai_socktype = SOCK_STREAM;
+    ai.ai_protocol = IPPROTO_TCP;
+    ai.ai_addr = (struct sockaddr *)sa;
+    ai.ai_addrlen = addr_len;
+    return connect_one(&ai, baton_net_deadline_ms(timeout_ms), fd_out);
+}
+
 void baton_net_peer_string(int fd, char *buf, size_t len)
 {
     struct sockaddr_storage ss;

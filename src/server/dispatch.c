@@ -346,6 +346,10 @@ static int cmd_hello(struct conn *c, const struct baton_frame_header *h)
     out.role = BATON_ROLE_SERVER;
     if (c->s->auth_required)
         out.features |= BATON_FEATURE_AUTH | (cfg->encrypt ? BATON_FEATURE_ENCRYPT : 0);
+    /* the direct path needs the peer key: to prove it on our links, and to
+     * verify the peers that write into our grants */
+    if (cfg->peer_key)
+        out.features |= BATON_FEATURE_PEER_COPY;
     if (baton_net_random(out.nonce, sizeof out.nonce) != 0)
         return BATON_E_IO;
     memcpy(req, c->hdr, BATON_FRAME_HEADER_BYTES);
@@ -483,6 +487,9 @@ static int cmd_free_buffer(struct conn *c, const struct baton_frame_header *h)
         rc = baton_handles_free(c->s->handles, c->sess.id, handle);
     if (rc != 0)
         return rc;
+    /* the generation moved on: the buffer's grants go at once (a PEER_WRITE
+     * already receiving into it holds a pin) */
+    grants_drop_handle(c->s->grants, c->sess.id, handle);
     send_reply(c, h->cmd, h->seq, 0, NULL, 0, NULL, 0);
     return 0;
 }
@@ -689,6 +696,150 @@ out:
     return 0;
 }
 
+/* ---- direct path (docs/PROTOCOL.md "Direct path") ---- */
+
+/* GRANT_WRITE: u64 handle, u64 offset, u64 length -> 16-byte grant id. The
+ * range must lie inside this session's live buffer. */
+static int cmd_grant_write(struct conn *c, const struct baton_frame_header *h)
+{
+    const uint8_t *p;
+    size_t pos = 0;
+    struct baton_grant_request g;
+    struct baton_buf_ref ref;
+    uint8_t id[BATON_GRANT_ID_BYTES];
+    int rc = read_fixed(c, BATON_GRANT_REQUEST_BYTES, &p);
+    if (rc == 0)
+        rc = baton_wire_decode_grant_request(p, BATON_GRANT_REQUEST_BYTES, &pos, &g);
+    if (rc == 0)
+        rc = baton_handles_acquire(c->s->handles, c->sess.id, g.handle, &ref);
+    if (rc != 0)
+        return rc;
+    rc = baton_wire_check_range(g.offset, g.length, ref.size);
+    baton_handles_release(c->s->handles, &ref);
+    if (rc == 0)
+        rc = grants_add(c->s->grants, c->sess.id, g.handle, g.offset, g.length, id);
+    if (rc != 0)
+        return rc;
+    send_reply(c, h->cmd, h->seq, 0, id, sizeof id, NULL, 0);
+    sodium_memzero(id, sizeof id);
+    return 0;
+}
+
+/* REVOKE_GRANT: 16-byte grant id of this session. */
+static int cmd_revoke_grant(struct conn *c, const struct baton_frame_header *h)
+{
+    const uint8_t *p;
+    size_t pos = 0;
+    uint8_t id[BATON_GRANT_ID_BYTES];
+    int rc = read_fixed(c, BATON_GRANT_ID_BYTES, &p);
+    if (rc == 0)
+        rc = baton_wire_decode_grant_id(p, BATON_GRANT_ID_BYTES, &pos, id);
+    if (rc == 0)
+        rc = grants_revoke(c->s->grants, c->sess.id, id);
+    if (rc != 0)
+        return rc;
+    send_reply(c, h->cmd, h->seq, 0, NULL, 0, NULL, 0);
+    return 0;
+}
+
+/* COPY_TENSOR_TO: tensor, offset, n (validated as GET_TENSOR validates
+ * them), destination. Only a malformed request is an error; a copy that
+ * cannot be done is answered "not done" and the coordinator uses the hub
+ * path. Family 0 with n = 0 sends nothing: a query of the counters. */
+static int cmd_copy_tensor_to(struct conn *c, const struct baton_frame_header *h)
+{
+    const uint8_t *p;
+    size_t pos = BATON_TENSOR_DESC_BYTES + 16;
+    struct baton_tensor_desc t;
+    struct baton_buf_ref ref;
+    struct baton_peer_dest d;
+    struct baton_copy_result res;
+    uint8_t buf[BATON_COPY_RESULT_BYTES];
+    uint64_t off, n;
+    int rc = read_fixed(c, BATON_COPY_TO_BYTES, &p);
+    if (rc == 0)
+        rc = decode_tensor_range(p, &t, &off, &n);
+    if (rc == 0 && n > c->s->cfg.max_message_bytes)
+        rc = BATON_E_LIMIT;
+    if (rc == 0)
+        rc = baton_wire_decode_peer_dest(p, BATON_COPY_TO_BYTES, &pos, &d);
+    if (rc == 0 && (d.family == BATON_PEER_FAMILY_NONE) != (n == 0))
+        rc = BATON_E_INVAL; /* a copy moves bytes; a query moves none */
+    if (rc == 0)
+        rc = resolve_tensor(c, &t, &ref);
+    if (rc != 0)
+        return rc;
+    memset(&res, 0, sizeof res);
+    if (d.family != BATON_PEER_FAMILY_NONE) {
+        int st = 0;
+        /* sent straight from the pinned source range */
+        res.result = server_peer_copy(c->s, &c->sess, &d, ref.mem + t.offset + off, n, &st);
+        res.status = (uint32_t)(-st) & 0xFFFFu;
+        if (res.result == BATON_COPY_DONE) {
+            c->sess.copies_done++;
+        } else {
+            c->sess.copies_not_done++;
+            server_log_limited(c->s, "session %llu COPY_TENSOR_TO: not done (%s%s%s)",
+                               (unsigned long long)c->sess.id,
+                               server_copy_outcome_name(res.result), st ? ": " : "",
+                               st ? baton_status_name(st) : "");
+        }
+    }
+    baton_handles_release(c->s->handles, &ref);
+    res.peer_bytes_sent = c->sess.peer_bytes_sent;
+    grants_session_info(c->s->grants, c->sess.id, &res.peer_bytes_received, NULL);
+    res.copies_done = c->sess.copies_done;
+    res.copies_not_done = c->sess.copies_not_done;
+    baton_wire_encode_copy_result(buf, &res);
+    send_reply(c, h->cmd, h->seq, 0, buf, sizeof buf, NULL, 0);
+    return 0;
+}
+
+/* PEER_WRITE (peer role): grant id, offset, n, then n bytes. The grant is
+ * checked from the 32-byte header (live, owner's buffer live, range inside
+ * the grant) before any data is read; any refusal closes the link, so the
+ * data is never read and the destination's bytes stay as they are. The
+ * data goes straight into the granted range, pinned; like SET_TENSOR data
+ * it is authenticated by the tag right after (SECURITY.md). */
+static int cmd_peer_write(struct conn *c, const struct baton_frame_header *h)
+{
+    struct baton_peer_write_header w;
+    struct grant g;
+    struct baton_buf_ref ref;
+    size_t pos = 0;
+    int rc;
+    c->fatal = 1; /* a refused PEER_WRITE ends the link */
+    if (c->left < BATON_PEER_WRITE_HEADER_BYTES)
+        return BATON_E_INVAL;
+    rc = session_reserve_req(&c->sess, BATON_PEER_WRITE_HEADER_BYTES);
+    if (rc == 0)
+        rc = recv_payload(c, c->sess.req, BATON_PEER_WRITE_HEADER_BYTES);
+    if (rc == 0)
+        rc = baton_wire_decode_peer_write(c->sess.req, BATON_PEER_WRITE_HEADER_BYTES, &pos, &w);
+    if (rc == 0 && c->left != w.n)
+        rc = BATON_E_INVAL;
+    if (rc == 0)
+        rc = grants_find(c->s->grants, w.grant, &g);
+    if (rc == 0)
+        rc = baton_wire_check_range(w.offset, w.n, g.length);
+    if (rc == 0)
+        rc = baton_handles_acquire(c->s->handles, g.owner, g.handle, &ref);
+    if (rc != 0)
+        return rc;
+    rc = baton_wire_check_range(g.offset, g.length, ref.size);
+    if (rc == 0)
+        rc = recv_payload(c, ref.mem + g.offset + w.offset, w.n);
+    baton_handles_release(c->s->handles, &ref);
+    if (rc != 0)
+        return rc;
+    grants_add_received(c->s->grants, g.owner,
+                        BATON_FRAME_HEADER_BYTES + BATON_PEER_WRITE_HEADER_BYTES + w.n +
+                            BATON_TAG_BYTES);
+    c->fatal = 0;
+    send_reply(c, h->cmd, h->seq, 0, NULL, 0, NULL, 0);
+    return 0;
+}
+
 /* Routes one request whose header is valid. Returns 0 when the reply was
  * sent, a status otherwise (semantic unless c->fatal). */
 static int handle(struct conn *c, const struct baton_frame_header *h)
@@ -707,9 +858,11 @@ static int handle(struct conn *c, const struct baton_frame_header *h)
         return BATON_E_PROTO;
     }
     if (c->role == BATON_ROLE_PEER) {
-        /* a peer link carries only the peer commands (issue 4) */
-        if (h->cmd == BATON_CMD_PEER_WRITE || h->cmd == BATON_CMD_PEER_FENCE)
-            return BATON_E_UNSUPPORTED;
+        /* a peer link carries only the peer commands */
+        if (h->cmd == BATON_CMD_PEER_WRITE)
+            return cmd_peer_write(c, h);
+        if (h->cmd == BATON_CMD_PEER_FENCE)
+            return BATON_E_UNSUPPORTED; /* asynchronous hand-off: not in this version */
         c->fatal = 1;
         return BATON_E_PROTO;
     }
@@ -730,13 +883,23 @@ static int handle(struct conn *c, const struct baton_frame_header *h)
         return cmd_copy_tensor(c, h);
     case BATON_CMD_GRAPH_COMPUTE:
         return cmd_graph_compute(c, h);
+    case BATON_CMD_GRANT_WRITE:
+        return cmd_grant_write(c, h);
+    case BATON_CMD_REVOKE_GRANT:
+        return cmd_revoke_grant(c, h);
+    case BATON_CMD_COPY_TENSOR_TO:
+        return cmd_copy_tensor_to(c, h);
+    case BATON_CMD_PEER_WRITE:
+        /* only a peer link may write into grants */
+        c->fatal = 1;
+        return BATON_E_PROTO;
     case BATON_CMD_HELLO:
     case BATON_CMD_AUTH:
         /* HELLO twice, or AUTH without authentication configured */
         c->fatal = 1;
         return BATON_E_PROTO;
     default:
-        /* known ids of later issues (grants, peer copy): not in this build */
+        /* PEER_FENCE (asynchronous hand-off): not in this version */
         return BATON_E_UNSUPPORTED;
     }
 }

@@ -2,7 +2,9 @@
 #include "server/sandbox.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
+#include <sys/socket.h>
 #include <seccomp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -83,6 +85,42 @@ static void settle_libc(void)
     mallopt(M_ARENA_MAX, (int)(8 * n));
 }
 
+/* The calls allowed only with checked arguments: peer links
+ * (src/server/peer_link.c, src/net/socket.c) create TCP client sockets with
+ * socket(AF_INET or AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK)
+ * and switch them back to blocking mode with fcntl(F_GETFL / F_SETFL).
+ * Any other socket (another family or type, or without CLOEXEC) and any
+ * other fcntl command stays forbidden. */
+static int add_arg_rules(scmp_filter_ctx ctx, char *err, size_t err_len)
+{
+    const int stream = SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK;
+    int nr_socket = seccomp_syscall_resolve_name("socket");
+    int nr_fcntl = seccomp_syscall_resolve_name("fcntl");
+    int e = 0;
+    if (nr_socket == __NR_SCMP_ERROR || nr_fcntl == __NR_SCMP_ERROR) {
+        set_err(err, err_len, "seccomp: socket or fcntl unknown on this architecture");
+        return BATON_E_NOT_FOUND;
+    }
+    /* (argument index, operator, value, mask) spelled out in full */
+    const struct scmp_arg_cmp v4[2] = {{0, SCMP_CMP_EQ, AF_INET, 0}, {1, SCMP_CMP_EQ, stream, 0}};
+    const struct scmp_arg_cmp v6[2] = {{0, SCMP_CMP_EQ, AF_INET6, 0},
+                                       {1, SCMP_CMP_EQ, stream, 0}};
+    const struct scmp_arg_cmp getfl[1] = {{1, SCMP_CMP_EQ, F_GETFL, 0}};
+    const struct scmp_arg_cmp setfl[1] = {{1, SCMP_CMP_EQ, F_SETFL, 0}};
+    e = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, nr_socket, 2, v4);
+    if (e == 0)
+        e = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, nr_socket, 2, v6);
+    if (e == 0)
+        e = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, nr_fcntl, 1, getfl);
+    if (e == 0)
+        e = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, nr_fcntl, 1, setfl);
+    if (e != 0) {
+        set_err(err, err_len, "seccomp: cannot add the socket/fcntl rules: %s", strerror(-e));
+        return BATON_E_IO;
+    }
+    return 0;
+}
+
 int baton_sandbox_install(char *err, size_t err_len)
 {
     int rc = baton_sandbox_check(err, err_len);
@@ -112,6 +150,9 @@ int baton_sandbox_install(char *err, size_t err_len)
             goto out;
         }
     }
+    rc = add_arg_rules(ctx, err, err_len);
+    if (rc != 0)
+        goto out;
     /* glibc >= 2.34 tries clone3 first and falls back to clone on ENOSYS;
      * clone3's flags live in memory, so a filter cannot inspect them */
     int nr_clone3 = seccomp_syscall_resolve_name("clone3");

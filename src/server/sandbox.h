@@ -10,7 +10,9 @@
  * `make check`).
  *
  * Filter (libseccomp): default action SCMP_ACT_KILL_PROCESS; every listed
- * call allowed; clone3 answered with ENOSYS (SCMP_ACT_ERRNO), so glibc
+ * call allowed; socket allowed only as (AF_INET or AF_INET6, SOCK_STREAM |
+ * SOCK_CLOEXEC | SOCK_NONBLOCK) and fcntl only with F_GETFL or F_SETFL (the
+ * outbound peer links); clone3 answered with ENOSYS (SCMP_ACT_ERRNO), so glibc
  * falls back to clone; SCMP_FLTATR_CTL_TSYNC so the filter applies to all
  * threads already running (the compute pool, connection threads), and new
  * threads inherit it. The filter also sets no_new_privs. Before loading

@@ -42,6 +42,8 @@ void baton_server_config_default(struct baton_server_config *cfg)
     cfg->max_graph_flops = 100000000000000ull; /* 10^14 */
     cfg->max_grants_per_session = 64;
     cfg->max_peer_links = 16;
+    cfg->peer_timeout_ms = 5000;
+    cfg->peer_backoff_max_ms = 60000;
     cfg->log_rate = 20;
 }
 
@@ -112,7 +114,8 @@ int baton_server_create(const struct baton_server_config *cfg, struct baton_serv
         s->cfg.send_timeout_ms <= 0 || s->cfg.handshake_timeout_ms <= 0 ||
         s->cfg.idle_timeout_ms < 0 || s->cfg.max_unauthenticated == 0 ||
         s->cfg.max_unauthenticated_per_ip == 0 || s->cfg.max_graph_flops == 0 ||
-        s->cfg.n_peers > BATON_SERVER_MAX_PEERS) {
+        s->cfg.n_peers > BATON_SERVER_MAX_PEERS || s->cfg.peer_timeout_ms <= 0 ||
+        s->cfg.peer_backoff_max_ms <= 0) {
         free(s);
         return BATON_E_INVAL;
     }
@@ -133,6 +136,7 @@ int baton_server_create(const struct baton_server_config *cfg, struct baton_serv
     pthread_mutex_init(&s->device_lock, NULL);
     pthread_mutex_init(&s->conn_lock, NULL);
     pthread_mutex_init(&s->log_lock, NULL);
+    pthread_mutex_init(&s->peer_lock, NULL);
     pthread_cond_init(&s->conn_done, NULL);
     s->n_slots = s->cfg.max_connections;
     s->slots = calloc(s->n_slots, sizeof *s->slots);
@@ -145,6 +149,8 @@ int baton_server_create(const struct baton_server_config *cfg, struct baton_serv
     rc = baton_handles_create(s->cfg.total_memory_bytes, &s->handles);
     if (rc == 0)
         rc = baton_pool_create(s->cfg.n_threads, &s->pool);
+    if (rc == 0)
+        rc = grants_create(s->cfg.max_grants_per_session, &s->grants);
     if (rc != 0)
         goto fail;
     *out = s;
@@ -191,8 +197,10 @@ void baton_server_destroy(struct baton_server *s)
         close(s->stop_pipe[1]);
     baton_pool_destroy(s->pool);
     baton_handles_destroy(s->handles);
+    grants_destroy(s->grants);
     free(s->slots);
     pthread_cond_destroy(&s->conn_done);
+    pthread_mutex_destroy(&s->peer_lock);
     pthread_mutex_destroy(&s->log_lock);
     pthread_mutex_destroy(&s->conn_lock);
     pthread_mutex_destroy(&s->device_lock);

@@ -13,6 +13,7 @@
 #include "net/transport.h"
 #include "server/handles.h"
 #include "server/server.h"
+#include "wire/wire.h"
 
 #define SERVER_NAME "batond cpu"
 #define SERVER_PEER_NAME_BYTES 64
@@ -57,7 +58,18 @@ struct baton_server {
     uint64_t log_window_start_ns;
     uint32_t log_in_window;
     uint64_t log_suppressed;
+
+    /* Direct path (grants.c, peer_link.c). */
+    struct grant_table *grants;
+    pthread_mutex_t peer_lock; /* n_links and backoff[]; never held across I/O */
+    uint32_t n_links;          /* outbound peer links open, all sessions */
+    struct peer_backoff {
+        uint32_t fails;    /* connect/handshake failures in a row */
+        uint64_t until_ns; /* no dial before this (CLOCK_MONOTONIC) */
+    } backoff[BATON_SERVER_MAX_PEERS]; /* one per allow-list entry, cfg.peers[i] */
 };
+
+struct peer_link; /* peer_link.c: one outbound link of a session */
 
 /* One session per connection: its id owns buffers in the handle table; the
  * rest is per-connection working memory, grown on demand within limits. */
@@ -74,7 +86,65 @@ struct baton_session {
     struct baton_graph_node *nodes;
     struct baton_node_plan *plan;
     uint32_t nodes_cap;
+    /* Direct path: this session's outbound peer links, keyed by destination,
+     * and its counters (COPY_TENSOR_TO reply). */
+    struct peer_link *links;
+    uint32_t n_links, links_cap;
+    uint64_t peer_bytes_sent;
+    uint64_t copies_done, copies_not_done;
 };
+
+/* grants.c: the server-wide grant table. A copy of one entry: */
+struct grant {
+    uint8_t id[BATON_GRANT_ID_BYTES];
+    uint64_t owner;  /* session id */
+    uint64_t handle; /* generation << 32 | index, as granted */
+    uint64_t offset; /* granted bytes [offset, offset + length) of the buffer */
+    uint64_t length;
+};
+struct grant_table;
+/* Creates an empty table with a cap of per_session grants per session.
+ * Returns 0, BATON_E_NOMEM or BATON_E_IO (no random source). */
+int grants_create(uint32_t per_session, struct grant_table **out);
+void grants_destroy(struct grant_table *g); /* NULL-safe */
+/* Records a grant with a fresh random non-zero id (written to id) for the
+ * caller's already validated range. BATON_E_LIMIT when session holds its
+ * cap of grants, BATON_E_NOMEM. */
+int grants_add(struct grant_table *g, uint64_t session, uint64_t handle, uint64_t offset,
+               uint64_t length, uint8_t id[BATON_GRANT_ID_BYTES]);
+/* Removes session's grant id: 0, or BATON_E_NOT_FOUND (no such grant, or
+ * another session's). */
+int grants_revoke(struct grant_table *g, uint64_t session, const uint8_t id[BATON_GRANT_ID_BYTES]);
+/* Copies the grant with this id to *out: 0 or BATON_E_NOT_FOUND. */
+int grants_find(struct grant_table *g, const uint8_t id[BATON_GRANT_ID_BYTES], struct grant *out);
+/* Drops every grant of session on handle (FREE_BUFFER). */
+void grants_drop_handle(struct grant_table *g, uint64_t session, uint64_t handle);
+/* Drops every grant and the counters of session (session end). */
+void grants_drop_session(struct grant_table *g, uint64_t session);
+/* Counts bytes of a PEER_WRITE that landed in one of session's grants. */
+void grants_add_received(struct grant_table *g, uint64_t session, uint64_t bytes);
+/* session's PEER_WRITE bytes received so far and grants held (either may
+ * be NULL). */
+void grants_session_info(struct grant_table *g, uint64_t session, uint64_t *bytes_received,
+                         uint32_t *n_grants);
+
+/* peer_link.c: COPY_TENSOR_TO's transfer. Sends data[0..n) (pinned by the
+ * caller, 1 <= n <= max_message_bytes) as a PEER_WRITE into dest's grant
+ * over sess's link to dest, dialling it when needed (allow-list, backoff,
+ * link cap, peer key, connect/handshake/I-O deadlines of peer_timeout_ms;
+ * a stale cached link is retried once at once). Returns the outcome
+ * (enum baton_copy_outcome) and, when not done, *status = the baton status
+ * that caused it (0 when none). Never fails the caller's connection. */
+uint32_t server_peer_copy(struct baton_server *s, struct baton_session *sess,
+                          const struct baton_peer_dest *dest, const uint8_t *data, uint64_t n,
+                          int *status);
+/* The backoff after `fails` connect/handshake failures in a row (>= 1):
+ * 1 s, 2 s, 4 s ... capped at cap_ms. */
+uint64_t server_backoff_delay_ms(uint32_t fails, uint64_t cap_ms);
+/* Closes every peer link of sess (session end). */
+void server_peer_links_close(struct baton_server *s, struct baton_session *sess);
+/* Name of an outcome for log lines ("backoff"). */
+const char *server_copy_outcome_name(uint32_t outcome);
 
 /* session.c */
 uint64_t server_next_session_id(struct baton_server *s);

@@ -33,6 +33,9 @@ static void scratch_release(struct baton_server *s, struct baton_session *sess)
 
 void session_end(struct baton_server *s, struct baton_session *sess)
 {
+    /* grants first, so no PEER_WRITE finds this session's buffers any more */
+    grants_drop_session(s->grants, sess->id);
+    server_peer_links_close(s, sess);
     baton_handles_free_session(s->handles, sess->id);
     scratch_release(s, sess);
     free(sess->req);

@@ -91,3 +91,38 @@ void baton_wire_encode_device_info(uint8_t *p, const struct baton_device_info *d
     memset(p + 56, 0, 40); /* name padding and the 8 reserved bytes */
     memcpy(p + 56, d->name, n);
 }
+
+void baton_wire_encode_grant_request(uint8_t *p, const struct baton_grant_request *g)
+{
+    baton_wire_put_u64(p, g->handle);
+    baton_wire_put_u64(p + 8, g->offset);
+    baton_wire_put_u64(p + 16, g->length);
+}
+
+void baton_wire_encode_peer_dest(uint8_t *p, const struct baton_peer_dest *d)
+{
+    memset(p, 0, BATON_PEER_DEST_BYTES);
+    p[0] = d->family;
+    baton_wire_put_u16(p + 2, d->port);
+    memcpy(p + 8, d->addr, 16);
+    memcpy(p + 24, d->grant, BATON_GRANT_ID_BYTES);
+    baton_wire_put_u64(p + 40, d->grant_offset);
+}
+
+void baton_wire_encode_peer_write(uint8_t *p, const struct baton_peer_write_header *w)
+{
+    memcpy(p, w->grant, BATON_GRANT_ID_BYTES);
+    baton_wire_put_u64(p + 16, w->offset);
+    baton_wire_put_u64(p + 24, w->n);
+}
+
+void baton_wire_encode_copy_result(uint8_t *p, const struct baton_copy_result *r)
+{
+    baton_wire_put_u32(p, r->result);
+    baton_wire_put_u32(p + 4, r->status);
+    baton_wire_put_u64(p + 8, r->peer_bytes_sent);
+    baton_wire_put_u64(p + 16, r->peer_bytes_received);
+    baton_wire_put_u64(p + 24, r->copies_done);
+    baton_wire_put_u64(p + 32, r->copies_not_done);
+    baton_wire_put_u64(p + 40, 0);
+}

@@ -145,6 +145,108 @@ int baton_wire_decode_graph_header(const uint8_t *buf, size_t len, size_t *pos,
 int baton_wire_decode_node(const uint8_t *buf, size_t len, size_t *pos, uint32_t n_leaves,
                            uint32_t node_index, struct baton_graph_node *out);
 
+/* ---- direct path: grants, COPY_TENSOR_TO, PEER_WRITE (src/wire/peer.c) ----
+ * docs/PROTOCOL.md "Direct path" has the byte layouts. */
+
+#define BATON_GRANT_ID_BYTES 16u
+#define BATON_GRANT_REQUEST_BYTES 24u    /* GRANT_WRITE request */
+#define BATON_PEER_DEST_BYTES 48u        /* COPY_TENSOR_TO after its GET_TENSOR prefix */
+#define BATON_COPY_TO_BYTES (BATON_TENSOR_DESC_BYTES + 16u + BATON_PEER_DEST_BYTES) /* 152 */
+#define BATON_COPY_RESULT_BYTES 48u      /* COPY_TENSOR_TO reply */
+#define BATON_PEER_WRITE_HEADER_BYTES 32u /* PEER_WRITE, before its data */
+
+/* Address families of a COPY_TENSOR_TO destination. */
+#define BATON_PEER_FAMILY_NONE 0u /* no destination: a statistics query */
+#define BATON_PEER_FAMILY_IPV4 4u
+#define BATON_PEER_FAMILY_IPV6 6u
+
+/* COPY_TENSOR_TO outcome (reply field `result`). Everything but DONE means
+ * "not done": the coordinator copies through the hub path instead. */
+enum baton_copy_outcome {
+    BATON_COPY_DONE = 0,        /* PEER_WRITE's reply arrived: the bytes landed */
+    BATON_COPY_NOT_ALLOWED = 1, /* destination not on the allow-list; nothing dialled */
+    BATON_COPY_BACKOFF = 2,     /* destination in backoff after connect/handshake failures */
+    BATON_COPY_UNREACHABLE = 3, /* connect failed or timed out */
+    BATON_COPY_HANDSHAKE = 4,   /* HELLO/AUTH failed, or the destination lacks PEER_COPY */
+    BATON_COPY_REFUSED = 5,     /* the destination refused the PEER_WRITE (grant) */
+    BATON_COPY_IO = 6,          /* the link failed or timed out during the write */
+    BATON_COPY_LIMIT = 7,       /* peer-link cap reached, or this server holds no peer key */
+    BATON_COPY_OUTCOME_LIMIT = 8 /* every valid outcome is below this */
+};
+
+/* GRANT_WRITE request: u64 handle, u64 offset, u64 length (24 bytes). */
+struct baton_grant_request {
+    uint64_t handle;
+    uint64_t offset;
+    uint64_t length;
+};
+
+/* COPY_TENSOR_TO destination (48 bytes after tensor, offset, n):
+ *  0 u8 family (0, 4, 6)  1 u8 reserved (0)  2 u16 port  4 u32 reserved (0)
+ *  8 u8[16] address (IPv4: 4 bytes, then 12 zero bytes)
+ * 24 u8[16] grant id  40 u64 offset within the grant.
+ * Family 0 (a statistics query) has every other field 0. */
+struct baton_peer_dest {
+    uint8_t family;
+    uint16_t port;
+    uint8_t addr[16];
+    uint8_t grant[BATON_GRANT_ID_BYTES];
+    uint64_t grant_offset;
+};
+
+/* PEER_WRITE header (32 bytes, then n data bytes):
+ *  0 u8[16] grant id  16 u64 offset within the grant  24 u64 n. */
+struct baton_peer_write_header {
+    uint8_t grant[BATON_GRANT_ID_BYTES];
+    uint64_t offset;
+    uint64_t n;
+};
+
+/* COPY_TENSOR_TO reply (48 bytes): u32 result (enum baton_copy_outcome),
+ * u32 status (the positive baton status code that caused a "not done", or
+ * 0), then this session's counters on that server since it connected:
+ * u64 peer_bytes_sent, u64 peer_bytes_received (PEER_WRITE frame bytes:
+ * header, payload, tag), u64 copies_done, u64 copies_not_done, and u64
+ * reserved (0). */
+struct baton_copy_result {
+    uint32_t result;
+    uint32_t status;
+    uint64_t peer_bytes_sent;
+    uint64_t peer_bytes_received;
+    uint64_t copies_done;
+    uint64_t copies_not_done;
+};
+
+/* Decodes a GRANT_WRITE request (24 bytes). BATON_E_TRUNCATED when fewer
+ * bytes remain, BATON_E_INVAL for length 0, BATON_E_OVERFLOW when
+ * offset + length exceeds 2^64 - 1. */
+int baton_wire_decode_grant_request(const uint8_t *buf, size_t len, size_t *pos,
+                                    struct baton_grant_request *out);
+
+/* Decodes a 16-byte grant id (REVOKE_GRANT request, GRANT_WRITE reply).
+ * BATON_E_INVAL for the all-zero id, which is never issued. */
+int baton_wire_decode_grant_id(const uint8_t *buf, size_t len, size_t *pos,
+                               uint8_t id[BATON_GRANT_ID_BYTES]);
+
+/* Decodes a COPY_TENSOR_TO destination (48 bytes, layout above).
+ * BATON_E_INVAL on non-zero reserved bytes, a family other than 0, 4, 6,
+ * an IPv4 address with non-zero padding, port 0 or an all-zero grant id
+ * for family 4 or 6, or any non-zero field for family 0. */
+int baton_wire_decode_peer_dest(const uint8_t *buf, size_t len, size_t *pos,
+                                struct baton_peer_dest *out);
+
+/* Decodes a PEER_WRITE header (32 bytes). BATON_E_INVAL for an all-zero
+ * grant id or n = 0. The range (offset, n) is checked against the grant by
+ * the server with baton_wire_check_range. */
+int baton_wire_decode_peer_write(const uint8_t *buf, size_t len, size_t *pos,
+                                 struct baton_peer_write_header *out);
+
+/* Decodes a COPY_TENSOR_TO reply (48 bytes). BATON_E_INVAL for a result
+ * >= BATON_COPY_OUTCOME_LIMIT, a status above 65535, or non-zero reserved
+ * bytes. */
+int baton_wire_decode_copy_result(const uint8_t *buf, size_t len, size_t *pos,
+                                  struct baton_copy_result *out);
+
 /* ---- encoders (not proven; used by the client and the server's replies) ---- */
 
 void baton_wire_put_u16(uint8_t *p, uint16_t v);
@@ -162,6 +264,12 @@ void baton_wire_encode_node(uint8_t *p, const struct baton_graph_node *n);
 void baton_wire_encode_device_info(uint8_t *p, const struct baton_device_info *d);
 int baton_wire_decode_device_info(const uint8_t *buf, size_t len, size_t *pos,
                                   struct baton_device_info *out);
+
+/* Direct path encoders: 24, 48, 32 and 48 bytes (layouts above). */
+void baton_wire_encode_grant_request(uint8_t *p, const struct baton_grant_request *g);
+void baton_wire_encode_peer_dest(uint8_t *p, const struct baton_peer_dest *d);
+void baton_wire_encode_peer_write(uint8_t *p, const struct baton_peer_write_header *w);
+void baton_wire_encode_copy_result(uint8_t *p, const struct baton_copy_result *r);
 
 /* Fills nb[] with the contiguous strides of (type, ne). Returns 0, or
  * BATON_E_TYPE / BATON_E_SHAPE / BATON_E_OVERFLOW as baton_wire_tensor_extent. */

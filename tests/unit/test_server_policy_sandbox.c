@@ -1,7 +1,9 @@
 /* src/server/sandbox.c: the compiled-in list is exactly policy/seccomp.list,
  * every name resolves, and an installed filter (in a forked child) allows
- * the listed calls and threads, answers clone3 with ENOSYS, and kills the
- * process with SIGSYS on a call that is not listed. */
+ * the listed calls and threads, the peer-link socket (AF_INET, SOCK_STREAM |
+ * SOCK_CLOEXEC | SOCK_NONBLOCK) and fcntl F_GETFL/F_SETFL, answers clone3
+ * with ENOSYS, and kills the process with SIGSYS on a call that is not
+ * listed, including socket with other arguments and other fcntl commands. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -101,6 +103,12 @@ static void child(int wfd, int which)
     free(m);
     if (write(wfd, &ok, 1) != 1) /* step 3: threads and memory work */
         _exit(11);
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int fl = s >= 0 ? fcntl(s, F_GETFL) : -1;
+    if (s < 0 || fl < 0 || fcntl(s, F_SETFL, fl & ~O_NONBLOCK) != 0 || close(s) != 0)
+        _exit(15);
+    if (write(wfd, &ok, 1) != 1) /* step 4: a peer-link socket works */
+        _exit(11);
     switch (which) {
     case 0:
         (void)open("/etc/hostname", O_RDONLY | O_CLOEXEC);
@@ -111,11 +119,20 @@ static void child(int wfd, int which)
     case 2:
         (void)syscall(SYS_getppid);
         break;
-    default: {
+    case 3: {
         char *argv[] = {"/bin/true", NULL};
         execv(argv[0], argv);
         break;
     }
+    case 4: /* a socket without CLOEXEC */
+        (void)socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        break;
+    case 5: /* a datagram socket */
+        (void)socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        break;
+    default: /* another fcntl command */
+        (void)fcntl(wfd, F_SETFD, 0);
+        break;
     }
     _exit(0); /* reached only if the forbidden call was allowed */
 }
@@ -124,7 +141,7 @@ static void test_filter_in_child(void **state)
 {
     if (baton_sandbox_sanitizer_build())
         skip(); /* sanitizer runtimes need calls outside the list */
-    for (int which = 0; which < 4; which++) {
+    for (int which = 0; which < 7; which++) {
         int fds[2];
         assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
         pid_t pid = fork();
@@ -142,7 +159,7 @@ static void test_filter_in_child(void **state)
         close(fds[0]);
         int st = 0;
         assert_int_equal(waitpid(pid, &st, 0), pid);
-        if (got != 3 || !WIFSIGNALED(st) || WTERMSIG(st) != SIGSYS)
+        if (got != 4 || !WIFSIGNALED(st) || WTERMSIG(st) != SIGSYS)
             fail_msg("forbidden call %d: %zu steps passed, status %#x (exit %d, signal %d)",
                      which, got, st, WIFEXITED(st) ? WEXITSTATUS(st) : -1,
                      WIFSIGNALED(st) ? WTERMSIG(st) : -1);

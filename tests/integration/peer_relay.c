@@ -1,0 +1,223 @@
+/* peer_relay: a TCP relay for the direct-path tests, put on the peer-facing
+ * path between a source batond and a destination batond (or a test peer).
+ *
+ *   peer_relay --to PORT --port-file FILE [--port N] [--mode MODE]
+ *              [--after BYTES] [--chunk BYTES --delay-ms MS]
+ *              [--mark-after BYTES --mark-file FILE]
+ *
+ * Listens on 127.0.0.1 (port N, default 0 = ephemeral; written to FILE once
+ * listening) and relays every accepted connection to 127.0.0.1:PORT, both
+ * directions, one thread per connection. Modes:
+ *   forward  relay everything (default);
+ *   stall    relay until BYTES bytes in all have gone towards the
+ *            destination, then relay nothing more, on any connection (old
+ *            or new), keeping every socket open: a peer that stops
+ *            answering;
+ *   die      once BYTES bytes have gone towards the destination, the relay
+ *            kills itself with SIGKILL: a peer that vanishes mid-run;
+ *   slow     towards the destination, relay at most --chunk bytes, then
+ *            sleep --delay-ms, and so on: a slow peer.
+ * --mark-file FILE is created once --mark-after bytes have gone towards
+ * the destination (so a test can act while a transfer is in flight).
+ * SIGTERM ends the relay. Exit 2 on a usage error, 1 if it cannot listen. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "net/net.h"
+
+enum mode { MODE_FORWARD, MODE_STALL, MODE_DIE, MODE_SLOW };
+
+static enum mode g_mode = MODE_FORWARD;
+static uint16_t g_to;
+static uint64_t g_after, g_mark_after;
+static size_t g_chunk = 16384;
+static int g_delay_ms;
+static const char *g_mark_file;
+static atomic_uint_fast64_t g_forwarded; /* bytes sent towards the destination */
+static atomic_int g_stalled, g_marked;
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static int send_all(int fd, const uint8_t *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Counts bytes that went towards the destination and applies the mode's
+ * triggers. */
+static void count_forwarded(size_t n)
+{
+    uint64_t total = atomic_fetch_add(&g_forwarded, n) + n;
+    if (g_mark_file && total >= g_mark_after && !atomic_exchange(&g_marked, 1)) {
+        int fd = open(g_mark_file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd >= 0)
+            close(fd);
+    }
+    if (total >= g_after) {
+        if (g_mode == MODE_DIE)
+            kill(getpid(), SIGKILL);
+        if (g_mode == MODE_STALL)
+            atomic_store(&g_stalled, 1);
+    }
+}
+
+/* Holds a connection open without relaying anything, until the process
+ * ends. */
+static void hold_forever(void)
+{
+    for (;;)
+        sleep_ms(1000);
+}
+
+static void *pair_main(void *arg)
+{
+    int cfd = (int)(intptr_t)arg, sfd = -1;
+    uint8_t buf[65536];
+    if (atomic_load(&g_stalled))
+        hold_forever();
+    if (baton_net_connect("127.0.0.1", g_to, 5000, &sfd) != 0) {
+        close(cfd);
+        return NULL;
+    }
+    for (;;) {
+        struct pollfd p[2] = {{.fd = cfd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+        if (poll(p, 2, 200) < 0 && errno != EINTR)
+            break;
+        if (atomic_load(&g_stalled))
+            hold_forever();
+        if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+            size_t cap = g_mode == MODE_SLOW && g_chunk < sizeof buf ? g_chunk : sizeof buf;
+            if (g_mode == MODE_STALL) {
+                uint64_t done = atomic_load(&g_forwarded);
+                if (done >= g_after) {
+                    atomic_store(&g_stalled, 1);
+                    hold_forever();
+                }
+                if (g_after - done < cap)
+                    cap = (size_t)(g_after - done); /* stop exactly there */
+            }
+            ssize_t r = recv(cfd, buf, cap, 0);
+            if (r <= 0 || send_all(sfd, buf, (size_t)r) != 0)
+                break;
+            count_forwarded((size_t)r);
+            if (g_mode == MODE_SLOW && g_delay_ms > 0)
+                sleep_ms(g_delay_ms);
+        }
+        if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+            ssize_t r = recv(sfd, buf, sizeof buf, 0);
+            if (r <= 0 || send_all(cfd, buf, (size_t)r) != 0)
+                break;
+        }
+    }
+    close(cfd);
+    close(sfd);
+    return NULL;
+}
+
+static int write_port_file(const char *path, uint16_t port)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "%u\n", (unsigned)port);
+    if (fclose(f) != 0)
+        return -1;
+    return rename(tmp, path);
+}
+
+int main(int argc, char **argv)
+{
+    const char *port_file = NULL;
+    uint16_t port = 0, bound = 0;
+    int lfd;
+    for (int i = 1; i < argc; i += 2) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v)
+            goto usage;
+        if (!strcmp(a, "--to"))
+            g_to = (uint16_t)atoi(v);
+        else if (!strcmp(a, "--port"))
+            port = (uint16_t)atoi(v);
+        else if (!strcmp(a, "--port-file"))
+            port_file = v;
+        else if (!strcmp(a, "--after"))
+            g_after = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--chunk"))
+            g_chunk = (size_t)strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--delay-ms"))
+            g_delay_ms = atoi(v);
+        else if (!strcmp(a, "--mark-after"))
+            g_mark_after = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--mark-file"))
+            g_mark_file = v;
+        else if (!strcmp(a, "--mode")) {
+            if (!strcmp(v, "forward"))
+                g_mode = MODE_FORWARD;
+            else if (!strcmp(v, "stall"))
+                g_mode = MODE_STALL;
+            else if (!strcmp(v, "die"))
+                g_mode = MODE_DIE;
+            else if (!strcmp(v, "slow"))
+                g_mode = MODE_SLOW;
+            else
+                goto usage;
+        } else {
+            goto usage;
+        }
+    }
+    if (!g_to || !port_file || g_chunk == 0)
+        goto usage;
+    if (g_mode == MODE_STALL && g_after == 0)
+        atomic_store(&g_stalled, 1);
+    signal(SIGPIPE, SIG_IGN);
+    if (baton_net_listen("127.0.0.1", port, 64, &lfd, &bound) != 0 ||
+        write_port_file(port_file, bound) != 0) {
+        fprintf(stderr, "peer_relay: cannot listen on 127.0.0.1:%u\n", (unsigned)port);
+        return 1;
+    }
+    for (;;) {
+        struct pollfd p = {.fd = lfd, .events = POLLIN};
+        int cfd;
+        pthread_t t;
+        if (poll(&p, 1, -1) < 0)
+            continue;
+        if (baton_net_accept(lfd, &cfd) != 0)
+            continue;
+        if (pthread_create(&t, NULL, pair_main, (void *)(intptr_t)cfd) != 0) {
+            close(cfd);
+            continue;
+        }
+        pthread_detach(t);
+    }
+usage:
+    fprintf(stderr, "usage: peer_relay --to PORT --port-file FILE [--port N] "
+                    "[--mode forward|stall|die|slow] [--after BYTES] [--chunk BYTES "
+                    "--delay-ms MS] [--mark-after BYTES --mark-file FILE]\n");
+    return 2;
+}

@@ -1,0 +1,148 @@
+#!/bin/bash
+# Direct path fallback (docs/PROTOCOL.md "Direct path"): with a test relay
+# (tests/integration/peer_relay.c) on the peer-facing path of a 2-stage run
+# of stories260K, a destination not on the source's allow-list, a relay that
+# is down, one killed mid-run and one that stalls each give "not done"; the
+# run finishes on the hub path with the reference token ids, and the source
+# keeps serving other clients. Then 200 copies that cannot be done leave the
+# source's descriptor and thread counts at their baseline, and a stale
+# cached link (relay restarted) is retried at once. Servers run with
+# seccomp on (unless BATON_ASAN=1).
+source "$(dirname "$0")/lib.sh"
+need_model
+CASES="$BUILD_DIR/tests/peer_cases"
+RELAY="$BUILD_DIR/tests/peer_relay"
+REF_IDS='[432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401, 396, 267, 337, 410, 408, 419, 292, 411, 322, 265, 282, 295, 433, 426, 385, 328, 432, 358, 394, 261, 370, 432, 352, 266, 268, 388, 426, 338, 391, 266, 267, 337, 335, 312, 432]'
+
+K="$TMP/client.key"
+P="$TMP/peer.key"
+"$BATON" keygen -o "$K" 2>/dev/null
+"$BATON" keygen -o "$P" 2>/dev/null
+KEYS="--key $K --peer-key $P"
+
+# start_relay NAME ARGS...: sets RPORT_<NAME>, RPID_<NAME>
+start_relay() {
+    local name=$1
+    shift
+    rm -f "$TMP/port.r$name"
+    "$RELAY" --port-file "$TMP/port.r$name" "$@" 2>>"$TMP/relay.$name.log" &
+    local pid=$!
+    PIDS+=("$pid")
+    for _ in $(seq 200); do [ -s "$TMP/port.r$name" ] && break; sleep 0.025; done
+    [ -s "$TMP/port.r$name" ] || fail "relay $name did not start"
+    printf -v "RPORT_$name" '%s' "$(cat "$TMP/port.r$name")"
+    printf -v "RPID_$name" '%s' "$pid"
+}
+
+BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS" start_server c
+# per stage-1 -> stage-2 hand-off towards the destination: HELLO + AUTH
+# (128 bytes), the prefill's PEER_WRITE (1352), then 328 per decode step,
+# so 4000 bytes fall in the 8th decode step
+start_relay die --to "$PORT_c" --mode die --after 4000
+start_relay stall --to "$PORT_c" --mode stall --after 4000 --mark-after 4000 --mark-file "$TMP/stalled"
+start_relay fwd --to "$PORT_c"
+start_relay down --to "$PORT_c"
+start_relay down2 --to "$PORT_c"
+kill "$RPID_down" "$RPID_down2"
+wait "$RPID_down" "$RPID_down2" 2>/dev/null || true # their ports: allowed, nobody listens
+BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --log-rate 100000 --peer-timeout 1s --peer 127.0.0.1:$RPORT_die \
+--peer 127.0.0.1:$RPORT_stall --peer 127.0.0.1:$RPORT_fwd --peer 127.0.0.1:$RPORT_down \
+--peer 127.0.0.1:$RPORT_down2" start_server a
+A=127.0.0.1:$PORT_a
+C=127.0.0.1:$PORT_c
+
+field() { # field FILE EXPR: a Python expression over the JSON document j
+    python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
+}
+
+# run_arm NAME SERVERS: a 2-stage run with --p2p on; ids must be the reference
+run_arm() {
+    local name=$1 servers=$2
+    if ! "$BATON" run --model "$MODEL" --prompt "Once upon a time" -n 48 --key "$K" \
+        --servers "$servers" --split 1,1 --p2p on --ids-file "$TMP/$name.json" \
+        --stats-json "$TMP/$name.stats" --quiet >"$TMP/$name.out" 2>"$TMP/$name.err"; then
+        cat "$TMP/$name.err" >&2
+        fail "arm $name exited non-zero"
+    fi
+    [ "$(field "$TMP/$name.json" 'j["generated"]')" = "$REF_IDS" ] ||
+        fail "$name: generated $(field "$TMP/$name.json" 'j["generated"]')"
+    grep -q "plan: stage 1 -> 2 direct" "$TMP/$name.err" || fail "$name: no direct path planned"
+}
+# steps NAME KEY: the decode window's total of stage 1's KEY
+steps() {
+    field "$TMP/$1.stats" "round(j['per_step']['stages'][0]['$2'] * j['decode_steps'])"
+}
+
+# not on the allow-list: C's own port is not on A's list
+run_arm notlisted "$A,$C"
+[ "$(steps notlisted copies_not_done)" = 47 ] && [ "$(steps notlisted copies_done)" = 0 ] ||
+    fail "notlisted: copies done $(steps notlisted copies_done), not done $(steps notlisted copies_not_done)"
+[ "$(steps notlisted hidden_gets)" = 47 ] || fail "notlisted: the hub path was not used"
+grep -q "direct copy destination not on the source's allow-list" "$TMP/notlisted.err" ||
+    fail "notlisted: no reason given"
+echo "ok: not on the allow-list -> not done, hub path, reference ids"
+
+# the relay is down
+run_arm down "$A,$C@127.0.0.1:$RPORT_down"
+[ "$(steps down copies_not_done)" = 47 ] || fail "down: $(steps down copies_not_done) not done"
+grep -q "not done (connect failed" "$TMP/batond.a.log" || fail "down: no connect failure logged"
+grep -q "not done (destination in backoff" "$TMP/batond.a.log" || fail "down: no backoff"
+echo "ok: relay down -> not done (connect failed, then backoff), reference ids"
+
+# the relay is killed mid-run
+run_arm die "$A,$C@127.0.0.1:$RPORT_die"
+kill -0 "$RPID_die" 2>/dev/null && fail "die: the relay is still alive"
+d=$(steps die copies_done)
+nd=$(steps die copies_not_done)
+[ "$d" -ge 1 ] && [ "$nd" -ge 1 ] && [ $((d + nd)) = 47 ] || fail "die: done $d, not done $nd"
+echo "ok: relay killed mid-run -> $d done, then $nd not done, reference ids"
+
+# the relay stalls; meanwhile another client runs on the source alone
+run_arm stall "$A,$C@127.0.0.1:$RPORT_stall" &
+stall_pid=$!
+for _ in $(seq 400); do [ -e "$TMP/stalled" ] && break; sleep 0.025; done
+[ -e "$TMP/stalled" ] || fail "stall: the relay never stalled"
+"$BATON" run --model "$MODEL" --prompt "Once upon a time" -n 48 --key "$K" --servers "$A" \
+    --ids-file "$TMP/other.json" --quiet >/dev/null 2>"$TMP/other.err" || {
+    cat "$TMP/other.err" >&2
+    fail "another client of the source failed while a copy stalled"
+}
+[ "$(field "$TMP/other.json" 'j["generated"]')" = "$REF_IDS" ] || fail "other client: wrong ids"
+wait "$stall_pid" || fail "stall arm failed"
+d=$(steps stall copies_done)
+nd=$(steps stall copies_not_done)
+[ "$d" -ge 1 ] && [ "$nd" -ge 1 ] && [ $((d + nd)) = 47 ] || fail "stall: done $d, not done $nd"
+grep -q "not done (link failed: E_TIMEOUT" "$TMP/batond.a.log" || fail "stall: no write timeout logged"
+echo "ok: relay stalls -> $d done, then $nd not done, reference ids; another client served meanwhile"
+
+# 200 copies that cannot be done (not allowed; a port never dialled before,
+# where nobody listens; the stalled relay): descriptors and threads back to
+# baseline
+"$CASES" flood "$PORT_a" "$PID_a" "$K" 200 "$RPORT_down2" "$RPORT_stall" >"$TMP/flood.out" 2>&1 || {
+    cat "$TMP/flood.out" >&2
+    fail "flood"
+}
+cat "$TMP/flood.out"
+
+# a stale cached link is retried once, at once
+"$CASES" retry "$PORT_a" "$RPORT_fwd" "$PORT_c" "$K" "$TMP/step" "$TMP/go" >"$TMP/retry.out" 2>&1 &
+retry_pid=$!
+for _ in $(seq 400); do [ -e "$TMP/step" ] && break; sleep 0.025; done
+[ -e "$TMP/step" ] || fail "retry: no first copy"
+kill -KILL "$RPID_fwd"
+wait "$RPID_fwd" 2>/dev/null || true
+start_relay fwd2 --to "$PORT_c" --port "$RPORT_fwd"
+touch "$TMP/go"
+wait "$retry_pid" || {
+    cat "$TMP/retry.out" >&2
+    fail "retry"
+}
+cat "$TMP/retry.out"
+kill -0 "$PID_a" && kill -0 "$PID_c" || fail "a server died"
+# a clean stop of the source (under ASan: LeakSanitizer checks links and
+# sessions at exit)
+kill -TERM "$PID_a"
+rc=0
+wait "$PID_a" || rc=$?
+[ $rc = 0 ] || fail "source batond exited $rc after SIGTERM: $(tail -5 "$TMP/batond.a.log")"
+echo "PASS"
