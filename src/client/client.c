@@ -18,6 +18,7 @@
 
 #include "auth/auth.h"
 #include "baton/client.h"
+#include "client/frame_send.h"
 #include "net/net.h"
 #include "net/transport.h"
 
@@ -30,13 +31,10 @@
 /* Error replies carry no payload; anything above this is a broken server. */
 #define MAX_ERROR_PAYLOAD 4096u
 /* Tagged connections: received payload is MAC'd (or decrypted) in pieces
- * of this size as they arrive; sent payload in SEND_PIECE_BYTES pieces,
- * each sent right after it is MAC'd (or encrypted into conn.enc_buf). */
+ * of this size as they arrive; sent payload in BATON_SEND_PIECE_BYTES
+ * pieces (frame_send.h), each sent right after it is MAC'd. */
 #ifndef RECV_PIECE_BYTES /* overridable for benchmarks (bench/auth_cost.sh) */
 #define RECV_PIECE_BYTES (256u * 1024u)
-#endif
-#ifndef SEND_PIECE_BYTES
-#define SEND_PIECE_BYTES (1u << 20)
 #endif
 
 struct pending {
@@ -67,7 +65,7 @@ struct baton_conn {
     int tagged;   /* after AUTH: every frame carries a tag */
     int encrypt;  /* tagged, and payloads are encrypted (server's HELLO) */
     struct baton_frame_key send_key, recv_key;
-    uint8_t *enc_buf; /* encrypt mode: SEND_PIECE_BYTES of ciphertext */
+    uint8_t *enc_buf; /* encrypt mode: BATON_SEND_PIECE_BYTES of ciphertext */
 };
 
 
@@ -169,71 +167,18 @@ static int recv_tag(struct baton_conn *c, struct baton_mac *m, uint64_t deadline
 }
 
 /* Sends header hb, payload pieces p1 and p2 and, on a tagged connection,
- * the tag of the next frame of the send direction. The payload is MAC'd
- * (or encrypted into c->enc_buf: the caller's data is never modified) in
- * SEND_PIECE_BYTES pieces, each sent right after, while still in cache. */
+ * the tag of the next frame of the send direction (frame_send.h). */
 static int send_frame(struct baton_conn *c, const uint8_t *hb, const void *p1, uint64_t n1,
                       const void *p2, uint64_t n2, uint64_t deadline)
 {
-    const uint8_t *piece[2] = {p1, p2};
-    uint64_t piece_n[2] = {n1, n2};
-    struct baton_mac m;
-    struct iovec iov[3];
-    uint8_t tag[BATON_TAG_BYTES];
-    uint64_t ctr;
-    int niov = 0, pending = 0, rc;
     if (!c->tagged) {
         struct iovec plain[3] = {{(void *)hb, BATON_FRAME_HEADER_BYTES},
                                  {(void *)p1, (size_t)n1},
                                  {(void *)p2, (size_t)n2}};
         return baton_transport_send_all(c->t, plain, 3, deadline);
     }
-    memset(&m, 0, sizeof m);
-    rc = baton_frame_key_next(&c->send_key, &ctr);
-    if (rc == 0 && c->encrypt && !c->enc_buf && !(c->enc_buf = malloc(SEND_PIECE_BYTES)))
-        rc = BATON_E_NOMEM;
-    if (rc == 0 && c->encrypt)
-        rc = baton_aead_begin(&m, &c->send_key, ctr, hb, BATON_FRAME_HEADER_BYTES);
-    else if (rc == 0)
-        rc = baton_mac_begin(&m, &c->send_key, ctr);
-    if (rc == 0 && !c->encrypt)
-        rc = baton_mac_update(&m, hb, BATON_FRAME_HEADER_BYTES);
-    if (rc != 0)
-        goto out;
-    iov[niov++] = (struct iovec){(void *)hb, BATON_FRAME_HEADER_BYTES};
-    for (int i = 0; i < 2; i++) {
-        for (uint64_t off = 0; off < piece_n[i];) {
-            uint64_t k = piece_n[i] - off < SEND_PIECE_BYTES ? piece_n[i] - off : SEND_PIECE_BYTES;
-            const uint8_t *src = piece[i] + off;
-            if (pending) {
-                /* the previous piece goes out first (enc_buf is reused) */
-                rc = baton_transport_send_all(c->t, iov, niov, deadline);
-                if (rc != 0)
-                    goto out;
-                niov = 0;
-                pending = 0;
-            }
-            if (c->encrypt) {
-                rc = baton_aead_encrypt(&m, c->enc_buf, src, (size_t)k);
-                src = c->enc_buf;
-            } else {
-                rc = baton_mac_update(&m, src, (size_t)k);
-            }
-            if (rc != 0)
-                goto out;
-            iov[niov++] = (struct iovec){(void *)src, (size_t)k};
-            pending = 1;
-            off += k;
-        }
-    }
-    rc = baton_mac_final_tag(&m, tag);
-    if (rc != 0)
-        goto out;
-    iov[niov++] = (struct iovec){tag, sizeof tag};
-    rc = baton_transport_send_all(c->t, iov, niov, deadline);
-out:
-    baton_mac_abort(&m);
-    return rc;
+    return baton_send_tagged_frame(c->t, &c->send_key, c->encrypt, &c->enc_buf, hb, p1, n1, p2,
+                                   n2, deadline);
 }
 
 /* Reads and decodes the reply of the oldest outstanding request. */

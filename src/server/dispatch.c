@@ -28,6 +28,7 @@
 
 #include "auth/auth.h"
 #include "baton/status.h"
+#include "client/frame_send.h"
 #include "core/limits.h"
 #include "core/ops.h"
 #include "core/types.h"
@@ -41,11 +42,7 @@ enum conn_state { STATE_NEW = 0, STATE_HELLO_DONE, STATE_READY };
 #ifndef RECV_PIECE_BYTES /* overridable for benchmarks (bench/auth_cost.sh) */
 #define RECV_PIECE_BYTES (256u * 1024u)
 #endif
-/* Sent payload is MAC'd (or encrypted into conn.enc) in pieces of this
- * size, each sent right after. */
-#ifndef SEND_PIECE_BYTES
-#define SEND_PIECE_BYTES (1u << 20)
-#endif
+/* Sent payload: client/frame_send.h (BATON_SEND_PIECE_BYTES pieces). */
 
 struct conn {
     struct baton_server *s;
@@ -68,7 +65,7 @@ struct conn {
     struct baton_mac rmac; /* tag of the request being received */
     int rmac_open;         /* rmac begun, its tag not checked yet */
     int silent;            /* bad tag: close without an error frame */
-    uint8_t *enc;          /* encrypt mode: SEND_PIECE_BYTES of ciphertext */
+    uint8_t *enc;          /* encrypt mode: BATON_SEND_PIECE_BYTES of ciphertext */
     struct conn_slot *slot; /* the listener's slot (NULL: serve_transport) */
 };
 
@@ -202,65 +199,13 @@ static int read_fixed(struct conn *c, size_t expect, const uint8_t **out)
 }
 
 /* Sends header, payload pieces p1 and p2, and the tag of the next frame
- * of the send direction. The payload is MAC'd (or encrypted into c->enc;
- * a tensor buffer is never encrypted in place) in SEND_PIECE_BYTES pieces,
- * each sent right after, so it is still in cache. */
+ * of the send direction (client/frame_send.h; in encrypt mode through
+ * c->enc, so a tensor buffer is never encrypted in place). */
 static int send_tagged(struct conn *c, const uint8_t *hdr, const void *p1, uint64_t n1,
                        const void *p2, uint64_t n2, uint64_t deadline)
 {
-    const uint8_t *piece[2] = {p1, p2};
-    uint64_t piece_n[2] = {n1, n2};
-    struct baton_mac m;
-    struct iovec iov[3];
-    uint8_t tag[BATON_TAG_BYTES];
-    uint64_t ctr;
-    int niov = 0, pending = 0;
-    int rc = baton_frame_key_next(&c->send_key, &ctr);
-    memset(&m, 0, sizeof m);
-    if (rc == 0 && c->encrypt && !c->enc && !(c->enc = malloc(SEND_PIECE_BYTES)))
-        rc = BATON_E_NOMEM;
-    if (rc == 0 && c->encrypt)
-        rc = baton_aead_begin(&m, &c->send_key, ctr, hdr, BATON_FRAME_HEADER_BYTES);
-    else if (rc == 0)
-        rc = baton_mac_begin(&m, &c->send_key, ctr);
-    if (rc == 0 && !c->encrypt)
-        rc = baton_mac_update(&m, hdr, BATON_FRAME_HEADER_BYTES);
-    if (rc != 0)
-        goto out;
-    iov[niov++] = (struct iovec){(void *)hdr, BATON_FRAME_HEADER_BYTES};
-    for (int i = 0; i < 2; i++) {
-        for (uint64_t off = 0; off < piece_n[i];) {
-            uint64_t k = piece_n[i] - off < SEND_PIECE_BYTES ? piece_n[i] - off : SEND_PIECE_BYTES;
-            const uint8_t *src = piece[i] + off;
-            if (pending) {
-                /* the previous piece goes out first (c->enc is reused) */
-                rc = baton_transport_send_all(c->t, iov, niov, deadline);
-                if (rc != 0)
-                    goto out;
-                niov = 0;
-                pending = 0;
-            }
-            if (c->encrypt) {
-                rc = baton_aead_encrypt(&m, c->enc, src, (size_t)k);
-                src = c->enc;
-            } else {
-                rc = baton_mac_update(&m, src, (size_t)k);
-            }
-            if (rc != 0)
-                goto out;
-            iov[niov++] = (struct iovec){(void *)src, (size_t)k};
-            pending = 1;
-            off += k;
-        }
-    }
-    rc = baton_mac_final_tag(&m, tag);
-    if (rc != 0)
-        goto out;
-    iov[niov++] = (struct iovec){tag, sizeof tag};
-    rc = baton_transport_send_all(c->t, iov, niov, deadline);
-out:
-    baton_mac_abort(&m);
-    return rc;
+    return baton_send_tagged_frame(c->t, &c->send_key, c->encrypt, &c->enc, hdr, p1, n1, p2, n2,
+                                   deadline);
 }
 
 /* Sends one reply frame: header + up to two payload pieces (+ the tag
