@@ -26,8 +26,8 @@
     behavior unknown:
       assumes type != BATON_TYPE_F32 && type != BATON_TYPE_F16 && type != BATON_TYPE_Q4_0 &&
               type != BATON_TYPE_Q8_0 && type != BATON_TYPE_I32;
-      assigns \nothing;
       ensures \result == BATON_E_TYPE;
+      ensures *block_elems == \old(*block_elems) && *block_bytes == \old(*block_bytes);
     complete behaviors;
     disjoint behaviors;
 */
