@@ -275,7 +275,7 @@ static void reply_done(struct checker *c)
     case BATON_CMD_GRANT_WRITE:    /* handle first: the buffer being granted */
     case BATON_CMD_COPY_TENSOR_TO: /* source tensor first, checked as GET's */
         FUZZ_CHECK(req_u64(c, q, 0, &a) == 0, "request without a handle succeeded");
-        check_owned(c, a, server_cmd_name(q->cmd));
+        check_owned(c, a, baton_cmd_name(q->cmd));
         break;
     case BATON_CMD_COPY_TENSOR:
         FUZZ_CHECK(req_u64(c, q, 0, &a) == 0 && req_u64(c, q, BATON_TENSOR_DESC_BYTES, &b) == 0,

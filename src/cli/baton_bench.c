@@ -56,17 +56,6 @@ static void summarize(struct figure *f, uint32_t n)
     f->med = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
 }
 
-static const char *cmd_label(uint32_t c)
-{
-    static const char *const names[BATON_CMD_LIMIT] = {
-        "?",           "HELLO",        "AUTH",          "DEVICE_INFO",    "ALLOC_BUFFER",
-        "FREE_BUFFER", "BUFFER_CLEAR", "SET_TENSOR",    "GET_TENSOR",     "COPY_TENSOR",
-        "GRAPH_COMPUTE", "GRANT_WRITE", "REVOKE_GRANT", "COPY_TENSOR_TO", "PEER_WRITE",
-        "PEER_FENCE"};
-
-    return c < BATON_CMD_LIMIT ? names[c] : "?";
-}
-
 static uint32_t parse_count(const char *opt, const char *s, uint32_t min, uint32_t max, int *bad)
 {
     char *end = NULL;
@@ -205,7 +194,7 @@ int baton_cmd_bench(int argc, char **argv)
     for (i = 0; i < res->n_stages && res->decode_steps; i++)
         for (c = 1; c < BATON_CMD_LIMIT; c++)
             if (res->cmd[i][c].count)
-                printf("  %-6u %-16s %10.2f %14.1f %14.1f\n", i + 1, cmd_label(c),
+                printf("  %-6u %-16s %10.2f %14.1f %14.1f\n", i + 1, baton_cmd_name(c),
                        (double)res->cmd[i][c].count / res->decode_steps,
                        (double)res->cmd[i][c].request_bytes / res->decode_steps,
                        (double)res->cmd[i][c].reply_bytes / res->decode_steps);
@@ -236,7 +225,7 @@ int baton_cmd_bench(int argc, char **argv)
                     continue;
                 fprintf(f, "%s\"%s\": {\"count\": %.4g, \"request_bytes\": %.6g, "
                            "\"reply_bytes\": %.6g}",
-                        first ? "" : ", ", cmd_label(c),
+                        first ? "" : ", ", baton_cmd_name(c),
                         (double)res->cmd[i][c].count / res->decode_steps,
                         (double)res->cmd[i][c].request_bytes / res->decode_steps,
                         (double)res->cmd[i][c].reply_bytes / res->decode_steps);

@@ -101,17 +101,6 @@ static uint64_t align_up(uint64_t v)
     return (v + (ALIGN - 1)) & ~(uint64_t)(ALIGN - 1);
 }
 
-static const char *cmd_name(uint32_t cmd)
-{
-    static const char *const names[BATON_CMD_LIMIT] = {
-        "?",           "HELLO",         "AUTH",         "DEVICE_INFO",   "ALLOC_BUFFER",
-        "FREE_BUFFER", "BUFFER_CLEAR",  "SET_TENSOR",   "GET_TENSOR",    "COPY_TENSOR",
-        "GRAPH_COMPUTE", "GRANT_WRITE", "REVOKE_GRANT", "COPY_TENSOR_TO", "PEER_WRITE",
-        "PEER_FENCE"};
-
-    return cmd < BATON_CMD_LIMIT ? names[cmd] : "?";
-}
-
 static int stage_fail(struct run *r, const struct stage_rt *s, const char *what, int rc)
 {
     fprintf(r->cfg->log, "baton: stage %u (%s): %s failed: %s (%s)%s\n", s->index + 1,
@@ -733,7 +722,7 @@ static void print_stats(struct run *r, uint32_t steps)
 
             if (st->count == 0)
                 continue;
-            fprintf(f, "  %-6u %-16s %10.2f %14.1f %14.1f\n", si + 1, cmd_name(c),
+            fprintf(f, "  %-6u %-16s %10.2f %14.1f %14.1f\n", si + 1, baton_cmd_name(c),
                     (double)st->count / steps, (double)st->request_bytes / steps,
                     (double)st->reply_bytes / steps);
         }
@@ -767,7 +756,7 @@ static void json_cmds(FILE *f, const struct baton_cmd_stats *st, uint32_t steps)
         if (st[c].count == 0)
             continue;
         fprintf(f, "%s\"%s\": {\"count\": %.6g, \"request_bytes\": %.6g, \"reply_bytes\": %.6g}",
-                first ? "" : ", ", cmd_name(c), (double)st[c].count / steps,
+                first ? "" : ", ", baton_cmd_name(c), (double)st[c].count / steps,
                 (double)st[c].request_bytes / steps, (double)st[c].reply_bytes / steps);
         first = 0;
     }

@@ -69,28 +69,6 @@ struct conn {
     struct conn_slot *slot; /* the listener's slot (NULL: serve_transport) */
 };
 
-static const char *const cmd_names[BATON_CMD_LIMIT] = {
-    [BATON_CMD_HELLO] = "HELLO",
-    [BATON_CMD_AUTH] = "AUTH",
-    [BATON_CMD_DEVICE_INFO] = "DEVICE_INFO",
-    [BATON_CMD_ALLOC_BUFFER] = "ALLOC_BUFFER",
-    [BATON_CMD_FREE_BUFFER] = "FREE_BUFFER",
-    [BATON_CMD_BUFFER_CLEAR] = "BUFFER_CLEAR",
-    [BATON_CMD_SET_TENSOR] = "SET_TENSOR",
-    [BATON_CMD_GET_TENSOR] = "GET_TENSOR",
-    [BATON_CMD_COPY_TENSOR] = "COPY_TENSOR",
-    [BATON_CMD_GRAPH_COMPUTE] = "GRAPH_COMPUTE",
-    [BATON_CMD_GRANT_WRITE] = "GRANT_WRITE",
-    [BATON_CMD_REVOKE_GRANT] = "REVOKE_GRANT",
-    [BATON_CMD_COPY_TENSOR_TO] = "COPY_TENSOR_TO",
-    [BATON_CMD_PEER_WRITE] = "PEER_WRITE",
-    [BATON_CMD_PEER_FENCE] = "PEER_FENCE",
-};
-
-const char *server_cmd_name(uint32_t cmd)
-{
-    return cmd < BATON_CMD_LIMIT && cmd_names[cmd] ? cmd_names[cmd] : "?";
-}
 
 /* ---- payload I/O ---- */
 
@@ -854,11 +832,11 @@ static void framing_error(struct conn *c, uint8_t cmd, uint32_t seq, int status)
 {
     if (c->silent) {
         server_log_limited(c->s, "session %llu %s: bad frame tag, closing without a reply",
-                           (unsigned long long)c->sess.id, server_cmd_name(cmd));
+                           (unsigned long long)c->sess.id, baton_cmd_name(cmd));
         return;
     }
     server_log_limited(c->s, "session %llu %s: %s, closing",
-                       (unsigned long long)c->sess.id, cmd ? server_cmd_name(cmd) : "frame",
+                       (unsigned long long)c->sess.id, cmd ? baton_cmd_name(cmd) : "frame",
                        baton_status_name(status));
     if (!c->dead)
         send_reply(c, cmd, seq, status, NULL, 0, NULL, 0);
@@ -954,7 +932,7 @@ static int serve_loop(struct conn *c, const char **reason)
         }
         if (rc != 0) {
             server_log_limited(c->s, "session %llu %s: %s", (unsigned long long)c->sess.id,
-                               server_cmd_name(h.cmd), baton_status_name(rc));
+                               baton_cmd_name(h.cmd), baton_status_name(rc));
             send_reply(c, h.cmd, h.seq, rc, NULL, 0, NULL, 0);
             if (c->dead) {
                 *reason = "send failed";

@@ -181,7 +181,5 @@ void server_log(struct baton_server *s, const char *fmt, ...)
 void server_log_limited(struct baton_server *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Protocol name of a command id ("SET_TENSOR"), "?" when unknown. */
-const char *server_cmd_name(uint32_t cmd);
 
 #endif

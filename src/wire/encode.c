@@ -126,3 +126,26 @@ void baton_wire_encode_copy_result(uint8_t *p, const struct baton_copy_result *r
     baton_wire_put_u64(p + 32, r->copies_not_done);
     baton_wire_put_u64(p + 40, 0);
 }
+
+static const char *const cmd_names[BATON_CMD_LIMIT] = {
+    [BATON_CMD_HELLO] = "HELLO",
+    [BATON_CMD_AUTH] = "AUTH",
+    [BATON_CMD_DEVICE_INFO] = "DEVICE_INFO",
+    [BATON_CMD_ALLOC_BUFFER] = "ALLOC_BUFFER",
+    [BATON_CMD_FREE_BUFFER] = "FREE_BUFFER",
+    [BATON_CMD_BUFFER_CLEAR] = "BUFFER_CLEAR",
+    [BATON_CMD_SET_TENSOR] = "SET_TENSOR",
+    [BATON_CMD_GET_TENSOR] = "GET_TENSOR",
+    [BATON_CMD_COPY_TENSOR] = "COPY_TENSOR",
+    [BATON_CMD_GRAPH_COMPUTE] = "GRAPH_COMPUTE",
+    [BATON_CMD_GRANT_WRITE] = "GRANT_WRITE",
+    [BATON_CMD_REVOKE_GRANT] = "REVOKE_GRANT",
+    [BATON_CMD_COPY_TENSOR_TO] = "COPY_TENSOR_TO",
+    [BATON_CMD_PEER_WRITE] = "PEER_WRITE",
+    [BATON_CMD_PEER_FENCE] = "PEER_FENCE",
+};
+
+const char *baton_cmd_name(uint32_t cmd)
+{
+    return cmd < BATON_CMD_LIMIT && cmd_names[cmd] ? cmd_names[cmd] : "?";
+}

@@ -249,6 +249,10 @@ int baton_wire_decode_copy_result(const uint8_t *buf, size_t len, size_t *pos,
 
 /* ---- encoders (not proven; used by the client and the server's replies) ---- */
 
+/* The command's name ("SET_TENSOR"), or "?" for an id outside the table.
+ * Static; never NULL. */
+const char *baton_cmd_name(uint32_t cmd);
+
 void baton_wire_put_u16(uint8_t *p, uint16_t v);
 void baton_wire_put_u32(uint8_t *p, uint32_t v);
 void baton_wire_put_u64(uint8_t *p, uint64_t v);
