@@ -78,6 +78,18 @@ static inline void baton_transport_close(struct baton_transport *t)
  * poll). Returns 0 or BATON_E_NOMEM. */
 int baton_transport_socket(int fd, int cancel_fd, struct baton_transport **out);
 
+/* Lingering close, first half: shuts the socket's sending side (the peer
+ * sees EOF after everything already sent), then reads and discards what the
+ * peer still sends until its EOF, the absolute deadline (ns), max_bytes
+ * discarded, an error or the cancel descriptor. Closing a TCP socket whose
+ * receive queue still holds unread bytes makes the kernel send a reset, and
+ * a reset can reach the peer before it has read our last reply (the error
+ * frame that explains why the connection ends); after this call, close is a
+ * plain FIN. Does nothing for a transport that is not a socket transport,
+ * or when t is NULL. The transport still has to be closed. */
+void baton_transport_socket_linger(struct baton_transport *t, uint64_t deadline,
+                                   size_t max_bytes);
+
 /* The socket of a socket transport (still owned by the transport). */
 int baton_transport_socket_fd(const struct baton_transport *t);
 

@@ -159,6 +159,33 @@ int baton_transport_socket(int fd, int cancel_fd, struct baton_transport **out)
     return 0;
 }
 
+void baton_transport_socket_linger(struct baton_transport *t, uint64_t deadline,
+                                   size_t max_bytes)
+{
+    if (!t || t->ops != &socket_ops)
+        return;
+    struct socket_transport *s = as_socket(t);
+    if (shutdown(s->fd, SHUT_WR) != 0)
+        return; /* not connected any more: nothing to protect */
+    uint8_t sink[4096];
+    while (max_bytes > 0) {
+        ssize_t r = recv(s->fd, sink, max_bytes < sizeof sink ? max_bytes : sizeof sink,
+                         MSG_DONTWAIT);
+        if (r > 0) {
+            max_bytes -= (size_t)r;
+            continue;
+        }
+        if (r == 0)
+            return; /* the peer's EOF: it has read what we sent */
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return;
+        if (wait_fd(s->fd, POLLIN, s->cancel_fd, deadline) != 0)
+            return; /* deadline, error or server stopping */
+    }
+}
+
 int baton_transport_socket_fd(const struct baton_transport *t)
 {
     return ((const struct socket_transport *)t)->fd;

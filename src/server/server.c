@@ -19,6 +19,9 @@
 #include "wire/wire.h"
 
 #define LOG_WINDOW_NS 1000000000ull
+/* lingering close of a connection the server ends (net/transport.h) */
+#define CONN_LINGER_MS 250
+#define CONN_LINGER_MAX_BYTES (1u << 20)
 
 void baton_server_config_default(struct baton_server_config *cfg)
 {
@@ -223,6 +226,11 @@ static void *conn_main(void *arg)
     struct conn_slot *slot = arg;
     struct baton_server *s = slot->server;
     server_serve_connection(s, slot->transport, slot->peer, slot);
+    /* a connection the server ends (a fatal error) may still hold unread
+     * request bytes: linger so the client reads the error frame, not a
+     * reset (a client that closed first is at EOF already) */
+    baton_transport_socket_linger(slot->transport, baton_net_deadline_ms(CONN_LINGER_MS),
+                                  CONN_LINGER_MAX_BYTES);
     baton_transport_close(slot->transport);
     slot->transport = NULL;
     pthread_mutex_lock(&s->conn_lock);
