@@ -408,6 +408,85 @@ static void test_act_levels_equal(void **state)
     free(got);
 }
 
+/* ATTENTION's helpers at every level against plain sequential loops (run.c's
+ * order), bit for bit: scores over strided cache rows (the slot stride is
+ * larger than the row, as with several KV heads), slot counts that are not
+ * a multiple of the 8-row tile, head sizes with ragged tails; the weighted
+ * sum over the same rows. Nothing outside y / out is written. */
+static void test_attention_helpers_levels(void **state)
+{
+    static const uint64_t hds[] = {1, 7, 8, 9, 31, 64, 65, 72, 128};
+    enum { MAXN = 67, MAXK = 128, STRIDE_EXTRA = 3 };
+    float *cache = malloc(sizeof(float) * MAXN * (MAXK + STRIDE_EXTRA) * 2);
+    float q[MAXK], a[MAXN], want[MAXN + 1], got[MAXN + 1];
+    uint64_t h, n, s, i;
+    int lvl;
+
+    (void)state;
+    assert_non_null(cache);
+    rng_state = 11;
+    for (i = 0; i < MAXN * (MAXK + STRIDE_EXTRA) * 2; i++)
+        cache[i] = rng_unit() * (float)(1u << (i % 7));
+    for (i = 0; i < MAXK; i++)
+        q[i] = rng_unit();
+    for (i = 0; i < MAXN; i++)
+        a[i] = rng_unit() * 0.1f;
+    for (h = 0; h < sizeof(hds) / sizeof(hds[0]); h++) {
+        const uint64_t k = hds[h], ws = 2 * k + STRIDE_EXTRA;
+
+        for (n = 1; n <= MAXN; n += 11) {
+            for (s = 0; s < n; s++) {
+                float acc = 0.0f;
+
+                for (i = 0; i < k; i++)
+                    acc = acc + cache[s * ws + i] * q[i];
+                want[s] = acc;
+            }
+            for (lvl = BATON_CPU_ISA_SCALAR; lvl <= BATON_CPU_ISA_AVX512; lvl++) {
+                char what[64];
+
+                if ((int)baton_cpu_isa_set((enum baton_cpu_isa)lvl) != lvl)
+                    continue;
+                snprintf(what, sizeof(what), "dots %s k=%llu n=%llu",
+                         baton_cpu_isa_name((enum baton_cpu_isa)lvl), (unsigned long long)k,
+                         (unsigned long long)n);
+                got[n] = 12345.0f;
+                baton_cpu_f32_dots(cache, ws, q, k, n, got);
+                expect_same(got, want, n, what);
+                assert_true(got[n] == 12345.0f);
+            }
+            /* weighted sum of n rows of k: out has k elements */
+            {
+                float wout[MAXK + 1], gout[MAXK + 1];
+
+                for (i = 0; i < k; i++) {
+                    float acc = 0.0f;
+
+                    for (s = 0; s < n; s++)
+                        acc = acc + a[s] * cache[s * ws + i];
+                    wout[i] = acc;
+                }
+                for (lvl = BATON_CPU_ISA_SCALAR; lvl <= BATON_CPU_ISA_AVX512; lvl++) {
+                    char what[64];
+
+                    if ((int)baton_cpu_isa_set((enum baton_cpu_isa)lvl) != lvl)
+                        continue;
+                    snprintf(what, sizeof(what), "wsum %s k=%llu n=%llu",
+                             baton_cpu_isa_name((enum baton_cpu_isa)lvl), (unsigned long long)k,
+                             (unsigned long long)n);
+                    memset(gout, 0x55, sizeof(gout));
+                    gout[k] = 12345.0f;
+                    baton_cpu_f32_wsum(cache, ws, a, n, k, gout);
+                    expect_same(gout, wout, k, what);
+                    assert_true(gout[k] == 12345.0f);
+                }
+            }
+        }
+    }
+    baton_cpu_isa_set(BATON_CPU_ISA_AVX512);
+    free(cache);
+}
+
 /* The level in effect can be lowered and restored; names are stable. */
 static void test_isa_levels(void **state)
 {
@@ -431,6 +510,7 @@ int main(void)
         cmocka_unit_test(test_q4_0_random),          cmocka_unit_test(test_large_shapes),
         cmocka_unit_test(test_nonfinite_activation),
         cmocka_unit_test(test_act_levels_equal),
+        cmocka_unit_test(test_attention_helpers_levels),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

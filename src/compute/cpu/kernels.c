@@ -6,6 +6,7 @@
  * order, no reassociation, no fused multiply-add (GCC contracts nothing in
  * ISO C mode, -std=c11; clang is told below). */
 #include "compute/cpu/kernels.h"
+#include "compute/cpu/matmul.h"
 
 #include <math.h>
 #include <string.h>
@@ -32,16 +33,6 @@ static uint64_t sat_mul(uint64_t a, uint64_t b)
     uint64_t r;
 
     return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
-}
-
-static float dot(const float *a, const float *b, uint64_t k)
-{
-    float s = 0.0f;
-    uint64_t i;
-
-    for (i = 0; i < k; i++)
-        s += a[i] * b[i];
-    return s;
 }
 
 /* ---- RMS_NORM ---- */
@@ -202,26 +193,54 @@ struct rope_job {
     float freq_base;
 };
 
+/* Pairs whose cos/sin one rope task keeps for the rows of a token. */
+#define ROPE_CACHE_PAIRS 256u
+
+/* cos and sin of pair i at position p (run.c's expressions). */
+static void rope_angle(const struct rope_job *j, float p, uint64_t i, float *fcr, float *fci)
+{
+    const float freq = 1.0f / powf(j->freq_base, (float)(2 * i) / (float)j->n_dims);
+    const float val = p * freq;
+
+    *fcr = cosf(val);
+    *fci = sinf(val);
+}
+
 /* Rows [r0, r1) of the nh*nt head rows. run.c: freq = 1 / powf(base,
  * head_dim / (float)head_size), val = pos * freq, then (v0, v1) ->
- * (v0 cos - v1 sin, v0 sin + v1 cos); dims past n_dims are copied. */
+ * (v0 cos - v1 sin, v0 sin + v1 cos); dims past n_dims are copied. The
+ * angles depend on the token and pair only, so the heads of a token share
+ * them (computed once per token by the same expressions: same bits). */
 static void rope_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
 {
     const struct rope_job *j = ctx;
-    uint64_t r, i;
+    const uint64_t pairs = j->n_dims / 2;
+    const int cached = pairs <= ROPE_CACHE_PAIRS;
+    float cs[2 * ROPE_CACHE_PAIRS];
+    uint64_t r, i, have_t = UINT64_MAX;
 
     (void)chunk;
     for (r = r0; r < r1; r++) {
-        const float p = (float)j->pos[r / j->nh];
+        const uint64_t t = r / j->nh;
+        const float p = (float)j->pos[t];
         const float *x = j->x + r * j->hd;
         float *y = j->y + r * j->hd;
 
-        for (i = 0; i < j->n_dims / 2; i++) {
-            const float freq = 1.0f / powf(j->freq_base, (float)(2 * i) / (float)j->n_dims);
-            const float val = p * freq;
-            const float fcr = cosf(val), fci = sinf(val);
+        if (cached && t != have_t) {
+            for (i = 0; i < pairs; i++)
+                rope_angle(j, p, i, &cs[2 * i], &cs[2 * i + 1]);
+            have_t = t;
+        }
+        for (i = 0; i < pairs; i++) {
+            float fcr, fci;
             const float v0 = x[2 * i], v1 = x[2 * i + 1];
 
+            if (cached) {
+                fcr = cs[2 * i];
+                fci = cs[2 * i + 1];
+            } else {
+                rope_angle(j, p, i, &fcr, &fci);
+            }
             y[2 * i] = v0 * fcr - v1 * fci;
             y[2 * i + 1] = v0 * fci + v1 * fcr;
         }
@@ -254,7 +273,10 @@ struct attention_job {
 
 /* Head rows [r0, r1) of nt*nh (row = t*nh + h): scores against cache slots
  * 0..pos[t], softmax as run.c (max subtracted, expf, float sum, divide),
- * then the weighted sum of value rows in slot order. */
+ * then the weighted sum of value rows in slot order. The scores and the
+ * weighted sum run on the SIMD level's kernels (matmul.h), which keep
+ * run.c's order in every lane (the lanes hold slots, then dimensions), so
+ * the bits are those of the plain loops on every level. */
 static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
 {
     const struct baton_cpu_attention *a = ((const struct attention_job *)ctx)->a;
@@ -280,15 +302,12 @@ static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
         }
         n_slots = (uint64_t)p + 1;
 
+        baton_cpu_f32_dots(a->k_cache + kvh * hd, nkv * hd, q, hd, n_slots, att);
         for (s = 0; s < n_slots; s++) {
-            const float *kr = a->k_cache + (s * nkv + kvh) * hd;
-            float score = dot(q, kr, hd);
-
             if (a->divide)
-                score /= a->scale;
+                att[s] /= a->scale;
             else
-                score *= a->scale;
-            att[s] = score;
+                att[s] *= a->scale;
         }
         max_val = att[0];
         for (s = 1; s < n_slots; s++)
@@ -301,15 +320,7 @@ static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
         for (s = 0; s < n_slots; s++)
             att[s] /= sum;
 
-        for (i = 0; i < hd; i++)
-            out[i] = 0.0f;
-        for (s = 0; s < n_slots; s++) {
-            const float *vr = a->v_cache + (s * nkv + kvh) * hd;
-            const float w = att[s];
-
-            for (i = 0; i < hd; i++)
-                out[i] += w * vr[i];
-        }
+        baton_cpu_f32_wsum(a->v_cache + kvh * hd, nkv * hd, att, n_slots, hd, out);
     }
 }
 

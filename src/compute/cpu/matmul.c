@@ -139,12 +139,12 @@ static float hsum32(const float a[32])
  * each read of a weight row, each still summed exactly as alone. */
 static void scalar_f32(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 {
-    const uint64_t k = mm->k, n = mm->n, m = mm->m;
+    const uint64_t k = mm->k, n = mm->n, m = mm->m, ws = mm->w_row_bytes / sizeof(float);
     const float *w = (const float *)mm->w;
     uint64_t r, c, i;
 
     for (r = r0; r < r1; r++) {
-        const float *wr = w + r * k;
+        const float *wr = w + r * ws;
 
         for (c = 0; c + 4 <= m; c += 4) {
             const float *x0 = mm->x + c * k, *x1 = x0 + k, *x2 = x1 + k, *x3 = x2 + k;
@@ -317,8 +317,57 @@ static void scalar_act(const float *x, uint64_t k, uint8_t *act, uint64_t col_by
     }
 }
 
+/* Scores (matmul.h, baton_cpu_f32_dots): four rows at a time, each its own
+ * sequential sum, so the four chains overlap. */
+static void scalar_dots(const float *w, uint64_t ws, const float *x, uint64_t k, uint64_t n,
+                        float *y)
+{
+    uint64_t r = 0, i;
+
+    for (; n - r >= 4; r += 4) {
+        const float *w0 = w + r * ws, *w1 = w0 + ws, *w2 = w1 + ws, *w3 = w2 + ws;
+        float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+
+        for (i = 0; i < k; i++) {
+            s0 = s0 + w0[i] * x[i];
+            s1 = s1 + w1[i] * x[i];
+            s2 = s2 + w2[i] * x[i];
+            s3 = s3 + w3[i] * x[i];
+        }
+        y[r] = s0;
+        y[r + 1] = s1;
+        y[r + 2] = s2;
+        y[r + 3] = s3;
+    }
+    for (; r < n; r++) {
+        const float *wr = w + r * ws;
+        float s = 0.0f;
+
+        for (i = 0; i < k; i++)
+            s = s + wr[i] * x[i];
+        y[r] = s;
+    }
+}
+
+/* Weighted sum of value rows (matmul.h, baton_cpu_f32_wsum). */
+static void scalar_wsum(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
+                        float *out)
+{
+    uint64_t s, i;
+
+    for (i = 0; i < k; i++)
+        out[i] = 0.0f;
+    for (s = 0; s < n; s++) {
+        const float *vr = v + s * vs;
+        const float w = a[s];
+
+        for (i = 0; i < k; i++)
+            out[i] = out[i] + w * vr[i];
+    }
+}
+
 const struct baton_mm_kernels baton_mm_scalar = {
-    scalar_f32, scalar_f16, scalar_q8_0, scalar_q4_0, scalar_act,
+    scalar_f32, scalar_f16, scalar_q8_0, scalar_q4_0, scalar_act, scalar_dots, scalar_wsum,
 };
 
 /* ---- drivers ---- */
@@ -438,6 +487,18 @@ void baton_cpu_mul_mat_typed(struct baton_pool *pool, uint32_t wtype, const void
                    rows_task, &j);
 }
 
+void baton_cpu_f32_dots(const float *w, uint64_t ws, const float *x, uint64_t k, uint64_t n,
+                        float *y)
+{
+    kernels()->dots(w, ws, x, k, n, y);
+}
+
+void baton_cpu_f32_wsum(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
+                        float *out)
+{
+    kernels()->wsum(v, vs, a, n, k, out);
+}
+
 void baton_cpu_mul_mat(struct baton_pool *pool, const float *w, const float *x, float *y,
                        uint64_t k, uint64_t n, uint64_t m)
 {
@@ -517,7 +578,7 @@ void baton_mm_drive(const struct baton_mm *mm, uint64_t r0, uint64_t r1,
 void baton_mm_f32_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)
 {
     const uint64_t k = mm->k;
-    const float *wr = (const float *)mm->w + r * k;
+    const float *wr = (const float *)mm->w + r * (mm->w_row_bytes / sizeof(float));
     uint64_t i;
     uint32_t j;
 

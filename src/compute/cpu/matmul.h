@@ -105,6 +105,22 @@ void baton_cpu_mul_mat_typed(struct baton_pool *pool, uint32_t wtype, const void
 int baton_cpu_get_rows_typed(uint32_t ttype, const void *table, uint64_t k, uint64_t r,
                              const int32_t *ids, uint64_t n, float *y);
 
+/* ATTENTION's scores, on the calling thread at the current level:
+ * y[s] = sum_i w[s * ws + i] * x[i] for s in [0, n), i in [0, k), each in
+ * the F32 order above (run.c's: ascending i, product then sum rounded), so
+ * the bits equal a plain sequential loop on every level. ws is the row
+ * stride in floats (>= k; the KV cache's slot stride nkv * hd). */
+void baton_cpu_f32_dots(const float *w, uint64_t ws, const float *x, uint64_t k, uint64_t n,
+                        float *y);
+
+/* ATTENTION's weighted sum of value rows, on the calling thread at the
+ * current level: out[i] = sum_s a[s] * v[s * vs + i] for i in [0, k),
+ * summed from +0 in ascending s, product then sum rounded (run.c's order;
+ * the lanes hold different i, so every level gives the same bits). vs is
+ * the row stride in floats. out must not overlap v or a. */
+void baton_cpu_f32_wsum(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
+                        float *out);
+
 /* ---- per-level kernels (matmul.c, matmul_avx2.c, matmul_avx512.c) ---- */
 
 /* One MUL_MAT: W rows of w_row_bytes bytes, y column stride n. x is F32
@@ -129,9 +145,17 @@ typedef void (*baton_mm_rows_fn)(const struct baton_mm *mm, uint64_t r0, uint64_
 typedef void (*baton_act_fn)(const float *x, uint64_t k, uint8_t *act, uint64_t col_bytes,
                              int32_t bias, uint64_t b0, uint64_t b1);
 
+/* baton_cpu_f32_dots and baton_cpu_f32_wsum at one level. */
+typedef void (*baton_dots_fn)(const float *w, uint64_t ws, const float *x, uint64_t k, uint64_t n,
+                              float *y);
+typedef void (*baton_wsum_fn)(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
+                              float *out);
+
 struct baton_mm_kernels {
     baton_mm_rows_fn f32, f16, q8_0, q4_0;
     baton_act_fn act;
+    baton_dots_fn dots;
+    baton_wsum_fn wsum;
 };
 
 extern const struct baton_mm_kernels baton_mm_scalar;
@@ -161,8 +185,10 @@ void baton_mm_drive(const struct baton_mm *mm, uint64_t r0, uint64_t r1,
  * F32 kernels, which work on 8 rows at a time). */
 void baton_mm_f32_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc);
 
-/* AVX2's activation quantizer, also the AVX-512 level's. */
+/* AVX2's activation quantizer and weighted sum, also the AVX-512 level's. */
 void baton_mm_avx2_act(const float *x, uint64_t k, uint8_t *act, uint64_t col_bytes, int32_t bias,
                        uint64_t b0, uint64_t b1);
+void baton_mm_avx2_wsum(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
+                        float *out);
 
 #endif

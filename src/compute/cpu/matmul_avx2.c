@@ -366,8 +366,48 @@ T2 void baton_mm_avx2_act(const float *x, uint64_t k, uint8_t *act, uint64_t col
     }
 }
 
+/* ---- ATTENTION's weighted sum: lanes hold i, s ascending per lane ---- */
+
+/* out[i0 .. i0 + 8*NA) over every s, NA accumulators of 8 lanes. */
+static AI T2 void wsum_block(const float *v, uint64_t vs, const float *a, uint64_t n, float *out,
+                             const int NA)
+{
+    __m256 acc[8];
+    uint64_t s;
+    int j;
+
+    for (j = 0; j < NA; j++)
+        acc[j] = _mm256_setzero_ps();
+    for (s = 0; s < n; s++) {
+        const __m256 w = _mm256_broadcast_ss(a + s);
+        const float *vr = v + s * vs;
+
+        for (j = 0; j < NA; j++)
+            acc[j] = _mm256_add_ps(acc[j], _mm256_mul_ps(w, _mm256_loadu_ps(vr + 8 * j)));
+    }
+    for (j = 0; j < NA; j++)
+        _mm256_storeu_ps(out + 8 * j, acc[j]);
+}
+
+T2 void baton_mm_avx2_wsum(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
+                           float *out)
+{
+    uint64_t i = 0, s, t;
+
+    for (; k - i >= 64; i += 64)
+        wsum_block(v + i, vs, a, n, out + i, 8);
+    for (; k - i >= 8; i += 8)
+        wsum_block(v + i, vs, a, n, out + i, 1);
+    for (t = i; t < k; t++)
+        out[t] = 0.0f;
+    for (s = 0; s < n; s++)
+        for (t = i; t < k; t++)
+            out[t] = out[t] + a[s] * v[s * vs + t];
+}
+
 const struct baton_mm_kernels baton_mm_avx2 = {
-    avx2_f32, avx2_f16, avx2_q8_0, avx2_q4_0, baton_mm_avx2_act,
+    avx2_f32, avx2_f16, avx2_q8_0, avx2_q4_0, baton_mm_avx2_act, avx2_f32_dots,
+    baton_mm_avx2_wsum,
 };
 
 #else /* not x86-64: the level is never chosen; keep the table defined */

@@ -3,6 +3,9 @@
  * (a name prefix) defined; the AVX-512 copy is the same code given 32
  * vector registers.
  *
+ * Row r of W starts at float r * ws, ws = w_row_bytes / 4 (k for a
+ * MUL_MAT, the cache's slot stride for ATTENTION's scores).
+ *
  * F32 keeps run.c's order (s = s + w*x per output, ascending k, no FMA), so
  * a dot product cannot be split across SIMD lanes. Instead the lanes hold 8
  * rows: each 8 x 8 block of W (8 rows, 8 consecutive k) is loaded and
@@ -17,18 +20,20 @@
 #define F32_CAT(a, b) F32_CAT2(a, b)
 #define F32_NAME(n) F32_CAT(F32_PREFIX, n)
 
-/* Loads rows w + q*k (q = 0..7) at k index i and transposes: on return t_q
- * lane j is row j's element i + q. Named variables, not an array, so the
- * compiler keeps them in registers. */
-#define F32_LOAD_T8(w, k, i)                                                                       \
+/* Loads rows w + q*ws (q = 0..7; ws = the row stride in floats) at k
+ * index i and transposes: on return t_q lane j is row j's element i + q.
+ * Named variables, not an array, so the compiler keeps them in registers. */
+#define F32_LOAD_T8(w, ws, i)                                                                      \
+    F32_LOAD_T8P((w), (w) + (ws), (w) + 2 * (ws), (w) + 3 * (ws), (w) + 4 * (ws), (w) + 5 * (ws),  \
+                 (w) + 6 * (ws), (w) + 7 * (ws), i)
+
+/* The same from 8 row pointers. */
+#define F32_LOAD_T8P(p0, p1, p2, p3, p4, p5, p6, p7, i)                                            \
     do {                                                                                           \
-        const __m256 r0 = _mm256_loadu_ps((w) + (i)), r1 = _mm256_loadu_ps((w) + (k) + (i));       \
-        const __m256 r2 = _mm256_loadu_ps((w) + 2 * (k) + (i));                                    \
-        const __m256 r3 = _mm256_loadu_ps((w) + 3 * (k) + (i));                                    \
-        const __m256 r4 = _mm256_loadu_ps((w) + 4 * (k) + (i));                                    \
-        const __m256 r5 = _mm256_loadu_ps((w) + 5 * (k) + (i));                                    \
-        const __m256 r6 = _mm256_loadu_ps((w) + 6 * (k) + (i));                                    \
-        const __m256 r7 = _mm256_loadu_ps((w) + 7 * (k) + (i));                                    \
+        const __m256 r0 = _mm256_loadu_ps((p0) + (i)), r1 = _mm256_loadu_ps((p1) + (i));           \
+        const __m256 r2 = _mm256_loadu_ps((p2) + (i)), r3 = _mm256_loadu_ps((p3) + (i));           \
+        const __m256 r4 = _mm256_loadu_ps((p4) + (i)), r5 = _mm256_loadu_ps((p5) + (i));           \
+        const __m256 r6 = _mm256_loadu_ps((p6) + (i)), r7 = _mm256_loadu_ps((p7) + (i));           \
         const __m256 a0 = _mm256_unpacklo_ps(r0, r1), a1 = _mm256_unpackhi_ps(r0, r1);             \
         const __m256 a2 = _mm256_unpacklo_ps(r2, r3), a3 = _mm256_unpackhi_ps(r2, r3);             \
         const __m256 a4 = _mm256_unpacklo_ps(r4, r5), a5 = _mm256_unpackhi_ps(r4, r5);             \
@@ -70,7 +75,7 @@ static AI F32_TARGET void F32_NAME(f32_finish)(const struct baton_mm *mm, __m256
                                                const float *w, const float *xc, uint64_t i,
                                                uint64_t r, uint64_t col)
 {
-    const uint64_t k = mm->k;
+    const uint64_t k = mm->k, ws = mm->w_row_bytes / sizeof(float);
     float s[8];
     uint64_t kk;
     int q;
@@ -78,7 +83,7 @@ static AI F32_TARGET void F32_NAME(f32_finish)(const struct baton_mm *mm, __m256
     _mm256_storeu_ps(s, acc);
     for (kk = i; kk < k; kk++)
         for (q = 0; q < 8; q++)
-            s[q] = s[q] + w[(uint64_t)q * k + kk] * xc[kk];
+            s[q] = s[q] + w[(uint64_t)q * ws + kk] * xc[kk];
     for (q = 0; q < 8; q++)
         mm->y[col * mm->n + r + q] = s[q];
 }
@@ -87,8 +92,8 @@ static AI F32_TARGET void F32_NAME(f32_finish)(const struct baton_mm *mm, __m256
 static AI F32_TARGET void F32_NAME(f32_tile)(const struct baton_mm *mm, uint64_t r, uint64_t c,
                                              const int NC)
 {
-    const uint64_t k = mm->k;
-    const float *w = (const float *)mm->w + r * k;
+    const uint64_t k = mm->k, ws = mm->w_row_bytes / sizeof(float);
+    const float *w = (const float *)mm->w + r * ws;
     const float *x0 = mm->x + c * k, *x1 = x0 + k, *x2 = x1 + k, *x3 = x2 + k;
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
@@ -96,7 +101,7 @@ static AI F32_TARGET void F32_NAME(f32_tile)(const struct baton_mm *mm, uint64_t
     uint64_t i = 0;
 
     for (; k - i >= 8; i += 8) {
-        F32_LOAD_T8(w, k, i);
+        F32_LOAD_T8(w, ws, i);
         F32_MA8(acc0, x0, i);
         if (NC > 1)
             F32_MA8(acc1, x1, i);
@@ -135,6 +140,43 @@ static F32_TARGET void F32_NAME(f32_tile_n)(const struct baton_mm *mm, uint64_t 
     default:
         F32_NAME(f32_tile)(mm, r, c, 4);
         break;
+    }
+}
+
+/* ATTENTION's scores (matmul.h, baton_cpu_f32_dots): 16 rows at a time as
+ * two independent 8-row chains (one chain is bound by the add latency at
+ * this short k); a last group of fewer rows repeats its last row in the
+ * missing lanes (read, never stored), so no row past n is touched. */
+static F32_TARGET void F32_NAME(f32_dots)(const float *w, uint64_t ws, const float *x, uint64_t k,
+                                          uint64_t n, float *y)
+{
+    uint64_t r, i, kk;
+
+    for (r = 0; r < n; r += 16) {
+        const int nr = n - r < 16 ? (int)(n - r) : 16;
+        const float *p[16];
+        __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+        __m256 t0, t1, t2, t3, t4, t5, t6, t7;
+        float s[16];
+        int q;
+
+        for (q = 0; q < 16; q++)
+            p[q] = w + (r + (uint64_t)(q < nr ? q : nr - 1)) * ws;
+        for (i = 0; k - i >= 8; i += 8) {
+            F32_LOAD_T8P(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], i);
+            F32_MA8(acc0, x, i);
+            if (nr > 8) {
+                F32_LOAD_T8P(p[8], p[9], p[10], p[11], p[12], p[13], p[14], p[15], i);
+                F32_MA8(acc1, x, i);
+            }
+        }
+        _mm256_storeu_ps(s, acc0);
+        _mm256_storeu_ps(s + 8, acc1);
+        for (kk = i; kk < k; kk++)
+            for (q = 0; q < nr; q++)
+                s[q] = s[q] + p[q][kk] * x[kk];
+        for (q = 0; q < nr; q++)
+            y[r + (uint64_t)q] = s[q];
     }
 }
 
