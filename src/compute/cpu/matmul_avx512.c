@@ -318,7 +318,7 @@ static AI T5 void q_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, cons
             mm->y[(c + j) * mm->n + r + rr] = hsum16(acc[rr][j]);
 }
 
-#define Q_KERNELS(name, is_q4, decode_nr)                                                          \
+#define Q_KERNELS(name, is_q4, decode_nr, tile_nr)                                                 \
     static T5 void name##_decode(const struct baton_mm *mm, uint64_t r)                            \
     {                                                                                              \
         q_tile(mm, r, 0, decode_nr, 1, is_q4);                                                     \
@@ -327,16 +327,16 @@ static AI T5 void q_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, cons
     {                                                                                              \
         switch (nc) {                                                                              \
         case 1:                                                                                    \
-            q_tile(mm, r, c, 2, 1, is_q4);                                                         \
+            q_tile(mm, r, c, tile_nr, 1, is_q4);                                                         \
             break;                                                                                 \
         case 2:                                                                                    \
-            q_tile(mm, r, c, 2, 2, is_q4);                                                         \
+            q_tile(mm, r, c, tile_nr, 2, is_q4);                                                         \
             break;                                                                                 \
         case 3:                                                                                    \
-            q_tile(mm, r, c, 2, 3, is_q4);                                                         \
+            q_tile(mm, r, c, tile_nr, 3, is_q4);                                                         \
             break;                                                                                 \
         default:                                                                                   \
-            q_tile(mm, r, c, 2, 4, is_q4);                                                         \
+            q_tile(mm, r, c, tile_nr, 4, is_q4);                                                         \
             break;                                                                                 \
         }                                                                                          \
     }                                                                                              \
@@ -358,18 +358,21 @@ static AI T5 void q_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, cons
         }                                                                                          \
     }                                                                                              \
     static const struct baton_mm_tiles name##_tiles = {                                            \
-        name##_decode, decode_nr, name##_tile_n, 2, 4, name##_row,                                         \
+        name##_decode, decode_nr, name##_tile_n, tile_nr, 4, name##_row,                                         \
     };                                                                                             \
     static T5 void avx512_##name(const struct baton_mm *mm, uint64_t r0, uint64_t r1)              \
     {                                                                                              \
         baton_mm_drive(mm, r0, r1, &name##_tiles);                                                 \
     }
 
-/* Decode rows per call: Q4_0 is compute-bound and gains from two rows'
- * independent chains (25 -> 28 GB/s on the EPYC host, 4096 x 4096); Q8_0
- * is memory-bound and two rows measured much slower (31 -> 12 GB/s). */
-Q_KERNELS(q8_0, 0, 1)
-Q_KERNELS(q4_0, 1, 2)
+/* Rows per decode call and per batched tile (4 columns), measured on the
+ * EPYC host at 4096 x 4096 (bench/kernels.c): Q4_0 decode is compute-bound
+ * and gains from two rows' independent chains (25 -> 28 GB/s), Q8_0
+ * decode is memory-bound and two rows measured much slower (31 -> 12
+ * GB/s); batched Q8_0 gains from 4-row tiles (125 -> 160 GFLOP/s at 64
+ * columns), Q4_0 does not (176 vs 169). */
+Q_KERNELS(q8_0, 0, 1, 4)
+Q_KERNELS(q4_0, 1, 2, 2)
 
 const struct baton_mm_kernels baton_mm_avx512 = {
     avx512_f32, avx512_f16, avx512_q8_0, avx512_q4_0, baton_mm_avx2_act,
