@@ -327,7 +327,7 @@ static int cmd_auth(struct conn *c, const struct baton_frame_header *h)
     c->fatal = 0;
     c->state = STATE_READY;
     server_conn_authenticated(c->s, c->slot);
-    server_log(c->s, "session %llu authenticated (%s role%s)", (unsigned long long)c->sess.id,
+    server_log_conn(c->s, "session %llu authenticated (%s role%s)", (unsigned long long)c->sess.id,
                c->role == BATON_ROLE_PEER ? "peer" : "client",
                c->s->cfg.encrypt ? ", encrypted" : "");
     send_reply(c, h->cmd, h->seq, 0, proof, sizeof proof, NULL, 0); /* untagged */
@@ -956,7 +956,7 @@ int server_serve_connection(struct baton_server *s, struct baton_transport *t, c
                         ? baton_net_deadline_ms(s->cfg.handshake_timeout_ms)
                         : BATON_DEADLINE_NONE;
     session_init(&c.sess, server_next_session_id(s));
-    server_log(s, "connection from %s: session %llu", c.peer, (unsigned long long)c.sess.id);
+    server_log_conn(s, "connection from %s: session %llu", c.peer, (unsigned long long)c.sess.id);
     uint64_t id = c.sess.id;
     int rc = serve_loop(&c, &reason);
     /* wipe every per-connection secret */
@@ -966,6 +966,6 @@ int server_serve_connection(struct baton_server *s, struct baton_transport *t, c
     baton_frame_key_wipe(&c.recv_key);
     free(c.enc);
     session_end(s, &c.sess);
-    server_log(s, "session %llu closed (%s, peer %s)", (unsigned long long)id, reason, c.peer);
+    server_log_conn(s, "session %llu closed (%s, peer %s)", (unsigned long long)id, reason, c.peer);
     return rc;
 }

@@ -69,28 +69,55 @@ void server_log(struct baton_server *s, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Counts one line against l; returns whether it may be printed and sets
+ * *suppressed to the count dropped in the window that just ended. */
+static int log_admit(struct baton_server *s, struct log_limiter *l, uint64_t *suppressed)
+{
+    uint64_t now = baton_net_now_ns();
+    int allow;
+    *suppressed = 0;
+    pthread_mutex_lock(&s->log_lock);
+    if (now - l->window_start_ns >= LOG_WINDOW_NS) {
+        *suppressed = l->suppressed;
+        l->suppressed = 0;
+        l->window_start_ns = now;
+        l->in_window = 0;
+    }
+    allow = l->in_window < s->cfg.log_rate;
+    if (allow)
+        l->in_window++;
+    else
+        l->suppressed++;
+    pthread_mutex_unlock(&s->log_lock);
+    return allow;
+}
+
 void server_log_limited(struct baton_server *s, const char *fmt, ...)
 {
     va_list ap;
-    uint64_t now = baton_net_now_ns(), suppressed = 0;
-    int allow;
+    uint64_t suppressed;
     if (s->cfg.quiet)
         return;
-    pthread_mutex_lock(&s->log_lock);
-    if (now - s->log_window_start_ns >= LOG_WINDOW_NS) {
-        suppressed = s->log_suppressed;
-        s->log_suppressed = 0;
-        s->log_window_start_ns = now;
-        s->log_in_window = 0;
-    }
-    allow = s->log_in_window < s->cfg.log_rate;
-    if (allow)
-        s->log_in_window++;
-    else
-        s->log_suppressed++;
-    pthread_mutex_unlock(&s->log_lock);
+    int allow = log_admit(s, &s->log_errors, &suppressed);
     if (suppressed)
         fprintf(stderr, "batond: (%llu log lines suppressed)\n", (unsigned long long)suppressed);
+    if (!allow)
+        return;
+    va_start(ap, fmt);
+    vlog(fmt, ap);
+    va_end(ap);
+}
+
+void server_log_conn(struct baton_server *s, const char *fmt, ...)
+{
+    va_list ap;
+    uint64_t suppressed;
+    if (s->cfg.quiet)
+        return;
+    int allow = log_admit(s, &s->log_connections, &suppressed);
+    if (suppressed)
+        fprintf(stderr, "batond: (%llu connection log lines suppressed)\n",
+                (unsigned long long)suppressed);
     if (!allow)
         return;
     va_start(ap, fmt);

@@ -32,6 +32,13 @@ struct conn_slot {
     char peer[SERVER_PEER_NAME_BYTES];
 };
 
+/* One per-second window of a log rate limiter (server.c). */
+struct log_limiter {
+    uint64_t window_start_ns;
+    uint32_t in_window;
+    uint64_t suppressed;
+};
+
 struct baton_server {
     struct baton_server_config cfg;
     struct baton_handle_table *handles;
@@ -54,10 +61,9 @@ struct baton_server {
     int stop_pipe[2]; /* self-pipe: [1] written by baton_server_stop, [0] never drained */
     atomic_int stopping; /* lock-free, so baton_server_stop may set it from a signal handler */
 
-    pthread_mutex_t log_lock; /* rate limiter of error/refusal lines */
-    uint64_t log_window_start_ns;
-    uint32_t log_in_window;
-    uint64_t log_suppressed;
+    pthread_mutex_t log_lock; /* guards both rate limiters */
+    struct log_limiter log_errors;      /* error / refusal lines */
+    struct log_limiter log_connections; /* connection open / close lines */
 
     /* Direct path (grants.c, peer_link.c). */
     struct grant_table *grants;
@@ -175,10 +181,16 @@ int server_serve_connection(struct baton_server *s, struct baton_transport *t, c
 void server_conn_authenticated(struct baton_server *s, struct conn_slot *slot);
 
 /* Log lines to stderr (nothing when cfg.quiet). server_log_limited applies
- * the server-wide rate limit (error replies, refused connections). */
+ * the server-wide rate limit of cfg.log_rate lines per second to error
+ * replies and refused connections; server_log_conn a separate limit of the
+ * same rate to connection open / close / authenticated lines, so a flood of
+ * connections can neither fill the log nor hide the error lines. A window
+ * that dropped lines is followed by one "(N ... lines suppressed)" line. */
 void server_log(struct baton_server *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void server_log_limited(struct baton_server *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void server_log_conn(struct baton_server *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 

@@ -3,7 +3,8 @@
 # batond with a 1 s handshake deadline, 8 unauthenticated slots, 3 per
 # address and 12 connections in all (tests/integration/limits_flood.c has
 # the checks), then one client that sends a byte per second is cut off at
-# its deadline. The server runs with seccomp on, on an ephemeral loopback
+# its deadline. Error and connection log lines are rate-limited, each on
+# its own budget. The server runs with seccomp on, on an ephemeral loopback
 # port, and is stopped by its PID.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -30,7 +31,12 @@ grep -q "refused 127.0.0.[0-9]*:[0-9]*: unauthenticated connection limit reached
     fail "no log line for a refused unauthenticated connection"
 grep -q "no HELLO in time" "$log" || fail "no log line for a handshake deadline"
 # refusals are rate-limited: 5 lines a second at most, the rest counted
-grep -q "log lines suppressed" "$log" || fail "error log lines were not rate-limited"
+grep -Eq "^batond: \([0-9]+ log lines suppressed\)" "$log" || fail "error log lines were not rate-limited"
+# so are connection open/close lines, on their own budget
+grep -Eq "^batond: \([0-9]+ connection log lines suppressed\)" "$log" ||
+    fail "connection log lines were not rate-limited"
+opened=$(grep -c "connection from" "$log" || true)
+[ "$opened" -lt 100 ] || fail "$opened connection-open lines for a flood of 200 (not rate-limited)"
 
 kill -TERM "$PID_a"
 rc=0
