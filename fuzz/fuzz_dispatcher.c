@@ -19,6 +19,38 @@
  *              (structured, auto HELLO), served when the first session
  *              next waits for a frame (at most one; nested ones ignored);
  *              op & 16: the payload goes into the stream raw, unframed.
+ *   bit 2 set: keyed. The server holds a client key and a peer key (made
+ *              once per process), so every connection must authenticate
+ *              (docs/PROTOCOL.md "AUTH", "Frame tags"). Raw streams go to
+ *              that server as they are. Structured sessions do the real
+ *              handshake as the initiator: the automatic HELLO carries a
+ *              nonce and the AUTH feature and is followed by an AUTH whose
+ *              proof is computed (src/auth) from the transcript, i.e. the
+ *              HELLO frame sent and the server's actual HELLO reply. With
+ *              bit 1 set there is no automatic handshake: the first HELLO
+ *              record (48 bytes, role 1 or 2) starts it with its role's
+ *              key, and an AUTH record with an empty payload gets the proof
+ *              (sent empty while there is none to make). Every frame
+ *              after a successful AUTH carries the tag of the next client
+ *              counter (baton_mac_*, the functions libbaton uses). Frames
+ *              are therefore made lazily, when the server wants their first
+ *              byte, from the state its replies left. In keyed sessions:
+ *              op & 32 on a request: one byte of that (tagged) frame is
+ *              flipped after tagging: a tag byte, or with op & 64 the last
+ *              payload byte (op & 128: the first; the tag's when the
+ *              payload is empty);
+ *              op & 32 on a second session: it is in the peer role (HELLO
+ *              role 2, the peer key), so PEER_WRITE is served; a PEER_WRITE
+ *              whose grant id is all zero gets the grant id of the latest
+ *              GRANT_WRITE reply of this input instead.
+ *   bit 3 set (with bit 2): the server encrypts (policy encrypt = yes):
+ *              request payloads are encrypted, reply payloads decrypted.
+ *   Bits 4-7 are ignored.
+ *
+ * Randomness is deterministic inside the harness for fuzzer stability:
+ * libsodium's randombytes (both HELLO nonces, grant ids, the keys) is a
+ * counter through randombytes_buf_deterministic, restarted per input, so an
+ * input replays to the same bytes.
  *
  * Server limits are small so no input can take long: 128 KiB of buffers
  * and scratch in all (BATON_E_QUOTA beyond), 64 KiB of scratch, 1 MiB
@@ -30,17 +62,35 @@
  *   - a session that ends cleanly answered every request exactly once; one
  *     that ends on an error sent that error last;
  *   - an error reply has no payload; an OK reply has the payload length its
- *     command defines (HELLO 48, DEVICE_INFO 96, ALLOC 16, GET n, else 0);
+ *     command defines (HELLO 48, AUTH 32, DEVICE_INFO 96, ALLOC 16, GET n,
+ *     GRANT_WRITE 16, COPY_TENSOR_TO 48, else 0);
  *   - ownership: a request naming a buffer handle (FREE, CLEAR, SET, GET,
  *     COPY, every GRAPH_COMPUTE leaf) succeeds only if this session
  *     allocated that handle and has not freed it;
- * and for every input: once all sessions have ended, the handle table maps
- * no buffer and charges no byte.
+ *   - keyed: the automatic HELLO and AUTH succeed; the HELLO reply offers
+ *     AUTH, PEER_COPY and (bit 3) ENCRYPT; a PEER_WRITE succeeds only with
+ *     a grant id some GRANT_WRITE of this input returned;
+ *   - keyed, flipped byte: the server answers every request before that
+ *     frame and then closes with BATON_E_AUTH without any reply to it or
+ *     after it; except that a command the state forbids (judged from the
+ *     header: HELLO, AUTH, PEER_WRITE on a client link, a client command on
+ *     a peer link) gets its E_PROTO error frame, and a PEER_WRITE may get
+ *     the error frame of a refusal, both decided before the tag is read
+ *     (docs/PROTOCOL.md "PEER_WRITE");
+ * for every structured session: an AUTH succeeds only in keyed mode with
+ * the harness's proof, and then the server's proof verifies; every reply
+ * after it carries a tag that verifies (and decrypts); and for every input:
+ * once all sessions have ended, the handle table maps no buffer and charges
+ * no byte.
  *
- * FUZZ_TRACE=1 in the environment prints every reply of structured sessions.
+ * FUZZ_TRACE=1 in the environment prints every reply of structured sessions
+ * and every frame whose byte was flipped.
  */
 #include "fuzz_common.h"
 
+#include <unistd.h>
+
+#include "auth/auth.h"
 #include "baton/status.h"
 #include "net/transport.h"
 #include "server/server.h"
@@ -48,26 +98,73 @@
 #include "wire/wire.h"
 
 #define MAX_OWNED 256u
+#define MAX_GRANTED 64u
+/* randombytes calls of an input count from here: the keys, made once per
+ * process, used the first few counters, and no input reuses them */
+#define RANDOM_INPUT_FIRST (1ull << 32)
+
+#define MODE_RAW 1u
+#define MODE_NO_HELLO 2u
+#define MODE_KEYED 4u
+#define MODE_ENCRYPT 8u
+
+#define OP_CMD 15u
+#define OP_RAW 16u
+#define OP_FLIP 32u        /* keyed request: flip a byte; second session: peer role */
+#define OP_FLIP_BODY 64u   /* the payload's byte, not the tag's */
+#define OP_FLIP_FIRST 128u /* the payload's first byte, not its last */
+
+/* struct req flags */
+#define REQ_HANDSHAKE 1u /* the automatic HELLO or AUTH of a keyed session */
+#define REQ_PROOF 2u     /* AUTH whose payload is the proof, made when sent */
+#define REQ_FLIPPED 4u   /* a byte of this frame was flipped after tagging */
+
+enum item_kind { ITEM_FRAME, ITEM_RAW, ITEM_CHILD };
+enum phase { PH_HEADER, PH_PAYLOAD, PH_TAG };
+enum hs_step { HS_NONE, HS_HELLO_SENT, HS_HELLO_SEEN, HS_PROOF_SENT, HS_READY };
 
 struct req {
     uint8_t cmd;
+    uint8_t op;    /* the record's op byte (flip bits) */
+    uint8_t flags; /* REQ_* */
     uint32_t seq;
-    size_t off; /* payload offset in the stream */
-    size_t len; /* payload bytes present in the stream */
-    uint64_t declared;
+    const uint8_t *payload;              /* the payload as the oracle reads it (NULL: proof) */
+    size_t len;                          /* payload bytes sent */
+    uint8_t grant[BATON_GRANT_ID_BYTES]; /* PEER_WRITE: the grant id sent */
+};
+
+/* One piece of a structured session's stream, made when it is needed. */
+struct item {
+    enum item_kind kind;
+    size_t req;         /* ITEM_FRAME: index into the request list */
+    const uint8_t *raw; /* ITEM_RAW: the bytes */
+    size_t raw_len;
+};
+
+/* The initiator's side of a keyed session: the handshake and the two
+ * directions' frame keys (auth/auth.h "Wiring"). */
+struct keyed {
+    struct baton_hs hs;
+    enum hs_step step;
+    struct baton_frame_key send, recv;
 };
 
 /* Streaming reply parser and oracle of one session. */
 struct checker {
-    const uint8_t *stream; /* the session's input, for request payloads */
     const struct req *reqs;
     size_t n_reqs;
-    int active; /* 0: count bytes only (raw session) */
-    uint8_t hdr[24];
+    int active;      /* 0: count bytes only (raw records present) */
+    struct keyed *k; /* keyed session; NULL: the server holds no key */
+    int tagged;      /* replies carry tags (every reply after the AUTH reply) */
+    enum phase phase;
+    uint8_t hdr[BATON_FRAME_HEADER_BYTES];
     size_t hdr_have;
-    uint64_t left; /* payload bytes of the current reply still to come */
-    uint8_t head[16];
+    uint64_t left;                   /* payload bytes of the current reply still to come */
+    uint8_t head[BATON_HELLO_BYTES]; /* the first payload bytes, plaintext */
     size_t head_have;
+    struct baton_mac mac; /* the tag of the current reply */
+    uint8_t tag[BATON_TAG_BYTES];
+    size_t tag_have;
     size_t n_replies;
     uint16_t last_status;
     uint64_t owned[MAX_OWNED];
@@ -80,18 +177,120 @@ struct script {
     size_t len, cap, pos;
     struct req *reqs;
     size_t n_reqs, reqs_cap;
+    struct item *items;
+    size_t n_items, items_cap, next_item;
     uint32_t next_seq;
-    int raw; /* a raw record went in: order oracles off */
+    uint8_t role;                     /* BATON_ROLE_CLIENT or _PEER: the role of the handshake */
+    uint8_t hello[BATON_HELLO_BYTES]; /* the automatic HELLO's payload */
+    int raw;                          /* a raw record went in: order oracles off */
     const uint8_t *child_in;
     size_t child_len, child_at;
-    int has_child, child_done;
+    uint8_t child_role;
+    int has_child, child_placed, child_done;
+    size_t flipped; /* the first request with a flipped byte (n_reqs: none) */
+    struct keyed key;
     struct checker chk;
 };
 
 static struct baton_server *server;
 static int depth;
 static int trace = -1; /* FUZZ_TRACE set: print every reply (debugging seeds) */
+static int keyed_mode, encrypt_mode;
+static struct baton_key *client_key, *peer_key;            /* for the process's lifetime */
+static uint8_t granted[MAX_GRANTED][BATON_GRANT_ID_BYTES]; /* this input's grant ids */
+static size_t n_granted;
+static uint64_t random_counter; /* randombytes calls in this input */
 
+/* ---- deterministic randomness and keys (once per process) ---- */
+
+/* randombytes implementation name (libsodium asks for one). */
+static const char *fixed_random_name(void)
+{
+    return "baton-fuzz-counter";
+}
+
+/* randombytes_buf: the counter-th output of randombytes_buf_deterministic
+ * (ChaCha20), so every input sees the same "random" bytes. */
+static void fixed_random_buf(void *const buf, const size_t size)
+{
+    uint8_t seed[randombytes_SEEDBYTES];
+    memset(seed, 0, sizeof seed);
+    for (unsigned i = 0; i < 8; i++)
+        seed[i] = (uint8_t)(random_counter >> (8 * i));
+    random_counter++;
+    randombytes_buf_deterministic(buf, size, seed);
+}
+
+/* randombytes_random: 4 bytes of fixed_random_buf. */
+static uint32_t fixed_random_u32(void)
+{
+    uint8_t b[4];
+    fixed_random_buf(b, sizeof b);
+    return (uint32_t)fuzz_le(b, 4);
+}
+
+static randombytes_implementation fixed_random = {
+    .implementation_name = fixed_random_name,
+    .random = fixed_random_u32,
+    .buf = fixed_random_buf,
+};
+
+/* Makes a key file in dir with the library's generator and opens it (the
+ * only way to a struct baton_key); the file is removed at once. Aborts on
+ * any failure: the harness cannot run without it. */
+static struct baton_key *open_new_key(const char *dir, const char *name)
+{
+    char path[512], err[256];
+    struct baton_key *k = NULL;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (baton_key_generate_file(path, err, sizeof err) != 0 ||
+        baton_key_open(path, &k, err, sizeof err) != 0) {
+        fprintf(stderr, "fuzz_dispatcher: key %s: %s\n", path, err);
+        abort();
+    }
+    unlink(path);
+    return k;
+}
+
+/* Once per process, before libsodium starts (randombytes_set_implementation
+ * must come first): the deterministic random source, then the client and
+ * peer keys of keyed mode, in a private temporary directory. */
+static void harness_init(void)
+{
+    static int done;
+    char dir[256];
+    if (done)
+        return;
+    done = 1;
+    trace = getenv("FUZZ_TRACE") != NULL;
+    if (randombytes_set_implementation(&fixed_random) != 0 || baton_auth_init() != 0)
+        abort();
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/baton-fuzz-keys-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) {
+        perror("fuzz_dispatcher: mkdtemp");
+        abort();
+    }
+    client_key = open_new_key(dir, "client.key");
+    peer_key = open_new_key(dir, "peer.key");
+    rmdir(dir);
+}
+
+/* libFuzzer and libAFLDriver call this once before any input (AFL++: before
+ * the fork server, so the keys are made once per campaign); the replay
+ * driver does not, and the first input then does it. */
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    harness_init();
+    return 0;
+}
+
+/* ---- building a session ---- */
+
+/* Makes room for n more stream bytes. */
 static void grow(struct script *s, size_t n)
 {
     if (n <= s->cap - s->len)
@@ -106,6 +305,7 @@ static void grow(struct script *s, size_t n)
     s->cap = ncap;
 }
 
+/* Appends n bytes to the stream the server reads. */
 static void put(struct script *s, const void *p, size_t n)
 {
     grow(s, n);
@@ -114,12 +314,28 @@ static void put(struct script *s, const void *p, size_t n)
     s->len += n;
 }
 
-static void frame(struct script *s, uint8_t cmd, const uint8_t *payload, size_t n)
+/* Appends an item (and for a frame its request) to the session's plan. */
+static struct item *add_item(struct script *s, enum item_kind kind)
 {
-    uint8_t hb[BATON_FRAME_HEADER_BYTES];
-    struct baton_frame_header h = {.cmd = cmd, .flags = 0, .status = 0, .seq = s->next_seq++,
-                                   .len = n};
-    baton_wire_encode_header(hb, &h);
+    if (s->n_items == s->items_cap) {
+        size_t nc = s->items_cap ? 2 * s->items_cap : 64;
+        struct item *it = realloc(s->items, nc * sizeof *it);
+        if (!it)
+            abort();
+        s->items = it;
+        s->items_cap = nc;
+    }
+    struct item *it = &s->items[s->n_items++];
+    memset(it, 0, sizeof *it);
+    it->kind = kind;
+    return it;
+}
+
+/* Plans one request frame: cmd, the next seq, payload (NULL with
+ * REQ_PROOF). */
+static void plan_frame(struct script *s, uint8_t cmd, uint8_t op, uint8_t flags,
+                       const uint8_t *payload, size_t n)
+{
     if (s->n_reqs == s->reqs_cap) {
         size_t nc = s->reqs_cap ? 2 * s->reqs_cap : 64;
         struct req *r = realloc(s->reqs, nc * sizeof *r);
@@ -128,30 +344,48 @@ static void frame(struct script *s, uint8_t cmd, const uint8_t *payload, size_t 
         s->reqs = r;
         s->reqs_cap = nc;
     }
-    put(s, hb, sizeof hb);
-    s->reqs[s->n_reqs++] = (struct req){cmd, h.seq, s->len, n, n};
-    put(s, payload, n);
+    struct item *it = add_item(s, ITEM_FRAME);
+    it->req = s->n_reqs;
+    struct req *q = &s->reqs[s->n_reqs++];
+    memset(q, 0, sizeof *q);
+    q->cmd = cmd;
+    q->op = op;
+    q->flags = flags;
+    q->seq = s->next_seq++;
+    q->payload = payload;
+    q->len = n;
 }
 
-static void client_hello(struct script *s)
+/* The automatic HELLO: version 1 in the session's role; keyed: a random
+ * nonce and the AUTH feature, followed by the AUTH with the proof. */
+static void plan_handshake(struct script *s)
 {
-    uint8_t p[BATON_HELLO_BYTES];
     struct baton_hello h;
     memset(&h, 0, sizeof h);
     h.version_min = h.version_max = BATON_PROTOCOL_VERSION;
-    h.role = BATON_ROLE_CLIENT;
-    memset(h.nonce, 0x4e, sizeof h.nonce);
-    baton_wire_encode_hello(p, &h);
-    frame(s, BATON_CMD_HELLO, p, sizeof p);
+    h.role = s->role;
+    if (keyed_mode) {
+        h.features = BATON_FEATURE_AUTH;
+        baton_hs_nonce(h.nonce);
+    } else {
+        memset(h.nonce, 0x4e, sizeof h.nonce);
+    }
+    baton_wire_encode_hello(s->hello, &h);
+    if (!keyed_mode) {
+        plan_frame(s, BATON_CMD_HELLO, 0, 0, s->hello, sizeof s->hello);
+        return;
+    }
+    plan_frame(s, BATON_CMD_HELLO, 0, REQ_HANDSHAKE, s->hello, sizeof s->hello);
+    plan_frame(s, BATON_CMD_AUTH, 0, REQ_HANDSHAKE | REQ_PROOF, NULL, BATON_PROOF_BYTES);
 }
 
-/* Builds a structured session's stream from its records. */
+/* Parses a structured session's records into its plan. */
 static void build(struct script *s, const uint8_t *in, size_t n, int auto_hello, int allow_child)
 {
     struct fuzz_reader r = {in, n};
     s->next_seq = 1;
     if (auto_hello)
-        client_hello(s);
+        plan_handshake(s);
     while (r.n > 0) {
         uint8_t op = fuzz_u8(&r);
         size_t len = (size_t)fuzz_uint(&r, 2);
@@ -160,24 +394,139 @@ static void build(struct script *s, const uint8_t *in, size_t n, int auto_hello,
         const uint8_t *payload = r.p;
         r.p += len;
         r.n -= len;
-        if (op & 16) {
-            put(s, payload, len);
+        if (op & OP_RAW) {
+            struct item *it = add_item(s, ITEM_RAW);
+            it->raw = payload;
+            it->raw_len = len;
             s->raw = 1;
-        } else if ((op & 15) == 0) {
+        } else if ((op & OP_CMD) == 0) {
             if (allow_child && !s->has_child) {
                 s->has_child = 1;
                 s->child_in = payload;
                 s->child_len = len;
-                s->child_at = s->len;
+                s->child_role = keyed_mode && (op & OP_FLIP) ? BATON_ROLE_PEER : BATON_ROLE_CLIENT;
+                add_item(s, ITEM_CHILD);
             }
+        } else if (keyed_mode && (op & OP_CMD) == BATON_CMD_AUTH && len == 0) {
+            plan_frame(s, BATON_CMD_AUTH, op, REQ_PROOF, NULL, 0);
         } else {
-            frame(s, op & 15, payload, len);
+            plan_frame(s, op & OP_CMD, op, 0, payload, len);
         }
     }
 }
 
+/* Tags the frame of `n` payload bytes at s->stream + at with the next
+ * client counter (MAC mode, or encrypt mode in place) and appends the tag. */
+static void tag_frame(struct script *s, size_t at, size_t n)
+{
+    struct baton_mac m;
+    uint8_t tag[BATON_TAG_BYTES];
+    uint64_t ctr;
+    uint8_t *frame = s->stream + at;
+    int rc = baton_frame_key_next(&s->key.send, &ctr);
+    if (rc == 0 && encrypt_mode)
+        rc = baton_aead_begin(&m, &s->key.send, ctr, frame, BATON_FRAME_HEADER_BYTES);
+    if (rc == 0 && encrypt_mode)
+        rc = baton_aead_encrypt(&m, frame + BATON_FRAME_HEADER_BYTES,
+                                frame + BATON_FRAME_HEADER_BYTES, n);
+    if (rc == 0 && !encrypt_mode)
+        rc = baton_mac_begin(&m, &s->key.send, ctr);
+    if (rc == 0 && !encrypt_mode)
+        rc = baton_mac_update(&m, frame, BATON_FRAME_HEADER_BYTES + n);
+    if (rc == 0)
+        rc = baton_mac_final_tag(&m, tag);
+    FUZZ_CHECK(rc == 0, "tagging request frame: %s", baton_status_name(rc));
+    put(s, tag, sizeof tag);
+}
+
+/* Appends request q's frame to the stream, as the session's state now
+ * makes it: the AUTH proof from the transcript, a peer's placeholder grant
+ * id replaced, the tag once AUTH succeeded, and the flipped byte. */
+static void make_frame(struct script *s, struct req *q)
+{
+    uint8_t hb[BATON_FRAME_HEADER_BYTES];
+    uint8_t proof[BATON_PROOF_BYTES];
+    struct keyed *k = &s->key;
+    const uint8_t *payload = q->payload;
+    size_t at = s->len;
+    if (q->flags & REQ_PROOF) {
+        q->len = 0;
+        if (k->step == HS_HELLO_SEEN && baton_hs_initiator_proof(&k->hs, proof) == 0) {
+            k->step = HS_PROOF_SENT;
+            payload = proof;
+            q->len = sizeof proof;
+        }
+    }
+    struct baton_frame_header h = {.cmd = q->cmd, .seq = q->seq, .len = q->len};
+    baton_wire_encode_header(hb, &h);
+    put(s, hb, sizeof hb);
+    put(s, payload, q->len);
+    sodium_memzero(proof, sizeof proof);
+    if (!keyed_mode)
+        return;
+    uint8_t *p = s->stream + at + BATON_FRAME_HEADER_BYTES;
+    if (q->cmd == BATON_CMD_HELLO && k->step == HS_NONE && q->len == BATON_HELLO_BYTES &&
+        (p[4] == BATON_ROLE_CLIENT || p[4] == BATON_ROLE_PEER)) {
+        /* the first HELLO starts the handshake, in its role with that
+         * role's key; the transcript's first part is the frame as sent */
+        s->role = p[4];
+        const struct baton_key *key = s->role == BATON_ROLE_PEER ? peer_key : client_key;
+        if (baton_hs_init(&k->hs, s->role, baton_key_bytes(key)) == 0 &&
+            baton_hs_transcript_add(&k->hs, s->stream + at, BATON_FRAME_HEADER_BYTES + q->len) == 0)
+            k->step = HS_HELLO_SENT;
+    }
+    if (s->role == BATON_ROLE_PEER && q->cmd == BATON_CMD_PEER_WRITE &&
+        q->len >= BATON_GRANT_ID_BYTES) {
+        uint8_t zero[BATON_GRANT_ID_BYTES] = {0};
+        if (memcmp(p, zero, sizeof zero) == 0 && n_granted > 0)
+            memcpy(p, granted[n_granted - 1], BATON_GRANT_ID_BYTES);
+        memcpy(q->grant, p, BATON_GRANT_ID_BYTES);
+    }
+    if (k->step != HS_READY)
+        return;
+    tag_frame(s, at, q->len);
+    if (q->op & OP_FLIP) {
+        size_t flip = s->len - BATON_TAG_BYTES; /* the tag's first byte */
+        if ((q->op & OP_FLIP_BODY) && q->len > 0)
+            flip = at + BATON_FRAME_HEADER_BYTES + (q->op & OP_FLIP_FIRST ? 0 : q->len - 1);
+        s->stream[flip] ^= 0x01;
+        q->flags |= REQ_FLIPPED;
+        if (s->flipped == s->n_reqs)
+            s->flipped = (size_t)(q - s->reqs);
+        if (trace)
+            fprintf(stderr, "  session depth %d request cmd %u seq %u: byte %zu of %zu flipped\n",
+                    depth, q->cmd, q->seq, flip - at, s->len - at);
+    }
+}
+
+/* Makes the next planned item. */
+static void make_next(struct script *s)
+{
+    const struct item *it = &s->items[s->next_item++];
+    switch (it->kind) {
+    case ITEM_RAW:
+        put(s, it->raw, it->raw_len);
+        break;
+    case ITEM_CHILD:
+        s->child_at = s->len;
+        s->child_placed = 1;
+        break;
+    case ITEM_FRAME:
+        make_frame(s, &s->reqs[it->req]);
+        break;
+    }
+}
+
+/* Makes items until n unread bytes are there or the plan is done. */
+static void need(struct script *s, size_t n)
+{
+    while (s->len - s->pos < n && s->next_item < s->n_items)
+        make_next(s);
+}
+
 /* ---- oracle ---- */
 
+/* The index of handle h among the session's live buffers, or -1. */
 static int owned_find(const struct checker *c, uint64_t h)
 {
     for (size_t i = 0; i < c->n_owned; i++)
@@ -186,6 +535,8 @@ static int owned_find(const struct checker *c, uint64_t h)
     return -1;
 }
 
+/* Property: a command that succeeded on h named one of the session's own
+ * live buffers. */
 static void check_owned(const struct checker *c, uint64_t h, const char *what)
 {
     FUZZ_CHECK(owned_find(c, h) >= 0, "%s succeeded on handle 0x%llx not owned by the session",
@@ -193,26 +544,29 @@ static void check_owned(const struct checker *c, uint64_t h, const char *what)
 }
 
 /* The request payload's u64 at off, if present. */
-static int req_u64(const struct checker *c, const struct req *q, size_t off, uint64_t *v)
+static int req_u64(const struct req *q, size_t off, uint64_t *v)
 {
-    if (q->len < 8 || off > q->len - 8)
+    if (!q->payload || q->len < 8 || off > q->len - 8)
         return -1;
-    *v = fuzz_le(c->stream + q->off + off, 8);
+    *v = fuzz_le(q->payload + off, 8);
     return 0;
 }
 
-static uint64_t expected_ok_len(const struct checker *c, const struct req *q)
+/* The payload length of an OK reply to q (docs/PROTOCOL.md, commands). */
+static uint64_t expected_ok_len(const struct req *q)
 {
     uint64_t n = 0;
     switch (q->cmd) {
     case BATON_CMD_HELLO:
         return BATON_HELLO_BYTES;
+    case BATON_CMD_AUTH:
+        return BATON_PROOF_BYTES;
     case BATON_CMD_DEVICE_INFO:
         return BATON_DEVICE_INFO_BYTES;
     case BATON_CMD_ALLOC_BUFFER:
         return 16;
     case BATON_CMD_GET_TENSOR:
-        if (req_u64(c, q, BATON_TENSOR_DESC_BYTES + 8, &n) != 0)
+        if (req_u64(q, BATON_TENSOR_DESC_BYTES + 8, &n) != 0)
             FUZZ_CHECK(0, "GET without its n succeeded");
         return n;
     case BATON_CMD_GRANT_WRITE:
@@ -224,18 +578,71 @@ static uint64_t expected_ok_len(const struct checker *c, const struct req *q)
     }
 }
 
-/* A whole reply (header and payload) has been seen. */
+/* Whether a GRANT_WRITE of this input returned id. */
+static int was_granted(const uint8_t id[BATON_GRANT_ID_BYTES])
+{
+    for (size_t i = 0; i < n_granted; i++)
+        if (memcmp(granted[i], id, BATON_GRANT_ID_BYTES) == 0)
+            return 1;
+    return 0;
+}
+
+/* The handshake as the replies drive it, for every structured session
+ * (with raw records too: the replies then still have to be parsed, tags
+ * included). An OK HELLO reply to the harness's HELLO is the transcript's
+ * second part; an OK AUTH reply must carry the proof that verifies against
+ * the one the harness sent, and from then on replies carry tags. */
+static void handshake_reply(struct checker *c, uint8_t cmd, uint16_t status, uint64_t len)
+{
+    struct keyed *k = c->k;
+    if (status != 0)
+        return;
+    if (cmd == BATON_CMD_AUTH)
+        FUZZ_CHECK(k != NULL && k->step == HS_PROOF_SENT && len == BATON_PROOF_BYTES,
+                   "AUTH succeeded without the harness's proof (keyed %d)", k != NULL);
+    if (!k)
+        return;
+    if (cmd == BATON_CMD_HELLO && k->step == HS_HELLO_SENT && len == BATON_HELLO_BYTES) {
+        uint8_t rep[BATON_FRAME_HEADER_BYTES + BATON_HELLO_BYTES];
+        uint64_t features = fuzz_le(c->head + 8, 8);
+        uint64_t want = BATON_FEATURE_AUTH | BATON_FEATURE_PEER_COPY |
+                        (encrypt_mode ? BATON_FEATURE_ENCRYPT : 0);
+        FUZZ_CHECK(features == want, "keyed HELLO reply features 0x%llx, expected 0x%llx",
+                   (unsigned long long)features, (unsigned long long)want);
+        memcpy(rep, c->hdr, BATON_FRAME_HEADER_BYTES);
+        memcpy(rep + BATON_FRAME_HEADER_BYTES, c->head, BATON_HELLO_BYTES);
+        if (baton_hs_transcript_add(&k->hs, rep, sizeof rep) == 0)
+            k->step = HS_HELLO_SEEN;
+    }
+    if (cmd == BATON_CMD_AUTH) {
+        FUZZ_CHECK(baton_hs_verify_responder(&k->hs, c->head) == 0,
+                   "the server's AUTH proof does not verify");
+        FUZZ_CHECK(baton_hs_session_keys(&k->hs, &k->send, &k->recv) == 0,
+                   "no session keys after AUTH");
+        baton_hs_destroy(&k->hs);
+        k->step = HS_READY;
+        c->tagged = 1; /* the replies after this one */
+    }
+}
+
+/* A whole reply (header, payload and, when tagged, a verified tag) has
+ * been seen. */
 static void reply_done(struct checker *c)
 {
     const uint8_t *h = c->hdr;
     uint16_t status = (uint16_t)fuzz_le(h + 6, 2);
+    uint64_t len = fuzz_le(h + 16, 8);
     size_t i = c->n_replies++;
     c->last_status = status;
     if (trace)
-        fprintf(stderr, "  session depth %d reply %zu: cmd %u seq %u status %s len %llu\n", depth,
+        fprintf(stderr, "  session depth %d reply %zu: cmd %u seq %u status %s len %llu%s\n", depth,
                 i, h[4], (unsigned)fuzz_le(h + 8, 4),
-                status ? baton_status_name(-(int)status) : "OK",
-                (unsigned long long)fuzz_le(h + 16, 8));
+                status ? baton_status_name(-(int)status) : "OK", (unsigned long long)len,
+                c->tagged ? " tag ok" : "");
+    handshake_reply(c, h[4], status, len);
+    if (h[4] == BATON_CMD_GRANT_WRITE && status == 0 && len == BATON_GRANT_ID_BYTES &&
+        n_granted < MAX_GRANTED)
+        memcpy(granted[n_granted++], c->head, BATON_GRANT_ID_BYTES);
     if (!c->active)
         return;
     FUZZ_CHECK(i < c->n_reqs, "reply %zu without a request", i);
@@ -243,12 +650,15 @@ static void reply_done(struct checker *c)
     FUZZ_CHECK(h[4] == q->cmd && fuzz_le(h + 8, 4) == q->seq,
                "reply %zu: cmd %u seq %llu, request cmd %u seq %u", i, h[4],
                (unsigned long long)fuzz_le(h + 8, 4), q->cmd, q->seq);
-    uint64_t len = fuzz_le(h + 16, 8);
+    if (q->flags & REQ_HANDSHAKE)
+        FUZZ_CHECK(status == 0, "automatic %s refused: %s", baton_cmd_name(q->cmd),
+                   baton_status_name(-(int)status));
     if (status != 0) {
         FUZZ_CHECK(len == 0, "error reply with a %llu-byte payload", (unsigned long long)len);
         return;
     }
-    uint64_t want = expected_ok_len(c, q);
+    FUZZ_CHECK(!(q->flags & REQ_FLIPPED), "request %zu with a flipped byte succeeded", i);
+    uint64_t want = expected_ok_len(q);
     FUZZ_CHECK(len == want, "reply %zu (cmd %u): %llu payload bytes, expected %llu", i, q->cmd,
                (unsigned long long)len, (unsigned long long)want);
     uint64_t a = 0, b = 0;
@@ -256,14 +666,14 @@ static void reply_done(struct checker *c)
     case BATON_CMD_ALLOC_BUFFER: {
         uint64_t handle = fuzz_le(c->head, 8);
         FUZZ_CHECK(owned_find(c, handle) < 0, "ALLOC returned a live handle again");
-        req_u64(c, q, 0, &a);
+        req_u64(q, 0, &a);
         FUZZ_CHECK(fuzz_le(c->head + 8, 8) == a, "ALLOC reply size differs");
         if (c->n_owned < MAX_OWNED)
             c->owned[c->n_owned++] = handle;
         break;
     }
     case BATON_CMD_FREE_BUFFER: {
-        FUZZ_CHECK(req_u64(c, q, 0, &a) == 0, "FREE without a handle succeeded");
+        FUZZ_CHECK(req_u64(q, 0, &a) == 0, "FREE without a handle succeeded");
         int k = owned_find(c, a);
         check_owned(c, a, "FREE_BUFFER");
         c->owned[k] = c->owned[--c->n_owned];
@@ -274,92 +684,212 @@ static void reply_done(struct checker *c)
     case BATON_CMD_GET_TENSOR:
     case BATON_CMD_GRANT_WRITE:    /* handle first: the buffer being granted */
     case BATON_CMD_COPY_TENSOR_TO: /* source tensor first, checked as GET's */
-        FUZZ_CHECK(req_u64(c, q, 0, &a) == 0, "request without a handle succeeded");
+        FUZZ_CHECK(req_u64(q, 0, &a) == 0, "request without a handle succeeded");
         check_owned(c, a, baton_cmd_name(q->cmd));
         break;
     case BATON_CMD_COPY_TENSOR:
-        FUZZ_CHECK(req_u64(c, q, 0, &a) == 0 && req_u64(c, q, BATON_TENSOR_DESC_BYTES, &b) == 0,
+        FUZZ_CHECK(req_u64(q, 0, &a) == 0 && req_u64(q, BATON_TENSOR_DESC_BYTES, &b) == 0,
                    "COPY without handles succeeded");
         check_owned(c, a, "COPY_TENSOR src");
         check_owned(c, b, "COPY_TENSOR dst");
         break;
     case BATON_CMD_GRAPH_COMPUTE: {
-        uint64_t nl = q->len >= 4 ? fuzz_le(c->stream + q->off, 4) : 0;
+        uint64_t nl = q->len >= 4 ? fuzz_le(q->payload, 4) : 0;
         for (uint64_t k = 0; k < nl; k++) {
-            FUZZ_CHECK(req_u64(c, q, 8 + 88 * k, &a) == 0, "graph leaf missing");
+            FUZZ_CHECK(req_u64(q, 8 + 88 * k, &a) == 0, "graph leaf missing");
             check_owned(c, a, "GRAPH_COMPUTE leaf");
         }
         break;
     }
+    case BATON_CMD_PEER_WRITE:
+        FUZZ_CHECK(q->len >= BATON_GRANT_ID_BYTES && was_granted(q->grant),
+                   "PEER_WRITE succeeded with a grant id no GRANT_WRITE returned");
+        break;
     default:
         break;
     }
 }
 
-static void checker_feed(struct checker *c, const uint8_t *p, size_t n)
+/* Payload bytes of the current reply: MAC'd (or decrypted) when tagged,
+ * the first ones kept in plaintext for reply_done. */
+static void reply_payload(struct checker *c, const uint8_t *p, size_t n)
 {
+    uint8_t plain[4096];
     while (n > 0) {
-        if (c->hdr_have < sizeof c->hdr) {
-            size_t k = sizeof c->hdr - c->hdr_have;
-            if (k > n)
-                k = n;
-            memcpy(c->hdr + c->hdr_have, p, k);
-            c->hdr_have += k;
-            p += k;
-            n -= k;
-            if (c->hdr_have == sizeof c->hdr) {
-                FUZZ_CHECK(memcmp(c->hdr, "BATN", 4) == 0, "reply without magic");
-                c->left = fuzz_le(c->hdr + 16, 8);
-                c->head_have = 0;
-                if (c->left == 0) {
-                    reply_done(c);
-                    c->hdr_have = 0;
-                }
-            }
-            continue;
+        size_t k = n < sizeof plain ? n : sizeof plain;
+        const uint8_t *text = p;
+        if (c->tagged && encrypt_mode) {
+            FUZZ_CHECK(baton_aead_decrypt(&c->mac, plain, p, k) == 0, "reply decrypt");
+            text = plain;
+        } else if (c->tagged) {
+            FUZZ_CHECK(baton_mac_update(&c->mac, p, k) == 0, "reply MAC");
         }
-        size_t k = c->left < n ? (size_t)c->left : n;
         if (c->head_have < sizeof c->head) {
             size_t h = sizeof c->head - c->head_have;
             if (h > k)
                 h = k;
-            memcpy(c->head + c->head_have, p, h);
+            memcpy(c->head + c->head_have, text, h);
             c->head_have += h;
         }
         p += k;
         n -= k;
-        c->left -= k;
-        if (c->left == 0) {
-            reply_done(c);
-            c->hdr_have = 0;
-        }
     }
+}
+
+/* The current reply's payload is complete: its tag follows when tagged. */
+static void reply_body_done(struct checker *c)
+{
+    if (c->tagged) {
+        c->phase = PH_TAG;
+        c->tag_have = 0;
+        return;
+    }
+    reply_done(c);
+    c->phase = PH_HEADER;
+    c->hdr_have = 0;
+}
+
+/* A complete header: starts the reply's payload (and its tag). */
+static void reply_header_done(struct checker *c)
+{
+    FUZZ_CHECK(memcmp(c->hdr, "BATN", 4) == 0, "reply without magic");
+    c->left = fuzz_le(c->hdr + 16, 8);
+    c->head_have = 0;
+    if (c->tagged) {
+        uint64_t ctr;
+        int rc = baton_frame_key_next(&c->k->recv, &ctr);
+        if (rc == 0 && encrypt_mode)
+            rc = baton_aead_begin(&c->mac, &c->k->recv, ctr, c->hdr, sizeof c->hdr);
+        if (rc == 0 && !encrypt_mode)
+            rc = baton_mac_begin(&c->mac, &c->k->recv, ctr);
+        if (rc == 0 && !encrypt_mode)
+            rc = baton_mac_update(&c->mac, c->hdr, sizeof c->hdr);
+        FUZZ_CHECK(rc == 0, "reply tag start: %s", baton_status_name(rc));
+    }
+    c->phase = PH_PAYLOAD;
+    if (c->left == 0)
+        reply_body_done(c);
+}
+
+/* Feeds reply bytes, as the server sends them, through the parser:
+ * header, payload, tag (when tagged), in any chunking. */
+static void checker_feed(struct checker *c, const uint8_t *p, size_t n)
+{
+    while (n > 0) {
+        size_t k;
+        switch (c->phase) {
+        case PH_HEADER:
+            k = sizeof c->hdr - c->hdr_have;
+            if (k > n)
+                k = n;
+            memcpy(c->hdr + c->hdr_have, p, k);
+            c->hdr_have += k;
+            if (c->hdr_have == sizeof c->hdr)
+                reply_header_done(c);
+            break;
+        case PH_PAYLOAD:
+            k = c->left < n ? (size_t)c->left : n;
+            reply_payload(c, p, k);
+            c->left -= k;
+            if (c->left == 0)
+                reply_body_done(c);
+            break;
+        case PH_TAG:
+        default:
+            k = sizeof c->tag - c->tag_have;
+            if (k > n)
+                k = n;
+            memcpy(c->tag + c->tag_have, p, k);
+            c->tag_have += k;
+            if (c->tag_have == sizeof c->tag) {
+                FUZZ_CHECK(baton_mac_final_verify(&c->mac, c->tag) == 0,
+                           "reply %zu (cmd %u): its tag does not verify", c->n_replies, c->hdr[4]);
+                reply_done(c);
+                c->phase = PH_HEADER;
+                c->hdr_have = 0;
+            }
+            break;
+        }
+        p += k;
+        n -= k;
+    }
+}
+
+/* Whether the server refuses cmd in READY from the header alone (a
+ * framing error, E_PROTO, sent before the frame's tag is read). */
+static int refused_by_header(uint8_t role, uint8_t cmd)
+{
+    if (role == BATON_ROLE_PEER)
+        return cmd != BATON_CMD_PEER_WRITE && cmd != BATON_CMD_PEER_FENCE;
+    return cmd == BATON_CMD_HELLO || cmd == BATON_CMD_AUTH || cmd == BATON_CMD_PEER_WRITE;
+}
+
+/* The end of a keyed session that sent a frame with a flipped byte (the
+ * server had answered everything before it, or the frame would not have
+ * been made): a close with BATON_E_AUTH and no reply to it, or the error
+ * frame the header (or PEER_WRITE's 32-byte header) decides before the tag
+ * is read. */
+static void check_flipped_end(const struct script *s, int rc)
+{
+    size_t k = s->flipped;
+    const struct req *q = &s->reqs[k];
+    const struct checker *c = &s->chk;
+    if (refused_by_header(s->role, q->cmd)) {
+        FUZZ_CHECK(c->n_replies == k + 1 && c->last_status == (uint16_t)-BATON_E_PROTO,
+                   "flipped %s (request %zu) on a %s link: %zu replies, last status %u",
+                   baton_cmd_name(q->cmd), k, s->role == BATON_ROLE_PEER ? "peer" : "client",
+                   c->n_replies, c->last_status);
+        return;
+    }
+    if (q->cmd == BATON_CMD_PEER_WRITE && c->n_replies == k + 1) {
+        FUZZ_CHECK(c->last_status != 0 && rc != 0,
+                   "flipped PEER_WRITE (request %zu) answered with status %u", k, c->last_status);
+        return;
+    }
+    FUZZ_CHECK(c->n_replies == k && rc == BATON_E_AUTH,
+               "flipped %s (request %zu): %zu replies, session ended with %d; expected a "
+               "close without a reply",
+               baton_cmd_name(q->cmd), k, c->n_replies, rc);
 }
 
 /* ---- transport over a script ---- */
 
-static void run_session(const uint8_t *in, size_t n, int raw, int auto_hello);
+static void run_session(const uint8_t *in, size_t n, int raw, int auto_hello, uint8_t role);
 
+/* The script behind the transport (base is its first member). */
 static struct script *as_script(struct baton_transport *t)
 {
     return (struct script *)t;
 }
 
+/* Runs the second session once the first has consumed everything before
+ * its record; makes the next item while nothing is left to read. */
 static int sc_wait_readable(struct baton_transport *t, uint64_t deadline)
 {
     struct script *s = as_script(t);
-    if (s->has_child && !s->child_done && s->pos >= s->child_at) {
-        s->child_done = 1;
-        depth++;
-        run_session(s->child_in, s->child_len, 0, 1);
-        depth--;
+    (void)deadline;
+    for (;;) {
+        if (s->child_placed && !s->child_done && s->pos >= s->child_at) {
+            s->child_done = 1;
+            depth++;
+            run_session(s->child_in, s->child_len, 0, 1, s->child_role);
+            depth--;
+        }
+        if (s->pos < s->len)
+            return 0;
+        if (s->next_item == s->n_items)
+            return BATON_E_IO;
+        make_next(s);
     }
-    return s->pos < s->len ? 0 : BATON_E_IO;
 }
 
+/* Reads n stream bytes, making items as needed; BATON_E_IO at the end of
+ * the input. Deadlines do not apply: nothing here waits. */
 static int sc_recv_exact(struct baton_transport *t, void *buf, size_t n, uint64_t deadline)
 {
     struct script *s = as_script(t);
+    (void)deadline;
+    need(s, n);
     size_t avail = s->len - s->pos;
     size_t k = n < avail ? n : avail;
     if (k)
@@ -368,10 +898,12 @@ static int sc_recv_exact(struct baton_transport *t, void *buf, size_t n, uint64_
     return k == n ? 0 : BATON_E_IO;
 }
 
+/* Every reply byte goes to the session's checker. */
 static int sc_send_all(struct baton_transport *t, const struct iovec *iov, int iovcnt,
                        uint64_t deadline)
 {
     struct script *s = as_script(t);
+    (void)deadline;
     if (iovcnt < 0 || iovcnt > BATON_TRANSPORT_MAX_IOV)
         return BATON_E_INVAL;
     for (int i = 0; i < iovcnt; i++)
@@ -391,7 +923,10 @@ static const struct baton_transport_ops script_ops = {
     .close = sc_close,
 };
 
-static void run_session(const uint8_t *in, size_t n, int raw, int auto_hello)
+/* Serves one session of the input on the shared server and checks its
+ * properties: raw (the bytes as they are), or structured in the given role
+ * (keyed_mode: with the handshake and tags). */
+static void run_session(const uint8_t *in, size_t n, int raw, int auto_hello, uint8_t role)
 {
     if (raw) {
         struct baton_transport *t;
@@ -403,22 +938,28 @@ static void run_session(const uint8_t *in, size_t n, int raw, int auto_hello)
     struct script s;
     memset(&s, 0, sizeof s);
     s.base.ops = &script_ops;
+    s.role = role;
     build(&s, in, n, auto_hello, depth == 0);
-    s.chk.stream = s.stream;
+    s.flipped = s.n_reqs;
+    if (!keyed_mode)
+        need(&s, SIZE_MAX); /* nothing depends on the replies: make it all now */
     s.chk.reqs = s.reqs;
     s.chk.n_reqs = s.n_reqs;
     s.chk.active = !s.raw;
+    s.chk.k = keyed_mode ? &s.key : NULL;
     int rc = baton_server_serve_transport(server, &s.base, "fuzz");
     if (s.has_child && !s.child_done) {
         /* the first session ended before reaching it: run it afterwards */
         s.child_done = 1;
         depth++;
-        run_session(s.child_in, s.child_len, 0, 1);
+        run_session(s.child_in, s.child_len, 0, 1, s.child_role);
         depth--;
     }
     if (s.chk.active) {
-        FUZZ_CHECK(s.chk.hdr_have == 0 && s.chk.left == 0, "reply cut short");
-        if (rc == 0)
+        FUZZ_CHECK(s.chk.phase == PH_HEADER && s.chk.hdr_have == 0, "reply cut short");
+        if (s.flipped < s.n_reqs)
+            check_flipped_end(&s, rc);
+        else if (rc == 0)
             FUZZ_CHECK(s.chk.n_replies == s.n_reqs, "clean end: %zu replies to %zu requests",
                        s.chk.n_replies, s.n_reqs);
         else
@@ -427,18 +968,28 @@ static void run_session(const uint8_t *in, size_t n, int raw, int auto_hello)
                        "ended with %d after %zu replies to %zu requests (last status %u)", rc,
                        s.chk.n_replies, s.n_reqs, s.chk.last_status);
     }
+    baton_hs_destroy(&s.key.hs);
+    baton_frame_key_wipe(&s.key.send);
+    baton_frame_key_wipe(&s.key.recv);
+    baton_mac_abort(&s.chk.mac);
     free(s.stream);
     free(s.reqs);
+    free(s.items);
 }
 
+/* One input: a fresh server in the mode of byte 0, its sessions, then the
+ * handle table must be empty. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct baton_server_config cfg;
-    if (trace < 0)
-        trace = getenv("FUZZ_TRACE") != NULL;
+    harness_init();
     if (size == 0)
         return 0;
     uint8_t *buf = fuzz_dup(data, size);
+    keyed_mode = (buf[0] & MODE_KEYED) != 0;
+    encrypt_mode = keyed_mode && (buf[0] & MODE_ENCRYPT) != 0;
+    random_counter = RANDOM_INPUT_FIRST;
+    n_granted = 0;
     baton_server_config_default(&cfg);
     cfg.n_threads = 1;
     cfg.max_message_bytes = 1u << 20;
@@ -446,9 +997,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cfg.max_scratch_bytes = 64u << 10;
     cfg.max_connections = 1;
     cfg.quiet = 1;
+    if (keyed_mode) {
+        cfg.client_key = client_key;
+        cfg.peer_key = peer_key;
+        cfg.encrypt = encrypt_mode;
+    }
     if (baton_server_create(&cfg, &server) != 0)
         abort();
-    run_session(buf + 1, size - 1, buf[0] & 1, !(buf[0] & 2));
+    run_session(buf + 1, size - 1, buf[0] & MODE_RAW, !(buf[0] & MODE_NO_HELLO), BATON_ROLE_CLIENT);
 
     uint64_t used = 0, total = 0;
     uint32_t mapped = 0;

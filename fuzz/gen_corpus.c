@@ -19,6 +19,7 @@
 
 #include <sodium.h>
 
+#include "auth/auth.h"
 #include "baton/status.h"
 #include "core/limits.h"
 #include "gguf_writer.h"
@@ -939,6 +940,191 @@ static void gen_dispatcher(void)
     bfree(&p);
 }
 
+/* dispatcher keyed mode (fuzz_dispatcher.c): byte 0 bits and record op bits */
+#define DSP_NO_HELLO 2u
+#define DSP_KEYED 4u
+#define DSP_ENCRYPT 8u
+#define OP_FLIP 32u        /* keyed: flip a byte of the tagged frame; child: peer role */
+#define OP_FLIP_BODY 64u   /* the last payload byte instead of a tag byte */
+#define OP_FLIP_FIRST 128u /* the first payload byte instead of the last */
+
+/* GRANT_WRITE record: handle, offset, length. */
+static void rec_grant(struct buf *b, uint64_t handle, uint64_t off, uint64_t len)
+{
+    struct buf p = {0};
+    bu64(&p, handle);
+    bu64(&p, off);
+    bu64(&p, len);
+    rec(b, BATON_CMD_GRANT_WRITE, &p);
+    bfree(&p);
+}
+
+/* PEER_WRITE record with the all-zero grant id, which the harness replaces
+ * with the latest grant id of the input; n data bytes from fill. */
+static void rec_peer_write(struct buf *b, uint8_t op, uint64_t off, uint64_t n, uint8_t fill)
+{
+    struct buf p = {0};
+    for (unsigned i = 0; i < BATON_GRANT_ID_BYTES; i++)
+        bu8(&p, 0);
+    bu64(&p, off);
+    bu64(&p, n);
+    for (uint64_t i = 0; i < n; i++)
+        bu8(&p, (uint8_t)(fill + i));
+    rec(b, (uint8_t)(BATON_CMD_PEER_WRITE | op), &p);
+    bfree(&p);
+}
+
+/* A record whose payload is a SET_TENSOR (or GET_TENSOR) built by rec_set
+ * (rec_get), sent with extra op bits (the flips of keyed mode). */
+static void rec_with_op(struct buf *b, uint8_t op, const struct buf *one_record)
+{
+    bput(b, one_record->p, one_record->len);
+    b->p[b->len - one_record->len] |= op;
+}
+
+/* Keyed mode: the real handshake, tagged and encrypted frames, frames with a
+ * flipped byte, a peer-role second session writing into a grant, and a
+ * handshake driven by the records. */
+static void gen_dispatcher_keyed(void)
+{
+    struct buf b = {0}, p = {0}, r = {0}, child = {0};
+    struct graph_store s;
+    struct baton_tensor_desc t = tensor(H0, 0, BATON_TYPE_F32, 16, 1, 1, 1);
+    struct baton_tensor_desc t2 = tensor(H1, 64, BATON_TYPE_F32, 16, 1, 1, 1);
+
+    /* behind AUTH: DEVICE_INFO, ALLOC, SET, GET, GRANT, REVOKE (zero id),
+     * FREE, then a GET of the freed buffer */
+    bu8(&b, DSP_KEYED);
+    rec_empty(&b, BATON_CMD_DEVICE_INFO);
+    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 4096);
+    rec_set(&b, &t, 0, 64, 1);
+    rec_get(&b, &t, 8, 32);
+    rec_grant(&b, H0, 0, 64);
+    for (unsigned i = 0; i < BATON_GRANT_ID_BYTES; i++)
+        bu8(&p, 0);
+    rec(&b, BATON_CMD_REVOKE_GRANT, &p);
+    p.len = 0;
+    rec_u64(&b, BATON_CMD_FREE_BUFFER, H0);
+    rec_get(&b, &t, 0, 64);
+    emit_buf("dispatcher", &b);
+    b.len = 0;
+
+    /* encrypted: two buffers, SET, COPY, GET, then MUL_MAT + ADD + ARGMAX */
+    bu8(&b, DSP_KEYED | DSP_ENCRYPT);
+    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 1024);
+    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 1024);
+    rec_set(&b, &t, 0, 64, 3);
+    tensor_desc(&p, &t);
+    tensor_desc(&p, &t2);
+    rec(&b, BATON_CMD_COPY_TENSOR, &p);
+    p.len = 0;
+    rec_get(&b, &t2, 0, 64);
+    graph_matmul(&s);
+    struct baton_tensor_desc wx = tensor(H0, 0, BATON_TYPE_F32, 4, 6, 1, 1);
+    rec_set(&b, &wx, 0, 96, 0x3c);
+    rec_graph(&b, &s.gb.g);
+    rec_get(&b, &s.gb.g.leaves[2], 0, 8);
+    emit_buf("dispatcher", &b);
+    b.len = 0;
+
+    /* a flipped tag, last SET data byte, first GET byte (plain and
+     * encrypted), and a flipped HELLO (refused from its header alone) */
+    static const uint8_t flips[] = {OP_FLIP, OP_FLIP | OP_FLIP_BODY,
+                                    OP_FLIP | OP_FLIP_BODY | OP_FLIP_FIRST};
+    for (int mode = 0; mode < 2; mode++) {
+        for (size_t f = 0; f < sizeof flips; f++) {
+            bu8(&b, (uint8_t)(DSP_KEYED | (mode ? DSP_ENCRYPT : 0)));
+            rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 256);
+            if (flips[f] & OP_FLIP_FIRST) {
+                rec_set(&b, &t, 0, 64, 5);
+                rec_get(&r, &t, 0, 64);
+            } else {
+                rec_set(&r, &t, 0, 64, 5);
+            }
+            rec_with_op(&b, flips[f], &r);
+            r.len = 0;
+            rec_get(&b, &t, 0, 64); /* never read */
+            emit_buf("dispatcher", &b);
+            b.len = 0;
+        }
+    }
+    bu8(&b, DSP_KEYED);
+    rec_empty(&b, BATON_CMD_DEVICE_INFO);
+    hello(&p, 1, 1, BATON_ROLE_CLIENT, BATON_FEATURE_AUTH);
+    rec(&b, BATON_CMD_HELLO | OP_FLIP, &p);
+    p.len = 0;
+    emit_buf("dispatcher", &b);
+    b.len = 0;
+
+    /* a peer-role second session writes into the first one's grant (the
+     * harness puts the grant id in), fences, then a PEER_WRITE with a
+     * flipped tag; the owner reads the bytes back */
+    rec_peer_write(&child, 0, 8, 16, 0x30);
+    rec_u64(&child, BATON_CMD_PEER_FENCE, 0);
+    rec_peer_write(&child, OP_FLIP, 0, 8, 0x50);
+    bu8(&b, DSP_KEYED);
+    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 256);
+    rec_grant(&b, H0, 0, 64);
+    rec(&b, OP_FLIP, &child); /* op 0 | OP_FLIP: second session, peer role */
+    rec_get(&b, &t, 0, 64);
+    emit_buf("dispatcher", &b);
+    b.len = 0;
+    child.len = 0;
+
+    /* peer role: a PEER_WRITE whose grant id has a flipped byte (refused
+     * before its tag is read), and a client command on a peer link */
+    for (int k = 0; k < 2; k++) {
+        if (k == 0)
+            rec_peer_write(&child, OP_FLIP | OP_FLIP_BODY | OP_FLIP_FIRST, 0, 16, 0x70);
+        else
+            rec_empty(&child, BATON_CMD_DEVICE_INFO);
+        bu8(&b, DSP_KEYED | DSP_ENCRYPT);
+        rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 128);
+        rec_grant(&b, H0, 32, 32);
+        rec(&b, OP_FLIP, &child);
+        rec_u64(&b, BATON_CMD_FREE_BUFFER, H0);
+        emit_buf("dispatcher", &b);
+        b.len = 0;
+        child.len = 0;
+    }
+
+    /* the handshake from the records: HELLO, AUTH with the computed proof
+     * (empty record), DEVICE_INFO; a wrong proof; no AUTH at all; a
+     * peer-role HELLO (the peer key) */
+    for (int k = 0; k < 4; k++) {
+        bu8(&b, DSP_KEYED | DSP_NO_HELLO);
+        hello(&p, 1, 1, k == 3 ? BATON_ROLE_PEER : BATON_ROLE_CLIENT, BATON_FEATURE_AUTH);
+        rec(&b, BATON_CMD_HELLO, &p);
+        p.len = 0;
+        if (k == 1)
+            for (unsigned i = 0; i < BATON_PROOF_BYTES; i++)
+                bu8(&p, 0);
+        if (k != 2)
+            rec(&b, BATON_CMD_AUTH, &p);
+        p.len = 0;
+        if (k == 3)
+            rec_peer_write(&b, 0, 0, 4, 1);
+        else
+            rec_empty(&b, BATON_CMD_DEVICE_INFO);
+        emit_buf("dispatcher", &b);
+        b.len = 0;
+    }
+
+    /* raw bytes to the keyed server: a HELLO, then AUTH with a zero proof */
+    bu8(&b, DSP_KEYED | 1);
+    header(&b, BATON_CMD_HELLO, 0, 1, 48);
+    hello(&b, 1, 1, BATON_ROLE_CLIENT, BATON_FEATURE_AUTH);
+    header(&b, BATON_CMD_AUTH, 0, 2, 32);
+    for (unsigned i = 0; i < BATON_PROOF_BYTES; i++)
+        bu8(&b, 0);
+    emit_buf("dispatcher", &b);
+
+    bfree(&b);
+    bfree(&p);
+    bfree(&r);
+    bfree(&child);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--check") == 0) {
@@ -960,6 +1146,7 @@ int main(int argc, char **argv)
     gen_gguf();
     gen_tokenizer();
     gen_dispatcher();
+    gen_dispatcher_keyed();
     if (check_mode) {
         if (n_missing) {
             fprintf(stderr,

@@ -456,9 +456,10 @@ static int handshake(struct baton_conn *c, const struct baton_key *key, uint8_t 
     hello.version_max = BATON_PROTOCOL_VERSION;
     hello.role = role;
     hello.features = key ? BATON_FEATURE_AUTH : 0;
-    rc = baton_net_random(hello.nonce, sizeof hello.nonce);
+    rc = baton_auth_init(); /* libsodium, for the nonce (idempotent) */
     if (rc != 0)
         goto out;
+    baton_hs_nonce(hello.nonce);
     struct baton_frame_header rq = {
         .cmd = BATON_CMD_HELLO, .seq = c->next_seq++, .len = BATON_HELLO_BYTES};
     baton_wire_encode_header(req, &rq);

@@ -79,8 +79,5 @@ void baton_net_set_nodelay(int fd);
  * peer into buf (always NUL-terminated when len > 0). */
 void baton_net_peer_string(int fd, char *buf, size_t len);
 
-/* Fills buf with n bytes from the kernel's CSPRNG (getrandom). Returns 0 or
- * BATON_E_IO. */
-int baton_net_random(void *buf, size_t n);
 
 #endif

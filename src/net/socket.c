@@ -11,7 +11,6 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -304,19 +303,4 @@ void baton_net_peer_string(int fd, char *buf, size_t len)
         snprintf(buf, len, "local");
     else
         snprintf(buf, len, "unknown");
-}
-
-int baton_net_random(void *buf, size_t n)
-{
-    uint8_t *p = buf;
-    while (n > 0) {
-        ssize_t r = getrandom(p, n, 0);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return BATON_E_IO;
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
 }

@@ -273,8 +273,7 @@ static int cmd_hello(struct conn *c, const struct baton_frame_header *h)
      * verify the peers that write into our grants */
     if (cfg->peer_key)
         out.features |= BATON_FEATURE_PEER_COPY;
-    if (baton_net_random(out.nonce, sizeof out.nonce) != 0)
-        return BATON_E_IO;
+    baton_hs_nonce(out.nonce); /* libsodium, initialised by baton_server_create */
     memcpy(req, c->hdr, BATON_FRAME_HEADER_BYTES);
     memcpy(req + BATON_FRAME_HEADER_BYTES, p, BATON_HELLO_BYTES);
     baton_wire_encode_header(rep, &rh);

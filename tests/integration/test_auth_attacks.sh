@@ -13,7 +13,9 @@ source "$(dirname "$0")/lib.sh"
 "$BATON" keygen -o "$TMP/peer.key" 2>/dev/null
 "$BATON" keygen -o "$TMP/other.key" 2>/dev/null
 
-BATOND_EXTRA="${BATOND_EXTRA:-} --key $TMP/client.key --peer-key $TMP/peer.key" start_server a
+# every failure is counted in the log below: no rate limit in the way
+printf 'log_rate = 10000\n' >"$TMP/attacks.policy"
+BATOND_EXTRA="${BATOND_EXTRA:-} --policy $TMP/attacks.policy --key $TMP/client.key --peer-key $TMP/peer.key" start_server a
 grep -q "authentication required (client key, peer key)" "$TMP/batond.a.log" ||
     fail "no authentication line at start: $(cat "$TMP/batond.a.log")"
 
