@@ -300,16 +300,25 @@ struct attention_job {
  * then the weighted sum of value rows in slot order. The scores and the
  * weighted sum run on the SIMD level's kernels (matmul.h), which keep
  * run.c's order in every lane (the lanes hold slots, then dimensions), so
- * the bits are those of the plain loops on every level. */
+ * the bits are those of the plain loops on every level.
+ *
+ * [r0, r1) indexes the rows in a zig-zag token order (tokens 0, nt-1, 1,
+ * nt-2, ...): in a batch a token at a later position attends to more slots,
+ * and contiguous ranges of that order pair cheap tokens with dear ones, so
+ * the threads of a prefill ubatch get about equal work (with plain order the
+ * second of 2 threads had 3/4 of it). Each row is computed alone, so the
+ * order changes no result. */
 static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
 {
     const struct baton_cpu_attention *a = ((const struct attention_job *)ctx)->a;
-    const uint64_t hd = a->hd, nh = a->nh, nkv = a->nkv, group = nh / nkv;
+    const uint64_t hd = a->hd, nh = a->nh, nkv = a->nkv, group = nh / nkv, nt = a->nt;
     float *att = a->work + (uint64_t)chunk * a->n_ctx;
-    uint64_t r, s, i;
+    uint64_t lr, s, i;
 
-    for (r = r0; r < r1; r++) {
-        const uint64_t t = r / nh, h = r % nh, kvh = h / group;
+    for (lr = r0; lr < r1; lr++) {
+        const uint64_t u = lr / nh, h = lr % nh, kvh = h / group;
+        const uint64_t t = u % 2 == 0 ? u / 2 : nt - 1 - u / 2;
+        const uint64_t r = t * nh + h;
         const int32_t p = a->pos[t]; /* read once, checked where it is used */
         const float *q = a->q + r * hd;
         float *out = a->out + r * hd;
