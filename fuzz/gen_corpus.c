@@ -328,8 +328,8 @@ static void graph_llama(struct graph_store *s, struct llama_seed *ls)
     place(ls, &L->w_gate, BATON_TYPE_F32, e, ff, 1);
     place(ls, &L->w_up, BATON_TYPE_F32, e, ff, 1);
     place(ls, &L->w_down, BATON_TYPE_F32, ff, e, 1);
-    place(ls, &L->k_cache, BATON_TYPE_F32, 4, 1, ctx);
-    place(ls, &L->v_cache, BATON_TYPE_F32, 4, 1, ctx);
+    place(ls, &L->k_cache, BATON_TYPE_F32, 4, ctx, 1); /* {hd, n_ctx, nkv} */
+    place(ls, &L->v_cache, BATON_TYPE_F32, 4, ctx, 1);
     place(ls, &st->output_norm, BATON_TYPE_F32, e, 1, 1);
     place(ls, &st->output, BATON_TYPE_F32, e, hp->n_vocab, 1);
     place(ls, &st->io.tokens, BATON_TYPE_I32, u, 1, 1);

@@ -270,14 +270,14 @@ static int infer(const struct baton_graph_node *n, const struct tview *s, struct
     }
     case BATON_OP_ATTENTION: {
         const uint64_t hd = s[0].ne[0], nh = s[0].ne[1], nt = s[0].ne[2];
-        const uint64_t nkv = s[1].ne[1], n_ctx = s[3].ne[2];
+        const uint64_t nkv = s[1].ne[1], n_ctx = s[3].ne[1];
         const float scale = param_f32(p[0]);
         uint64_t slots, w;
 
         if (!all_f32(s, 5) || s[5].type != BATON_TYPE_I32)
             return BATON_E_TYPE;
         if (!shape_is(&s[0], hd, nh, nt, 1) || !shape_is(&s[1], hd, nkv, nt, 1) ||
-            !same_ne(s[2].ne, s[1].ne) || !shape_is(&s[3], hd, nkv, n_ctx, 1) ||
+            !same_ne(s[2].ne, s[1].ne) || !shape_is(&s[3], hd, n_ctx, nkv, 1) ||
             !same_ne(s[4].ne, s[3].ne) || !shape_is(&s[5], nt, 1, 1, 1))
             return BATON_E_SHAPE;
         if (nkv == 0 || nh % nkv != 0)
@@ -721,7 +721,7 @@ static int exec_node(const struct exec_ctx *x, uint32_t i, struct baton_pool *po
         a.nh = ne0[1];
         a.nt = ne0[2];
         a.nkv = tensor_ne(g, src[1])[1];
-        a.n_ctx = tensor_ne(g, src[3])[2];
+        a.n_ctx = tensor_ne(g, src[3])[1];
         a.scale = param_f32(n->params[0]);
         a.divide = n->params[1] == 1;
         return baton_cpu_attention(pool, &a);
@@ -825,7 +825,7 @@ uint64_t baton_graph_flops(const struct baton_graph *g)
             break;
         case BATON_OP_ATTENTION:
             if (n->src[3] < g->n_leaves && g->leaves)
-                f = sat_mul(sat_mul(4, sat_numel(n->ne)), g->leaves[n->src[3]].ne[2]);
+                f = sat_mul(sat_mul(4, sat_numel(n->ne)), g->leaves[n->src[3]].ne[1]);
             break;
         case BATON_OP_ARGMAX:
             if (src0_ok)

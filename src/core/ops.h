@@ -15,13 +15,16 @@
  * ROPE          0: x {hd,nh,nt} F32  1: pos {nt} I32      p0 n_dims (u32), p1 freq_base (f32),
  *                                                          p2 mode (0: adjacent pairs)   F32 like x
  * ATTENTION     0: q {hd,nh,nt}  1: k {hd,nkv,nt}  2: v {hd,nkv,nt}
- *               3: k_cache {hd,nkv,n_ctx} (leaf)  4: v_cache {hd,nkv,n_ctx} (leaf)
+ *               3: k_cache {hd,n_ctx,nkv} (leaf)  4: v_cache {hd,n_ctx,nkv} (leaf)
  *               5: pos {nt} I32                           p0 scale (f32),    F32 {hd,nh,nt}
  *                                                          p1 score mode: 0 score * p0,
  *                                                          1 score / p0 (llama2.c's form)
  *               Stores k, v at the positions into the caches, then each query
  *               token t attends to cache slots 0..pos[t] (causal); query head h
  *               uses kv head h / (nh/nkv) (grouped-query). nh % nkv == 0.
+ *               The caches are kv-head-major: the n_ctx slots of one kv
+ *               head are contiguous rows of hd, so a query reads one
+ *               sequential stream per cache.
  * ARGMAX        0: x {K,M} F32                            -                  I32 {M} (first max)
  * RESHAPE       0: x (contiguous)                         -                  same type, node's ne
  *               (same element count; a view of the source, may not have an out leaf)

@@ -43,7 +43,7 @@ int baton_llama_hparams_load(const struct baton_gguf *gguf, struct baton_llama_h
 /* Weights of one layer, as tensors in the stage's weight buffer. */
 struct baton_llama_layer {
     struct baton_tensor_desc attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
-    struct baton_tensor_desc k_cache, v_cache; /* F32 {head_dim, n_head_kv, n_ctx} */
+    struct baton_tensor_desc k_cache, v_cache; /* F32 {head_dim, n_ctx, n_head_kv} */
 };
 
 /* Per-step I/O tensors of a stage, sized for max_ubatch tokens. */

@@ -406,7 +406,8 @@ static int upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
             s->index + 1, r->n_stages, s->endpoint, (double)done / 1048576.0, n_items);
     *bytes_total += (double)done;
 
-    /* KV cache: per local layer k and v, F32 {head_dim, n_head_kv, n_ctx} */
+    /* KV cache: per local layer k and v, F32 {head_dim, n_ctx, n_head_kv}
+     * (kv-head-major, as ATTENTION defines them: core/ops.h) */
     {
         uint64_t koff = 0;
 
@@ -414,11 +415,11 @@ static int upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
             struct baton_llama_layer *L = &st->layers[l];
 
             rc = baton_tensor_init(&L->k_cache, 0, koff, BATON_TYPE_F32, hp->head_dim,
-                                   hp->n_head_kv, r->cfg->n_ctx, 1);
+                                   r->cfg->n_ctx, hp->n_head_kv, 1);
             koff = align_up(koff + L->k_cache.nbytes);
             if (rc == 0)
                 rc = baton_tensor_init(&L->v_cache, 0, koff, BATON_TYPE_F32, hp->head_dim,
-                                       hp->n_head_kv, r->cfg->n_ctx, 1);
+                                       r->cfg->n_ctx, hp->n_head_kv, 1);
             koff = align_up(koff + L->v_cache.nbytes);
             if (rc != 0) {
                 fprintf(r->cfg->log, "baton: KV cache size: %s\n", baton_status_str(rc));

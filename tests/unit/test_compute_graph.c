@@ -369,8 +369,8 @@ static void attn_g_setup(struct attn_g *a)
     a->lq = tg_leaf(&a->t, BATON_TYPE_F32, 2, 2, 1, 1, a->q);
     a->lk = tg_leaf(&a->t, BATON_TYPE_F32, 2, 1, 1, 1, a->k);
     a->lv = tg_leaf(&a->t, BATON_TYPE_F32, 2, 1, 1, 1, a->v);
-    a->lkc = tg_leaf(&a->t, BATON_TYPE_F32, 2, 1, 4, 1, a->kc);
-    a->lvc = tg_leaf(&a->t, BATON_TYPE_F32, 2, 1, 4, 1, a->vc);
+    a->lkc = tg_leaf(&a->t, BATON_TYPE_F32, 2, 4, 1, 1, a->kc); /* {hd,n_ctx,nkv} */
+    a->lvc = tg_leaf(&a->t, BATON_TYPE_F32, 2, 4, 1, 1, a->vc);
     a->lp = tg_leaf(&a->t, BATON_TYPE_I32, 1, 1, 1, 1, a->pos);
     a->n = tg_node(&a->t, BATON_OP_ATTENTION, BATON_TYPE_F32, 2, 2, 1, 1,
                    SRC6(a->lq, a->lk, a->lv, a->lkc, a->lvc, a->lp), P1(f32_bits(0.5f)));
@@ -391,20 +391,21 @@ static void test_attention_rules(void **state)
     tg_at(&a.t, a.n)->src[4] = a.lkc; /* both caches the same leaf */
     assert_int_equal(tg_validate(&a.t, 16), BATON_E_GRAPH);
 
-    /* The k cache also read as v (nt == n_ctx makes the shapes agree). */
+    /* The k cache also read as v (nkv = nt = n_ctx = 2 makes the shapes
+     * {hd,nkv,nt} and {hd,n_ctx,nkv} agree). */
     {
         struct tg t;
-        float q[4] = {0}, kv[4] = {0}, kc[4] = {0}, vc[4] = {0};
+        float q[8] = {0}, kv[8] = {0}, kc[8] = {0}, vc[8] = {0};
         int32_t pos[2] = {0, 1};
         uint32_t lq, lk, lkc, lvc, lp, n;
 
         tg_init(&t);
-        lq = tg_leaf(&t, BATON_TYPE_F32, 2, 1, 2, 1, q);
-        lk = tg_leaf(&t, BATON_TYPE_F32, 2, 1, 2, 1, kv);
-        lkc = tg_leaf(&t, BATON_TYPE_F32, 2, 1, 2, 1, kc);
-        lvc = tg_leaf(&t, BATON_TYPE_F32, 2, 1, 2, 1, vc);
+        lq = tg_leaf(&t, BATON_TYPE_F32, 2, 2, 2, 1, q);
+        lk = tg_leaf(&t, BATON_TYPE_F32, 2, 2, 2, 1, kv);
+        lkc = tg_leaf(&t, BATON_TYPE_F32, 2, 2, 2, 1, kc);
+        lvc = tg_leaf(&t, BATON_TYPE_F32, 2, 2, 2, 1, vc);
         lp = tg_leaf(&t, BATON_TYPE_I32, 2, 1, 1, 1, pos);
-        n = tg_node(&t, BATON_OP_ATTENTION, BATON_TYPE_F32, 2, 1, 2, 1,
+        n = tg_node(&t, BATON_OP_ATTENTION, BATON_TYPE_F32, 2, 2, 2, 1,
                     SRC6(lq, lk, lk, lkc, lvc, lp), P1(f32_bits(1.0f)));
         assert_int_equal(tg_validate(&t, 16), 0);
         tg_at(&t, n)->src[2] = lkc;
@@ -413,7 +414,7 @@ static void test_attention_rules(void **state)
 
     attn_g_setup(&a);
     a.t.g.n_nodes = 0;
-    c = tg_node(&a.t, BATON_OP_SCALE, BATON_TYPE_F32, 2, 1, 4, 1, SRC1(a.lkc), P1(f32_bits(1.0f)));
+    c = tg_node(&a.t, BATON_OP_SCALE, BATON_TYPE_F32, 2, 4, 1, 1, SRC1(a.lkc), P1(f32_bits(1.0f)));
     tg_node(&a.t, BATON_OP_ATTENTION, BATON_TYPE_F32, 2, 2, 1, 1,
             SRC6(a.lq, a.lk, a.lv, c, a.lvc, a.lp), P1(f32_bits(0.5f)));
     assert_int_equal(tg_validate(&a.t, 16), BATON_E_GRAPH); /* a cache that is a node */
@@ -673,8 +674,8 @@ static void attn_step(const struct adims *d, const float *q, const float *k, con
     lq = tg_leaf(&t, BATON_TYPE_F32, d->hd, d->nh, nt, 1, (void *)q);
     lk = tg_leaf(&t, BATON_TYPE_F32, d->hd, d->nkv, nt, 1, (void *)k);
     lv = tg_leaf(&t, BATON_TYPE_F32, d->hd, d->nkv, nt, 1, (void *)v);
-    lkc = tg_leaf(&t, BATON_TYPE_F32, d->hd, d->nkv, d->n_ctx, 1, kc);
-    lvc = tg_leaf(&t, BATON_TYPE_F32, d->hd, d->nkv, d->n_ctx, 1, vc);
+    lkc = tg_leaf(&t, BATON_TYPE_F32, d->hd, d->n_ctx, d->nkv, 1, kc);
+    lvc = tg_leaf(&t, BATON_TYPE_F32, d->hd, d->n_ctx, d->nkv, 1, vc);
     lp = tg_leaf(&t, BATON_TYPE_I32, nt, 1, 1, 1, (void *)pos);
     lo = tg_leaf(&t, BATON_TYPE_F32, d->hd * d->nh, nt, 1, 1, out);
     rq = tg_node(&t, BATON_OP_ROPE, BATON_TYPE_F32, d->hd, d->nh, nt, 1, SRC2(lq, lp),
@@ -802,8 +803,8 @@ static void test_attention_cache_overlap(void **state)
     lq = tg_leaf(&t, BATON_TYPE_F32, 8, 1, 2, 1, q);
     lk = tg_leaf(&t, BATON_TYPE_F32, 8, 1, 2, 1, k);
     lv = tg_leaf(&t, BATON_TYPE_F32, 8, 1, 2, 1, v);
-    lkc = tg_leaf(&t, BATON_TYPE_F32, 8, 1, 8, 1, kc);
-    lvc = tg_leaf(&t, BATON_TYPE_F32, 8, 1, 8, 1, vc);
+    lkc = tg_leaf(&t, BATON_TYPE_F32, 8, 8, 1, 1, kc); /* {hd,n_ctx,nkv} */
+    lvc = tg_leaf(&t, BATON_TYPE_F32, 8, 8, 1, 1, vc);
     lp = tg_leaf(&t, BATON_TYPE_I32, 2, 1, 1, 1, pos);
     tg_node(&t, BATON_OP_ATTENTION, BATON_TYPE_F32, 8, 1, 2, 1, SRC6(lq, lk, lv, lkc, lvc, lp),
             P2(f32_bits(1.0f), 0));

@@ -220,8 +220,8 @@ static void attn_setup(struct attn_fix *f)
     lq = tg_leaf(&f->t, BATON_TYPE_F32, 2, 1, 2, 1, f->q);
     lk = tg_leaf(&f->t, BATON_TYPE_F32, 2, 1, 2, 1, f->k);
     lv = tg_leaf(&f->t, BATON_TYPE_F32, 2, 1, 2, 1, f->v);
-    lkc = tg_leaf(&f->t, BATON_TYPE_F32, 2, 1, 3, 1, f->kc);
-    lvc = tg_leaf(&f->t, BATON_TYPE_F32, 2, 1, 3, 1, f->vc);
+    lkc = tg_leaf(&f->t, BATON_TYPE_F32, 2, 3, 1, 1, f->kc); /* {hd,n_ctx,nkv} */
+    lvc = tg_leaf(&f->t, BATON_TYPE_F32, 2, 3, 1, 1, f->vc);
     lp = tg_leaf(&f->t, BATON_TYPE_I32, 2, 1, 1, 1, f->pos);
     lo = tg_leaf(&f->t, BATON_TYPE_F32, 2, 1, 2, 1, f->out);
     f->node = tg_node(&f->t, BATON_OP_ATTENTION, BATON_TYPE_F32, 2, 1, 2, 1,
@@ -294,8 +294,8 @@ static void test_attention_grouped_query(void **state)
     lq = tg_leaf(&t, BATON_TYPE_F32, 2, 2, 1, 1, q);
     lk = tg_leaf(&t, BATON_TYPE_F32, 2, 1, 1, 1, k);
     lv = tg_leaf(&t, BATON_TYPE_F32, 2, 1, 1, 1, v);
-    lkc = tg_leaf(&t, BATON_TYPE_F32, 2, 1, 2, 1, kc);
-    lvc = tg_leaf(&t, BATON_TYPE_F32, 2, 1, 2, 1, vc);
+    lkc = tg_leaf(&t, BATON_TYPE_F32, 2, 2, 1, 1, kc); /* {hd,n_ctx,nkv} */
+    lvc = tg_leaf(&t, BATON_TYPE_F32, 2, 2, 1, 1, vc);
     lp = tg_leaf(&t, BATON_TYPE_I32, 1, 1, 1, 1, pos);
     lo = tg_leaf(&t, BATON_TYPE_F32, 2, 2, 1, 1, out);
     n = tg_node(&t, BATON_OP_ATTENTION, BATON_TYPE_F32, 2, 2, 1, 1,

@@ -300,7 +300,8 @@ struct attention_job {
  * then the weighted sum of value rows in slot order. The scores and the
  * weighted sum run on the SIMD level's kernels (matmul.h), which keep
  * run.c's order in every lane (the lanes hold slots, then dimensions), so
- * the bits are those of the plain loops on every level.
+ * the bits are those of the plain loops on every level. The caches are
+ * kv-head-major (core/ops.h), so both read one sequential stream of rows.
  *
  * [r0, r1) indexes the rows in a zig-zag token order (tokens 0, nt-1, 1,
  * nt-2, ...): in a batch a token at a later position attends to more slots,
@@ -335,7 +336,7 @@ static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
         }
         n_slots = (uint64_t)p + 1;
 
-        baton_cpu_f32_dots(a->k_cache + kvh * hd, nkv * hd, q, hd, n_slots, att);
+        baton_cpu_f32_dots(a->k_cache + kvh * a->n_ctx * hd, hd, q, hd, n_slots, att);
         scale_all(att, n_slots, a->scale, a->divide);
         max_val = att[0];
         for (s = 1; s < n_slots; s++)
@@ -347,7 +348,7 @@ static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
         }
         scale_all(att, n_slots, sum, 1);
 
-        baton_cpu_f32_wsum(a->v_cache + kvh * hd, nkv * hd, att, n_slots, hd, out);
+        baton_cpu_f32_wsum(a->v_cache + kvh * a->n_ctx * hd, hd, att, n_slots, hd, out);
     }
 }
 
@@ -371,8 +372,14 @@ int baton_cpu_attention(struct baton_pool *pool, const struct baton_cpu_attentio
 
             if (p < 0 || (uint64_t)p >= a->n_ctx)
                 return BATON_E_INDEX;
-            memmove(a->k_cache + (uint64_t)p * row, a->k + t * row, row * sizeof(float));
-            memmove(a->v_cache + (uint64_t)p * row, a->v + t * row, row * sizeof(float));
+            uint64_t g;
+
+            for (g = 0; g < a->nkv; g++) {
+                const uint64_t at = (g * a->n_ctx + (uint64_t)p) * a->hd;
+
+                memmove(a->k_cache + at, a->k + t * row + g * a->hd, a->hd * sizeof(float));
+                memmove(a->v_cache + at, a->v + t * row + g * a->hd, a->hd * sizeof(float));
+            }
         }
     if (a->nh == 0 || a->hd == 0)
         return 0;

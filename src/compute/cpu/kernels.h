@@ -45,7 +45,7 @@ struct baton_cpu_attention {
     const float *q; /* {hd,nh,nt} */
     const float *k; /* {hd,nkv,nt} */
     const float *v; /* {hd,nkv,nt} */
-    float *k_cache; /* {hd,nkv,n_ctx}, written at the positions */
+    float *k_cache; /* {hd,n_ctx,nkv}, written at the positions */
     float *v_cache;
     const int32_t *pos; /* {nt} */
     float *out;         /* {hd,nh,nt} */
