@@ -92,36 +92,35 @@ static int log_admit(struct baton_server *s, struct log_limiter *l, uint64_t *su
     return allow;
 }
 
-void server_log_limited(struct baton_server *s, const char *fmt, ...)
+/* One rate-limited line against l; kind names the lines in the summary
+ * ("" or "connection "). */
+static void vlog_limited(struct baton_server *s, struct log_limiter *l, const char *kind,
+                         const char *fmt, va_list ap)
 {
-    va_list ap;
     uint64_t suppressed;
     if (s->cfg.quiet)
         return;
-    int allow = log_admit(s, &s->log_errors, &suppressed);
+    int allow = log_admit(s, l, &suppressed);
     if (suppressed)
-        fprintf(stderr, "batond: (%llu log lines suppressed)\n", (unsigned long long)suppressed);
-    if (!allow)
-        return;
+        fprintf(stderr, "batond: (%llu %slog lines suppressed)\n", (unsigned long long)suppressed,
+                kind);
+    if (allow)
+        vlog(fmt, ap);
+}
+
+void server_log_limited(struct baton_server *s, const char *fmt, ...)
+{
+    va_list ap;
     va_start(ap, fmt);
-    vlog(fmt, ap);
+    vlog_limited(s, &s->log_errors, "", fmt, ap);
     va_end(ap);
 }
 
 void server_log_conn(struct baton_server *s, const char *fmt, ...)
 {
     va_list ap;
-    uint64_t suppressed;
-    if (s->cfg.quiet)
-        return;
-    int allow = log_admit(s, &s->log_connections, &suppressed);
-    if (suppressed)
-        fprintf(stderr, "batond: (%llu connection log lines suppressed)\n",
-                (unsigned long long)suppressed);
-    if (!allow)
-        return;
     va_start(ap, fmt);
-    vlog(fmt, ap);
+    vlog_limited(s, &s->log_connections, "connection ", fmt, ap);
     va_end(ap);
 }
 
