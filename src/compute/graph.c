@@ -823,10 +823,20 @@ uint64_t baton_graph_flops(const struct baton_graph *g)
             if (f < sat_numel(n->ne))
                 f = sat_numel(n->ne);
             break;
-        case BATON_OP_ATTENTION:
+        case BATON_OP_ATTENTION: {
+            /* at least the cache writes (k and v, even with nh = 0) and one
+             * per output element */
+            const int k_ok = n->src[1] < g->n_leaves ? g->leaves != NULL
+                                                     : n->src[1] - g->n_leaves < i;
+
             if (n->src[3] < g->n_leaves && g->leaves)
                 f = sat_mul(sat_mul(4, sat_numel(n->ne)), g->leaves[n->src[3]].ne[1]);
+            if (k_ok && f < sat_mul(2, sat_numel(tensor_ne(g, n->src[1]))))
+                f = sat_mul(2, sat_numel(tensor_ne(g, n->src[1])));
+            if (f < sat_numel(n->ne))
+                f = sat_numel(n->ne);
             break;
+        }
         case BATON_OP_ARGMAX:
             if (src0_ok)
                 f = sat_numel(tensor_ne(g, n->src[0]));

@@ -80,8 +80,9 @@ int baton_transport_socket(int fd, int cancel_fd, struct baton_transport **out);
 
 /* Lingering close, first half: shuts the socket's sending side (the peer
  * sees EOF after everything already sent), then reads and discards what the
- * peer still sends until its EOF, the absolute deadline (ns), max_bytes
- * discarded, an error or the cancel descriptor. Closing a TCP socket whose
+ * peer still sends until its EOF, max_bytes discarded, an error, the cancel
+ * descriptor, or the absolute deadline (ns; checked while waiting for
+ * data, so a peer that keeps sending is stopped by max_bytes instead). Closing a TCP socket whose
  * receive queue still holds unread bytes makes the kernel send a reset, and
  * a reset can reach the peer before it has read our last reply (the error
  * frame that explains why the connection ends); after this call, close is a

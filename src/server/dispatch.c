@@ -318,7 +318,7 @@ static int cmd_auth(struct conn *c, const struct baton_frame_header *h)
         rc = baton_hs_session_keys(&c->hs, &c->send_key, &c->recv_key);
     baton_hs_destroy(&c->hs);
     if (rc != 0) {
-        server_log_limited(c->s, "session %llu from %s: authentication failed (%s role)",
+        server_log_auth(c->s, "session %llu from %s: authentication failed (%s role)",
                            (unsigned long long)c->sess.id, c->peer,
                            c->role == BATON_ROLE_PEER ? "peer" : "client");
         return BATON_E_AUTH;
@@ -326,9 +326,10 @@ static int cmd_auth(struct conn *c, const struct baton_frame_header *h)
     c->fatal = 0;
     c->state = STATE_READY;
     server_conn_authenticated(c->s, c->slot);
-    server_log_conn(c->s, "session %llu authenticated (%s role%s)", (unsigned long long)c->sess.id,
-               c->role == BATON_ROLE_PEER ? "peer" : "client",
-               c->s->cfg.encrypt ? ", encrypted" : "");
+    server_log_auth(c->s, "session %llu from %s authenticated (%s role%s)",
+                    (unsigned long long)c->sess.id, c->peer,
+                    c->role == BATON_ROLE_PEER ? "peer" : "client",
+                    c->s->cfg.encrypt ? ", encrypted" : "");
     send_reply(c, h->cmd, h->seq, 0, proof, sizeof proof, NULL, 0); /* untagged */
     sodium_memzero(proof, sizeof proof);
     /* every later frame, both directions, carries a tag */

@@ -93,7 +93,7 @@ static int log_admit(struct baton_server *s, struct log_limiter *l, uint64_t *su
 }
 
 /* One rate-limited line against l; kind names the lines in the summary
- * ("" or "connection "). */
+ * ("error ", "connection ", "authentication "). */
 static void vlog_limited(struct baton_server *s, struct log_limiter *l, const char *kind,
                          const char *fmt, va_list ap)
 {
@@ -112,7 +112,7 @@ void server_log_limited(struct baton_server *s, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vlog_limited(s, &s->log_errors, "", fmt, ap);
+    vlog_limited(s, &s->log_errors, "error ", fmt, ap);
     va_end(ap);
 }
 
@@ -122,6 +122,40 @@ void server_log_conn(struct baton_server *s, const char *fmt, ...)
     va_start(ap, fmt);
     vlog_limited(s, &s->log_connections, "connection ", fmt, ap);
     va_end(ap);
+}
+
+void server_log_auth(struct baton_server *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vlog_limited(s, &s->log_auth, "authentication ", fmt, ap);
+    va_end(ap);
+}
+
+/* The summary of l's window if it is over and dropped lines. */
+static void log_flush_one(struct baton_server *s, struct log_limiter *l, const char *kind)
+{
+    uint64_t now = baton_net_now_ns(), suppressed = 0;
+    pthread_mutex_lock(&s->log_lock);
+    if (l->suppressed && now - l->window_start_ns >= LOG_WINDOW_NS) {
+        suppressed = l->suppressed;
+        l->suppressed = 0;
+        l->window_start_ns = now;
+        l->in_window = 0;
+    }
+    pthread_mutex_unlock(&s->log_lock);
+    if (suppressed)
+        fprintf(stderr, "batond: (%llu %slog lines suppressed)\n", (unsigned long long)suppressed,
+                kind);
+}
+
+void server_log_flush(struct baton_server *s)
+{
+    if (s->cfg.quiet)
+        return;
+    log_flush_one(s, &s->log_errors, "error ");
+    log_flush_one(s, &s->log_connections, "connection ");
+    log_flush_one(s, &s->log_auth, "authentication ");
 }
 
 /* ---- create / destroy ---- */
@@ -451,12 +485,16 @@ int baton_server_run(struct baton_server *s)
     while (!atomic_load(&s->stopping)) {
         struct pollfd p[2] = {{.fd = s->listen_fd, .events = POLLIN},
                               {.fd = s->stop_pipe[0], .events = POLLIN}};
-        int n = poll(p, 2, -1);
+        /* a second at most, so suppressed-line counts come out on time */
+        int n = poll(p, 2, 1000);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
             break;
         }
+        server_log_flush(s);
+        if (n == 0)
+            continue;
         if (p[1].revents & POLLIN)
             break;
         if (p[0].revents & (POLLERR | POLLNVAL)) {
@@ -489,5 +527,6 @@ int baton_server_run(struct baton_server *s)
     close(s->listen_fd);
     s->listen_fd = -1;
     drain(s);
+    server_log_flush(s);
     return result;
 }

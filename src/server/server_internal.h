@@ -64,6 +64,7 @@ struct baton_server {
     pthread_mutex_t log_lock; /* guards both rate limiters */
     struct log_limiter log_errors;      /* error / refusal lines */
     struct log_limiter log_connections; /* connection open / close lines */
+    struct log_limiter log_auth;        /* authentication outcomes */
 
     /* Direct path (grants.c, peer_link.c). */
     struct grant_table *grants;
@@ -180,18 +181,25 @@ int server_serve_connection(struct baton_server *s, struct baton_transport *t, c
  * and max_unauthenticated_per_ip. NULL-safe; idempotent. */
 void server_conn_authenticated(struct baton_server *s, struct conn_slot *slot);
 
-/* Log lines to stderr (nothing when cfg.quiet). server_log_limited applies
- * the server-wide rate limit of cfg.log_rate lines per second to error
- * replies and refused connections; server_log_conn a separate limit of the
- * same rate to connection open / close / authenticated lines, so a flood of
- * connections can neither fill the log nor hide the error lines. A window
- * that dropped lines is followed by one "(N ... lines suppressed)" line. */
+/* Log lines to stderr (nothing when cfg.quiet). Three server-wide rate
+ * limits of cfg.log_rate lines per second each, so no flood fills the log
+ * and no kind of line crowds out another: server_log_limited for error
+ * replies and refused connections, server_log_conn for connection open /
+ * close lines, server_log_auth for authentication outcomes (failed or
+ * succeeded, with the peer address). What a window dropped is summarized
+ * as "(N <kind> log lines suppressed)": with the next line of that kind,
+ * or by server_log_flush once the window is over. */
 void server_log(struct baton_server *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void server_log_limited(struct baton_server *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void server_log_conn(struct baton_server *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+void server_log_auth(struct baton_server *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Prints the summaries of windows that are over (the accept loop calls it
+ * once a second). */
+void server_log_flush(struct baton_server *s);
 
 
 #endif

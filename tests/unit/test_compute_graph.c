@@ -839,6 +839,25 @@ static void test_flops_floor(void **state)
     lx = tg_leaf(&t, BATON_TYPE_F32, 0, 30, 1, 1, NULL);
     tg_node(&t, BATON_OP_MUL_MAT, BATON_TYPE_F32, 1000, 30, 1, 1, SRC2(lw, lx), NULL);
     assert_int_equal(baton_graph_flops(&t.g), 30000);
+
+    /* ATTENTION with nh = 0 scores nothing but still writes k and v into
+     * the caches: 2 * hd * nkv * nt (found by an adversarial review: the
+     * estimate was 0, so such nodes escaped max_graph_flops) */
+    {
+        struct tg a;
+        uint32_t lq, lk, lv, lkc, lvc, lp;
+
+        tg_init(&a);
+        lq = tg_leaf(&a, BATON_TYPE_F32, 64, 0, 8, 1, NULL);
+        lk = tg_leaf(&a, BATON_TYPE_F32, 64, 4, 8, 1, NULL);
+        lv = tg_leaf(&a, BATON_TYPE_F32, 64, 4, 8, 1, NULL);
+        lkc = tg_leaf(&a, BATON_TYPE_F32, 64, 16, 4, 1, NULL);
+        lvc = tg_leaf(&a, BATON_TYPE_F32, 64, 16, 4, 1, NULL);
+        lp = tg_leaf(&a, BATON_TYPE_I32, 8, 1, 1, 1, NULL);
+        tg_node(&a, BATON_OP_ATTENTION, BATON_TYPE_F32, 64, 0, 8, 1,
+                SRC6(lq, lk, lv, lkc, lvc, lp), P1(f32_bits(1.0f)));
+        assert_int_equal(baton_graph_flops(&a.g), 2 * 64 * 4 * 8);
+    }
 }
 
 int main(void)
