@@ -8,13 +8,15 @@ BUILD_DIR=${BUILD_DIR:-build}
 here=$(cd "$(dirname "$0")/.." && pwd)
 model=${MODEL:-}
 if [ -z "$model" ]; then
-    model="$here/../shared/models/stories260K.gguf"
+    # the default: shared/models/ beside the repository (README, "Quick start")
+    model="$(cd "$here/.." && pwd)/shared/models/stories260K.gguf"
     if [ ! -f "$model" ]; then
-        echo "demo: no model: put stories260K.gguf at ../shared/models/ or run: make demo MODEL=/path/to/model.gguf" >&2
+        echo "demo: no model at $model: put stories260K.gguf there (README: where it comes from)" \
+            "or run: make demo MODEL=/path/to/model.gguf" >&2
         exit 2
     fi
 elif [ ! -f "$model" ]; then
-    echo "demo: MODEL=$model: no such file; pass MODEL=/path/to/model.gguf" >&2
+    echo "demo: MODEL=$model: no such file: $(realpath -m -- "$model"); pass MODEL=/path/to/model.gguf" >&2
     exit 2
 fi
 prompt=${PROMPT:-"Once upon a time"}

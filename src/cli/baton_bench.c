@@ -27,7 +27,12 @@ static void bench_usage(FILE *f)
           "  -n N          generated tokens (default 64, at least 2)\n"
           "  --reps R      repetitions (default 5)\n"
           "  --json FILE   also write the figures as JSON\n"
-          "  --servers, --split, --threads, --ubatch, --key: as for `baton run`\n",
+          "  --servers, --split, --threads, --ubatch, --key: as for `baton run`\n"
+          "\n"
+          "The table goes to stdout; the first repetition's model, plan, upload and summary\n"
+          "lines to stderr. Exit status: 0 success, 1 failure (model file, a server, or a\n"
+          "--json FILE that cannot be created, checked before the first repetition),\n"
+          "2 usage error.\n",
           f);
 }
 
@@ -125,6 +130,8 @@ int baton_cmd_bench(int argc, char **argv)
         fprintf(stderr, "baton bench: --model FILE is required (see --help)\n");
         return 2;
     }
+    if (json && baton_cli_check_output("baton bench", "--json", json, 0) != 0)
+        return 1;
     {
         struct baton_gguf *g = NULL;
         char err[512];

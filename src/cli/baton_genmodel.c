@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "baton/status.h"
 #include "cli/cli.h"
@@ -64,7 +65,10 @@ static void gen_usage(FILE *f)
           "  --type T          f32, f16, q8_0 or q4_0 for the matrices (default f32)\n"
           "  --seed S          weight seed (default 1)\n"
           "  --ctx N           llama.context_length (default 2048)\n"
-          "  -o FILE           output file (written atomically)\n",
+          "  -o FILE           output file (written atomically)\n"
+          "\n"
+          "Exit status: 0 written, 1 the file cannot be written (or --vocab-from\n"
+          "cannot be read), 2 usage error or an impossible shape.\n",
           f);
 }
 
@@ -145,6 +149,8 @@ int baton_cmd_gen_model(int argc, char **argv)
                         "tokens + pieces)\n");
         return 2;
     }
+    if (baton_cli_check_output("baton gen-model", "-o", cfg.out_path, 1) != 0)
+        return 1;
     rc = baton_gen_model(&cfg, err, sizeof(err));
     if (rc != 0) {
         fprintf(stderr, "baton gen-model: %s\n", err[0] ? err : baton_status_str(rc));
@@ -161,14 +167,20 @@ int baton_cmd_quantize(int argc, char **argv)
     uint32_t type;
     char err[512] = "";
     uint64_t n_conv = 0, n_kept = 0;
+    struct stat in_st, out_st;
     int rc;
 
     if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         puts("usage: baton quantize IN.gguf OUT.gguf TYPE\n"
              "\n"
-             "Copies a GGUF, converting every 2-D F32/F16 matrix whose rows are a multiple\n"
-             "of 32 to TYPE (q8_0, q4_0, f16 or f32). Metadata and other tensors are\n"
-             "copied unchanged. OUT is written atomically.");
+             "Copies a GGUF, converting every 2-D F32/F16 matrix to TYPE: to q8_0 or q4_0\n"
+             "those whose row length (ne0) is a multiple of 32 (the block size), to f16 or\n"
+             "f32 any. Metadata, vectors and the other tensors are copied unchanged; it\n"
+             "prints how many tensors were converted and kept, and warns when none was\n"
+             "converted. OUT is written atomically and must not be IN.\n"
+             "\n"
+             "Exit status: 0 written (also when nothing was converted), 1 IN cannot be\n"
+             "read, or OUT cannot be written or is IN, 2 usage error.");
         return 0;
     }
     if (argc != 4) {
@@ -179,14 +191,28 @@ int baton_cmd_quantize(int argc, char **argv)
         fprintf(stderr, "baton quantize: type '%s' (want q8_0, q4_0, f16, f32)\n", argv[3]);
         return 2;
     }
+    if (stat(argv[1], &in_st) == 0 && stat(argv[2], &out_st) == 0 &&
+        in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino) {
+        fprintf(stderr, "baton quantize: %s and %s are the same file; write OUT elsewhere\n",
+                argv[1], argv[2]);
+        return 1;
+    }
+    if (baton_cli_check_output("baton quantize", "", argv[2], 1) != 0)
+        return 1;
     rc = baton_quantize_file(argv[1], argv[2], type, err, sizeof(err), &n_conv, &n_kept);
     if (rc != 0) {
         fprintf(stderr, "baton quantize: %s\n", err[0] ? err : baton_status_str(rc));
         return 1;
     }
-    fprintf(stderr,
-            "quantize: wrote %s: %llu tensors converted to %s, %llu kept (vectors, other types, "
-            "or rows not a multiple of 32)\n",
-            argv[2], (unsigned long long)n_conv, argv[3], (unsigned long long)n_kept);
+    fprintf(stderr, "quantize: wrote %s: %llu tensors converted to %s, %llu kept (%s)\n", argv[2],
+            (unsigned long long)n_conv, argv[3], (unsigned long long)n_kept,
+            type == BATON_TYPE_F32 || type == BATON_TYPE_F16
+                ? "vectors, other types, or already that type"
+                : "vectors, other types, or rows not a multiple of 32");
+    if (n_conv == 0)
+        fprintf(stderr,
+                "quantize: warning: no tensor was converted to %s; %s holds the tensors of "
+                "%s unchanged\n",
+                argv[3], argv[2], argv[1]);
     return 0;
 }

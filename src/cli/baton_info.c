@@ -25,7 +25,9 @@ static void info_usage(FILE *f)
           "  prints each server's device info (memory, limits, types, ops)\n"
           "  --timeout MS   connect and reply deadline per server (default 5000)\n"
           "  --key FILE     client key for servers started with batond --key\n"
-          "                 (default: $BATON_KEY_FILE)\n",
+          "                 (default: $BATON_KEY_FILE)\n"
+          "Exit status: 0 every server answered, 1 a server could not be reached or\n"
+          "refused the handshake, or the key file was refused, 2 usage error.\n",
           f);
 }
 
@@ -88,7 +90,21 @@ static int info_one(const char *spec, const struct baton_conn_options *o)
         fprintf(stderr, "baton info: %s: expected HOST:PORT\n", spec);
         return 2;
     } else {
-        rc = baton_conn_connect_ex(host, port, o, &c);
+        /* connect, then the handshake: a failure to connect gets its own hint */
+        int fd = -1;
+
+        rc = baton_net_connect(host, port, o->timeout_ms, &fd);
+        if (rc != 0) {
+            if (rc == BATON_E_INVAL)
+                fprintf(stderr, "baton info: cannot connect to %s: the host name does not "
+                                "resolve\n", spec);
+            else
+                fprintf(stderr, "baton info: cannot connect to %s: %s (is batond running and "
+                                "listening there?)\n",
+                        spec, baton_status_str(rc));
+            return 1;
+        }
+        rc = baton_conn_adopt_fd_ex(fd, o, &c);
     }
     if (rc == 0)
         rc = baton_device_info(c, &d);
@@ -103,7 +119,7 @@ static int info_one(const char *spec, const struct baton_conn_options *o)
                 baton_status_name(rc),
                 rc != BATON_E_AUTH ? ""
                 : o->key      ? "; the server has another key, or requires none"
-                              : "; the server requires a key: give --key FILE");
+                              : "; the server requires a key: give --key FILE or BATON_KEY_FILE");
     baton_conn_close(c);
     baton_server_destroy(srv);
     return rc == 0 ? 0 : 1;

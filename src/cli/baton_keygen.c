@@ -15,7 +15,9 @@ static void keygen_usage(FILE *f)
           "  writes a new random 32-byte key to FILE (mode 0600; an existing FILE is\n"
           "  never overwritten). Give the client key to batond --key and to\n"
           "  baton run/info --key (or BATON_KEY_FILE); a second key made the same way\n"
-          "  is the peer key (batond --peer-key), held only by servers.\n",
+          "  is the peer key (batond --peer-key), held only by servers.\n"
+          "Exit status: 0 written, 1 FILE cannot be created (it exists, its directory is\n"
+          "missing, ...), 2 usage error.\n",
           f);
 }
 

@@ -1,6 +1,10 @@
 /* `baton`: the coordinator's command-line entry point. */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 
@@ -14,11 +18,48 @@ static void usage(FILE *f)
           "  inspect    print a GGUF file's metadata and tensor table\n"
           "  bench      prefill/decode speed, TTFT, TPOT and per-step traffic\n"
           "  gen-model  write a deterministic synthetic llama GGUF\n"
-          "  quantize   convert a GGUF's matrices to q8_0, q4_0 or f16\n"
+          "  quantize   convert a GGUF's matrices to q8_0, q4_0, f16 or f32\n"
           "  keygen     write a new key file (-o FILE) for authenticated servers\n"
           "\n"
-          "`baton COMMAND --help` describes each command. `baton --version` prints the version.\n",
+          "`baton COMMAND --help` describes each command. `baton --version` prints the version.\n"
+          "Exit status: 0 success, 1 runtime or file error, 2 usage error.\n",
           f);
+}
+
+int baton_cli_check_output(const char *prog, const char *what, const char *path,
+                           int replaced_atomically)
+{
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    const char *sep = what[0] ? " " : "";
+    struct stat st;
+    int exists = stat(path, &st) == 0;
+
+    if (!slash) {
+        snprintf(dir, sizeof(dir), ".");
+    } else if ((size_t)(slash - path) >= sizeof(dir)) {
+        fprintf(stderr, "%s: %s%s%s: path too long\n", prog, what, sep, path);
+        return -1;
+    } else {
+        size_t n = slash == path ? 1 : (size_t)(slash - path);
+
+        memcpy(dir, path, n);
+        dir[n] = '\0';
+    }
+    if (exists && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "%s: %s%s%s: is a directory\n", prog, what, sep, path);
+        return -1;
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+        fprintf(stderr, "%s: %s%s%s: cannot create a file in %s: %s\n", prog, what, sep, path,
+                dir, strerror(errno));
+        return -1;
+    }
+    if (exists && !replaced_atomically && access(path, W_OK) != 0) {
+        fprintf(stderr, "%s: %s%s%s: %s\n", prog, what, sep, path, strerror(errno));
+        return -1;
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)

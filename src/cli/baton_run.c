@@ -44,14 +44,18 @@ static void run_usage(FILE *f)
           "  --ids-file FILE      write prompt and generated token ids as JSON\n"
           "  --quiet              do not stream the generated text\n"
           "  --ignore-eos         keep generating after the end-of-sequence token\n"
-          "  --report-gap         with --ids-file: also record the smallest gap between the\n"
-          "                       two largest logits over the run (near-tie check)\n"
+          "  --report-gap         also record in the --ids-file the smallest gap between the\n"
+          "                       two largest logits over the run (near-tie check; needs\n"
+          "                       --ids-file)\n"
           "  --help               this text\n"
           "\n"
           "Environment: BATON_SERVERS is used when --servers is not given, BATON_KEY_FILE\n"
           "when --key is not given; BATON_P2P=0 (or off) is --p2p off unless --p2p is given.\n"
-          "Exit status: 0 success, 1 failure (the message names the stage and endpoint),\n"
-          "2 usage error.\n",
+          "Output: the prompt and generated text on stdout; the model, plan, upload,\n"
+          "summary and --stats lines and every error on stderr.\n"
+          "Exit status: 0 success, 1 failure (the message names the stage and endpoint,\n"
+          "or the file: a --stats-json or --ids-file that cannot be created is reported\n"
+          "before the model is loaded), 2 usage error.\n",
           f);
 }
 
@@ -194,6 +198,16 @@ int baton_cmd_run(int argc, char **argv)
         fprintf(stderr, "baton run: --model FILE and --prompt TEXT are required (see --help)\n");
         return 2;
     }
+    if (cfg.report_gap && cfg.ids_path == NULL) {
+        fprintf(stderr, "baton run: --report-gap needs --ids-file FILE (the gap is written "
+                        "there)\n");
+        return 2;
+    }
+    /* output files: found unwritable now, not after the whole generation */
+    if ((cfg.stats_json &&
+         baton_cli_check_output("baton run", "--stats-json", cfg.stats_json, 0) != 0) ||
+        (cfg.ids_path && baton_cli_check_output("baton run", "--ids-file", cfg.ids_path, 0) != 0))
+        return 1;
     if (cfg.n_ubatch > cfg.n_ctx)
         cfg.n_ubatch = cfg.n_ctx;
     return baton_run(&cfg);

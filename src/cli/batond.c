@@ -22,11 +22,13 @@
  * the same directory, then rename) to --port-file once listening, so a test
  * can start batond and wait for that file. SIGTERM/SIGINT drain the server
  * (no new connections, requests in flight finish) and exit 0. Exit 1 on a
- * runtime failure, 2 on a usage error.
+ * runtime or file failure (a key file or the policy file refused, the
+ * address does not resolve or cannot be bound), 2 on a usage error.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,9 +70,11 @@ static void usage(FILE *f)
             "  --peer-key FILE   peer key: lets peer-role connections authenticate\n"
             "                    (needs --key)\n"
             "  --encrypt         also encrypt payloads after AUTH (needs --key)\n"
-            "  --peer ADDR:PORT  a server this one may send hidden states to (direct\n"
-            "                    path; repeatable; needs --peer-key); see also\n"
-            "                    --peer-timeout, --peer-backoff-max, --max-peer-links\n"
+            "  --peer HOST:PORT  a server this one may send hidden states to (direct\n"
+            "                    path; repeatable; needs --peer-key). A name is resolved\n"
+            "                    once, at start; a copy goes only to one of the addresses\n"
+            "                    it gave, at that port. See also --peer-timeout,\n"
+            "                    --peer-backoff-max, --max-peer-links\n"
             "  --insecure-no-auth  allow a non-loopback --host without keys (anyone\n"
             "                    who reaches the port can use this server; logs a warning)\n"
             "  --policy FILE     read limits and settings from FILE (policy/batond.policy\n"
@@ -80,7 +84,12 @@ static void usage(FILE *f)
             "  --print-policy    print the resulting policy and exit\n"
             "  --no-seccomp      do not install the seccomp allow-list (sanitizers,\n"
             "                    debugging)\n"
-            "  --quiet           no per-connection or error log lines\n",
+            "  --quiet           no per-connection or error log lines\n"
+            "\n"
+            "Exit status: 0 after SIGTERM or SIGINT (the server drains first), and for\n"
+            "--help, --version, --print-policy; 1 runtime or file error (a key file or\n"
+            "the policy file refused, the address does not resolve or cannot be bound);\n"
+            "2 usage error (a bad flag or value, or options that need each other).\n",
             BATON_DEFAULT_PORT);
 }
 
@@ -121,10 +130,16 @@ static int write_port_file(const char *path, uint16_t port)
 /* Usage rules of the key options, and the secure default: a non-loopback
  * address needs a key, or --insecure-no-auth. Returns 0 or exit code 2. */
 static int check_auth_options(const char *key_path, const char *peer_key_path,
-                              const struct baton_server_config *cfg, const char *host)
+                              const struct baton_server_config *cfg, const char *host,
+                              uint32_t n_peers)
 {
     if (peer_key_path && !key_path) {
         fprintf(stderr, "batond: --peer-key (peer_key_file) needs --key (key_file), the client key\n");
+        return 2;
+    }
+    if (n_peers && !peer_key_path) {
+        fprintf(stderr, "batond: --peer (peer) needs --peer-key (peer_key_file): hidden states "
+                        "go only to servers that prove the peer key\n");
         return 2;
     }
     if (cfg->encrypt && !key_path) {
@@ -165,7 +180,8 @@ static int load_key(const char *opt, const char *path, struct baton_key **out)
 }
 
 /* The policy file named by --policy, if any (read before the other flags,
- * which override it). Returns 0, or 2 after printing the error. */
+ * which override it). Returns 0, or after printing the error 1 (the file
+ * cannot be read or is refused, as for a key file) or 2 (no value). */
 static int load_policy_arg(int argc, char **argv, struct baton_policy *pol)
 {
     char err[512];
@@ -178,10 +194,54 @@ static int load_policy_arg(int argc, char **argv, struct baton_policy *pol)
         }
         if (baton_policy_load(pol, argv[i + 1], err, sizeof err) != 0) {
             fprintf(stderr, "batond: policy: %s\n", err);
-            return 2;
+            return 1;
         }
         i++;
     }
+    return 0;
+}
+
+/* Prints baton_policy_set's error for the flag `flag` as the user typed it
+ * (--max-graph-flops), adding the policy key where it is spelled otherwise
+ * (max_graph_flops): the error itself names the policy key. */
+static void print_flag_error(const char *flag, const char *err)
+{
+    char key[64];
+    size_t n = strlen(flag + 2), i;
+
+    if (n < sizeof key && !strncmp(err, "--", 2)) {
+        for (i = 0; i < n; i++)
+            key[i] = flag[2 + i] == '-' ? '_' : flag[2 + i];
+        key[n] = '\0';
+        if (!strncmp(err + 2, key, n) && err[2 + n] == ':') {
+            if (strcmp(flag + 2, key) != 0)
+                fprintf(stderr, "batond: %s (%s)%s\n", flag, key, err + 2 + n);
+            else
+                fprintf(stderr, "batond: %s%s\n", flag, err + 2 + n);
+            return;
+        }
+    }
+    fprintf(stderr, "batond: %s\n", err);
+}
+
+/* 0 if host resolves to an address to listen on; else prints why and
+ * returns 1 (the name may resolve later: a runtime failure, not usage). */
+static int check_host_resolves(const char *host)
+{
+    struct addrinfo hints, *res = NULL;
+    int rc;
+
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    rc = getaddrinfo(host, NULL, &hints, &res);
+    if (rc != 0 || !res) {
+        fprintf(stderr, "batond: cannot listen on %s: the name does not resolve (%s)\n", host,
+                rc != 0 ? gai_strerror(rc) : "no address");
+        return 1;
+    }
+    freeaddrinfo(res);
     return 0;
 }
 
@@ -200,8 +260,9 @@ int main(int argc, char **argv)
 
     baton_server_config_default(&cfg);
     baton_policy_default(&pol);
-    if (load_policy_arg(argc, argv, &pol) != 0)
-        return 2;
+    rc = load_policy_arg(argc, argv, &pol);
+    if (rc != 0)
+        return rc;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -261,7 +322,7 @@ int main(int argc, char **argv)
                 cli_peers = 1;
             }
             if (baton_policy_set(&pol, a + 2, v, err, sizeof err) != 0) {
-                fprintf(stderr, "batond: %s\n", err);
+                print_flag_error(a, err);
                 return 2;
             }
             i++;
@@ -313,7 +374,9 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     /* keys: checked and loaded before anything listens */
-    rc = check_auth_options(key_path, peer_key_path, &cfg, host);
+    if (check_host_resolves(host) != 0)
+        return 1;
+    rc = check_auth_options(key_path, peer_key_path, &cfg, host, pol.n_peers);
     if (rc != 0)
         return rc;
     if (key_path && load_key("--key", key_path, &client_key) != 0)
@@ -334,9 +397,11 @@ int main(int argc, char **argv)
     }
     rc = baton_server_listen(g_server, host, port, &bound);
     if (rc != 0) {
-        fprintf(stderr, "batond: cannot listen on %s:%u: %s%s%s\n", host, (unsigned)port,
-                baton_status_str(rc), rc == BATON_E_IO ? ": " : "",
-                rc == BATON_E_IO ? strerror(errno) : "");
+        int saved = errno; /* a socket, bind or listen failure: its reason says it all */
+
+        fprintf(stderr, "batond: cannot listen on %s%s%s:%u: %s\n", strchr(host, ':') ? "[" : "",
+                host, strchr(host, ':') ? "]" : "", (unsigned)port,
+                rc == BATON_E_IO ? strerror(saved) : baton_status_str(rc));
         goto out;
     }
 

@@ -13,4 +13,13 @@ int baton_cmd_gen_model(int argc, char **argv); /* baton_genmodel.c */
 int baton_cmd_quantize(int argc, char **argv);  /* baton_genmodel.c */
 int baton_cmd_bench(int argc, char **argv);     /* baton_bench.c */
 
+/* Checks, before any long work, that an output file can be written: the
+ * directory of path exists and is writable and path is not a directory;
+ * unless replaced_atomically (written to a temporary file and renamed), an
+ * existing path must be writable too. Creates nothing. On failure prints
+ * "PROG: WHAT PATH: reason" (what: the option, e.g. "--stats-json", or
+ * "" for none) and returns -1; else 0. (baton_main.c) */
+int baton_cli_check_output(const char *prog, const char *what, const char *path,
+                           int replaced_atomically);
+
 #endif

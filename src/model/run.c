@@ -103,11 +103,14 @@ static uint64_t align_up(uint64_t v)
 
 static int stage_fail(struct run *r, const struct stage_rt *s, const char *what, int rc)
 {
+    const int connect_io = rc == BATON_E_IO && strcmp(what, "connect") == 0;
+
     fprintf(r->cfg->log, "baton: stage %u (%s): %s failed: %s (%s)%s\n", s->index + 1,
             s->endpoint, what, baton_status_name(rc), baton_status_str(rc),
-            rc != BATON_E_AUTH ? ""
-            : r->key      ? "; the server has another key, or requires none"
-                          : "; the server requires a key: give --key FILE or BATON_KEY_FILE");
+            connect_io         ? "; is batond running and listening there?"
+            : rc != BATON_E_AUTH ? ""
+            : r->key           ? "; the server has another key, or requires none"
+                               : "; the server requires a key: give --key FILE or BATON_KEY_FILE");
     return 1;
 }
 
@@ -540,7 +543,9 @@ static int resolve_peer(const char *endpoint, struct baton_peer_dest *d)
 /* Sets up the direct path at every boundary whose two servers advertise
  * PEER_COPY: one grant on the next stage's hidden_in (the whole tensor, for
  * up to n_ubatch tokens) and its peer-facing address. A boundary that
- * cannot be set up stays on the hub path (a line says why). */
+ * cannot be set up stays on the hub path; its plan line says why. (Whether
+ * the source's allow-list names the destination shows only when it copies:
+ * run_step reports a "not done".) */
 static int setup_direct(struct run *r)
 {
     uint32_t i;
@@ -549,18 +554,39 @@ static int setup_direct(struct run *r)
         struct stage_rt *s = &r->stages[i], *nx = &r->stages[i + 1];
         const struct baton_tensor_desc *in = &nx->st.io.hidden_in;
         const char *ep = nx->peer_endpoint[0] ? nx->peer_endpoint : nx->endpoint;
+        const int s_peer = (baton_conn_server_hello(s->conn)->features &
+                            BATON_FEATURE_PEER_COPY) != 0;
+        const int nx_peer = (baton_conn_server_hello(nx->conn)->features &
+                             BATON_FEATURE_PEER_COPY) != 0;
         int rc;
 
-        if (!r->cfg->p2p)
+        if (!r->cfg->p2p) {
+            fprintf(r->cfg->log, "plan: stage %u -> %u hub (--p2p off)\n", i + 1, i + 2);
             continue;
-        if (!(baton_conn_server_hello(s->conn)->features & BATON_FEATURE_PEER_COPY) ||
-            !(baton_conn_server_hello(nx->conn)->features & BATON_FEATURE_PEER_COPY))
-            continue; /* an end without peer support (no peer key, or an older batond) */
+        }
+        if (r->local) { /* in-process stages hold no peer key */
+            fprintf(r->cfg->log, "plan: stage %u -> %u hub (in-process stages)\n", i + 1, i + 2);
+            continue;
+        }
+        if (!s_peer || !nx_peer) {
+            /* an end without peer support: batond without --peer-key (or older) */
+            const struct stage_rt *no = s_peer ? nx : s;
+
+            if (!s_peer && !nx_peer)
+                fprintf(r->cfg->log, "plan: stage %u -> %u hub (neither %s nor %s offers the "
+                                     "direct path: batond without --peer-key)\n",
+                        i + 1, i + 2, s->endpoint, nx->endpoint);
+            else
+                fprintf(r->cfg->log, "plan: stage %u -> %u hub (stage %u at %s does not offer "
+                                     "the direct path: batond without --peer-key)\n",
+                        i + 1, i + 2, no->index + 1, no->endpoint);
+            continue;
+        }
         memset(&s->next_dest, 0, sizeof(s->next_dest));
         rc = resolve_peer(ep, &s->next_dest);
         if (rc != 0) {
-            fprintf(r->cfg->log, "baton: stage %u -> %u: cannot resolve %s; using the hub path\n",
-                    i + 1, i + 2, ep);
+            fprintf(r->cfg->log, "plan: stage %u -> %u hub (cannot resolve %s)\n", i + 1, i + 2,
+                    ep);
             continue;
         }
         rc = baton_grant_write(nx->conn, in->buffer, in->offset, in->nbytes, s->next_dest.grant);
@@ -740,7 +766,8 @@ static void print_stats(struct run *r, uint32_t steps)
                 si + 1, (double)s->hidden_gets / steps, (double)s->hidden_sets / steps,
                 (double)s->copies_done / steps, (double)s->copies_not_done / steps);
         if (s->peer_ok)
-            fprintf(f, "peer bytes sent %.1f received %.1f (this session, counted by the server)\n",
+            fprintf(f, "peer bytes sent %.1f received %.1f per step (counted by the server, "
+                       "this session only)\n",
                     (double)s->peer_sent / steps, (double)s->peer_recv / steps);
         else
             fprintf(f, "peer bytes n/a\n");

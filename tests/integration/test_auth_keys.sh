@@ -23,7 +23,9 @@ rc=0; "$BATON" keygen -o "$TMP/link.key" 2>"$TMP/err" || rc=$?
 [ "$rc" -eq 1 ] && [ ! -e "$TMP/nowhere" ] || fail "keygen followed a symlink"
 rc=0; "$BATON" keygen 2>"$TMP/err" || rc=$?
 [ "$rc" -eq 2 ] && grep -q "\-o FILE is required" "$TMP/err" || fail "keygen without -o: rc $rc"
-"$BATON" keygen --help | grep -q "usage: baton keygen" || fail "keygen --help"
+"$BATON" keygen --help >"$TMP/keygen.help"
+grep -q "usage: baton keygen" "$TMP/keygen.help" && grep -q "^Exit status: 0 written, 1 " "$TMP/keygen.help" ||
+    fail "keygen --help"
 "$BATON" --help | grep -q "keygen" || fail "baton --help does not list keygen"
 
 # expect_batond CODE REGEX ARGS...: batond must exit CODE with REGEX on stderr
@@ -46,6 +48,9 @@ expect_batond 1 "--key: .*sym.key.*link" --port 0 --key "$TMP/sym.key"
 expect_batond 1 "--key: .*missing.key" --port 0 --key "$TMP/missing.key"
 expect_batond 1 "--peer-key: .*loose.key" --port 0 --key "$K" --peer-key "$TMP/loose.key"
 expect_batond 2 "--peer-key .*needs --key" --port 0 --peer-key "$K"
+expect_batond 2 "--peer \(peer\) needs --peer-key" --port 0 --key "$K" --peer 127.0.0.1:9
+printf 'peer = 127.0.0.1:9\n' >"$TMP/peer.policy"
+expect_batond 2 "--peer \(peer\) needs --peer-key" --port 0 --key "$K" --policy "$TMP/peer.policy"
 expect_batond 2 "--encrypt .*needs --key" --port 0 --encrypt
 expect_batond 2 "contradicts --key" --port 0 --key "$K" --insecure-no-auth
 expect_batond 2 "needs a value" --key
@@ -96,7 +101,7 @@ grep -q "auth        none" "$TMP/i3" || fail "info: unkeyed server"
 info 0 "$TMP/i3l" --servers local --key "$K"
 grep -q "auth        key, frames MAC'd" "$TMP/i3l" || fail "info: keyed in-process server"
 info 1 "$TMP/i4" --servers "$KEYED"
-grep -q "E_AUTH.*requires a key" "$TMP/i4" || fail "info without a key: $(cat "$TMP/i4")"
+grep -q "E_AUTH.*requires a key: give --key FILE or BATON_KEY_FILE" "$TMP/i4" || fail "info without a key: $(cat "$TMP/i4")"
 info 1 "$TMP/i5" --servers "$KEYED" --key "$TMP/other.key"
 grep -q "E_AUTH.*another key" "$TMP/i5" || fail "info with the wrong key: $(cat "$TMP/i5")"
 info 1 "$TMP/i6" --servers "$PLAIN" --key "$K"

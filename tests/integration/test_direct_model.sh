@@ -102,6 +102,10 @@ check "$S" "'GET_TENSOR' not in $st[0][\"commands\"] and 'GET_TENSOR' not in $st
     "direct arm: a hidden-state GET"
 grep -q "plan: stage 1 -> 2 direct" "$TMP/p1_s3on.err" && grep -q "plan: stage 2 -> 3 direct" "$TMP/p1_s3on.err" ||
     fail "direct arm: plan lines"
+grep -q "hub" "$TMP/p1_s3on.err" && fail "direct arm: a hub plan line"
+grep -qx "plan: stage 1 -> 2 hub (--p2p off)" "$TMP/p1_s3off.err" && grep -qx "plan: stage 2 -> 3 hub (--p2p off)" "$TMP/p1_s3off.err" ||
+    fail "hub arm: plan lines: $(cat "$TMP/p1_s3off.err")"
+grep -qx "plan: stage 1 -> 2 hub (--p2p off)" "$TMP/p1_env.err" || fail "BATON_P2P=0: plan line"
 grep -q "authenticated (peer role" "$TMP/batond.b.log" && grep -q "authenticated (peer role" "$TMP/batond.c.log" ||
     fail "no peer-role sessions on B and C"
 echo "ok: direct arm: 2 COPY_TENSOR_TO, 0 hidden-state bytes through the coordinator; B received from A and sent to C"
@@ -112,13 +116,21 @@ run_arm nopeer "Once upon a time" --servers "$A,$B,127.0.0.1:$PORT_nopeer" --spl
 [ "$(field "$TMP/nopeer.json" 'j["generated"]')" = "$REF_IDS" ] || fail "nopeer: ids"
 check "$TMP/nopeer.stats" "j['direct_boundaries'] == 1 and $st[0]['direct_to_next'] and not $st[1]['direct_to_next']" \
     "nopeer: only stage 1 -> 2 direct"
+grep -q "^plan: stage 1 -> 2 direct" "$TMP/nopeer.err" &&
+    grep -qx "plan: stage 2 -> 3 hub (stage 3 at 127.0.0.1:$PORT_nopeer does not offer the direct path: batond without --peer-key)" \
+        "$TMP/nopeer.err" || fail "nopeer: plan lines: $(cat "$TMP/nopeer.err")"
 check "$TMP/nopeer.stats" 'j["per_step"]["hidden_state_bytes"] == 2 * 256' "nopeer: one hub boundary"
 echo "ok: a server without the peer key keeps its boundary on the hub path"
 
 # --stats prints the same, and usage errors
 "$BATON" run --model "$MODEL" --prompt "Once upon a time" -n 4 --key "$K" --servers "$A,$B,$C" \
     --stats --quiet >/dev/null 2>"$TMP/stats.err" || fail "--stats run"
-grep -q "^  1      COPY_TENSOR_TO " "$TMP/stats.err" && grep -q "peer bytes sent 328.0 received 0.0" "$TMP/stats.err" ||
+# peer bytes are per decode step, as the table's heading says (328 per
+# PEER_WRITE of one token; the totals over the window would be 3 x 328)
+grep -q "^stats: per decode step (average over 3 steps), direct path" "$TMP/stats.err" &&
+    grep -q "^  1      COPY_TENSOR_TO " "$TMP/stats.err" &&
+    grep -q "^  stage 1: .*, peer bytes sent 328.0 received 0.0 per step (counted by the server, this session only)$" "$TMP/stats.err" &&
+    grep -q "^  stage 2: .*, peer bytes sent 328.0 received 328.0 per step " "$TMP/stats.err" ||
     fail "--stats output: $(cat "$TMP/stats.err")"
 rc=0
 "$BATON" run --model "$MODEL" --prompt x --p2p maybe >/dev/null 2>"$TMP/usage.err" || rc=$?

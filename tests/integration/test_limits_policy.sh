@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # batond's policy on the command line: --policy FILE (errors name the file
-# and line, exit 2), flags override the file wherever they stand,
+# and line, exit 1 like a refused key file), flags override the file
+# wherever they stand (errors name the flag as typed, exit 2),
 # --print-policy, the example policy/batond.policy equals the defaults, and
 # a server started from a policy file enforces it (a small max_connections)
 # with the seccomp allow-list on. Ephemeral loopback ports; every batond is
@@ -20,15 +21,16 @@ expect_exit() {
 }
 
 printf 'max_connections = 5\n# comment\n\nbogus = 1\n' >"$TMP/bad1"
-expect_exit 2 "policy: $TMP/bad1:4: unknown key 'bogus'" --policy "$TMP/bad1"
+expect_exit 1 "policy: $TMP/bad1:4: unknown key 'bogus'" --policy "$TMP/bad1"
 printf 'port = 1\nport = 2\n' >"$TMP/bad2"
-expect_exit 2 "$TMP/bad2:2: duplicate key 'port' \(first set on line 1\)" --policy "$TMP/bad2"
+expect_exit 1 "$TMP/bad2:2: duplicate key 'port' \(first set on line 1\)" --policy "$TMP/bad2"
 printf 'frame_timeout = 10 s\n' >"$TMP/bad3"
-expect_exit 2 "$TMP/bad3:1: frame_timeout: expected a duration" --policy "$TMP/bad3"
-expect_exit 2 "$TMP/missing: No such file" --policy "$TMP/missing"
+expect_exit 1 "$TMP/bad3:1: frame_timeout: expected a duration" --policy "$TMP/bad3"
+expect_exit 1 "$TMP/missing: No such file" --policy "$TMP/missing"
 expect_exit 2 "needs a value" --policy
 expect_exit 2 "needs a value" --max-connections
-expect_exit 2 -- "--max_connections: 0 out of range \(1..1024\)" --max-connections 0
+expect_exit 2 "--max-connections \(max_connections\): 0 out of range \(1..1024\)" --max-connections 0
+expect_exit 2 "--max_connections: 0 out of range \(1..1024\)" --max_connections 0
 expect_exit 2 "unknown argument: --max-connectionz" --max-connectionz 3
 
 # the example file documents the defaults

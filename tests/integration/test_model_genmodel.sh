@@ -2,6 +2,8 @@
 # gen-model is deterministic and its models run; a generated Q8_0 model and
 # the real model quantized to Q8_0 and Q4_0 give the same greedy ids
 # in-process and over 3 servers, for 1 and 2 threads, for ubatch 1 and 512.
+# quantize: which matrices each type converts (f16: any row length), the
+# warning when none is, and refusals (input as output, a missing directory).
 source "$(dirname "$0")/lib.sh"
 
 "$BATON" gen-model --layers 3 --dim 64 --ff 96 --heads 4 --kv-heads 2 --vocab 400 --type q8_0 \
@@ -17,6 +19,15 @@ cmp -s "$TMP/g1.gguf" "$TMP/g3.gguf" && fail "different seeds gave the same file
 grep -q "blk.2.ffn_down.weight  *q8_0  *96 x 64" "$TMP/g1.txt" || fail "inspect of generated model: tensor row"
 rc=0; "$BATON" gen-model --layers 1 --dim 48 --ff 64 --heads 4 --type q4_0 -o "$TMP/bad.gguf" 2>"$TMP/bad.err" || rc=$?
 [ "$rc" -eq 2 ] || fail "dim 48 with q4_0 exited $rc"
+rc=0; "$BATON" gen-model --layers 1 --dim 64 --ff 64 --heads 4 -o "$TMP/nodir/g.gguf" 2>"$TMP/bad.err" || rc=$?
+[ "$rc" -eq 1 ] && grep -qx "baton gen-model: -o $TMP/nodir/g.gguf: cannot create a file in $TMP/nodir: No such file or directory" \
+    "$TMP/bad.err" || fail "gen-model into a missing directory: rc $rc: $(cat "$TMP/bad.err")"
+"$BATON" --help >"$TMP/help.txt"
+grep -q "quantize .*q8_0, q4_0, f16 or f32" "$TMP/help.txt" || fail "baton --help: quantize types"
+"$BATON" quantize --help >"$TMP/help.txt"
+grep -q "^Exit status: 0 written" "$TMP/help.txt" && grep -q "f32 any" "$TMP/help.txt" || fail "quantize --help"
+"$BATON" gen-model --help >"$TMP/help.txt"
+grep -q "^Exit status: 0 written" "$TMP/help.txt" || fail "gen-model --help: exit status"
 
 start_server a
 start_server b
@@ -30,6 +41,32 @@ if [ -n "${MODEL_DIR:-}" ] && [ -f "$MODEL_DIR/stories260K.gguf" ]; then
     "$BATON" inspect "$TMP/s_q4.gguf" >"$TMP/s_q4.txt" || fail "inspect of quantized model"
     grep -q "blk.0.attn_q.weight  *q4_0" "$TMP/s_q4.txt" || fail "quantized type"
     models+=("$TMP/s_q8.gguf" "$TMP/s_q4.gguf")
+    # q4_0/q8_0 need rows (ne0) that are a multiple of 32: ffn_down's 172 is kept
+    grep -q "blk.0.ffn_down.weight  *f32  *172 x 64" "$TMP/s_q4.txt" || fail "q4_0 converted a 172-long row"
+    # f16 converts any row length: all 37 matrices, the 11 vectors kept
+    "$BATON" quantize "$MODEL_DIR/stories260K.gguf" "$TMP/s_f16.gguf" f16 2>"$TMP/q.err" || fail "quantize f16"
+    grep -q "37 tensors converted to f16, 11 kept" "$TMP/q.err" || fail "quantize f16: $(cat "$TMP/q.err")"
+    grep -q "warning" "$TMP/q.err" && fail "quantize f16 warned"
+    "$BATON" inspect "$TMP/s_f16.gguf" >"$TMP/s_f16.txt" || fail "inspect of the f16 model"
+    grep -q "blk.0.ffn_down.weight  *f16  *172 x 64" "$TMP/s_f16.txt" || fail "f16 kept a 172-long row"
+    # nothing to convert (all F32 already): exit 0 with a warning
+    rc=0; "$BATON" quantize "$MODEL_DIR/stories260K.gguf" "$TMP/s_f32.gguf" f32 2>"$TMP/q.err" || rc=$?
+    [ "$rc" -eq 0 ] && grep -q "0 tensors converted to f32, 48 kept" "$TMP/q.err" &&
+        grep -q "^quantize: warning: no tensor was converted to f32" "$TMP/q.err" ||
+        fail "quantize f32: rc $rc: $(cat "$TMP/q.err")"
+    # an output in a missing directory is named as given, not as its temporary file
+    rc=0; "$BATON" quantize "$MODEL_DIR/stories260K.gguf" "$TMP/nodir/o.gguf" q8_0 2>"$TMP/q.err" || rc=$?
+    [ "$rc" -eq 1 ] && grep -qx "baton quantize: $TMP/nodir/o.gguf: cannot create a file in $TMP/nodir: No such file or directory" \
+        "$TMP/q.err" || fail "quantize into a missing directory: rc $rc: $(cat "$TMP/q.err")"
+    # the input as the output (also through another name) is refused, the file unchanged
+    cp "$TMP/s_q8.gguf" "$TMP/same.gguf"
+    ln -s "$TMP/same.gguf" "$TMP/same_link.gguf"
+    before=$(sha256sum <"$TMP/same.gguf")
+    for out in "$TMP/same.gguf" "$TMP/same_link.gguf"; do
+        rc=0; "$BATON" quantize "$TMP/same.gguf" "$out" q4_0 2>"$TMP/q.err" || rc=$?
+        [ "$rc" -eq 1 ] && grep -q "are the same file" "$TMP/q.err" || fail "quantize in place ($out): rc $rc: $(cat "$TMP/q.err")"
+    done
+    [ "$(sha256sum <"$TMP/same.gguf")" = "$before" ] || fail "quantize in place changed the input"
 elif [ "${CI:-}" = "true" ]; then
     fail "stories260K.gguf missing under CI"
 fi

@@ -1,6 +1,8 @@
 #!/bin/bash
 # baton inspect and baton run on the real model file and on broken copies:
-# right facts, valid JSON, clear errors naming the file, exit codes.
+# right facts, valid JSON, clear errors naming the file, exit codes; run's
+# output files checked before the model loads, its hub plan lines, and
+# demo.sh's message for a missing model.
 source "$(dirname "$0")/lib.sh"
 need_model
 
@@ -39,7 +41,51 @@ rc=0; "$BATON" run --model "$MODEL" --prompt x --servers 127.0.0.1:1,127.0.0.1:2
 [ "$rc" -eq 2 ] || fail "split/servers count mismatch exited $rc"
 rc=0; "$BATON" run --model "$MODEL" --prompt x --servers 127.0.0.1:1 --timeout 2000 >/dev/null 2>"$TMP/conn.err" || rc=$?
 [ "$rc" -eq 1 ] || fail "unreachable server exited $rc"
-grep -q "stage 1 (127.0.0.1:1): connect failed" "$TMP/conn.err" || fail "connect message: $(cat "$TMP/conn.err")"
+grep -q "stage 1 (127.0.0.1:1): connect failed: E_IO .*; is batond running and listening there?" "$TMP/conn.err" ||
+    fail "connect message: $(cat "$TMP/conn.err")"
 "$BATON" run --help | grep -q -- "--servers" || fail "run --help"
 "$BATON" --help | grep -q inspect || fail "baton --help"
+
+# --report-gap writes into --ids-file: without it, a usage error
+rc=0; "$BATON" run --model "$MODEL" --prompt x --report-gap >/dev/null 2>"$TMP/gap.err" || rc=$?
+[ "$rc" -eq 2 ] && grep -q -- "--report-gap needs --ids-file" "$TMP/gap.err" ||
+    fail "--report-gap without --ids-file: rc $rc: $(cat "$TMP/gap.err")"
+# output files that cannot be created are refused before the model is loaded
+for opt in --stats-json --ids-file; do
+    rc=0
+    "$BATON" run --model "$MODEL" --prompt x -n 2 "$opt" "$TMP/nodir/out.json" >"$TMP/o.out" 2>"$TMP/o.err" || rc=$?
+    [ "$rc" -eq 1 ] || fail "$opt in a missing directory exited $rc"
+    grep -qx "baton run: $opt $TMP/nodir/out.json: cannot create a file in $TMP/nodir: No such file or directory" \
+        "$TMP/o.err" || fail "$opt message: $(cat "$TMP/o.err")"
+    grep -q "^model:" "$TMP/o.err" && fail "$opt: the model was loaded before the check"
+    [ ! -s "$TMP/o.out" ] || fail "$opt: text was generated"
+done
+mkdir "$TMP/adir"
+rc=0; "$BATON" run --model "$MODEL" --prompt x --stats-json "$TMP/adir" >/dev/null 2>"$TMP/o.err" || rc=$?
+[ "$rc" -eq 1 ] && grep -q "adir: is a directory" "$TMP/o.err" || fail "--stats-json DIR: rc $rc: $(cat "$TMP/o.err")"
+# a writable --stats-json is not left behind by the check when the run fails
+rc=0; "$BATON" run --model "$MODEL" --prompt x --stats-json "$TMP/s.json" --ctx 1 >/dev/null 2>&1 || rc=$?
+[ "$rc" -eq 2 ] && [ ! -e "$TMP/s.json" ] || fail "--stats-json check left a file (rc $rc)"
+rc=0; "$BATON" bench --model "$MODEL" --json "$TMP/nodir/b.json" >/dev/null 2>"$TMP/b.err" || rc=$?
+[ "$rc" -eq 1 ] && grep -q "baton bench: --json $TMP/nodir/b.json: cannot create" "$TMP/b.err" &&
+    ! grep -q "^model:" "$TMP/b.err" || fail "bench --json in a missing directory: rc $rc: $(cat "$TMP/b.err")"
+
+# where the direct path is not planned, a plan line says so and why
+"$BATON" run --model "$MODEL" --prompt x -n 2 --servers local --split 1,1,1 --quiet 2>"$TMP/hub.err" ||
+    fail "local split run"
+[ "$(grep -c '^plan: stage [12] -> [23] hub (in-process stages)$' "$TMP/hub.err")" -eq 2 ] ||
+    fail "no hub plan lines: $(cat "$TMP/hub.err")"
+"$BATON" run --model "$MODEL" --prompt x -n 2 --servers local --split 1,1 --p2p off --quiet 2>"$TMP/hub.err" ||
+    fail "local --p2p off run"
+grep -qx 'plan: stage 1 -> 2 hub (--p2p off)' "$TMP/hub.err" || fail "no --p2p off plan line: $(cat "$TMP/hub.err")"
+
+# scripts/demo.sh names the absolute path of a missing model
+rc=0; (cd "$TMP" && MODEL=missing.gguf BUILD_DIR="$BUILD_DIR" "$SRC_DIR/scripts/demo.sh") >/dev/null 2>"$TMP/demo.err" || rc=$?
+[ "$rc" -eq 2 ] && grep -q "MODEL=missing.gguf: no such file: $TMP/missing.gguf" "$TMP/demo.err" ||
+    fail "demo.sh without the model: rc $rc: $(cat "$TMP/demo.err")"
+mkdir -p "$TMP/tree/repo/scripts"
+cp "$SRC_DIR/scripts/demo.sh" "$TMP/tree/repo/scripts/"
+rc=0; "$TMP/tree/repo/scripts/demo.sh" >/dev/null 2>"$TMP/demo.err" || rc=$?
+[ "$rc" -eq 2 ] && grep -q "^demo: no model at $TMP/tree/shared/models/stories260K.gguf: " "$TMP/demo.err" ||
+    fail "demo.sh without the default model: rc $rc: $(cat "$TMP/demo.err")"
 echo PASS

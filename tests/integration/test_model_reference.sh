@@ -69,4 +69,8 @@ for arm in "${arms[@]}"; do
     echo "ok: prompt 2 $name"
 done
 grep -q 'plan: stage 3 .* layers 4..4 (1) +output head' "$TMP/s3.err" || fail "plan line for stage 3"
+# servers without the peer key: each boundary's plan line names the hub path and why
+grep -qx "plan: stage 1 -> 2 hub (neither $A nor $B offers the direct path: batond without --peer-key)" "$TMP/s3.err" ||
+    fail "hub plan line: $(cat "$TMP/s3.err")"
+grep -qx 'plan: stage 2 -> 3 hub (in-process stages)' "$TMP/local3.err" || fail "in-process hub plan line"
 echo "PASS"

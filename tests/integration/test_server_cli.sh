@@ -67,6 +67,15 @@ expect_exit 2 "needs a value" --port
 expect_exit 2 "expected 1..64" --threads 0
 expect_exit 2 "refusing to listen on 0.0.0.0" --host 0.0.0.0 --port 0 --port-file "$tmp/never"
 expect_exit 2 "refusing to listen on ::" --host :: --port 0 --port-file "$tmp/never"
+# a name that does not resolve is said so (not "not a loopback address")
+expect_exit 1 "^batond: cannot listen on nosuch\.invalid: the name does not resolve" \
+    --host nosuch.invalid --port 0 --port-file "$tmp/never"
+# --peer without --peer-key is a usage error, not a silently idle allow-list
+expect_exit 2 "--peer \(peer\) needs --peer-key" --port 0 --peer 127.0.0.1:9 --port-file "$tmp/never"
+# a bad setting is named as typed, with its policy key where spelled otherwise
+expect_exit 2 "^batond: --max-graph-flops \(max_graph_flops\): expected a count" --max-graph-flops 1Q
+expect_exit 2 "^batond: --max_graph_flops: expected a count" --max_graph_flops 1Q
+expect_exit 0 "^Exit status: 0 after SIGTERM" --help
 [ ! -e "$tmp/never" ] || fail "a refused server wrote a port file"
 
 # the port file: exactly one line with the bound port, written atomically
@@ -82,7 +91,8 @@ grep -q "listening on 127.0.0.1:$porta" "$tmp/a.log" || fail "no start line nami
 start b --port 0
 pb=$started_pid
 [ "$started_port" != "$porta" ] || fail "two servers on one port"
-expect_exit 1 "cannot listen on 127.0.0.1:$porta" --port "$porta"
+# the system's reason alone, not wrapped in a protocol status
+expect_exit 1 "^batond: cannot listen on 127.0.0.1:$porta: Address already in use\$" --port "$porta"
 
 # baton info against a live server (skipped if `baton` is not built)
 if [ -n "${BATON:-}" ] && [ -x "$BATON" ]; then
@@ -104,6 +114,21 @@ grep -q "batond: stopped" "$tmp/a.log" || fail "no stop line after SIGTERM"
 exec 3>&-
 # SIGINT works the same way
 stop_with INT "$pb"
+
+# nobody listens on a's port any more: `baton info` names the endpoint and a hint
+if [ -n "${BATON:-}" ] && [ -x "$BATON" ]; then
+    rc=0
+    timeout 20 "$BATON" info --servers "127.0.0.1:$porta" >"$tmp/info" 2>&1 || rc=$?
+    [ "$rc" -eq 1 ] || fail "baton info on a closed port exited $rc, want 1"
+    grep -qx "baton info: cannot connect to 127.0.0.1:$porta: connection error or closed (is batond running and listening there?)" \
+        "$tmp/info" || fail "baton info on a closed port: $(cat "$tmp/info")"
+    rc=0
+    timeout 20 "$BATON" info --servers "nosuch.invalid:7340" >"$tmp/info" 2>&1 || rc=$?
+    [ "$rc" -eq 1 ] && grep -qx "baton info: cannot connect to nosuch.invalid:7340: the host name does not resolve" \
+        "$tmp/info" || fail "baton info on an unresolvable name: rc $rc: $(cat "$tmp/info")"
+    "$BATON" info --help >"$tmp/info"
+    grep -q "^Exit status: 0 every server answered" "$tmp/info" || fail "baton info --help: exit status"
+fi
 
 # --quiet: no per-connection lines
 start q --port 0 --quiet
