@@ -766,7 +766,7 @@ int baton_graph_execute(const struct baton_graph *g, uint8_t *const *leaf_data,
         if (n->op == BATON_OP_ATTENTION && !scratch) {
             const uint64_t *q = tensor_ne(g, n->src[0]);
 
-            if (q[0] > 0 && q[1] > 0 && q[2] > 0 && tensor_ne(g, n->src[3])[2] > 0)
+            if (q[0] > 0 && q[1] > 0 && q[2] > 0 && tensor_ne(g, n->src[3])[1] > 0)
                 return BATON_E_INVAL; /* score rows are needed */
         }
         if (n->op == BATON_OP_MUL_MAT && !scratch &&

@@ -275,6 +275,39 @@ static void test_attention_position_out_of_range(void **state)
     assert_memory_equal(f.kc, kc_before, sizeof(kc_before));
 }
 
+/* Without a scratch arena ATTENTION cannot run when it has score rows to
+ * keep (E_INVAL before any node runs); with n_ctx = 0 there are none, and
+ * every position is out of range (E_INDEX). n_ctx is the caches' ne[1]
+ * ({hd, n_ctx, nkv}). */
+static void test_attention_needs_score_rows(void **state)
+{
+    struct attn_fix f;
+    float q[2] = {1, 0}, k[2] = {1, 0}, v[2] = {1, 2}, out[2];
+    int32_t pos[1] = {0};
+    struct tg t;
+    uint32_t lq, lk, lv, lkc, lvc, lp, lo, n;
+
+    (void)state;
+    attn_setup(&f);
+    assert_int_equal(tg_validate(&f.t, TG_MAX), 0);
+    assert_int_equal(baton_graph_execute(&f.t.g, f.t.data, f.t.plan, NULL, NULL), BATON_E_INVAL);
+
+    tg_init(&t);
+    lq = tg_leaf(&t, BATON_TYPE_F32, 2, 1, 1, 1, q);
+    lk = tg_leaf(&t, BATON_TYPE_F32, 2, 1, 1, 1, k);
+    lv = tg_leaf(&t, BATON_TYPE_F32, 2, 1, 1, 1, v);
+    lkc = tg_leaf(&t, BATON_TYPE_F32, 2, 0, 1, 1, NULL); /* n_ctx 0 */
+    lvc = tg_leaf(&t, BATON_TYPE_F32, 2, 0, 1, 1, NULL);
+    lp = tg_leaf(&t, BATON_TYPE_I32, 1, 1, 1, 1, pos);
+    lo = tg_leaf(&t, BATON_TYPE_F32, 2, 1, 1, 1, out);
+    n = tg_node(&t, BATON_OP_ATTENTION, BATON_TYPE_F32, 2, 1, 1, 1,
+                SRC6(lq, lk, lv, lkc, lvc, lp), P1(f32_bits(1.0f)));
+    tg_at(&t, n)->out_leaf = lo;
+    assert_int_equal(tg_validate(&t, TG_MAX), 0);
+    assert_int_equal(t.scratch_bytes, 0);
+    assert_int_equal(baton_graph_execute(&t.g, t.data, t.plan, NULL, NULL), BATON_E_INDEX);
+}
+
 static void test_attention_grouped_query(void **state)
 {
     /* nh 2, nkv 1, one token at position 1, slot 0 already cached.
@@ -397,6 +430,7 @@ int main(void)
         cmocka_unit_test(test_attention_one_head_two_positions),
         cmocka_unit_test(test_attention_position_out_of_range),
         cmocka_unit_test(test_attention_grouped_query),
+        cmocka_unit_test(test_attention_needs_score_rows),
         cmocka_unit_test(test_get_rows),
         cmocka_unit_test(test_argmax),
         cmocka_unit_test(test_reshape_is_a_view),
