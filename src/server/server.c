@@ -69,6 +69,17 @@ void server_log(struct baton_server *s, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Starts l's next window at now (under log_lock); returns the count the
+ * window that ended dropped. */
+static uint64_t log_window_reset(struct log_limiter *l, uint64_t now)
+{
+    uint64_t dropped = l->suppressed;
+    l->suppressed = 0;
+    l->window_start_ns = now;
+    l->in_window = 0;
+    return dropped;
+}
+
 /* Counts one line against l; returns whether it may be printed and sets
  * *suppressed to the count dropped in the window that just ended. */
 static int log_admit(struct baton_server *s, struct log_limiter *l, uint64_t *suppressed)
@@ -77,12 +88,8 @@ static int log_admit(struct baton_server *s, struct log_limiter *l, uint64_t *su
     int allow;
     *suppressed = 0;
     pthread_mutex_lock(&s->log_lock);
-    if (now - l->window_start_ns >= LOG_WINDOW_NS) {
-        *suppressed = l->suppressed;
-        l->suppressed = 0;
-        l->window_start_ns = now;
-        l->in_window = 0;
-    }
+    if (now - l->window_start_ns >= LOG_WINDOW_NS)
+        *suppressed = log_window_reset(l, now);
     allow = l->in_window < s->cfg.log_rate;
     if (allow)
         l->in_window++;
@@ -137,12 +144,8 @@ static void log_flush_one(struct baton_server *s, struct log_limiter *l, const c
 {
     uint64_t now = baton_net_now_ns(), suppressed = 0;
     pthread_mutex_lock(&s->log_lock);
-    if (l->suppressed && now - l->window_start_ns >= LOG_WINDOW_NS) {
-        suppressed = l->suppressed;
-        l->suppressed = 0;
-        l->window_start_ns = now;
-        l->in_window = 0;
-    }
+    if (l->suppressed && now - l->window_start_ns >= LOG_WINDOW_NS)
+        suppressed = log_window_reset(l, now);
     pthread_mutex_unlock(&s->log_lock);
     if (suppressed)
         fprintf(stderr, "batond: (%llu %slog lines suppressed)\n", (unsigned long long)suppressed,
