@@ -45,6 +45,14 @@ start_server() {
     printf -v "PID_$name" '%s' "$pid"
 }
 
+# stop_server NAME: SIGTERM to that batond, which must drain and exit 0.
+stop_server() {
+    local pid_var="PID_$1" rc=0
+    kill -TERM "${!pid_var}"
+    wait "${!pid_var}" || rc=$?
+    [ "$rc" -eq 0 ] || fail "batond $1 exited $rc after SIGTERM: $(tail -5 "$TMP/batond.$1.log")"
+}
+
 # need_model: sets MODEL or skips (exit 77), failing under CI=true.
 need_model() {
     MODEL="$MODEL_DIR/stories260K.gguf"

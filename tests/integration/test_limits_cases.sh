@@ -26,8 +26,5 @@ kill -0 "$PID_a" 2>/dev/null || fail "batond died"
 grep -q "GRAPH_COMPUTE: E_LIMIT" "$log" || fail "no log line for the E_LIMIT reply"
 grep -q "ALLOC_BUFFER: E_QUOTA" "$log" || fail "no log line for the E_QUOTA reply"
 
-kill -TERM "$PID_a"
-rc=0
-wait "$PID_a" || rc=$?
-[ "$rc" -eq 0 ] || fail "batond exited $rc after SIGTERM"
+stop_server a
 echo "PASS"

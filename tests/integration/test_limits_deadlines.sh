@@ -25,8 +25,5 @@ kill -0 "$PID_a" 2>/dev/null || fail "batond died"
 grep -q "idle timeout" "$log" || fail "no log line for the idle timeout"
 grep -q "E_TIMEOUT, closing" "$log" || fail "no log line for a frame deadline"
 
-kill -TERM "$PID_a"
-rc=0
-wait "$PID_a" || rc=$?
-[ "$rc" -eq 0 ] || fail "batond exited $rc after SIGTERM"
+stop_server a
 echo "PASS"

@@ -38,8 +38,5 @@ grep -Eq "^batond: \([0-9]+ connection log lines suppressed\)" "$log" ||
 opened=$(grep -c "connection from" "$log" || true)
 [ "$opened" -lt 100 ] || fail "$opened connection-open lines for a flood of 200 (not rate-limited)"
 
-kill -TERM "$PID_a"
-rc=0
-wait "$PID_a" || rc=$?
-[ "$rc" -eq 0 ] || fail "batond exited $rc after SIGTERM"
+stop_server a
 echo "PASS"

@@ -56,8 +56,5 @@ grep -Eq "from 127\.0\.0\.1:[0-9]+ authenticated \(client role\)" "$log" ||
 lines=$(wc -l <"$log")
 [ "$lines" -lt 200 ] || fail "$lines log lines for 300 connections (not rate-limited)"
 
-kill -TERM "$PID_a"
-rc=0
-wait "$PID_a" || rc=$?
-[ "$rc" -eq 0 ] || fail "batond exited $rc after SIGTERM"
+stop_server a
 echo "PASS"

@@ -74,8 +74,5 @@ reply=$(timeout 5 od -An -tx1 -N24 <&7 | tr -d ' \n')
 exec 5>&- 6>&- 7>&-
 grep -q "refused 127.0.0.1:[0-9]*: connection limit reached" "$log" ||
     fail "no log line for the refused connection"
-kill -TERM "$PID_a"
-rc=0
-wait "$PID_a" || rc=$?
-[ "$rc" -eq 0 ] || fail "batond exited $rc after SIGTERM"
+stop_server a
 echo "PASS"
