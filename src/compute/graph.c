@@ -607,6 +607,15 @@ struct exec_ctx {
     uint8_t *scratch;
 };
 
+/* Scratch memory at byte offset off; NULL when the graph has no scratch
+ * arena (every node then has an empty result or an out leaf, and no work
+ * area: checked before any node runs), so no offset is ever applied to a
+ * null pointer. */
+static uint8_t *scratch_at(const struct exec_ctx *x, uint64_t off)
+{
+    return x->scratch ? x->scratch + off : NULL;
+}
+
 static void *tensor_data(const struct exec_ctx *x, uint32_t idx)
 {
     const struct baton_graph_node *n;
@@ -619,7 +628,7 @@ static void *tensor_data(const struct exec_ctx *x, uint32_t idx)
     n = &x->g->nodes[j];
     if (n->out_leaf != BATON_SRC_NONE)
         return x->leaf_data[n->out_leaf];
-    return x->scratch + x->plan[j].scratch_offset;
+    return scratch_at(x, x->plan[j].scratch_offset);
 }
 
 static const uint64_t *tensor_ne(const struct baton_graph *g, uint32_t idx)
@@ -649,7 +658,7 @@ static void *node_work(const struct exec_ctx *x, uint32_t i)
 
     if (x->g->nodes[i].out_leaf == BATON_SRC_NONE) /* validated: cannot wrap */
         work_off += (x->plan[i].nbytes + (SCRATCH_ALIGN - 1)) & ~(uint64_t)(SCRATCH_ALIGN - 1);
-    return x->scratch + work_off;
+    return scratch_at(x, work_off);
 }
 
 static uint32_t tensor_type(const struct baton_graph *g, uint32_t idx)
@@ -669,7 +678,7 @@ static int exec_node(const struct exec_ctx *x, uint32_t i, struct baton_pool *po
     if (n->op == BATON_OP_RESHAPE)
         return 0; /* a view: no data moves */
     dst = n->out_leaf != BATON_SRC_NONE ? x->leaf_data[n->out_leaf]
-                                        : x->scratch + x->plan[i].scratch_offset;
+                                        : scratch_at(x, x->plan[i].scratch_offset);
     count = x->plan[i].nbytes / sizeof(float);
 
     switch (n->op) {
