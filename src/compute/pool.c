@@ -42,13 +42,18 @@
  * tok/s (the single-jump rule: 180-240; 1 thread: 375, the better choice on
  * a shared host).
  *
- * The window (BATON_POOL_SPIN_US_DEFAULT = 20 us, overridable with the
+ * The window (BATON_POOL_SPIN_US_DEFAULT = 100 us, overridable with the
  * environment variable BATON_POOL_SPIN_US, 0..10000 us, read once per pool;
  * 0 never spins) is about twice the cost of a wake-up: spinning for about
  * what blocking costs, then blocking, wastes at most a small multiple of
  * what the best choice made in hindsight would (the classic spin-then-block
- * argument), and 20 us covers about 91 % of the gaps between ops in that
- * decode.
+ * argument). A futex wake-up measured 9 us with bench/pool.c, but a whole
+ * hand-off from a sleeping thread in this KVM guest (the idle vCPU halted)
+ * costs more: with 20 us a 2-thread prefill of the 86M Q8_0 model ran at
+ * 940-1290 tok/s from run to run (the serial small ops between the parallel
+ * ones outlast 20 us, so the worker slept), with 100 us at 1110-1320, and
+ * decode gained about 3 %; without spinning, 880-970. 20 us covered about
+ * 91 % of the gaps between ops in decode, 100 us nearly all.
  * Idle threads sleep after at most one window, so an idle pool costs no
  * CPU. Measurements: bench/RESULTS.md.
  *
@@ -81,7 +86,7 @@
 #include "baton/status.h"
 
 /* Spin window before sleeping, microseconds (see the top). */
-#define BATON_POOL_SPIN_US_DEFAULT 20u
+#define BATON_POOL_SPIN_US_DEFAULT 100u
 #define BATON_POOL_SPIN_US_MAX 10000u
 /* A gap this long between two clock reads of a spin means the thread was
  * descheduled while spinning (one poll takes about 2 us). */
