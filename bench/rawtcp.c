@@ -47,6 +47,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../tests/integration/sock_io.h"
+
 #define MAX_BYTES (1ull << 30)
 #define MAX_SIZES 8
 
@@ -58,22 +60,6 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int write_all(int fd, const void *buf, size_t n)
-{
-    const uint8_t *p = buf;
-
-    while (n > 0) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
 
 static int read_all(int fd, void *buf, size_t n)
 {

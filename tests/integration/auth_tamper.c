@@ -35,6 +35,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "sock_io.h"
+
 #include "auth/auth.h"
 #include "baton/client.h"
 #include "baton/status.h"
@@ -66,20 +68,6 @@ static void check(int ok, const char *fmt, ...)
 
 /* ---- raw socket I/O ---- */
 
-static int write_all(int fd, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    while (n > 0) {
-        ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        b += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
 
 /* Reads n bytes within TIMEOUT_MS per wait; returns bytes read (< n: EOF,
  * reset or timeout). */

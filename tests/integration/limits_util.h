@@ -25,6 +25,8 @@
 #include "net/net.h"
 #include "wire/wire.h"
 
+#include "sock_io.h"
+
 static int g_failed, g_n;
 
 static inline void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -104,20 +106,6 @@ static inline size_t read_n(int fd, void *buf, size_t n, int timeout_ms)
     return got;
 }
 
-static inline int write_all(int fd, const void *buf, size_t n)
-{
-    const uint8_t *p = buf;
-    while (n > 0) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
 
 static inline void encode_frame_header(uint8_t *hb, uint8_t cmd, uint32_t seq, uint64_t len)
 {

@@ -33,6 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sock_io.h"
+
 #include "net/net.h"
 
 enum mode { MODE_FORWARD, MODE_STALL, MODE_DIE, MODE_SLOW };
@@ -51,20 +53,6 @@ static void sleep_ms(int ms)
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
-}
-
-static int send_all(int fd, const uint8_t *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
 }
 
 /* Counts bytes that went towards the destination and applies the mode's
@@ -121,7 +109,7 @@ static void *pair_main(void *arg)
                     cap = (size_t)(g_after - done); /* stop exactly there */
             }
             ssize_t r = recv(cfd, buf, cap, 0);
-            if (r <= 0 || send_all(sfd, buf, (size_t)r) != 0)
+            if (r <= 0 || write_all(sfd, buf, (size_t)r) != 0)
                 break;
             count_forwarded((size_t)r);
             if (g_mode == MODE_SLOW && g_delay_ms > 0)
@@ -129,7 +117,7 @@ static void *pair_main(void *arg)
         }
         if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
             ssize_t r = recv(sfd, buf, sizeof buf, 0);
-            if (r <= 0 || send_all(cfd, buf, (size_t)r) != 0)
+            if (r <= 0 || write_all(cfd, buf, (size_t)r) != 0)
                 break;
         }
     }
