@@ -9,6 +9,7 @@
 #include "compute/compute.h"
 #include "compute/cpu/kernels.h"
 #include "compute/cpu/matmul.h"
+#include "compute/cpu/quant.h"
 #include "core/limits.h"
 
 #define SCRATCH_ALIGN 64u
@@ -666,6 +667,87 @@ static uint32_t tensor_type(const struct baton_graph *g, uint32_t idx)
     return idx < g->n_leaves ? g->leaves[idx].type : g->nodes[idx - g->n_leaves].type;
 }
 
+/* A byte range of tensor memory, for the grouping check below. */
+struct span {
+    const uint8_t *p;
+    uint64_t n;
+};
+
+static int spans_overlap(struct span a, struct span b)
+{
+    return a.n > 0 && b.n > 0 && (uintptr_t)a.p < (uintptr_t)b.p + b.n &&
+           (uintptr_t)b.p < (uintptr_t)a.p + a.n;
+}
+
+/* How many nodes from i on run as one group of products over one input
+ * (baton_cpu_mul_mat_group): node i and the MUL_MAT nodes right after it
+ * with the same input x (src[1]), the same weight type, K and column
+ * count, and results in scratch, at most BATON_CPU_MM_MAX_PARTS. The group
+ * computes the same bits as the nodes one by one only if no node writes
+ * what another reads, so it also stops at the first node whose result or
+ * work area would overlap x, a weight or another result of the group
+ * (first-fit layout keeps them apart in the graphs the model builds; this
+ * makes it a checked fact). Returns 1 (no group) for any other node. */
+/* 1 if no result span (out) overlaps the input, a weight or another
+ * result span. */
+static int group_disjoint(const struct span *out, uint32_t n_out, const struct span *w,
+                          uint32_t n_w, struct span in)
+{
+    uint32_t a, b;
+
+    for (a = 0; a < n_out; a++) {
+        if (spans_overlap(out[a], in))
+            return 0;
+        for (b = 0; b < n_w; b++)
+            if (spans_overlap(out[a], w[b]))
+                return 0;
+        for (b = a + 1; b < n_out; b++)
+            if (spans_overlap(out[a], out[b]))
+                return 0;
+    }
+    return 1;
+}
+
+static uint32_t mul_mat_group_len(const struct exec_ctx *x, uint32_t i,
+                                  struct baton_cpu_mm_part *parts)
+{
+    const struct baton_graph *g = x->g;
+    const struct baton_graph_node *n = &g->nodes[i];
+    struct span w[BATON_CPU_MM_MAX_PARTS], out[BATON_CPU_MM_MAX_PARTS + 1], in;
+    uint64_t k, m, work_bytes;
+    uint32_t wtype, len;
+
+    if (n->op != BATON_OP_MUL_MAT || n->out_leaf != BATON_SRC_NONE)
+        return 1;
+    wtype = tensor_type(g, n->src[0]);
+    k = tensor_ne(g, n->src[0])[0];
+    m = n->ne[1] * n->ne[2] * n->ne[3];
+    work_bytes = baton_cpu_mul_mat_work_bytes(wtype, k, m);
+    in.p = tensor_data(x, n->src[1]);
+    in.n = k * m * sizeof(float); /* x's validated size */
+    out[0].p = work_bytes ? node_work(x, i) : NULL; /* the group's one work area */
+    out[0].n = work_bytes;
+    for (len = 0; i + len < g->n_nodes && len < BATON_CPU_MM_MAX_PARTS; len++) {
+        const uint32_t j = i + len;
+        const struct baton_graph_node *nj = &g->nodes[j];
+
+        if (nj->op != BATON_OP_MUL_MAT || nj->out_leaf != BATON_SRC_NONE ||
+            nj->src[1] != n->src[1] || tensor_type(g, nj->src[0]) != wtype ||
+            tensor_ne(g, nj->src[0])[0] != k || nj->ne[1] * nj->ne[2] * nj->ne[3] != m)
+            break;
+        parts[len].w = tensor_data(x, nj->src[0]);
+        parts[len].y = (float *)scratch_at(x, x->plan[j].scratch_offset);
+        parts[len].n = nj->ne[0];
+        w[len].p = parts[len].w;
+        w[len].n = baton_row_bytes(wtype, k) * nj->ne[0]; /* the weight's validated size */
+        out[len + 1].p = (const uint8_t *)parts[len].y;
+        out[len + 1].n = x->plan[j].nbytes;
+        if (!group_disjoint(out, len + 2, w, len + 1, in))
+            break;
+    }
+    return len > 1 ? len : 1;
+}
+
 static int exec_node(const struct exec_ctx *x, uint32_t i, struct baton_pool *pool)
 {
     const struct baton_graph *g = x->g;
@@ -749,7 +831,7 @@ int baton_graph_execute(const struct baton_graph *g, uint8_t *const *leaf_data,
                         struct baton_pool *pool)
 {
     struct exec_ctx x = {g, leaf_data, plan, scratch};
-    uint32_t i, s;
+    uint32_t i, s, len;
     int rc;
 
     if (!g || (g->n_nodes > 0 && !plan) || (g->n_leaves > 0 && !leaf_data))
@@ -783,7 +865,20 @@ int baton_graph_execute(const struct baton_graph *g, uint8_t *const *leaf_data,
                                          n->ne[1] * n->ne[2] * n->ne[3]) > 0)
             return BATON_E_INVAL; /* quantized activations are needed */
     }
-    for (i = 0; i < g->n_nodes; i++) {
+    for (i = 0; i < g->n_nodes; i += len) {
+        struct baton_cpu_mm_part parts[BATON_CPU_MM_MAX_PARTS];
+
+        len = mul_mat_group_len(&x, i, parts);
+        if (len > 1) {
+            const struct baton_graph_node *n = &g->nodes[i];
+            const uint32_t wtype = tensor_type(g, n->src[0]);
+            const uint64_t k = tensor_ne(g, n->src[0])[0], m = n->ne[1] * n->ne[2] * n->ne[3];
+
+            baton_cpu_mul_mat_group(pool, wtype, parts, len, tensor_data(&x, n->src[1]), k, m,
+                                    baton_cpu_mul_mat_work_bytes(wtype, k, m) ? node_work(&x, i)
+                                                                              : NULL);
+            continue;
+        }
         rc = exec_node(&x, i, pool);
         if (rc)
             return rc;

@@ -67,6 +67,18 @@
  * signals, and since it must take mu, the signal cannot fall between the
  * sleeper's re-read and its wait).
  *
+ * Dynamic jobs (baton_pool_run_dynamic): the threads first run their even
+ * shares of the first three quarters of the items, with no shared writes,
+ * then claim pieces of the last quarter from the `next` counter (a CAS
+ * loop; guided self-scheduling: each piece is ceil(left / 2k) items, so
+ * about 2k ln(n / 4) claims in all). A thread the host slows down (in this
+ * KVM guest one vCPU ran a decode's chunks up to 1.3x slower than the other
+ * for seconds at a time) or that starts late then leaves its part of the
+ * tail to the others instead of making them wait at the end. A quarter
+ * absorbs a speed ratio up to 5:3 between 2 threads; with equal speeds the
+ * claims cost about as much as they save (an A/B over the 86M model's
+ * decode products: within +-2 %).
+ *
  * Memory order of the job itself: the job fields are plain and written
  * before the job word's seq_cst store (a release); a worker reads them
  * after loading the word (an acquire). They are not rewritten until every
@@ -145,6 +157,11 @@ struct baton_pool {
     _Alignas(64) baton_task_fn fn;
     void *ctx;
     uint64_t n;
+    uint64_t n_static; /* dynamic jobs: items split evenly up front; else n */
+    int dynamic;
+
+    /* dynamic jobs: the first item not yet claimed (in [n_static, n]) */
+    _Alignas(64) _Atomic uint64_t next;
 };
 
 /* Chunk c of an even split of [0, n) into k chunks; the first n % k chunks
@@ -155,6 +172,40 @@ static void chunk_range(uint64_t n, uint32_t k, uint32_t c, uint64_t *begin, uin
 
     *begin = base * c + (c < rem ? c : rem);
     *end = *begin + base + (c < rem ? 1 : 0);
+}
+
+/* Claims the next piece of a dynamic job for one of k threads: [*begin,
+ * *end), ceil(left / (2k)) items (guided self-scheduling). Returns 0 when
+ * nothing is left. Relaxed: the items' results are published by the
+ * pending counter (see the top), not by this counter. */
+static int claim_piece(struct baton_pool *p, uint32_t k, uint64_t *begin, uint64_t *end)
+{
+    const uint64_t parts = 2u * (uint64_t)k;
+    uint64_t cur = atomic_load_explicit(&p->next, memory_order_relaxed), take;
+
+    do {
+        if (cur >= p->n)
+            return 0;
+        take = (p->n - cur) / parts + ((p->n - cur) % parts != 0);
+    } while (!atomic_compare_exchange_weak_explicit(&p->next, &cur, cur + take,
+                                                    memory_order_relaxed, memory_order_relaxed));
+    *begin = cur;
+    *end = cur + take;
+    return 1;
+}
+
+/* Thread c's part of the current job of k chunks: its even share of the
+ * static items, then (dynamic jobs) pieces of the rest until none is left. */
+static void run_share(struct baton_pool *p, uint32_t k, uint32_t c)
+{
+    uint64_t begin, end;
+
+    chunk_range(p->n_static, k, c, &begin, &end);
+    if (begin < end)
+        p->fn(p->ctx, begin, end, c);
+    if (p->dynamic)
+        while (claim_piece(p, k, &begin, &end))
+            p->fn(p->ctx, begin, end, c);
 }
 
 static inline void cpu_relax(void)
@@ -308,7 +359,7 @@ static void *worker_main(void *arg)
     uint64_t seen = 0;
 
     for (;;) {
-        uint64_t word = worker_wait(w, seen), begin, end;
+        uint64_t word = worker_wait(w, seen);
         uint32_t n_chunks;
 
         if (word == seen)
@@ -317,8 +368,7 @@ static void *worker_main(void *arg)
         n_chunks = (uint32_t)(word & JOB_CHUNK_MASK);
         if (w->id >= n_chunks)
             continue; /* no chunk for this worker in this job: read nothing else */
-        chunk_range(p->n, n_chunks, w->id, &begin, &end);
-        p->fn(p->ctx, begin, end, w->id);
+        run_share(p, n_chunks, w->id);
         /* the last worker out wakes the caller if it announced a wait */
         if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_waiting)) {
             pthread_mutex_lock(&p->mu);
@@ -457,10 +507,11 @@ uint32_t baton_pool_threads(const struct baton_pool *pool)
     return pool ? pool->n_threads : 1;
 }
 
-void baton_pool_run(struct baton_pool *pool, uint64_t n, uint64_t max_chunks, baton_task_fn fn,
-                    void *ctx)
+/* baton_pool_run (dynamic 0) and baton_pool_run_dynamic (1). */
+static void pool_run(struct baton_pool *pool, uint64_t n, uint64_t max_chunks, baton_task_fn fn,
+                     void *ctx, int dynamic)
 {
-    uint64_t k = pool ? pool->n_threads : 1, begin, end, word, window;
+    uint64_t k = pool ? pool->n_threads : 1, word, window;
     int how;
 
     if (max_chunks < k)
@@ -477,6 +528,9 @@ void baton_pool_run(struct baton_pool *pool, uint64_t n, uint64_t max_chunks, ba
     pool->fn = fn;
     pool->ctx = ctx;
     pool->n = n;
+    pool->dynamic = dynamic;
+    pool->n_static = dynamic ? n - (n / 4u + (n % 4u != 0)) : n; /* the last quarter is claimed */
+    atomic_store_explicit(&pool->next, pool->n_static, memory_order_relaxed);
     atomic_store_explicit(&pool->pending, (uint32_t)k - 1, memory_order_relaxed);
     /* publish: the seq_cst store releases the fields above */
     word = ((atomic_load_explicit(&pool->job, memory_order_relaxed) >> JOB_CHUNK_BITS) + 1)
@@ -489,8 +543,7 @@ void baton_pool_run(struct baton_pool *pool, uint64_t n, uint64_t max_chunks, ba
         pthread_mutex_unlock(&pool->mu);
     }
 
-    chunk_range(n, (uint32_t)k, 0, &begin, &end);
-    fn(ctx, begin, end, 0);
+    run_share(pool, (uint32_t)k, 0);
 
     window = spin_window(&pool->caller_spin, pool->spin_max_ns);
     how = SPIN_RAN_OUT;
@@ -511,3 +564,16 @@ void baton_pool_run(struct baton_pool *pool, uint64_t n, uint64_t max_chunks, ba
     (void)atomic_load_explicit(&pool->pending, memory_order_acquire);
     pthread_mutex_unlock(&pool->run_mu);
 }
+
+void baton_pool_run(struct baton_pool *pool, uint64_t n, uint64_t max_chunks, baton_task_fn fn,
+                    void *ctx)
+{
+    pool_run(pool, n, max_chunks, fn, ctx, 0);
+}
+
+void baton_pool_run_dynamic(struct baton_pool *pool, uint64_t n, uint64_t max_chunks,
+                            baton_task_fn fn, void *ctx)
+{
+    pool_run(pool, n, max_chunks, fn, ctx, 1);
+}
+

@@ -21,4 +21,21 @@ typedef void (*baton_task_fn)(void *ctx, uint64_t begin, uint64_t end, uint32_t 
 void baton_pool_run(struct baton_pool *pool, uint64_t n, uint64_t max_chunks, baton_task_fn fn,
                     void *ctx);
 
+/* As baton_pool_run, but balanced at run time: for kernels whose items
+ * cost about the same but whose threads may not run at the same speed (in a
+ * virtual machine the host slows one vCPU or another; a worker also starts
+ * a little after the caller). Items [0, n) are each processed exactly once
+ * by one of k = min(threads, max_chunks, n) threads. Thread c (the caller is
+ * 0) first gets its even share (as baton_pool_run's chunk c) of the first
+ * n - ceil(n / 4) items, then it claims pieces of the rest from a shared
+ * counter (guided self-scheduling, Polychronopoulos and Kuck 1987: each
+ * piece is ceil(left / (2k)) items), until none is left. So fn is called
+ * one or more times per thread, with `chunk` = that thread's index c (per-
+ * thread scratch still works: calls with the same c never overlap in time),
+ * and which thread gets which item varies from run to run: use it only for
+ * tasks whose result per item does not depend on the thread. pool may be
+ * NULL (inline, one call). Same sharing rules as baton_pool_run. */
+void baton_pool_run_dynamic(struct baton_pool *pool, uint64_t n, uint64_t max_chunks,
+                            baton_task_fn fn, void *ctx);
+
 #endif

@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include "compute/cpu/quant.h"
 #include "test_compute_util.h"
 
 /* ---- validation ---- */
@@ -655,6 +656,133 @@ static void test_mul_mat_deterministic(void **state)
     baton_pool_destroy(p3);
 }
 
+/* Consecutive MUL_MATs over one x run as one group (graph.c,
+ * baton_cpu_mul_mat_group). Three products of 40, 24 and 17 rows (ragged
+ * against the 16-row units) over one x, each copied out by SCALE 1.0,
+ * against the same products each written straight to an out leaf (which
+ * never groups), for every weight type, 1 and 5 columns, 1 to 3 threads:
+ * the bits must be equal. */
+#define GK 64
+static void run_group(uint32_t type, void *const w[3], const uint64_t rows[3], const float *x,
+                      uint64_t m, int grouped, float *const y[3], struct baton_pool *pool)
+{
+    struct tg t;
+    uint32_t lw[3], lx, ly[3], n[3], i;
+
+    tg_init(&t);
+    lx = tg_leaf(&t, BATON_TYPE_F32, GK, m, 1, 1, (void *)x);
+    for (i = 0; i < 3; i++) {
+        lw[i] = tg_leaf(&t, type, GK, rows[i], 1, 1, w[i]);
+        ly[i] = tg_leaf(&t, BATON_TYPE_F32, rows[i], m, 1, 1, y[i]);
+    }
+    for (i = 0; i < 3; i++) {
+        n[i] = tg_node(&t, BATON_OP_MUL_MAT, BATON_TYPE_F32, rows[i], m, 1, 1, SRC2(lw[i], lx),
+                       NULL);
+        if (!grouped)
+            tg_at(&t, n[i])->out_leaf = ly[i];
+    }
+    if (grouped)
+        for (i = 0; i < 3; i++)
+            tg_at(&t, tg_node(&t, BATON_OP_SCALE, BATON_TYPE_F32, rows[i], m, 1, 1, SRC1(n[i]),
+                              P1(f32_bits(1.0f))))
+                ->out_leaf = ly[i];
+    assert_int_equal(tg_run(&t, pool), 0);
+}
+
+static void test_mul_mat_group_same_bits(void **state)
+{
+    static const uint32_t types[] = {BATON_TYPE_F32, BATON_TYPE_F16, BATON_TYPE_Q8_0,
+                                     BATON_TYPE_Q4_0};
+    static const uint64_t rows[3] = {40, 24, 17};
+    static uint8_t wdata[3][40 * GK * 4];
+    static float x[GK * 5], ya[3][40 * 5], yb[3][40 * 5], row[GK];
+    struct baton_pool *pools[3];
+    uint32_t ti, i, r, th;
+    uint64_t m;
+
+    (void)state;
+    for (th = 0; th < 3; th++)
+        assert_int_equal(baton_pool_create(th + 1, &pools[th]), 0);
+    lcg_state = 777;
+    for (i = 0; i < GK * 5; i++)
+        x[i] = lcg_float();
+    for (ti = 0; ti < sizeof(types) / sizeof(types[0]); ti++) {
+        const uint64_t rb = baton_row_bytes(types[ti], GK);
+        void *w[3] = {wdata[0], wdata[1], wdata[2]};
+        float *pa[3] = {ya[0], ya[1], ya[2]}, *pb[3] = {yb[0], yb[1], yb[2]};
+
+        for (i = 0; i < 3; i++)
+            for (r = 0; r < rows[i]; r++) {
+                uint32_t e;
+
+                for (e = 0; e < GK; e++)
+                    row[e] = lcg_float();
+                assert_int_equal(baton_quantize_row(types[ti], row, wdata[i] + r * rb, GK), 0);
+            }
+        for (m = 1; m <= 5; m += 4)
+            for (th = 0; th < 3; th++) {
+                memset(ya, 0x5A, sizeof(ya));
+                memset(yb, 0x3C, sizeof(yb));
+                run_group(types[ti], w, rows, x, m, 1, pa, pools[th]);
+                run_group(types[ti], w, rows, x, m, 0, pb, pools[th]);
+                for (i = 0; i < 3; i++)
+                    assert_memory_equal(ya[i], yb[i], rows[i] * m * sizeof(float));
+            }
+    }
+    for (th = 0; th < 3; th++)
+        baton_pool_destroy(pools[th]);
+}
+
+/* A product whose weight is the previous product's result, over the same
+ * x, must not join its group (it would read rows still being written):
+ * y0 = W x, y1 = y0 x against plain loops, 3 threads. Large enough that,
+ * were they grouped, a worker would start on y1 long before y0 is done (the
+ * arena's unwritten bytes are a pattern). */
+static void test_mul_mat_group_dependent_not_grouped(void **state)
+{
+    enum { K = 256 };
+    static float W[K * K], x[K * K], y1[K * K], r0[K * K], r1[K * K];
+    struct baton_pool *p;
+    struct tg t;
+    uint32_t lW, lx, ly, n0, n1, i, j, k;
+
+    (void)state;
+    lcg_state = 4242;
+    for (i = 0; i < K * K; i++) {
+        W[i] = lcg_float();
+        x[i] = lcg_float();
+    }
+    for (i = 0; i < K; i++) /* column i of x */
+        for (j = 0; j < K; j++) {
+            float s = 0.0f;
+
+            for (k = 0; k < K; k++)
+                s += W[j * K + k] * x[i * K + k];
+            r0[i * K + j] = s;
+        }
+    for (i = 0; i < K; i++)
+        for (j = 0; j < K; j++) {
+            float s = 0.0f;
+
+            for (k = 0; k < K; k++)
+                s += r0[j * K + k] * x[i * K + k];
+            r1[i * K + j] = s;
+        }
+    tg_init(&t);
+    lW = tg_leaf(&t, BATON_TYPE_F32, K, K, 1, 1, W);
+    lx = tg_leaf(&t, BATON_TYPE_F32, K, K, 1, 1, x);
+    ly = tg_leaf(&t, BATON_TYPE_F32, K, K, 1, 1, y1);
+    n0 = tg_node(&t, BATON_OP_MUL_MAT, BATON_TYPE_F32, K, K, 1, 1, SRC2(lW, lx), NULL);
+    n1 = tg_node(&t, BATON_OP_MUL_MAT, BATON_TYPE_F32, K, K, 1, 1, SRC2(n0, lx), NULL);
+    tg_at(&t, tg_node(&t, BATON_OP_SCALE, BATON_TYPE_F32, K, K, 1, 1, SRC1(n1),
+                      P1(f32_bits(1.0f))))
+        ->out_leaf = ly;
+    assert_int_equal(baton_pool_create(3, &p), 0);
+    assert_int_equal(tg_run(&t, p), 0);
+    assert_memory_equal(y1, r1, sizeof(r1));
+    baton_pool_destroy(p);
+}
+
 /* A batch of nt tokens (positions 0..nt-1) against nt 1-token steps, for
  * ATTENTION preceded by ROPE on q and k and followed by RMS_NORM: outputs
  * and caches must be bit-identical, with 1 and with 3 threads. The large
@@ -888,6 +1016,8 @@ int main(void)
         cmocka_unit_test(test_out_leaf_result_read_later),
         cmocka_unit_test(test_misaligned_leaf_refused),
         cmocka_unit_test(test_mul_mat_deterministic),
+        cmocka_unit_test(test_mul_mat_group_same_bits),
+        cmocka_unit_test(test_mul_mat_group_dependent_not_grouped),
         cmocka_unit_test(test_attention_batch_equals_steps),
     };
 

@@ -1,12 +1,16 @@
 /* The persistent pool: argument checks, every item of a parallel-for run
  * exactly once in contiguous chunks, chunk ids within the thread count,
- * many back-to-back jobs, jobs right after creation, shared use. */
+ * many back-to-back jobs, jobs right after creation, shared use; dynamic
+ * runs: every item once, each thread's static share first, calls of one
+ * chunk id never at the same time, a slow thread's tail taken by others. */
 #include <pthread.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -181,6 +185,120 @@ static void test_shared_by_two_callers(void **state)
     baton_pool_destroy(p);
 }
 
+/* ---- dynamic runs ---- */
+
+struct dyn_cover {
+    _Atomic uint32_t hits[MAX_ITEMS];
+    _Atomic uint32_t busy[BATON_POOL_MAX_THREADS]; /* a call of that chunk id is running */
+    _Atomic uint32_t calls[BATON_POOL_MAX_THREADS];
+    _Atomic uint32_t overlaps;                     /* calls of one chunk id at once */
+    uint64_t first_begin[BATON_POOL_MAX_THREADS];  /* the first call of each chunk id */
+    uint64_t first_end[BATON_POOL_MAX_THREADS];
+    uint64_t items_of[BATON_POOL_MAX_THREADS];     /* items each chunk id processed */
+    uint32_t slow_chunk;                           /* this chunk id sleeps per call; */
+    uint32_t slow_us;                              /* 0: nobody sleeps */
+};
+
+static void dyn_task(void *ctx, uint64_t begin, uint64_t end, uint32_t chunk)
+{
+    struct dyn_cover *c = ctx;
+    uint64_t i;
+
+    if (atomic_fetch_add(&c->busy[chunk], 1) != 0)
+        atomic_fetch_add(&c->overlaps, 1);
+    /* only threads with this chunk id write these, one call at a time */
+    if (atomic_fetch_add(&c->calls[chunk], 1) == 0) {
+        c->first_begin[chunk] = begin;
+        c->first_end[chunk] = end;
+    }
+    c->items_of[chunk] += end - begin;
+    for (i = begin; i < end; i++)
+        atomic_fetch_add(&c->hits[i], 1);
+    if (c->slow_us && chunk == c->slow_chunk) {
+        struct timespec ts = {0, (long)c->slow_us * 1000L};
+
+        nanosleep(&ts, NULL);
+    }
+    atomic_fetch_sub(&c->busy[chunk], 1);
+}
+
+/* One dynamic run of [0, n); checks every item once, no overlapping calls
+ * of a chunk id, ids below want_k, and each id's first call = its even
+ * share of the first n - ceil(n/4) items (when that share is not empty). */
+static void check_dynamic(struct baton_pool *p, uint64_t n, uint64_t max_chunks, uint32_t want_k,
+                          struct dyn_cover *c)
+{
+    const uint64_t n_static = n - (n / 4 + (n % 4 != 0));
+    uint64_t i, total = 0;
+    uint32_t k;
+
+    baton_pool_run_dynamic(p, n, max_chunks, dyn_task, c);
+    for (i = 0; i < n; i++)
+        assert_int_equal(atomic_load(&c->hits[i]), 1);
+    assert_int_equal(atomic_load(&c->overlaps), 0);
+    for (k = 0; k < BATON_POOL_MAX_THREADS; k++) {
+        if (k >= want_k) {
+            assert_int_equal(atomic_load(&c->calls[k]), 0);
+            continue;
+        }
+        total += c->items_of[k];
+        if (want_k > 1 && n_static / want_k > 0) {
+            const uint64_t base = n_static / want_k, rem = n_static % want_k;
+
+            assert_int_equal(c->first_begin[k], base * k + (k < rem ? k : rem));
+            assert_int_equal(c->first_end[k] - c->first_begin[k], base + (k < rem ? 1 : 0));
+        }
+    }
+    assert_int_equal(total, n);
+}
+
+static void test_dynamic_cover(void **state)
+{
+    static struct dyn_cover c;
+    static const uint64_t sizes[] = {0, 1, 2, 3, 5, 7, 8, 48, 49, 128, 999, 1000};
+    struct baton_pool *p;
+    size_t s;
+    int i;
+
+    (void)state;
+    memset(&c, 0, sizeof(c));
+    check_dynamic(NULL, 10, 100, 1, &c); /* no pool: inline, one call */
+    assert_int_equal(atomic_load(&c.calls[0]), 1);
+    assert_int_equal(baton_pool_create(3, &p), 0);
+    for (i = 0; i < 300; i++)
+        for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+            const uint64_t n = sizes[s], mc = (uint64_t)(i % 4) + 1;
+            const uint64_t k = n < (mc < 3 ? mc : 3) ? n : (mc < 3 ? mc : 3);
+
+            memset(&c, 0, sizeof(c));
+            check_dynamic(p, n, mc, (uint32_t)k, &c);
+        }
+    baton_pool_destroy(p);
+}
+
+static void test_dynamic_slow_thread(void **state)
+{
+    /* Chunk 1 sleeps 5 ms after each of its calls: the others take the
+     * dynamic tail, so chunk 1 ends with its static share plus at most a
+     * few pieces, far less than a static split would give it. */
+    static struct dyn_cover c;
+    struct baton_pool *p;
+    const uint64_t n = 400, n_static = n - n / 4;
+
+    (void)state;
+    assert_int_equal(baton_pool_create(2, &p), 0);
+    memset(&c, 0, sizeof(c));
+    c.slow_chunk = 1;
+    c.slow_us = 5000;
+    check_dynamic(p, n, 100, 2, &c);
+    /* static share 150 plus at most the first piece of the tail it can
+     * claim before the caller, at full speed, claims the rest */
+    assert_true(c.items_of[1] >= n_static / 2);
+    assert_true(c.items_of[1] < n / 2);
+    assert_true(c.items_of[0] > n / 2);
+    baton_pool_destroy(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -189,6 +307,8 @@ int main(void)
         cmocka_unit_test(test_job_right_after_create),
         cmocka_unit_test(test_many_jobs),
         cmocka_unit_test(test_shared_by_two_callers),
+        cmocka_unit_test(test_dynamic_cover),
+        cmocka_unit_test(test_dynamic_slow_thread),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -389,7 +389,7 @@ int baton_cpu_attention(struct baton_pool *pool, const struct baton_cpu_attentio
         max_chunks = chunks_for(sat_mul(sat_mul(rows, max_slots), sat_mul(a->hd, 2)));
         if (max_chunks > BATON_POOL_MAX_THREADS)
             max_chunks = BATON_POOL_MAX_THREADS;
-        baton_pool_run(pool, rows, max_chunks, attention_task, &j);
+        baton_pool_run_dynamic(pool, rows, max_chunks, attention_task, &j);
     }
     return 0;
 }

@@ -428,63 +428,100 @@ void baton_cpu_quantize_act(struct baton_pool *pool, uint32_t wtype, const float
     baton_pool_run(pool, m * ((k / 32 + 3) / 4 * 4), sat_mul(m, k) / GRAIN + 1, act_task, &j);
 }
 
+/* A group of products over one x: part p covers row units
+ * [unit0[p], unit0[p + 1]) of the group's concatenated row units. */
 struct rows_job {
     baton_mm_rows_fn fn;
-    struct baton_mm mm;
+    uint32_t n_parts;
+    struct baton_mm mm[BATON_CPU_MM_MAX_PARTS];
+    uint64_t unit0[BATON_CPU_MM_MAX_PARTS + 1];
 };
 
 static void rows_task(void *ctx, uint64_t u0, uint64_t u1, uint32_t chunk)
 {
     const struct rows_job *j = ctx;
-    const uint64_t r1 = u1 * ROW_UNIT;
+    uint32_t p;
 
     (void)chunk;
-    j->fn(&j->mm, u0 * ROW_UNIT, r1 < j->mm.n ? r1 : j->mm.n);
+    for (p = 0; p < j->n_parts && u0 < u1; p++) {
+        const uint64_t lo = j->unit0[p], hi = j->unit0[p + 1];
+        uint64_t a, b, r1;
+
+        if (u0 >= hi)
+            continue;
+        a = u0 - lo; /* u0 >= lo: the parts are visited in order */
+        b = (u1 < hi ? u1 : hi) - lo;
+        r1 = b * ROW_UNIT;
+        j->fn(&j->mm[p], a * ROW_UNIT, r1 < j->mm[p].n ? r1 : j->mm[p].n);
+        u0 = lo + b;
+    }
 }
 
-void baton_cpu_mul_mat_typed(struct baton_pool *pool, uint32_t wtype, const void *w, const float *x,
-                             float *y, uint64_t k, uint64_t n, uint64_t m, void *work)
+void baton_cpu_mul_mat_group(struct baton_pool *pool, uint32_t wtype,
+                             const struct baton_cpu_mm_part *parts, uint32_t n_parts,
+                             const float *x, uint64_t k, uint64_t m, void *work)
 {
     const struct baton_mm_kernels *kt = kernels();
     struct rows_job j;
+    uint64_t w_row_bytes, act_col_bytes = 0, units = 0, rows = 0;
+    uint32_t p;
 
-    if (m == 0 || n == 0)
+    if (m == 0 || n_parts == 0 || n_parts > BATON_CPU_MM_MAX_PARTS)
         return;
     memset(&j, 0, sizeof(j));
-    j.mm.w = w;
-    j.mm.x = x;
-    j.mm.y = y;
-    j.mm.k = k;
-    j.mm.n = n;
-    j.mm.m = m;
     switch (wtype) {
     case BATON_TYPE_F16:
         j.fn = kt->f16;
-        j.mm.w_row_bytes = k * 2;
+        w_row_bytes = k * 2;
         break;
     case BATON_TYPE_Q8_0:
     case BATON_TYPE_Q4_0:
         j.fn = wtype == BATON_TYPE_Q8_0 ? kt->q8_0 : kt->q4_0;
-        j.mm.w_row_bytes = baton_row_bytes(wtype, k);
-        j.mm.act = work;
-        j.mm.act_col_bytes = baton_cpu_act_col_bytes(k);
+        w_row_bytes = baton_row_bytes(wtype, k);
+        act_col_bytes = baton_cpu_act_col_bytes(k);
         if (k > 0)
             baton_cpu_quantize_act(pool, wtype, x, k, m, work);
         break;
     default:
         j.fn = kt->f32;
-        j.mm.w_row_bytes = k * 4;
+        w_row_bytes = k * 4;
         break;
     }
-    if (k == 0) {
-        uint64_t i;
+    j.n_parts = n_parts;
+    for (p = 0; p < n_parts; p++) {
+        struct baton_mm *mm = &j.mm[p];
 
-        for (i = 0; i < n * m; i++) /* validated: the element count fits */
-            y[i] = 0.0f;
-        return;
+        mm->w = parts[p].w;
+        mm->x = x;
+        mm->y = parts[p].y;
+        mm->k = k;
+        mm->n = parts[p].n;
+        mm->m = m;
+        mm->w_row_bytes = w_row_bytes;
+        mm->act = work;
+        mm->act_col_bytes = act_col_bytes;
+        j.unit0[p] = units;
+        units += (parts[p].n + ROW_UNIT - 1) / ROW_UNIT; /* validated sizes: no wrap */
+        rows += parts[p].n;
+        if (k == 0) {
+            uint64_t i;
+
+            for (i = 0; i < parts[p].n * m; i++) /* validated: the element count fits */
+                parts[p].y[i] = 0.0f;
+        }
     }
-    baton_pool_run(pool, (n + ROW_UNIT - 1) / ROW_UNIT, sat_mul(sat_mul(k, n), m) / GRAIN + 1,
-                   rows_task, &j);
+    j.unit0[n_parts] = units;
+    if (k == 0 || units == 0)
+        return;
+    baton_pool_run_dynamic(pool, units, sat_mul(sat_mul(k, rows), m) / GRAIN + 1, rows_task, &j);
+}
+
+void baton_cpu_mul_mat_typed(struct baton_pool *pool, uint32_t wtype, const void *w, const float *x,
+                             float *y, uint64_t k, uint64_t n, uint64_t m, void *work)
+{
+    const struct baton_cpu_mm_part part = {w, y, n};
+
+    baton_cpu_mul_mat_group(pool, wtype, &part, 1, x, k, m, work);
 }
 
 void baton_cpu_f32_dots(const float *w, uint64_t ws, const float *x, uint64_t k, uint64_t n,

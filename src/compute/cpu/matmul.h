@@ -93,11 +93,33 @@ void baton_cpu_quantize_act(struct baton_pool *pool, uint32_t wtype, const float
  * rows of W are contiguous: K/block * block_bytes bytes, any alignment for
  * the non-F32 types). work holds baton_cpu_mul_mat_work_bytes(wtype, k, m)
  * bytes, 4-byte aligned (64 is best; NULL when that is 0). Threads split
- * the rows of W (ROW_UNIT rows at a time, so each thread streams one
- * contiguous range). Shapes are validated by the caller (k % 32 == 0 for
- * Q8_0 / Q4_0). */
+ * the rows of W ROW_UNIT rows at a time: each streams one contiguous range
+ * of the first three quarters, then claims pieces of the rest
+ * (baton_pool_run_dynamic). Shapes are validated by the caller (k % 32 ==
+ * 0 for Q8_0 / Q4_0). */
 void baton_cpu_mul_mat_typed(struct baton_pool *pool, uint32_t wtype, const void *w, const float *x,
                              float *y, uint64_t k, uint64_t n, uint64_t m, void *work);
+
+/* One product of a group that shares its input: W {K, n} at w (rows as in
+ * baton_cpu_mul_mat_typed), y {n, M}. */
+struct baton_cpu_mm_part {
+    const void *w;
+    float *y;
+    uint64_t n;
+};
+#define BATON_CPU_MM_MAX_PARTS 4u
+
+/* y_p = W_p x for each of parts[0..n_parts) (1 <= n_parts <=
+ * BATON_CPU_MM_MAX_PARTS, all of type wtype with K = k), as n_parts calls
+ * of baton_cpu_mul_mat_typed would compute them, bit for bit, but in one
+ * pool run over the parts' concatenated rows and with x quantized once:
+ * a transformer layer's Q, K and V (and its gate and up) projections read
+ * the same x, and at decode each pool run costs a hand-off (graph.c groups
+ * such nodes). work as for one product. Every y_p and work must be
+ * disjoint from each other and from x (the caller checks). */
+void baton_cpu_mul_mat_group(struct baton_pool *pool, uint32_t wtype,
+                             const struct baton_cpu_mm_part *parts, uint32_t n_parts,
+                             const float *x, uint64_t k, uint64_t m, void *work);
 
 /* y {k,n} = rows ids[0..n) of table {k,r} of type ttype (F32, F16, Q8_0,
  * Q4_0), dequantized as baton_dequantize_row does. Returns BATON_E_INDEX
