@@ -32,7 +32,8 @@ static void bench_usage(FILE *f)
           "The table goes to stdout; the first repetition's model, plan, upload and summary\n"
           "lines to stderr. Exit status: 0 success, 1 failure (model file, a server, or a\n"
           "--json FILE that cannot be created, checked before the first repetition),\n"
-          "2 usage error.\n",
+          "2 usage error (a malformed --servers entry, or a --split that does not match\n"
+          "the server count, is found before the model is read).\n",
           f);
 }
 
@@ -61,20 +62,7 @@ static void summarize(struct figure *f, uint32_t n)
     f->med = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
 }
 
-static uint32_t parse_count(const char *opt, const char *s, uint32_t min, uint32_t max, int *bad)
-{
-    char *end = NULL;
-    unsigned long v;
-
-    errno = 0;
-    v = strtoul(s, &end, 10);
-    if (errno || end == s || *end != '\0' || s[0] == '-' || v < min || v > max) {
-        fprintf(stderr, "baton bench: %s: '%s' is not an integer in %u..%u\n", opt, s, min, max);
-        *bad = 1;
-        return 0;
-    }
-    return (uint32_t)v;
-}
+#define PROG "baton bench"
 
 int baton_cmd_bench(int argc, char **argv)
 {
@@ -94,29 +82,36 @@ int baton_cmd_bench(int argc, char **argv)
                             {"tpot", "ms", {0}, 0, 0, 0},
                             {"load", "s", {0}, 0, 0, 0}};
     uint32_t n_prompt = 128, n_gen = 64, reps = 5, r, i, c, n_vocab = 0;
-    const char *json = NULL;
+    const char *json = NULL, *servers_name = "--servers"; /* where cfg.servers came from */
     int32_t *ids = NULL;
     int ch, bad = 0, ret = 1;
     FILE *devnull = NULL;
 
     baton_run_config_default(&cfg);
-    if (getenv("BATON_SERVERS") && *getenv("BATON_SERVERS"))
+    cfg.prog = PROG;
+    if (getenv("BATON_SERVERS") && *getenv("BATON_SERVERS")) {
         cfg.servers = getenv("BATON_SERVERS");
+        servers_name = "BATON_SERVERS";
+    }
     if (getenv("BATON_KEY_FILE") && *getenv("BATON_KEY_FILE"))
         cfg.key_path = getenv("BATON_KEY_FILE");
     optind = 1;
     while ((ch = getopt_long(argc, argv, "p:n:h", opts, NULL)) != -1) {
         switch (ch) {
         case O_MODEL: cfg.model_path = optarg; break;
-        case O_SERVERS: cfg.servers = optarg; break;
+        case O_SERVERS: cfg.servers = optarg; servers_name = "--servers"; break;
         case O_SPLIT: cfg.split = optarg; break;
         case O_JSON: json = optarg; break;
         case O_KEY: cfg.key_path = optarg; break;
-        case 'p': n_prompt = parse_count("-p", optarg, 1, 1u << 20, &bad); break;
-        case 'n': n_gen = parse_count("-n", optarg, 2, 1u << 20, &bad); break;
-        case O_REPS: reps = parse_count("--reps", optarg, 1, MAX_REPS, &bad); break;
-        case O_THREADS: cfg.n_threads = parse_count("--threads", optarg, 1, 64, &bad); break;
-        case O_UBATCH: cfg.n_ubatch = parse_count("--ubatch", optarg, 1, 1u << 20, &bad); break;
+        case 'p': bad = baton_cli_parse_u32(PROG, "-p", optarg, 1, 1u << 20, &n_prompt); break;
+        case 'n': bad = baton_cli_parse_u32(PROG, "-n", optarg, 2, 1u << 20, &n_gen); break;
+        case O_REPS: bad = baton_cli_parse_u32(PROG, "--reps", optarg, 1, MAX_REPS, &reps); break;
+        case O_THREADS:
+            bad = baton_cli_parse_u32(PROG, "--threads", optarg, 1, 64, &cfg.n_threads);
+            break;
+        case O_UBATCH:
+            bad = baton_cli_parse_u32(PROG, "--ubatch", optarg, 1, 1u << 20, &cfg.n_ubatch);
+            break;
         case 'h':
         case O_HELP: bench_usage(stdout); return 0;
         default:
@@ -130,6 +125,9 @@ int baton_cmd_bench(int argc, char **argv)
         fprintf(stderr, "baton bench: --model FILE is required (see --help)\n");
         return 2;
     }
+    /* the endpoint list: a typo is found now, not after the model has loaded */
+    if (baton_run_check_stages(&cfg, servers_name) != 0)
+        return 2;
     if (json && baton_cli_check_output("baton bench", "--json", json, 0) != 0)
         return 1;
     {

@@ -1,5 +1,4 @@
 /* `baton gen-model` and `baton quantize`. */
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,20 +30,10 @@ static int parse_type(const char *s, uint32_t *type)
     return -1;
 }
 
-static int parse_u32_opt(const char *cmd, const char *opt, const char *s, uint32_t *out)
-{
-    char *end = NULL;
-    unsigned long v;
-
-    errno = 0;
-    v = strtoul(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || s[0] == '-' || v == 0 || v > 1000000000ul) {
-        fprintf(stderr, "baton %s: %s: '%s' is not a positive integer\n", cmd, opt, s);
-        return -1;
-    }
-    *out = (uint32_t)v;
-    return 0;
-}
+/* Largest value of a shape option (--layers, --dim, ...): far above any real
+ * model, and small enough that the generator's scratch of dim x max(vocab, ff,
+ * dim) floats, in bytes, fits in 64 bits. */
+#define GEN_DIM_MAX 1000000000u
 
 static void gen_usage(FILE *f)
 {
@@ -113,17 +102,11 @@ int baton_cmd_gen_model(int argc, char **argv)
                 return 2;
             }
             break;
-        case O_SEED: {
-            char *end = NULL;
-
-            errno = 0;
-            cfg.seed = strtoull(optarg, &end, 10);
-            if (errno || end == optarg || *end != '\0') {
-                fprintf(stderr, "baton gen-model: --seed: '%s' is not an integer\n", optarg);
+        case O_SEED:
+            if (baton_cli_parse_u64("baton gen-model", "--seed", optarg, 0, UINT64_MAX,
+                                    &cfg.seed) != 0)
                 return 2;
-            }
             break;
-        }
         case 'o': cfg.out_path = optarg; break;
         case 'h':
         case O_HELP: gen_usage(stdout); return 0;
@@ -131,7 +114,7 @@ int baton_cmd_gen_model(int argc, char **argv)
             fprintf(stderr, "(see `baton gen-model --help`)\n");
             return 2;
         }
-        if (dst && parse_u32_opt("gen-model", name, optarg, dst) != 0)
+        if (dst && baton_cli_parse_u32("baton gen-model", name, optarg, 1, GEN_DIM_MAX, dst) != 0)
             return 2;
     }
     if (optind < argc) {

@@ -142,12 +142,10 @@ int baton_cmd_info(int argc, char **argv)
             key_path = v;
             i++;
         } else if (!strcmp(a, "--timeout") && v) {
-            char *end;
-            long t = strtol(v, &end, 10);
-            if (*v == '\0' || *end || t < 1 || t > 3600000) {
-                fprintf(stderr, "baton info: --timeout: expected 1..3600000 ms, got %s\n", v);
+            uint32_t t;
+
+            if (baton_cli_parse_u32("baton info", "--timeout", v, 1, 3600000, &t) != 0)
                 return 2;
-            }
             timeout_ms = (int)t;
             i++;
         } else {

@@ -1,7 +1,6 @@
 /* `baton run`: options -> struct baton_run_config -> baton_run(). */
 #include <errno.h>
 #include <getopt.h>
-#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,23 +54,16 @@ static void run_usage(FILE *f)
           "summary and --stats lines and every error on stderr.\n"
           "Exit status: 0 success, 1 failure (the message names the stage and endpoint,\n"
           "or the file: a --stats-json or --ids-file that cannot be created is reported\n"
-          "before the model is loaded), 2 usage error.\n",
+          "before the model is loaded), 2 usage error (a malformed --servers entry, or a\n"
+          "--split that does not match the server count, is also found before that).\n",
           f);
 }
 
-static int parse_u32(const char *opt, const char *s, uint32_t min, uint32_t *out)
-{
-    char *end = NULL;
-    unsigned long v;
+#define PROG "baton run"
 
-    errno = 0;
-    v = strtoul(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < min || v > UINT32_MAX || s[0] == '-') {
-        fprintf(stderr, "baton run: %s: '%s' is not an integer >= %u\n", opt, s, min);
-        return -1;
-    }
-    *out = (uint32_t)v;
-    return 0;
+static int parse_u32(const char *opt, const char *s, uint32_t min, uint32_t max, uint32_t *out)
+{
+    return baton_cli_parse_u32(PROG, opt, s, min, max, out);
 }
 
 static int parse_float(const char *opt, const char *s, float lo, float hi, float *out)
@@ -110,12 +102,16 @@ int baton_cmd_run(int argc, char **argv)
         {"p2p", required_argument, 0, O_P2P},         {"stats-json", required_argument, 0, O_STATS_JSON},
         {0, 0, 0, 0}};
     struct baton_run_config cfg;
+    const char *servers_name = "--servers"; /* where cfg.servers came from */
     uint32_t u;
     int c;
 
     baton_run_config_default(&cfg);
-    if (getenv("BATON_SERVERS") && *getenv("BATON_SERVERS"))
+    cfg.prog = PROG;
+    if (getenv("BATON_SERVERS") && *getenv("BATON_SERVERS")) {
         cfg.servers = getenv("BATON_SERVERS");
+        servers_name = "BATON_SERVERS";
+    }
     if (getenv("BATON_KEY_FILE") && *getenv("BATON_KEY_FILE"))
         cfg.key_path = getenv("BATON_KEY_FILE");
     if (getenv("BATON_P2P") && *getenv("BATON_P2P")) {
@@ -135,35 +131,24 @@ int baton_cmd_run(int argc, char **argv)
         switch (c) {
         case O_MODEL: cfg.model_path = optarg; break;
         case O_PROMPT: cfg.prompt = optarg; break;
-        case O_SERVERS: cfg.servers = optarg; break;
+        case O_SERVERS: cfg.servers = optarg; servers_name = "--servers"; break;
         case O_SPLIT: cfg.split = optarg; break;
-        case 'n': if (parse_u32("-n", optarg, 1, &cfg.n_predict)) return 2; break;
-        case O_CTX: if (parse_u32("--ctx", optarg, 1, &cfg.n_ctx)) return 2; break;
-        case O_UBATCH: if (parse_u32("--ubatch", optarg, 1, &cfg.n_ubatch)) return 2; break;
+        case 'n': if (parse_u32("-n", optarg, 1, UINT32_MAX, &cfg.n_predict)) return 2; break;
+        case O_CTX: if (parse_u32("--ctx", optarg, 1, UINT32_MAX, &cfg.n_ctx)) return 2; break;
+        case O_UBATCH:
+            if (parse_u32("--ubatch", optarg, 1, UINT32_MAX, &cfg.n_ubatch)) return 2;
+            break;
         case O_TEMP: if (parse_float("--temp", optarg, 0.0f, 100.0f, &cfg.temp)) return 2; break;
-        case O_TOPK: if (parse_u32("--top-k", optarg, 0, &cfg.top_k)) return 2; break;
+        case O_TOPK: if (parse_u32("--top-k", optarg, 0, UINT32_MAX, &cfg.top_k)) return 2; break;
         case O_TOPP:
             if (parse_float("--top-p", optarg, 1e-6f, 1.0f, &cfg.top_p)) return 2;
             break;
-        case O_SEED: {
-            char *end = NULL;
-
-            errno = 0;
-            cfg.seed = strtoull(optarg, &end, 10);
-            if (errno || end == optarg || *end != '\0') {
-                fprintf(stderr, "baton run: --seed: '%s' is not an integer\n", optarg);
-                return 2;
-            }
+        case O_SEED:
+            if (baton_cli_parse_u64(PROG, "--seed", optarg, 0, UINT64_MAX, &cfg.seed)) return 2;
             break;
-        }
-        case O_THREADS:
-            if (parse_u32("--threads", optarg, 1, &cfg.n_threads) || cfg.n_threads > 256) {
-                fprintf(stderr, "baton run: --threads must be 1..256\n");
-                return 2;
-            }
-            break;
+        case O_THREADS: if (parse_u32("--threads", optarg, 1, 256, &cfg.n_threads)) return 2; break;
         case O_TIMEOUT:
-            if (parse_u32("--timeout", optarg, 1, &u) || u > 86400000u) return 2;
+            if (parse_u32("--timeout", optarg, 1, 86400000u, &u)) return 2;
             cfg.timeout_ms = (int)u;
             break;
         case O_STATS: cfg.stats = 1; break;
@@ -203,6 +188,9 @@ int baton_cmd_run(int argc, char **argv)
                         "there)\n");
         return 2;
     }
+    /* the endpoint list: a typo is found now, not after the model has loaded */
+    if (baton_run_check_stages(&cfg, servers_name) != 0)
+        return 2;
     /* output files: found unwritable now, not after the whole generation */
     if ((cfg.stats_json &&
          baton_cli_check_output("baton run", "--stats-json", cfg.stats_json, 0) != 0) ||

@@ -38,6 +38,7 @@
 
 #include "auth/auth.h"
 #include "baton/status.h"
+#include "cli/cli.h"
 #include "core/limits.h"
 #include "net/net.h"
 #include "server/policy.h"
@@ -64,7 +65,7 @@ static void usage(FILE *f)
             "                    needs --key, or --insecure-no-auth)\n"
             "  --port N          TCP port (default %d; 0 picks a free port)\n"
             "  --port-file FILE  write the bound port to FILE (atomically) once listening\n"
-            "  --threads N       compute threads per graph (default 1)\n"
+            "  --threads N       compute threads per graph, 1..64 (default 1)\n"
             "  --key FILE        client key (baton keygen): every connection must\n"
             "                    authenticate; frames after AUTH carry a MAC\n"
             "  --peer-key FILE   peer key: lets peer-role connections authenticate\n"
@@ -91,19 +92,6 @@ static void usage(FILE *f)
             "the policy file refused, the address does not resolve or cannot be bound);\n"
             "2 usage error (a bad flag or value, or options that need each other).\n",
             BATON_DEFAULT_PORT);
-}
-
-static int parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
-{
-    char *end;
-    errno = 0;
-    if (!s || !*s || *s == '-' || *s == '+')
-        return -1;
-    unsigned long v = strtoul(s, &end, 10);
-    if (errno || *end || v < lo || v > hi)
-        return -1;
-    *out = (uint32_t)v;
-    return 0;
 }
 
 /* Writes "<port>\n" to path via a temporary file in the same directory and
@@ -287,19 +275,18 @@ int main(int argc, char **argv)
             }
             i++;
         } else if (!strcmp(a, "--port") && v) {
-            if (baton_net_parse_port(v, &pol.port) != 0) {
-                fprintf(stderr, "batond: --port: not a port number: %s\n", v);
+            uint32_t p;
+
+            if (baton_cli_parse_u32("batond", "--port", v, 0, 65535, &p) != 0)
                 return 2;
-            }
+            pol.port = (uint16_t)p;
             i++;
         } else if (!strcmp(a, "--port-file") && v) {
             port_file = v;
             i++;
         } else if (!strcmp(a, "--threads") && v) {
-            if (parse_u32(v, 1, 64, &pol.threads) != 0) {
-                fprintf(stderr, "batond: --threads: expected 1..64, got %s\n", v);
+            if (baton_cli_parse_u32("batond", "--threads", v, 1, 64, &pol.threads) != 0)
                 return 2;
-            }
             i++;
         } else if (!strcmp(a, "--key") && v) {
             key_path = v;

@@ -1,9 +1,11 @@
 /* Subcommands of the `baton` program. Each takes argv with argv[0] = the
  * subcommand name, parses its own options (and --help), prints errors to
  * stderr and returns the process exit code: 0 success, 1 runtime failure,
- * 2 usage error. */
+ * 2 usage error. The option helpers at the end serve batond too. */
 #ifndef BATON_CLI_H
 #define BATON_CLI_H
+
+#include <stdint.h>
 
 int baton_cmd_run(int argc, char **argv);     /* baton_run.c */
 int baton_cmd_info(int argc, char **argv);    /* baton_info.c */
@@ -21,5 +23,19 @@ int baton_cmd_bench(int argc, char **argv);     /* baton_bench.c */
  * "" for none) and returns -1; else 0. (baton_main.c) */
 int baton_cli_check_output(const char *prog, const char *what, const char *path,
                            int replaced_atomically);
+
+/* Parses the value s of integer option opt (as the user typed it, e.g. "-n",
+ * "--ctx"): decimal digits only, in [min, max]. On failure prints to stderr
+ * one of
+ *   PROG: OPT: 'S' is not an integer            (empty, '+', space, 0x, 1.5, ...)
+ *   PROG: OPT: 'S' is too large (at most MAX)   (also past 2^64 - 1)
+ *   PROG: OPT: 'S' is too small (at least MIN)  (also '-' and digits)
+ * and returns -1 (a usage error: the caller exits 2); else stores the value
+ * and returns 0. (cli_args.c, linked into baton and batond) */
+int baton_cli_parse_u64(const char *prog, const char *opt, const char *s, uint64_t min,
+                        uint64_t max, uint64_t *out);
+/* The same for a uint32_t (max at most UINT32_MAX). */
+int baton_cli_parse_u32(const char *prog, const char *opt, const char *s, uint32_t min,
+                        uint32_t max, uint32_t *out);
 
 #endif

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -26,6 +27,8 @@
 #define ALIGN 64u
 #define UPLOAD_CHUNK (16u << 20)
 #define ENDPOINT_MAX 128
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x) /* a constant's value in a message */
 
 struct stage_rt {
     uint32_t index; /* 0-based */
@@ -101,12 +104,27 @@ static uint64_t align_up(uint64_t v)
     return (v + (ALIGN - 1)) & ~(uint64_t)(ALIGN - 1);
 }
 
+/* Prints "PROG: " and the formatted rest (which ends in "\n") to cfg->log:
+ * every error and notice names the command the user typed (cfg->prog). */
+__attribute__((format(printf, 2, 3))) static void run_msg(const struct baton_run_config *cfg,
+                                                          const char *fmt, ...)
+{
+    va_list ap;
+
+    flockfile(cfg->log);
+    fprintf(cfg->log, "%s: ", cfg->prog ? cfg->prog : "baton");
+    va_start(ap, fmt);
+    vfprintf(cfg->log, fmt, ap);
+    va_end(ap);
+    funlockfile(cfg->log);
+}
+
 static int stage_fail(struct run *r, const struct stage_rt *s, const char *what, int rc)
 {
     const int connect_io = rc == BATON_E_IO && strcmp(what, "connect") == 0;
 
-    fprintf(r->cfg->log, "baton: stage %u (%s): %s failed: %s (%s)%s\n", s->index + 1,
-            s->endpoint, what, baton_status_name(rc), baton_status_str(rc),
+    run_msg(r->cfg, "stage %u (%s): %s failed: %s (%s)%s\n", s->index + 1, s->endpoint, what,
+            baton_status_name(rc), baton_status_str(rc),
             connect_io         ? "; is batond running and listening there?"
             : rc != BATON_E_AUTH ? ""
             : r->key           ? "; the server has another key, or requires none"
@@ -116,14 +134,17 @@ static int stage_fail(struct run *r, const struct stage_rt *s, const char *what,
 
 /* ---- setup ---- */
 
+/* host:port or [v6addr]:port in text[0..len), port 1..65535. Returns 0, or
+ * BATON_E_INVAL with *why saying what is wrong. */
 static int parse_endpoint(const char *text, size_t len, char *host, size_t host_cap,
-                          uint16_t *port)
+                          uint16_t *port, const char **why)
 {
     const char *colon;
     char buf[ENDPOINT_MAX];
-    char *end = NULL;
-    unsigned long p;
+    size_t i;
+    uint32_t p = 0;
 
+    *why = "want host:port or host:port@peerhost:peerport";
     if (len == 0 || len >= sizeof(buf))
         return BATON_E_INVAL;
     memcpy(buf, text, len);
@@ -131,10 +152,19 @@ static int parse_endpoint(const char *text, size_t len, char *host, size_t host_
     colon = strrchr(buf, ':');
     if (colon == NULL || colon == buf || (size_t)(colon - buf) >= host_cap)
         return BATON_E_INVAL;
-    errno = 0;
-    p = strtoul(colon + 1, &end, 10);
-    if (errno != 0 || end == colon + 1 || *end != '\0' || p == 0 || p > 65535)
+    /* digits only; p stops growing past 65535, so it cannot wrap */
+    for (i = 0; colon[1 + i] != '\0'; i++) {
+        if (colon[1 + i] < '0' || colon[1 + i] > '9')
+            return BATON_E_INVAL;
+        if (p <= 65535)
+            p = p * 10 + (uint32_t)(colon[1 + i] - '0');
+    }
+    if (i == 0)
         return BATON_E_INVAL;
+    if (p == 0 || p > 65535) {
+        *why = "the port must be 1..65535";
+        return BATON_E_INVAL;
+    }
     memcpy(host, buf, (size_t)(colon - buf));
     host[colon - buf] = '\0';
     /* [::1]:7340 */
@@ -148,6 +178,116 @@ static int parse_endpoint(const char *text, size_t len, char *host, size_t host_
     }
     *port = (uint16_t)p;
     return 0;
+}
+
+/* One --servers entry: host:port, or host:port@peerhost:peerport (the address
+ * the other servers reach that one at, for COPY_TENSOR_TO). */
+struct server_entry {
+    char endpoint[ENDPOINT_MAX];      /* host:port as given */
+    char peer_endpoint[ENDPOINT_MAX]; /* peerhost:peerport as given, or "" */
+    char host[ENDPOINT_MAX];
+    uint16_t port;
+};
+
+/* Parses the entry text[0..len). Returns 0, or BATON_E_INVAL with *why. */
+static int parse_server_entry(const char *text, size_t len, struct server_entry *e,
+                              const char **why)
+{
+    const char *at = memchr(text, '@', len);
+    const size_t clen = at ? (size_t)(at - text) : len;
+    char peer_host[ENDPOINT_MAX];
+    uint16_t peer_port;
+
+    memset(e, 0, sizeof(*e));
+    if (clen >= sizeof(e->endpoint) || (at && len - clen - 1 >= sizeof(e->peer_endpoint))) {
+        *why = "an address must be shorter than " STRINGIFY(ENDPOINT_MAX) " bytes";
+        return BATON_E_INVAL;
+    }
+    memcpy(e->endpoint, text, clen);
+    if (at)
+        memcpy(e->peer_endpoint, at + 1, len - clen - 1);
+    if (parse_endpoint(text, clen, e->host, sizeof(e->host), &e->port, why) != 0)
+        return BATON_E_INVAL;
+    if (at && parse_endpoint(at + 1, len - clen - 1, peer_host, sizeof(peer_host), &peer_port,
+                             why) != 0)
+        return BATON_E_INVAL;
+    return 0;
+}
+
+/* Length of the entry that starts at p (up to the next ',' or the end). */
+static size_t entry_len(const char *p)
+{
+    const char *comma = strchr(p, ',');
+
+    return comma ? (size_t)(comma - p) : strlen(p);
+}
+
+/* The number of stages --servers and --split give, with the split
+ * proportions in props[0..n) (the layer counts come later, with the model).
+ * Returns that number, or -1 after printing what is wrong. */
+static int plan_parts(const struct baton_run_config *cfg, const char *servers_name,
+                      double *props)
+{
+    const char *p = cfg->servers;
+    uint32_t n_servers = 0, i;
+    int n_parts;
+
+    if (strcmp(cfg->servers, "local") != 0) {
+        for (;;) {
+            const size_t len = entry_len(p);
+            struct server_entry e;
+            const char *why = NULL;
+
+            if (n_servers == BATON_MAX_STAGES) {
+                run_msg(cfg, "%s: more than %u servers (the most stages a run can have)\n",
+                        servers_name, BATON_MAX_STAGES);
+                return -1;
+            }
+            n_servers++;
+            if (len == 0) {
+                if (cfg->servers[0] == '\0')
+                    run_msg(cfg, "%s is empty (want host:port,host:port,... or local)\n",
+                            servers_name);
+                else
+                    run_msg(cfg, "%s: entry %u of '%s' is empty (want host:port,host:port,... "
+                                 "or local)\n",
+                            servers_name, n_servers, cfg->servers);
+                return -1;
+            }
+            if (parse_server_entry(p, len, &e, &why) != 0) {
+                run_msg(cfg, "%s: bad endpoint '%.*s' (%s)\n", servers_name, (int)len, p, why);
+                return -1;
+            }
+            if (p[len] == '\0')
+                break;
+            p += len + 1;
+        }
+    }
+    if (cfg->split) {
+        n_parts = baton_split_parse(cfg->split, props, BATON_MAX_STAGES);
+        if (n_parts < 0) {
+            run_msg(cfg, "--split '%s': want positive numbers like 1,1,1 (at most %u)\n",
+                    cfg->split, BATON_MAX_STAGES);
+            return -1;
+        }
+    } else {
+        n_parts = n_servers ? (int)n_servers : 1;
+        for (i = 0; i < (uint32_t)n_parts; i++)
+            props[i] = 1.0;
+    }
+    if (n_servers && (uint32_t)n_parts != n_servers) {
+        run_msg(cfg, "--split has %d part%s but %s names %u server%s\n", n_parts,
+                n_parts == 1 ? "" : "s", servers_name, n_servers, n_servers == 1 ? "" : "s");
+        return -1;
+    }
+    return n_parts;
+}
+
+int baton_run_check_stages(const struct baton_run_config *cfg, const char *servers_name)
+{
+    double props[BATON_MAX_STAGES];
+
+    return plan_parts(cfg, servers_name ? servers_name : "--servers", props) < 0 ? 2 : 0;
 }
 
 static int connect_stages(struct run *r, uint32_t n_stages)
@@ -167,7 +307,7 @@ static int connect_stages(struct run *r, uint32_t n_stages)
         else
             snprintf(err, sizeof(err), "no usable random source (libsodium)");
         if (rc != 0) {
-            fprintf(cfg->log, "baton: --key: %s\n", err);
+            run_msg(cfg, "--key: %s\n", err);
             return 1;
         }
         co.key = r->key;
@@ -182,8 +322,7 @@ static int connect_stages(struct run *r, uint32_t n_stages)
         sc.client_key = r->key; /* with --key the in-process stages authenticate too */
         rc = baton_server_create(&sc, &r->local);
         if (rc != 0) {
-            fprintf(cfg->log, "baton: cannot start the in-process server: %s\n",
-                    baton_status_str(rc));
+            run_msg(cfg, "cannot start the in-process server: %s\n", baton_status_str(rc));
             return 1;
         }
     }
@@ -197,7 +336,7 @@ static int connect_stages(struct run *r, uint32_t n_stages)
 
             snprintf(s->endpoint, sizeof(s->endpoint), "local");
             if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
-                fprintf(cfg->log, "baton: socketpair: %s\n", strerror(errno));
+                run_msg(cfg, "socketpair: %s\n", strerror(errno));
                 return 1;
             }
             rc = baton_server_serve_fd(r->local, fds[0]);
@@ -207,36 +346,19 @@ static int connect_stages(struct run *r, uint32_t n_stages)
             }
             rc = baton_conn_adopt_fd_ex(fds[1], &co, &s->conn);
         } else {
-            const char *comma = strchr(p, ',');
-            size_t len = comma ? (size_t)(comma - p) : strlen(p);
-            const char *at = memchr(p, '@', len);
-            size_t clen = at ? (size_t)(at - p) : len;
-            char host[ENDPOINT_MAX], peer_host[ENDPOINT_MAX];
-            uint16_t port, peer_port;
+            /* checked by plan_parts before the model was opened */
+            const size_t len = entry_len(p);
+            struct server_entry e;
+            const char *why = NULL;
 
-            /* host:port, or host:port@peerhost:peerport (the address the
-             * other servers reach this one at, for COPY_TENSOR_TO) */
-            if (clen >= sizeof(s->endpoint) || len - clen >= sizeof(s->peer_endpoint)) {
-                fprintf(cfg->log, "baton: --servers: endpoint too long\n");
+            if (parse_server_entry(p, len, &e, &why) != 0) {
+                run_msg(cfg, "--servers: bad endpoint '%.*s' (%s)\n", (int)len, p, why);
                 return 2;
             }
-            memcpy(s->endpoint, p, clen);
-            s->endpoint[clen] = '\0';
-            if (at) {
-                memcpy(s->peer_endpoint, at + 1, len - clen - 1);
-                s->peer_endpoint[len - clen - 1] = '\0';
-            }
-            if (parse_endpoint(p, clen, host, sizeof(host), &port) != 0 ||
-                (at && parse_endpoint(at + 1, len - clen - 1, peer_host, sizeof(peer_host),
-                                      &peer_port) != 0)) {
-                fprintf(cfg->log,
-                        "baton: --servers: bad endpoint '%.*s' (want host:port or "
-                        "host:port@peerhost:peerport)\n",
-                        (int)len, p);
-                return 2;
-            }
-            p = comma ? comma + 1 : p + len;
-            rc = baton_conn_connect_ex(host, port, &co, &s->conn);
+            memcpy(s->endpoint, e.endpoint, sizeof(s->endpoint));
+            memcpy(s->peer_endpoint, e.peer_endpoint, sizeof(s->peer_endpoint));
+            p += p[len] == ',' ? len + 1 : len;
+            rc = baton_conn_connect_ex(e.host, e.port, &co, &s->conn);
         }
         if (rc != 0)
             return stage_fail(r, s, "connect", rc);
@@ -252,12 +374,12 @@ static int find_weight(struct run *r, const char *name, uint64_t ne0, uint64_t n
     int rc = baton_gguf_find_tensor(r->gguf, name, t, NULL);
 
     if (rc != 0) {
-        fprintf(r->cfg->log, "baton: %s: tensor '%s': missing\n", r->cfg->model_path, name);
+        run_msg(r->cfg, "%s: tensor '%s': missing\n", r->cfg->model_path, name);
         return 1;
     }
     if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1) {
-        fprintf(r->cfg->log,
-                "baton: %s: tensor '%s': shape (%" PRIu64 ", %" PRIu64 ") but the model needs "
+        run_msg(r->cfg,
+                "%s: tensor '%s': shape (%" PRIu64 ", %" PRIu64 ") but the model needs "
                 "(%" PRIu64 ", %" PRIu64 ")\n",
                 r->cfg->model_path, name, t->ne[0], t->ne[1], ne0, ne1);
         return 1;
@@ -282,7 +404,7 @@ static int place(struct run *r, struct upload_item *items, uint32_t *n_items, ui
     *offset = align_up(*offset);
     rc = baton_tensor_init(dst, 0, *offset, it->src.type, ne0, ne1, 1, 1);
     if (rc != 0) {
-        fprintf(r->cfg->log, "baton: %s: tensor '%s': %s\n", r->cfg->model_path, name,
+        run_msg(r->cfg, "%s: tensor '%s': %s\n", r->cfg->model_path, name,
                 baton_status_str(rc));
         return 1;
     }
@@ -309,7 +431,7 @@ static int upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
     items = calloc((size_t)n_local * 9 + 3, sizeof(*items));
     st->layers = calloc(n_local ? n_local : 1, sizeof(*st->layers));
     if (items == NULL || st->layers == NULL) {
-        fprintf(r->cfg->log, "baton: out of memory\n");
+        run_msg(r->cfg, "out of memory\n");
         goto out;
     }
     rc = baton_device_info(s->conn, &info);
@@ -362,15 +484,14 @@ static int upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
         if (is_vector ? ty != BATON_TYPE_F32
                       : !(ty == BATON_TYPE_F32 || ty == BATON_TYPE_F16 ||
                           ty == BATON_TYPE_Q8_0 || ty == BATON_TYPE_Q4_0)) {
-            fprintf(r->cfg->log, "baton: %s: tensor '%s' has type %s, which the llama graph "
-                                 "does not use for a %s\n",
+            run_msg(r->cfg, "%s: tensor '%s' has type %s, which the llama graph does not use "
+                            "for a %s\n",
                     r->cfg->model_path, items[i].src.name, baton_type_name(ty),
                     is_vector ? "norm weight (f32 only)" : "matrix (f32, f16, q8_0, q4_0)");
             goto out;
         }
         if (items[i].src.type >= 64 || !(info.type_mask & (1ull << items[i].src.type))) {
-            fprintf(r->cfg->log,
-                    "baton: %s: tensor '%s' has type %s, which stage %u (%s) cannot compute\n",
+            run_msg(r->cfg, "%s: tensor '%s' has type %s, which stage %u (%s) cannot compute\n",
                     r->cfg->model_path, items[i].src.name, baton_type_name(items[i].src.type),
                     s->index + 1, s->endpoint);
             goto out;
@@ -425,7 +546,7 @@ static int upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
                                        r->cfg->n_ctx, hp->n_head_kv, 1);
             koff = align_up(koff + L->v_cache.nbytes);
             if (rc != 0) {
-                fprintf(r->cfg->log, "baton: KV cache size: %s\n", baton_status_str(rc));
+                run_msg(r->cfg, "KV cache size: %s\n", baton_status_str(rc));
                 goto out;
             }
         }
@@ -458,7 +579,7 @@ static int upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
         for (k = 0; k < 7; k++) {
             rc = baton_tensor_init(d[k], 0, ioff, types[k], ne0[k], ne1[k], 1, 1);
             if (rc != 0) {
-                fprintf(r->cfg->log, "baton: I/O tensor size: %s\n", baton_status_str(rc));
+                run_msg(r->cfg, "I/O tensor size: %s\n", baton_status_str(rc));
                 goto out;
             }
             ioff = align_up(ioff + d[k]->nbytes);
@@ -478,7 +599,7 @@ static int upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
     s->leaves = calloc(s->cap_leaves, sizeof(*s->leaves));
     s->nodes = calloc(s->cap_nodes, sizeof(*s->nodes));
     if (s->leaves == NULL || s->nodes == NULL) {
-        fprintf(r->cfg->log, "baton: out of memory\n");
+        run_msg(r->cfg, "out of memory\n");
         goto out;
     }
     ret = 0;
@@ -507,9 +628,10 @@ static int resolve_peer(const char *endpoint, struct baton_peer_dest *d)
     char host[ENDPOINT_MAX];
     uint16_t port;
     struct addrinfo hints, *res = NULL, *ai;
+    const char *why = NULL;
     int rc = BATON_E_NOT_FOUND;
 
-    if (parse_endpoint(endpoint, strlen(endpoint), host, sizeof(host), &port) != 0)
+    if (parse_endpoint(endpoint, strlen(endpoint), host, sizeof(host), &port, &why) != 0)
         return BATON_E_INVAL;
     memset(&hints, 0, sizeof(hints));
     hints.ai_family = AF_UNSPEC;
@@ -652,7 +774,7 @@ static int run_step(struct run *r, const int32_t *tokens, uint32_t n, uint32_t p
         baton_gb_init(&gb, s->leaves, s->cap_leaves, s->nodes, s->cap_nodes);
         rc = baton_llama_build_stage(&r->hp, &s->st, n, want_logits, &gb);
         if (rc != 0) {
-            fprintf(r->cfg->log, "baton: stage %u: building the graph failed: %s\n", si + 1,
+            run_msg(r->cfg, "stage %u: building the graph failed: %s\n", si + 1,
                     baton_status_str(rc));
             return 1;
         }
@@ -703,12 +825,12 @@ static int run_step(struct run *r, const int32_t *tokens, uint32_t n, uint32_t p
         if (!direct)
             continue;
         if (res.result != s->last_outcome)
-            fprintf(r->cfg->log, "baton: stage %u -> %u: direct copy %s%s%s\n", si + 1, si + 2,
+            run_msg(r->cfg, "stage %u -> %u: direct copy %s%s%s\n", si + 1, si + 2,
                     outcome_name(res.result), res.status ? " " : "",
                     res.status ? baton_status_name(-(int)res.status) : "");
         if (res.result != s->last_outcome && res.result != BATON_COPY_DONE)
-            fprintf(r->cfg->log, "baton: stage %u -> %u: copying through the coordinator (hub "
-                                 "path) while the direct copy is not done\n",
+            run_msg(r->cfg, "stage %u -> %u: copying through the coordinator (hub path) while "
+                            "the direct copy is not done\n",
                     si + 1, si + 2);
         s->last_outcome = res.result;
         if (res.result == BATON_COPY_DONE) {
@@ -873,16 +995,7 @@ void baton_run_config_default(struct baton_run_config *cfg)
     cfg->p2p = 1;
     cfg->out = stdout;
     cfg->log = stderr;
-}
-
-static uint32_t count_servers(const char *servers)
-{
-    uint32_t n = 1;
-
-    for (; *servers; servers++)
-        if (*servers == ',')
-            n++;
-    return n;
+    cfg->prog = "baton";
 }
 
 int baton_run(const struct baton_run_config *cfg)
@@ -892,7 +1005,7 @@ int baton_run(const struct baton_run_config *cfg)
     double props[BATON_MAX_STAGES];
     uint32_t counts[BATON_MAX_STAGES];
     int n_parts, rc, ret = 1;
-    uint32_t i, n_servers, layer;
+    uint32_t i, layer;
     int32_t *prompt_ids = NULL, *gen_ids = NULL;
     size_t n_prompt = 0, n_gen = 0;
     double t_load0, t_load, t_prefill = 0, t_decode = 0, bytes = 0;
@@ -903,22 +1016,27 @@ int baton_run(const struct baton_run_config *cfg)
     r.cfg = cfg;
     t_load0 = now_s();
     if (cfg->n_ubatch == 0 || cfg->n_ctx == 0) {
-        fprintf(cfg->log, "baton: --ctx and --ubatch must be at least 1\n");
+        run_msg(cfg, "--ctx and --ubatch must be at least 1\n");
         return 2;
     }
+    /* the stage list and split before the model is read: a typo there is
+     * found at once, not after loading */
+    n_parts = plan_parts(cfg, "--servers", props);
+    if (n_parts < 0)
+        return 2;
     rc = baton_gguf_open(cfg->model_path, &r.gguf, err, sizeof(err));
     if (rc != 0) {
-        fprintf(cfg->log, "baton: %s\n", err);
+        run_msg(cfg, "%s\n", err);
         return 1;
     }
     rc = baton_llama_hparams_load(r.gguf, &r.hp, err, sizeof(err));
     if (rc != 0) {
-        fprintf(cfg->log, "baton: %s: %s\n", cfg->model_path, err);
+        run_msg(cfg, "%s: %s\n", cfg->model_path, err);
         goto out;
     }
     rc = baton_tokenizer_from_gguf(r.gguf, &r.tok, err, sizeof(err));
     if (rc != 0) {
-        fprintf(cfg->log, "baton: %s: %s\n", cfg->model_path, err);
+        run_msg(cfg, "%s: %s\n", cfg->model_path, err);
         goto out;
     }
 
@@ -941,8 +1059,7 @@ int baton_run(const struct baton_run_config *cfg)
             rc = 0;
             for (i = 0; i < n_prompt; i++) {
                 if (prompt_ids[i] < 0 || (uint32_t)prompt_ids[i] >= r.hp.n_vocab) {
-                    fprintf(cfg->log, "baton: prompt id %d outside the vocabulary\n",
-                            prompt_ids[i]);
+                    run_msg(cfg, "prompt id %d outside the vocabulary\n", prompt_ids[i]);
                     ret = 2;
                     goto out;
                 }
@@ -952,17 +1069,16 @@ int baton_run(const struct baton_run_config *cfg)
                                 prompt_ids, cap, &n_prompt);
         }
         if (rc == 0 && n_prompt == 0) {
-            fprintf(cfg->log, "baton: the prompt gives no tokens (and the model has no BOS)\n");
+            run_msg(cfg, "the prompt gives no tokens (and the model has no BOS)\n");
             ret = 2;
             goto out;
         }
         if (rc != 0) {
-            fprintf(cfg->log, "baton: cannot tokenize the prompt: %s\n", baton_status_str(rc));
+            run_msg(cfg, "cannot tokenize the prompt: %s\n", baton_status_str(rc));
             goto out;
         }
         if ((uint64_t)n_prompt + cfg->n_predict > cfg->n_ctx) {
-            fprintf(cfg->log,
-                    "baton: prompt (%zu tokens) + -n %u = %llu exceeds the context --ctx %u\n",
+            run_msg(cfg, "prompt (%zu tokens) + -n %u = %llu exceeds the context --ctx %u\n",
                     n_prompt, cfg->n_predict, (unsigned long long)n_prompt + cfg->n_predict,
                     cfg->n_ctx);
             ret = 2;
@@ -970,29 +1086,9 @@ int baton_run(const struct baton_run_config *cfg)
         }
     }
 
-    /* plan */
-    n_servers = strcmp(cfg->servers, "local") == 0 ? 0 : count_servers(cfg->servers);
-    if (cfg->split) {
-        n_parts = baton_split_parse(cfg->split, props, BATON_MAX_STAGES);
-        if (n_parts < 0) {
-            fprintf(cfg->log, "baton: --split '%s': want positive numbers like 1,1,1\n",
-                    cfg->split);
-            ret = 2;
-            goto out;
-        }
-    } else {
-        n_parts = n_servers ? (int)n_servers : 1;
-        for (i = 0; i < (uint32_t)n_parts; i++)
-            props[i] = 1.0;
-    }
-    if (n_servers && (uint32_t)n_parts != n_servers) {
-        fprintf(cfg->log, "baton: --split has %d parts but --servers names %u servers\n", n_parts,
-                n_servers);
-        ret = 2;
-        goto out;
-    }
+    /* plan: n_parts and props from plan_parts */
     if (baton_split_plan(r.hp.n_layer, props, (size_t)n_parts, counts) != 0) {
-        fprintf(cfg->log, "baton: cannot split %u layers into %d stages with --split %s\n",
+        run_msg(cfg, "cannot split %u layers into %d stages with --split %s\n",
                 r.hp.n_layer, n_parts, cfg->split ? cfg->split : "(default)");
         ret = 2;
         goto out;
@@ -1084,7 +1180,7 @@ int baton_run(const struct baton_run_config *cfg)
             int32_t cur;
 
             if (next < 0 || (uint32_t)next >= r.hp.n_vocab) {
-                fprintf(cfg->log, "baton: stage %u returned token id %d outside the vocabulary\n",
+                run_msg(cfg, "stage %u returned token id %d outside the vocabulary\n",
                         r.n_stages, next);
                 goto out;
             }
@@ -1146,7 +1242,7 @@ int baton_run(const struct baton_run_config *cfg)
         if (cfg->stats)
             print_stats(&r, decode_steps);
         if (cfg->stats_json && write_stats_json(&r, cfg->stats_json, decode_steps) != 0) {
-            fprintf(cfg->log, "baton: cannot write %s: %s\n", cfg->stats_json, strerror(errno));
+            run_msg(cfg, "cannot write %s: %s\n", cfg->stats_json, strerror(errno));
             goto out;
         }
         if (cfg->result) {
@@ -1182,7 +1278,7 @@ int baton_run(const struct baton_run_config *cfg)
     }
     if (cfg->ids_path && write_ids(cfg->ids_path, prompt_ids, n_prompt, gen_ids, n_gen,
                                        cfg->report_gap, r.min_gap) != 0) {
-        fprintf(cfg->log, "baton: cannot write %s: %s\n", cfg->ids_path, strerror(errno));
+        run_msg(cfg, "cannot write %s: %s\n", cfg->ids_path, strerror(errno));
         goto out;
     }
     ret = 0;

@@ -80,9 +80,22 @@ struct baton_run_config {
     struct baton_run_result *result; /* when set, filled on success */
     FILE *out;            /* streamed text (stdout) */
     FILE *log;            /* plan, progress, summary, errors (stderr) */
+    const char *prog;     /* what errors start with: the command the user typed,
+                             "baton run" or "baton bench" (default "baton") */
 };
 
 void baton_run_config_default(struct baton_run_config *cfg);
+
+/* Checks the stage list without opening the model or any connection:
+ * cfg->servers is "local" or 1..BATON_MAX_STAGES comma-separated entries
+ * host:port or host:port@peerhost:peerport (port 1..65535, an IPv6 host in
+ * brackets, each address shorter than 128 bytes), and cfg->split, when set,
+ * parses and, unless servers is "local", has one part per server.
+ * servers_name names the list in messages as the user gave it ("--servers",
+ * or "BATON_SERVERS"; NULL = "--servers"). Returns 0, or 2 after printing
+ * "PROG: ..." naming the bad entry to cfg->log. baton_run makes the same
+ * check before it reads the model; the layer split itself needs the model. */
+int baton_run_check_stages(const struct baton_run_config *cfg, const char *servers_name);
 
 /* Runs the whole generation. Returns a process exit code: 0 success,
  * 1 runtime failure (message names the file, or the stage and endpoint),

@@ -4,6 +4,8 @@
 # in-process and over 3 servers, for 1 and 2 threads, for ubatch 1 and 512.
 # quantize: which matrices each type converts (f16: any row length), the
 # warning when none is, and refusals (input as output, a missing directory).
+# gen-model's integer options: too large (also past 2^64), not an integer,
+# too small, each a usage error that writes nothing.
 source "$(dirname "$0")/lib.sh"
 
 "$BATON" gen-model --layers 3 --dim 64 --ff 96 --heads 4 --kv-heads 2 --vocab 400 --type q8_0 \
@@ -19,6 +21,18 @@ cmp -s "$TMP/g1.gguf" "$TMP/g3.gguf" && fail "different seeds gave the same file
 grep -q "blk.2.ffn_down.weight  *q8_0  *96 x 64" "$TMP/g1.txt" || fail "inspect of generated model: tensor row"
 rc=0; "$BATON" gen-model --layers 1 --dim 48 --ff 64 --heads 4 --type q4_0 -o "$TMP/bad.gguf" 2>"$TMP/bad.err" || rc=$?
 [ "$rc" -eq 2 ] || fail "dim 48 with q4_0 exited $rc"
+# integer options: too large (also past 2^64), not an integer, too small
+for c in "--dim 99999999999999999999|--dim: '99999999999999999999' is too large (at most 1000000000)" \
+         "--dim 1000000001|--dim: '1000000001' is too large (at most 1000000000)" \
+         "--layers 0|--layers: '0' is too small (at least 1)" \
+         "--heads 4x|--heads: '4x' is not an integer" \
+         "--seed 18446744073709551616|--seed: '18446744073709551616' is too large (at most 18446744073709551615)"; do
+    rc=0
+    # shellcheck disable=SC2086
+    "$BATON" gen-model --layers 1 --dim 64 --ff 64 --heads 4 ${c%%|*} -o "$TMP/int.gguf" 2>"$TMP/bad.err" || rc=$?
+    [ "$rc" -eq 2 ] && grep -qxF "baton gen-model: ${c#*|}" "$TMP/bad.err" && [ ! -e "$TMP/int.gguf" ] ||
+        fail "gen-model ${c%%|*}: rc $rc: $(cat "$TMP/bad.err")"
+done
 rc=0; "$BATON" gen-model --layers 1 --dim 64 --ff 64 --heads 4 -o "$TMP/nodir/g.gguf" 2>"$TMP/bad.err" || rc=$?
 [ "$rc" -eq 1 ] && grep -qx "baton gen-model: -o $TMP/nodir/g.gguf: cannot create a file in $TMP/nodir: No such file or directory" \
     "$TMP/bad.err" || fail "gen-model into a missing directory: rc $rc: $(cat "$TMP/bad.err")"

@@ -1,8 +1,10 @@
 #!/bin/bash
 # baton inspect and baton run on the real model file and on broken copies:
 # right facts, valid JSON, clear errors naming the file, exit codes; run's
-# output files checked before the model loads, its hub plan lines, and
-# demo.sh's message for a missing model.
+# and bench's output files and --servers list checked before the model
+# loads, integer options (too large, not an integer, too small), messages
+# that start with the command typed, run's hub plan lines, and demo.sh's
+# message for a missing model.
 source "$(dirname "$0")/lib.sh"
 need_model
 
@@ -27,7 +29,68 @@ rc=0; "$BATON" inspect "$TMP/trunc.gguf" >/dev/null 2>"$TMP/trunc.err" || rc=$?
 grep -q "trunc.gguf" "$TMP/trunc.err" || fail "error does not name the file: $(cat "$TMP/trunc.err")"
 rc=0; "$BATON" run --model "$TMP/trunc.gguf" --prompt hi >/dev/null 2>"$TMP/run_trunc.err" || rc=$?
 [ "$rc" -eq 1 ] || fail "run on a truncated file exited $rc"
-grep -q "trunc.gguf" "$TMP/run_trunc.err" || fail "run error does not name the file"
+grep -q "^baton run: $TMP/trunc.gguf: " "$TMP/run_trunc.err" ||
+    fail "run error does not start with 'baton run: ' and the file: $(cat "$TMP/run_trunc.err")"
+# a missing model: named, after the command typed (not a bare "baton: ")
+rc=0; "$BATON" run --model "$TMP/none.gguf" --prompt hi >/dev/null 2>"$TMP/run_none.err" || rc=$?
+[ "$rc" -eq 1 ] && grep -qx "baton run: $TMP/none.gguf: cannot open: No such file or directory" \
+    "$TMP/run_none.err" || fail "run on a missing model: rc $rc: $(cat "$TMP/run_none.err")"
+
+# a malformed --servers list is a usage error found before the model is
+# read: the model path here does not exist, and the message names the entry
+want_usage() { # want_usage ERR-FILE EXACT-LINE CMD...
+    local err=$1 line=$2 rc=0
+    shift 2
+    "$@" >/dev/null 2>"$err" || rc=$?
+    [ "$rc" -eq 2 ] && grep -qxF -- "$line" "$err" && ! grep -q "cannot open\|^model:" "$err" ||
+        fail "$*: rc $rc (want 2), stderr: $(cat "$err") (want: $line)"
+}
+for cmd in run bench; do
+    args=(--model "$TMP/none.gguf")
+    [ "$cmd" = run ] && args+=(--prompt x)
+    want_usage "$TMP/sv.err" "baton $cmd: --servers: bad endpoint 'nohostport' (want host:port or host:port@peerhost:peerport)" \
+        "$BATON" "$cmd" "${args[@]}" --servers nohostport
+    want_usage "$TMP/sv.err" "baton $cmd: --servers: bad endpoint 'host:99999' (the port must be 1..65535)" \
+        "$BATON" "$cmd" "${args[@]}" --servers 127.0.0.1:1,host:99999
+    want_usage "$TMP/sv.err" "baton $cmd: --servers: entry 2 of 'a:1,,b:2' is empty (want host:port,host:port,... or local)" \
+        "$BATON" "$cmd" "${args[@]}" --servers a:1,,b:2
+    want_usage "$TMP/sv.err" "baton $cmd: --servers: bad endpoint 'a:1@nohost' (want host:port or host:port@peerhost:peerport)" \
+        "$BATON" "$cmd" "${args[@]}" --servers a:1@nohost
+    want_usage "$TMP/sv.err" "baton $cmd: --split has 3 parts but --servers names 2 servers" \
+        "$BATON" "$cmd" "${args[@]}" --servers a:1,b:2 --split 1,1,1
+    BATON_SERVERS=a:1,b:0 want_usage "$TMP/sv.err" "baton $cmd: BATON_SERVERS: bad endpoint 'b:0' (the port must be 1..65535)" \
+        "$BATON" "$cmd" "${args[@]}"
+done
+# more entries than stages a run can have (once past the end of the plan's arrays)
+many=127.0.0.1:1; for _ in $(seq 64); do many+=,127.0.0.1:1; done
+want_usage "$TMP/sv.err" "baton run: --servers: more than 64 servers (the most stages a run can have)" \
+    "$BATON" run --model "$MODEL" --prompt x --servers "$many"
+
+# integer options: too large (also past 2^64), not an integer, too small
+want_usage "$TMP/int.err" "baton run: -n: '99999999999999999999' is too large (at most 4294967295)" \
+    "$BATON" run --model "$MODEL" --prompt x -n 99999999999999999999
+want_usage "$TMP/int.err" "baton run: -n: '4294967296' is too large (at most 4294967295)" \
+    "$BATON" run --model "$MODEL" --prompt x -n 4294967296
+want_usage "$TMP/int.err" "baton run: -n: '12x' is not an integer" \
+    "$BATON" run --model "$MODEL" --prompt x -n 12x
+want_usage "$TMP/int.err" "baton run: -n: '0' is too small (at least 1)" \
+    "$BATON" run --model "$MODEL" --prompt x -n 0
+want_usage "$TMP/int.err" "baton run: --ctx: '-5' is too small (at least 1)" \
+    "$BATON" run --model "$MODEL" --prompt x --ctx -5
+want_usage "$TMP/int.err" "baton run: --timeout: '86400001' is too large (at most 86400000)" \
+    "$BATON" run --model "$MODEL" --prompt x --timeout 86400001
+want_usage "$TMP/int.err" "baton run: --threads: '257' is too large (at most 256)" \
+    "$BATON" run --model "$MODEL" --prompt x --threads 257
+want_usage "$TMP/int.err" "baton run: --seed: '18446744073709551616' is too large (at most 18446744073709551615)" \
+    "$BATON" run --model "$MODEL" --prompt x --seed 18446744073709551616
+want_usage "$TMP/int.err" "baton bench: --reps: '101' is too large (at most 100)" \
+    "$BATON" bench --model "$MODEL" --reps 101
+want_usage "$TMP/int.err" "baton bench: -p: '99999999999999999999' is too large (at most 1048576)" \
+    "$BATON" bench --model "$MODEL" -p 99999999999999999999
+want_usage "$TMP/int.err" "baton bench: -n: '1' is too small (at least 2)" \
+    "$BATON" bench --model "$MODEL" -n 1
+want_usage "$TMP/int.err" "baton bench: --threads: 'two' is not an integer" \
+    "$BATON" bench --model "$MODEL" --threads two
 
 # usage errors and limits
 rc=0; "$BATON" run --model "$MODEL" >/dev/null 2>&1 || rc=$?
@@ -41,8 +104,11 @@ rc=0; "$BATON" run --model "$MODEL" --prompt x --servers 127.0.0.1:1,127.0.0.1:2
 [ "$rc" -eq 2 ] || fail "split/servers count mismatch exited $rc"
 rc=0; "$BATON" run --model "$MODEL" --prompt x --servers 127.0.0.1:1 --timeout 2000 >/dev/null 2>"$TMP/conn.err" || rc=$?
 [ "$rc" -eq 1 ] || fail "unreachable server exited $rc"
-grep -q "stage 1 (127.0.0.1:1): connect failed: E_IO .*; is batond running and listening there?" "$TMP/conn.err" ||
+grep -q "^baton run: stage 1 (127.0.0.1:1): connect failed: E_IO .*; is batond running and listening there?" "$TMP/conn.err" ||
     fail "connect message: $(cat "$TMP/conn.err")"
+rc=0; "$BATON" bench --model "$MODEL" --servers 127.0.0.1:1 -p 4 -n 2 --reps 1 >/dev/null 2>"$TMP/conn.err" || rc=$?
+[ "$rc" -eq 1 ] && grep -q "^baton bench: stage 1 (127.0.0.1:1): connect failed: E_IO " "$TMP/conn.err" ||
+    fail "bench connect message: rc $rc: $(cat "$TMP/conn.err")"
 "$BATON" run --help | grep -q -- "--servers" || fail "run --help"
 "$BATON" --help | grep -q inspect || fail "baton --help"
 

@@ -24,8 +24,8 @@ rc=0
 wait "$run" || rc=$?
 [ "$rc" -ne 0 ] || fail "run exited 0 although stage 2 was killed (out: $(wc -c <"$TMP/kill.out") bytes)"
 [ $((SECONDS - start)) -le 10 ] || fail "run took longer than its deadline after the kill"
-grep -q "stage 2 (127.0.0.1:$PORT_b)" "$TMP/kill.err" || { cat "$TMP/kill.err" >&2; fail "message does not name stage 2"; }
-echo "ok: killed stage named: $(grep '^baton: stage 2' "$TMP/kill.err" | head -1)"
+grep -q "^baton run: stage 2 (127.0.0.1:$PORT_b)" "$TMP/kill.err" || { cat "$TMP/kill.err" >&2; fail "message does not name stage 2"; }
+echo "ok: killed stage named: $(grep '^baton run: stage 2' "$TMP/kill.err" | head -1)"
 
 # 2. silent: stage 3 stops answering (SIGSTOP); the deadline ends the run.
 "$BATON" run --model "$MODEL" --servers "127.0.0.1:$PORT_a,127.0.0.1:$PORT_c" --split 1,1 \
@@ -42,6 +42,6 @@ wait "$run" || rc=$?
 kill -CONT "$PID_c"
 [ "$rc" -ne 0 ] || fail "run exited 0 although stage 2 went silent"
 [ $((SECONDS - start)) -le 6 ] || fail "silent stage: run did not end within its deadline"
-grep -q "stage 2 (127.0.0.1:$PORT_c).*E_TIMEOUT" "$TMP/stop.err" || { cat "$TMP/stop.err" >&2; fail "message does not name the silent stage"; }
-echo "ok: silent stage named: $(grep '^baton: stage 2' "$TMP/stop.err" | head -1)"
+grep -q "^baton run: stage 2 (127.0.0.1:$PORT_c).*E_TIMEOUT" "$TMP/stop.err" || { cat "$TMP/stop.err" >&2; fail "message does not name the silent stage"; }
+echo "ok: silent stage named: $(grep '^baton run: stage 2' "$TMP/stop.err" | head -1)"
 echo "PASS"

@@ -61,10 +61,16 @@ stop_with() {
 expect_exit 0 "usage: batond" --help
 expect_exit 0 "^batond [0-9]+\.[0-9]+\.[0-9]+ \(protocol 1\)" --version
 expect_exit 2 "unknown argument" --bogus
-expect_exit 2 "not a port number" --port 70000
-expect_exit 2 "not a port number" --port abc
+# integer values: too large (also past 2^64), not an integer, too small
+expect_exit 2 "^batond: --port: '70000' is too large \(at most 65535\)\$" --port 70000
+expect_exit 2 "^batond: --port: '99999999999999999999' is too large \(at most 65535\)\$" \
+    --port 99999999999999999999
+expect_exit 2 "^batond: --port: 'abc' is not an integer\$" --port abc
 expect_exit 2 "needs a value" --port
-expect_exit 2 "expected 1..64" --threads 0
+expect_exit 2 "^batond: --threads: '0' is too small \(at least 1\)\$" --threads 0
+expect_exit 2 "^batond: --threads: '99999999999999999999' is too large \(at most 64\)\$" \
+    --threads 99999999999999999999
+expect_exit 2 "^batond: --threads: '-3' is too small \(at least 1\)\$" --threads -3
 expect_exit 2 "refusing to listen on 0.0.0.0" --host 0.0.0.0 --port 0 --port-file "$tmp/never"
 expect_exit 2 "refusing to listen on ::" --host :: --port 0 --port-file "$tmp/never"
 # a name that does not resolve is said so (not "not a loopback address")
@@ -105,6 +111,10 @@ if [ -n "${BATON:-}" ] && [ -x "$BATON" ]; then
     rc=0
     timeout 20 "$BATON" info --servers "127.0.0.1:$porta,nonsense" >"$tmp/info" 2>&1 || rc=$?
     [ "$rc" -eq 2 ] || fail "baton info with a bad server spec exited $rc, want 2"
+    rc=0
+    "$BATON" info --servers "127.0.0.1:$porta" --timeout 99999999999999999999 >"$tmp/info" 2>&1 || rc=$?
+    [ "$rc" -eq 2 ] && grep -qx "baton info: --timeout: '99999999999999999999' is too large (at most 3600000)" \
+        "$tmp/info" || fail "baton info --timeout past 2^64: rc $rc: $(cat "$tmp/info")"
 fi
 
 # SIGTERM with an idle client attached: the server drains and exits 0
