@@ -679,15 +679,6 @@ static int spans_overlap(struct span a, struct span b)
            (uintptr_t)b.p < (uintptr_t)a.p + a.n;
 }
 
-/* How many nodes from i on run as one group of products over one input
- * (baton_cpu_mul_mat_group): node i and the MUL_MAT nodes right after it
- * with the same input x (src[1]), the same weight type, K and column
- * count, and results in scratch, at most BATON_CPU_MM_MAX_PARTS. The group
- * computes the same bits as the nodes one by one only if no node writes
- * what another reads, so it also stops at the first node whose result or
- * work area would overlap x, a weight or another result of the group
- * (first-fit layout keeps them apart in the graphs the model builds; this
- * makes it a checked fact). Returns 1 (no group) for any other node. */
 /* 1 if no result span (out) overlaps the input, a weight or another
  * result span. */
 static int group_disjoint(const struct span *out, uint32_t n_out, const struct span *w,
@@ -708,6 +699,16 @@ static int group_disjoint(const struct span *out, uint32_t n_out, const struct s
     return 1;
 }
 
+/* How many nodes from i on run as one group of products over one input
+ * (baton_cpu_mul_mat_group): node i and the MUL_MAT nodes right after it
+ * with the same input x (src[1]), the same weight type, K and column
+ * count, and results in scratch, at most BATON_CPU_MM_MAX_PARTS. The group
+ * computes the same bits as the nodes one by one only if no node writes
+ * what another reads, so it also stops at the first node whose result or
+ * work area would overlap x, a weight or another result of the group
+ * (first-fit layout keeps them apart in the graphs the model builds; this
+ * makes it a checked fact). Returns the group's length with its products
+ * in parts[0..length), or 1 (no group: run node i alone). */
 static uint32_t mul_mat_group_len(const struct exec_ctx *x, uint32_t i,
                                   struct baton_cpu_mm_part *parts)
 {

@@ -70,8 +70,8 @@
  * Dynamic jobs (baton_pool_run_dynamic): the threads first run their even
  * shares of the first three quarters of the items, with no shared writes,
  * then claim pieces of the last quarter from the `next` counter (a CAS
- * loop; guided self-scheduling: each piece is ceil(left / 2k) items, so
- * about 2k ln(n / 4) claims in all). A thread the host slows down (in this
+ * loop; each piece is ceil(left / 2k) items, so about 2k ln(n / 4) claims
+ * in all). A thread the host slows down (in this
  * KVM guest one vCPU ran a decode's chunks up to 1.3x slower than the other
  * for seconds at a time) or that starts late then leaves its part of the
  * tail to the others instead of making them wait at the end. A quarter
@@ -175,7 +175,7 @@ static void chunk_range(uint64_t n, uint32_t k, uint32_t c, uint64_t *begin, uin
 }
 
 /* Claims the next piece of a dynamic job for one of k threads: [*begin,
- * *end), ceil(left / (2k)) items (guided self-scheduling). Returns 0 when
+ * *end), ceil(left / (2k)) items (pool.h). Returns 0 when
  * nothing is left. Relaxed: the items' results are published by the
  * pending counter (see the top), not by this counter. */
 static int claim_piece(struct baton_pool *p, uint32_t k, uint64_t *begin, uint64_t *end)

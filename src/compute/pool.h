@@ -28,8 +28,10 @@ void baton_pool_run(struct baton_pool *pool, uint64_t n, uint64_t max_chunks, ba
  * by one of k = min(threads, max_chunks, n) threads. Thread c (the caller is
  * 0) first gets its even share (as baton_pool_run's chunk c) of the first
  * n - ceil(n / 4) items, then it claims pieces of the rest from a shared
- * counter (guided self-scheduling, Polychronopoulos and Kuck 1987: each
- * piece is ceil(left / (2k)) items), until none is left. So fn is called
+ * counter, each piece ceil(left / (2k)) items, until none is left (guided
+ * self-scheduling, Polychronopoulos and Kuck 1987, takes ceil(left / k);
+ * half of that, as in factoring, Hummel, Schonberg and Flynn 1992, leaves
+ * smaller last pieces for a slow thread). So fn is called
  * one or more times per thread, with `chunk` = that thread's index c (per-
  * thread scratch still works: calls with the same c never overlap in time),
  * and which thread gets which item varies from run to run: use it only for
