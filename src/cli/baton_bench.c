@@ -7,6 +7,7 @@
 
 #include "baton/status.h"
 #include "cli/cli.h"
+#include "compute/compute.h"
 #include "model/gguf.h"
 #include "model/run.h"
 #include "wire/wire.h"
@@ -107,7 +108,8 @@ int baton_cmd_bench(int argc, char **argv)
         case 'n': bad = baton_cli_parse_u32(PROG, "-n", optarg, 2, 1u << 20, &n_gen); break;
         case O_REPS: bad = baton_cli_parse_u32(PROG, "--reps", optarg, 1, MAX_REPS, &reps); break;
         case O_THREADS:
-            bad = baton_cli_parse_u32(PROG, "--threads", optarg, 1, 64, &cfg.n_threads);
+            bad = baton_cli_parse_u32(PROG, "--threads", optarg, 1, BATON_POOL_MAX_THREADS,
+                                      &cfg.n_threads);
             break;
         case O_UBATCH:
             bad = baton_cli_parse_u32(PROG, "--ubatch", optarg, 1, 1u << 20, &cfg.n_ubatch);

@@ -34,6 +34,13 @@ static int parse_type(const char *s, uint32_t *type)
  * model, and small enough that the generator's scratch of dim x max(vocab, ff,
  * dim) floats, in bytes, fits in 64 bits. */
 #define GEN_DIM_MAX 1000000000u
+/* --layers and --vocab have tighter limits: each layer is 9 tensors and
+ * each token a vocabulary entry, written and loaded one by one, and a
+ * generator asked for 10^9 of either ran out of memory only after seconds
+ * of work (an adversarial review). 4096 layers and 2^21 tokens are far above
+ * any real llama (128 layers, 256K tokens). */
+#define GEN_LAYERS_MAX 4096u
+#define GEN_VOCAB_MAX (1u << 21)
 
 static void gen_usage(FILE *f)
 {
@@ -44,12 +51,12 @@ static void gen_usage(FILE *f)
           "Writes a deterministic llama GGUF with random weights (same options, same\n"
           "bytes), for benchmarks and tests. llama.cpp loads it too.\n"
           "\n"
-          "  --layers L        transformer blocks\n"
+          "  --layers L        transformer blocks, 1..4096\n"
           "  --dim D           embedding width (multiple of 32 for block types)\n"
           "  --ff F            feed-forward width (multiple of 32 for block types)\n"
           "  --heads H         attention heads (D % H == 0, even head size)\n"
           "  --kv-heads K      key/value heads (H % K == 0; default H)\n"
-          "  --vocab N         synthetic vocabulary size (default 512, at least 300)\n"
+          "  --vocab N         synthetic vocabulary size, 300..2097152 (default 512)\n"
           "  --vocab-from FILE copy the tokenizer of another GGUF\n"
           "  --type T          f32, f16, q8_0 or q4_0 for the matrices (default f32)\n"
           "  --seed S          weight seed (default 1)\n"
@@ -83,16 +90,16 @@ int baton_cmd_gen_model(int argc, char **argv)
     cfg.seed = 1;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-        uint32_t *dst = NULL;
+        uint32_t *dst = NULL, max = GEN_DIM_MAX;
         const char *name = NULL;
 
         switch (c) {
-        case O_LAYERS: dst = &cfg.n_layer; name = "--layers"; break;
+        case O_LAYERS: dst = &cfg.n_layer; name = "--layers"; max = GEN_LAYERS_MAX; break;
         case O_DIM: dst = &cfg.n_embd; name = "--dim"; break;
         case O_FF: dst = &cfg.n_ff; name = "--ff"; break;
         case O_HEADS: dst = &cfg.n_head; name = "--heads"; break;
         case O_KV: dst = &cfg.n_head_kv; name = "--kv-heads"; break;
-        case O_VOCAB: dst = &cfg.n_vocab; name = "--vocab"; break;
+        case O_VOCAB: dst = &cfg.n_vocab; name = "--vocab"; max = GEN_VOCAB_MAX; break;
         case O_CTX: dst = &cfg.n_ctx; name = "--ctx"; break;
         case O_VFROM: cfg.vocab_from = optarg; break;
         case O_TYPE:
@@ -114,7 +121,7 @@ int baton_cmd_gen_model(int argc, char **argv)
             fprintf(stderr, "(see `baton gen-model --help`)\n");
             return 2;
         }
-        if (dst && baton_cli_parse_u32("baton gen-model", name, optarg, 1, GEN_DIM_MAX, dst) != 0)
+        if (dst && baton_cli_parse_u32("baton gen-model", name, optarg, 1, max, dst) != 0)
             return 2;
     }
     if (optind < argc) {

@@ -15,6 +15,7 @@
 #include "cli/cli.h"
 #include "core/ops.h"
 #include "core/types.h"
+#include "model/run.h"
 #include "net/net.h"
 #include "server/server.h"
 
@@ -162,6 +163,18 @@ int baton_cmd_info(int argc, char **argv)
         info_usage(stderr);
         return 2;
     }
+    {
+        /* the list's syntax, as `baton run` checks it: empty entries, a bad
+         * host or port, more than 64 servers are usage errors */
+        struct baton_run_config rc_cfg;
+
+        baton_run_config_default(&rc_cfg);
+        rc_cfg.prog = "baton info";
+        rc_cfg.servers = servers;
+        rc_cfg.log = stderr;
+        if (baton_run_check_stages(&rc_cfg, "--servers") != 0)
+            return 2;
+    }
     if (key_path && *key_path) {
         char err[256];
         int rc = baton_auth_init();
@@ -183,7 +196,12 @@ int baton_cmd_info(int argc, char **argv)
         return 1;
     }
     for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        int r = info_one(tok, &o);
+        char *at = strchr(tok, '@'); /* host:port@peerhost:peerport: ask host:port */
+        int r;
+
+        if (at)
+            *at = '\0';
+        r = info_one(tok, &o);
         if (r > code)
             code = r;
     }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "compute/compute.h"
 #include "model/run.h"
 
 static void run_usage(FILE *f)
@@ -30,7 +31,7 @@ static void run_usage(FILE *f)
           "  --top-k K            keep the K most likely tokens (default 0: all)\n"
           "  --top-p P            nucleus sampling mass in (0, 1] (default 1)\n"
           "  --seed S             sampler seed (default 0)\n"
-          "  --threads N          compute threads of in-process stages (default 1)\n"
+          "  --threads N          compute threads of in-process stages, 1..64 (default 1)\n"
           "  --timeout MS         deadline of every server call (default 30000)\n"
           "  --key FILE           client key (baton keygen) for servers started with\n"
           "                       batond --key; with --servers local the in-process\n"
@@ -146,7 +147,10 @@ int baton_cmd_run(int argc, char **argv)
         case O_SEED:
             if (baton_cli_parse_u64(PROG, "--seed", optarg, 0, UINT64_MAX, &cfg.seed)) return 2;
             break;
-        case O_THREADS: if (parse_u32("--threads", optarg, 1, 256, &cfg.n_threads)) return 2; break;
+        case O_THREADS:
+            if (parse_u32("--threads", optarg, 1, BATON_POOL_MAX_THREADS, &cfg.n_threads))
+                return 2;
+            break;
         case O_TIMEOUT:
             if (parse_u32("--timeout", optarg, 1, 86400000u, &u)) return 2;
             cfg.timeout_ms = (int)u;

@@ -39,6 +39,7 @@
 #include "auth/auth.h"
 #include "baton/status.h"
 #include "cli/cli.h"
+#include "compute/compute.h"
 #include "core/limits.h"
 #include "net/net.h"
 #include "server/policy.h"
@@ -285,7 +286,8 @@ int main(int argc, char **argv)
             port_file = v;
             i++;
         } else if (!strcmp(a, "--threads") && v) {
-            if (baton_cli_parse_u32("batond", "--threads", v, 1, 64, &pol.threads) != 0)
+            if (baton_cli_parse_u32("batond", "--threads", v, 1, BATON_POOL_MAX_THREADS,
+                                    &pol.threads) != 0)
                 return 2;
             i++;
         } else if (!strcmp(a, "--key") && v) {

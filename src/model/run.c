@@ -136,6 +136,44 @@ static int stage_fail(struct run *r, const struct stage_rt *s, const char *what,
 
 /* host:port or [v6addr]:port in text[0..len), port 1..65535. Returns 0, or
  * BATON_E_INVAL with *why saying what is wrong. */
+/* 1 if host (NUL-terminated, not empty) is a plausible host name or IPv4
+ * address (ipv6 0: letters, digits, '.', '-', '_') or the inside of an IPv6
+ * bracket (ipv6 1: hex digits, ':', '.', then an optional %zone of letters,
+ * digits, '-', '_', '.'; at least one ':'). Anything else (spaces, ';', '@',
+ * brackets, a second address run into the first) is a typo, refused before
+ * any name lookup. */
+static int host_chars_ok(const char *host, int ipv6)
+{
+    int colons = 0, zone = 0;
+    size_t i;
+
+    if (host[0] == '\0')
+        return 0;
+    for (i = 0; host[i] != '\0'; i++) {
+        const char c = host[i];
+        const int alnum =
+            (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+
+        if (!ipv6) {
+            if (!alnum && c != '.' && c != '-' && c != '_')
+                return 0;
+        } else if (zone) {
+            if (!alnum && c != '.' && c != '-' && c != '_')
+                return 0;
+        } else if (c == '%') {
+            zone = 1;
+            if (host[i + 1] == '\0')
+                return 0;
+        } else if (c == ':') {
+            colons++;
+        } else if (!(c >= '0' && c <= '9') && !(c >= 'a' && c <= 'f') && !(c >= 'A' && c <= 'F') &&
+                   c != '.') {
+            return 0;
+        }
+    }
+    return !ipv6 || colons > 0;
+}
+
 static int parse_endpoint(const char *text, size_t len, char *host, size_t host_cap,
                           uint16_t *port, const char **why)
 {
@@ -171,10 +209,21 @@ static int parse_endpoint(const char *text, size_t len, char *host, size_t host_
     if (host[0] == '[') {
         size_t hl = strlen(host);
 
-        if (hl < 3 || host[hl - 1] != ']')
+        if (hl < 3 || host[hl - 1] != ']') {
+            *why = "an IPv6 address goes in brackets, as in [::1]:7340";
             return BATON_E_INVAL;
+        }
         memmove(host, host + 1, hl - 2);
         host[hl - 2] = '\0';
+        if (!host_chars_ok(host, 1)) {
+            *why = "a bracketed host must be an IPv6 address: hex digits, ':', '.' and a "
+                   "%zone of letters and digits";
+            return BATON_E_INVAL;
+        }
+    } else if (!host_chars_ok(host, 0)) {
+        *why = "a host may hold only letters, digits, '.', '-' and '_'; an IPv6 address goes "
+               "in brackets, as in [::1]:7340";
+        return BATON_E_INVAL;
     }
     *port = (uint16_t)p;
     return 0;
@@ -266,8 +315,10 @@ static int plan_parts(const struct baton_run_config *cfg, const char *servers_na
     if (cfg->split) {
         n_parts = baton_split_parse(cfg->split, props, BATON_MAX_STAGES);
         if (n_parts < 0) {
-            run_msg(cfg, "--split '%s': want positive numbers like 1,1,1 (at most %u)\n",
-                    cfg->split, BATON_MAX_STAGES);
+            run_msg(cfg,
+                    "--split '%s': want up to %u positive plain decimals like 1,1,1 or 0.5,2, "
+                    "each at most %.0f\n",
+                    cfg->split, BATON_MAX_STAGES, BATON_SPLIT_PART_MAX);
             return -1;
         }
     } else {

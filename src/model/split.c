@@ -7,6 +7,24 @@
 
 #include "baton/status.h"
 
+/* Length of the decimal number at p (digits, at most one '.', at least one
+ * digit), or 0 when p does not start with one. */
+static size_t decimal_len(const char *p)
+{
+    size_t i = 0, digits = 0;
+    int dot = 0;
+
+    for (;; i++) {
+        if (p[i] >= '0' && p[i] <= '9')
+            digits++;
+        else if (p[i] == '.' && !dot)
+            dot = 1;
+        else
+            break;
+    }
+    return digits > 0 ? i : 0;
+}
+
 int baton_split_parse(const char *text, double *props, size_t max_parts)
 {
     size_t n = 0;
@@ -15,14 +33,15 @@ int baton_split_parse(const char *text, double *props, size_t max_parts)
     if (text == NULL || *text == '\0')
         return BATON_E_INVAL;
     for (;;) {
+        const size_t len = decimal_len(p);
         char *end = NULL;
         double v;
 
-        if (n == max_parts)
+        if (n == max_parts || len == 0)
             return BATON_E_INVAL;
         errno = 0;
-        v = strtod(p, &end);
-        if (end == p || errno != 0 || !isfinite(v) || v <= 0.0)
+        v = strtod(p, &end); /* the C locale: '.' is the decimal point */
+        if (end != p + len || errno != 0 || !(v > 0.0) || v > BATON_SPLIT_PART_MAX)
             return BATON_E_INVAL;
         props[n++] = v;
         if (*end == '\0')
@@ -48,6 +67,8 @@ int baton_split_plan(uint32_t n_layers, const double *props, size_t n_stages, ui
             return BATON_E_INVAL;
         sum += props[i];
     }
+    if (!isfinite(sum)) /* parts above BATON_SPLIT_PART_MAX: not from baton_split_parse */
+        return BATON_E_INVAL;
     for (i = 0; i < n_stages; i++) {
         double quota = (double)n_layers * props[i] / sum;
         double fl = floor(quota);

@@ -8,8 +8,14 @@
 
 #define BATON_MAX_STAGES 64
 
-/* Parses "1,1,1" or "0.5,2" into proportions (each > 0 and finite).
- * Returns the number of parts (1..max_parts), or BATON_E_INVAL. */
+/* Largest proportion one part may have: 64 of them still sum to a finite
+ * double, so the plan never divides by infinity. */
+#define BATON_SPLIT_PART_MAX 1e6
+
+/* Parses "1,1,1" or "0.5,2" into proportions: comma-separated plain
+ * decimals (digits with at most one '.'; no sign, exponent, hex or spaces),
+ * each > 0 and at most BATON_SPLIT_PART_MAX. Returns the number of parts
+ * (1..max_parts), or BATON_E_INVAL. */
 int baton_split_parse(const char *text, double *props, size_t max_parts);
 
 /* Largest-remainder apportionment (Hamilton's method): stage i gets

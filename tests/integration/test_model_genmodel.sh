@@ -25,6 +25,8 @@ rc=0; "$BATON" gen-model --layers 1 --dim 48 --ff 64 --heads 4 --type q4_0 -o "$
 for c in "--dim 99999999999999999999|--dim: '99999999999999999999' is too large (at most 1000000000)" \
          "--dim 1000000001|--dim: '1000000001' is too large (at most 1000000000)" \
          "--layers 0|--layers: '0' is too small (at least 1)" \
+         "--layers 4097|--layers: '4097' is too large (at most 4096)" \
+         "--vocab 2097153|--vocab: '2097153' is too large (at most 2097152)" \
          "--heads 4x|--heads: '4x' is not an integer" \
          "--seed 18446744073709551616|--seed: '18446744073709551616' is too large (at most 18446744073709551615)"; do
     rc=0

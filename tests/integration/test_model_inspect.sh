@@ -58,6 +58,17 @@ for cmd in run bench; do
         "$BATON" "$cmd" "${args[@]}" --servers a:1@nohost
     want_usage "$TMP/sv.err" "baton $cmd: --split has 3 parts but --servers names 2 servers" \
         "$BATON" "$cmd" "${args[@]}" --servers a:1,b:2 --split 1,1,1
+    # hosts that cannot be meant (an adversarial review: these reached the
+    # name lookup, and a second '@' made a run fall back to the hub path)
+    hostmsg="a host may hold only letters, digits, '.', '-' and '_'; an IPv6 address goes in brackets, as in [::1]:7340"
+    want_usage "$TMP/sv.err" "baton $cmd: --servers: bad endpoint 'a:1 b:2' ($hostmsg)" \
+        "$BATON" "$cmd" "${args[@]}" --servers "a:1 b:2"
+    want_usage "$TMP/sv.err" "baton $cmd: --servers: bad endpoint 'h:1@h:2@junk:3' ($hostmsg)" \
+        "$BATON" "$cmd" "${args[@]}" --servers "h:1@h:2@junk:3"
+    want_usage "$TMP/sv.err" "baton $cmd: --servers: bad endpoint '[127.0.0.1]]:5' (a bracketed host must be an IPv6 address: hex digits, ':', '.' and a %zone of letters and digits)" \
+        "$BATON" "$cmd" "${args[@]}" --servers "[127.0.0.1]]:5"
+    want_usage "$TMP/sv.err" "baton $cmd: --split '1e308,1,1': want up to 64 positive plain decimals like 1,1,1 or 0.5,2, each at most 1000000" \
+        "$BATON" "$cmd" "${args[@]}" --servers local --split 1e308,1,1
     BATON_SERVERS=a:1,b:0 want_usage "$TMP/sv.err" "baton $cmd: BATON_SERVERS: bad endpoint 'b:0' (the port must be 1..65535)" \
         "$BATON" "$cmd" "${args[@]}"
 done
@@ -79,8 +90,8 @@ want_usage "$TMP/int.err" "baton run: --ctx: '-5' is too small (at least 1)" \
     "$BATON" run --model "$MODEL" --prompt x --ctx -5
 want_usage "$TMP/int.err" "baton run: --timeout: '86400001' is too large (at most 86400000)" \
     "$BATON" run --model "$MODEL" --prompt x --timeout 86400001
-want_usage "$TMP/int.err" "baton run: --threads: '257' is too large (at most 256)" \
-    "$BATON" run --model "$MODEL" --prompt x --threads 257
+want_usage "$TMP/int.err" "baton run: --threads: '65' is too large (at most 64)" \
+    "$BATON" run --model "$MODEL" --prompt x --threads 65
 want_usage "$TMP/int.err" "baton run: --seed: '18446744073709551616' is too large (at most 18446744073709551615)" \
     "$BATON" run --model "$MODEL" --prompt x --seed 18446744073709551616
 want_usage "$TMP/int.err" "baton bench: --reps: '101' is too large (at most 100)" \

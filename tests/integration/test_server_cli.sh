@@ -111,6 +111,14 @@ if [ -n "${BATON:-}" ] && [ -x "$BATON" ]; then
     rc=0
     timeout 20 "$BATON" info --servers "127.0.0.1:$porta,nonsense" >"$tmp/info" 2>&1 || rc=$?
     [ "$rc" -eq 2 ] || fail "baton info with a bad server spec exited $rc, want 2"
+    # the list is checked as `baton run` checks it (an empty list used to exit 0
+    # without output, port 0 was called a name that does not resolve)
+    for spec in "," "127.0.0.1:$porta," "127.0.0.1:0"; do
+        rc=0
+        timeout 20 "$BATON" info --servers "$spec" >"$tmp/info" 2>&1 || rc=$?
+        [ "$rc" -eq 2 ] && grep -q "^baton info: --servers: " "$tmp/info" ||
+            fail "baton info --servers '$spec': rc $rc: $(cat "$tmp/info")"
+    done
     rc=0
     "$BATON" info --servers "127.0.0.1:$porta" --timeout 99999999999999999999 >"$tmp/info" 2>&1 || rc=$?
     [ "$rc" -eq 2 ] && grep -qx "baton info: --timeout: '99999999999999999999' is too large (at most 3600000)" \

@@ -60,6 +60,28 @@ static void split_parse(void **state)
     assert_int_equal(baton_split_parse("1,x", p, 4), BATON_E_INVAL);
     assert_int_equal(baton_split_parse("", p, 4), BATON_E_INVAL);
     assert_int_equal(baton_split_parse("1,1,1,1,1", p, 4), BATON_E_INVAL);
+    /* plain decimals only, each at most BATON_SPLIT_PART_MAX (an adversarial
+     * review: 1e308,1,1 made the plan's sum infinite and its quotas NaN) */
+    assert_int_equal(baton_split_parse("1e308,1,1", p, 4), BATON_E_INVAL);
+    assert_int_equal(baton_split_parse("1e3", p, 4), BATON_E_INVAL);
+    assert_int_equal(baton_split_parse(" 1", p, 4), BATON_E_INVAL);
+    assert_int_equal(baton_split_parse("1, 1", p, 4), BATON_E_INVAL);
+    assert_int_equal(baton_split_parse("0x10", p, 4), BATON_E_INVAL);
+    assert_int_equal(baton_split_parse("+1", p, 4), BATON_E_INVAL);
+    assert_int_equal(baton_split_parse("1..2", p, 4), BATON_E_INVAL);
+    assert_int_equal(baton_split_parse(".", p, 4), BATON_E_INVAL);
+    assert_int_equal(baton_split_parse("inf", p, 4), BATON_E_INVAL);
+    assert_int_equal(baton_split_parse("0,1", p, 4), BATON_E_INVAL);
+    assert_int_equal(baton_split_parse("1000000.5", p, 4), BATON_E_INVAL);
+    assert_int_equal(baton_split_parse("1000000,.5,2.", p, 4), 3);
+    assert_true(p[0] == 1e6 && p[1] == 0.5 && p[2] == 2.0);
+    {
+        /* proportions whose sum overflows (not from baton_split_parse) */
+        const double big[3] = {1e308, 1e308, 1};
+        uint32_t counts[3];
+
+        assert_int_equal(baton_split_plan(12, big, 3, counts), BATON_E_INVAL);
+    }
 }
 
 static void sampler_greedy_first_max(void **state)
