@@ -1125,6 +1125,97 @@ static void gen_dispatcher_keyed(void)
     bfree(&child);
 }
 
+/* ---- cli_args (fuzz_cli_args.c: byte 0 selects the parser, then text) ---- */
+
+static void cli_seed(uint8_t mode, const char *text)
+{
+    struct buf b = {0};
+    bu8(&b, mode);
+    bput(&b, text, strlen(text));
+    emit_buf("cli_args", &b);
+    bfree(&b);
+}
+
+/* Integer mode byte: bit 6 u32, bits 0-2 min index, bits 3-5 max index
+ * (min {0, 1, 2, 10, 4096, 65536, 2^32, 2^64-1}, max {0, 9, 100, 65535,
+ * 2^32-1, 2^63-1, 2^64-2, 2^64-1}). */
+static uint8_t cli_int(int u32, unsigned min_i, unsigned max_i)
+{
+    return (uint8_t)((u32 ? 0x40 : 0) | max_i << 3 | min_i);
+}
+
+/* Stage-list mode byte: bit 7, bits 0-1 servers_name, bit 2 split, bits 3-4 prog. */
+static uint8_t cli_stages(unsigned name_i, int split, unsigned prog_i)
+{
+    return (uint8_t)(0x80 | name_i | (split ? 4 : 0) | prog_i << 3);
+}
+
+static void gen_cli_args(void)
+{
+    const uint8_t any64 = cli_int(0, 0, 7), run = cli_stages(1, 0, 1),
+                  run_split = cli_stages(1, 1, 1);
+    char list[64 * 24 + 32], host[160];
+    size_t n = 0;
+
+    /* integer values */
+    cli_seed(any64, "18446744073709551615");        /* 2^64 - 1: accepted */
+    cli_seed(any64, "18446744073709551616");        /* 2^64: too large */
+    cli_seed(any64, "000000000000000000000018446744073709551615"); /* leading zeros */
+    cli_seed(any64, "99999999999999999999999");
+    cli_seed(cli_int(0, 1, 2), "-0");              /* [1, 100]: too small */
+    cli_seed(cli_int(0, 0, 2), "-0");              /* [0, 100]: 0 */
+    cli_seed(any64, "-5");
+    cli_seed(cli_int(0, 3, 2), "9");               /* [10, 100]: too small */
+    cli_seed(cli_int(0, 4, 5), "9223372036854775808"); /* [4096, 2^63-1]: too large */
+    cli_seed(cli_int(1, 1, 3), "65535");           /* u32 [1, 65535] */
+    cli_seed(cli_int(1, 1, 3), "65536");
+    cli_seed(cli_int(1, 0, 4), "4294967296");      /* u32 [0, 2^32-1]: too large */
+    cli_seed(any64, "0x10");
+    cli_seed(any64, "+1");
+    cli_seed(any64, " 1");
+    cli_seed(any64, "1.5");
+    cli_seed(any64, "");
+    cli_seed(any64, "-");
+
+    /* stage lists: --servers, then LF and --split when bit 2 is set */
+    cli_seed(run, "local");
+    cli_seed(cli_stages(2, 1, 2), "local\n1,1,1");
+    cli_seed(run, "127.0.0.1:7340,127.0.0.1:7341");
+    cli_seed(run_split, "[::1]:7340,[::1]:7341@[fe80::1]:9000\n1,2");
+    cli_seed(run_split, "a:1@b:2\n0.5");
+    for (unsigned i = 1; i <= 65; i++) {
+        n += (size_t)snprintf(list + n, sizeof list - n, "%s10.0.0.%u:%u", i > 1 ? "," : "", i,
+                              7339 + i);
+        if (i == 64)
+            cli_seed(run, list); /* the most servers a run can have */
+    }
+    cli_seed(run, list); /* one too many */
+    cli_seed(run, "a:1,,b:2");
+    cli_seed(run, "");
+    cli_seed(run, "a:1,");
+    cli_seed(run_split, "a:1,b:2\n1,1,1");
+    cli_seed(run_split, "a:1,b:2\n1,-1");
+    cli_seed(run_split, "local\ninf");
+    cli_seed(run_split, "a:1\n0x1p-1074");         /* hex: not a plain decimal */
+    cli_seed(run_split, "local\n1e3");
+    cli_seed(run_split, "a:1,b:2\n.5,2.");
+    cli_seed(run_split, "local\n1000000,1000000.5"); /* each part at most 1e6 */
+    cli_seed(cli_stages(2, 0, 1), "a:1,b:0");
+    cli_seed(cli_stages(0, 0, 0), "host:99999");
+    cli_seed(cli_stages(3, 0, 3), "nohostport");
+    cli_seed(run, "[::1:80,[]:80");
+    cli_seed(run, "a:1@nohost");
+    cli_seed(run, "[fe80::1%eth0]:7340@[::ffff:10.0.0.1]:9000"); /* zone, dotted tail */
+    cli_seed(run, "::1:7340");      /* IPv6 without brackets */
+    cli_seed(run, "[a]b]:1");
+    cli_seed(run, "a b:1");
+    cli_seed(run, "a:1@b:2@c:3");   /* a second '@' */
+    cli_seed(run, "[::1%]:1");      /* an empty zone */
+    memset(host, 'h', 130);
+    snprintf(host + 130, sizeof host - 130, ":1");
+    cli_seed(run, host); /* an address of 128 bytes or more */
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--check") == 0) {
@@ -1147,6 +1238,7 @@ int main(int argc, char **argv)
     gen_tokenizer();
     gen_dispatcher();
     gen_dispatcher_keyed();
+    gen_cli_args();
     if (check_mode) {
         if (n_missing) {
             fprintf(stderr,
