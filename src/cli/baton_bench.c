@@ -177,8 +177,11 @@ int baton_cmd_bench(int argc, char **argv)
         cfg.n_ubatch = cfg.n_ctx;
     for (r = 0; r < reps; r++) {
         cfg.log = r == 0 ? stderr : devnull;
-        if (baton_run(&cfg) != 0) {
+        const int run_rc = baton_run(&cfg);
+
+        if (run_rc != 0) {
             fprintf(stderr, "baton bench: repetition %u failed\n", r + 1);
+            ret = run_rc; /* 2: a usage error found with the model (a split) */
             goto out;
         }
         fig[0].v[r] = res->t_prefill_s > 0 ? (double)res->n_prompt / res->t_prefill_s : 0;

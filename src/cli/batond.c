@@ -36,6 +36,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "auth/auth.h"
 #include "baton/status.h"
 #include "cli/cli.h"
@@ -83,7 +85,9 @@ static void usage(FILE *f)
             "                    documents every key); flags override it\n"
             "  --SETTING VALUE   any policy key as a flag, '_' or '-' alike, e.g.\n"
             "                    --max-connections 16 --handshake-timeout 1s\n"
-            "  --print-policy    print the resulting policy and exit\n"
+            "  --print-policy    print the resulting policy (key and --encrypt flags\n"
+            "                    included) and exit, without reading the key files or\n"
+            "                    checking that the key options fit together\n"
             "  --no-seccomp      do not install the seccomp allow-list (sanitizers,\n"
             "                    debugging)\n"
             "  --quiet           no per-connection or error log lines\n"
@@ -328,6 +332,15 @@ int main(int argc, char **argv)
         }
     }
 
+    /* --key, --peer-key and --encrypt are part of the policy in effect */
+    if ((key_path && baton_policy_set(&pol, "key_file", key_path, err, sizeof err) != 0) ||
+        (peer_key_path &&
+         baton_policy_set(&pol, "peer_key_file", peer_key_path, err, sizeof err) != 0)) {
+        fprintf(stderr, "batond: %s: %s\n", key_path ? "--key" : "--peer-key", err);
+        return 2;
+    }
+    if (cfg.encrypt)
+        pol.encrypt = 1;
     if (print_policy) {
         size_t need = baton_policy_format(&pol, NULL, 0);
         char *text = malloc(need + 1);
@@ -372,6 +385,17 @@ int main(int argc, char **argv)
         goto out;
     if (peer_key_path && load_key("--peer-key", peer_key_path, &peer_key) != 0)
         goto out;
+    /* one key for both roles would let every client open a peer-role link
+     * and write into another session's granted range (SECURITY.md) */
+    if (client_key && peer_key &&
+        sodium_memcmp(baton_key_bytes(client_key), baton_key_bytes(peer_key), BATON_KEY_BYTES) ==
+            0) {
+        fprintf(stderr, "batond: --peer-key: %s holds the same key as --key %s; the peer key must "
+                        "be its own (baton keygen)\n",
+                peer_key_path, key_path);
+        code = 2;
+        goto out;
+    }
     cfg.client_key = client_key;
     cfg.peer_key = peer_key;
     if (cfg.insecure_no_auth)

@@ -121,14 +121,16 @@ __attribute__((format(printf, 2, 3))) static void run_msg(const struct baton_run
 
 static int stage_fail(struct run *r, const struct stage_rt *s, const char *what, int rc)
 {
-    const int connect_io = rc == BATON_E_IO && strcmp(what, "connect") == 0;
+    const int connect = strcmp(what, "connect") == 0;
 
     run_msg(r->cfg, "stage %u (%s): %s failed: %s (%s)%s\n", s->index + 1, s->endpoint, what,
             baton_status_name(rc), baton_status_str(rc),
-            connect_io         ? "; is batond running and listening there?"
-            : rc != BATON_E_AUTH ? ""
-            : r->key           ? "; the server has another key, or requires none"
-                               : "; the server requires a key: give --key FILE or BATON_KEY_FILE");
+            connect && rc == BATON_E_IO      ? "; is batond running and listening there?"
+            : connect && rc == BATON_E_INVAL ? "; the host name does not resolve"
+            : rc != BATON_E_AUTH             ? ""
+            : r->key                         ? "; the server has another key, or requires none"
+                                             : "; the server requires a key: give --key FILE or "
+                                               "BATON_KEY_FILE");
     return 1;
 }
 

@@ -55,6 +55,17 @@ expect_batond 2 "--encrypt .*needs --key" --port 0 --encrypt
 expect_batond 2 "contradicts --key" --port 0 --key "$K" --insecure-no-auth
 expect_batond 2 "needs a value" --key
 expect_batond 2 "refusing to listen on 0.0.0.0.*--key" --host 0.0.0.0 --port 0
+# one key for both roles (a fresh-user review: accepted, so every client could
+# open a peer-role link): refused, whether the same file or a copy of it
+cp "$K" "$TMP/copy.key"; chmod 600 "$TMP/copy.key"
+expect_batond 2 "--peer-key: .*$K holds the same key as --key" --port 0 --key "$K" --peer-key "$K"
+expect_batond 2 "--peer-key: .*copy.key holds the same key as --key" --port 0 --key "$K" \
+    --peer-key "$TMP/copy.key"
+# --print-policy shows the key options and --encrypt given as flags
+"$BATOND" --print-policy --key "$K" --peer-key "$TMP/other.key" --encrypt >"$TMP/pp" ||
+    fail "--print-policy with keys"
+grep -qx "key_file = $K" "$TMP/pp" && grep -qx "peer_key_file = $TMP/other.key" "$TMP/pp" &&
+    grep -qx "encrypt = yes" "$TMP/pp" || fail "--print-policy does not show the flags: $(cat "$TMP/pp")"
 [ ! -e "$TMP/never" ] || fail "a refused server wrote a port file"
 
 # a non-loopback address with a key, and with --insecure-no-auth (warning);

@@ -120,6 +120,17 @@ grep -q "^baton run: stage 1 (127.0.0.1:1): connect failed: E_IO .*; is batond r
 rc=0; "$BATON" bench --model "$MODEL" --servers 127.0.0.1:1 -p 4 -n 2 --reps 1 >/dev/null 2>"$TMP/conn.err" || rc=$?
 [ "$rc" -eq 1 ] && grep -q "^baton bench: stage 1 (127.0.0.1:1): connect failed: E_IO " "$TMP/conn.err" ||
     fail "bench connect message: rc $rc: $(cat "$TMP/conn.err")"
+# a host name that cannot resolve (.invalid, RFC 6761) is called that, not
+# just "malformed field" (a fresh-user review)
+rc=0; timeout 30 "$BATON" run --model "$MODEL" --prompt x --servers nosuchhost.invalid:7340 \
+    >/dev/null 2>"$TMP/conn.err" || rc=$?
+[ "$rc" -eq 1 ] && grep -q "^baton run: stage 1 (nosuchhost.invalid:7340): connect failed: .*; the host name does not resolve" \
+    "$TMP/conn.err" || fail "unresolvable host: rc $rc: $(cat "$TMP/conn.err")"
+# a split the model cannot take is a usage error in bench as in run (exit 2)
+rc=0; "$BATON" bench --model "$MODEL" --servers local --split 1,1,1,1,1,1 -p 4 -n 2 --reps 1 \
+    >/dev/null 2>"$TMP/split.err" || rc=$?
+[ "$rc" -eq 2 ] && grep -q "^baton bench: cannot split" "$TMP/split.err" ||
+    fail "bench with an impossible split: rc $rc: $(cat "$TMP/split.err")"
 "$BATON" run --help | grep -q -- "--servers" || fail "run --help"
 "$BATON" --help | grep -q inspect || fail "baton --help"
 
