@@ -31,10 +31,10 @@ static void bench_usage(FILE *f)
           "  --servers, --split, --threads, --ubatch, --key: as for `baton run`\n"
           "\n"
           "The table goes to stdout; the first repetition's model, plan, upload and summary\n"
-          "lines to stderr. Exit status: 0 success, 1 failure (model file, a server, or a\n"
-          "--json FILE that cannot be created, checked before the first repetition),\n"
-          "2 usage error (a malformed --servers entry, or a --split that does not match\n"
-          "the server count, is found before the model is read).\n",
+          "lines to stderr. Exit status: 0 success, 1 failure (model file, a server, a key\n"
+          "file, or a --json FILE that cannot be created, checked before the first\n"
+          "repetition), 2 usage error (a malformed --servers entry, or a --split that\n"
+          "does not match the server count, is found before the model is read).\n",
           f);
 }
 
@@ -94,8 +94,10 @@ int baton_cmd_bench(int argc, char **argv)
         cfg.servers = getenv("BATON_SERVERS");
         servers_name = "BATON_SERVERS";
     }
-    if (getenv("BATON_KEY_FILE") && *getenv("BATON_KEY_FILE"))
+    if (getenv("BATON_KEY_FILE") && *getenv("BATON_KEY_FILE")) {
         cfg.key_path = getenv("BATON_KEY_FILE");
+        cfg.key_name = "BATON_KEY_FILE";
+    }
     optind = 1;
     while ((ch = getopt_long(argc, argv, "p:n:h", opts, NULL)) != -1) {
         switch (ch) {
@@ -103,7 +105,7 @@ int baton_cmd_bench(int argc, char **argv)
         case O_SERVERS: cfg.servers = optarg; servers_name = "--servers"; break;
         case O_SPLIT: cfg.split = optarg; break;
         case O_JSON: json = optarg; break;
-        case O_KEY: cfg.key_path = optarg; break;
+        case O_KEY: cfg.key_path = optarg; cfg.key_name = "--key"; break;
         case 'p': bad = baton_cli_parse_u32(PROG, "-p", optarg, 1, 1u << 20, &n_prompt); break;
         case 'n': bad = baton_cli_parse_u32(PROG, "-n", optarg, 2, 1u << 20, &n_gen); break;
         case O_REPS: bad = baton_cli_parse_u32(PROG, "--reps", optarg, 1, MAX_REPS, &reps); break;
@@ -130,6 +132,10 @@ int baton_cmd_bench(int argc, char **argv)
     /* the endpoint list: a typo is found now, not after the model has loaded */
     if (baton_run_check_stages(&cfg, servers_name) != 0)
         return 2;
+    /* the key file too: a missing or loose key is found before the model loads */
+    if (cfg.key_path && *cfg.key_path &&
+        baton_cli_check_key(PROG, cfg.key_name ? cfg.key_name : "--key", cfg.key_path) != 0)
+        return 1;
     if (json && baton_cli_check_output("baton bench", "--json", json, 0) != 0)
         return 1;
     {

@@ -54,9 +54,10 @@ static void run_usage(FILE *f)
           "Output: the prompt and generated text on stdout; the model, plan, upload,\n"
           "summary and --stats lines and every error on stderr.\n"
           "Exit status: 0 success, 1 failure (the message names the stage and endpoint,\n"
-          "or the file: a --stats-json or --ids-file that cannot be created is reported\n"
-          "before the model is loaded), 2 usage error (a malformed --servers entry, or a\n"
-          "--split that does not match the server count, is also found before that).\n",
+          "or the file: a key file that cannot be used, or a --stats-json or --ids-file\n"
+          "that cannot be created, is reported before the model is loaded), 2 usage\n"
+          "error (a malformed --servers entry, or a --split that does not match the\n"
+          "server count, is also found before that).\n",
           f);
 }
 
@@ -113,8 +114,10 @@ int baton_cmd_run(int argc, char **argv)
         cfg.servers = getenv("BATON_SERVERS");
         servers_name = "BATON_SERVERS";
     }
-    if (getenv("BATON_KEY_FILE") && *getenv("BATON_KEY_FILE"))
+    if (getenv("BATON_KEY_FILE") && *getenv("BATON_KEY_FILE")) {
         cfg.key_path = getenv("BATON_KEY_FILE");
+        cfg.key_name = "BATON_KEY_FILE";
+    }
     if (getenv("BATON_P2P") && *getenv("BATON_P2P")) {
         const char *v = getenv("BATON_P2P");
 
@@ -160,7 +163,7 @@ int baton_cmd_run(int argc, char **argv)
         case O_QUIET: cfg.quiet = 1; break;
         case O_IGNORE_EOS: cfg.ignore_eos = 1; break;
         case O_GAP: cfg.report_gap = 1; break;
-        case O_KEY: cfg.key_path = optarg; break;
+        case O_KEY: cfg.key_path = optarg; cfg.key_name = "--key"; break;
         case O_P2P:
             if (!strcmp(optarg, "on")) {
                 cfg.p2p = 1;
@@ -195,6 +198,10 @@ int baton_cmd_run(int argc, char **argv)
     /* the endpoint list: a typo is found now, not after the model has loaded */
     if (baton_run_check_stages(&cfg, servers_name) != 0)
         return 2;
+    /* the key file too: a missing or loose key is found before the model loads */
+    if (cfg.key_path && *cfg.key_path &&
+        baton_cli_check_key(PROG, cfg.key_name ? cfg.key_name : "--key", cfg.key_path) != 0)
+        return 1;
     /* output files: found unwritable now, not after the whole generation */
     if ((cfg.stats_json &&
          baton_cli_check_output("baton run", "--stats-json", cfg.stats_json, 0) != 0) ||

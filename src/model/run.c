@@ -360,7 +360,7 @@ static int connect_stages(struct run *r, uint32_t n_stages)
         else
             snprintf(err, sizeof(err), "no usable random source (libsodium)");
         if (rc != 0) {
-            run_msg(cfg, "--key: %s\n", err);
+            run_msg(cfg, "%s: %s\n", cfg->key_name ? cfg->key_name : "--key", err);
             return 1;
         }
         co.key = r->key;

@@ -75,6 +75,8 @@ struct baton_run_config {
     const char *ids_path; /* when set, write prompt and generated ids as JSON */
     const char *key_path; /* client key file (baton keygen): authenticate to every
                              server (in-process stages too); NULL = none */
+    const char *key_name; /* where key_path came from, for messages: "--key"
+                             (NULL) or "BATON_KEY_FILE" */
     const int32_t *prompt_ids; /* when set, these ids are the prompt (text is ignored) */
     size_t n_prompt_ids;
     struct baton_run_result *result; /* when set, filled on success */

@@ -126,6 +126,15 @@ rc=0; timeout 30 "$BATON" run --model "$MODEL" --prompt x --servers nosuchhost.i
     >/dev/null 2>"$TMP/conn.err" || rc=$?
 [ "$rc" -eq 1 ] && grep -q "^baton run: stage 1 (nosuchhost.invalid:7340): connect failed: .*; the host name does not resolve" \
     "$TMP/conn.err" || fail "unresolvable host: rc $rc: $(cat "$TMP/conn.err")"
+# a bad key file is reported before the model is read, under the name it
+# came by (a fresh-user review: after the model, and always as --key)
+rc=0; BATON_KEY_FILE="$TMP/nosuch.key" "$BATON" run --model "$TMP/none.gguf" --prompt x \
+    >/dev/null 2>"$TMP/key.err" || rc=$?
+[ "$rc" -eq 1 ] && grep -qx "baton run: BATON_KEY_FILE: $TMP/nosuch.key: no such key file" "$TMP/key.err" ||
+    fail "run with a missing BATON_KEY_FILE: rc $rc: $(cat "$TMP/key.err")"
+rc=0; "$BATON" bench --model "$TMP/none.gguf" --key "$TMP/nosuch.key" >/dev/null 2>"$TMP/key.err" || rc=$?
+[ "$rc" -eq 1 ] && grep -qx "baton bench: --key: $TMP/nosuch.key: no such key file" "$TMP/key.err" ||
+    fail "bench with a missing --key: rc $rc: $(cat "$TMP/key.err")"
 # a split the model cannot take is a usage error in bench as in run (exit 2)
 rc=0; "$BATON" bench --model "$MODEL" --servers local --split 1,1,1,1,1,1 -p 4 -n 2 --reps 1 \
     >/dev/null 2>"$TMP/split.err" || rc=$?
