@@ -244,8 +244,9 @@ enum {
     WHY_IPV6 = 8,     /* inside brackets: not hex digits, ':', '.' (+ %zone) */
     WHY_HOST = 16,    /* unbracketed: not letters, digits, '.', '-', '_' */
     WHY_SIZE = 32,    /* an address of 128 bytes or more */
+    WHY_LOCAL = 64,   /* the entry is exactly "local" in a list of servers */
 };
-static const char *const why_text[6] = {
+static const char *const why_text[7] = {
     "want host:port or host:port@peerhost:peerport",
     "the port must be 1..65535",
     "an IPv6 address goes in brackets, as in [::1]:7340",
@@ -254,6 +255,7 @@ static const char *const why_text[6] = {
     "a host may hold only letters, digits, '.', '-' and '_'; an IPv6 address goes in brackets, "
     "as in [::1]:7340",
     "an address must be shorter than 128 bytes",
+    "'local' stands alone: in-process stages and servers do not mix",
 };
 
 static const char *const servers_names[4] = {NULL, "--servers", "BATON_SERVERS", "-s"};
@@ -376,6 +378,8 @@ static int ref_entry(const char *s, size_t n, struct stages_ref *r)
         r->why = ref_address(s, cn);
     if (r->why == 0 && at)
         r->why = ref_address(at + 1, n - cn - 1);
+    if (n == 5 && memcmp(s, "local", 5) == 0)
+        r->why = WHY_LOCAL; /* refused (no port), with its own reason */
     return r->why == 0;
 }
 
@@ -474,7 +478,7 @@ static int message_fits(const char *log, const char *prog, const char *name, con
                           P, N);
         break;
     case SV_BAD_ENTRY:
-        for (int i = 0; i < 6; i++)
+        for (int i = 0; i < 7; i++)
             if (r->why & 1 << i) {
                 char *w = str_printf("%s: %s: bad endpoint '%.*s' (%s)\n", P, N,
                                      (int)r->bad_len, r->bad, why_text[i]);

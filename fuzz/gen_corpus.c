@@ -1211,6 +1211,7 @@ static void gen_cli_args(void)
     cli_seed(run, "a b:1");
     cli_seed(run, "a:1@b:2@c:3");   /* a second '@' */
     cli_seed(run, "[::1%]:1");      /* an empty zone */
+    cli_seed(run, "local,127.0.0.1:7340"); /* 'local' mixed with a server */
     memset(host, 'h', 130);
     snprintf(host + 130, sizeof host - 130, ":1");
     cli_seed(run, host); /* an address of 128 bytes or more */

@@ -252,7 +252,10 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
     g.conv = malloc(biggest * sizeof(float));
     if (g.f32 == NULL || g.conv == NULL) {
         rc = BATON_E_NOMEM;
-        snprintf(err, err_len, "out of memory");
+        snprintf(err, err_len,
+                 "out of memory (two scratch buffers of %llu floats each, %.1f GiB in all, for "
+                 "dim x max(vocab, ff, dim))",
+                 (unsigned long long)biggest, 2.0 * (double)biggest * sizeof(float) / 1073741824.0);
         goto out;
     }
     rc = add_weight(&g, "token_embd.weight", D, V, 0);

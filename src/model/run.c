@@ -306,6 +306,8 @@ static int plan_parts(const struct baton_run_config *cfg, const char *servers_na
                 return -1;
             }
             if (parse_server_entry(p, len, &e, &why) != 0) {
+                if (len == 5 && strncmp(p, "local", 5) == 0)
+                    why = "'local' stands alone: in-process stages and servers do not mix";
                 run_msg(cfg, "%s: bad endpoint '%.*s' (%s)\n", servers_name, (int)len, p, why);
                 return -1;
             }
@@ -1138,6 +1140,13 @@ int baton_run(const struct baton_run_config *cfg)
             goto out;
         }
     }
+
+    /* a context past the one the model was trained for still runs (RoPE
+     * extrapolates), but the output degrades: say so once */
+    if (r.hp.n_ctx_train > 0 && cfg->n_ctx > r.hp.n_ctx_train)
+        run_msg(cfg, "note: a context of %u positions is more than the model was trained for "
+                     "(llama.context_length %u); text past that may degrade\n",
+                cfg->n_ctx, r.hp.n_ctx_train);
 
     /* plan: n_parts and props from plan_parts */
     if (baton_split_plan(r.hp.n_layer, props, (size_t)n_parts, counts) != 0) {

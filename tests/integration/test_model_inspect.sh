@@ -135,6 +135,13 @@ rc=0; BATON_KEY_FILE="$TMP/nosuch.key" "$BATON" run --model "$TMP/none.gguf" --p
 rc=0; "$BATON" bench --model "$TMP/none.gguf" --key "$TMP/nosuch.key" >/dev/null 2>"$TMP/key.err" || rc=$?
 [ "$rc" -eq 1 ] && grep -qx "baton bench: --key: $TMP/nosuch.key: no such key file" "$TMP/key.err" ||
     fail "bench with a missing --key: rc $rc: $(cat "$TMP/key.err")"
+# a context past the model's llama.context_length (2048 here) runs, with a note
+"$BATON" run --model "$MODEL" --prompt hi -n 2 --ctx 3000 >/dev/null 2>"$TMP/ctx.err" ||
+    fail "run --ctx 3000: $(cat "$TMP/ctx.err")"
+grep -qx "baton run: note: a context of 3000 positions is more than the model was trained for (llama.context_length 2048); text past that may degrade" \
+    "$TMP/ctx.err" || fail "no context note: $(cat "$TMP/ctx.err")"
+"$BATON" run --model "$MODEL" --prompt hi -n 2 >/dev/null 2>"$TMP/ctx.err"
+grep -q "note: a context" "$TMP/ctx.err" && fail "a context note at the default --ctx"
 # a split the model cannot take is a usage error in bench as in run (exit 2)
 rc=0; "$BATON" bench --model "$MODEL" --servers local --split 1,1,1,1,1,1 -p 4 -n 2 --reps 1 \
     >/dev/null 2>"$TMP/split.err" || rc=$?
