@@ -60,7 +60,6 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-
 static int read_all(int fd, void *buf, size_t n)
 {
     uint8_t *p = buf;

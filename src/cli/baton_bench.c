@@ -90,14 +90,7 @@ int baton_cmd_bench(int argc, char **argv)
 
     baton_run_config_default(&cfg);
     cfg.prog = PROG;
-    if (getenv("BATON_SERVERS") && *getenv("BATON_SERVERS")) {
-        cfg.servers = getenv("BATON_SERVERS");
-        servers_name = "BATON_SERVERS";
-    }
-    if (getenv("BATON_KEY_FILE") && *getenv("BATON_KEY_FILE")) {
-        cfg.key_path = getenv("BATON_KEY_FILE");
-        cfg.key_name = "BATON_KEY_FILE";
-    }
+    baton_run_config_env(&cfg, &servers_name);
     optind = 1;
     while ((ch = getopt_long(argc, argv, "p:n:h", opts, NULL)) != -1) {
         switch (ch) {
@@ -129,13 +122,14 @@ int baton_cmd_bench(int argc, char **argv)
         fprintf(stderr, "baton bench: --model FILE is required (see --help)\n");
         return 2;
     }
-    /* the endpoint list: a typo is found now, not after the model has loaded */
-    if (baton_run_check_stages(&cfg, servers_name) != 0)
-        return 2;
-    /* the key file too: a missing or loose key is found before the model loads */
-    if (cfg.key_path && *cfg.key_path &&
-        baton_cli_check_key(PROG, cfg.key_name ? cfg.key_name : "--key", cfg.key_path) != 0)
-        return 1;
+    /* the endpoint list and the key file: a typo is found now, not after the
+     * model has loaded */
+    {
+        const int pre = baton_run_precheck(&cfg, servers_name);
+
+        if (pre != 0)
+            return pre;
+    }
     if (json && baton_cli_check_output("baton bench", "--json", json, 0) != 0)
         return 1;
     {

@@ -24,13 +24,6 @@ int baton_cmd_bench(int argc, char **argv);     /* baton_bench.c */
 int baton_cli_check_output(const char *prog, const char *what, const char *path,
                            int replaced_atomically);
 
-/* Opens and closes the client key file at path (baton_key_open: size, mode,
- * no symlink), so a bad key is reported before a model is read. On failure
- * prints "PROG: OPT: reason" (opt: "--key", or "BATON_KEY_FILE" when the
- * path came from there) and returns 1 (a runtime error: the caller exits
- * 1), else 0. (cli_args.c) */
-int baton_cli_check_key(const char *prog, const char *opt, const char *path);
-
 /* Parses the value s of integer option opt (as the user typed it, e.g. "-n",
  * "--ctx"): decimal digits only, in [min, max]. On failure prints to stderr
  * one of

@@ -1,9 +1,7 @@
-/* Integer option values and the early key-file check, shared by `baton`
- * and `batond` (see cli.h). */
+/* Integer option values, shared by `baton` and `batond` (see cli.h). */
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "auth/auth.h"
 #include "cli/cli.h"
 
 int baton_cli_parse_u64(const char *prog, const char *opt, const char *s, uint64_t min,
@@ -55,23 +53,5 @@ int baton_cli_parse_u32(const char *prog, const char *opt, const char *s, uint32
     if (baton_cli_parse_u64(prog, opt, s, min, max, &v) != 0)
         return -1;
     *out = (uint32_t)v;
-    return 0;
-}
-
-int baton_cli_check_key(const char *prog, const char *opt, const char *path)
-{
-    struct baton_key *key = NULL;
-    char err[256];
-    int rc = baton_auth_init();
-
-    if (rc == 0)
-        rc = baton_key_open(path, &key, err, sizeof(err));
-    else
-        snprintf(err, sizeof(err), "no usable random source (libsodium)");
-    baton_key_free(key);
-    if (rc != 0) {
-        fprintf(stderr, "%s: %s: %s\n", prog, opt, err);
-        return 1;
-    }
     return 0;
 }

@@ -345,6 +345,39 @@ int baton_run_check_stages(const struct baton_run_config *cfg, const char *serve
     return plan_parts(cfg, servers_name ? servers_name : "--servers", props) < 0 ? 2 : 0;
 }
 
+/* Opens the client key cfg->key_path into *key (baton_key_open: size,
+ * mode, no symlink). Returns 0, or 1 after naming the key as it was given
+ * (cfg->key_name). */
+static int open_client_key(const struct baton_run_config *cfg, struct baton_key **key)
+{
+    char err[256];
+    int rc = baton_auth_init();
+
+    if (rc == 0)
+        rc = baton_key_open(cfg->key_path, key, err, sizeof(err));
+    else
+        snprintf(err, sizeof(err), "no usable random source (libsodium)");
+    if (rc != 0) {
+        run_msg(cfg, "%s: %s\n", cfg->key_name ? cfg->key_name : "--key", err);
+        return 1;
+    }
+    return 0;
+}
+
+int baton_run_precheck(const struct baton_run_config *cfg, const char *servers_name)
+{
+    struct baton_key *key = NULL;
+    int rc;
+
+    if (baton_run_check_stages(cfg, servers_name) != 0)
+        return 2;
+    if (!cfg->key_path || !*cfg->key_path)
+        return 0;
+    rc = open_client_key(cfg, &key);
+    baton_key_free(key);
+    return rc;
+}
+
 static int connect_stages(struct run *r, uint32_t n_stages)
 {
     const struct baton_run_config *cfg = r->cfg;
@@ -354,17 +387,8 @@ static int connect_stages(struct run *r, uint32_t n_stages)
     struct baton_conn_options co = {.timeout_ms = cfg->timeout_ms};
 
     if (cfg->key_path && *cfg->key_path) {
-        char err[256];
-        int rc = baton_auth_init();
-
-        if (rc == 0)
-            rc = baton_key_open(cfg->key_path, &r->key, err, sizeof(err));
-        else
-            snprintf(err, sizeof(err), "no usable random source (libsodium)");
-        if (rc != 0) {
-            run_msg(cfg, "%s: %s\n", cfg->key_name ? cfg->key_name : "--key", err);
+        if (open_client_key(cfg, &r->key) != 0)
             return 1;
-        }
         co.key = r->key;
     }
     if (local) {
@@ -1051,6 +1075,20 @@ void baton_run_config_default(struct baton_run_config *cfg)
     cfg->out = stdout;
     cfg->log = stderr;
     cfg->prog = "baton";
+}
+
+void baton_run_config_env(struct baton_run_config *cfg, const char **servers_name)
+{
+    const char *servers = getenv("BATON_SERVERS"), *key = getenv("BATON_KEY_FILE");
+
+    if (servers && *servers) {
+        cfg->servers = servers;
+        *servers_name = "BATON_SERVERS";
+    }
+    if (key && *key) {
+        cfg->key_path = key;
+        cfg->key_name = "BATON_KEY_FILE";
+    }
 }
 
 int baton_run(const struct baton_run_config *cfg)

@@ -88,6 +88,12 @@ struct baton_run_config {
 
 void baton_run_config_default(struct baton_run_config *cfg);
 
+/* The environment's defaults for a CLI: BATON_SERVERS (cfg->servers, and
+ * *servers_name = "BATON_SERVERS" for messages) and BATON_KEY_FILE
+ * (cfg->key_path, cfg->key_name), each when set and not empty. The
+ * command line overrides both afterwards. */
+void baton_run_config_env(struct baton_run_config *cfg, const char **servers_name);
+
 /* Checks the stage list without opening the model or any connection:
  * cfg->servers is "local" or 1..BATON_MAX_STAGES comma-separated entries
  * host:port or host:port@peerhost:peerport (port 1..65535, an IPv6 host in
@@ -98,6 +104,12 @@ void baton_run_config_default(struct baton_run_config *cfg);
  * "PROG: ..." naming the bad entry to cfg->log. baton_run makes the same
  * check before it reads the model; the layer split itself needs the model. */
 int baton_run_check_stages(const struct baton_run_config *cfg, const char *servers_name);
+
+/* What the CLIs check before they read the model: baton_run_check_stages
+ * (returns 2 on a bad list), then the client key file when cfg->key_path
+ * is set, opened and closed as baton_run opens it (returns 1, the message
+ * naming cfg->key_name). 0 when both are fine. */
+int baton_run_precheck(const struct baton_run_config *cfg, const char *servers_name);
 
 /* Runs the whole generation. Returns a process exit code: 0 success,
  * 1 runtime failure (message names the file, or the stage and endpoint),
