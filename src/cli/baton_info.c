@@ -129,6 +129,7 @@ static int info_one(const char *spec, const struct baton_conn_options *o)
 int baton_cmd_info(int argc, char **argv)
 {
     const char *servers = NULL, *key_path = getenv("BATON_KEY_FILE");
+    const char *key_name = "BATON_KEY_FILE"; /* where key_path came from */
     struct baton_key *key = NULL;
     int timeout_ms = 5000;
     for (int i = 1; i < argc; i++) {
@@ -141,11 +142,12 @@ int baton_cmd_info(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--key") && v) {
             key_path = v;
+            key_name = "--key";
             i++;
         } else if (!strcmp(a, "--timeout") && v) {
             uint32_t t;
 
-            if (baton_cli_parse_u32("baton info", "--timeout", v, 1, 3600000, &t) != 0)
+            if (baton_cli_parse_u32("baton info", "--timeout", v, 1, 86400000, &t) != 0)
                 return 2;
             timeout_ms = (int)t;
             i++;
@@ -183,7 +185,7 @@ int baton_cmd_info(int argc, char **argv)
         else
             snprintf(err, sizeof err, "no usable random source (libsodium)");
         if (rc != 0) {
-            fprintf(stderr, "baton info: --key: %s\n", err);
+            fprintf(stderr, "baton info: %s: %s\n", key_name, err);
             return 1;
         }
     }

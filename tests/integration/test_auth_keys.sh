@@ -107,6 +107,10 @@ info 0 "$TMP/i1" --servers "$KEYED,$ENC" --key "$K"
 [ "$(grep -c "auth        key, frames MAC'd and encrypted" "$TMP/i1")" -eq 1 ] || fail "info: encrypted line"
 BATON_KEY_FILE="$K" info 0 "$TMP/i2" --servers "$KEYED"
 grep -q "name        batond cpu" "$TMP/i2" || fail "info with BATON_KEY_FILE"
+# a bad key file is named as it was given (a fresh-user review: always "--key")
+rc=0; BATON_KEY_FILE="$TMP/nosuch.key" "$BATON" info --servers "$KEYED" >"$TMP/i2e" 2>&1 || rc=$?
+[ "$rc" -eq 1 ] && grep -qx "baton info: BATON_KEY_FILE: $TMP/nosuch.key: no such key file" "$TMP/i2e" ||
+    fail "info with a missing BATON_KEY_FILE: rc $rc: $(cat "$TMP/i2e")"
 info 0 "$TMP/i3" --servers "$PLAIN"
 grep -q "auth        none" "$TMP/i3" || fail "info: unkeyed server"
 info 0 "$TMP/i3l" --servers local --key "$K"
