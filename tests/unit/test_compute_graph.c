@@ -877,6 +877,7 @@ static void test_attention_batch_equals_steps(void **state)
     (void)state;
     batch_equals_steps(&small, 3);
     batch_equals_steps(&large, 20);
+    batch_equals_steps(&large, 23); /* token blocks of 4 (kernels.h), the last of 3 */
 }
 
 /* A leaf the graph writes may not overlap any other leaf (regression: an

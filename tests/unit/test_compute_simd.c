@@ -457,6 +457,44 @@ static void test_attention_helpers_levels(void **state)
                 expect_same(got, want, n, what);
                 assert_true(got[n] == 12345.0f);
             }
+            /* several queries at once (xs = MAXK + 5 floats apart, results
+             * ys = MAXN + 2 apart): each query's scores as it alone gets them */
+            {
+                enum { XS = MAXK + 5, YS = MAXN + 2, NXMAX = 4 };
+                static float qs[NXMAX * XS], wm[NXMAX * YS], gm[NXMAX * YS];
+                uint32_t nx, c;
+
+                for (i = 0; i < NXMAX * XS; i++)
+                    qs[i] = rng_unit();
+                for (c = 0; c < NXMAX; c++)
+                    for (s = 0; s < n; s++) {
+                        float acc = 0.0f;
+
+                        for (i = 0; i < k; i++)
+                            acc = acc + cache[s * ws + i] * qs[c * XS + i];
+                        wm[c * YS + s] = acc;
+                    }
+                for (nx = 1; nx <= NXMAX; nx++)
+                    for (lvl = BATON_CPU_ISA_SCALAR; lvl <= BATON_CPU_ISA_AVX512; lvl++) {
+                        char what[80];
+
+                        if ((int)baton_cpu_isa_set((enum baton_cpu_isa)lvl) != lvl)
+                            continue;
+                        for (i = 0; i < NXMAX * YS; i++)
+                            gm[i] = 12345.0f;
+                        baton_cpu_f32_dots_multi(cache, ws, qs, XS, nx, k, n, gm, YS);
+                        for (c = 0; c < NXMAX; c++) {
+                            snprintf(what, sizeof(what), "dots_multi %s k=%llu n=%llu nx=%u c=%u",
+                                     baton_cpu_isa_name((enum baton_cpu_isa)lvl),
+                                     (unsigned long long)k, (unsigned long long)n, nx, c);
+                            if (c < nx)
+                                expect_same(gm + c * YS, wm + c * YS, n, what);
+                            /* nothing past n, nor for queries past nx */
+                            for (i = c < nx ? n : 0; i < YS; i++)
+                                assert_true(gm[c * YS + i] == 12345.0f);
+                        }
+                    }
+            }
             /* weighted sum of n rows of k: out has k elements */
             {
                 float wout[MAXK + 1], gout[MAXK + 1];

@@ -291,64 +291,96 @@ static void scale_all(float *x, uint64_t n, float d, int divide)
         x[i] = divide ? x[i] / d : x[i] * d;
 }
 
+/* Tokens of a batch scored together per head (attention_task). */
+#define ATT_QUERIES BATON_CPU_ATT_QUERIES
+_Static_assert(BATON_CPU_ATT_QUERIES <= BATON_CPU_DOTS_MAX_X, "one dots_multi call per block");
+
 struct attention_job {
     const struct baton_cpu_attention *a;
 };
 
-/* Head rows [r0, r1) of nt*nh (row = t*nh + h): scores against cache slots
- * 0..pos[t], softmax as run.c (max subtracted, expf, float sum, divide),
- * then the weighted sum of value rows in slot order. The scores and the
- * weighted sum run on the SIMD level's kernels (matmul.h), which keep
- * run.c's order in every lane (the lanes hold slots, then dimensions), so
- * the bits are those of the plain loops on every level. The caches are
- * kv-head-major (core/ops.h), so both read one sequential stream of rows.
+/* Softmax of one query's scores att[0, n_slots) in place, as run.c: the
+ * scale, max subtracted, expf, float sum in slot order, divide. */
+static void attention_softmax(const struct baton_cpu_attention *a, float *att, uint64_t n_slots)
+{
+    float max_val, sum = 0.0f;
+    uint64_t s;
+
+    scale_all(att, n_slots, a->scale, a->divide);
+    max_val = att[0];
+    for (s = 1; s < n_slots; s++)
+        if (att[s] > max_val)
+            max_val = att[s];
+    for (s = 0; s < n_slots; s++) {
+        att[s] = expf(att[s] - max_val);
+        sum += att[s];
+    }
+    scale_all(att, n_slots, sum, 1);
+}
+
+/* Units [r0, r1) of nh * n_units (unit = u * nh + h): head h of the tokens
+ * of token block u (tokens [ATT_QUERIES * b, ...) of the batch, at most
+ * ATT_QUERIES of them; b as below). Each token scores cache slots
+ * 0..pos[t], takes the softmax as run.c (max subtracted, expf, float sum,
+ * divide), then the weighted sum of value rows in slot order. The scores
+ * of a block's tokens come from one baton_cpu_f32_dots_multi call over the
+ * block's largest slot count (a token's scores past its own slots are
+ * computed and never read), which reads each cache row once for the whole
+ * block; the weighted sums run per token. Every kernel keeps run.c's order
+ * in every lane (matmul.h), so the bits are those of the plain loops on
+ * every level, for any block. The caches are kv-head-major (core/ops.h),
+ * so both read one sequential stream of rows.
  *
- * [r0, r1) indexes the rows in a zig-zag token order (tokens 0, nt-1, 1,
- * nt-2, ...): in a batch a token at a later position attends to more slots,
- * and contiguous ranges of that order pair cheap tokens with dear ones, so
- * the threads of a prefill ubatch get about equal work (with plain order the
- * second of 2 threads had 3/4 of it). Each row is computed alone, so the
- * order changes no result. */
+ * [r0, r1) indexes the blocks in a zig-zag order (blocks 0, last, 1,
+ * last - 1, ...): in a batch a token at a later position attends to more
+ * slots, and contiguous ranges of that order pair cheap blocks with dear
+ * ones, so the threads of a prefill ubatch get about equal work (with plain
+ * order the second of 2 threads had 3/4 of it). Each token's row is
+ * computed alone, so neither the blocks nor their order change a result. */
 static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
 {
     const struct baton_cpu_attention *a = ((const struct attention_job *)ctx)->a;
     const uint64_t hd = a->hd, nh = a->nh, nkv = a->nkv, group = nh / nkv, nt = a->nt;
-    float *att = a->work + (uint64_t)chunk * a->n_ctx;
-    uint64_t lr, s, i;
+    const uint64_t per_unit = nt < ATT_QUERIES ? nt : ATT_QUERIES;
+    const uint64_t n_units = (nt + ATT_QUERIES - 1) / ATT_QUERIES;
+    float *att = a->work + (uint64_t)chunk * per_unit * a->n_ctx;
+    uint64_t lr, i, c;
 
     for (lr = r0; lr < r1; lr++) {
         const uint64_t u = lr / nh, h = lr % nh, kvh = h / group;
-        const uint64_t t = u % 2 == 0 ? u / 2 : nt - 1 - u / 2;
-        const uint64_t r = t * nh + h;
-        const int32_t p = a->pos[t]; /* read once, checked where it is used */
-        const float *q = a->q + r * hd;
-        float *out = a->out + r * hd;
-        float max_val, sum = 0.0f;
-        uint64_t n_slots;
+        const uint64_t b = u % 2 == 0 ? u / 2 : n_units - 1 - u / 2;
+        const uint64_t t0 = b * ATT_QUERIES, nx = nt - t0 < ATT_QUERIES ? nt - t0 : ATT_QUERIES;
+        uint64_t n_slots[ATT_QUERIES], max_slots = 0;
 
-        if (p < 0 || (uint64_t)p >= a->n_ctx) {
-            /* unreachable after the checks in baton_cpu_attention and the
-             * validator's no-overlap rule; kept so no index is ever used
-             * unchecked */
-            for (i = 0; i < hd; i++)
-                out[i] = 0.0f;
-            continue;
+        for (c = 0; c < nx; c++) {
+            const int32_t p = a->pos[t0 + c]; /* read once, checked where it is used */
+
+            /* p out of range: unreachable after the checks in
+             * baton_cpu_attention and the validator's no-overlap rule; kept
+             * so no index is ever used unchecked (that token's output is 0) */
+            n_slots[c] = p < 0 || (uint64_t)p >= a->n_ctx ? 0 : (uint64_t)p + 1;
+            if (n_slots[c] > max_slots)
+                max_slots = n_slots[c];
         }
-        n_slots = (uint64_t)p + 1;
+        if (nx == 1 && max_slots > 0) /* decode: the kernel tuned for a cold cache */
+            baton_cpu_f32_dots(a->k_cache + kvh * a->n_ctx * hd, hd, a->q + (t0 * nh + h) * hd,
+                               hd, max_slots, att);
+        else if (max_slots > 0)
+            baton_cpu_f32_dots_multi(a->k_cache + kvh * a->n_ctx * hd, hd,
+                                     a->q + (t0 * nh + h) * hd, nh * hd, (uint32_t)nx, hd,
+                                     max_slots, att, a->n_ctx);
+        for (c = 0; c < nx; c++) {
+            float *out = a->out + ((t0 + c) * nh + h) * hd;
+            float *sc = att + c * a->n_ctx;
 
-        baton_cpu_f32_dots(a->k_cache + kvh * a->n_ctx * hd, hd, q, hd, n_slots, att);
-        scale_all(att, n_slots, a->scale, a->divide);
-        max_val = att[0];
-        for (s = 1; s < n_slots; s++)
-            if (att[s] > max_val)
-                max_val = att[s];
-        for (s = 0; s < n_slots; s++) {
-            att[s] = expf(att[s] - max_val);
-            sum += att[s];
+            if (n_slots[c] == 0) {
+                for (i = 0; i < hd; i++)
+                    out[i] = 0.0f;
+                continue;
+            }
+            attention_softmax(a, sc, n_slots[c]);
+            baton_cpu_f32_wsum(a->v_cache + kvh * a->n_ctx * hd, hd, sc, n_slots[c], hd, out);
         }
-        scale_all(att, n_slots, sum, 1);
-
-        baton_cpu_f32_wsum(a->v_cache + kvh * a->n_ctx * hd, hd, att, n_slots, hd, out);
     }
 }
 
@@ -384,12 +416,13 @@ int baton_cpu_attention(struct baton_pool *pool, const struct baton_cpu_attentio
     if (a->nh == 0 || a->hd == 0)
         return 0;
     {
-        uint64_t rows = a->nh * a->nt, max_chunks;
+        const uint64_t units = a->nh * ((a->nt + ATT_QUERIES - 1) / ATT_QUERIES);
+        uint64_t max_chunks;
 
-        max_chunks = chunks_for(sat_mul(sat_mul(rows, max_slots), sat_mul(a->hd, 2)));
+        max_chunks = chunks_for(sat_mul(sat_mul(a->nh * a->nt, max_slots), sat_mul(a->hd, 2)));
         if (max_chunks > BATON_POOL_MAX_THREADS)
             max_chunks = BATON_POOL_MAX_THREADS;
-        baton_pool_run_dynamic(pool, rows, max_chunks, attention_task, &j);
+        baton_pool_run_dynamic(pool, units, max_chunks, attention_task, &j);
     }
     return 0;
 }

@@ -49,11 +49,17 @@ struct baton_cpu_attention {
     float *v_cache;
     const int32_t *pos; /* {nt} */
     float *out;         /* {hd,nh,nt} */
-    float *work;        /* n_ctx floats per chunk, min(nh*nt, pool threads) chunks */
+    float *work;        /* min(nt, BATON_CPU_ATT_QUERIES) * n_ctx floats per chunk,
+                           min(nh*nt, pool threads) chunks */
     uint64_t hd, nh, nkv, nt, n_ctx;
     float scale;
     int divide; /* 0: score * scale; 1: score / scale (run.c's / sqrtf(hd)) */
 };
+
+/* Tokens of a batch whose scores against one head's cache rows are
+ * computed together (baton_cpu_f32_dots_multi); the score rows of a chunk
+ * are min(nt, this) rows of n_ctx floats. */
+#define BATON_CPU_ATT_QUERIES 4u
 
 /* Fused causal grouped-query attention (ops.h). Returns BATON_E_INDEX
  * (before writing anything) if some pos[t] is outside [0, n_ctx). */

@@ -349,6 +349,17 @@ static void scalar_dots(const float *w, uint64_t ws, const float *x, uint64_t k,
     }
 }
 
+/* Scores of several queries (matmul.h, baton_cpu_f32_dots_multi): one
+ * query after the other. */
+static void scalar_dots_multi(const float *w, uint64_t ws, const float *x, uint64_t xs,
+                              uint32_t nx, uint64_t k, uint64_t n, float *y, uint64_t ys)
+{
+    uint32_t c;
+
+    for (c = 0; c < nx; c++)
+        scalar_dots(w, ws, x + c * xs, k, n, y + c * ys);
+}
+
 /* Weighted sum of value rows (matmul.h, baton_cpu_f32_wsum). */
 static void scalar_wsum(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
                         float *out)
@@ -368,6 +379,7 @@ static void scalar_wsum(const float *v, uint64_t vs, const float *a, uint64_t n,
 
 const struct baton_mm_kernels baton_mm_scalar = {
     scalar_f32, scalar_f16, scalar_q8_0, scalar_q4_0, scalar_act, scalar_dots, scalar_wsum,
+    scalar_dots_multi,
 };
 
 /* ---- drivers ---- */
@@ -528,6 +540,12 @@ void baton_cpu_f32_dots(const float *w, uint64_t ws, const float *x, uint64_t k,
                         float *y)
 {
     kernels()->dots(w, ws, x, k, n, y);
+}
+
+void baton_cpu_f32_dots_multi(const float *w, uint64_t ws, const float *x, uint64_t xs,
+                              uint32_t nx, uint64_t k, uint64_t n, float *y, uint64_t ys)
+{
+    kernels()->dots_multi(w, ws, x, xs, nx, k, n, y, ys);
 }
 
 void baton_cpu_f32_wsum(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,

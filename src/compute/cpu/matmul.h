@@ -135,6 +135,16 @@ int baton_cpu_get_rows_typed(uint32_t ttype, const void *table, uint64_t k, uint
 void baton_cpu_f32_dots(const float *w, uint64_t ws, const float *x, uint64_t k, uint64_t n,
                         float *y);
 
+/* baton_cpu_f32_dots for nx queries at once (1 <= nx <= BATON_CPU_DOTS_MAX_X):
+ * y[c * ys + s] = sum_i w[s * ws + i] * x[c * xs + i] for c in [0, nx), s in
+ * [0, n), i in [0, k), each exactly as baton_cpu_f32_dots computes it for
+ * query c alone (same order, same bits). A prefill ubatch's tokens score the
+ * same cache rows; the SIMD levels transpose each block of rows once for
+ * all the queries instead of once per query. y must not overlap w or x. */
+#define BATON_CPU_DOTS_MAX_X 4u
+void baton_cpu_f32_dots_multi(const float *w, uint64_t ws, const float *x, uint64_t xs,
+                              uint32_t nx, uint64_t k, uint64_t n, float *y, uint64_t ys);
+
 /* ATTENTION's weighted sum of value rows, on the calling thread at the
  * current level: out[i] = sum_s a[s] * v[s * vs + i] for i in [0, k),
  * summed from +0 in ascending s, product then sum rounded (run.c's order;
@@ -172,12 +182,16 @@ typedef void (*baton_dots_fn)(const float *w, uint64_t ws, const float *x, uint6
                               float *y);
 typedef void (*baton_wsum_fn)(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
                               float *out);
+/* baton_cpu_f32_dots_multi at one level. */
+typedef void (*baton_dots_multi_fn)(const float *w, uint64_t ws, const float *x, uint64_t xs,
+                                    uint32_t nx, uint64_t k, uint64_t n, float *y, uint64_t ys);
 
 struct baton_mm_kernels {
     baton_mm_rows_fn f32, f16, q8_0, q4_0;
     baton_act_fn act;
     baton_dots_fn dots;
     baton_wsum_fn wsum;
+    baton_dots_multi_fn dots_multi;
 };
 
 extern const struct baton_mm_kernels baton_mm_scalar;

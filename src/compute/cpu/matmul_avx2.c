@@ -407,7 +407,7 @@ T2 void baton_mm_avx2_wsum(const float *v, uint64_t vs, const float *a, uint64_t
 
 const struct baton_mm_kernels baton_mm_avx2 = {
     avx2_f32, avx2_f16, avx2_q8_0, avx2_q4_0, baton_mm_avx2_act, avx2_f32_dots,
-    baton_mm_avx2_wsum,
+    baton_mm_avx2_wsum, avx2_f32_dots_multi,
 };
 
 #else /* not x86-64: the level is never chosen; keep the table defined */

@@ -384,7 +384,7 @@ Q_KERNELS(q4_0, 1, 2, 2)
 
 const struct baton_mm_kernels baton_mm_avx512 = {
     avx512_f32, avx512_f16, avx512_q8_0, avx512_q4_0, baton_mm_avx2_act,
-    avx512_f32_dots, baton_mm_avx2_wsum,
+    avx512_f32_dots, baton_mm_avx2_wsum, avx512_f32_dots_multi,
 };
 
 #else

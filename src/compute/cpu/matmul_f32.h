@@ -199,6 +199,71 @@ static F32_TARGET void F32_NAME(f32_dots)(const float *w, uint64_t ws, const flo
     }
 }
 
+/* ATTENTION's scores for NX queries (matmul.h, baton_cpu_f32_dots_multi):
+ * 8 rows at a time; each 8 x 8 block of the rows is transposed once and
+ * serves every query (in a prefill ubatch consecutive tokens score the same
+ * cache rows, and the transposes were most of f32_dots' work). Lane j of
+ * query c's accumulator adds row j's products in ascending i, as f32_dots
+ * and the plain loop do; a last block of fewer rows repeats its last row in
+ * the missing lanes (read, never stored). The rows are read in place: a
+ * ubatch's cache rows were just written and are still in cache. */
+static AI F32_TARGET void F32_NAME(f32_dots_nx)(const float *w, uint64_t ws, const float *x,
+                                                uint64_t xs, uint64_t k, uint64_t n, float *y,
+                                                uint64_t ys, const int NX)
+{
+    uint64_t r, i, kk;
+
+    for (r = 0; r < n; r += 8) {
+        const int nr = n - r < 8 ? (int)(n - r) : 8;
+        const float *p[8];
+        __m256 acc[4], t0, t1, t2, t3, t4, t5, t6, t7;
+        float s[4][8];
+        int q, c;
+
+        for (q = 0; q < 8; q++)
+            p[q] = w + (r + (uint64_t)(q < nr ? q : nr - 1)) * ws;
+        for (c = 0; c < NX; c++)
+            acc[c] = _mm256_setzero_ps();
+        for (i = 0; k - i >= 8; i += 8) {
+            F32_LOAD_T8P(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], i);
+            for (c = 0; c < NX; c++)
+                F32_MA8(acc[c], x + (uint64_t)c * xs, i);
+        }
+        for (c = 0; c < NX; c++) {
+            const float *xc = x + (uint64_t)c * xs;
+
+            _mm256_storeu_ps(s[c], acc[c]);
+            for (kk = i; kk < k; kk++)
+                for (q = 0; q < nr; q++)
+                    s[c][q] = s[c][q] + p[q][kk] * xc[kk];
+            for (q = 0; q < nr; q++)
+                y[(uint64_t)c * ys + r + (uint64_t)q] = s[c][q];
+        }
+    }
+}
+
+static F32_TARGET void F32_NAME(f32_dots_multi)(const float *w, uint64_t ws, const float *x,
+                                                uint64_t xs, uint32_t nx, uint64_t k, uint64_t n,
+                                                float *y, uint64_t ys)
+{
+    switch (nx) {
+    case 0:
+        break;
+    case 1:
+        F32_NAME(f32_dots_nx)(w, ws, x, xs, k, n, y, ys, 1);
+        break;
+    case 2:
+        F32_NAME(f32_dots_nx)(w, ws, x, xs, k, n, y, ys, 2);
+        break;
+    case 3:
+        F32_NAME(f32_dots_nx)(w, ws, x, xs, k, n, y, ys, 3);
+        break;
+    default: /* nx <= BATON_CPU_DOTS_MAX_X (4) */
+        F32_NAME(f32_dots_nx)(w, ws, x, xs, k, n, y, ys, 4);
+        break;
+    }
+}
+
 static const struct baton_mm_tiles F32_NAME(f32_tiles) = {
     F32_NAME(f32_decode), 8, F32_NAME(f32_tile_n), 8, 4, baton_mm_f32_row,
 };
