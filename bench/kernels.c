@@ -6,6 +6,13 @@
  * beside a STREAM-like triad (a = b + s*c over doubles, 24 bytes per
  * element counted, as STREAM does) on the same pool, at 1 and 2 threads.
  * roofline = MUL_MAT GB/s / triad GB/s at the same thread count.
+ * Decode from cache ("cached"): the same kernels over the first rows of one
+ * matrix (WARM_BYTES of weights: in the 32 MiB L3, and 2 MiB of it in each
+ * core's L2 at 2 threads), WARM_PASSES times over: the kernel's speed with
+ * the weights in cache, its compute ceiling (the activations are quantized
+ * on every call, about 2 % of the time at 4096 inputs). A type whose
+ * ceiling is near the triad is compute-bound at decode, not memory-bound
+ * (bench/RESULTS.md, fourth round).
  * Prefill (many columns): GFLOP/s (2 K N M / time) of one 4096 x 4096
  * matrix against 64 columns.
  *
@@ -46,6 +53,8 @@
 #define DECODE_BYTES (192ull << 20)
 #define PREFILL_M 64u
 #define MAX_REPS 41
+#define WARM_BYTES (4ull << 20)
+#define WARM_PASSES 100u
 
 static int use_thp = 1;
 
@@ -226,6 +235,24 @@ static double run_decode(struct baton_pool *pool, const struct weights *w, const
     return bytes / wall / 1e9;
 }
 
+/* WARM_PASSES passes over the first WARM_BYTES of rows of the first
+ * matrix, one column: GB/s of weights read (from cache after the first
+ * pass, which is not timed). */
+static double run_decode_warm(struct baton_pool *pool, const struct weights *w, const float *x,
+                              float *y, void *work)
+{
+    const uint64_t rb = baton_row_bytes(w->type, K), rows = WARM_BYTES / rb < N ? WARM_BYTES / rb : N;
+    const double bytes = (double)rb * rows * WARM_PASSES;
+    double t0;
+    uint32_t i;
+
+    baton_cpu_mul_mat_typed(pool, w->type, w->data, x, y, K, rows, 1, work);
+    t0 = now();
+    for (i = 0; i < WARM_PASSES; i++)
+        baton_cpu_mul_mat_typed(pool, w->type, w->data, x, y, K, rows, 1, work);
+    return bytes / (now() - t0) / 1e9;
+}
+
 /* One matrix against PREFILL_M columns: GFLOP/s. */
 static double run_prefill(struct baton_pool *pool, const struct weights *w, const float *x,
                           float *y, void *work)
@@ -302,7 +329,7 @@ int main(int argc, char **argv)
     for (a = 0; a < n_threads_list; a++) {
         struct baton_pool *pool;
         struct stat triad = {{0}, 0}, triad_cpu = {{0}, 0}, dec[NT], dec_cpu[NT], ratio[NT],
-                    ratio_cpu[NT], pre[NT];
+                    ratio_cpu[NT], pre[NT], warm[NT];
         char label[64];
         double cpu;
 
@@ -315,6 +342,7 @@ int main(int argc, char **argv)
         memset(ratio, 0, sizeof(ratio));
         memset(ratio_cpu, 0, sizeof(ratio_cpu));
         memset(pre, 0, sizeof(pre));
+        memset(warm, 0, sizeof(warm));
         run_triad(pool, &tj, &cpu); /* warm-up */
         for (ti = 0; ti < NT; ti++)
             run_decode(pool, &w[ti], x, y, work, &cpu);
@@ -331,6 +359,7 @@ int main(int argc, char **argv)
                 dec_cpu[t].v[dec_cpu[t].n++] = cpu;
                 ratio[t].v[ratio[t].n++] = g / tr;
                 ratio_cpu[t].v[ratio_cpu[t].n++] = cpu / tr_cpu;
+                warm[t].v[warm[t].n++] = run_decode_warm(pool, &w[t], x, y, work);
             }
             if (prefill)
                 for (ti = 0; ti < NT; ti++) {
@@ -349,6 +378,8 @@ int main(int argc, char **argv)
             stat_line(label, &dec_cpu[ti], "GB/s");
             printf("%-28s %8.3f (cpu %.3f)\n", "  roofline (per-rep ratio)", median(&ratio[ti]),
                    median(&ratio_cpu[ti]));
+            snprintf(label, sizeof(label), "decode %s cached", baton_type_name(types[ti]));
+            stat_line(label, &warm[ti], "GB/s");
         }
         if (prefill)
             for (ti = 0; ti < NT; ti++) {
