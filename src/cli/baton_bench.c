@@ -17,7 +17,8 @@
 static void bench_usage(FILE *f)
 {
     fputs("usage: baton bench --model FILE [--servers LIST] [--split P,...] [-p N] [-n N]\n"
-          "                   [--reps R] [--threads N] [--ubatch N] [--key FILE] [--json FILE]\n"
+          "                   [--ctx N] [--reps R] [--threads N] [--ubatch N] [--timeout MS]\n"
+          "                   [--key FILE] [--json FILE]\n"
           "\n"
           "Runs the model R times on a synthetic prompt of -p tokens, generating -n tokens\n"
           "greedily (EOS ignored), and prints the median and spread (min..max) of prefill\n"
@@ -26,15 +27,24 @@ static void bench_usage(FILE *f)
           "\n"
           "  -p N          prompt tokens (default 128)\n"
           "  -n N          generated tokens (default 64, at least 2)\n"
+          "  --ctx N       KV cache positions (default -p + -n + 8, at most the model's\n"
+          "                llama.context_length); at least -p + -n\n"
           "  --reps R      repetitions (default 5)\n"
+          "  --timeout MS  deadline of every server call (default 30000)\n"
           "  --json FILE   also write the figures as JSON\n"
           "  --servers, --split, --threads, --ubatch, --key: as for `baton run`\n"
+          "\n"
+          "-p + -n may not exceed the model's context length (llama.context_length, 2048\n"
+          "when the model has none), as the model was not trained past it and attention\n"
+          "time grows with the square of the context; a --ctx of at least -p + -n runs\n"
+          "past it anyway.\n"
           "\n"
           "The table goes to stdout; the first repetition's model, plan, upload and summary\n"
           "lines to stderr. Exit status: 0 success, 1 failure (model file, a server, a key\n"
           "file, or a --json FILE that cannot be created, checked before the first\n"
           "repetition), 2 usage error (a malformed --servers entry, or a --split that\n"
-          "does not match the server count, is found before the model is read).\n",
+          "does not match the server count, is found before the model is read; -p + -n\n"
+          "past the context, right after its header is read).\n",
           f);
 }
 
@@ -68,13 +78,14 @@ static void summarize(struct figure *f, uint32_t n)
 int baton_cmd_bench(int argc, char **argv)
 {
     enum { O_MODEL = 256, O_SERVERS, O_SPLIT, O_REPS, O_JSON, O_THREADS, O_UBATCH, O_KEY,
-           O_HELP };
+           O_HELP, O_CTX, O_TIMEOUT };
     static const struct option opts[] = {
         {"model", required_argument, 0, O_MODEL}, {"servers", required_argument, 0, O_SERVERS},
         {"split", required_argument, 0, O_SPLIT}, {"reps", required_argument, 0, O_REPS},
         {"json", required_argument, 0, O_JSON},   {"threads", required_argument, 0, O_THREADS},
         {"ubatch", required_argument, 0, O_UBATCH}, {"key", required_argument, 0, O_KEY},
-        {"help", no_argument, 0, O_HELP},         {0, 0, 0, 0}};
+        {"help", no_argument, 0, O_HELP},         {"ctx", required_argument, 0, O_CTX},
+        {"timeout", required_argument, 0, O_TIMEOUT}, {0, 0, 0, 0}};
     struct baton_run_config cfg;
     struct baton_run_result *res = NULL;
     struct figure fig[5] = {{"prefill", "tok/s", {0}, 0, 0, 0},
@@ -82,7 +93,9 @@ int baton_cmd_bench(int argc, char **argv)
                             {"ttft", "ms", {0}, 0, 0, 0},
                             {"tpot", "ms", {0}, 0, 0, 0},
                             {"load", "s", {0}, 0, 0, 0}};
-    uint32_t n_prompt = 128, n_gen = 64, reps = 5, r, i, c, n_vocab = 0;
+    uint32_t n_prompt = 128, n_gen = 64, reps = 5, r, i, c, n_vocab = 0, u;
+    uint32_t n_ctx = 0;          /* --ctx; 0: not given */
+    uint32_t n_ctx_train = 2048; /* llama.context_length, as baton_llama_hparams_load reads it */
     const char *json = NULL, *servers_name = "--servers"; /* where cfg.servers came from */
     int32_t *ids = NULL;
     int ch, bad = 0, ret = 1;
@@ -109,6 +122,12 @@ int baton_cmd_bench(int argc, char **argv)
         case O_UBATCH:
             bad = baton_cli_parse_u32(PROG, "--ubatch", optarg, 1, 1u << 20, &cfg.n_ubatch);
             break;
+        case O_CTX: bad = baton_cli_parse_u32(PROG, "--ctx", optarg, 1, UINT32_MAX, &n_ctx); break;
+        case O_TIMEOUT:
+            bad = baton_cli_parse_u32(PROG, "--timeout", optarg, 1, 86400000u, &u);
+            if (!bad)
+                cfg.timeout_ms = (int)u;
+            break;
         case 'h':
         case O_HELP: bench_usage(stdout); return 0;
         default:
@@ -120,6 +139,12 @@ int baton_cmd_bench(int argc, char **argv)
     }
     if (optind < argc || cfg.model_path == NULL) {
         fprintf(stderr, "baton bench: --model FILE is required (see --help)\n");
+        return 2;
+    }
+    /* n_prompt, n_gen <= 2^20: no sum below wraps */
+    if (n_ctx != 0 && n_prompt + n_gen > n_ctx) {
+        fprintf(stderr, "baton bench: -p %u + -n %u = %u positions exceed --ctx %u\n", n_prompt,
+                n_gen, n_prompt + n_gen, n_ctx);
         return 2;
     }
     /* the endpoint list and the key file: a typo is found now, not after the
@@ -144,11 +169,23 @@ int baton_cmd_bench(int argc, char **argv)
         if (baton_gguf_find_tensor(g, "token_embd.weight", &t, NULL) == 0 && t.ne[1] > 3 &&
             t.ne[1] < 0x7fffffff)
             n_vocab = (uint32_t)t.ne[1];
+        (void)baton_gguf_get_u32(g, "llama.context_length", &n_ctx_train);
         baton_gguf_close(g);
         if (n_vocab == 0) {
             fprintf(stderr, "baton bench: %s: no usable token_embd.weight\n", cfg.model_path);
             return 1;
         }
+    }
+    /* past the trained context a run still works, but each step attends to
+     * every earlier position: a -p 100000 would run for hours on a model
+     * trained for 2048. Refuse it unless --ctx asks for that context. */
+    if (n_ctx == 0 && n_ctx_train > 0 && n_prompt + n_gen > n_ctx_train) {
+        fprintf(stderr,
+                "baton bench: -p %u + -n %u = %u positions exceed the model's context length "
+                "(llama.context_length %u); lower -p or -n, or give --ctx %u or more to run "
+                "past it\n",
+                n_prompt, n_gen, n_prompt + n_gen, n_ctx_train, n_prompt + n_gen);
+        return 2;
     }
     /* synthetic prompt: BOS, then ids 3.. n_vocab-1 from a fixed LCG (never EOS) */
     ids = calloc(n_prompt, sizeof(*ids));
@@ -169,7 +206,12 @@ int baton_cmd_bench(int argc, char **argv)
     cfg.prompt_ids = ids;
     cfg.n_prompt_ids = n_prompt;
     cfg.n_predict = n_gen;
-    cfg.n_ctx = n_prompt + n_gen + 8;
+    cfg.n_ctx = n_ctx;
+    if (n_ctx == 0) { /* -p + -n fit n_ctx_train here (or it is 0: unknown) */
+        cfg.n_ctx = n_prompt + n_gen + 8;
+        if (n_ctx_train > 0 && cfg.n_ctx > n_ctx_train)
+            cfg.n_ctx = n_ctx_train;
+    }
     cfg.ignore_eos = 1;
     cfg.quiet = 1;
     cfg.result = res;

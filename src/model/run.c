@@ -119,6 +119,61 @@ __attribute__((format(printf, 2, 3))) static void run_msg(const struct baton_run
     funlockfile(cfg->log);
 }
 
+int baton_run_kv_cache_bytes(uint32_t head_dim, uint32_t n_head_kv, uint32_t n_ctx,
+                             uint32_t n_layers, uint64_t *bytes)
+{
+    /* head_dim * n_head_kv * 4 < 2^66 and n_ctx < 2^32: check each product */
+    const uint64_t row = (uint64_t)head_dim * n_head_kv;
+    uint64_t one;
+
+    if (n_layers == 0) {
+        *bytes = ALIGN;
+        return 0;
+    }
+    if (row > UINT64_MAX / 4 || (n_ctx != 0 && row * 4 > UINT64_MAX / n_ctx))
+        return BATON_E_OVERFLOW;
+    one = row * 4 * n_ctx;
+    if (one > UINT64_MAX - (ALIGN - 1))
+        return BATON_E_OVERFLOW;
+    one = align_up(one);
+    if (one > UINT64_MAX / 2 / n_layers)
+        return BATON_E_OVERFLOW;
+    *bytes = one * 2 * n_layers;
+    return 0;
+}
+
+/* "N bytes", or one decimal in the largest binary unit below it ("5.9 GiB"). */
+static void format_bytes(char *buf, size_t cap, uint64_t n)
+{
+    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double v = (double)n;
+    int u = -1;
+
+    while (v >= 1024.0 && u < 5) {
+        v /= 1024.0;
+        u++;
+    }
+    if (u < 0)
+        snprintf(buf, cap, "%" PRIu64 " bytes", n);
+    else
+        snprintf(buf, cap, "%.1f %s", v, units[u]);
+}
+
+/* The KV cache is the one buffer whose size the user sets (--ctx, or bench's
+ * -p + -n): a server that cannot hold it is reported in those terms, with
+ * the bytes the stage needs, and why ("; the server ..."). Returns 1. */
+static int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const char *why)
+{
+    char size[32];
+
+    format_bytes(size, sizeof size, kv_bytes);
+    run_msg(r->cfg, "--ctx %u needs %s of KV cache on stage %u (%s, %u layer%s); %s\n",
+            r->cfg->n_ctx, size, s->index + 1, s->endpoint,
+            s->st.layer_end - s->st.layer_begin,
+            s->st.layer_end - s->st.layer_begin == 1 ? "" : "s", why);
+    return 1;
+}
+
 static int stage_fail(struct run *r, const struct stage_rt *s, const char *what, int rc)
 {
     const int connect = strcmp(what, "connect") == 0;
@@ -501,7 +556,7 @@ static int upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
     const uint64_t kv_dim = (uint64_t)hp->head_dim * hp->n_head_kv;
     struct upload_item *items;
     uint32_t n_items = 0, i, l;
-    uint64_t off = 0, done = 0;
+    uint64_t off = 0, done = 0, kv_bytes = 0;
     int ret = 1, rc;
     char name[96];
     struct baton_device_info info;
@@ -516,6 +571,19 @@ static int upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
     rc = baton_device_info(s->conn, &info);
     if (rc != 0) {
         ret = stage_fail(r, s, "DEVICE_INFO", rc);
+        goto out;
+    }
+    /* fits in 64 bits: baton_run checked every stage before connecting */
+    (void)baton_run_kv_cache_bytes(hp->head_dim, hp->n_head_kv, r->cfg->n_ctx, n_local,
+                                   &kv_bytes);
+    /* a KV cache larger than any buffer the server grants is said now, in
+     * terms of --ctx, before the weights are uploaded */
+    if (info.max_buffer_bytes != 0 && kv_bytes > info.max_buffer_bytes) {
+        char limit[32], why[96];
+
+        format_bytes(limit, sizeof limit, info.max_buffer_bytes);
+        snprintf(why, sizeof why, "the server allows at most %s in one buffer", limit);
+        ret = kv_fail(r, s, kv_bytes, why);
         goto out;
     }
     if (st->first && place(r, items, &n_items, &off, "token_embd.weight", hp->n_embd,
@@ -629,8 +697,17 @@ static int upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
                 goto out;
             }
         }
-        s->kv_bytes = koff ? koff : ALIGN;
+        s->kv_bytes = koff ? koff : ALIGN; /* == kv_bytes (baton_run_kv_cache_bytes) */
         rc = baton_alloc_buffer(s->conn, s->kv_bytes, &s->kv_buf);
+        if (rc == BATON_E_QUOTA || rc == BATON_E_NOMEM || rc == BATON_E_LIMIT) {
+            char why[160], held[32];
+
+            format_bytes(held, sizeof held, s->weights_bytes);
+            snprintf(why, sizeof why, "the server refused it: %s (%s), with %s of weights held",
+                     baton_status_name(rc), baton_status_str(rc), held);
+            ret = kv_fail(r, s, s->kv_bytes, why);
+            goto out;
+        }
         if (rc != 0) {
             ret = stage_fail(r, s, "ALLOC_BUFFER (KV cache)", rc);
             goto out;
@@ -1192,6 +1269,20 @@ int baton_run(const struct baton_run_config *cfg)
                 r.hp.n_layer, n_parts, cfg->split ? cfg->split : "(default)");
         ret = 2;
         goto out;
+    }
+    /* a KV cache no machine could hold is a usage error, found before any
+     * connection; whether a server grants the rest is known at its upload */
+    for (i = 0; i < (uint32_t)n_parts; i++) {
+        uint64_t kv_bytes;
+
+        if (baton_run_kv_cache_bytes(r.hp.head_dim, r.hp.n_head_kv, cfg->n_ctx, counts[i],
+                                     &kv_bytes) != 0) {
+            run_msg(cfg, "--ctx %u needs more than 2^64 bytes of KV cache on stage %u (%u "
+                         "layers)\n",
+                    cfg->n_ctx, i + 1, counts[i]);
+            ret = 2;
+            goto out;
+        }
     }
     r.n_stages = (uint32_t)n_parts;
     r.stages = calloc(r.n_stages, sizeof(*r.stages));

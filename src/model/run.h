@@ -111,9 +111,20 @@ int baton_run_check_stages(const struct baton_run_config *cfg, const char *serve
  * naming cfg->key_name). 0 when both are fine. */
 int baton_run_precheck(const struct baton_run_config *cfg, const char *servers_name);
 
+/* Size in bytes of one stage's KV cache buffer as baton_run lays it out: for
+ * each of n_layers layers a K and a V tensor, F32 {head_dim, n_ctx,
+ * n_head_kv} (4 * head_dim * n_ctx * n_head_kv bytes each), each starting at
+ * a multiple of 64 bytes (BATON_BUFFER_ALIGN); a stage without layers still
+ * gets one 64-byte buffer. Returns 0 with *bytes set, or BATON_E_OVERFLOW
+ * (*bytes unchanged) when the size does not fit in 64 bits. */
+int baton_run_kv_cache_bytes(uint32_t head_dim, uint32_t n_head_kv, uint32_t n_ctx,
+                             uint32_t n_layers, uint64_t *bytes);
+
 /* Runs the whole generation. Returns a process exit code: 0 success,
- * 1 runtime failure (message names the file, or the stage and endpoint),
- * 2 bad configuration. */
+ * 1 runtime failure (message names the file, or the stage and endpoint; a
+ * KV cache a server cannot grant names --ctx, the positions and the bytes
+ * the stage needs), 2 bad configuration (also a --ctx whose KV cache would
+ * not fit in 64 bits). */
 int baton_run(const struct baton_run_config *cfg);
 
 #endif

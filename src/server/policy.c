@@ -201,7 +201,38 @@ static int valid_host(const char *v)
     return 1;
 }
 
-/* Applies value v to field f of *p. On failure writes the reason to why. */
+/* The number of a count, port, size, duration or flops value v (no sign)
+ * into *n: 0, BATON_E_INVAL (not one) or BATON_E_OVERFLOW (past 2^64 - 1). */
+static int parse_number(const struct field *f, const char *v, uint64_t *n)
+{
+    const char *end;
+    int rc;
+
+    switch (f->kind) {
+    case K_SIZE:
+        return parse_scaled(v, size_sfx, sizeof size_sfx / sizeof size_sfx[0], 1, n);
+    case K_DURATION:
+        return parse_scaled(v, dur_sfx, sizeof dur_sfx / sizeof dur_sfx[0], 1, n);
+    case K_FLOPS:
+        return parse_scaled(v, flops_sfx, sizeof flops_sfx / sizeof flops_sfx[0], 1, n);
+    default: /* K_COUNT, K_PORT */
+        rc = parse_digits(v, n, &end);
+        return rc == 0 && *end != '\0' ? BATON_E_INVAL : rc;
+    }
+}
+
+/* The unit a bound of f is printed in: its bare numbers' unit. */
+static const char *bound_unit(const struct field *f)
+{
+    return f->kind == K_DURATION ? " ms" : f->kind == K_SIZE ? " bytes" : "";
+}
+
+/* Applies value v to field f of *p. On failure writes the reason to why:
+ * for numbers the words of the command-line integer parser (src/cli,
+ * baton_cli_parse_u64): "KEY: 'V' is not an integer" (counts and the port;
+ * the other kinds say what they expect), "is too small (at least LO)",
+ * "is too large (at most HI)" (also past 2^64 - 1). No sign is accepted:
+ * '-' and a nonzero value is too small, "-0" is not a value. */
 static int set_field(struct baton_policy *p, const struct field *f, const char *v, char *why,
                      size_t why_len)
 {
@@ -211,26 +242,18 @@ static int set_field(struct baton_policy *p, const struct field *f, const char *
 
     switch (f->kind) {
     case K_COUNT:
-    case K_PORT: {
-        const char *end;
-        rc = parse_digits(v, &n, &end);
-        if (rc == 0 && *end != '\0')
-            rc = BATON_E_INVAL;
+    case K_PORT:
+    case K_DURATION:
+    case K_FLOPS:
+        rc = parse_number(f, v, &n);
         break;
-    }
     case K_SIZE:
         if (f->auto_ok && strcmp(v, "auto") == 0) {
             uint64_t zero = 0;
             memcpy(base, &zero, sizeof zero);
             return 0;
         }
-        rc = parse_scaled(v, size_sfx, sizeof size_sfx / sizeof size_sfx[0], 1, &n);
-        break;
-    case K_DURATION:
-        rc = parse_scaled(v, dur_sfx, sizeof dur_sfx / sizeof dur_sfx[0], 1, &n);
-        break;
-    case K_FLOPS:
-        rc = parse_scaled(v, flops_sfx, sizeof flops_sfx / sizeof flops_sfx[0], 1, &n);
+        rc = parse_number(f, v, &n);
         break;
     case K_BOOL: {
         int b;
@@ -278,11 +301,27 @@ static int set_field(struct baton_policy *p, const struct field *f, const char *
         return 0;
     }
     }
-    if (rc != 0 || n < f->lo || n > f->hi) {
-        if (rc == BATON_E_INVAL)
-            goto bad;
-        snprintf(why, why_len, "%s: %s out of range (%llu..%llu)", f->key, v,
-                 (unsigned long long)f->lo, (unsigned long long)f->hi);
+    if (rc == BATON_E_INVAL && v[0] == '-') {
+        /* a negative number: too small, as the command-line parser says */
+        uint64_t m = 0;
+        int neg = parse_number(f, v + 1, &m);
+
+        if (neg == BATON_E_OVERFLOW || (neg == 0 && m != 0)) {
+            snprintf(why, why_len, "%s: '%.64s' is too small (at least %llu%s)", f->key, v,
+                     (unsigned long long)f->lo, bound_unit(f));
+            return BATON_E_FORMAT;
+        }
+    }
+    if (rc == BATON_E_INVAL)
+        goto bad;
+    if (rc != 0 || n > f->hi) {
+        snprintf(why, why_len, "%s: '%.64s' is too large (at most %llu%s)", f->key, v,
+                 (unsigned long long)f->hi, bound_unit(f));
+        return BATON_E_FORMAT;
+    }
+    if (n < f->lo) {
+        snprintf(why, why_len, "%s: '%.64s' is too small (at least %llu%s)", f->key, v,
+                 (unsigned long long)f->lo, bound_unit(f));
         return BATON_E_FORMAT;
     }
     switch (f->kind) {
@@ -303,7 +342,10 @@ static int set_field(struct baton_policy *p, const struct field *f, const char *
     }
     return 0;
 bad:
-    snprintf(why, why_len, "%s: expected %s, got '%.64s'", f->key, kind_expect(f), v);
+    if (f->kind == K_COUNT || f->kind == K_PORT)
+        snprintf(why, why_len, "%s: '%.64s' is not an integer", f->key, v);
+    else
+        snprintf(why, why_len, "%s: expected %s, got '%.64s'", f->key, kind_expect(f), v);
     return BATON_E_FORMAT;
 }
 

@@ -29,8 +29,12 @@ expect_exit 1 "$TMP/bad3:1: frame_timeout: expected a duration" --policy "$TMP/b
 expect_exit 1 "$TMP/missing: No such file" --policy "$TMP/missing"
 expect_exit 2 "needs a value" --policy
 expect_exit 2 "needs a value" --max-connections
-expect_exit 2 "--max-connections \(max_connections\): 0 out of range \(1..1024\)" --max-connections 0
-expect_exit 2 "--max_connections: 0 out of range \(1..1024\)" --max_connections 0
+expect_exit 2 "^batond: --max-connections \(max_connections\): '0' is too small \(at least 1\)\$" \
+    --max-connections 0
+expect_exit 2 "^batond: --max_connections: '0' is too small \(at least 1\)\$" --max_connections 0
+printf 'max_connections = 2000\n' >"$TMP/bad4"
+expect_exit 1 "^batond: policy: $TMP/bad4:1: max_connections: '2000' is too large \(at most 1024\)\$" \
+    --policy "$TMP/bad4"
 expect_exit 2 "unknown argument: --max-connectionz" --max-connectionz 3
 
 # the example file documents the defaults

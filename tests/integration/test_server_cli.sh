@@ -71,6 +71,20 @@ expect_exit 2 "^batond: --threads: '0' is too small \(at least 1\)\$" --threads 
 expect_exit 2 "^batond: --threads: '99999999999999999999' is too large \(at most 64\)\$" \
     --threads 99999999999999999999
 expect_exit 2 "^batond: --threads: '-3' is too small \(at least 1\)\$" --threads -3
+# policy settings as flags: the same words, the flag as typed and its key
+expect_exit 2 "^batond: --max-connections \(max_connections\): '-1' is too small \(at least 1\)\$" \
+    --max-connections -1
+expect_exit 2 "^batond: --max-connections \(max_connections\): '1025' is too large \(at most 1024\)\$" \
+    --max-connections 1025
+expect_exit 2 "^batond: --max-connections \(max_connections\): '99999999999999999999' is too large \(at most 1024\)\$" \
+    --max-connections 99999999999999999999
+expect_exit 2 "^batond: --max-connections \(max_connections\): 'lots' is not an integer\$" \
+    --max-connections lots
+expect_exit 2 "^batond: --log_rate: '-5' is too small \(at least 0\)\$" --log_rate -5
+expect_exit 2 "^batond: --frame-timeout \(frame_timeout\): '0s' is too small \(at least 1 ms\)\$" \
+    --frame-timeout 0s
+expect_exit 2 "^batond: --max-message-bytes \(max_message_bytes\): '5G' is too large \(at most 4294967296 bytes\)\$" \
+    --max-message-bytes 5G
 expect_exit 2 "refusing to listen on 0.0.0.0" --host 0.0.0.0 --port 0 --port-file "$tmp/never"
 expect_exit 2 "refusing to listen on ::" --host :: --port 0 --port-file "$tmp/never"
 # a name that does not resolve is said so (not "not a loopback address")
