@@ -294,9 +294,8 @@ static int infer(const struct baton_graph_node *n, const struct tview *s, struct
             slots = BATON_POOL_MAX_THREADS;
         if (hd == 0)
             slots = 0; /* nothing to score */
-        /* each chunk scores up to BATON_CPU_ATT_QUERIES tokens at once */
-        if (mul_u64(slots, nt < BATON_CPU_ATT_QUERIES ? nt : BATON_CPU_ATT_QUERIES, &slots) ||
-            mul_u64(slots, n_ctx, &w) || mul_u64(w, sizeof(float), &w))
+        /* score rows shared by the chunks (kernels.h, baton_cpu_attention) */
+        if (mul_u64(slots, n_ctx, &w) || mul_u64(w, sizeof(float), &w))
             return BATON_E_OVERFLOW;
         *work_bytes = w;
         return 0;

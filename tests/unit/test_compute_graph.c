@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include "compute/cpu/kernels.h"
 #include "compute/cpu/quant.h"
 #include "test_compute_util.h"
 
@@ -870,6 +871,65 @@ static void batch_equals_steps(const struct adims *d, uint32_t nt)
     free(pos);
 }
 
+/* The score rows ATTENTION gets are min(nh * nt, 64) rows of n_ctx floats
+ * (graph.c sizes the scratch so; a larger area counts against the server's
+ * scratch limit and the session quota), whatever the thread count: the
+ * kernel scores fewer tokens at once when the pool has more threads than
+ * rows / 4 (kernels.h). Called directly with a work area of exactly that
+ * size and guard values after it, with pools of 1 to 40 threads: the
+ * guards hold and every pool gives the 1-thread bits. */
+static void test_attention_work_rows(void **state)
+{
+    /* nh * nt > 64: with more than 16 threads, 4-token blocks would need
+     * more rows than there are; every chunk has work from the start (the
+     * static shares of pool.h), so a chunk past the rows would write the
+     * guards in every run */
+    enum { HD = 64, NH = 16, NKV = 4, NT = 20, NCTX = 600, GUARD = 64 };
+    static const uint32_t pools[] = {1, 2, 3, 8, 17, 24, 40};
+    const uint64_t rows = NH * NT < 64 ? NH * NT : 64;
+    static float q[HD * NH * NT], k[HD * NKV * NT], v[HD * NKV * NT];
+    static float kc[HD * NCTX * NKV], vc[HD * NCTX * NKV], out[HD * NH * NT],
+        want[HD * NH * NT];
+    int32_t pos[NT];
+    float *work = malloc(sizeof(float) * (rows * NCTX + GUARD));
+    uint32_t p, i;
+
+    (void)state;
+    assert_non_null(work);
+    lcg_state = 4242;
+    for (i = 0; i < HD * NH * NT; i++)
+        q[i] = lcg_float();
+    for (i = 0; i < HD * NKV * NT; i++) {
+        k[i] = lcg_float();
+        v[i] = lcg_float();
+    }
+    for (i = 0; i < HD * NCTX * NKV; i++) {
+        kc[i] = lcg_float();
+        vc[i] = lcg_float();
+    }
+    for (i = 0; i < NT; i++)
+        pos[i] = (int32_t)(NCTX - NT + i); /* long rows: enough work for 8 chunks */
+    for (p = 0; p < sizeof(pools) / sizeof(pools[0]); p++) {
+        const uint32_t th = pools[p];
+        struct baton_pool *pool;
+        struct baton_cpu_attention a = {q,   k,  v,   kc, vc, pos, out, work, HD, NH, NKV, NT,
+                                        NCTX, 0.125f, 0};
+
+        for (i = 0; i < GUARD; i++)
+            work[rows * NCTX + i] = -7.0f;
+        assert_int_equal(baton_pool_create(th, &pool), 0);
+        assert_int_equal(baton_cpu_attention(pool, &a), 0);
+        baton_pool_destroy(pool);
+        for (i = 0; i < GUARD; i++)
+            assert_true(work[rows * NCTX + i] == -7.0f);
+        if (th == 1)
+            memcpy(want, out, sizeof(out));
+        else
+            assert_memory_equal(out, want, sizeof(out));
+    }
+    free(work);
+}
+
 static void test_attention_batch_equals_steps(void **state)
 {
     const struct adims small = {8, 4, 2, 5}, large = {32, 8, 2, 24};
@@ -1020,6 +1080,7 @@ int main(void)
         cmocka_unit_test(test_mul_mat_group_same_bits),
         cmocka_unit_test(test_mul_mat_group_dependent_not_grouped),
         cmocka_unit_test(test_attention_batch_equals_steps),
+        cmocka_unit_test(test_attention_work_rows),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -297,6 +297,7 @@ _Static_assert(BATON_CPU_ATT_QUERIES <= BATON_CPU_DOTS_MAX_X, "one dots_multi ca
 
 struct attention_job {
     const struct baton_cpu_attention *a;
+    uint64_t block; /* tokens per block, 1..ATT_QUERIES (kernels.h) */
 };
 
 /* Softmax of one query's scores att[0, n_slots) in place, as run.c: the
@@ -339,17 +340,17 @@ static void attention_softmax(const struct baton_cpu_attention *a, float *att, u
  * computed alone, so neither the blocks nor their order change a result. */
 static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
 {
-    const struct baton_cpu_attention *a = ((const struct attention_job *)ctx)->a;
+    const struct attention_job *j = ctx;
+    const struct baton_cpu_attention *a = j->a;
     const uint64_t hd = a->hd, nh = a->nh, nkv = a->nkv, group = nh / nkv, nt = a->nt;
-    const uint64_t per_unit = nt < ATT_QUERIES ? nt : ATT_QUERIES;
-    const uint64_t n_units = (nt + ATT_QUERIES - 1) / ATT_QUERIES;
-    float *att = a->work + (uint64_t)chunk * per_unit * a->n_ctx;
+    const uint64_t block = j->block, n_units = (nt + block - 1) / block;
+    float *att = a->work + (uint64_t)chunk * block * a->n_ctx;
     uint64_t lr, i, c;
 
     for (lr = r0; lr < r1; lr++) {
         const uint64_t u = lr / nh, h = lr % nh, kvh = h / group;
         const uint64_t b = u % 2 == 0 ? u / 2 : n_units - 1 - u / 2;
-        const uint64_t t0 = b * ATT_QUERIES, nx = nt - t0 < ATT_QUERIES ? nt - t0 : ATT_QUERIES;
+        const uint64_t t0 = b * block, nx = nt - t0 < block ? nt - t0 : block;
         uint64_t n_slots[ATT_QUERIES], max_slots = 0;
 
         for (c = 0; c < nx; c++) {
@@ -387,7 +388,7 @@ static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
 int baton_cpu_attention(struct baton_pool *pool, const struct baton_cpu_attention *a)
 {
     const uint64_t row = a->nkv * a->hd;
-    struct attention_job j = {a};
+    struct attention_job j = {a, 1};
     uint64_t t, max_slots = 0;
 
     for (t = 0; t < a->nt; t++) {
@@ -416,13 +417,25 @@ int baton_cpu_attention(struct baton_pool *pool, const struct baton_cpu_attentio
     if (a->nh == 0 || a->hd == 0)
         return 0;
     {
-        const uint64_t units = a->nh * ((a->nt + ATT_QUERIES - 1) / ATT_QUERIES);
-        uint64_t max_chunks;
+        /* the work area's rows (graph.c sizes it so) and the chunks that
+         * may run: each chunk holds one row per token of its block */
+        const uint64_t rows = a->nh * a->nt < BATON_POOL_MAX_THREADS ? a->nh * a->nt
+                                                                      : BATON_POOL_MAX_THREADS;
+        uint64_t max_chunks, threads;
 
         max_chunks = chunks_for(sat_mul(sat_mul(a->nh * a->nt, max_slots), sat_mul(a->hd, 2)));
         if (max_chunks > BATON_POOL_MAX_THREADS)
             max_chunks = BATON_POOL_MAX_THREADS;
-        baton_pool_run_dynamic(pool, units, max_chunks, attention_task, &j);
+        threads = baton_pool_threads(pool) < max_chunks ? baton_pool_threads(pool) : max_chunks;
+        j.block = rows / threads; /* rows < threads only when rows = nh*nt (see kernels.h) */
+        if (j.block > ATT_QUERIES)
+            j.block = ATT_QUERIES;
+        if (j.block > a->nt)
+            j.block = a->nt;
+        if (j.block == 0)
+            j.block = 1;
+        baton_pool_run_dynamic(pool, a->nh * ((a->nt + j.block - 1) / j.block), max_chunks,
+                               attention_task, &j);
     }
     return 0;
 }

@@ -49,16 +49,21 @@ struct baton_cpu_attention {
     float *v_cache;
     const int32_t *pos; /* {nt} */
     float *out;         /* {hd,nh,nt} */
-    float *work;        /* min(nt, BATON_CPU_ATT_QUERIES) * n_ctx floats per chunk,
-                           min(nh*nt, pool threads) chunks */
+    float *work;        /* min(nh*nt, BATON_POOL_MAX_THREADS) score rows of n_ctx
+                           floats, shared by the chunks (see below) */
     uint64_t hd, nh, nkv, nt, n_ctx;
     float scale;
     int divide; /* 0: score * scale; 1: score / scale (run.c's / sqrtf(hd)) */
 };
 
-/* Tokens of a batch whose scores against one head's cache rows are
- * computed together (baton_cpu_f32_dots_multi); the score rows of a chunk
- * are min(nt, this) rows of n_ctx floats. */
+/* Most tokens of a batch whose scores against one head's cache rows are
+ * computed together (baton_cpu_f32_dots_multi). Each chunk needs one score
+ * row per token of its block, so a block has min(this, nt, R / T) tokens
+ * (at least 1), R = the work area's rows, T = the chunks the pool may run:
+ * the work area stays min(nh*nt, BATON_POOL_MAX_THREADS) rows whatever the
+ * thread count (a larger one counts against the server's scratch limit and
+ * the session's memory quota), and a pool of more than R / 4 threads scores
+ * fewer tokens at once. The blocks change no result. */
 #define BATON_CPU_ATT_QUERIES 4u
 
 /* Fused causal grouped-query attention (ops.h). Returns BATON_E_INDEX
