@@ -155,12 +155,22 @@ int baton_handles_alloc(struct baton_handle_table *t, uint64_t session, uint64_t
  * with the pages populated here. The zeroing is no extra work (the kernel
  * zeroes each page on its first fault either way); the buffer's memory is
  * committed at ALLOC_BUFFER, which its quota already counts. An older
- * kernel answers EINVAL and the pages fault in as before. */
+ * kernel answers EINVAL and the pages fault in as before.
+ *
+ * Only buffers up to BATON_POPULATE_MAX_BYTES. Populating commits the
+ * whole buffer, also the part of a KV cache that a short run never reaches
+ * (a --ctx 100000 run of the small real model holds its whole 128 MiB cache
+ * for 21 positions; llama.cpp clears, and so commits, its cache too), and
+ * takes time in proportion: 3.3 s per GiB of memory this VM had never
+ * touched, against a client's 30 s deadline; where the quota (3/4 of RAM by
+ * default) exceeds free memory it would wake the OOM killer at allocation.
+ * Larger buffers fault in on first touch, as before. */
 #ifndef MADV_POPULATE_WRITE
 #define BATON_MADV_POPULATE_WRITE 23
 #else
 #define BATON_MADV_POPULATE_WRITE MADV_POPULATE_WRITE
 #endif
+#define BATON_POPULATE_MAX_BYTES (1ull << 30)
 
 int baton_handles_alloc_capped(struct baton_handle_table *t, uint64_t session, uint64_t size,
                                uint64_t session_cap, uint64_t extra_bytes, uint64_t *handle)
@@ -202,7 +212,7 @@ int baton_handles_alloc_capped(struct baton_handle_table *t, uint64_t session, u
     void *mem = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mem != MAP_FAILED && mapped >= (2u << 20))
         (void)madvise(mem, mapped, MADV_HUGEPAGE); /* a hint; fails harmlessly */
-    if (mem != MAP_FAILED)
+    if (mem != MAP_FAILED && mapped <= BATON_POPULATE_MAX_BYTES)
         (void)madvise(mem, mapped, BATON_MADV_POPULATE_WRITE); /* why: at its #define */
 
     pthread_mutex_lock(&t->table_lock);

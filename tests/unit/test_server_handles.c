@@ -89,6 +89,29 @@ static void test_alloc_populates(void **state)
     baton_handles_destroy(t);
 }
 
+/* Above 1 GiB (handles.c, BATON_POPULATE_MAX_BYTES) a buffer is not
+ * populated: its pages fault in on first touch. */
+static void test_alloc_large_not_populated(void **state)
+{
+    struct baton_handle_table *t;
+    struct baton_buf_ref r;
+    const uint64_t size = (1ull << 30) + page();
+    unsigned char vec[40];
+    uint64_t h;
+    (void)state;
+    if (!kernel_populates())
+        skip();
+    assert_int_equal(baton_handles_create(size, &t), 0);
+    assert_int_equal(baton_handles_alloc(t, S1, size, &h), 0);
+    assert_int_equal(baton_handles_acquire(t, S1, h, &r), 0);
+    assert_int_equal(mincore(r.mem, 40 * page(), vec), 0);
+    for (int i = 0; i < 40; i++)
+        assert_false(vec[i] & 1);
+    baton_handles_release(t, &r);
+    assert_int_equal(baton_handles_free(t, S1, h), 0);
+    baton_handles_destroy(t);
+}
+
 static void test_stale_generation(void **state)
 {
     struct baton_handle_table *t;
@@ -234,6 +257,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_alloc_lookup_free),
         cmocka_unit_test(test_alloc_populates),
+        cmocka_unit_test(test_alloc_large_not_populated),
         cmocka_unit_test(test_stale_generation),
         cmocka_unit_test(test_other_owner),
         cmocka_unit_test(test_pins_delay_release),
