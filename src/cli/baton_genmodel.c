@@ -63,8 +63,12 @@ static void gen_usage(FILE *f)
           "  --ctx N           llama.context_length (default 2048)\n"
           "  -o FILE           output file (written atomically)\n"
           "\n"
+          "The model is built in memory before it is written: a shape larger than the\n"
+          "machine's RAM is refused.\n"
+          "\n"
           "Exit status: 0 written, 1 the file cannot be written (or --vocab-from\n"
-          "cannot be read), 2 usage error or an impossible shape.\n",
+          "cannot be read, or the model would not fit in RAM), 2 usage error or an\n"
+          "impossible shape.\n",
           f);
 }
 

@@ -35,6 +35,15 @@ for c in "--dim 99999999999999999999|--dim: '99999999999999999999' is too large 
     [ "$rc" -eq 2 ] && grep -qxF "baton gen-model: ${c#*|}" "$TMP/bad.err" && [ ! -e "$TMP/int.gguf" ] ||
         fail "gen-model ${c%%|*}: rc $rc: $(cat "$TMP/bad.err")"
 done
+# a shape larger than the machine's RAM is refused before anything is
+# allocated (4096 layers of dim and ff 65536: about 450 TiB as Q8_0); the
+# bounded run is the test (it used to grow until the OOM killer came)
+rc=0
+timeout 20 "$BATON" gen-model --layers 4096 --dim 65536 --ff 65536 --heads 64 --type q8_0 \
+    -o "$TMP/huge.gguf" 2>"$TMP/bad.err" || rc=$?
+[ "$rc" -eq 1 ] && [ ! -e "$TMP/huge.gguf" ] &&
+    grep -qxE "baton gen-model: the model would take [0-9]+\.[0-9] GiB, more than this machine's [0-9]+\.[0-9] GiB of RAM \(gen-model builds the file in memory\); use fewer --layers or a smaller --dim, --ff or vocabulary" \
+        "$TMP/bad.err" || fail "gen-model of 450 TiB: rc $rc: $(cat "$TMP/bad.err")"
 rc=0; "$BATON" gen-model --layers 1 --dim 64 --ff 64 --heads 4 -o "$TMP/nodir/g.gguf" 2>"$TMP/bad.err" || rc=$?
 [ "$rc" -eq 1 ] && grep -qx "baton gen-model: -o $TMP/nodir/g.gguf: cannot create a file in $TMP/nodir: No such file or directory" \
     "$TMP/bad.err" || fail "gen-model into a missing directory: rc $rc: $(cat "$TMP/bad.err")"
