@@ -107,22 +107,28 @@ static int is_blank(char c)
     return c == ' ' || c == '\t';
 }
 
-/* Decimal digits at s[0..) into *v; *end gets the first non-digit. At least
- * one digit; no wrap (BATON_E_OVERFLOW). */
+/* Decimal digits at s[0..) into *v; *end gets the first non-digit, also on
+ * BATON_E_OVERFLOW (past 2^64 - 1), so a caller can refuse a bad suffix
+ * first, as the command-line parser refuses a non-number before its size.
+ * At least one digit (else BATON_E_INVAL). */
 static int parse_digits(const char *s, uint64_t *v, const char **end)
 {
     uint64_t x = 0;
     size_t i = 0;
+    int over = 0;
     for (; s[i] >= '0' && s[i] <= '9'; i++) {
         uint64_t d = (uint64_t)(s[i] - '0');
-        if (x > (UINT64_MAX - d) / 10)
-            return BATON_E_OVERFLOW;
-        x = x * 10 + d;
+        if (over || x > (UINT64_MAX - d) / 10)
+            over = 1; /* keep scanning: the caller checks what follows first */
+        else
+            x = x * 10 + d;
     }
+    *end = s + i;
     if (i == 0)
         return BATON_E_INVAL;
+    if (over)
+        return BATON_E_OVERFLOW;
     *v = x;
-    *end = s + i;
     return 0;
 }
 
@@ -147,14 +153,14 @@ static int parse_scaled(const char *v, const struct suffix *sfx, size_t n_sfx, u
     uint64_t n;
     const char *end;
     int rc = parse_digits(v, &n, &end);
-    if (rc != 0)
+    if (rc == BATON_E_INVAL)
         return rc;
     if (*end == '\0')
-        return scale(n, plain, out);
+        return rc != 0 ? rc : scale(n, plain, out);
     for (size_t i = 0; i < n_sfx; i++)
         if (strcmp(end, sfx[i].s) == 0)
-            return scale(n, sfx[i].mult, out);
-    return BATON_E_INVAL;
+            return rc != 0 ? rc : scale(n, sfx[i].mult, out);
+    return BATON_E_INVAL; /* not a unit: that, before any overflow */
 }
 
 static const struct suffix size_sfx[] = {{"K", 1ull << 10}, {"M", 1ull << 20}, {"G", 1ull << 30}};
@@ -217,7 +223,7 @@ static int parse_number(const struct field *f, const char *v, uint64_t *n)
         return parse_scaled(v, flops_sfx, sizeof flops_sfx / sizeof flops_sfx[0], 1, n);
     default: /* K_COUNT, K_PORT */
         rc = parse_digits(v, n, &end);
-        return rc == 0 && *end != '\0' ? BATON_E_INVAL : rc;
+        return rc != BATON_E_INVAL && *end != '\0' ? BATON_E_INVAL : rc;
     }
 }
 
@@ -231,8 +237,8 @@ static const char *bound_unit(const struct field *f)
  * for numbers the words of the command-line integer parser (src/cli,
  * baton_cli_parse_u64): "KEY: 'V' is not an integer" (counts and the port;
  * the other kinds say what they expect), "is too small (at least LO)",
- * "is too large (at most HI)" (also past 2^64 - 1). No sign is accepted:
- * '-' and a nonzero value is too small, "-0" is not a value. */
+ * "is too large (at most HI)" (also past 2^64 - 1; a bad unit is reported
+ * first). No '+'; '-' and a nonzero value is too small, "-0" is 0. */
 static int set_field(struct baton_policy *p, const struct field *f, const char *v, char *why,
                      size_t why_len)
 {
@@ -302,7 +308,8 @@ static int set_field(struct baton_policy *p, const struct field *f, const char *
     }
     }
     if (rc == BATON_E_INVAL && v[0] == '-') {
-        /* a negative number: too small, as the command-line parser says */
+        /* a negative number: too small, as the command-line parser says;
+         * "-0" is 0, as there (then the range decides) */
         uint64_t m = 0;
         int neg = parse_number(f, v + 1, &m);
 
@@ -310,6 +317,10 @@ static int set_field(struct baton_policy *p, const struct field *f, const char *
             snprintf(why, why_len, "%s: '%.64s' is too small (at least %llu%s)", f->key, v,
                      (unsigned long long)f->lo, bound_unit(f));
             return BATON_E_FORMAT;
+        }
+        if (neg == 0) {
+            n = 0;
+            rc = 0;
         }
     }
     if (rc == BATON_E_INVAL)

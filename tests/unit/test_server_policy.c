@@ -226,7 +226,19 @@ static void test_bad_values(void **state)
     expect_error("max_connections = -1\n", "max_connections: '-1' is too small (at least 1)");
     expect_error("max_connections = -99999999999999999999\n",
                  "max_connections: '-99999999999999999999' is too small (at least 1)");
-    expect_error("max_connections = -0\n", "max_connections: '-0' is not an integer");
+    /* "-0" is 0, as on the command line: then the range decides */
+    expect_error("max_connections = -0\n", "max_connections: '-0' is too small (at least 1)");
+    /* a bad unit or trailing text is reported before an overflow */
+    expect_error("max_connections = 99999999999999999999999x\n",
+                 "max_connections: '99999999999999999999999x' is not an integer");
+    expect_error("handshake_timeout = 99999999999999999999h\n",
+                 "handshake_timeout: expected a duration (ms, or with ms or s), got "
+                 "'99999999999999999999h'");
+    expect_error("total_memory_bytes = 99999999999999999999999Q\n",
+                 "total_memory_bytes: expected a size (bytes, or with K, M, G) or auto, got "
+                 "'99999999999999999999999Q'");
+    expect_error("total_memory_bytes = 99999999999999999999999G\n",
+                 "total_memory_bytes: '99999999999999999999999G' is too large");
     expect_error("max_connections = -\n", "max_connections: '-' is not an integer");
     expect_error("max_connections = +1\n", "max_connections: '+1' is not an integer");
     expect_error("max_connections = 1 2\n", "max_connections: '1 2' is not an integer");
