@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "compute/compute.h"
 #include "model/gguf.h"
+#include "model/llama.h"
 #include "model/run.h"
 #include "wire/wire.h"
 
@@ -35,16 +36,17 @@ static void bench_usage(FILE *f)
           "  --servers, --split, --threads, --ubatch, --key: as for `baton run`\n"
           "\n"
           "-p + -n may not exceed the model's context length (llama.context_length, 2048\n"
-          "when the model has none), as the model was not trained past it and attention\n"
-          "time grows with the square of the context; a --ctx of at least -p + -n runs\n"
-          "past it anyway.\n"
+          "when the model has no usable one), as the model was not trained past it and\n"
+          "attention time grows with the square of the context; a --ctx of at least\n"
+          "-p + -n runs past it anyway.\n"
           "\n"
           "The table goes to stdout; the first repetition's model, plan, upload and summary\n"
-          "lines to stderr. Exit status: 0 success, 1 failure (model file, a server, a key\n"
-          "file, or a --json FILE that cannot be created, checked before the first\n"
-          "repetition), 2 usage error (a malformed --servers entry, or a --split that\n"
-          "does not match the server count, is found before the model is read; -p + -n\n"
-          "past the context, right after its header is read).\n",
+          "lines to stderr, as are its errors. A later repetition that fails prints its\n"
+          "error lines and which repetition it was. Exit status: 0 success, 1 failure\n"
+          "(model file, a server, a key file, or a --json FILE that cannot be created,\n"
+          "checked before the first repetition), 2 usage error (a malformed --servers\n"
+          "entry, or a --split that does not match the server count, is found before the\n"
+          "model is read; -p + -n past the context, right after its header is read).\n",
           f);
 }
 
@@ -75,6 +77,23 @@ static void summarize(struct figure *f, uint32_t n)
 
 #define PROG "baton bench"
 
+/* The lines of a repetition's log (text, NUL-terminated; NULL: none) that
+ * baton_run wrote as errors and notices ("baton bench: ..."), to stderr;
+ * the model, plan, upload and summary lines repeat the first repetition's. */
+static void print_run_errors(const char *text)
+{
+    static const char prefix[] = PROG ": ";
+
+    while (text && *text) {
+        const char *nl = strchr(text, '\n');
+        const size_t len = nl ? (size_t)(nl - text) + 1 : strlen(text);
+
+        if (strncmp(text, prefix, sizeof prefix - 1) == 0)
+            fprintf(stderr, "%.*s%s", (int)len, text, nl ? "" : "\n");
+        text += len;
+    }
+}
+
 int baton_cmd_bench(int argc, char **argv)
 {
     enum { O_MODEL = 256, O_SERVERS, O_SPLIT, O_REPS, O_JSON, O_THREADS, O_UBATCH, O_KEY,
@@ -94,12 +113,11 @@ int baton_cmd_bench(int argc, char **argv)
                             {"tpot", "ms", {0}, 0, 0, 0},
                             {"load", "s", {0}, 0, 0, 0}};
     uint32_t n_prompt = 128, n_gen = 64, reps = 5, r, i, c, n_vocab = 0, u;
-    uint32_t n_ctx = 0;          /* --ctx; 0: not given */
-    uint32_t n_ctx_train = 2048; /* llama.context_length, as baton_llama_hparams_load reads it */
+    uint32_t n_ctx = 0; /* --ctx; 0: not given */
+    struct baton_llama_hparams hp; /* hp.n_ctx_train: the context -p + -n may fill */
     const char *json = NULL, *servers_name = "--servers"; /* where cfg.servers came from */
     int32_t *ids = NULL;
     int ch, bad = 0, ret = 1;
-    FILE *devnull = NULL;
 
     baton_run_config_default(&cfg);
     cfg.prog = PROG;
@@ -143,8 +161,10 @@ int baton_cmd_bench(int argc, char **argv)
     }
     /* n_prompt, n_gen <= 2^20: no sum below wraps */
     if (n_ctx != 0 && n_prompt + n_gen > n_ctx) {
-        fprintf(stderr, "baton bench: -p %u + -n %u = %u positions exceed --ctx %u\n", n_prompt,
-                n_gen, n_prompt + n_gen, n_ctx);
+        fprintf(stderr,
+                "baton bench: -p %u + -n %u = %u positions exceed --ctx %u; lower -p or -n, or "
+                "give --ctx %u or more\n",
+                n_prompt, n_gen, n_prompt + n_gen, n_ctx, n_prompt + n_gen);
         return 2;
     }
     /* the endpoint list and the key file: a typo is found now, not after the
@@ -160,39 +180,47 @@ int baton_cmd_bench(int argc, char **argv)
     {
         struct baton_gguf *g = NULL;
         char err[512];
-        struct baton_gguf_tensor t;
+        int rc;
 
         if (baton_gguf_open(cfg.model_path, &g, err, sizeof(err)) != 0) {
             fprintf(stderr, "baton bench: %s\n", err);
             return 1;
         }
-        if (baton_gguf_find_tensor(g, "token_embd.weight", &t, NULL) == 0 && t.ne[1] > 3 &&
-            t.ne[1] < 0x7fffffff)
-            n_vocab = (uint32_t)t.ne[1];
-        (void)baton_gguf_get_u32(g, "llama.context_length", &n_ctx_train);
+        /* the hyperparameters as baton_run reads them: n_vocab and the
+         * trained context (2048 assumed without a usable one) */
+        rc = baton_llama_hparams_load(g, &hp, err, sizeof(err));
         baton_gguf_close(g);
-        if (n_vocab == 0) {
-            fprintf(stderr, "baton bench: %s: no usable token_embd.weight\n", cfg.model_path);
+        if (rc != 0) {
+            fprintf(stderr, "baton bench: %s: %s\n", cfg.model_path, err);
             return 1;
         }
+        if (hp.n_vocab <= 3) { /* the synthetic prompt draws ids from 3.. */
+            fprintf(stderr, "baton bench: %s: a vocabulary of %u tokens is too small\n",
+                    cfg.model_path, hp.n_vocab);
+            return 1;
+        }
+        n_vocab = hp.n_vocab;
     }
     /* past the trained context a run still works, but each step attends to
      * every earlier position: a -p 100000 would run for hours on a model
      * trained for 2048. Refuse it unless --ctx asks for that context. */
-    if (n_ctx == 0 && n_ctx_train > 0 && n_prompt + n_gen > n_ctx_train) {
+    if (n_ctx == 0 && n_prompt + n_gen > hp.n_ctx_train) {
+        char trained[96];
+
+        baton_llama_ctx_train_desc(&hp, trained, sizeof trained);
         fprintf(stderr,
                 "baton bench: -p %u + -n %u = %u positions exceed the model's context length "
-                "(llama.context_length %u); lower -p or -n, or give --ctx %u or more to run "
-                "past it\n",
-                n_prompt, n_gen, n_prompt + n_gen, n_ctx_train, n_prompt + n_gen);
+                "(%s); lower -p or -n, or give --ctx %u or more to run past it\n",
+                n_prompt, n_gen, n_prompt + n_gen, trained, n_prompt + n_gen);
         return 2;
     }
     /* synthetic prompt: BOS, then ids 3.. n_vocab-1 from a fixed LCG (never EOS) */
     ids = calloc(n_prompt, sizeof(*ids));
     res = calloc(1, sizeof(*res));
-    devnull = fopen("/dev/null", "w");
-    if (ids == NULL || res == NULL || devnull == NULL)
+    if (ids == NULL || res == NULL) {
+        fprintf(stderr, "baton bench: out of memory\n");
         goto out;
+    }
     {
         uint32_t x = 12345;
 
@@ -207,10 +235,12 @@ int baton_cmd_bench(int argc, char **argv)
     cfg.n_prompt_ids = n_prompt;
     cfg.n_predict = n_gen;
     cfg.n_ctx = n_ctx;
-    if (n_ctx == 0) { /* -p + -n fit n_ctx_train here (or it is 0: unknown) */
+    cfg.ctx_origin = BATON_CTX_GIVEN;
+    if (n_ctx == 0) { /* -p + -n fit n_ctx_train here */
         cfg.n_ctx = n_prompt + n_gen + 8;
-        if (n_ctx_train > 0 && cfg.n_ctx > n_ctx_train)
-            cfg.n_ctx = n_ctx_train;
+        if (cfg.n_ctx > hp.n_ctx_train)
+            cfg.n_ctx = hp.n_ctx_train;
+        cfg.ctx_origin = BATON_CTX_BENCH;
     }
     cfg.ignore_eos = 1;
     cfg.quiet = 1;
@@ -218,11 +248,30 @@ int baton_cmd_bench(int argc, char **argv)
     if (cfg.n_ubatch > cfg.n_ctx)
         cfg.n_ubatch = cfg.n_ctx;
     for (r = 0; r < reps; r++) {
-        cfg.log = r == 0 ? stderr : devnull;
-        const int run_rc = baton_run(&cfg);
+        /* the first repetition logs to stderr as it goes (its errors
+         * included, which end the bench); a later one into memory, whose
+         * error and notice lines are printed only if it fails */
+        char *log_text = NULL;
+        size_t log_len = 0;
+        FILE *rep_log = r == 0 ? NULL : open_memstream(&log_text, &log_len);
+        int run_rc;
 
+        cfg.log = rep_log ? rep_log : stderr;
+        run_rc = baton_run(&cfg);
+        if (rep_log)
+            fclose(rep_log); /* log_text is complete (and NUL-terminated) now */
+        if (run_rc != 0 && r > 0) {
+            print_run_errors(log_text);
+            if (r == 1)
+                fprintf(stderr, "baton bench: repetition 2 of %u failed; repetition 1 ran\n",
+                        reps);
+            else
+                fprintf(stderr,
+                        "baton bench: repetition %u of %u failed; repetitions 1 to %u ran\n",
+                        r + 1, reps, r);
+        }
+        free(log_text);
         if (run_rc != 0) {
-            fprintf(stderr, "baton bench: repetition %u failed\n", r + 1);
             ret = run_rc; /* 2: a usage error found with the model (a split) */
             goto out;
         }
@@ -293,8 +342,6 @@ int baton_cmd_bench(int argc, char **argv)
     }
     ret = 0;
 out:
-    if (devnull)
-        fclose(devnull);
     free(ids);
     free(res);
     return ret;

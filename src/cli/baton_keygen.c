@@ -1,7 +1,8 @@
 /* `baton keygen -o FILE`: writes a new 32-byte key (libsodium's CSPRNG) to
  * FILE, created with O_EXCL and mode 0600, never overwriting anything
  * (auth/auth.h baton_key_generate_file). The same command makes the client
- * key (batond --key, baton run --key) and the peer key (batond --peer-key).
+ * key (batond --key, baton run/bench/info --key) and the peer key (batond
+ * --peer-key).
  * Exit 0 on success, 1 when the file cannot be created, 2 on a usage error. */
 #include <stdio.h>
 #include <string.h>
@@ -14,8 +15,8 @@ static void keygen_usage(FILE *f)
     fputs("usage: baton keygen -o FILE\n"
           "  writes a new random 32-byte key to FILE (mode 0600; an existing FILE is\n"
           "  never overwritten). Give the client key to batond --key and to\n"
-          "  baton run/info --key (or BATON_KEY_FILE); a second key made the same way\n"
-          "  is the peer key (batond --peer-key), held only by servers.\n"
+          "  baton run/bench/info --key (or BATON_KEY_FILE); a second key made the same\n"
+          "  way is the peer key (batond --peer-key), held only by servers.\n"
           "Exit status: 0 written, 1 FILE cannot be created (it exists, its directory is\n"
           "missing, ...), 2 usage error.\n",
           f);

@@ -25,7 +25,8 @@ static void run_usage(FILE *f)
           "  --split P1,P2,...    layer proportions per server (default: equal);\n"
           "                       with --servers local, one in-process stage per part\n"
           "  -n N                 tokens to generate (default 64; stops at EOS)\n"
-          "  --ctx N              KV cache positions (default 512)\n"
+          "  --ctx N              KV cache positions, at least the prompt's tokens + -n\n"
+          "                       (default 512)\n"
           "  --ubatch N           prompt tokens per prefill step (default 512)\n"
           "  --temp T             sampling temperature (default 0: greedy)\n"
           "  --top-k K            keep the K most likely tokens (default 0: all)\n"
@@ -131,7 +132,10 @@ int baton_cmd_run(int argc, char **argv)
         case O_SERVERS: cfg.servers = optarg; servers_name = "--servers"; break;
         case O_SPLIT: cfg.split = optarg; break;
         case 'n': if (parse_u32("-n", optarg, 1, UINT32_MAX, &cfg.n_predict)) return 2; break;
-        case O_CTX: if (parse_u32("--ctx", optarg, 1, UINT32_MAX, &cfg.n_ctx)) return 2; break;
+        case O_CTX:
+            if (parse_u32("--ctx", optarg, 1, UINT32_MAX, &cfg.n_ctx)) return 2;
+            cfg.ctx_origin = BATON_CTX_GIVEN;
+            break;
         case O_UBATCH:
             if (parse_u32("--ubatch", optarg, 1, UINT32_MAX, &cfg.n_ubatch)) return 2;
             break;

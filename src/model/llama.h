@@ -28,9 +28,17 @@ struct baton_llama_hparams {
     uint32_t n_ff;
     uint32_t head_dim; /* n_embd / n_head */
     uint32_t n_rot;    /* rope dimensions per head */
-    uint32_t n_ctx_train;
+    uint32_t n_ctx_train; /* llama.context_length, or 2048 (see n_ctx_train_src) */
+    uint32_t n_ctx_train_src; /* enum baton_llama_ctx_src */
     float rms_eps;
     float rope_base;
+};
+
+/* Where n_ctx_train came from. */
+enum baton_llama_ctx_src {
+    BATON_LLAMA_CTX_KEY = 0,  /* llama.context_length */
+    BATON_LLAMA_CTX_MISSING,  /* no such key: 2048 assumed */
+    BATON_LLAMA_CTX_UNUSABLE, /* not an integer in 1..2^32-1: 2048 assumed */
 };
 
 /* Reads and checks the hyperparameters of a llama GGUF
@@ -39,6 +47,11 @@ struct baton_llama_hparams {
  * Returns 0 or BATON_E_FORMAT / BATON_E_NOT_FOUND / BATON_E_UNSUPPORTED. */
 int baton_llama_hparams_load(const struct baton_gguf *gguf, struct baton_llama_hparams *hp,
                              char *err, size_t err_len);
+
+/* The trained context for messages, as it was found: "llama.context_length
+ * 2048", or "the model has no llama.context_length; 2048 assumed" (or "no
+ * usable llama.context_length"). Writes at most cap bytes, NUL-terminated. */
+void baton_llama_ctx_train_desc(const struct baton_llama_hparams *hp, char *buf, size_t cap);
 
 /* Weights of one layer, as tensors in the stage's weight buffer. */
 struct baton_llama_layer {

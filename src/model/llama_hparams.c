@@ -47,8 +47,16 @@ int baton_llama_hparams_load(const struct baton_gguf *g, struct baton_llama_hpar
         return BATON_E_FORMAT;
     hp->n_head_kv = hp->n_head;
     (void)baton_gguf_get_u32(g, "llama.attention.head_count_kv", &hp->n_head_kv);
+    /* a model without its trained context (or with one of 0) is taken to
+     * have llama2's 2048, and messages say it was assumed */
     hp->n_ctx_train = 2048;
-    (void)baton_gguf_get_u32(g, "llama.context_length", &hp->n_ctx_train);
+    rc = baton_gguf_get_u32(g, "llama.context_length", &hp->n_ctx_train);
+    if (rc == BATON_E_NOT_FOUND) {
+        hp->n_ctx_train_src = BATON_LLAMA_CTX_MISSING;
+    } else if (rc != 0 || hp->n_ctx_train == 0) {
+        hp->n_ctx_train = 2048;
+        hp->n_ctx_train_src = BATON_LLAMA_CTX_UNUSABLE;
+    }
     hp->rms_eps = 1e-5f;
     (void)baton_gguf_get_f32(g, "llama.attention.layer_norm_rms_epsilon", &hp->rms_eps);
     hp->rope_base = 10000.0f;
@@ -112,4 +120,14 @@ int baton_llama_hparams_load(const struct baton_gguf *g, struct baton_llama_hpar
         }
     }
     return 0;
+}
+
+void baton_llama_ctx_train_desc(const struct baton_llama_hparams *hp, char *buf, size_t cap)
+{
+    if (hp->n_ctx_train_src == BATON_LLAMA_CTX_KEY)
+        snprintf(buf, cap, "llama.context_length %u", hp->n_ctx_train);
+    else
+        snprintf(buf, cap, "the model has no %sllama.context_length; %u assumed",
+                 hp->n_ctx_train_src == BATON_LLAMA_CTX_UNUSABLE ? "usable " : "",
+                 hp->n_ctx_train);
 }

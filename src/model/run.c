@@ -72,6 +72,7 @@ struct run {
     uint64_t logits_bytes;     /* logits bytes */
     uint32_t n_direct;         /* boundaries on the direct path */
     double min_gap;            /* smallest top-2 logit gap seen (report_gap) */
+    int text_open;             /* text streamed to cfg->out without its final newline */
 };
 
 /* Difference between the largest and second-largest logit. */
@@ -104,6 +105,14 @@ static uint64_t align_up(uint64_t v)
     return (v + (ALIGN - 1)) & ~(uint64_t)(ALIGN - 1);
 }
 
+static void run_vmsg(const struct baton_run_config *cfg, const char *fmt, va_list ap)
+{
+    flockfile(cfg->log);
+    fprintf(cfg->log, "%s: ", cfg->prog ? cfg->prog : "baton");
+    vfprintf(cfg->log, fmt, ap);
+    funlockfile(cfg->log);
+}
+
 /* Prints "PROG: " and the formatted rest (which ends in "\n") to cfg->log:
  * every error and notice names the command the user typed (cfg->prog). */
 __attribute__((format(printf, 2, 3))) static void run_msg(const struct baton_run_config *cfg,
@@ -111,12 +120,27 @@ __attribute__((format(printf, 2, 3))) static void run_msg(const struct baton_run
 {
     va_list ap;
 
-    flockfile(cfg->log);
-    fprintf(cfg->log, "%s: ", cfg->prog ? cfg->prog : "baton");
     va_start(ap, fmt);
-    vfprintf(cfg->log, fmt, ap);
+    run_vmsg(cfg, fmt, ap);
     va_end(ap);
-    funlockfile(cfg->log);
+}
+
+/* run_msg once text may have been streamed: a line of text on cfg->out
+ * without its newline is ended first (and flushed), so that on a terminal,
+ * where stdout and stderr share the screen, the message does not continue
+ * the text ("Once upon a timebaton run: ..."). */
+__attribute__((format(printf, 2, 3))) static void stage_msg(struct run *r, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (r->text_open) {
+        fputc('\n', r->cfg->out);
+        fflush(r->cfg->out);
+        r->text_open = 0;
+    }
+    va_start(ap, fmt);
+    run_vmsg(r->cfg, fmt, ap);
+    va_end(ap);
 }
 
 int baton_run_kv_cache_bytes(uint32_t head_dim, uint32_t n_head_kv, uint32_t n_ctx,
@@ -159,18 +183,38 @@ static void format_bytes(char *buf, size_t cap, uint64_t n)
         snprintf(buf, cap, "%.1f %s", v, units[u]);
 }
 
+/* The context (n_ctx) as the user set it, or did not (cfg->ctx_origin):
+ * "--ctx 8000", "the default --ctx 512", "-p 50 + -n 4 (a KV cache of 62
+ * positions)". */
+static void ctx_name(const struct baton_run_config *cfg, char *buf, size_t cap)
+{
+    switch (cfg->ctx_origin) {
+    case BATON_CTX_DEFAULT:
+        snprintf(buf, cap, "the default --ctx %u", cfg->n_ctx);
+        break;
+    case BATON_CTX_BENCH:
+        snprintf(buf, cap, "-p %zu + -n %u (a KV cache of %u positions)", cfg->n_prompt_ids,
+                 cfg->n_predict, cfg->n_ctx);
+        break;
+    default:
+        snprintf(buf, cap, "--ctx %u", cfg->n_ctx);
+        break;
+    }
+}
+
 /* The KV cache is the one buffer whose size the user sets (--ctx, or bench's
- * -p + -n): a server that cannot hold it is reported in those terms, with
- * the bytes the stage needs, and why ("; the server ..."). Returns 1. */
+ * -p + -n): a server that cannot hold it for its size is reported in those
+ * terms, with the bytes the stage needs, and why ("; the server ...").
+ * Returns 1. */
 static int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const char *why)
 {
-    char size[32];
+    char size[32], ctx[96];
 
     format_bytes(size, sizeof size, kv_bytes);
-    run_msg(r->cfg, "--ctx %u needs %s of KV cache on stage %u (%s, %u layer%s); %s\n",
-            r->cfg->n_ctx, size, s->index + 1, s->endpoint,
-            s->st.layer_end - s->st.layer_begin,
-            s->st.layer_end - s->st.layer_begin == 1 ? "" : "s", why);
+    ctx_name(r->cfg, ctx, sizeof ctx);
+    stage_msg(r, "%s needs %s of KV cache on stage %u (%s, %u layer%s); %s\n", ctx, size,
+              s->index + 1, s->endpoint, s->st.layer_end - s->st.layer_begin,
+              s->st.layer_end - s->st.layer_begin == 1 ? "" : "s", why);
     return 1;
 }
 
@@ -178,14 +222,14 @@ static int stage_fail(struct run *r, const struct stage_rt *s, const char *what,
 {
     const int connect = strcmp(what, "connect") == 0;
 
-    run_msg(r->cfg, "stage %u (%s): %s failed: %s (%s)%s\n", s->index + 1, s->endpoint, what,
-            baton_status_name(rc), baton_status_str(rc),
-            connect && rc == BATON_E_IO      ? "; is batond running and listening there?"
-            : connect && rc == BATON_E_INVAL ? "; the host name does not resolve"
-            : rc != BATON_E_AUTH             ? ""
-            : r->key                         ? "; the server has another key, or requires none"
-                                             : "; the server requires a key: give --key FILE or "
-                                               "BATON_KEY_FILE");
+    stage_msg(r, "stage %u (%s): %s failed: %s (%s)%s\n", s->index + 1, s->endpoint, what,
+              baton_status_name(rc), baton_status_str(rc),
+              connect && rc == BATON_E_IO      ? "; is batond running and listening there?"
+              : connect && rc == BATON_E_INVAL ? "; the host name does not resolve"
+              : rc != BATON_E_AUTH             ? ""
+              : r->key                         ? "; the server has another key, or requires none"
+                                               : "; the server requires a key: give --key FILE or "
+                                                 "BATON_KEY_FILE");
     return 1;
 }
 
@@ -508,14 +552,14 @@ static int find_weight(struct run *r, const char *name, uint64_t ne0, uint64_t n
     int rc = baton_gguf_find_tensor(r->gguf, name, t, NULL);
 
     if (rc != 0) {
-        run_msg(r->cfg, "%s: tensor '%s': missing\n", r->cfg->model_path, name);
+        stage_msg(r, "%s: tensor '%s': missing\n", r->cfg->model_path, name);
         return 1;
     }
     if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1) {
-        run_msg(r->cfg,
-                "%s: tensor '%s': shape (%" PRIu64 ", %" PRIu64 ") but the model needs "
-                "(%" PRIu64 ", %" PRIu64 ")\n",
-                r->cfg->model_path, name, t->ne[0], t->ne[1], ne0, ne1);
+        stage_msg(r,
+                  "%s: tensor '%s': shape (%" PRIu64 ", %" PRIu64 ") but the model needs "
+                  "(%" PRIu64 ", %" PRIu64 ")\n",
+                  r->cfg->model_path, name, t->ne[0], t->ne[1], ne0, ne1);
         return 1;
     }
     return 0;
@@ -538,8 +582,8 @@ static int place(struct run *r, struct upload_item *items, uint32_t *n_items, ui
     *offset = align_up(*offset);
     rc = baton_tensor_init(dst, 0, *offset, it->src.type, ne0, ne1, 1, 1);
     if (rc != 0) {
-        run_msg(r->cfg, "%s: tensor '%s': %s\n", r->cfg->model_path, name,
-                baton_status_str(rc));
+        stage_msg(r, "%s: tensor '%s': %s\n", r->cfg->model_path, name,
+                  baton_status_str(rc));
         return 1;
     }
     it->dst = dst;
@@ -565,7 +609,7 @@ static int upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
     items = calloc((size_t)n_local * 9 + 3, sizeof(*items));
     st->layers = calloc(n_local ? n_local : 1, sizeof(*st->layers));
     if (items == NULL || st->layers == NULL) {
-        run_msg(r->cfg, "out of memory\n");
+        stage_msg(r, "out of memory\n");
         goto out;
     }
     rc = baton_device_info(s->conn, &info);
@@ -631,16 +675,16 @@ static int upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
         if (is_vector ? ty != BATON_TYPE_F32
                       : !(ty == BATON_TYPE_F32 || ty == BATON_TYPE_F16 ||
                           ty == BATON_TYPE_Q8_0 || ty == BATON_TYPE_Q4_0)) {
-            run_msg(r->cfg, "%s: tensor '%s' has type %s, which the llama graph does not use "
-                            "for a %s\n",
-                    r->cfg->model_path, items[i].src.name, baton_type_name(ty),
-                    is_vector ? "norm weight (f32 only)" : "matrix (f32, f16, q8_0, q4_0)");
+            stage_msg(r, "%s: tensor '%s' has type %s, which the llama graph does not use "
+                         "for a %s\n",
+                      r->cfg->model_path, items[i].src.name, baton_type_name(ty),
+                      is_vector ? "norm weight (f32 only)" : "matrix (f32, f16, q8_0, q4_0)");
             goto out;
         }
         if (items[i].src.type >= 64 || !(info.type_mask & (1ull << items[i].src.type))) {
-            run_msg(r->cfg, "%s: tensor '%s' has type %s, which stage %u (%s) cannot compute\n",
-                    r->cfg->model_path, items[i].src.name, baton_type_name(items[i].src.type),
-                    s->index + 1, s->endpoint);
+            stage_msg(r, "%s: tensor '%s' has type %s, which stage %u (%s) cannot compute\n",
+                      r->cfg->model_path, items[i].src.name, baton_type_name(items[i].src.type),
+                      s->index + 1, s->endpoint);
             goto out;
         }
     }
@@ -693,13 +737,16 @@ static int upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
                                        r->cfg->n_ctx, hp->n_head_kv, 1);
             koff = align_up(koff + L->v_cache.nbytes);
             if (rc != 0) {
-                run_msg(r->cfg, "KV cache size: %s\n", baton_status_str(rc));
+                stage_msg(r, "KV cache size: %s\n", baton_status_str(rc));
                 goto out;
             }
         }
         s->kv_bytes = koff ? koff : ALIGN; /* == kv_bytes (baton_run_kv_cache_bytes) */
         rc = baton_alloc_buffer(s->conn, s->kv_bytes, &s->kv_buf);
-        if (rc == BATON_E_QUOTA || rc == BATON_E_NOMEM || rc == BATON_E_LIMIT) {
+        /* only a refusal for memory is the size's fault; E_LIMIT here is the
+         * server's table of buffers, full (a size past the server's memory
+         * was refused above), and is reported as the server said it */
+        if (rc == BATON_E_QUOTA || rc == BATON_E_NOMEM) {
             char why[160], held[32];
 
             format_bytes(held, sizeof held, s->weights_bytes);
@@ -735,7 +782,7 @@ static int upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
         for (k = 0; k < 7; k++) {
             rc = baton_tensor_init(d[k], 0, ioff, types[k], ne0[k], ne1[k], 1, 1);
             if (rc != 0) {
-                run_msg(r->cfg, "I/O tensor size: %s\n", baton_status_str(rc));
+                stage_msg(r, "I/O tensor size: %s\n", baton_status_str(rc));
                 goto out;
             }
             ioff = align_up(ioff + d[k]->nbytes);
@@ -755,7 +802,7 @@ static int upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
     s->leaves = calloc(s->cap_leaves, sizeof(*s->leaves));
     s->nodes = calloc(s->cap_nodes, sizeof(*s->nodes));
     if (s->leaves == NULL || s->nodes == NULL) {
-        run_msg(r->cfg, "out of memory\n");
+        stage_msg(r, "out of memory\n");
         goto out;
     }
     ret = 0;
@@ -930,8 +977,8 @@ static int run_step(struct run *r, const int32_t *tokens, uint32_t n, uint32_t p
         baton_gb_init(&gb, s->leaves, s->cap_leaves, s->nodes, s->cap_nodes);
         rc = baton_llama_build_stage(&r->hp, &s->st, n, want_logits, &gb);
         if (rc != 0) {
-            run_msg(r->cfg, "stage %u: building the graph failed: %s\n", si + 1,
-                    baton_status_str(rc));
+            stage_msg(r, "stage %u: building the graph failed: %s\n", si + 1,
+                      baton_status_str(rc));
             return 1;
         }
         if (s->st.first) {
@@ -981,13 +1028,13 @@ static int run_step(struct run *r, const int32_t *tokens, uint32_t n, uint32_t p
         if (!direct)
             continue;
         if (res.result != s->last_outcome)
-            run_msg(r->cfg, "stage %u -> %u: direct copy %s%s%s\n", si + 1, si + 2,
-                    outcome_name(res.result), res.status ? " " : "",
-                    res.status ? baton_status_name(-(int)res.status) : "");
+            stage_msg(r, "stage %u -> %u: direct copy %s%s%s\n", si + 1, si + 2,
+                      outcome_name(res.result), res.status ? " " : "",
+                      res.status ? baton_status_name(-(int)res.status) : "");
         if (res.result != s->last_outcome && res.result != BATON_COPY_DONE)
-            run_msg(r->cfg, "stage %u -> %u: copying through the coordinator (hub path) while "
-                            "the direct copy is not done\n",
-                    si + 1, si + 2);
+            stage_msg(r, "stage %u -> %u: copying through the coordinator (hub path) while "
+                         "the direct copy is not done\n",
+                      si + 1, si + 2);
         s->last_outcome = res.result;
         if (res.result == BATON_COPY_DONE) {
             s->copies_done++;
@@ -1144,6 +1191,7 @@ void baton_run_config_default(struct baton_run_config *cfg)
     cfg->servers = "local";
     cfg->n_predict = 64;
     cfg->n_ctx = 512;
+    cfg->ctx_origin = BATON_CTX_DEFAULT;
     cfg->n_ubatch = 512;
     cfg->top_p = 1.0f;
     cfg->n_threads = 1;
@@ -1217,13 +1265,17 @@ int baton_run(const struct baton_run_config *cfg)
 
         prompt_ids = calloc(cap, sizeof(*prompt_ids));
         gen_ids = calloc((size_t)cfg->n_predict + 1, sizeof(*gen_ids));
-        if (prompt_ids == NULL || gen_ids == NULL)
+        if (prompt_ids == NULL || gen_ids == NULL) {
+            run_msg(cfg, "out of memory (for -n %u)\n", cfg->n_predict);
             goto out;
+        }
         if (cfg->prompt_ids) {
             free(prompt_ids);
             prompt_ids = calloc(cfg->n_prompt_ids ? cfg->n_prompt_ids : 1, sizeof(*prompt_ids));
-            if (prompt_ids == NULL)
+            if (prompt_ids == NULL) {
+                run_msg(cfg, "out of memory\n");
                 goto out;
+            }
             memcpy(prompt_ids, cfg->prompt_ids, cfg->n_prompt_ids * sizeof(*prompt_ids));
             n_prompt = cfg->n_prompt_ids;
             rc = 0;
@@ -1248,9 +1300,19 @@ int baton_run(const struct baton_run_config *cfg)
             goto out;
         }
         if ((uint64_t)n_prompt + cfg->n_predict > cfg->n_ctx) {
-            run_msg(cfg, "prompt (%zu tokens) + -n %u = %llu exceeds the context --ctx %u\n",
-                    n_prompt, cfg->n_predict, (unsigned long long)n_prompt + cfg->n_predict,
-                    cfg->n_ctx);
+            const unsigned long long need = (unsigned long long)n_prompt + cfg->n_predict;
+            char hint[64];
+
+            if (need <= UINT32_MAX)
+                snprintf(hint, sizeof hint, "give --ctx %llu or more", need);
+            else
+                snprintf(hint, sizeof hint, "lower -n (--ctx is at most %u)", UINT32_MAX);
+            run_msg(cfg, "prompt (%zu tokens) + -n %u = %llu exceeds %s %u%s; %s\n", n_prompt,
+                    cfg->n_predict, need,
+                    cfg->ctx_origin == BATON_CTX_DEFAULT  ? "the default --ctx"
+                    : cfg->ctx_origin == BATON_CTX_BENCH ? "a KV cache of"
+                                                          : "the context --ctx",
+                    cfg->n_ctx, cfg->ctx_origin == BATON_CTX_BENCH ? " positions" : "", hint);
             ret = 2;
             goto out;
         }
@@ -1258,10 +1320,14 @@ int baton_run(const struct baton_run_config *cfg)
 
     /* a context past the one the model was trained for still runs (RoPE
      * extrapolates), but the output degrades: say so once */
-    if (r.hp.n_ctx_train > 0 && cfg->n_ctx > r.hp.n_ctx_train)
+    if (cfg->n_ctx > r.hp.n_ctx_train) {
+        char trained[96];
+
+        baton_llama_ctx_train_desc(&r.hp, trained, sizeof trained);
         run_msg(cfg, "note: a context of %u positions is more than the model was trained for "
-                     "(llama.context_length %u); text past that may degrade\n",
-                cfg->n_ctx, r.hp.n_ctx_train);
+                     "(%s); text past that may degrade\n",
+                cfg->n_ctx, trained);
+    }
 
     /* plan: n_parts and props from plan_parts */
     if (baton_split_plan(r.hp.n_layer, props, (size_t)n_parts, counts) != 0) {
@@ -1277,9 +1343,11 @@ int baton_run(const struct baton_run_config *cfg)
 
         if (baton_run_kv_cache_bytes(r.hp.head_dim, r.hp.n_head_kv, cfg->n_ctx, counts[i],
                                      &kv_bytes) != 0) {
-            run_msg(cfg, "--ctx %u needs more than 2^64 bytes of KV cache on stage %u (%u "
-                         "layers)\n",
-                    cfg->n_ctx, i + 1, counts[i]);
+            char ctx[96];
+
+            ctx_name(cfg, ctx, sizeof ctx);
+            run_msg(cfg, "%s needs more than 2^64 bytes of KV cache on stage %u (%u layers)\n",
+                    ctx, i + 1, counts[i]);
             ret = 2;
             goto out;
         }
@@ -1290,8 +1358,10 @@ int baton_run(const struct baton_run_config *cfg)
     r.logits = calloc(r.hp.n_vocab, sizeof(float));
     r.pos_host = calloc(cfg->n_ubatch, sizeof(int32_t));
     r.sample_scratch = calloc(r.hp.n_vocab, sizeof(*r.sample_scratch));
-    if (!r.stages || !r.hidden || !r.logits || !r.pos_host || !r.sample_scratch)
+    if (!r.stages || !r.hidden || !r.logits || !r.pos_host || !r.sample_scratch) {
+        run_msg(cfg, "out of memory\n");
         goto out;
+    }
     fprintf(cfg->log, "model: %s: llama, %u layers, n_embd %u, %u heads (%u kv), n_ff %u, vocab %u\n",
             cfg->model_path, r.hp.n_layer, r.hp.n_embd, r.hp.n_head, r.hp.n_head_kv, r.hp.n_ff,
             r.hp.n_vocab);
@@ -1329,6 +1399,7 @@ int baton_run(const struct baton_run_config *cfg)
     if (!cfg->quiet && !cfg->prompt_ids) {
         fputs(cfg->prompt, cfg->out);
         fflush(cfg->out);
+        r.text_open = cfg->prompt[0] != '\0';
     }
     /* prefill in ubatches; the last one yields the first generated token */
     {
@@ -1371,8 +1442,8 @@ int baton_run(const struct baton_run_config *cfg)
             int32_t cur;
 
             if (next < 0 || (uint32_t)next >= r.hp.n_vocab) {
-                run_msg(cfg, "stage %u returned token id %d outside the vocabulary\n",
-                        r.n_stages, next);
+                stage_msg(&r, "stage %u returned token id %d outside the vocabulary\n",
+                          r.n_stages, next);
                 goto out;
             }
             gen_ids[n_gen++] = next;
@@ -1382,8 +1453,11 @@ int baton_run(const struct baton_run_config *cfg)
                 int32_t prev = n_gen >= 2 ? gen_ids[n_gen - 2] : prompt_ids[n_prompt - 1];
                 size_t plen = 0;
 
-                if (baton_token_to_piece(r.tok, next, prev, piece, sizeof(piece), &plen) == 0)
+                if (baton_token_to_piece(r.tok, next, prev, piece, sizeof(piece), &plen) == 0 &&
+                    plen > 0) {
                     fwrite(piece, 1, plen, cfg->out);
+                    r.text_open = 1;
+                }
                 fflush(cfg->out);
             }
             if (n_gen == cfg->n_predict)
@@ -1420,6 +1494,7 @@ int baton_run(const struct baton_run_config *cfg)
     if (!cfg->quiet) {
         fputc('\n', cfg->out);
         fflush(cfg->out);
+        r.text_open = 0;
     }
     {
         uint32_t decode_steps = n_gen > 0 ? (uint32_t)(n_gen - 1) : 0;

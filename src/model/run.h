@@ -50,6 +50,15 @@ struct baton_run_result {
     uint64_t peer_bytes_received[BATON_MAX_STAGES];
 };
 
+/* Where baton_run_config.n_ctx came from, so that a message about the
+ * context names what the user typed (or did not type). */
+enum baton_ctx_origin {
+    BATON_CTX_GIVEN = 0, /* --ctx N: "--ctx N" */
+    BATON_CTX_DEFAULT,   /* baton run's default: "the default --ctx N" */
+    BATON_CTX_BENCH,     /* baton bench without --ctx, from -p (n_prompt_ids) and -n
+                            (n_predict): "-p A + -n B (a KV cache of N positions)" */
+};
+
 struct baton_run_config {
     const char *model_path;
     const char *servers;  /* "host:port,host:port" or "local"; an entry may add a
@@ -58,6 +67,9 @@ struct baton_run_config {
     const char *prompt;
     uint32_t n_predict;   /* tokens to generate (stops earlier at EOS) */
     uint32_t n_ctx;       /* KV cache positions */
+    enum baton_ctx_origin ctx_origin; /* where n_ctx came from, for messages
+                                         (baton_run_config_default: BATON_CTX_DEFAULT,
+                                         with n_ctx 512); set it with n_ctx */
     uint32_t n_ubatch;    /* prompt tokens per prefill step (1 = token by token) */
     float temp;           /* 0 = greedy (argmax on the last stage) */
     uint32_t top_k;
@@ -122,9 +134,13 @@ int baton_run_kv_cache_bytes(uint32_t head_dim, uint32_t n_head_kv, uint32_t n_c
 
 /* Runs the whole generation. Returns a process exit code: 0 success,
  * 1 runtime failure (message names the file, or the stage and endpoint; a
- * KV cache a server cannot grant names --ctx, the positions and the bytes
- * the stage needs), 2 bad configuration (also a --ctx whose KV cache would
- * not fit in 64 bits). */
+ * KV cache a server cannot hold for its size, because it is larger than the
+ * server's largest buffer or refused with E_QUOTA or E_NOMEM, names the
+ * context as ctx_origin says, the positions and the bytes the stage needs),
+ * 2 bad configuration (also a --ctx whose KV cache would not fit in 64
+ * bits). Every failure writes at least one "PROG: ..." line to cfg->log;
+ * when streamed text on cfg->out has no final newline yet, a "\n" is
+ * written to cfg->out first, so that the message starts its own line. */
 int baton_run(const struct baton_run_config *cfg);
 
 #endif

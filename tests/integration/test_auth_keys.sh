@@ -26,6 +26,9 @@ rc=0; "$BATON" keygen 2>"$TMP/err" || rc=$?
 "$BATON" keygen --help >"$TMP/keygen.help"
 grep -q "usage: baton keygen" "$TMP/keygen.help" && grep -q "^Exit status: 0 written, 1 " "$TMP/keygen.help" ||
     fail "keygen --help"
+# every command that takes --key is named (bench was missing)
+grep -q "^  baton run/bench/info --key (or BATON_KEY_FILE); " "$TMP/keygen.help" ||
+    fail "keygen --help does not name run/bench/info --key: $(cat "$TMP/keygen.help")"
 "$BATON" --help | grep -q "keygen" || fail "baton --help does not list keygen"
 
 # expect_batond CODE REGEX ARGS...: batond must exit CODE with REGEX on stderr

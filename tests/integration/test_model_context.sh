@@ -6,8 +6,14 @@
 #     and the bytes of that stage, in baton run and baton bench: before the
 #     weights go where the server's largest buffer is smaller, and at the
 #     allocation where the server refuses it (a session quota);
+#   - ... named as the user gave it: "--ctx N", "the default --ctx 512" (run
+#     without --ctx), "-p A + -n B (a KV cache of N positions)" (bench
+#     without --ctx);
 #   - baton bench refuses a -p + -n past llama.context_length unless --ctx
-#     asks for that context, and a -p + -n past its --ctx;
+#     asks for that context, and a -p + -n past its --ctx; baton run a
+#     prompt + -n past its context; each says which --ctx would do;
+#   - a model without a usable llama.context_length is said to have none,
+#     with the 2048 assumed, in run's note and bench's refusal;
 #   - baton bench --timeout parses as run's and bounds every server call.
 source "$(dirname "$0")/lib.sh"
 need_model
@@ -52,6 +58,20 @@ for cmd in run bench; do
     want_fail 1 "$TMP/kv.err" "$BATON" "$cmd" "${args[@]}"
     has_line "$TMP/kv.err" "baton $cmd: --ctx 6000 needs 7.3 MiB of KV cache on stage 1 ($q8, 5 layers); the server refused it: E_QUOTA (memory quota exhausted), with 1.1 MiB of weights held"
 done
+# without --ctx, the message names what set the context: run's default,
+# bench's -p + -n (+ 8 positions)
+BATOND_EXTRA="${BATOND_EXTRA:-} --session-memory-bytes 512K" start_server q512k
+q512k=127.0.0.1:$PORT_q512k
+want_fail 1 "$TMP/kv.err" "$BATON" run --model "$MODEL" --servers "$q512k" --prompt x -n 2
+has_line "$TMP/kv.err" "baton run: the default --ctx 512 needs 640.0 KiB of KV cache on stage 1 ($q512k, 5 layers); the server allows at most 512.0 KiB in one buffer"
+want_fail 1 "$TMP/kv.err" "$BATON" bench --model "$MODEL" --servers "$q512k" -p 400 -n 100 --reps 1
+has_line "$TMP/kv.err" "baton bench: -p 400 + -n 100 (a KV cache of 508 positions) needs 635.0 KiB of KV cache on stage 1 ($q512k, 5 layers); the server allows at most 512.0 KiB in one buffer"
+! grep -q -- "--ctx" "$TMP/kv.err" || fail "bench without --ctx names --ctx: $(cat "$TMP/kv.err")"
+# (past the quota, with the weights: 948 positions, 1.2 MiB, and 1.1 MiB held)
+BATOND_EXTRA="${BATOND_EXTRA:-} --session-memory-bytes 2M" start_server q2m
+q2m=127.0.0.1:$PORT_q2m
+want_fail 1 "$TMP/kv.err" "$BATON" bench --model "$MODEL" --servers "$q2m" -p 900 -n 40 --reps 1
+has_line "$TMP/kv.err" "baton bench: -p 900 + -n 40 (a KV cache of 948 positions) needs 1.2 MiB of KV cache on stage 1 ($q2m, 5 layers); the server refused it: E_QUOTA (memory quota exhausted), with 1.1 MiB of weights held"
 # the same server runs a context it can hold
 "$BATON" run --model "$MODEL" --servers "$q8" --ctx 512 --prompt x -n 2 --quiet 2>"$TMP/ok.err" ||
     fail "--ctx 512 on the 8 MiB server: $(cat "$TMP/ok.err")"
@@ -74,9 +94,47 @@ grep -q "^bench: .*prompt 2000, generated 48, reps 1" "$TMP/b.out" || fail "benc
     fail "bench -p 2100 -n 2 --ctx 2102: $(cat "$TMP/b.err")"
 has_line "$TMP/b.err" "baton bench: note: a context of 2102 positions is more than the model was trained for (llama.context_length 2048); text past that may degrade"
 want_fail 2 "$TMP/p.err" "$BATON" bench --model "$MODEL" -p 100 -n 10 --ctx 50
-has_line "$TMP/p.err" "baton bench: -p 100 + -n 10 = 110 positions exceed --ctx 50"
+has_line "$TMP/p.err" "baton bench: -p 100 + -n 10 = 110 positions exceed --ctx 50; lower -p or -n, or give --ctx 110 or more"
 want_fail 2 "$TMP/p.err" "$BATON" bench --model "$MODEL" --ctx 0
 has_line "$TMP/p.err" "baton bench: --ctx: '0' is too small (at least 1)"
+
+# run: a prompt (BOS + 4 tokens) + -n past the context, default or given
+want_fail 2 "$TMP/p.err" "$BATON" run --model "$MODEL" --prompt "Once upon a time" -n 600
+has_line "$TMP/p.err" "baton run: prompt (5 tokens) + -n 600 = 605 exceeds the default --ctx 512; give --ctx 605 or more"
+want_fail 2 "$TMP/p.err" "$BATON" run --model "$MODEL" --prompt "Once upon a time" -n 10 --ctx 8
+has_line "$TMP/p.err" "baton run: prompt (5 tokens) + -n 10 = 15 exceeds the context --ctx 8; give --ctx 15 or more"
+
+# a model without llama.context_length (the key renamed, same length) or
+# with an unusable one (its type made f32; its value 0): 2048 is assumed,
+# and said to be
+ctx_model() { # ctx_model OUT MODE: a copy of the model, its context key changed
+    python3 - "$MODEL" "$1" "$2" <<'PY'
+import struct, sys
+data = bytearray(open(sys.argv[1], "rb").read())
+key = b"llama.context_length"
+at = data.find(key)
+assert at > 0 and data.count(key) == 1
+end = at + len(key)
+assert struct.unpack_from("<I", data, end) == (4,)  # GGUF u32, value 2048
+assert struct.unpack_from("<I", data, end + 4) == (2048,)
+if sys.argv[3] == "missing":
+    data[at:end] = b"llama.context_lengtX"
+elif sys.argv[3] == "f32":
+    struct.pack_into("<I", data, end, 6)  # GGUF f32: the same 4 bytes follow
+else:
+    struct.pack_into("<I", data, end + 4, 0)
+open(sys.argv[2], "wb").write(data)
+PY
+}
+for mode in missing f32 zero; do
+    ctx_model "$TMP/ctx-$mode.gguf" "$mode"
+    if [ "$mode" = missing ]; then what="no llama.context_length"; else what="no usable llama.context_length"; fi
+    "$BATON" run --model "$TMP/ctx-$mode.gguf" --prompt hi -n 2 --ctx 3000 --quiet 2>"$TMP/n.err" ||
+        fail "run --ctx 3000 on the $mode model: $(cat "$TMP/n.err")"
+    has_line "$TMP/n.err" "baton run: note: a context of 3000 positions is more than the model was trained for (the model has $what; 2048 assumed); text past that may degrade"
+    want_fail 2 "$TMP/p.err" "$BATON" bench --model "$TMP/ctx-$mode.gguf" -p 2000 -n 49
+    has_line "$TMP/p.err" "baton bench: -p 2000 + -n 49 = 2049 positions exceed the model's context length (the model has $what; 2048 assumed); lower -p or -n, or give --ctx 2049 or more to run past it"
+done
 
 # bench --timeout: run's parser and bounds ...
 want_fail 2 "$TMP/t.err" "$BATON" bench --model "$MODEL" --timeout 86400001
