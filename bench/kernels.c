@@ -1,7 +1,8 @@
 /* MUL_MAT kernel throughput against the memory-bandwidth roofline.
  *
  * Decode (one column): GB/s of weights streamed by MUL_MAT for F32, F16,
- * Q8_0 and Q4_0 weights of 4096 x 4096, cycling through enough distinct
+ * Q8_0 and Q4_0 weights of 4096 rows of K = 4096 inputs (--k: the 86M
+ * benchmark model's rows have 768 or 2048), cycling through enough distinct
  * matrices (about 192 MiB per type) that nothing stays in the 32 MiB L3,
  * beside a STREAM-like triad (a = b + s*c over doubles, 24 bytes per
  * element counted, as STREAM does) on the same pool, at 1 and 2 threads.
@@ -22,7 +23,7 @@
  *   cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc bench/kernels.c \
  *      build-kernels/libbaton_compute.a build-kernels/libbaton_core.a -lpthread -lm \
  *      -o build-kernels/bench_kernels
- *   build-kernels/bench_kernels [--reps N] [--no-thp] [--isa scalar|avx2|avx512]
+ *   build-kernels/bench_kernels [--reps N] [--k K] [--no-thp] [--isa scalar|avx2|avx512]
  *                               [--no-prefill] [--threads 1,2]
  *
  * Arms alternate within each repetition (triad, then each type, order
@@ -48,7 +49,7 @@
 #include "compute/pool.h"
 #include "core/types.h"
 
-#define K 4096u
+static uint32_t K = 4096u; /* inputs per row (--k) */
 #define N 4096u
 #define DECODE_BYTES (192ull << 20)
 #define PREFILL_M 64u
@@ -199,9 +200,14 @@ struct weights {
 static void fill_weights(struct weights *w, uint32_t type)
 {
     const uint64_t rb = baton_row_bytes(type, K);
-    float row[K];
+    float *row = malloc(sizeof(float) * K);
     uint64_t m, r;
     uint32_t i;
+
+    if (row == NULL) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
 
     w->type = type;
     w->mat_bytes = rb * N;
@@ -217,6 +223,7 @@ static void fill_weights(struct weights *w, uint32_t type)
                 exit(1);
             }
         }
+    free(row);
 }
 
 /* One pass over every matrix, one column each: GB/s of weights. */
@@ -280,6 +287,12 @@ int main(int argc, char **argv)
             reps = atoi(argv[++a]);
             if (reps < 1 || reps > MAX_REPS)
                 reps = 9;
+        } else if (strcmp(argv[a], "--k") == 0 && a + 1 < argc) {
+            K = (uint32_t)atoi(argv[++a]);
+            if (K < 32 || K > 65536 || K % 32 != 0) {
+                fprintf(stderr, "--k: a multiple of 32 in 32..65536\n");
+                return 2;
+            }
         } else if (strcmp(argv[a], "--no-thp") == 0) {
             use_thp = 0;
         } else if (strcmp(argv[a], "--no-prefill") == 0) {
@@ -301,7 +314,7 @@ int main(int argc, char **argv)
                                                        : BATON_CPU_ISA_AVX512);
         } else {
             fprintf(stderr,
-                    "usage: %s [--reps N] [--no-thp] [--no-prefill] [--threads 1,2] "
+                    "usage: %s [--reps N] [--k K] [--no-thp] [--no-prefill] [--threads 1,2] "
                     "[--isa scalar|avx2|avx512]\n",
                     argv[0]);
             return 2;
