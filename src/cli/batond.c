@@ -92,6 +92,8 @@ static void usage(FILE *f)
             "                    debugging)\n"
             "  --quiet           no per-connection or error log lines\n"
             "\n"
+            "A value may also follow its option after '=' (--port=7340).\n"
+            "\n"
             "Exit status: 0 after SIGTERM or SIGINT (the server drains first), and for\n"
             "--help, --version, --print-policy; 1 runtime or file error (a key file or\n"
             "the policy file refused, the address does not resolve or cannot be bound);\n"
@@ -238,6 +240,32 @@ static int check_host_resolves(const char *host)
     return 0;
 }
 
+/* The argument vector with each "--name=value" given as "--name" "value"
+ * (GNU style, as baton's commands take through getopt_long): the name is
+ * cut at its '=' in place (argv's strings are the program's to modify), and
+ * the new vector is kept for the life of the process. NULL when out of
+ * memory. */
+static char **split_eq_args(int argc, char **argv, int *out_argc)
+{
+    static char **args;
+    int n = 0;
+
+    args = calloc((size_t)argc * 2 + 1, sizeof(*args));
+    if (args == NULL)
+        return NULL;
+    for (int i = 0; i < argc; i++) {
+        char *eq = i > 0 && !strncmp(argv[i], "--", 2) ? strchr(argv[i], '=') : NULL;
+
+        args[n++] = argv[i];
+        if (eq != NULL && eq > argv[i] + 2) {
+            *eq = '\0';
+            args[n++] = eq + 1;
+        }
+    }
+    *out_argc = n;
+    return args;
+}
+
 int main(int argc, char **argv)
 {
     static struct baton_policy pol;
@@ -251,6 +279,11 @@ int main(int argc, char **argv)
     struct baton_server_config cfg;
     int rc, code = 1;
 
+    argv = split_eq_args(argc, argv, &argc);
+    if (argv == NULL) {
+        fprintf(stderr, "batond: out of memory\n");
+        return 1;
+    }
     baton_server_config_default(&cfg);
     baton_policy_default(&pol);
     rc = load_policy_arg(argc, argv, &pol);

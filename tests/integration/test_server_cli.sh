@@ -61,6 +61,13 @@ stop_with() {
 expect_exit 0 "usage: batond" --help
 expect_exit 0 "^batond [0-9]+\.[0-9]+\.[0-9]+ \(protocol 1\)" --version
 expect_exit 2 "unknown argument" --bogus
+# GNU-style --name=value, as baton's commands take it
+expect_exit 0 "^max_connections = 16$" --print-policy --max-connections=16 --threads=2 --port=0
+grep -qx "threads = 2" "$tmp/out" && grep -qx "port = 0" "$tmp/out" ||
+    fail "--threads=2 --port=0: $(cat "$tmp/out")"
+expect_exit 2 "^batond: --max-connections \(max_connections\): '-1' is too small \(at least 1\)$" \
+    --max-connections=-1
+expect_exit 2 "^batond: --threads: '' is not an integer$" --threads=
 # integer values: too large (also past 2^64), not an integer, too small
 expect_exit 2 "^batond: --port: '70000' is too large \(at most 65535\)\$" --port 70000
 expect_exit 2 "^batond: --port: '99999999999999999999' is too large \(at most 65535\)\$" \
