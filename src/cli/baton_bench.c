@@ -77,6 +77,24 @@ static void summarize(struct figure *f, uint32_t n)
 
 #define PROG "baton bench"
 
+/* s as a JSON string (RFC 8259, section 7): quotes, backslashes and
+ * control characters escaped; other bytes (UTF-8 included) as they are. */
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        const unsigned char c = (unsigned char)*s;
+
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
 /* The lines of a repetition's log (text, NUL-terminated; NULL: none) that
  * baton_run wrote as errors and notices ("baton bench: ..."), to stderr;
  * the model, plan, upload and summary lines repeat the first repetition's. */
@@ -283,9 +301,10 @@ int baton_cmd_bench(int argc, char **argv)
     }
     for (i = 0; i < 5; i++)
         summarize(&fig[i], reps);
-    printf("bench: %s, servers %s, split %s, prompt %u, generated %u, reps %u, threads %u\n",
+    printf("bench: %s, servers %s, split %s, prompt %u, generated %u, reps %u, threads %u, "
+           "ctx %u, ubatch %u\n",
            cfg.model_path, cfg.servers, cfg.split ? cfg.split : "(equal)", n_prompt, n_gen, reps,
-           cfg.n_threads);
+           cfg.n_threads, cfg.n_ctx, cfg.n_ubatch);
     printf("  %-8s %12s %12s %12s  %s\n", "figure", "median", "min", "max", "unit");
     for (i = 0; i < 5; i++)
         printf("  %-8s %12.3f %12.3f %12.3f  %s\n", fig[i].name, fig[i].med, fig[i].lo, fig[i].hi,
@@ -309,9 +328,13 @@ int baton_cmd_bench(int argc, char **argv)
             fprintf(stderr, "baton bench: %s: %s\n", json, strerror(errno));
             goto out;
         }
-        fprintf(f, "{\"model\": \"%s\", \"servers\": \"%s\", \"prompt\": %u, \"generated\": %u, "
+        fputs("{\"model\": ", f);
+        json_string(f, cfg.model_path);
+        fputs(", \"servers\": ", f);
+        json_string(f, cfg.servers);
+        fprintf(f, ", \"prompt\": %u, \"generated\": %u, \"ctx\": %u, \"ubatch\": %u, "
                    "\"reps\": %u, \"threads\": %u",
-                cfg.model_path, cfg.servers, n_prompt, n_gen, reps, cfg.n_threads);
+                n_prompt, n_gen, cfg.n_ctx, cfg.n_ubatch, reps, cfg.n_threads);
         for (i = 0; i < 5; i++)
             fprintf(f, ", \"%s\": {\"unit\": \"%s\", \"median\": %.6g, \"min\": %.6g, "
                        "\"max\": %.6g}",

@@ -174,4 +174,18 @@ grep -q -- "--timeout MS  deadline of every server call (default 30000)" "$TMP/h
     fail "bench --help: no --timeout"
 grep -q -- "--ctx N       KV cache positions" "$TMP/help" || fail "bench --help: no --ctx"
 grep -q "llama.context_length" "$TMP/help" || fail "bench --help: no context length rule"
+# the context and ubatch used are in the bench line and the JSON, and the
+# JSON stays valid for a model path with a quote and a backslash
+odd="$TMP/a\"b\\c.gguf"
+cp "$MODEL" "$odd"
+"$BATON" bench --model "$odd" -p 4 -n 2 --reps 1 --json "$TMP/b.json" >"$TMP/b.out" 2>/dev/null ||
+    fail "bench of $odd failed"
+grep -qF "bench: $odd, servers local, split (equal), prompt 4, generated 2, reps 1, threads 1, ctx 14, ubatch 14" \
+    "$TMP/b.out" || fail "bench line: $(cat "$TMP/b.out")"
+python3 - "$TMP/b.json" "$odd" <<'PY' || fail "bench JSON: $(cat "$TMP/b.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["model"] == sys.argv[2], d["model"]
+assert d["ctx"] == 14 and d["ubatch"] == 14 and d["prompt"] == 4, d
+PY
 echo PASS
