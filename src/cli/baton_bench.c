@@ -77,24 +77,6 @@ static void summarize(struct figure *f, uint32_t n)
 
 #define PROG "baton bench"
 
-/* s as a JSON string (RFC 8259, section 7): quotes, backslashes and
- * control characters escaped; other bytes (UTF-8 included) as they are. */
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        const unsigned char c = (unsigned char)*s;
-
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 /* The lines of a repetition's log (text, NUL-terminated; NULL: none) that
  * baton_run wrote as errors and notices ("baton bench: ..."), to stderr;
  * the model, plan, upload and summary lines repeat the first repetition's. */
@@ -329,9 +311,9 @@ int baton_cmd_bench(int argc, char **argv)
             goto out;
         }
         fputs("{\"model\": ", f);
-        json_string(f, cfg.model_path);
+        baton_cli_put_string(f, cfg.model_path, strlen(cfg.model_path), 1);
         fputs(", \"servers\": ", f);
-        json_string(f, cfg.servers);
+        baton_cli_put_string(f, cfg.servers, strlen(cfg.servers), 1);
         fprintf(f, ", \"prompt\": %u, \"generated\": %u, \"ctx\": %u, \"ubatch\": %u, "
                    "\"reps\": %u, \"threads\": %u",
                 n_prompt, n_gen, cfg.n_ctx, cfg.n_ubatch, reps, cfg.n_threads);

@@ -53,10 +53,8 @@ static size_t utf8_valid(const unsigned char *s, size_t n)
     return len;
 }
 
-/* Prints a quoted string. json: JSON escapes, invalid UTF-8 as U+FFFD, no
- * truncation; text: C-style escapes for control bytes, at most
- * INSPECT_TEXT_STRING_MAX bytes then "...". */
-static void put_string(FILE *f, const char *ptr, size_t len, int json)
+/* cli.h; text mode shows at most INSPECT_TEXT_STRING_MAX bytes. */
+void baton_cli_put_string(FILE *f, const char *ptr, size_t len, int json)
 {
     const unsigned char *s = (const unsigned char *)ptr;
     size_t shown = (!json && len > INSPECT_TEXT_STRING_MAX) ? INSPECT_TEXT_STRING_MAX : len;
@@ -139,7 +137,7 @@ static void put_scalar(FILE *f, const struct baton_gguf_scalar *v, int json)
             fprintf(f, v->type == BATON_GGUF_F32 ? "%.9g" : "%.17g", v->v.f);
         break;
     case BATON_GGUF_STRING:
-        put_string(f, v->v.str.ptr, v->v.str.len, json);
+        baton_cli_put_string(f, v->v.str.ptr, v->v.str.len, json);
         break;
     default:
         fputs(json ? "null" : "?", f);
@@ -170,7 +168,7 @@ static void put_kv(FILE *f, const struct baton_gguf_kv *kv, int json)
     struct baton_gguf_scalar v;
     const char *key = baton_gguf_kv_key(kv);
     if (json) {
-        put_string(f, key, strlen(key), 1);
+        baton_cli_put_string(f, key, strlen(key), 1);
         fputs(": ", f);
         if (baton_gguf_kv_array(kv, &elem_type, &count) == 0) {
             fprintf(f,
@@ -244,7 +242,7 @@ static void print_text(FILE *f, const char *path, const struct baton_gguf *g)
 static void print_json(FILE *f, const char *path, const struct baton_gguf *g)
 {
     fputs("{\"file\": ", f);
-    put_string(f, path, strlen(path), 1);
+    baton_cli_put_string(f, path, strlen(path), 1);
     fprintf(f,
             ", \"version\": %u, \"size\": %" PRIu64 ", \"alignment\": %u, \"data_offset\": %" PRIu64
             ",\n \"metadata\": {",
@@ -261,7 +259,7 @@ static void print_json(FILE *f, const char *path, const struct baton_gguf *g)
             continue;
         fputs(i ? ",\n  " : "\n  ", f);
         fputs("{\"name\": ", f);
-        put_string(f, t.name, strlen(t.name), 1);
+        baton_cli_put_string(f, t.name, strlen(t.name), 1);
         fprintf(f, ", \"type\": \"%s\", \"shape\": ", baton_type_name(t.type));
         put_shape(f, &t, 1);
         fprintf(f, ", \"offset\": %" PRIu64 ", \"bytes\": %" PRIu64 "}", t.offset, t.nbytes);

@@ -5,7 +5,9 @@
 #ifndef BATON_CLI_H
 #define BATON_CLI_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 int baton_cmd_run(int argc, char **argv);     /* baton_run.c */
 int baton_cmd_info(int argc, char **argv);    /* baton_info.c */
@@ -23,6 +25,12 @@ int baton_cmd_bench(int argc, char **argv);     /* baton_bench.c */
  * "" for none) and returns -1; else 0. (baton_main.c) */
 int baton_cli_check_output(const char *prog, const char *what, const char *path,
                            int replaced_atomically);
+
+/* Prints ptr[0..len) as a quoted string. json: JSON escapes (RFC 8259),
+ * invalid UTF-8 as U+FFFD, no truncation; text: C-style escapes for control
+ * bytes, at most 160 bytes then "...(N bytes)". (baton_inspect.c; baton
+ * bench's --json uses it too) */
+void baton_cli_put_string(FILE *f, const char *ptr, size_t len, int json);
 
 /* Parses the value s of integer option opt (as the user typed it, e.g. "-n",
  * "--ctx"): decimal digits only, in [min, max]. On failure prints to stderr

@@ -291,13 +291,11 @@ static void scale_all(float *x, uint64_t n, float d, int divide)
         x[i] = divide ? x[i] / d : x[i] * d;
 }
 
-/* Tokens of a batch scored together per head (attention_task). */
-#define ATT_QUERIES BATON_CPU_ATT_QUERIES
 _Static_assert(BATON_CPU_ATT_QUERIES <= BATON_CPU_DOTS_MAX_X, "one dots_multi call per block");
 
 struct attention_job {
     const struct baton_cpu_attention *a;
-    uint64_t block; /* tokens per block, 1..ATT_QUERIES (kernels.h) */
+    uint64_t block; /* tokens per block, 1..BATON_CPU_ATT_QUERIES (kernels.h) */
 };
 
 /* Softmax of one query's scores att[0, n_slots) in place, as run.c: the
@@ -320,8 +318,8 @@ static void attention_softmax(const struct baton_cpu_attention *a, float *att, u
 }
 
 /* Units [r0, r1) of nh * n_units (unit = u * nh + h): head h of the tokens
- * of token block u (tokens [ATT_QUERIES * b, ...) of the batch, at most
- * ATT_QUERIES of them; b as below). Each token scores cache slots
+ * of token block u (tokens [j->block * b, ...) of the batch, at most
+ * j->block of them, kernels.h; b as below). Each token scores cache slots
  * 0..pos[t], takes the softmax as run.c (max subtracted, expf, float sum,
  * divide), then the weighted sum of value rows in slot order. The scores
  * of a block's tokens come from one baton_cpu_f32_dots_multi call over the
@@ -351,7 +349,7 @@ static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
         const uint64_t u = lr / nh, h = lr % nh, kvh = h / group;
         const uint64_t b = u % 2 == 0 ? u / 2 : n_units - 1 - u / 2;
         const uint64_t t0 = b * block, nx = nt - t0 < block ? nt - t0 : block;
-        uint64_t n_slots[ATT_QUERIES], max_slots = 0;
+        uint64_t n_slots[BATON_CPU_ATT_QUERIES], max_slots = 0;
 
         for (c = 0; c < nx; c++) {
             const int32_t p = a->pos[t0 + c]; /* read once, checked where it is used */
@@ -363,10 +361,7 @@ static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
             if (n_slots[c] > max_slots)
                 max_slots = n_slots[c];
         }
-        if (nx == 1 && max_slots > 0) /* decode: the kernel tuned for a cold cache */
-            baton_cpu_f32_dots(a->k_cache + kvh * a->n_ctx * hd, hd, a->q + (t0 * nh + h) * hd,
-                               hd, max_slots, att);
-        else if (max_slots > 0)
+        if (max_slots > 0)
             baton_cpu_f32_dots_multi(a->k_cache + kvh * a->n_ctx * hd, hd,
                                      a->q + (t0 * nh + h) * hd, nh * hd, (uint32_t)nx, hd,
                                      max_slots, att, a->n_ctx);
@@ -428,8 +423,8 @@ int baton_cpu_attention(struct baton_pool *pool, const struct baton_cpu_attentio
             max_chunks = BATON_POOL_MAX_THREADS;
         threads = baton_pool_threads(pool) < max_chunks ? baton_pool_threads(pool) : max_chunks;
         j.block = rows / threads; /* rows < threads only when rows = nh*nt (see kernels.h) */
-        if (j.block > ATT_QUERIES)
-            j.block = ATT_QUERIES;
+        if (j.block > BATON_CPU_ATT_QUERIES)
+            j.block = BATON_CPU_ATT_QUERIES;
         if (j.block > a->nt)
             j.block = a->nt;
         if (j.block == 0)

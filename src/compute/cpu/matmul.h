@@ -140,7 +140,9 @@ void baton_cpu_f32_dots(const float *w, uint64_t ws, const float *x, uint64_t k,
  * [0, n), i in [0, k), each exactly as baton_cpu_f32_dots computes it for
  * query c alone (same order, same bits). A prefill ubatch's tokens score the
  * same cache rows; the SIMD levels transpose each block of rows once for
- * all the queries instead of once per query. y must not overlap w or x. */
+ * all the queries instead of once per query (one query is
+ * baton_cpu_f32_dots, tuned for a decode's cold cache). y must not overlap
+ * w or x. */
 #define BATON_CPU_DOTS_MAX_X 4u
 void baton_cpu_f32_dots_multi(const float *w, uint64_t ws, const float *x, uint64_t xs,
                               uint32_t nx, uint64_t k, uint64_t n, float *y, uint64_t ys);

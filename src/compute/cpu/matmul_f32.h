@@ -249,8 +249,8 @@ static F32_TARGET void F32_NAME(f32_dots_multi)(const float *w, uint64_t ws, con
     switch (nx) {
     case 0:
         break;
-    case 1:
-        F32_NAME(f32_dots_nx)(w, ws, x, xs, k, n, y, ys, 1);
+    case 1: /* one query (decode): the kernel tuned for a cold cache */
+        F32_NAME(f32_dots)(w, ws, x, k, n, y);
         break;
     case 2:
         F32_NAME(f32_dots_nx)(w, ws, x, xs, k, n, y, ys, 2);
