@@ -155,7 +155,11 @@ int baton_cmd_bench(int argc, char **argv)
         if (bad)
             return 2;
     }
-    if (optind < argc || cfg.model_path == NULL) {
+    if (optind < argc) {
+        fprintf(stderr, "baton bench: unexpected argument '%s' (see --help)\n", argv[optind]);
+        return 2;
+    }
+    if (cfg.model_path == NULL) {
         fprintf(stderr, "baton bench: --model FILE is required (see --help)\n");
         return 2;
     }
@@ -175,7 +179,7 @@ int baton_cmd_bench(int argc, char **argv)
         if (pre != 0)
             return pre;
     }
-    if (json && baton_cli_check_output("baton bench", "--json", json, 0) != 0)
+    if (json && baton_cli_check_output("baton bench", "--json", json, 0, cfg.model_path) != 0)
         return 1;
     {
         struct baton_gguf *g = NULL;

@@ -143,7 +143,7 @@ int baton_cmd_gen_model(int argc, char **argv)
                         "tokens + pieces)\n");
         return 2;
     }
-    if (baton_cli_check_output("baton gen-model", "-o", cfg.out_path, 1) != 0)
+    if (baton_cli_check_output("baton gen-model", "-o", cfg.out_path, 1, cfg.vocab_from) != 0)
         return 1;
     rc = baton_gen_model(&cfg, err, sizeof(err));
     if (rc != 0) {
@@ -161,7 +161,6 @@ int baton_cmd_quantize(int argc, char **argv)
     uint32_t type;
     char err[512] = "";
     uint64_t n_conv = 0, n_kept = 0;
-    struct stat in_st, out_st;
     int rc;
 
     if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
@@ -185,13 +184,7 @@ int baton_cmd_quantize(int argc, char **argv)
         fprintf(stderr, "baton quantize: type '%s' (want q8_0, q4_0, f16, f32)\n", argv[3]);
         return 2;
     }
-    if (stat(argv[1], &in_st) == 0 && stat(argv[2], &out_st) == 0 &&
-        in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino) {
-        fprintf(stderr, "baton quantize: %s and %s are the same file; write OUT elsewhere\n",
-                argv[1], argv[2]);
-        return 1;
-    }
-    if (baton_cli_check_output("baton quantize", "", argv[2], 1) != 0)
+    if (baton_cli_check_output("baton quantize", "", argv[2], 1, argv[1]) != 0)
         return 1;
     rc = baton_quantize_file(argv[1], argv[2], type, err, sizeof(err), &n_conv, &n_kept);
     if (rc != 0) {

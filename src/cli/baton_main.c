@@ -27,13 +27,24 @@ static void usage(FILE *f)
 }
 
 int baton_cli_check_output(const char *prog, const char *what, const char *path,
-                           int replaced_atomically)
+                           int replaced_atomically, const char *input)
 {
     char dir[PATH_MAX];
     const char *slash = strrchr(path, '/');
     const char *sep = what[0] ? " " : "";
-    struct stat st;
+    struct stat st, in_st;
     int exists = stat(path, &st) == 0;
+
+    if (path[0] == '\0') {
+        fprintf(stderr, "%s: %s%san empty path\n", prog, what, what[0] ? ": " : "");
+        return -1;
+    }
+    if (exists && input && stat(input, &in_st) == 0 && in_st.st_dev == st.st_dev &&
+        in_st.st_ino == st.st_ino) {
+        fprintf(stderr, "%s: %s%s%s and %s are the same file; write it elsewhere\n", prog, what,
+                sep, path, input);
+        return -1;
+    }
 
     if (!slash) {
         snprintf(dir, sizeof(dir), ".");

@@ -202,8 +202,10 @@ int baton_cmd_run(int argc, char **argv)
     }
     /* output files: found unwritable now, not after the whole generation */
     if ((cfg.stats_json &&
-         baton_cli_check_output("baton run", "--stats-json", cfg.stats_json, 0) != 0) ||
-        (cfg.ids_path && baton_cli_check_output("baton run", "--ids-file", cfg.ids_path, 0) != 0))
+         baton_cli_check_output("baton run", "--stats-json", cfg.stats_json, 0,
+                                cfg.model_path) != 0) ||
+        (cfg.ids_path && baton_cli_check_output("baton run", "--ids-file", cfg.ids_path, 0,
+                                              cfg.model_path) != 0))
         return 1;
     if (cfg.n_ubatch > cfg.n_ctx)
         cfg.n_ubatch = cfg.n_ctx;

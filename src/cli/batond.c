@@ -244,7 +244,8 @@ static int check_host_resolves(const char *host)
  * (GNU style, as baton's commands take through getopt_long): the name is
  * cut at its '=' in place (argv's strings are the program's to modify), and
  * the new vector is kept for the life of the process. NULL when out of
- * memory. */
+ * memory, or (*out_argc = -1, after saying so) when a flag that takes no
+ * value is given one (--quiet=1). */
 static char **split_eq_args(int argc, char **argv, int *out_argc)
 {
     static char **args;
@@ -258,7 +259,17 @@ static char **split_eq_args(int argc, char **argv, int *out_argc)
 
         args[n++] = argv[i];
         if (eq != NULL && eq > argv[i] + 2) {
+            static const char *const flags[] = {"--help",       "--version",    "--quiet",
+                                                "--no-seccomp", "--print-policy", "--encrypt",
+                                                "--insecure-no-auth"};
+
             *eq = '\0';
+            for (size_t f = 0; f < sizeof flags / sizeof flags[0]; f++)
+                if (!strcmp(argv[i], flags[f])) {
+                    fprintf(stderr, "batond: %s takes no value (see --help)\n", argv[i]);
+                    *out_argc = -1;
+                    return NULL;
+                }
             args[n++] = eq + 1;
         }
     }
@@ -281,6 +292,8 @@ int main(int argc, char **argv)
 
     argv = split_eq_args(argc, argv, &argc);
     if (argv == NULL) {
+        if (argc < 0)
+            return 2; /* a flag given a value: said */
         fprintf(stderr, "batond: out of memory\n");
         return 1;
     }

@@ -17,14 +17,16 @@ int baton_cmd_gen_model(int argc, char **argv); /* baton_genmodel.c */
 int baton_cmd_quantize(int argc, char **argv);  /* baton_genmodel.c */
 int baton_cmd_bench(int argc, char **argv);     /* baton_bench.c */
 
-/* Checks, before any long work, that an output file can be written: the
- * directory of path exists and is writable and path is not a directory;
- * unless replaced_atomically (written to a temporary file and renamed), an
- * existing path must be writable too. Creates nothing. On failure prints
- * "PROG: WHAT PATH: reason" (what: the option, e.g. "--stats-json", or
- * "" for none) and returns -1; else 0. (baton_main.c) */
+/* Checks, before any long work, that an output file can be written: path
+ * is not empty, is not the file input (the model the command reads; NULL:
+ * none), the directory of path exists and is writable and path is not a
+ * directory; unless replaced_atomically (written to a temporary file and
+ * renamed), an existing path must be writable too. Creates nothing. On
+ * failure prints "PROG: WHAT PATH: reason" or "PROG: WHAT PATH and INPUT are
+ * the same file; ..." (what: the option, e.g.
+ * "--stats-json", or "" for none) and returns -1; else 0. (baton_main.c) */
 int baton_cli_check_output(const char *prog, const char *what, const char *path,
-                           int replaced_atomically);
+                           int replaced_atomically, const char *input);
 
 /* Prints ptr[0..len) as a quoted string. json: JSON escapes (RFC 8259),
  * invalid UTF-8 as U+FFFD, no truncation; text: C-style escapes for control

@@ -254,8 +254,10 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
      * minute on a 24 GiB machine before the OOM killer came) */
     {
         const double mat = (double)row_bytes(cfg->type, D);
+        const double big = (double)D * (V > F ? (V > D ? V : D) : (F > D ? F : D));
+        /* the file's tensors, plus the two float scratch rows sets below */
         const double total =
-            2.0 * mat * V + 4.0 * D +
+            8.0 * big + 2.0 * mat * V + 4.0 * D +
             (double)cfg->n_layer * (mat * (2.0 * D + 2.0 * kv_dim + 2.0 * F) +
                                     (double)row_bytes(cfg->type, F) * D + 8.0 * D);
         const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);

@@ -1024,17 +1024,18 @@ static int run_step(struct run *r, const int32_t *tokens, uint32_t n, uint32_t p
             rc = baton_conn_wait(s->conn);
         if (rc != 0) {
             stage_fail(r, s, what, rc);
-            /* a step refused for its size: the server's scratch limit or
-             * quota, or its compute budget (max_graph_flops); all grow with
-             * the context and the ubatch, which the user can lower */
+            /* a step refused by a server limit: its scratch limit or quota
+             * and its compute budget grow with the context and the ubatch,
+             * its node limit with the layers of the stage (the error does
+             * not say which) */
             if (rc == BATON_E_LIMIT || rc == BATON_E_QUOTA) {
                 char ctx[96];
 
                 ctx_name(r->cfg, ctx, sizeof ctx);
                 stage_msg(r,
                           "a step's scratch and compute on the server grow with the context (%s) "
-                          "and the ubatch (--ubatch %u): lower one, or see the server's limits "
-                          "(batond --print-policy)\n",
+                          "and the ubatch (--ubatch %u), its nodes with the stage's layers "
+                          "(--split); batond --print-policy shows the server's limits\n",
                           ctx, r->cfg->n_ubatch);
             }
             return 1;

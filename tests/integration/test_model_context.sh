@@ -188,4 +188,20 @@ d = json.load(open(sys.argv[1]))
 assert d["model"] == sys.argv[2], d["model"]
 assert d["ctx"] == 14 and d["ubatch"] == 14 and d["prompt"] == 4, d
 PY
+# an output file that is the model, or an empty path, is refused before the
+# model is read (it used to be overwritten, or fail after the whole run)
+cp "$MODEL" "$TMP/own.gguf"
+want_fail 1 "$TMP/o.err" "$BATON" bench --model "$TMP/own.gguf" -p 4 -n 2 --reps 1 \
+    --json "$TMP/own.gguf"
+has_line "$TMP/o.err" "baton bench: --json $TMP/own.gguf and $TMP/own.gguf are the same file; write it elsewhere"
+for opt in --ids-file --stats-json; do
+    want_fail 1 "$TMP/o.err" "$BATON" run --model "$TMP/own.gguf" --prompt x -n 2 "$opt" "$TMP/own.gguf"
+    has_line "$TMP/o.err" "baton run: $opt $TMP/own.gguf and $TMP/own.gguf are the same file; write it elsewhere"
+done
+cmp -s "$MODEL" "$TMP/own.gguf" || fail "the model file was changed"
+want_fail 1 "$TMP/o.err" "$BATON" bench --model "$MODEL" -p 4 -n 2 --reps 1 --json ''
+has_line "$TMP/o.err" "baton bench: --json: an empty path"
+# a stray word is named, not taken for a missing --model
+want_fail 2 "$TMP/o.err" "$BATON" bench --model "$MODEL" extra
+has_line "$TMP/o.err" "baton bench: unexpected argument 'extra' (see --help)"
 echo PASS

@@ -37,7 +37,7 @@ cmp -s "$TMP/want.out" "$TMP/run.out" ||
 [ "$(tail -n 2 "$TMP/run.err" | head -n 1)" = "baton run: stage 1 ($flops): step failed: E_LIMIT (limit exceeded)" ] ||
     fail "stderr: $(cat "$TMP/run.err")"
 # ... and says what the user can lower
-[ "$(tail -n 1 "$TMP/run.err")" = "baton run: a step's scratch and compute on the server grow with the context (the default --ctx 512) and the ubatch (--ubatch 512): lower one, or see the server's limits (batond --print-policy)" ] ||
+[ "$(tail -n 1 "$TMP/run.err")" = "baton run: a step's scratch and compute on the server grow with the context (the default --ctx 512) and the ubatch (--ubatch 512), its nodes with the stage's layers (--split); batond --print-policy shows the server's limits" ] ||
     fail "last stderr line: $(cat "$TMP/run.err")"
 # stdout and stderr to one file, as a terminal shows them: two lines
 rc=0

@@ -68,6 +68,7 @@ grep -qx "threads = 2" "$tmp/out" && grep -qx "port = 0" "$tmp/out" ||
 expect_exit 2 "^batond: --max-connections \(max_connections\): '-1' is too small \(at least 1\)$" \
     --max-connections=-1
 expect_exit 2 "^batond: --threads: '' is not an integer$" --threads=
+expect_exit 2 "^batond: --quiet takes no value \(see --help\)$" --quiet=1
 # integer values: too large (also past 2^64), not an integer, too small
 expect_exit 2 "^batond: --port: '70000' is too large \(at most 65535\)\$" --port 70000
 expect_exit 2 "^batond: --port: '99999999999999999999' is too large \(at most 65535\)\$" \
