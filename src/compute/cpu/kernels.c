@@ -158,14 +158,9 @@ static void scale_task(void *ctx, uint64_t i0, uint64_t i1, uint32_t chunk)
 static void silu_task(void *ctx, uint64_t i0, uint64_t i1, uint32_t chunk)
 {
     const struct unary_job *j = ctx;
-    uint64_t i;
 
     (void)chunk;
-    for (i = i0; i < i1; i++) {
-        const float v = j->x[i];
-
-        j->y[i] = v * (1.0f / (1.0f + expf(-v)));
-    }
+    baton_cpu_silu_n(j->x + i0, j->y + i0, i1 - i0);
 }
 
 void baton_cpu_scale(struct baton_pool *pool, const float *x, float *y, uint64_t n, float s)
@@ -299,7 +294,8 @@ struct attention_job {
 };
 
 /* Softmax of one query's scores att[0, n_slots) in place, as run.c: the
- * scale, max subtracted, expf, float sum in slot order, divide. */
+ * scale, max subtracted, exp (baton_cpu_exp_shift), float sum in slot
+ * order, divide. */
 static void attention_softmax(const struct baton_cpu_attention *a, float *att, uint64_t n_slots)
 {
     float max_val, sum = 0.0f;
@@ -310,17 +306,16 @@ static void attention_softmax(const struct baton_cpu_attention *a, float *att, u
     for (s = 1; s < n_slots; s++)
         if (att[s] > max_val)
             max_val = att[s];
-    for (s = 0; s < n_slots; s++) {
-        att[s] = expf(att[s] - max_val);
+    baton_cpu_exp_shift(att, n_slots, max_val);
+    for (s = 0; s < n_slots; s++)
         sum += att[s];
-    }
     scale_all(att, n_slots, sum, 1);
 }
 
 /* Units [r0, r1) of nh * n_units (unit = u * nh + h): head h of the tokens
  * of token block u (tokens [j->block * b, ...) of the batch, at most
  * j->block of them, kernels.h; b as below). Each token scores cache slots
- * 0..pos[t], takes the softmax as run.c (max subtracted, expf, float sum,
+ * 0..pos[t], takes the softmax as run.c (max subtracted, exp, float sum,
  * divide), then the weighted sum of value rows in slot order. The scores
  * of a block's tokens come from one baton_cpu_f32_dots_multi call over the
  * block's largest slot count (a token's scores past its own slots are

@@ -3,8 +3,12 @@
  * kernels check only what is read from tensor data (indices, positions).
  *
  * Arithmetic follows llama2.c's run.c (Karpathy, MIT) operation for
- * operation, so a model run here reproduces its results bit for bit: every
- * reduction is a float accumulator in ascending index order, on one thread.
+ * operation: every reduction is a float accumulator in ascending index
+ * order, on one thread. One deliberate difference: exp (SILU, softmax) is
+ * baton_cpu_expf (matmul.h), not libm's expf, so the bits do not depend on
+ * the C library; it is correctly rounded where libm's expf differs from it
+ * (0.004 % of inputs with glibc 2.36, by one unit in the last place), so a
+ * model's results equal run.c's except where such an input occurs.
  * Threads split output rows only, so results do not depend on the thread
  * count or on how many tokens share a batch. */
 #ifndef BATON_COMPUTE_CPU_KERNELS_H
@@ -32,7 +36,8 @@ void baton_cpu_binary(struct baton_pool *pool, int is_mul, const float *a, const
 /* y = x * s over n elements. */
 void baton_cpu_scale(struct baton_pool *pool, const float *x, float *y, uint64_t n, float s);
 
-/* y = x * (1 / (1 + expf(-x))) over n elements (run.c's SwiGLU form). */
+/* y = x * (1 / (1 + exp(-x))) over n elements (run.c's SwiGLU form; exp is
+ * baton_cpu_expf, matmul.h). */
 void baton_cpu_silu(struct baton_pool *pool, const float *x, float *y, uint64_t n);
 
 /* Rotary embedding of x {hd,nh,nt}: in each head, pair i < n_dims/2 of

@@ -12,6 +12,7 @@
 #endif
 
 #include "baton/status.h"
+#include "compute/cpu/expf.h"
 #include "compute/cpu/kernels.h"
 #include "compute/cpu/quant.h"
 #include "compute/pool.h"
@@ -377,9 +378,60 @@ static void scalar_wsum(const float *v, uint64_t vs, const float *a, uint64_t n,
     }
 }
 
+/* See matmul.h; the algorithm and its constants are expf.h's, step by
+ * step (the SIMD kernels repeat these operations in this order). */
+float baton_cpu_expf(float x)
+{
+    const double shift = BATON_EXP_SHIFT;
+    double xd, t, kd, r, s, p;
+    uint64_t tb, sb, ki;
+
+    if (x != x)
+        return x + x;
+    xd = x < BATON_EXP_X_MIN ? BATON_EXP_X_MIN : x > BATON_EXP_X_MAX ? BATON_EXP_X_MAX : (double)x;
+    t = xd * BATON_EXP_INV_LN2_16 + shift;
+    kd = t - shift;
+    r = xd - kd * BATON_EXP_LN2_16_HI;
+    r = r - kd * BATON_EXP_LN2_16_LO;
+    memcpy(&tb, &t, sizeof(tb));
+    memcpy(&sb, &shift, sizeof(sb));
+    ki = tb - sb; /* k, two's complement */
+    memcpy(&sb, &baton_exp_table[ki & 15], sizeof(sb));
+    sb += (ki & ~(uint64_t)15) << 48; /* + floor(k/16) in the exponent field */
+    memcpy(&s, &sb, sizeof(s));
+    p = BATON_EXP_C7;
+    p = p * r + BATON_EXP_C6;
+    p = p * r + BATON_EXP_C5;
+    p = p * r + BATON_EXP_C4;
+    p = p * r + BATON_EXP_C3;
+    p = p * r + BATON_EXP_C2;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    return (float)(s * p);
+}
+
+static void scalar_silu(const float *x, float *y, uint64_t n)
+{
+    uint64_t i;
+
+    for (i = 0; i < n; i++) {
+        const float v = x[i];
+
+        y[i] = v * (1.0f / (1.0f + baton_cpu_expf(-v)));
+    }
+}
+
+static void scalar_exp_shift(float *x, uint64_t n, float m)
+{
+    uint64_t i;
+
+    for (i = 0; i < n; i++)
+        x[i] = baton_cpu_expf(x[i] - m);
+}
+
 const struct baton_mm_kernels baton_mm_scalar = {
     scalar_f32, scalar_f16, scalar_q8_0, scalar_q4_0, scalar_act, scalar_dots, scalar_wsum,
-    scalar_dots_multi,
+    scalar_dots_multi, scalar_silu, scalar_exp_shift,
 };
 
 /* ---- drivers ---- */
@@ -552,6 +604,16 @@ void baton_cpu_f32_wsum(const float *v, uint64_t vs, const float *a, uint64_t n,
                         float *out)
 {
     kernels()->wsum(v, vs, a, n, k, out);
+}
+
+void baton_cpu_silu_n(const float *x, float *y, uint64_t n)
+{
+    kernels()->silu(x, y, n);
+}
+
+void baton_cpu_exp_shift(float *x, uint64_t n, float m)
+{
+    kernels()->exp_shift(x, n, m);
 }
 
 void baton_cpu_mul_mat(struct baton_pool *pool, const float *w, const float *x, float *y,

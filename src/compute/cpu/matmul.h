@@ -155,6 +155,25 @@ void baton_cpu_f32_dots_multi(const float *w, uint64_t ws, const float *x, uint6
 void baton_cpu_f32_wsum(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
                         float *out);
 
+/* exp(x) rounded to binary32 by baton's own algorithm (expf.h: binary64
+ * table-driven evaluation, then one rounding), the scalar reference of the
+ * two array kernels below. Not libm's expf: libm's differs between C
+ * libraries and versions (glibc 2.36's by one unit in the last place on
+ * 0.004 % of inputs), and stages on different hosts must agree bit for bit.
+ * NaN gives NaN (x + x); +inf gives +inf, -inf gives +0. */
+float baton_cpu_expf(float x);
+
+/* y[i] = x[i] * (1 / (1 + baton_cpu_expf(-x[i]))) for i in [0, n) (SILU,
+ * run.c's SwiGLU form, each operation rounded to binary32 in that order),
+ * at the current level; every level gives the same bits. y may equal x
+ * (in place) but not overlap it otherwise. */
+void baton_cpu_silu_n(const float *x, float *y, uint64_t n);
+
+/* x[i] = baton_cpu_expf(x[i] - m) for i in [0, n), in place (a softmax's
+ * exponentials after its maximum m is found), at the current level; every
+ * level gives the same bits. */
+void baton_cpu_exp_shift(float *x, uint64_t n, float m);
+
 /* ---- per-level kernels (matmul.c, matmul_avx2.c, matmul_avx512.c) ---- */
 
 /* One MUL_MAT: W rows of w_row_bytes bytes, y column stride n. x is F32
@@ -188,12 +207,18 @@ typedef void (*baton_wsum_fn)(const float *v, uint64_t vs, const float *a, uint6
 typedef void (*baton_dots_multi_fn)(const float *w, uint64_t ws, const float *x, uint64_t xs,
                                     uint32_t nx, uint64_t k, uint64_t n, float *y, uint64_t ys);
 
+/* baton_cpu_silu_n and baton_cpu_exp_shift at one level. */
+typedef void (*baton_silu_fn)(const float *x, float *y, uint64_t n);
+typedef void (*baton_exp_shift_fn)(float *x, uint64_t n, float m);
+
 struct baton_mm_kernels {
     baton_mm_rows_fn f32, f16, q8_0, q4_0;
     baton_act_fn act;
     baton_dots_fn dots;
     baton_wsum_fn wsum;
     baton_dots_multi_fn dots_multi;
+    baton_silu_fn silu;
+    baton_exp_shift_fn exp_shift;
 };
 
 extern const struct baton_mm_kernels baton_mm_scalar;

@@ -11,6 +11,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "compute/cpu/expf.h"
+
 #ifdef __clang__
 #pragma STDC FP_CONTRACT OFF
 #endif
@@ -405,9 +407,74 @@ T2 void baton_mm_avx2_wsum(const float *v, uint64_t vs, const float *a, uint64_t
             out[t] = out[t] + a[s] * v[s * vs + t];
 }
 
+/* ---- exp, SILU (expf.h's steps on 4 binary64 lanes, as baton_cpu_expf) ---- */
+
+static AI T2 __m128 exp4(__m128 x)
+{
+    const __m256d shift = _mm256_set1_pd(BATON_EXP_SHIFT);
+    const __m256i low4 = _mm256_set1_epi64x(15);
+    const __m256d xd = _mm256_min_pd(_mm256_max_pd(_mm256_cvtps_pd(x),
+                                                   _mm256_set1_pd(BATON_EXP_X_MIN)),
+                                     _mm256_set1_pd(BATON_EXP_X_MAX));
+    const __m256d t =
+        _mm256_add_pd(_mm256_mul_pd(xd, _mm256_set1_pd(BATON_EXP_INV_LN2_16)), shift);
+    const __m256d kd = _mm256_sub_pd(t, shift);
+    const __m256i ki = _mm256_sub_epi64(_mm256_castpd_si256(t), _mm256_castpd_si256(shift));
+    const __m256d tj = _mm256_i64gather_pd(baton_exp_table, _mm256_and_si256(ki, low4), 8);
+    const __m256d s = _mm256_castsi256_pd(_mm256_add_epi64(
+        _mm256_castpd_si256(tj), _mm256_slli_epi64(_mm256_andnot_si256(low4, ki), 48)));
+    __m256d r = _mm256_sub_pd(xd, _mm256_mul_pd(kd, _mm256_set1_pd(BATON_EXP_LN2_16_HI)));
+    __m256d p = _mm256_set1_pd(BATON_EXP_C7);
+
+    r = _mm256_sub_pd(r, _mm256_mul_pd(kd, _mm256_set1_pd(BATON_EXP_LN2_16_LO)));
+    p = _mm256_add_pd(_mm256_mul_pd(p, r), _mm256_set1_pd(BATON_EXP_C6));
+    p = _mm256_add_pd(_mm256_mul_pd(p, r), _mm256_set1_pd(BATON_EXP_C5));
+    p = _mm256_add_pd(_mm256_mul_pd(p, r), _mm256_set1_pd(BATON_EXP_C4));
+    p = _mm256_add_pd(_mm256_mul_pd(p, r), _mm256_set1_pd(BATON_EXP_C3));
+    p = _mm256_add_pd(_mm256_mul_pd(p, r), _mm256_set1_pd(BATON_EXP_C2));
+    p = _mm256_add_pd(_mm256_mul_pd(p, r), _mm256_set1_pd(1.0));
+    p = _mm256_add_pd(_mm256_mul_pd(p, r), _mm256_set1_pd(1.0));
+    return _mm256_cvtpd_ps(_mm256_mul_pd(s, p));
+}
+
+/* baton_cpu_expf on 8 lanes (NaN lanes: x + x). */
+static AI T2 __m256 exp8(__m256 x)
+{
+    const __m256 y = _mm256_set_m128(exp4(_mm256_extractf128_ps(x, 1)),
+                                     exp4(_mm256_castps256_ps128(x)));
+
+    return _mm256_blendv_ps(y, _mm256_add_ps(x, x), _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+
+static T2 void avx2_silu(const float *x, float *y, uint64_t n)
+{
+    const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
+    uint64_t i;
+
+    for (i = 0; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        const __m256 e = exp8(_mm256_xor_ps(v, sign));
+
+        _mm256_storeu_ps(y + i, _mm256_mul_ps(v, _mm256_div_ps(one, _mm256_add_ps(one, e))));
+    }
+    for (; i < n; i++)
+        y[i] = x[i] * (1.0f / (1.0f + baton_cpu_expf(-x[i])));
+}
+
+static T2 void avx2_exp_shift(float *x, uint64_t n, float m)
+{
+    const __m256 mv = _mm256_set1_ps(m);
+    uint64_t i;
+
+    for (i = 0; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(x + i, exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), mv)));
+    for (; i < n; i++)
+        x[i] = baton_cpu_expf(x[i] - m);
+}
+
 const struct baton_mm_kernels baton_mm_avx2 = {
-    avx2_f32, avx2_f16, avx2_q8_0, avx2_q4_0, baton_mm_avx2_act, avx2_f32_dots,
-    baton_mm_avx2_wsum, avx2_f32_dots_multi,
+    avx2_f32,           avx2_f16,  avx2_q8_0,     avx2_q4_0, baton_mm_avx2_act, avx2_f32_dots,
+    baton_mm_avx2_wsum, avx2_f32_dots_multi, avx2_silu, avx2_exp_shift,
 };
 
 #else /* not x86-64: the level is never chosen; keep the table defined */

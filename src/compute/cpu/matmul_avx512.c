@@ -18,6 +18,8 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "compute/cpu/expf.h"
+
 #ifdef __clang__
 #pragma STDC FP_CONTRACT OFF
 #endif
@@ -382,9 +384,89 @@ static AI T5 void q_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, cons
 Q_KERNELS(q8_0, 0, 1, 4)
 Q_KERNELS(q4_0, 1, 2, 2)
 
+/* ---- exp, SILU (expf.h's steps on 8 binary64 lanes, as baton_cpu_expf) ---- */
+
+static AI T5 __m256 exp8d(__m256 x)
+{
+    const __m512d shift = _mm512_set1_pd(BATON_EXP_SHIFT);
+    const __m512i low4 = _mm512_set1_epi64(15);
+    const __m512d xd = _mm512_min_pd(
+        _mm512_max_pd(_mm512_cvtps_pd(x), _mm512_set1_pd(BATON_EXP_X_MIN)),
+        _mm512_set1_pd(BATON_EXP_X_MAX));
+    const __m512d t =
+        _mm512_add_pd(_mm512_mul_pd(xd, _mm512_set1_pd(BATON_EXP_INV_LN2_16)), shift);
+    const __m512d kd = _mm512_sub_pd(t, shift);
+    const __m512i ki = _mm512_sub_epi64(_mm512_castpd_si512(t), _mm512_castpd_si512(shift));
+    /* the index's low 4 bits pick one of the 16 entries of the two registers */
+    const __m512d tj = _mm512_permutex2var_pd(_mm512_loadu_pd(baton_exp_table), ki,
+                                              _mm512_loadu_pd(baton_exp_table + 8));
+    const __m512d s = _mm512_castsi512_pd(_mm512_add_epi64(
+        _mm512_castpd_si512(tj), _mm512_slli_epi64(_mm512_andnot_si512(low4, ki), 48)));
+    __m512d r = _mm512_sub_pd(xd, _mm512_mul_pd(kd, _mm512_set1_pd(BATON_EXP_LN2_16_HI)));
+    __m512d p = _mm512_set1_pd(BATON_EXP_C7);
+
+    r = _mm512_sub_pd(r, _mm512_mul_pd(kd, _mm512_set1_pd(BATON_EXP_LN2_16_LO)));
+    p = _mm512_add_pd(_mm512_mul_pd(p, r), _mm512_set1_pd(BATON_EXP_C6));
+    p = _mm512_add_pd(_mm512_mul_pd(p, r), _mm512_set1_pd(BATON_EXP_C5));
+    p = _mm512_add_pd(_mm512_mul_pd(p, r), _mm512_set1_pd(BATON_EXP_C4));
+    p = _mm512_add_pd(_mm512_mul_pd(p, r), _mm512_set1_pd(BATON_EXP_C3));
+    p = _mm512_add_pd(_mm512_mul_pd(p, r), _mm512_set1_pd(BATON_EXP_C2));
+    p = _mm512_add_pd(_mm512_mul_pd(p, r), _mm512_set1_pd(1.0));
+    p = _mm512_add_pd(_mm512_mul_pd(p, r), _mm512_set1_pd(1.0));
+    return _mm512_cvtpd_ps(_mm512_mul_pd(s, p));
+}
+
+/* baton_cpu_expf on 16 lanes (NaN lanes: x + x). */
+static AI T5 __m512 exp16(__m512 x)
+{
+    const __m512 y = _mm512_insertf32x8(_mm512_castps256_ps512(exp8d(_mm512_castps512_ps256(x))),
+                                        exp8d(_mm512_extractf32x8_ps(x, 1)), 1);
+
+    return _mm512_mask_add_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x, x);
+}
+
+static AI T5 __m512 silu16(__m512 v)
+{
+    const __m512 one = _mm512_set1_ps(1.0f);
+    const __m512 e = exp16(_mm512_castsi512_ps(
+        _mm512_xor_si512(_mm512_castps_si512(v), _mm512_set1_epi32((int)0x80000000u))));
+
+    return _mm512_mul_ps(v, _mm512_div_ps(one, _mm512_add_ps(one, e)));
+}
+
+/* The tail goes through masked loads and stores: lanes past n compute
+ * exp(0) and are never stored. */
+static T5 void avx512_silu(const float *x, float *y, uint64_t n)
+{
+    uint64_t i;
+
+    for (i = 0; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, silu16(_mm512_loadu_ps(x + i)));
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+
+        _mm512_mask_storeu_ps(y + i, m, silu16(_mm512_maskz_loadu_ps(m, x + i)));
+    }
+}
+
+static T5 void avx512_exp_shift(float *x, uint64_t n, float m)
+{
+    const __m512 mv = _mm512_set1_ps(m);
+    uint64_t i;
+
+    for (i = 0; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(x + i, exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), mv)));
+    if (i < n) {
+        const __mmask16 k = (__mmask16)((1u << (n - i)) - 1);
+
+        _mm512_mask_storeu_ps(x + i, k, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), mv)));
+    }
+}
+
 const struct baton_mm_kernels baton_mm_avx512 = {
-    avx512_f32, avx512_f16, avx512_q8_0, avx512_q4_0, baton_mm_avx2_act,
-    avx512_f32_dots, baton_mm_avx2_wsum, avx512_f32_dots_multi,
+    avx512_f32,      avx512_f16,         avx512_q8_0,           avx512_q4_0,
+    baton_mm_avx2_act, avx512_f32_dots, baton_mm_avx2_wsum, avx512_f32_dots_multi,
+    avx512_silu,     avx512_exp_shift,
 };
 
 #else
