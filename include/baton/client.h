@@ -94,7 +94,10 @@ int baton_device_info(struct baton_conn *c, struct baton_device_info *out);
 int baton_alloc_buffer(struct baton_conn *c, uint64_t size, uint64_t *handle);
 int baton_free_buffer(struct baton_conn *c, uint64_t handle);
 int baton_buffer_clear(struct baton_conn *c, uint64_t handle, uint8_t value);
-/* Writes n bytes at byte offset `offset` within tensor t. */
+/* Writes n bytes at byte offset `offset` within tensor t. A request the
+ * server refuses by its length (n + 104 bytes above its max message size)
+ * gives BATON_E_LIMIT and a dead connection, also when the server closed
+ * while the data was still being sent (its error frame is read then). */
 int baton_set_tensor(struct baton_conn *c, const struct baton_tensor_desc *t, uint64_t offset,
                      const void *data, uint64_t n);
 /* Reads n bytes at byte offset `offset` within tensor t into data. */

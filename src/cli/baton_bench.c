@@ -42,11 +42,15 @@ static void bench_usage(FILE *f)
           "\n"
           "The table goes to stdout; the first repetition's model, plan, upload and summary\n"
           "lines to stderr, as are its errors. A later repetition that fails prints its\n"
-          "error lines and which repetition it was. Exit status: 0 success, 1 failure\n"
-          "(model file, a server, a key file, or a --json FILE that cannot be created,\n"
-          "checked before the first repetition), 2 usage error (a malformed --servers\n"
-          "entry, or a --split that does not match the server count, is found before the\n"
-          "model is read; -p + -n past the context, right after its header is read).\n",
+          "error lines and which repetition it was, and ends the bench: the table then\n"
+          "shows the repetitions that finished (\"reps 2 of 5 (repetition 3 failed)\"),\n"
+          "and no --json file is written.\n"
+          "\n"
+          "Exit status: 0 success, 1 failure (model file, a server, a key file, a later\n"
+          "repetition, or a --json FILE that cannot be created, checked before the first\n"
+          "repetition), 2 usage error (a malformed --servers entry, or a --split that\n"
+          "does not match the server count, is found before the model is read; -p + -n\n"
+          "past the context, right after its header is read).\n",
           f);
 }
 
@@ -113,6 +117,9 @@ int baton_cmd_bench(int argc, char **argv)
                             {"tpot", "ms", {0}, 0, 0, 0},
                             {"load", "s", {0}, 0, 0, 0}};
     uint32_t n_prompt = 128, n_gen = 64, reps = 5, r, i, c, n_vocab = 0, u;
+    uint32_t n_done;     /* repetitions that finished */
+    int failed_rc = 0;   /* a later repetition's exit code; 0: every one finished */
+    char reps_text[64];  /* "5", or "1 of 5 (repetition 2 failed)" */
     uint32_t n_ctx = 0; /* --ctx; 0: not given */
     struct baton_llama_hparams hp; /* hp.n_ctx_train: the context -p + -n may fill */
     const char *json = NULL, *servers_name = "--servers"; /* where cfg.servers came from */
@@ -275,9 +282,13 @@ int baton_cmd_bench(int argc, char **argv)
                         r + 1, reps, r);
         }
         free(log_text);
-        if (run_rc != 0) {
+        if (run_rc != 0 && r == 0) {
             ret = run_rc; /* 2: a usage error found with the model (a split) */
             goto out;
+        }
+        if (run_rc != 0) {
+            failed_rc = run_rc; /* the repetitions before it are still shown */
+            break;
         }
         fig[0].v[r] = res->t_prefill_s > 0 ? (double)res->n_prompt / res->t_prefill_s : 0;
         fig[1].v[r] = res->t_decode_s > 0 ? (double)res->decode_steps / res->t_decode_s : 0;
@@ -285,17 +296,24 @@ int baton_cmd_bench(int argc, char **argv)
         fig[3].v[r] = res->decode_steps ? res->t_decode_s * 1e3 / res->decode_steps : 0;
         fig[4].v[r] = res->t_load_s;
     }
+    n_done = r; /* every repetition, or those before the one that failed */
     for (i = 0; i < 5; i++)
-        summarize(&fig[i], reps);
-    printf("bench: %s, servers %s, split %s, prompt %u, generated %u, reps %u, threads %u, "
+        summarize(&fig[i], n_done);
+    if (failed_rc == 0)
+        snprintf(reps_text, sizeof reps_text, "%u", reps);
+    else
+        snprintf(reps_text, sizeof reps_text, "%u of %u (repetition %u failed)", n_done, reps,
+                 n_done + 1);
+    printf("bench: %s, servers %s, split %s, prompt %u, generated %u, reps %s, threads %u, "
            "ctx %u, ubatch %u\n",
-           cfg.model_path, cfg.servers, cfg.split ? cfg.split : "(equal)", n_prompt, n_gen, reps,
-           cfg.n_threads, cfg.n_ctx, cfg.n_ubatch);
+           cfg.model_path, cfg.servers, cfg.split ? cfg.split : "(equal)", n_prompt, n_gen,
+           reps_text, cfg.n_threads, cfg.n_ctx, cfg.n_ubatch);
     printf("  %-8s %12s %12s %12s  %s\n", "figure", "median", "min", "max", "unit");
     for (i = 0; i < 5; i++)
         printf("  %-8s %12.3f %12.3f %12.3f  %s\n", fig[i].name, fig[i].med, fig[i].lo, fig[i].hi,
                fig[i].unit);
-    printf("  per decode step (last repetition, %u steps):\n", res->decode_steps);
+    printf("  per decode step (last repetition%s, %u steps):\n",
+           failed_rc ? " that finished" : "", res->decode_steps);
     printf("  %-6s %-16s %10s %14s %14s\n", "stage", "command", "count", "request B", "reply B");
     for (i = 0; i < res->n_stages && res->decode_steps; i++)
         for (c = 1; c < BATON_CMD_LIMIT; c++)
@@ -307,7 +325,7 @@ int baton_cmd_bench(int argc, char **argv)
     if (res->decode_steps)
         printf("  hidden-state bytes through the coordinator: %.1f per step\n",
                (double)res->hidden_bytes_hub / res->decode_steps);
-    if (json) {
+    if (json && failed_rc == 0) {
         FILE *f = fopen(json, "w");
 
         if (f == NULL) {
@@ -349,7 +367,7 @@ int baton_cmd_bench(int argc, char **argv)
             goto out;
         }
     }
-    ret = 0;
+    ret = failed_rc;
 out:
     free(ids);
     free(res);

@@ -64,11 +64,12 @@ static void gen_usage(FILE *f)
           "  -o FILE           output file (written atomically)\n"
           "\n"
           "The model is built in memory before it is written: a shape larger than the\n"
-          "machine's RAM is refused.\n"
+          "memory available now (MemAvailable in /proc/meminfo, or the machine's RAM\n"
+          "where that cannot be read) is refused.\n"
           "\n"
           "Exit status: 0 written, 1 the file cannot be written (or --vocab-from\n"
-          "cannot be read, or the model would not fit in RAM), 2 usage error or an\n"
-          "impossible shape.\n",
+          "cannot be read, or the model would not fit in the memory available), 2 usage\n"
+          "error or an impossible shape.\n",
           f);
 }
 

@@ -340,6 +340,27 @@ static int has_pending_get(const struct baton_conn *c)
     return 0;
 }
 
+/* After a send that failed with BATON_E_IO while no earlier reply was
+ * outstanding: a server that refuses a frame by its header (a length above
+ * its max_message_bytes: docs/PROTOCOL.md, framing errors) sends an error
+ * frame and closes while the payload is still on its way, which the send
+ * sees as a reset. That frame, when it has arrived, says why: its status
+ * (BATON_E_LIMIT for that length) is returned, else BATON_E_IO (the server
+ * died, or closed without a reply). Waits for nothing that has not arrived. */
+static int refusal_status(struct baton_conn *c, const struct pending *expect, uint32_t seq)
+{
+    struct pending *pd = &c->ring[c->head];
+    int rc;
+
+    if (baton_transport_wait_readable(c->t, baton_net_deadline_ms(0)) != 0)
+        return BATON_E_IO;
+    *pd = *expect;
+    pd->seq = seq;
+    c->count = 1;
+    rc = read_one_reply(c);
+    return rc != 0 ? rc : BATON_E_IO; /* a success cannot answer half a frame */
+}
+
 /* Sends one request (header + up to two payload pieces) and records what
  * its reply must look like. */
 static int submit(struct baton_conn *c, const struct pending *expect, const void *p1, uint64_t n1,
@@ -363,8 +384,11 @@ static int submit(struct baton_conn *c, const struct pending *expect, const void
     c->stats[expect->cmd].request_bytes +=
         BATON_FRAME_HEADER_BYTES + n1 + n2 + (c->tagged ? BATON_TAG_BYTES : 0);
     if (rc != 0) {
+        rc = io_status(rc);
+        if (rc == BATON_E_IO && c->count == 0)
+            rc = refusal_status(c, expect, h.seq);
         mark_dead(c);
-        return io_status(rc);
+        return rc;
     }
     struct pending *pd = &c->ring[(c->head + c->count) % BATON_CLIENT_MAX_PENDING];
     *pd = *expect;

@@ -33,6 +33,59 @@ static float rng_sym(uint64_t *s)
     return (float)(rng_next(s) >> 40) / 8388608.0f - 1.0f;
 }
 
+/* ---- memory available ---- */
+
+int baton_meminfo_available(const char *text, size_t len, uint64_t *bytes)
+{
+    static const char key[] = "MemAvailable:";
+    const size_t key_len = sizeof key - 1;
+    size_t pos = 0;
+
+    while (pos < len) {
+        size_t end = pos;
+
+        while (end < len && text[end] != '\n')
+            end++;
+        if (end - pos >= key_len && memcmp(text + pos, key, key_len) == 0) {
+            uint64_t kib = 0;
+            size_t i = pos + key_len, n_digits = 0;
+
+            while (i < end && text[i] == ' ')
+                i++;
+            for (; i < end && text[i] >= '0' && text[i] <= '9'; i++, n_digits++) {
+                if (kib > (UINT64_MAX / 1024 - (uint64_t)(text[i] - '0')) / 10)
+                    return BATON_E_OVERFLOW;
+                kib = kib * 10 + (uint64_t)(text[i] - '0');
+            }
+            if (n_digits == 0 || end - i != 3 || memcmp(text + i, " kB", 3) != 0)
+                return BATON_E_FORMAT;
+            *bytes = kib * 1024;
+            return 0;
+        }
+        pos = end + 1;
+    }
+    return BATON_E_NOT_FOUND;
+}
+
+/* MemAvailable of this machine in bytes, or 0 where /proc/meminfo cannot be
+ * read or has no usable MemAvailable line. */
+static double memory_available(void)
+{
+    char text[16384];
+    size_t len = 0;
+    uint64_t bytes = 0;
+    FILE *f = fopen("/proc/meminfo", "re");
+
+    if (f == NULL)
+        return 0.0;
+    /* MemAvailable is the third line: a text longer than the buffer is cut */
+    len = fread(text, 1, sizeof text, f);
+    fclose(f);
+    if (baton_meminfo_available(text, len, &bytes) != 0)
+        return 0.0;
+    return (double)bytes;
+}
+
 /* ---- conversion ---- */
 
 static uint64_t row_bytes(uint32_t type, uint64_t row_len)
@@ -249,9 +302,10 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
         goto out;
     }
     /* the writer holds every tensor until the file is written: a model
-     * larger than this machine's RAM is refused before anything is
+     * larger than the memory available now is refused before anything is
      * allocated (a 450 TiB shape otherwise grew to 19 GiB of RSS in a
-     * minute on a 24 GiB machine before the OOM killer came) */
+     * minute on a 24 GiB machine before the OOM killer came; one just under
+     * the RAM, with part of it in use, ends the same way) */
     {
         const double mat = (double)row_bytes(cfg->type, D);
         const double big = (double)D * (V > F ? (V > D ? V : D) : (F > D ? F : D));
@@ -262,8 +316,23 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
                                     (double)row_bytes(cfg->type, F) * D + 8.0 * D);
         const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
         const double ram = pages > 0 && page > 0 ? (double)pages * (double)page : 0.0;
+        const double avail = memory_available();
 
-        if (ram > 0.0 && total > ram) {
+        if (avail > 0.0 && total > avail) {
+            char of_ram[64] = "";
+
+            if (ram > 0.0)
+                snprintf(of_ram, sizeof of_ram, "; this machine has %.1f GiB of RAM",
+                         ram / 1073741824.0);
+            rc = BATON_E_LIMIT;
+            snprintf(err, err_len,
+                     "the model would take %.1f GiB, more than the %.1f GiB of memory available "
+                     "now (MemAvailable in /proc/meminfo%s); gen-model builds the file in "
+                     "memory: use fewer --layers or a smaller --dim, --ff or vocabulary",
+                     total / 1073741824.0, avail / 1073741824.0, of_ram);
+            goto out;
+        }
+        if (avail <= 0.0 && ram > 0.0 && total > ram) {
             rc = BATON_E_LIMIT;
             snprintf(err, err_len,
                      "the model would take %.1f GiB, more than this machine's %.1f GiB of RAM "

@@ -218,6 +218,9 @@ static int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, c
     return 1;
 }
 
+/* "PROG: stage i (ENDPOINT): WHAT failed: E_X (text)", with what the user
+ * can do where the status says it: a deadline that passed is --timeout's
+ * (baton run and baton bench both take it), on a line of its own. Returns 1. */
 static int stage_fail(struct run *r, const struct stage_rt *s, const char *what, int rc)
 {
     const int connect = strcmp(what, "connect") == 0;
@@ -230,6 +233,11 @@ static int stage_fail(struct run *r, const struct stage_rt *s, const char *what,
               : r->key                         ? "; the server has another key, or requires none"
                                                : "; the server requires a key: give --key FILE or "
                                                  "BATON_KEY_FILE");
+    if (rc == BATON_E_TIMEOUT)
+        stage_msg(r,
+                  "stage %u (%s) did not answer within --timeout %d ms (the deadline of every "
+                  "server call); a larger --timeout gives a slow server or link more time\n",
+                  s->index + 1, s->endpoint, r->cfg->timeout_ms);
     return 1;
 }
 
@@ -707,6 +715,26 @@ static int upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
             rc = baton_set_tensor(s->conn, it->dst, pos, (const uint8_t *)it->src.data + pos, n);
             if (rc != 0) {
                 ret = stage_fail(r, s, "SET_TENSOR (weights)", rc);
+                /* the server's one other E_LIMIT for SET_TENSOR, an ne[i]
+                 * above 2^40, cannot come from a descriptor that
+                 * baton_tensor_init accepted: it is the frame's length */
+                if (rc == BATON_E_LIMIT) {
+                    uint64_t need = 0;
+                    uint32_t k;
+
+                    for (k = 0; k < n_items; k++)
+                        if (items[k].src.nbytes > need)
+                            need = items[k].src.nbytes;
+                    if (need > UPLOAD_CHUNK)
+                        need = UPLOAD_CHUNK;
+                    stage_msg(r,
+                              "tensor '%s' went in a SET_TENSOR message of %" PRIu64
+                              " bytes, more than the server's max message size; this upload "
+                              "needs batond --max-message-bytes %" PRIu64
+                              " or more (policy max_message_bytes, default 1G)\n",
+                              it->src.name, (uint64_t)BATON_TENSOR_DESC_BYTES + 16 + n,
+                              (uint64_t)BATON_TENSOR_DESC_BYTES + 16 + need);
+                }
                 goto out;
             }
             pos += n;

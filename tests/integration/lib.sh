@@ -23,20 +23,26 @@ trap cleanup_all EXIT
 if [ "${BATON_ASAN:-}" = "1" ]; then
     BATOND_EXTRA="${BATOND_EXTRA:-} --no-seccomp"
 fi
+# wait_port_file NAME PID: waits up to 5 s, while PID lives, for the port
+# file $TMP/port.NAME; succeeds once it is there.
+wait_port_file() {
+    for _ in $(seq 200); do
+        [ -s "$TMP/port.$1" ] && return 0
+        kill -0 "$2" 2>/dev/null || break
+        sleep 0.025
+    done
+    [ -s "$TMP/port.$1" ]
+}
+
 # start_server NAME: starts batond, sets PORT_<NAME> and PID_<NAME>.
 start_server() {
-    local name=$1 i
+    local name=$1
     # shellcheck disable=SC2086
     "$BATOND" --host 127.0.0.1 --port 0 --port-file "$TMP/port.$name" --threads 1 \
         ${BATOND_EXTRA:-} 2>"$TMP/batond.$name.log" &
     local pid=$!
     PIDS+=("$pid")
-    for i in $(seq 200); do
-        [ -s "$TMP/port.$name" ] && break
-        if ! kill -0 "$pid" 2>/dev/null; then break; fi
-        sleep 0.025
-    done
-    if [ ! -s "$TMP/port.$name" ]; then
+    if ! wait_port_file "$name" "$pid"; then
         echo "FAIL: batond $name did not start" >&2
         cat "$TMP/batond.$name.log" >&2
         exit 1
@@ -51,6 +57,30 @@ stop_server() {
     kill -TERM "${!pid_var}"
     wait "${!pid_var}" || rc=$?
     [ "$rc" -eq 0 ] || fail "batond $1 exited $rc after SIGTERM: $(tail -5 "$TMP/batond.$1.log")"
+}
+
+# start_py_listener NAME BODY [ARG...]: runs the Python code BODY in the
+# background with `s`, a socket listening on 127.0.0.1 at an ephemeral port
+# (backlog 8), and sys.argv[1:] = ARG...; the port is written (atomically)
+# to $TMP/port.NAME before BODY runs. Sets PORT_<NAME> and PID_<NAME>; the
+# process is stopped on exit, by PID, like the servers.
+start_py_listener() {
+    local name=$1 body=$2
+    shift 2
+    python3 -c "import os, socket, sys
+port_file = sys.argv.pop(1)
+s = socket.socket()
+s.bind(('127.0.0.1', 0))
+s.listen(8)
+with open(port_file + '.tmp', 'w') as f:
+    f.write('%d\n' % s.getsockname()[1])
+os.rename(port_file + '.tmp', port_file)
+$body" "$TMP/port.$name" "$@" &
+    local pid=$!
+    PIDS+=("$pid")
+    wait_port_file "$name" "$pid" || fail "the listener $name did not start"
+    printf -v "PORT_$name" '%s' "$(cat "$TMP/port.$name")"
+    printf -v "PID_$name" '%s' "$pid"
 }
 
 # need_model: sets MODEL or skips (exit 77), failing under CI=true.

@@ -82,6 +82,18 @@ grep -q "direct copy destination not on the source's allow-list" "$TMP/notlisted
     fail "notlisted: no reason given"
 echo "ok: not on the allow-list -> not done, hub path, reference ids"
 
+# --max-peer-links 0: a source that holds the peer key and has C on its
+# allow-list still opens no link, so every copy is "not done" (no peer link,
+# E_LIMIT) and goes through the coordinator
+BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --max-peer-links 0 --peer 127.0.0.1:$PORT_c" start_server z
+run_arm nolinks "127.0.0.1:$PORT_z,$C"
+[ "$(steps nolinks copies_not_done)" = 47 ] && [ "$(steps nolinks copies_done)" = 0 ] ||
+    fail "nolinks: copies done $(steps nolinks copies_done), not done $(steps nolinks copies_not_done)"
+[ "$(steps nolinks hidden_gets)" = 47 ] || fail "nolinks: the hub path was not used"
+grep -qxF "baton run: stage 1 -> 2: direct copy no peer link available E_LIMIT" "$TMP/nolinks.err" ||
+    fail "nolinks: no reason given: $(cat "$TMP/nolinks.err")"
+echo "ok: --max-peer-links 0 -> not done (no peer link), hub path, reference ids"
+
 # the relay is down
 run_arm down "$A,$C@127.0.0.1:$RPORT_down"
 [ "$(steps down copies_not_done)" = 47 ] || fail "down: $(steps down copies_not_done) not done"

@@ -145,27 +145,18 @@ want_fail 2 "$TMP/t.err" "$BATON" bench --model "$MODEL" --timeout 0
 has_line "$TMP/t.err" "baton bench: --timeout: '0' is too small (at least 1)"
 # ... and its meaning: a server that accepts and never answers fails the
 # run after --timeout 300 ms, not the default 30 s
-python3 - "$TMP/port.silent" <<'PY' &
-import os, socket, sys
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-s.listen(8)
-with open(sys.argv[1] + ".tmp", "w") as f:
-    f.write("%d\n" % s.getsockname()[1])
-os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+start_py_listener silent '
 held = []
 while True:
-    held.append(s.accept()[0])
-PY
-PIDS+=("$!")
-for _ in $(seq 200); do [ -s "$TMP/port.silent" ] && break; sleep 0.025; done
-[ -s "$TMP/port.silent" ] || fail "the silent listener did not start"
-silent=127.0.0.1:$(cat "$TMP/port.silent")
+    held.append(s.accept()[0])'
+silent=127.0.0.1:$PORT_silent
 t0=$(date +%s%N)
 want_fail 1 "$TMP/t.err" "$BATON" bench --model "$MODEL" --servers "$silent" -p 4 -n 2 --reps 1 \
     --timeout 300
 ms=$((($(date +%s%N) - t0) / 1000000))
 has_line "$TMP/t.err" "baton bench: stage 1 ($silent): connect failed: E_TIMEOUT (deadline passed)"
+[ "$(tail -n 1 "$TMP/t.err")" = "baton bench: stage 1 ($silent) did not answer within --timeout 300 ms (the deadline of every server call); a larger --timeout gives a slow server or link more time" ] ||
+    fail "bench --timeout 300: no --timeout hint: $(cat "$TMP/t.err")"
 [ "$ms" -lt 10000 ] || fail "bench --timeout 300 took $ms ms"
 
 # the help texts say so

@@ -35,15 +35,67 @@ for c in "--dim 99999999999999999999|--dim: '99999999999999999999' is too large 
     [ "$rc" -eq 2 ] && grep -qxF "baton gen-model: ${c#*|}" "$TMP/bad.err" && [ ! -e "$TMP/int.gguf" ] ||
         fail "gen-model ${c%%|*}: rc $rc: $(cat "$TMP/bad.err")"
 done
-# a shape larger than the machine's RAM is refused before anything is
-# allocated (4096 layers of dim and ff 65536: about 450 TiB as Q8_0); the
-# bounded run is the test (it used to grow until the OOM killer came)
+# a shape larger than the memory available (MemAvailable in /proc/meminfo)
+# is refused before anything is allocated (4096 layers of dim and ff 65536:
+# about 450 TiB as Q8_0); the bounded run is the test (it used to grow until
+# the OOM killer came)
+gib='[0-9]+\.[0-9] GiB'
 rc=0
 timeout 20 "$BATON" gen-model --layers 4096 --dim 65536 --ff 65536 --heads 64 --type q8_0 \
     -o "$TMP/huge.gguf" 2>"$TMP/bad.err" || rc=$?
 [ "$rc" -eq 1 ] && [ ! -e "$TMP/huge.gguf" ] &&
-    grep -qxE "baton gen-model: the model would take [0-9]+\.[0-9] GiB, more than this machine's [0-9]+\.[0-9] GiB of RAM \(gen-model builds the file in memory\); use fewer --layers or a smaller --dim, --ff or vocabulary" \
+    grep -qxE "baton gen-model: the model would take $gib, more than the $gib of memory available now \(MemAvailable in /proc/meminfo; this machine has $gib of RAM\); gen-model builds the file in memory: use fewer --layers or a smaller --dim, --ff or vocabulary" \
         "$TMP/bad.err" || fail "gen-model of 450 TiB: rc $rc: $(cat "$TMP/bad.err")"
+# a shape under the machine's RAM but above the memory available now is
+# refused too, naming both figures: f32, dim 256, vocabulary 512, and the
+# largest ff (4096 layers) or, on a machine too small for ff 512, the most
+# layers (ff 512) whose model (as genmodel.c counts it: the tensors and two
+# float scratch rows) stays below the RAM. ulimit -v keeps a generator that
+# took it from filling the machine (it fails at 1 GiB).
+read -r layers ff want_bytes want_gib ram_gib <<<"$(python3 - <<'PY'
+import os
+ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+D, V = 256, 512
+def total(L, F):
+    big = D * max(V, F, D)
+    return 8 * big + 2 * 4 * D * V + 4 * D + L * (4 * D * (2 * D + 2 * D + 2 * F) + 4 * F * D + 8 * D)
+L, F = 4096, 512
+if total(L, F) < ram:
+    while total(L, F + 1024) < ram:
+        F += 1024
+    while total(L, F + 1) < ram:
+        F += 1
+else:
+    while total(L, F) >= ram:
+        L -= 1
+print(L, F, total(L, F), "%.1f" % (total(L, F) / 2**30), "%.1f" % (ram / 2**30))
+PY
+)"
+# (the model is within 13 MiB of the RAM; MemAvailable is below it by at
+# least what the kernel holds)
+avail_kib=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)
+[ "$((avail_kib * 1024))" -lt "$want_bytes" ] ||
+    fail "MemAvailable ($avail_kib kB) is not below a model of $want_bytes bytes under the RAM"
+rc=0
+(ulimit -v 1048576; exec timeout 20 "$BATON" gen-model --layers "$layers" --dim 256 --ff "$ff" \
+    --heads 4 -o "$TMP/under.gguf") 2>"$TMP/bad.err" || rc=$?
+[ "$rc" -eq 1 ] && [ ! -e "$TMP/under.gguf" ] &&
+    grep -qxE "baton gen-model: the model would take ${want_gib//./\\.} GiB, more than the $gib of memory available now \(MemAvailable in /proc/meminfo; this machine has ${ram_gib//./\\.} GiB of RAM\); gen-model builds the file in memory: use fewer --layers or a smaller --dim, --ff or vocabulary" \
+        "$TMP/bad.err" || fail "gen-model of $want_gib GiB (RAM $ram_gib GiB): rc $rc: $(cat "$TMP/bad.err")"
+# without a MemAvailable line (kernels before 3.14) the RAM is the limit:
+# /proc/meminfo replaced in a mount namespace of its own, where one may be made
+printf 'MemTotal:       24684096 kB\nMemFree:        20314060 kB\n' >"$TMP/meminfo"
+if unshare -m true 2>/dev/null; then
+    rc=0
+    unshare -m sh -c 'mount --bind "$1" /proc/meminfo && shift && exec "$@"' sh "$TMP/meminfo" \
+        timeout 20 "$BATON" gen-model --layers 4096 --dim 65536 --ff 65536 --heads 64 --type q8_0 \
+        -o "$TMP/huge.gguf" 2>"$TMP/bad.err" || rc=$?
+    [ "$rc" -eq 1 ] && [ ! -e "$TMP/huge.gguf" ] &&
+        grep -qxE "baton gen-model: the model would take 121890\.1 GiB, more than this machine's ${ram_gib//./\\.} GiB of RAM \(gen-model builds the file in memory\); use fewer --layers or a smaller --dim, --ff or vocabulary" \
+            "$TMP/bad.err" || fail "gen-model without MemAvailable: rc $rc: $(cat "$TMP/bad.err")"
+else
+    echo "note: no mount namespace here (not root): the RAM fallback is not checked" >&2
+fi
 rc=0; "$BATON" gen-model --layers 1 --dim 64 --ff 64 --heads 4 -o "$TMP/nodir/g.gguf" 2>"$TMP/bad.err" || rc=$?
 [ "$rc" -eq 1 ] && grep -qx "baton gen-model: -o $TMP/nodir/g.gguf: cannot create a file in $TMP/nodir: No such file or directory" \
     "$TMP/bad.err" || fail "gen-model into a missing directory: rc $rc: $(cat "$TMP/bad.err")"
@@ -53,6 +105,8 @@ grep -q "quantize .*q8_0, q4_0, f16 or f32" "$TMP/help.txt" || fail "baton --hel
 grep -q "^Exit status: 0 written" "$TMP/help.txt" && grep -q "f32 any" "$TMP/help.txt" || fail "quantize --help"
 "$BATON" gen-model --help >"$TMP/help.txt"
 grep -q "^Exit status: 0 written" "$TMP/help.txt" || fail "gen-model --help: exit status"
+grep -q "^memory available now (MemAvailable in /proc/meminfo, or the machine's RAM" "$TMP/help.txt" ||
+    fail "gen-model --help: the memory rule"
 
 start_server a
 start_server b

@@ -3,9 +3,13 @@
 #   - run: an error after text was streamed to stdout starts its own line
 #     (stdout gets the text's "\n" first), so on a terminal it does not
 #     continue the text ("Once upon a timebaton run: ...");
+#   - run: a SET_TENSOR over the server's max message size (small, and far
+#     larger than the socket buffers) is E_LIMIT, with a line naming the
+#     message's bytes and batond --max-message-bytes;
 #   - bench: a later repetition that fails prints its error lines (they are
 #     not lost with its model/plan/upload/summary chatter) and which
-#     repetition it was; a first repetition's error, already on stderr as
+#     repetition it was, then the table of the repetitions that finished
+#     (and no --json); a first repetition's error, already on stderr as
 #     it happened, is not followed by a "repetition 1 failed";
 #   - run: ALLOC_BUFFER of the KV cache refused with E_LIMIT (the server's
 #     table of buffers is full) is reported as the server said it, not as a
@@ -51,19 +55,31 @@ want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$MODEL" --server
     --prompt "Once upon a time" -n 4 --quiet
 [ ! -s "$TMP/run.out" ] || fail "--quiet wrote to stdout: $(od -c "$TMP/run.out")"
 
-# --- bench: a later repetition's errors reach stderr ---
+# --- run: a SET_TENSOR over the server's max message size names the limit ---
+# stories260K's largest tensor (token_embd, 512 x 64 f32) is one message of
+# 88 + 16 + 131072 bytes; a synthetic model's (4096 x 512 f32, 8 MiB) is far
+# more than the socket buffers hold, so the server's refusal arrives while
+# the client is still sending: the client reads it all the same
+"$BATON" gen-model --layers 1 --dim 512 --ff 512 --heads 8 --vocab 4096 -o "$TMP/wide.gguf" \
+    2>/dev/null || fail "gen-model of the 8 MiB-token_embd model"
+BATOND_EXTRA="${BATOND_EXTRA:-} --max-message-bytes 64K" start_server small
+BATOND_EXTRA="${BATOND_EXTRA:-} --max-message-bytes 1M" start_server mid
+for c in "$MODEL|127.0.0.1:$PORT_small|131176" "$TMP/wide.gguf|127.0.0.1:$PORT_mid|8388712"; do
+    IFS='|' read -r m srv bytes <<<"$c"
+    want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$m" --servers "$srv" \
+        --prompt "Once upon a time" -n 2
+    [ "$(tail -n 2 "$TMP/run.err")" = "baton run: stage 1 ($srv): SET_TENSOR (weights) failed: E_LIMIT (limit exceeded)
+baton run: tensor 'token_embd.weight' went in a SET_TENSOR message of $bytes bytes, more than the server's max message size; this upload needs batond --max-message-bytes $bytes or more (policy max_message_bytes, default 1G)" ] ||
+        fail "SET_TENSOR over max_message_bytes ($m): $(cat "$TMP/run.err")"
+done
+
+# --- bench: a later repetition's errors reach stderr, its table is kept ---
 # a relay to a batond that takes one connection (repetition 1's) and then
 # stops listening: repetition 2 cannot connect
 start_server b
-python3 - "$PORT_b" "$TMP/port.once" <<'PY' &
-import os, socket, sys, threading
+start_py_listener once '
+import threading
 up = int(sys.argv[1])
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-s.listen(1)
-with open(sys.argv[2] + ".tmp", "w") as f:
-    f.write("%d\n" % s.getsockname()[1])
-os.rename(sys.argv[2] + ".tmp", sys.argv[2])
 down, _ = s.accept()
 s.close()
 upc = socket.create_connection(("127.0.0.1", up))
@@ -80,20 +96,24 @@ def pump(a, b):
 t = threading.Thread(target=pump, args=(upc, down), daemon=True)
 t.start()
 pump(down, upc)
-t.join()
-PY
-PIDS+=("$!")
-for _ in $(seq 200); do [ -s "$TMP/port.once" ] && break; sleep 0.025; done
-[ -s "$TMP/port.once" ] || fail "the one-connection relay did not start"
-once=127.0.0.1:$(cat "$TMP/port.once")
+t.join()' "$PORT_b"
+once=127.0.0.1:$PORT_once
 want_fail 1 "$TMP/b.out" "$TMP/b.err" "$BATON" bench --model "$MODEL" --servers "$once" \
-    -p 4 -n 2 --reps 3
+    -p 4 -n 2 --reps 3 --json "$TMP/b.json"
 [ "$(grep -c "^summary:" "$TMP/b.err")" -eq 1 ] || fail "repetition 1 did not run: $(cat "$TMP/b.err")"
 [ "$(tail -n 2 "$TMP/b.err")" = "baton bench: stage 1 ($once): connect failed: E_IO (connection error or closed); is batond running and listening there?
 baton bench: repetition 2 of 3 failed; repetition 1 ran" ] ||
     fail "bench, repetition 2 refused: $(cat "$TMP/b.err")"
 [ "$(grep -c "^plan:" "$TMP/b.err")" -eq 1 ] || fail "repetition 2's plan lines printed: $(cat "$TMP/b.err")"
-[ ! -s "$TMP/b.out" ] || fail "a table after a failed repetition: $(cat "$TMP/b.out")"
+# the table of the repetition that finished, saying so; no JSON
+[ "$(head -n 1 "$TMP/b.out")" = "bench: $MODEL, servers $once, split (equal), prompt 4, generated 2, reps 1 of 3 (repetition 2 failed), threads 1, ctx 14, ubatch 14" ] ||
+    fail "bench, repetition 2 refused: table header: $(cat "$TMP/b.out")"
+for f in prefill decode ttft tpot load; do
+    grep -qE "^  $f +[0-9]+\.[0-9]{3} +[0-9]+\.[0-9]{3} +[0-9]+\.[0-9]{3}  " "$TMP/b.out" ||
+        fail "bench, repetition 2 refused: no $f figures: $(cat "$TMP/b.out")"
+done
+has_line "$TMP/b.out" "  per decode step (last repetition that finished, 1 steps):"
+[ ! -e "$TMP/b.json" ] || fail "bench wrote --json after a failed repetition: $(cat "$TMP/b.json")"
 
 # a first repetition's error is the last line: no "repetition 1 failed"
 stop_server b

@@ -104,6 +104,9 @@ expect_exit 2 "--peer \(peer\) needs --peer-key" --port 0 --peer 127.0.0.1:9 --p
 expect_exit 2 "^batond: --max-graph-flops \(max_graph_flops\): expected a count" --max-graph-flops 1Q
 expect_exit 2 "^batond: --max_graph_flops: expected a count" --max_graph_flops 1Q
 expect_exit 0 "^Exit status: 0 after SIGTERM" --help
+# --max-peer-links: what 0 means (tested in test_direct_fallback.sh)
+expect_exit 0 "^                    opens none \(every hand-off from it takes the hub path\);$" --help
+expect_exit 0 "^max_peer_links = 0$" --print-policy --max-peer-links 0
 [ ! -e "$tmp/never" ] || fail "a refused server wrote a port file"
 
 # the port file: exactly one line with the bound port, written atomically

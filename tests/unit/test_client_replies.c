@@ -342,6 +342,35 @@ static void test_silent_server_times_out(void **state)
     baton_conn_close(c);
 }
 
+/* A server that refuses a frame by its header (a length over its
+ * max_message_bytes) sends the error frame and closes while the payload is
+ * still on its way: the send fails, and the client reads the error frame to
+ * say why. 4 MiB is far more than the socketpair holds. */
+static void test_refused_while_sending(void **state)
+{
+    static uint8_t data[4u << 20];
+    struct baton_tensor_desc t;
+    struct fake f;
+    assert_int_equal(baton_tensor_init(&t, 1ull << 32, 0, BATON_TYPE_F32, 1u << 20, 1, 1, 1), 0);
+
+    fake_open_hello(&f);
+    reply(&f, BATON_CMD_SET_TENSOR, 2, (uint16_t)-BATON_E_LIMIT, NULL, 0);
+    struct baton_conn *c = connect_fake(&f);
+    close(f.srv);
+    assert_int_equal(baton_set_tensor(c, &t, 0, data, sizeof data), BATON_E_LIMIT);
+    assert_true(baton_conn_is_dead(c));
+    baton_conn_close(c);
+
+    /* closed without a reply (the server died): E_IO, at once */
+    fake_open_hello(&f);
+    c = connect_fake(&f);
+    baton_conn_set_timeout(c, 60000);
+    close(f.srv);
+    assert_int_equal(baton_set_tensor(c, &t, 0, data, sizeof data), BATON_E_IO);
+    assert_true(baton_conn_is_dead(c));
+    baton_conn_close(c);
+}
+
 static void test_hello_refusals(void **state)
 {
     struct fake f;
@@ -382,6 +411,7 @@ int main(void)
         cmocka_unit_test(test_pipelined_reply_matching),
         cmocka_unit_test(test_bad_replies),
         cmocka_unit_test(test_silent_server_times_out),
+        cmocka_unit_test(test_refused_while_sending),
         cmocka_unit_test(test_hello_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
