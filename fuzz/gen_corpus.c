@@ -1217,6 +1217,110 @@ static void gen_cli_args(void)
     cli_seed(run, host); /* an address of 128 bytes or more */
 }
 
+/* ---- meminfo (fuzz_meminfo.c: the /proc/meminfo text as is) ---- */
+
+/* A real /proc/meminfo, captured literally (Linux 6.18, a 24 GiB KVM guest,
+ * 2026-11-29): MemAvailable is the third line. */
+static const char meminfo_real[] =
+    "MemTotal:       24684096 kB\n"
+    "MemFree:        20434136 kB\n"
+    "MemAvailable:   24120384 kB\n"
+    "Buffers:           75480 kB\n"
+    "Cached:          3424888 kB\n"
+    "SwapCached:            0 kB\n"
+    "Active:          2031040 kB\n"
+    "Inactive:        1471980 kB\n"
+    "Active(anon):       1512 kB\n"
+    "Inactive(anon):     9928 kB\n"
+    "Active(file):    2029528 kB\n"
+    "Inactive(file):  1462052 kB\n"
+    "Unevictable:       11492 kB\n"
+    "Mlocked:           10508 kB\n"
+    "SwapTotal:             0 kB\n"
+    "SwapFree:              0 kB\n"
+    "Zswap:                 0 kB\n"
+    "Zswapped:              0 kB\n"
+    "Dirty:               736 kB\n"
+    "Writeback:             0 kB\n"
+    "AnonPages:         14144 kB\n"
+    "Mapped:            15696 kB\n"
+    "Shmem:              8788 kB\n"
+    "KReclaimable:     595948 kB\n"
+    "Slab:             648528 kB\n"
+    "SReclaimable:     595948 kB\n"
+    "SUnreclaim:        52580 kB\n"
+    "KernelStack:        1296 kB\n"
+    "PageTables:         1208 kB\n"
+    "SecPageTables:         0 kB\n"
+    "NFS_Unstable:          0 kB\n"
+    "Bounce:                0 kB\n"
+    "WritebackTmp:          0 kB\n"
+    "CommitLimit:    12342048 kB\n"
+    "Committed_AS:      58260 kB\n"
+    "VmallocTotal:   34359738367 kB\n"
+    "VmallocUsed:       14108 kB\n"
+    "VmallocChunk:          0 kB\n"
+    "Percpu:              904 kB\n"
+    "AnonHugePages:         0 kB\n"
+    "ShmemHugePages:        0 kB\n"
+    "ShmemPmdMapped:        0 kB\n"
+    "FileHugePages:    194560 kB\n"
+    "FilePmdMapped:         0 kB\n"
+    "Balloon:               0 kB\n"
+    "HugePages_Total:       0\n"
+    "HugePages_Free:        0\n"
+    "HugePages_Rsvd:        0\n"
+    "HugePages_Surp:        0\n"
+    "Hugepagesize:       2048 kB\n"
+    "Hugetlb:               0 kB\n"
+    "DirectMap4k:       30720 kB\n"
+    "DirectMap2M:     2066432 kB\n"
+    "DirectMap1G:    25165824 kB\n";
+
+static void meminfo_seed(const char *text)
+{
+    emit("meminfo", text, strlen(text));
+}
+
+static void gen_meminfo(void)
+{
+    const char *avail = strstr(meminfo_real, "MemAvailable:");
+    const char *avail_end = strchr(avail, '\n') + 1;
+    struct buf b = {0};
+
+    meminfo_seed(meminfo_real);
+    /* without the MemAvailable line (kernels before 3.14) */
+    bput(&b, meminfo_real, (size_t)(avail - meminfo_real));
+    bput(&b, avail_end, strlen(avail_end));
+    emit_buf("meminfo", &b);
+    bfree(&b);
+    /* CRLF line endings: the CR is trailing text, so the line is malformed */
+    for (const char *p = meminfo_real; *p; p++) {
+        if (*p == '\n')
+            bu8(&b, '\r');
+        bu8(&b, (uint8_t)*p);
+    }
+    emit_buf("meminfo", &b);
+    bfree(&b);
+    /* the real text cut inside the MemAvailable line */
+    emit("meminfo", meminfo_real, (size_t)(avail - meminfo_real) + 20);
+
+    meminfo_seed("");
+    meminfo_seed("MemTotal: 8 kB\nMemAvailable: 3 kB"); /* last line without LF */
+    meminfo_seed("MemAvailable:3 kB\n");                /* no space: accepted */
+    meminfo_seed("MemAvailable:   24040448 MB\n");      /* another unit */
+    meminfo_seed("MemAvailable:   kB\n");               /* no count */
+    meminfo_seed("MemAvailable:\t24040448 kB\n");       /* a tab */
+    meminfo_seed("MemAvailable: -4 kB\nMemAvailable: 4 kB\n"); /* the first line decides */
+    meminfo_seed(" MemAvailable: 4 kB\nXMemAvailable: 4 kB\n"); /* not at a line start */
+    /* 2^54 - 1 kB, the largest count whose bytes fit, then 2^54 */
+    meminfo_seed("MemAvailable: 18014398509481983 kB\n");
+    meminfo_seed("MemAvailable: 0000018014398509481983 kB\n");
+    meminfo_seed("MemAvailable: 18014398509481984 kB\n");
+    /* overflow is decided on the digits, before the unit */
+    meminfo_seed("MemAvailable: 99999999999999999999 MB\n");
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--check") == 0) {
@@ -1240,6 +1344,7 @@ int main(int argc, char **argv)
     gen_dispatcher();
     gen_dispatcher_keyed();
     gen_cli_args();
+    gen_meminfo();
     if (check_mode) {
         if (n_missing) {
             fprintf(stderr,

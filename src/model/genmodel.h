@@ -23,19 +23,11 @@ struct baton_gen_model_config {
  * weights 1 + small noise. Matrices are converted to cfg->type (ne[0] must
  * be a multiple of 32 for the block types); norms stay F32. The model is
  * built in memory: a shape larger than the memory available now
- * (MemAvailable, /proc/meminfo; the machine's RAM where that cannot be
- * read) is refused with BATON_E_LIMIT before anything is allocated.
+ * (MemAvailable, /proc/meminfo, read by baton_meminfo_available in
+ * meminfo.h; the machine's RAM where that cannot be read) is refused with
+ * BATON_E_LIMIT before anything is allocated.
  * Returns 0 or a negative status with a message in err. */
 int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t err_len);
-
-/* MemAvailable of a /proc/meminfo text (text[0..len), not necessarily
- * NUL-terminated; proc(5): a line "MemAvailable:" then spaces, a decimal
- * count and " kB"), in bytes. Returns 0 with *bytes set, BATON_E_NOT_FOUND
- * when no such line is there (kernels before 3.14), BATON_E_FORMAT when the
- * line is malformed, BATON_E_OVERFLOW when the bytes do not fit in 64 bits;
- * *bytes is unchanged on error. baton_gen_model compares its model with
- * this figure, and with the machine's RAM where it cannot be read. */
-int baton_meminfo_available(const char *text, size_t len, uint64_t *bytes);
 
 /* Copies a GGUF, converting every 2-D F32/F16 tensor whose ne[0] is a
  * multiple of 32 to type (Q8_0 or Q4_0, or F16/F32); other tensors and all

@@ -8,7 +8,7 @@
 #include <cmocka.h>
 
 #include "baton/status.h"
-#include "model/genmodel.h"
+#include "model/meminfo.h"
 
 static int parse(const char *text, uint64_t *bytes)
 {
