@@ -73,6 +73,10 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
         -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=Fuzz \
         -DCMAKE_C_FLAGS="-O2 -g ${FUZZ_EXTRA_CFLAGS:-}" -DBATON_SANITIZE=ON -DBATON_FUZZ_ENGINE=afl ${FUZZ_CMAKE_ARGS:-} \
         >>"$log" 2>&1 || { tail -30 "$log"; echo "run.sh: configure failed" >&2; exit 1; }
+else
+    # a build dir made before a target was added does not know it yet, and
+    # make fails on an unknown target before CMake could regenerate
+    cmake "$build" >>"$log" 2>&1 || { tail -30 "$log"; echo "run.sh: reconfigure failed" >&2; exit 1; }
 fi
 echo "run.sh: building fuzz_${target}_afl"
 cmake --build "$build" -j"$jobs" --target "fuzz_${target}_afl" "fuzz_${target}" >>"$log" 2>&1 ||
