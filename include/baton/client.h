@@ -96,8 +96,10 @@ int baton_free_buffer(struct baton_conn *c, uint64_t handle);
 int baton_buffer_clear(struct baton_conn *c, uint64_t handle, uint8_t value);
 /* Writes n bytes at byte offset `offset` within tensor t. A request the
  * server refuses by its length (n + 104 bytes above its max message size)
- * gives BATON_E_LIMIT and a dead connection, also when the server closed
- * while the data was still being sent (its error frame is read then). */
+ * gives BATON_E_LIMIT, also when the server closed while the data was still
+ * being sent (its error frame is read then); the server closes the
+ * connection after such a refusal, so its next call fails (the connection
+ * is marked dead at once only in the second case). */
 int baton_set_tensor(struct baton_conn *c, const struct baton_tensor_desc *t, uint64_t offset,
                      const void *data, uint64_t n);
 /* Reads n bytes at byte offset `offset` within tensor t into data. */

@@ -346,7 +346,10 @@ static int has_pending_get(const struct baton_conn *c)
  * frame and closes while the payload is still on its way, which the send
  * sees as a reset. That frame, when it has arrived, says why: its status
  * (BATON_E_LIMIT for that length) is returned, else BATON_E_IO (the server
- * died, or closed without a reply). Waits for nothing that has not arrived. */
+ * died, or closed without a reply). Waits for no frame that has not begun to
+ * arrive; one that has is read as any reply is, within the connection's
+ * timeout (over TCP a failed send means a reset, so no partial frame
+ * follows). */
 static int refusal_status(struct baton_conn *c, const struct pending *expect, uint32_t seq)
 {
     struct pending *pd = &c->ring[c->head];

@@ -36,8 +36,8 @@ static float rng_sym(uint64_t *s)
 
 /* ---- memory available ---- */
 
-/* MemAvailable of this machine in bytes, or 0 where /proc/meminfo cannot be
- * read or has no usable MemAvailable line. */
+/* MemAvailable of this machine in bytes (0 is a value: none available), or
+ * -1 where /proc/meminfo cannot be read or has no usable MemAvailable line. */
 static double memory_available(void)
 {
     char text[16384];
@@ -46,12 +46,12 @@ static double memory_available(void)
     FILE *f = fopen("/proc/meminfo", "re");
 
     if (f == NULL)
-        return 0.0;
+        return -1.0;
     /* MemAvailable is the third line: a text longer than the buffer is cut */
     len = fread(text, 1, sizeof text, f);
     fclose(f);
     if (baton_meminfo_available(text, len, &bytes) != 0)
-        return 0.0;
+        return -1.0;
     return (double)bytes;
 }
 
@@ -287,7 +287,7 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
         const double ram = pages > 0 && page > 0 ? (double)pages * (double)page : 0.0;
         const double avail = memory_available();
 
-        if (avail > 0.0 && total > avail) {
+        if (avail >= 0.0 && total > avail) {
             char of_ram[64] = "";
 
             if (ram > 0.0)
@@ -301,7 +301,7 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
                      total / 1073741824.0, avail / 1073741824.0, of_ram);
             goto out;
         }
-        if (avail <= 0.0 && ram > 0.0 && total > ram) {
+        if (avail < 0.0 && ram > 0.0 && total > ram) {
             rc = BATON_E_LIMIT;
             snprintf(err, err_len,
                      "the model would take %.1f GiB, more than this machine's %.1f GiB of RAM "

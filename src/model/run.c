@@ -220,7 +220,10 @@ static int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, c
 
 /* "PROG: stage i (ENDPOINT): WHAT failed: E_X (text)", with what the user
  * can do where the status says it: a deadline that passed is --timeout's
- * (baton run and baton bench both take it), on a line of its own. Returns 1. */
+ * (baton run and baton bench both take it), or the server's own frame
+ * deadline when it stopped waiting for the rest of a request (its error
+ * frame says E_TIMEOUT too, and the client cannot tell the two apart), on a
+ * line of its own. Returns 1. */
 static int stage_fail(struct run *r, const struct stage_rt *s, const char *what, int rc)
 {
     const int connect = strcmp(what, "connect") == 0;
@@ -235,8 +238,11 @@ static int stage_fail(struct run *r, const struct stage_rt *s, const char *what,
                                                  "BATON_KEY_FILE");
     if (rc == BATON_E_TIMEOUT)
         stage_msg(r,
-                  "stage %u (%s) did not answer within --timeout %d ms (the deadline of every "
-                  "server call); a larger --timeout gives a slow server or link more time\n",
+                  "stage %u (%s) timed out: either it did not answer within --timeout %d ms "
+                  "(the deadline of every server call; a larger --timeout gives a slow server "
+                  "more time), or it stopped waiting for the rest of a request this side was "
+                  "still sending (its frame deadline, policy frame_timeout, default 10s: a "
+                  "slow link needs a larger one)\n",
                   s->index + 1, s->endpoint, r->cfg->timeout_ms);
     return 1;
 }
@@ -600,6 +606,13 @@ static int place(struct run *r, struct upload_item *items, uint32_t *n_items, ui
     return 0;
 }
 
+/* Bytes of the hidden state of one ubatch (n_embd x n_ubatch floats): what
+ * a split run sends a stage in one SET_TENSOR on the hub path. */
+static uint64_t hidden_state_bytes(const struct run *r)
+{
+    return (uint64_t)r->hp.n_embd * r->cfg->n_ubatch * sizeof(float);
+}
+
 static int upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
 {
     const struct baton_llama_hparams *hp = &r->hp;
@@ -719,19 +732,26 @@ static int upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
                  * above 2^40, cannot come from a descriptor that
                  * baton_tensor_init accepted: it is the frame's length */
                 if (rc == BATON_E_LIMIT) {
-                    uint64_t need = 0;
+                    /* the largest payload this run sends a stage: an
+                     * upload chunk, or (split runs) a ubatch's hidden
+                     * state, which goes in one SET_TENSOR too */
+                    uint64_t need = r->n_stages > 1 ? hidden_state_bytes(r) : 0;
                     uint32_t k;
 
-                    for (k = 0; k < n_items; k++)
-                        if (items[k].src.nbytes > need)
-                            need = items[k].src.nbytes;
-                    if (need > UPLOAD_CHUNK)
-                        need = UPLOAD_CHUNK;
+                    for (k = 0; k < n_items; k++) {
+                        const uint64_t chunk = items[k].src.nbytes < UPLOAD_CHUNK
+                                                   ? items[k].src.nbytes
+                                                   : UPLOAD_CHUNK;
+
+                        if (chunk > need)
+                            need = chunk;
+                    }
                     stage_msg(r,
                               "tensor '%s' went in a SET_TENSOR message of %" PRIu64
-                              " bytes, more than the server's max message size; this upload "
-                              "needs batond --max-message-bytes %" PRIu64
-                              " or more (policy max_message_bytes, default 1G)\n",
+                              " bytes, more than the server's max message size; batond "
+                              "--max-message-bytes %" PRIu64
+                              " covers every message this run sends (policy "
+                              "max_message_bytes, default 1G)\n",
                               it->src.name, (uint64_t)BATON_TENSOR_DESC_BYTES + 16 + n,
                               (uint64_t)BATON_TENSOR_DESC_BYTES + 16 + need);
                 }
@@ -1065,6 +1085,12 @@ static int run_step(struct run *r, const int32_t *tokens, uint32_t n, uint32_t p
                           "and the ubatch (--ubatch %u), its nodes with the stage's layers "
                           "(--split); batond --print-policy shows the server's limits\n",
                           ctx, r->cfg->n_ubatch);
+                if (r->n_stages > 1)
+                    stage_msg(r,
+                              "in a split run a ubatch's hidden state (%" PRIu64
+                              " bytes) also goes in one message, which must fit the server's "
+                              "max message size (batond --max-message-bytes)\n",
+                              hidden_state_bytes(r));
             }
             return 1;
         }

@@ -155,7 +155,7 @@ want_fail 1 "$TMP/t.err" "$BATON" bench --model "$MODEL" --servers "$silent" -p 
     --timeout 300
 ms=$((($(date +%s%N) - t0) / 1000000))
 has_line "$TMP/t.err" "baton bench: stage 1 ($silent): connect failed: E_TIMEOUT (deadline passed)"
-[ "$(tail -n 1 "$TMP/t.err")" = "baton bench: stage 1 ($silent) did not answer within --timeout 300 ms (the deadline of every server call); a larger --timeout gives a slow server or link more time" ] ||
+[ "$(tail -n 1 "$TMP/t.err")" = "baton bench: stage 1 ($silent) timed out: either it did not answer within --timeout 300 ms (the deadline of every server call; a larger --timeout gives a slow server more time), or it stopped waiting for the rest of a request this side was still sending (its frame deadline, policy frame_timeout, default 10s: a slow link needs a larger one)" ] ||
     fail "bench --timeout 300: no --timeout hint: $(cat "$TMP/t.err")"
 [ "$ms" -lt 10000 ] || fail "bench --timeout 300 took $ms ms"
 

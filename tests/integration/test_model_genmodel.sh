@@ -93,6 +93,15 @@ if unshare -m true 2>/dev/null; then
     [ "$rc" -eq 1 ] && [ ! -e "$TMP/huge.gguf" ] &&
         grep -qxE "baton gen-model: the model would take 121890\.1 GiB, more than this machine's ${ram_gib//./\\.} GiB of RAM \(gen-model builds the file in memory\); use fewer --layers or a smaller --dim, --ff or vocabulary" \
             "$TMP/bad.err" || fail "gen-model without MemAvailable: rc $rc: $(cat "$TMP/bad.err")"
+    # MemAvailable 0 is a figure (nothing available), not an unreadable line
+    printf 'MemTotal:       24684096 kB\nMemAvailable:          0 kB\n' >"$TMP/meminfo"
+    rc=0
+    unshare -m sh -c 'mount --bind "$1" /proc/meminfo && shift && exec "$@"' sh "$TMP/meminfo" \
+        timeout 20 "$BATON" gen-model --layers 1 --dim 64 --ff 64 --heads 4 \
+        -o "$TMP/tiny0.gguf" 2>"$TMP/bad.err" || rc=$?
+    [ "$rc" -eq 1 ] && [ ! -e "$TMP/tiny0.gguf" ] &&
+        grep -q "more than the 0\.0 GiB of memory available now (MemAvailable in /proc/meminfo" \
+            "$TMP/bad.err" || fail "gen-model with MemAvailable 0: rc $rc: $(cat "$TMP/bad.err")"
 else
     echo "note: no mount namespace here (not root): the RAM fallback is not checked" >&2
 fi

@@ -64,13 +64,19 @@ want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$MODEL" --server
     2>/dev/null || fail "gen-model of the 8 MiB-token_embd model"
 BATOND_EXTRA="${BATOND_EXTRA:-} --max-message-bytes 64K" start_server small
 BATOND_EXTRA="${BATOND_EXTRA:-} --max-message-bytes 1M" start_server mid
-for c in "$MODEL|127.0.0.1:$PORT_small|131176" "$TMP/wide.gguf|127.0.0.1:$PORT_mid|8388712"; do
-    IFS='|' read -r m srv bytes <<<"$c"
+# In a split run a ubatch's hidden state goes in one message too: with
+# --ubatch 1024 it is 64 x 1024 x 4 = 262144 bytes, more than any weights
+# chunk of stories260K, so the size named is 104 + 262144.
+BATOND_EXTRA="${BATOND_EXTRA:-} --max-message-bytes 64K" start_server small2
+for c in "$MODEL|127.0.0.1:$PORT_small|131176|131176|" "$TMP/wide.gguf|127.0.0.1:$PORT_mid|8388712|8388712|" \
+    "$MODEL|127.0.0.1:$PORT_small,127.0.0.1:$PORT_small2|131176|262248|--ctx 1024 --ubatch 1024"; do
+    IFS='|' read -r m srv bytes need extra <<<"$c"
+    # shellcheck disable=SC2086
     want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$m" --servers "$srv" \
-        --prompt "Once upon a time" -n 2
-    [ "$(tail -n 2 "$TMP/run.err")" = "baton run: stage 1 ($srv): SET_TENSOR (weights) failed: E_LIMIT (limit exceeded)
-baton run: tensor 'token_embd.weight' went in a SET_TENSOR message of $bytes bytes, more than the server's max message size; this upload needs batond --max-message-bytes $bytes or more (policy max_message_bytes, default 1G)" ] ||
-        fail "SET_TENSOR over max_message_bytes ($m): $(cat "$TMP/run.err")"
+        --prompt "Once upon a time" -n 2 $extra
+    [ "$(tail -n 2 "$TMP/run.err")" = "baton run: stage 1 (${srv%%,*}): SET_TENSOR (weights) failed: E_LIMIT (limit exceeded)
+baton run: tensor 'token_embd.weight' went in a SET_TENSOR message of $bytes bytes, more than the server's max message size; batond --max-message-bytes $need covers every message this run sends (policy max_message_bytes, default 1G)" ] ||
+        fail "SET_TENSOR over max_message_bytes ($m, $srv): $(cat "$TMP/run.err")"
 done
 
 # --- bench: a later repetition's errors reach stderr, its table is kept ---

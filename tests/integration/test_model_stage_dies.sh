@@ -44,7 +44,7 @@ kill -CONT "$PID_c"
 [ $((SECONDS - start)) -le 6 ] || fail "silent stage: run did not end within its deadline"
 grep -q "^baton run: stage 2 (127.0.0.1:$PORT_c).*E_TIMEOUT" "$TMP/stop.err" || { cat "$TMP/stop.err" >&2; fail "message does not name the silent stage"; }
 # ... and the deadline that passed is named, with the option that sets it
-grep -qxF "baton run: stage 2 (127.0.0.1:$PORT_c) did not answer within --timeout 1500 ms (the deadline of every server call); a larger --timeout gives a slow server or link more time" \
+grep -qxF "baton run: stage 2 (127.0.0.1:$PORT_c) timed out: either it did not answer within --timeout 1500 ms (the deadline of every server call; a larger --timeout gives a slow server more time), or it stopped waiting for the rest of a request this side was still sending (its frame deadline, policy frame_timeout, default 10s: a slow link needs a larger one)" \
     "$TMP/stop.err" || { cat "$TMP/stop.err" >&2; fail "no --timeout hint for the silent stage"; }
 echo "ok: silent stage named: $(grep '^baton run: stage 2' "$TMP/stop.err" | head -1)"
 echo "PASS"
