@@ -722,7 +722,9 @@ int baton_gguf_open(const char *path, struct baton_gguf **out, char *err, size_t
         return BATON_E_INVAL;
     *out = NULL;
 
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer before fstat
+     * refuses it (no effect on the regular file that is mapped) */
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) {
         st = BATON_E_IO;
         if (err != NULL && err_len > 0)

@@ -32,6 +32,21 @@ rc=0; "$BATON" run --model "$TMP/trunc.gguf" --prompt hi >/dev/null 2>"$TMP/run_
 grep -q "^baton run: $TMP/trunc.gguf: " "$TMP/run_trunc.err" ||
     fail "run error does not start with 'baton run: ' and the file: $(cat "$TMP/run_trunc.err")"
 # a missing model: named, after the command typed (not a bare "baton: ")
+# a FIFO as the model: refused at once as not a regular file (opening it
+# must not wait for a writer), by every command that reads a GGUF
+mkfifo "$TMP/fifo.gguf"
+for c in "inspect $TMP/fifo.gguf|inspect|: not a regular file (E_IO)" \
+    "run --model $TMP/fifo.gguf --prompt hi|run|: not a regular file" \
+    "bench --model $TMP/fifo.gguf -p 1 -n 2|bench|: not a regular file" \
+    "quantize $TMP/fifo.gguf $TMP/fq.gguf q8_0|quantize|: not a regular file" \
+    "gen-model --layers 1 --dim 64 --ff 64 --heads 4 --vocab-from $TMP/fifo.gguf -o $TMP/fg.gguf|gen-model|: not a regular file"; do
+    IFS='|' read -r args cmd tail <<<"$c"
+    rc=0
+    # shellcheck disable=SC2086
+    timeout 10 "$BATON" $args >/dev/null 2>"$TMP/fifo.err" || rc=$?
+    [ "$rc" -eq 1 ] && grep -qxF "baton $cmd: $TMP/fifo.gguf$tail" "$TMP/fifo.err" ||
+        fail "a FIFO as the model ($cmd): rc $rc: $(cat "$TMP/fifo.err")"
+done
 rc=0; "$BATON" run --model "$TMP/none.gguf" --prompt hi >/dev/null 2>"$TMP/run_none.err" || rc=$?
 [ "$rc" -eq 1 ] && grep -qx "baton run: $TMP/none.gguf: cannot open: No such file or directory" \
     "$TMP/run_none.err" || fail "run on a missing model: rc $rc: $(cat "$TMP/run_none.err")"
