@@ -329,7 +329,7 @@ int baton_cmd_bench(int argc, char **argv)
         FILE *f = fopen(json, "w");
 
         if (f == NULL) {
-            fprintf(stderr, "baton bench: %s: %s\n", json, strerror(errno));
+            fprintf(stderr, "baton bench: --json %s: cannot write: %s\n", json, strerror(errno));
             goto out;
         }
         fputs("{\"model\": ", f);
@@ -363,7 +363,7 @@ int baton_cmd_bench(int argc, char **argv)
         }
         fprintf(f, "]}\n");
         if (fclose(f) != 0) {
-            fprintf(stderr, "baton bench: %s: %s\n", json, strerror(errno));
+            fprintf(stderr, "baton bench: --json %s: cannot write: %s\n", json, strerror(errno));
             goto out;
         }
     }

@@ -52,8 +52,8 @@ static void gen_usage(FILE *f)
           "bytes), for benchmarks and tests. llama.cpp loads it too.\n"
           "\n"
           "  --layers L        transformer blocks, 1..4096\n"
-          "  --dim D           embedding width (multiple of 32 for block types)\n"
-          "  --ff F            feed-forward width (multiple of 32 for block types)\n"
+          "  --dim D           embedding width (multiple of 32 unless --type f32)\n"
+          "  --ff F            feed-forward width (multiple of 32 unless --type f32)\n"
           "  --heads H         attention heads (D % H == 0, even head size)\n"
           "  --kv-heads K      key/value heads (H % K == 0; default H)\n"
           "  --vocab N         synthetic vocabulary size, 300..2097152 (default 512)\n"
@@ -86,7 +86,7 @@ int baton_cmd_gen_model(int argc, char **argv)
         {"help", no_argument, 0, O_HELP},           {0, 0, 0, 0}};
     struct baton_gen_model_config cfg;
     char err[512] = "";
-    int c, rc;
+    int c, rc, vocab_given = 0;
 
     memset(&cfg, 0, sizeof(cfg));
     cfg.n_vocab = 512;
@@ -104,7 +104,12 @@ int baton_cmd_gen_model(int argc, char **argv)
         case O_FF: dst = &cfg.n_ff; name = "--ff"; break;
         case O_HEADS: dst = &cfg.n_head; name = "--heads"; break;
         case O_KV: dst = &cfg.n_head_kv; name = "--kv-heads"; break;
-        case O_VOCAB: dst = &cfg.n_vocab; name = "--vocab"; max = GEN_VOCAB_MAX; break;
+        case O_VOCAB:
+            dst = &cfg.n_vocab;
+            name = "--vocab";
+            max = GEN_VOCAB_MAX;
+            vocab_given = 1;
+            break;
         case O_CTX: dst = &cfg.n_ctx; name = "--ctx"; break;
         case O_VFROM: cfg.vocab_from = optarg; break;
         case O_TYPE:
@@ -139,6 +144,13 @@ int baton_cmd_gen_model(int argc, char **argv)
         fprintf(stderr, "baton gen-model: --layers, --dim, --ff, --heads and -o are required\n");
         return 2;
     }
+    /* the vocabulary is either synthetic (--vocab) or copied (--vocab-from):
+     * one would silently override the other */
+    if (vocab_given && cfg.vocab_from) {
+        fprintf(stderr, "baton gen-model: --vocab and --vocab-from are alternatives; give one "
+                        "(the vocabulary of --vocab-from FILE has its own size)\n");
+        return 2;
+    }
     if (!cfg.vocab_from && cfg.n_vocab < 300) {
         fprintf(stderr, "baton gen-model: --vocab must be at least 300 (259 special and byte "
                         "tokens + pieces)\n");
@@ -151,7 +163,8 @@ int baton_cmd_gen_model(int argc, char **argv)
         fprintf(stderr, "baton gen-model: %s\n", err[0] ? err : baton_status_str(rc));
         return rc == BATON_E_INVAL ? 2 : 1;
     }
-    fprintf(stderr, "gen-model: wrote %s (%u layers, dim %u, ff %u, %u heads, %u kv heads, %s)\n",
+    fprintf(stderr,
+            "baton gen-model: wrote %s (%u layers, dim %u, ff %u, %u heads, %u kv heads, %s)\n",
             cfg.out_path, cfg.n_layer, cfg.n_embd, cfg.n_ff, cfg.n_head, cfg.n_head_kv,
             baton_type_name(cfg.type));
     return 0;
@@ -159,12 +172,23 @@ int baton_cmd_gen_model(int argc, char **argv)
 
 int baton_cmd_quantize(int argc, char **argv)
 {
+    static const struct option opts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    /* by the number of operands given */
+    static const char *const missing[3] = {"IN.gguf, OUT.gguf and TYPE", "OUT.gguf and TYPE",
+                                           "TYPE"};
+    static const char usage_line[] = "usage: baton quantize IN.gguf OUT.gguf q8_0|q4_0|f16|f32\n";
     uint32_t type;
     char err[512] = "";
     uint64_t n_conv = 0, n_kept = 0;
-    int rc;
+    const char *in, *out, *type_name;
+    int c, n, rc;
 
-    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (c != 'h') { /* getopt said which option, as for the other commands */
+            fputs(usage_line, stderr);
+            return 2;
+        }
         puts("usage: baton quantize IN.gguf OUT.gguf TYPE\n"
              "\n"
              "Copies a GGUF, converting every 2-D F32/F16 matrix to TYPE: to q8_0 or q4_0\n"
@@ -177,30 +201,38 @@ int baton_cmd_quantize(int argc, char **argv)
              "read, or OUT cannot be written or is IN, 2 usage error.");
         return 0;
     }
-    if (argc != 4) {
-        fprintf(stderr, "usage: baton quantize IN.gguf OUT.gguf q8_0|q4_0|f16|f32\n");
+    n = argc - optind;
+    if (n != 3) {
+        if (n < 3)
+            fprintf(stderr, "baton quantize: missing %s\n", missing[n]);
+        else
+            fprintf(stderr, "baton quantize: unexpected argument '%s'\n", argv[optind + 3]);
+        fputs(usage_line, stderr);
         return 2;
     }
-    if (parse_type(argv[3], &type) != 0) {
-        fprintf(stderr, "baton quantize: type '%s' (want q8_0, q4_0, f16, f32)\n", argv[3]);
+    in = argv[optind];
+    out = argv[optind + 1];
+    type_name = argv[optind + 2];
+    if (parse_type(type_name, &type) != 0) {
+        fprintf(stderr, "baton quantize: type '%s' (want q8_0, q4_0, f16, f32)\n", type_name);
         return 2;
     }
-    if (baton_cli_check_output("baton quantize", "", argv[2], 1, argv[1]) != 0)
+    if (baton_cli_check_output("baton quantize", "", out, 1, in) != 0)
         return 1;
-    rc = baton_quantize_file(argv[1], argv[2], type, err, sizeof(err), &n_conv, &n_kept);
+    rc = baton_quantize_file(in, out, type, err, sizeof(err), &n_conv, &n_kept);
     if (rc != 0) {
         fprintf(stderr, "baton quantize: %s\n", err[0] ? err : baton_status_str(rc));
         return 1;
     }
-    fprintf(stderr, "quantize: wrote %s: %llu tensors converted to %s, %llu kept (%s)\n", argv[2],
-            (unsigned long long)n_conv, argv[3], (unsigned long long)n_kept,
+    fprintf(stderr, "baton quantize: wrote %s: %llu tensors converted to %s, %llu kept (%s)\n",
+            out, (unsigned long long)n_conv, type_name, (unsigned long long)n_kept,
             type == BATON_TYPE_F32 || type == BATON_TYPE_F16
                 ? "vectors, other types, or already that type"
                 : "vectors, other types, or rows not a multiple of 32");
     if (n_conv == 0)
         fprintf(stderr,
-                "quantize: warning: no tensor was converted to %s; %s holds the tensors of "
-                "%s unchanged\n",
-                argv[3], argv[2], argv[1]);
+                "baton quantize: warning: no tensor was converted to %s; %s holds the tensors "
+                "of %s unchanged\n",
+                type_name, out, in);
     return 0;
 }

@@ -1,5 +1,6 @@
 /* `baton`: the coordinator's command-line entry point. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -61,16 +62,58 @@ int baton_cli_check_output(const char *prog, const char *what, const char *path,
         fprintf(stderr, "%s: %s%s%s: is a directory\n", prog, what, sep, path);
         return -1;
     }
-    if (access(dir, W_OK | X_OK) != 0) {
-        fprintf(stderr, "%s: %s%s%s: cannot create a file in %s: %s\n", prog, what, sep, path,
-                dir, strerror(errno));
+    /* try what the command will do, rather than ask access(), which root
+     * always passes (a /proc/x.json then failed only after the whole run) */
+    if (replaced_atomically) {
+        /* the writer's own temporary file, PATH.tmp.PID (gguf_write.c),
+         * created and removed again */
+        char tmp[PATH_MAX];
+        int fd;
+
+        if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >=
+            sizeof(tmp)) {
+            fprintf(stderr, "%s: %s%s%s: path too long\n", prog, what, sep, path);
+            return -1;
+        }
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0600);
+        if (fd < 0) {
+            fprintf(stderr, "%s: %s%s%s: cannot create a file in %s: %s\n", prog, what, sep,
+                    path, dir, strerror(errno));
+            return -1;
+        }
+        close(fd);
+        unlink(tmp);
+        return 0;
+    }
+    {
+        /* open for writing as the command will, without truncating; a file
+         * the check creates (O_EXCL: it did not exist) is removed again, so
+         * that a run that fails later leaves nothing behind. O_NONBLOCK: a
+         * FIFO does not block here, and one with no reader yet (ENXIO) may
+         * get one before the output is written */
+        const int flags = O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+        int fd = open(path, exists ? flags : flags | O_CREAT | O_EXCL, 0666);
+
+        if (fd >= 0) {
+            close(fd);
+            if (!exists)
+                unlink(path);
+            return 0;
+        }
+        if (exists && errno == ENXIO && S_ISFIFO(st.st_mode))
+            return 0;
+        /* EEXIST: a dangling symbolic link (the write follows it) or a file
+         * made since the stat; neither can be checked without leaving
+         * something behind, so the write reports it */
+        if (!exists && errno == EEXIST)
+            return 0;
+        if (exists)
+            fprintf(stderr, "%s: %s%s%s: %s\n", prog, what, sep, path, strerror(errno));
+        else
+            fprintf(stderr, "%s: %s%s%s: cannot create a file in %s: %s\n", prog, what, sep,
+                    path, dir, strerror(errno));
         return -1;
     }
-    if (exists && !replaced_atomically && access(path, W_OK) != 0) {
-        fprintf(stderr, "%s: %s%s%s: %s\n", prog, what, sep, path, strerror(errno));
-        return -1;
-    }
-    return 0;
 }
 
 int main(int argc, char **argv)

@@ -19,12 +19,16 @@ int baton_cmd_bench(int argc, char **argv);     /* baton_bench.c */
 
 /* Checks, before any long work, that an output file can be written: path
  * is not empty, is not the file input (the model the command reads; NULL:
- * none), the directory of path exists and is writable and path is not a
- * directory; unless replaced_atomically (written to a temporary file and
- * renamed), an existing path must be writable too. Creates nothing. On
- * failure prints "PROG: WHAT PATH: reason" or "PROG: WHAT PATH and INPUT are
- * the same file; ..." (what: the option, e.g.
- * "--stats-json", or "" for none) and returns -1; else 0. (baton_main.c) */
+ * none) and is not a directory. Then it does what the write will do, as
+ * access() answers yes to root for paths no one can write (/proc/x):
+ * replaced_atomically (written to PATH.tmp.PID and renamed, gguf_write.c):
+ * creates that temporary file and removes it; else opens path for writing
+ * (O_NONBLOCK, no O_TRUNC), creating it if missing, and removes a file it
+ * created. Leaves nothing behind. On failure prints "PROG: WHAT PATH:
+ * reason", "PROG: WHAT PATH: cannot create a file in DIR: reason" or "PROG:
+ * WHAT PATH and INPUT are the same file; ..." (what: the option, e.g.
+ * "--stats-json", or "" for none) and returns -1 (the caller exits 1); else
+ * 0. (baton_main.c) */
 int baton_cli_check_output(const char *prog, const char *what, const char *path,
                            int replaced_atomically, const char *input);
 

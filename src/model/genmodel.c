@@ -226,16 +226,48 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
     g.rng = cfg->seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
     if (g.rng == 0)
         g.rng = 1;
-    if (cfg->n_layer == 0 || D == 0 || F == 0 || cfg->n_head == 0 || cfg->n_head_kv == 0 ||
-        D % cfg->n_head != 0 || cfg->n_head % cfg->n_head_kv != 0 || (D / cfg->n_head) % 2 != 0) {
-        snprintf(err, err_len,
-                 "inconsistent shape: need dim %% heads == 0, heads %% kv-heads == 0 and an even "
-                 "head size");
+    /* each refusal names the rule it breaks and the values, as the options
+     * of baton gen-model spell them */
+    if (cfg->n_layer == 0 || D == 0 || F == 0 || cfg->n_head == 0 || cfg->n_head_kv == 0) {
+        snprintf(err, err_len, "--layers, --dim, --ff, --heads and --kv-heads must be at least 1");
         return BATON_E_INVAL;
     }
+    if (D % cfg->n_head != 0) {
+        snprintf(err, err_len,
+                 "--dim %u is not a multiple of --heads %u: the heads split the embedding "
+                 "evenly (dim %% heads == 0)",
+                 D, cfg->n_head);
+        return BATON_E_INVAL;
+    }
+    if ((D / cfg->n_head) % 2 != 0) {
+        snprintf(err, err_len,
+                 "--dim %u / --heads %u = %u: the head size must be even (RoPE rotates pairs)", D,
+                 cfg->n_head, D / cfg->n_head);
+        return BATON_E_INVAL;
+    }
+    if (cfg->n_head % cfg->n_head_kv != 0) {
+        snprintf(err, err_len,
+                 "--heads %u is not a multiple of --kv-heads %u: each key/value head serves the "
+                 "same number of query heads (heads %% kv-heads == 0)",
+                 cfg->n_head, cfg->n_head_kv);
+        return BATON_E_INVAL;
+    }
+    /* the rows of the matrices are --dim or --ff long; q8_0 and q4_0 store
+     * them in blocks of 32 (gen-model holds f16 to the same rule) */
     if (cfg->type != BATON_TYPE_F32 && (D % 32 != 0 || F % 32 != 0)) {
-        snprintf(err, err_len, "--dim and --ff must be multiples of 32 for type %s",
-                 baton_type_name(cfg->type));
+        const char *opt = D % 32 != 0 ? "--dim" : "--ff";
+        const uint32_t v = D % 32 != 0 ? D : F;
+
+        if (cfg->type == BATON_TYPE_F16)
+            snprintf(err, err_len,
+                     "%s %u is not a multiple of 32: gen-model writes f16 matrices only with "
+                     "--dim and --ff multiples of 32",
+                     opt, v);
+        else
+            snprintf(err, err_len,
+                     "%s %u is not a multiple of 32: %s stores the rows of the matrices (--dim "
+                     "and --ff long) in blocks of 32",
+                     opt, v, baton_type_name(cfg->type));
         return BATON_E_INVAL;
     }
     kv_dim = D / cfg->n_head * cfg->n_head_kv;

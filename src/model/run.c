@@ -232,6 +232,12 @@ static int stage_fail(struct run *r, const struct stage_rt *s, const char *what,
               baton_status_name(rc), baton_status_str(rc),
               connect && rc == BATON_E_IO      ? "; is batond running and listening there?"
               : connect && rc == BATON_E_INVAL ? "; the host name does not resolve"
+              /* the refusal frame of the server's accept (server.c admit_locked) */
+              : connect && rc == BATON_E_LIMIT
+                  ? "; the server is at its connection limit (batond --max-connections), or "
+                    "at its limit of connections still in their handshake "
+                    "(--max-unauthenticated, --max-unauthenticated-per-ip); batond "
+                    "--print-policy shows them"
               : rc != BATON_E_AUTH             ? ""
               : r->key                         ? "; the server has another key, or requires none"
                                                : "; the server requires a key: give --key FILE or "
@@ -245,6 +251,43 @@ static int stage_fail(struct run *r, const struct stage_rt *s, const char *what,
                   "slow link needs a larger one)\n",
                   s->index + 1, s->endpoint, r->cfg->timeout_ms);
     return 1;
+}
+
+/* After a refused ALLOC_BUFFER of a stage's weights (the session's first
+ * buffer): the bytes asked for and the server limits that apply, where the
+ * status says it is memory (server: cmd_alloc_buffer, handles.c). E_LIMIT:
+ * more than the server's memory for all sessions (total_memory_bytes), or
+ * its table of buffers is full, which is not the size's fault and gets no
+ * hint; E_QUOTA: more than one session may hold (session_memory_bytes) or
+ * than is free of the total now. info: the stage's DEVICE_INFO, from just
+ * before. In-process stages have no batond flags to name. */
+static void weights_alloc_hint(struct run *r, const struct stage_rt *s,
+                               const struct baton_device_info *info, int rc)
+{
+    const uint32_t n_layers = s->st.layer_end - s->st.layer_begin;
+    const char *const total_flag = r->local ? "" : " (batond --total-memory-bytes)";
+    const char *const session_flag = r->local ? "" : " (batond --session-memory-bytes)";
+    const char *const see = r->local ? "" : "; batond --print-policy shows the server's limits";
+    char want[32], total[32], session[32], free_now[32];
+
+    format_bytes(want, sizeof want, s->weights_bytes);
+    format_bytes(total, sizeof total, info->total_memory);
+    format_bytes(session, sizeof session, info->max_buffer_bytes);
+    format_bytes(free_now, sizeof free_now, info->free_memory);
+    if (rc == BATON_E_LIMIT && s->weights_bytes > info->total_memory)
+        stage_msg(r,
+                  "stage %u asked for %s (%" PRIu64 " bytes) for the weights of its %u layer%s, "
+                  "more than the server's memory for all sessions, %s%s; fewer layers on the "
+                  "stage (--split) need less%s\n",
+                  s->index + 1, want, s->weights_bytes, n_layers, n_layers == 1 ? "" : "s", total,
+                  total_flag, see);
+    else if (rc == BATON_E_QUOTA)
+        stage_msg(r,
+                  "stage %u asked for %s (%" PRIu64 " bytes) for the weights of its %u layer%s; "
+                  "the server allows one session at most %s%s and had %s free of %s for all "
+                  "sessions%s; fewer layers on the stage (--split) need less%s\n",
+                  s->index + 1, want, s->weights_bytes, n_layers, n_layers == 1 ? "" : "s",
+                  session, session_flag, free_now, total, total_flag, see);
 }
 
 /* ---- setup ---- */
@@ -713,6 +756,7 @@ static int upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
     rc = baton_alloc_buffer(s->conn, s->weights_bytes, &s->weights_buf);
     if (rc != 0) {
         ret = stage_fail(r, s, "ALLOC_BUFFER (weights)", rc);
+        weights_alloc_hint(r, s, &info, rc);
         goto out;
     }
     for (i = 0; i < n_items; i++) {
@@ -1578,7 +1622,8 @@ int baton_run(const struct baton_run_config *cfg)
         if (cfg->stats)
             print_stats(&r, decode_steps);
         if (cfg->stats_json && write_stats_json(&r, cfg->stats_json, decode_steps) != 0) {
-            run_msg(cfg, "cannot write %s: %s\n", cfg->stats_json, strerror(errno));
+            run_msg(cfg, "--stats-json %s: cannot write: %s\n", cfg->stats_json,
+                    strerror(errno));
             goto out;
         }
         if (cfg->result) {
@@ -1614,7 +1659,7 @@ int baton_run(const struct baton_run_config *cfg)
     }
     if (cfg->ids_path && write_ids(cfg->ids_path, prompt_ids, n_prompt, gen_ids, n_gen,
                                        cfg->report_gap, r.min_gap) != 0) {
-        run_msg(cfg, "cannot write %s: %s\n", cfg->ids_path, strerror(errno));
+        run_msg(cfg, "--ids-file %s: cannot write: %s\n", cfg->ids_path, strerror(errno));
         goto out;
     }
     ret = 0;

@@ -5,11 +5,14 @@
 # quantize: which matrices each type converts (f16: any row length), the
 # warning when none is, and refusals (input as output, a missing directory).
 # gen-model's integer options: too large (also past 2^64), not an integer,
-# too small, each a usage error that writes nothing.
+# too small, each a usage error that writes nothing; a shape that breaks a
+# rule names it; --vocab with --vocab-from. quantize's usage errors name
+# what was wrong. An empty output path, and one no one can create (also for
+# root), are refused before any work; success lines start "baton CMD:".
 source "$(dirname "$0")/lib.sh"
 
 "$BATON" gen-model --layers 3 --dim 64 --ff 96 --heads 4 --kv-heads 2 --vocab 400 --type q8_0 \
-    --seed 11 -o "$TMP/g1.gguf" 2>/dev/null || fail "gen-model"
+    --seed 11 -o "$TMP/g1.gguf" 2>"$TMP/g1.err" || fail "gen-model: $(cat "$TMP/g1.err")"
 "$BATON" gen-model --layers 3 --dim 64 --ff 96 --heads 4 --kv-heads 2 --vocab 400 --type q8_0 \
     --seed 11 -o "$TMP/g2.gguf" 2>/dev/null || fail "gen-model (2)"
 cmp -s "$TMP/g1.gguf" "$TMP/g2.gguf" || fail "gen-model is not deterministic"
@@ -19,8 +22,64 @@ cmp -s "$TMP/g1.gguf" "$TMP/g3.gguf" && fail "different seeds gave the same file
 # (output to a file first: grep -q on a pipe would end inspect with SIGPIPE)
 "$BATON" inspect "$TMP/g1.gguf" >"$TMP/g1.txt" || fail "inspect of generated model"
 grep -q "blk.2.ffn_down.weight  *q8_0  *96 x 64" "$TMP/g1.txt" || fail "inspect of generated model: tensor row"
-rc=0; "$BATON" gen-model --layers 1 --dim 48 --ff 64 --heads 4 --type q4_0 -o "$TMP/bad.gguf" 2>"$TMP/bad.err" || rc=$?
-[ "$rc" -eq 2 ] || fail "dim 48 with q4_0 exited $rc"
+# the success line starts as the errors do
+[ "$(cat "$TMP/g1.err")" = "baton gen-model: wrote $TMP/g1.gguf (3 layers, dim 64, ff 96, 4 heads, 2 kv heads, q8_0)" ] ||
+    fail "gen-model success line: $(cat "$TMP/g1.err")"
+# a shape that breaks a rule: the refusal names the rule and the values
+# (they all used to say "inconsistent shape: need dim % heads == 0, ...")
+for c in "--dim 48 --heads 16|--dim 48 / --heads 16 = 3: the head size must be even (RoPE rotates pairs)" \
+         "--dim 50 --heads 4|--dim 50 is not a multiple of --heads 4: the heads split the embedding evenly (dim % heads == 0)" \
+         "--dim 64 --heads 4 --kv-heads 3|--heads 4 is not a multiple of --kv-heads 3: each key/value head serves the same number of query heads (heads % kv-heads == 0)" \
+         "--dim 64 --heads 4 --kv-heads 8|--heads 4 is not a multiple of --kv-heads 8: each key/value head serves the same number of query heads (heads % kv-heads == 0)" \
+         "--dim 48 --heads 4 --type q4_0|--dim 48 is not a multiple of 32: q4_0 stores the rows of the matrices (--dim and --ff long) in blocks of 32" \
+         "--dim 64 --ff 48 --heads 4 --type q8_0|--ff 48 is not a multiple of 32: q8_0 stores the rows of the matrices (--dim and --ff long) in blocks of 32" \
+         "--dim 48 --heads 4 --type f16|--dim 48 is not a multiple of 32: gen-model writes f16 matrices only with --dim and --ff multiples of 32"; do
+    rc=0
+    # shellcheck disable=SC2086
+    "$BATON" gen-model --layers 1 --ff 64 ${c%%|*} -o "$TMP/bad.gguf" 2>"$TMP/bad.err" || rc=$?
+    [ "$rc" -eq 2 ] && [ "$(cat "$TMP/bad.err")" = "baton gen-model: ${c#*|}" ] && [ ! -e "$TMP/bad.gguf" ] ||
+        fail "gen-model ${c%%|*}: rc $rc: $(cat "$TMP/bad.err")"
+done
+# --vocab and --vocab-from are alternatives: both is a usage error (--vocab
+# used to be ignored)
+rc=0; "$BATON" gen-model --layers 1 --dim 64 --ff 64 --heads 4 --vocab 400 --vocab-from "$TMP/g1.gguf" \
+    -o "$TMP/bad.gguf" 2>"$TMP/bad.err" || rc=$?
+[ "$rc" -eq 2 ] && [ ! -e "$TMP/bad.gguf" ] &&
+    [ "$(cat "$TMP/bad.err")" = "baton gen-model: --vocab and --vocab-from are alternatives; give one (the vocabulary of --vocab-from FILE has its own size)" ] ||
+    fail "gen-model --vocab with --vocab-from: rc $rc: $(cat "$TMP/bad.err")"
+# quantize's usage errors say what was wrong, then the usage line
+usage_q="usage: baton quantize IN.gguf OUT.gguf q8_0|q4_0|f16|f32"
+for c in "|missing IN.gguf, OUT.gguf and TYPE" "in.gguf|missing OUT.gguf and TYPE" \
+         "in.gguf out.gguf|missing TYPE" "in.gguf out.gguf q8_0 x|unexpected argument 'x'" \
+         "--bogus in.gguf out.gguf q8_0|unrecognized option '--bogus'" \
+         "in.gguf out.gguf q8_0 -x|invalid option -- 'x'"; do
+    rc=0
+    # shellcheck disable=SC2086
+    (cd "$TMP" && "$BATON" quantize ${c%%|*}) 2>"$TMP/bad.err" || rc=$?
+    [ "$rc" -eq 2 ] && [ "$(cat "$TMP/bad.err")" = "baton quantize: ${c#*|}
+$usage_q" ] && [ ! -e "$TMP/out.gguf" ] || fail "quantize ${c%%|*}: rc $rc: $(cat "$TMP/bad.err")"
+done
+# an empty output path: a file error (exit 1), as in baton run and bench
+rc=0; "$BATON" gen-model --layers 1 --dim 64 --ff 64 --heads 4 -o '' 2>"$TMP/bad.err" || rc=$?
+[ "$rc" -eq 1 ] && [ "$(cat "$TMP/bad.err")" = "baton gen-model: -o: an empty path" ] ||
+    fail "gen-model -o '': rc $rc: $(cat "$TMP/bad.err")"
+rc=0; "$BATON" quantize "$TMP/g1.gguf" '' f16 2>"$TMP/bad.err" || rc=$?
+[ "$rc" -eq 1 ] && [ "$(cat "$TMP/bad.err")" = "baton quantize: an empty path" ] ||
+    fail "quantize to '': rc $rc: $(cat "$TMP/bad.err")"
+# an output no one can create, though access() lets root write there:
+# refused before the model is made or read, naming the output
+for c in "gen-model --layers 1 --dim 64 --ff 64 --heads 4 -o /proc/g.gguf|baton gen-model: -o /proc/g.gguf" \
+         "quantize $TMP/g1.gguf /proc/q.gguf f16|baton quantize: /proc/q.gguf"; do
+    rc=0
+    # shellcheck disable=SC2086
+    "$BATON" ${c%%|*} 2>"$TMP/bad.err" || rc=$?
+    [ "$rc" -eq 1 ] && grep -qxE "${c#*|}: cannot create a file in /proc: [A-Za-z ]+" "$TMP/bad.err" &&
+        [ "$(wc -l <"$TMP/bad.err")" -eq 1 ] || fail "${c%%|*}: rc $rc: $(cat "$TMP/bad.err")"
+done
+# the check leaves no temporary file behind in the output's directory
+mkdir "$TMP/qdir"
+rc=0; "$BATON" quantize "$TMP/nosuch.gguf" "$TMP/qdir/q.gguf" f16 2>"$TMP/bad.err" || rc=$?
+[ "$rc" -eq 1 ] && [ -z "$(ls -A "$TMP/qdir")" ] || fail "quantize of a missing input: rc $rc, left: $(ls -A "$TMP/qdir")"
 # integer options: too large (also past 2^64), not an integer, too small
 for c in "--dim 99999999999999999999|--dim: '99999999999999999999' is too large (at most 1000000000)" \
          "--dim 1000000001|--dim: '1000000001' is too large (at most 1000000000)" \
@@ -137,14 +196,15 @@ if [ -n "${MODEL_DIR:-}" ] && [ -f "$MODEL_DIR/stories260K.gguf" ]; then
     grep -q "blk.0.ffn_down.weight  *f32  *172 x 64" "$TMP/s_q4.txt" || fail "q4_0 converted a 172-long row"
     # f16 converts any row length: all 37 matrices, the 11 vectors kept
     "$BATON" quantize "$MODEL_DIR/stories260K.gguf" "$TMP/s_f16.gguf" f16 2>"$TMP/q.err" || fail "quantize f16"
-    grep -q "37 tensors converted to f16, 11 kept" "$TMP/q.err" || fail "quantize f16: $(cat "$TMP/q.err")"
+    [ "$(cat "$TMP/q.err")" = "baton quantize: wrote $TMP/s_f16.gguf: 37 tensors converted to f16, 11 kept (vectors, other types, or already that type)" ] ||
+        fail "quantize f16: $(cat "$TMP/q.err")"
     grep -q "warning" "$TMP/q.err" && fail "quantize f16 warned"
     "$BATON" inspect "$TMP/s_f16.gguf" >"$TMP/s_f16.txt" || fail "inspect of the f16 model"
     grep -q "blk.0.ffn_down.weight  *f16  *172 x 64" "$TMP/s_f16.txt" || fail "f16 kept a 172-long row"
     # nothing to convert (all F32 already): exit 0 with a warning
     rc=0; "$BATON" quantize "$MODEL_DIR/stories260K.gguf" "$TMP/s_f32.gguf" f32 2>"$TMP/q.err" || rc=$?
     [ "$rc" -eq 0 ] && grep -q "0 tensors converted to f32, 48 kept" "$TMP/q.err" &&
-        grep -q "^quantize: warning: no tensor was converted to f32" "$TMP/q.err" ||
+        grep -qxF "baton quantize: warning: no tensor was converted to f32; $TMP/s_f32.gguf holds the tensors of $MODEL_DIR/stories260K.gguf unchanged" "$TMP/q.err" ||
         fail "quantize f32: rc $rc: $(cat "$TMP/q.err")"
     # an output in a missing directory is named as given, not as its temporary file
     rc=0; "$BATON" quantize "$MODEL_DIR/stories260K.gguf" "$TMP/nodir/o.gguf" q8_0 2>"$TMP/q.err" || rc=$?

@@ -188,6 +188,33 @@ rc=0; "$BATON" run --model "$MODEL" --prompt x --stats-json "$TMP/s.json" --ctx 
 rc=0; "$BATON" bench --model "$MODEL" --json "$TMP/nodir/b.json" >/dev/null 2>"$TMP/b.err" || rc=$?
 [ "$rc" -eq 1 ] && grep -q "baton bench: --json $TMP/nodir/b.json: cannot create" "$TMP/b.err" &&
     ! grep -q "^model:" "$TMP/b.err" || fail "bench --json in a missing directory: rc $rc: $(cat "$TMP/b.err")"
+# an output no one can create, though access() lets root write there
+# (/proc): refused before the model loads, too (it used to fail after the
+# whole run, in words that did not name the option)
+for c in "run --prompt x -n 2 --stats-json|baton run: --stats-json" "run --prompt x -n 2 --ids-file|baton run: --ids-file" \
+         "bench -p 4 -n 2 --reps 1 --json|baton bench: --json"; do
+    rc=0
+    # shellcheck disable=SC2086
+    "$BATON" ${c%%|*} /proc/nope.json --model "$MODEL" >"$TMP/o.out" 2>"$TMP/o.err" || rc=$?
+    [ "$rc" -eq 1 ] && [ "$(wc -l <"$TMP/o.err")" -eq 1 ] &&
+        grep -qxE "${c#*|} /proc/nope\.json: cannot create a file in /proc: [A-Za-z ]+" "$TMP/o.err" &&
+        [ ! -s "$TMP/o.out" ] || fail "${c%%|*} /proc/nope.json: rc $rc: $(cat "$TMP/o.err")"
+done
+# an existing output is opened, not truncated, by the check
+echo keep >"$TMP/keep.json"
+rc=0; "$BATON" run --model "$MODEL" --prompt x --ids-file "$TMP/keep.json" --ctx 1 >/dev/null 2>&1 || rc=$?
+[ "$rc" -eq 2 ] && [ "$(cat "$TMP/keep.json")" = keep ] || fail "--ids-file check changed the file (rc $rc)"
+# one that opens but cannot be written (/dev/full) fails at the end, and
+# the message names the option
+for c in "run --prompt x -n 2 --quiet --stats-json|baton run: --stats-json" \
+         "run --prompt x -n 2 --quiet --ids-file|baton run: --ids-file" \
+         "bench -p 4 -n 2 --reps 1 --json|baton bench: --json"; do
+    rc=0
+    # shellcheck disable=SC2086
+    "$BATON" ${c%%|*} /dev/full --model "$MODEL" >/dev/null 2>"$TMP/o.err" || rc=$?
+    [ "$rc" -eq 1 ] && [ "$(tail -n 1 "$TMP/o.err")" = "${c#*|} /dev/full: cannot write: No space left on device" ] ||
+        fail "${c%%|*} /dev/full: rc $rc: $(cat "$TMP/o.err")"
+done
 
 # where the direct path is not planned, a plan line says so and why
 "$BATON" run --model "$MODEL" --prompt x -n 2 --servers local --split 1,1,1 --quiet 2>"$TMP/hub.err" ||

@@ -13,7 +13,11 @@
 #     it happened, is not followed by a "repetition 1 failed";
 #   - run: ALLOC_BUFFER of the KV cache refused with E_LIMIT (the server's
 #     table of buffers is full) is reported as the server said it, not as a
-#     KV cache too large for --ctx.
+#     KV cache too large for --ctx;
+#   - run: ALLOC_BUFFER of the weights refused for memory (E_LIMIT: past
+#     --total-memory-bytes; E_QUOTA: past --session-memory-bytes) names the
+#     bytes and the limits; a full table of buffers (E_LIMIT) does not;
+#   - run: connect refused at the server's connection limit says so.
 source "$(dirname "$0")/lib.sh"
 need_model
 HOG="$BUILD_DIR/tests/buffer_hog"
@@ -142,4 +146,49 @@ want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$MODEL" \
 [ "$(tail -n 1 "$TMP/run.err")" = "baton run: stage 1 (127.0.0.1:$PORT_hog): ALLOC_BUFFER (KV cache) failed: E_LIMIT (limit exceeded)" ] ||
     fail "KV cache E_LIMIT: $(cat "$TMP/run.err")"
 ! grep -q "needs .* of KV cache" "$TMP/run.err" || fail "E_LIMIT blamed on the KV cache size"
+# ... and a full table at the weights' ALLOC_BUFFER (no buffer spared) gets
+# no hint about memory either
+start_server hog0
+"$HOG" "$PORT_hog0" "$TMP/hog0.ready" 0 &
+PIDS+=("$!")
+for _ in $(seq 400); do [ -s "$TMP/hog0.ready" ] && break; sleep 0.025; done
+[ -s "$TMP/hog0.ready" ] || fail "buffer_hog (no spare) did not fill the table"
+want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$MODEL" \
+    --servers "127.0.0.1:$PORT_hog0" --prompt x -n 2 --ctx 64
+[ "$(tail -n 1 "$TMP/run.err")" = "baton run: stage 1 (127.0.0.1:$PORT_hog0): ALLOC_BUFFER (weights) failed: E_LIMIT (limit exceeded)" ] ||
+    fail "weights E_LIMIT of a full table: $(cat "$TMP/run.err")"
+
+# --- run: a refused ALLOC_BUFFER of the weights names the bytes and limits ---
+# stories260K's 48 tensors take 1171200 bytes (baton inspect's total), more
+# than a server with 1 MiB for all sessions (E_LIMIT) or for one (E_QUOTA)
+BATOND_EXTRA="${BATOND_EXTRA:-} --total-memory-bytes 1M" start_server tot
+BATOND_EXTRA="${BATOND_EXTRA:-} --session-memory-bytes 1M" start_server sess
+want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$MODEL" \
+    --servers "127.0.0.1:$PORT_tot" --prompt x -n 2 --ctx 16
+[ "$(tail -n 2 "$TMP/run.err")" = "baton run: stage 1 (127.0.0.1:$PORT_tot): ALLOC_BUFFER (weights) failed: E_LIMIT (limit exceeded)
+baton run: stage 1 asked for 1.1 MiB (1171200 bytes) for the weights of its 5 layers, more than the server's memory for all sessions, 1.0 MiB (batond --total-memory-bytes); fewer layers on the stage (--split) need less; batond --print-policy shows the server's limits" ] ||
+    fail "weights over --total-memory-bytes: $(cat "$TMP/run.err")"
+want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$MODEL" \
+    --servers "127.0.0.1:$PORT_sess" --prompt x -n 2 --ctx 16
+has_line "$TMP/run.err" "baton run: stage 1 (127.0.0.1:$PORT_sess): ALLOC_BUFFER (weights) failed: E_QUOTA (memory quota exhausted)"
+[ "$(tail -n 1 "$TMP/run.err" | sed -E 's/had [0-9.]+ [KMGTPE]iB free of [0-9.]+ [KMGTPE]iB/had F free of T/')" = \
+    "baton run: stage 1 asked for 1.1 MiB (1171200 bytes) for the weights of its 5 layers; the server allows one session at most 1.0 MiB (batond --session-memory-bytes) and had F free of T for all sessions (batond --total-memory-bytes); fewer layers on the stage (--split) need less; batond --print-policy shows the server's limits" ] ||
+    fail "weights over --session-memory-bytes: $(cat "$TMP/run.err")"
+
+# --- run: connect refused at the server's connection limit (E_LIMIT) ---
+# a raw connection takes the one slot (its handshake may wait 60 s); the
+# server accepts in order, so the next connection is refused
+BATOND_EXTRA="${BATOND_EXTRA:-} --max-connections 1 --handshake-timeout 60s" start_server one
+python3 -c 'import os, socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+open(sys.argv[2] + ".tmp", "w").close()
+os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+time.sleep(60)' "$PORT_one" "$TMP/slot.ready" &
+PIDS+=("$!")
+for _ in $(seq 400); do [ -e "$TMP/slot.ready" ] && break; sleep 0.025; done
+[ -e "$TMP/slot.ready" ] || fail "the connection holding the slot did not connect"
+want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$MODEL" \
+    --servers "127.0.0.1:$PORT_one" --prompt x -n 2
+[ "$(tail -n 1 "$TMP/run.err")" = "baton run: stage 1 (127.0.0.1:$PORT_one): connect failed: E_LIMIT (limit exceeded); the server is at its connection limit (batond --max-connections), or at its limit of connections still in their handshake (--max-unauthenticated, --max-unauthenticated-per-ip); batond --print-policy shows them" ] ||
+    fail "connect at the connection limit: $(cat "$TMP/run.err")"
 echo PASS
