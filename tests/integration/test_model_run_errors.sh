@@ -136,11 +136,17 @@ want_fail 1 "$TMP/b.out" "$TMP/b.err" "$BATON" bench --model "$MODEL" \
 # --- run: E_LIMIT at the KV cache's ALLOC_BUFFER is not blamed on --ctx ---
 # another session holds every buffer the server has but one, which the
 # weights take
-start_server hog
-"$HOG" "$PORT_hog" "$TMP/hog.ready" &
-PIDS+=("$!")
-for _ in $(seq 400); do [ -s "$TMP/hog.ready" ] && break; sleep 0.025; done
-[ -s "$TMP/hog.ready" ] || fail "buffer_hog did not fill the table"
+# start_hog NAME [SPARE]: batond NAME with its buffer table filled by
+# buffer_hog (SPARE buffers left; its default when not given)
+start_hog() {
+    start_server "$1"
+    local port_var="PORT_$1"
+    "$HOG" "${!port_var}" "$TMP/$1.ready" ${2:+"$2"} &
+    PIDS+=("$!")
+    for _ in $(seq 400); do [ -s "$TMP/$1.ready" ] && break; sleep 0.025; done
+    [ -s "$TMP/$1.ready" ] || fail "buffer_hog did not fill the table of $1"
+}
+start_hog hog
 want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$MODEL" \
     --servers "127.0.0.1:$PORT_hog" --prompt x -n 2 --ctx 64
 [ "$(tail -n 1 "$TMP/run.err")" = "baton run: stage 1 (127.0.0.1:$PORT_hog): ALLOC_BUFFER (KV cache) failed: E_LIMIT (limit exceeded)" ] ||
@@ -148,11 +154,7 @@ want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$MODEL" \
 ! grep -q "needs .* of KV cache" "$TMP/run.err" || fail "E_LIMIT blamed on the KV cache size"
 # ... and a full table at the weights' ALLOC_BUFFER (no buffer spared) gets
 # no hint about memory either
-start_server hog0
-"$HOG" "$PORT_hog0" "$TMP/hog0.ready" 0 &
-PIDS+=("$!")
-for _ in $(seq 400); do [ -s "$TMP/hog0.ready" ] && break; sleep 0.025; done
-[ -s "$TMP/hog0.ready" ] || fail "buffer_hog (no spare) did not fill the table"
+start_hog hog0 0
 want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$MODEL" \
     --servers "127.0.0.1:$PORT_hog0" --prompt x -n 2 --ctx 64
 [ "$(tail -n 1 "$TMP/run.err")" = "baton run: stage 1 (127.0.0.1:$PORT_hog0): ALLOC_BUFFER (weights) failed: E_LIMIT (limit exceeded)" ] ||
