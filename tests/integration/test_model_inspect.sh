@@ -31,7 +31,6 @@ rc=0; "$BATON" run --model "$TMP/trunc.gguf" --prompt hi >/dev/null 2>"$TMP/run_
 [ "$rc" -eq 1 ] || fail "run on a truncated file exited $rc"
 grep -q "^baton run: $TMP/trunc.gguf: " "$TMP/run_trunc.err" ||
     fail "run error does not start with 'baton run: ' and the file: $(cat "$TMP/run_trunc.err")"
-# a missing model: named, after the command typed (not a bare "baton: ")
 # a FIFO as the model: refused at once as not a regular file (opening it
 # must not wait for a writer), by every command that reads a GGUF
 mkfifo "$TMP/fifo.gguf"
@@ -47,6 +46,7 @@ for c in "inspect $TMP/fifo.gguf|inspect|: not a regular file (E_IO)" \
     [ "$rc" -eq 1 ] && grep -qxF "baton $cmd: $TMP/fifo.gguf$tail" "$TMP/fifo.err" ||
         fail "a FIFO as the model ($cmd): rc $rc: $(cat "$TMP/fifo.err")"
 done
+# a missing model: named, after the command typed (not a bare "baton: ")
 rc=0; "$BATON" run --model "$TMP/none.gguf" --prompt hi >/dev/null 2>"$TMP/run_none.err" || rc=$?
 [ "$rc" -eq 1 ] && grep -qx "baton run: $TMP/none.gguf: cannot open: No such file or directory" \
     "$TMP/run_none.err" || fail "run on a missing model: rc $rc: $(cat "$TMP/run_none.err")"
