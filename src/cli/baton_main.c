@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "model/gguf_write.h"
 
 static void usage(FILE *f)
 {
@@ -65,13 +66,12 @@ int baton_cli_check_output(const char *prog, const char *what, const char *path,
     /* try what the command will do, rather than ask access(), which root
      * always passes (a /proc/x.json then failed only after the whole run) */
     if (replaced_atomically) {
-        /* the writer's own temporary file, PATH.tmp.PID (gguf_write.c),
-         * created and removed again */
+        /* the writer's own temporary file (baton_gguf_tmp_path), created
+         * and removed again */
         char tmp[PATH_MAX];
         int fd;
 
-        if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >=
-            sizeof(tmp)) {
+        if (baton_gguf_tmp_path(path, tmp, sizeof(tmp)) != 0) {
             fprintf(stderr, "%s: %s%s%s: path too long\n", prog, what, sep, path);
             return -1;
         }

@@ -340,6 +340,17 @@ static int has_pending_get(const struct baton_conn *c)
     return 0;
 }
 
+/* Records that the reply to request seq must look like *expect (the ring
+ * has room: submit drains it first). */
+static void push_pending(struct baton_conn *c, const struct pending *expect, uint32_t seq)
+{
+    struct pending *pd = &c->ring[(c->head + c->count) % BATON_CLIENT_MAX_PENDING];
+
+    *pd = *expect;
+    pd->seq = seq;
+    c->count++;
+}
+
 /* After a send that failed with BATON_E_IO while no earlier reply was
  * outstanding: a server that refuses a frame by its header (a length above
  * its max_message_bytes: docs/PROTOCOL.md, framing errors) sends an error
@@ -352,14 +363,11 @@ static int has_pending_get(const struct baton_conn *c)
  * follows). */
 static int refusal_status(struct baton_conn *c, const struct pending *expect, uint32_t seq)
 {
-    struct pending *pd = &c->ring[c->head];
     int rc;
 
     if (baton_transport_wait_readable(c->t, baton_net_deadline_ms(0)) != 0)
         return BATON_E_IO;
-    *pd = *expect;
-    pd->seq = seq;
-    c->count = 1;
+    push_pending(c, expect, seq);
     rc = read_one_reply(c);
     return rc != 0 ? rc : BATON_E_IO; /* a success cannot answer half a frame */
 }
@@ -393,10 +401,7 @@ static int submit(struct baton_conn *c, const struct pending *expect, const void
         mark_dead(c);
         return rc;
     }
-    struct pending *pd = &c->ring[(c->head + c->count) % BATON_CLIENT_MAX_PENDING];
-    *pd = *expect;
-    pd->seq = h.seq;
-    c->count++;
+    push_pending(c, expect, h.seq);
     return 0;
 }
 

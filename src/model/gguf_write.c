@@ -266,6 +266,14 @@ static int write_all(int fd, const void *p, size_t n)
     return 0;
 }
 
+/* See gguf_write.h. */
+int baton_gguf_tmp_path(const char *path, char *tmp, size_t len)
+{
+    const int n = snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
+
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
 int baton_gguf_writer_write(struct baton_gguf_writer *w, const char *path, char *err,
                             size_t err_len)
 {
@@ -306,7 +314,7 @@ int baton_gguf_writer_write(struct baton_gguf_writer *w, const char *path, char 
         snprintf(err, err_len, "%s: out of memory", path);
         goto out;
     }
-    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >= sizeof(tmp)) {
+    if (baton_gguf_tmp_path(path, tmp, sizeof(tmp)) != 0) {
         snprintf(err, err_len, "%s: path too long", path);
         rc = BATON_E_INVAL;
         goto out;

@@ -40,6 +40,11 @@ int baton_gguf_w_str_array(struct baton_gguf_writer *w, const char *key, const c
 int baton_gguf_w_tensor(struct baton_gguf_writer *w, const char *name, uint32_t type,
                         uint32_t n_dims, const uint64_t *ne, const void *data, uint64_t nbytes);
 
+/* The temporary file baton_gguf_writer_write writes before it renames it
+ * onto path: "PATH.tmp.PID" into tmp[0..len). Returns 0, or -1 when it
+ * does not fit (the path is too long). */
+int baton_gguf_tmp_path(const char *path, char *tmp, size_t len);
+
 /* Writes the file (temporary file + rename). err gets a message naming the
  * path on failure. */
 int baton_gguf_writer_write(struct baton_gguf_writer *w, const char *path, char *err,
