@@ -69,7 +69,18 @@ int baton_cli_check_output(const char *prog, const char *what, const char *path,
         /* the writer's own temporary file (baton_gguf_tmp_path), created
          * and removed again */
         char tmp[PATH_MAX];
+        struct stat lst;
         int fd;
+
+        /* the write renames a new file over path: a device or a FIFO there
+         * would be replaced (as root, -o /dev/null removed /dev/null) */
+        if (lstat(path, &lst) == 0 && !S_ISREG(lst.st_mode) && !S_ISLNK(lst.st_mode)) {
+            fprintf(stderr,
+                    "%s: %s%s%s: not a regular file (the output replaces the file at its path, "
+                    "so it is written only to a regular file or a new one)\n",
+                    prog, what, sep, path);
+            return -1;
+        }
 
         if (baton_gguf_tmp_path(path, tmp, sizeof(tmp)) != 0) {
             fprintf(stderr, "%s: %s%s%s: path too long\n", prog, what, sep, path);
@@ -92,7 +103,13 @@ int baton_cli_check_output(const char *prog, const char *what, const char *path,
          * FIFO does not block here, and one with no reader yet (ENXIO) may
          * get one before the output is written */
         const int flags = O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
-        int fd = open(path, exists ? flags : flags | O_CREAT | O_EXCL, 0666);
+        int fd;
+
+        /* a FIFO is not probed: opening and closing it would end its
+         * reader's input (an EOF) before the real write */
+        if (exists && S_ISFIFO(st.st_mode))
+            return 0;
+        fd = open(path, exists ? flags : flags | O_CREAT | O_EXCL, 0666);
 
         if (fd >= 0) {
             close(fd);
@@ -100,8 +117,6 @@ int baton_cli_check_output(const char *prog, const char *what, const char *path,
                 unlink(path);
             return 0;
         }
-        if (exists && errno == ENXIO && S_ISFIFO(st.st_mode))
-            return 0;
         /* EEXIST: a dangling symbolic link (the write follows it) or a file
          * made since the stat; neither can be checked without leaving
          * something behind, so the write reports it */

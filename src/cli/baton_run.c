@@ -205,8 +205,17 @@ int baton_cmd_run(int argc, char **argv)
          baton_cli_check_output("baton run", "--stats-json", cfg.stats_json, 0,
                                 cfg.model_path) != 0) ||
         (cfg.ids_path && baton_cli_check_output("baton run", "--ids-file", cfg.ids_path, 0,
-                                              cfg.model_path) != 0))
+                                              cfg.model_path) != 0) ||
+        (cfg.stats_json && cfg.ids_path &&
+         baton_cli_check_output("baton run", "--ids-file", cfg.ids_path, 0, cfg.stats_json) != 0))
         return 1;
+    /* the same new path twice (the check above compares existing files) */
+    if (cfg.stats_json && cfg.ids_path && strcmp(cfg.stats_json, cfg.ids_path) == 0) {
+        fprintf(stderr, "baton run: --ids-file and --stats-json are the same file (%s); one "
+                        "would overwrite the other\n",
+                cfg.ids_path);
+        return 1;
+    }
     if (cfg.n_ubatch > cfg.n_ctx)
         cfg.n_ubatch = cfg.n_ctx;
     return baton_run(&cfg);

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -119,7 +120,14 @@ static int write_port_file(const char *path, uint16_t port)
     if (fd < 0)
         return -1;
     int ok = write(fd, line, (size_t)len) == len && fsync(fd) == 0;
+    struct stat st;
     ok = (close(fd) == 0) && ok;
+    /* rename replaces what is at path: never a device or a FIFO (as root,
+     * --port-file /dev/null would remove /dev/null) */
+    if (ok && lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+        errno = EEXIST;
+        ok = 0;
+    }
     if (!ok || rename(tmp, path) != 0) {
         unlink(tmp);
         return -1;
@@ -292,6 +300,7 @@ int main(int argc, char **argv)
     const char *key_path = NULL, *peer_key_path = NULL;
     struct baton_key *client_key = NULL, *peer_key = NULL;
     uint16_t port, bound = 0;
+    struct stat pst;
     struct baton_server_config cfg;
     int rc, code = 1;
 
@@ -476,6 +485,13 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
 
+    if (port_file && lstat(port_file, &pst) == 0 && !S_ISREG(pst.st_mode) &&
+        !S_ISLNK(pst.st_mode)) {
+        fprintf(stderr, "batond: --port-file %s: not a regular file (the port file replaces the "
+                        "file at its path)\n",
+                port_file);
+        goto out;
+    }
     if (port_file && write_port_file(port_file, bound) != 0) {
         fprintf(stderr, "batond: cannot write port file %s: %s\n", port_file, strerror(errno));
         goto out;

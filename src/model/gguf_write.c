@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "baton/status.h"
@@ -280,6 +281,7 @@ int baton_gguf_writer_write(struct baton_gguf_writer *w, const char *path, char 
     struct bytes head = {0};
     static const uint8_t zeros[ALIGNMENT] = {0};
     char tmp[4096];
+    struct stat st;
     uint64_t off = 0;
     size_t i;
     int fd = -1, rc, created = 0;
@@ -343,6 +345,14 @@ int baton_gguf_writer_write(struct baton_gguf_writer *w, const char *path, char 
         goto out;
     }
     fd = -1;
+    /* rename would replace whatever is at path: never a device, FIFO,
+     * socket or directory (as root, a GGUF once replaced /dev/full) */
+    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+        snprintf(err, err_len, "%s: not a regular file; the GGUF is written only to a regular "
+                               "file or a new one", path);
+        rc = BATON_E_IO;
+        goto out;
+    }
     if (rename(tmp, path) != 0) {
         snprintf(err, err_len, "%s: %s", path, strerror(errno));
         rc = BATON_E_IO;

@@ -276,16 +276,18 @@ static void weights_alloc_hint(struct run *r, const struct stage_rt *s,
     format_bytes(free_now, sizeof free_now, info->free_memory);
     if (rc == BATON_E_LIMIT && s->weights_bytes > info->total_memory)
         stage_msg(r,
-                  "stage %u asked for %s (%" PRIu64 " bytes) for the weights of its %u layer%s, "
-                  "more than the server's memory for all sessions, %s%s; fewer layers on the "
-                  "stage (--split) need less%s\n",
+                  "stage %u asked for %s (%" PRIu64
+                  " bytes, which the server rounds up to whole pages) for the weights of its "
+                  "%u layer%s, more than the server's memory for all sessions, %s%s; fewer "
+                  "layers on the stage (--split) need less%s\n",
                   s->index + 1, want, s->weights_bytes, n_layers, n_layers == 1 ? "" : "s", total,
                   total_flag, see);
     else if (rc == BATON_E_QUOTA)
         stage_msg(r,
-                  "stage %u asked for %s (%" PRIu64 " bytes) for the weights of its %u layer%s; "
-                  "the server allows one session at most %s%s and had %s free of %s for all "
-                  "sessions%s; fewer layers on the stage (--split) need less%s\n",
+                  "stage %u asked for %s (%" PRIu64
+                  " bytes, which the server rounds up to whole pages) for the weights of its "
+                  "%u layer%s; the server allows one session at most %s%s and had %s free of %s "
+                  "for all sessions%s; fewer layers on the stage (--split) need less%s\n",
                   s->index + 1, want, s->weights_bytes, n_layers, n_layers == 1 ? "" : "s",
                   session, session_flag, free_now, total, total_flag, see);
 }

@@ -66,6 +66,18 @@ rc=0; "$BATON" gen-model --layers 1 --dim 64 --ff 64 --heads 4 -o '' 2>"$TMP/bad
 rc=0; "$BATON" quantize "$TMP/g1.gguf" '' f16 2>"$TMP/bad.err" || rc=$?
 [ "$rc" -eq 1 ] && [ "$(cat "$TMP/bad.err")" = "baton quantize: an empty path" ] ||
     fail "quantize to '': rc $rc: $(cat "$TMP/bad.err")"
+# a FIFO (or a device) as the output: refused, and left as it was (the
+# write renames a new file over its path; as root, -o /dev/full once
+# replaced the device)
+mkfifo "$TMP/out.fifo"
+rc=0; timeout 10 "$BATON" gen-model --layers 1 --dim 64 --ff 64 --heads 4 -o "$TMP/out.fifo" 2>"$TMP/bad.err" || rc=$?
+[ "$rc" -eq 1 ] && [ -p "$TMP/out.fifo" ] &&
+    [ "$(cat "$TMP/bad.err")" = "baton gen-model: -o $TMP/out.fifo: not a regular file (the output replaces the file at its path, so it is written only to a regular file or a new one)" ] ||
+    fail "gen-model -o FIFO: rc $rc: $(cat "$TMP/bad.err")"
+rc=0; timeout 10 "$BATON" quantize "$TMP/g1.gguf" "$TMP/out.fifo" f16 2>"$TMP/bad.err" || rc=$?
+[ "$rc" -eq 1 ] && [ -p "$TMP/out.fifo" ] &&
+    [ "$(cat "$TMP/bad.err")" = "baton quantize: $TMP/out.fifo: not a regular file (the output replaces the file at its path, so it is written only to a regular file or a new one)" ] ||
+    fail "quantize to a FIFO: rc $rc: $(cat "$TMP/bad.err")"
 # an output no one can create, though access() lets root write there:
 # refused before the model is made or read, naming the output
 for c in "gen-model --layers 1 --dim 64 --ff 64 --heads 4 -o /proc/g.gguf|baton gen-model: -o /proc/g.gguf" \

@@ -200,6 +200,22 @@ for c in "run --prompt x -n 2 --stats-json|baton run: --stats-json" "run --promp
         grep -qxE "${c#*|} /proc/nope\.json: cannot create a file in /proc: [A-Za-z ]+" "$TMP/o.err" &&
         [ ! -s "$TMP/o.out" ] || fail "${c%%|*} /proc/nope.json: rc $rc: $(cat "$TMP/o.err")"
 done
+# --ids-file and --stats-json naming one file: refused before the run
+rc=0; "$BATON" run --model "$MODEL" --prompt x -n 2 --ids-file "$TMP/same.json" \
+    --stats-json "$TMP/same.json" >/dev/null 2>"$TMP/o.err" || rc=$?
+[ "$rc" -eq 1 ] && [ ! -e "$TMP/same.json" ] &&
+    [ "$(cat "$TMP/o.err")" = "baton run: --ids-file and --stats-json are the same file ($TMP/same.json); one would overwrite the other" ] ||
+    fail "--ids-file = --stats-json: rc $rc: $(cat "$TMP/o.err")"
+# a FIFO with a reader gets the whole output: the check does not open it
+# (an open and close would end the reader's input before the write)
+mkfifo "$TMP/ids.fifo"
+timeout 60 cat "$TMP/ids.fifo" >"$TMP/ids.fromfifo" &
+reader=$!
+rc=0; timeout 60 "$BATON" run --model "$MODEL" --prompt x -n 2 --quiet --ids-file "$TMP/ids.fifo" \
+    >/dev/null 2>"$TMP/o.err" || rc=$?
+wait "$reader" || true
+[ "$rc" -eq 0 ] && grep -q '"prompt"' "$TMP/ids.fromfifo" ||
+    fail "--ids-file FIFO with a reader: rc $rc: $(cat "$TMP/o.err") / $(cat "$TMP/ids.fromfifo")"
 # an existing output is opened, not truncated, by the check
 echo keep >"$TMP/keep.json"
 rc=0; "$BATON" run --model "$MODEL" --prompt x --ids-file "$TMP/keep.json" --ctx 1 >/dev/null 2>&1 || rc=$?

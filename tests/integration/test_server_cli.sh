@@ -95,6 +95,12 @@ expect_exit 2 "^batond: --max-message-bytes \(max_message_bytes\): '5G' is too l
     --max-message-bytes 5G
 expect_exit 2 "refusing to listen on 0.0.0.0" --host 0.0.0.0 --port 0 --port-file "$tmp/never"
 expect_exit 2 "refusing to listen on ::" --host :: --port 0 --port-file "$tmp/never"
+# a port file is written by renaming over its path: a FIFO (or a device)
+# there is refused, and stays what it was
+mkfifo "$tmp/port.fifo"
+expect_exit 1 "^batond: --port-file $tmp/port\.fifo: not a regular file \(the port file replaces the file at its path\)\$" \
+    --host 127.0.0.1 --port 0 --port-file "$tmp/port.fifo"
+[ -p "$tmp/port.fifo" ] || fail "batond replaced the FIFO given as --port-file"
 # a name that does not resolve is said so (not "not a loopback address")
 expect_exit 1 "^batond: cannot listen on nosuch\.invalid: the name does not resolve" \
     --host nosuch.invalid --port 0 --port-file "$tmp/never"

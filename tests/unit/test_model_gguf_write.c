@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
 #include <cmocka.h>
 
 #include "baton/status.h"
@@ -136,11 +138,34 @@ static void write_error_names_path(void **state)
     baton_gguf_writer_free(w);
 }
 
+/* The write renames its file over path: a FIFO (or device) at path is
+ * refused and left as it was, and no temporary file stays behind. */
+static void write_refuses_non_regular(void **state)
+{
+    struct baton_gguf_writer *w;
+    char dir[] = "/tmp/gguf_write_fifo.XXXXXX", path[64], err[256] = "";
+    struct stat st;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/out", dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    assert_int_equal(baton_gguf_writer_create(&w), 0);
+    assert_int_equal(baton_gguf_writer_write(w, path, err, sizeof(err)), BATON_E_IO);
+    assert_non_null(strstr(err, "not a regular file"));
+    assert_int_equal(lstat(path, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    baton_gguf_writer_free(w);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(dir), 0); /* empty: the temporary file is gone */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(round_trip),
         cmocka_unit_test(write_error_names_path),
+        cmocka_unit_test(write_refuses_non_regular),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
