@@ -54,7 +54,7 @@ def load(arm, r): return json.load(open(f"{tmp}/{arm}.{r}.json"))
 def tps(arm, r):
     m = re.search(r"decode ([0-9.]+) tok/s", open(f"{tmp}/{arm}.{r}.err").read())
     return float(m.group(1))
-cmds = ["SET_TENSOR", "GET_TENSOR", "GRAPH_COMPUTE", "COPY_TENSOR_TO"]
+cmds = ["SET_TENSOR", "GET_TENSOR", "GRAPH_RUN", "GRAPH_COMPUTE", "COPY_TENSOR_TO"]
 print("per decode step (average over %d steps), 3 stages, stories260K (n_embd 64: 256 B of hidden state per token)"
       % load("hub", 1)["decode_steps"])
 print("%-7s %-6s %-15s %6s %10s %10s" % ("arm", "stage", "command", "count", "request B", "reply B"))

@@ -172,8 +172,10 @@ static void handoff_direct(struct baton_conn *c, struct baton_conn *c2, unsigned
     for (i = 0; i < rounds + 10; i++) { /* the first 10 warm up (and dial the link) */
         if (i == 10)
             t0 = now();
+        struct baton_copy_options opt = {.seq = (uint64_t)i + 1, .flags = 0};
+
         memset(&res, 0, sizeof(res));
-        if ((rc = baton_copy_tensor_to(c, s1, 0, bytes, &dest, &res)) != 0)
+        if ((rc = baton_copy_tensor_to(c, s1, 0, bytes, &dest, &opt, &res)) != 0)
             die("COPY_TENSOR_TO", rc);
         if (res.result != BATON_COPY_DONE) {
             printf("baton_handoff_direct_us=not_done_%u\n", (unsigned)res.result);

@@ -15,10 +15,23 @@
  *              unless bit 1 is set. The rest is a list of records
  *                u8 op, u16 len (LE), len payload bytes (cut at the end):
  *              op & 15 = cmd 1..15: one request with that cmd and payload;
- *              op & 15 = 0: a second session whose own input is the payload
- *              (structured, auto HELLO), served when the first session
- *              next waits for a frame (at most one; nested ones ignored);
+ *              op & 15 = 0 with op & 64: an extended request: its cmd is
+ *              the payload's first byte (any value: GRAPH_REGISTER 16 ..
+ *              COPY_ROUTE 19, and ids no command has), its payload the
+ *              rest (an empty one is ignored); in keyed sessions op & 32
+ *              flips a byte as below, the tag's, or with op & 128 the
+ *              payload's last;
+ *              op & 15 = 0 otherwise: a second session whose own input is
+ *              the payload (structured, auto HELLO), served when the first
+ *              session next waits for a frame (at most one; nested ones
+ *              ignored);
  *              op & 16: the payload goes into the stream raw, unframed.
+ *              Grant ids: an all-zero grant id in a GRAPH_RUN fence (client
+ *              sessions), a PEER_WRITE or a PEER_FENCE (peer role) becomes
+ *              the grant id of the latest GRANT_WRITE reply of this input,
+ *              so a seed can name a grant it cannot know. At most 64
+ *              GRAPH_RUN requests with fences are sent per input (later
+ *              ones are left out): each waits for its fences.
  *   bit 2 set: keyed. The server holds a client key and a peer key (made
  *              once per process), so every connection must authenticate
  *              (docs/PROTOCOL.md "AUTH", "Frame tags"). Raw streams go to
@@ -40,9 +53,8 @@
  *              payload byte (op & 128: the first; the tag's when the
  *              payload is empty);
  *              op & 32 on a second session: it is in the peer role (HELLO
- *              role 2, the peer key), so PEER_WRITE is served; a PEER_WRITE
- *              whose grant id is all zero gets the grant id of the latest
- *              GRANT_WRITE reply of this input instead.
+ *              role 2, the peer key), so PEER_WRITE and PEER_FENCE are
+ *              served.
  *   bit 3 set (with bit 2): the server encrypts (policy encrypt = yes):
  *              request payloads are encrypted, reply payloads decrypted.
  *   Bits 4-7 are ignored.
@@ -54,7 +66,10 @@
  *
  * Server limits are small so no input can take long: 128 KiB of buffers
  * and scratch in all (BATON_E_QUOTA beyond), 64 KiB of scratch, 1 MiB
- * messages.
+ * messages, 4 registered graphs and 16 grants per session, and a fence
+ * timeout of 1 ms (a GRAPH_RUN fenced on a write that never comes fails at
+ * once instead of waiting the default 30 s). The server has no allow-list
+ * of peers, so no copy is ever dialled or done.
  *
  * Properties, for structured sessions without raw records (oracles from
  * docs/PROTOCOL.md, computed here from the requests and replies):
@@ -63,20 +78,53 @@
  *     that ends on an error sent that error last;
  *   - an error reply has no payload; an OK reply has the payload length its
  *     command defines (HELLO 48, AUTH 32, DEVICE_INFO 96, ALLOC 16, GET n,
- *     GRANT_WRITE 16, COPY_TENSOR_TO 48, else 0);
+ *     GRANT_WRITE 16, COPY_TENSOR_TO 48, GRAPH_REGISTER and COPY_ROUTE 8,
+ *     GRAPH_RUN 48 with HANDOFF + the returned leaf's bytes with RETURN,
+ *     else 0);
+ *   - an OK HELLO reply offers exactly PIPELINE, and in keyed mode AUTH,
+ *     PEER_COPY and (bit 3) ENCRYPT besides;
  *   - ownership: a request naming a buffer handle (FREE, CLEAR, SET, GET,
- *     COPY, every GRAPH_COMPUTE leaf) succeeds only if this session
- *     allocated that handle and has not freed it;
- *   - keyed: the automatic HELLO and AUTH succeed; the HELLO reply offers
- *     AUTH, PEER_COPY and (bit 3) ENCRYPT; a PEER_WRITE succeeds only with
- *     a grant id some GRANT_WRITE of this input returned;
+ *     COPY, GRANT_WRITE, COPY_TENSOR_TO, COPY_ROUTE, every GRAPH_COMPUTE
+ *     and GRAPH_REGISTER leaf, and at GRAPH_RUN every leaf of the graph it
+ *     runs) succeeds only if this session allocated that handle and has not
+ *     freed it;
+ *   - registered graphs: GRAPH_REGISTER returns the next id after the
+ *     session's last one (skipping 0 and live ids), reserved 0, and
+ *     succeeds only below 4 live graphs; GRAPH_RUN and GRAPH_FREE succeed
+ *     only on a live id of this session, and a well-formed GRAPH_FREE of
+ *     one always succeeds; COPY_ROUTE returns route ids 1, 2, ... (at most
+ *     16) and only for a destination of family 4 or 6;
+ *   - the failed-run latch: a GRAPH_RUN succeeds only if RESET is set or
+ *     the session's last GRAPH_RUN (if any) succeeded;
+ *   - fences: a GRAPH_RUN with fences succeeds only if each fence names a
+ *     grant GRANT_WRITE returned to this session and the latest successful
+ *     PEER_WRITE into that grant had the fence's seq; a PEER_WRITE or
+ *     PEER_FENCE succeeds only with a seq above every seq that succeeded
+ *     on its grant before (writes only move forward);
+ *   - inputs: the bytes GRAPH_RUN returns of a leaf that no node writes
+ *     and no other input's leaf overlaps hold, for each of its first
+ *     elements, first + k of the last input that covered element k;
+ *   - copies (COPY_TENSOR_TO, GRAPH_RUN's hand-off): a copy to family 4 or
+ *     6 is NOT_ALLOWED with status 0, a query (family 0) result 0; nothing
+ *     is ever sent or done (peer_bytes_sent and copies_done 0); bytes
+ *     received equal header + 40 + n + tag of every successful PEER_WRITE
+ *     into this session's grants (this and the fences' latest write are
+ *     not checked once a session of the input had raw records: its
+ *     PEER_WRITEs are not known); copies_not_done counts every not-done
+ *     copy (at least the successful ones, at most those plus every failed
+ *     GRAPH_RUN that asked for a hand-off); reserved 0; a hand-off names a
+ *     route this session registered;
+ *   - keyed: the automatic HELLO and AUTH succeed; a PEER_WRITE or
+ *     PEER_FENCE succeeds only with a grant id some GRANT_WRITE of this
+ *     input returned;
  *   - keyed, flipped byte: the server answers every request before that
  *     frame and then closes with BATON_E_AUTH without any reply to it or
  *     after it; except that a command the state forbids (judged from the
- *     header: HELLO, AUTH, PEER_WRITE on a client link, a client command on
- *     a peer link) gets its E_PROTO error frame, and a PEER_WRITE may get
- *     the error frame of a refusal, both decided before the tag is read
- *     (docs/PROTOCOL.md "PEER_WRITE");
+ *     header: HELLO, AUTH, PEER_WRITE, PEER_FENCE on a client link, a
+ *     client command on a peer link) gets its E_PROTO error frame, a cmd
+ *     no command has gets E_CMD, and a PEER_WRITE may get the error frame
+ *     of a refusal, all decided before the tag is read (docs/PROTOCOL.md
+ *     "PEER_WRITE");
  * for every structured session: an AUTH succeeds only in keyed mode with
  * the harness's proof, and then the server's proof verifies; every reply
  * after it carries a tag that verifies (and decrypts); and for every input:
@@ -98,7 +146,11 @@
 #include "wire/wire.h"
 
 #define MAX_OWNED 256u
-#define MAX_GRANTED 64u
+#define MAX_GRANTED 64u /* >= the 2 sessions' GRANTS_PER_SESSION */
+#define MAX_GRAPHS 4u   /* the server's max_graphs_per_session here */
+#define GRANTS_PER_SESSION 16u
+#define MAX_FENCED_RUNS 64u /* GRAPH_RUN requests with fences sent per input */
+#define HEAD_BYTES 256u     /* reply payload bytes kept for the oracle */
 /* randombytes calls of an input count from here: the keys, made once per
  * process, used the first few counters, and no input reuses them */
 #define RANDOM_INPUT_FIRST (1ull << 32)
@@ -113,6 +165,7 @@
 #define OP_FLIP 32u        /* keyed request: flip a byte; second session: peer role */
 #define OP_FLIP_BODY 64u   /* the payload's byte, not the tag's */
 #define OP_FLIP_FIRST 128u /* the payload's first byte, not its last */
+#define OP_EXT 64u         /* with op & 15 == 0: an extended request (cmd in the payload) */
 
 /* struct req flags */
 #define REQ_HANDSHAKE 1u /* the automatic HELLO or AUTH of a keyed session */
@@ -130,7 +183,9 @@ struct req {
     uint32_t seq;
     const uint8_t *payload;              /* the payload as the oracle reads it (NULL: proof) */
     size_t len;                          /* payload bytes sent */
-    uint8_t grant[BATON_GRANT_ID_BYTES]; /* PEER_WRITE: the grant id sent */
+    /* the grant ids sent, after the harness put its grant id in: PEER_WRITE
+     * and PEER_FENCE [0], GRAPH_RUN one per fence */
+    uint8_t grant[BATON_MAX_RUN_FENCES][BATON_GRANT_ID_BYTES];
 };
 
 /* One piece of a structured session's stream, made when it is needed. */
@@ -149,6 +204,14 @@ struct keyed {
     struct baton_frame_key send, recv;
 };
 
+/* A graph this session registered and has not freed: its id and the
+ * GRAPH_REGISTER payload (leaves and nodes, read by the oracle). */
+struct live_graph {
+    uint32_t id;
+    const uint8_t *payload;
+    size_t len;
+};
+
 /* Streaming reply parser and oracle of one session. */
 struct checker {
     const struct req *reqs;
@@ -159,8 +222,8 @@ struct checker {
     enum phase phase;
     uint8_t hdr[BATON_FRAME_HEADER_BYTES];
     size_t hdr_have;
-    uint64_t left;                   /* payload bytes of the current reply still to come */
-    uint8_t head[BATON_HELLO_BYTES]; /* the first payload bytes, plaintext */
+    uint64_t left;           /* payload bytes of the current reply still to come */
+    uint8_t head[HEAD_BYTES]; /* the first payload bytes, plaintext */
     size_t head_have;
     struct baton_mac mac; /* the tag of the current reply */
     uint8_t tag[BATON_TAG_BYTES];
@@ -169,6 +232,14 @@ struct checker {
     uint16_t last_status;
     uint64_t owned[MAX_OWNED];
     size_t n_owned;
+    int depth; /* the session's depth: 0 first, 1 the second (grant owners) */
+    struct live_graph graphs[MAX_GRAPHS];
+    uint32_t n_graphs;
+    uint32_t last_graph_id; /* the latest id GRAPH_REGISTER returned */
+    uint32_t n_routes;      /* COPY_ROUTE successes */
+    int run_failed;         /* the latch: the session's last GRAPH_RUN failed */
+    /* copies_not_done is in [not_done_min, not_done_min + not_done_maybe] */
+    uint64_t not_done_min, not_done_maybe;
 };
 
 struct script {
@@ -197,8 +268,21 @@ static int depth;
 static int trace = -1; /* FUZZ_TRACE set: print every reply (debugging seeds) */
 static int keyed_mode, encrypt_mode;
 static struct baton_key *client_key, *peer_key;            /* for the process's lifetime */
-static uint8_t granted[MAX_GRANTED][BATON_GRANT_ID_BYTES]; /* this input's grant ids */
+/* This input's grants (GRANT_WRITE replies), in order: the id, its owner
+ * session's depth, and what PEER_WRITE and PEER_FENCE did to it. */
+static struct granted_id {
+    uint8_t id[BATON_GRANT_ID_BYTES];
+    int owner;           /* the depth of the session GRANT_WRITE answered */
+    uint64_t landed_seq; /* seq of the latest successful PEER_WRITE (0: none) */
+    uint64_t max_seq;    /* the largest seq a PEER_WRITE or PEER_FENCE succeeded with */
+} granted[MAX_GRANTED];
 static size_t n_granted;
+static uint64_t received_bytes[2]; /* PEER_WRITE bytes landed in each depth's grants */
+/* A session of this input has raw records: its replies cannot be matched
+ * to its requests, so what its PEER_WRITEs did to the grants is not known
+ * (landed_seq and received_bytes are then not checked). */
+static int events_lost;
+static uint32_t n_fenced_runs;     /* GRAPH_RUN requests with fences sent in this input */
 static uint64_t random_counter; /* randombytes calls in this input */
 
 /* ---- deterministic randomness and keys (once per process) ---- */
@@ -379,6 +463,19 @@ static void plan_handshake(struct script *s)
     plan_frame(s, BATON_CMD_AUTH, 0, REQ_HANDSHAKE | REQ_PROOF, NULL, BATON_PROOF_BYTES);
 }
 
+/* Plans a request record, unless it is a GRAPH_RUN with fences beyond the
+ * input's MAX_FENCED_RUNS (each may wait the fence timeout). */
+static void plan_request(struct script *s, uint8_t cmd, uint8_t op, const uint8_t *payload,
+                         size_t len)
+{
+    if (cmd == BATON_CMD_GRAPH_RUN && len >= 12 && fuzz_le(payload + 8, 4) != 0) {
+        if (n_fenced_runs >= MAX_FENCED_RUNS)
+            return;
+        n_fenced_runs++;
+    }
+    plan_frame(s, cmd, op, 0, payload, len);
+}
+
 /* Parses a structured session's records into its plan. */
 static void build(struct script *s, const uint8_t *in, size_t n, int auto_hello, int allow_child)
 {
@@ -399,6 +496,12 @@ static void build(struct script *s, const uint8_t *in, size_t n, int auto_hello,
             it->raw = payload;
             it->raw_len = len;
             s->raw = 1;
+        } else if ((op & OP_CMD) == 0 && (op & OP_EXT)) {
+            /* the flips of an extended request: the tag's byte, or with
+             * op & 128 the payload's last */
+            uint8_t flip = (uint8_t)((op & OP_FLIP) | (op & OP_FLIP_FIRST ? OP_FLIP_BODY : 0));
+            if (len > 0)
+                plan_request(s, payload[0], flip, payload + 1, len - 1);
         } else if ((op & OP_CMD) == 0) {
             if (allow_child && !s->has_child) {
                 s->has_child = 1;
@@ -410,7 +513,7 @@ static void build(struct script *s, const uint8_t *in, size_t n, int auto_hello,
         } else if (keyed_mode && (op & OP_CMD) == BATON_CMD_AUTH && len == 0) {
             plan_frame(s, BATON_CMD_AUTH, op, REQ_PROOF, NULL, 0);
         } else {
-            plan_frame(s, op & OP_CMD, op, 0, payload, len);
+            plan_request(s, op & OP_CMD, op, payload, len);
         }
     }
 }
@@ -439,9 +542,40 @@ static void tag_frame(struct script *s, size_t at, size_t n)
     put(s, tag, sizeof tag);
 }
 
+/* Puts the latest grant id of the input into the all-zero grant id at p,
+ * if there is one, and records the id sent in *sent. */
+static void put_grant(uint8_t *p, uint8_t sent[BATON_GRANT_ID_BYTES])
+{
+    static const uint8_t zero[BATON_GRANT_ID_BYTES];
+    if (memcmp(p, zero, sizeof zero) == 0 && n_granted > 0)
+        memcpy(p, granted[n_granted - 1].id, BATON_GRANT_ID_BYTES);
+    memcpy(sent, p, BATON_GRANT_ID_BYTES);
+}
+
+/* The grant ids of request q's payload p (in the stream, before it is
+ * tagged): PEER_WRITE's and PEER_FENCE's on a peer link, each fence's of a
+ * GRAPH_RUN on a client link (as many as the header says and the payload
+ * holds). */
+static void put_grants(struct script *s, struct req *q, uint8_t *p)
+{
+    if (s->role == BATON_ROLE_PEER &&
+        (q->cmd == BATON_CMD_PEER_WRITE || q->cmd == BATON_CMD_PEER_FENCE) &&
+        q->len >= BATON_GRANT_ID_BYTES)
+        put_grant(p, q->grant[0]);
+    if (s->role == BATON_ROLE_CLIENT && q->cmd == BATON_CMD_GRAPH_RUN &&
+        q->len >= BATON_RUN_HEADER_BYTES) {
+        uint64_t nf = fuzz_le(p + 8, 4);
+        for (uint64_t i = 0; i < nf && i < BATON_MAX_RUN_FENCES; i++) {
+            size_t at = BATON_RUN_HEADER_BYTES + BATON_RUN_FENCE_BYTES * i;
+            if (at <= q->len && q->len - at >= BATON_GRANT_ID_BYTES)
+                put_grant(p + at, q->grant[i]);
+        }
+    }
+}
+
 /* Appends request q's frame to the stream, as the session's state now
- * makes it: the AUTH proof from the transcript, a peer's placeholder grant
- * id replaced, the tag once AUTH succeeded, and the flipped byte. */
+ * makes it: the AUTH proof from the transcript, the harness's grant ids
+ * put in, the tag once AUTH succeeded, and the flipped byte. */
 static void make_frame(struct script *s, struct req *q)
 {
     uint8_t hb[BATON_FRAME_HEADER_BYTES];
@@ -462,9 +596,10 @@ static void make_frame(struct script *s, struct req *q)
     put(s, hb, sizeof hb);
     put(s, payload, q->len);
     sodium_memzero(proof, sizeof proof);
+    uint8_t *p = s->stream + at + BATON_FRAME_HEADER_BYTES;
+    put_grants(s, q, p);
     if (!keyed_mode)
         return;
-    uint8_t *p = s->stream + at + BATON_FRAME_HEADER_BYTES;
     if (q->cmd == BATON_CMD_HELLO && k->step == HS_NONE && q->len == BATON_HELLO_BYTES &&
         (p[4] == BATON_ROLE_CLIENT || p[4] == BATON_ROLE_PEER)) {
         /* the first HELLO starts the handshake, in its role with that
@@ -474,13 +609,6 @@ static void make_frame(struct script *s, struct req *q)
         if (baton_hs_init(&k->hs, s->role, baton_key_bytes(key)) == 0 &&
             baton_hs_transcript_add(&k->hs, s->stream + at, BATON_FRAME_HEADER_BYTES + q->len) == 0)
             k->step = HS_HELLO_SENT;
-    }
-    if (s->role == BATON_ROLE_PEER && q->cmd == BATON_CMD_PEER_WRITE &&
-        q->len >= BATON_GRANT_ID_BYTES) {
-        uint8_t zero[BATON_GRANT_ID_BYTES] = {0};
-        if (memcmp(p, zero, sizeof zero) == 0 && n_granted > 0)
-            memcpy(p, granted[n_granted - 1], BATON_GRANT_ID_BYTES);
-        memcpy(q->grant, p, BATON_GRANT_ID_BYTES);
     }
     if (k->step != HS_READY)
         return;
@@ -543,17 +671,254 @@ static void check_owned(const struct checker *c, uint64_t h, const char *what)
                what, (unsigned long long)h);
 }
 
-/* The request payload's u64 at off, if present. */
-static int req_u64(const struct req *q, size_t off, uint64_t *v)
+/* The u64 at off of len bytes at p, if present. */
+static int req_u64_at(const uint8_t *p, size_t len, size_t off, uint64_t *v)
 {
-    if (!q->payload || q->len < 8 || off > q->len - 8)
+    if (!p || len < 8 || off > len - 8)
         return -1;
-    *v = fuzz_le(q->payload + off, 8);
+    *v = fuzz_le(p + off, 8);
     return 0;
 }
 
+/* The request payload's u64 at off, if present. */
+static int req_u64(const struct req *q, size_t off, uint64_t *v)
+{
+    return req_u64_at(q->payload, q->len, off, v);
+}
+
+/* The grant a GRANT_WRITE of this input returned as id, or NULL. */
+static struct granted_id *find_granted(const uint8_t id[BATON_GRANT_ID_BYTES])
+{
+    for (size_t i = 0; i < n_granted; i++)
+        if (memcmp(granted[i].id, id, BATON_GRANT_ID_BYTES) == 0)
+            return &granted[i];
+    return NULL;
+}
+
+/* ---- registered graphs ---- */
+
+/* This session's live graph with id, or NULL. */
+static struct live_graph *graph_find(struct checker *c, uint32_t id)
+{
+    for (uint32_t i = 0; i < c->n_graphs; i++)
+        if (c->graphs[i].id == id)
+            return &c->graphs[i];
+    return NULL;
+}
+
+static uint32_t graph_n_leaves(const struct live_graph *g)
+{
+    return (uint32_t)fuzz_le(g->payload, 4);
+}
+
+/* Leaf k of a registered graph (the server accepted the payload, so each
+ * leaf decodes). */
+static struct baton_tensor_desc graph_leaf(const struct live_graph *g, uint32_t k)
+{
+    struct baton_tensor_desc t;
+    size_t pos = BATON_GRAPH_HEADER_BYTES + (size_t)BATON_TENSOR_DESC_BYTES * k;
+    FUZZ_CHECK(k < graph_n_leaves(g) && baton_wire_decode_tensor(g->payload, g->len, &pos, &t) == 0,
+               "leaf %u of registered graph %u does not decode", k, g->id);
+    return t;
+}
+
+/* Whether a node of the graph writes leaf r: its out leaf, or the caches an
+ * ATTENTION node appends to (sources 3 and 4). */
+static int graph_writes_leaf(const struct live_graph *g, uint32_t r)
+{
+    uint32_t nl = graph_n_leaves(g), nn = (uint32_t)fuzz_le(g->payload + 4, 4);
+    for (uint32_t j = 0; j < nn; j++) {
+        const uint8_t *n = g->payload + BATON_GRAPH_HEADER_BYTES +
+                           (size_t)BATON_TENSOR_DESC_BYTES * nl +
+                           (size_t)BATON_GRAPH_NODE_BYTES * j;
+        if (fuzz_le(n + 64, 4) == r)
+            return 1;
+        if (fuzz_le(n, 4) == BATON_OP_ATTENTION && (fuzz_le(n + 40 + 12, 4) == r ||
+                                                    fuzz_le(n + 40 + 16, 4) == r))
+            return 1;
+    }
+    return 0;
+}
+
+/* Whether two leaves share bytes of one buffer. */
+static int leaves_overlap(const struct baton_tensor_desc *a, const struct baton_tensor_desc *b)
+{
+    return a->buffer == b->buffer && a->nbytes > 0 && b->nbytes > 0 &&
+           (unsigned __int128)a->offset < (unsigned __int128)b->offset + b->nbytes &&
+           (unsigned __int128)b->offset < (unsigned __int128)a->offset + a->nbytes;
+}
+
+/* The inputs of a successful GRAPH_RUN as its returned leaf r shows them:
+ * element k holds first + k of the last input that covered it, when no
+ * node writes r and no input to another leaf overlaps it. bytes: the first
+ * `have` returned bytes of r. */
+static void check_returned_inputs(const struct live_graph *g, const uint8_t *inputs,
+                                  uint32_t n_inputs, uint32_t r, const uint8_t *bytes, size_t have)
+{
+    int64_t want[HEAD_BYTES / 4];
+    uint8_t set[HEAD_BYTES / 4] = {0};
+    if (graph_writes_leaf(g, r))
+        return;
+    struct baton_tensor_desc tr = graph_leaf(g, r);
+    for (uint32_t i = 0; i < n_inputs; i++) {
+        uint32_t leaf = (uint32_t)fuzz_le(inputs + 16 * i, 4);
+        if (leaf == r)
+            continue;
+        struct baton_tensor_desc tl = graph_leaf(g, leaf);
+        if (leaves_overlap(&tr, &tl))
+            return;
+    }
+    for (uint32_t i = 0; i < n_inputs; i++) {
+        const uint8_t *in = inputs + 16 * i;
+        uint64_t count = fuzz_le(in + 4, 4);
+        uint64_t u = fuzz_le(in + 8, 4);
+        int64_t first = u < 0x80000000u ? (int64_t)u : (int64_t)u - 0x100000000ll;
+        if (fuzz_le(in, 4) != r)
+            continue;
+        for (uint64_t k = 0; k < count && k < HEAD_BYTES / 4; k++) {
+            want[k] = first + (int64_t)k;
+            set[k] = 1;
+        }
+    }
+    for (size_t k = 0; k < have / 4 && k < HEAD_BYTES / 4; k++)
+        if (set[k])
+            FUZZ_CHECK((int64_t)(int32_t)(uint32_t)fuzz_le(bytes + 4 * k, 4) == want[k],
+                       "GRAPH_RUN returned leaf %u element %zu = %d, the inputs set %lld", r, k,
+                       (int32_t)(uint32_t)fuzz_le(bytes + 4 * k, 4), (long long)want[k]);
+}
+
+/* ---- copies ---- */
+
+/* A copy result (COPY_TENSOR_TO reply, GRAPH_RUN hand-off) of this
+ * session: `copy` one to a family 4/6 destination, else a query. Nothing
+ * can be copied in the harness: every destination is refused before
+ * anything else, a copy and a cancellation alike (a hand-off whose route's
+ * buffer went is cancelled), as not allow-listed. */
+static void check_copy_result(const struct checker *c, const uint8_t *r, int copy)
+{
+    uint64_t result = fuzz_le(r, 4), status = fuzz_le(r + 4, 4);
+    uint64_t not_done = fuzz_le(r + 32, 8);
+    if (copy)
+        FUZZ_CHECK(result == BATON_COPY_NOT_ALLOWED && status == 0,
+                   "copy without an allow-list: result %llu status %llu, expected NOT_ALLOWED",
+                   (unsigned long long)result, (unsigned long long)status);
+    else
+        FUZZ_CHECK(result == 0 && status == 0, "query: result %llu status %llu",
+                   (unsigned long long)result, (unsigned long long)status);
+    FUZZ_CHECK(fuzz_le(r + 8, 8) == 0, "peer bytes sent %llu without a peer",
+               (unsigned long long)fuzz_le(r + 8, 8));
+    FUZZ_CHECK(events_lost || fuzz_le(r + 16, 8) == received_bytes[c->depth],
+               "peer bytes received %llu, the session's grants received %llu",
+               (unsigned long long)fuzz_le(r + 16, 8),
+               (unsigned long long)received_bytes[c->depth]);
+    FUZZ_CHECK(fuzz_le(r + 24, 8) == 0, "copies done without a peer");
+    FUZZ_CHECK(not_done >= c->not_done_min && not_done - c->not_done_min <= c->not_done_maybe,
+               "copies not done %llu, expected %llu + at most %llu", (unsigned long long)not_done,
+               (unsigned long long)c->not_done_min, (unsigned long long)c->not_done_maybe);
+    FUZZ_CHECK(fuzz_le(r + 40, 8) == 0, "copy result reserved bytes");
+}
+
+/* The fields of a GRAPH_RUN request that decoded (the server answered OK):
+ * header, where its inputs, hand-off and return are. */
+struct run_view {
+    uint32_t graph, flags, n_fences, n_inputs;
+    size_t inputs_at, handoff_at, return_at;
+};
+
+static struct run_view run_view(const struct req *q)
+{
+    struct run_view v;
+    FUZZ_CHECK(q->len >= BATON_RUN_HEADER_BYTES, "GRAPH_RUN without a header succeeded");
+    v.graph = (uint32_t)fuzz_le(q->payload, 4);
+    v.flags = (uint32_t)fuzz_le(q->payload + 4, 4);
+    v.n_fences = (uint32_t)fuzz_le(q->payload + 8, 4);
+    v.n_inputs = (uint32_t)fuzz_le(q->payload + 12, 4);
+    FUZZ_CHECK(v.n_fences <= BATON_MAX_RUN_FENCES && v.n_inputs <= BATON_MAX_RUN_INPUTS &&
+                   v.flags <= BATON_RUN_FLAGS_ALL,
+               "GRAPH_RUN with %u fences, %u inputs, flags 0x%x succeeded", v.n_fences,
+               v.n_inputs, v.flags);
+    v.inputs_at = BATON_RUN_HEADER_BYTES + (size_t)BATON_RUN_FENCE_BYTES * v.n_fences;
+    v.handoff_at = v.inputs_at + (size_t)BATON_RUN_INPUT_BYTES * v.n_inputs;
+    v.return_at = v.handoff_at + (v.flags & BATON_RUN_HANDOFF ? BATON_RUN_HANDOFF_BYTES : 0);
+    FUZZ_CHECK(q->len == v.return_at + (v.flags & BATON_RUN_RETURN ? BATON_RUN_RETURN_BYTES : 0),
+               "GRAPH_RUN of %zu bytes succeeded", q->len);
+    return v;
+}
+
+/* The payload length of an OK GRAPH_RUN reply: the hand-off's result, then
+ * the returned leaf's bytes. */
+static uint64_t run_reply_len(struct checker *c, const struct req *q)
+{
+    struct run_view v = run_view(q);
+    struct live_graph *g = graph_find(c, v.graph);
+    uint64_t n = v.flags & BATON_RUN_HANDOFF ? BATON_COPY_RESULT_BYTES : 0;
+    FUZZ_CHECK(g != NULL, "GRAPH_RUN succeeded on graph %u, not a live graph of the session",
+               v.graph);
+    if (v.flags & BATON_RUN_RETURN)
+        n += graph_leaf(g, (uint32_t)fuzz_le(q->payload + v.return_at, 4)).nbytes;
+    return n;
+}
+
+/* An OK GRAPH_RUN reply of `len` bytes (checked): the graph, its leaves,
+ * the latch, the fences, the hand-off and the returned inputs. */
+static void check_run_ok(struct checker *c, const struct req *q, uint64_t len)
+{
+    struct run_view v = run_view(q);
+    struct live_graph *g = graph_find(c, v.graph);
+    const uint8_t *p = q->payload;
+    uint64_t a;
+    for (uint32_t k = 0; k < graph_n_leaves(g); k++) {
+        FUZZ_CHECK(req_u64_at(g->payload, g->len, 8 + 88 * (size_t)k, &a) == 0,
+                   "registered leaf missing");
+        check_owned(c, a, "GRAPH_RUN leaf");
+    }
+    FUZZ_CHECK(!c->run_failed || (v.flags & BATON_RUN_RESET),
+               "GRAPH_RUN succeeded after a failed one without RESET");
+    for (uint32_t i = 0; i < v.n_fences; i++) {
+        const struct granted_id *gi = find_granted(q->grant[i]);
+        uint64_t seq = fuzz_le(p + BATON_RUN_HEADER_BYTES + BATON_RUN_FENCE_BYTES * i + 16, 8);
+        FUZZ_CHECK(gi != NULL && gi->owner == c->depth,
+                   "GRAPH_RUN fence %u succeeded on a grant this session was not given", i);
+        FUZZ_CHECK(events_lost || gi->landed_seq == seq,
+                   "GRAPH_RUN fence %u on seq %llu succeeded; the grant's latest write is %llu", i,
+                   (unsigned long long)seq, (unsigned long long)gi->landed_seq);
+    }
+    if (v.flags & BATON_RUN_HANDOFF) {
+        uint32_t route = (uint32_t)fuzz_le(p + v.handoff_at, 4);
+        FUZZ_CHECK(route >= 1 && route <= c->n_routes,
+                   "GRAPH_RUN hand-off to route %u succeeded; the session has %u", route,
+                   c->n_routes);
+        c->not_done_min++;
+        check_copy_result(c, c->head, 1);
+    }
+    if (v.flags & BATON_RUN_RETURN) {
+        size_t at = v.flags & BATON_RUN_HANDOFF ? BATON_COPY_RESULT_BYTES : 0;
+        size_t have = len < HEAD_BYTES ? (size_t)len : HEAD_BYTES;
+        check_returned_inputs(g, p + v.inputs_at, v.n_inputs,
+                              (uint32_t)fuzz_le(p + v.return_at, 4), c->head + at,
+                              have > at ? have - at : 0);
+    }
+}
+
+/* What a request that got an error reply tells the oracle: a failed
+ * GRAPH_RUN sets the latch (and may have cancelled its hand-off, a copy
+ * not done); a well-formed GRAPH_FREE of a live graph never fails. */
+static void check_failed(struct checker *c, const struct req *q, uint16_t status)
+{
+    if (q->cmd == BATON_CMD_GRAPH_RUN) {
+        c->run_failed = 1;
+        if (q->len >= 8 && (fuzz_le(q->payload + 4, 4) & BATON_RUN_HANDOFF))
+            c->not_done_maybe++;
+    }
+    if (q->cmd == BATON_CMD_GRAPH_FREE && q->len == BATON_GRAPH_ID_BYTES &&
+        fuzz_le(q->payload + 4, 4) == 0 && !(q->flags & REQ_FLIPPED))
+        FUZZ_CHECK(graph_find(c, (uint32_t)fuzz_le(q->payload, 4)) == NULL,
+                   "GRAPH_FREE of live graph %u refused: %s",
+                   (unsigned)fuzz_le(q->payload, 4), baton_status_name(-(int)status));
+}
+
 /* The payload length of an OK reply to q (docs/PROTOCOL.md, commands). */
-static uint64_t expected_ok_len(const struct req *q)
+static uint64_t expected_ok_len(struct checker *c, const struct req *q)
 {
     uint64_t n = 0;
     switch (q->cmd) {
@@ -573,18 +938,14 @@ static uint64_t expected_ok_len(const struct req *q)
         return BATON_GRANT_ID_BYTES;
     case BATON_CMD_COPY_TENSOR_TO:
         return BATON_COPY_RESULT_BYTES;
+    case BATON_CMD_GRAPH_REGISTER:
+    case BATON_CMD_COPY_ROUTE:
+        return BATON_GRAPH_ID_BYTES;
+    case BATON_CMD_GRAPH_RUN:
+        return run_reply_len(c, q);
     default:
         return 0;
     }
-}
-
-/* Whether a GRANT_WRITE of this input returned id. */
-static int was_granted(const uint8_t id[BATON_GRANT_ID_BYTES])
-{
-    for (size_t i = 0; i < n_granted; i++)
-        if (memcmp(granted[i], id, BATON_GRANT_ID_BYTES) == 0)
-            return 1;
-    return 0;
 }
 
 /* The handshake as the replies drive it, for every structured session
@@ -605,7 +966,7 @@ static void handshake_reply(struct checker *c, uint8_t cmd, uint16_t status, uin
     if (cmd == BATON_CMD_HELLO && k->step == HS_HELLO_SENT && len == BATON_HELLO_BYTES) {
         uint8_t rep[BATON_FRAME_HEADER_BYTES + BATON_HELLO_BYTES];
         uint64_t features = fuzz_le(c->head + 8, 8);
-        uint64_t want = BATON_FEATURE_AUTH | BATON_FEATURE_PEER_COPY |
+        uint64_t want = BATON_FEATURE_AUTH | BATON_FEATURE_PEER_COPY | BATON_FEATURE_PIPELINE |
                         (encrypt_mode ? BATON_FEATURE_ENCRYPT : 0);
         FUZZ_CHECK(features == want, "keyed HELLO reply features 0x%llx, expected 0x%llx",
                    (unsigned long long)features, (unsigned long long)want);
@@ -641,8 +1002,12 @@ static void reply_done(struct checker *c)
                 c->tagged ? " tag ok" : "");
     handshake_reply(c, h[4], status, len);
     if (h[4] == BATON_CMD_GRANT_WRITE && status == 0 && len == BATON_GRANT_ID_BYTES &&
-        n_granted < MAX_GRANTED)
-        memcpy(granted[n_granted++], c->head, BATON_GRANT_ID_BYTES);
+        n_granted < MAX_GRANTED) {
+        struct granted_id *gi = &granted[n_granted++];
+        memset(gi, 0, sizeof *gi);
+        memcpy(gi->id, c->head, BATON_GRANT_ID_BYTES);
+        gi->owner = c->depth;
+    }
     if (!c->active)
         return;
     FUZZ_CHECK(i < c->n_reqs, "reply %zu without a request", i);
@@ -655,10 +1020,11 @@ static void reply_done(struct checker *c)
                    baton_status_name(-(int)status));
     if (status != 0) {
         FUZZ_CHECK(len == 0, "error reply with a %llu-byte payload", (unsigned long long)len);
+        check_failed(c, q, status);
         return;
     }
     FUZZ_CHECK(!(q->flags & REQ_FLIPPED), "request %zu with a flipped byte succeeded", i);
-    uint64_t want = expected_ok_len(q);
+    uint64_t want = expected_ok_len(c, q);
     FUZZ_CHECK(len == want, "reply %zu (cmd %u): %llu payload bytes, expected %llu", i, q->cmd,
                (unsigned long long)len, (unsigned long long)want);
     uint64_t a = 0, b = 0;
@@ -702,11 +1068,90 @@ static void reply_done(struct checker *c)
         break;
     }
     case BATON_CMD_PEER_WRITE:
-        FUZZ_CHECK(q->len >= BATON_GRANT_ID_BYTES && was_granted(q->grant),
-                   "PEER_WRITE succeeded with a grant id no GRANT_WRITE returned");
+    case BATON_CMD_PEER_FENCE: {
+        /* writes (and cancellations) only move forward */
+        struct granted_id *gi = find_granted(q->grant[0]);
+        size_t seq_at = q->cmd == BATON_CMD_PEER_WRITE ? 32 : 16;
+        FUZZ_CHECK(q->len >= seq_at + 8 && gi != NULL,
+                   "%s succeeded with a grant id no GRANT_WRITE returned", baton_cmd_name(q->cmd));
+        uint64_t seq = fuzz_le(q->payload + seq_at, 8);
+        FUZZ_CHECK(seq > gi->max_seq, "%s seq %llu succeeded after seq %llu",
+                   baton_cmd_name(q->cmd), (unsigned long long)seq,
+                   (unsigned long long)gi->max_seq);
+        gi->max_seq = seq;
+        if (q->cmd == BATON_CMD_PEER_WRITE) {
+            gi->landed_seq = seq;
+            received_bytes[gi->owner] += BATON_FRAME_HEADER_BYTES +
+                                         BATON_PEER_WRITE_HEADER_BYTES +
+                                         fuzz_le(q->payload + 24, 8) + BATON_TAG_BYTES;
+        }
         break;
+    }
+    case BATON_CMD_HELLO: {
+        uint64_t features = fuzz_le(c->head + 8, 8);
+        uint64_t fw = BATON_FEATURE_PIPELINE;
+        if (keyed_mode)
+            fw |= BATON_FEATURE_AUTH | BATON_FEATURE_PEER_COPY |
+                  (encrypt_mode ? BATON_FEATURE_ENCRYPT : 0);
+        FUZZ_CHECK(features == fw, "HELLO reply features 0x%llx, expected 0x%llx",
+                   (unsigned long long)features, (unsigned long long)fw);
+        break;
+    }
+    case BATON_CMD_GRAPH_REGISTER: {
+        uint64_t nl = fuzz_le(q->payload, 4);
+        for (uint64_t k = 0; k < nl; k++) {
+            FUZZ_CHECK(req_u64(q, 8 + 88 * k, &a) == 0, "graph leaf missing");
+            check_owned(c, a, "GRAPH_REGISTER leaf");
+        }
+        FUZZ_CHECK(c->n_graphs < MAX_GRAPHS, "GRAPH_REGISTER beyond %u live graphs", MAX_GRAPHS);
+        uint32_t id = (uint32_t)fuzz_le(c->head, 4), next = c->last_graph_id;
+        do {
+            next++;
+        } while (next == 0 || graph_find(c, next) != NULL);
+        FUZZ_CHECK(id == next && fuzz_le(c->head + 4, 4) == 0,
+                   "GRAPH_REGISTER returned id %u (reserved %u), expected %u", id,
+                   (unsigned)fuzz_le(c->head + 4, 4), next);
+        c->graphs[c->n_graphs++] = (struct live_graph){id, q->payload, q->len};
+        c->last_graph_id = id;
+        break;
+    }
+    case BATON_CMD_GRAPH_FREE: {
+        struct live_graph *g = NULL;
+        if (q->len == BATON_GRAPH_ID_BYTES)
+            g = graph_find(c, (uint32_t)fuzz_le(q->payload, 4));
+        FUZZ_CHECK(g != NULL, "GRAPH_FREE succeeded on no live graph of the session");
+        *g = c->graphs[--c->n_graphs];
+        break;
+    }
+    case BATON_CMD_GRAPH_RUN:
+        check_run_ok(c, q, len);
+        c->run_failed = 0;
+        break;
+    case BATON_CMD_COPY_ROUTE: {
+        FUZZ_CHECK(q->len == BATON_COPY_ROUTE_BYTES && req_u64(q, 0, &a) == 0,
+                   "COPY_ROUTE of %zu bytes succeeded", q->len);
+        check_owned(c, a, "COPY_ROUTE");
+        uint8_t family = q->payload[BATON_TENSOR_DESC_BYTES];
+        FUZZ_CHECK(family == BATON_PEER_FAMILY_IPV4 || family == BATON_PEER_FAMILY_IPV6,
+                   "COPY_ROUTE to family %u succeeded", family);
+        FUZZ_CHECK(c->n_routes < 16, "a 17th COPY_ROUTE succeeded");
+        FUZZ_CHECK(fuzz_le(c->head, 4) == c->n_routes + 1 && fuzz_le(c->head + 4, 4) == 0,
+                   "COPY_ROUTE returned id %u, expected %u", (unsigned)fuzz_le(c->head, 4),
+                   c->n_routes + 1);
+        c->n_routes++;
+        break;
+    }
     default:
         break;
+    }
+    if (q->cmd == BATON_CMD_COPY_TENSOR_TO) {
+        int copy = q->len == BATON_COPY_TO_BYTES &&
+                   q->payload[BATON_TENSOR_DESC_BYTES + 16] != BATON_PEER_FAMILY_NONE;
+        FUZZ_CHECK(q->len == BATON_COPY_TO_BYTES, "COPY_TENSOR_TO of %zu bytes succeeded",
+                   q->len);
+        if (copy)
+            c->not_done_min++;
+        check_copy_result(c, c->head, copy);
     }
 }
 
@@ -821,19 +1266,26 @@ static int refused_by_header(uint8_t role, uint8_t cmd)
 {
     if (role == BATON_ROLE_PEER)
         return cmd != BATON_CMD_PEER_WRITE && cmd != BATON_CMD_PEER_FENCE;
-    return cmd == BATON_CMD_HELLO || cmd == BATON_CMD_AUTH || cmd == BATON_CMD_PEER_WRITE;
+    return cmd == BATON_CMD_HELLO || cmd == BATON_CMD_AUTH || cmd == BATON_CMD_PEER_WRITE ||
+           cmd == BATON_CMD_PEER_FENCE;
 }
 
 /* The end of a keyed session that sent a frame with a flipped byte (the
  * server had answered everything before it, or the frame would not have
  * been made): a close with BATON_E_AUTH and no reply to it, or the error
- * frame the header (or PEER_WRITE's 32-byte header) decides before the tag
+ * frame the header (or PEER_WRITE's 40-byte header) decides before the tag
  * is read. */
 static void check_flipped_end(const struct script *s, int rc)
 {
     size_t k = s->flipped;
     const struct req *q = &s->reqs[k];
     const struct checker *c = &s->chk;
+    if (q->cmd == 0 || q->cmd >= BATON_CMD_LIMIT) {
+        FUZZ_CHECK(c->n_replies == k + 1 && c->last_status == (uint16_t)-BATON_E_CMD,
+                   "flipped frame of cmd %u (request %zu): %zu replies, last status %u", q->cmd,
+                   k, c->n_replies, c->last_status);
+        return;
+    }
     if (refused_by_header(s->role, q->cmd)) {
         FUZZ_CHECK(c->n_replies == k + 1 && c->last_status == (uint16_t)-BATON_E_PROTO,
                    "flipped %s (request %zu) on a %s link: %zu replies, last status %u",
@@ -941,11 +1393,14 @@ static void run_session(const uint8_t *in, size_t n, int raw, int auto_hello, ui
     s.role = role;
     build(&s, in, n, auto_hello, depth == 0);
     s.flipped = s.n_reqs;
-    if (!keyed_mode)
-        need(&s, SIZE_MAX); /* nothing depends on the replies: make it all now */
+    /* frames are made when the server wants their first byte: grant ids
+     * (and in keyed mode proofs and tags) come from the replies before */
     s.chk.reqs = s.reqs;
+    s.chk.depth = depth;
     s.chk.n_reqs = s.n_reqs;
     s.chk.active = !s.raw;
+    if (s.raw)
+        events_lost = 1;
     s.chk.k = keyed_mode ? &s.key : NULL;
     int rc = baton_server_serve_transport(server, &s.base, "fuzz");
     if (s.has_child && !s.child_done) {
@@ -990,12 +1445,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     encrypt_mode = keyed_mode && (buf[0] & MODE_ENCRYPT) != 0;
     random_counter = RANDOM_INPUT_FIRST;
     n_granted = 0;
+    received_bytes[0] = received_bytes[1] = 0;
+    events_lost = 0;
+    n_fenced_runs = 0;
     baton_server_config_default(&cfg);
     cfg.n_threads = 1;
     cfg.max_message_bytes = 1u << 20;
     cfg.total_memory_bytes = 128u << 10;
     cfg.max_scratch_bytes = 64u << 10;
     cfg.max_connections = 1;
+    cfg.max_graphs_per_session = MAX_GRAPHS;
+    cfg.max_grants_per_session = GRANTS_PER_SESSION;
+    cfg.fence_timeout_ms = 1; /* a fence on a write that never comes fails at once */
     cfg.quiet = 1;
     if (keyed_mode) {
         cfg.client_key = client_key;

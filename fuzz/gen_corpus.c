@@ -334,14 +334,15 @@ static void graph_llama(struct graph_store *s, struct llama_seed *ls)
     place(ls, &st->output, BATON_TYPE_F32, e, hp->n_vocab, 1);
     place(ls, &st->io.tokens, BATON_TYPE_I32, u, 1, 1);
     place(ls, &st->io.pos, BATON_TYPE_I32, u, 1, 1);
-    place(ls, &st->io.hidden_in, BATON_TYPE_F32, e, u, 1);
+    place(ls, &st->io.hidden_in[0], BATON_TYPE_F32, e, u, 1);
+    st->io.n_slots = 1;
     place(ls, &st->io.hidden_out, BATON_TYPE_F32, e, u, 1);
     place(ls, &st->io.last_idx, BATON_TYPE_I32, 1, 1, 1);
     place(ls, &st->io.logits, BATON_TYPE_F32, hp->n_vocab, 1, 1);
     place(ls, &st->io.argmax, BATON_TYPE_I32, 1, 1, 1);
     gs_init(s);
     if (baton_llama_max_leaves(st) > 96 || baton_llama_max_nodes(st) > 96 ||
-        baton_llama_build_stage(hp, st, 2, 1, &s->gb) != 0) {
+        baton_llama_build_stage(hp, st, 2, 0, 1, &s->gb, NULL) != 0) {
         fprintf(stderr, "gen_corpus: llama stage graph failed\n");
         exit(1);
     }
@@ -903,9 +904,10 @@ static void gen_dispatcher(void)
     b.len = 0;
     bfree(&child);
 
-    /* every command id once, including the unsupported and fatal ones */
+    /* every command id a record's op can name (1..15) once, including the
+     * unsupported and fatal ones (gen_dispatcher_pipeline: the others) */
     bu8(&b, 0);
-    for (uint8_t cmd = BATON_CMD_DEVICE_INFO; cmd < BATON_CMD_LIMIT; cmd++)
+    for (uint8_t cmd = BATON_CMD_DEVICE_INFO; cmd <= BATON_CMD_PEER_FENCE; cmd++)
         rec_u64(&b, cmd, 0);
     rec_empty(&b, BATON_CMD_AUTH);
     emit_buf("dispatcher", &b);
@@ -960,17 +962,33 @@ static void rec_grant(struct buf *b, uint64_t handle, uint64_t off, uint64_t len
 }
 
 /* PEER_WRITE record with the all-zero grant id, which the harness replaces
- * with the latest grant id of the input; n data bytes from fill. */
-static void rec_peer_write(struct buf *b, uint8_t op, uint64_t off, uint64_t n, uint8_t fill)
+ * with the latest grant id of the input; n data bytes from fill, write
+ * number seq. */
+static void rec_peer_write(struct buf *b, uint8_t op, uint64_t off, uint64_t n, uint8_t fill,
+                           uint64_t seq)
 {
     struct buf p = {0};
     for (unsigned i = 0; i < BATON_GRANT_ID_BYTES; i++)
         bu8(&p, 0);
     bu64(&p, off);
     bu64(&p, n);
+    bu64(&p, seq);
     for (uint64_t i = 0; i < n; i++)
         bu8(&p, (uint8_t)(fill + i));
     rec(b, (uint8_t)(BATON_CMD_PEER_WRITE | op), &p);
+    bfree(&p);
+}
+
+/* PEER_FENCE record (peer role) with the all-zero grant id the harness
+ * replaces: write seq will not come, for reason status. */
+static void rec_peer_fence(struct buf *b, uint64_t seq, uint32_t status)
+{
+    struct buf p = {0};
+    uint8_t f[BATON_PEER_FENCE_BYTES];
+    struct baton_peer_fence pf = {.seq = seq, .status = status};
+    baton_wire_encode_peer_fence(f, &pf);
+    bput(&p, f, sizeof f);
+    rec(b, BATON_CMD_PEER_FENCE, &p);
     bfree(&p);
 }
 
@@ -1059,9 +1077,9 @@ static void gen_dispatcher_keyed(void)
     /* a peer-role second session writes into the first one's grant (the
      * harness puts the grant id in), fences, then a PEER_WRITE with a
      * flipped tag; the owner reads the bytes back */
-    rec_peer_write(&child, 0, 8, 16, 0x30);
-    rec_u64(&child, BATON_CMD_PEER_FENCE, 0);
-    rec_peer_write(&child, OP_FLIP, 0, 8, 0x50);
+    rec_peer_write(&child, 0, 8, 16, 0x30, 1);
+    rec_peer_fence(&child, 2, (uint32_t)-BATON_E_FENCE);
+    rec_peer_write(&child, OP_FLIP, 0, 8, 0x50, 3);
     bu8(&b, DSP_KEYED);
     rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 256);
     rec_grant(&b, H0, 0, 64);
@@ -1075,7 +1093,7 @@ static void gen_dispatcher_keyed(void)
      * before its tag is read), and a client command on a peer link */
     for (int k = 0; k < 2; k++) {
         if (k == 0)
-            rec_peer_write(&child, OP_FLIP | OP_FLIP_BODY | OP_FLIP_FIRST, 0, 16, 0x70);
+            rec_peer_write(&child, OP_FLIP | OP_FLIP_BODY | OP_FLIP_FIRST, 0, 16, 0x70, 1);
         else
             rec_empty(&child, BATON_CMD_DEVICE_INFO);
         bu8(&b, DSP_KEYED | DSP_ENCRYPT);
@@ -1103,7 +1121,7 @@ static void gen_dispatcher_keyed(void)
             rec(&b, BATON_CMD_AUTH, &p);
         p.len = 0;
         if (k == 3)
-            rec_peer_write(&b, 0, 0, 4, 1);
+            rec_peer_write(&b, 0, 0, 4, 1, 1);
         else
             rec_empty(&b, BATON_CMD_DEVICE_INFO);
         emit_buf("dispatcher", &b);
@@ -1118,6 +1136,531 @@ static void gen_dispatcher_keyed(void)
     for (unsigned i = 0; i < BATON_PROOF_BYTES; i++)
         bu8(&b, 0);
     emit_buf("dispatcher", &b);
+
+    bfree(&b);
+    bfree(&p);
+    bfree(&r);
+    bfree(&child);
+}
+
+/* ---- the pipelined step: wire_peer, wire_run and dispatcher seeds ---- */
+
+#define OP_EXT 64u /* dispatcher, with op & 15 == 0: a request whose cmd is the payload's
+                      first byte (GRAPH_REGISTER .. COPY_ROUTE and beyond) */
+
+static void grant_bytes(uint8_t id[BATON_GRANT_ID_BYTES], uint8_t first)
+{
+    for (unsigned i = 0; i < BATON_GRANT_ID_BYTES; i++)
+        id[i] = (uint8_t)(first + i);
+}
+
+/* A COPY_TENSOR_TO destination: 127.0.0.1:7340, grant id from grant_first
+ * (0: all zero), grant offset; family 0 (the query) when v4 is 0. */
+static void peer_dest(struct buf *b, int v4, uint8_t grant_first, uint64_t grant_off)
+{
+    uint8_t p[BATON_PEER_DEST_BYTES];
+    struct baton_peer_dest d;
+    memset(&d, 0, sizeof d);
+    if (v4) {
+        d.family = BATON_PEER_FAMILY_IPV4;
+        d.port = 7340;
+        d.addr[0] = 127;
+        d.addr[3] = 1;
+        if (grant_first)
+            grant_bytes(d.grant, grant_first);
+        d.grant_offset = grant_off;
+    }
+    baton_wire_encode_peer_dest(p, &d);
+    bput(b, p, sizeof p);
+}
+
+static void copy_options(struct buf *b, uint64_t seq, uint32_t flags)
+{
+    uint8_t p[BATON_COPY_OPTIONS_BYTES];
+    struct baton_copy_options o = {.seq = seq, .flags = flags};
+    baton_wire_encode_copy_options(p, &o);
+    bput(b, p, sizeof p);
+}
+
+/* A whole COPY_TENSOR_TO payload (168 bytes): t[off, off + n) to 127.0.0.1
+ * (or the query when v4 is 0), options seq and flags. */
+static void copy_to(struct buf *b, const struct baton_tensor_desc *t, uint64_t off, uint64_t n,
+                    int v4, uint64_t seq, uint32_t flags)
+{
+    tensor_desc(b, t);
+    bu64(b, off);
+    bu64(b, n);
+    peer_dest(b, v4, 0x77, 0);
+    copy_options(b, seq, flags);
+}
+
+static void run_header(struct buf *b, uint32_t graph, uint32_t flags, uint32_t n_fences,
+                       uint32_t n_inputs)
+{
+    uint8_t p[BATON_RUN_HEADER_BYTES];
+    struct baton_run_header h = {graph, flags, n_fences, n_inputs};
+    baton_wire_encode_run_header(p, &h);
+    bput(b, p, sizeof p);
+}
+
+/* A fence on grant id grant_first.. (0: the all-zero id, which the
+ * dispatcher harness replaces with the latest grant id of the input). */
+static void run_fence(struct buf *b, uint8_t grant_first, uint64_t seq)
+{
+    uint8_t p[BATON_RUN_FENCE_BYTES];
+    struct baton_run_fence f;
+    memset(&f, 0, sizeof f);
+    if (grant_first)
+        grant_bytes(f.grant, grant_first);
+    f.seq = seq;
+    baton_wire_encode_run_fence(p, &f);
+    bput(b, p, sizeof p);
+}
+
+static void run_input(struct buf *b, uint32_t leaf, uint32_t count, int32_t first)
+{
+    uint8_t p[BATON_RUN_INPUT_BYTES];
+    struct baton_run_input in = {leaf, count, first};
+    baton_wire_encode_run_input(p, &in);
+    bput(b, p, sizeof p);
+}
+
+static void run_handoff(struct buf *b, uint32_t route, uint32_t flags, uint64_t seq, uint64_t n)
+{
+    uint8_t p[BATON_RUN_HANDOFF_BYTES];
+    struct baton_run_handoff h = {route, flags, seq, n};
+    baton_wire_encode_run_handoff(p, &h);
+    bput(b, p, sizeof p);
+}
+
+static void run_return(struct buf *b, uint32_t leaf)
+{
+    uint8_t p[BATON_RUN_RETURN_BYTES];
+    struct baton_run_return r = {leaf};
+    baton_wire_encode_run_return(p, &r);
+    bput(b, p, sizeof p);
+}
+
+static void graph_id_record(struct buf *b, uint32_t id)
+{
+    uint8_t p[BATON_GRAPH_ID_BYTES];
+    baton_wire_encode_graph_id(p, id);
+    bput(b, p, sizeof p);
+}
+
+static void gen_wire_peer(void)
+{
+    struct buf b = {0};
+    uint8_t p[BATON_PEER_WRITE_HEADER_BYTES];
+    struct baton_peer_write_header w;
+    struct baton_peer_fence f;
+    struct baton_tensor_desc t = tensor(H0, 0, BATON_TYPE_F32, 16, 1, 1, 1);
+
+    /* PEER_WRITE header (40 bytes), then with seq 0 */
+    memset(&w, 0, sizeof w);
+    grant_bytes(w.grant, 0x11);
+    w.offset = 8;
+    w.n = 256;
+    w.seq = 1;
+    baton_wire_encode_peer_write(p, &w);
+    emit("wire_peer", p, sizeof p);
+    w.seq = 0;
+    baton_wire_encode_peer_write(p, &w);
+    emit("wire_peer", p, sizeof p);
+
+    /* PEER_FENCE (32 bytes), then with status 65536 */
+    memset(&f, 0, sizeof f);
+    grant_bytes(f.grant, 0x11);
+    f.seq = 2;
+    f.status = (uint32_t)-BATON_E_FENCE;
+    baton_wire_encode_peer_fence(p, &f);
+    emit("wire_peer", p, BATON_PEER_FENCE_BYTES);
+    f.status = 65536;
+    baton_wire_encode_peer_fence(p, &f);
+    emit("wire_peer", p, BATON_PEER_FENCE_BYTES);
+
+    /* options: an asynchronous copy's, a query's */
+    copy_options(&b, 3, BATON_COPY_ASYNC);
+    emit_buf("wire_peer", &b);
+    b.len = 0;
+    copy_options(&b, 0, 0);
+    emit_buf("wire_peer", &b);
+    b.len = 0;
+
+    /* whole COPY_TENSOR_TO requests: an asynchronous copy, a synchronous
+     * one, the query, and a copy without a sequence number */
+    copy_to(&b, &t, 0, 64, 1, 1, BATON_COPY_ASYNC);
+    emit_buf("wire_peer", &b);
+    b.len = 0;
+    copy_to(&b, &t, 16, 32, 1, 7, 0);
+    emit_buf("wire_peer", &b);
+    b.len = 0;
+    copy_to(&b, &t, 0, 0, 0, 0, 0);
+    emit_buf("wire_peer", &b);
+    b.len = 0;
+    copy_to(&b, &t, 0, 64, 1, 0, 0);
+    emit_buf("wire_peer", &b);
+    bfree(&b);
+}
+
+static void gen_wire_run(void)
+{
+    struct buf b = {0};
+
+    /* id records: graph 1; a reserved byte set */
+    graph_id_record(&b, 1);
+    emit_buf("wire_run", &b);
+    b.p[4] = 1;
+    emit_buf("wire_run", &b);
+    b.len = 0;
+
+    /* a run with nothing but its graph id */
+    run_header(&b, 1, 0, 0, 0);
+    emit_buf("wire_run", &b);
+    b.len = 0;
+
+    /* every record: 2 fences, 2 inputs (one a negative value), hand-off,
+     * return; then the same with one byte too many */
+    run_header(&b, 2, BATON_RUN_RESET | BATON_RUN_HANDOFF | BATON_RUN_RETURN, 2, 2);
+    run_fence(&b, 0x21, 1);
+    run_fence(&b, 0x31, 5);
+    run_input(&b, 1, 2, 7);
+    run_input(&b, 2, 1, -1);
+    run_handoff(&b, 1, BATON_COPY_ASYNC, 9, 64);
+    run_return(&b, 3);
+    emit_buf("wire_run", &b);
+    bu8(&b, 0);
+    emit_buf("wire_run", &b);
+    b.len = 0;
+
+    /* the maxima: 4 fences, 4 inputs whose last value is 2^31 - 1 */
+    run_header(&b, UINT32_MAX, BATON_RUN_HANDOFF | BATON_RUN_RETURN, 4, 4);
+    for (uint8_t i = 0; i < 4; i++)
+        run_fence(&b, (uint8_t)(0x40 + 16 * i), UINT64_MAX - i);
+    for (uint32_t i = 0; i < 4; i++)
+        run_input(&b, i, 4 - i, INT32_MAX - 3 + (int32_t)i);
+    run_handoff(&b, UINT32_MAX, 0, UINT64_MAX, UINT64_MAX);
+    run_return(&b, UINT32_MAX);
+    emit_buf("wire_run", &b);
+    b.len = 0;
+
+    /* refused: 5 fences; an input past 2^31 - 1; a hand-off flag 2 */
+    run_header(&b, 1, 0, 5, 0);
+    for (int i = 0; i < 5; i++)
+        run_fence(&b, 0x21, 1);
+    emit_buf("wire_run", &b);
+    b.len = 0;
+    run_header(&b, 1, 0, 0, 1);
+    run_input(&b, 0, 2, INT32_MAX);
+    emit_buf("wire_run", &b);
+    b.len = 0;
+    run_header(&b, 1, BATON_RUN_HANDOFF, 0, 0);
+    run_handoff(&b, 1, 2, 1, 1);
+    emit_buf("wire_run", &b);
+    bfree(&b);
+}
+
+/* An extended dispatcher record: cmd, then the payload (op: the flip bits
+ * of keyed mode, OP_FLIP and OP_FLIP_FIRST for the payload's last byte). */
+static void rec_ext(struct buf *b, uint8_t op, uint8_t cmd, const struct buf *payload)
+{
+    bu8(b, (uint8_t)(OP_EXT | op));
+    bu16(b, (uint16_t)(payload->len + 1));
+    bu8(b, cmd);
+    bput(b, payload->p, payload->len);
+}
+
+static void rec_ext_graph(struct buf *b, const struct baton_graph *g)
+{
+    struct buf p = {0};
+    graph_payload(&p, g);
+    rec_ext(b, 0, BATON_CMD_GRAPH_REGISTER, &p);
+    bfree(&p);
+}
+
+static void rec_ext_id(struct buf *b, uint8_t cmd, uint32_t id)
+{
+    struct buf p = {0};
+    graph_id_record(&p, id);
+    rec_ext(b, 0, cmd, &p);
+    bfree(&p);
+}
+
+/* COPY_ROUTE: tensor t to 127.0.0.1 (v4) or to no destination. */
+static void rec_ext_route(struct buf *b, const struct baton_tensor_desc *t, int v4)
+{
+    struct buf p = {0};
+    tensor_desc(&p, t);
+    peer_dest(&p, v4, 0x77, 0);
+    rec_ext(b, 0, BATON_CMD_COPY_ROUTE, &p);
+    bfree(&p);
+}
+
+static void rec_copy_to(struct buf *b, const struct baton_tensor_desc *t, uint64_t off,
+                        uint64_t n, int v4, uint64_t seq, uint32_t flags)
+{
+    struct buf p = {0};
+    copy_to(&p, t, off, n, v4, seq, flags);
+    rec(b, BATON_CMD_COPY_TENSOR_TO, &p);
+    bfree(&p);
+}
+
+/* A GRAPH_RUN record: the run in *run (header and records), as built. */
+static void rec_run(struct buf *b, struct buf *run)
+{
+    rec_ext(b, 0, BATON_CMD_GRAPH_RUN, run);
+    run->len = 0;
+}
+
+/* GRAPH_RUN of graph 1 with at most one input, no fences: flags, the
+ * input (count 0: none), the return leaf (with BATON_RUN_RETURN). */
+static void rec_run1(struct buf *b, uint32_t flags, uint32_t in_leaf, uint32_t in_count,
+                     int32_t in_first, uint32_t ret_leaf)
+{
+    struct buf r = {0};
+    run_header(&r, 1, flags, 0, in_count ? 1 : 0);
+    if (in_count)
+        run_input(&r, in_leaf, in_count, in_first);
+    if (flags & BATON_RUN_RETURN)
+        run_return(&r, ret_leaf);
+    rec_run(b, &r);
+    bfree(&r);
+}
+
+/* The index of the leaf of g that is t (same buffer, offset, type). */
+static uint32_t leaf_of(const struct baton_graph *g, const struct baton_tensor_desc *t)
+{
+    for (uint32_t i = 0; i < g->n_leaves; i++)
+        if (g->leaves[i].buffer == t->buffer && g->leaves[i].offset == t->offset &&
+            g->leaves[i].type == t->type)
+            return i;
+    fprintf(stderr, "gen_corpus: tensor is no leaf of the graph\n");
+    exit(1);
+}
+
+static void gen_dispatcher_pipeline(void)
+{
+    struct buf b = {0}, p = {0}, r = {0}, child = {0};
+    struct graph_store s;
+    struct llama_seed ls;
+    struct baton_tensor_desc t = tensor(H0, 0, BATON_TYPE_F32, 16, 1, 1, 1);
+    struct baton_tensor_desc wx = tensor(H0, 0, BATON_TYPE_F32, 4, 6, 1, 1);
+
+    /* graph_ops registered (leaf 0 table, 1 ids, 2 positions, 3 out): runs
+     * that set the ids and return them, return the output; an F32 input
+     * (E_TYPE) sets the latch, a run without RESET then fails (E_FENCE), one
+     * with RESET runs; too many ids (E_BOUNDS), no such leaf (E_GRAPH), an
+     * id out of range (E_INDEX); GRAPH_FREE, then the freed id everywhere */
+    graph_ops(&s);
+    bu8(&b, 0);
+    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 4096);
+    rec_set(&b, &s.gb.g.leaves[0], 0, 128, 0x41);
+    rec_ext_graph(&b, &s.gb.g);
+    run_header(&r, 1, BATON_RUN_RETURN, 0, 2);
+    run_input(&r, 1, 2, 1);
+    run_input(&r, 2, 2, 0);
+    run_return(&r, 1);
+    rec_run(&b, &r);
+    rec_run1(&b, BATON_RUN_RETURN, 1, 2, 2, 3);
+    rec_get(&b, &s.gb.g.leaves[3], 0, s.gb.g.leaves[3].nbytes);
+    rec_run1(&b, 0, 0, 1, 0, 0);
+    rec_run1(&b, BATON_RUN_RETURN, 0, 0, 0, 1);
+    rec_run1(&b, BATON_RUN_RESET | BATON_RUN_RETURN, 0, 0, 0, 1);
+    rec_run1(&b, BATON_RUN_RESET, 1, 3, 0, 0);
+    rec_run1(&b, BATON_RUN_RESET, 9, 1, 0, 0);
+    rec_run1(&b, BATON_RUN_RESET, 1, 2, 3, 0);
+    rec_ext_id(&b, BATON_CMD_GRAPH_FREE, 1);
+    rec_run1(&b, BATON_RUN_RESET, 0, 0, 0, 0);
+    rec_ext_id(&b, BATON_CMD_GRAPH_FREE, 1);
+    rec_ext_id(&b, BATON_CMD_GRAPH_FREE, 0);
+    emit_buf("dispatcher", &b);
+    b.len = 0;
+
+    /* a one-layer llama stage registered once, then two decode steps that
+     * set tokens, positions and the last index and return the argmax */
+    graph_llama(&s, &ls);
+    const struct baton_graph *lg = &s.gb.g;
+    bu8(&b, 0);
+    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, ls.bytes);
+    rec_set(&b, &ls.st.tok_embd, 0, ls.st.tok_embd.nbytes, 0x3b);
+    rec_ext_graph(&b, lg);
+    for (int32_t step = 0; step < 2; step++) {
+        run_header(&r, 1, BATON_RUN_RETURN, 0, 3);
+        run_input(&r, leaf_of(lg, &ls.st.io.tokens), 2, 1 + step);
+        run_input(&r, leaf_of(lg, &ls.st.io.pos), 2, 2 * step);
+        run_input(&r, leaf_of(lg, &ls.st.io.last_idx), 1, 1);
+        run_return(&r, leaf_of(lg, &ls.st.io.argmax));
+        rec_run(&b, &r);
+    }
+    rec_get(&b, &ls.st.io.logits, 0, ls.st.io.logits.nbytes);
+    emit_buf("dispatcher", &b);
+    b.len = 0;
+
+    /* hand-off: a route to 127.0.0.1 (not allow-listed: not done), a route
+     * without a destination (E_INVAL); runs handing off synchronously,
+     * asynchronously with a return, to route 2 (E_NOT_FOUND), too many
+     * bytes (E_BOUNDS), and while the latch is set (the run fails, the
+     * hand-off is cancelled); the counters; the route's buffer freed */
+    graph_matmul(&s);
+    bu8(&b, 0);
+    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 4096);
+    rec_set(&b, &wx, 0, 96, 0x3c);
+    rec_ext_route(&b, &t, 1);
+    rec_ext_route(&b, &t, 0);
+    rec_ext_graph(&b, &s.gb.g);
+    run_header(&r, 1, BATON_RUN_HANDOFF, 0, 0);
+    run_handoff(&r, 1, 0, 1, 64);
+    rec_run(&b, &r);
+    run_header(&r, 1, BATON_RUN_HANDOFF | BATON_RUN_RETURN, 0, 0);
+    run_handoff(&r, 1, BATON_COPY_ASYNC, 2, 32);
+    run_return(&r, 2);
+    rec_run(&b, &r);
+    run_header(&r, 1, BATON_RUN_HANDOFF, 0, 0);
+    run_handoff(&r, 2, 0, 3, 64);
+    rec_run(&b, &r);
+    run_header(&r, 1, BATON_RUN_RESET | BATON_RUN_HANDOFF, 0, 0);
+    run_handoff(&r, 1, 0, 3, 65);
+    rec_run(&b, &r);
+    run_header(&r, 1, BATON_RUN_HANDOFF, 0, 0);
+    run_handoff(&r, 1, 0, 3, 64);
+    rec_run(&b, &r);
+    rec_copy_to(&b, &t, 0, 0, 0, 0, 0);
+    rec_u64(&b, BATON_CMD_FREE_BUFFER, H0);
+    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 4096);
+    run_header(&r, 1, BATON_RUN_RESET | BATON_RUN_HANDOFF, 0, 0);
+    run_handoff(&r, 1, 0, 4, 64);
+    rec_run(&b, &r);
+    emit_buf("dispatcher", &b);
+    b.len = 0;
+
+    /* hand-off from a route whose buffer was freed after COPY_ROUTE: the run
+     * succeeds, the hand-off is cancelled (here: not allow-listed) */
+    struct baton_tensor_desc t2 = tensor(H1, 64, BATON_TYPE_F32, 16, 1, 1, 1);
+    bu8(&b, 0);
+    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 4096);
+    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 256);
+    rec_set(&b, &wx, 0, 96, 0x3c);
+    rec_ext_route(&b, &t2, 1);
+    rec_ext_graph(&b, &s.gb.g);
+    rec_u64(&b, BATON_CMD_FREE_BUFFER, H1);
+    run_header(&r, 1, BATON_RUN_HANDOFF, 0, 0);
+    run_handoff(&r, 1, 0, 1, 64);
+    rec_run(&b, &r);
+    rec_copy_to(&b, &t, 0, 0, 0, 0, 0);
+    emit_buf("dispatcher", &b);
+    b.len = 0;
+
+    /* fences without a peer: on the session's own grant (the harness puts
+     * its id in) a write that never comes (1 ms, E_FENCE); on a grant that
+     * does not exist (E_NOT_FOUND); a copy while the latch is set; a run
+     * with RESET and no fence */
+    bu8(&b, 0);
+    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 4096);
+    rec_set(&b, &wx, 0, 96, 0x3c);
+    rec_grant(&b, H0, 0, 64);
+    rec_ext_graph(&b, &s.gb.g);
+    run_header(&r, 1, BATON_RUN_RETURN, 1, 0);
+    run_fence(&r, 0, 1);
+    run_return(&r, 2);
+    rec_run(&b, &r);
+    run_header(&r, 1, BATON_RUN_RESET, 1, 0);
+    run_fence(&r, 0x99, 1);
+    rec_run(&b, &r);
+    rec_copy_to(&b, &t, 0, 64, 1, 1, 0);
+    rec_run1(&b, BATON_RUN_RESET | BATON_RUN_RETURN, 0, 0, 0, 2);
+    emit_buf("dispatcher", &b);
+    b.len = 0;
+
+    /* COPY_TENSOR_TO (168 bytes): synchronous, asynchronous, the query;
+     * refused: a copy without seq, a query with seq, flag 2, the old
+     * 152-byte request */
+    bu8(&b, 0);
+    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 256);
+    rec_set(&b, &t, 0, 64, 1);
+    rec_copy_to(&b, &t, 0, 64, 1, 1, 0);
+    rec_copy_to(&b, &t, 8, 32, 1, 2, BATON_COPY_ASYNC);
+    rec_copy_to(&b, &t, 0, 0, 0, 0, 0);
+    rec_copy_to(&b, &t, 0, 64, 1, 0, 0);
+    rec_copy_to(&b, &t, 0, 0, 0, 5, 0);
+    rec_copy_to(&b, &t, 0, 64, 1, 3, 2);
+    copy_to(&p, &t, 0, 64, 1, 4, 0);
+    p.len -= BATON_COPY_OPTIONS_BYTES;
+    rec(&b, BATON_CMD_COPY_TENSOR_TO, &p);
+    p.len = 0;
+    emit_buf("dispatcher", &b);
+    b.len = 0;
+
+    /* limits: 5 graphs (4 live at most), a freed id, the next id; 17 routes */
+    bu8(&b, 0);
+    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 4096);
+    for (int i = 0; i < 5; i++)
+        rec_ext_graph(&b, &s.gb.g);
+    rec_ext_id(&b, BATON_CMD_GRAPH_FREE, 2);
+    rec_ext_graph(&b, &s.gb.g);
+    for (int i = 0; i < 17; i++)
+        rec_ext_route(&b, &t, 1);
+    emit_buf("dispatcher", &b);
+    b.len = 0;
+
+    /* every new command with an 8-byte payload, then a cmd no command has
+     * (E_CMD ends the session) */
+    bu8(&b, 0);
+    rec_empty(&b, BATON_CMD_DEVICE_INFO);
+    bu64(&p, 0);
+    for (uint8_t cmd = BATON_CMD_GRAPH_REGISTER; cmd <= BATON_CMD_LIMIT; cmd++)
+        rec_ext(&b, 0, cmd, &p);
+    p.len = 0;
+    rec_empty(&b, BATON_CMD_DEVICE_INFO);
+    emit_buf("dispatcher", &b);
+    b.len = 0;
+
+    /* keyed (plain and encrypted): a peer-role second session writes write 1
+     * into the first one's grant and cancels write 3; fenced runs on 1 (it
+     * landed: runs), 3 (cancelled), 2 (can no longer come) and 4 (never
+     * comes, 1 ms); the bytes received in the counters */
+    for (int mode = 0; mode < 2; mode++) {
+        rec_peer_write(&child, 0, 0, 64, 0x10, 1);
+        rec_peer_fence(&child, 3, (uint32_t)-BATON_E_FENCE);
+        bu8(&b, (uint8_t)(DSP_KEYED | (mode ? DSP_ENCRYPT : 0)));
+        rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 4096);
+        rec_set(&b, &wx, 0, 96, 0x3c);
+        rec_grant(&b, H0, 0, 64);
+        rec_ext_graph(&b, &s.gb.g);
+        rec(&b, OP_FLIP, &child);
+        for (uint64_t seq = 1; seq <= 4; seq++) {
+            run_header(&r, 1, seq == 1 ? BATON_RUN_RETURN : BATON_RUN_RESET, 1, 0);
+            run_fence(&r, 0, seq == 1 ? 1 : seq == 2 ? 3 : seq == 3 ? 2 : 4);
+            if (seq == 1)
+                run_return(&r, 2);
+            rec_run(&b, &r);
+        }
+        rec_copy_to(&b, &t, 0, 0, 0, 0, 0);
+        emit_buf("dispatcher", &b);
+        b.len = 0;
+        child.len = 0;
+    }
+
+    /* keyed, flipped: a GRAPH_FREE's tag (a close without a reply), a cmd
+     * no command has (E_CMD from the header), a PEER_FENCE on a client link
+     * (E_PROTO from the header) */
+    for (int k = 0; k < 3; k++) {
+        bu8(&b, DSP_KEYED);
+        rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 256);
+        bu64(&p, 1);
+        if (k == 0) {
+            rec_ext(&b, OP_FLIP, BATON_CMD_GRAPH_FREE, &p);
+        } else if (k == 1) {
+            rec_ext(&b, OP_FLIP | OP_FLIP_FIRST, 0x7f, &p);
+        } else {
+            rec_peer_fence(&r, 1, 1);
+            rec_with_op(&b, OP_FLIP, &r);
+            r.len = 0;
+        }
+        p.len = 0;
+        rec_empty(&b, BATON_CMD_DEVICE_INFO);
+        emit_buf("dispatcher", &b);
+        b.len = 0;
+    }
 
     bfree(&b);
     bfree(&p);
@@ -1343,6 +1886,9 @@ int main(int argc, char **argv)
     gen_tokenizer();
     gen_dispatcher();
     gen_dispatcher_keyed();
+    gen_wire_peer();
+    gen_wire_run();
+    gen_dispatcher_pipeline();
     gen_cli_args();
     gen_meminfo();
     if (check_mode) {

@@ -28,7 +28,7 @@ set -euo pipefail
 
 usage() {
     echo "usage: $0 TARGET SECONDS" >&2
-    echo "targets: the fuzz/fuzz_<target>.c files (wire_header ... dispatcher, policy, cli_args, meminfo)" >&2
+    echo "targets: the fuzz/fuzz_<target>.c files (wire_header ... dispatcher, policy, cli_args, meminfo, wire_run)" >&2
     exit 2
 }
 [ $# -eq 2 ] || usage

@@ -128,6 +128,71 @@ int baton_submit_get_tensor(struct baton_conn *c, const struct baton_tensor_desc
 int baton_submit_graph_compute(struct baton_conn *c, const struct baton_graph *g);
 int baton_conn_wait(struct baton_conn *c);
 
+/* ---- tracking replies one by one (the coordinator's step engine) ----
+ * baton_conn_track(c, &st) makes the next submit's reply status go to st:
+ * st is BATON_REPLY_PENDING until that reply is read (by any call that
+ * reads replies: baton_conn_read_reply, baton_conn_wait, or a submit that
+ * drains), then 0 or the reply's error status, which is then not kept for
+ * baton_conn_wait. st must stay valid until the reply is read or the
+ * connection is dead (baton_conn_is_dead: replies not read by then never
+ * set it). baton_conn_outstanding counts the replies not read yet;
+ * baton_conn_read_reply reads the oldest one (blocking, within the
+ * connection's timeout) and returns its status (BATON_E_PROTO when none
+ * is outstanding); baton_conn_fd is the socket, for poll(): readable when
+ * a reply has begun to arrive (or the server closed). */
+#define BATON_REPLY_PENDING 1
+void baton_conn_track(struct baton_conn *c, int *status);
+uint32_t baton_conn_outstanding(const struct baton_conn *c);
+int baton_conn_read_reply(struct baton_conn *c);
+int baton_conn_fd(const struct baton_conn *c);
+
+/* ---- registered graphs (docs/PROTOCOL.md "Registered graphs") ----
+ * baton_graph_register validates and stores g on the server for this
+ * session (GRAPH_REGISTER): *id gets its id (>= 1). Errors: those of
+ * GRAPH_COMPUTE's validation, BATON_E_LIMIT (max_graphs_per_session),
+ * BATON_E_QUOTA. baton_graph_run runs a registered graph (GRAPH_RUN) after
+ * its fences (each: wait until the grant holds exactly the write with that
+ * sequence number) and inputs (each: leaf's first count I32 elements set to
+ * first, first + 1, ...). Errors: BATON_E_NOT_FOUND (no such graph or
+ * fence grant of this session), BATON_E_FENCE (a fenced write will not
+ * land, or an earlier GRAPH_RUN of this session failed and flags lacks
+ * BATON_RUN_RESET), the leaf errors (a buffer freed since registration:
+ * BATON_E_STALE_HANDLE), BATON_E_GRAPH / BATON_E_TYPE / BATON_E_BOUNDS for
+ * an input, the scratch errors, BATON_E_INDEX. baton_graph_free forgets a
+ * graph (BATON_E_NOT_FOUND otherwise). */
+struct baton_graph_run {
+    uint32_t graph;
+    uint32_t flags; /* BATON_RUN_RESET, BATON_RUN_HANDOFF, BATON_RUN_RETURN */
+    uint32_t n_fences, n_inputs; /* each <= 4 */
+    struct baton_run_fence fences[BATON_MAX_RUN_FENCES];
+    struct baton_run_input inputs[BATON_MAX_RUN_INPUTS];
+    /* HANDOFF: after the compute, the first handoff.n bytes of route
+     * handoff.route's tensor go to its destination as write handoff.seq
+     * (asynchronously with BATON_COPY_ASYNC); a failed run cancels that seq
+     * there. *handoff_result (valid until the reply is read) gets the
+     * outcome as COPY_TENSOR_TO's reply. */
+    struct baton_run_handoff handoff;
+    struct baton_copy_result *handoff_result;
+    /* RETURN: the bytes of leaf ret.leaf after the compute, ret_bytes of
+     * them (the leaf's size), into ret_dst (valid until the reply is read). */
+    struct baton_run_return ret;
+    void *ret_dst;
+    uint64_t ret_bytes;
+};
+int baton_submit_graph_register(struct baton_conn *c, const struct baton_graph *g, uint32_t *id);
+int baton_graph_register(struct baton_conn *c, const struct baton_graph *g, uint32_t *id);
+int baton_submit_graph_run(struct baton_conn *c, const struct baton_graph_run *run);
+int baton_graph_run(struct baton_conn *c, const struct baton_graph_run *run);
+int baton_graph_free(struct baton_conn *c, uint32_t id);
+
+/* COPY_ROUTE: registers (tensor t of this session, destination dest of
+ * family 4 or 6) as a route for GRAPH_RUN's hand-off; *id gets its id
+ * (1, 2, ...; at most 16 per session: BATON_E_LIMIT). Errors: those of the
+ * tensor, BATON_E_INVAL (family 0). The allow-list is checked when a copy
+ * goes. */
+int baton_copy_route(struct baton_conn *c, const struct baton_tensor_desc *t,
+                     const struct baton_peer_dest *dest, uint32_t *id);
+
 /* ---- direct path (docs/PROTOCOL.md "Direct path") ----
  * baton_grant_write asks the server to accept PEER_WRITEs into bytes
  * [offset, offset + length) of this session's buffer `handle`; *id gets the
@@ -140,26 +205,35 @@ int baton_grant_write(struct baton_conn *c, uint64_t handle, uint64_t offset, ui
 int baton_revoke_grant(struct baton_conn *c, const uint8_t id[BATON_GRANT_ID_BYTES]);
 
 /* COPY_TENSOR_TO: the server sends bytes [offset, offset + n) of tensor t
- * as a PEER_WRITE to dest (its address must be on the server's allow-list)
- * and answers once the destination has answered. *out (valid until the
- * reply is read) gets the outcome: result BATON_COPY_DONE, or why it was
- * not done, and this session's peer counters on that server. A "not done"
- * is not an error (the call returns 0); only a malformed request is. With
- * dest->family BATON_PEER_FAMILY_NONE and n = 0 nothing is sent: a query
- * of the counters. */
+ * as a PEER_WRITE with sequence number opt->seq to dest (its address must
+ * be on the server's allow-list) and answers once the destination has
+ * answered, or at once (BATON_COPY_QUEUED) with BATON_COPY_ASYNC in
+ * opt->flags. *out (valid until the reply is read) gets the outcome:
+ * result BATON_COPY_DONE, QUEUED, or why it was not done, and this
+ * session's peer counters on that server. A "not done" is not an error
+ * (the call returns 0); only a malformed request is. With dest->family
+ * BATON_PEER_FAMILY_NONE and n = 0 nothing is sent: a query of the
+ * counters (opt NULL: seq 0, no flags). */
 int baton_submit_copy_tensor_to(struct baton_conn *c, const struct baton_tensor_desc *t,
                                 uint64_t offset, uint64_t n, const struct baton_peer_dest *dest,
+                                const struct baton_copy_options *opt,
                                 struct baton_copy_result *out);
 int baton_copy_tensor_to(struct baton_conn *c, const struct baton_tensor_desc *t, uint64_t offset,
                          uint64_t n, const struct baton_peer_dest *dest,
-                         struct baton_copy_result *out);
+                         const struct baton_copy_options *opt, struct baton_copy_result *out);
 
 /* PEER_WRITE (a connection opened with role BATON_ROLE_PEER and the peer
- * key): writes n bytes at offset within the grant id, and waits for the
- * reply. A refusal is the status the destination sent (BATON_E_NOT_FOUND,
- * BATON_E_BOUNDS, ...), after which the destination has closed the link. */
+ * key): writes n bytes at offset within the grant id as the write with
+ * sequence number seq (>= 1, newer than the grant's last), and waits for
+ * the reply. A refusal is the status the destination sent
+ * (BATON_E_NOT_FOUND, BATON_E_BOUNDS, BATON_E_FENCE, ...), after which the
+ * destination has closed the link. baton_peer_fence (PEER_FENCE) tells the
+ * destination that write seq will not come (status: the positive code
+ * why); a refusal leaves the link open. */
 int baton_peer_write(struct baton_conn *c, const uint8_t id[BATON_GRANT_ID_BYTES],
-                     uint64_t offset, const void *data, uint64_t n);
+                     uint64_t offset, uint64_t seq, const void *data, uint64_t n);
+int baton_peer_fence(struct baton_conn *c, const uint8_t id[BATON_GRANT_ID_BYTES], uint64_t seq,
+                     uint32_t status);
 
 /* Fills t as a contiguous tensor at (buffer, offset): nb and nbytes from type
  * and ne. Returns 0 or the error of baton_tensor_contiguous_nb. */

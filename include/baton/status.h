@@ -33,7 +33,10 @@ enum baton_status {
     BATON_E_TRUNCATED = -21,   /* input ended inside a field */
     BATON_E_FORMAT = -22,      /* file format error (GGUF, key file, policy) */
     BATON_E_NOT_FOUND = -23,   /* named thing (tensor, key, file) not present */
-    BATON_E_STATUS_MIN = -23
+    BATON_E_FENCE = -24,       /* a boundary input a run waits for did not land: cancelled,
+                                  failed, overwritten or past its deadline; or an earlier
+                                  run of the session failed (GRAPH_RUN) */
+    BATON_E_STATUS_MIN = -24
 };
 
 /* Returns a static, human-readable name for a status ("E_BOUNDS", ...).

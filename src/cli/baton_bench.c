@@ -19,7 +19,8 @@ static void bench_usage(FILE *f)
 {
     fputs("usage: baton bench --model FILE [--servers LIST] [--split P,...] [-p N] [-n N]\n"
           "                   [--ctx N] [--reps R] [--threads N] [--ubatch N] [--timeout MS]\n"
-          "                   [--key FILE] [--json FILE]\n"
+          "                   [--key FILE] [--p2p on|off] [--pipeline on|off] [--slots N]\n"
+          "                   [--json FILE]\n"
           "\n"
           "Runs the model R times on a synthetic prompt of -p tokens, generating -n tokens\n"
           "greedily (EOS ignored), and prints the median and spread (min..max) of prefill\n"
@@ -33,7 +34,8 @@ static void bench_usage(FILE *f)
           "  --reps R      repetitions (default 5)\n"
           "  --timeout MS  deadline of every server call (default 30000)\n"
           "  --json FILE   also write the figures as JSON\n"
-          "  --servers, --split, --threads, --ubatch, --key: as for `baton run`\n"
+          "  --servers, --split, --threads, --ubatch, --key, --p2p, --pipeline, --slots:\n"
+          "                as for `baton run`\n"
           "\n"
           "-p + -n may not exceed the model's context length (llama.context_length, 2048\n"
           "when the model has no usable one), as the model was not trained past it and\n"
@@ -101,14 +103,16 @@ static void print_run_errors(const char *text)
 int baton_cmd_bench(int argc, char **argv)
 {
     enum { O_MODEL = 256, O_SERVERS, O_SPLIT, O_REPS, O_JSON, O_THREADS, O_UBATCH, O_KEY,
-           O_HELP, O_CTX, O_TIMEOUT };
+           O_HELP, O_CTX, O_TIMEOUT, O_P2P, O_PIPELINE, O_SLOTS };
     static const struct option opts[] = {
         {"model", required_argument, 0, O_MODEL}, {"servers", required_argument, 0, O_SERVERS},
         {"split", required_argument, 0, O_SPLIT}, {"reps", required_argument, 0, O_REPS},
         {"json", required_argument, 0, O_JSON},   {"threads", required_argument, 0, O_THREADS},
         {"ubatch", required_argument, 0, O_UBATCH}, {"key", required_argument, 0, O_KEY},
         {"help", no_argument, 0, O_HELP},         {"ctx", required_argument, 0, O_CTX},
-        {"timeout", required_argument, 0, O_TIMEOUT}, {0, 0, 0, 0}};
+        {"timeout", required_argument, 0, O_TIMEOUT}, {"p2p", required_argument, 0, O_P2P},
+        {"pipeline", required_argument, 0, O_PIPELINE}, {"slots", required_argument, 0, O_SLOTS},
+        {0, 0, 0, 0}};
     struct baton_run_config cfg;
     struct baton_run_result *res = NULL;
     struct figure fig[5] = {{"prefill", "tok/s", {0}, 0, 0, 0},
@@ -148,6 +152,12 @@ int baton_cmd_bench(int argc, char **argv)
             bad = baton_cli_parse_u32(PROG, "--ubatch", optarg, 1, 1u << 20, &cfg.n_ubatch);
             break;
         case O_CTX: bad = baton_cli_parse_u32(PROG, "--ctx", optarg, 1, UINT32_MAX, &n_ctx); break;
+        case O_P2P: bad = baton_cli_parse_onoff(PROG, "--p2p", optarg, &cfg.p2p); break;
+        case O_PIPELINE: bad = baton_cli_parse_onoff(PROG, "--pipeline", optarg, &cfg.pipeline); break;
+        case O_SLOTS:
+            bad = baton_cli_parse_u32(PROG, "--slots", optarg, 1, BATON_LLAMA_MAX_SLOTS,
+                                      &cfg.n_slots);
+            break;
         case O_TIMEOUT:
             bad = baton_cli_parse_u32(PROG, "--timeout", optarg, 1, 86400000u, &u);
             if (!bad)
@@ -305,9 +315,10 @@ int baton_cmd_bench(int argc, char **argv)
         snprintf(reps_text, sizeof reps_text, "%u of %u (repetition %u failed)", n_done, reps,
                  n_done + 1);
     printf("bench: %s, servers %s, split %s, prompt %u, generated %u, reps %s, threads %u, "
-           "ctx %u, ubatch %u\n",
+           "ctx %u, ubatch %u, pipeline %s, p2p %s\n",
            cfg.model_path, cfg.servers, cfg.split ? cfg.split : "(equal)", n_prompt, n_gen,
-           reps_text, cfg.n_threads, cfg.n_ctx, cfg.n_ubatch);
+           reps_text, cfg.n_threads, cfg.n_ctx, res->n_ubatch, cfg.pipeline ? "on" : "off",
+           cfg.p2p ? "on" : "off");
     printf("  %-8s %12s %12s %12s  %s\n", "figure", "median", "min", "max", "unit");
     for (i = 0; i < 5; i++)
         printf("  %-8s %12.3f %12.3f %12.3f  %s\n", fig[i].name, fig[i].med, fig[i].lo, fig[i].hi,
@@ -322,9 +333,12 @@ int baton_cmd_bench(int argc, char **argv)
                        (double)res->cmd[i][c].count / res->decode_steps,
                        (double)res->cmd[i][c].request_bytes / res->decode_steps,
                        (double)res->cmd[i][c].reply_bytes / res->decode_steps);
-    if (res->decode_steps)
+    if (res->decode_steps) {
         printf("  hidden-state bytes through the coordinator: %.1f per step\n",
                (double)res->hidden_bytes_hub / res->decode_steps);
+        printf("  coordinator waits for a reply it needs: %.2f per step\n",
+               (double)res->waits / res->decode_steps);
+    }
     if (json && failed_rc == 0) {
         FILE *f = fopen(json, "w");
 
@@ -337,8 +351,11 @@ int baton_cmd_bench(int argc, char **argv)
         fputs(", \"servers\": ", f);
         baton_cli_put_string(f, cfg.servers, strlen(cfg.servers), 1);
         fprintf(f, ", \"prompt\": %u, \"generated\": %u, \"ctx\": %u, \"ubatch\": %u, "
-                   "\"reps\": %u, \"threads\": %u",
-                n_prompt, n_gen, cfg.n_ctx, cfg.n_ubatch, reps, cfg.n_threads);
+                   "\"reps\": %u, \"threads\": %u, \"pipeline\": %s, \"p2p\": %s, "
+                   "\"waits_per_step\": %.4g",
+                n_prompt, n_gen, cfg.n_ctx, res->n_ubatch, reps, cfg.n_threads,
+                cfg.pipeline ? "true" : "false", cfg.p2p ? "true" : "false",
+                res->decode_steps ? (double)res->waits / res->decode_steps : 0.0);
         for (i = 0; i < 5; i++)
             fprintf(f, ", \"%s\": {\"unit\": \"%s\", \"median\": %.6g, \"min\": %.6g, "
                        "\"max\": %.6g}",

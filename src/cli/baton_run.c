@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "compute/compute.h"
+#include "model/llama.h"
 #include "model/run.h"
 
 static void run_usage(FILE *f)
@@ -27,7 +28,15 @@ static void run_usage(FILE *f)
           "  -n N                 tokens to generate (default 64; stops at EOS)\n"
           "  --ctx N              KV cache positions, at least the prompt's tokens + -n\n"
           "                       (default 512)\n"
-          "  --ubatch N           prompt tokens per prefill step (default 512)\n"
+          "  --ubatch N           prompt tokens per prefill step (default 512 on one\n"
+          "                       stage; split and pipelined: about a quarter of the\n"
+          "                       prompt per stage, 32..512, so that stages overlap)\n"
+          "  --pipeline on|off    overlap the stages (default on): stage 1 computes\n"
+          "                       ubatch k+1 while stage 2 computes ubatch k, and hand-offs\n"
+          "                       go without the coordinator waiting; off: one stage at a\n"
+          "                       time (for A/B)\n"
+          "  --slots N            input slots per stage boundary, 1..4 (default 2): how\n"
+          "                       far one stage may run ahead of the next\n"
           "  --temp T             sampling temperature (default 0: greedy)\n"
           "  --top-k K            keep the K most likely tokens (default 0: all)\n"
           "  --top-p P            nucleus sampling mass in (0, 1] (default 1)\n"
@@ -89,7 +98,7 @@ int baton_cmd_run(int argc, char **argv)
     enum {
         O_MODEL = 256, O_PROMPT, O_SERVERS, O_SPLIT, O_CTX, O_UBATCH, O_TEMP, O_TOPK, O_TOPP,
         O_SEED, O_THREADS, O_TIMEOUT, O_STATS, O_IDS, O_QUIET, O_IGNORE_EOS, O_GAP, O_HELP,
-        O_KEY, O_P2P, O_STATS_JSON
+        O_KEY, O_P2P, O_STATS_JSON, O_PIPELINE, O_SLOTS
     };
     static const struct option opts[] = {
         {"model", required_argument, 0, O_MODEL},     {"prompt", required_argument, 0, O_PROMPT},
@@ -103,6 +112,7 @@ int baton_cmd_run(int argc, char **argv)
         {"ignore-eos", no_argument, 0, O_IGNORE_EOS}, {"report-gap", no_argument, 0, O_GAP},
         {"key", required_argument, 0, O_KEY},
         {"p2p", required_argument, 0, O_P2P},         {"stats-json", required_argument, 0, O_STATS_JSON},
+        {"pipeline", required_argument, 0, O_PIPELINE}, {"slots", required_argument, 0, O_SLOTS},
         {0, 0, 0, 0}};
     struct baton_run_config cfg;
     const char *servers_name = "--servers"; /* where cfg.servers came from */
@@ -161,15 +171,12 @@ int baton_cmd_run(int argc, char **argv)
         case O_IGNORE_EOS: cfg.ignore_eos = 1; break;
         case O_GAP: cfg.report_gap = 1; break;
         case O_KEY: cfg.key_path = optarg; cfg.key_name = "--key"; break;
-        case O_P2P:
-            if (!strcmp(optarg, "on")) {
-                cfg.p2p = 1;
-            } else if (!strcmp(optarg, "off")) {
-                cfg.p2p = 0;
-            } else {
-                fprintf(stderr, "baton run: --p2p: '%s' is not on or off\n", optarg);
-                return 2;
-            }
+        case O_P2P: if (baton_cli_parse_onoff(PROG, "--p2p", optarg, &cfg.p2p)) return 2; break;
+        case O_PIPELINE:
+            if (baton_cli_parse_onoff(PROG, "--pipeline", optarg, &cfg.pipeline)) return 2;
+            break;
+        case O_SLOTS:
+            if (parse_u32("--slots", optarg, 1, BATON_LLAMA_MAX_SLOTS, &cfg.n_slots)) return 2;
             break;
         case O_STATS_JSON: cfg.stats_json = optarg; break;
         case 'h':

@@ -49,6 +49,9 @@ void baton_cli_put_string(FILE *f, const char *ptr, size_t len, int json);
 int baton_cli_parse_u64(const char *prog, const char *opt, const char *s, uint64_t min,
                         uint64_t max, uint64_t *out);
 /* The same for a uint32_t (max at most UINT32_MAX). */
+/* "on" -> 1, "off" -> 0 into *out; anything else: "PROG: OPT: 'S' is not on or
+ * off" to stderr and -1. */
+int baton_cli_parse_onoff(const char *prog, const char *opt, const char *s, int *out);
 int baton_cli_parse_u32(const char *prog, const char *opt, const char *s, uint32_t min,
                         uint32_t max, uint32_t *out);
 

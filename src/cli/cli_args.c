@@ -1,6 +1,7 @@
 /* Integer option values, shared by `baton` and `batond` (see cli.h). */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/cli.h"
 
@@ -53,5 +54,18 @@ int baton_cli_parse_u32(const char *prog, const char *opt, const char *s, uint32
     if (baton_cli_parse_u64(prog, opt, s, min, max, &v) != 0)
         return -1;
     *out = (uint32_t)v;
+    return 0;
+}
+
+int baton_cli_parse_onoff(const char *prog, const char *opt, const char *s, int *out)
+{
+    if (strcmp(s, "on") == 0) {
+        *out = 1;
+    } else if (strcmp(s, "off") == 0) {
+        *out = 0;
+    } else {
+        fprintf(stderr, "%s: %s: '%s' is not on or off\n", prog, opt, s);
+        return -1;
+    }
     return 0;
 }

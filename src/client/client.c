@@ -48,6 +48,8 @@ struct pending {
     struct baton_hello *hello;       /* HELLO */
     uint8_t *grant_id;               /* GRANT_WRITE */
     struct baton_copy_result *copy;  /* COPY_TENSOR_TO */
+    uint32_t *graph_id;              /* GRAPH_REGISTER */
+    int *status_out;                 /* baton_conn_track: the reply's status goes here */
 };
 
 struct baton_conn {
@@ -66,6 +68,7 @@ struct baton_conn {
     int encrypt;  /* tagged, and payloads are encrypted (server's HELLO) */
     struct baton_frame_key send_key, recv_key;
     uint8_t *enc_buf; /* encrypt mode: BATON_SEND_PIECE_BYTES of ciphertext */
+    int *track;       /* baton_conn_track: for the next submit only */
 };
 
 
@@ -182,7 +185,7 @@ static int send_frame(struct baton_conn *c, const uint8_t *hb, const void *p1, u
 }
 
 /* Reads and decodes the reply of the oldest outstanding request. */
-static int read_one_reply(struct baton_conn *c)
+static int read_one_reply_raw(struct baton_conn *c)
 {
     struct pending *pd = &c->ring[c->head];
     uint8_t hb[BATON_FRAME_HEADER_BYTES];
@@ -268,6 +271,13 @@ static int read_one_reply(struct baton_conn *c)
     case BATON_CMD_COPY_TENSOR_TO:
         want = BATON_COPY_RESULT_BYTES;
         break;
+    case BATON_CMD_GRAPH_REGISTER:
+    case BATON_CMD_COPY_ROUTE:
+        want = BATON_GRAPH_ID_BYTES;
+        break;
+    case BATON_CMD_GRAPH_RUN:
+        want = (pd->copy ? BATON_COPY_RESULT_BYTES : 0) + pd->get_n;
+        break;
     default:
         want = 0;
         break;
@@ -283,6 +293,25 @@ static int read_one_reply(struct baton_conn *c)
             rc = recv_tag(c, &m, deadline);
         if (rc != 0)
             goto dead;
+        return 0;
+    }
+    if (pd->cmd == BATON_CMD_GRAPH_RUN) {
+        /* the hand-off's result, then the returned leaf's bytes */
+        rc = 0;
+        if (pd->copy)
+            rc = recv_body(c, &m, small, BATON_COPY_RESULT_BYTES, deadline);
+        if (rc == 0 && pd->get_n)
+            rc = recv_body(c, &m, pd->get_dst, pd->get_n, deadline);
+        if (rc == 0)
+            rc = recv_tag(c, &m, deadline);
+        if (rc != 0)
+            goto dead;
+        pos = 0;
+        if (pd->copy && baton_wire_decode_copy_result(small, BATON_COPY_RESULT_BYTES, &pos,
+                                                      pd->copy) != 0) {
+            rc = BATON_E_PROTO;
+            goto dead;
+        }
         return 0;
     }
     rc = recv_body(c, &m, small, want, deadline);
@@ -308,6 +337,8 @@ static int read_one_reply(struct baton_conn *c)
         rc = baton_wire_decode_grant_id(small, (size_t)want, &pos, pd->grant_id);
     } else if (pd->cmd == BATON_CMD_COPY_TENSOR_TO) {
         rc = baton_wire_decode_copy_result(small, (size_t)want, &pos, pd->copy);
+    } else if (pd->cmd == BATON_CMD_GRAPH_REGISTER || pd->cmd == BATON_CMD_COPY_ROUTE) {
+        rc = baton_wire_decode_graph_id(small, (size_t)want, &pos, pd->graph_id);
     }
     if (rc != 0) {
         rc = BATON_E_PROTO;
@@ -322,12 +353,28 @@ dead:
     return rc;
 }
 
-/* Reads every outstanding reply, keeping the first error in c->first_err. */
+/* read_one_reply_raw, and the status into the request's tracking slot
+ * (baton_conn_track) when it has one. Returns the status, and sets *tracked
+ * when it went to a slot. */
+static int read_one_reply(struct baton_conn *c, int *tracked)
+{
+    int *slot = c->ring[c->head].status_out;
+    int rc = read_one_reply_raw(c);
+    if (slot)
+        *slot = rc;
+    if (tracked)
+        *tracked = slot != NULL;
+    return rc;
+}
+
+/* Reads every outstanding reply, keeping the first error of an untracked
+ * request in c->first_err (a tracked one's goes to its slot). */
 static void drain(struct baton_conn *c)
 {
     while (c->count > 0) {
-        int rc = read_one_reply(c);
-        if (rc != 0 && c->first_err == 0)
+        int tracked = 0;
+        int rc = read_one_reply(c, &tracked);
+        if (rc != 0 && !tracked && c->first_err == 0)
             c->first_err = rc;
     }
 }
@@ -368,16 +415,20 @@ static int refusal_status(struct baton_conn *c, const struct pending *expect, ui
     if (baton_transport_wait_readable(c->t, baton_net_deadline_ms(0)) != 0)
         return BATON_E_IO;
     push_pending(c, expect, seq);
-    rc = read_one_reply(c);
+    rc = read_one_reply(c, NULL);
     return rc != 0 ? rc : BATON_E_IO; /* a success cannot answer half a frame */
 }
 
 /* Sends one request (header + up to two payload pieces) and records what
  * its reply must look like. */
-static int submit(struct baton_conn *c, const struct pending *expect, const void *p1, uint64_t n1,
-                  const void *p2, uint64_t n2)
+static int submit(struct baton_conn *c, const struct pending *expect_in, const void *p1,
+                  uint64_t n1, const void *p2, uint64_t n2)
 {
     uint8_t hb[BATON_FRAME_HEADER_BYTES];
+    struct pending tracked = *expect_in;
+    const struct pending *expect = &tracked;
+    tracked.status_out = c->track;
+    c->track = NULL;
     if (c->dead)
         return BATON_E_IO;
     if (n1 > BATON_MAX_MESSAGE_BYTES || n2 > BATON_MAX_MESSAGE_BYTES - n1)
@@ -405,6 +456,34 @@ static int submit(struct baton_conn *c, const struct pending *expect, const void
     return 0;
 }
 
+void baton_conn_track(struct baton_conn *c, int *status)
+{
+    if (status)
+        *status = BATON_REPLY_PENDING;
+    c->track = status;
+}
+
+uint32_t baton_conn_outstanding(const struct baton_conn *c)
+{
+    return c->count;
+}
+
+int baton_conn_read_reply(struct baton_conn *c)
+{
+    if (c->count == 0)
+        return c->dead ? BATON_E_IO : BATON_E_PROTO;
+    int tracked = 0;
+    int rc = read_one_reply(c, &tracked);
+    if (rc != 0 && !tracked && c->first_err == 0)
+        c->first_err = rc;
+    return rc;
+}
+
+int baton_conn_fd(const struct baton_conn *c)
+{
+    return baton_transport_socket_fd(c->t);
+}
+
 int baton_conn_wait(struct baton_conn *c)
 {
     drain(c);
@@ -427,6 +506,8 @@ static int roundtrip(struct baton_conn *c, const struct pending *expect, const v
     }
     return baton_conn_wait(c);
 }
+
+static int encode_graph(struct baton_conn *c, const struct baton_graph *g, size_t *len_out);
 
 /* ---- connection ---- */
 
@@ -759,29 +840,12 @@ int baton_copy_tensor(struct baton_conn *c, const struct baton_tensor_desc *src,
 
 int baton_submit_graph_compute(struct baton_conn *c, const struct baton_graph *g)
 {
+    size_t len = 0;
     if (c->dead)
         return BATON_E_IO;
-    if (g->n_nodes == 0 || g->n_nodes > BATON_MAX_GRAPH_NODES ||
-        g->n_leaves > BATON_MAX_GRAPH_LEAVES)
-        return BATON_E_LIMIT;
-    /* bounded by the limits above: a few MiB, no overflow */
-    size_t len = BATON_GRAPH_HEADER_BYTES + (size_t)g->n_leaves * BATON_TENSOR_DESC_BYTES +
-                 (size_t)g->n_nodes * BATON_GRAPH_NODE_BYTES;
-    if (len > c->enc_cap) {
-        uint8_t *p = realloc(c->enc, len);
-        if (!p)
-            return BATON_E_NOMEM;
-        c->enc = p;
-        c->enc_cap = len;
-    }
-    uint8_t *p = c->enc;
-    baton_wire_put_u32(p, g->n_leaves);
-    baton_wire_put_u32(p + 4, g->n_nodes);
-    p += BATON_GRAPH_HEADER_BYTES;
-    for (uint32_t i = 0; i < g->n_leaves; i++, p += BATON_TENSOR_DESC_BYTES)
-        baton_wire_encode_tensor(p, &g->leaves[i]);
-    for (uint32_t j = 0; j < g->n_nodes; j++, p += BATON_GRAPH_NODE_BYTES)
-        baton_wire_encode_node(p, &g->nodes[j]);
+    int rc = encode_graph(c, g, &len);
+    if (rc != 0)
+        return rc;
     struct pending e = {.cmd = BATON_CMD_GRAPH_COMPUTE};
     return submit(c, &e, c->enc, len, NULL, 0);
 }
@@ -814,20 +878,24 @@ int baton_revoke_grant(struct baton_conn *c, const uint8_t id[BATON_GRANT_ID_BYT
 
 int baton_submit_copy_tensor_to(struct baton_conn *c, const struct baton_tensor_desc *t,
                                 uint64_t offset, uint64_t n, const struct baton_peer_dest *dest,
+                                const struct baton_copy_options *opt,
                                 struct baton_copy_result *out)
 {
     uint8_t p[BATON_COPY_TO_BYTES];
+    struct baton_copy_options none = {0, 0};
     encode_tensor_range(p, t, offset, n);
     baton_wire_encode_peer_dest(p + BATON_TENSOR_DESC_BYTES + 16, dest);
+    baton_wire_encode_copy_options(p + BATON_TENSOR_DESC_BYTES + 16 + BATON_PEER_DEST_BYTES,
+                                   opt ? opt : &none);
     struct pending e = {.cmd = BATON_CMD_COPY_TENSOR_TO, .copy = out};
     return submit(c, &e, p, sizeof p, NULL, 0);
 }
 
 int baton_copy_tensor_to(struct baton_conn *c, const struct baton_tensor_desc *t, uint64_t offset,
                          uint64_t n, const struct baton_peer_dest *dest,
-                         struct baton_copy_result *out)
+                         const struct baton_copy_options *opt, struct baton_copy_result *out)
 {
-    int rc = baton_submit_copy_tensor_to(c, t, offset, n, dest, out);
+    int rc = baton_submit_copy_tensor_to(c, t, offset, n, dest, opt, out);
     if (rc != 0) {
         c->first_err = 0;
         return rc;
@@ -836,14 +904,137 @@ int baton_copy_tensor_to(struct baton_conn *c, const struct baton_tensor_desc *t
 }
 
 int baton_peer_write(struct baton_conn *c, const uint8_t id[BATON_GRANT_ID_BYTES],
-                     uint64_t offset, const void *data, uint64_t n)
+                     uint64_t offset, uint64_t seq, const void *data, uint64_t n)
 {
     uint8_t p[BATON_PEER_WRITE_HEADER_BYTES];
-    struct baton_peer_write_header w = {.offset = offset, .n = n};
+    struct baton_peer_write_header w = {.offset = offset, .n = n, .seq = seq};
     memcpy(w.grant, id, BATON_GRANT_ID_BYTES);
     baton_wire_encode_peer_write(p, &w);
     struct pending e = {.cmd = BATON_CMD_PEER_WRITE};
     return roundtrip(c, &e, p, sizeof p, data, n);
+}
+
+int baton_peer_fence(struct baton_conn *c, const uint8_t id[BATON_GRANT_ID_BYTES], uint64_t seq,
+                     uint32_t status)
+{
+    uint8_t p[BATON_PEER_FENCE_BYTES];
+    struct baton_peer_fence f = {.seq = seq, .status = status};
+    memcpy(f.grant, id, BATON_GRANT_ID_BYTES);
+    baton_wire_encode_peer_fence(p, &f);
+    struct pending e = {.cmd = BATON_CMD_PEER_FENCE};
+    return roundtrip(c, &e, p, sizeof p, NULL, 0);
+}
+
+/* Encodes g as GRAPH_COMPUTE / GRAPH_REGISTER payload into c->enc; *len
+ * gets its length. */
+static int encode_graph(struct baton_conn *c, const struct baton_graph *g, size_t *len_out)
+{
+    if (g->n_nodes == 0 || g->n_nodes > BATON_MAX_GRAPH_NODES ||
+        g->n_leaves > BATON_MAX_GRAPH_LEAVES)
+        return BATON_E_LIMIT;
+    /* bounded by the limits above: a few MiB, no overflow */
+    size_t len = BATON_GRAPH_HEADER_BYTES + (size_t)g->n_leaves * BATON_TENSOR_DESC_BYTES +
+                 (size_t)g->n_nodes * BATON_GRAPH_NODE_BYTES;
+    if (len > c->enc_cap) {
+        uint8_t *p = realloc(c->enc, len);
+        if (!p)
+            return BATON_E_NOMEM;
+        c->enc = p;
+        c->enc_cap = len;
+    }
+    uint8_t *p = c->enc;
+    baton_wire_put_u32(p, g->n_leaves);
+    baton_wire_put_u32(p + 4, g->n_nodes);
+    p += BATON_GRAPH_HEADER_BYTES;
+    for (uint32_t i = 0; i < g->n_leaves; i++, p += BATON_TENSOR_DESC_BYTES)
+        baton_wire_encode_tensor(p, &g->leaves[i]);
+    for (uint32_t j = 0; j < g->n_nodes; j++, p += BATON_GRAPH_NODE_BYTES)
+        baton_wire_encode_node(p, &g->nodes[j]);
+    *len_out = len;
+    return 0;
+}
+
+int baton_submit_graph_register(struct baton_conn *c, const struct baton_graph *g, uint32_t *id)
+{
+    size_t len = 0;
+    if (c->dead)
+        return BATON_E_IO;
+    int rc = encode_graph(c, g, &len);
+    if (rc != 0)
+        return rc;
+    struct pending e = {.cmd = BATON_CMD_GRAPH_REGISTER, .graph_id = id};
+    return submit(c, &e, c->enc, len, NULL, 0);
+}
+
+int baton_graph_register(struct baton_conn *c, const struct baton_graph *g, uint32_t *id)
+{
+    int rc = baton_submit_graph_register(c, g, id);
+    if (rc != 0) {
+        c->first_err = 0;
+        return rc;
+    }
+    return baton_conn_wait(c);
+}
+
+int baton_submit_graph_run(struct baton_conn *c, const struct baton_graph_run *run)
+{
+    uint8_t p[BATON_RUN_HEADER_BYTES + BATON_MAX_RUN_FENCES * BATON_RUN_FENCE_BYTES +
+              BATON_MAX_RUN_INPUTS * BATON_RUN_INPUT_BYTES + BATON_RUN_HANDOFF_BYTES +
+              BATON_RUN_RETURN_BYTES];
+    struct baton_run_header h = {.graph = run->graph, .flags = run->flags,
+                                 .n_fences = run->n_fences, .n_inputs = run->n_inputs};
+    size_t len = BATON_RUN_HEADER_BYTES;
+    if (run->n_fences > BATON_MAX_RUN_FENCES || run->n_inputs > BATON_MAX_RUN_INPUTS ||
+        run->flags > BATON_RUN_FLAGS_ALL)
+        return BATON_E_LIMIT;
+    baton_wire_encode_run_header(p, &h);
+    for (uint32_t i = 0; i < run->n_fences; i++, len += BATON_RUN_FENCE_BYTES)
+        baton_wire_encode_run_fence(p + len, &run->fences[i]);
+    for (uint32_t i = 0; i < run->n_inputs; i++, len += BATON_RUN_INPUT_BYTES)
+        baton_wire_encode_run_input(p + len, &run->inputs[i]);
+    if (run->flags & BATON_RUN_HANDOFF) {
+        baton_wire_encode_run_handoff(p + len, &run->handoff);
+        len += BATON_RUN_HANDOFF_BYTES;
+    }
+    if (run->flags & BATON_RUN_RETURN) {
+        baton_wire_encode_run_return(p + len, &run->ret);
+        len += BATON_RUN_RETURN_BYTES;
+    }
+    struct pending e = {.cmd = BATON_CMD_GRAPH_RUN,
+                        .copy = (run->flags & BATON_RUN_HANDOFF) ? run->handoff_result : NULL,
+                        .get_dst = (run->flags & BATON_RUN_RETURN) ? run->ret_dst : NULL,
+                        .get_n = (run->flags & BATON_RUN_RETURN) ? run->ret_bytes : 0};
+    if ((run->flags & BATON_RUN_HANDOFF) && !run->handoff_result)
+        return BATON_E_INVAL;
+    return submit(c, &e, p, len, NULL, 0);
+}
+
+int baton_copy_route(struct baton_conn *c, const struct baton_tensor_desc *t,
+                     const struct baton_peer_dest *dest, uint32_t *id)
+{
+    uint8_t p[BATON_COPY_ROUTE_BYTES];
+    baton_wire_encode_tensor(p, t);
+    baton_wire_encode_peer_dest(p + BATON_TENSOR_DESC_BYTES, dest);
+    struct pending e = {.cmd = BATON_CMD_COPY_ROUTE, .graph_id = id};
+    return roundtrip(c, &e, p, sizeof p, NULL, 0);
+}
+
+int baton_graph_run(struct baton_conn *c, const struct baton_graph_run *run)
+{
+    int rc = baton_submit_graph_run(c, run);
+    if (rc != 0) {
+        c->first_err = 0;
+        return rc;
+    }
+    return baton_conn_wait(c);
+}
+
+int baton_graph_free(struct baton_conn *c, uint32_t id)
+{
+    uint8_t p[BATON_GRAPH_ID_BYTES];
+    baton_wire_encode_graph_id(p, id);
+    struct pending e = {.cmd = BATON_CMD_GRAPH_FREE};
+    return roundtrip(c, &e, p, sizeof p, NULL, 0);
 }
 
 int baton_tensor_init(struct baton_tensor_desc *t, uint64_t buffer, uint64_t offset, uint32_t type,

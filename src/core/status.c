@@ -31,6 +31,7 @@ static const struct status_entry status_table[] = {
     {"E_TRUNCATED", "input ended inside a field"},
     {"E_FORMAT", "file format error"},
     {"E_NOT_FOUND", "not found"},
+    {"E_FENCE", "a boundary input did not land, or an earlier step failed"},
 };
 
 static const struct status_entry *status_lookup(int status)

@@ -59,11 +59,16 @@ struct baton_llama_layer {
     struct baton_tensor_desc k_cache, v_cache; /* F32 {head_dim, n_ctx, n_head_kv} */
 };
 
-/* Per-step I/O tensors of a stage, sized for max_ubatch tokens. */
+#define BATON_LLAMA_MAX_SLOTS 4u
+
+/* Per-step I/O tensors of a stage, sized for max_ubatch tokens. The hidden
+ * state comes in through a ring of n_slots input slots, so that the copy of
+ * ubatch k + 1 never lands in the slot ubatch k is still reading. */
 struct baton_llama_io {
     struct baton_tensor_desc tokens;     /* I32 {max_ubatch}        (first stage) */
     struct baton_tensor_desc pos;        /* I32 {max_ubatch} */
-    struct baton_tensor_desc hidden_in;  /* F32 {n_embd, max_ubatch} (not first) */
+    uint32_t n_slots;                    /* 1..BATON_LLAMA_MAX_SLOTS (not first) */
+    struct baton_tensor_desc hidden_in[BATON_LLAMA_MAX_SLOTS]; /* F32 {n_embd, max_ubatch} */
     struct baton_tensor_desc hidden_out; /* F32 {n_embd, max_ubatch} (not last) */
     struct baton_tensor_desc last_idx;   /* I32 {1}                  (last) */
     struct baton_tensor_desc logits;     /* F32 {n_vocab}            (last) */
@@ -84,16 +89,30 @@ struct baton_llama_stage {
 uint32_t baton_llama_max_leaves(const struct baton_llama_stage *st);
 uint32_t baton_llama_max_nodes(const struct baton_llama_stage *st);
 
+/* Where a step's small inputs go in a stage graph, and where its token
+ * comes out: leaf indices (into the graph's leaves) of the I32 views the
+ * coordinator fills per step or reads back, or BATON_SRC_NONE where the
+ * graph has none. */
+struct baton_llama_graph_inputs {
+    uint32_t pos;      /* positions {n_tokens} */
+    uint32_t tokens;   /* token ids {n_tokens} (first stage) */
+    uint32_t last_idx; /* {1}: the token whose logits are computed (last stage, n_tokens > 1) */
+    uint32_t argmax;   /* {1}: the output, the argmax token id (last stage) */
+};
+
 /* Builds the graph of one stage for n_tokens tokens (1..max_ubatch) whose
- * positions are already in io.pos (and token ids in io.tokens on the first
- * stage, or the previous stage's hidden state in io.hidden_in). The last
- * stage computes the output head for the last token only and writes its
- * argmax into io.argmax and, when want_logits, its logits into io.logits;
- * other stages write their hidden state into io.hidden_out. gb must have been
- * initialised with at least baton_llama_max_leaves/_nodes capacity.
- * Returns 0 or the builder's error. */
+ * positions are in io.pos (and token ids in io.tokens on the first stage,
+ * or the previous stage's hidden state in io.hidden_in[slot]) when it runs.
+ * The last stage computes the output head for the last token only and
+ * writes its argmax into io.argmax and, when want_logits, its logits into
+ * io.logits; other stages write their hidden state into io.hidden_out. gb
+ * must have been initialised with at least baton_llama_max_leaves/_nodes
+ * capacity. *in (may be NULL) gets the leaves of the per-step inputs.
+ * Returns 0, BATON_E_INVAL (n_tokens or slot out of range) or the
+ * builder's error. */
 int baton_llama_build_stage(const struct baton_llama_hparams *hp,
-                            const struct baton_llama_stage *st, uint32_t n_tokens,
-                            int want_logits, struct baton_gb *gb);
+                            const struct baton_llama_stage *st, uint32_t n_tokens, uint32_t slot,
+                            int want_logits, struct baton_gb *gb,
+                            struct baton_llama_graph_inputs *in);
 
 #endif

@@ -123,22 +123,31 @@ static uint32_t build_layer(struct baton_gb *gb, const struct baton_llama_hparam
 }
 
 int baton_llama_build_stage(const struct baton_llama_hparams *hp,
-                            const struct baton_llama_stage *st, uint32_t n_tokens,
-                            int want_logits, struct baton_gb *gb)
+                            const struct baton_llama_stage *st, uint32_t n_tokens, uint32_t slot,
+                            int want_logits, struct baton_gb *gb,
+                            struct baton_llama_graph_inputs *in)
 {
     const uint32_t n = n_tokens;
+    struct baton_llama_graph_inputs none = {BATON_SRC_NONE, BATON_SRC_NONE, BATON_SRC_NONE,
+                                            BATON_SRC_NONE};
     uint32_t x, pos, l;
 
-    if (n == 0 || n > st->io.pos.ne[0])
+    if (in == NULL)
+        in = &none;
+    *in = none;
+    if (n == 0 || n > st->io.pos.ne[0] ||
+        (!st->first && (slot >= st->io.n_slots || slot >= BATON_LLAMA_MAX_SLOTS)))
         return BATON_E_INVAL;
     pos = leaf_view(gb, &st->io.pos, n, 1, 1);
+    in->pos = pos;
     if (st->first) {
         uint32_t ids = leaf_view(gb, &st->io.tokens, n, 1, 1);
 
+        in->tokens = ids;
         x = node(gb, BATON_OP_GET_ROWS, BATON_TYPE_F32, hp->n_embd, n, 1, leaf(gb, &st->tok_embd),
                  ids, NULL);
     } else {
-        x = leaf_view(gb, &st->io.hidden_in, hp->n_embd, n, 1);
+        x = leaf_view(gb, &st->io.hidden_in[slot], hp->n_embd, n, 1);
     }
     for (l = st->layer_begin; l < st->layer_end; l++)
         x = build_layer(gb, hp, &st->layers[l - st->layer_begin], x, pos, n);
@@ -163,6 +172,7 @@ int baton_llama_build_stage(const struct baton_llama_hparams *hp,
         if (n > 1) {
             uint32_t idx = leaf(gb, &st->io.last_idx);
 
+            in->last_idx = idx;
             x = node(gb, BATON_OP_GET_ROWS, BATON_TYPE_F32, hp->n_embd, 1, 1, x, idx, NULL);
         }
         x = rms_norm_mul(gb, hp, x, &st->output_norm, 1);
@@ -170,7 +180,8 @@ int baton_llama_build_stage(const struct baton_llama_hparams *hp,
         if (want_logits)
             baton_gb_set_out(gb, logits, leaf(gb, &st->io.logits));
         am = node(gb, BATON_OP_ARGMAX, BATON_TYPE_I32, 1, 1, 1, logits, BATON_SRC_NONE, NULL);
-        baton_gb_set_out(gb, am, leaf(gb, &st->io.argmax));
+        in->argmax = leaf(gb, &st->io.argmax);
+        baton_gb_set_out(gb, am, in->argmax);
     }
     return baton_gb_finish(gb);
 }

@@ -39,6 +39,9 @@ struct baton_run_result {
     uint64_t hidden_bytes_hub; /* hidden-state bytes through the coordinator, decode window */
     uint64_t token_bytes;      /* token ids, positions, last index, argmax, decode window */
     uint64_t logits_bytes;     /* logits fetched, decode window */
+    uint64_t waits;            /* times the coordinator blocked for a reply it needed */
+    uint64_t redos;            /* steps redone through the hub after a failed hand-off */
+    uint32_t n_ubatch;         /* prompt tokens per prefill step, as run */
     /* Direct path, decode window, per stage: */
     uint32_t n_direct;                            /* boundaries with the direct path set up */
     uint64_t copies_done[BATON_MAX_STAGES];       /* COPY_TENSOR_TO replies "done" */
@@ -70,7 +73,11 @@ struct baton_run_config {
     enum baton_ctx_origin ctx_origin; /* where n_ctx came from, for messages
                                          (baton_run_config_default: BATON_CTX_DEFAULT,
                                          with n_ctx 512); set it with n_ctx */
-    uint32_t n_ubatch;    /* prompt tokens per prefill step (1 = token by token) */
+    uint32_t n_ubatch;    /* prompt tokens per prefill step (1 = token by token; 0 =
+                             baton_run_default_ubatch) */
+    int pipeline;         /* 1 (default): stages overlap (pipelined prefill, asynchronous
+                             hand-offs); 0: one stage at a time (A/B) */
+    uint32_t n_slots;     /* boundary input slots per stage, 1..4 (default 2) */
     float temp;           /* 0 = greedy (argmax on the last stage) */
     uint32_t top_k;
     float top_p;
@@ -99,6 +106,12 @@ struct baton_run_config {
 };
 
 void baton_run_config_default(struct baton_run_config *cfg);
+
+/* The prompt tokens per prefill step when --ubatch is not given: 512 for
+ * one stage or with the pipeline off; otherwise about a quarter of the
+ * prompt per stage (n_prompt / (4 n_stages), rounded up), at least 32 and at
+ * most 512, so that the stages overlap over several ubatches. */
+uint32_t baton_run_default_ubatch(uint32_t n_prompt, uint32_t n_stages, int pipeline);
 
 /* The environment's defaults for a CLI: BATON_SERVERS (cfg->servers, and
  * *servers_name = "BATON_SERVERS" for messages) and BATON_KEY_FILE

@@ -273,6 +273,7 @@ static int cmd_hello(struct conn *c, const struct baton_frame_header *h)
      * verify the peers that write into our grants */
     if (cfg->peer_key)
         out.features |= BATON_FEATURE_PEER_COPY;
+    out.features |= BATON_FEATURE_PIPELINE;
     baton_hs_nonce(out.nonce); /* libsodium, initialised by baton_server_create */
     memcpy(req, c->hdr, BATON_FRAME_HEADER_BYTES);
     memcpy(req + BATON_FRAME_HEADER_BYTES, p, BATON_HELLO_BYTES);
@@ -389,7 +390,8 @@ static int cmd_alloc_buffer(struct conn *c, const struct baton_frame_header *h)
         return BATON_E_LIMIT;
     /* per-session quota (buffers + scratch arena), then the total */
     rc = baton_handles_alloc_capped(c->s->handles, c->sess.id, size,
-                                    c->s->cfg.session_memory_bytes, c->sess.scratch_bytes, &handle);
+                                    c->s->cfg.session_memory_bytes, session_extra_bytes(&c->sess),
+                                    &handle);
     if (rc != 0)
         return rc;
     baton_wire_put_u64(buf, handle);
@@ -555,18 +557,24 @@ static int cmd_copy_tensor(struct conn *c, const struct baton_frame_header *h)
     return 0;
 }
 
-static int cmd_graph_compute(struct conn *c, const struct baton_frame_header *h)
+/* Reads a graph payload (GRAPH_COMPUTE, GRAPH_REGISTER) into the session's
+ * decode arrays, pins every leaf (live, owned by this session, extent
+ * inside its buffer), validates the graph and checks the compute budget.
+ * On 0, g describes it (leaves, nodes and plan in the session's arrays)
+ * and *n_pinned leaf pins in ss->leaf_refs must be released; on failure
+ * the pins taken are released here. */
+static int load_graph(struct conn *c, struct baton_graph *g, uint64_t *scratch_bytes,
+                      uint32_t *n_pinned)
 {
     struct baton_session *ss = &c->sess;
-    struct baton_graph g;
     uint32_t max_nodes = c->s->cfg.max_graph_nodes;
-    uint32_t n_leaves = 0, n_nodes = 0, n_pinned = 0;
-    uint64_t scratch_bytes = 0;
+    uint32_t n_leaves = 0, n_nodes = 0;
     size_t pos = 0, len;
     uint64_t max_len = BATON_GRAPH_HEADER_BYTES +
                        (uint64_t)BATON_MAX_GRAPH_LEAVES * BATON_TENSOR_DESC_BYTES +
                        (uint64_t)max_nodes * BATON_GRAPH_NODE_BYTES;
     int rc;
+    *n_pinned = 0;
     if (c->left > max_len)
         return BATON_E_LIMIT;
     len = (size_t)c->left;
@@ -588,35 +596,401 @@ static int cmd_graph_compute(struct conn *c, const struct baton_frame_header *h)
     if (rc != 0)
         return rc;
     /* every leaf: live, owned by this session, extent inside its buffer */
-    for (; n_pinned < n_leaves; n_pinned++) {
-        const struct baton_tensor_desc *t = &ss->leaves[n_pinned];
-        rc = resolve_tensor(c, t, &ss->leaf_refs[n_pinned]);
+    for (; *n_pinned < n_leaves; (*n_pinned)++) {
+        const struct baton_tensor_desc *t = &ss->leaves[*n_pinned];
+        rc = resolve_tensor(c, t, &ss->leaf_refs[*n_pinned]);
         if (rc != 0)
-            goto out;
-        ss->leaf_data[n_pinned] = ss->leaf_refs[n_pinned].mem + t->offset;
+            goto fail;
+        ss->leaf_data[*n_pinned] = ss->leaf_refs[*n_pinned].mem + t->offset;
     }
-    g.n_leaves = n_leaves;
-    g.n_nodes = n_nodes;
-    g.leaves = ss->leaves;
-    g.nodes = ss->nodes;
-    rc = baton_graph_validate(&g, max_nodes, ss->plan, &scratch_bytes);
+    g->n_leaves = n_leaves;
+    g->n_nodes = n_nodes;
+    g->leaves = ss->leaves;
+    g->nodes = ss->nodes;
+    rc = baton_graph_validate(g, max_nodes, ss->plan, scratch_bytes);
     /* the compute budget, before any scratch is mapped or any node runs */
-    if (rc == 0 && baton_graph_flops(&g) > c->s->cfg.max_graph_flops)
+    if (rc == 0 && baton_graph_flops(g) > c->s->cfg.max_graph_flops)
         rc = BATON_E_LIMIT;
     if (rc == 0)
+        return 0;
+fail:
+    for (uint32_t i = 0; i < *n_pinned; i++)
+        baton_handles_release(c->s->handles, &ss->leaf_refs[i]);
+    *n_pinned = 0;
+    return rc;
+}
+
+static int cmd_graph_compute(struct conn *c, const struct baton_frame_header *h)
+{
+    struct baton_session *ss = &c->sess;
+    struct baton_graph g;
+    uint32_t n_pinned = 0;
+    uint64_t scratch_bytes = 0;
+    int rc = load_graph(c, &g, &scratch_bytes, &n_pinned);
+    if (rc == 0)
         rc = session_reserve_scratch(c->s, ss, scratch_bytes);
-    if (rc != 0)
-        goto out;
-    pthread_mutex_lock(&c->s->device_lock);
-    rc = baton_graph_execute(&g, ss->leaf_data, ss->plan, ss->scratch, c->s->pool);
-    pthread_mutex_unlock(&c->s->device_lock);
-out:
+    if (rc == 0) {
+        pthread_mutex_lock(&c->s->device_lock);
+        rc = baton_graph_execute(&g, ss->leaf_data, ss->plan, ss->scratch, c->s->pool);
+        pthread_mutex_unlock(&c->s->device_lock);
+    }
     for (uint32_t i = 0; i < n_pinned; i++)
         baton_handles_release(c->s->handles, &ss->leaf_refs[i]);
     if (rc != 0)
         return rc;
     send_reply(c, h->cmd, h->seq, 0, NULL, 0, NULL, 0);
     return 0;
+}
+
+/* ---- registered graphs (docs/PROTOCOL.md "Registered graphs") ---- */
+
+/* GRAPH_REGISTER: a graph payload, validated exactly as GRAPH_COMPUTE's,
+ * stored in the session -> u32 graph id, u32 0. */
+static int cmd_graph_register(struct conn *c, const struct baton_frame_header *h)
+{
+    struct baton_session *ss = &c->sess;
+    struct baton_graph g;
+    struct stored_graph sg;
+    uint32_t n_pinned = 0;
+    uint64_t scratch_bytes = 0;
+    uint8_t buf[BATON_GRAPH_ID_BYTES];
+    int rc = load_graph(c, &g, &scratch_bytes, &n_pinned);
+    for (uint32_t i = 0; i < n_pinned; i++)
+        baton_handles_release(c->s->handles, &ss->leaf_refs[i]);
+    if (rc != 0)
+        return rc;
+    if (ss->n_graphs >= c->s->cfg.max_graphs_per_session)
+        return BATON_E_LIMIT;
+    memset(&sg, 0, sizeof sg);
+    sg.n_leaves = g.n_leaves;
+    sg.n_nodes = g.n_nodes;
+    sg.scratch_bytes = scratch_bytes;
+    sg.charged_bytes = (uint64_t)g.n_leaves * sizeof *sg.leaves +
+                       (uint64_t)g.n_nodes * (sizeof *sg.nodes + sizeof *sg.plan);
+    if (ss->n_graphs == 0 && ss->graphs == NULL) {
+        ss->graphs = calloc(c->s->cfg.max_graphs_per_session, sizeof *ss->graphs);
+        if (!ss->graphs)
+            return BATON_E_NOMEM;
+    }
+    rc = session_charge(c->s, ss, sg.charged_bytes);
+    if (rc != 0)
+        return rc;
+    sg.leaves = malloc((size_t)g.n_leaves * sizeof *sg.leaves + 1);
+    sg.nodes = malloc((size_t)g.n_nodes * sizeof *sg.nodes);
+    sg.plan = malloc((size_t)g.n_nodes * sizeof *sg.plan);
+    if (!sg.leaves || !sg.nodes || !sg.plan) {
+        free(sg.leaves);
+        free(sg.nodes);
+        free(sg.plan);
+        baton_handles_uncharge(c->s->handles, sg.charged_bytes);
+        return BATON_E_NOMEM;
+    }
+    memcpy(sg.leaves, g.leaves, (size_t)g.n_leaves * sizeof *sg.leaves);
+    memcpy(sg.nodes, g.nodes, (size_t)g.n_nodes * sizeof *sg.nodes);
+    memcpy(sg.plan, ss->plan, (size_t)g.n_nodes * sizeof *sg.plan);
+    /* ids count up from 1 and skip 0 when they wrap; one still in use is
+     * skipped too, so an id names one graph while it lives */
+    for (;;) {
+        uint32_t i;
+        if (++ss->next_graph_id == 0)
+            ss->next_graph_id = 1;
+        for (i = 0; i < ss->n_graphs && ss->graphs[i].id != ss->next_graph_id; i++)
+            ;
+        if (i == ss->n_graphs)
+            break;
+    }
+    sg.id = ss->next_graph_id;
+    ss->graphs[ss->n_graphs++] = sg;
+    ss->graph_bytes += sg.charged_bytes;
+    baton_wire_encode_graph_id(buf, sg.id);
+    send_reply(c, h->cmd, h->seq, 0, buf, sizeof buf, NULL, 0);
+    return 0;
+}
+
+/* Index of this session's graph id, or -1. */
+static int64_t find_graph(const struct baton_session *ss, uint32_t id)
+{
+    for (uint32_t i = 0; i < ss->n_graphs; i++)
+        if (ss->graphs[i].id == id)
+            return i;
+    return -1;
+}
+
+/* GRAPH_FREE: u32 graph id, u32 0. */
+static int cmd_graph_free(struct conn *c, const struct baton_frame_header *h)
+{
+    const uint8_t *p;
+    size_t pos = 0;
+    uint32_t id = 0;
+    int rc = read_fixed(c, BATON_GRAPH_ID_BYTES, &p);
+    if (rc == 0)
+        rc = baton_wire_decode_graph_id(p, BATON_GRAPH_ID_BYTES, &pos, &id);
+    if (rc != 0)
+        return rc;
+    int64_t i = find_graph(&c->sess, id);
+    if (i < 0)
+        return BATON_E_NOT_FOUND;
+    session_graph_free(c->s, &c->sess, (uint32_t)i);
+    send_reply(c, h->cmd, h->seq, 0, NULL, 0, NULL, 0);
+    return 0;
+}
+
+/* COPY_ROUTE: tensor (88), destination (48, family 4 or 6) -> u32 route
+ * id, u32 0. The tensor is resolved now (and again at each hand-off); the
+ * destination is checked against the allow-list when a copy goes. */
+static int cmd_copy_route(struct conn *c, const struct baton_frame_header *h)
+{
+    struct baton_session *ss = &c->sess;
+    const uint8_t *p;
+    size_t pos = 0;
+    struct stored_route rt;
+    struct baton_buf_ref ref;
+    uint8_t buf[BATON_GRAPH_ID_BYTES];
+    int rc = read_fixed(c, BATON_COPY_ROUTE_BYTES, &p);
+    if (rc == 0)
+        rc = baton_wire_decode_tensor(p, BATON_COPY_ROUTE_BYTES, &pos, &rt.tensor);
+    if (rc == 0)
+        rc = baton_wire_decode_peer_dest(p, BATON_COPY_ROUTE_BYTES, &pos, &rt.dest);
+    if (rc == 0 && rt.dest.family == BATON_PEER_FAMILY_NONE)
+        rc = BATON_E_INVAL; /* a route goes somewhere */
+    if (rc == 0)
+        rc = resolve_tensor(c, &rt.tensor, &ref);
+    if (rc != 0)
+        return rc;
+    baton_handles_release(c->s->handles, &ref);
+    if (ss->n_routes >= BATON_SERVER_MAX_ROUTES)
+        return BATON_E_LIMIT;
+    if (!ss->routes) {
+        ss->routes = calloc(BATON_SERVER_MAX_ROUTES, sizeof *ss->routes);
+        if (!ss->routes)
+            return BATON_E_NOMEM;
+    }
+    ss->routes[ss->n_routes++] = rt;
+    baton_wire_encode_graph_id(buf, ss->n_routes); /* route ids are 1..n, never reused */
+    send_reply(c, h->cmd, h->seq, 0, buf, sizeof buf, NULL, 0);
+    return 0;
+}
+
+/* A decoded GRAPH_RUN request. */
+struct run_request {
+    struct baton_run_header h;
+    struct baton_run_fence fences[BATON_MAX_RUN_FENCES];
+    struct baton_run_input inputs[BATON_MAX_RUN_INPUTS];
+    struct baton_run_handoff handoff; /* h.flags & BATON_RUN_HANDOFF */
+    struct baton_run_return ret;      /* h.flags & BATON_RUN_RETURN */
+};
+
+/* The run of a registered graph, after its request was decoded and
+ * checked: fences, leaves, inputs, compute. On return *n_pinned leaves of
+ * ss->leaf_refs are pinned (the caller releases them after its reply) and
+ * *n_fenced fences hold their grants (released here). Returns 0 or the
+ * status. */
+static int run_graph(struct conn *c, const struct stored_graph *sg,
+                     const struct run_request *rq, uint32_t *n_pinned)
+{
+    struct baton_session *ss = &c->sess;
+    uint32_t n_fenced = 0, failed = 0;
+    struct baton_graph g = {.n_leaves = sg->n_leaves, .n_nodes = sg->n_nodes,
+                            .leaves = sg->leaves, .nodes = sg->nodes};
+    uint8_t ids[BATON_MAX_RUN_FENCES][BATON_GRANT_ID_BYTES];
+    uint64_t seqs[BATON_MAX_RUN_FENCES];
+    int rc = 0;
+    *n_pinned = 0;
+    /* the boundary inputs: wait (without the device) until every grant
+     * holds exactly the write this run needs */
+    for (uint32_t i = 0; i < rq->h.n_fences; i++) {
+        memcpy(ids[i], rq->fences[i].grant, BATON_GRANT_ID_BYTES);
+        seqs[i] = rq->fences[i].seq;
+    }
+    if (rq->h.n_fences > 0) {
+        rc = grants_fence_wait(c->s->grants, ss->id, ids, seqs, rq->h.n_fences,
+                               baton_net_deadline_ms(c->s->cfg.fence_timeout_ms), &failed);
+        if (rc != 0) {
+            server_log_limited(c->s, "session %llu GRAPH_RUN: fence %u (seq %llu) %s",
+                               (unsigned long long)ss->id, failed,
+                               (unsigned long long)seqs[failed],
+                               rc == BATON_E_TIMEOUT  ? "passed its deadline (fence_timeout)"
+                               : rc == BATON_E_FENCE ? "cannot land (failed, cancelled or "
+                                                       "overwritten)"
+                                                     : "names no grant of this session");
+            if (rc != BATON_E_NOT_FOUND)
+                rc = BATON_E_FENCE;
+            goto out;
+        }
+        n_fenced = rq->h.n_fences;
+    }
+    /* every leaf again: a buffer freed since registration is stale now */
+    rc = session_reserve_graph(ss, sg->n_leaves, 1);
+    for (; rc == 0 && *n_pinned < sg->n_leaves; (*n_pinned)++) {
+        const struct baton_tensor_desc *t = &sg->leaves[*n_pinned];
+        rc = resolve_tensor(c, t, &ss->leaf_refs[*n_pinned]);
+        if (rc != 0)
+            goto out;
+        ss->leaf_data[*n_pinned] = ss->leaf_refs[*n_pinned].mem + t->offset;
+    }
+    for (uint32_t i = 0; rc == 0 && i < rq->h.n_inputs; i++) {
+        const struct baton_run_input *in = &rq->inputs[i];
+        /* leaf, type and count were checked by the caller; first + count
+         * - 1 <= 2^31 - 1 (decoder): no value wraps */
+        for (uint32_t k = 0; k < in->count; k++) {
+            int32_t v = in->first + (int32_t)k;
+            memcpy(ss->leaf_data[in->leaf] + (size_t)k * 4, &v, 4);
+        }
+    }
+    if (rc == 0)
+        rc = session_reserve_scratch(c->s, ss, sg->scratch_bytes);
+    if (rc == 0) {
+        pthread_mutex_lock(&c->s->device_lock);
+        rc = baton_graph_execute(&g, ss->leaf_data, sg->plan, ss->scratch, c->s->pool);
+        pthread_mutex_unlock(&c->s->device_lock);
+    }
+out:
+    for (uint32_t i = 0; i < n_fenced; i++)
+        grants_fence_release(c->s->grants, rq->fences[i].grant);
+    return rc;
+}
+
+/* Checks a decoded request against the session: the graph (E_NOT_FOUND),
+ * each input's leaf (E_GRAPH), type (E_TYPE) and count (E_BOUNDS), the
+ * hand-off's route (E_NOT_FOUND) and bytes (E_BOUNDS, E_LIMIT), the
+ * return's leaf (E_GRAPH, E_LIMIT). *gi gets the graph's index. */
+static int check_run(struct conn *c, const struct run_request *rq, int64_t *gi)
+{
+    const struct baton_session *ss = &c->sess;
+    const uint64_t max_msg = c->s->cfg.max_message_bytes;
+    *gi = find_graph(ss, rq->h.graph);
+    if (*gi < 0)
+        return BATON_E_NOT_FOUND;
+    const struct stored_graph *sg = &ss->graphs[*gi];
+    for (uint32_t i = 0; i < rq->h.n_inputs; i++) {
+        const struct baton_run_input *in = &rq->inputs[i];
+        if (in->leaf >= sg->n_leaves)
+            return BATON_E_GRAPH;
+        if (sg->leaves[in->leaf].type != BATON_TYPE_I32)
+            return BATON_E_TYPE;
+        if (in->count > sg->leaves[in->leaf].nbytes / 4)
+            return BATON_E_BOUNDS;
+    }
+    if (rq->h.flags & BATON_RUN_HANDOFF) {
+        if (rq->handoff.route > ss->n_routes)
+            return BATON_E_NOT_FOUND;
+        if (rq->handoff.n > ss->routes[rq->handoff.route - 1].tensor.nbytes)
+            return BATON_E_BOUNDS;
+        if (rq->handoff.n > max_msg)
+            return BATON_E_LIMIT;
+    }
+    if (rq->h.flags & BATON_RUN_RETURN) {
+        if (rq->ret.leaf >= sg->n_leaves)
+            return BATON_E_GRAPH;
+        /* the reply carries the hand-off's result too */
+        if (sg->leaves[rq->ret.leaf].nbytes > max_msg - BATON_COPY_RESULT_BYTES)
+            return BATON_E_LIMIT;
+    }
+    return 0;
+}
+
+/* The hand-off of a run (docs/PROTOCOL.md "GRAPH_RUN"): after a successful
+ * compute the route's bytes go as write seq; after a failed one the
+ * destination is told that seq will not come. *res gets the outcome and the
+ * session's counters. */
+static void run_handoff(struct conn *c, const struct baton_run_handoff *ho, int run_ok,
+                        struct baton_copy_result *res)
+{
+    struct baton_session *ss = &c->sess;
+    const struct stored_route *rt = &ss->routes[ho->route - 1];
+    struct baton_copy_options opt = {.seq = ho->seq, .flags = ho->flags};
+    struct baton_buf_ref ref;
+    int st = 0;
+    memset(res, 0, sizeof *res);
+    if (run_ok && resolve_tensor(c, &rt->tensor, &ref) != 0)
+        run_ok = 0; /* the route's buffer went since COPY_ROUTE: nothing to send */
+    if (!run_ok) {
+        opt.flags = BATON_COPY_ASYNC; /* the failed run's reply does not wait for it */
+        res->result = server_peer_copy(c->s, ss, &rt->dest, &opt, (uint32_t)-BATON_E_FENCE, NULL,
+                                       0, &st);
+    } else {
+        res->result = server_peer_copy(c->s, ss, &rt->dest, &opt, 0, ref.mem + rt->tensor.offset,
+                                       ho->n, &st);
+        baton_handles_release(c->s->handles, &ref);
+    }
+    res->status = (uint32_t)(-st) & 0xFFFFu;
+    if (res->result == BATON_COPY_DONE) {
+        atomic_fetch_add(&ss->copies_done, 1);
+    } else if (res->result != BATON_COPY_QUEUED && res->result != BATON_COPY_CANCELLED) {
+        atomic_fetch_add(&ss->copies_not_done, 1);
+        server_log_limited(c->s, "session %llu GRAPH_RUN hand-off: not done (%s%s%s)",
+                           (unsigned long long)ss->id, server_copy_outcome_name(res->result),
+                           st ? ": " : "", st ? baton_status_name(st) : "");
+    }
+    res->peer_bytes_sent = atomic_load(&ss->peer_bytes_sent);
+    grants_session_info(c->s->grants, ss->id, &res->peer_bytes_received, NULL);
+    res->copies_done = atomic_load(&ss->copies_done);
+    res->copies_not_done = atomic_load(&ss->copies_not_done);
+}
+
+/* GRAPH_RUN: header, fences, inputs, hand-off, return (docs/PROTOCOL.md).
+ * Any failure sets the session's latch; RESET clears it first. */
+static int cmd_graph_run(struct conn *c, const struct baton_frame_header *h)
+{
+    struct baton_session *ss = &c->sess;
+    const size_t max_len = BATON_RUN_HEADER_BYTES + BATON_MAX_RUN_FENCES * BATON_RUN_FENCE_BYTES +
+                           BATON_MAX_RUN_INPUTS * BATON_RUN_INPUT_BYTES +
+                           BATON_RUN_HANDOFF_BYTES + BATON_RUN_RETURN_BYTES;
+    struct run_request rq;
+    struct baton_copy_result res;
+    uint8_t rbuf[BATON_COPY_RESULT_BYTES];
+    size_t pos = 0, len;
+    int64_t gi = -1;
+    uint32_t n_pinned = 0;
+    int rc = 0, handoff = 0;
+    memset(&rq, 0, sizeof rq);
+    if (c->left > max_len)
+        rc = BATON_E_LIMIT;
+    len = (size_t)c->left;
+    if (rc == 0)
+        rc = session_reserve_req(ss, len > 0 ? len : 1);
+    if (rc == 0)
+        rc = recv_payload(c, ss->req, len);
+    if (rc == 0)
+        rc = baton_wire_decode_run_header(ss->req, len, &pos, &rq.h);
+    if (rc == BATON_E_TRUNCATED)
+        rc = BATON_E_INVAL;
+    for (uint32_t i = 0; rc == 0 && i < rq.h.n_fences; i++)
+        rc = baton_wire_decode_run_fence(ss->req, len, &pos, &rq.fences[i]);
+    for (uint32_t i = 0; rc == 0 && i < rq.h.n_inputs; i++)
+        rc = baton_wire_decode_run_input(ss->req, len, &pos, &rq.inputs[i]);
+    if (rc == 0 && (rq.h.flags & BATON_RUN_HANDOFF))
+        rc = baton_wire_decode_run_handoff(ss->req, len, &pos, &rq.handoff);
+    if (rc == 0 && (rq.h.flags & BATON_RUN_RETURN))
+        rc = baton_wire_decode_run_return(ss->req, len, &pos, &rq.ret);
+    /* a hand-off whose route exists goes, or is cancelled, whatever
+     * happens to the run from here on */
+    handoff = rc == 0 && (rq.h.flags & BATON_RUN_HANDOFF) && rq.handoff.route <= ss->n_routes;
+    if (rc == 0)
+        rc = check_run(c, &rq, &gi);
+    if (rc == 0 && (rq.h.flags & BATON_RUN_RESET))
+        ss->run_failed = 0;
+    if (rc == 0 && ss->run_failed)
+        rc = BATON_E_FENCE; /* an earlier run of this session failed */
+    if (rc == 0)
+        rc = run_graph(c, &ss->graphs[gi], &rq, &n_pinned);
+    if (rc != 0 && !c->fatal)
+        ss->run_failed = 1;
+    if (handoff)
+        run_handoff(c, &rq.handoff, rc == 0, &res);
+    if (rc == 0) {
+        const uint32_t ho = (rq.h.flags & BATON_RUN_HANDOFF) != 0;
+        if (ho)
+            baton_wire_encode_copy_result(rbuf, &res);
+        if (rq.h.flags & BATON_RUN_RETURN)
+            send_reply(c, h->cmd, h->seq, 0, rbuf, ho ? sizeof rbuf : 0, ss->leaf_data[rq.ret.leaf],
+                       ss->graphs[gi].leaves[rq.ret.leaf].nbytes);
+        else
+            send_reply(c, h->cmd, h->seq, 0, rbuf, ho ? sizeof rbuf : 0, NULL, 0);
+    }
+    for (uint32_t i = 0; i < n_pinned; i++)
+        baton_handles_release(c->s->handles, &ss->leaf_refs[i]);
+    return rc;
 }
 
 /* ---- direct path (docs/PROTOCOL.md "Direct path") ---- */
@@ -666,9 +1040,11 @@ static int cmd_revoke_grant(struct conn *c, const struct baton_frame_header *h)
 }
 
 /* COPY_TENSOR_TO: tensor, offset, n (validated as GET_TENSOR validates
- * them), destination. Only a malformed request is an error; a copy that
- * cannot be done is answered "not done" and the coordinator uses the hub
- * path. Family 0 with n = 0 sends nothing: a query of the counters. */
+ * them), destination, options. Only a malformed request is an error; a copy
+ * that cannot be done is answered "not done" and the coordinator uses the
+ * hub path. Family 0 with n = 0 sends nothing: a query of the counters.
+ * After a failed GRAPH_RUN (the latch) nothing is copied: the destination
+ * is told that the sequence number will not come (PEER_FENCE). */
 static int cmd_copy_tensor_to(struct conn *c, const struct baton_frame_header *h)
 {
     const uint8_t *p;
@@ -676,6 +1052,7 @@ static int cmd_copy_tensor_to(struct conn *c, const struct baton_frame_header *h
     struct baton_tensor_desc t;
     struct baton_buf_ref ref;
     struct baton_peer_dest d;
+    struct baton_copy_options opt;
     struct baton_copy_result res;
     uint8_t buf[BATON_COPY_RESULT_BYTES];
     uint64_t off, n;
@@ -686,6 +1063,8 @@ static int cmd_copy_tensor_to(struct conn *c, const struct baton_frame_header *h
         rc = BATON_E_LIMIT;
     if (rc == 0)
         rc = baton_wire_decode_peer_dest(p, BATON_COPY_TO_BYTES, &pos, &d);
+    if (rc == 0)
+        rc = baton_wire_decode_copy_options(p, BATON_COPY_TO_BYTES, &pos, d.family, &opt);
     if (rc == 0 && (d.family == BATON_PEER_FAMILY_NONE) != (n == 0))
         rc = BATON_E_INVAL; /* a copy moves bytes; a query moves none */
     if (rc == 0)
@@ -695,42 +1074,49 @@ static int cmd_copy_tensor_to(struct conn *c, const struct baton_frame_header *h
     memset(&res, 0, sizeof res);
     if (d.family != BATON_PEER_FAMILY_NONE) {
         int st = 0;
-        /* sent straight from the pinned source range */
-        res.result = server_peer_copy(c->s, &c->sess, &d, ref.mem + t.offset + off, n, &st);
+        uint32_t cancel = c->sess.run_failed ? (uint32_t)-BATON_E_FENCE : 0;
+        /* from the pinned source range (staged first when asynchronous) */
+        res.result = server_peer_copy(c->s, &c->sess, &d, &opt, cancel,
+                                      ref.mem + t.offset + off, n, &st);
         res.status = (uint32_t)(-st) & 0xFFFFu;
         if (res.result == BATON_COPY_DONE) {
-            c->sess.copies_done++;
-        } else {
-            c->sess.copies_not_done++;
-            server_log_limited(c->s, "session %llu COPY_TENSOR_TO: not done (%s%s%s)",
-                               (unsigned long long)c->sess.id,
-                               server_copy_outcome_name(res.result), st ? ": " : "",
-                               st ? baton_status_name(st) : "");
+            atomic_fetch_add(&c->sess.copies_done, 1);
+        } else if (res.result != BATON_COPY_QUEUED) {
+            atomic_fetch_add(&c->sess.copies_not_done, 1);
+            if (res.result != BATON_COPY_CANCELLED)
+                server_log_limited(c->s, "session %llu COPY_TENSOR_TO: not done (%s%s%s)",
+                                   (unsigned long long)c->sess.id,
+                                   server_copy_outcome_name(res.result), st ? ": " : "",
+                                   st ? baton_status_name(st) : "");
         }
     }
     baton_handles_release(c->s->handles, &ref);
-    res.peer_bytes_sent = c->sess.peer_bytes_sent;
+    res.peer_bytes_sent = atomic_load(&c->sess.peer_bytes_sent);
     grants_session_info(c->s->grants, c->sess.id, &res.peer_bytes_received, NULL);
-    res.copies_done = c->sess.copies_done;
-    res.copies_not_done = c->sess.copies_not_done;
+    res.copies_done = atomic_load(&c->sess.copies_done);
+    res.copies_not_done = atomic_load(&c->sess.copies_not_done);
     baton_wire_encode_copy_result(buf, &res);
     send_reply(c, h->cmd, h->seq, 0, buf, sizeof buf, NULL, 0);
     return 0;
 }
 
-/* PEER_WRITE (peer role): grant id, offset, n, then n bytes. The grant is
- * checked from the 32-byte header (live, owner's buffer live, range inside
- * the grant) before any data is read; any refusal closes the link, so the
- * data is never read and the destination's bytes stay as they are. The
- * data goes straight into the granted range, pinned; like SET_TENSOR data
- * it is authenticated by the tag right after (SECURITY.md). */
+/* PEER_WRITE (peer role): grant id, offset, n, seq, then n bytes. The grant
+ * is checked from the 40-byte header (live, seq newer than the grant's
+ * last, owner's buffer live, range inside the grant) before any data is
+ * read; a write waits (up to the frame deadline and peer_timeout) while a
+ * fenced run reads the grant. Any refusal closes the link, so the data is
+ * never read and the destination's bytes stay as they are. The data goes
+ * straight into the granted range, pinned; like SET_TENSOR data it is
+ * authenticated by the tag right after (SECURITY.md), and only then does
+ * seq count as landed: a write that fails midway makes a fence on seq fail
+ * at once. */
 static int cmd_peer_write(struct conn *c, const struct baton_frame_header *h)
 {
     struct baton_peer_write_header w;
     struct grant g;
     struct baton_buf_ref ref;
     size_t pos = 0;
-    int rc;
+    int rc, began = 0;
     c->fatal = 1; /* a refused PEER_WRITE ends the link */
     if (c->left < BATON_PEER_WRITE_HEADER_BYTES)
         return BATON_E_INVAL;
@@ -741,24 +1127,53 @@ static int cmd_peer_write(struct conn *c, const struct baton_frame_header *h)
         rc = baton_wire_decode_peer_write(c->sess.req, BATON_PEER_WRITE_HEADER_BYTES, &pos, &w);
     if (rc == 0 && c->left != w.n)
         rc = BATON_E_INVAL;
-    if (rc == 0)
-        rc = grants_find(c->s->grants, w.grant, &g);
+    if (rc == 0) {
+        uint64_t deadline = baton_net_deadline_ms(c->s->cfg.peer_timeout_ms);
+        if (c->frame_deadline < deadline)
+            deadline = c->frame_deadline;
+        rc = grants_write_begin(c->s->grants, w.grant, w.seq, deadline, &g);
+        began = rc == 0;
+    }
     if (rc == 0)
         rc = baton_wire_check_range(w.offset, w.n, g.length);
     if (rc == 0)
         rc = baton_handles_acquire(c->s->handles, g.owner, g.handle, &ref);
     if (rc != 0)
-        return rc;
+        goto out;
     rc = baton_wire_check_range(g.offset, g.length, ref.size);
     if (rc == 0)
         rc = recv_payload(c, ref.mem + g.offset + w.offset, w.n);
     baton_handles_release(c->s->handles, &ref);
     if (rc != 0)
-        return rc;
+        goto out;
     grants_add_received(c->s->grants, g.owner,
                         BATON_FRAME_HEADER_BYTES + BATON_PEER_WRITE_HEADER_BYTES + w.n +
                             BATON_TAG_BYTES);
+out:
+    if (began)
+        grants_write_end(c->s->grants, w.grant, w.seq, rc == 0);
+    if (rc != 0)
+        return rc;
     c->fatal = 0;
+    send_reply(c, h->cmd, h->seq, 0, NULL, 0, NULL, 0);
+    return 0;
+}
+
+/* PEER_FENCE (peer role): grant id, seq, status: the write seq into the
+ * grant will not come, so a run fenced on it fails at once. A refusal
+ * (unknown grant, seq not newer) is a semantic error; the link goes on. */
+static int cmd_peer_fence(struct conn *c, const struct baton_frame_header *h)
+{
+    const uint8_t *p;
+    size_t pos = 0;
+    struct baton_peer_fence f;
+    int rc = read_fixed(c, BATON_PEER_FENCE_BYTES, &p);
+    if (rc == 0)
+        rc = baton_wire_decode_peer_fence(p, BATON_PEER_FENCE_BYTES, &pos, &f);
+    if (rc == 0)
+        rc = grants_cancel(c->s->grants, f.grant, f.seq);
+    if (rc != 0)
+        return rc;
     send_reply(c, h->cmd, h->seq, 0, NULL, 0, NULL, 0);
     return 0;
 }
@@ -785,7 +1200,7 @@ static int handle(struct conn *c, const struct baton_frame_header *h)
         if (h->cmd == BATON_CMD_PEER_WRITE)
             return cmd_peer_write(c, h);
         if (h->cmd == BATON_CMD_PEER_FENCE)
-            return BATON_E_UNSUPPORTED; /* asynchronous hand-off: not in this version */
+            return cmd_peer_fence(c, h);
         c->fatal = 1;
         return BATON_E_PROTO;
     }
@@ -812,8 +1227,17 @@ static int handle(struct conn *c, const struct baton_frame_header *h)
         return cmd_revoke_grant(c, h);
     case BATON_CMD_COPY_TENSOR_TO:
         return cmd_copy_tensor_to(c, h);
+    case BATON_CMD_GRAPH_REGISTER:
+        return cmd_graph_register(c, h);
+    case BATON_CMD_GRAPH_RUN:
+        return cmd_graph_run(c, h);
+    case BATON_CMD_GRAPH_FREE:
+        return cmd_graph_free(c, h);
+    case BATON_CMD_COPY_ROUTE:
+        return cmd_copy_route(c, h);
     case BATON_CMD_PEER_WRITE:
-        /* only a peer link may write into grants */
+    case BATON_CMD_PEER_FENCE:
+        /* only a peer link may write into grants or cancel their writes */
         c->fatal = 1;
         return BATON_E_PROTO;
     case BATON_CMD_HELLO:
@@ -822,8 +1246,7 @@ static int handle(struct conn *c, const struct baton_frame_header *h)
         c->fatal = 1;
         return BATON_E_PROTO;
     default:
-        /* PEER_FENCE (asynchronous hand-off): not in this version */
-        return BATON_E_UNSUPPORTED;
+        return BATON_E_UNSUPPORTED; /* not reached: the header decoder knows every command */
     }
 }
 

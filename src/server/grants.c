@@ -18,8 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <time.h>
+
 #include "auth/auth.h"
 #include "baton/status.h"
+#include "net/net.h"
 #include "server/server_internal.h"
 
 struct grant_owner {
@@ -30,6 +33,7 @@ struct grant_owner {
 
 struct grant_table {
     pthread_mutex_t lock;
+    pthread_cond_t changed; /* any fence state changed (CLOCK_MONOTONIC waits) */
     uint32_t per_session; /* max_grants_per_session */
     struct grant *v;
     uint32_t n, cap;
@@ -45,7 +49,20 @@ int grants_create(uint32_t per_session, struct grant_table **out)
     g = calloc(1, sizeof *g);
     if (!g)
         return BATON_E_NOMEM;
+    pthread_condattr_t ca;
+    if (pthread_condattr_init(&ca) != 0) {
+        free(g);
+        return BATON_E_NOMEM;
+    }
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    if (pthread_cond_init(&g->changed, &ca) != 0) {
+        pthread_condattr_destroy(&ca);
+        free(g);
+        return BATON_E_NOMEM;
+    }
+    pthread_condattr_destroy(&ca);
     if (pthread_mutex_init(&g->lock, NULL) != 0) {
+        pthread_cond_destroy(&g->changed);
         free(g);
         return BATON_E_NOMEM;
     }
@@ -61,6 +78,7 @@ void grants_destroy(struct grant_table *g)
     sodium_memzero(g->v, (size_t)g->cap * sizeof *g->v);
     free(g->v);
     free(g->owners);
+    pthread_cond_destroy(&g->changed);
     pthread_mutex_destroy(&g->lock);
     free(g);
 }
@@ -146,6 +164,8 @@ int grants_add(struct grant_table *g, uint64_t session, uint64_t handle, uint64_
     e->handle = handle;
     e->offset = offset;
     e->length = length;
+    e->last_seq = e->landed_seq = e->failed_seq = 0;
+    e->writing = e->readers = 0;
     memcpy(id, e->id, BATON_GRANT_ID_BYTES);
     g->n++;
     o->n_grants++;
@@ -162,6 +182,7 @@ int grants_revoke(struct grant_table *g, uint64_t session, const uint8_t id[BATO
     /* another session's grant is "not found" too: ids are not shared */
     if (i >= 0 && g->v[i].owner == session) {
         remove_at(g, (uint32_t)i);
+        pthread_cond_broadcast(&g->changed);
         rc = 0;
     }
     pthread_mutex_unlock(&g->lock);
@@ -190,6 +211,7 @@ void grants_drop_handle(struct grant_table *g, uint64_t session, uint64_t handle
         else
             i++;
     }
+    pthread_cond_broadcast(&g->changed);
     pthread_mutex_unlock(&g->lock);
 }
 
@@ -208,6 +230,7 @@ void grants_drop_session(struct grant_table *g, uint64_t session)
             break;
         }
     }
+    pthread_cond_broadcast(&g->changed);
     pthread_mutex_unlock(&g->lock);
 }
 
@@ -229,5 +252,148 @@ void grants_session_info(struct grant_table *g, uint64_t session, uint64_t *byte
         *bytes_received = o ? o->bytes_received : 0;
     if (n_grants)
         *n_grants = o ? o->n_grants : 0;
+    pthread_mutex_unlock(&g->lock);
+}
+
+/* ---- fences (docs/PROTOCOL.md "Asynchronous hand-off") ----
+ * Entries move when others are removed, so every step below looks its
+ * grant up again by id, under the lock, after each wait. */
+
+/* Caller holds the lock. Waits on `changed` until deadline_ns
+ * (CLOCK_MONOTONIC). Returns 0, or BATON_E_TIMEOUT once the deadline has
+ * passed. */
+static int wait_changed(struct grant_table *g, uint64_t deadline_ns)
+{
+    if (baton_net_now_ns() >= deadline_ns)
+        return BATON_E_TIMEOUT;
+    struct timespec ts = {.tv_sec = (time_t)(deadline_ns / 1000000000u),
+                          .tv_nsec = (long)(deadline_ns % 1000000000u)};
+    pthread_cond_timedwait(&g->changed, &g->lock, &ts);
+    return 0;
+}
+
+int grants_write_begin(struct grant_table *g, const uint8_t id[BATON_GRANT_ID_BYTES],
+                       uint64_t seq, uint64_t deadline_ns, struct grant *out)
+{
+    int rc;
+    pthread_mutex_lock(&g->lock);
+    for (;;) {
+        int64_t i = find_id(g, id);
+        if (i < 0) {
+            rc = BATON_E_NOT_FOUND;
+            break;
+        }
+        struct grant *e = &g->v[i];
+        if (seq <= e->last_seq || e->writing) {
+            rc = BATON_E_FENCE; /* not newer than what the grant has seen */
+            break;
+        }
+        if (e->readers == 0) {
+            e->writing = 1;
+            e->last_seq = seq;
+            e->landed_seq = 0; /* the old bytes are going */
+            *out = *e;
+            rc = 0;
+            break;
+        }
+        if (wait_changed(g, deadline_ns) != 0) {
+            rc = BATON_E_TIMEOUT; /* a run kept reading the grant */
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g->lock);
+    return rc;
+}
+
+void grants_write_end(struct grant_table *g, const uint8_t id[BATON_GRANT_ID_BYTES], uint64_t seq,
+                      int landed)
+{
+    pthread_mutex_lock(&g->lock);
+    int64_t i = find_id(g, id);
+    if (i >= 0 && g->v[i].writing && g->v[i].last_seq == seq) {
+        g->v[i].writing = 0;
+        if (landed)
+            g->v[i].landed_seq = seq;
+        else
+            g->v[i].failed_seq = seq;
+    }
+    pthread_cond_broadcast(&g->changed);
+    pthread_mutex_unlock(&g->lock);
+}
+
+int grants_cancel(struct grant_table *g, const uint8_t id[BATON_GRANT_ID_BYTES], uint64_t seq)
+{
+    int rc = 0;
+    pthread_mutex_lock(&g->lock);
+    int64_t i = find_id(g, id);
+    if (i < 0) {
+        rc = BATON_E_NOT_FOUND;
+    } else if (seq <= g->v[i].last_seq || g->v[i].writing) {
+        rc = BATON_E_FENCE;
+    } else {
+        g->v[i].last_seq = seq;
+        g->v[i].failed_seq = seq;
+        pthread_cond_broadcast(&g->changed);
+    }
+    pthread_mutex_unlock(&g->lock);
+    return rc;
+}
+
+int grants_fence_wait(struct grant_table *g, uint64_t session,
+                      const uint8_t (*ids)[BATON_GRANT_ID_BYTES], const uint64_t *seqs,
+                      uint32_t n, uint64_t deadline_ns, uint32_t *failed)
+{
+    int rc;
+    pthread_mutex_lock(&g->lock);
+    for (;;) {
+        uint32_t ready = 0, i;
+        rc = 0;
+        for (i = 0; i < n && rc == 0; i++) {
+            int64_t k = find_id(g, ids[i]);
+            if (k < 0 || g->v[k].owner != session) {
+                rc = BATON_E_NOT_FOUND; /* another session's grant is not found either */
+                break;
+            }
+            const struct grant *e = &g->v[k];
+            if (!e->writing && e->landed_seq == seqs[i])
+                ready++;
+            /* writes only move forward: once a newer one began, or this
+             * one ended without landing (failed, cancelled), it never lands */
+            else if (e->last_seq > seqs[i] || (e->last_seq == seqs[i] && !e->writing))
+                rc = BATON_E_FENCE;
+        }
+        if (rc != 0) {
+            *failed = i;
+            break;
+        }
+        if (ready == n) {
+            /* all at once, under the lock: no fence is held while another
+             * is waited for */
+            for (i = 0; i < n; i++)
+                g->v[find_id(g, ids[i])].readers++;
+            break;
+        }
+        if (wait_changed(g, deadline_ns) != 0) {
+            for (i = 0; i < n; i++) {
+                int64_t k = find_id(g, ids[i]);
+                if (k < 0 || g->v[k].writing || g->v[k].landed_seq != seqs[i])
+                    break;
+            }
+            *failed = i < n ? i : 0;
+            rc = BATON_E_TIMEOUT;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g->lock);
+    return rc;
+}
+
+void grants_fence_release(struct grant_table *g, const uint8_t id[BATON_GRANT_ID_BYTES])
+{
+    pthread_mutex_lock(&g->lock);
+    int64_t i = find_id(g, id);
+    if (i >= 0 && g->v[i].readers > 0)
+        g->v[i].readers--;
+    pthread_cond_broadcast(&g->changed);
     pthread_mutex_unlock(&g->lock);
 }

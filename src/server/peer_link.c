@@ -6,9 +6,13 @@
  * handshake and carries the same frame tags as a coordinator's connection.
  * Links belong to the session that asked for them, keyed by destination
  * (address, port), and are closed when that session ends; so a link, its
- * descriptor and its state live exactly as long as their session, and no
- * thread is ever started for them: the transfer runs on the session's own
- * connection thread, under deadlines.
+ * descriptor, its sender thread and its queue live exactly as long as their
+ * session. Each link has one sender thread: COPY_TENSOR_TO queues a job
+ * (a write with its sequence number, or a cancellation) and either returns
+ * at once (asynchronous: the data copied to a staging buffer first) or
+ * waits for the job's outcome; the sender runs the jobs in order under the
+ * peer deadlines, so the session's connection thread goes on serving while
+ * a copy is on its way.
  *
  * Only destinations on the allow-list (cfg.peers, exact binary address and
  * port, resolved at start) are dialled, by binary address: no name
@@ -17,6 +21,7 @@
  * bounded); only connect and handshake failures enter it.
  */
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -27,12 +32,42 @@
 #include "net/net.h"
 #include "server/server_internal.h"
 
-struct peer_link {
-    struct baton_peer_addr dest;
-    struct baton_conn *conn;
+/* One job of a link's sender: a write (data, n) or a cancellation. */
+enum { JOB_WRITE = 0, JOB_CANCEL };
+
+struct peer_job {
+    int kind;
+    uint8_t grant[BATON_GRANT_ID_BYTES];
+    uint64_t offset, seq;
+    const uint8_t *data; /* JOB_WRITE: the staging copy (async) or the caller's pinned range */
+    uint64_t n;
+    uint8_t *staging;    /* owned by the job (async writes), charged to the session */
+    uint32_t cancel;     /* JOB_CANCEL: the positive status that caused it */
+    int sync;            /* the connection thread waits for `done` */
+    int done;
+    uint32_t outcome;
+    int status;
 };
 
-#define BACKOFF_FIRST_MS 1000u
+#define LINK_QUEUE_MAX 64u
+#define BACKOFF_FIRST_MS 1000u /* peer_queue_depth is capped by the policy below this */
+
+struct peer_link {
+    struct baton_server *s;
+    struct baton_session *sess; /* its counters; the session outlives the link */
+    struct baton_peer_addr dest;
+    int allow_idx;
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* queue not empty / not full, job done, stop */
+    struct peer_job *queue[LINK_QUEUE_MAX];
+    uint32_t head, count;
+    int stop;
+    int exited;              /* the sender returned (idle without a connection): join it */
+    int thread_failed;       /* exited is set but no thread was started: nothing to join */
+    int connected;           /* conn != NULL (read by the connection thread) */
+    struct baton_conn *conn; /* the sender thread's alone once it runs */
+    pthread_t thread;
+};
 
 const char *server_copy_outcome_name(uint32_t outcome)
 {
@@ -121,23 +156,6 @@ static void link_unreserve(struct baton_server *s)
     pthread_mutex_unlock(&s->peer_lock);
 }
 
-/* Closes link i of sess and frees its slot (the array keeps no holes). */
-static void link_close(struct baton_server *s, struct baton_session *sess, uint32_t i)
-{
-    baton_conn_close(sess->links[i].conn);
-    link_unreserve(s);
-    sess->links[i] = sess->links[--sess->n_links];
-}
-
-void server_peer_links_close(struct baton_server *s, struct baton_session *sess)
-{
-    while (sess->n_links > 0)
-        link_close(s, sess, sess->n_links - 1);
-    free(sess->links);
-    sess->links = NULL;
-    sess->links_cap = 0;
-}
-
 /* Opens a link to allow-list entry idx: connect, HELLO + AUTH with the peer
  * key in the peer role, each under peer_timeout_ms; the destination must
  * advertise PEER_COPY. Returns BATON_COPY_DONE with *out, or the outcome
@@ -205,11 +223,229 @@ static int is_link_failure(int rc)
            rc == BATON_E_AUTH || rc == BATON_E_PROTO;
 }
 
+static void link_disconnect(struct peer_link *l)
+{
+    baton_conn_close(l->conn);
+    l->conn = NULL;
+    link_unreserve(l->s); /* dial reserved it */
+    pthread_mutex_lock(&l->mu);
+    l->connected = 0;
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* Runs one job on the sender thread: dial when there is no connection,
+ * send, and on a stale cached connection (closed at the other end) retry
+ * once, at once, on a fresh one. Sets job->outcome and job->status. */
+static void run_job(struct peer_link *l, struct peer_job *job)
+{
+    struct baton_server *s = l->s;
+    job->status = 0;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int cached = l->conn != NULL;
+        int rc;
+        if (!cached) {
+            struct baton_conn *conn = NULL;
+            uint32_t outcome = dial(s, l->allow_idx, &conn, &job->status);
+            if (outcome != BATON_COPY_DONE) {
+                job->outcome = outcome;
+                return;
+            }
+            l->conn = conn;
+            pthread_mutex_lock(&l->mu);
+            l->connected = 1;
+            pthread_mutex_unlock(&l->mu);
+        }
+        if (job->kind == JOB_WRITE)
+            rc = baton_peer_write(l->conn, job->grant, job->offset, job->seq, job->data, job->n);
+        else
+            rc = baton_peer_fence(l->conn, job->grant, job->seq, job->cancel);
+        if (rc == 0) {
+            if (job->kind == JOB_WRITE)
+                atomic_fetch_add(&l->sess->peer_bytes_sent,
+                                 BATON_FRAME_HEADER_BYTES + BATON_PEER_WRITE_HEADER_BYTES +
+                                     job->n + BATON_TAG_BYTES);
+            job->outcome = BATON_COPY_DONE;
+            job->status = 0;
+            return;
+        }
+        /* the destination closes the link after a refused PEER_WRITE; on
+         * a failure the link is useless: either way it goes. (A refused
+         * PEER_FENCE leaves the link open, but it goes too: simpler.) */
+        link_disconnect(l);
+        job->status = rc;
+        if (cached && rc == BATON_E_IO)
+            continue;
+        job->outcome = is_link_failure(rc) ? BATON_COPY_IO : BATON_COPY_REFUSED;
+        return;
+    }
+    job->outcome = BATON_COPY_IO;
+}
+
+static void job_free(struct peer_link *l, struct peer_job *job)
+{
+    if (job->staging) {
+        free(job->staging);
+        atomic_fetch_sub(&l->sess->staging_bytes, job->n);
+        baton_handles_uncharge(l->s->handles, job->n);
+    }
+    free(job);
+}
+
+/* The sender: one per link, jobs in the order they were queued. */
+static void *sender_main(void *arg)
+{
+    struct peer_link *l = arg;
+    pthread_mutex_lock(&l->mu);
+    for (;;) {
+        while (!l->stop && l->count == 0)
+            pthread_cond_wait(&l->cv, &l->mu);
+        if (l->count == 0)
+            break; /* stopping, nothing left */
+        struct peer_job *job = l->queue[l->head];
+        int dropping = l->stop;
+        pthread_mutex_unlock(&l->mu);
+        if (dropping) {
+            job->outcome = BATON_COPY_IO; /* the session is ending: not sent */
+            job->status = BATON_E_IO;
+        } else {
+            run_job(l, job);
+        }
+        if (!job->sync) {
+            if (job->outcome == BATON_COPY_DONE && job->kind == JOB_WRITE) {
+                atomic_fetch_add(&l->sess->copies_done, 1);
+            } else if (job->kind == JOB_WRITE) {
+                atomic_fetch_add(&l->sess->copies_not_done, 1);
+                if (!dropping)
+                    server_log_limited(l->s,
+                                       "session %llu COPY_TENSOR_TO (asynchronous, seq %llu): "
+                                       "not done (%s%s%s)",
+                                       (unsigned long long)l->sess->id,
+                                       (unsigned long long)job->seq,
+                                       server_copy_outcome_name(job->outcome),
+                                       job->status ? ": " : "",
+                                       job->status ? baton_status_name(job->status) : "");
+            }
+        }
+        pthread_mutex_lock(&l->mu);
+        l->head = (l->head + 1) % LINK_QUEUE_MAX;
+        l->count--;
+        if (job->sync) {
+            job->done = 1; /* the waiting connection thread frees it */
+        } else {
+            pthread_mutex_unlock(&l->mu);
+            job_free(l, job);
+            pthread_mutex_lock(&l->mu);
+        }
+        pthread_cond_broadcast(&l->cv);
+        /* idle without a connection (its dial or write failed): the thread
+         * goes, so a link that failed holds neither a descriptor nor a
+         * thread; the next copy starts it again */
+        if (l->count == 0 && l->conn == NULL) {
+            l->exited = 1;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&l->mu);
+    if (l->conn)
+        link_disconnect(l);
+    return NULL;
+}
+
+/* Starts (or, after it exited, restarts) the sender of l. Caller holds
+ * l->mu. 0 or BATON_E_NOMEM. */
+static int sender_start(struct peer_link *l)
+{
+    if (l->exited) {
+        if (!l->thread_failed)
+            pthread_join(l->thread, NULL);
+        l->exited = 0;
+    }
+    if (pthread_create(&l->thread, NULL, sender_main, l) != 0) {
+        l->exited = 1; /* nothing to join: a later copy tries again */
+        l->thread_failed = 1;
+        return BATON_E_NOMEM;
+    }
+    l->thread_failed = 0;
+    return 0;
+}
+
+static void link_destroy(struct peer_link *l)
+{
+    pthread_mutex_lock(&l->mu);
+    l->stop = 1;
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+    if (!l->thread_failed)
+        pthread_join(l->thread, NULL);
+    pthread_cond_destroy(&l->cv);
+    pthread_mutex_destroy(&l->mu);
+    free(l);
+}
+
+void server_peer_links_close(struct baton_server *s, struct baton_session *sess)
+{
+    while (sess->n_links > 0)
+        link_destroy(sess->links[--sess->n_links]);
+    (void)s;
+    free(sess->links);
+    sess->links = NULL;
+    sess->links_cap = 0;
+}
+
+/* The link of sess to allow-list entry idx (key: its address), created on
+ * first use (its sender starts with its first job; the connection, and its
+ * slot of max_peer_links, come with the sender's first dial). NULL with
+ * *outcome / *status when it cannot be: no peer key, no memory. */
+static struct peer_link *link_get(struct baton_server *s, struct baton_session *sess, int idx,
+                                  const struct baton_peer_addr *key, uint32_t *outcome,
+                                  int *status)
+{
+    for (uint32_t i = 0; i < sess->n_links; i++)
+        if (memcmp(&sess->links[i]->dest, key, sizeof *key) == 0)
+            return sess->links[i];
+    *outcome = BATON_COPY_LIMIT;
+    if (!s->cfg.peer_key) {
+        *status = BATON_E_AUTH; /* no key to prove: this server cannot dial peers */
+        return NULL;
+    }
+    if (sess->n_links == sess->links_cap) {
+        uint32_t cap = sess->links_cap ? sess->links_cap * 2 : 4;
+        struct peer_link **nl = realloc(sess->links, (size_t)cap * sizeof *nl);
+        if (!nl) {
+            *status = BATON_E_NOMEM;
+            return NULL;
+        }
+        sess->links = nl;
+        sess->links_cap = cap;
+    }
+    struct peer_link *l = calloc(1, sizeof *l);
+    if (!l || pthread_mutex_init(&l->mu, NULL) != 0) {
+        free(l);
+        *status = BATON_E_NOMEM;
+        return NULL;
+    }
+    if (pthread_cond_init(&l->cv, NULL) != 0) {
+        pthread_mutex_destroy(&l->mu);
+        free(l);
+        *status = BATON_E_NOMEM;
+        return NULL;
+    }
+    l->s = s;
+    l->sess = sess;
+    l->dest = *key;
+    l->allow_idx = idx;
+    l->exited = 1; /* no sender yet */
+    l->thread_failed = 1;
+    sess->links[sess->n_links++] = l;
+    return l;
+}
+
 uint32_t server_peer_copy(struct baton_server *s, struct baton_session *sess,
-                          const struct baton_peer_dest *dest, const uint8_t *data, uint64_t n,
-                          int *status)
+                          const struct baton_peer_dest *dest, const struct baton_copy_options *opt,
+                          uint32_t cancel, const uint8_t *data, uint64_t n, int *status)
 {
     struct baton_peer_addr key;
+    uint32_t outcome = BATON_COPY_LIMIT;
     int idx = allow_index(&s->cfg, dest);
     *status = 0;
     if (idx < 0)
@@ -218,45 +454,73 @@ uint32_t server_peer_copy(struct baton_server *s, struct baton_session *sess,
     key.family = dest->family;
     key.port = dest->port;
     memcpy(key.addr, dest->addr, 16);
-    for (int attempt = 0; attempt < 2; attempt++) {
-        uint32_t li;
-        for (li = 0; li < sess->n_links; li++)
-            if (memcmp(&sess->links[li].dest, &key, sizeof key) == 0)
-                break;
-        int cached = li < sess->n_links;
-        if (!cached) {
-            struct baton_conn *conn = NULL;
-            uint32_t outcome;
-            if (sess->n_links == sess->links_cap) {
-                uint32_t cap = sess->links_cap ? sess->links_cap * 2 : 4;
-                struct peer_link *nl = realloc(sess->links, (size_t)cap * sizeof *nl);
-                if (!nl) {
-                    *status = BATON_E_NOMEM;
-                    return BATON_COPY_LIMIT;
-                }
-                sess->links = nl;
-                sess->links_cap = cap;
-            }
-            outcome = dial(s, idx, &conn, status);
-            if (outcome != BATON_COPY_DONE)
-                return outcome;
-            li = sess->n_links++;
-            sess->links[li].dest = key;
-            sess->links[li].conn = conn;
-        }
-        int rc = baton_peer_write(sess->links[li].conn, dest->grant, dest->grant_offset, data, n);
-        if (rc == 0) {
-            sess->peer_bytes_sent +=
-                BATON_FRAME_HEADER_BYTES + BATON_PEER_WRITE_HEADER_BYTES + n + BATON_TAG_BYTES;
-            return BATON_COPY_DONE;
-        }
-        /* the destination closes the link after a refusal; on a failure
-         * the link is useless: either way it goes */
-        link_close(s, sess, li);
-        *status = rc;
-        if (cached && rc == BATON_E_IO)
-            continue; /* a stale cached link (closed at the other end): once, at once */
-        return is_link_failure(rc) ? BATON_COPY_IO : BATON_COPY_REFUSED;
+    struct peer_link *l = link_get(s, sess, idx, &key, &outcome, status);
+    if (!l)
+        return outcome;
+    /* no connection and in backoff: said now, nothing is queued */
+    pthread_mutex_lock(&l->mu);
+    int connected = l->connected || l->count > 0;
+    pthread_mutex_unlock(&l->mu);
+    if (!connected && backoff_active(s, idx))
+        return BATON_COPY_BACKOFF;
+
+    struct peer_job *job = calloc(1, sizeof *job);
+    if (!job) {
+        *status = BATON_E_NOMEM;
+        return BATON_COPY_LIMIT;
     }
-    return BATON_COPY_IO;
+    job->kind = cancel ? JOB_CANCEL : JOB_WRITE;
+    memcpy(job->grant, dest->grant, BATON_GRANT_ID_BYTES);
+    job->offset = dest->grant_offset;
+    job->seq = opt->seq;
+    job->cancel = cancel;
+    job->sync = !(opt->flags & BATON_COPY_ASYNC);
+    if (job->kind == JOB_WRITE) {
+        job->n = n;
+        job->data = data;
+        /* asynchronous: the bytes are copied now, in order with this
+         * session's commands, so a later GRAPH_RUN may overwrite the
+         * source while the sender sends */
+        if (!job->sync) {
+            if (session_charge(s, sess, n) == 0) {
+                job->staging = malloc(n);
+                if (!job->staging)
+                    baton_handles_uncharge(s->handles, n);
+            }
+            if (job->staging) {
+                memcpy(job->staging, data, n);
+                job->data = job->staging;
+                atomic_fetch_add(&sess->staging_bytes, n);
+            } else {
+                job->sync = 1; /* no room to stage: copied synchronously instead */
+            }
+        }
+    }
+    pthread_mutex_lock(&l->mu);
+    while (l->count >= s->cfg.peer_queue_depth && !l->stop && !l->exited)
+        pthread_cond_wait(&l->cv, &l->mu); /* each queued job is bounded by deadlines */
+    if (l->exited && sender_start(l) != 0) {
+        pthread_mutex_unlock(&l->mu);
+        job_free(l, job);
+        *status = BATON_E_NOMEM;
+        return BATON_COPY_LIMIT;
+    }
+    l->queue[(l->head + l->count) % LINK_QUEUE_MAX] = job;
+    l->count++;
+    pthread_cond_broadcast(&l->cv);
+    if (!job->sync) {
+        pthread_mutex_unlock(&l->mu);
+        return cancel ? BATON_COPY_CANCELLED : BATON_COPY_QUEUED;
+    }
+    while (!job->done)
+        pthread_cond_wait(&l->cv, &l->mu);
+    pthread_mutex_unlock(&l->mu);
+    outcome = job->outcome;
+    *status = job->status;
+    if (job->kind == JOB_CANCEL) {
+        outcome = BATON_COPY_CANCELLED;
+        *status = BATON_E_FENCE;
+    }
+    free(job);
+    return outcome;
 }

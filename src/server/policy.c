@@ -58,10 +58,13 @@ static const struct field fields[] = {
     F("total_memory_bytes", K_SIZE, total_memory_bytes, 4096, MEM_MAX, 1),
     F("max_graph_nodes", K_COUNT, max_graph_nodes, 1, BATON_MAX_GRAPH_NODES, 0),
     F("max_graph_flops", K_FLOPS, max_graph_flops, 1, UINT64_MAX, 0),
+    F("max_graphs_per_session", K_COUNT, max_graphs_per_session, 0, 4096, 0),
+    F("fence_timeout", K_DURATION, fence_timeout_ms, 1, DAY_MS, 0),
     F("max_grants_per_session", K_COUNT, max_grants_per_session, 0, 65536, 0),
     F("max_peer_links", K_COUNT, max_peer_links, 0, 1024, 0),
     F("peer_timeout", K_DURATION, peer_timeout_ms, 1, DAY_MS, 0),
     F("peer_backoff_max", K_DURATION, peer_backoff_max_ms, 1000, DAY_MS, 0),
+    F("peer_queue_depth", K_COUNT, peer_queue_depth, 1, 64, 0),
     F("peer", K_PEER, peers, 0, 0, 0),
     F("key_file", K_PATH, key_file, 0, 0, 0),
     F("peer_key_file", K_PATH, peer_key_file, 0, 0, 0),
@@ -88,10 +91,13 @@ void baton_policy_default(struct baton_policy *p)
     p->total_memory_bytes = 0;
     p->max_graph_nodes = 8192;
     p->max_graph_flops = 100000000000000ull; /* 10^14 */
+    p->max_graphs_per_session = 32;
+    p->fence_timeout_ms = 20000;
     p->max_grants_per_session = 64;
     p->max_peer_links = 16;
     p->peer_timeout_ms = 5000;
     p->peer_backoff_max_ms = 60000;
+    p->peer_queue_depth = 4;
     snprintf(p->bind, sizeof p->bind, "127.0.0.1");
     p->port = BATON_DEFAULT_PORT;
     p->encrypt = 0;
@@ -755,6 +761,9 @@ int baton_policy_apply(const struct baton_policy *p, struct baton_server_config 
     cfg->max_peer_links = p->max_peer_links;
     cfg->peer_timeout_ms = (int)p->peer_timeout_ms;
     cfg->peer_backoff_max_ms = (int)p->peer_backoff_max_ms;
+    cfg->max_graphs_per_session = p->max_graphs_per_session;
+    cfg->fence_timeout_ms = (int)p->fence_timeout_ms;
+    cfg->peer_queue_depth = p->peer_queue_depth;
     cfg->log_rate = p->log_rate;
     cfg->encrypt = p->encrypt;
     cfg->n_peers = 0;

@@ -67,10 +67,13 @@ struct baton_policy {
     uint64_t total_memory_bytes;         /* 0 = auto (3/4 of RAM), else >= 4 KiB */
     uint32_t max_graph_nodes;            /* 1..16384, default 8192 */
     uint64_t max_graph_flops;            /* >= 1, default 100T (10^14) */
+    uint32_t max_graphs_per_session;     /* 0..4096, default 32 (GRAPH_REGISTER) */
+    uint32_t fence_timeout_ms;           /* 1 ms..24 h, default 20 s (GRAPH_RUN fences) */
     uint32_t max_grants_per_session;     /* 0..65536, default 64 */
     uint32_t max_peer_links;             /* 0..1024, default 16 */
     uint32_t peer_timeout_ms;            /* 1 ms..24 h, default 5 s */
     uint32_t peer_backoff_max_ms;        /* 1 s..24 h, default 60 s */
+    uint32_t peer_queue_depth;           /* 1..64, default 4: copies queued per link */
     uint32_t n_peers;                    /* entries of peers[] in use */
     struct baton_policy_peer peers[BATON_POLICY_MAX_PEERS];
     char key_file[BATON_POLICY_PATH_BYTES];      /* "" = none */

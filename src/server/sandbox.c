@@ -71,10 +71,18 @@ int baton_sandbox_sanitizer_build(void)
 }
 
 /* Settles what glibc would otherwise decide lazily with a system call the
- * list does not allow: malloc sizes its arena limit on first need from
- * get_nprocs(), which opens /sys/devices/system/cpu/online (with more than
- * 8 threads at once). Fixing M_ARENA_MAX now, to glibc's own default of 8
- * arenas per CPU, keeps that file closed. */
+ * list does not allow:
+ *  - malloc sizes its arena limit on first need from get_nprocs(), which
+ *    opens /sys/devices/system/cpu/online (with more than 8 threads at
+ *    once). Fixing M_ARENA_MAX now, to glibc's own default of 8 arenas per
+ *    CPU, keeps that file closed.
+ *  - shrinking a thread arena's heap (free in a connection or peer sender
+ *    thread) first opens /proc/sys/vm/overcommit_memory. A thread heap is at
+ *    most 64 MiB, and glibc shrinks one only when its free top reaches
+ *    M_TRIM_THRESHOLD: 64 MiB keeps that file closed. Blocks of 128 KiB and
+ *    more stay mmap'ed on their own (M_MMAP_THRESHOLD, glibc's default,
+ *    fixed here because setting the trim threshold stops its dynamic
+ *    adjustment), so memory still goes back to the system when freed. */
 static void settle_libc(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -83,6 +91,8 @@ static void settle_libc(void)
     if (n > 1024)
         n = 1024;
     mallopt(M_ARENA_MAX, (int)(8 * n));
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+    mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
 }
 
 /* The calls allowed only with checked arguments: peer links

@@ -43,10 +43,13 @@ void baton_server_config_default(struct baton_server_config *cfg)
     cfg->handshake_timeout_ms = 5000;
     cfg->session_memory_bytes = cfg->total_memory_bytes; /* 0 also means "the total" */
     cfg->max_graph_flops = 100000000000000ull; /* 10^14 */
+    cfg->max_graphs_per_session = 32;
+    cfg->fence_timeout_ms = 20000;
     cfg->max_grants_per_session = 64;
     cfg->max_peer_links = 16;
     cfg->peer_timeout_ms = 5000;
     cfg->peer_backoff_max_ms = 60000;
+    cfg->peer_queue_depth = 4;
     cfg->log_rate = 20;
 }
 
@@ -181,7 +184,8 @@ int baton_server_create(const struct baton_server_config *cfg, struct baton_serv
         s->cfg.idle_timeout_ms < 0 || s->cfg.max_unauthenticated == 0 ||
         s->cfg.max_unauthenticated_per_ip == 0 || s->cfg.max_graph_flops == 0 ||
         s->cfg.n_peers > BATON_SERVER_MAX_PEERS || s->cfg.peer_timeout_ms <= 0 ||
-        s->cfg.peer_backoff_max_ms <= 0) {
+        s->cfg.peer_backoff_max_ms <= 0 || s->cfg.fence_timeout_ms <= 0 ||
+        s->cfg.peer_queue_depth == 0 || s->cfg.peer_queue_depth > 64) {
         free(s);
         return BATON_E_INVAL;
     }

@@ -43,12 +43,15 @@ struct baton_server_config {
                                             (default: total_memory_bytes) */
     uint64_t max_graph_flops;            /* per GRAPH_COMPUTE, baton_graph_flops
                                             (default 10^14) */
+    uint32_t max_graphs_per_session;     /* GRAPH_REGISTER, per session (default 32) */
+    int fence_timeout_ms;                /* a GRAPH_RUN's wait for its fences (default 20000) */
     uint32_t max_grants_per_session;     /* direct path (default 64) */
     uint32_t max_peer_links;             /* direct path: open peer links, server-wide
                                             (default 16) */
     int peer_timeout_ms;                 /* each of: connect, handshake, one PEER_WRITE
                                             and its reply, on a peer link (default 5000) */
     int peer_backoff_max_ms;             /* cap of the dial backoff (default 60000) */
+    uint32_t peer_queue_depth;           /* copies queued per peer link, 1..64 (default 4) */
     uint32_t log_rate;                   /* rate-limited log lines per second (default 20) */
     int encrypt;                         /* payload encryption after AUTH (default 0) */
     uint32_t n_peers;                    /* outbound allow-list, resolved at start */

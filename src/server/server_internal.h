@@ -76,7 +76,27 @@ struct baton_server {
     } backoff[BATON_SERVER_MAX_PEERS]; /* one per allow-list entry, cfg.peers[i] */
 };
 
-struct peer_link; /* peer_link.c: one outbound link of a session */
+struct peer_link; /* peer_link.c: one outbound link of a session and its sender */
+
+/* A route registered with COPY_ROUTE: a tensor of the session and a
+ * destination grant, for GRAPH_RUN's hand-off. */
+#define BATON_SERVER_MAX_ROUTES 16u
+struct stored_route {
+    struct baton_tensor_desc tensor; /* re-resolved at each hand-off */
+    struct baton_peer_dest dest;
+};
+
+/* A graph registered with GRAPH_REGISTER: validated once, its leaves
+ * re-resolved (owner, generation, extent) at every GRAPH_RUN. */
+struct stored_graph {
+    uint32_t id; /* >= 1, unique within the session */
+    uint32_t n_leaves, n_nodes;
+    struct baton_tensor_desc *leaves;
+    struct baton_graph_node *nodes;
+    struct baton_node_plan *plan;
+    uint64_t scratch_bytes;
+    uint64_t charged_bytes; /* what it holds against the memory accounting */
+};
 
 /* One session per connection: its id owns buffers in the handle table; the
  * rest is per-connection working memory, grown on demand within limits. */
@@ -93,12 +113,25 @@ struct baton_session {
     struct baton_graph_node *nodes;
     struct baton_node_plan *plan;
     uint32_t nodes_cap;
-    /* Direct path: this session's outbound peer links, keyed by destination,
-     * and its counters (COPY_TENSOR_TO reply). */
-    struct peer_link *links;
+    /* Direct path: this session's outbound peer links, keyed by destination
+     * (each with its sender thread), and its counters (COPY_TENSOR_TO
+     * reply), which the senders update. */
+    struct peer_link **links;
     uint32_t n_links, links_cap;
-    uint64_t peer_bytes_sent;
-    uint64_t copies_done, copies_not_done;
+    _Atomic uint64_t peer_bytes_sent;
+    _Atomic uint64_t copies_done, copies_not_done;
+    _Atomic uint64_t staging_bytes; /* asynchronous copies waiting in the senders' queues */
+    /* Registered graphs (GRAPH_REGISTER), and the failed-run latch: set by
+     * a GRAPH_RUN that fails, cleared by GRAPH_RUN's RESET flag; while set,
+     * GRAPH_RUN fails with E_FENCE and COPY_TENSOR_TO cancels instead of
+     * copying (docs/PROTOCOL.md "Asynchronous hand-off"). */
+    struct stored_graph *graphs;
+    uint32_t n_graphs;
+    struct stored_route *routes; /* COPY_ROUTE, at most BATON_SERVER_MAX_ROUTES */
+    uint32_t n_routes;
+    uint32_t next_graph_id;
+    uint64_t graph_bytes; /* held by the registered graphs (charged) */
+    int run_failed;
 };
 
 /* grants.c: the server-wide grant table. A copy of one entry: */
@@ -108,6 +141,12 @@ struct grant {
     uint64_t handle; /* generation << 32 | index, as granted */
     uint64_t offset; /* granted bytes [offset, offset + length) of the buffer */
     uint64_t length;
+    /* Fence state (sequence numbers of PEER_WRITE / PEER_FENCE): */
+    uint64_t last_seq;   /* the newest seq the grant has seen (writes only move forward) */
+    uint64_t landed_seq; /* the write whose bytes the grant holds, tag verified (0: none) */
+    uint64_t failed_seq; /* the newest seq cancelled or whose write did not land */
+    uint32_t writing;    /* a PEER_WRITE (of last_seq) is receiving into the grant */
+    uint32_t readers;    /* GRAPH_RUNs fenced on the grant that are reading it now */
 };
 struct grant_table;
 /* Creates an empty table with a cap of per_session grants per session.
@@ -134,21 +173,59 @@ void grants_add_received(struct grant_table *g, uint64_t session, uint64_t bytes
  * be NULL). */
 void grants_session_info(struct grant_table *g, uint64_t session, uint64_t *bytes_received,
                          uint32_t *n_grants);
+/* A PEER_WRITE with sequence number seq begins: BATON_E_NOT_FOUND (no such
+ * grant), BATON_E_FENCE (seq not newer than the grant's last, or another
+ * write in progress), BATON_E_TIMEOUT (a fenced run still read the grant at
+ * deadline_ns). On 0 the grant is marked writing seq (its old bytes no
+ * longer count as landed) and *out is a copy; grants_write_end must
+ * follow. */
+int grants_write_begin(struct grant_table *g, const uint8_t id[BATON_GRANT_ID_BYTES],
+                       uint64_t seq, uint64_t deadline_ns, struct grant *out);
+/* Ends that write: landed (the data and its tag checked) or not (failed:
+ * a fence on seq then fails at once). */
+void grants_write_end(struct grant_table *g, const uint8_t id[BATON_GRANT_ID_BYTES], uint64_t seq,
+                      int landed);
+/* PEER_FENCE: seq will not come. 0, BATON_E_NOT_FOUND, or BATON_E_FENCE
+ * when seq is not newer than the grant's last (or a write is in
+ * progress). */
+int grants_cancel(struct grant_table *g, const uint8_t id[BATON_GRANT_ID_BYTES], uint64_t seq);
+/* A fenced run of session waits until each grant ids[i] (i < n) holds
+ * exactly the write seqs[i], all at the same time; then it counts as a
+ * reader of each (grants_fence_release, once per fence) — taken together
+ * under the table lock, so no fence is held while another is waited for.
+ * Returns 0, or with *failed the index of the fence that failed:
+ * BATON_E_NOT_FOUND (no such grant of this session), BATON_E_FENCE (its
+ * seq can no longer land: a newer write began, or it was cancelled or
+ * failed) or BATON_E_TIMEOUT at deadline_ns (CLOCK_MONOTONIC; *failed: the
+ * first fence not satisfied then). */
+int grants_fence_wait(struct grant_table *g, uint64_t session,
+                      const uint8_t (*ids)[BATON_GRANT_ID_BYTES], const uint64_t *seqs,
+                      uint32_t n, uint64_t deadline_ns, uint32_t *failed);
+void grants_fence_release(struct grant_table *g, const uint8_t id[BATON_GRANT_ID_BYTES]);
 
-/* peer_link.c: COPY_TENSOR_TO's transfer. Sends data[0..n) (pinned by the
- * caller, 1 <= n <= max_message_bytes) as a PEER_WRITE into dest's grant
- * over sess's link to dest, dialling it when needed (allow-list, backoff,
- * link cap, peer key, connect/handshake/I-O deadlines of peer_timeout_ms;
- * a stale cached link is retried once at once). Returns the outcome
+/* peer_link.c: COPY_TENSOR_TO's transfer. Hands data[0..n) (pinned by the
+ * caller, 1 <= n <= max_message_bytes) to the sender of sess's link to dest
+ * (created on first use: allow-list, link cap, peer key), which sends it as
+ * a PEER_WRITE with sequence number opt->seq into dest's grant, dialling
+ * the link when needed (backoff; connect/handshake/I-O deadlines of
+ * peer_timeout_ms; a stale cached link is retried once at once). With
+ * BATON_COPY_ASYNC in opt->flags the data is first copied into a staging
+ * buffer (charged to the session's memory; without room the copy is done
+ * synchronously instead) and BATON_COPY_QUEUED is returned at once;
+ * otherwise the call waits for the outcome. cancel (a positive status
+ * code, or 0) sends PEER_FENCE(seq, cancel) instead of the data and
+ * returns BATON_COPY_CANCELLED once queued (or sent). Returns the outcome
  * (enum baton_copy_outcome) and, when not done, *status = the baton status
  * that caused it (0 when none). Never fails the caller's connection. */
 uint32_t server_peer_copy(struct baton_server *s, struct baton_session *sess,
-                          const struct baton_peer_dest *dest, const uint8_t *data, uint64_t n,
-                          int *status);
+                          const struct baton_peer_dest *dest, const struct baton_copy_options *opt,
+                          uint32_t cancel, const uint8_t *data, uint64_t n, int *status);
 /* The backoff after `fails` connect/handshake failures in a row (>= 1):
  * 1 s, 2 s, 4 s ... capped at cap_ms. */
 uint64_t server_backoff_delay_ms(uint32_t fails, uint64_t cap_ms);
-/* Closes every peer link of sess (session end). */
+/* Stops every sender of sess (each finishes the job it is on, bounded by
+ * its deadlines; queued jobs are dropped) and closes its links (session
+ * end). */
 void server_peer_links_close(struct baton_server *s, struct baton_session *sess);
 /* Name of an outcome for log lines ("backoff"). */
 const char *server_copy_outcome_name(uint32_t outcome);
@@ -166,8 +243,17 @@ int session_reserve_req(struct baton_session *sess, size_t n);
 int session_reserve_graph(struct baton_session *sess, uint32_t n_leaves, uint32_t n_nodes);
 /* Makes the scratch arena at least n bytes: BATON_E_LIMIT above
  * max_scratch_bytes, BATON_E_QUOTA (total memory, or the session's
- * buffers + arena above session_memory_bytes), BATON_E_NOMEM. */
+ * buffers + arena + registered graphs + staged copies above
+ * session_memory_bytes), BATON_E_NOMEM. */
 int session_reserve_scratch(struct baton_server *s, struct baton_session *sess, uint64_t n);
+/* Charges bytes more of the session's own memory outside buffers and the
+ * arena (registered graphs, staged copies) against session_memory_bytes
+ * and the total: 0 or BATON_E_QUOTA. */
+int session_charge(struct baton_server *s, struct baton_session *sess, uint64_t bytes);
+/* The session's memory outside its buffers: arena, graphs, staged copies. */
+uint64_t session_extra_bytes(const struct baton_session *sess);
+/* Frees registered graph i of sess (keeps the array without holes). */
+void session_graph_free(struct baton_server *s, struct baton_session *sess, uint32_t i);
 
 /* dispatch.c: serves one connection until it ends (see
  * baton_server_serve_transport). Does not close t. slot is the listener's

@@ -31,11 +31,45 @@ static void scratch_release(struct baton_server *s, struct baton_session *sess)
     sess->scratch_bytes = 0;
 }
 
+uint64_t session_extra_bytes(const struct baton_session *sess)
+{
+    return sess->scratch_bytes + sess->graph_bytes + atomic_load(&sess->staging_bytes);
+}
+
+int session_charge(struct baton_server *s, struct baton_session *sess, uint64_t bytes)
+{
+    uint64_t held = baton_handles_session_bytes(s->handles, sess->id);
+    uint64_t extra = session_extra_bytes(sess);
+    uint64_t cap = s->cfg.session_memory_bytes;
+    if (held > cap || extra > cap - held || bytes > cap - held - extra)
+        return BATON_E_QUOTA;
+    return baton_handles_charge(s->handles, bytes);
+}
+
+static void graph_release(struct baton_server *s, struct stored_graph *g)
+{
+    free(g->leaves);
+    free(g->nodes);
+    free(g->plan);
+    baton_handles_uncharge(s->handles, g->charged_bytes);
+}
+
+void session_graph_free(struct baton_server *s, struct baton_session *sess, uint32_t i)
+{
+    sess->graph_bytes -= sess->graphs[i].charged_bytes;
+    graph_release(s, &sess->graphs[i]);
+    sess->graphs[i] = sess->graphs[--sess->n_graphs];
+}
+
 void session_end(struct baton_server *s, struct baton_session *sess)
 {
     /* grants first, so no PEER_WRITE finds this session's buffers any more */
     grants_drop_session(s->grants, sess->id);
     server_peer_links_close(s, sess);
+    while (sess->n_graphs > 0)
+        session_graph_free(s, sess, sess->n_graphs - 1);
+    free(sess->graphs);
+    free(sess->routes);
     baton_handles_free_session(s->handles, sess->id);
     scratch_release(s, sess);
     free(sess->req);
@@ -103,8 +137,10 @@ int session_reserve_scratch(struct baton_server *s, struct baton_session *sess, 
     if (want > UINT64_MAX - 4095)
         return BATON_E_LIMIT;
     want = (want + 4095) & ~(uint64_t)4095;
-    /* the arena counts against the session's memory as its buffers do */
-    uint64_t held = baton_handles_session_bytes(s->handles, sess->id);
+    /* the arena counts against the session's memory as its buffers, its
+     * registered graphs and its staged copies do */
+    uint64_t held = baton_handles_session_bytes(s->handles, sess->id) + sess->graph_bytes +
+                    atomic_load(&sess->staging_bytes);
     uint64_t session_cap = s->cfg.session_memory_bytes;
     if (held > session_cap || n > session_cap - held)
         return BATON_E_QUOTA;

@@ -114,6 +114,65 @@ void baton_wire_encode_peer_write(uint8_t *p, const struct baton_peer_write_head
     memcpy(p, w->grant, BATON_GRANT_ID_BYTES);
     baton_wire_put_u64(p + 16, w->offset);
     baton_wire_put_u64(p + 24, w->n);
+    baton_wire_put_u64(p + 32, w->seq);
+}
+
+void baton_wire_encode_copy_options(uint8_t *p, const struct baton_copy_options *o)
+{
+    baton_wire_put_u64(p, o->seq);
+    baton_wire_put_u32(p + 8, o->flags);
+    baton_wire_put_u32(p + 12, 0);
+}
+
+void baton_wire_encode_peer_fence(uint8_t *p, const struct baton_peer_fence *f)
+{
+    memcpy(p, f->grant, BATON_GRANT_ID_BYTES);
+    baton_wire_put_u64(p + 16, f->seq);
+    baton_wire_put_u32(p + 24, f->status);
+    baton_wire_put_u32(p + 28, 0);
+}
+
+void baton_wire_encode_graph_id(uint8_t *p, uint32_t id)
+{
+    baton_wire_put_u32(p, id);
+    baton_wire_put_u32(p + 4, 0);
+}
+
+void baton_wire_encode_run_header(uint8_t *p, const struct baton_run_header *h)
+{
+    baton_wire_put_u32(p, h->graph);
+    baton_wire_put_u32(p + 4, h->flags);
+    baton_wire_put_u32(p + 8, h->n_fences);
+    baton_wire_put_u32(p + 12, h->n_inputs);
+}
+
+void baton_wire_encode_run_fence(uint8_t *p, const struct baton_run_fence *f)
+{
+    memcpy(p, f->grant, BATON_GRANT_ID_BYTES);
+    baton_wire_put_u64(p + 16, f->seq);
+    baton_wire_put_u64(p + 24, 0);
+}
+
+void baton_wire_encode_run_handoff(uint8_t *p, const struct baton_run_handoff *h)
+{
+    baton_wire_put_u32(p, h->route);
+    baton_wire_put_u32(p + 4, h->flags);
+    baton_wire_put_u64(p + 8, h->seq);
+    baton_wire_put_u64(p + 16, h->n);
+}
+
+void baton_wire_encode_run_return(uint8_t *p, const struct baton_run_return *r)
+{
+    baton_wire_put_u32(p, r->leaf);
+    baton_wire_put_u32(p + 4, 0);
+}
+
+void baton_wire_encode_run_input(uint8_t *p, const struct baton_run_input *in)
+{
+    baton_wire_put_u32(p, in->leaf);
+    baton_wire_put_u32(p + 4, in->count);
+    baton_wire_put_u32(p + 8, (uint32_t)in->first);
+    baton_wire_put_u32(p + 12, 0);
 }
 
 void baton_wire_encode_copy_result(uint8_t *p, const struct baton_copy_result *r)
@@ -143,6 +202,10 @@ static const char *const cmd_names[BATON_CMD_LIMIT] = {
     [BATON_CMD_COPY_TENSOR_TO] = "COPY_TENSOR_TO",
     [BATON_CMD_PEER_WRITE] = "PEER_WRITE",
     [BATON_CMD_PEER_FENCE] = "PEER_FENCE",
+    [BATON_CMD_GRAPH_REGISTER] = "GRAPH_REGISTER",
+    [BATON_CMD_GRAPH_RUN] = "GRAPH_RUN",
+    [BATON_CMD_GRAPH_FREE] = "GRAPH_FREE",
+    [BATON_CMD_COPY_ROUTE] = "COPY_ROUTE",
 };
 
 const char *baton_cmd_name(uint32_t cmd)

@@ -1,6 +1,7 @@
 /* Direct-path decoders (wire.h, docs/PROTOCOL.md "Direct path"): GRANT_WRITE
  * request, grant id, COPY_TENSOR_TO destination, PEER_WRITE header and the
- * COPY_TENSOR_TO reply.
+ * COPY_TENSOR_TO reply (the options, PEER_FENCE and the registered-graph
+ * records are in pipeline.c).
  *
  * Written like decode.c: pure, no libc, no shifts, no allocation;
  * little-endian integers are assembled by multiplication; every function
@@ -337,22 +338,25 @@ int baton_wire_decode_peer_dest(const uint8_t *buf, size_t len, size_t *pos,
     requires \separated(pos, out, buf + (0 .. len - 1));
     assigns *pos, *out;
     behavior truncated:
-      assumes !proom(len, *pos, 32);
+      assumes !proom(len, *pos, 40);
       ensures *pos == \old(*pos);
       ensures \result == BATON_E_TRUNCATED;
     behavior bad_fields:
-      assumes proom(len, *pos, 32);
-      assumes pzeros(buf + *pos, 16) || ple64(buf + *pos + 24) == 0;
+      assumes proom(len, *pos, 40);
+      assumes pzeros(buf + *pos, 16) || ple64(buf + *pos + 24) == 0 ||
+              ple64(buf + *pos + 32) == 0;
       ensures *pos == \old(*pos);
       ensures \result == BATON_E_INVAL;
     behavior ok:
-      assumes proom(len, *pos, 32);
-      assumes !pzeros(buf + *pos, 16) && ple64(buf + *pos + 24) != 0;
+      assumes proom(len, *pos, 40);
+      assumes !pzeros(buf + *pos, 16) && ple64(buf + *pos + 24) != 0 &&
+              ple64(buf + *pos + 32) != 0;
       ensures \result == 0;
-      ensures *pos == \old(*pos) + 32 && *pos <= len;
+      ensures *pos == \old(*pos) + 40 && *pos <= len;
       ensures \forall integer k; 0 <= k < 16 ==> out->grant[k] == \old(buf[*pos + k]);
       ensures out->offset == \old(ple64(buf + *pos + 16));
       ensures out->n == \old(ple64(buf + *pos + 24)) && out->n != 0;
+      ensures out->seq == \old(ple64(buf + *pos + 32)) && out->seq != 0;
     complete behaviors;
     disjoint behaviors;
 */
@@ -362,17 +366,20 @@ int baton_wire_decode_peer_write(const uint8_t *buf, size_t len, size_t *pos,
     const uint8_t *p;
     uint64_t offset;
     uint64_t n;
+    uint64_t seq;
 
     if (!peer_have(len, *pos, BATON_PEER_WRITE_HEADER_BYTES))
         return BATON_E_TRUNCATED;
     p = buf + *pos;
     n = peer_load64(p + 24);
-    if (peer_all_zero(p, BATON_GRANT_ID_BYTES) || n == 0)
+    seq = peer_load64(p + 32);
+    if (peer_all_zero(p, BATON_GRANT_ID_BYTES) || n == 0 || seq == 0)
         return BATON_E_INVAL;
     offset = peer_load64(p + 16);
     peer_copy16(out->grant, p);
     out->offset = offset;
     out->n = n;
+    out->seq = seq;
     *pos = *pos + BATON_PEER_WRITE_HEADER_BYTES;
     return 0;
 }

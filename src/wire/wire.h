@@ -34,7 +34,11 @@ enum baton_cmd {
     BATON_CMD_COPY_TENSOR_TO = 13,
     BATON_CMD_PEER_WRITE = 14,
     BATON_CMD_PEER_FENCE = 15,
-    BATON_CMD_LIMIT = 16 /* every valid command is below this */
+    BATON_CMD_GRAPH_REGISTER = 16,
+    BATON_CMD_GRAPH_RUN = 17,
+    BATON_CMD_GRAPH_FREE = 18,
+    BATON_CMD_COPY_ROUTE = 19,
+    BATON_CMD_LIMIT = 20 /* every valid command is below this */
 };
 
 enum baton_role { BATON_ROLE_SERVER = 0, BATON_ROLE_CLIENT = 1, BATON_ROLE_PEER = 2 };
@@ -43,6 +47,7 @@ enum baton_role { BATON_ROLE_SERVER = 0, BATON_ROLE_CLIENT = 1, BATON_ROLE_PEER 
 #define BATON_FEATURE_AUTH (1ull << 0)      /* responder requires AUTH */
 #define BATON_FEATURE_PEER_COPY (1ull << 1) /* COPY_TENSOR_TO / PEER_WRITE */
 #define BATON_FEATURE_ENCRYPT (1ull << 2)   /* responder: payloads encrypted after AUTH */
+#define BATON_FEATURE_PIPELINE (1ull << 3)  /* GRAPH_REGISTER / GRAPH_RUN, fences, async copies */
 
 /* Frame header: 24 bytes, both directions.
  *  0  u8[4] magic "BATN"
@@ -151,9 +156,11 @@ int baton_wire_decode_node(const uint8_t *buf, size_t len, size_t *pos, uint32_t
 #define BATON_GRANT_ID_BYTES 16u
 #define BATON_GRANT_REQUEST_BYTES 24u    /* GRANT_WRITE request */
 #define BATON_PEER_DEST_BYTES 48u        /* COPY_TENSOR_TO after its GET_TENSOR prefix */
-#define BATON_COPY_TO_BYTES (BATON_TENSOR_DESC_BYTES + 16u + BATON_PEER_DEST_BYTES) /* 152 */
+#define BATON_COPY_OPTIONS_BYTES 16u     /* COPY_TENSOR_TO after its destination */
+#define BATON_COPY_TO_BYTES                                                                        \
+    (BATON_TENSOR_DESC_BYTES + 16u + BATON_PEER_DEST_BYTES + BATON_COPY_OPTIONS_BYTES) /* 168 */
 #define BATON_COPY_RESULT_BYTES 48u      /* COPY_TENSOR_TO reply */
-#define BATON_PEER_WRITE_HEADER_BYTES 32u /* PEER_WRITE, before its data */
+#define BATON_PEER_WRITE_HEADER_BYTES 40u /* PEER_WRITE, before its data */
 
 /* Address families of a COPY_TENSOR_TO destination. */
 #define BATON_PEER_FAMILY_NONE 0u /* no destination: a statistics query */
@@ -171,7 +178,21 @@ enum baton_copy_outcome {
     BATON_COPY_REFUSED = 5,     /* the destination refused the PEER_WRITE (grant) */
     BATON_COPY_IO = 6,          /* the link failed or timed out during the write */
     BATON_COPY_LIMIT = 7,       /* peer-link cap reached, or this server holds no peer key */
-    BATON_COPY_OUTCOME_LIMIT = 8 /* every valid outcome is below this */
+    BATON_COPY_QUEUED = 8,      /* asynchronous: handed to the link's sender (not an error);
+                                   the destination's fence tells whether it landed */
+    BATON_COPY_CANCELLED = 9,   /* this session's last GRAPH_RUN failed: no data sent, the
+                                   destination is told the sequence number will not come */
+    BATON_COPY_OUTCOME_LIMIT = 10 /* every valid outcome is below this */
+};
+
+/* COPY_TENSOR_TO options (16 bytes after the destination):
+ *  0 u64 seq (the destination grant's sequence number this write completes;
+ *    >= 1 for families 4 and 6, 0 for family 0)
+ *  8 u32 flags (BATON_COPY_ASYNC; other bits 0)  12 u32 reserved (0). */
+#define BATON_COPY_ASYNC 1u /* reply at once (BATON_COPY_QUEUED); the link's sender copies */
+struct baton_copy_options {
+    uint64_t seq;
+    uint32_t flags;
 };
 
 /* GRANT_WRITE request: u64 handle, u64 offset, u64 length (24 bytes). */
@@ -194,12 +215,25 @@ struct baton_peer_dest {
     uint64_t grant_offset;
 };
 
-/* PEER_WRITE header (32 bytes, then n data bytes):
- *  0 u8[16] grant id  16 u64 offset within the grant  24 u64 n. */
+/* PEER_WRITE header (40 bytes, then n data bytes):
+ *  0 u8[16] grant id  16 u64 offset within the grant  24 u64 n
+ * 32 u64 seq (>= 1: the grant's sequence number this write completes). */
 struct baton_peer_write_header {
     uint8_t grant[BATON_GRANT_ID_BYTES];
     uint64_t offset;
     uint64_t n;
+    uint64_t seq;
+};
+
+/* PEER_FENCE (peer role, 32 bytes): the source tells the destination that
+ * the write with sequence number seq into the grant will not come.
+ *  0 u8[16] grant id  16 u64 seq (>= 1)  24 u32 status (1..65535: the
+ *  positive baton status why)  28 u32 reserved (0). */
+#define BATON_PEER_FENCE_BYTES 32u
+struct baton_peer_fence {
+    uint8_t grant[BATON_GRANT_ID_BYTES];
+    uint64_t seq;
+    uint32_t status;
 };
 
 /* COPY_TENSOR_TO reply (48 bytes): u32 result (enum baton_copy_outcome),
@@ -241,6 +275,113 @@ int baton_wire_decode_peer_dest(const uint8_t *buf, size_t len, size_t *pos,
 int baton_wire_decode_peer_write(const uint8_t *buf, size_t len, size_t *pos,
                                  struct baton_peer_write_header *out);
 
+/* Decodes COPY_TENSOR_TO options (16 bytes, layout above) for a
+ * destination of family `family` (0, 4 or 6, as decoded).
+ * BATON_E_TRUNCATED when fewer bytes remain; BATON_E_INVAL for non-zero
+ * reserved bytes, a flag other than BATON_COPY_ASYNC, family 0 with a
+ * non-zero seq or flags, or a family 4/6 copy with seq 0. */
+int baton_wire_decode_copy_options(const uint8_t *buf, size_t len, size_t *pos, uint8_t family,
+                                   struct baton_copy_options *out);
+
+/* Decodes a PEER_FENCE payload (32 bytes). BATON_E_INVAL for an all-zero
+ * grant id, seq 0, status 0 or above 65535, or non-zero reserved bytes. */
+int baton_wire_decode_peer_fence(const uint8_t *buf, size_t len, size_t *pos,
+                                 struct baton_peer_fence *out);
+
+/* ---- registered graphs: GRAPH_REGISTER, GRAPH_RUN, GRAPH_FREE
+ * (src/wire/pipeline.c; docs/PROTOCOL.md "Registered graphs") ---- */
+
+#define BATON_GRAPH_ID_BYTES 8u       /* u32 id (graph or route), u32 reserved (0) */
+#define BATON_COPY_ROUTE_BYTES (BATON_TENSOR_DESC_BYTES + BATON_PEER_DEST_BYTES) /* 136 */
+#define BATON_RUN_HEADER_BYTES 16u    /* GRAPH_RUN, before its fences and inputs */
+#define BATON_RUN_FENCE_BYTES 32u
+#define BATON_RUN_INPUT_BYTES 16u
+#define BATON_RUN_HANDOFF_BYTES 24u
+#define BATON_RUN_RETURN_BYTES 8u
+#define BATON_MAX_RUN_FENCES 4u
+#define BATON_MAX_RUN_INPUTS 4u
+/* GRAPH_RUN flags */
+#define BATON_RUN_RESET 1u   /* clear the session's failed-run latch first */
+#define BATON_RUN_HANDOFF 2u /* a hand-off record follows the inputs */
+#define BATON_RUN_RETURN 4u  /* a return record follows (after the hand-off) */
+#define BATON_RUN_FLAGS_ALL 7u
+
+/* GRAPH_RUN header: u32 graph id (>= 1), u32 flags (BATON_RUN_*; other
+ * bits 0), u32 n_fences (<= 4), u32 n_inputs (<= 4); then n_fences fences,
+ * n_inputs inputs, a hand-off (HANDOFF) and a return (RETURN). */
+struct baton_run_header {
+    uint32_t graph;
+    uint32_t flags;
+    uint32_t n_fences;
+    uint32_t n_inputs;
+};
+
+/* A fence (32 bytes): u8[16] grant id, u64 seq (>= 1), u64 reserved (0):
+ * the run waits until the grant holds exactly the write with this seq. */
+struct baton_run_fence {
+    uint8_t grant[BATON_GRANT_ID_BYTES];
+    uint64_t seq;
+};
+
+/* An input (16 bytes): u32 leaf (index into the graph's leaves), u32 count
+ * (>= 1), i32 first, u32 reserved (0): the leaf's first count I32 elements
+ * become first, first + 1, ..., first + count - 1 (positions; one token
+ * id, count 1) before the graph runs. */
+struct baton_run_input {
+    uint32_t leaf;
+    uint32_t count;
+    int32_t first;
+};
+
+/* A hand-off (24 bytes): u32 route (>= 1, COPY_ROUTE), u32 flags
+ * (BATON_COPY_ASYNC; other bits 0), u64 seq (>= 1), u64 n (>= 1): after
+ * the compute, the first n bytes of the route's tensor go to its
+ * destination as the write seq (COPY_TENSOR_TO's semantics); a failed run
+ * cancels seq there instead. */
+struct baton_run_handoff {
+    uint32_t route;
+    uint32_t flags;
+    uint64_t seq;
+    uint64_t n;
+};
+
+/* A return (8 bytes): u32 leaf, u32 reserved (0): the leaf's bytes, after
+ * the compute, make up the rest of the reply. */
+struct baton_run_return {
+    uint32_t leaf;
+};
+
+/* Decodes an id record (8 bytes: u32 id, u32 reserved): the GRAPH_REGISTER
+ * and COPY_ROUTE replies and the GRAPH_FREE request. BATON_E_INVAL for id 0
+ * or non-zero reserved bytes. */
+int baton_wire_decode_graph_id(const uint8_t *buf, size_t len, size_t *pos, uint32_t *id);
+
+/* Decodes a GRAPH_RUN header and checks the payload's length: exactly
+ * 32 * n_fences + 16 * n_inputs (+ 24 with HANDOFF, + 8 with RETURN) bytes
+ * must follow it (BATON_E_INVAL otherwise, and for graph id 0 or unknown
+ * flags); n_fences or n_inputs above 4 is BATON_E_LIMIT. */
+int baton_wire_decode_run_header(const uint8_t *buf, size_t len, size_t *pos,
+                                 struct baton_run_header *out);
+
+/* Decodes one fence (32 bytes). BATON_E_INVAL for an all-zero grant id,
+ * seq 0 or non-zero reserved bytes. */
+int baton_wire_decode_run_fence(const uint8_t *buf, size_t len, size_t *pos,
+                                struct baton_run_fence *out);
+
+/* Decodes one input (16 bytes). BATON_E_INVAL for count 0, non-zero
+ * reserved bytes, or first + count - 1 above 2^31 - 1. */
+int baton_wire_decode_run_input(const uint8_t *buf, size_t len, size_t *pos,
+                                struct baton_run_input *out);
+
+/* Decodes a hand-off (24 bytes). BATON_E_INVAL for route 0, a flag other
+ * than BATON_COPY_ASYNC, seq 0 or n 0. */
+int baton_wire_decode_run_handoff(const uint8_t *buf, size_t len, size_t *pos,
+                                  struct baton_run_handoff *out);
+
+/* Decodes a return (8 bytes). BATON_E_INVAL for non-zero reserved bytes. */
+int baton_wire_decode_run_return(const uint8_t *buf, size_t len, size_t *pos,
+                                 struct baton_run_return *out);
+
 /* Decodes a COPY_TENSOR_TO reply (48 bytes). BATON_E_INVAL for a result
  * >= BATON_COPY_OUTCOME_LIMIT, a status above 65535, or non-zero reserved
  * bytes. */
@@ -269,11 +410,20 @@ void baton_wire_encode_device_info(uint8_t *p, const struct baton_device_info *d
 int baton_wire_decode_device_info(const uint8_t *buf, size_t len, size_t *pos,
                                   struct baton_device_info *out);
 
-/* Direct path encoders: 24, 48, 32 and 48 bytes (layouts above). */
+/* Direct path encoders: 24, 48, 16, 40, 32 and 48 bytes (layouts above). */
 void baton_wire_encode_grant_request(uint8_t *p, const struct baton_grant_request *g);
 void baton_wire_encode_peer_dest(uint8_t *p, const struct baton_peer_dest *d);
+void baton_wire_encode_copy_options(uint8_t *p, const struct baton_copy_options *o);
 void baton_wire_encode_peer_write(uint8_t *p, const struct baton_peer_write_header *w);
+void baton_wire_encode_peer_fence(uint8_t *p, const struct baton_peer_fence *f);
 void baton_wire_encode_copy_result(uint8_t *p, const struct baton_copy_result *r);
+/* Registered graphs: 8, 16, 32 and 16 bytes (layouts above). */
+void baton_wire_encode_graph_id(uint8_t *p, uint32_t id);
+void baton_wire_encode_run_header(uint8_t *p, const struct baton_run_header *h);
+void baton_wire_encode_run_fence(uint8_t *p, const struct baton_run_fence *f);
+void baton_wire_encode_run_input(uint8_t *p, const struct baton_run_input *in);
+void baton_wire_encode_run_handoff(uint8_t *p, const struct baton_run_handoff *h);
+void baton_wire_encode_run_return(uint8_t *p, const struct baton_run_return *r);
 
 /* Fills nb[] with the contiguous strides of (type, ne). Returns 0, or
  * BATON_E_TYPE / BATON_E_SHAPE / BATON_E_OVERFLOW as baton_wire_tensor_extent. */

@@ -12,7 +12,7 @@ cleanup_all() {
     local p
     for p in "${PIDS[@]+"${PIDS[@]}"}"; do kill -KILL "$p" 2>/dev/null || true; done
     for p in "${PIDS[@]+"${PIDS[@]}"}"; do wait "$p" 2>/dev/null || true; done
-    rm -rf "$TMP"
+    if [ -n "${BATON_KEEP_TMP:-}" ]; then echo "kept $TMP" >&2; else rm -rf "$TMP"; fi
 }
 trap cleanup_all EXIT
 

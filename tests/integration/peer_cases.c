@@ -120,6 +120,16 @@ static int buffer_is(struct baton_conn *c, uint64_t h, const uint8_t *want, size
     return ok;
 }
 
+/* Sequence numbers of PEER_WRITE / COPY_TENSOR_TO: every write into a
+ * grant must be newer than the last; one counter for the whole run keeps
+ * them so. */
+static uint64_t g_seq;
+
+static uint64_t next_seq(void)
+{
+    return __atomic_add_fetch(&g_seq, 1, __ATOMIC_RELAXED);
+}
+
 static int fill(struct baton_conn *c, uint64_t h, const uint8_t *data, size_t n)
 {
     struct baton_tensor_desc t;
@@ -132,7 +142,7 @@ static int peer_write_once(uint16_t port, const struct baton_key *pk, const uint
                            uint64_t off, const void *data, uint64_t n)
 {
     struct baton_conn *p = conn(port, pk, BATON_ROLE_PEER);
-    int rc = baton_peer_write(p, id, off, data, n);
+    int rc = baton_peer_write(p, id, off, next_seq(), data, n);
     baton_conn_close(p);
     return rc;
 }
@@ -184,8 +194,8 @@ static int cmd_grants(uint16_t port, const char *ck_path, const char *pk_path)
     /* a refused PEER_WRITE ends its link */
     {
         struct baton_conn *p = conn(port, pk, BATON_ROLE_PEER);
-        rc = baton_peer_write(p, junk, 0, data, 4);
-        int rc2 = baton_peer_write(p, id, 0, data, 4);
+        rc = baton_peer_write(p, junk, 0, next_seq(), data, 4);
+        int rc2 = baton_peer_write(p, id, 0, next_seq(), data, 4);
         check(rc == BATON_E_NOT_FOUND && rc2 == BATON_E_IO,
               "after a refusal the link is closed (%s, then %s)", baton_status_name(rc),
               baton_status_name(rc2));
@@ -243,7 +253,7 @@ static int cmd_grants(uint16_t port, const char *ck_path, const char *pk_path)
     /* on a client-role connection PEER_WRITE is not allowed at all */
     {
         struct baton_conn *c3 = conn(port, ck, BATON_ROLE_CLIENT);
-        rc = baton_peer_write(c3, id2, 0, data, 16);
+        rc = baton_peer_write(c3, id2, 0, next_seq(), data, 16);
         check(rc == BATON_E_PROTO, "PEER_WRITE on a client connection: %s",
               baton_status_name(rc));
         baton_conn_close(c3);
@@ -271,27 +281,27 @@ static int cmd_grants(uint16_t port, const char *ck_path, const char *pk_path)
         d.port = 1;
         d.grant[0] = 1;
         baton_tensor_init(&t, hx, 0, BATON_TYPE_I32, 16, 1, 1, 1);
-        rc = baton_copy_tensor_to(c, &t, 0, 64, &d, &res);
+        rc = baton_copy_tensor_to(c, &t, 0, 64, &d, &(struct baton_copy_options){next_seq(), 0}, &res);
         check(rc == BATON_E_INVAL, "COPY_TENSOR_TO to family 5: %s", baton_status_name(rc));
         d.family = BATON_PEER_FAMILY_IPV4;
         d.addr[5] = 1;
-        rc = baton_copy_tensor_to(c, &t, 0, 64, &d, &res);
+        rc = baton_copy_tensor_to(c, &t, 0, 64, &d, &(struct baton_copy_options){next_seq(), 0}, &res);
         check(rc == BATON_E_INVAL, "COPY_TENSOR_TO with IPv4 padding set: %s",
               baton_status_name(rc));
         d.addr[5] = 0;
-        rc = baton_copy_tensor_to(c, &t, 0, 65, &d, &res);
+        rc = baton_copy_tensor_to(c, &t, 0, 65, &d, &(struct baton_copy_options){next_seq(), 0}, &res);
         check(rc == BATON_E_BOUNDS, "COPY_TENSOR_TO past the tensor: %s", baton_status_name(rc));
         d.addr[0] = 127;
         d.addr[3] = 1;
-        rc = baton_copy_tensor_to(c, &t, 0, 64, &d, &res);
+        rc = baton_copy_tensor_to(c, &t, 0, 64, &d, &(struct baton_copy_options){next_seq(), 0}, &res);
         check(rc == 0 && res.result == BATON_COPY_NOT_ALLOWED,
               "COPY_TENSOR_TO to an address not on the allow-list: not done (%u)",
               (unsigned)res.result);
         memset(&d, 0, sizeof d);
-        rc = baton_copy_tensor_to(c, &t, 0, 0, &d, &res);
+        rc = baton_copy_tensor_to(c, &t, 0, 0, &d, NULL, &res);
         check(rc == 0 && res.result == BATON_COPY_DONE && res.peer_bytes_received ==
-                                                               (24 + 32 + 16 + 16) +
-                                                                   (24 + 32 + 4 + 16),
+                                                               (24 + 40 + 16 + 16) +
+                                                                   (24 + 40 + 4 + 16),
               "counter query: %s, received %llu bytes into this session's grants",
               baton_status_name(rc), (unsigned long long)res.peer_bytes_received);
     }
@@ -342,7 +352,7 @@ static void *writer_main(void *arg)
     struct baton_conn_options o = {.timeout_ms = 60000, .key = w->pk, .role = BATON_ROLE_PEER};
     w->rc = baton_conn_connect_ex("127.0.0.1", w->port, &o, &p);
     if (w->rc == 0)
-        w->rc = baton_peer_write(p, w->id, 0, w->data, w->n);
+        w->rc = baton_peer_write(p, w->id, 0, next_seq(), w->data, w->n);
     baton_conn_close(p);
     return NULL;
 }
@@ -444,7 +454,7 @@ static int cmd_flood(uint16_t src_port, long src_pid, const char *ck_path, int n
         d.addr[3] = 1;
         d.port = ports[i % 3];
         memset(d.grant, 0x42, sizeof d.grant);
-        int rc = baton_copy_tensor_to(c, &t, 0, 256, &d, &res);
+        int rc = baton_copy_tensor_to(c, &t, 0, 256, &d, &(struct baton_copy_options){next_seq(), 0}, &res);
         if (rc != 0)
             errors++;
         else if (res.result < BATON_COPY_OUTCOME_LIMIT)
@@ -489,7 +499,7 @@ static int copy_and_check(struct baton_conn *src, struct baton_conn *dst,
         v[i] = (uint8_t)(i + seed);
     if (baton_set_tensor(src, ts, 0, v, sizeof v) != 0)
         return 0;
-    if (baton_copy_tensor_to(src, ts, 0, sizeof v, d, res) != 0 || res->result != BATON_COPY_DONE)
+    if (baton_copy_tensor_to(src, ts, 0, sizeof v, d, &(struct baton_copy_options){next_seq(), 0}, res) != 0 || res->result != BATON_COPY_DONE)
         return 0;
     return buffer_is(dst, hd, v, sizeof v);
 }

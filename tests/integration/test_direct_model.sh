@@ -4,10 +4,12 @@
 # BATON_P2P=0), give the token ids of the in-process run (the reference ids
 # of test_model_reference.sh for the first prompt). Per decode step, from
 # --stats-json: the hub arm moves the hidden state with GET_TENSOR and
-# SET_TENSOR at both boundaries and sends no COPY_TENSOR_TO; the direct arm
-# sends 2 COPY_TENSOR_TO and no hidden-state bytes through the coordinator,
-# and the middle server B receives from A and sends to C (each server
-# counts this session's own peer bytes). The servers hold the peer key and
+# SET_TENSOR at both boundaries and waits for 3 replies per step; the direct
+# arm sends one GRAPH_RUN per stage (the hand-off inside it), no
+# hidden-state bytes through the coordinator and at most 200 bytes per
+# stage (tags included), waits once per step (for the token), and the
+# middle server B receives from A and sends to C (each server counts this
+# session's own peer bytes). The servers hold the peer key and
 # allow-lists (A -> B -> C); a server without the peer key does not
 # advertise PEER_COPY, so that boundary stays on the hub path.
 source "$(dirname "$0")/lib.sh"
@@ -79,8 +81,9 @@ check "$S" 'j["direct_boundaries"] == 0 and j["decode_steps"] == 47' "hub arm: b
 check "$S" '"COPY_TENSOR_TO" not in j["per_step"]["commands"]' "hub arm: a COPY_TENSOR_TO"
 check "$S" "$st[0][\"hidden_gets\"] == 1 and $st[1][\"hidden_sets\"] == 1 and $st[1][\"hidden_gets\"] == 1 and $st[2][\"hidden_sets\"] == 1" \
     "hub arm: hidden-state GET and SET at both boundaries"
-check "$S" "$st[0][\"commands\"][\"GET_TENSOR\"][\"count\"] == 1 and $st[1][\"commands\"][\"SET_TENSOR\"][\"count\"] == 2" \
+check "$S" "$st[0][\"commands\"][\"GET_TENSOR\"][\"count\"] == 1 and $st[1][\"commands\"][\"SET_TENSOR\"][\"count\"] == 1" \
     "hub arm: GET_TENSOR / SET_TENSOR counts"
+check "$S" 'j["per_step"]["coordinator_waits"] == 3' "hub arm: waits per step"
 check "$S" 'j["per_step"]["hidden_state_bytes"] == 4 * 256' "hub arm: hidden-state bytes"
 check "$S" "all(s[\"peer_bytes_sent\"] == 0 and s[\"peer_bytes_received\"] == 0 for s in $st)" \
     "hub arm: peer bytes"
@@ -88,16 +91,19 @@ echo "ok: hub arm: hidden state GET + SET at both boundaries, no COPY_TENSOR_TO,
 
 S=$TMP/p1_s3on.stats
 check "$S" 'j["direct_boundaries"] == 2' "direct arm: boundaries"
-check "$S" 'j["per_step"]["commands"]["COPY_TENSOR_TO"]["count"] == 2' "direct arm: COPY_TENSOR_TO per step"
+check "$S" 'j["per_step"]["commands"]["GRAPH_RUN"]["count"] == 3 and "COPY_TENSOR_TO" not in j["per_step"]["commands"]' "direct arm: one GRAPH_RUN per stage"
+check "$S" "all(list(s['commands'].keys()) == ['GRAPH_RUN'] and s['commands']['GRAPH_RUN']['request_bytes'] <= 200 for s in $st)" \
+    "direct arm: at most 200 bytes per stage"
+check "$S" 'j["per_step"]["coordinator_waits"] == 1' "direct arm: waits per step"
 check "$S" 'j["per_step"]["hidden_state_bytes"] == 0' "direct arm: hidden-state bytes through the coordinator"
 check "$S" "all(s[\"hidden_gets\"] == 0 and s[\"hidden_sets\"] == 0 for s in $st)" "direct arm: hub transfers"
 check "$S" "$st[0][\"copies_done\"] == 1 and $st[1][\"copies_done\"] == 1 and $st[0][\"copies_not_done\"] == 0" \
     "direct arm: copies done"
 # three endpoints in one run: B receives from A and sends to C; a
-# PEER_WRITE of one token is 24 + 32 + 256 + 16 = 328 bytes
-check "$S" "$st[0][\"peer_bytes_sent\"] == 328 and $st[0][\"peer_bytes_received\"] == 0" "direct arm: A's peer bytes"
-check "$S" "$st[1][\"peer_bytes_received\"] == 328 and $st[1][\"peer_bytes_sent\"] == 328" "direct arm: B's peer bytes"
-check "$S" "$st[2][\"peer_bytes_received\"] == 328 and $st[2][\"peer_bytes_sent\"] == 0" "direct arm: C's peer bytes"
+# PEER_WRITE of one token is 24 + 40 + 256 + 16 = 336 bytes
+check "$S" "$st[0][\"peer_bytes_sent\"] == 336 and $st[0][\"peer_bytes_received\"] == 0" "direct arm: A's peer bytes"
+check "$S" "$st[1][\"peer_bytes_received\"] == 336 and $st[1][\"peer_bytes_sent\"] == 336" "direct arm: B's peer bytes"
+check "$S" "$st[2][\"peer_bytes_received\"] == 336 and $st[2][\"peer_bytes_sent\"] == 0" "direct arm: C's peer bytes"
 check "$S" "'GET_TENSOR' not in $st[0][\"commands\"] and 'GET_TENSOR' not in $st[1][\"commands\"]" \
     "direct arm: a hidden-state GET"
 grep -q "plan: stage 1 -> 2 direct" "$TMP/p1_s3on.err" && grep -q "plan: stage 2 -> 3 direct" "$TMP/p1_s3on.err" ||
@@ -108,7 +114,7 @@ grep -qx "plan: stage 1 -> 2 hub (--p2p off)" "$TMP/p1_s3off.err" && grep -qx "p
 grep -qx "plan: stage 1 -> 2 hub (--p2p off)" "$TMP/p1_env.err" || fail "BATON_P2P=0: plan line"
 grep -q "authenticated (peer role" "$TMP/batond.b.log" && grep -q "authenticated (peer role" "$TMP/batond.c.log" ||
     fail "no peer-role sessions on B and C"
-echo "ok: direct arm: 2 COPY_TENSOR_TO, 0 hidden-state bytes through the coordinator; B received from A and sent to C"
+echo "ok: direct arm: one GRAPH_RUN (<= 200 B) per stage, 1 wait, 0 hidden-state bytes through the coordinator; B received from A and sent to C"
 check "$TMP/p1_s2on.stats" 'j["direct_boundaries"] == 1 and j["per_step"]["hidden_state_bytes"] == 0' "2 stages direct"
 
 # a server without the peer key: that boundary stays on the hub path
@@ -125,12 +131,13 @@ echo "ok: a server without the peer key keeps its boundary on the hub path"
 # --stats prints the same, and usage errors
 "$BATON" run --model "$MODEL" --prompt "Once upon a time" -n 4 --key "$K" --servers "$A,$B,$C" \
     --stats --quiet >/dev/null 2>"$TMP/stats.err" || fail "--stats run"
-# peer bytes are per decode step, as the table's heading says (328 per
-# PEER_WRITE of one token; the totals over the window would be 3 x 328)
+# peer bytes are per decode step, as the table's heading says (336 per
+# PEER_WRITE of one token; the totals over the window would be 3 x 336)
 grep -q "^stats: per decode step (average over 3 steps), direct path" "$TMP/stats.err" &&
-    grep -q "^  1      COPY_TENSOR_TO " "$TMP/stats.err" &&
-    grep -q "^  stage 1: .*, peer bytes sent 328.0 received 0.0 per step (counted by the server, this session only)$" "$TMP/stats.err" &&
-    grep -q "^  stage 2: .*, peer bytes sent 328.0 received 328.0 per step " "$TMP/stats.err" ||
+    grep -q "^  1      GRAPH_RUN " "$TMP/stats.err" &&
+    grep -q "^  coordinator waits for a reply it needs: 1.00 per step (pipelined)$" "$TMP/stats.err" &&
+    grep -q "^  stage 1: .*, peer bytes sent 336.0 received 0.0 per step (counted by the server, this session only)$" "$TMP/stats.err" &&
+    grep -q "^  stage 2: .*, peer bytes sent 336.0 received 336.0 per step " "$TMP/stats.err" ||
     fail "--stats output: $(cat "$TMP/stats.err")"
 rc=0
 "$BATON" run --model "$MODEL" --prompt x --p2p maybe >/dev/null 2>"$TMP/usage.err" || rc=$?

@@ -33,31 +33,44 @@ want_fail() {
 has_line() { grep -qxF -- "$2" "$1" || fail "no line '$2' in: $(cat "$1")"; }
 
 # --- run: the streamed prompt's line is ended before the error ---
-# a compute budget of 1000 FLOPs: the prefill graph (after the prompt is
-# written to stdout) is refused
-BATOND_EXTRA="${BATOND_EXTRA:-} --max-graph-flops 1000" start_server flops
-flops=127.0.0.1:$PORT_flops
-want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$MODEL" --servers "$flops" \
+# a session memory of 1900 KiB holds stories260K's buffers (weights, KV
+# cache, I/O) and its registered graphs, but not the prefill's scratch: the
+# first GRAPH_RUN (after the prompt is written to stdout) is refused
+BATOND_EXTRA="${BATOND_EXTRA:-} --session-memory-bytes 1900K" start_server quota
+quota=127.0.0.1:$PORT_quota
+want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$MODEL" --servers "$quota" \
     --prompt "Once upon a time" -n 4
 printf 'Once upon a time\n' >"$TMP/want.out"
 cmp -s "$TMP/want.out" "$TMP/run.out" ||
     fail "stdout is not the prompt and a newline: $(od -c "$TMP/run.out")"
-[ "$(tail -n 2 "$TMP/run.err" | head -n 1)" = "baton run: stage 1 ($flops): step failed: E_LIMIT (limit exceeded)" ] ||
+[ "$(tail -n 2 "$TMP/run.err" | head -n 1)" = "baton run: stage 1 ($quota): GRAPH_RUN failed: E_QUOTA (memory quota exhausted)" ] ||
     fail "stderr: $(cat "$TMP/run.err")"
 # ... and says what the user can lower
 [ "$(tail -n 1 "$TMP/run.err")" = "baton run: a step's scratch and compute on the server grow with the context (the default --ctx 512) and the ubatch (--ubatch 512), its nodes with the stage's layers (--split); batond --print-policy shows the server's limits" ] ||
     fail "last stderr line: $(cat "$TMP/run.err")"
 # stdout and stderr to one file, as a terminal shows them: two lines
 rc=0
-"$BATON" run --model "$MODEL" --servers "$flops" --prompt "Once upon a time" -n 4 \
+"$BATON" run --model "$MODEL" --servers "$quota" --prompt "Once upon a time" -n 4 \
     >"$TMP/both" 2>&1 || rc=$?
-[ "$rc" -eq 1 ] || fail "run on the 1000-FLOP server: exit $rc"
+[ "$rc" -eq 1 ] || fail "run on the 1900K-session server: exit $rc"
 has_line "$TMP/both" "Once upon a time"
-has_line "$TMP/both" "baton run: stage 1 ($flops): step failed: E_LIMIT (limit exceeded)"
+has_line "$TMP/both" "baton run: stage 1 ($quota): GRAPH_RUN failed: E_QUOTA (memory quota exhausted)"
 # --quiet streams nothing, so nothing is added to stdout
-want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$MODEL" --servers "$flops" \
+want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$MODEL" --servers "$quota" \
     --prompt "Once upon a time" -n 4 --quiet
 [ ! -s "$TMP/run.out" ] || fail "--quiet wrote to stdout: $(od -c "$TMP/run.out")"
+
+# --- run: a compute budget of 1000 FLOPs refuses the graphs when they are
+# registered, with the model's upload, before any text is streamed ---
+BATOND_EXTRA="${BATOND_EXTRA:-} --max-graph-flops 1000" start_server flops
+flops=127.0.0.1:$PORT_flops
+want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$MODEL" --servers "$flops" \
+    --prompt "Once upon a time" -n 4
+[ ! -s "$TMP/run.out" ] || fail "text streamed before the graphs were accepted: $(od -c "$TMP/run.out")"
+[ "$(tail -n 2 "$TMP/run.err" | head -n 1)" = "baton run: stage 1 ($flops): GRAPH_REGISTER failed: E_LIMIT (limit exceeded)" ] ||
+    fail "stderr: $(cat "$TMP/run.err")"
+[ "$(tail -n 1 "$TMP/run.err")" = "baton run: a step's scratch and compute on the server grow with the context (the default --ctx 512) and the ubatch (--ubatch 512), its nodes with the stage's layers (--split); batond --print-policy shows the server's limits" ] ||
+    fail "last stderr line (flops): $(cat "$TMP/run.err")"
 
 # --- run: a SET_TENSOR over the server's max message size names the limit ---
 # stories260K's largest tensor (token_embd, 512 x 64 f32) is one message of
@@ -116,7 +129,7 @@ baton bench: repetition 2 of 3 failed; repetition 1 ran" ] ||
     fail "bench, repetition 2 refused: $(cat "$TMP/b.err")"
 [ "$(grep -c "^plan:" "$TMP/b.err")" -eq 1 ] || fail "repetition 2's plan lines printed: $(cat "$TMP/b.err")"
 # the table of the repetition that finished, saying so; no JSON
-[ "$(head -n 1 "$TMP/b.out")" = "bench: $MODEL, servers $once, split (equal), prompt 4, generated 2, reps 1 of 3 (repetition 2 failed), threads 1, ctx 14, ubatch 14" ] ||
+[ "$(head -n 1 "$TMP/b.out")" = "bench: $MODEL, servers $once, split (equal), prompt 4, generated 2, reps 1 of 3 (repetition 2 failed), threads 1, ctx 14, ubatch 14, pipeline on, p2p on" ] ||
     fail "bench, repetition 2 refused: table header: $(cat "$TMP/b.out")"
 for f in prefill decode ttft tpot load; do
     grep -qE "^  $f +[0-9]+\.[0-9]{3} +[0-9]+\.[0-9]{3} +[0-9]+\.[0-9]{3}  " "$TMP/b.out" ||

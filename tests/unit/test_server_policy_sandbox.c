@@ -76,6 +76,30 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+/* A thread whose arena grows and shrinks: blocks below the mmap threshold
+ * come from the thread's own heap, and freeing them all leaves a free top
+ * that glibc trims (shrink_heap), which first reads
+ * /proc/sys/vm/overcommit_memory unless the sandbox settled the trim
+ * threshold (sandbox.c settle_libc). A peer sender thread frees its staged
+ * copies like this. */
+static void *arena_main(void *arg)
+{
+    enum { N_BLOCKS = 64, BLOCK = 64 * 1024 };
+    void *b[N_BLOCKS];
+    for (int round = 0; round < 4; round++) {
+        for (int i = 0; i < N_BLOCKS; i++) {
+            b[i] = malloc(BLOCK);
+            if (!b[i])
+                return NULL;
+            memset(b[i], i, BLOCK);
+        }
+        for (int i = N_BLOCKS - 1; i >= 0; i--)
+            free(b[i]);
+    }
+    *(int *)arg = 43;
+    return NULL;
+}
+
 /* In a child: install, check what must work (reported through the pipe as
  * one byte per passed step), then make the forbidden call `which`. */
 static void child(int wfd, int which)
@@ -95,6 +119,8 @@ static void child(int wfd, int which)
     pthread_t t;
     int v = 0;
     if (pthread_create(&t, NULL, thread_main, &v) != 0 || pthread_join(t, NULL) != 0 || v != 42)
+        _exit(13);
+    if (pthread_create(&t, NULL, arena_main, &v) != 0 || pthread_join(t, NULL) != 0 || v != 43)
         _exit(13);
     void *m = malloc(1 << 24); /* large: mmap, then munmap */
     if (!m)

@@ -1,5 +1,7 @@
 /* Direct-path decoders of src/wire/peer.c: GRANT_WRITE request, grant id,
- * COPY_TENSOR_TO destination, PEER_WRITE header, COPY_TENSOR_TO reply.
+ * COPY_TENSOR_TO destination, PEER_WRITE header (40 bytes), COPY_TENSOR_TO
+ * reply (outcomes 0..9). The options and PEER_FENCE (src/wire/pipeline.c)
+ * are in test_wire_pipeline.c.
  * Hand-written bytes (docs/PROTOCOL.md "Direct path"), byte-exact round
  * trips through the encoders, every failure code, and the cursor unchanged
  * on every failure (each record is decoded after 3 junk bytes). */
@@ -192,7 +194,7 @@ static void test_peer_dest(void **state)
 
 static void test_peer_write(void **state)
 {
-    uint8_t b[AT + 32 + 5], enc[32];
+    uint8_t b[AT + 40 + 5], enc[40];
     struct baton_peer_write_header w;
     size_t pos;
     (void)state;
@@ -202,14 +204,15 @@ static void test_peer_write(void **state)
         b[AT + i] = (uint8_t)(i + 1);
     memcpy(b + AT + 16, (const uint8_t[]){8, 0, 0, 0, 0, 0, 0, 0}, 8);
     memcpy(b + AT + 24, (const uint8_t[]){0, 1, 0, 0, 0, 0, 0, 0}, 8);
+    memcpy(b + AT + 32, (const uint8_t[]){7, 0, 0, 0, 0, 0, 0, 1}, 8);
     pos = AT;
     assert_int_equal(baton_wire_decode_peer_write(b, sizeof b, &pos, &w), 0);
-    assert_int_equal(pos, AT + 32);
+    assert_int_equal(pos, AT + 40);
     assert_memory_equal(w.grant, b + AT, 16);
-    assert_true(w.offset == 8 && w.n == 256);
+    assert_true(w.offset == 8 && w.n == 256 && w.seq == (1ull << 56) + 7);
     baton_wire_encode_peer_write(enc, &w);
-    assert_memory_equal(enc, b + AT, 32);
-    for (size_t n = 0; n < 32; n++) {
+    assert_memory_equal(enc, b + AT, 40);
+    for (size_t n = 0; n < 40; n++) {
         pos = AT;
         assert_int_equal(baton_wire_decode_peer_write(b, AT + n, &pos, &w), BATON_E_TRUNCATED);
         assert_int_equal(pos, AT);
@@ -221,6 +224,11 @@ static void test_peer_write(void **state)
     b[AT + 31] = 0x80; /* n = 2^63: in range for the decoder, the grant decides */
     assert_int_equal(baton_wire_decode_peer_write(b, sizeof b, &pos, &w), 0);
     assert_true(w.n == 1ull << 63);
+    memset(b + AT + 32, 0, 8); /* seq 0: every write names the write it is */
+    pos = AT;
+    assert_int_equal(baton_wire_decode_peer_write(b, sizeof b, &pos, &w), BATON_E_INVAL);
+    assert_int_equal(pos, AT);
+    b[AT + 32] = 1;
     memset(b + AT, 0, 16); /* no grant */
     pos = AT;
     assert_int_equal(baton_wire_decode_peer_write(b, sizeof b, &pos, &w), BATON_E_INVAL);
@@ -259,6 +267,15 @@ static void test_copy_result(void **state)
         assert_int_equal(baton_wire_decode_copy_result(b, AT + n, &pos, &r), BATON_E_TRUNCATED);
         assert_int_equal(pos, AT);
     }
+    b[AT] = 8; /* QUEUED: an asynchronous copy handed to the sender */
+    pos = AT;
+    assert_int_equal(baton_wire_decode_copy_result(b, sizeof b, &pos, &r), 0);
+    assert_int_equal(r.result, BATON_COPY_QUEUED);
+    b[AT] = 9; /* CANCELLED: the latch was set, the destination is told */
+    pos = AT;
+    assert_int_equal(baton_wire_decode_copy_result(b, sizeof b, &pos, &r), 0);
+    assert_int_equal(r.result, BATON_COPY_CANCELLED);
+    assert_int_equal(BATON_COPY_OUTCOME_LIMIT, 10);
     b[AT] = BATON_COPY_OUTCOME_LIMIT - 1;
     pos = AT;
     assert_int_equal(baton_wire_decode_copy_result(b, sizeof b, &pos, &r), 0);

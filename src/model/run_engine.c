@@ -1,0 +1,613 @@
+/* The step engine (run_internal.h): ubatches through the stages.
+ *
+ * Each stage's part of a step (a "block") is a few pipelined requests on
+ * that stage's connection: a SET of the input where it comes through the
+ * coordinator (token ids of a prefill ubatch on stage 1, the hidden state on
+ * the hub path), one GRAPH_RUN of a registered graph (its positions, a
+ * decode step's token id and the last index as inputs; fenced on the
+ * previous stage's hand-off on the direct path; with a hand-off of its own
+ * hidden state to the next stage, or the argmax returned on the last
+ * stage), and a GET of the hidden state on the hub path (of the logits on
+ * the last stage when sampling needs them). Every reply is tracked
+ * (baton_conn_track), so the engine knows which step's which part has
+ * answered.
+ *
+ * Scheduling: the engine submits a block as soon as its inputs can exist
+ * and waits only where data must come back to it.
+ *   - Direct boundary: stage i + 1's block of step k goes at once, fenced on
+ *     the write with the hand-off's sequence number; the server computes
+ *     only once that write has landed (docs/PROTOCOL.md "Asynchronous
+ *     hand-off"). Until a copy over the boundary has succeeded (its first
+ *     step, or after a failure) the hand-off is synchronous and stage
+ *     i + 1's block waits for its outcome: a copy that is not done goes
+ *     through the coordinator for that step, and the boundary is tried
+ *     again after 1, 2, 4 ... 64 steps.
+ *   - Hub boundary: stage i + 1's block waits for the GET of stage i's
+ *     hidden state; the coordinator SETs it in.
+ *   - Slots: step k reads slot k mod n_slots of the next stage's input, so
+ *     stage i's block of step k waits until stage i + 1 has answered its run
+ *     of step k - n_slots (the last reader of that slot; the hub path's host
+ *     buffers, one per slot, are reused on the same rule).
+ *   - Pipelined prefill: stage 1 computes ubatch k + 1 while stage 2
+ *     computes ubatch k. --pipeline off keeps the one-at-a-time schedule:
+ *     a stage's block is sent only once the previous stage's block has
+ *     answered, and every hand-off is synchronous.
+ *
+ * A hand-off that does not land makes the dependent run fail with E_FENCE,
+ * nothing computed on stale data; the stage then refuses its later runs
+ * (the server's latch) and cancels its own hand-offs, so the failure runs
+ * down the pipeline at once. The engine reads every outstanding reply,
+ * finds the earliest failed step and the boundary at fault, and redoes the
+ * steps from there with that boundary through the coordinator (the first
+ * run on each stage clears the latch). Recomputing a step writes the same
+ * KV-cache rows again (every kernel gives the same bits), so the output is
+ * the same. Any other error ends the run with a message naming the stage.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baton/status.h"
+#include "model/run_internal.h"
+#include "net/net.h"
+
+enum out_mode {
+    OUT_RETURN = 0,    /* last stage: the argmax comes back with the run */
+    OUT_HANDOFF_ASYNC, /* the run hands its hidden state to the next stage */
+    OUT_HANDOFF_SYNC,  /* ... and its reply says whether the copy landed */
+    OUT_GET,           /* hub: the coordinator GETs the hidden state */
+};
+
+/* One stage's part of one step. A status is BATON_REPLY_PENDING until its
+ * reply is read. */
+struct block {
+    int submitted;
+    int has_set, has_get;
+    int st_set, st_run, st_get;
+    int fenced;   /* the run waits for the previous stage's hand-off */
+    int mode;     /* enum out_mode */
+    int resolved; /* a synchronous hand-off's outcome has been acted on */
+    uint64_t seq; /* the hand-off's sequence number */
+    struct baton_copy_result copy;
+    int32_t argmax;
+};
+
+struct step {
+    const int32_t *tokens;
+    uint32_t n, pos0;
+    uint64_t number; /* r->n_steps when the batch began + k: picks the slot */
+    uint32_t slot;
+    uint32_t k_plus_1; /* which step of the batch this ring entry holds (+ 1; 0: none) */
+    struct block b[BATON_MAX_STAGES];
+};
+
+struct engine {
+    struct run *r;
+    const struct run_ubatch *ub;
+    uint32_t m;
+    uint32_t next[BATON_MAX_STAGES]; /* the next step each stage submits */
+    uint32_t done;                   /* steps [0, done) answered everywhere, retired */
+    uint64_t base;                   /* the first step's number */
+    int hub[BATON_MAX_STAGES];       /* boundary i through the coordinator for this batch */
+    uint32_t recoveries;
+    uint64_t wait_key;               /* the reply the last counted wait was for */
+    struct step ring[RUN_RING];
+};
+
+static struct step *step_at(struct engine *e, uint32_t k)
+{
+    return &e->ring[k % RUN_RING];
+}
+
+static int pending(int st)
+{
+    return st == BATON_REPLY_PENDING;
+}
+
+/* Every reply of block b has been read (and a synchronous hand-off acted on). */
+static int block_answered(const struct block *b)
+{
+    return b->submitted && !(b->has_set && pending(b->st_set)) && !pending(b->st_run) &&
+           !(b->has_get && pending(b->st_get)) && (b->mode != OUT_HANDOFF_SYNC || b->resolved);
+}
+
+/* Block b has answered, and every reply succeeded. */
+static int block_ok(const struct block *b)
+{
+    return block_answered(b) && (!b->has_set || b->st_set == 0) && b->st_run == 0 &&
+           (!b->has_get || b->st_get == 0);
+}
+
+/* Block (s, k) has answered, or step k is already retired. */
+static int answered(struct engine *e, uint32_t s, uint32_t k)
+{
+    return k < e->done || block_answered(&step_at(e, k)->b[s]);
+}
+
+/* Whether stage s may submit its block of step k now. */
+static int can_submit(struct engine *e, uint32_t s, uint32_t k)
+{
+    struct run *r = e->r;
+    struct step *st;
+
+    if (k >= e->m || k >= e->done + RUN_RING)
+        return 0;
+    st = step_at(e, k);
+    if (s == 0 && st->k_plus_1 != k + 1) {
+        memset(st, 0, sizeof *st);
+        st->tokens = e->ub[k].tokens;
+        st->n = e->ub[k].n;
+        st->pos0 = e->ub[k].pos0;
+        st->number = e->base + k;
+        st->slot = (uint32_t)(st->number % r->n_slots);
+        st->k_plus_1 = k + 1;
+    }
+    if (s > 0) {
+        const struct block *pb = &st->b[s - 1];
+
+        if (!pb->submitted)
+            return 0;
+        if (pb->mode == OUT_HANDOFF_SYNC && !pb->resolved)
+            return 0; /* its outcome decides: fenced run, or the hub */
+        if (pb->mode == OUT_GET && pending(pb->st_get))
+            return 0; /* the hidden state has not come back yet */
+        if (!r->cfg->pipeline && !block_answered(pb))
+            return 0;
+    } else if (!r->cfg->pipeline && k > e->done) {
+        return 0; /* one step at a time */
+    }
+    /* the previous block of this stage: a hand-off whose outcome is not
+     * known yet may need hidden_out again (the hub fallback GET) */
+    if (k > e->done && step_at(e, k - 1)->b[s].mode == OUT_HANDOFF_SYNC &&
+        !step_at(e, k - 1)->b[s].resolved)
+        return 0;
+    /* slot k mod n_slots of the next stage (and its host buffer) is free
+     * once the next stage has answered step k - n_slots */
+    if (s + 1 < r->n_stages && k >= r->n_slots && !answered(e, s + 1, k - r->n_slots))
+        return 0;
+    return 1;
+}
+
+static int submit_fail(struct engine *e, uint32_t s, int rc)
+{
+    struct run *r = e->r;
+
+    stage_fail(r, &r->stages[s], "step", rc);
+    step_limit_hint(r, rc);
+    return 1;
+}
+
+/* Sends stage s's block of step k (can_submit said yes). 0 or 1. */
+static int submit_block(struct engine *e, uint32_t s, uint32_t k)
+{
+    struct run *r = e->r;
+    struct stage_rt *stage = &r->stages[s];
+    const struct baton_llama_io *io = &stage->st.io;
+    struct step *st = step_at(e, k);
+    struct block *blk = &st->b[s];
+    const uint64_t hidden_bytes = (uint64_t)r->hp.n_embd * st->n * sizeof(float);
+    const struct stage_graph *g = run_stage_graph(stage, st->n, st->slot);
+    struct baton_graph_run run;
+    int rc;
+
+    if (g == NULL) {
+        stage_msg(r, "stage %u: no registered graph for %u tokens\n", s + 1, st->n);
+        return 1;
+    }
+    memset(&run, 0, sizeof run);
+    memset(blk, 0, sizeof *blk);
+    blk->st_set = blk->st_run = blk->st_get = BATON_REPLY_PENDING;
+    run.graph = g->id;
+    if (stage->need_reset)
+        run.flags |= BATON_RUN_RESET;
+    stage->need_reset = 0;
+    run.inputs[run.n_inputs++] = (struct baton_run_input){g->in.pos, st->n, (int32_t)st->pos0};
+    r->token_bytes += BATON_RUN_INPUT_BYTES;
+
+    /* the input */
+    if (stage->st.first && st->n == 1) {
+        run.inputs[run.n_inputs++] = (struct baton_run_input){g->in.tokens, 1, st->tokens[0]};
+        r->token_bytes += BATON_RUN_INPUT_BYTES;
+    } else if (stage->st.first) {
+        blk->has_set = 1;
+        baton_conn_track(stage->conn, &blk->st_set);
+        rc = baton_submit_set_tensor(stage->conn, &io->tokens, 0, st->tokens, (uint64_t)st->n * 4);
+        r->token_bytes += (uint64_t)st->n * 4;
+        if (rc != 0)
+            return submit_fail(e, s, rc);
+    } else {
+        const struct block *pb = &st->b[s - 1];
+        struct boundary *bin = &r->bounds[s - 1];
+
+        if (pb->mode == OUT_GET) {
+            blk->has_set = 1;
+            baton_conn_track(stage->conn, &blk->st_set);
+            rc = baton_submit_set_tensor(stage->conn, &io->hidden_in[st->slot], 0,
+                                         bin->host[st->slot], hidden_bytes);
+            r->hidden_bytes_hub += hidden_bytes;
+            stage->hidden_sets++;
+            if (rc != 0)
+                return submit_fail(e, s, rc);
+        } else {
+            struct baton_run_fence *f = &run.fences[run.n_fences++];
+
+            memcpy(f->grant, bin->grant[st->slot], BATON_GRANT_ID_BYTES);
+            f->seq = pb->seq;
+            blk->fenced = 1;
+        }
+    }
+    if (stage->st.last && st->n > 1) {
+        run.inputs[run.n_inputs++] = (struct baton_run_input){g->in.last_idx, 1,
+                                                              (int32_t)(st->n - 1)};
+        r->token_bytes += BATON_RUN_INPUT_BYTES;
+    }
+
+    /* the output */
+    if (stage->st.last) {
+        blk->mode = OUT_RETURN;
+        run.flags |= BATON_RUN_RETURN;
+        run.ret.leaf = g->in.argmax;
+        run.ret_dst = &blk->argmax;
+        run.ret_bytes = 4;
+        r->token_bytes += 4;
+    } else {
+        struct boundary *b = &r->bounds[s];
+
+        if (b->direct && !e->hub[s] && st->number >= b->retry_step) {
+            const int sync = !b->proven || !r->cfg->pipeline;
+
+            blk->seq = ++b->seq;
+            blk->mode = sync ? OUT_HANDOFF_SYNC : OUT_HANDOFF_ASYNC;
+            run.flags |= BATON_RUN_HANDOFF;
+            run.handoff.route = b->route[step_at(e, k)->slot];
+            run.handoff.flags = sync ? 0 : BATON_COPY_ASYNC;
+            run.handoff.seq = blk->seq;
+            run.handoff.n = hidden_bytes;
+            run.handoff_result = &blk->copy;
+        } else {
+            blk->mode = OUT_GET;
+        }
+    }
+    baton_conn_track(stage->conn, &blk->st_run);
+    rc = baton_submit_graph_run(stage->conn, &run);
+    if (rc != 0)
+        return submit_fail(e, s, rc);
+    if (blk->mode == OUT_GET) {
+        blk->has_get = 1;
+        baton_conn_track(stage->conn, &blk->st_get);
+        rc = baton_submit_get_tensor(stage->conn, &io->hidden_out, 0,
+                                     r->bounds[s].host[st->slot], hidden_bytes);
+        r->hidden_bytes_hub += hidden_bytes;
+        stage->hidden_gets++;
+    } else if (stage->st.last && r->want_logits && k + 1 == e->m) {
+        blk->has_get = 1;
+        baton_conn_track(stage->conn, &blk->st_get);
+        rc = baton_submit_get_tensor(stage->conn, &io->logits, 0, r->logits,
+                                     (uint64_t)r->hp.n_vocab * 4);
+        r->logits_bytes += (uint64_t)r->hp.n_vocab * 4;
+    }
+    if (rc != 0)
+        return submit_fail(e, s, rc);
+    blk->submitted = 1;
+    return 0;
+}
+
+/* Says once per change how the copies over boundary i go. */
+static void note_outcome(struct run *r, uint32_t i, uint32_t outcome, uint32_t status)
+{
+    struct boundary *b = &r->bounds[i];
+
+    if (outcome == b->last_outcome)
+        return;
+    stage_msg(r, "stage %u -> %u: direct copy %s%s%s\n", i + 1, i + 2, run_outcome_name(outcome),
+              status ? " " : "", status ? baton_status_name(-(int)status) : "");
+    if (outcome != BATON_COPY_DONE)
+        stage_msg(r, "stage %u -> %u: copying through the coordinator (hub path) while the direct "
+                     "copy is not done\n",
+                  i + 1, i + 2);
+    b->last_outcome = outcome;
+}
+
+/* A copy over boundary i did not go: the boundary goes through the hub and
+ * is tried again after 1, 2, 4 ... 64 steps. */
+static void boundary_failed(struct run *r, uint32_t i, uint64_t number)
+{
+    struct boundary *b = &r->bounds[i];
+    uint32_t shift = b->fails < 6 ? b->fails : 6;
+
+    b->proven = 0;
+    b->fails++;
+    b->retry_step = number + (1ull << shift);
+    r->stages[i].copies_not_done++;
+}
+
+/* Acts on the replies read so far: a synchronous hand-off's outcome (on
+ * "not done", the hub fallback's GET), copies counted, steps retired.
+ * Returns 1 on a fatal error, else 0; *changed is set when it acted. */
+static int process(struct engine *e, int *changed)
+{
+    struct run *r = e->r;
+
+    for (uint32_t k = e->done; k < e->next[0]; k++) {
+        struct step *st = step_at(e, k);
+
+        for (uint32_t s = 0; s + 1 < r->n_stages; s++) {
+            struct block *blk = &st->b[s];
+            int rc;
+
+            if (!blk->submitted || blk->mode != OUT_HANDOFF_SYNC || blk->resolved ||
+                pending(blk->st_run))
+                continue;
+            blk->resolved = 1;
+            *changed = 1;
+            if (blk->st_run != 0)
+                continue; /* the run failed: the error check reports it */
+            note_outcome(r, s, blk->copy.result, blk->copy.status);
+            if (blk->copy.result == BATON_COPY_DONE) {
+                r->bounds[s].proven = 1;
+                r->bounds[s].fails = 0;
+                continue;
+            }
+            /* not done: this step's hidden state goes through the hub
+             * (hidden_out still holds it: the next block waited) */
+            boundary_failed(r, s, st->number);
+            blk->mode = OUT_GET;
+            blk->has_get = 1;
+            baton_conn_track(r->stages[s].conn, &blk->st_get);
+            rc = baton_submit_get_tensor(r->stages[s].conn, &r->stages[s].st.io.hidden_out, 0,
+                                         r->bounds[s].host[st->slot],
+                                         (uint64_t)r->hp.n_embd * st->n * sizeof(float));
+            r->hidden_bytes_hub += (uint64_t)r->hp.n_embd * st->n * sizeof(float);
+            r->stages[s].hidden_gets++;
+            if (rc != 0)
+                return submit_fail(e, s, rc);
+        }
+    }
+    /* retire answered steps in order */
+    while (e->done < e->m && e->done < e->next[r->n_stages - 1]) {
+        struct step *st = step_at(e, e->done);
+        uint32_t s;
+
+        /* only a step whose every reply succeeded retires; a failed one
+         * stays for check_errors (and recover) */
+        for (s = 0; s < r->n_stages && block_ok(&st->b[s]); s++)
+            ;
+        if (s < r->n_stages)
+            break;
+        for (s = 1; s < r->n_stages; s++)
+            if (st->b[s].fenced && st->b[s].st_run == 0)
+                r->stages[s - 1].copies_done++;
+        for (s = 0; s + 1 < r->n_stages; s++)
+            if (st->b[s].mode == OUT_HANDOFF_ASYNC || st->b[s].mode == OUT_HANDOFF_SYNC)
+                note_outcome(r, s, BATON_COPY_DONE, 0);
+        e->done++;
+        *changed = 1;
+    }
+    return 0;
+}
+
+/* The first error among the replies read: 0, 1 (fatal, said), or 2 (a run
+ * failed with E_FENCE: recover). */
+static int check_errors(struct engine *e)
+{
+    struct run *r = e->r;
+    int fence = 0;
+
+    for (uint32_t k = e->done; k < e->next[0]; k++) {
+        struct step *st = step_at(e, k);
+
+        for (uint32_t s = 0; s < r->n_stages; s++) {
+            const struct block *blk = &st->b[s];
+            const int sts[3] = {blk->has_set ? blk->st_set : 0, blk->st_run,
+                                blk->has_get ? blk->st_get : 0};
+            static const char *const what[3] = {"SET_TENSOR", "GRAPH_RUN", "GET_TENSOR"};
+
+            if (!blk->submitted)
+                continue;
+            for (int i = 0; i < 3; i++) {
+                if (pending(sts[i]) || sts[i] == 0)
+                    continue;
+                if (i == 1 && sts[i] == BATON_E_FENCE) {
+                    fence = 1;
+                    continue;
+                }
+                stage_fail(r, &r->stages[s], what[i], sts[i]);
+                step_limit_hint(r, sts[i]);
+                return 1;
+            }
+        }
+    }
+    for (uint32_t s = 0; s < r->n_stages; s++)
+        if (baton_conn_is_dead(r->stages[s].conn))
+            return stage_fail(r, &r->stages[s], "step", BATON_E_IO);
+    return fence ? 2 : 0;
+}
+
+/* Reads one reply from every connection that has one ready; blocks (within
+ * --timeout) until at least one has. 0 or 1. */
+static int wait_replies(struct engine *e)
+{
+    struct run *r = e->r;
+    struct pollfd pfd[BATON_MAX_STAGES];
+    uint32_t who[BATON_MAX_STAGES], n = 0, s;
+    int rc;
+
+    for (s = 0; s < r->n_stages; s++) {
+        if (baton_conn_outstanding(r->stages[s].conn) == 0)
+            continue;
+        pfd[n].fd = baton_conn_fd(r->stages[s].conn);
+        pfd[n].events = POLLIN;
+        pfd[n].revents = 0;
+        who[n++] = s;
+    }
+    if (n == 0) {
+        stage_msg(r, "internal error: the step engine waits for nothing\n");
+        return 1;
+    }
+    {
+        /* a wait, counted once per reply the engine needs (whether or not
+         * it has already arrived): the input of the first block it cannot
+         * send yet (a hub GET, a synchronous hand-off's outcome, a slot's
+         * last reader), or, with every block sent, the step's result */
+        uint64_t key = 1ull << 63;
+
+        for (s = 0; s < r->n_stages; s++)
+            if (e->next[s] < e->m && ((key >> 63) || e->next[s] < (uint32_t)(key >> 8)))
+                key = (uint64_t)e->next[s] << 8 | s;
+        if (key >> 63)
+            key |= (uint64_t)e->done << 8;
+        key ^= e->base << 32;
+        if (key != e->wait_key) {
+            r->waits++;
+            e->wait_key = key;
+        }
+    }
+    do {
+        rc = poll(pfd, n, r->cfg->timeout_ms > 0 ? r->cfg->timeout_ms : -1);
+    } while (rc < 0 && errno == EINTR);
+    if (rc < 0) {
+        stage_msg(r, "poll: %s\n", strerror(errno));
+        return 1;
+    }
+    if (rc == 0) {
+        /* name the stage whose answer the engine waited for */
+        for (s = 0; s < r->n_stages && block_answered(&step_at(e, e->done)->b[s]); s++)
+            ;
+        if (s == r->n_stages)
+            s = who[0];
+        return stage_fail(r, &r->stages[s], "step", BATON_E_TIMEOUT);
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        if (pfd[i].revents == 0)
+            continue;
+        (void)baton_conn_read_reply(r->stages[who[i]].conn); /* the status goes to its slot */
+    }
+    return 0;
+}
+
+/* Reads every outstanding reply of every stage. 0, or 1 when a connection
+ * died. */
+static int drain_all(struct engine *e)
+{
+    struct run *r = e->r;
+
+    for (uint32_t s = 0; s < r->n_stages; s++) {
+        while (baton_conn_outstanding(r->stages[s].conn) > 0)
+            (void)baton_conn_read_reply(r->stages[s].conn);
+        if (baton_conn_is_dead(r->stages[s].conn))
+            return stage_fail(r, &r->stages[s], "step", BATON_E_IO);
+    }
+    return 0;
+}
+
+/* A hand-off did not land: every reply is read, the earliest failed step
+ * and the boundary at fault are found, and the steps from there are redone
+ * with that boundary through the coordinator. 0 or 1. */
+static int recover(struct engine *e)
+{
+    struct run *r = e->r;
+    uint32_t k_fail = UINT32_MAX, s_fail = 0, k, s;
+
+    if (drain_all(e) != 0)
+        return 1;
+    if (check_errors(e) == 1)
+        return 1;
+    for (k = e->done; k < e->next[0] && k_fail == UINT32_MAX; k++) {
+        for (s = 0; s < r->n_stages; s++) {
+            if (step_at(e, k)->b[s].submitted && step_at(e, k)->b[s].st_run == BATON_E_FENCE) {
+                k_fail = k;
+                s_fail = s;
+                break;
+            }
+        }
+    }
+    if (k_fail == UINT32_MAX)
+        return 0;
+    if (s_fail == 0 || !step_at(e, k_fail)->b[s_fail].fenced) {
+        stage_fail(r, &r->stages[s_fail], "GRAPH_RUN", BATON_E_FENCE);
+        return 1;
+    }
+    if (++e->recoveries > 2 * r->n_stages + 4) {
+        stage_msg(r, "stage %u: the hand-off into it keeps failing, also through the "
+                     "coordinator\n",
+                  s_fail + 1);
+        return 1;
+    }
+    {
+        const struct block *pb = &step_at(e, k_fail)->b[s_fail - 1];
+
+        stage_msg(r, "stage %u -> %u: the hand-off of a step did not land (%s); redoing it "
+                     "through the coordinator (hub path)\n",
+                  s_fail, s_fail + 1,
+                  pb->mode == OUT_HANDOFF_ASYNC && pb->copy.result != BATON_COPY_QUEUED &&
+                          pb->st_run == 0
+                      ? run_outcome_name(pb->copy.result)
+                      : "the write failed, was cancelled, or passed the fence deadline");
+    }
+    boundary_failed(r, s_fail - 1, step_at(e, k_fail)->number);
+    r->bounds[s_fail - 1].last_outcome = BATON_COPY_OUTCOME_LIMIT; /* say the next outcome */
+    e->hub[s_fail - 1] = 1;
+    r->redos += e->next[0] - k_fail;
+    for (k = k_fail; k < e->next[0]; k++) {
+        struct step *st = step_at(e, k);
+
+        memset(st->b, 0, sizeof st->b);
+    }
+    for (s = 0; s < r->n_stages; s++) {
+        e->next[s] = k_fail;
+        r->stages[s].need_reset = 1; /* the servers' latches */
+    }
+    return 0;
+}
+
+int run_engine(struct run *r, const struct run_ubatch *ub, uint32_t m, int32_t *next)
+{
+    struct engine *e = calloc(1, sizeof *e);
+    int ret = 1;
+
+    if (e == NULL) {
+        stage_msg(r, "out of memory\n");
+        return 1;
+    }
+    e->r = r;
+    e->ub = ub;
+    e->m = m;
+    e->base = r->n_steps;
+    e->wait_key = UINT64_MAX;
+    while (e->done < m) {
+        int progress = 0, rc;
+
+        for (uint32_t s = 0; s < r->n_stages; s++) {
+            while (can_submit(e, s, e->next[s])) {
+                if (submit_block(e, s, e->next[s]) != 0)
+                    goto out;
+                e->next[s]++;
+                progress = 1;
+            }
+        }
+        if (process(e, &progress) != 0)
+            goto out;
+        rc = check_errors(e);
+        if (rc == 1)
+            goto out;
+        if (rc == 2) {
+            if (recover(e) != 0)
+                goto out;
+            continue;
+        }
+        if (progress || e->done == m)
+            continue;
+        if (wait_replies(e) != 0)
+            goto out;
+    }
+    if (drain_all(e) != 0)
+        goto out;
+    *next = step_at(e, m - 1)->b[r->n_stages - 1].argmax;
+    ret = 0;
+out:
+    r->n_steps += m;
+    free(e);
+    return ret;
+}

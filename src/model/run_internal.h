@@ -1,0 +1,167 @@
+/* Internal to the coordinator (src/model/run*.c): the run's state and the
+ * parts a reader finds by name:
+ *
+ *   run.c         baton_run: tokenize, plan, upload, prefill, decode, summary
+ *   run_plan.c    --servers / --split, connections, the direct path's set-up
+ *   run_upload.c  weights, KV cache, I/O buffers, registered graphs and routes
+ *   run_engine.c  the step engine: ubatches through the stages, pipelined
+ *   run_stats.c   per-step statistics (--stats, --stats-json), --ids-file
+ *   run_output.c  messages: errors that name the stage and what to change
+ */
+#ifndef BATON_MODEL_RUN_INTERNAL_H
+#define BATON_MODEL_RUN_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "baton/client.h"
+#include "model/llama.h"
+#include "model/run.h"
+#include "model/sampler.h"
+
+#define RUN_ALIGN 64u
+#define RUN_ENDPOINT_MAX 128
+#define RUN_MAX_GRAPHS 16u /* registered graphs per stage: ubatch shapes x slots */
+#define RUN_RING 16u       /* steps in flight at most (engine) */
+
+/* A graph registered on a stage's server for one (token count, slot). */
+struct stage_graph {
+    uint32_t n_tokens, slot;
+    uint32_t id;
+    struct baton_llama_graph_inputs in;
+};
+
+/* The boundary from stage i to stage i + 1. */
+struct boundary {
+    int direct;         /* the direct path is set up: grants, routes */
+    char dest_name[RUN_ENDPOINT_MAX];
+    uint32_t route[BATON_LLAMA_MAX_SLOTS];                 /* on stage i, per slot of i + 1 */
+    uint8_t grant[BATON_LLAMA_MAX_SLOTS][BATON_GRANT_ID_BYTES]; /* on stage i + 1 */
+    uint64_t seq;       /* the last sequence number used (grows over the run) */
+    int proven;         /* a copy went through since the last failure: copies go async */
+    uint32_t fails;     /* copies not done in a row */
+    uint64_t retry_step; /* after a failure, the direct path is tried again from this step */
+    uint32_t last_outcome; /* for log lines: said once per change */
+    float *host[BATON_LLAMA_MAX_SLOTS]; /* hub path: the hidden state through the coordinator */
+};
+
+struct stage_rt {
+    uint32_t index; /* 0-based */
+    char endpoint[RUN_ENDPOINT_MAX];
+    char peer_endpoint[RUN_ENDPOINT_MAX]; /* address other servers reach it at ("" = endpoint) */
+    struct baton_conn *conn;
+    int need_reset; /* the next GRAPH_RUN clears the server's failed-run latch */
+    /* statistics, decode window */
+    uint64_t copies_done, copies_not_done, hidden_gets, hidden_sets;
+    uint64_t peer_sent0, peer_recv0; /* the server's counters at the window's start */
+    int peer_ok;
+    uint64_t peer_sent, peer_recv; /* ... over the window */
+    struct baton_cmd_stats cmd[BATON_CMD_LIMIT]; /* snapshot at the window's end */
+    struct baton_llama_stage st;
+    uint64_t weights_buf, kv_buf, io_buf;
+    uint64_t weights_bytes, kv_bytes, io_bytes;
+    struct baton_tensor_desc *leaves; /* graph building */
+    struct baton_graph_node *nodes;
+    uint32_t cap_leaves, cap_nodes;
+    struct stage_graph graphs[RUN_MAX_GRAPHS];
+    uint32_t n_graphs;
+};
+
+struct run {
+    const struct baton_run_config *cfg;
+    struct baton_gguf *gguf;
+    struct baton_tokenizer *tok;
+    struct baton_llama_hparams hp;
+    struct baton_server *local; /* in-process server for --servers local */
+    struct baton_key *key;      /* cfg->key_path, loaded (NULL: no authentication) */
+    struct stage_rt *stages;
+    struct boundary *bounds;    /* n_stages - 1 */
+    uint32_t n_stages;
+    uint32_t n_ubatch;          /* tokens per prefill step (cfg->n_ubatch or the default) */
+    uint32_t n_slots;           /* boundary input slots per stage */
+    int want_logits;            /* every step returns the logits too (sampling, gaps) */
+    float *logits;              /* n_vocab */
+    struct baton_sample_entry *sample_scratch;
+    uint64_t n_steps;           /* steps begun so far (numbers the steps) */
+    uint64_t hidden_bytes_hub;  /* hidden-state bytes through the coordinator */
+    uint64_t token_bytes;       /* token ids, positions, last index and argmax bytes */
+    uint64_t logits_bytes;      /* logits bytes */
+    uint64_t waits;             /* times the engine blocked for a reply it needed */
+    uint64_t redos;             /* steps redone through the hub after a failed hand-off */
+    uint32_t n_direct;          /* boundaries on the direct path */
+    double min_gap;             /* smallest top-2 logit gap seen (report_gap) */
+    int text_open;              /* text streamed to cfg->out without its final newline */
+};
+
+/* ---- run_output.c ---- */
+double run_now_s(void);
+uint64_t run_align_up(uint64_t v);
+/* "N bytes", or one decimal in the largest binary unit ("5.9 GiB"). */
+void run_format_bytes(char *buf, size_t cap, uint64_t n);
+/* The context as the user set it ("--ctx 8000", "the default --ctx 512"). */
+void run_ctx_name(const struct baton_run_config *cfg, char *buf, size_t cap);
+/* "PROG: " + the rest, to cfg->log. */
+void run_msg(const struct baton_run_config *cfg, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* run_msg once text may have been streamed: an open line of text on
+ * cfg->out is ended first. */
+void stage_msg(struct run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "PROG: stage i (ENDPOINT): WHAT failed: E_X (text)" with what the user
+ * can do. Returns 1. */
+int stage_fail(struct run *r, const struct stage_rt *s, const char *what, int rc);
+/* A step refused by a server limit: what grows with what. */
+void step_limit_hint(struct run *r, int rc);
+/* A KV cache a server cannot hold, in terms of --ctx. Returns 1. */
+int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const char *why);
+/* After a refused weights ALLOC_BUFFER: the limits that apply. */
+void weights_alloc_hint(struct run *r, const struct stage_rt *s,
+                        const struct baton_device_info *info, int rc);
+/* The name of a COPY_TENSOR_TO outcome for the coordinator's lines. */
+const char *run_outcome_name(uint32_t outcome);
+
+/* ---- run_plan.c ---- */
+/* Stage count and split proportions from --servers / --split; -1 after a
+ * message. */
+int run_plan_parts(const struct baton_run_config *cfg, const char *servers_name, double *props);
+/* Connects every stage (or starts the in-process server). 0, 1 or 2. */
+int run_connect_stages(struct run *r);
+/* Sets up the direct path at every boundary whose servers both offer it:
+ * one grant per input slot of the next stage, one route per slot on the
+ * source; prints one plan line per boundary. 0 or 1. */
+int run_setup_direct(struct run *r);
+/* This session's peer counters on the server of s. 0 or the call's error. */
+int run_query_peer(struct stage_rt *s, uint64_t *sent, uint64_t *received);
+
+/* ---- run_upload.c ---- */
+/* Uploads stage s's weights, allocates its KV cache and I/O buffers. */
+int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total);
+/* Bytes of the hidden state of one ubatch (n_embd x n_ubatch floats). */
+uint64_t run_hidden_state_bytes(const struct run *r);
+/* Registers on every stage the graphs of the given token counts (n_counts
+ * of them, 0 entries skipped) for every input slot. 0 or 1. */
+int run_register_graphs(struct run *r, const uint32_t *counts, uint32_t n_counts);
+/* The registered graph of stage s for n tokens read from slot (any slot on
+ * the first stage), or NULL. */
+const struct stage_graph *run_stage_graph(struct stage_rt *s, uint32_t n, uint32_t slot);
+
+/* ---- run_engine.c ---- */
+/* One ubatch: n tokens (tokens[0..n)) at positions pos0.. */
+struct run_ubatch {
+    const int32_t *tokens;
+    uint32_t n;
+    uint32_t pos0;
+};
+/* Runs ubatches[0..m) through every stage in order (pipelined unless
+ * cfg->pipeline is 0); on success *next is the last stage's argmax of the
+ * last ubatch and, with r->want_logits, r->logits its logits. 0 or 1 (after
+ * a message naming the stage). */
+int run_engine(struct run *r, const struct run_ubatch *ub, uint32_t m, int32_t *next);
+
+/* ---- run_stats.c ---- */
+void run_print_stats(struct run *r, uint32_t steps);
+int run_write_stats_json(struct run *r, const char *path, uint32_t steps);
+int run_write_ids(const char *path, const int32_t *prompt, size_t n_prompt, const int32_t *gen,
+                  size_t n_gen, int with_gap, double min_gap);
+
+#endif

@@ -1,0 +1,220 @@
+/* The coordinator's messages (run_internal.h): every error names the
+ * command the user typed, the stage and its endpoint, and what to change. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "baton/status.h"
+#include "model/run_internal.h"
+
+double run_now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+uint64_t run_align_up(uint64_t v)
+{
+    return (v + (RUN_ALIGN - 1)) & ~(uint64_t)(RUN_ALIGN - 1);
+}
+
+static void run_vmsg(const struct baton_run_config *cfg, const char *fmt, va_list ap)
+{
+    flockfile(cfg->log);
+    fprintf(cfg->log, "%s: ", cfg->prog ? cfg->prog : "baton");
+    vfprintf(cfg->log, fmt, ap);
+    funlockfile(cfg->log);
+}
+
+/* Prints "PROG: " and the formatted rest (which ends in "\n") to cfg->log:
+ * every error and notice names the command the user typed (cfg->prog). */
+void run_msg(const struct baton_run_config *cfg, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    run_vmsg(cfg, fmt, ap);
+    va_end(ap);
+}
+
+/* run_msg once text may have been streamed: a line of text on cfg->out
+ * without its newline is ended first (and flushed), so that on a terminal,
+ * where stdout and stderr share the screen, the message does not continue
+ * the text ("Once upon a timebaton run: ..."). */
+void stage_msg(struct run *r, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (r->text_open) {
+        fputc('\n', r->cfg->out);
+        fflush(r->cfg->out);
+        r->text_open = 0;
+    }
+    va_start(ap, fmt);
+    run_vmsg(r->cfg, fmt, ap);
+    va_end(ap);
+}
+
+/* "N bytes", or one decimal in the largest binary unit below it ("5.9 GiB"). */
+void run_format_bytes(char *buf, size_t cap, uint64_t n)
+{
+    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double v = (double)n;
+    int u = -1;
+
+    while (v >= 1024.0 && u < 5) {
+        v /= 1024.0;
+        u++;
+    }
+    if (u < 0)
+        snprintf(buf, cap, "%" PRIu64 " bytes", n);
+    else
+        snprintf(buf, cap, "%.1f %s", v, units[u]);
+}
+
+/* The context (n_ctx) as the user set it, or did not (cfg->ctx_origin):
+ * "--ctx 8000", "the default --ctx 512", "-p 50 + -n 4 (a KV cache of 62
+ * positions)". */
+void run_ctx_name(const struct baton_run_config *cfg, char *buf, size_t cap)
+{
+    switch (cfg->ctx_origin) {
+    case BATON_CTX_DEFAULT:
+        snprintf(buf, cap, "the default --ctx %u", cfg->n_ctx);
+        break;
+    case BATON_CTX_BENCH:
+        snprintf(buf, cap, "-p %zu + -n %u (a KV cache of %u positions)", cfg->n_prompt_ids,
+                 cfg->n_predict, cfg->n_ctx);
+        break;
+    default:
+        snprintf(buf, cap, "--ctx %u", cfg->n_ctx);
+        break;
+    }
+}
+
+/* The KV cache is the one buffer whose size the user sets (--ctx, or bench's
+ * -p + -n): a server that cannot hold it for its size is reported in those
+ * terms, with the bytes the stage needs, and why ("; the server ...").
+ * Returns 1. */
+int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const char *why)
+{
+    char size[32], ctx[96];
+
+    run_format_bytes(size, sizeof size, kv_bytes);
+    run_ctx_name(r->cfg, ctx, sizeof ctx);
+    stage_msg(r, "%s needs %s of KV cache on stage %u (%s, %u layer%s); %s\n", ctx, size,
+              s->index + 1, s->endpoint, s->st.layer_end - s->st.layer_begin,
+              s->st.layer_end - s->st.layer_begin == 1 ? "" : "s", why);
+    return 1;
+}
+
+/* "PROG: stage i (ENDPOINT): WHAT failed: E_X (text)", with what the user
+ * can do where the status says it: a deadline that passed is --timeout's
+ * (baton run and baton bench both take it), or the server's own frame
+ * deadline when it stopped waiting for the rest of a request (its error
+ * frame says E_TIMEOUT too, and the client cannot tell the two apart), on a
+ * line of its own. Returns 1. */
+int stage_fail(struct run *r, const struct stage_rt *s, const char *what, int rc)
+{
+    const int connect = strcmp(what, "connect") == 0;
+
+    stage_msg(r, "stage %u (%s): %s failed: %s (%s)%s\n", s->index + 1, s->endpoint, what,
+              baton_status_name(rc), baton_status_str(rc),
+              connect && rc == BATON_E_IO      ? "; is batond running and listening there?"
+              : connect && rc == BATON_E_INVAL ? "; the host name does not resolve"
+              /* the refusal frame of the server's accept (server.c admit_locked) */
+              : connect && rc == BATON_E_LIMIT
+                  ? "; the server is at its connection limit (batond --max-connections), or "
+                    "at its limit of connections still in their handshake "
+                    "(--max-unauthenticated, --max-unauthenticated-per-ip); batond "
+                    "--print-policy shows them"
+              : rc != BATON_E_AUTH             ? ""
+              : r->key                         ? "; the server has another key, or requires none"
+                                               : "; the server requires a key: give --key FILE or "
+                                                 "BATON_KEY_FILE");
+    if (rc == BATON_E_TIMEOUT)
+        stage_msg(r,
+                  "stage %u (%s) timed out: either it did not answer within --timeout %d ms "
+                  "(the deadline of every server call; a larger --timeout gives a slow server "
+                  "more time), or it stopped waiting for the rest of a request this side was "
+                  "still sending (its frame deadline, policy frame_timeout, default 10s: a "
+                  "slow link needs a larger one)\n",
+                  s->index + 1, s->endpoint, r->cfg->timeout_ms);
+    return 1;
+}
+
+/* After a refused ALLOC_BUFFER of a stage's weights (the session's first
+ * buffer): the bytes asked for and the server limits that apply, where the
+ * status says it is memory (server: cmd_alloc_buffer, handles.c). E_LIMIT:
+ * more than the server's memory for all sessions (total_memory_bytes), or
+ * its table of buffers is full, which is not the size's fault and gets no
+ * hint; E_QUOTA: more than one session may hold (session_memory_bytes) or
+ * than is free of the total now. info: the stage's DEVICE_INFO, from just
+ * before. In-process stages have no batond flags to name. */
+void weights_alloc_hint(struct run *r, const struct stage_rt *s,
+                               const struct baton_device_info *info, int rc)
+{
+    const uint32_t n_layers = s->st.layer_end - s->st.layer_begin;
+    const char *const total_flag = r->local ? "" : " (batond --total-memory-bytes)";
+    const char *const session_flag = r->local ? "" : " (batond --session-memory-bytes)";
+    const char *const see = r->local ? "" : "; batond --print-policy shows the server's limits";
+    char want[32], total[32], session[32], free_now[32];
+
+    run_format_bytes(want, sizeof want, s->weights_bytes);
+    run_format_bytes(total, sizeof total, info->total_memory);
+    run_format_bytes(session, sizeof session, info->max_buffer_bytes);
+    run_format_bytes(free_now, sizeof free_now, info->free_memory);
+    if (rc == BATON_E_LIMIT && s->weights_bytes > info->total_memory)
+        stage_msg(r,
+                  "stage %u asked for %s (%" PRIu64
+                  " bytes, which the server rounds up to whole pages) for the weights of its "
+                  "%u layer%s, more than the server's memory for all sessions, %s%s; fewer "
+                  "layers on the stage (--split) need less%s\n",
+                  s->index + 1, want, s->weights_bytes, n_layers, n_layers == 1 ? "" : "s", total,
+                  total_flag, see);
+    else if (rc == BATON_E_QUOTA)
+        stage_msg(r,
+                  "stage %u asked for %s (%" PRIu64
+                  " bytes, which the server rounds up to whole pages) for the weights of its "
+                  "%u layer%s; the server allows one session at most %s%s and had %s free of %s "
+                  "for all sessions%s; fewer layers on the stage (--split) need less%s\n",
+                  s->index + 1, want, s->weights_bytes, n_layers, n_layers == 1 ? "" : "s",
+                  session, session_flag, free_now, total, total_flag, see);
+}
+
+/* A step refused by a server limit: its scratch limit or quota and its
+ * compute budget grow with the context and the ubatch, its node limit with
+ * the layers of the stage (the error does not say which). */
+void step_limit_hint(struct run *r, int rc)
+{
+    char ctx[96];
+
+    if (rc != BATON_E_LIMIT && rc != BATON_E_QUOTA)
+        return;
+    run_ctx_name(r->cfg, ctx, sizeof ctx);
+    stage_msg(r,
+              "a step's scratch and compute on the server grow with the context (%s) "
+              "and the ubatch (--ubatch %u), its nodes with the stage's layers "
+              "(--split); batond --print-policy shows the server's limits\n",
+              ctx, r->n_ubatch);
+    if (r->n_stages > 1)
+        stage_msg(r,
+                  "in a split run a ubatch's hidden state (%" PRIu64
+                  " bytes) also goes in one message, which must fit the server's "
+                  "max message size (batond --max-message-bytes)\n",
+                  run_hidden_state_bytes(r));
+}
+
+const char *run_outcome_name(uint32_t outcome)
+{
+    static const char *const names[BATON_COPY_OUTCOME_LIMIT] = {
+        "done", "destination not on the source's allow-list", "destination in backoff",
+        "connect failed", "handshake failed (or no peer support)", "refused by the destination",
+        "peer link failed", "no peer link available", "queued",
+        "cancelled (the source's step failed)"};
+
+    return outcome < BATON_COPY_OUTCOME_LIMIT ? names[outcome] : "?";
+}

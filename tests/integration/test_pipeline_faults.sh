@@ -1,0 +1,113 @@
+#!/bin/bash
+# Faults of the pipelined hand-off (docs/PROTOCOL.md "Asynchronous
+# hand-off"). Each ends with the boundary redone through the coordinator and
+# the same token ids, or a clear error naming the stage; never a compute on
+# stale data, never a server thread stuck past its deadline, and other
+# sessions keep being served:
+#   - fences, the latch, hostile peers, registered graphs and hand-offs
+#     against running servers (tests/integration/pipeline_cases.c);
+#   - a 2-stage pipelined prefill (ubatch 7) whose peer link (a relay) dies
+#     mid-prefill, and one whose relay stalls (the copy outlives its
+#     deadline, the destination's fence its own): the in-process ids, the
+#     redo said and counted;
+#   - the destination dies mid-run: exit 1 naming stage 2; the source still
+#     serves, and its threads come back to the baseline (no sender stuck).
+# Servers run with seccomp on (unless BATON_ASAN=1).
+source "$(dirname "$0")/lib.sh"
+need_model
+CASES="$BUILD_DIR/tests/pipeline_cases"
+RELAY="$BUILD_DIR/tests/peer_relay"
+PROMPT="Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends. One day, she saw a big red ball under a tree and"
+
+K="$TMP/client.key"
+P="$TMP/peer.key"
+"$BATON" keygen -o "$K" 2>/dev/null
+"$BATON" keygen -o "$P" 2>/dev/null
+KEYS="--key $K --peer-key $P"
+
+# --- the protocol's cases ---
+BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --fence-timeout 1500ms --max-graphs-per-session 8 --log-rate 1000" start_server f
+"$CASES" fences "$PORT_f" "$PID_f" "$K" "$P" 1500 >"$TMP/fences.out" 2>&1 || {
+    cat "$TMP/fences.out"
+    fail "fences"
+}
+cat "$TMP/fences.out"
+BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --fence-timeout 4s" start_server hd
+BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --peer 127.0.0.1:$PORT_hd" start_server hs
+"$CASES" handoff "$PORT_hs" "$PORT_hd" "$K" 4000 >"$TMP/handoff.out" 2>&1 || {
+    cat "$TMP/handoff.out"
+    fail "handoff"
+}
+cat "$TMP/handoff.out"
+
+# --- the model through a relay that dies / stalls mid-prefill ---
+start_relay() { # start_relay NAME ARGS...: sets RPORT_<NAME>, RPID_<NAME>
+    local name=$1
+    shift
+    rm -f "$TMP/port.r$name"
+    "$RELAY" --port-file "$TMP/port.r$name" "$@" 2>>"$TMP/relay.$name.log" &
+    local pid=$!
+    PIDS+=("$pid")
+    for _ in $(seq 200); do [ -s "$TMP/port.r$name" ] && break; sleep 0.025; done
+    [ -s "$TMP/port.r$name" ] || fail "relay $name did not start"
+    printf -v "RPORT_$name" '%s' "$(cat "$TMP/port.r$name")"
+    printf -v "RPID_$name" '%s' "$pid"
+}
+field() {
+    python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
+}
+"$BATON" run --model "$MODEL" --prompt "$PROMPT" -n 24 --servers local --quiet \
+    --ids-file "$TMP/local.json" 2>/dev/null || fail "in-process run"
+want=$(field "$TMP/local.json" 'j["generated"]')
+
+BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --fence-timeout 2s" start_server d
+# HELLO + AUTH 128 bytes, then PEER_WRITEs of 7 tokens (24 + 40 + 1792 +
+# 16 = 1872 bytes): 6000 bytes fall in the 4th of the prompt's 8 ubatches
+start_relay die --to "$PORT_d" --mode die --after 6000
+start_relay stall --to "$PORT_d" --mode stall --after 6000
+BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --peer-timeout 1s --peer 127.0.0.1:$RPORT_die --peer 127.0.0.1:$RPORT_stall" start_server s
+for mode in die stall; do
+    rport_var="RPORT_$mode"
+    if ! "$BATON" run --model "$MODEL" --prompt "$PROMPT" -n 24 --key "$K" --ubatch 7 \
+        --servers "127.0.0.1:$PORT_s,127.0.0.1:$PORT_d@127.0.0.1:${!rport_var}" --quiet \
+        --ids-file "$TMP/$mode.json" --stats-json "$TMP/$mode.stats" 2>"$TMP/$mode.err"; then
+        cat "$TMP/$mode.err"
+        fail "$mode: the run failed"
+    fi
+    [ "$(field "$TMP/$mode.json" 'j["generated"]')" = "$want" ] ||
+        fail "$mode: ids $(field "$TMP/$mode.json" 'j["generated"]'), want $want"
+    grep -q "stage 1 -> 2: the hand-off of a step did not land" "$TMP/$mode.err" ||
+        fail "$mode: no redo said: $(cat "$TMP/$mode.err")"
+    echo "ok: relay $mode mid-prefill: the steps redone through the coordinator, the in-process ids"
+done
+kill -0 "$RPID_die" 2>/dev/null && fail "the die relay is still alive"
+grep -q "fence 0 (seq [0-9]*) passed its deadline (fence_timeout)\|cannot land" "$TMP/batond.d.log" ||
+    fail "the destination logged no failed fence"
+
+# --- the destination dies mid-run ---
+BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS" start_server d2
+BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --peer 127.0.0.1:$PORT_d2" start_server s2
+sleep 0.2
+tasks0=$(ls "/proc/$PID_s2/task" | wc -l)
+"$BATON" run --model "$MODEL" --prompt "$PROMPT" -n 4000 --ctx 4096 --ignore-eos --key "$K" \
+    --servers "127.0.0.1:$PORT_s2,127.0.0.1:$PORT_d2" >"$TMP/dies.out" 2>"$TMP/dies.err" &
+run_pid=$!
+for _ in $(seq 200); do [ "$(wc -c <"$TMP/dies.out")" -gt 200 ] && break; sleep 0.025; done
+kill -KILL "$PID_d2"
+rc=0
+wait "$run_pid" || rc=$?
+[ "$rc" = 1 ] || fail "destination died: exit $rc: $(cat "$TMP/dies.err")"
+grep -q "^baton run: stage 2 (127.0.0.1:$PORT_d2): .* failed: " "$TMP/dies.err" ||
+    fail "destination died: no line naming stage 2: $(cat "$TMP/dies.err")"
+"$BATON" run --model "$MODEL" --prompt "$PROMPT" -n 24 --key "$K" --servers "127.0.0.1:$PORT_s2" \
+    --quiet --ids-file "$TMP/after.json" 2>"$TMP/after.err" || fail "the source no longer serves"
+[ "$(field "$TMP/after.json" 'j["generated"]')" = "$want" ] || fail "the source's next client: ids"
+tasks1=
+for _ in $(seq 100); do
+    tasks1=$(ls "/proc/$PID_s2/task" | wc -l)
+    [ "$tasks1" = "$tasks0" ] && break
+    sleep 0.05
+done
+[ "$tasks1" = "$tasks0" ] || fail "the source's threads: $tasks1, baseline $tasks0"
+echo "ok: the destination died mid-run: exit 1 naming stage 2; the source serves on, threads back to $tasks0"
+echo "PASS"
