@@ -12,8 +12,9 @@
 # process is removed at the end, also on failure or Ctrl-C.
 #
 # usage: bench/topology.sh [options] ARM...      (as root: ip netns, tc)
-#   ARM            NAME=SERVERS[:EXTRA]: SERVERS is local, s1, s1s2 or
-#                  s1s2s3 (local: in-process, pinned to the first core);
+#   ARM            NAME=SERVERS[:EXTRA]: SERVERS is local, local-free, s1,
+#                  s1s2 or s1s2s3 (local: in-process, pinned to s1's core;
+#                  local-free: in-process, not pinned);
 #                  EXTRA is passed to `baton bench` (spaces as commas are
 #                  kept: write them as '+', e.g. "--pipeline+off")
 #   --build DIR    baton and batond from DIR (default ./build)
@@ -165,10 +166,11 @@ run_cell() {
     local pre=()
     case $servers in
     local) servers=local pre=(taskset -c "$CORE1") ;;
+    local-free) servers=local ;;
     s1) servers=$S1 ;;
     s1s2) servers=$S1,$S2 ;;
     s1s2s3) servers=$S1,$S2,$S3 ;;
-    *) echo "topology.sh: arm $name: servers '$servers' is not local, s1, s1s2 or s1s2s3" >&2; exit 2 ;;
+    *) echo "topology.sh: arm $name: servers '$servers' is not local, local-free, s1, s1s2 or s1s2s3" >&2; exit 2 ;;
     esac
     if ! ip netns exec bt-coord "${pre[@]}" "$BATON" bench --model "$MODEL" --servers "$servers" \
         --key "$TMP/client.key" -p "$PROMPT_N" -n "$GEN_N" --reps "$REPS" \

@@ -232,6 +232,11 @@ int baton_copy_tensor_to(struct baton_conn *c, const struct baton_tensor_desc *t
  * why); a refusal leaves the link open. */
 int baton_peer_write(struct baton_conn *c, const uint8_t id[BATON_GRANT_ID_BYTES],
                      uint64_t offset, uint64_t seq, const void *data, uint64_t n);
+/* PEER_WRITE without waiting for its reply (pipelined, as the other
+ * submits): its status shows at the next baton_conn_wait (or a later
+ * synchronous call), or in baton_conn_track's slot. */
+int baton_submit_peer_write(struct baton_conn *c, const uint8_t id[BATON_GRANT_ID_BYTES],
+                            uint64_t offset, uint64_t seq, const void *data, uint64_t n);
 int baton_peer_fence(struct baton_conn *c, const uint8_t id[BATON_GRANT_ID_BYTES], uint64_t seq,
                      uint32_t status);
 

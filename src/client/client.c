@@ -903,15 +903,26 @@ int baton_copy_tensor_to(struct baton_conn *c, const struct baton_tensor_desc *t
     return baton_conn_wait(c);
 }
 
-int baton_peer_write(struct baton_conn *c, const uint8_t id[BATON_GRANT_ID_BYTES],
-                     uint64_t offset, uint64_t seq, const void *data, uint64_t n)
+int baton_submit_peer_write(struct baton_conn *c, const uint8_t id[BATON_GRANT_ID_BYTES],
+                            uint64_t offset, uint64_t seq, const void *data, uint64_t n)
 {
     uint8_t p[BATON_PEER_WRITE_HEADER_BYTES];
     struct baton_peer_write_header w = {.offset = offset, .n = n, .seq = seq};
     memcpy(w.grant, id, BATON_GRANT_ID_BYTES);
     baton_wire_encode_peer_write(p, &w);
     struct pending e = {.cmd = BATON_CMD_PEER_WRITE};
-    return roundtrip(c, &e, p, sizeof p, data, n);
+    return submit(c, &e, p, sizeof p, data, n);
+}
+
+int baton_peer_write(struct baton_conn *c, const uint8_t id[BATON_GRANT_ID_BYTES],
+                     uint64_t offset, uint64_t seq, const void *data, uint64_t n)
+{
+    int rc = baton_submit_peer_write(c, id, offset, seq, data, n);
+    if (rc != 0) {
+        c->first_err = 0;
+        return rc;
+    }
+    return baton_conn_wait(c);
 }
 
 int baton_peer_fence(struct baton_conn *c, const uint8_t id[BATON_GRANT_ID_BYTES], uint64_t seq,

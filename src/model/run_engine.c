@@ -425,6 +425,37 @@ static int check_errors(struct engine *e)
     return fence ? 2 : 0;
 }
 
+/* The stages whose replies the engine needs to go on (bit s): the last
+ * stage's (the token), a stage's pending GET (the hub path's hidden state,
+ * the logits) or synchronous hand-off (its outcome decides the next
+ * stage's input), the next stage of a stage that still has blocks to send
+ * (its answer frees a slot); with --pipeline off, every stage's. */
+static uint32_t needed_stages(struct engine *e)
+{
+    struct run *r = e->r;
+    uint32_t mask = 1u << (r->n_stages - 1);
+
+    if (!r->cfg->pipeline)
+        return (r->n_stages >= 32 ? 0u : 1u << r->n_stages) - 1u;
+    for (uint32_t k = e->done; k < e->next[0]; k++) {
+        const struct step *st = step_at(e, k);
+
+        for (uint32_t s = 0; s < r->n_stages; s++) {
+            const struct block *b = &st->b[s];
+
+            if (!b->submitted)
+                continue;
+            if ((b->has_get && pending(b->st_get)) ||
+                (b->mode == OUT_HANDOFF_SYNC && !b->resolved))
+                mask |= 1u << s;
+        }
+    }
+    for (uint32_t s = 0; s + 1 < r->n_stages; s++)
+        if (e->next[s] < e->m)
+            mask |= 1u << (s + 1);
+    return mask;
+}
+
 /* Reads one reply from every connection that has one ready; blocks (within
  * --timeout) until at least one has. 0 or 1. */
 static int wait_replies(struct engine *e)
@@ -434,13 +465,28 @@ static int wait_replies(struct engine *e)
     uint32_t who[BATON_MAX_STAGES], n = 0, s;
     int rc;
 
+    const uint32_t needed = needed_stages(e);
+
+    /* a reply the engine does not need yet (a run's acknowledgement on a
+     * direct path) is read later, when it has long arrived: waking for it
+     * would take a core from a stage that computes; a hang-up wakes the
+     * engine all the same (POLLHUP is always reported) */
     for (s = 0; s < r->n_stages; s++) {
         if (baton_conn_outstanding(r->stages[s].conn) == 0)
             continue;
         pfd[n].fd = baton_conn_fd(r->stages[s].conn);
-        pfd[n].events = POLLIN;
+        pfd[n].events = (needed >> s) & 1 ? POLLIN : 0;
         pfd[n].revents = 0;
         who[n++] = s;
+    }
+    {
+        uint32_t i;
+
+        for (i = 0; i < n && pfd[i].events == 0; i++)
+            ;
+        if (i == n) /* nothing needed is outstanding: what is left is */
+            for (i = 0; i < n; i++)
+                pfd[i].events = POLLIN;
     }
     if (n == 0) {
         stage_msg(r, "internal error: the step engine waits for nothing\n");
@@ -483,6 +529,14 @@ static int wait_replies(struct engine *e)
         if (pfd[i].revents == 0)
             continue;
         (void)baton_conn_read_reply(r->stages[who[i]].conn); /* the status goes to its slot */
+    }
+    /* replies not needed above that have arrived: read without waiting */
+    for (uint32_t i = 0; i < n; i++) {
+        struct pollfd one = {pfd[i].fd, POLLIN, 0};
+
+        while (baton_conn_outstanding(r->stages[who[i]].conn) > 0 && poll(&one, 1, 0) == 1 &&
+               !baton_conn_is_dead(r->stages[who[i]].conn))
+            (void)baton_conn_read_reply(r->stages[who[i]].conn);
     }
     return 0;
 }

@@ -12,7 +12,11 @@
  * at once (asynchronous: the data copied to a staging buffer first) or
  * waits for the job's outcome; the sender runs the jobs in order under the
  * peer deadlines, so the session's connection thread goes on serving while
- * a copy is on its way.
+ * a copy is on its way. A small copy on an idle, connected link skips the
+ * sender: the connection thread sends it itself (and, when asynchronous,
+ * does not wait for its reply, which is read before the link's next copy):
+ * on a decode step each thread wake costs tens of microseconds between the
+ * vCPUs of a VM, more than the send.
  *
  * Only destinations on the allow-list (cfg.peers, exact binary address and
  * port, resolved at start) are dialled, by binary address: no name
@@ -21,6 +25,7 @@
  * bounded); only connect and handshake failures enter it.
  */
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +55,7 @@ struct peer_job {
 };
 
 #define LINK_QUEUE_MAX 64u
+#define INLINE_MAX_BYTES (64u * 1024u) /* copies this small go at once, from the caller */
 #define BACKOFF_FIRST_MS 1000u /* peer_queue_depth is capped by the policy below this */
 
 struct peer_link {
@@ -63,6 +69,7 @@ struct peer_link {
     uint32_t head, count;
     int stop;
     int exited;              /* the sender returned (idle without a connection): join it */
+    int inline_busy;         /* the connection thread is making a copy itself (it owns conn) */
     int thread_failed;       /* exited is set but no thread was started: nothing to join */
     int connected;           /* conn != NULL (read by the connection thread) */
     struct baton_conn *conn; /* the sender thread's alone once it runs */
@@ -233,6 +240,36 @@ static void link_disconnect(struct peer_link *l)
     pthread_mutex_unlock(&l->mu);
 }
 
+/* The reply of a write sent without waiting (an asynchronous copy made by
+ * the connection thread): counted, and a refusal or failure closes the
+ * link. */
+static void account_reply(struct peer_link *l, int rc)
+{
+    if (rc == 0) {
+        atomic_fetch_add(&l->sess->copies_done, 1);
+        return;
+    }
+    atomic_fetch_add(&l->sess->copies_not_done, 1);
+    server_log_limited(l->s, "session %llu COPY_TENSOR_TO (asynchronous): not done (%s: %s)",
+                       (unsigned long long)l->sess->id,
+                       server_copy_outcome_name(is_link_failure(rc) ? BATON_COPY_IO
+                                                                    : BATON_COPY_REFUSED),
+                       baton_status_name(rc));
+    link_disconnect(l);
+}
+
+/* Reads the replies of unacknowledged writes: those that have arrived
+ * (wait 0), or all of them (wait 1, within the link's deadline). */
+static void link_reap(struct peer_link *l, int wait)
+{
+    while (l->conn && baton_conn_outstanding(l->conn) > 0) {
+        struct pollfd p = {baton_conn_fd(l->conn), POLLIN, 0};
+        if (!wait && poll(&p, 1, 0) != 1)
+            return;
+        account_reply(l, baton_conn_read_reply(l->conn));
+    }
+}
+
 /* Runs one job on the sender thread: dial when there is no connection,
  * send, and on a stale cached connection (closed at the other end) retry
  * once, at once, on a fresh one. Sets job->outcome and job->status. */
@@ -240,6 +277,7 @@ static void run_job(struct peer_link *l, struct peer_job *job)
 {
     struct baton_server *s = l->s;
     job->status = 0;
+    link_reap(l, 1); /* earlier writes' replies are theirs, not this job's */
     for (int attempt = 0; attempt < 2; attempt++) {
         int cached = l->conn != NULL;
         int rc;
@@ -297,8 +335,14 @@ static void *sender_main(void *arg)
     struct peer_link *l = arg;
     pthread_mutex_lock(&l->mu);
     for (;;) {
-        while (!l->stop && l->count == 0)
+        /* idle: it waits while the link is connected (a copy made at once
+         * by the connection thread may have closed it: then it goes) */
+        while (!l->stop && (l->inline_busy || (l->count == 0 && l->connected)))
             pthread_cond_wait(&l->cv, &l->mu);
+        if (l->count == 0 && !l->stop) {
+            l->exited = 1;
+            break;
+        }
         if (l->count == 0)
             break; /* stopping, nothing left */
         struct peer_job *job = l->queue[l->head];
@@ -340,7 +384,7 @@ static void *sender_main(void *arg)
         /* idle without a connection (its dial or write failed): the thread
          * goes, so a link that failed holds neither a descriptor nor a
          * thread; the next copy starts it again */
-        if (l->count == 0 && l->conn == NULL) {
+        if (l->count == 0 && !l->connected) {
             l->exited = 1;
             break;
         }
@@ -475,9 +519,54 @@ uint32_t server_peer_copy(struct baton_server *s, struct baton_session *sess,
     job->seq = opt->seq;
     job->cancel = cancel;
     job->sync = !(opt->flags & BATON_COPY_ASYNC);
+    job->n = n;
+    job->data = data;
+    /* a small copy on an idle, connected link is made at once by this
+     * thread: no staging, and no wake of the sender on the way out or for
+     * the reply (a decode step's hand-off is a few KiB; its round trip
+     * costs the source nothing it would otherwise do) */
+    if (job->kind == JOB_CANCEL || n <= INLINE_MAX_BYTES) {
+        int idle;
+        pthread_mutex_lock(&l->mu);
+        idle = l->count == 0 && l->connected && !l->stop;
+        if (idle)
+            l->inline_busy = 1; /* the link is this thread's until it is done */
+        pthread_mutex_unlock(&l->mu);
+        if (idle && !job->sync && job->kind == JOB_WRITE) {
+            /* sent, not waited for: its reply is read with a later copy
+             * (or never, if none follows), so no thread wakes for it */
+            int rc;
+            link_reap(l, 0);
+            rc = l->conn ? baton_submit_peer_write(l->conn, job->grant, job->offset, job->seq,
+                                                   job->data, job->n)
+                         : BATON_E_IO;
+            if (rc == 0) {
+                atomic_fetch_add(&sess->peer_bytes_sent,
+                                 BATON_FRAME_HEADER_BYTES + BATON_PEER_WRITE_HEADER_BYTES + n +
+                                     BATON_TAG_BYTES);
+                job->outcome = BATON_COPY_QUEUED;
+            } else {
+                /* the destination saw (at most) part of it: seq fails there */
+                if (l->conn)
+                    link_disconnect(l);
+                job->outcome = BATON_COPY_IO;
+                job->status = rc;
+            }
+        } else if (idle) {
+            run_job(l, job);
+        }
+        if (idle) {
+            pthread_mutex_lock(&l->mu);
+            l->inline_busy = 0;
+            pthread_cond_broadcast(&l->cv);
+            pthread_mutex_unlock(&l->mu);
+            outcome = job->kind == JOB_CANCEL ? BATON_COPY_CANCELLED : job->outcome;
+            *status = job->kind == JOB_CANCEL ? BATON_E_FENCE : job->status;
+            free(job);
+            return outcome;
+        }
+    }
     if (job->kind == JOB_WRITE) {
-        job->n = n;
-        job->data = data;
         /* asynchronous: the bytes are copied now, in order with this
          * session's commands, so a later GRAPH_RUN may overwrite the
          * source while the sender sends */

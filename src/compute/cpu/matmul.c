@@ -678,16 +678,35 @@ void baton_mm_drive(const struct baton_mm *mm, uint64_t r0, uint64_t r1,
     rb -= rb % t->rows;
     if (rb == 0)
         rb = t->rows;
-    for (rs = r0; rs < r1; rs += rb) {
-        const uint64_t re = r1 - rs > rb ? rs + rb : r1;
+    {
+        /* While the column groups pass over a block of rows (in L2), the
+         * next block's weights are prefetched into L2 a slice per group,
+         * so its first pass does not wait for memory. With few columns (a
+         * pipelined ubatch of 64 tokens has 16 groups) that first pass was
+         * most of the difference: 17 % more time per token in the Q8_0
+         * tiles at 64 columns than at 512 on the EPYC host. Prefetching
+         * changes no result. */
+        const uint64_t n_groups = (mm->m + t->cols - 1) / t->cols;
 
-        for (c = 0; c < mm->m; c += t->cols) {
-            const uint32_t nc = mm->m - c < t->cols ? (uint32_t)(mm->m - c) : t->cols;
+        for (rs = r0; rs < r1; rs += rb) {
+            const uint64_t re = r1 - rs > rb ? rs + rb : r1;
+            const uint64_t next_end = r1 - re > rb ? re + rb : r1;
+            const uint8_t *next = mm->w + re * mm->w_row_bytes;
+            const uint64_t next_bytes = (next_end - re) * mm->w_row_bytes;
+            const uint64_t slice = (next_bytes / n_groups + 63) & ~(uint64_t)63;
+            uint64_t pf = 0;
 
-            for (r = rs; re - r >= t->rows; r += t->rows)
-                t->tile(mm, r, c, nc);
-            for (; r < re; r++)
-                t->row(mm, r, c, nc);
+            for (c = 0; c < mm->m; c += t->cols) {
+                const uint32_t nc = mm->m - c < t->cols ? (uint32_t)(mm->m - c) : t->cols;
+                const uint64_t pf_end = pf + slice < next_bytes ? pf + slice : next_bytes;
+
+                for (; pf < pf_end; pf += 64)
+                    __builtin_prefetch(next + pf, 0, 2);
+                for (r = rs; re - r >= t->rows; r += t->rows)
+                    t->tile(mm, r, c, nc);
+                for (; r < re; r++)
+                    t->row(mm, r, c, nc);
+            }
         }
     }
 }
