@@ -12,11 +12,13 @@
 # process is removed at the end, also on failure or Ctrl-C.
 #
 # usage: bench/topology.sh [options] ARM...      (as root: ip netns, tc)
-#   ARM            NAME=SERVERS[:EXTRA]: SERVERS is local, local-free, s1,
+#   ARM            NAME=SERVERS[:EXTRA][@RATE]: SERVERS is local, local-free, s1,
 #                  s1s2 or s1s2s3 (local: in-process, pinned to s1's core;
 #                  local-free: in-process, not pinned);
 #                  EXTRA is passed to `baton bench` (spaces as commas are
-#                  kept: write them as '+', e.g. "--pipeline+off")
+#                  kept: write them as '+', e.g. "--pipeline+off"); @RATE
+#                  limits the coordinator's link for that arm's cells (e.g.
+#                  @100mbit; @none: unlimited), overriding --coord-rate
 #   --build DIR    baton and batond from DIR (default ./build)
 #   --model FILE   GGUF (default: the 86M Q8_0 model of bench/roofline.sh,
 #                  made with `baton gen-model` when missing)
@@ -109,13 +111,20 @@ for i in 0 1 2 3; do
     ip -n "$n" link set eth0 up
     ip -n "$n" link set lo up
 done
-if [ -n "$RATE" ]; then
-    # both directions of the coordinator's link: its own egress, and the
-    # bridge port's egress towards it (a 16 KiB burst behaves like a real
-    # link of that rate)
-    ip netns exec bt-coord tc qdisc add dev eth0 root tbf rate "$RATE" burst 16kb latency 50ms
-    ip netns exec bt-hub tc qdisc add dev v0 root tbf rate "$RATE" burst 16kb latency 50ms
-fi
+# set_rate RATE|none: both directions of the coordinator's link: its own
+# egress, and the bridge port's egress towards it (a 16 KiB burst behaves
+# like a real link of that rate)
+CUR_RATE=none
+set_rate() {
+    [ "$1" = "$CUR_RATE" ] && return 0
+    ip netns exec bt-coord tc qdisc del dev eth0 root 2>/dev/null || true
+    ip netns exec bt-hub tc qdisc del dev v0 root 2>/dev/null || true
+    if [ "$1" != none ]; then
+        ip netns exec bt-coord tc qdisc add dev eth0 root tbf rate "$1" burst 16kb latency 50ms
+        ip netns exec bt-hub tc qdisc add dev v0 root tbf rate "$1" burst 16kb latency 50ms
+    fi
+    CUR_RATE=$1
+}
 
 if [ -z "$MODEL" ]; then
     MODEL=$TMP/d768-q8_0.gguf
@@ -155,7 +164,12 @@ echo "# command: $COMMAND"
 
 # run_cell ARM ROUND POS
 run_cell() {
-    local spec=$1 round=$2 pos=$3 name servers extra=() json
+    local spec=$1 round=$2 pos=$3 name servers extra=() json rate=${RATE:-none}
+    if [[ $spec == *@* ]]; then
+        rate=${spec##*@}
+        spec=${spec%@*}
+    fi
+    set_rate "$rate"
     name=${spec%%=*}
     servers=${spec#*=}
     if [[ $servers == *:* ]]; then
@@ -181,17 +195,18 @@ run_cell() {
         exit 1
     fi
     [ -n "$JSON_DIR" ] && mkdir -p "$JSON_DIR" && cp "$json" "$JSON_DIR/"
-    python3 - "$json" "$name" "$round" "$pos" <<'EOF'
+    python3 - "$json" "$name" "$round" "$pos" "$rate" <<'EOF'
 import json, sys
 j = json.load(open(sys.argv[1]))
-name, rnd, pos = sys.argv[2], sys.argv[3], sys.argv[4]
+name, rnd, pos, rate = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
 steps = j["per_step"]
 req = [sum(c["request_bytes"] for c in s.values()) for s in steps]
+rep = sum(sum(c["reply_bytes"] for c in s.values()) for s in steps)
 print("round %s pos %s %-12s prefill %8.1f tok/s (%.1f..%.1f)  decode %7.2f tok/s (%.2f..%.2f)"
-      "  ubatch %d  waits/step %.2f  coord B/step/stage %s"
+      "  ubatch %d  waits/step %.2f  coord B/step/stage sent %s, received %.0f  link %s"
       % (rnd, pos, name, j["prefill"]["median"], j["prefill"]["min"], j["prefill"]["max"],
          j["decode"]["median"], j["decode"]["min"], j["decode"]["max"], j["ubatch"],
-         j["waits_per_step"], "/".join("%.0f" % b for b in req)))
+         j["waits_per_step"], "/".join("%.0f" % b for b in req), rep, rate))
 EOF
 }
 

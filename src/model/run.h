@@ -1,20 +1,22 @@
 /* The coordinator: `baton run` loads a llama GGUF, places its layers on the
- * stage servers, and generates text one step at a time.
+ * stage servers, and generates text (run_internal.h lists the parts).
  *
- * Data flow per step (hub path): stage 1 gets token ids and positions, runs
- * its graph and returns its hidden state; each next stage gets that hidden
- * state (SET_TENSOR), runs, and the last stage returns the argmax token id
- * (greedy) or the logits (sampling). Every request to a stage is pipelined:
- * one round trip per stage per step.
+ * Each stage's graphs are registered once (GRAPH_REGISTER) for the step
+ * shapes of the run and every input slot; a step is one GRAPH_RUN per stage
+ * (positions and a decode token as inputs, the argmax returned by the last
+ * stage), pipelined on every connection, and the step engine
+ * (run_engine.c) sends each stage's part as soon as its input can exist.
  *
- * Direct path (DESIGN.md, docs/PROTOCOL.md "Direct path"): when both ends of
- * a boundary advertise BATON_FEATURE_PEER_COPY (and p2p is on), the
- * coordinator grants stage i+1's hidden_in to its session once
- * (GRANT_WRITE), and each step sends COPY_TENSOR_TO to stage i right after
- * its GRAPH_COMPUTE (pipelined); stage i+1's GRAPH_COMPUTE is sent only
- * after that reply says "done". A "not done" copy goes through the hub path
- * for that step (GET from stage i, SET into stage i+1), so the output is
- * identical on both paths.
+ * Hub path: each next stage gets the previous stage's hidden state through
+ * the coordinator (GET_TENSOR, SET_TENSOR). Direct path (docs/PROTOCOL.md
+ * "Direct path", "Asynchronous hand-off"): when both ends of a boundary
+ * advertise BATON_FEATURE_PEER_COPY (and p2p is on), the coordinator grants
+ * each input slot of stage i+1 once (GRANT_WRITE) and registers a route to
+ * it on stage i (COPY_ROUTE); stage i's run hands its hidden state off
+ * itself, with a sequence number, and stage i+1's run is fenced on it. A
+ * hand-off that does not land makes the fenced run fail (nothing computed)
+ * and the step is redone through the hub path, so the output is identical
+ * on both paths.
  */
 #ifndef BATON_MODEL_RUN_H
 #define BATON_MODEL_RUN_H

@@ -558,6 +558,38 @@ static int cmd_handoff(uint16_t src_port, uint16_t dst_port, const char *ck_path
     rc = baton_get_tensor(d.c, &d.in, 0, got, sizeof got);
     check(rc == 0 && memcmp(got, v2, sizeof got) == 0, "seq 5's bytes are the source's result");
 
+    /* hand-off refusals: no such route, more bytes than the route's tensor */
+    run.flags = BATON_RUN_HANDOFF;
+    run.handoff = (struct baton_run_handoff){route + 5, 0, 6, N * 4};
+    rc = baton_graph_run(s.c, &run);
+    check(rc == BATON_E_NOT_FOUND, "a hand-off to route %u (none): %s", route + 5,
+          baton_status_name(rc));
+    run.flags = BATON_RUN_HANDOFF | BATON_RUN_RESET;
+    run.handoff = (struct baton_run_handoff){route, 0, 7, N * 4 + 4};
+    rc = baton_graph_run(s.c, &run);
+    check(rc == BATON_E_BOUNDS, "a hand-off of more bytes than the route's tensor: %s",
+          baton_status_name(rc));
+    rc = run_fenced(d.c, d.graph, d.grant, 7, BATON_RUN_RESET);
+    check(rc == BATON_E_FENCE, "... whose seq 7 the destination is told will not come: %s",
+          baton_status_name(rc));
+    /* COPY_TENSOR_TO of a latched session is a cancellation */
+    {
+        struct baton_copy_options opt = {8, BATON_COPY_ASYNC};
+        memset(&dest, 0, sizeof dest);
+        dest.family = BATON_PEER_FAMILY_IPV4;
+        dest.addr[0] = 127;
+        dest.addr[3] = 1;
+        dest.port = dst_port;
+        memcpy(dest.grant, d.grant, BATON_GRANT_ID_BYTES);
+        rc = baton_copy_tensor_to(s.c, &s.out, 0, N * 4, &dest, &opt, &res);
+        check(rc == 0 && res.result == BATON_COPY_CANCELLED,
+              "COPY_TENSOR_TO after a failed run: %s, result %u (cancelled)",
+              baton_status_name(rc), res.result);
+        rc = run_fenced(d.c, d.graph, d.grant, 8, BATON_RUN_RESET);
+        check(rc == BATON_E_FENCE, "... and the destination's fence on seq 8 fails: %s",
+              baton_status_name(rc));
+    }
+
     /* COPY_ROUTE refusals */
     memset(&dest, 0, sizeof dest);
     rc = baton_copy_route(s.c, &s.out, &dest, &route);
