@@ -496,15 +496,21 @@ int baton_conn_wait(struct baton_conn *c)
 
 /* submit + wait: the status of this call (or of an earlier pipelined
  * request that failed). */
-static int roundtrip(struct baton_conn *c, const struct pending *expect, const void *p1,
-                     uint64_t n1, const void *p2, uint64_t n2)
+/* The synchronous form of a submit that returned rc: its error (the
+ * request was not sent), or the wait for every outstanding reply. */
+static int finish_sync(struct baton_conn *c, int rc)
 {
-    int rc = submit(c, expect, p1, n1, p2, n2);
     if (rc != 0) {
         c->first_err = 0;
         return rc;
     }
     return baton_conn_wait(c);
+}
+
+static int roundtrip(struct baton_conn *c, const struct pending *expect, const void *p1,
+                     uint64_t n1, const void *p2, uint64_t n2)
+{
+    return finish_sync(c, submit(c, expect, p1, n1, p2, n2));
 }
 
 static int encode_graph(struct baton_conn *c, const struct baton_graph *g, size_t *len_out);
@@ -809,23 +815,13 @@ int baton_submit_get_tensor(struct baton_conn *c, const struct baton_tensor_desc
 int baton_set_tensor(struct baton_conn *c, const struct baton_tensor_desc *t, uint64_t offset,
                      const void *data, uint64_t n)
 {
-    int rc = baton_submit_set_tensor(c, t, offset, data, n);
-    if (rc != 0) {
-        c->first_err = 0;
-        return rc;
-    }
-    return baton_conn_wait(c);
+    return finish_sync(c, baton_submit_set_tensor(c, t, offset, data, n));
 }
 
 int baton_get_tensor(struct baton_conn *c, const struct baton_tensor_desc *t, uint64_t offset,
                      void *data, uint64_t n)
 {
-    int rc = baton_submit_get_tensor(c, t, offset, data, n);
-    if (rc != 0) {
-        c->first_err = 0;
-        return rc;
-    }
-    return baton_conn_wait(c);
+    return finish_sync(c, baton_submit_get_tensor(c, t, offset, data, n));
 }
 
 int baton_copy_tensor(struct baton_conn *c, const struct baton_tensor_desc *src,
@@ -852,12 +848,7 @@ int baton_submit_graph_compute(struct baton_conn *c, const struct baton_graph *g
 
 int baton_graph_compute(struct baton_conn *c, const struct baton_graph *g)
 {
-    int rc = baton_submit_graph_compute(c, g);
-    if (rc != 0) {
-        c->first_err = 0;
-        return rc;
-    }
-    return baton_conn_wait(c);
+    return finish_sync(c, baton_submit_graph_compute(c, g));
 }
 
 int baton_grant_write(struct baton_conn *c, uint64_t handle, uint64_t offset, uint64_t length,
@@ -895,12 +886,7 @@ int baton_copy_tensor_to(struct baton_conn *c, const struct baton_tensor_desc *t
                          uint64_t n, const struct baton_peer_dest *dest,
                          const struct baton_copy_options *opt, struct baton_copy_result *out)
 {
-    int rc = baton_submit_copy_tensor_to(c, t, offset, n, dest, opt, out);
-    if (rc != 0) {
-        c->first_err = 0;
-        return rc;
-    }
-    return baton_conn_wait(c);
+    return finish_sync(c, baton_submit_copy_tensor_to(c, t, offset, n, dest, opt, out));
 }
 
 int baton_submit_peer_write(struct baton_conn *c, const uint8_t id[BATON_GRANT_ID_BYTES],
@@ -917,12 +903,7 @@ int baton_submit_peer_write(struct baton_conn *c, const uint8_t id[BATON_GRANT_I
 int baton_peer_write(struct baton_conn *c, const uint8_t id[BATON_GRANT_ID_BYTES],
                      uint64_t offset, uint64_t seq, const void *data, uint64_t n)
 {
-    int rc = baton_submit_peer_write(c, id, offset, seq, data, n);
-    if (rc != 0) {
-        c->first_err = 0;
-        return rc;
-    }
-    return baton_conn_wait(c);
+    return finish_sync(c, baton_submit_peer_write(c, id, offset, seq, data, n));
 }
 
 int baton_peer_fence(struct baton_conn *c, const uint8_t id[BATON_GRANT_ID_BYTES], uint64_t seq,
@@ -979,12 +960,7 @@ int baton_submit_graph_register(struct baton_conn *c, const struct baton_graph *
 
 int baton_graph_register(struct baton_conn *c, const struct baton_graph *g, uint32_t *id)
 {
-    int rc = baton_submit_graph_register(c, g, id);
-    if (rc != 0) {
-        c->first_err = 0;
-        return rc;
-    }
-    return baton_conn_wait(c);
+    return finish_sync(c, baton_submit_graph_register(c, g, id));
 }
 
 int baton_submit_graph_run(struct baton_conn *c, const struct baton_graph_run *run)
@@ -1032,12 +1008,7 @@ int baton_copy_route(struct baton_conn *c, const struct baton_tensor_desc *t,
 
 int baton_graph_run(struct baton_conn *c, const struct baton_graph_run *run)
 {
-    int rc = baton_submit_graph_run(c, run);
-    if (rc != 0) {
-        c->first_err = 0;
-        return rc;
-    }
-    return baton_conn_wait(c);
+    return finish_sync(c, baton_submit_graph_run(c, run));
 }
 
 int baton_graph_free(struct baton_conn *c, uint32_t id)

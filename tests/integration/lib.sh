@@ -100,3 +100,50 @@ fail() {
     echo "FAIL: $*" >&2
     exit 1
 }
+
+# start_relay NAME ARGS...: tests/integration/peer_relay (built as
+# $BUILD_DIR/tests/peer_relay) with ARGS, its port written to
+# $TMP/port.rNAME; sets RPORT_<NAME> and RPID_<NAME>; stopped on exit.
+start_relay() {
+    local name=$1
+    shift
+    rm -f "$TMP/port.r$name"
+    "$BUILD_DIR/tests/peer_relay" --port-file "$TMP/port.r$name" "$@" 2>>"$TMP/relay.$name.log" &
+    local pid=$!
+    PIDS+=("$pid")
+    for _ in $(seq 200); do [ -s "$TMP/port.r$name" ] && break; sleep 0.025; done
+    [ -s "$TMP/port.r$name" ] || fail "relay $name did not start"
+    printf -v "RPORT_$name" '%s' "$(cat "$TMP/port.r$name")"
+    printf -v "RPID_$name" '%s' "$pid"
+}
+
+# make_keys: a client key $K and a peer key $P in $TMP; KEYS holds the
+# batond flags for both.
+make_keys() {
+    K="$TMP/client.key"
+    P="$TMP/peer.key"
+    "$BATON" keygen -o "$K" 2>/dev/null
+    "$BATON" keygen -o "$P" 2>/dev/null
+    KEYS="--key $K --peer-key $P"
+}
+
+# start_chain NAME...: keyed batond NAME1 -> NAME2 -> ... (each allow-lists
+# the next; started from the last), with the keys of make_keys.
+start_chain() {
+    local names=("$@") i next=""
+    for ((i = ${#names[@]} - 1; i >= 0; i--)); do
+        if [ -n "$next" ]; then
+            local port_var="PORT_$next"
+            BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --peer 127.0.0.1:${!port_var}" start_server "${names[$i]}"
+        else
+            BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS" start_server "${names[$i]}"
+        fi
+        next=${names[$i]}
+    done
+}
+
+# field FILE EXPR: a Python expression over the JSON document j in FILE
+# (an --ids-file or --stats-json), printed.
+field() {
+    python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
+}

@@ -37,53 +37,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "auth/auth.h"
-#include "baton/client.h"
-#include "baton/status.h"
 #include "wire/wire.h"
 
 #define TIMEOUT_MS 10000
-
-static int g_failed, g_n;
-
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...)
-{
-    va_list ap;
-    g_n++;
-    printf("%s %d - ", ok ? "ok" : "not ok", g_n);
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-    fflush(stdout);
-    if (!ok)
-        g_failed++;
-}
-
-static struct baton_key *load_key(const char *path)
-{
-    char err[256];
-    struct baton_key *k = NULL;
-    if (baton_auth_init() != 0 || baton_key_open(path, &k, err, sizeof err) != 0) {
-        printf("not ok - key %s: %s\n", path, err);
-        exit(1);
-    }
-    return k;
-}
-
-static struct baton_conn *conn(uint16_t port, const struct baton_key *key, uint8_t role)
-{
-    struct baton_conn *c = NULL;
-    struct baton_conn_options o = {.timeout_ms = TIMEOUT_MS, .key = key, .role = role};
-    int rc = baton_conn_connect_ex("127.0.0.1", port, &o, &c);
-    if (rc != 0) {
-        printf("not ok - connect to 127.0.0.1:%u as %s: %s\n", (unsigned)port,
-               role == BATON_ROLE_PEER ? "peer" : "client", baton_status_name(rc));
-        exit(1);
-    }
-    return c;
-}
+#include "keyed_util.h"
 
 static void sleep_ms(int ms)
 {
@@ -407,19 +364,6 @@ static int cmd_inflight(uint16_t port, uint16_t relay_port, const char *mark, co
 }
 
 /* ---- flood ---- */
-
-static int count_dir(const char *path)
-{
-    DIR *d = opendir(path);
-    int n = 0;
-    if (!d)
-        return -1;
-    for (struct dirent *e; (e = readdir(d));)
-        if (e->d_name[0] != '.')
-            n++;
-    closedir(d);
-    return n;
-}
 
 static void counts(long pid, int *fds, int *tasks)
 {

@@ -40,32 +40,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "auth/auth.h"
-#include "baton/client.h"
-#include "baton/status.h"
 #include "core/ops.h"
 #include "model/graph_builder.h"
 #include "wire/wire.h"
 
 #define TIMEOUT_MS 20000
+#include "keyed_util.h"
 #define N 64 /* floats in the boundary buffers */
-
-static int g_failed, g_n;
-
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...)
-{
-    va_list ap;
-    g_n++;
-    printf("%s %d - ", ok ? "ok" : "not ok", g_n);
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-    fflush(stdout);
-    if (!ok)
-        g_failed++;
-}
 
 static double now_ms(void)
 {
@@ -78,44 +59,6 @@ static void sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
-}
-
-static struct baton_key *load_key(const char *path)
-{
-    char err[256];
-    struct baton_key *k = NULL;
-    if (baton_auth_init() != 0 || baton_key_open(path, &k, err, sizeof err) != 0) {
-        printf("not ok - key %s: %s\n", path, err);
-        exit(1);
-    }
-    return k;
-}
-
-static struct baton_conn *conn(uint16_t port, const struct baton_key *key, uint8_t role)
-{
-    struct baton_conn *c = NULL;
-    struct baton_conn_options o = {.timeout_ms = TIMEOUT_MS, .key = key, .role = role};
-    int rc = baton_conn_connect_ex("127.0.0.1", port, &o, &c);
-    if (rc != 0) {
-        printf("not ok - connect to 127.0.0.1:%u: %s\n", (unsigned)port, baton_status_name(rc));
-        exit(1);
-    }
-    return c;
-}
-
-static int count_tasks(long pid)
-{
-    char p[64];
-    int n = 0;
-    snprintf(p, sizeof p, "/proc/%ld/task", pid);
-    DIR *d = opendir(p);
-    if (!d)
-        return -1;
-    for (struct dirent *e; (e = readdir(d));)
-        if (e->d_name[0] != '.')
-            n++;
-    closedir(d);
-    return n;
 }
 
 /* A session with an F32 input buffer `in` (N floats, granted), an output

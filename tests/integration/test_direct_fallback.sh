@@ -14,28 +14,9 @@
 source "$(dirname "$0")/lib.sh"
 need_model
 CASES="$BUILD_DIR/tests/peer_cases"
-RELAY="$BUILD_DIR/tests/peer_relay"
 REF_IDS='[432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401, 396, 267, 337, 410, 408, 419, 292, 411, 322, 265, 282, 295, 433, 426, 385, 328, 432, 358, 394, 261, 370, 432, 352, 266, 268, 388, 426, 338, 391, 266, 267, 337, 335, 312, 432]'
 
-K="$TMP/client.key"
-P="$TMP/peer.key"
-"$BATON" keygen -o "$K" 2>/dev/null
-"$BATON" keygen -o "$P" 2>/dev/null
-KEYS="--key $K --peer-key $P"
-
-# start_relay NAME ARGS...: sets RPORT_<NAME>, RPID_<NAME>
-start_relay() {
-    local name=$1
-    shift
-    rm -f "$TMP/port.r$name"
-    "$RELAY" --port-file "$TMP/port.r$name" "$@" 2>>"$TMP/relay.$name.log" &
-    local pid=$!
-    PIDS+=("$pid")
-    for _ in $(seq 200); do [ -s "$TMP/port.r$name" ] && break; sleep 0.025; done
-    [ -s "$TMP/port.r$name" ] || fail "relay $name did not start"
-    printf -v "RPORT_$name" '%s' "$(cat "$TMP/port.r$name")"
-    printf -v "RPID_$name" '%s' "$pid"
-}
+make_keys
 
 # the destination waits at most 2 s for a hand-off that a dead or stalled
 # relay never delivers (its fence), then the step is redone through the hub
@@ -56,9 +37,6 @@ BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --log-rate 100000 --peer-timeout 1s --peer
 A=127.0.0.1:$PORT_a
 C=127.0.0.1:$PORT_c
 
-field() { # field FILE EXPR: a Python expression over the JSON document j
-    python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
-}
 
 # run_arm NAME SERVERS: a 2-stage run with --p2p on; ids must be the reference
 run_arm() {

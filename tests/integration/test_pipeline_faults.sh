@@ -16,14 +16,9 @@
 source "$(dirname "$0")/lib.sh"
 need_model
 CASES="$BUILD_DIR/tests/pipeline_cases"
-RELAY="$BUILD_DIR/tests/peer_relay"
 PROMPT="Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends. One day, she saw a big red ball under a tree and"
 
-K="$TMP/client.key"
-P="$TMP/peer.key"
-"$BATON" keygen -o "$K" 2>/dev/null
-"$BATON" keygen -o "$P" 2>/dev/null
-KEYS="--key $K --peer-key $P"
+make_keys
 
 # --- the protocol's cases ---
 BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --fence-timeout 1500ms --max-graphs-per-session 8 --log-rate 1000" start_server f
@@ -40,22 +35,6 @@ BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --peer 127.0.0.1:$PORT_hd" start_server hs
 }
 cat "$TMP/handoff.out"
 
-# --- the model through a relay that dies / stalls mid-prefill ---
-start_relay() { # start_relay NAME ARGS...: sets RPORT_<NAME>, RPID_<NAME>
-    local name=$1
-    shift
-    rm -f "$TMP/port.r$name"
-    "$RELAY" --port-file "$TMP/port.r$name" "$@" 2>>"$TMP/relay.$name.log" &
-    local pid=$!
-    PIDS+=("$pid")
-    for _ in $(seq 200); do [ -s "$TMP/port.r$name" ] && break; sleep 0.025; done
-    [ -s "$TMP/port.r$name" ] || fail "relay $name did not start"
-    printf -v "RPORT_$name" '%s' "$(cat "$TMP/port.r$name")"
-    printf -v "RPID_$name" '%s' "$pid"
-}
-field() {
-    python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
-}
 "$BATON" run --model "$MODEL" --prompt "$PROMPT" -n 24 --servers local --quiet \
     --ids-file "$TMP/local.json" 2>/dev/null || fail "in-process run"
 want=$(field "$TMP/local.json" 'j["generated"]')

@@ -16,21 +16,12 @@ need_model
 REF_IDS='[432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401, 396, 267, 337, 410, 408, 419, 292, 411, 322, 265, 282, 295, 433, 426, 385, 328, 432, 358, 394, 261, 370, 432, 352, 266, 268, 388, 426, 338, 391, 266, 267, 337, 335, 312, 432]'
 PROMPT="Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends. One day, she saw a big red ball under a tree and"
 
-K="$TMP/client.key"
-P="$TMP/peer.key"
-"$BATON" keygen -o "$K" 2>/dev/null
-"$BATON" keygen -o "$P" 2>/dev/null
-KEYS="--key $K --peer-key $P"
-BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS" start_server c
-BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --peer 127.0.0.1:$PORT_c" start_server b
-BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --peer 127.0.0.1:$PORT_b" start_server a
+make_keys
+start_chain a b c
 A=127.0.0.1:$PORT_a
 B=127.0.0.1:$PORT_b
 C=127.0.0.1:$PORT_c
 
-field() { # field FILE EXPR: a Python expression over the JSON document j
-    python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
-}
 # run_arm NAME PROMPT ARGS...
 run_arm() {
     local name=$1 prompt=$2
