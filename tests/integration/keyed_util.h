@@ -1,7 +1,7 @@
-/* Shared helpers of the test programs that drive keyed batond through
- * libbaton (tests/integration/peer_cases.c, pipeline_cases.c): "ok"/"not
- * ok" check lines, key files, connections in either role, and a process's
- * thread count from /proc. */
+/* Shared helpers of the test programs that drive batond through libbaton
+ * (tests/integration/peer_cases.c, pipeline_cases.c; limits_util.h takes
+ * its check lines from here): "ok"/"not ok" check lines, key files,
+ * connections in either role, and a process's thread count from /proc. */
 #ifndef BATON_TESTS_KEYED_UTIL_H
 #define BATON_TESTS_KEYED_UTIL_H
 

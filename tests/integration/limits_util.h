@@ -25,24 +25,8 @@
 #include "net/net.h"
 #include "wire/wire.h"
 
+#include "keyed_util.h"
 #include "sock_io.h"
-
-static int g_failed, g_n;
-
-static inline void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static inline void check(int ok, const char *fmt, ...)
-{
-    va_list ap;
-    g_n++;
-    printf("%s %d - ", ok ? "ok" : "not ok", g_n);
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-    fflush(stdout);
-    if (!ok)
-        g_failed++;
-}
 
 static inline int64_t now_ms(void)
 {
