@@ -31,6 +31,9 @@
 #                  100mbit); default: none
 #   --json DIR     keep each cell's `baton bench --json` there
 #
+# Exit status: 0 done, 1 a failure (a cell, a server, a namespace that
+# exists already), 2 a usage error, 130 interrupted.
+#
 # Example (the prefill targets of the issue "Overlap the stages"):
 #   bench/topology.sh one=s1 off=s1s2:--pipeline+off on=s1s2
 set -euo pipefail
@@ -59,12 +62,30 @@ while [ $# -gt 0 ]; do
     --threads) THREADS=$2; shift 2 ;;
     --coord-rate) RATE=$2; shift 2 ;;
     --json) JSON_DIR=$2; shift 2 ;;
-    -h | --help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "topology.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) ARMS+=("$1"); shift ;;
     esac
 done
 [ ${#ARMS[@]} -gt 0 ] || { echo "topology.sh: no arms (see --help)" >&2; exit 2; }
+for n in "$PROMPT_N" "$GEN_N" "$REPS" "$ROUNDS" "$THREADS"; do
+    [[ $n =~ ^[0-9]+$ ]] && [ "$n" -gt 0 ] ||
+        { echo "topology.sh: '$n' is not a positive integer (see --help)" >&2; exit 2; }
+done
+for spec in "${ARMS[@]}"; do
+    a=${spec%@*}
+    a=${a#*=}
+    a=${a%%:*}
+    case $a in
+    local | local-free | s1 | s1s2 | s1s2s3) ;;
+    *) echo "topology.sh: arm '$spec': servers '$a' is not local, local-free, s1, s1s2 or s1s2s3" >&2; exit 2 ;;
+    esac
+    [[ $spec == *=* ]] || { echo "topology.sh: arm '$spec' is not NAME=SERVERS" >&2; exit 2; }
+done
+if [ -n "$MODEL" ] && [ ! -r "$MODEL" ]; then
+    echo "topology.sh: --model $MODEL: no such readable file" >&2
+    exit 2
+fi
 [ "$(id -u)" = 0 ] || { echo "topology.sh: needs root (ip netns, tc)" >&2; exit 2; }
 BATON=$BUILD/baton
 BATOND=$BUILD/batond
@@ -81,11 +102,12 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/baton-topo.XXXXXX")
 NS=(bt-coord bt-s1 bt-s2 bt-s3)
 ADDR=(10.77.0.1 10.77.0.11 10.77.0.12 10.77.0.13)
 PIDS=()
+MADE=() # the namespaces this run made: the only ones it removes
 cleanup() {
     local p n
     for p in "${PIDS[@]+"${PIDS[@]}"}"; do kill -TERM "$p" 2>/dev/null || true; done
     for p in "${PIDS[@]+"${PIDS[@]}"}"; do wait "$p" 2>/dev/null || true; done
-    for n in "${NS[@]}" bt-hub; do ip netns del "$n" 2>/dev/null || true; done
+    for n in "${MADE[@]+"${MADE[@]}"}"; do ip netns del "$n" 2>/dev/null || true; done
     rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -94,17 +116,18 @@ trap 'exit 130' INT TERM
 for n in "${NS[@]}" bt-hub; do
     if ip netns list | grep -qw "$n"; then
         echo "topology.sh: namespace $n exists (another run?); remove it with: ip netns del $n" >&2
-        NS=()
         exit 1
     fi
 done
 ip netns add bt-hub
+MADE+=(bt-hub)
 ip -n bt-hub link add br0 type bridge
 ip -n bt-hub link set br0 up
 ip -n bt-hub link set lo up
 for i in 0 1 2 3; do
     n=${NS[$i]}
     ip netns add "$n"
+    MADE+=("$n")
     ip link add "v$i" netns bt-hub type veth peer name eth0 netns "$n"
     ip -n bt-hub link set "v$i" master br0 up
     ip -n "$n" addr add "${ADDR[$i]}/24" dev eth0
@@ -120,8 +143,13 @@ set_rate() {
     ip netns exec bt-coord tc qdisc del dev eth0 root 2>/dev/null || true
     ip netns exec bt-hub tc qdisc del dev v0 root 2>/dev/null || true
     if [ "$1" != none ]; then
-        ip netns exec bt-coord tc qdisc add dev eth0 root tbf rate "$1" burst 16kb latency 50ms
-        ip netns exec bt-hub tc qdisc add dev v0 root tbf rate "$1" burst 16kb latency 50ms
+        if ! ip netns exec bt-coord tc qdisc add dev eth0 root tbf rate "$1" burst 16kb \
+            latency 50ms 2>"$TMP/tc.err" ||
+            ! ip netns exec bt-hub tc qdisc add dev v0 root tbf rate "$1" burst 16kb \
+                latency 50ms 2>"$TMP/tc.err"; then
+            echo "topology.sh: link rate '$1': $(head -n 1 "$TMP/tc.err")" >&2
+            exit 2
+        fi
     fi
     CUR_RATE=$1
 }

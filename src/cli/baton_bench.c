@@ -315,10 +315,10 @@ int baton_cmd_bench(int argc, char **argv)
         snprintf(reps_text, sizeof reps_text, "%u of %u (repetition %u failed)", n_done, reps,
                  n_done + 1);
     printf("bench: %s, servers %s, split %s, prompt %u, generated %u, reps %s, threads %u, "
-           "ctx %u, ubatch %u, pipeline %s, p2p %s\n",
+           "ctx %u, ubatch %u, pipeline %s, p2p %s, slots %u\n",
            cfg.model_path, cfg.servers, cfg.split ? cfg.split : "(equal)", n_prompt, n_gen,
            reps_text, cfg.n_threads, cfg.n_ctx, res->n_ubatch, cfg.pipeline ? "on" : "off",
-           cfg.p2p ? "on" : "off");
+           cfg.p2p ? "on" : "off", cfg.n_slots);
     printf("  %-8s %12s %12s %12s  %s\n", "figure", "median", "min", "max", "unit");
     for (i = 0; i < 5; i++)
         printf("  %-8s %12.3f %12.3f %12.3f  %s\n", fig[i].name, fig[i].med, fig[i].lo, fig[i].hi,
@@ -352,9 +352,9 @@ int baton_cmd_bench(int argc, char **argv)
         baton_cli_put_string(f, cfg.servers, strlen(cfg.servers), 1);
         fprintf(f, ", \"prompt\": %u, \"generated\": %u, \"ctx\": %u, \"ubatch\": %u, "
                    "\"reps\": %u, \"threads\": %u, \"pipeline\": %s, \"p2p\": %s, "
-                   "\"waits_per_step\": %.4g",
+                   "\"slots\": %u, \"waits_per_step\": %.4g",
                 n_prompt, n_gen, cfg.n_ctx, res->n_ubatch, reps, cfg.n_threads,
-                cfg.pipeline ? "true" : "false", cfg.p2p ? "true" : "false",
+                cfg.pipeline ? "true" : "false", cfg.p2p ? "true" : "false", cfg.n_slots,
                 res->decode_steps ? (double)res->waits / res->decode_steps : 0.0);
         for (i = 0; i < 5; i++)
             fprintf(f, ", \"%s\": {\"unit\": \"%s\", \"median\": %.6g, \"min\": %.6g, "

@@ -465,6 +465,8 @@ int baton_run(const struct baton_run_config *cfg)
                                                           cfg->pipeline);
     if (r.n_ubatch > cfg->n_ctx)
         r.n_ubatch = cfg->n_ctx;
+    if (r.n_ubatch > n_prompt) /* no step is larger: smaller I/O buffers */
+        r.n_ubatch = (uint32_t)n_prompt;
     if (make_stages(&r, counts) != 0)
         goto out;
     rc = run_connect_stages(&r);

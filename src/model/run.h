@@ -110,9 +110,10 @@ struct baton_run_config {
 void baton_run_config_default(struct baton_run_config *cfg);
 
 /* The prompt tokens per prefill step when --ubatch is not given: 512 for
- * one stage or with the pipeline off; otherwise about a quarter of the
- * prompt per stage (n_prompt / (4 n_stages), rounded up), at least 32 and at
- * most 512, so that the stages overlap over several ubatches. */
+ * one stage or with the pipeline off; otherwise n_prompt / (4 n_stages),
+ * rounded up, at least 32 and at most 512, so that the stages overlap over
+ * several ubatches. (baton_run also caps the ubatch at the prompt's
+ * length and at n_ctx.) */
 uint32_t baton_run_default_ubatch(uint32_t n_prompt, uint32_t n_stages, int pipeline);
 
 /* The environment's defaults for a CLI: BATON_SERVERS (cfg->servers, and

@@ -307,6 +307,24 @@ static void note_outcome(struct run *r, uint32_t i, uint32_t outcome, uint32_t s
         stage_msg(r, "stage %u -> %u: copying through the coordinator (hub path) while the direct "
                      "copy is not done\n",
                   i + 1, i + 2);
+    /* what to change, where the outcome says it */
+    if (outcome == BATON_COPY_NOT_ALLOWED)
+        stage_msg(r, "stage %u (%s) sends only to its allow-list: start it with --peer %s (the "
+                     "address stage %u is reached at; --servers HOST:PORT@PEERHOST:PEERPORT "
+                     "names another)\n",
+                  i + 1, r->stages[i].endpoint, b->dest_name, i + 2);
+    else if (outcome == BATON_COPY_UNREACHABLE)
+        stage_msg(r, "stage %u (%s) cannot connect to %s: is stage %u listening there for the "
+                     "other servers?\n",
+                  i + 1, r->stages[i].endpoint, b->dest_name, i + 2);
+    else if (outcome == BATON_COPY_HANDSHAKE)
+        stage_msg(r, "stages %u and %u hold different peer keys (batond --peer-key), or stage %u "
+                     "holds none\n",
+                  i + 1, i + 2, i + 2);
+    else if (outcome == BATON_COPY_LIMIT)
+        stage_msg(r, "stage %u (%s) has all its peer links open (batond --max-peer-links) or "
+                     "holds no peer key\n",
+                  i + 1, r->stages[i].endpoint);
     b->last_outcome = outcome;
 }
 
@@ -469,20 +487,20 @@ static int wait_replies(struct engine *e)
 
     /* a reply the engine does not need yet (a run's acknowledgement on a
      * direct path) is read later, when it has long arrived: waking for it
-     * would take a core from a stage that computes; a hang-up wakes the
-     * engine all the same (POLLHUP is always reported) */
+     * would take a core from a stage that computes; a server that closes
+     * the connection (it died) wakes the engine all the same (POLLRDHUP) */
     for (s = 0; s < r->n_stages; s++) {
         if (baton_conn_outstanding(r->stages[s].conn) == 0)
             continue;
         pfd[n].fd = baton_conn_fd(r->stages[s].conn);
-        pfd[n].events = (needed >> s) & 1 ? POLLIN : 0;
+        pfd[n].events = (needed >> s) & 1 ? POLLIN : POLLRDHUP;
         pfd[n].revents = 0;
         who[n++] = s;
     }
     {
         uint32_t i;
 
-        for (i = 0; i < n && pfd[i].events == 0; i++)
+        for (i = 0; i < n && pfd[i].events != POLLIN; i++)
             ;
         if (i == n) /* nothing needed is outstanding: what is left is */
             for (i = 0; i < n; i++)
@@ -518,7 +536,15 @@ static int wait_replies(struct engine *e)
         return 1;
     }
     if (rc == 0) {
-        /* name the stage whose answer the engine waited for */
+        /* name the first stage that has not answered: read what every
+         * stage has sent, then look in stage order */
+        for (uint32_t i = 0; i < n; i++) {
+            struct pollfd one = {pfd[i].fd, POLLIN, 0};
+
+            while (baton_conn_outstanding(r->stages[who[i]].conn) > 0 &&
+                   poll(&one, 1, 0) == 1 && !baton_conn_is_dead(r->stages[who[i]].conn))
+                (void)baton_conn_read_reply(r->stages[who[i]].conn);
+        }
         for (s = 0; s < r->n_stages && block_answered(&step_at(e, e->done)->b[s]); s++)
             ;
         if (s == r->n_stages)

@@ -13,11 +13,21 @@ void run_print_stats(struct run *r, uint32_t steps)
 
     if (steps == 0)
         return;
-    fprintf(f, "stats: per decode step (average over %u steps), %s path%s\n", steps,
-            r->n_direct == r->n_stages - 1 && r->n_direct ? "direct"
-            : r->n_direct                                  ? "partly direct"
-                                                           : "hub",
-            r->cfg->p2p ? "" : " (--p2p off)");
+    {
+        /* what the boundaries did in the window, not what was set up */
+        uint32_t direct = 0, hub = 0;
+
+        for (si = 0; si + 1 < r->n_stages; si++) {
+            direct += r->stages[si].copies_done > 0;
+            hub += r->stages[si].hidden_gets > 0;
+        }
+        fprintf(f, "stats: per decode step (average over %u steps), %s path%s\n", steps,
+                r->n_stages < 2        ? "no boundary, no"
+                : direct && !hub       ? "direct"
+                : direct               ? "partly direct"
+                                       : "hub",
+                r->cfg->p2p ? "" : " (--p2p off)");
+    }
     fprintf(f, "  %-6s %-16s %10s %14s %14s\n", "stage", "command", "count", "request B",
             "reply B");
     for (si = 0; si < r->n_stages; si++) {
@@ -92,8 +102,10 @@ int run_write_stats_json(struct run *r, const char *path, uint32_t steps)
             sum[c].reply_bytes += r->stages[si].cmd[c].reply_bytes;
         }
     }
-    fprintf(f, "{\"decode_steps\": %u, \"stages\": %u, \"p2p\": %s, \"direct_boundaries\": %u,\n",
-            steps, r->n_stages, r->cfg->p2p ? "true" : "false", r->n_direct);
+    fprintf(f, "{\"decode_steps\": %u, \"stages\": %u, \"p2p\": %s, \"direct_boundaries\": %u, "
+               "\"ubatch\": %u, \"slots\": %u,\n",
+            steps, r->n_stages, r->cfg->p2p ? "true" : "false", r->n_direct, r->n_ubatch,
+            r->n_slots);
     fprintf(f, " \"per_step\": {\n  \"commands\": ");
     json_cmds(f, sum, steps ? steps : 1);
     fprintf(f, ",\n  \"hidden_state_bytes\": %.6g, \"token_bytes\": %.6g, \"logits_bytes\": %.6g,\n",

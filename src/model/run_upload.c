@@ -356,6 +356,26 @@ static struct stage_graph *find_graph(struct stage_rt *s, uint32_t n, uint32_t s
     return NULL;
 }
 
+/* The distinct non-zero token counts among counts[0..n). */
+static uint32_t n_shapes(const uint32_t *counts, uint32_t n)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t j;
+        for (j = 0; j < i && counts[j] != counts[i]; j++)
+            ;
+        k += counts[i] != 0 && j == i;
+    }
+    return k;
+}
+
+/* The graphs stage s registers: a shape per distinct count, per slot. */
+static uint32_t run_graphs_needed(const struct run *r, const uint32_t *counts, uint32_t n,
+                                  const struct stage_rt *s)
+{
+    return n_shapes(counts, n) * (s->st.first ? 1 : r->n_slots);
+}
+
 int run_register_graphs(struct run *r, const uint32_t *counts, uint32_t n_counts)
 {
     for (uint32_t si = 0; si < r->n_stages; si++) {
@@ -388,6 +408,18 @@ int run_register_graphs(struct run *r, const uint32_t *counts, uint32_t n_counts
                 rc = baton_graph_register(s->conn, &gb.g, &sg->id);
                 if (rc != 0) {
                     stage_fail(r, s, "GRAPH_REGISTER", rc);
+                    if (rc == BATON_E_LIMIT)
+                        stage_msg(r,
+                                  "the run registers %u graphs on stage %u (%u step shape%s x "
+                                  "%u input slot%s); a server keeps at most "
+                                  "max_graphs_per_session of them (batond "
+                                  "--max-graphs-per-session, default 32), and refuses a graph "
+                                  "over its node or compute limits too\n",
+                                  run_graphs_needed(r, counts, n_counts, s), si + 1,
+                                  n_shapes(counts, n_counts),
+                                  n_shapes(counts, n_counts) == 1 ? "" : "s",
+                                  s->st.first ? 1 : r->n_slots,
+                                  s->st.first || r->n_slots == 1 ? "" : "s");
                     step_limit_hint(r, rc);
                     return 1;
                 }

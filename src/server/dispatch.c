@@ -21,6 +21,7 @@
  * data, received into its validated range of this session's own buffer and
  * verified right after. A bad tag ends the connection without a reply.
  */
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -771,6 +772,21 @@ static int cmd_copy_route(struct conn *c, const struct baton_frame_header *h)
     return 0;
 }
 
+/* Whether a fenced run's wait should end early (grants_fence_wait): the
+ * server is stopping, or the client's side of the connection has closed
+ * (a coordinator that died or gave up: POLLRDHUP; a connection of the
+ * listener only, where the transport is a socket). */
+static int run_abandoned(void *arg)
+{
+    struct conn *c = arg;
+    if (atomic_load(&c->s->stopping))
+        return 1;
+    if (!c->slot)
+        return 0;
+    struct pollfd p = {baton_transport_socket_fd(c->t), POLLRDHUP, 0};
+    return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
 /* A decoded GRAPH_RUN request. */
 struct run_request {
     struct baton_run_header h;
@@ -804,7 +820,8 @@ static int run_graph(struct conn *c, const struct stored_graph *sg,
     }
     if (rq->h.n_fences > 0) {
         rc = grants_fence_wait(c->s->grants, ss->id, ids, seqs, rq->h.n_fences,
-                               baton_net_deadline_ms(c->s->cfg.fence_timeout_ms), &failed);
+                               baton_net_deadline_ms(c->s->cfg.fence_timeout_ms), run_abandoned,
+                               c, &failed);
         if (rc != 0) {
             server_log_limited(c->s, "session %llu GRAPH_RUN: fence %u (seq %llu) %s",
                                (unsigned long long)ss->id, failed,
@@ -812,6 +829,8 @@ static int run_graph(struct conn *c, const struct stored_graph *sg,
                                rc == BATON_E_TIMEOUT  ? "passed its deadline (fence_timeout)"
                                : rc == BATON_E_FENCE ? "cannot land (failed, cancelled or "
                                                        "overwritten)"
+                               : rc == BATON_E_IO    ? "abandoned: the client went away, or "
+                                                       "the server is stopping"
                                                      : "names no grant of this session");
             if (rc != BATON_E_NOT_FOUND)
                 rc = BATON_E_FENCE;

@@ -339,9 +339,13 @@ int grants_cancel(struct grant_table *g, const uint8_t id[BATON_GRANT_ID_BYTES],
     return rc;
 }
 
+/* How often a fence wait asks whether its run is still wanted. */
+#define FENCE_CHECK_NS (100u * 1000000u)
+
 int grants_fence_wait(struct grant_table *g, uint64_t session,
                       const uint8_t (*ids)[BATON_GRANT_ID_BYTES], const uint64_t *seqs,
-                      uint32_t n, uint64_t deadline_ns, uint32_t *failed)
+                      uint32_t n, uint64_t deadline_ns, int (*abandoned)(void *), void *arg,
+                      uint32_t *failed)
 {
     int rc;
     pthread_mutex_lock(&g->lock);
@@ -373,7 +377,8 @@ int grants_fence_wait(struct grant_table *g, uint64_t session,
                 g->v[find_id(g, ids[i])].readers++;
             break;
         }
-        if (wait_changed(g, deadline_ns) != 0) {
+        uint64_t now = baton_net_now_ns();
+        if (now >= deadline_ns) {
             for (i = 0; i < n; i++) {
                 int64_t k = find_id(g, ids[i]);
                 if (k < 0 || g->v[k].writing || g->v[k].landed_seq != seqs[i])
@@ -382,6 +387,20 @@ int grants_fence_wait(struct grant_table *g, uint64_t session,
             *failed = i < n ? i : 0;
             rc = BATON_E_TIMEOUT;
             break;
+        }
+        (void)wait_changed(g, deadline_ns - now > FENCE_CHECK_NS ? now + FENCE_CHECK_NS
+                                                                 : deadline_ns);
+        /* a run whose client went away (or a server stopping) waits no
+         * longer: asked without the table lock */
+        if (abandoned) {
+            pthread_mutex_unlock(&g->lock);
+            int gone = abandoned(arg);
+            pthread_mutex_lock(&g->lock);
+            if (gone) {
+                *failed = 0;
+                rc = BATON_E_IO;
+                break;
+            }
         }
     }
     pthread_mutex_unlock(&g->lock);

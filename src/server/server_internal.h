@@ -197,10 +197,13 @@ int grants_cancel(struct grant_table *g, const uint8_t id[BATON_GRANT_ID_BYTES],
  * BATON_E_NOT_FOUND (no such grant of this session), BATON_E_FENCE (its
  * seq can no longer land: a newer write began, or it was cancelled or
  * failed) or BATON_E_TIMEOUT at deadline_ns (CLOCK_MONOTONIC; *failed: the
- * first fence not satisfied then). */
+ * first fence not satisfied then), or BATON_E_IO as soon as abandoned(arg)
+ * (when not NULL; asked every 100 ms without the lock) says the run is no
+ * longer wanted: its client went away, or the server is stopping. */
 int grants_fence_wait(struct grant_table *g, uint64_t session,
                       const uint8_t (*ids)[BATON_GRANT_ID_BYTES], const uint64_t *seqs,
-                      uint32_t n, uint64_t deadline_ns, uint32_t *failed);
+                      uint32_t n, uint64_t deadline_ns, int (*abandoned)(void *), void *arg,
+                      uint32_t *failed);
 void grants_fence_release(struct grant_table *g, const uint8_t id[BATON_GRANT_ID_BYTES]);
 
 /* peer_link.c: COPY_TENSOR_TO's transfer. Hands data[0..n) (pinned by the

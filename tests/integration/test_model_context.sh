@@ -171,13 +171,13 @@ odd="$TMP/a\"b\\c.gguf"
 cp "$MODEL" "$odd"
 "$BATON" bench --model "$odd" -p 4 -n 2 --reps 1 --json "$TMP/b.json" >"$TMP/b.out" 2>/dev/null ||
     fail "bench of $odd failed"
-grep -qF "bench: $odd, servers local, split (equal), prompt 4, generated 2, reps 1, threads 1, ctx 14, ubatch 14" \
+grep -qF "bench: $odd, servers local, split (equal), prompt 4, generated 2, reps 1, threads 1, ctx 14, ubatch 4, pipeline on, p2p on, slots 2" \
     "$TMP/b.out" || fail "bench line: $(cat "$TMP/b.out")"
 python3 - "$TMP/b.json" "$odd" <<'PY' || fail "bench JSON: $(cat "$TMP/b.json")"
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["model"] == sys.argv[2], d["model"]
-assert d["ctx"] == 14 and d["ubatch"] == 14 and d["prompt"] == 4, d
+assert d["ctx"] == 14 and d["ubatch"] == 4 and d["prompt"] == 4 and d["slots"] == 2, d
 PY
 # an output file that is the model, or an empty path, is refused before the
 # model is read (it used to be overwritten, or fail after the whole run)

@@ -46,7 +46,7 @@ cmp -s "$TMP/want.out" "$TMP/run.out" ||
 [ "$(tail -n 2 "$TMP/run.err" | head -n 1)" = "baton run: stage 1 ($quota): GRAPH_RUN failed: E_QUOTA (memory quota exhausted)" ] ||
     fail "stderr: $(cat "$TMP/run.err")"
 # ... and says what the user can lower
-[ "$(tail -n 1 "$TMP/run.err")" = "baton run: a step's scratch and compute on the server grow with the context (the default --ctx 512) and the ubatch (--ubatch 512), its nodes with the stage's layers (--split); batond --print-policy shows the server's limits" ] ||
+[ "$(tail -n 1 "$TMP/run.err")" = "baton run: a step's scratch and compute on the server grow with the context (the default --ctx 512) and the ubatch (--ubatch 5), its nodes with the stage's layers (--split); batond --print-policy shows the server's limits" ] ||
     fail "last stderr line: $(cat "$TMP/run.err")"
 # stdout and stderr to one file, as a terminal shows them: two lines
 rc=0
@@ -67,9 +67,12 @@ flops=127.0.0.1:$PORT_flops
 want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$MODEL" --servers "$flops" \
     --prompt "Once upon a time" -n 4
 [ ! -s "$TMP/run.out" ] || fail "text streamed before the graphs were accepted: $(od -c "$TMP/run.out")"
-[ "$(tail -n 2 "$TMP/run.err" | head -n 1)" = "baton run: stage 1 ($flops): GRAPH_REGISTER failed: E_LIMIT (limit exceeded)" ] ||
+[ "$(tail -n 3 "$TMP/run.err" | head -n 1)" = "baton run: stage 1 ($flops): GRAPH_REGISTER failed: E_LIMIT (limit exceeded)" ] ||
     fail "stderr: $(cat "$TMP/run.err")"
-[ "$(tail -n 1 "$TMP/run.err")" = "baton run: a step's scratch and compute on the server grow with the context (the default --ctx 512) and the ubatch (--ubatch 512), its nodes with the stage's layers (--split); batond --print-policy shows the server's limits" ] ||
+# ... naming both limits a refused registration can come from
+[ "$(tail -n 2 "$TMP/run.err" | head -n 1)" = "baton run: the run registers 2 graphs on stage 1 (2 step shapes x 1 input slot); a server keeps at most max_graphs_per_session of them (batond --max-graphs-per-session, default 32), and refuses a graph over its node or compute limits too" ] ||
+    fail "graphs line: $(cat "$TMP/run.err")"
+[ "$(tail -n 1 "$TMP/run.err")" = "baton run: a step's scratch and compute on the server grow with the context (the default --ctx 512) and the ubatch (--ubatch 5), its nodes with the stage's layers (--split); batond --print-policy shows the server's limits" ] ||
     fail "last stderr line (flops): $(cat "$TMP/run.err")"
 
 # --- run: a SET_TENSOR over the server's max message size names the limit ---
@@ -82,15 +85,19 @@ want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$MODEL" --server
 BATOND_EXTRA="${BATOND_EXTRA:-} --max-message-bytes 64K" start_server small
 BATOND_EXTRA="${BATOND_EXTRA:-} --max-message-bytes 1M" start_server mid
 # In a split run a ubatch's hidden state goes in one message too: with
-# --ubatch 1024 it is 64 x 1024 x 4 = 262144 bytes, more than any weights
-# chunk of stories260K, so the size named is 104 + 262144.
+# --ubatch 1024 (and a prompt at least that long: a ubatch is never longer
+# than the prompt) it is 64 x 1024 x 4 = 262144 bytes, more than any
+# weights chunk of stories260K, so the size named is 104 + 262144.
 BATOND_EXTRA="${BATOND_EXTRA:-} --max-message-bytes 64K" start_server small2
-for c in "$MODEL|127.0.0.1:$PORT_small|131176|131176|" "$TMP/wide.gguf|127.0.0.1:$PORT_mid|8388712|8388712|" \
-    "$MODEL|127.0.0.1:$PORT_small,127.0.0.1:$PORT_small2|131176|262248|--ctx 1024 --ubatch 1024"; do
-    IFS='|' read -r m srv bytes need extra <<<"$c"
+long=$(for _ in $(seq 400); do printf 'Once upon a time '; done)
+for c in "$MODEL|127.0.0.1:$PORT_small|131176|131176|short|" "$TMP/wide.gguf|127.0.0.1:$PORT_mid|8388712|8388712|short|" \
+    "$MODEL|127.0.0.1:$PORT_small,127.0.0.1:$PORT_small2|131176|262248|long|--ctx 2400 --ubatch 1024"; do
+    IFS='|' read -r m srv bytes need which extra <<<"$c"
+    prompt="Once upon a time"
+    [ "$which" = long ] && prompt=$long
     # shellcheck disable=SC2086
     want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$m" --servers "$srv" \
-        --prompt "Once upon a time" -n 2 $extra
+        --prompt "$prompt" -n 2 $extra
     [ "$(tail -n 2 "$TMP/run.err")" = "baton run: stage 1 (${srv%%,*}): SET_TENSOR (weights) failed: E_LIMIT (limit exceeded)
 baton run: tensor 'token_embd.weight' went in a SET_TENSOR message of $bytes bytes, more than the server's max message size; batond --max-message-bytes $need covers every message this run sends (policy max_message_bytes, default 1G)" ] ||
         fail "SET_TENSOR over max_message_bytes ($m, $srv): $(cat "$TMP/run.err")"
@@ -129,7 +136,7 @@ baton bench: repetition 2 of 3 failed; repetition 1 ran" ] ||
     fail "bench, repetition 2 refused: $(cat "$TMP/b.err")"
 [ "$(grep -c "^plan:" "$TMP/b.err")" -eq 1 ] || fail "repetition 2's plan lines printed: $(cat "$TMP/b.err")"
 # the table of the repetition that finished, saying so; no JSON
-[ "$(head -n 1 "$TMP/b.out")" = "bench: $MODEL, servers $once, split (equal), prompt 4, generated 2, reps 1 of 3 (repetition 2 failed), threads 1, ctx 14, ubatch 14, pipeline on, p2p on" ] ||
+[ "$(head -n 1 "$TMP/b.out")" = "bench: $MODEL, servers $once, split (equal), prompt 4, generated 2, reps 1 of 3 (repetition 2 failed), threads 1, ctx 14, ubatch 4, pipeline on, p2p on, slots 2" ] ||
     fail "bench, repetition 2 refused: table header: $(cat "$TMP/b.out")"
 for f in prefill decode ttft tpot load; do
     grep -qE "^  $f +[0-9]+\.[0-9]{3} +[0-9]+\.[0-9]{3} +[0-9]+\.[0-9]{3}  " "$TMP/b.out" ||

@@ -10,8 +10,12 @@
 #     mid-prefill, and one whose relay stalls (the copy outlives its
 #     deadline, the destination's fence its own): the in-process ids, the
 #     redo said and counted;
-#   - the destination dies mid-run: exit 1 naming stage 2; the source still
-#     serves, and its threads come back to the baseline (no sender stuck).
+#   - the destination dies mid-run: exit 1 naming stage 2 within 3 s (from
+#     the closed connection, not a fence deadline); the source still
+#     serves, and its threads come back to the baseline (no sender stuck);
+#   - the coordinator dies mid-run: the servers' fenced runs are abandoned
+#     at once, so they stop (SIGTERM) within 3 s although fence_timeout is
+#     60 s.
 # Servers run with seccomp on (unless BATON_ASAN=1).
 source "$(dirname "$0")/lib.sh"
 need_model
@@ -73,9 +77,13 @@ tasks0=$(ls "/proc/$PID_s2/task" | wc -l)
 run_pid=$!
 for _ in $(seq 200); do [ "$(wc -c <"$TMP/dies.out")" -gt 200 ] && break; sleep 0.025; done
 kill -KILL "$PID_d2"
+t0=$(date +%s%N)
 rc=0
 wait "$run_pid" || rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
 [ "$rc" = 1 ] || fail "destination died: exit $rc: $(cat "$TMP/dies.err")"
+# noticed from the closed connection, not after a fence's deadline
+[ "$ms" -lt 3000 ] || fail "destination died: baton took $ms ms to notice"
 grep -q "^baton run: stage 2 (127.0.0.1:$PORT_d2): .* failed: " "$TMP/dies.err" ||
     fail "destination died: no line naming stage 2: $(cat "$TMP/dies.err")"
 "$BATON" run --model "$MODEL" --prompt "$PROMPT" -n 24 --key "$K" --servers "127.0.0.1:$PORT_s2" \
@@ -88,5 +96,22 @@ for _ in $(seq 100); do
     sleep 0.05
 done
 [ "$tasks1" = "$tasks0" ] || fail "the source's threads: $tasks1, baseline $tasks0"
-echo "ok: the destination died mid-run: exit 1 naming stage 2; the source serves on, threads back to $tasks0"
+echo "ok: the destination died mid-run: exit 1 naming stage 2 after $ms ms; the source serves on, threads back to $tasks0"
+
+# --- the coordinator dies mid-run: the servers' fenced runs end at once
+# (the client went away), so a stop (SIGTERM drains) takes no fence deadline
+BATOND_EXTRA="${BATOND_EXTRA:-} --fence-timeout 60s" start_chain s3 d3
+"$BATON" run --model "$MODEL" --prompt "$PROMPT" -n 4000 --ctx 4096 --ignore-eos --key "$K" \
+    --servers "127.0.0.1:$PORT_s3,127.0.0.1:$PORT_d3" >"$TMP/coord.out" 2>/dev/null &
+run_pid=$!
+for _ in $(seq 200); do [ "$(wc -c <"$TMP/coord.out")" -gt 200 ] && break; sleep 0.025; done
+kill -KILL "$run_pid"
+wait "$run_pid" 2>/dev/null || true
+sleep 0.3
+t0=$(date +%s%N)
+stop_server s3
+stop_server d3
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$ms" -lt 3000 ] || fail "the servers took $ms ms to stop after the coordinator died"
+echo "ok: the coordinator died mid-run: its servers stop in $ms ms (fence_timeout 60 s)"
 echo "PASS"
