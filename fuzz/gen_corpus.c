@@ -467,6 +467,493 @@ static void server_hello(struct buf *b, uint64_t features)
     hello(b, 1, 1, BATON_ROLE_SERVER, features);
 }
 
+/* client_replies seeds for the pipelined step (registered graphs, GRAPH_RUN,
+ * COPY_TENSOR_TO with options, the direct path, tracked replies) and keyed
+ * connections: a session is byte 0 (mode | calls - 1), the call bytes (12..15
+ * take an argument byte), the server's HELLO reply, then the replies in the
+ * client's seq order (HELLO 1, keyed AUTH 2, then one per request); keyed
+ * replies are records `u8 ctl, header, payload` whose tag the harness adds. */
+#define CR_KEYED 0x10u
+#define CR_PEER 0x20u
+#define CR_BAD_PROOF 0x40u
+#define CR_CLOSED 0x80u
+
+struct cr {
+    struct buf b;
+    uint32_t seq;
+    int keyed;
+};
+
+static void cr_begin(struct cr *s, uint8_t mode, const uint8_t *calls, size_t n, uint64_t features)
+{
+    if (n == 0 || n > 16) {
+        fprintf(stderr, "gen_corpus: client_replies seed with %zu call bytes\n", n);
+        exit(1);
+    }
+    s->b.len = 0;
+    s->keyed = (mode & CR_KEYED) != 0;
+    s->seq = s->keyed ? 3 : 2;
+    bu8(&s->b, (uint8_t)(mode | (n - 1)));
+    bput(&s->b, calls, n);
+    server_hello(&s->b, features | (s->keyed ? BATON_FEATURE_AUTH : 0));
+}
+
+/* A reply frame with an explicit seq and length (keyed: record control ctl). */
+static void cr_frame(struct cr *s, uint8_t ctl, uint8_t cmd, uint16_t status, uint32_t seq,
+                     uint64_t len, const void *p, size_t n)
+{
+    if (s->keyed)
+        bu8(&s->b, ctl);
+    header(&s->b, cmd, status, seq, len);
+    bput(&s->b, p, n);
+}
+
+/* The next reply: OK with payload p, or error status with no payload. */
+static void cr_ok(struct cr *s, uint8_t cmd, const void *p, size_t n)
+{
+    cr_frame(s, 0, cmd, 0, s->seq++, n, p, n);
+}
+
+static void cr_err(struct cr *s, uint8_t cmd, int status)
+{
+    cr_frame(s, 0, cmd, (uint16_t)-status, s->seq++, 0, NULL, 0);
+}
+
+static void cr_emit(struct cr *s)
+{
+    emit_buf("client_replies", &s->b);
+}
+
+static void cr_id(uint8_t p[BATON_GRAPH_ID_BYTES], uint32_t id, uint32_t reserved)
+{
+    baton_wire_put_u32(p, id);
+    baton_wire_put_u32(p + 4, reserved);
+}
+
+/* A COPY_TENSOR_TO result record; outcome and status as given. */
+static void cr_copy(uint8_t p[BATON_COPY_RESULT_BYTES], uint32_t result, uint32_t status)
+{
+    struct baton_copy_result r = {result, status, 4096, 0, 3, 1};
+    baton_wire_encode_copy_result(p, &r);
+    if (result >= BATON_COPY_OUTCOME_LIMIT || status > 65535) {
+        /* the encoder writes what it is given: the decoder's job to refuse */
+        baton_wire_put_u32(p, result);
+        baton_wire_put_u32(p + 4, status);
+    }
+}
+
+/* A GRAPH_RUN reply: [result] [leaf bytes n of fill]. */
+static void cr_run_reply(uint8_t *p, size_t *len, int handoff, uint32_t result, size_t n,
+                         uint8_t fill)
+{
+    *len = 0;
+    if (handoff) {
+        cr_copy(p, result, 0);
+        *len = BATON_COPY_RESULT_BYTES;
+    }
+    memset(p + *len, fill, n);
+    *len += n;
+}
+
+static void gen_client_replies_pipeline(void)
+{
+    struct cr s = {{0}, 0, 0};
+    uint8_t id[BATON_GRAPH_ID_BYTES], cp[BATON_COPY_RESULT_BYTES];
+    uint8_t run[BATON_COPY_RESULT_BYTES + 256];
+    uint8_t grant[BATON_GRANT_ID_BYTES], zeros[512] = {0}, alloc[16];
+    size_t n;
+
+    for (unsigned i = 0; i < BATON_GRANT_ID_BYTES; i++)
+        grant[i] = (uint8_t)(0xA0 + i);
+    baton_wire_put_u64(alloc, H0);
+    baton_wire_put_u64(alloc + 8, 256);
+
+    /* registered graphs succeed: ALLOC 256, GRAPH_REGISTER, its submit and a
+     * wait, GRAPH_FREE of the first id, COPY_ROUTE (IPv4, IPv6) */
+    {
+        static const uint8_t calls[] = {0x21, 0x0c, 0x00, 0x0c, 0x01, 0x0a,
+                                        0x0c, 0x02, 0x0c, 0x03, 0x0c, 0x07};
+        cr_begin(&s, 0, calls, sizeof calls, BATON_FEATURE_PIPELINE);
+        cr_ok(&s, BATON_CMD_ALLOC_BUFFER, alloc, sizeof alloc);
+        cr_id(id, 1, 0);
+        cr_ok(&s, BATON_CMD_GRAPH_REGISTER, id, sizeof id);
+        cr_id(id, 2, 0);
+        cr_ok(&s, BATON_CMD_GRAPH_REGISTER, id, sizeof id);
+        cr_ok(&s, BATON_CMD_GRAPH_FREE, NULL, 0);
+        cr_id(id, 1, 0);
+        cr_ok(&s, BATON_CMD_COPY_ROUTE, id, sizeof id);
+        cr_id(id, 2, 0);
+        cr_ok(&s, BATON_CMD_COPY_ROUTE, id, sizeof id);
+        cr_emit(&s);
+    }
+    /* GRAPH_REGISTER refused (E_LIMIT, not fatal), then an OK reply with
+     * id 0 (E_PROTO: dead), then nothing more works */
+    {
+        static const uint8_t calls[] = {0x0c, 0x00, 0x0c, 0x00, 0x0c, 0x00};
+        cr_begin(&s, 0, calls, sizeof calls, 0);
+        cr_err(&s, BATON_CMD_GRAPH_REGISTER, BATON_E_LIMIT);
+        cr_id(id, 0, 0);
+        cr_ok(&s, BATON_CMD_GRAPH_REGISTER, id, sizeof id);
+        cr_id(id, 1, 0);
+        cr_ok(&s, BATON_CMD_GRAPH_REGISTER, id, sizeof id);
+        cr_emit(&s);
+    }
+    /* COPY_ROUTE: an id record with non-zero reserved bytes */
+    {
+        static const uint8_t calls[] = {0x0c, 0x03, 0x00};
+        cr_begin(&s, 0, calls, sizeof calls, 0);
+        cr_id(id, 1, 1);
+        cr_ok(&s, BATON_CMD_COPY_ROUTE, id, sizeof id);
+        cr_emit(&s);
+    }
+    /* GRAPH_REGISTER: a 4-byte id record (wrong reply length) */
+    {
+        static const uint8_t calls[] = {0x0c, 0x00};
+        cr_begin(&s, 0, calls, sizeof calls, 0);
+        cr_id(id, 1, 0);
+        cr_ok(&s, BATON_CMD_GRAPH_REGISTER, id, 4);
+        cr_emit(&s);
+    }
+    /* GRAPH_FREE: E_NOT_FOUND, then OK, then an 8-byte payload (it has none) */
+    {
+        static const uint8_t calls[] = {0x0c, 0x42, 0x0c, 0x02, 0x0c, 0x02};
+        cr_begin(&s, 0, calls, sizeof calls, 0);
+        cr_err(&s, BATON_CMD_GRAPH_FREE, BATON_E_NOT_FOUND);
+        cr_ok(&s, BATON_CMD_GRAPH_FREE, NULL, 0);
+        cr_id(id, 1, 0);
+        cr_ok(&s, BATON_CMD_GRAPH_FREE, id, sizeof id);
+        cr_emit(&s);
+    }
+    /* error frames with a payload: 16 bytes (read and dropped), then 4097
+     * (more than an error may carry: E_PROTO) */
+    {
+        static const uint8_t calls[] = {0x0c, 0x00, 0x0c, 0x03, 0x00};
+        cr_begin(&s, 0, calls, sizeof calls, 0);
+        cr_frame(&s, 0, BATON_CMD_GRAPH_REGISTER, (uint16_t)-BATON_E_GRAPH, s.seq++, 16, zeros,
+                 16);
+        cr_frame(&s, 0, BATON_CMD_COPY_ROUTE, (uint16_t)-BATON_E_INVAL, s.seq++, 4097, NULL, 0);
+        cr_emit(&s);
+    }
+
+    /* GRAPH_RUN succeeds: register, route, then runs with HANDOFF + RETURN
+     * (4 bytes), RETURN (256 bytes), HANDOFF with a fence and an input,
+     * RESET alone, 4 fences and 4 inputs */
+    {
+        static const uint8_t calls[] = {0x0c, 0x00, 0x0c, 0x03, 0x0d, 0x06, 0x0d, 0x34,
+                                        0x0d, 0x42, 0x0d, 0x08, 0x0d, 0x80};
+        cr_begin(&s, 0, calls, sizeof calls, BATON_FEATURE_PIPELINE);
+        cr_id(id, 1, 0);
+        cr_ok(&s, BATON_CMD_GRAPH_REGISTER, id, sizeof id);
+        cr_ok(&s, BATON_CMD_COPY_ROUTE, id, sizeof id);
+        cr_run_reply(run, &n, 1, BATON_COPY_QUEUED, 4, 0x3c);
+        cr_ok(&s, BATON_CMD_GRAPH_RUN, run, n);
+        cr_run_reply(run, &n, 0, 0, 256, 0x41);
+        cr_ok(&s, BATON_CMD_GRAPH_RUN, run, n);
+        cr_run_reply(run, &n, 1, BATON_COPY_DONE, 0, 0);
+        cr_ok(&s, BATON_CMD_GRAPH_RUN, run, n);
+        cr_ok(&s, BATON_CMD_GRAPH_RUN, NULL, 0);
+        cr_ok(&s, BATON_CMD_GRAPH_RUN, NULL, 0);
+        cr_emit(&s);
+    }
+    /* GRAPH_RUN refused by the server (E_FENCE, then E_STALE_HANDLE), then
+     * OK with RESET; then a run whose hand-off was cancelled (outcome 9) */
+    {
+        static const uint8_t calls[] = {0x0d, 0x46, 0x0d, 0x04, 0x0d, 0x08, 0x0d, 0x02};
+        cr_begin(&s, 0, calls, sizeof calls, 0);
+        cr_err(&s, BATON_CMD_GRAPH_RUN, BATON_E_FENCE);
+        cr_err(&s, BATON_CMD_GRAPH_RUN, BATON_E_STALE_HANDLE);
+        cr_ok(&s, BATON_CMD_GRAPH_RUN, NULL, 0);
+        cr_run_reply(run, &n, 1, BATON_COPY_CANCELLED, 0, 0);
+        cr_ok(&s, BATON_CMD_GRAPH_RUN, run, n);
+        cr_emit(&s);
+    }
+    /* GRAPH_RUN with HANDOFF + RETURN: a bad copy result (outcome 10; status
+     * above 65535; reserved bytes) is E_PROTO after the leaf bytes landed */
+    for (int bad = 0; bad < 3; bad++) {
+        static const uint8_t calls[] = {0x0d, 0x16, 0x00};
+        cr_begin(&s, 0, calls, sizeof calls, 0);
+        cr_run_reply(run, &n, 1, BATON_COPY_DONE, 16, 0x11);
+        if (bad == 0)
+            baton_wire_put_u32(run, BATON_COPY_OUTCOME_LIMIT);
+        else if (bad == 1)
+            baton_wire_put_u32(run + 4, 65536);
+        else
+            run[47] = 1;
+        cr_ok(&s, BATON_CMD_GRAPH_RUN, run, n);
+        cr_emit(&s);
+    }
+    /* GRAPH_RUN RETURN 256: the leaf bytes cut short by EOF (E_IO); a reply
+     * one byte too long (E_PROTO, nothing written) */
+    {
+        static const uint8_t calls[] = {0x0d, 0x34};
+        cr_begin(&s, 0, calls, sizeof calls, 0);
+        cr_frame(&s, 0, BATON_CMD_GRAPH_RUN, 0, s.seq++, 256, zeros, 100);
+        cr_emit(&s);
+        cr_begin(&s, 0, calls, sizeof calls, 0);
+        cr_frame(&s, 0, BATON_CMD_GRAPH_RUN, 0, s.seq++, 257, zeros, 257);
+        cr_emit(&s);
+    }
+    /* GRAPH_RUN refused locally (HANDOFF without a result: E_INVAL; 5 fences:
+     * E_LIMIT) after baton_conn_track: that slot gets the status and the
+     * next submit's reply does not land in it (K2 in fuzz_client_replies.c) */
+    {
+        static const uint8_t calls[] = {0x0f, 0x04, 0x0d, 0xc2, 0x0d, 0xc0, 0x0e, 0x01, 0x0a};
+        cr_begin(&s, 0, calls, sizeof calls, 0);
+        cr_copy(cp, BATON_COPY_NOT_ALLOWED, (uint32_t)-BATON_E_AUTH);
+        cr_ok(&s, BATON_CMD_COPY_TENSOR_TO, cp, sizeof cp);
+        cr_emit(&s);
+    }
+
+    /* COPY_TENSOR_TO with options: DONE (sync), QUEUED (submitted ASYNC, then
+     * wait), NOT_ALLOWED with its status, the counters query */
+    {
+        static const uint8_t calls[] = {0x0e, 0x00, 0x0e, 0x09, 0x0a, 0x0e, 0x10, 0x0e, 0x02};
+        cr_begin(&s, 0, calls, sizeof calls, BATON_FEATURE_PEER_COPY | BATON_FEATURE_PIPELINE);
+        cr_copy(cp, BATON_COPY_DONE, 0);
+        cr_ok(&s, BATON_CMD_COPY_TENSOR_TO, cp, sizeof cp);
+        cr_copy(cp, BATON_COPY_QUEUED, 0);
+        cr_ok(&s, BATON_CMD_COPY_TENSOR_TO, cp, sizeof cp);
+        cr_copy(cp, BATON_COPY_NOT_ALLOWED, (uint32_t)-BATON_E_AUTH);
+        cr_ok(&s, BATON_CMD_COPY_TENSOR_TO, cp, sizeof cp);
+        cr_copy(cp, BATON_COPY_NOT_ALLOWED, 0);
+        cr_ok(&s, BATON_CMD_COPY_TENSOR_TO, cp, sizeof cp);
+        cr_emit(&s);
+    }
+    /* COPY_TENSOR_TO: outcome 10, status 65536, reserved bytes, a 40-byte
+     * reply, and a refusal (E_NOT_OWNED) */
+    for (int bad = 0; bad < 5; bad++) {
+        static const uint8_t calls[] = {0x0e, 0x00, 0x00};
+        cr_begin(&s, 0, calls, sizeof calls, 0);
+        cr_copy(cp, BATON_COPY_DONE, 0);
+        if (bad == 0)
+            baton_wire_put_u32(cp, BATON_COPY_OUTCOME_LIMIT);
+        else if (bad == 1)
+            baton_wire_put_u32(cp + 4, 65536);
+        else if (bad == 2)
+            cp[40] = 1;
+        if (bad == 4)
+            cr_err(&s, BATON_CMD_COPY_TENSOR_TO, BATON_E_NOT_OWNED);
+        else
+            cr_ok(&s, BATON_CMD_COPY_TENSOR_TO, cp, bad == 3 ? 40 : sizeof cp);
+        cr_emit(&s);
+    }
+
+    /* the direct path: GRANT_WRITE, PEER_FENCE, two tracked PEER_WRITE
+     * submits read one by one, a PEER_WRITE refused (E_FENCE), REVOKE */
+    {
+        static const uint8_t calls[] = {0x0e, 0x06, 0x0e, 0x03, 0x0f, 0x00, 0x0e, 0x04,
+                                        0x0f, 0x04, 0x0e, 0x14, 0x0f, 0x07, 0x0e, 0x05};
+        cr_begin(&s, 0, calls, sizeof calls, BATON_FEATURE_PEER_COPY);
+        cr_ok(&s, BATON_CMD_GRANT_WRITE, grant, sizeof grant);
+        cr_ok(&s, BATON_CMD_PEER_FENCE, NULL, 0);
+        cr_ok(&s, BATON_CMD_PEER_WRITE, NULL, 0);
+        cr_ok(&s, BATON_CMD_PEER_WRITE, NULL, 0);
+        cr_err(&s, BATON_CMD_PEER_WRITE, BATON_E_FENCE);
+        cr_emit(&s);
+        static const uint8_t calls2[] = {0x0e, 0x06, 0x0e, 0x07, 0x0e, 0x07};
+        cr_begin(&s, 0, calls2, sizeof calls2, BATON_FEATURE_PEER_COPY);
+        cr_ok(&s, BATON_CMD_GRANT_WRITE, grant, sizeof grant);
+        cr_ok(&s, BATON_CMD_REVOKE_GRANT, NULL, 0);
+        cr_err(&s, BATON_CMD_REVOKE_GRANT, BATON_E_NOT_FOUND);
+        cr_emit(&s);
+    }
+    /* GRANT_WRITE: the all-zero id; PEER_FENCE: an 8-byte reply */
+    {
+        static const uint8_t calls[] = {0x0e, 0x06};
+        cr_begin(&s, 0, calls, sizeof calls, 0);
+        cr_ok(&s, BATON_CMD_GRANT_WRITE, zeros, BATON_GRANT_ID_BYTES);
+        cr_emit(&s);
+        static const uint8_t calls2[] = {0x0e, 0x0b};
+        cr_begin(&s, 0, calls2, sizeof calls2, 0);
+        cr_ok(&s, BATON_CMD_PEER_FENCE, zeros, 8);
+        cr_emit(&s);
+    }
+    /* a tracked PEER_WRITE refused (E_NOT_FOUND): its slot has it and wait
+     * returns 0; then read_reply with nothing outstanding (E_PROTO, alive);
+     * an untracked refusal read by read_reply is returned again by wait */
+    {
+        static const uint8_t calls[] = {0x0f, 0x00, 0x0e, 0x04, 0x0a, 0x0f, 0x01,
+                                        0x0e, 0x01, 0x0f, 0x01, 0x0a, 0x0a};
+        cr_begin(&s, 0, calls, sizeof calls, 0);
+        cr_err(&s, BATON_CMD_PEER_WRITE, BATON_E_NOT_FOUND);
+        cr_err(&s, BATON_CMD_COPY_TENSOR_TO, BATON_E_BOUNDS);
+        cr_emit(&s);
+    }
+
+    /* tracking: three tracked submits (GRAPH_REGISTER, COPY_TENSOR_TO,
+     * GRAPH_RUN with RETURN), the first read by read_reply, the rest by
+     * wait; the refused COPY_TENSOR_TO's status is in its slot only */
+    {
+        static const uint8_t calls[] = {0x0f, 0x00, 0x0c, 0x01, 0x0f, 0x04, 0x0e, 0x01,
+                                        0x0f, 0x08, 0x0d, 0x05, 0x0f, 0x01, 0x0a};
+        cr_begin(&s, 0, calls, sizeof calls, BATON_FEATURE_PIPELINE);
+        cr_id(id, 3, 0);
+        cr_ok(&s, BATON_CMD_GRAPH_REGISTER, id, sizeof id);
+        cr_err(&s, BATON_CMD_COPY_TENSOR_TO, BATON_E_LIMIT);
+        cr_run_reply(run, &n, 0, 0, 4, 0x7f);
+        cr_ok(&s, BATON_CMD_GRAPH_RUN, run, n);
+        cr_emit(&s);
+    }
+    /* tracking, then the connection dies in the middle: a reply with the
+     * wrong seq (E_PROTO) goes to its slot, the next slot stays pending */
+    {
+        static const uint8_t calls[] = {0x0f, 0x00, 0x0e, 0x01, 0x0f, 0x04, 0x0e, 0x04,
+                                        0x0f, 0x08, 0x0c, 0x01, 0x0a, 0x0f, 0x01};
+        cr_begin(&s, 0, calls, sizeof calls, 0);
+        cr_copy(cp, BATON_COPY_QUEUED, 0);
+        cr_ok(&s, BATON_CMD_COPY_TENSOR_TO, cp, sizeof cp);
+        cr_frame(&s, 0, BATON_CMD_PEER_WRITE, 0, s.seq + 1, 0, NULL, 0);
+        cr_emit(&s);
+    }
+    /* baton_conn_track(NULL) disarms; a reply with the wrong cmd carrying
+     * a status gives that status (E_QUOTA) and kills */
+    {
+        static const uint8_t calls[] = {0x0f, 0x0c, 0x0f, 0x02, 0x0c, 0x01, 0x0f, 0x01};
+        cr_begin(&s, 0, calls, sizeof calls, 0);
+        cr_frame(&s, 0, BATON_CMD_GRAPH_RUN, (uint16_t)-BATON_E_QUOTA, s.seq, 0, NULL, 0);
+        cr_emit(&s);
+    }
+    /* a framing error frame (cmd 0) whose status is no baton status: the
+     * caller sees BATON_E_PROTO (K1 in fuzz_client_replies.c) */
+    {
+        static const uint8_t calls[] = {0x0e, 0x01, 0x0f, 0x01};
+        cr_begin(&s, 0, calls, sizeof calls, 0);
+        cr_frame(&s, 0, 0, 0xffff, 0, 0, NULL, 0);
+        cr_emit(&s);
+    }
+
+    /* keyed (MAC): DEVICE_INFO, ALLOC, GET, GRAPH_REGISTER, GRAPH_RUN with
+     * RETURN, a refusal with an 8-byte payload, all tagged */
+    {
+        static const uint8_t calls[] = {0x00, 0x21, 0x05, 0x0c, 0x00, 0x0d, 0x14, 0x0c, 0x00};
+        cr_begin(&s, CR_KEYED, calls, sizeof calls, BATON_FEATURE_PIPELINE);
+        struct baton_device_info d;
+        uint8_t di[BATON_DEVICE_INFO_BYTES];
+        memset(&d, 0, sizeof d);
+        d.total_memory = 1u << 30;
+        d.version = 1;
+        snprintf(d.name, sizeof d.name, "batond cpu");
+        baton_wire_encode_device_info(di, &d);
+        cr_ok(&s, BATON_CMD_DEVICE_INFO, di, sizeof di);
+        cr_ok(&s, BATON_CMD_ALLOC_BUFFER, alloc, sizeof alloc);
+        memset(run, 0x42, 64);
+        cr_ok(&s, BATON_CMD_GET_TENSOR, run, 64);
+        cr_id(id, 1, 0);
+        cr_ok(&s, BATON_CMD_GRAPH_REGISTER, id, sizeof id);
+        cr_run_reply(run, &n, 0, 0, 16, 0x24);
+        cr_ok(&s, BATON_CMD_GRAPH_RUN, run, n);
+        cr_frame(&s, 0, BATON_CMD_GRAPH_REGISTER, (uint16_t)-BATON_E_LIMIT, s.seq++, 8, zeros, 8);
+        cr_emit(&s);
+    }
+    /* keyed, encrypted: GET, COPY_TENSOR_TO, GRAPH_RUN HANDOFF + RETURN,
+     * tracked GRAPH_REGISTER submit read by read_reply */
+    {
+        static const uint8_t calls[] = {0x05, 0x0e, 0x00, 0x0d, 0x16, 0x0f, 0x00,
+                                        0x0c, 0x01, 0x0f, 0x01};
+        cr_begin(&s, CR_KEYED, calls, sizeof calls,
+                 BATON_FEATURE_ENCRYPT | BATON_FEATURE_PEER_COPY | BATON_FEATURE_PIPELINE);
+        memset(run, 0x42, 64);
+        cr_ok(&s, BATON_CMD_GET_TENSOR, run, 64);
+        cr_copy(cp, BATON_COPY_DONE, 0);
+        cr_ok(&s, BATON_CMD_COPY_TENSOR_TO, cp, sizeof cp);
+        cr_run_reply(run, &n, 1, BATON_COPY_QUEUED, 16, 0x99);
+        cr_ok(&s, BATON_CMD_GRAPH_RUN, run, n);
+        cr_id(id, 2, 0);
+        cr_ok(&s, BATON_CMD_GRAPH_REGISTER, id, sizeof id);
+        cr_emit(&s);
+    }
+    /* keyed, a byte flipped: the GET reply's last tag byte, a GRAPH_RUN
+     * leaf byte, the header's seq (encrypted), the length field */
+    {
+        static const uint8_t ctls[] = {0x80 | 64, 0x80 | 25, 0x80 | 8, 0x80 | 16};
+        for (unsigned k = 0; k < sizeof ctls; k++) {
+            static const uint8_t calls[] = {0x05, 0x0d, 0x04, 0x00};
+            cr_begin(&s, CR_KEYED, calls, sizeof calls, k == 2 ? BATON_FEATURE_ENCRYPT : 0);
+            memset(run, 0x42, 64);
+            cr_frame(&s, k == 0 ? ctls[k] : 0, BATON_CMD_GET_TENSOR, 0, s.seq++, 64, run, 64);
+            cr_frame(&s, k ? ctls[k] : 0, BATON_CMD_GRAPH_RUN, 0, s.seq++, 4, run, 4);
+            cr_emit(&s);
+        }
+    }
+    /* keyed: a bad server proof; a server without AUTH; a record cut short;
+     * a reply with the wrong seq (E_PROTO: a status is believed only with a
+     * tag) */
+    {
+        static const uint8_t calls[] = {0x00};
+        cr_begin(&s, CR_KEYED | CR_BAD_PROOF, calls, sizeof calls, 0);
+        cr_emit(&s);
+        s.b.len = 0;
+        bu8(&s.b, CR_KEYED);
+        bu8(&s.b, 0x00);
+        server_hello(&s.b, 0);
+        cr_emit(&s);
+        static const uint8_t calls2[] = {0x05, 0x05};
+        cr_begin(&s, CR_KEYED, calls2, sizeof calls2, 0);
+        cr_frame(&s, 0, BATON_CMD_GET_TENSOR, 0, s.seq++, 64, zeros, 64);
+        cr_frame(&s, 0, BATON_CMD_GET_TENSOR, 0, s.seq++, 64, zeros, 30);
+        cr_emit(&s);
+        cr_begin(&s, CR_KEYED, calls2, sizeof calls2, 0);
+        cr_frame(&s, 0, BATON_CMD_GET_TENSOR, (uint16_t)-BATON_E_BOUNDS, s.seq + 5, 0, NULL, 0);
+        cr_emit(&s);
+    }
+    /* 65 GRAPH_REGISTER submits: the 65th finds 64 outstanding and reads
+     * them first, keeping the refusal of the 10th (the first submit is
+     * tracked) for the wait; then the same with a reply with the wrong seq
+     * in the middle (dead: that submit returns the kept refusal) */
+    for (int die = 0; die < 2; die++) {
+        static const uint8_t calls[] = {0x0f, 0x00, 0x0c, 0x0d, 0x0a};
+        cr_begin(&s, 0, calls, sizeof calls, BATON_FEATURE_PIPELINE);
+        for (uint32_t i = 0; i < 65; i++) {
+            if (i == 9) {
+                cr_err(&s, BATON_CMD_GRAPH_REGISTER, BATON_E_LIMIT);
+                continue;
+            }
+            if (die && i == 30) {
+                cr_frame(&s, 0, BATON_CMD_GRAPH_REGISTER, 0, s.seq + 7, 8, id, sizeof id);
+                break;
+            }
+            cr_id(id, 1 + i, 0);
+            cr_ok(&s, BATON_CMD_GRAPH_REGISTER, id, sizeof id);
+        }
+        cr_emit(&s);
+    }
+    /* the server's end closed after the handshake (mode bit 7): the send
+     * fails and the frame already there is taken as the refusal: an error
+     * frame gives its status; an OK frame gives E_IO, in the tracking slot
+     * too (K3 in fuzz_client_replies.c); no frame at all: E_IO;
+     * keyed, a tagged refusal */
+    {
+        static const uint8_t calls[] = {0x0c, 0x00, 0x00};
+        cr_begin(&s, CR_CLOSED, calls, sizeof calls, 0);
+        cr_err(&s, BATON_CMD_GRAPH_REGISTER, BATON_E_LIMIT);
+        cr_emit(&s);
+        static const uint8_t calls2[] = {0x0f, 0x00, 0x0c, 0x01, 0x0f, 0x01};
+        cr_begin(&s, CR_CLOSED, calls2, sizeof calls2, 0);
+        cr_id(id, 1, 0);
+        cr_ok(&s, BATON_CMD_GRAPH_REGISTER, id, sizeof id);
+        cr_emit(&s);
+        static const uint8_t calls3[] = {0x0e, 0x00};
+        cr_begin(&s, CR_CLOSED, calls3, sizeof calls3, 0);
+        cr_emit(&s);
+        static const uint8_t calls4[] = {0x0d, 0x06};
+        cr_begin(&s, CR_CLOSED | CR_KEYED, calls4, sizeof calls4, 0);
+        cr_frame(&s, 0, BATON_CMD_GRAPH_RUN, (uint16_t)-BATON_E_NOT_FOUND, s.seq++, 4, zeros, 4);
+        cr_emit(&s);
+    }
+    /* keyed, peer role: tracked PEER_WRITE submits, PEER_FENCE, wait */
+    {
+        static const uint8_t calls[] = {0x0f, 0x00, 0x0e, 0x04, 0x0f, 0x04,
+                                        0x0e, 0x24, 0x0e, 0x03, 0x0a};
+        cr_begin(&s, CR_KEYED | CR_PEER, calls, sizeof calls,
+                 BATON_FEATURE_PEER_COPY | BATON_FEATURE_PIPELINE);
+        cr_ok(&s, BATON_CMD_PEER_WRITE, NULL, 0);
+        cr_err(&s, BATON_CMD_PEER_WRITE, BATON_E_FENCE);
+        cr_ok(&s, BATON_CMD_PEER_FENCE, NULL, 0);
+        cr_emit(&s);
+    }
+    bfree(&s.b);
+}
+
 static void gen_client_replies(void)
 {
     struct buf b = {0};
@@ -561,6 +1048,7 @@ static void gen_client_replies(void)
     bput(&b, di, sizeof di);
     emit_buf("client_replies", &b);
     bfree(&b);
+    gen_client_replies_pipeline();
 }
 
 static void gguf_vocab(struct gw *w)

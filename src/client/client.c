@@ -212,7 +212,7 @@ static int read_one_reply_raw(struct baton_conn *c)
         uint16_t st = 0;
         pos = 6;
         if (baton_wire_get_u16(hb, sizeof hb, &pos, &st) == 0 && st != 0) {
-            rc = -(int)st;
+            rc = server_status(st);
             goto dead;
         }
     }
@@ -379,12 +379,26 @@ static void drain(struct baton_conn *c)
     }
 }
 
+/* Whether a reply that carries bulk bytes (GET_TENSOR, or GRAPH_RUN with
+ * RETURN) is outstanding: a bulk send then drains first, so neither side
+ * blocks writing while the other does. */
 static int has_pending_get(const struct baton_conn *c)
 {
     for (uint32_t i = 0; i < c->count; i++)
-        if (c->ring[(c->head + i) % BATON_CLIENT_MAX_PENDING].cmd == BATON_CMD_GET_TENSOR)
+        if (c->ring[(c->head + i) % BATON_CLIENT_MAX_PENDING].get_n > 0)
             return 1;
     return 0;
+}
+
+/* A submit that ends before its request is sent: the tracking slot the
+ * caller set (baton_conn_track) gets rc, so no one waits for a reply that
+ * will not come. Returns rc. */
+static int untracked(struct baton_conn *c, int rc)
+{
+    if (c->track)
+        *c->track = rc;
+    c->track = NULL;
+    return rc;
 }
 
 /* Records that the reply to request seq must look like *expect (the ring
@@ -420,24 +434,29 @@ static int refusal_status(struct baton_conn *c, const struct pending *expect, ui
 }
 
 /* Sends one request (header + up to two payload pieces) and records what
- * its reply must look like. */
+ * its reply must look like. A request that is not sent (or whose send
+ * failed) leaves its tracking slot holding the returned status. */
 static int submit(struct baton_conn *c, const struct pending *expect_in, const void *p1,
                   uint64_t n1, const void *p2, uint64_t n2)
 {
     uint8_t hb[BATON_FRAME_HEADER_BYTES];
     struct pending tracked = *expect_in;
     const struct pending *expect = &tracked;
-    tracked.status_out = c->track;
-    c->track = NULL;
     if (c->dead)
-        return BATON_E_IO;
+        return untracked(c, BATON_E_IO);
     if (n1 > BATON_MAX_MESSAGE_BYTES || n2 > BATON_MAX_MESSAGE_BYTES - n1)
-        return BATON_E_LIMIT; /* nothing sent: the connection stays usable */
+        return untracked(c, BATON_E_LIMIT); /* nothing sent: the connection stays usable */
     if (c->count == BATON_CLIENT_MAX_PENDING ||
         (n1 + n2 > BULK_SEND_BYTES && has_pending_get(c)))
         drain(c);
-    if (c->dead)
-        return c->first_err ? c->first_err : BATON_E_IO;
+    if (c->dead) {
+        /* the first failed reply is returned here, not again by a wait */
+        int rc = c->first_err ? c->first_err : BATON_E_IO;
+        c->first_err = 0;
+        return untracked(c, rc);
+    }
+    tracked.status_out = c->track;
+    c->track = NULL;
     struct baton_frame_header h = {
         .cmd = expect->cmd, .flags = 0, .status = 0, .seq = c->next_seq++, .len = n1 + n2};
     baton_wire_encode_header(hb, &h);
@@ -450,6 +469,8 @@ static int submit(struct baton_conn *c, const struct pending *expect_in, const v
         if (rc == BATON_E_IO && c->count == 0)
             rc = refusal_status(c, expect, h.seq);
         mark_dead(c);
+        if (tracked.status_out)
+            *tracked.status_out = rc;
         return rc;
     }
     push_pending(c, expect, h.seq);
@@ -838,10 +859,10 @@ int baton_submit_graph_compute(struct baton_conn *c, const struct baton_graph *g
 {
     size_t len = 0;
     if (c->dead)
-        return BATON_E_IO;
+        return untracked(c, BATON_E_IO);
     int rc = encode_graph(c, g, &len);
     if (rc != 0)
-        return rc;
+        return untracked(c, rc);
     struct pending e = {.cmd = BATON_CMD_GRAPH_COMPUTE};
     return submit(c, &e, c->enc, len, NULL, 0);
 }
@@ -950,10 +971,10 @@ int baton_submit_graph_register(struct baton_conn *c, const struct baton_graph *
 {
     size_t len = 0;
     if (c->dead)
-        return BATON_E_IO;
+        return untracked(c, BATON_E_IO);
     int rc = encode_graph(c, g, &len);
     if (rc != 0)
-        return rc;
+        return untracked(c, rc);
     struct pending e = {.cmd = BATON_CMD_GRAPH_REGISTER, .graph_id = id};
     return submit(c, &e, c->enc, len, NULL, 0);
 }
@@ -973,7 +994,10 @@ int baton_submit_graph_run(struct baton_conn *c, const struct baton_graph_run *r
     size_t len = BATON_RUN_HEADER_BYTES;
     if (run->n_fences > BATON_MAX_RUN_FENCES || run->n_inputs > BATON_MAX_RUN_INPUTS ||
         run->flags > BATON_RUN_FLAGS_ALL)
-        return BATON_E_LIMIT;
+        return untracked(c, BATON_E_LIMIT);
+    if ((run->flags & BATON_RUN_RETURN) &&
+        run->ret_bytes > BATON_MAX_MESSAGE_BYTES - BATON_COPY_RESULT_BYTES)
+        return untracked(c, BATON_E_LIMIT); /* no reply could carry it */
     baton_wire_encode_run_header(p, &h);
     for (uint32_t i = 0; i < run->n_fences; i++, len += BATON_RUN_FENCE_BYTES)
         baton_wire_encode_run_fence(p + len, &run->fences[i]);
@@ -992,7 +1016,7 @@ int baton_submit_graph_run(struct baton_conn *c, const struct baton_graph_run *r
                         .get_dst = (run->flags & BATON_RUN_RETURN) ? run->ret_dst : NULL,
                         .get_n = (run->flags & BATON_RUN_RETURN) ? run->ret_bytes : 0};
     if ((run->flags & BATON_RUN_HANDOFF) && !run->handoff_result)
-        return BATON_E_INVAL;
+        return untracked(c, BATON_E_INVAL);
     return submit(c, &e, p, len, NULL, 0);
 }
 
