@@ -27,7 +27,7 @@
  *              ignored);
  *              op & 16: the payload goes into the stream raw, unframed.
  *              Grant ids: an all-zero grant id in a GRAPH_RUN fence (client
- *              sessions), a PEER_WRITE or a PEER_FENCE (peer role) becomes
+ *              sessions), a PEER_WRITE (peer role) or a PEER_FENCE becomes
  *              the grant id of the latest GRANT_WRITE reply of this input,
  *              so a seed can name a grant it cannot know. At most 64
  *              GRAPH_RUN requests with fences are sent per input (later
@@ -116,11 +116,12 @@
  *     route this session registered;
  *   - keyed: the automatic HELLO and AUTH succeed; a PEER_WRITE or
  *     PEER_FENCE succeeds only with a grant id some GRANT_WRITE of this
- *     input returned;
+ *     input returned (the owner's PEER_FENCE, on a client link, only with
+ *     one this session holds);
  *   - keyed, flipped byte: the server answers every request before that
  *     frame and then closes with BATON_E_AUTH without any reply to it or
  *     after it; except that a command the state forbids (judged from the
- *     header: HELLO, AUTH, PEER_WRITE, PEER_FENCE on a client link, a
+ *     header: HELLO, AUTH, PEER_WRITE on a client link, a
  *     client command on a peer link) gets its E_PROTO error frame, a cmd
  *     no command has gets E_CMD, and a PEER_WRITE may get the error frame
  *     of a refusal, all decided before the tag is read (docs/PROTOCOL.md
@@ -233,6 +234,7 @@ struct checker {
     uint64_t owned[MAX_OWNED];
     size_t n_owned;
     int depth; /* the session's depth: 0 first, 1 the second (grant owners) */
+    uint8_t role; /* the session's role (as its script's) */
     struct live_graph graphs[MAX_GRAPHS];
     uint32_t n_graphs;
     uint32_t last_graph_id; /* the latest id GRAPH_REGISTER returned */
@@ -558,8 +560,8 @@ static void put_grant(uint8_t *p, uint8_t sent[BATON_GRANT_ID_BYTES])
  * holds). */
 static void put_grants(struct script *s, struct req *q, uint8_t *p)
 {
-    if (s->role == BATON_ROLE_PEER &&
-        (q->cmd == BATON_CMD_PEER_WRITE || q->cmd == BATON_CMD_PEER_FENCE) &&
+    if (((s->role == BATON_ROLE_PEER && q->cmd == BATON_CMD_PEER_WRITE) ||
+         q->cmd == BATON_CMD_PEER_FENCE) &&
         q->len >= BATON_GRANT_ID_BYTES)
         put_grant(p, q->grant[0]);
     if (s->role == BATON_ROLE_CLIENT && q->cmd == BATON_CMD_GRAPH_RUN &&
@@ -605,6 +607,7 @@ static void make_frame(struct script *s, struct req *q)
         /* the first HELLO starts the handshake, in its role with that
          * role's key; the transcript's first part is the frame as sent */
         s->role = p[4];
+        s->chk.role = s->role;
         const struct baton_key *key = s->role == BATON_ROLE_PEER ? peer_key : client_key;
         if (baton_hs_init(&k->hs, s->role, baton_key_bytes(key)) == 0 &&
             baton_hs_transcript_add(&k->hs, s->stream + at, BATON_FRAME_HEADER_BYTES + q->len) == 0)
@@ -1075,6 +1078,9 @@ static void reply_done(struct checker *c)
         FUZZ_CHECK(q->len >= seq_at + 8 && gi != NULL,
                    "%s succeeded with a grant id no GRANT_WRITE returned", baton_cmd_name(q->cmd));
         uint64_t seq = fuzz_le(q->payload + seq_at, 8);
+        /* the owner's PEER_FENCE (client link) names its own grant */
+        FUZZ_CHECK(c->role != BATON_ROLE_CLIENT || gi->owner == c->depth,
+                   "PEER_FENCE on a client link succeeded on another session's grant");
         FUZZ_CHECK(seq > gi->max_seq, "%s seq %llu succeeded after seq %llu",
                    baton_cmd_name(q->cmd), (unsigned long long)seq,
                    (unsigned long long)gi->max_seq);
@@ -1266,8 +1272,8 @@ static int refused_by_header(uint8_t role, uint8_t cmd)
 {
     if (role == BATON_ROLE_PEER)
         return cmd != BATON_CMD_PEER_WRITE && cmd != BATON_CMD_PEER_FENCE;
-    return cmd == BATON_CMD_HELLO || cmd == BATON_CMD_AUTH || cmd == BATON_CMD_PEER_WRITE ||
-           cmd == BATON_CMD_PEER_FENCE;
+    /* PEER_FENCE on a client link is the grant owner's (grants_seal) */
+    return cmd == BATON_CMD_HELLO || cmd == BATON_CMD_AUTH || cmd == BATON_CMD_PEER_WRITE;
 }
 
 /* The end of a keyed session that sent a frame with a flipped byte (the
@@ -1397,6 +1403,7 @@ static void run_session(const uint8_t *in, size_t n, int raw, int auto_hello, ui
      * (and in keyed mode proofs and tags) come from the replies before */
     s.chk.reqs = s.reqs;
     s.chk.depth = depth;
+    s.chk.role = s.role;
     s.chk.n_reqs = s.n_reqs;
     s.chk.active = !s.raw;
     if (s.raw)

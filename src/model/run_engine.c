@@ -37,9 +37,11 @@
  * nothing computed on stale data; the stage then refuses its later runs
  * (the server's latch) and cancels its own hand-offs, so the failure runs
  * down the pipeline at once. The engine reads every outstanding reply,
- * finds the earliest failed step and the boundary at fault, and redoes the
- * steps from there with that boundary through the coordinator (the first
- * run on each stage clears the latch). Recomputing a step writes the same
+ * finds the earliest failed step and the boundary at fault, voids the
+ * destination's slot grants of that boundary (seal_boundary: hand-offs
+ * still queued at the source cannot land afterwards), and redoes the steps
+ * from there with that boundary through the coordinator (the first run on
+ * each stage clears the latch). Recomputing a step writes the same
  * KV-cache rows again (every kernel gives the same bits), so the output is
  * the same. Any other error ends the run with a message naming the stage.
  */
@@ -336,6 +338,7 @@ static void boundary_failed(struct run *r, uint32_t i, uint64_t number)
     uint32_t shift = b->fails < 6 ? b->fails : 6;
 
     b->proven = 0;
+    b->clean = 0;
     b->fails++;
     b->retry_step = number + (1ull << shift);
     r->stages[i].copies_not_done++;
@@ -364,8 +367,7 @@ static int process(struct engine *e, int *changed)
                 continue; /* the run failed: the error check reports it */
             note_outcome(r, s, blk->copy.result, blk->copy.status);
             if (blk->copy.result == BATON_COPY_DONE) {
-                r->bounds[s].proven = 1;
-                r->bounds[s].fails = 0;
+                r->bounds[s].proven = 1; /* fails is forgotten only after clean steps */
                 continue;
             }
             /* not done: this step's hidden state goes through the hub
@@ -397,9 +399,19 @@ static int process(struct engine *e, int *changed)
         for (s = 1; s < r->n_stages; s++)
             if (st->b[s].fenced && st->b[s].st_run == 0)
                 r->stages[s - 1].copies_done++;
-        for (s = 0; s + 1 < r->n_stages; s++)
-            if (st->b[s].mode == OUT_HANDOFF_ASYNC || st->b[s].mode == OUT_HANDOFF_SYNC)
-                note_outcome(r, s, BATON_COPY_DONE, 0);
+        for (s = 0; s + 1 < r->n_stages; s++) {
+            struct boundary *b = &r->bounds[s];
+
+            if (st->b[s].mode != OUT_HANDOFF_ASYNC && st->b[s].mode != OUT_HANDOFF_SYNC)
+                continue;
+            note_outcome(r, s, BATON_COPY_DONE, 0);
+            /* a boundary that failed is tried again after 1, 2, 4 ... 64
+             * steps; after RUN_CLEAN_STEPS steps without a failure its
+             * count starts again, so one that fails every few steps is not
+             * tried on every one */
+            if (++b->clean >= RUN_CLEAN_STEPS)
+                b->fails = 0;
+        }
         e->done++;
         *changed = 1;
     }
@@ -545,7 +557,10 @@ static int wait_replies(struct engine *e)
                    poll(&one, 1, 0) == 1 && !baton_conn_is_dead(r->stages[who[i]].conn))
                 (void)baton_conn_read_reply(r->stages[who[i]].conn);
         }
-        for (s = 0; s < r->n_stages && block_answered(&step_at(e, e->done)->b[s]); s++)
+        /* a stage that owes no reply is not at fault */
+        for (s = 0; s < r->n_stages && (block_answered(&step_at(e, e->done)->b[s]) ||
+                                        baton_conn_outstanding(r->stages[s].conn) == 0);
+             s++)
             ;
         if (s == r->n_stages)
             s = who[0];
@@ -578,6 +593,29 @@ static int drain_all(struct engine *e)
             (void)baton_conn_read_reply(r->stages[s].conn);
         if (baton_conn_is_dead(r->stages[s].conn))
             return stage_fail(r, &r->stages[s], "step", BATON_E_IO);
+    }
+    return 0;
+}
+
+/* Before boundary i goes through the coordinator: hand-offs of later steps
+ * may still be on their way (queued on stage i's link), and the hub path's
+ * SET and the redone runs are not fenced, so a late write could land in a
+ * slot between the SET and the run. The owner's PEER_FENCE with a sequence
+ * number above every one used voids each slot's grant up to it: a write in
+ * progress lands nothing more once the reply has come, and a later one is
+ * refused as not newer (docs/PROTOCOL.md "PEER_FENCE"). Every reply has been
+ * read, so the destination's connection is idle and answers at once. 0 or
+ * 1 (said). */
+static int seal_boundary(struct run *r, uint32_t i)
+{
+    struct boundary *b = &r->bounds[i];
+    struct stage_rt *dst = &r->stages[i + 1];
+
+    for (uint32_t j = 0; j < r->n_slots; j++) {
+        int rc = baton_peer_fence(dst->conn, b->grant[j], ++b->seq, (uint32_t)-BATON_E_FENCE);
+
+        if (rc != 0)
+            return stage_fail(r, dst, "PEER_FENCE", rc);
     }
     return 0;
 }
@@ -626,6 +664,8 @@ static int recover(struct engine *e)
                       ? run_outcome_name(pb->copy.result)
                       : "the write failed, was cancelled, or passed the fence deadline");
     }
+    if (seal_boundary(r, s_fail - 1) != 0)
+        return 1;
     boundary_failed(r, s_fail - 1, step_at(e, k_fail)->number);
     r->bounds[s_fail - 1].last_outcome = BATON_COPY_OUTCOME_LIMIT; /* say the next outcome */
     e->hub[s_fail - 1] = 1;

@@ -24,6 +24,7 @@
 #define RUN_ENDPOINT_MAX 128
 #define RUN_MAX_GRAPHS 16u /* registered graphs per stage: ubatch shapes x slots */
 #define RUN_RING 16u       /* steps in flight at most (engine) */
+#define RUN_CLEAN_STEPS 64u /* clean direct steps after which a boundary's failures are forgotten */
 
 /* A graph registered on a stage's server for one (token count, slot). */
 struct stage_graph {
@@ -40,7 +41,8 @@ struct boundary {
     uint8_t grant[BATON_LLAMA_MAX_SLOTS][BATON_GRANT_ID_BYTES]; /* on stage i + 1 */
     uint64_t seq;       /* the last sequence number used (grows over the run) */
     int proven;         /* a copy went through since the last failure: copies go async */
-    uint32_t fails;     /* copies not done in a row */
+    uint32_t fails;     /* copies not done, forgotten after RUN_CLEAN_STEPS clean steps */
+    uint32_t clean;     /* steps whose copy went through since the last failure */
     uint64_t retry_step; /* after a failure, the direct path is tried again from this step */
     uint32_t last_outcome; /* for log lines: said once per change */
     float *host[BATON_LLAMA_MAX_SLOTS]; /* hub path: the hidden state through the coordinator */

@@ -850,9 +850,9 @@ static int run_graph(struct conn *c, const struct stored_graph *sg,
     for (uint32_t i = 0; rc == 0 && i < rq->h.n_inputs; i++) {
         const struct baton_run_input *in = &rq->inputs[i];
         /* leaf, type and count were checked by the caller; first + count
-         * - 1 <= 2^31 - 1 (decoder): no value wraps */
+         * - 1 <= 2^31 - 1 (decoder): no value wraps (summed in 64 bits) */
         for (uint32_t k = 0; k < in->count; k++) {
-            int32_t v = in->first + (int32_t)k;
+            int32_t v = (int32_t)((int64_t)in->first + (int64_t)k);
             memcpy(ss->leaf_data[in->leaf] + (size_t)k * 4, &v, 4);
         }
     }
@@ -1120,22 +1120,27 @@ static int cmd_copy_tensor_to(struct conn *c, const struct baton_frame_header *h
 }
 
 /* PEER_WRITE (peer role): grant id, offset, n, seq, then n bytes. The grant
- * is checked from the 40-byte header (live, seq newer than the grant's
- * last, owner's buffer live, range inside the grant) before any data is
- * read; a write waits (up to the frame deadline and peer_timeout) while a
- * fenced run reads the grant. Any refusal closes the link, so the data is
- * never read and the destination's bytes stay as they are. The data goes
- * straight into the granted range, pinned; like SET_TENSOR data it is
- * authenticated by the tag right after (SECURITY.md), and only then does
- * seq count as landed: a write that fails midway makes a fence on seq fail
- * at once. */
+ * is checked from the 40-byte header (live, range inside the grant, owner's
+ * buffer live, seq newer than the grant's last) before any data is read,
+ * and a write refused there changes nothing; a write waits (up to the frame
+ * deadline and peer_timeout) while a fenced run reads the grant. Any
+ * refusal closes the link, so the data is never read. The data arrives in
+ * pieces of PEER_PIECE_BYTES, each authenticated (MAC'd or decrypted) as it
+ * comes and then copied into the granted range under the grant table's lock
+ * (grants_write_land), so a REVOKE_GRANT or an owner's PEER_FENCE that has
+ * returned lets no further byte land: the write then ends, and the link
+ * with it. Only after the tag right after the data has verified
+ * (SECURITY.md) does seq count as landed: a write that fails midway makes
+ * a fence on seq fail at once. */
+#define PEER_PIECE_BYTES (16u * 1024u)
 static int cmd_peer_write(struct conn *c, const struct baton_frame_header *h)
 {
     struct baton_peer_write_header w;
     struct grant g;
     struct baton_buf_ref ref;
+    uint8_t piece[PEER_PIECE_BYTES];
     size_t pos = 0;
-    int rc, began = 0;
+    int rc, began = 0, pinned = 0;
     c->fatal = 1; /* a refused PEER_WRITE ends the link */
     if (c->left < BATON_PEER_WRITE_HEADER_BYTES)
         return BATON_E_INVAL;
@@ -1146,6 +1151,16 @@ static int cmd_peer_write(struct conn *c, const struct baton_frame_header *h)
         rc = baton_wire_decode_peer_write(c->sess.req, BATON_PEER_WRITE_HEADER_BYTES, &pos, &w);
     if (rc == 0 && c->left != w.n)
         rc = BATON_E_INVAL;
+    /* a grant's owner, handle and range never change: checked on a copy */
+    if (rc == 0)
+        rc = grants_find(c->s->grants, w.grant, &g);
+    if (rc == 0)
+        rc = baton_wire_check_range(w.offset, w.n, g.length);
+    if (rc == 0)
+        rc = baton_handles_acquire(c->s->handles, g.owner, g.handle, &ref);
+    pinned = rc == 0;
+    if (rc == 0)
+        rc = baton_wire_check_range(g.offset, g.length, ref.size);
     if (rc == 0) {
         uint64_t deadline = baton_net_deadline_ms(c->s->cfg.peer_timeout_ms);
         if (c->frame_deadline < deadline)
@@ -1153,22 +1168,21 @@ static int cmd_peer_write(struct conn *c, const struct baton_frame_header *h)
         rc = grants_write_begin(c->s->grants, w.grant, w.seq, deadline, &g);
         began = rc == 0;
     }
+    for (uint64_t done = 0; rc == 0 && done < w.n;) {
+        size_t k = w.n - done < sizeof piece ? (size_t)(w.n - done) : sizeof piece;
+        /* the last piece's recv_payload also reads and checks the tag */
+        rc = recv_payload(c, piece, k);
+        if (rc == 0)
+            rc = grants_write_land(c->s->grants, w.grant, w.seq,
+                                   ref.mem + g.offset + w.offset + done, piece, k);
+        done += k;
+    }
+    if (pinned)
+        baton_handles_release(c->s->handles, &ref);
     if (rc == 0)
-        rc = baton_wire_check_range(w.offset, w.n, g.length);
-    if (rc == 0)
-        rc = baton_handles_acquire(c->s->handles, g.owner, g.handle, &ref);
-    if (rc != 0)
-        goto out;
-    rc = baton_wire_check_range(g.offset, g.length, ref.size);
-    if (rc == 0)
-        rc = recv_payload(c, ref.mem + g.offset + w.offset, w.n);
-    baton_handles_release(c->s->handles, &ref);
-    if (rc != 0)
-        goto out;
-    grants_add_received(c->s->grants, g.owner,
-                        BATON_FRAME_HEADER_BYTES + BATON_PEER_WRITE_HEADER_BYTES + w.n +
-                            BATON_TAG_BYTES);
-out:
+        grants_add_received(c->s->grants, g.owner,
+                            BATON_FRAME_HEADER_BYTES + BATON_PEER_WRITE_HEADER_BYTES + w.n +
+                                BATON_TAG_BYTES);
     if (began)
         grants_write_end(c->s->grants, w.grant, w.seq, rc == 0);
     if (rc != 0)
@@ -1178,9 +1192,12 @@ out:
     return 0;
 }
 
-/* PEER_FENCE (peer role): grant id, seq, status: the write seq into the
- * grant will not come, so a run fenced on it fails at once. A refusal
- * (unknown grant, seq not newer) is a semantic error; the link goes on. */
+/* PEER_FENCE: grant id, seq, status. From a peer link: the write seq into
+ * the grant will not come, so a run fenced on it fails at once. From the
+ * grant's owner (a client-role connection): every write up to seq is void,
+ * one in progress included, and once the reply is sent no byte of those
+ * lands (grants_seal). A refusal (unknown grant, seq not newer; for a peer
+ * also a write in progress) is a semantic error; the connection goes on. */
 static int cmd_peer_fence(struct conn *c, const struct baton_frame_header *h)
 {
     const uint8_t *p;
@@ -1190,7 +1207,8 @@ static int cmd_peer_fence(struct conn *c, const struct baton_frame_header *h)
     if (rc == 0)
         rc = baton_wire_decode_peer_fence(p, BATON_PEER_FENCE_BYTES, &pos, &f);
     if (rc == 0)
-        rc = grants_cancel(c->s->grants, f.grant, f.seq);
+        rc = c->role == BATON_ROLE_PEER ? grants_cancel(c->s->grants, f.grant, f.seq)
+                                        : grants_seal(c->s->grants, c->sess.id, f.grant, f.seq);
     if (rc != 0)
         return rc;
     send_reply(c, h->cmd, h->seq, 0, NULL, 0, NULL, 0);
@@ -1254,9 +1272,10 @@ static int handle(struct conn *c, const struct baton_frame_header *h)
         return cmd_graph_free(c, h);
     case BATON_CMD_COPY_ROUTE:
         return cmd_copy_route(c, h);
-    case BATON_CMD_PEER_WRITE:
     case BATON_CMD_PEER_FENCE:
-        /* only a peer link may write into grants or cancel their writes */
+        return cmd_peer_fence(c, h); /* the owner's: grants_seal */
+    case BATON_CMD_PEER_WRITE:
+        /* only a peer link may write into grants */
         c->fatal = 1;
         return BATON_E_PROTO;
     case BATON_CMD_HELLO:

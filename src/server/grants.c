@@ -136,6 +136,16 @@ int grants_add(struct grant_table *g, uint64_t session, uint64_t handle, uint64_
     struct grant *e;
     int rc = 0;
     pthread_mutex_lock(&g->lock);
+    /* one byte, one grant: overlapping grants would let a write through
+     * one change the bytes a run fenced on the other reads */
+    for (uint32_t i = 0; i < g->n; i++) {
+        const struct grant *x = &g->v[i];
+        if (x->owner == session && x->handle == handle && offset < x->offset + x->length &&
+            x->offset < offset + length) {
+            rc = BATON_E_INVAL;
+            goto out;
+        }
+    }
     o = owner_find(g, session);
     if ((o ? o->n_grants : 0) >= g->per_session) {
         rc = BATON_E_LIMIT;
@@ -305,6 +315,22 @@ int grants_write_begin(struct grant_table *g, const uint8_t id[BATON_GRANT_ID_BY
     return rc;
 }
 
+int grants_write_land(struct grant_table *g, const uint8_t id[BATON_GRANT_ID_BYTES], uint64_t seq,
+                      uint8_t *dst, const uint8_t *src, size_t n)
+{
+    int rc = BATON_E_NOT_FOUND;
+    pthread_mutex_lock(&g->lock);
+    int64_t i = find_id(g, id);
+    if (i >= 0 && g->v[i].writing && g->v[i].last_seq == seq) {
+        memcpy(dst, src, n); /* under the lock: a revoke or seal waits for it */
+        rc = 0;
+    } else if (i >= 0) {
+        rc = BATON_E_FENCE; /* voided by the owner (grants_seal) */
+    }
+    pthread_mutex_unlock(&g->lock);
+    return rc;
+}
+
 void grants_write_end(struct grant_table *g, const uint8_t id[BATON_GRANT_ID_BYTES], uint64_t seq,
                       int landed)
 {
@@ -339,6 +365,28 @@ int grants_cancel(struct grant_table *g, const uint8_t id[BATON_GRANT_ID_BYTES],
     return rc;
 }
 
+int grants_seal(struct grant_table *g, uint64_t session, const uint8_t id[BATON_GRANT_ID_BYTES],
+                uint64_t seq)
+{
+    int rc = 0;
+    pthread_mutex_lock(&g->lock);
+    int64_t i = find_id(g, id);
+    if (i < 0 || g->v[i].owner != session) {
+        rc = BATON_E_NOT_FOUND; /* another session's grant is not found either */
+    } else if (seq <= g->v[i].last_seq) {
+        rc = BATON_E_FENCE;
+    } else {
+        /* a write in progress lands nothing more: grants_write_land checks
+         * last_seq under this lock */
+        g->v[i].writing = 0;
+        g->v[i].last_seq = seq;
+        g->v[i].failed_seq = seq;
+        pthread_cond_broadcast(&g->changed);
+    }
+    pthread_mutex_unlock(&g->lock);
+    return rc;
+}
+
 /* How often a fence wait asks whether its run is still wanted. */
 #define FENCE_CHECK_NS (100u * 1000000u)
 
@@ -363,8 +411,10 @@ int grants_fence_wait(struct grant_table *g, uint64_t session,
                 ready++;
             /* writes only move forward: once a newer one began, or this
              * one ended without landing (failed, cancelled), it never lands */
-            else if (e->last_seq > seqs[i] || (e->last_seq == seqs[i] && !e->writing))
+            else if (e->last_seq > seqs[i] || (e->last_seq == seqs[i] && !e->writing)) {
                 rc = BATON_E_FENCE;
+                break; /* i names this fence */
+            }
         }
         if (rc != 0) {
             *failed = i;

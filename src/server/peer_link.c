@@ -521,20 +521,25 @@ uint32_t server_peer_copy(struct baton_server *s, struct baton_session *sess,
     job->sync = !(opt->flags & BATON_COPY_ASYNC);
     job->n = n;
     job->data = data;
-    /* a small copy on an idle, connected link is made at once by this
+    /* a small write on an idle, connected link is made at once by this
      * thread: no staging, and no wake of the sender on the way out or for
      * the reply (a decode step's hand-off is a few KiB; its round trip
-     * costs the source nothing it would otherwise do) */
-    if (job->kind == JOB_CANCEL || n <= INLINE_MAX_BYTES) {
+     * costs the source nothing it would otherwise do). A cancellation is
+     * always queued: the failed run's reply does not wait for it. */
+    if (job->kind == JOB_WRITE && n <= INLINE_MAX_BYTES) {
         int idle;
         pthread_mutex_lock(&l->mu);
         idle = l->count == 0 && l->connected && !l->stop;
         if (idle)
             l->inline_busy = 1; /* the link is this thread's until it is done */
         pthread_mutex_unlock(&l->mu);
-        if (idle && !job->sync && job->kind == JOB_WRITE) {
+        int handled = idle;
+        if (idle && !job->sync) {
             /* sent, not waited for: its reply is read with a later copy
-             * (or never, if none follows), so no thread wakes for it */
+             * (or never, if none follows), so no thread wakes for it. A
+             * link found closed (the destination's idle timeout) or that
+             * fails before a byte went falls through to the sender, which
+             * dials a fresh one (as run_job retries a stale link) */
             int rc;
             link_reap(l, 0);
             rc = l->conn ? baton_submit_peer_write(l->conn, job->grant, job->offset, job->seq,
@@ -546,11 +551,11 @@ uint32_t server_peer_copy(struct baton_server *s, struct baton_session *sess,
                                      BATON_TAG_BYTES);
                 job->outcome = BATON_COPY_QUEUED;
             } else {
-                /* the destination saw (at most) part of it: seq fails there */
+                /* the destination saw at most part of it (then seq fails
+                 * there, and the retry is refused as not newer) */
                 if (l->conn)
                     link_disconnect(l);
-                job->outcome = BATON_COPY_IO;
-                job->status = rc;
+                handled = 0;
             }
         } else if (idle) {
             run_job(l, job);
@@ -560,8 +565,10 @@ uint32_t server_peer_copy(struct baton_server *s, struct baton_session *sess,
             l->inline_busy = 0;
             pthread_cond_broadcast(&l->cv);
             pthread_mutex_unlock(&l->mu);
-            outcome = job->kind == JOB_CANCEL ? BATON_COPY_CANCELLED : job->outcome;
-            *status = job->kind == JOB_CANCEL ? BATON_E_FENCE : job->status;
+        }
+        if (handled) {
+            outcome = job->outcome;
+            *status = job->status;
             free(job);
             return outcome;
         }

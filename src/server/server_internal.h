@@ -154,8 +154,9 @@ struct grant_table;
 int grants_create(uint32_t per_session, struct grant_table **out);
 void grants_destroy(struct grant_table *g); /* NULL-safe */
 /* Records a grant with a fresh random non-zero id (written to id) for the
- * caller's already validated range. BATON_E_LIMIT when session holds its
- * cap of grants, BATON_E_NOMEM. */
+ * caller's already validated range. BATON_E_INVAL when the range overlaps
+ * another grant of session on the same handle, BATON_E_LIMIT when session
+ * holds its cap of grants, BATON_E_NOMEM. */
 int grants_add(struct grant_table *g, uint64_t session, uint64_t handle, uint64_t offset,
                uint64_t length, uint8_t id[BATON_GRANT_ID_BYTES]);
 /* Removes session's grant id: 0, or BATON_E_NOT_FOUND (no such grant, or
@@ -181,6 +182,12 @@ void grants_session_info(struct grant_table *g, uint64_t session, uint64_t *byte
  * follow. */
 int grants_write_begin(struct grant_table *g, const uint8_t id[BATON_GRANT_ID_BYTES],
                        uint64_t seq, uint64_t deadline_ns, struct grant *out);
+/* Copies n bytes of that write (src, already received) to dst (inside the
+ * granted range, pinned by the caller) under the table lock, so a revoke or
+ * seal that returned lands nothing more: 0, BATON_E_NOT_FOUND (revoked) or
+ * BATON_E_FENCE (sealed: the write is void). */
+int grants_write_land(struct grant_table *g, const uint8_t id[BATON_GRANT_ID_BYTES], uint64_t seq,
+                      uint8_t *dst, const uint8_t *src, size_t n);
 /* Ends that write: landed (the data and its tag checked) or not (failed:
  * a fence on seq then fails at once). */
 void grants_write_end(struct grant_table *g, const uint8_t id[BATON_GRANT_ID_BYTES], uint64_t seq,
@@ -189,6 +196,13 @@ void grants_write_end(struct grant_table *g, const uint8_t id[BATON_GRANT_ID_BYT
  * when seq is not newer than the grant's last (or a write is in
  * progress). */
 int grants_cancel(struct grant_table *g, const uint8_t id[BATON_GRANT_ID_BYTES], uint64_t seq);
+/* PEER_FENCE from the grant's owner (a client-role connection of
+ * session): every seq up to seq is void. A write in progress lands nothing
+ * more once this returns; a later write must be newer than seq. 0,
+ * BATON_E_NOT_FOUND (no such grant of session) or BATON_E_FENCE (seq not
+ * newer than the grant's last). */
+int grants_seal(struct grant_table *g, uint64_t session, const uint8_t id[BATON_GRANT_ID_BYTES],
+                uint64_t seq);
 /* A fenced run of session waits until each grant ids[i] (i < n) holds
  * exactly the write seqs[i], all at the same time; then it counts as a
  * reader of each (grants_fence_release, once per fence) — taken together

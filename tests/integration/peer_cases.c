@@ -267,7 +267,8 @@ static int cmd_grants(uint16_t port, const char *ck_path, const char *pk_path)
     {
         uint8_t ids[8][BATON_GRANT_ID_BYTES];
         int n_ok = 0;
-        while (n_ok < 8 && (rc = baton_grant_write(c, hx, 0, 4, ids[n_ok])) == 0)
+        /* grants never overlap: 4 bytes each, apart from W's */
+        while (n_ok < 8 && (rc = baton_grant_write(c, hx, 4u * (uint64_t)n_ok, 4, ids[n_ok])) == 0)
             n_ok++;
         check(n_ok == 2 && rc == BATON_E_LIMIT, "grants up to the cap of 3, then %s",
               baton_status_name(rc));
@@ -275,7 +276,7 @@ static int cmd_grants(uint16_t port, const char *ck_path, const char *pk_path)
         uint64_t h2;
         int rc2 = baton_alloc_buffer(c2, 64, &h2);
         int n2 = 0;
-        while (rc2 == 0 && n2 < 8 && baton_grant_write(c2, h2, 0, 4, id3) == 0)
+        while (rc2 == 0 && n2 < 8 && baton_grant_write(c2, h2, 4u * (uint64_t)n2, 4, id3) == 0)
             n2++;
         check(rc == BATON_E_NOT_OWNED && n2 == 3, "the cap is per session (other session: %d)",
               n2);

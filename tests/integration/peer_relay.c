@@ -16,7 +16,11 @@
  *   die      once BYTES bytes have gone towards the destination, the relay
  *            kills itself with SIGKILL: a peer that vanishes mid-run;
  *   slow     towards the destination, relay at most --chunk bytes, then
- *            sleep --delay-ms, and so on: a slow peer.
+ *            sleep --delay-ms, and so on: a slow peer;
+ *   cut      the first connection is closed (both sides, mid-frame) once
+ *            BYTES bytes have gone towards the destination on it; later
+ *            connections are relayed in full: one reset on a path that
+ *            works again at once.
  * --mark-file FILE is created once --mark-after bytes have gone towards
  * the destination (so a test can act while a transfer is in flight).
  * SIGTERM ends the relay. Exit 2 on a usage error, 1 if it cannot listen. */
@@ -37,7 +41,7 @@
 
 #include "net/net.h"
 
-enum mode { MODE_FORWARD, MODE_STALL, MODE_DIE, MODE_SLOW };
+enum mode { MODE_FORWARD, MODE_STALL, MODE_DIE, MODE_SLOW, MODE_CUT };
 
 static enum mode g_mode = MODE_FORWARD;
 static uint16_t g_to;
@@ -46,7 +50,7 @@ static size_t g_chunk = 16384;
 static int g_delay_ms;
 static const char *g_mark_file;
 static atomic_uint_fast64_t g_forwarded; /* bytes sent towards the destination */
-static atomic_int g_stalled, g_marked;
+static atomic_int g_stalled, g_marked, g_cut_taken;
 
 static void sleep_ms(int ms)
 {
@@ -85,6 +89,9 @@ static void *pair_main(void *arg)
 {
     int cfd = (int)(intptr_t)arg, sfd = -1;
     uint8_t buf[65536];
+    /* cut: the first connection only, after g_after bytes of its own */
+    const int cut = g_mode == MODE_CUT && !atomic_exchange(&g_cut_taken, 1);
+    uint64_t mine = 0;
     if (atomic_load(&g_stalled))
         hold_forever();
     if (baton_net_connect("127.0.0.1", g_to, 5000, &sfd) != 0) {
@@ -108,10 +115,15 @@ static void *pair_main(void *arg)
                 if (g_after - done < cap)
                     cap = (size_t)(g_after - done); /* stop exactly there */
             }
-            ssize_t r = recv(cfd, buf, cap, 0);
+            if (cut && g_after - mine < cap)
+                cap = (size_t)(g_after - mine);
+            ssize_t r = cap > 0 ? recv(cfd, buf, cap, 0) : 0;
             if (r <= 0 || write_all(sfd, buf, (size_t)r) != 0)
                 break;
             count_forwarded((size_t)r);
+            mine += (uint64_t)r;
+            if (cut && mine >= g_after)
+                break; /* both sockets close below */
             if (g_mode == MODE_SLOW && g_delay_ms > 0)
                 sleep_ms(g_delay_ms);
         }
@@ -173,6 +185,8 @@ int main(int argc, char **argv)
                 g_mode = MODE_DIE;
             else if (!strcmp(v, "slow"))
                 g_mode = MODE_SLOW;
+            else if (!strcmp(v, "cut"))
+                g_mode = MODE_CUT;
             else
                 goto usage;
         } else {
@@ -205,7 +219,7 @@ int main(int argc, char **argv)
     }
 usage:
     fprintf(stderr, "usage: peer_relay --to PORT --port-file FILE [--port N] "
-                    "[--mode forward|stall|die|slow] [--after BYTES] [--chunk BYTES "
+                    "[--mode forward|stall|die|slow|cut] [--after BYTES] [--chunk BYTES "
                     "--delay-ms MS] [--mark-after BYTES --mark-file FILE]\n");
     return 2;
 }

@@ -2,8 +2,10 @@
  * (test_pipeline_faults.sh; docs/PROTOCOL.md "Registered graphs",
  * "Asynchronous hand-off").
  *
- *   pipeline_cases fences  DST_PORT DST_PID CLIENT_KEY PEER_KEY FENCE_TIMEOUT_MS
- *   pipeline_cases handoff SRC_PORT DST_PORT CLIENT_KEY FENCE_TIMEOUT_MS
+ *   pipeline_cases fences   DST_PORT DST_PID CLIENT_KEY PEER_KEY FENCE_TIMEOUT_MS
+ *   pipeline_cases handoff  SRC_PORT DST_PORT CLIENT_KEY FENCE_TIMEOUT_MS
+ *   pipeline_cases midwrite DST_PORT SLOW_RELAY_PORT MARK_FILE CLIENT_KEY PEER_KEY fence|revoke
+ *   pipeline_cases hog      PORT CLIENT_KEY SECONDS
  *
  * fences (one server, keys, its fence_timeout FENCE_TIMEOUT_MS):
  *   - a run fenced on a write that never comes fails with E_FENCE after the
@@ -18,8 +20,15 @@
  *   - a hostile peer-role connection (it holds the peer key, not the grant
  *     id) gets E_NOT_FOUND for writes and cancellations of made-up ids, and
  *     the session's fence state does not move; another client session
- *     naming the first one's grant in its fence gets E_NOT_FOUND; PEER_FENCE
- *     on a client connection is a framing error (E_PROTO);
+ *     naming the first one's grant in its fence gets E_NOT_FOUND, and so
+ *     does its PEER_FENCE of that grant (the connection goes on);
+ *   - the owner's PEER_FENCE (client role) voids every seq up to its own:
+ *     older and equal writes are refused, a run fenced on it fails at once,
+ *     a newer write lands;
+ *   - a PEER_WRITE refused by its header (E_BOUNDS) changes nothing: the
+ *     same seq lands afterwards; overlapping grants are refused (E_INVAL);
+ *   - 4 fences whose 4th can no longer land: E_FENCE at once, and the log
+ *     names fence 3 and its seq (the shell checks the line);
  *   - registered graphs: inputs (iota into an I32 leaf) and RETURN, the
  *     input checks (E_GRAPH, E_TYPE, E_BOUNDS), GRAPH_FREE, a buffer freed
  *     after registration (E_STALE_HANDLE), the per-session graph cap;
@@ -29,6 +38,12 @@
  *   the bytes; an asynchronous one is queued and lands; a run that fails at
  *   SRC cancels its hand-off, so DST's fenced run fails at once (long before
  *   its fence deadline); COPY_ROUTE refusals.
+ * midwrite (one server, a slow relay in front of it): a PEER_WRITE still
+ *   arriving when its grant's owner sends PEER_FENCE, or REVOKE_GRANT, lands
+ *   no byte after the reply: the owner's SET right after holds, then and
+ *   once the write has ended (refused).
+ * hog (one server): GRAPH_COMPUTEs of a 1024 x 1024 by 1024 x 64 MUL_MAT
+ *   for SECONDS: another session that keeps the server's device busy.
  *
  * Prints ok / not ok lines; exit 0 iff all passed. */
 #include <dirent.h>
@@ -297,12 +312,90 @@ static int cmd_fences(uint16_t port, long pid, const char *ck_path, const char *
         check(rc == BATON_E_NOT_FOUND, "another session's fence on this grant: %s",
               baton_status_name(rc));
         rc = baton_peer_fence(b.c, a.grant, 11, (uint32_t)-BATON_E_FENCE);
-        check(rc == BATON_E_PROTO && baton_conn_is_dead(b.c),
-              "PEER_FENCE on a client connection: %s, closed", baton_status_name(rc));
+        check(rc == BATON_E_NOT_FOUND && !baton_conn_is_dead(b.c),
+              "another session's PEER_FENCE of this grant: %s, the connection goes on",
+              baton_status_name(rc));
         baton_conn_close(b.c);
         rc = run_fenced(a.c, a.graph, a.grant, 9, 0);
         check(rc == 0, "the fence state of the first session is unchanged: %s",
               baton_status_name(rc));
+    }
+
+    /* the owner's PEER_FENCE: every seq up to 12 is void */
+    rc = baton_peer_fence(a.c, a.grant, 12, (uint32_t)-BATON_E_FENCE);
+    check(rc == 0, "the owner's PEER_FENCE seq 12: %s", baton_status_name(rc));
+    rc = peer_write(port, pk, a.grant, 11, v);
+    check(rc == BATON_E_FENCE, "... a write of seq 11 is refused: %s", baton_status_name(rc));
+    rc = peer_write(port, pk, a.grant, 12, v);
+    check(rc == BATON_E_FENCE, "... and of seq 12: %s", baton_status_name(rc));
+    t0 = now_ms();
+    rc = run_fenced(a.c, a.graph, a.grant, 12, BATON_RUN_RESET);
+    check(rc == BATON_E_FENCE && now_ms() - t0 < fence_ms - 100,
+          "... a run fenced on seq 12 fails at once: %s", baton_status_name(rc));
+    rc = baton_peer_fence(a.c, a.grant, 12, (uint32_t)-BATON_E_FENCE);
+    check(rc == BATON_E_FENCE && !baton_conn_is_dead(a.c),
+          "the owner's PEER_FENCE of a seq not newer: %s", baton_status_name(rc));
+    rc = peer_write(port, pk, a.grant, 13, v);
+    rc = rc ? rc : run_fenced(a.c, a.graph, a.grant, 13, BATON_RUN_RESET);
+    check(rc == 0 && out_is_double(&a, v), "a newer write (seq 13) lands and computes: %s",
+          baton_status_name(rc));
+    /* refused by its header: nothing moves */
+    {
+        struct baton_conn *pc = conn(port, pk, BATON_ROLE_PEER);
+        rc = baton_peer_write(pc, a.grant, 4, 20, v, N * 4);
+        baton_conn_close(pc);
+        check(rc == BATON_E_BOUNDS, "a PEER_WRITE past its grant (seq 20): %s",
+              baton_status_name(rc));
+        rc = peer_write(port, pk, a.grant, 20, w);
+        rc = rc ? rc : run_fenced(a.c, a.graph, a.grant, 20, 0);
+        check(rc == 0 && out_is_double(&a, w), "... seq 20 then lands: %s",
+              baton_status_name(rc));
+    }
+    /* one byte, one grant; and a run with 4 fences whose 4th cannot land */
+    {
+        uint64_t xb = 0, yb = 0;
+        uint8_t g0[BATON_GRANT_ID_BYTES], g1[BATON_GRANT_ID_BYTES], g2[BATON_GRANT_ID_BYTES];
+        uint8_t gx[BATON_GRANT_ID_BYTES];
+        rc = baton_alloc_buffer(a.c, 2 * N * 4, &xb);
+        rc = rc ? rc : baton_alloc_buffer(a.c, N * 4, &yb);
+        rc = rc ? rc : baton_grant_write(a.c, xb, 0, N * 4, g0);
+        check(rc == 0, "a grant of the first half of a buffer: %s", baton_status_name(rc));
+        rc = baton_grant_write(a.c, xb, N * 2, N * 4, gx);
+        check(rc == BATON_E_INVAL, "a grant overlapping it: %s", baton_status_name(rc));
+        rc = baton_grant_write(a.c, xb, N * 4, N * 4, g1);
+        rc = rc ? rc : baton_grant_write(a.c, yb, 0, N * 4, g2);
+        check(rc == 0, "grants of the second half and of another buffer: %s",
+              baton_status_name(rc));
+        rc = peer_write(port, pk, g0, 1, v);
+        rc = rc ? rc : peer_write(port, pk, g1, 1, v);
+        struct baton_conn *pc = conn(port, pk, BATON_ROLE_PEER);
+        rc = rc ? rc : baton_peer_fence(pc, g2, 77, (uint32_t)-BATON_E_FENCE);
+        baton_conn_close(pc);
+        struct baton_graph_run run;
+        memset(&run, 0, sizeof run);
+        run.graph = a.graph;
+        run.flags = BATON_RUN_RESET;
+        run.n_fences = 4;
+        memcpy(run.fences[0].grant, a.grant, BATON_GRANT_ID_BYTES);
+        run.fences[0].seq = 20;
+        memcpy(run.fences[1].grant, g0, BATON_GRANT_ID_BYTES);
+        run.fences[1].seq = 1;
+        memcpy(run.fences[2].grant, g1, BATON_GRANT_ID_BYTES);
+        run.fences[2].seq = 1;
+        memcpy(run.fences[3].grant, g2, BATON_GRANT_ID_BYTES);
+        run.fences[3].seq = 77;
+        t0 = now_ms();
+        int rr = baton_graph_run(a.c, &run);
+        check(rc == 0 && rr == BATON_E_FENCE && now_ms() - t0 < fence_ms - 100,
+              "4 fences, the 4th (seq 77) cancelled: %s at once (log: fence 3, seq 77)",
+              baton_status_name(rr));
+        run.fences[3].seq = 78;
+        rc = peer_write(port, pk, g2, 78, v);
+        rc = rc ? rc : baton_graph_run(a.c, &run);
+        check(rc == 0 && out_is_double(&a, w), "... with the 4th landed (seq 78): %s",
+              baton_status_name(rc));
+        baton_free_buffer(a.c, xb);
+        baton_free_buffer(a.c, yb);
     }
 
     /* inputs and RETURN: GET_ROWS of an F32 table {4, 8} by I32 ids {2} */
@@ -561,8 +654,129 @@ static int cmd_handoff(uint16_t src_port, uint16_t dst_port, const char *ck_path
     return g_failed ? 1 : 0;
 }
 
+#define MW_BYTES (128u * 1024u)
+
+struct mw_arg {
+    uint16_t port;
+    const struct baton_key *pk;
+    const uint8_t *grant;
+    const uint8_t *data;
+    int rc;
+};
+
+static void *mw_thread(void *p)
+{
+    struct mw_arg *a = p;
+    struct baton_conn *pc = conn(a->port, a->pk, BATON_ROLE_PEER);
+    a->rc = baton_peer_write(pc, a->grant, 0, 1, a->data, MW_BYTES);
+    baton_conn_close(pc);
+    return NULL;
+}
+
+/* Counts bytes of buf[0..MW_BYTES) that are not `want`. */
+static size_t count_not(const uint8_t *buf, uint8_t want)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < MW_BYTES; i++)
+        n += buf[i] != want;
+    return n;
+}
+
+/* One write through the slow relay, stopped midway by the owner (revoke
+ * or PEER_FENCE); the owner's SET right after must hold. */
+static void midwrite_one(struct baton_conn *c, uint16_t relay_port, const char *mark,
+                         const struct baton_key *pk, int revoke)
+{
+    static uint8_t peer_bytes[MW_BYTES], got[MW_BYTES], own[MW_BYTES];
+    uint64_t b = 0;
+    uint8_t grant[BATON_GRANT_ID_BYTES];
+    struct baton_tensor_desc t;
+    const uint8_t fillv = revoke ? 0x22 : 0x11;
+    const char *how = revoke ? "REVOKE_GRANT" : "the owner's PEER_FENCE";
+    pthread_t th;
+    int rc;
+
+    memset(peer_bytes, 0xAB, sizeof peer_bytes);
+    memset(own, fillv, sizeof own);
+    rc = baton_alloc_buffer(c, MW_BYTES, &b);
+    rc = rc ? rc : baton_tensor_init(&t, b, 0, BATON_TYPE_I32, MW_BYTES / 4, 1, 1, 1);
+    rc = rc ? rc : baton_grant_write(c, b, 0, MW_BYTES, grant);
+    check(rc == 0, "%s: buffer of %u bytes granted: %s", how, MW_BYTES, baton_status_name(rc));
+    struct mw_arg ma = {relay_port, pk, grant, peer_bytes, -1};
+    pthread_create(&th, NULL, mw_thread, &ma);
+    for (int i = 0; i < 500 && access(mark, F_OK) != 0; i++)
+        sleep_ms(10);
+    rc = revoke ? baton_revoke_grant(c, grant) : baton_peer_fence(c, grant, 2, 1);
+    int rs = baton_set_tensor(c, &t, 0, own, sizeof own);
+    int rg = baton_get_tensor(c, &t, 0, got, sizeof got);
+    check(access(mark, F_OK) == 0 && rc == 0 && rs == 0 && rg == 0 &&
+              count_not(got, fillv) == 0,
+          "%s while a PEER_WRITE is arriving: %s; the owner's SET right after holds (%zu "
+          "bytes differ)",
+          how, baton_status_name(rc), count_not(got, fillv));
+    pthread_join(th, NULL);
+    rg = baton_get_tensor(c, &t, 0, got, sizeof got);
+    check(ma.rc != 0 && rg == 0 && count_not(got, fillv) == 0,
+          "... the write ends refused (%s); the owner's bytes still hold (%zu differ)",
+          baton_status_name(ma.rc), count_not(got, fillv));
+    baton_free_buffer(c, b);
+}
+
+static int cmd_midwrite(uint16_t port, uint16_t relay_port, const char *mark, const char *ck_path,
+                        const char *pk_path, int revoke)
+{
+    struct baton_key *ck = load_key(ck_path), *pk = load_key(pk_path);
+    struct baton_conn *c = conn(port, ck, BATON_ROLE_CLIENT);
+    midwrite_one(c, relay_port, mark, pk, revoke);
+    baton_conn_close(c);
+    baton_key_free(ck);
+    baton_key_free(pk);
+    return g_failed ? 1 : 0;
+}
+
+static int cmd_hog(uint16_t port, const char *ck_path, double seconds)
+{
+    enum { K = 1024, M = 64 };
+    struct baton_key *ck = load_key(ck_path);
+    struct baton_conn *c = conn(port, ck, BATON_ROLE_CLIENT);
+    struct baton_tensor_desc w, x, y, leaves[3];
+    struct baton_graph_node nodes[1];
+    struct baton_gb gb;
+    uint64_t b = 0;
+    const uint64_t ne[4] = {K, M, 1, 1};
+    uint32_t src[BATON_MAX_SRC] = {0, 0, BATON_SRC_NONE, BATON_SRC_NONE, BATON_SRC_NONE,
+                                   BATON_SRC_NONE};
+    int rc = baton_alloc_buffer(c, (uint64_t)(K * K + 2 * K * M) * 4, &b);
+    rc = rc ? rc : baton_tensor_init(&w, b, 0, BATON_TYPE_F32, K, K, 1, 1);
+    rc = rc ? rc : baton_tensor_init(&x, b, (uint64_t)K * K * 4, BATON_TYPE_F32, K, M, 1, 1);
+    rc = rc ? rc : baton_tensor_init(&y, b, (uint64_t)(K * K + K * M) * 4, BATON_TYPE_F32, K, M,
+                                     1, 1);
+    baton_gb_init(&gb, leaves, 3, nodes, 1);
+    src[0] = baton_gb_leaf(&gb, &w);
+    src[1] = baton_gb_leaf(&gb, &x);
+    uint32_t o = baton_gb_leaf(&gb, &y);
+    baton_gb_set_out(&gb, baton_gb_node(&gb, BATON_OP_MUL_MAT, BATON_TYPE_F32, ne, src, NULL), o);
+    rc = rc ? rc : baton_gb_finish(&gb);
+    double t0 = now_ms();
+    int n = 0;
+    while (rc == 0 && now_ms() - t0 < seconds * 1e3) {
+        rc = baton_graph_compute(c, &gb.g);
+        n++;
+    }
+    fprintf(stderr, "hog: %d graphs in %.1f s: %s\n", n, (now_ms() - t0) / 1e3,
+            baton_status_name(rc));
+    baton_conn_close(c);
+    baton_key_free(ck);
+    return rc == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 8 && strcmp(argv[1], "midwrite") == 0)
+        return cmd_midwrite((uint16_t)atoi(argv[2]), (uint16_t)atoi(argv[3]), argv[4], argv[5],
+                            argv[6], strcmp(argv[7], "revoke") == 0);
+    if (argc == 5 && strcmp(argv[1], "hog") == 0)
+        return cmd_hog((uint16_t)atoi(argv[2]), argv[3], atof(argv[4]));
     if (argc == 7 && strcmp(argv[1], "fences") == 0)
         return cmd_fences((uint16_t)atoi(argv[2]), atol(argv[3]), argv[4], argv[5],
                           atoi(argv[6]));
@@ -570,6 +784,9 @@ int main(int argc, char **argv)
         return cmd_handoff((uint16_t)atoi(argv[2]), (uint16_t)atoi(argv[3]), argv[4],
                            atoi(argv[5]));
     fprintf(stderr, "usage: pipeline_cases fences DST_PORT DST_PID CLIENT_KEY PEER_KEY "
-                    "FENCE_TIMEOUT_MS | handoff SRC_PORT DST_PORT CLIENT_KEY FENCE_TIMEOUT_MS\n");
+                    "FENCE_TIMEOUT_MS | handoff SRC_PORT DST_PORT CLIENT_KEY FENCE_TIMEOUT_MS | "
+                    "midwrite DST_PORT SLOW_RELAY_PORT MARK_FILE CLIENT_KEY PEER_KEY fence|revoke | "
+                    "hog PORT "
+                    "CLIENT_KEY SECONDS\n");
     return 2;
 }

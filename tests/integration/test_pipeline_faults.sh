@@ -10,6 +10,11 @@
 #     mid-prefill, and one whose relay stalls (the copy outlives its
 #     deadline, the destination's fence its own): the in-process ids, the
 #     redo said and counted;
+#   - the same with one reset on the peer path while another session keeps
+#     the destination busy (hand-offs queued behind the failed one arrive
+#     after the redo began: the owner's PEER_FENCE keeps them out);
+#   - the owner's PEER_FENCE and REVOKE_GRANT stop a write that is still
+#     arriving (a slow relay): nothing lands after the reply;
 #   - the destination dies mid-run: exit 1 naming stage 2 within 3 s (from
 #     the closed connection, not a fence deadline); the source still
 #     serves, and its threads come back to the baseline (no sender stuck);
@@ -31,6 +36,22 @@ BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --fence-timeout 1500ms --max-graphs-per-se
     fail "fences"
 }
 cat "$TMP/fences.out"
+grep -q "GRAPH_RUN: fence 3 (seq 77) cannot land" "$TMP/batond.f.log" ||
+    fail "the log does not name the 4th fence (fence 3, seq 77)"
+# a write still arriving (through a slow relay) when its grant's owner
+# voids it: no byte lands after the owner's reply
+BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS" start_server mw
+for how in fence revoke; do
+    start_relay "slow$how" --to "$PORT_mw" --mode slow --chunk 8192 --delay-ms 100 \
+        --mark-after 32768 --mark-file "$TMP/mark.$how"
+    rport_var="RPORT_slow$how"
+    "$CASES" midwrite "$PORT_mw" "${!rport_var}" "$TMP/mark.$how" "$K" "$P" "$how" \
+        >"$TMP/mw.$how.out" 2>&1 || {
+        cat "$TMP/mw.$how.out"
+        fail "midwrite $how"
+    }
+    cat "$TMP/mw.$how.out"
+done
 BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --fence-timeout 4s" start_server hd
 BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --peer 127.0.0.1:$PORT_hd" start_server hs
 "$CASES" handoff "$PORT_hs" "$PORT_hd" "$K" 4000 >"$TMP/handoff.out" 2>&1 || {
@@ -64,6 +85,30 @@ for mode in die stall; do
     echo "ok: relay $mode mid-prefill: the steps redone through the coordinator, the in-process ids"
 done
 kill -0 "$RPID_die" 2>/dev/null && fail "the die relay is still alive"
+
+# --- one reset on the peer path while another session keeps the
+# destination busy: the hand-offs queued behind the failed one arrive late,
+# and must not land after the redo's SET through the coordinator
+BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS" start_server d4
+start_relay cut --to "$PORT_d4" --mode cut --after 6000
+BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --peer 127.0.0.1:$RPORT_cut" start_server s4
+"$CASES" hog "$PORT_d4" "$K" 60 2>"$TMP/hog.err" &
+hog_pid=$!
+PIDS+=("$hog_pid")
+sleep 0.3
+"$BATON" run --model "$MODEL" --prompt "$PROMPT" -n 24 --key "$K" --ubatch 7 \
+    --servers "127.0.0.1:$PORT_s4,127.0.0.1:$PORT_d4@127.0.0.1:$RPORT_cut" --quiet \
+    --ids-file "$TMP/cut.json" 2>"$TMP/cut.err" || {
+    cat "$TMP/cut.err"
+    fail "cut: the run failed"
+}
+kill "$hog_pid" 2>/dev/null
+wait "$hog_pid" 2>/dev/null || true
+[ "$(field "$TMP/cut.json" 'j["generated"]')" = "$want" ] ||
+    fail "cut: ids $(field "$TMP/cut.json" 'j["generated"]'), want $want"
+grep -q "stage 1 -> 2: the hand-off of a step did not land" "$TMP/cut.err" ||
+    fail "cut: no redo said: $(cat "$TMP/cut.err")"
+echo "ok: one reset on the peer path, destination busy: redone through the coordinator, the in-process ids"
 grep -q "fence 0 (seq [0-9]*) passed its deadline (fence_timeout)\|cannot land" "$TMP/batond.d.log" ||
     fail "the destination logged no failed fence"
 

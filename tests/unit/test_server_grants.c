@@ -2,7 +2,9 @@
  * schedule (src/server/peer_link.c): per-session cap, random non-zero
  * distinct ids, lookup, revoke by the owner only, removal by handle
  * (FREE_BUFFER) and by session (session end), per-session byte counters;
- * backoff 1 s, 2 s, 4 s ... capped. */
+ * no overlapping grants of a session on one handle; a write's pieces land
+ * only while it is current (not after a revoke or the owner's seal); the
+ * index of the fence that failed; backoff 1 s, 2 s, 4 s ... capped. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -30,7 +32,7 @@ static void test_cap_and_ids(void **state)
         for (int j = 0; j < i; j++)
             assert_memory_not_equal(ids[i], ids[j], BATON_GRANT_ID_BYTES);
     }
-    assert_int_equal(grants_add(g, 7, 0x100000001ull, 0, 1, extra), BATON_E_LIMIT);
+    assert_int_equal(grants_add(g, 7, 0x100000001ull, 192, 1, extra), BATON_E_LIMIT);
     /* another session has its own cap */
     assert_int_equal(grants_add(g, 8, 0x100000002ull, 0, 16, ids[3]), 0);
     for (int i = 0; i < 3; i++) {
@@ -109,6 +111,94 @@ static void test_zero_cap(void **state)
     grants_destroy(g);
 }
 
+static void test_overlap(void **state)
+{
+    struct grant_table *g;
+    uint8_t a[BATON_GRANT_ID_BYTES], b[BATON_GRANT_ID_BYTES];
+    (void)state;
+    assert_int_equal(grants_create(8, &g), 0);
+    assert_int_equal(grants_add(g, 1, 0x100000001ull, 64, 64, a), 0);
+    assert_int_equal(grants_add(g, 1, 0x100000001ull, 127, 1, b), BATON_E_INVAL);
+    assert_int_equal(grants_add(g, 1, 0x100000001ull, 0, 65, b), BATON_E_INVAL);
+    assert_int_equal(grants_add(g, 1, 0x100000001ull, 32, 256, b), BATON_E_INVAL);
+    assert_int_equal(grants_add(g, 1, 0x100000001ull, 0, 64, b), 0);   /* adjacent */
+    assert_int_equal(grants_revoke(g, 1, b), 0);
+    assert_int_equal(grants_add(g, 1, 0x100000001ull, 128, 8, b), 0);  /* adjacent */
+    assert_int_equal(grants_revoke(g, 1, b), 0);
+    assert_int_equal(grants_add(g, 1, 0x100000002ull, 64, 64, b), 0);  /* another buffer */
+    assert_int_equal(grants_revoke(g, 1, b), 0);
+    assert_int_equal(grants_add(g, 2, 0x100000001ull, 64, 64, b), 0);  /* another session */
+    assert_int_equal(grants_revoke(g, 1, a), 0);
+    assert_int_equal(grants_add(g, 1, 0x100000001ull, 64, 64, a), 0);  /* after the revoke */
+    grants_destroy(g);
+}
+
+static void test_land_seal_revoke(void **state)
+{
+    struct grant_table *g;
+    uint8_t a[BATON_GRANT_ID_BYTES];
+    struct grant e;
+    uint8_t dst[8] = {0}, src[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    (void)state;
+    assert_int_equal(grants_create(8, &g), 0);
+    assert_int_equal(grants_add(g, 1, 0x100000001ull, 0, 8, a), 0);
+    uint64_t far = UINT64_MAX;
+    /* a current write lands */
+    assert_int_equal(grants_write_begin(g, a, 3, far, &e), 0);
+    assert_int_equal(grants_write_land(g, a, 3, dst, src, 4), 0);
+    assert_memory_equal(dst, src, 4);
+    /* the owner's seal voids it: nothing more lands, its end is ignored */
+    assert_int_equal(grants_seal(g, 2, a, 5), BATON_E_NOT_FOUND); /* not the owner */
+    assert_int_equal(grants_seal(g, 1, a, 3), BATON_E_FENCE);     /* not newer */
+    assert_int_equal(grants_seal(g, 1, a, 5), 0);
+    assert_int_equal(grants_write_land(g, a, 3, dst + 4, src + 4, 4), BATON_E_FENCE);
+    assert_memory_equal(dst + 4, (uint8_t[4]){0}, 4);
+    grants_write_end(g, a, 3, 1);
+    assert_int_equal(grants_find(g, a, &e), 0);
+    assert_true(e.last_seq == 5 && e.failed_seq == 5 && e.writing == 0 && e.landed_seq == 0);
+    /* writes up to 5 are refused; 6 lands */
+    assert_int_equal(grants_write_begin(g, a, 5, far, &e), BATON_E_FENCE);
+    assert_int_equal(grants_write_begin(g, a, 6, far, &e), 0);
+    /* a peer's cancel does not void a write in progress */
+    assert_int_equal(grants_cancel(g, a, 7), BATON_E_FENCE);
+    /* a revoke does: the rest of the write finds no grant */
+    assert_int_equal(grants_revoke(g, 1, a), 0);
+    assert_int_equal(grants_write_land(g, a, 6, dst + 4, src + 4, 4), BATON_E_NOT_FOUND);
+    assert_memory_equal(dst + 4, (uint8_t[4]){0}, 4);
+    grants_write_end(g, a, 6, 0);
+    grants_destroy(g);
+}
+
+static void test_fence_failed_index(void **state)
+{
+    struct grant_table *g;
+    uint8_t ids[4][BATON_GRANT_ID_BYTES];
+    uint64_t seqs[4] = {1, 1, 1, 9};
+    struct grant e;
+    uint32_t failed = 99;
+    (void)state;
+    assert_int_equal(grants_create(8, &g), 0);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(grants_add(g, 1, 0x100000001ull, 8u * (uint64_t)i, 8, ids[i]), 0);
+        if (i < 3) {
+            assert_int_equal(grants_write_begin(g, ids[i], 1, UINT64_MAX, &e), 0);
+            grants_write_end(g, ids[i], 1, 1);
+        }
+    }
+    assert_int_equal(grants_cancel(g, ids[3], 9), 0);
+    assert_int_equal(grants_fence_wait(g, 1, (const uint8_t(*)[BATON_GRANT_ID_BYTES])ids, seqs,
+                                       4, UINT64_MAX, NULL, NULL, &failed),
+                     BATON_E_FENCE);
+    assert_int_equal(failed, 3);
+    seqs[3] = 1;
+    seqs[1] = 0; /* older than what grant 1 has seen */
+    assert_int_equal(grants_fence_wait(g, 1, (const uint8_t(*)[BATON_GRANT_ID_BYTES])ids, seqs,
+                                       4, UINT64_MAX, NULL, NULL, &failed),
+                     BATON_E_FENCE);
+    assert_int_equal(failed, 1);
+    grants_destroy(g);
+}
+
 static void test_backoff(void **state)
 {
     (void)state;
@@ -129,6 +219,9 @@ int main(void)
         cmocka_unit_test(test_cap_and_ids),
         cmocka_unit_test(test_revoke_and_drop),
         cmocka_unit_test(test_zero_cap),
+        cmocka_unit_test(test_overlap),
+        cmocka_unit_test(test_land_seal_revoke),
+        cmocka_unit_test(test_fence_failed_index),
         cmocka_unit_test(test_backoff),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
