@@ -114,6 +114,16 @@ static int info_one(const char *spec, const struct baton_conn_options *o)
         printf("  auth        %s\n", !baton_conn_authenticated(c) ? "none"
                                      : baton_conn_encrypted(c)    ? "key, frames MAC'd and encrypted"
                                                                   : "key, frames MAC'd");
+        uint64_t f = baton_conn_server_hello(c)->features;
+        printf("  direct path %s\n", (f & BATON_FEATURE_PEER_COPY)
+                                          ? "yes (holds a peer key: COPY_TENSOR_TO, PEER_WRITE)"
+                                          : strcmp(spec, "local") == 0
+                                              ? "no (in-process)"
+                                              : "no (started without --peer-key)");
+        printf("  pipeline    %s\n", (f & BATON_FEATURE_PIPELINE)
+                                          ? "yes (GRAPH_REGISTER / GRAPH_RUN, fences)"
+                                          : "no (an older batond: baton run uses one stage "
+                                            "at a time)");
     }
     else
         fprintf(stderr, "baton info: %s: %s (%s)%s\n", spec, baton_status_str(rc),

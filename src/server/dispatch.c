@@ -1132,7 +1132,7 @@ static int cmd_copy_tensor_to(struct conn *c, const struct baton_frame_header *h
  * with it. Only after the tag right after the data has verified
  * (SECURITY.md) does seq count as landed: a write that fails midway makes
  * a fence on seq fail at once. */
-#define PEER_PIECE_BYTES (16u * 1024u)
+#define PEER_PIECE_BYTES (64u * 1024u)
 static int cmd_peer_write(struct conn *c, const struct baton_frame_header *h)
 {
     struct baton_peer_write_header w;

@@ -94,7 +94,7 @@ grep -q "WARNING" "$TMP/batond.key.log" && fail "a warning with a key"
 
 # baton info against keyed, encrypting and unkeyed servers
 BATOND_EXTRA="${BATOND_EXTRA:-} --key $K" start_server keyed
-BATOND_EXTRA="${BATOND_EXTRA:-} --key $K --encrypt" start_server enc
+BATOND_EXTRA="${BATOND_EXTRA:-} --key $K --encrypt --peer-key $TMP/other.key" start_server enc
 start_server plain
 KEYED=127.0.0.1:$PORT_keyed
 ENC=127.0.0.1:$PORT_enc
@@ -108,6 +108,9 @@ info() { # info EXPECTED_RC OUTFILE ARGS...
 info 0 "$TMP/i1" --servers "$KEYED,$ENC" --key "$K"
 [ "$(grep -c "auth        key, frames MAC'd$" "$TMP/i1")" -eq 1 ] || fail "info: MAC'd line: $(cat "$TMP/i1")"
 [ "$(grep -c "auth        key, frames MAC'd and encrypted" "$TMP/i1")" -eq 1 ] || fail "info: encrypted line"
+[ "$(grep -c "direct path no (started without --peer-key)" "$TMP/i1")" -eq 1 ] &&
+    [ "$(grep -c "direct path yes" "$TMP/i1")" -eq 1 ] &&
+    [ "$(grep -c "pipeline    yes" "$TMP/i1")" -eq 2 ] || fail "info: direct path / pipeline lines: $(cat "$TMP/i1")"
 BATON_KEY_FILE="$K" info 0 "$TMP/i2" --servers "$KEYED"
 grep -q "name        batond cpu" "$TMP/i2" || fail "info with BATON_KEY_FILE"
 # a bad key file is named as it was given (a fresh-user review: always "--key")
