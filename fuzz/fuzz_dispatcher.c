@@ -970,7 +970,7 @@ static void handshake_reply(struct checker *c, uint8_t cmd, uint16_t status, uin
         uint8_t rep[BATON_FRAME_HEADER_BYTES + BATON_HELLO_BYTES];
         uint64_t features = fuzz_le(c->head + 8, 8);
         uint64_t want = BATON_FEATURE_AUTH | BATON_FEATURE_PEER_COPY | BATON_FEATURE_PIPELINE |
-                        (encrypt_mode ? BATON_FEATURE_ENCRYPT : 0);
+                        BATON_FEATURE_OWNER_FENCE | (encrypt_mode ? BATON_FEATURE_ENCRYPT : 0);
         FUZZ_CHECK(features == want, "keyed HELLO reply features 0x%llx, expected 0x%llx",
                    (unsigned long long)features, (unsigned long long)want);
         memcpy(rep, c->hdr, BATON_FRAME_HEADER_BYTES);
@@ -1095,7 +1095,7 @@ static void reply_done(struct checker *c)
     }
     case BATON_CMD_HELLO: {
         uint64_t features = fuzz_le(c->head + 8, 8);
-        uint64_t fw = BATON_FEATURE_PIPELINE;
+        uint64_t fw = BATON_FEATURE_PIPELINE | BATON_FEATURE_OWNER_FENCE;
         if (keyed_mode)
             fw |= BATON_FEATURE_AUTH | BATON_FEATURE_PEER_COPY |
                   (encrypt_mode ? BATON_FEATURE_ENCRYPT : 0);

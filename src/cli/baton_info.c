@@ -120,10 +120,12 @@ static int info_one(const char *spec, const struct baton_conn_options *o)
                                           : strcmp(spec, "local") == 0
                                               ? "no (in-process)"
                                               : "no (started without --peer-key)");
-        printf("  pipeline    %s\n", (f & BATON_FEATURE_PIPELINE)
-                                          ? "yes (GRAPH_REGISTER / GRAPH_RUN, fences)"
-                                          : "no (an older batond: baton run uses one stage "
-                                            "at a time)");
+        printf("  pipeline    %s\n",
+               !(f & BATON_FEATURE_PIPELINE)    ? "no (an older batond: baton run refuses it)"
+               : !(f & BATON_FEATURE_OWNER_FENCE) ? "yes, without the owner's PEER_FENCE (an "
+                                                    "older batond: baton run takes the hub path "
+                                                    "into it)"
+                                                  : "yes (GRAPH_REGISTER / GRAPH_RUN, fences)");
     }
     else
         fprintf(stderr, "baton info: %s: %s (%s)%s\n", spec, baton_status_str(rc),

@@ -614,6 +614,19 @@ static int seal_boundary(struct run *r, uint32_t i)
     for (uint32_t j = 0; j < r->n_slots; j++) {
         int rc = baton_peer_fence(dst->conn, b->grant[j], ++b->seq, (uint32_t)-BATON_E_FENCE);
 
+        if (rc == BATON_E_FENCE) {
+            /* the grant has seen a sequence number above ours (a holder of
+             * its id fenced it far ahead): revoking it stops late writes
+             * just as well, and the boundary stays on the hub path */
+            rc = baton_revoke_grant(dst->conn, b->grant[j]);
+            if (rc == 0 && b->direct) {
+                b->direct = 0;
+                stage_msg(r, "stage %u -> %u: a slot's grant was fenced past every sequence "
+                             "number this run uses; revoked, the boundary goes through the "
+                             "coordinator from now on\n",
+                          i + 1, i + 2);
+            }
+        }
         if (rc != 0)
             return stage_fail(r, dst, "PEER_FENCE", rc);
     }

@@ -417,6 +417,15 @@ int run_setup_direct(struct run *r)
                         i + 1, i + 2, no->index + 1, no->endpoint);
             continue;
         }
+        if (!(baton_conn_server_hello(nx->conn)->features & BATON_FEATURE_OWNER_FENCE)) {
+            /* the engine voids a destination's grants before a redo
+             * through the hub (seal_boundary): an older batond cannot */
+            fprintf(r->cfg->log, "plan: stage %u -> %u hub (stage %u at %s is an older batond: "
+                                 "it cannot void late hand-offs; a batond of this version is "
+                                 "needed for the direct path)\n",
+                    i + 1, i + 2, nx->index + 1, nx->endpoint);
+            continue;
+        }
         memset(&dest, 0, sizeof(dest));
         rc = resolve_peer(ep, &dest);
         if (rc != 0) {

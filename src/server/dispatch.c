@@ -274,7 +274,7 @@ static int cmd_hello(struct conn *c, const struct baton_frame_header *h)
      * verify the peers that write into our grants */
     if (cfg->peer_key)
         out.features |= BATON_FEATURE_PEER_COPY;
-    out.features |= BATON_FEATURE_PIPELINE;
+    out.features |= BATON_FEATURE_PIPELINE | BATON_FEATURE_OWNER_FENCE;
     baton_hs_nonce(out.nonce); /* libsodium, initialised by baton_server_create */
     memcpy(req, c->hdr, BATON_FRAME_HEADER_BYTES);
     memcpy(req + BATON_FRAME_HEADER_BYTES, p, BATON_HELLO_BYTES);

@@ -379,6 +379,7 @@ int grants_seal(struct grant_table *g, uint64_t session, const uint8_t id[BATON_
         /* a write in progress lands nothing more: grants_write_land checks
          * last_seq under this lock */
         g->v[i].writing = 0;
+        g->v[i].landed_seq = 0; /* the owner may change the bytes now: no fence passes */
         g->v[i].last_seq = seq;
         g->v[i].failed_seq = seq;
         pthread_cond_broadcast(&g->changed);

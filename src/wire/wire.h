@@ -48,6 +48,7 @@ enum baton_role { BATON_ROLE_SERVER = 0, BATON_ROLE_CLIENT = 1, BATON_ROLE_PEER 
 #define BATON_FEATURE_PEER_COPY (1ull << 1) /* COPY_TENSOR_TO / PEER_WRITE */
 #define BATON_FEATURE_ENCRYPT (1ull << 2)   /* responder: payloads encrypted after AUTH */
 #define BATON_FEATURE_PIPELINE (1ull << 3)  /* GRAPH_REGISTER / GRAPH_RUN, fences, async copies */
+#define BATON_FEATURE_OWNER_FENCE (1ull << 4) /* a grant owner's PEER_FENCE voids older writes */
 
 /* Frame header: 24 bytes, both directions.
  *  0  u8[4] magic "BATN"

@@ -143,6 +143,15 @@ static void test_land_seal_revoke(void **state)
     assert_int_equal(grants_create(8, &g), 0);
     assert_int_equal(grants_add(g, 1, 0x100000001ull, 0, 8, a), 0);
     uint64_t far = UINT64_MAX;
+    /* a landed write no longer passes a fence once sealed */
+    uint32_t failed = 9;
+    assert_int_equal(grants_write_begin(g, a, 1, far, &e), 0);
+    grants_write_end(g, a, 1, 1);
+    assert_int_equal(grants_seal(g, 1, a, 2), 0);
+    assert_int_equal(grants_fence_wait(g, 1, (const uint8_t(*)[BATON_GRANT_ID_BYTES])&a,
+                                       (uint64_t[]){1}, 1, far, NULL, NULL, &failed),
+                     BATON_E_FENCE);
+    assert_int_equal(failed, 0);
     /* a current write lands */
     assert_int_equal(grants_write_begin(g, a, 3, far, &e), 0);
     assert_int_equal(grants_write_land(g, a, 3, dst, src, 4), 0);
