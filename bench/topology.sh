@@ -4,7 +4,8 @@
 # each), joined by veth pairs through a bridge in a namespace of its own
 # (bt-hub), so nothing of the machine's own network is touched. Each batond
 # listens on its namespace's address with a client key, the peer key and an
-# allow-list naming the next server (s1 -> s2 -> s3), pinned with taskset to
+# allow-list naming the next server (s1 -> s2 -> s3; s2 and s3 also s1, for the
+# decode ring of a 2- or 3-stage arm), pinned with taskset to
 # its core (--cores). The coordinator's link can be rate-limited in both
 # directions with tc tbf (--coord-rate). Arms run in alternating order
 # (ABBA: round r runs the arms forward when r is odd, backward when even);
@@ -163,10 +164,11 @@ MODEL=$(cd "$(dirname "$MODEL")" && pwd)/$(basename "$MODEL")
 "$BATON" keygen -o "$TMP/client.key" 2>/dev/null
 "$BATON" keygen -o "$TMP/peer.key" 2>/dev/null
 
-# start_server I CORE PEER_ADDR: batond in bt-sI on port 7340
+# start_server I CORE PEER_ADDRS: batond in bt-sI on port 7340, allow-listing
+# each of PEER_ADDRS (space-separated) on port 7340
 start_server() {
     local i=$1 core=$2 peer=$3 extra=()
-    [ -n "$peer" ] && extra=(--peer "$peer:7340")
+    for p in $peer; do extra+=(--peer "$p:7340"); done
     ip netns exec "${NS[$i]}" taskset -c "$core" "$BATOND" --host "${ADDR[$i]}" --port 7340 \
         --port-file "$TMP/port.$i" --threads "$THREADS" --key "$TMP/client.key" \
         --peer-key "$TMP/peer.key" --quiet "${extra[@]}" 2>"$TMP/batond.$i.log" &
@@ -176,8 +178,10 @@ start_server() {
     echo "topology.sh: batond in ${NS[$i]} did not start" >&2
     exit 1
 }
-start_server 3 "$CORE3" ""
-start_server 2 "$CORE2" "${ADDR[3]}"
+# s1 -> s2 -> s3, and back to s1 from the last stage of a 2- or 3-stage arm
+# (the decode ring)
+start_server 3 "$CORE3" "${ADDR[1]}"
+start_server 2 "$CORE2" "${ADDR[3]} ${ADDR[1]}"
 start_server 1 "$CORE1" "${ADDR[2]}"
 S1=${ADDR[1]}:7340
 S2=${ADDR[2]}:7340
@@ -231,10 +235,11 @@ steps = j["per_step"]
 req = [sum(c["request_bytes"] for c in s.values()) for s in steps]
 rep = sum(sum(c["reply_bytes"] for c in s.values()) for s in steps)
 print("round %s pos %s %-12s prefill %8.1f tok/s (%.1f..%.1f)  decode %7.2f tok/s (%.2f..%.2f)"
-      "  ubatch %d  waits/step %.2f  coord B/step/stage sent %s, received %.0f  link %s"
+      "  ubatch %d  waits/step %.2f  coord B/step/stage sent %s, received %.0f  link %s  ring %s"
       % (rnd, pos, name, j["prefill"]["median"], j["prefill"]["min"], j["prefill"]["max"],
          j["decode"]["median"], j["decode"]["min"], j["decode"]["max"], j["ubatch"],
-         j["waits_per_step"], "/".join("%.0f" % b for b in req), rep, rate))
+         j["waits_per_step"], "/".join("%.0f" % b for b in req), rep, rate,
+         "yes" if j.get("ring") else "no"))
 EOF
 }
 

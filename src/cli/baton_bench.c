@@ -20,7 +20,7 @@ static void bench_usage(FILE *f)
     fputs("usage: baton bench --model FILE [--servers LIST] [--split P,...] [-p N] [-n N]\n"
           "                   [--ctx N] [--reps R] [--threads N] [--ubatch N] [--timeout MS]\n"
           "                   [--key FILE] [--p2p on|off] [--pipeline on|off] [--slots N]\n"
-          "                   [--json FILE]\n"
+          "                   [--ring on|off] [--json FILE]\n"
           "\n"
           "Runs the model R times on a synthetic prompt of -p tokens, generating -n tokens\n"
           "greedily (EOS ignored), and prints the median and spread (min..max) of prefill\n"
@@ -34,8 +34,8 @@ static void bench_usage(FILE *f)
           "  --reps R      repetitions (default 5)\n"
           "  --timeout MS  deadline of every server call (default 30000)\n"
           "  --json FILE   also write the figures as JSON\n"
-          "  --servers, --split, --threads, --ubatch, --key, --p2p, --pipeline, --slots:\n"
-          "                as for `baton run`\n"
+          "  --servers, --split, --threads, --ubatch, --key, --p2p, --pipeline, --slots,\n"
+          "  --ring        as for `baton run`\n"
           "\n"
           "-p + -n may not exceed the model's context length (llama.context_length, 2048\n"
           "when the model has no usable one), as the model was not trained past it and\n"
@@ -103,7 +103,7 @@ static void print_run_errors(const char *text)
 int baton_cmd_bench(int argc, char **argv)
 {
     enum { O_MODEL = 256, O_SERVERS, O_SPLIT, O_REPS, O_JSON, O_THREADS, O_UBATCH, O_KEY,
-           O_HELP, O_CTX, O_TIMEOUT, O_P2P, O_PIPELINE, O_SLOTS };
+           O_HELP, O_CTX, O_TIMEOUT, O_P2P, O_PIPELINE, O_SLOTS, O_RING };
     static const struct option opts[] = {
         {"model", required_argument, 0, O_MODEL}, {"servers", required_argument, 0, O_SERVERS},
         {"split", required_argument, 0, O_SPLIT}, {"reps", required_argument, 0, O_REPS},
@@ -112,6 +112,7 @@ int baton_cmd_bench(int argc, char **argv)
         {"help", no_argument, 0, O_HELP},         {"ctx", required_argument, 0, O_CTX},
         {"timeout", required_argument, 0, O_TIMEOUT}, {"p2p", required_argument, 0, O_P2P},
         {"pipeline", required_argument, 0, O_PIPELINE}, {"slots", required_argument, 0, O_SLOTS},
+        {"ring", required_argument, 0, O_RING},
         {0, 0, 0, 0}};
     struct baton_run_config cfg;
     struct baton_run_result *res = NULL;
@@ -154,6 +155,7 @@ int baton_cmd_bench(int argc, char **argv)
         case O_CTX: bad = baton_cli_parse_u32(PROG, "--ctx", optarg, 1, UINT32_MAX, &n_ctx); break;
         case O_P2P: bad = baton_cli_parse_onoff(PROG, "--p2p", optarg, &cfg.p2p); break;
         case O_PIPELINE: bad = baton_cli_parse_onoff(PROG, "--pipeline", optarg, &cfg.pipeline); break;
+        case O_RING: bad = baton_cli_parse_onoff(PROG, "--ring", optarg, &cfg.ring); break;
         case O_SLOTS:
             bad = baton_cli_parse_u32(PROG, "--slots", optarg, 1, BATON_LLAMA_MAX_SLOTS,
                                       &cfg.n_slots);
@@ -315,10 +317,11 @@ int baton_cmd_bench(int argc, char **argv)
         snprintf(reps_text, sizeof reps_text, "%u of %u (repetition %u failed)", n_done, reps,
                  n_done + 1);
     printf("bench: %s, servers %s, split %s, prompt %u, generated %u, reps %s, threads %u, "
-           "ctx %u, ubatch %u, pipeline %s, p2p %s, slots %u\n",
+           "ctx %u, ubatch %u, pipeline %s, p2p %s, slots %u, ring %s\n",
            cfg.model_path, cfg.servers, cfg.split ? cfg.split : "(equal)", n_prompt, n_gen,
            reps_text, cfg.n_threads, cfg.n_ctx, res->n_ubatch, cfg.pipeline ? "on" : "off",
-           cfg.p2p ? "on" : "off", cfg.n_slots);
+           cfg.p2p ? "on" : "off", cfg.n_slots,
+           !cfg.ring ? "off" : res->ring ? "on" : "on (not used)");
     printf("  %-8s %12s %12s %12s  %s\n", "figure", "median", "min", "max", "unit");
     for (i = 0; i < 5; i++)
         printf("  %-8s %12.3f %12.3f %12.3f  %s\n", fig[i].name, fig[i].med, fig[i].lo, fig[i].hi,
@@ -352,10 +355,10 @@ int baton_cmd_bench(int argc, char **argv)
         baton_cli_put_string(f, cfg.servers, strlen(cfg.servers), 1);
         fprintf(f, ", \"prompt\": %u, \"generated\": %u, \"ctx\": %u, \"ubatch\": %u, "
                    "\"reps\": %u, \"threads\": %u, \"pipeline\": %s, \"p2p\": %s, "
-                   "\"slots\": %u, \"waits_per_step\": %.4g",
+                   "\"slots\": %u, \"ring\": %s, \"waits_per_step\": %.4g",
                 n_prompt, n_gen, cfg.n_ctx, res->n_ubatch, reps, cfg.n_threads,
                 cfg.pipeline ? "true" : "false", cfg.p2p ? "true" : "false", cfg.n_slots,
-                res->decode_steps ? (double)res->waits / res->decode_steps : 0.0);
+                res->ring ? "true" : "false", res->decode_steps ? (double)res->waits / res->decode_steps : 0.0);
         for (i = 0; i < 5; i++)
             fprintf(f, ", \"%s\": {\"unit\": \"%s\", \"median\": %.6g, \"min\": %.6g, "
                        "\"max\": %.6g}",

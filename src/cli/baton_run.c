@@ -38,6 +38,10 @@ static void run_usage(FILE *f)
           "                       time (for A/B)\n"
           "  --slots N            input slots per stage boundary, 1..4 (default 2): how\n"
           "                       far one stage may run ahead of the next\n"
+          "  --ring on|off        the decode ring (default on): with greedy decoding and\n"
+          "                       the direct path, the last stage hands each token\n"
+          "                       straight to stage 1 and the coordinator queues the next\n"
+          "                       steps ahead; off: every token through this process\n"
           "  --temp T             sampling temperature (default 0: greedy)\n"
           "  --top-k K            keep the K most likely tokens (default 0: all)\n"
           "  --top-p P            nucleus sampling mass in (0, 1] (default 1)\n"
@@ -99,7 +103,7 @@ int baton_cmd_run(int argc, char **argv)
     enum {
         O_MODEL = 256, O_PROMPT, O_SERVERS, O_SPLIT, O_CTX, O_UBATCH, O_TEMP, O_TOPK, O_TOPP,
         O_SEED, O_THREADS, O_TIMEOUT, O_STATS, O_IDS, O_QUIET, O_IGNORE_EOS, O_GAP, O_HELP,
-        O_KEY, O_P2P, O_STATS_JSON, O_PIPELINE, O_SLOTS
+        O_KEY, O_P2P, O_STATS_JSON, O_PIPELINE, O_SLOTS, O_RING
     };
     static const struct option opts[] = {
         {"model", required_argument, 0, O_MODEL},     {"prompt", required_argument, 0, O_PROMPT},
@@ -114,6 +118,7 @@ int baton_cmd_run(int argc, char **argv)
         {"key", required_argument, 0, O_KEY},
         {"p2p", required_argument, 0, O_P2P},         {"stats-json", required_argument, 0, O_STATS_JSON},
         {"pipeline", required_argument, 0, O_PIPELINE}, {"slots", required_argument, 0, O_SLOTS},
+        {"ring", required_argument, 0, O_RING},
         {0, 0, 0, 0}};
     struct baton_run_config cfg;
     const char *servers_name = "--servers"; /* where cfg.servers came from */
@@ -175,6 +180,9 @@ int baton_cmd_run(int argc, char **argv)
         case O_P2P: if (baton_cli_parse_onoff(PROG, "--p2p", optarg, &cfg.p2p)) return 2; break;
         case O_PIPELINE:
             if (baton_cli_parse_onoff(PROG, "--pipeline", optarg, &cfg.pipeline)) return 2;
+            break;
+        case O_RING:
+            if (baton_cli_parse_onoff(PROG, "--ring", optarg, &cfg.ring)) return 2;
             break;
         case O_SLOTS:
             if (parse_u32("--slots", optarg, 1, BATON_LLAMA_MAX_SLOTS, &cfg.n_slots)) return 2;

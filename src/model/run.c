@@ -51,6 +51,7 @@ void baton_run_config_default(struct baton_run_config *cfg)
     cfg->n_threads = 1;
     cfg->timeout_ms = 30000;
     cfg->p2p = 1;
+    cfg->ring = 1;
     cfg->out = stdout;
     cfg->log = stderr;
     cfg->prog = "baton";
@@ -247,6 +248,78 @@ static void stream_token(struct run *r, int32_t id, int32_t prev)
     fflush(r->cfg->out);
 }
 
+/* Takes a generated token: checked, kept in gen, streamed. Returns 1 when
+ * decoding ends with it (EOS, -n, or -1: a token outside the vocabulary,
+ * said), else 0. */
+static int take_token(struct run *r, const int32_t *prompt, size_t n_prompt, int32_t next,
+                      int32_t *gen, size_t *n_gen)
+{
+    const struct baton_run_config *cfg = r->cfg;
+
+    if (next < 0 || (uint32_t)next >= r->hp.n_vocab) {
+        stage_msg(r, "stage %u returned token id %d outside the vocabulary\n", r->n_stages, next);
+        return -1;
+    }
+    gen[(*n_gen)++] = next;
+    if (next == baton_tokenizer_eos(r->tok) && !cfg->ignore_eos)
+        return 1;
+    stream_token(r, next, *n_gen >= 2 ? gen[*n_gen - 2] : prompt[n_prompt - 1]);
+    return *n_gen == cfg->n_predict;
+}
+
+/* The decode ring's state for its on_token callback. */
+struct ring_decode {
+    const int32_t *prompt;
+    size_t n_prompt;
+    int32_t *gen;
+    size_t *n_gen;
+    int failed;
+};
+
+static int ring_on_token(struct run *r, int32_t token)
+{
+    struct ring_decode *d = r->on_token_arg;
+    int rc = take_token(r, d->prompt, d->n_prompt, token, d->gen, d->n_gen);
+
+    if (rc < 0)
+        d->failed = 1;
+    return rc != 0;
+}
+
+/* Decode with the ring (r->bounds[n_stages - 1] set up, greedy): the
+ * first token from the prefill, then every step queued ahead, each taking
+ * its token from the step before straight from the last stage; the engine
+ * hands each step's token to take_token as it comes. */
+static int decode_ring(struct run *r, const int32_t *prompt, size_t n_prompt, int32_t next,
+                       int32_t *gen, size_t *n_gen)
+{
+    struct ring_decode d = {prompt, n_prompt, gen, n_gen, 0};
+    struct run_ubatch *ub;
+    uint32_t m, k;
+    int rc = take_token(r, prompt, n_prompt, next, gen, n_gen);
+
+    if (rc != 0)
+        return rc < 0;
+    m = (uint32_t)(r->cfg->n_predict - *n_gen);
+    ub = calloc(m, sizeof(*ub));
+    if (ub == NULL) {
+        stage_msg(r, "out of memory\n");
+        return 1;
+    }
+    for (k = 0; k < m; k++) {
+        ub[k].tokens = k == 0 ? &gen[*n_gen - 1] : NULL;
+        ub[k].n = 1;
+        ub[k].pos0 = (uint32_t)(n_prompt + *n_gen - 1 + k);
+    }
+    r->on_token = ring_on_token;
+    r->on_token_arg = &d;
+    rc = run_engine(r, ub, m, &next);
+    r->on_token = NULL;
+    r->on_token_arg = NULL;
+    free(ub);
+    return rc != 0 || d.failed;
+}
+
 /* Decode: the first token from the prefill, then one step per token until
  * -n or EOS. gen[0..*n_gen) gets the tokens. */
 static int decode(struct run *r, const int32_t *prompt, size_t n_prompt, int32_t next,
@@ -254,6 +327,8 @@ static int decode(struct run *r, const int32_t *prompt, size_t n_prompt, int32_t
 {
     const struct baton_run_config *cfg = r->cfg;
 
+    if (r->n_stages >= 2 && r->bounds[r->n_stages - 1].direct)
+        return decode_ring(r, prompt, n_prompt, next, gen, n_gen);
     while (*n_gen < cfg->n_predict) {
         struct run_ubatch ub;
         int32_t cur;
@@ -320,6 +395,7 @@ static void fill_result(struct run *r, size_t n_prompt, size_t n_gen, double t_l
     res->waits = r->waits;
     res->redos = r->redos;
     res->n_direct = r->n_direct;
+    res->ring = r->n_stages >= 2 && r->bounds[r->n_stages - 1].direct;
 }
 
 /* Allocates the stages, boundaries and host buffers, places the layers and

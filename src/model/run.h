@@ -16,7 +16,9 @@
  * itself, with a sequence number, and stage i+1's run is fenced on it. A
  * hand-off that does not land makes the fenced run fail (nothing computed)
  * and the step is redone through the hub path, so the output is identical
- * on both paths.
+ * on both paths. The decode ring (greedy, cfg->ring): the last stage also
+ * hands each decode step's token to stage 1's token input, whose next run
+ * is fenced on it, and the coordinator queues the decode steps ahead.
  */
 #ifndef BATON_MODEL_RUN_H
 #define BATON_MODEL_RUN_H
@@ -46,6 +48,7 @@ struct baton_run_result {
     uint32_t n_ubatch;         /* prompt tokens per prefill step, as run */
     /* Direct path, decode window, per stage: */
     uint32_t n_direct;                            /* boundaries with the direct path set up */
+    int ring;                /* decode went around the ring (last stage -> stage 1) */
     uint64_t copies_done[BATON_MAX_STAGES];       /* COPY_TENSOR_TO replies "done" */
     uint64_t copies_not_done[BATON_MAX_STAGES];   /* ... "not done": copied via the hub */
     uint64_t hidden_gets[BATON_MAX_STAGES];       /* hub: hidden-state GET_TENSOR */
@@ -90,6 +93,9 @@ struct baton_run_config {
     const char *stats_json; /* when set, write the same statistics as JSON */
     int p2p;              /* 1 (default): direct path where both ends support it;
                              0: hub path only */
+    int ring;             /* 1 (default): the decode ring where it can be used (greedy,
+                             direct path to stage 1): the last stage hands each token
+                             straight to stage 1; 0: every token through the coordinator */
     int quiet;            /* no streamed text (tests) */
     int report_gap;       /* fetch logits each step; write the smallest top-2 gap to ids_path */
     int ignore_eos;       /* keep generating past EOS (benchmarks, tests) */

@@ -68,8 +68,9 @@ struct block {
     int submitted;
     int has_set, has_get;
     int st_set, st_run, st_get;
-    int fenced;   /* the run waits for the previous stage's hand-off */
+    int fenced;   /* the run waits for the previous stage's hand-off (stage 1: the ring's) */
     int mode;     /* enum out_mode */
+    int ring;     /* last stage: 0, or OUT_HANDOFF_ASYNC / _SYNC: the token goes to stage 1 */
     int resolved; /* a synchronous hand-off's outcome has been acted on */
     uint64_t seq; /* the hand-off's sequence number */
     struct baton_copy_result copy;
@@ -77,7 +78,7 @@ struct block {
 };
 
 struct step {
-    const int32_t *tokens;
+    const int32_t *tokens; /* NULL: a ring step, whose token the step before produces */
     uint32_t n, pos0;
     uint64_t number; /* r->n_steps when the batch began + k: picks the slot */
     uint32_t slot;
@@ -92,7 +93,9 @@ struct engine {
     uint32_t next[BATON_MAX_STAGES]; /* the next step each stage submits */
     uint32_t done;                   /* steps [0, done) answered everywhere, retired */
     uint64_t base;                   /* the first step's number */
-    int hub[BATON_MAX_STAGES];       /* boundary i through the coordinator for this batch */
+    uint32_t hub_end[BATON_MAX_STAGES]; /* boundary i goes through the coordinator for the
+                                           steps before this one (those redone after a
+                                           failure) */
     uint32_t recoveries;
     uint64_t wait_key;               /* the reply the last counted wait was for */
     struct step ring[RUN_RING];
@@ -112,7 +115,8 @@ static int pending(int st)
 static int block_answered(const struct block *b)
 {
     return b->submitted && !(b->has_set && pending(b->st_set)) && !pending(b->st_run) &&
-           !(b->has_get && pending(b->st_get)) && (b->mode != OUT_HANDOFF_SYNC || b->resolved);
+           !(b->has_get && pending(b->st_get)) &&
+           ((b->mode != OUT_HANDOFF_SYNC && b->ring != OUT_HANDOFF_SYNC) || b->resolved);
 }
 
 /* Block b has answered, and every reply succeeded. */
@@ -134,7 +138,9 @@ static int can_submit(struct engine *e, uint32_t s, uint32_t k)
     struct run *r = e->r;
     struct step *st;
 
-    if (k >= e->m || k >= e->done + RUN_RING)
+    /* the ring keeps the last retired step too: a ring step takes its
+     * token (or, redone, its argmax) from the step before */
+    if (k >= e->m || k + 1 >= e->done + RUN_RING)
         return 0;
     st = step_at(e, k);
     if (s == 0 && st->k_plus_1 != k + 1) {
@@ -159,6 +165,15 @@ static int can_submit(struct engine *e, uint32_t s, uint32_t k)
             return 0;
     } else if (!r->cfg->pipeline && k > e->done) {
         return 0; /* one step at a time */
+    } else if (st->tokens == NULL) {
+        /* a ring step: its token is the step before's; that block must be
+         * sent (its hand-off's sequence number), its synchronous hand-off's
+         * outcome known, and without the ring its argmax read */
+        const struct block *pb = &step_at(e, k - 1)->b[r->n_stages - 1];
+
+        if (!pb->submitted || (pb->ring == OUT_HANDOFF_SYNC && !pb->resolved) ||
+            (!pb->ring && pending(pb->st_run)))
+            return 0;
     }
     /* the previous block of this stage: a hand-off whose outcome is not
      * known yet may need hidden_out again (the hub fallback GET) */
@@ -166,8 +181,13 @@ static int can_submit(struct engine *e, uint32_t s, uint32_t k)
         !step_at(e, k - 1)->b[s].resolved)
         return 0;
     /* slot k mod n_slots of the next stage (and its host buffer) is free
-     * once the next stage has answered step k - n_slots */
-    if (s + 1 < r->n_stages && k >= r->n_slots && !answered(e, s + 1, k - r->n_slots))
+     * once the next stage has answered step k - n_slots. A ring step needs
+     * no such wait: its input is the step before's token, so every stage
+     * computes it only after every stage has computed the step before (and
+     * the coordinator may queue ring steps ahead by more than its round
+     * trip) */
+    if (st->tokens != NULL && s + 1 < r->n_stages && k >= r->n_slots &&
+        !answered(e, s + 1, k - r->n_slots))
         return 0;
     return 1;
 }
@@ -209,7 +229,22 @@ static int submit_block(struct engine *e, uint32_t s, uint32_t k)
     r->token_bytes += BATON_RUN_INPUT_BYTES;
 
     /* the input */
-    if (stage->st.first && st->n == 1) {
+    if (stage->st.first && st->tokens == NULL) {
+        /* a ring step: the token of the step before, straight from the last
+         * stage (fenced on its write), or through the coordinator */
+        const struct block *pb = &step_at(e, k - 1)->b[r->n_stages - 1];
+
+        if (pb->ring) {
+            struct baton_run_fence *f = &run.fences[run.n_fences++];
+
+            memcpy(f->grant, r->bounds[r->n_stages - 1].grant[0], BATON_GRANT_ID_BYTES);
+            f->seq = pb->seq;
+            blk->fenced = 1;
+        } else {
+            run.inputs[run.n_inputs++] = (struct baton_run_input){g->in.tokens, 1, pb->argmax};
+            r->token_bytes += BATON_RUN_INPUT_BYTES;
+        }
+    } else if (stage->st.first && st->n == 1) {
         run.inputs[run.n_inputs++] = (struct baton_run_input){g->in.tokens, 1, st->tokens[0]};
         r->token_bytes += BATON_RUN_INPUT_BYTES;
     } else if (stage->st.first) {
@@ -248,16 +283,32 @@ static int submit_block(struct engine *e, uint32_t s, uint32_t k)
 
     /* the output */
     if (stage->st.last) {
+        struct boundary *b = &r->bounds[r->n_stages - 1];
+
         blk->mode = OUT_RETURN;
         run.flags |= BATON_RUN_RETURN;
         run.ret.leaf = g->in.argmax;
         run.ret_dst = &blk->argmax;
         run.ret_bytes = 4;
         r->token_bytes += 4;
+        /* the next step is a ring step: the token goes to stage 1 too */
+        if (k + 1 < e->m && e->ub[k + 1].tokens == NULL && b->direct &&
+            st->number >= b->retry_step) {
+            const int sync = !b->proven;
+
+            blk->seq = ++b->seq;
+            blk->ring = sync ? OUT_HANDOFF_SYNC : OUT_HANDOFF_ASYNC;
+            run.flags |= BATON_RUN_HANDOFF;
+            run.handoff.route = b->route[0];
+            run.handoff.flags = sync ? 0 : BATON_COPY_ASYNC;
+            run.handoff.seq = blk->seq;
+            run.handoff.n = 4;
+            run.handoff_result = &blk->copy;
+        }
     } else {
         struct boundary *b = &r->bounds[s];
 
-        if (b->direct && !e->hub[s] && st->number >= b->retry_step) {
+        if (b->direct && k >= e->hub_end[s] && st->number >= b->retry_step) {
             const int sync = !b->proven || !r->cfg->pipeline;
 
             blk->seq = ++b->seq;
@@ -300,29 +351,46 @@ static int submit_block(struct engine *e, uint32_t s, uint32_t k)
 static void note_outcome(struct run *r, uint32_t i, uint32_t outcome, uint32_t status)
 {
     struct boundary *b = &r->bounds[i];
+    const uint32_t d = (i + 1) % r->n_stages + 1; /* the destination stage (the ring: 1) */
 
     if (outcome == b->last_outcome)
         return;
-    stage_msg(r, "stage %u -> %u: direct copy %s%s%s\n", i + 1, i + 2, run_outcome_name(outcome),
+    if (i + 1 == r->n_stages) {
+        /* the decode ring: one line, it is an optimisation */
+        if (outcome == BATON_COPY_DONE)
+            stage_msg(r, "stage %u -> 1 (decode ring): tokens go straight to stage 1\n", i + 1);
+        else if (outcome == BATON_COPY_NOT_ALLOWED)
+            stage_msg(r, "stage %u -> 1 (decode ring): stage %u (%s) does not allow-list stage 1 "
+                         "(batond --peer %s would let it); tokens go through the coordinator\n",
+                      i + 1, i + 1, r->stages[i].endpoint, b->dest_name);
+        else
+            stage_msg(r, "stage %u -> 1 (decode ring): direct copy %s%s%s; tokens go through the "
+                         "coordinator for now\n",
+                      i + 1, run_outcome_name(outcome), status ? " " : "",
+                      status ? baton_status_name(-(int)status) : "");
+        b->last_outcome = outcome;
+        return;
+    }
+    stage_msg(r, "stage %u -> %u: direct copy %s%s%s\n", i + 1, d, run_outcome_name(outcome),
               status ? " " : "", status ? baton_status_name(-(int)status) : "");
     if (outcome != BATON_COPY_DONE)
         stage_msg(r, "stage %u -> %u: copying through the coordinator (hub path) while the direct "
                      "copy is not done\n",
-                  i + 1, i + 2);
+                  i + 1, d);
     /* what to change, where the outcome says it */
     if (outcome == BATON_COPY_NOT_ALLOWED)
         stage_msg(r, "stage %u (%s) sends only to its allow-list: start it with --peer %s (the "
                      "address stage %u is reached at; --servers HOST:PORT@PEERHOST:PEERPORT "
                      "names another)\n",
-                  i + 1, r->stages[i].endpoint, b->dest_name, i + 2);
+                  i + 1, r->stages[i].endpoint, b->dest_name, d);
     else if (outcome == BATON_COPY_UNREACHABLE)
         stage_msg(r, "stage %u (%s) cannot connect to %s: is stage %u listening there for the "
                      "other servers?\n",
-                  i + 1, r->stages[i].endpoint, b->dest_name, i + 2);
+                  i + 1, r->stages[i].endpoint, b->dest_name, d);
     else if (outcome == BATON_COPY_HANDSHAKE)
         stage_msg(r, "stages %u and %u hold different peer keys (batond --peer-key), or stage %u "
                      "holds none\n",
-                  i + 1, i + 2, i + 2);
+                  i + 1, d, d);
     else if (outcome == BATON_COPY_LIMIT)
         stage_msg(r, "stage %u (%s) has all its peer links open (batond --max-peer-links) or "
                      "holds no peer key\n",
@@ -384,6 +452,27 @@ static int process(struct engine *e, int *changed)
             if (rc != 0)
                 return submit_fail(e, s, rc);
         }
+        /* the ring's synchronous hand-off: on "not done" the next step's
+         * token goes through the coordinator (the argmax came back) */
+        {
+            const uint32_t last = r->n_stages - 1;
+            struct block *blk = &st->b[last];
+
+            if (blk->submitted && blk->ring == OUT_HANDOFF_SYNC && !blk->resolved &&
+                !pending(blk->st_run)) {
+                blk->resolved = 1;
+                *changed = 1;
+                if (blk->st_run == 0) {
+                    note_outcome(r, last, blk->copy.result, blk->copy.status);
+                    if (blk->copy.result == BATON_COPY_DONE) {
+                        r->bounds[last].proven = 1;
+                    } else {
+                        boundary_failed(r, last, st->number);
+                        blk->ring = 0;
+                    }
+                }
+            }
+        }
     }
     /* retire answered steps in order */
     while (e->done < e->m && e->done < e->next[r->n_stages - 1]) {
@@ -396,15 +485,16 @@ static int process(struct engine *e, int *changed)
             ;
         if (s < r->n_stages)
             break;
-        for (s = 1; s < r->n_stages; s++)
-            if (st->b[s].fenced && st->b[s].st_run == 0)
-                r->stages[s - 1].copies_done++;
-        for (s = 0; s + 1 < r->n_stages; s++) {
-            struct boundary *b = &r->bounds[s];
+        /* a fenced run that succeeded: the hand-off into it landed (stage
+         * 1's: the ring's, from the last stage) */
+        for (s = 0; s < r->n_stages; s++) {
+            const uint32_t bi = s == 0 ? r->n_stages - 1 : s - 1;
+            struct boundary *b = &r->bounds[bi];
 
-            if (st->b[s].mode != OUT_HANDOFF_ASYNC && st->b[s].mode != OUT_HANDOFF_SYNC)
+            if (!st->b[s].fenced)
                 continue;
-            note_outcome(r, s, BATON_COPY_DONE, 0);
+            r->stages[bi].copies_done++;
+            note_outcome(r, bi, BATON_COPY_DONE, 0);
             /* a boundary that failed is tried again after 1, 2, 4 ... 64
              * steps; after RUN_CLEAN_STEPS steps without a failure its
              * count starts again, so one that fails every few steps is not
@@ -413,7 +503,12 @@ static int process(struct engine *e, int *changed)
                 b->fails = 0;
         }
         e->done++;
+        e->recoveries = 0; /* a limit on failures in a row, not per batch */
         *changed = 1;
+        /* a ring step's token, streamed as it comes; the caller may stop
+         * the steps after it (EOS, -n) */
+        if (r->on_token && r->on_token(r, st->b[r->n_stages - 1].argmax) != 0)
+            e->m = e->done;
     }
     return 0;
 }
@@ -609,9 +704,9 @@ static int drain_all(struct engine *e)
 static int seal_boundary(struct run *r, uint32_t i)
 {
     struct boundary *b = &r->bounds[i];
-    struct stage_rt *dst = &r->stages[i + 1];
+    struct stage_rt *dst = &r->stages[(i + 1) % r->n_stages]; /* the ring's: stage 1 */
 
-    for (uint32_t j = 0; j < r->n_slots; j++) {
+    for (uint32_t j = 0; j < b->n_grants; j++) {
         int rc = baton_peer_fence(dst->conn, b->grant[j], ++b->seq, (uint32_t)-BATON_E_FENCE);
 
         if (rc == BATON_E_FENCE) {
@@ -656,7 +751,7 @@ static int recover(struct engine *e)
     }
     if (k_fail == UINT32_MAX)
         return 0;
-    if (s_fail == 0 || !step_at(e, k_fail)->b[s_fail].fenced) {
+    if (!step_at(e, k_fail)->b[s_fail].fenced || (s_fail == 0 && k_fail == 0)) {
         stage_fail(r, &r->stages[s_fail], "GRAPH_RUN", BATON_E_FENCE);
         return 1;
     }
@@ -666,22 +761,30 @@ static int recover(struct engine *e)
                   s_fail + 1);
         return 1;
     }
+    /* the boundary at fault: into stage s_fail, or (stage 1) the ring,
+     * whose hand-off the last stage's block of the step before made */
+    const uint32_t bi = s_fail == 0 ? r->n_stages - 1 : s_fail - 1;
+    struct block *pb = s_fail == 0 ? &step_at(e, k_fail - 1)->b[bi] : &step_at(e, k_fail)->b[bi];
     {
-        const struct block *pb = &step_at(e, k_fail)->b[s_fail - 1];
+        const int async = s_fail == 0 ? pb->ring == OUT_HANDOFF_ASYNC : pb->mode == OUT_HANDOFF_ASYNC;
 
         stage_msg(r, "stage %u -> %u: the hand-off of a step did not land (%s); redoing it "
-                     "through the coordinator (hub path)\n",
-                  s_fail, s_fail + 1,
-                  pb->mode == OUT_HANDOFF_ASYNC && pb->copy.result != BATON_COPY_QUEUED &&
-                          pb->st_run == 0
+                     "%s\n",
+                  bi + 1, s_fail + 1,
+                  async && pb->copy.result != BATON_COPY_QUEUED && pb->st_run == 0
                       ? run_outcome_name(pb->copy.result)
-                      : "the write failed, was cancelled, or passed the fence deadline");
+                      : "the write failed, was cancelled, or passed the fence deadline",
+                  s_fail == 0 ? "with the token from the coordinator"
+                              : "through the coordinator (hub path)");
     }
-    if (seal_boundary(r, s_fail - 1) != 0)
+    if (seal_boundary(r, bi) != 0)
         return 1;
-    boundary_failed(r, s_fail - 1, step_at(e, k_fail)->number);
-    r->bounds[s_fail - 1].last_outcome = BATON_COPY_OUTCOME_LIMIT; /* say the next outcome */
-    e->hub[s_fail - 1] = 1;
+    boundary_failed(r, bi, step_at(e, k_fail)->number);
+    r->bounds[bi].last_outcome = BATON_COPY_OUTCOME_LIMIT; /* say the next outcome */
+    if (s_fail == 0)
+        pb->ring = 0; /* the redone step takes the token from the coordinator */
+    else
+        e->hub_end[bi] = e->next[0]; /* the redone steps go through the hub */
     r->redos += e->next[0] - k_fail;
     for (k = k_fail; k < e->next[0]; k++) {
         struct step *st = step_at(e, k);
@@ -709,7 +812,7 @@ int run_engine(struct run *r, const struct run_ubatch *ub, uint32_t m, int32_t *
     e->m = m;
     e->base = r->n_steps;
     e->wait_key = UINT64_MAX;
-    while (e->done < m) {
+    while (e->done < e->m) {
         int progress = 0, rc;
 
         for (uint32_t s = 0; s < r->n_stages; s++) {
@@ -730,14 +833,14 @@ int run_engine(struct run *r, const struct run_ubatch *ub, uint32_t m, int32_t *
                 goto out;
             continue;
         }
-        if (progress || e->done == m)
+        if (progress || e->done == e->m)
             continue;
         if (wait_replies(e) != 0)
             goto out;
     }
     if (drain_all(e) != 0)
         goto out;
-    *next = step_at(e, m - 1)->b[r->n_stages - 1].argmax;
+    *next = step_at(e, e->m - 1)->b[r->n_stages - 1].argmax;
     ret = 0;
 out:
     r->n_steps += m;

@@ -33,11 +33,13 @@ struct stage_graph {
     struct baton_llama_graph_inputs in;
 };
 
-/* The boundary from stage i to stage i + 1. */
+/* The boundary from stage i to stage i + 1; bounds[n_stages - 1] is the
+ * decode ring, from the last stage's argmax to stage 1's token input. */
 struct boundary {
     int direct;         /* the direct path is set up: grants, routes */
     char dest_name[RUN_ENDPOINT_MAX];
     uint32_t route[BATON_LLAMA_MAX_SLOTS];                 /* on stage i, per slot of i + 1 */
+    uint32_t n_grants;  /* grants and routes set up (slots; 1 for the ring) */
     uint8_t grant[BATON_LLAMA_MAX_SLOTS][BATON_GRANT_ID_BYTES]; /* on stage i + 1 */
     uint64_t seq;       /* the last sequence number used (grows over the run) */
     int proven;         /* a copy went through since the last failure: copies go async */
@@ -78,7 +80,11 @@ struct run {
     struct baton_server *local; /* in-process server for --servers local */
     struct baton_key *key;      /* cfg->key_path, loaded (NULL: no authentication) */
     struct stage_rt *stages;
-    struct boundary *bounds;    /* n_stages - 1 */
+    struct boundary *bounds;    /* n_stages: the boundaries, then the decode ring */
+    /* the decode ring's steps: called as each step retires, in order, with
+     * its token; a non-zero return stops the steps after it (NULL: none) */
+    int (*on_token)(struct run *r, int32_t token);
+    void *on_token_arg;
     uint32_t n_stages;
     uint32_t n_ubatch;          /* tokens per prefill step (cfg->n_ubatch or the default) */
     uint32_t n_slots;           /* boundary input slots per stage */

@@ -372,6 +372,58 @@ static int resolve_peer(const char *endpoint, struct baton_peer_dest *d)
     return rc;
 }
 
+/* The decode ring (docs/PROTOCOL.md "Asynchronous hand-off"): the last
+ * stage hands each decode step's argmax (4 bytes) straight to stage 1's
+ * token input, so the coordinator need not turn the token around. Set up
+ * (r->bounds[n_stages - 1], one grant on the first 4 bytes of stage 1's
+ * io.tokens, one route on the last stage from its io.argmax) for greedy
+ * decode over 2 or more stages with the pipeline and --ring on, when the
+ * last stage offers PEER_COPY and stage 1 PEER_COPY and OWNER_FENCE. 0 or
+ * 1 (said). */
+static int setup_ring(struct run *r)
+{
+    const struct baton_run_config *cfg = r->cfg;
+    const uint32_t p = r->n_stages;
+    struct stage_rt *s = &r->stages[p - 1], *nx = &r->stages[0];
+    struct boundary *b = &r->bounds[p - 1];
+    const char *ep = nx->peer_endpoint[0] ? nx->peer_endpoint : nx->endpoint;
+    struct baton_peer_dest dest;
+    const char *why = NULL;
+    int rc;
+
+    if (p < 2 || cfg->n_predict < 2 || !cfg->ring || !cfg->pipeline)
+        return 0; /* nothing to say: --ring off, one stage, or no decode step */
+    if (r->want_logits)
+        why = "the coordinator samples (--temp) or reads the logits";
+    else if (!cfg->p2p || r->local)
+        why = cfg->p2p ? "in-process stages" : "--p2p off";
+    else if (!(baton_conn_server_hello(s->conn)->features & BATON_FEATURE_PEER_COPY) ||
+             !(baton_conn_server_hello(nx->conn)->features & BATON_FEATURE_PEER_COPY))
+        why = "stage 1 and the last stage both need the peer key (batond --peer-key)";
+    else if (!(baton_conn_server_hello(nx->conn)->features & BATON_FEATURE_OWNER_FENCE))
+        why = "stage 1 is an older batond";
+    memset(&dest, 0, sizeof(dest));
+    if (why == NULL && resolve_peer(ep, &dest) != 0)
+        why = "cannot resolve stage 1's peer address";
+    if (why != NULL) {
+        fprintf(cfg->log, "plan: decode ring off: tokens through the coordinator (%s)\n", why);
+        return 0;
+    }
+    rc = baton_grant_write(nx->conn, nx->st.io.tokens.buffer, nx->st.io.tokens.offset, 4,
+                           b->grant[0]);
+    if (rc != 0)
+        return stage_fail(r, nx, "GRANT_WRITE", rc);
+    memcpy(dest.grant, b->grant[0], BATON_GRANT_ID_BYTES);
+    rc = baton_copy_route(s->conn, &s->st.io.argmax, &dest, &b->route[0]);
+    if (rc != 0)
+        return stage_fail(r, s, "COPY_ROUTE", rc);
+    snprintf(b->dest_name, sizeof b->dest_name, "%s", ep);
+    b->n_grants = 1;
+    b->direct = 1;
+    fprintf(cfg->log, "plan: decode ring: stage %u -> 1 hands each token to %s\n", p, ep);
+    return 0;
+}
+
 /* Sets up the direct path at every boundary whose two servers advertise
  * PEER_COPY: a grant per input slot of the next stage's hidden_in (each
  * the whole slot, for up to n_ubatch tokens), a route per slot on the
@@ -446,12 +498,13 @@ int run_setup_direct(struct run *r)
                 return stage_fail(r, s, "COPY_ROUTE", rc);
         }
         snprintf(b->dest_name, sizeof b->dest_name, "%s", ep);
+        b->n_grants = r->n_slots;
         b->direct = 1;
         r->n_direct++;
         fprintf(r->cfg->log, "plan: stage %u -> %u direct (hand-off to %s)\n", i + 1, i + 2,
                 ep);
     }
-    return 0;
+    return setup_ring(r);
 }
 
 /* This session's peer counters on the server of s (a COPY_TENSOR_TO with

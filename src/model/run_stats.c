@@ -103,9 +103,9 @@ int run_write_stats_json(struct run *r, const char *path, uint32_t steps)
         }
     }
     fprintf(f, "{\"decode_steps\": %u, \"stages\": %u, \"p2p\": %s, \"direct_boundaries\": %u, "
-               "\"ubatch\": %u, \"slots\": %u,\n",
+               "\"ubatch\": %u, \"slots\": %u, \"ring\": %s,\n",
             steps, r->n_stages, r->cfg->p2p ? "true" : "false", r->n_direct, r->n_ubatch,
-            r->n_slots);
+            r->n_slots, r->n_stages >= 2 && r->bounds[r->n_stages - 1].direct ? "true" : "false");
     fprintf(f, " \"per_step\": {\n  \"commands\": ");
     json_cmds(f, sum, steps ? steps : 1);
     fprintf(f, ",\n  \"hidden_state_bytes\": %.6g, \"token_bytes\": %.6g, \"logits_bytes\": %.6g,\n",

@@ -142,6 +142,27 @@ start_chain() {
     done
 }
 
+# start_ring NAME...: like start_chain, and the last server also
+# allow-lists the first (the decode ring: the last stage hands each token to
+# stage 1). The first server starts without an allow-list, the others after
+# it in reverse order (each naming the next, the last the first), then the
+# first is started again on its port, naming the second.
+start_ring() {
+    local names=("$@") i n=$#
+    BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS" start_server "${names[0]}"
+    local port0_var="PORT_${names[0]}" pid0_var="PID_${names[0]}"
+    local port0=${!port0_var}
+    for ((i = n - 1; i >= 1; i--)); do
+        local next_var="PORT_${names[$(((i + 1) % n))]}"
+        BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --peer 127.0.0.1:${!next_var}" start_server "${names[$i]}"
+    done
+    kill -TERM "${!pid0_var}"
+    wait "${!pid0_var}" 2>/dev/null || true
+    local second_var="PORT_${names[1]}"
+    BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --port $port0 --peer 127.0.0.1:${!second_var}" \
+        start_server "${names[0]}"
+}
+
 # field FILE EXPR: a Python expression over the JSON document j in FILE
 # (an --ids-file or --stats-json), printed.
 field() {

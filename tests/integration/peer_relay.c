@@ -20,7 +20,10 @@
  *   cut      the first connection is closed (both sides, mid-frame) once
  *            BYTES bytes have gone towards the destination on it; later
  *            connections are relayed in full: one reset on a path that
- *            works again at once.
+ *            works again at once;
+ *   delay    every byte, both directions, is relayed --delay-ms after it
+ *            arrived (a link with that one-way latency; bandwidth is not
+ *            limited): the latency netem would add, in user space.
  * --mark-file FILE is created once --mark-after bytes have gone towards
  * the destination (so a test can act while a transfer is in flight).
  * SIGTERM ends the relay. Exit 2 on a usage error, 1 if it cannot listen. */
@@ -41,7 +44,7 @@
 
 #include "net/net.h"
 
-enum mode { MODE_FORWARD, MODE_STALL, MODE_DIE, MODE_SLOW, MODE_CUT };
+enum mode { MODE_FORWARD, MODE_STALL, MODE_DIE, MODE_SLOW, MODE_CUT, MODE_DELAY };
 
 static enum mode g_mode = MODE_FORWARD;
 static uint16_t g_to;
@@ -85,6 +88,85 @@ static void hold_forever(void)
         sleep_ms(1000);
 }
 
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* One direction of a delay-mode connection: bytes read from `from` are
+ * written to `to` g_delay_ms after they arrived. A FIFO of chunks with
+ * their due times; poll waits for input or the head's due time. */
+struct delay_dir {
+    int from, to;
+};
+
+struct delay_chunk {
+    uint64_t due;
+    size_t n;
+    struct delay_chunk *next;
+    uint8_t data[];
+};
+
+static void *delay_main(void *arg)
+{
+    struct delay_dir *d = arg;
+    struct delay_chunk *head = NULL, **tail = &head;
+    int open = 1;
+    while (open || head) {
+        uint64_t now = now_ms();
+        int timeout = head ? (head->due > now ? (int)(head->due - now) : 0) : -1;
+        struct pollfd p = {.fd = d->from, .events = POLLIN};
+        if (open && poll(&p, 1, timeout) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR))) {
+            uint8_t buf[65536];
+            ssize_t r = recv(d->from, buf, sizeof buf, 0);
+            struct delay_chunk *c = r > 0 ? malloc(sizeof *c + (size_t)r) : NULL;
+            if (!c) {
+                open = 0; /* end of input (or no memory): what is queued still goes */
+            } else {
+                c->due = now_ms() + (uint64_t)g_delay_ms;
+                c->n = (size_t)r;
+                c->next = NULL;
+                memcpy(c->data, buf, (size_t)r);
+                *tail = c;
+                tail = &c->next;
+            }
+        } else if (!open) {
+            sleep_ms(timeout > 0 ? timeout : 0);
+        }
+        while (head && head->due <= now_ms()) {
+            struct delay_chunk *c = head;
+            int failed = write_all(d->to, c->data, c->n) != 0;
+            head = c->next;
+            if (!head)
+                tail = &head;
+            free(c);
+            if (failed) {
+                open = 0;
+                while (head) {
+                    c = head->next;
+                    free(head);
+                    head = c;
+                }
+            }
+        }
+    }
+    shutdown(d->to, SHUT_WR);
+    return NULL;
+}
+
+/* A delay-mode connection: one thread per direction. */
+static void delay_pair(int cfd, int sfd)
+{
+    struct delay_dir up = {cfd, sfd}, down = {sfd, cfd};
+    pthread_t t;
+    if (pthread_create(&t, NULL, delay_main, &up) != 0)
+        return;
+    delay_main(&down);
+    pthread_join(t, NULL);
+}
+
 static void *pair_main(void *arg)
 {
     int cfd = (int)(intptr_t)arg, sfd = -1;
@@ -96,6 +178,12 @@ static void *pair_main(void *arg)
         hold_forever();
     if (baton_net_connect("127.0.0.1", g_to, 5000, &sfd) != 0) {
         close(cfd);
+        return NULL;
+    }
+    if (g_mode == MODE_DELAY) {
+        delay_pair(cfd, sfd);
+        close(cfd);
+        close(sfd);
         return NULL;
     }
     for (;;) {
@@ -187,6 +275,8 @@ int main(int argc, char **argv)
                 g_mode = MODE_SLOW;
             else if (!strcmp(v, "cut"))
                 g_mode = MODE_CUT;
+            else if (!strcmp(v, "delay"))
+                g_mode = MODE_DELAY;
             else
                 goto usage;
         } else {
@@ -219,7 +309,7 @@ int main(int argc, char **argv)
     }
 usage:
     fprintf(stderr, "usage: peer_relay --to PORT --port-file FILE [--port N] "
-                    "[--mode forward|stall|die|slow|cut] [--after BYTES] [--chunk BYTES "
+                    "[--mode forward|stall|die|slow|cut|delay] [--after BYTES] [--chunk BYTES "
                     "--delay-ms MS] [--mark-after BYTES --mark-file FILE]\n");
     return 2;
 }

@@ -13,6 +13,9 @@
 #   - the same with one reset on the peer path while another session keeps
 #     the destination busy (hand-offs queued behind the failed one arrive
 #     after the redo began: the owner's PEER_FENCE keeps them out);
+#   - the decode ring's link (last stage -> stage 1) cut or dead
+#     mid-decode: the step redone with the token through the coordinator,
+#     the same ids;
 #   - the owner's PEER_FENCE and REVOKE_GRANT stop a write that is still
 #     arriving (a slow relay): nothing lands after the reply;
 #   - the destination dies mid-run: exit 1 naming stage 2 within 3 s (from
@@ -111,6 +114,39 @@ grep -q "stage 1 -> 2: the hand-off of a step did not land" "$TMP/cut.err" ||
 echo "ok: one reset on the peer path, destination busy: redone through the coordinator, the in-process ids"
 grep -q "fence 0 (seq [0-9]*) passed its deadline (fence_timeout)\|cannot land" "$TMP/batond.d.log" ||
     fail "the destination logged no failed fence"
+
+# --- the decode ring's link (stage 3 -> stage 1, through a relay) is cut
+# mid-decode, or dies: the step redone with the token through the
+# coordinator, the ring tried again (a fresh link) or left; the same ids
+for mode in cut die; do
+    BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --fence-timeout 2s" start_server "g1$mode"
+    g1_var="PORT_g1$mode"
+    # HELLO + AUTH 128 bytes, then 84 bytes per token (header 24, PEER_WRITE
+    # 40, the token 4, tag 16): 600 bytes fall in the 6th token's write
+    start_relay "ring$mode" --to "${!g1_var}" --mode "$mode" --after 600
+    rv="RPORT_ring$mode"
+    BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --peer-timeout 1s --peer 127.0.0.1:${!rv}" start_server "g3$mode"
+    g3_var="PORT_g3$mode"
+    BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --peer 127.0.0.1:${!g3_var}" start_server "g2$mode"
+    g2_var="PORT_g2$mode"
+    pid_var="PID_g1$mode"
+    kill -TERM "${!pid_var}"
+    wait "${!pid_var}" 2>/dev/null || true
+    BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --fence-timeout 2s --port ${!g1_var} --peer 127.0.0.1:${!g2_var}" \
+        start_server "g1$mode"
+    if ! "$BATON" run --model "$MODEL" --prompt "$PROMPT" -n 24 --key "$K" --ubatch 7 \
+        --servers "127.0.0.1:${!g1_var}@127.0.0.1:${!rv},127.0.0.1:${!g2_var},127.0.0.1:${!g3_var}" \
+        --quiet --ids-file "$TMP/ring$mode.json" 2>"$TMP/ring$mode.err"; then
+        cat "$TMP/ring$mode.err"
+        fail "ring $mode: the run failed"
+    fi
+    [ "$(field "$TMP/ring$mode.json" 'j["generated"]')" = "$want" ] ||
+        fail "ring $mode: ids $(field "$TMP/ring$mode.json" 'j["generated"]'), want $want"
+    grep -q "plan: decode ring: stage 3 -> 1" "$TMP/ring$mode.err" &&
+        grep -q "stage 3 -> 1: the hand-off of a step did not land" "$TMP/ring$mode.err" ||
+        fail "ring $mode: no ring, or no redo said: $(cat "$TMP/ring$mode.err")"
+    echo "ok: the decode ring's link $mode mid-decode: the step redone through the coordinator, the in-process ids"
+done
 
 # --- the destination dies mid-run ---
 BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS" start_server d2

@@ -69,6 +69,38 @@ for slots in 1 4; do
 done
 echo "ok: --slots 1 and 4 give the same ids"
 
+# the decode ring: the last stage hands each token to stage 1 (its
+# allow-list names stage 1); on and off, 2 and 3 stages, slots 1 and 2
+start_ring ra rb rc
+start_ring qa qb
+RA=127.0.0.1:$PORT_ra
+RB=127.0.0.1:$PORT_rb
+RC=127.0.0.1:$PORT_rc
+nr=0
+for servers in "2|127.0.0.1:$PORT_qa,127.0.0.1:$PORT_qb" "3|$RA,$RB,$RC"; do
+    for ring in on off; do
+        for slots in 1 2; do
+            name="ring_s${servers%%|*}_${ring}_${slots}"
+            run_arm "$name" "$PROMPT" --servers "${servers#*|}" --ubatch 7 --ring "$ring" --slots "$slots"
+            [ "$(field "$TMP/$name.json" 'j["generated"]')" = "$want" ] || fail "$name: ids"
+            used=$(grep -c "plan: decode ring: stage ${servers%%|*} -> 1" "$TMP/$name.err" || true)
+            [ "$used" = "$([ "$ring" = on ] && echo 1 || echo 0)" ] || fail "$name: ring plan line: $(cat "$TMP/$name.err")"
+            [ "$(field "$TMP/$name.stats" 'j["per_step"]["redone_steps"]')" = 0 ] || fail "$name: steps redone"
+            nr=$((nr + 1))
+        done
+    done
+done
+# the ring's hand-offs landed: the last stage's direct copies count one per
+# decode step but the last (whose token nothing reads)
+[ "$(field "$TMP/ring_s3_on_2.stats" 'j["ring"] and j["decode_steps"] == 23 and round(j["per_step"]["stages"][2]["copies_done"] * 23) == 22')" = True ] ||
+    fail "ring: stage 3's copies: $(cat "$TMP/ring_s3_on_2.stats")"
+# not allow-listed (start_chain: the last stage names no one): the first
+# hand-off says what to change, and the tokens go through the coordinator
+grep -q "plan: decode ring: stage 3 -> 1" "$TMP/s3_u7_on_on.err" &&
+    grep -q "stage 3 -> 1 (decode ring): stage 3 (127.0.0.1:$PORT_c) does not allow-list stage 1 (batond --peer 127.0.0.1:$PORT_a would let it); tokens go through the coordinator" "$TMP/s3_u7_on_on.err" ||
+    fail "ring not allow-listed: $(cat "$TMP/s3_u7_on_on.err")"
+echo "ok: $nr decode-ring arms (2, 3 stages x ring on/off x slots 1, 2) give the in-process ids; not allow-listed, it says so and goes through the coordinator"
+
 run_arm ref "Once upon a time" --servers "$A,$B,$C" --ubatch 1
 want24=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])[:24])' "$REF_IDS")
 [ "$(field "$TMP/ref.json" 'j["generated"]')" = "$want24" ] ||
