@@ -122,8 +122,10 @@ for mode in cut die; do
     BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --fence-timeout 2s" start_server "g1$mode"
     g1_var="PORT_g1$mode"
     # HELLO + AUTH 128 bytes, then 84 bytes per token (header 24, PEER_WRITE
-    # 40, the token 4, tag 16): 600 bytes fall in the 6th token's write
-    start_relay "ring$mode" --to "${!g1_var}" --mode "$mode" --after 600
+    # 40, the token 4, tag 16): 618 bytes end inside the 6th write's tag,
+    # after its header was taken (a cut inside the header leaves the seq
+    # unused, and the source's retry on a fresh link may land it)
+    start_relay "ring$mode" --to "${!g1_var}" --mode "$mode" --after 618
     rv="RPORT_ring$mode"
     BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --peer-timeout 1s --peer 127.0.0.1:${!rv}" start_server "g3$mode"
     g3_var="PORT_g3$mode"
