@@ -63,6 +63,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: batond [--host ADDR] [--port N] [--port-file FILE] [--threads N]\n"
             "              [--key FILE [--peer-key FILE] [--encrypt]] [--insecure-no-auth]\n"
+            "              [--peer HOST:PORT]... [--max-peer-links N]\n"
             "              [--policy FILE] [--SETTING VALUE]... [--print-policy]\n"
             "              [--no-seccomp] [--quiet] [--help] [--version]\n"
             "  --host ADDR       address to listen on (default 127.0.0.1; another address\n"

@@ -395,7 +395,7 @@ static void fill_result(struct run *r, size_t n_prompt, size_t n_gen, double t_l
     res->waits = r->waits;
     res->redos = r->redos;
     res->n_direct = r->n_direct;
-    res->ring = r->n_stages >= 2 && r->bounds[r->n_stages - 1].direct;
+    res->ring = r->ring_tokens > 0;
 }
 
 /* Allocates the stages, boundaries and host buffers, places the layers and
@@ -628,6 +628,10 @@ int baton_run(const struct baton_run_config *cfg)
     }
     ret = 0;
 out:
+    if (r.text_open) { /* a failed run: the text (redirected, whole) ends its line */
+        fputc('\n', cfg->out);
+        fflush(cfg->out);
+    }
     free_run(&r);
     free(prompt_ids);
     free(gen_ids);

@@ -48,7 +48,8 @@ struct baton_run_result {
     uint32_t n_ubatch;         /* prompt tokens per prefill step, as run */
     /* Direct path, decode window, per stage: */
     uint32_t n_direct;                            /* boundaries with the direct path set up */
-    int ring;                /* decode went around the ring (last stage -> stage 1) */
+    int ring;                /* a token went around the ring (last stage -> stage 1);
+                                0 when it was off or every hand-off fell back */
     uint64_t copies_done[BATON_MAX_STAGES];       /* COPY_TENSOR_TO replies "done" */
     uint64_t copies_not_done[BATON_MAX_STAGES];   /* ... "not done": copied via the hub */
     uint64_t hidden_gets[BATON_MAX_STAGES];       /* hub: hidden-state GET_TENSOR */

@@ -364,15 +364,15 @@ static void note_outcome(struct run *r, uint32_t i, uint32_t outcome, uint32_t s
                          "(batond --peer %s would let it); tokens go through the coordinator\n",
                       i + 1, i + 1, r->stages[i].endpoint, b->dest_name);
         else
-            stage_msg(r, "stage %u -> 1 (decode ring): direct copy %s%s%s; tokens go through the "
-                         "coordinator for now\n",
-                      i + 1, run_outcome_name(outcome), status ? " " : "",
-                      status ? baton_status_name(-(int)status) : "");
+            stage_msg(r, "stage %u -> 1 (decode ring): direct copy: %s%s%s%s; tokens go through "
+                         "the coordinator for now\n",
+                      i + 1, run_outcome_name(outcome), status ? " (" : "",
+                      status ? baton_status_name(-(int)status) : "", status ? ")" : "");
         b->last_outcome = outcome;
         return;
     }
-    stage_msg(r, "stage %u -> %u: direct copy %s%s%s\n", i + 1, d, run_outcome_name(outcome),
-              status ? " " : "", status ? baton_status_name(-(int)status) : "");
+    stage_msg(r, "stage %u -> %u: direct copy: %s%s%s%s\n", i + 1, d, run_outcome_name(outcome),
+              status ? " (" : "", status ? baton_status_name(-(int)status) : "", status ? ")" : "");
     if (outcome != BATON_COPY_DONE)
         stage_msg(r, "stage %u -> %u: copying through the coordinator (hub path) while the direct "
                      "copy is not done\n",
@@ -494,6 +494,8 @@ static int process(struct engine *e, int *changed)
             if (!st->b[s].fenced)
                 continue;
             r->stages[bi].copies_done++;
+            if (s == 0)
+                r->ring_tokens++;
             note_outcome(r, bi, BATON_COPY_DONE, 0);
             /* a boundary that failed is tried again after 1, 2, 4 ... 64
              * steps; after RUN_CLEAN_STEPS steps without a failure its
@@ -621,14 +623,17 @@ static int wait_replies(struct engine *e)
         /* a wait, counted once per reply the engine needs (whether or not
          * it has already arrived): the input of the first block it cannot
          * send yet (a hub GET, a synchronous hand-off's outcome, a slot's
-         * last reader), or, with every block sent, the step's result */
+         * last reader), or, with every block sent, the last step's result
+         * (keyed on the batch, not on the steps retired: acknowledgements
+         * read late must not count again) */
         uint64_t key = 1ull << 63;
 
         for (s = 0; s < r->n_stages; s++)
             if (e->next[s] < e->m && ((key >> 63) || e->next[s] < (uint32_t)(key >> 8)))
                 key = (uint64_t)e->next[s] << 8 | s;
-        if (key >> 63)
-            key |= (uint64_t)e->done << 8;
+        if (key >> 63) /* every block sent: one wait for the batch's
+                          results, however its replies arrive */
+            key |= (uint64_t)e->m << 8;
         key ^= e->base << 32;
         if (key != e->wait_key) {
             r->waits++;

@@ -96,6 +96,7 @@ struct run {
     uint64_t token_bytes;       /* token ids, positions, last index and argmax bytes */
     uint64_t logits_bytes;      /* logits bytes */
     uint64_t waits;             /* times the engine blocked for a reply it needed */
+    uint64_t ring_tokens;       /* tokens that reached stage 1 around the ring, whole run */
     uint64_t redos;             /* steps redone through the hub after a failed hand-off */
     uint32_t n_direct;          /* boundaries on the direct path */
     double min_gap;             /* smallest top-2 logit gap seen (report_gap) */

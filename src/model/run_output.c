@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "baton/status.h"
@@ -41,15 +42,26 @@ void run_msg(const struct baton_run_config *cfg, const char *fmt, ...)
     va_end(ap);
 }
 
-/* run_msg once text may have been streamed: a line of text on cfg->out
- * without its newline is ended first (and flushed), so that on a terminal,
- * where stdout and stderr share the screen, the message does not continue
- * the text ("Once upon a timebaton run: ..."). */
+/* Whether two streams write to one file (a terminal, or 2>&1). */
+static int same_file(FILE *a, FILE *b)
+{
+    struct stat sa, sb;
+
+    return fstat(fileno(a), &sa) == 0 && fstat(fileno(b), &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+/* run_msg once text may have been streamed: when cfg->out and cfg->log
+ * write to one file (a terminal, where they share the screen, or 2>&1), a
+ * line of text on cfg->out without its newline is ended first (and
+ * flushed), so that the message does not continue the text ("Once upon a
+ * timebaton run: ..."); when they go to different files, cfg->out receives
+ * nothing but the text (a failed run ends its line when it stops). */
 void stage_msg(struct run *r, const char *fmt, ...)
 {
     va_list ap;
 
-    if (r->text_open) {
+    if (r->text_open && same_file(r->cfg->out, r->cfg->log)) {
         fputc('\n', r->cfg->out);
         fflush(r->cfg->out);
         r->text_open = 0;

@@ -389,11 +389,16 @@ static int setup_ring(struct run *r)
     const char *ep = nx->peer_endpoint[0] ? nx->peer_endpoint : nx->endpoint;
     struct baton_peer_dest dest;
     const char *why = NULL;
+    char whybuf[RUN_ENDPOINT_MAX + 64];
     int rc;
 
-    if (p < 2 || cfg->n_predict < 2 || !cfg->ring || !cfg->pipeline)
-        return 0; /* nothing to say: --ring off, one stage, or no decode step */
-    if (r->want_logits)
+    if (p < 2 || cfg->n_predict < 2)
+        return 0; /* nothing to say: one stage, or no decode step */
+    if (!cfg->ring)
+        why = "--ring off";
+    else if (!cfg->pipeline)
+        why = "--pipeline off";
+    else if (r->want_logits)
         why = "the coordinator samples (--temp) or reads the logits";
     else if (!cfg->p2p || r->local)
         why = cfg->p2p ? "in-process stages" : "--p2p off";
@@ -404,7 +409,10 @@ static int setup_ring(struct run *r)
         why = "stage 1 is an older batond";
     memset(&dest, 0, sizeof(dest));
     if (why == NULL && resolve_peer(ep, &dest) != 0)
-        why = "cannot resolve stage 1's peer address";
+    {
+        snprintf(whybuf, sizeof whybuf, "cannot resolve stage 1's peer address %s", ep);
+        why = whybuf;
+    }
     if (why != NULL) {
         fprintf(cfg->log, "plan: decode ring off: tokens through the coordinator (%s)\n", why);
         return 0;

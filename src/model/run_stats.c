@@ -1,6 +1,7 @@
 /* Statistics of the decode window (run_internal.h): commands and bytes per
  * step on each link, the coordinator's waits, the peer counters the
  * servers keep; and the --ids-file output. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -103,9 +104,9 @@ int run_write_stats_json(struct run *r, const char *path, uint32_t steps)
         }
     }
     fprintf(f, "{\"decode_steps\": %u, \"stages\": %u, \"p2p\": %s, \"direct_boundaries\": %u, "
-               "\"ubatch\": %u, \"slots\": %u, \"ring\": %s,\n",
+               "\"ubatch\": %u, \"slots\": %u, \"ring\": %s, \"ring_tokens\": %" PRIu64 ",\n",
             steps, r->n_stages, r->cfg->p2p ? "true" : "false", r->n_direct, r->n_ubatch,
-            r->n_slots, r->n_stages >= 2 && r->bounds[r->n_stages - 1].direct ? "true" : "false");
+            r->n_slots, r->ring_tokens > 0 ? "true" : "false", r->ring_tokens);
     fprintf(f, " \"per_step\": {\n  \"commands\": ");
     json_cmds(f, sum, steps ? steps : 1);
     fprintf(f, ",\n  \"hidden_state_bytes\": %.6g, \"token_bytes\": %.6g, \"logits_bytes\": %.6g,\n",

@@ -63,7 +63,7 @@ run_arm notlisted "$A,$C"
 [ "$(steps notlisted copies_not_done)" = 5 ] && [ "$(steps notlisted copies_done)" = 0 ] ||
     fail "notlisted: copies done $(steps notlisted copies_done), not done $(steps notlisted copies_not_done)"
 [ "$(steps notlisted hidden_gets)" = 47 ] || fail "notlisted: the hub path was not used"
-grep -q "direct copy destination not on the source's allow-list" "$TMP/notlisted.err" ||
+grep -q "direct copy: destination not on the source's allow-list" "$TMP/notlisted.err" ||
     fail "notlisted: no reason given"
 echo "ok: not on the allow-list -> not done, hub path, reference ids"
 
@@ -75,7 +75,7 @@ run_arm nolinks "127.0.0.1:$PORT_z,$C"
 [ "$(steps nolinks copies_not_done)" = 5 ] && [ "$(steps nolinks copies_done)" = 0 ] ||
     fail "nolinks: copies done $(steps nolinks copies_done), not done $(steps nolinks copies_not_done)"
 [ "$(steps nolinks hidden_gets)" = 47 ] || fail "nolinks: the hub path was not used"
-grep -qxF "baton run: stage 1 -> 2: direct copy no peer link available E_LIMIT" "$TMP/nolinks.err" ||
+grep -qxF "baton run: stage 1 -> 2: direct copy: no peer link available (E_LIMIT)" "$TMP/nolinks.err" ||
     fail "nolinks: no reason given: $(cat "$TMP/nolinks.err")"
 echo "ok: --max-peer-links 0 -> not done (no peer link), hub path, reference ids"
 

@@ -118,6 +118,18 @@ grep -q "^plan: stage 1 -> 2 direct" "$TMP/nopeer.err" &&
 check "$TMP/nopeer.stats" 'j["per_step"]["hidden_state_bytes"] == 2 * 256' "nopeer: one hub boundary"
 echo "ok: a server without the peer key keeps its boundary on the hub path"
 
+# a notice while the text streams (the ring is not allow-listed: said at its
+# first hand-off, during decode) leaves redirected stdout exactly the text
+"$BATON" run --model "$MODEL" --prompt "Once upon a time" -n 16 --servers local \
+    >"$TMP/text_local.out" 2>/dev/null || fail "local text run"
+"$BATON" run --model "$MODEL" --prompt "Once upon a time" -n 16 --key "$K" --servers "$A,$B,$C" \
+    >"$TMP/text_split.out" 2>"$TMP/text_split.err" || fail "split text run"
+grep -q "(decode ring): .* does not allow-list stage 1" "$TMP/text_split.err" ||
+    fail "no ring notice: $(cat "$TMP/text_split.err")"
+cmp "$TMP/text_local.out" "$TMP/text_split.out" ||
+    fail "stdout is not the text: $(od -c "$TMP/text_split.out" | head)"
+echo "ok: a notice during decode leaves redirected stdout exactly the generated text"
+
 # --stats prints the same, and usage errors
 "$BATON" run --model "$MODEL" --prompt "Once upon a time" -n 4 --key "$K" --servers "$A,$B,$C" \
     --stats --quiet >/dev/null 2>"$TMP/stats.err" || fail "--stats run"

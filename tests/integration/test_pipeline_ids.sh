@@ -85,6 +85,11 @@ for servers in "2|127.0.0.1:$PORT_qa,127.0.0.1:$PORT_qb" "3|$RA,$RB,$RC"; do
             [ "$(field "$TMP/$name.json" 'j["generated"]')" = "$want" ] || fail "$name: ids"
             used=$(grep -c "plan: decode ring: stage ${servers%%|*} -> 1" "$TMP/$name.err" || true)
             [ "$used" = "$([ "$ring" = on ] && echo 1 || echo 0)" ] || fail "$name: ring plan line: $(cat "$TMP/$name.err")"
+            if [ "$ring" = off ]; then
+                grep -qx "plan: decode ring off: tokens through the coordinator (--ring off)" "$TMP/$name.err" &&
+                    [ "$(field "$TMP/$name.stats" 'not j["ring"] and j["ring_tokens"] == 0')" = True ] ||
+                    fail "$name: --ring off: $(cat "$TMP/$name.err" "$TMP/$name.stats")"
+            fi
             [ "$(field "$TMP/$name.stats" 'j["per_step"]["redone_steps"]')" = 0 ] || fail "$name: steps redone"
             nr=$((nr + 1))
         done
@@ -92,13 +97,20 @@ for servers in "2|127.0.0.1:$PORT_qa,127.0.0.1:$PORT_qb" "3|$RA,$RB,$RC"; do
 done
 # the ring's hand-offs landed: the last stage's direct copies count one per
 # decode step but the last (whose token nothing reads)
-[ "$(field "$TMP/ring_s3_on_2.stats" 'j["ring"] and j["decode_steps"] == 23 and round(j["per_step"]["stages"][2]["copies_done"] * 23) == 22')" = True ] ||
+[ "$(field "$TMP/ring_s3_on_2.stats" 'j["ring"] and j["ring_tokens"] == 22 and j["decode_steps"] == 23 and round(j["per_step"]["stages"][2]["copies_done"] * 23) == 22')" = True ] ||
     fail "ring: stage 3's copies: $(cat "$TMP/ring_s3_on_2.stats")"
 # not allow-listed (start_chain: the last stage names no one): the first
 # hand-off says what to change, and the tokens go through the coordinator
 grep -q "plan: decode ring: stage 3 -> 1" "$TMP/s3_u7_on_on.err" &&
     grep -q "stage 3 -> 1 (decode ring): stage 3 (127.0.0.1:$PORT_c) does not allow-list stage 1 (batond --peer 127.0.0.1:$PORT_a would let it); tokens go through the coordinator" "$TMP/s3_u7_on_on.err" ||
     fail "ring not allow-listed: $(cat "$TMP/s3_u7_on_on.err")"
+# ... and the statistics say it was not used
+[ "$(field "$TMP/s3_u7_on_on.stats" 'not j["ring"] and j["ring_tokens"] == 0')" = True ] ||
+    fail "ring not allow-listed: stats say it was used: $(cat "$TMP/s3_u7_on_on.stats")"
+grep -qx "plan: decode ring off: tokens through the coordinator (--pipeline off)" "$TMP/s3_u7_off_on.err" ||
+    fail "--pipeline off: no ring plan line: $(cat "$TMP/s3_u7_off_on.err")"
+grep -qx "plan: decode ring off: tokens through the coordinator (--p2p off)" "$TMP/s3_u7_on_off.err" ||
+    fail "--p2p off: no ring plan line: $(cat "$TMP/s3_u7_on_off.err")"
 echo "ok: $nr decode-ring arms (2, 3 stages x ring on/off x slots 1, 2) give the in-process ids; not allow-listed, it says so and goes through the coordinator"
 
 run_arm ref "Once upon a time" --servers "$A,$B,$C" --ubatch 1
