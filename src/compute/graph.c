@@ -279,7 +279,8 @@ static int infer(const struct baton_graph_node *n, const struct tview *s, struct
             return BATON_E_TYPE;
         if (!shape_is(&s[0], hd, nh, nt, 1) || !shape_is(&s[1], hd, nkv, nt, 1) ||
             !same_ne(s[2].ne, s[1].ne) || !shape_is(&s[3], hd, n_ctx, nkv, 1) ||
-            !same_ne(s[4].ne, s[3].ne) || !shape_is(&s[5], nt, 1, 1, 1))
+            !same_ne(s[4].ne, s[3].ne) ||
+            (!shape_is(&s[5], nt, 1, 1, 1) && !shape_is(&s[5], nt, 3, 1, 1)))
             return BATON_E_SHAPE;
         if (nkv == 0 || nh % nkv != 0)
             return BATON_E_SHAPE;
@@ -808,6 +809,12 @@ static int exec_node(const struct exec_ctx *x, uint32_t i, struct baton_pool *po
         a.k_cache = tensor_data(x, src[3]);
         a.v_cache = tensor_data(x, src[4]);
         a.pos = tensor_data(x, src[5]);
+        a.first = NULL;
+        if (tensor_ne(g, src[5])[1] == 3) {
+            /* rows: positions (ROPE's), cells written, first cells read */
+            a.first = a.pos + 2 * ne0[2];
+            a.pos += ne0[2];
+        }
         a.out = (float *)dst;
         a.work = node_work(x, i);
         a.hd = ne0[0];

@@ -16,11 +16,16 @@
  *                                                          p2 mode (0: adjacent pairs)   F32 like x
  * ATTENTION     0: q {hd,nh,nt}  1: k {hd,nkv,nt}  2: v {hd,nkv,nt}
  *               3: k_cache {hd,n_ctx,nkv} (leaf)  4: v_cache {hd,n_ctx,nkv} (leaf)
- *               5: pos {nt} I32                           p0 scale (f32),    F32 {hd,nh,nt}
+ *               5: pos {nt} I32, or {nt,3} I32            p0 scale (f32),    F32 {hd,nh,nt}
  *                                                          p1 score mode: 0 score * p0,
  *                                                          1 score / p0 (llama2.c's form)
- *               Stores k, v at the positions into the caches, then each query
- *               token t attends to cache slots 0..pos[t] (causal); query head h
+ *               With pos {nt}: stores k, v at cache slots pos[t], then each query
+ *               token t attends to slots 0..pos[t] (causal). With {nt,3} (several
+ *               sequences, each owning a range of cells): row 0 holds the
+ *               positions (ROPE's, unused here), row 1 the cell c[t] token t
+ *               writes and row 2 the first cell f[t] of its sequence; token t
+ *               attends to cells f[t]..c[t] (0 <= f[t] <= c[t] < n_ctx, else
+ *               E_INDEX before any write), so sequences never mix. Query head h
  *               uses kv head h / (nh/nkv) (grouped-query). nh % nkv == 0.
  *               The caches are kv-head-major: the n_ctx slots of one kv
  *               head are contiguous rows of hd, so a query reads one

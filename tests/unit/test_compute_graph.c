@@ -912,8 +912,8 @@ static void test_attention_work_rows(void **state)
     for (p = 0; p < sizeof(pools) / sizeof(pools[0]); p++) {
         const uint32_t th = pools[p];
         struct baton_pool *pool;
-        struct baton_cpu_attention a = {q,   k,  v,   kc, vc, pos, out, work, HD, NH, NKV, NT,
-                                        NCTX, 0.125f, 0};
+        struct baton_cpu_attention a = {q,  k,  v,   kc,  vc, pos, NULL, out, work, HD, NH,
+                                        NKV, NT, NCTX, 0.125f, 0};
 
         for (i = 0; i < GUARD; i++)
             work[rows * NCTX + i] = -7.0f;
@@ -928,6 +928,151 @@ static void test_attention_work_rows(void **state)
             assert_memory_equal(out, want, sizeof(out));
     }
     free(work);
+}
+
+/* attn_step for several sequences: sp is the {nt,3} position tensor
+ * (positions, cells written, first cells read); ROPE reads its row 0.
+ * Returns tg_run's status. */
+static int attn_seq_step(const struct adims *d, const float *q, const float *k, const float *v,
+                         float *kc, float *vc, const int32_t *sp, uint32_t nt, float *out,
+                         struct baton_pool *pool)
+{
+    struct tg t;
+    uint32_t lq, lk, lv, lkc, lvc, lp, lsp, lo, rq, rk, a, r;
+
+    tg_init(&t);
+    lq = tg_leaf(&t, BATON_TYPE_F32, d->hd, d->nh, nt, 1, (void *)q);
+    lk = tg_leaf(&t, BATON_TYPE_F32, d->hd, d->nkv, nt, 1, (void *)k);
+    lv = tg_leaf(&t, BATON_TYPE_F32, d->hd, d->nkv, nt, 1, (void *)v);
+    lkc = tg_leaf(&t, BATON_TYPE_F32, d->hd, d->n_ctx, d->nkv, 1, kc);
+    lvc = tg_leaf(&t, BATON_TYPE_F32, d->hd, d->n_ctx, d->nkv, 1, vc);
+    lp = tg_leaf(&t, BATON_TYPE_I32, nt, 1, 1, 1, (void *)sp);
+    lsp = tg_leaf(&t, BATON_TYPE_I32, nt, 3, 1, 1, (void *)sp);
+    lo = tg_leaf(&t, BATON_TYPE_F32, d->hd * d->nh, nt, 1, 1, out);
+    rq = tg_node(&t, BATON_OP_ROPE, BATON_TYPE_F32, d->hd, d->nh, nt, 1, SRC2(lq, lp),
+                 P3(d->hd, f32_bits(10000.0f), 0));
+    rk = tg_node(&t, BATON_OP_ROPE, BATON_TYPE_F32, d->hd, d->nkv, nt, 1, SRC2(lk, lp),
+                 P3(d->hd, f32_bits(10000.0f), 0));
+    a = tg_node(&t, BATON_OP_ATTENTION, BATON_TYPE_F32, d->hd, d->nh, nt, 1,
+                SRC6(rq, rk, lv, lkc, lvc, lsp), P1(f32_bits(1.0f / sqrtf((float)d->hd))));
+    r = tg_node(&t, BATON_OP_RESHAPE, BATON_TYPE_F32, d->hd * d->nh, nt, 1, 1, SRC1(a), NULL);
+    r = tg_node(&t, BATON_OP_RMS_NORM, BATON_TYPE_F32, d->hd * d->nh, nt, 1, 1, SRC1(r),
+                P1(f32_bits(1e-5f)));
+    tg_at(&t, r)->out_leaf = lo;
+    return tg_run(&t, pool);
+}
+
+/* Several sequences in one KV cache ({nt,3} positions): three prompts
+ * (5, 3 and 7 tokens) each prefilled in its own range of cells, then one
+ * batch holding a decode token of each (in the order 2, 0, 1), give the
+ * bits each sequence gives alone in a cache of its own, on 1 and 3
+ * threads; a first cell past the cell written, or a cell past the cache,
+ * is E_INDEX with nothing written; a {nt,2} position tensor is E_SHAPE. */
+static void test_attention_sequences(void **state)
+{
+    enum { S = 3, L = 12, HD = 16, NH = 4, NKV = 2, MAXT = 8 };
+    static const uint32_t plen[S] = {5, 3, 7}, order[S] = {2, 0, 1};
+    const struct adims one = {HD, NH, NKV, L}, all = {HD, NH, NKV, S * L};
+    const size_t qrow = NH * HD, krow = NKV * HD;
+    static float q[S][MAXT * NH * HD], k[S][MAXT * NKV * HD], v[S][MAXT * NKV * HD];
+    static float kc1[S][HD * L * NKV], vc1[S][HD * L * NKV], kc[HD * S * L * NKV],
+        vc[HD * S * L * NKV];
+    static float out1[S][MAXT * NH * HD], out[MAXT * NH * HD], dq[S * NH * HD],
+        dk[S * NKV * HD], dv[S * NKV * HD];
+    int32_t pos[MAXT], sp[3 * MAXT];
+    struct baton_pool *pools[2];
+    uint32_t s, t, p, g;
+
+    (void)state;
+    lcg_state = 5150;
+    for (s = 0; s < S; s++)
+        for (t = 0; t < MAXT * NH * HD; t++) {
+            q[s][t] = lcg_float();
+            if (t < MAXT * NKV * HD) {
+                k[s][t] = lcg_float();
+                v[s][t] = lcg_float();
+            }
+        }
+    assert_int_equal(baton_pool_create(1, &pools[0]), 0);
+    assert_int_equal(baton_pool_create(3, &pools[1]), 0);
+    for (p = 0; p < 2; p++) {
+        memset(kc1, 0, sizeof(kc1));
+        memset(vc1, 0, sizeof(vc1));
+        memset(kc, 0, sizeof(kc));
+        memset(vc, 0, sizeof(vc));
+        /* alone: the prompt (positions 0..n-1), then its decode token (n) */
+        for (s = 0; s < S; s++) {
+            for (t = 0; t <= plen[s]; t++)
+                pos[t] = (int32_t)t;
+            attn_step(&one, q[s], k[s], v[s], kc1[s], vc1[s], pos, plen[s], out1[s], pools[p]);
+            attn_step(&one, q[s] + plen[s] * qrow, k[s] + plen[s] * krow, v[s] + plen[s] * krow,
+                      kc1[s], vc1[s], pos + plen[s], 1, out1[s] + plen[s] * qrow, pools[p]);
+        }
+        /* together: each prompt in cells [s*L, s*L + n), then one batch */
+        for (s = 0; s < S; s++) {
+            const uint32_t n = plen[s];
+
+            for (t = 0; t < n; t++) {
+                sp[t] = (int32_t)t;
+                sp[n + t] = (int32_t)(s * L + t);
+                sp[2 * n + t] = (int32_t)(s * L);
+            }
+            assert_int_equal(attn_seq_step(&all, q[s], k[s], v[s], kc, vc, sp, n, out, pools[p]),
+                             0);
+            assert_memory_equal(out, out1[s], n * qrow * 4);
+        }
+        for (t = 0; t < S; t++) {
+            s = order[t];
+            memcpy(dq + t * qrow, q[s] + plen[s] * qrow, qrow * 4);
+            memcpy(dk + t * krow, k[s] + plen[s] * krow, krow * 4);
+            memcpy(dv + t * krow, v[s] + plen[s] * krow, krow * 4);
+            sp[t] = (int32_t)plen[s];
+            sp[S + t] = (int32_t)(s * L + plen[s]);
+            sp[2 * S + t] = (int32_t)(s * L);
+        }
+        assert_int_equal(attn_seq_step(&all, dq, dk, dv, kc, vc, sp, S, out, pools[p]), 0);
+        for (t = 0; t < S; t++) {
+            s = order[t];
+            assert_memory_equal(out + t * qrow, out1[s] + plen[s] * qrow, qrow * 4);
+            for (g = 0; g < NKV; g++)
+                assert_memory_equal(kc + ((size_t)g * S * L + s * L) * HD,
+                                    kc1[s] + (size_t)g * L * HD, (plen[s] + 1) * HD * 4);
+        }
+    }
+    /* bad cells: nothing written */
+    memcpy(kc1[0], kc, sizeof(kc1[0]));
+    sp[0] = 1, sp[1] = 4, sp[2] = 5; /* one token: position 1, cell 4, first 5 > 4 */
+    assert_int_equal(attn_seq_step(&all, dq, dk, dv, kc, vc, sp, 1, out, pools[0]),
+                     BATON_E_INDEX);
+    sp[1] = S * L, sp[2] = 0; /* cell past the cache */
+    assert_int_equal(attn_seq_step(&all, dq, dk, dv, kc, vc, sp, 1, out, pools[0]),
+                     BATON_E_INDEX);
+    sp[1] = 4, sp[2] = -1;
+    assert_int_equal(attn_seq_step(&all, dq, dk, dv, kc, vc, sp, 1, out, pools[0]),
+                     BATON_E_INDEX);
+    assert_memory_equal(kc1[0], kc, sizeof(kc1[0]));
+    baton_pool_destroy(pools[0]);
+    baton_pool_destroy(pools[1]);
+    {
+        /* a {nt,2} position tensor */
+        struct tg tt;
+        uint32_t lq, lk, lv, lkc, lvc, lp;
+
+        tg_init(&tt);
+        lq = tg_leaf(&tt, BATON_TYPE_F32, HD, NH, 2, 1, dq);
+        lk = tg_leaf(&tt, BATON_TYPE_F32, HD, NKV, 2, 1, dk);
+        lv = tg_leaf(&tt, BATON_TYPE_F32, HD, NKV, 2, 1, dv);
+        lkc = tg_leaf(&tt, BATON_TYPE_F32, HD, S * L, NKV, 1, kc);
+        lvc = tg_leaf(&tt, BATON_TYPE_F32, HD, S * L, NKV, 1, vc);
+        lp = tg_leaf(&tt, BATON_TYPE_I32, 2, 2, 1, 1, sp);
+        tg_node(&tt, BATON_OP_ATTENTION, BATON_TYPE_F32, HD, NH, 2, 1,
+                SRC6(lq, lk, lv, lkc, lvc, lp), P2(f32_bits(1.0f), 0));
+        assert_int_equal(tg_validate(&tt, TG_MAX), BATON_E_SHAPE);
+        tt.leaves[lp].ne[1] = 3;
+        tt.leaves[lp].nb[2] = tt.leaves[lp].nb[3] = 24;
+        tt.leaves[lp].nbytes = 24;
+        assert_int_equal(tg_validate(&tt, TG_MAX), 0);
+    }
 }
 
 static void test_attention_batch_equals_steps(void **state)
@@ -1080,6 +1225,7 @@ int main(void)
         cmocka_unit_test(test_mul_mat_group_same_bits),
         cmocka_unit_test(test_mul_mat_group_dependent_not_grouped),
         cmocka_unit_test(test_attention_batch_equals_steps),
+        cmocka_unit_test(test_attention_sequences),
         cmocka_unit_test(test_attention_work_rows),
     };
 

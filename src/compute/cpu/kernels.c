@@ -344,20 +344,30 @@ static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
         const uint64_t u = lr / nh, h = lr % nh, kvh = h / group;
         const uint64_t b = u % 2 == 0 ? u / 2 : n_units - 1 - u / 2;
         const uint64_t t0 = b * block, nx = nt - t0 < block ? nt - t0 : block;
-        uint64_t n_slots[BATON_CPU_ATT_QUERIES], max_slots = 0;
+        uint64_t n_slots[BATON_CPU_ATT_QUERIES], lo[BATON_CPU_ATT_QUERIES], max_slots = 0;
+        int one_window = 1;
 
         for (c = 0; c < nx; c++) {
             const int32_t p = a->pos[t0 + c]; /* read once, checked where it is used */
+            const int32_t f = a->first ? a->first[t0 + c] : 0;
 
-            /* p out of range: unreachable after the checks in
+            /* p or f out of range: unreachable after the checks in
              * baton_cpu_attention and the validator's no-overlap rule; kept
              * so no index is ever used unchecked (that token's output is 0) */
-            n_slots[c] = p < 0 || (uint64_t)p >= a->n_ctx ? 0 : (uint64_t)p + 1;
+            n_slots[c] = p < 0 || (uint64_t)p >= a->n_ctx || f < 0 || f > p
+                             ? 0
+                             : (uint64_t)(p - f) + 1;
+            lo[c] = n_slots[c] ? (uint64_t)f : 0;
             if (n_slots[c] > max_slots)
                 max_slots = n_slots[c];
+            if (lo[c] != lo[0])
+                one_window = 0;
         }
-        if (max_slots > 0)
-            baton_cpu_f32_dots_multi(a->k_cache + kvh * a->n_ctx * hd, hd,
+        /* the block's tokens read one window of cells (one sequence): one
+         * scoring call; tokens of different sequences: one call each (a
+         * token's scores are the same bits either way, matmul.h) */
+        if (max_slots > 0 && one_window)
+            baton_cpu_f32_dots_multi(a->k_cache + (kvh * a->n_ctx + lo[0]) * hd, hd,
                                      a->q + (t0 * nh + h) * hd, nh * hd, (uint32_t)nx, hd,
                                      max_slots, att, a->n_ctx);
         for (c = 0; c < nx; c++) {
@@ -369,8 +379,13 @@ static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
                     out[i] = 0.0f;
                 continue;
             }
+            if (!one_window)
+                baton_cpu_f32_dots_multi(a->k_cache + (kvh * a->n_ctx + lo[c]) * hd, hd,
+                                         a->q + ((t0 + c) * nh + h) * hd, nh * hd, 1, hd,
+                                         n_slots[c], sc, a->n_ctx);
             attention_softmax(a, sc, n_slots[c]);
-            baton_cpu_f32_wsum(a->v_cache + kvh * a->n_ctx * hd, hd, sc, n_slots[c], hd, out);
+            baton_cpu_f32_wsum(a->v_cache + (kvh * a->n_ctx + lo[c]) * hd, hd, sc, n_slots[c],
+                               hd, out);
         }
     }
 }
@@ -382,10 +397,12 @@ int baton_cpu_attention(struct baton_pool *pool, const struct baton_cpu_attentio
     uint64_t t, max_slots = 0;
 
     for (t = 0; t < a->nt; t++) {
-        if (a->pos[t] < 0 || (uint64_t)a->pos[t] >= a->n_ctx)
+        const int32_t f = a->first ? a->first[t] : 0;
+
+        if (a->pos[t] < 0 || (uint64_t)a->pos[t] >= a->n_ctx || f < 0 || f > a->pos[t])
             return BATON_E_INDEX;
-        if ((uint64_t)a->pos[t] + 1 > max_slots)
-            max_slots = (uint64_t)a->pos[t] + 1;
+        if ((uint64_t)(a->pos[t] - f) + 1 > max_slots)
+            max_slots = (uint64_t)(a->pos[t] - f) + 1;
     }
     /* Cache writes first, in token order, on this thread: a later token of
      * the batch sees every earlier one, as in token-by-token decoding. */

@@ -50,9 +50,11 @@ struct baton_cpu_attention {
     const float *q; /* {hd,nh,nt} */
     const float *k; /* {hd,nkv,nt} */
     const float *v; /* {hd,nkv,nt} */
-    float *k_cache; /* {hd,n_ctx,nkv}, written at the positions */
+    float *k_cache; /* {hd,n_ctx,nkv}, written at the cells pos[t] */
     float *v_cache;
-    const int32_t *pos; /* {nt} */
+    const int32_t *pos;   /* {nt}: the cache cell token t writes, and the last it reads */
+    const int32_t *first; /* {nt}: the first cell token t reads (its sequence's first
+                             cell: ops.h), or NULL: cell 0 for every token */
     float *out;         /* {hd,nh,nt} */
     float *work;        /* min(nh*nt, BATON_POOL_MAX_THREADS) score rows of n_ctx
                            floats, shared by the chunks (see below) */
@@ -71,8 +73,10 @@ struct baton_cpu_attention {
  * fewer tokens at once. The blocks change no result. */
 #define BATON_CPU_ATT_QUERIES 4u
 
-/* Fused causal grouped-query attention (ops.h). Returns BATON_E_INDEX
- * (before writing anything) if some pos[t] is outside [0, n_ctx). */
+/* Fused causal grouped-query attention (ops.h): token t writes its k and v
+ * rows at cell pos[t] and attends to cells first[t]..pos[t] (0..pos[t]
+ * without first). Returns BATON_E_INDEX (before writing anything) if some
+ * pos[t] is outside [0, n_ctx) or some first[t] outside [0, pos[t]]. */
 int baton_cpu_attention(struct baton_pool *pool, const struct baton_cpu_attention *a);
 
 /* y {k,n} = rows ids[0..n) of table {k,r}. Returns BATON_E_INDEX (before
