@@ -2313,6 +2313,25 @@ static void meminfo_seed(const char *text)
     emit("meminfo", text, strlen(text));
 }
 
+/* ---- prompt_lines (fuzz_prompt_lines.c: a --prompt-file as is) ---- */
+static void gen_prompt_lines(void)
+{
+    static const char *const seeds[] = {
+        "Once upon a time\nTom and his dog went to the park\n",
+        "no final newline",
+        "crlf line\r\nsecond\r\n",
+        "\n\n\r\n",
+        "a\n\nb\n\n\nc",
+        "\xef\xbb\xbf" "BOM and UTF-8: caf\xc3\xa9\n",
+        "lone\rCR inside\n",
+    };
+    static const char nul[] = "a\nb\0c\nd\n";
+
+    for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++)
+        emit("prompt_lines", seeds[i], strlen(seeds[i]));
+    emit("prompt_lines", nul, sizeof(nul) - 1);
+}
+
 static void gen_meminfo(void)
 {
     const char *avail = strstr(meminfo_real, "MemAvailable:");
@@ -2379,6 +2398,7 @@ int main(int argc, char **argv)
     gen_dispatcher_pipeline();
     gen_cli_args();
     gen_meminfo();
+    gen_prompt_lines();
     if (check_mode) {
         if (n_missing) {
             fprintf(stderr,

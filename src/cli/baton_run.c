@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "compute/compute.h"
@@ -14,12 +15,20 @@
 static void run_usage(FILE *f)
 {
     fputs("usage: baton run --model FILE --prompt TEXT [options]\n"
+          "       baton run --model FILE --prompt-file FILE [--parallel N] [options]\n"
           "\n"
           "Generates text with a llama GGUF model whose layers are split across batond\n"
           "servers (or in-process stages), streaming it to stdout.\n"
           "\n"
           "  --model FILE         GGUF model (llama architecture)\n"
           "  --prompt TEXT        prompt text\n"
+          "  --prompt-file FILE   one prompt per line (empty lines skipped): each is its\n"
+          "                       own sequence, greedy; the N-th prompt's text comes out\n"
+          "                       as lines \"[N] text\" when it ends, or in --output-dir\n"
+          "  --parallel N         sequences decoded together in one step, 1..256 (default\n"
+          "                       1; with --prompt-file): each holds --ctx positions of\n"
+          "                       KV cache; a sequence that ends frees them for the next\n"
+          "  --output-dir DIR     with --prompt-file: DIR/N.txt per prompt, streamed\n"
           "  --servers LIST       host:port,host:port,... or 'local' (default: local);\n"
           "                       host:port@peerhost:peerport also names the address the\n"
           "                       other servers reach that one at (direct path)\n"
@@ -103,7 +112,8 @@ int baton_cmd_run(int argc, char **argv)
     enum {
         O_MODEL = 256, O_PROMPT, O_SERVERS, O_SPLIT, O_CTX, O_UBATCH, O_TEMP, O_TOPK, O_TOPP,
         O_SEED, O_THREADS, O_TIMEOUT, O_STATS, O_IDS, O_QUIET, O_IGNORE_EOS, O_GAP, O_HELP,
-        O_KEY, O_P2P, O_STATS_JSON, O_PIPELINE, O_SLOTS, O_RING
+        O_KEY, O_P2P, O_STATS_JSON, O_PIPELINE, O_SLOTS, O_RING, O_PROMPT_FILE, O_PARALLEL,
+        O_OUTPUT_DIR
     };
     static const struct option opts[] = {
         {"model", required_argument, 0, O_MODEL},     {"prompt", required_argument, 0, O_PROMPT},
@@ -119,11 +129,16 @@ int baton_cmd_run(int argc, char **argv)
         {"p2p", required_argument, 0, O_P2P},         {"stats-json", required_argument, 0, O_STATS_JSON},
         {"pipeline", required_argument, 0, O_PIPELINE}, {"slots", required_argument, 0, O_SLOTS},
         {"ring", required_argument, 0, O_RING},
+        {"prompt-file", required_argument, 0, O_PROMPT_FILE},
+        {"parallel", required_argument, 0, O_PARALLEL},
+        {"output-dir", required_argument, 0, O_OUTPUT_DIR},
         {0, 0, 0, 0}};
     struct baton_run_config cfg;
     const char *servers_name = "--servers"; /* where cfg.servers came from */
+    const char *prompt_file = NULL;
+    struct baton_cli_lines lines = {0};
     uint32_t u;
-    int c;
+    int c, rc;
 
     baton_run_config_default(&cfg);
     cfg.prog = PROG;
@@ -188,6 +203,11 @@ int baton_cmd_run(int argc, char **argv)
             if (parse_u32("--slots", optarg, 1, BATON_LLAMA_MAX_SLOTS, &cfg.n_slots)) return 2;
             break;
         case O_STATS_JSON: cfg.stats_json = optarg; break;
+        case O_PROMPT_FILE: prompt_file = optarg; break;
+        case O_PARALLEL:
+            if (parse_u32("--parallel", optarg, 1, 256, &cfg.n_parallel)) return 2;
+            break;
+        case O_OUTPUT_DIR: cfg.output_dir = optarg; break;
         case 'h':
         case O_HELP: run_usage(stdout); return 0;
         default:
@@ -199,8 +219,14 @@ int baton_cmd_run(int argc, char **argv)
         fprintf(stderr, "baton run: unexpected argument '%s'\n", argv[optind]);
         return 2;
     }
-    if (cfg.model_path == NULL || cfg.prompt == NULL) {
-        fprintf(stderr, "baton run: --model FILE and --prompt TEXT are required (see --help)\n");
+    if (cfg.model_path == NULL || (cfg.prompt == NULL) == (prompt_file == NULL)) {
+        fprintf(stderr, "baton run: --model FILE and one of --prompt TEXT or --prompt-file FILE "
+                        "are required (see --help)\n");
+        return 2;
+    }
+    if (prompt_file == NULL && (cfg.n_parallel > 1 || cfg.output_dir)) {
+        fprintf(stderr, "baton run: %s needs --prompt-file FILE\n",
+                cfg.n_parallel > 1 ? "--parallel" : "--output-dir");
         return 2;
     }
     if (cfg.report_gap && cfg.ids_path == NULL) {
@@ -234,5 +260,20 @@ int baton_cmd_run(int argc, char **argv)
     }
     if (cfg.n_ubatch > cfg.n_ctx)
         cfg.n_ubatch = cfg.n_ctx;
-    return baton_run(&cfg);
+    if (prompt_file) {
+        struct stat sb;
+
+        if (cfg.output_dir && (stat(cfg.output_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
+            fprintf(stderr, "baton run: --output-dir %s: not a directory\n", cfg.output_dir);
+            return 1;
+        }
+        rc = baton_cli_read_lines(PROG, "--prompt-file", prompt_file, &lines);
+        if (rc != 0)
+            return rc;
+        cfg.prompts = (const char *const *)lines.line;
+        cfg.n_prompts = lines.n;
+    }
+    rc = baton_run(&cfg);
+    baton_cli_lines_free(&lines);
+    return rc;
 }

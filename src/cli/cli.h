@@ -55,4 +55,28 @@ int baton_cli_parse_onoff(const char *prog, const char *opt, const char *s, int 
 int baton_cli_parse_u32(const char *prog, const char *opt, const char *s, uint32_t min,
                         uint32_t max, uint32_t *out);
 
+/* The lines of a --prompt-file. */
+#define BATON_CLI_MAX_LINES 100000u      /* prompts in one file */
+#define BATON_CLI_MAX_FILE (64ull << 20) /* bytes of one file */
+struct baton_cli_lines {
+    char **line; /* n NUL-terminated lines, owned */
+    size_t n;
+};
+
+/* Splits buf[0..len) (any bytes, not NUL-terminated) into lines: each ends
+ * at LF or at len, a CR before its LF is dropped, empty lines are skipped.
+ * Returns 0; BATON_E_FORMAT when a line holds a NUL byte (a prompt is a C
+ * string), BATON_E_LIMIT past BATON_CLI_MAX_LINES lines, BATON_E_NOMEM;
+ * on error *bad_line is the 1-based line at fault (0 for NOMEM) and out
+ * holds nothing. The caller frees out with baton_cli_lines_free.
+ * (cli_lines.c; fuzz target prompt_lines) */
+int baton_cli_split_lines(const char *buf, size_t len, struct baton_cli_lines *out,
+                          size_t *bad_line);
+/* Reads path (at most BATON_CLI_MAX_FILE bytes) and splits it. Returns 0
+ * (at least one line), 1 (cannot read: "PROG: WHAT PATH: reason" on
+ * stderr) or 2 (no lines, a NUL byte, too many lines or too large: said). */
+int baton_cli_read_lines(const char *prog, const char *what, const char *path,
+                         struct baton_cli_lines *out);
+void baton_cli_lines_free(struct baton_cli_lines *l);
+
 #endif

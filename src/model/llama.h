@@ -66,18 +66,22 @@ struct baton_llama_layer {
  * ubatch k + 1 never lands in the slot ubatch k is still reading. */
 struct baton_llama_io {
     struct baton_tensor_desc tokens;     /* I32 {max_ubatch}        (first stage) */
-    struct baton_tensor_desc pos;        /* I32 {max_ubatch} */
+    struct baton_tensor_desc pos;        /* I32 {max_ubatch}, or {3 * max_ubatch} with
+                                            seqs (positions, cells, first cells) */
     uint32_t n_slots;                    /* 1..BATON_LLAMA_MAX_SLOTS (not first) */
     struct baton_tensor_desc hidden_in[BATON_LLAMA_MAX_SLOTS]; /* F32 {n_embd, max_ubatch} */
     struct baton_tensor_desc hidden_out; /* F32 {n_embd, max_ubatch} (not last) */
     struct baton_tensor_desc last_idx;   /* I32 {1}                  (last) */
     struct baton_tensor_desc logits;     /* F32 {n_vocab}            (last) */
-    struct baton_tensor_desc argmax;     /* I32 {1}                  (last) */
+    struct baton_tensor_desc argmax;     /* I32 {1}, or {max_ubatch} with seqs (last) */
 };
 
 struct baton_llama_stage {
     uint32_t layer_begin, layer_end; /* [begin, end) */
     int first, last;
+    int seqs; /* several sequences share the KV cache: io.pos holds, for n tokens,
+                 n positions, n cells written and n first cells read (ATTENTION's
+                 {n,3} form, core/ops.h), and a step may output every token's argmax */
     struct baton_tensor_desc tok_embd;    /* first */
     struct baton_tensor_desc output_norm; /* last */
     struct baton_tensor_desc output;      /* last */
@@ -113,6 +117,17 @@ struct baton_llama_graph_inputs {
 int baton_llama_build_stage(const struct baton_llama_hparams *hp,
                             const struct baton_llama_stage *st, uint32_t n_tokens, uint32_t slot,
                             int want_logits, struct baton_gb *gb,
+                            struct baton_llama_graph_inputs *in);
+
+/* baton_llama_build_stage with n_out output tokens on the last stage: 1 (the
+ * last token, as above) or n_tokens (every token's argmax into io.argmax
+ * {n_tokens}: one decode token of each of several sequences; st->seqs, no
+ * logits). BATON_E_INVAL for any other n_out, or n_out > 1 with want_logits
+ * or without st->seqs. */
+int baton_llama_build_stage_out(const struct baton_llama_hparams *hp,
+                                const struct baton_llama_stage *st, uint32_t n_tokens,
+                                uint32_t n_out, uint32_t slot, int want_logits,
+                                struct baton_gb *gb,
                             struct baton_llama_graph_inputs *in);
 
 #endif

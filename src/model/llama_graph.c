@@ -77,7 +77,7 @@ static uint32_t mul_mat(struct baton_gb *gb, const struct baton_tensor_desc *w, 
 
 static uint32_t build_layer(struct baton_gb *gb, const struct baton_llama_hparams *hp,
                             const struct baton_llama_layer *L, uint32_t x, uint32_t pos,
-                            uint32_t n)
+                            uint32_t att_pos, uint32_t n)
 {
     const uint32_t hd = hp->head_dim;
     const uint32_t kv_dim = hp->head_dim * hp->n_head_kv;
@@ -104,7 +104,7 @@ static uint32_t build_layer(struct baton_gb *gb, const struct baton_llama_hparam
     {
         const uint64_t ne[4] = {hd, hp->n_head, n, 1};
         const uint32_t src[BATON_MAX_SRC] = {q, k, v, leaf(gb, &L->k_cache), leaf(gb, &L->v_cache),
-                                             pos};
+                                             att_pos};
 
         a = baton_gb_node(gb, BATON_OP_ATTENTION, BATON_TYPE_F32, ne, src, attn_p);
     }
@@ -127,19 +127,31 @@ int baton_llama_build_stage(const struct baton_llama_hparams *hp,
                             int want_logits, struct baton_gb *gb,
                             struct baton_llama_graph_inputs *in)
 {
+    return baton_llama_build_stage_out(hp, st, n_tokens, 1, slot, want_logits, gb, in);
+}
+
+int baton_llama_build_stage_out(const struct baton_llama_hparams *hp,
+                                const struct baton_llama_stage *st, uint32_t n_tokens,
+                                uint32_t n_out, uint32_t slot, int want_logits,
+                                struct baton_gb *gb, struct baton_llama_graph_inputs *in)
+{
     const uint32_t n = n_tokens;
     struct baton_llama_graph_inputs none = {BATON_SRC_NONE, BATON_SRC_NONE, BATON_SRC_NONE,
                                             BATON_SRC_NONE};
-    uint32_t x, pos, l;
+    uint32_t x, pos, att_pos, l;
 
     if (in == NULL)
         in = &none;
     *in = none;
-    if (n == 0 || n > st->io.pos.ne[0] ||
-        (!st->first && (slot >= st->io.n_slots || slot >= BATON_LLAMA_MAX_SLOTS)))
+    if (n == 0 || (uint64_t)n * (st->seqs ? 3 : 1) > st->io.pos.ne[0] ||
+        (!st->first && (slot >= st->io.n_slots || slot >= BATON_LLAMA_MAX_SLOTS)) ||
+        (n_out != 1 && (n_out != n || !st->seqs || want_logits)))
         return BATON_E_INVAL;
     pos = leaf_view(gb, &st->io.pos, n, 1, 1);
-    in->pos = pos;
+    /* several sequences: ATTENTION reads rows 1 and 2 (cells) of the same
+     * tensor, ROPE row 0 (positions) */
+    att_pos = st->seqs ? leaf_view(gb, &st->io.pos, n, 3, 1) : pos;
+    in->pos = st->seqs ? att_pos : pos;
     if (st->first) {
         uint32_t ids = leaf_view(gb, &st->io.tokens, n, 1, 1);
 
@@ -150,7 +162,7 @@ int baton_llama_build_stage(const struct baton_llama_hparams *hp,
         x = leaf_view(gb, &st->io.hidden_in[slot], hp->n_embd, n, 1);
     }
     for (l = st->layer_begin; l < st->layer_end; l++)
-        x = build_layer(gb, hp, &st->layers[l - st->layer_begin], x, pos, n);
+        x = build_layer(gb, hp, &st->layers[l - st->layer_begin], x, pos, att_pos, n);
 
     if (!st->last) {
         /* The last layer's residual add writes straight into hidden_out;
@@ -169,18 +181,19 @@ int baton_llama_build_stage(const struct baton_llama_hparams *hp,
     } else {
         uint32_t logits, am;
 
-        if (n > 1) {
+        if (n > 1 && n_out == 1) {
             uint32_t idx = leaf(gb, &st->io.last_idx);
 
             in->last_idx = idx;
             x = node(gb, BATON_OP_GET_ROWS, BATON_TYPE_F32, hp->n_embd, 1, 1, x, idx, NULL);
         }
-        x = rms_norm_mul(gb, hp, x, &st->output_norm, 1);
-        logits = mul_mat(gb, &st->output, x, 1);
+        x = rms_norm_mul(gb, hp, x, &st->output_norm, n_out);
+        logits = mul_mat(gb, &st->output, x, n_out);
         if (want_logits)
             baton_gb_set_out(gb, logits, leaf(gb, &st->io.logits));
-        am = node(gb, BATON_OP_ARGMAX, BATON_TYPE_I32, 1, 1, 1, logits, BATON_SRC_NONE, NULL);
-        in->argmax = leaf(gb, &st->io.argmax);
+        am = node(gb, BATON_OP_ARGMAX, BATON_TYPE_I32, n_out, 1, 1, logits, BATON_SRC_NONE, NULL);
+        in->argmax = st->seqs ? leaf_view(gb, &st->io.argmax, n_out, 1, 1)
+                              : leaf(gb, &st->io.argmax);
         baton_gb_set_out(gb, am, in->argmax);
     }
     return baton_gb_finish(gb);

@@ -159,7 +159,7 @@ static int plan_layers(struct run *r, const double *props, int n_parts, uint32_t
     for (int i = 0; i < n_parts; i++) {
         uint64_t kv_bytes;
 
-        if (baton_run_kv_cache_bytes(r->hp.head_dim, r->hp.n_head_kv, cfg->n_ctx, counts[i],
+        if (baton_run_kv_cache_bytes(r->hp.head_dim, r->hp.n_head_kv, r->n_cells, counts[i],
                                      &kv_bytes) != 0) {
             char ctx[96];
 
@@ -205,7 +205,7 @@ static int prefill(struct run *r, const int32_t *ids, size_t n_ids, struct baton
 
 /* The statistics window of the decode steps begins (peer counters read
  * first, outside the window's command counts) or ends. */
-static void stats_window(struct run *r, int begin)
+void run_stats_window(struct run *r, int begin)
 {
     for (uint32_t i = 0; i < r->n_stages; i++) {
         struct stage_rt *s = &r->stages[i];
@@ -345,6 +345,7 @@ static int decode(struct run *r, const int32_t *prompt, size_t n_prompt, int32_t
         if (*n_gen == cfg->n_predict)
             break;
         cur = next;
+        memset(&ub, 0, sizeof ub);
         ub.tokens = &cur;
         ub.n = 1;
         ub.pos0 = (uint32_t)(n_prompt + *n_gen - 1);
@@ -415,7 +416,7 @@ static int make_stages(struct run *r, const uint32_t *counts)
     }
     for (i = 0; i + 1 < r->n_stages; i++) {
         for (uint32_t k = 0; k < r->n_slots; k++) {
-            r->bounds[i].host[k] = calloc((size_t)r->hp.n_embd * r->n_ubatch, sizeof(float));
+            r->bounds[i].host[k] = calloc((size_t)r->hp.n_embd * r->n_tok_max, sizeof(float));
             if (r->bounds[i].host[k] == NULL) {
                 run_msg(cfg, "out of memory\n");
                 return 1;
@@ -432,6 +433,7 @@ static int make_stages(struct run *r, const uint32_t *counts)
         st->layer_end = layer + counts[i];
         st->first = i == 0;
         st->last = i + 1 == r->n_stages;
+        st->seqs = r->seqs;
         layer += counts[i];
     }
     return 0;
@@ -513,7 +515,9 @@ int baton_run(const struct baton_run_config *cfg)
         goto out;
     }
     /* tokenize first: a prompt that does not fit is a usage error */
-    rc = prompt_tokens(&r, &prompt_ids, &n_prompt);
+    r.n_seq = 1;
+    r.n_cells = cfg->n_ctx;
+    rc = cfg->prompts ? run_par_prepare(&r, &n_prompt) : prompt_tokens(&r, &prompt_ids, &n_prompt);
     if (rc != 0) {
         ret = rc;
         goto out;
@@ -543,6 +547,7 @@ int baton_run(const struct baton_run_config *cfg)
         r.n_ubatch = cfg->n_ctx;
     if (r.n_ubatch > n_prompt) /* no step is larger: smaller I/O buffers */
         r.n_ubatch = (uint32_t)n_prompt;
+    r.n_tok_max = r.n_ubatch > r.n_seq ? r.n_ubatch : r.n_seq;
     if (make_stages(&r, counts) != 0)
         goto out;
     rc = run_connect_stages(&r);
@@ -570,6 +575,12 @@ int baton_run(const struct baton_run_config *cfg)
     }
     if (run_setup_direct(&r) != 0)
         goto out;
+    if (r.seqs) {
+        if (run_par_register(&r) != 0)
+            goto out;
+        ret = run_par_generate(&r, run_now_s() - t_load0, bytes);
+        goto out;
+    }
     {
         /* the step shapes of this run: full ubatches, the last one, decode */
         const uint32_t shapes[3] = {n_prompt >= r.n_ubatch ? r.n_ubatch : 0,
@@ -591,12 +602,12 @@ int baton_run(const struct baton_run_config *cfg)
     if (prefill(&r, prompt_ids, n_prompt, &smp, &next) != 0)
         goto out;
     t_prefill = run_now_s() - t0;
-    stats_window(&r, 1);
+    run_stats_window(&r, 1);
     t0 = run_now_s();
     if (decode(&r, prompt_ids, n_prompt, next, &smp, gen_ids, &n_gen) != 0)
         goto out;
     t_decode = run_now_s() - t0;
-    stats_window(&r, 0);
+    run_stats_window(&r, 0);
     if (!cfg->quiet) {
         fputc('\n', cfg->out);
         fflush(cfg->out);
@@ -632,6 +643,8 @@ out:
         fputc('\n', cfg->out);
         fflush(cfg->out);
     }
+    if (r.par)
+        run_par_free(&r);
     free_run(&r);
     free(prompt_ids);
     free(gen_ids);

@@ -105,6 +105,12 @@ struct baton_run_config {
                              server (in-process stages too); NULL = none */
     const char *key_name; /* where key_path came from, for messages: "--key"
                              (NULL) or "BATON_KEY_FILE" */
+    const char *const *prompts; /* when set (n_prompts of them): several sequences, one
+                                   per prompt, n_parallel at a time (run_parallel.c);
+                                   greedy only; prompt and prompt_ids are ignored */
+    size_t n_prompts;
+    uint32_t n_parallel;  /* sequences decoded together (0 or 1: one at a time) */
+    const char *output_dir; /* with prompts: DIR/N.txt per prompt, else "[N] " lines */
     const int32_t *prompt_ids; /* when set, these ids are the prompt (text is ignored) */
     size_t n_prompt_ids;
     struct baton_run_result *result; /* when set, filled on success */

@@ -66,8 +66,8 @@ enum out_mode {
  * reply is read. */
 struct block {
     int submitted;
-    int has_set, has_get;
-    int st_set, st_run, st_get;
+    int has_set, has_get, has_pset;
+    int st_set, st_run, st_get, st_pset; /* pset: the positions' SET (several sequences) */
     int fenced;   /* the run waits for the previous stage's hand-off (stage 1: the ring's) */
     int mode;     /* enum out_mode */
     int ring;     /* last stage: 0, or OUT_HANDOFF_ASYNC / _SYNC: the token goes to stage 1 */
@@ -80,6 +80,9 @@ struct block {
 struct step {
     const int32_t *tokens; /* NULL: a ring step, whose token the step before produces */
     uint32_t n, pos0;
+    const int32_t *seqpos; /* NULL, or 3n: positions, cells, first cells (run_ubatch) */
+    uint32_t n_out;        /* argmax ids the last stage returns: 1, or n into out */
+    int32_t *out;
     uint64_t number; /* r->n_steps when the batch began + k: picks the slot */
     uint32_t slot;
     uint32_t k_plus_1; /* which step of the batch this ring entry holds (+ 1; 0: none) */
@@ -114,7 +117,8 @@ static int pending(int st)
 /* Every reply of block b has been read (and a synchronous hand-off acted on). */
 static int block_answered(const struct block *b)
 {
-    return b->submitted && !(b->has_set && pending(b->st_set)) && !pending(b->st_run) &&
+    return b->submitted && !(b->has_set && pending(b->st_set)) &&
+           !(b->has_pset && pending(b->st_pset)) && !pending(b->st_run) &&
            !(b->has_get && pending(b->st_get)) &&
            ((b->mode != OUT_HANDOFF_SYNC && b->ring != OUT_HANDOFF_SYNC) || b->resolved);
 }
@@ -122,7 +126,8 @@ static int block_answered(const struct block *b)
 /* Block b has answered, and every reply succeeded. */
 static int block_ok(const struct block *b)
 {
-    return block_answered(b) && (!b->has_set || b->st_set == 0) && b->st_run == 0 &&
+    return block_answered(b) && (!b->has_set || b->st_set == 0) &&
+           (!b->has_pset || b->st_pset == 0) && b->st_run == 0 &&
            (!b->has_get || b->st_get == 0);
 }
 
@@ -148,6 +153,9 @@ static int can_submit(struct engine *e, uint32_t s, uint32_t k)
         st->tokens = e->ub[k].tokens;
         st->n = e->ub[k].n;
         st->pos0 = e->ub[k].pos0;
+        st->seqpos = e->ub[k].seqpos;
+        st->n_out = e->ub[k].n_out > 1 ? e->ub[k].n_out : 1;
+        st->out = e->ub[k].out;
         st->number = e->base + k;
         st->slot = (uint32_t)(st->number % r->n_slots);
         st->k_plus_1 = k + 1;
@@ -210,7 +218,7 @@ static int submit_block(struct engine *e, uint32_t s, uint32_t k)
     struct step *st = step_at(e, k);
     struct block *blk = &st->b[s];
     const uint64_t hidden_bytes = (uint64_t)r->hp.n_embd * st->n * sizeof(float);
-    const struct stage_graph *g = run_stage_graph(stage, st->n, st->slot);
+    const struct stage_graph *g = run_stage_graph(stage, st->n, st->n_out, st->slot);
     struct baton_graph_run run;
     int rc;
 
@@ -220,13 +228,24 @@ static int submit_block(struct engine *e, uint32_t s, uint32_t k)
     }
     memset(&run, 0, sizeof run);
     memset(blk, 0, sizeof *blk);
-    blk->st_set = blk->st_run = blk->st_get = BATON_REPLY_PENDING;
+    blk->st_set = blk->st_run = blk->st_get = blk->st_pset = BATON_REPLY_PENDING;
     run.graph = g->id;
     if (stage->need_reset)
         run.flags |= BATON_RUN_RESET;
     stage->need_reset = 0;
-    run.inputs[run.n_inputs++] = (struct baton_run_input){g->in.pos, st->n, (int32_t)st->pos0};
-    r->token_bytes += BATON_RUN_INPUT_BYTES;
+    if (st->seqpos != NULL) {
+        /* several sequences: positions, cells and first cells, set before
+         * the run on the same connection (answered in order) */
+        blk->has_pset = 1;
+        baton_conn_track(stage->conn, &blk->st_pset);
+        rc = baton_submit_set_tensor(stage->conn, &io->pos, 0, st->seqpos, (uint64_t)st->n * 12);
+        r->token_bytes += (uint64_t)st->n * 12;
+        if (rc != 0)
+            return submit_fail(e, s, rc);
+    } else {
+        run.inputs[run.n_inputs++] = (struct baton_run_input){g->in.pos, st->n, (int32_t)st->pos0};
+        r->token_bytes += BATON_RUN_INPUT_BYTES;
+    }
 
     /* the input */
     if (stage->st.first && st->tokens == NULL) {
@@ -275,7 +294,7 @@ static int submit_block(struct engine *e, uint32_t s, uint32_t k)
             blk->fenced = 1;
         }
     }
-    if (stage->st.last && st->n > 1) {
+    if (stage->st.last && st->n > 1 && st->n_out == 1) {
         run.inputs[run.n_inputs++] = (struct baton_run_input){g->in.last_idx, 1,
                                                               (int32_t)(st->n - 1)};
         r->token_bytes += BATON_RUN_INPUT_BYTES;
@@ -288,9 +307,9 @@ static int submit_block(struct engine *e, uint32_t s, uint32_t k)
         blk->mode = OUT_RETURN;
         run.flags |= BATON_RUN_RETURN;
         run.ret.leaf = g->in.argmax;
-        run.ret_dst = &blk->argmax;
-        run.ret_bytes = 4;
-        r->token_bytes += 4;
+        run.ret_dst = st->n_out > 1 ? st->out : &blk->argmax;
+        run.ret_bytes = 4 * st->n_out;
+        r->token_bytes += 4 * st->n_out;
         /* the next step is a ring step: the token goes to stage 1 too */
         if (k + 1 < e->m && e->ub[k + 1].tokens == NULL && b->direct &&
             st->number >= b->retry_step) {
@@ -527,13 +546,14 @@ static int check_errors(struct engine *e)
 
         for (uint32_t s = 0; s < r->n_stages; s++) {
             const struct block *blk = &st->b[s];
-            const int sts[3] = {blk->has_set ? blk->st_set : 0, blk->st_run,
-                                blk->has_get ? blk->st_get : 0};
-            static const char *const what[3] = {"SET_TENSOR", "GRAPH_RUN", "GET_TENSOR"};
+            const int sts[4] = {blk->has_set ? blk->st_set : 0, blk->st_run,
+                                blk->has_get ? blk->st_get : 0, blk->has_pset ? blk->st_pset : 0};
+            static const char *const what[4] = {"SET_TENSOR", "GRAPH_RUN", "GET_TENSOR",
+                                                "SET_TENSOR (positions)"};
 
             if (!blk->submitted)
                 continue;
-            for (int i = 0; i < 3; i++) {
+            for (int i = 0; i < 4; i++) {
                 if (pending(sts[i]) || sts[i] == 0)
                     continue;
                 if (i == 1 && sts[i] == BATON_E_FENCE) {

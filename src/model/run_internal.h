@@ -22,13 +22,13 @@
 
 #define RUN_ALIGN 64u
 #define RUN_ENDPOINT_MAX 128
-#define RUN_MAX_GRAPHS 16u /* registered graphs per stage: ubatch shapes x slots */
+#define RUN_MAX_GRAPHS 32u /* registered graphs per stage: ubatch shapes x slots */
 #define RUN_RING 16u       /* steps in flight at most (engine) */
 #define RUN_CLEAN_STEPS 64u /* clean direct steps after which a boundary's failures are forgotten */
 
 /* A graph registered on a stage's server for one (token count, slot). */
 struct stage_graph {
-    uint32_t n_tokens, slot;
+    uint32_t n_tokens, n_out, slot;
     uint32_t id;
     struct baton_llama_graph_inputs in;
 };
@@ -87,6 +87,11 @@ struct run {
     void *on_token_arg;
     uint32_t n_stages;
     uint32_t n_ubatch;          /* tokens per prefill step (cfg->n_ubatch or the default) */
+    uint32_t n_tok_max;         /* most tokens in one step: max(n_ubatch, n_seq) (I/O sizes) */
+    int seqs;                   /* several sequences (cfg->prompts): {n,3} positions */
+    uint32_t n_seq;             /* sequences decoded together (1 unless seqs) */
+    uint32_t n_cells;           /* KV-cache cells per layer: n_ctx per sequence x n_seq */
+    struct par_seq *par;        /* cfg->prompts: one per prompt (run_parallel.c) */
     uint32_t n_slots;           /* boundary input slots per stage */
     int want_logits;            /* every step returns the logits too (sampling, gaps) */
     float *logits;              /* n_vocab */
@@ -150,9 +155,14 @@ uint64_t run_hidden_state_bytes(const struct run *r);
 /* Registers on every stage the graphs of the given token counts (n_counts
  * of them, 0 entries skipped) for every input slot. 0 or 1. */
 int run_register_graphs(struct run *r, const uint32_t *counts, uint32_t n_counts);
+/* ... with outs[c] output tokens for counts[c] on the last stage (1, or
+ * counts[c]: baton_llama_build_stage_out); outs NULL: all 1. */
+int run_register_graphs_out(struct run *r, const uint32_t *counts, const uint32_t *outs,
+                            uint32_t n_counts);
 /* The registered graph of stage s for n tokens read from slot (any slot on
  * the first stage), or NULL. */
-const struct stage_graph *run_stage_graph(struct stage_rt *s, uint32_t n, uint32_t slot);
+const struct stage_graph *run_stage_graph(struct stage_rt *s, uint32_t n, uint32_t n_out,
+                                          uint32_t slot);
 
 /* ---- run_engine.c ---- */
 /* One ubatch: n tokens (tokens[0..n)) at positions pos0.. */
@@ -160,12 +170,33 @@ struct run_ubatch {
     const int32_t *tokens;
     uint32_t n;
     uint32_t pos0;
+    /* several sequences (r->n_seq > 1): NULL, or 3n values: the n
+     * positions, the n KV-cache cells written, the n first cells read
+     * (ATTENTION's {n,3} form); positions pos0.. when NULL */
+    const int32_t *seqpos;
+    uint32_t n_out; /* 0 or 1: the last token's argmax; n: every token's, into out[0..n) */
+    int32_t *out;
 };
 /* Runs ubatches[0..m) through every stage in order (pipelined unless
  * cfg->pipeline is 0); on success *next is the last stage's argmax of the
  * last ubatch and, with r->want_logits, r->logits its logits. 0 or 1 (after
  * a message naming the stage). */
 int run_engine(struct run *r, const struct run_ubatch *ub, uint32_t m, int32_t *next);
+
+/* ---- run_parallel.c: several sequences (cfg->prompts) ---- */
+struct par_seq;
+/* Tokenizes and checks every prompt, sets r->seqs, n_seq, n_cells and
+ * *max_prompt (the longest prompt's tokens). 0, 1 or 2 (usage; said). */
+int run_par_prepare(struct run *r, size_t *max_prompt);
+/* Registers the step shapes of every prompt and the decode step. 0 or 1. */
+int run_par_register(struct run *r);
+/* Admits, prefills and decodes every prompt; prints the summary, writes
+ * the statistics and --ids-file. 0 or 1. */
+int run_par_generate(struct run *r, double t_load, double bytes);
+void run_par_free(struct run *r);
+
+/* run.c: the decode window's statistics begin (begin = 1) or end. */
+void run_stats_window(struct run *r, int begin);
 
 /* ---- run_stats.c ---- */
 void run_print_stats(struct run *r, uint32_t steps);

@@ -396,6 +396,8 @@ static int setup_ring(struct run *r)
         return 0; /* nothing to say: one stage, or no decode step */
     if (!cfg->ring)
         why = "--ring off";
+    else if (r->seqs)
+        why = "several sequences (--prompt-file): not built yet";
     else if (!cfg->pipeline)
         why = "--pipeline off";
     else if (r->want_logits)

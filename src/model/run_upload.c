@@ -87,7 +87,7 @@ static int place(struct run *r, struct upload_item *items, uint32_t *n_items, ui
  * a split run sends a stage in one SET_TENSOR on the hub path. */
 uint64_t run_hidden_state_bytes(const struct run *r)
 {
-    return (uint64_t)r->hp.n_embd * r->n_ubatch * sizeof(float);
+    return (uint64_t)r->hp.n_embd * r->n_tok_max * sizeof(float);
 }
 
 int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
@@ -116,7 +116,7 @@ int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
         goto out;
     }
     /* fits in 64 bits: baton_run checked every stage before connecting */
-    (void)baton_run_kv_cache_bytes(hp->head_dim, hp->n_head_kv, r->cfg->n_ctx, n_local,
+    (void)baton_run_kv_cache_bytes(hp->head_dim, hp->n_head_kv, r->n_cells, n_local,
                                    &kv_bytes);
     /* a KV cache larger than any buffer the server grants is said now, in
      * terms of --ctx, before the weights are uploaded */
@@ -256,11 +256,11 @@ int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
             struct baton_llama_layer *L = &st->layers[l];
 
             rc = baton_tensor_init(&L->k_cache, 0, koff, BATON_TYPE_F32, hp->head_dim,
-                                   r->cfg->n_ctx, hp->n_head_kv, 1);
+                                   r->n_cells, hp->n_head_kv, 1);
             koff = run_align_up(koff + L->k_cache.nbytes);
             if (rc == 0)
                 rc = baton_tensor_init(&L->v_cache, 0, koff, BATON_TYPE_F32, hp->head_dim,
-                                       r->cfg->n_ctx, hp->n_head_kv, 1);
+                                       r->n_cells, hp->n_head_kv, 1);
             koff = run_align_up(koff + L->v_cache.nbytes);
             if (rc != 0) {
                 stage_msg(r, "KV cache size: %s\n", baton_status_str(rc));
@@ -295,7 +295,7 @@ int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
      * on the first stage) and goes out of hidden_out (not on the last) */
     {
         struct baton_llama_io *io = &st->io;
-        const uint32_t u = r->n_ubatch;
+        const uint32_t u = r->n_tok_max;
         const uint32_t n_in = st->first ? 0 : r->n_slots;
         uint64_t ioff = 0;
         struct baton_tensor_desc *d[6 + BATON_LLAMA_MAX_SLOTS] = {
@@ -303,7 +303,9 @@ int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
         uint32_t types[6 + BATON_LLAMA_MAX_SLOTS] = {BATON_TYPE_I32, BATON_TYPE_I32,
                                                      BATON_TYPE_I32, BATON_TYPE_F32,
                                                      BATON_TYPE_I32, BATON_TYPE_F32};
-        uint64_t ne0[6 + BATON_LLAMA_MAX_SLOTS] = {u, u, 1, hp->n_vocab, 1, hp->n_embd};
+        /* several sequences: {n,3} positions, an argmax per token */
+        uint64_t ne0[6 + BATON_LLAMA_MAX_SLOTS] = {u, r->seqs ? 3ull * u : u, 1, hp->n_vocab,
+                                                   r->seqs ? u : 1, hp->n_embd};
         uint64_t ne1[6 + BATON_LLAMA_MAX_SLOTS] = {1, 1, 1, 1, 1, u};
         uint32_t n_io = st->last ? 5 : 6, k;
 
@@ -347,11 +349,16 @@ out:
     return ret;
 }
 
-/* The registered graph of s for (n, slot), or NULL. */
-static struct stage_graph *find_graph(struct stage_rt *s, uint32_t n, uint32_t slot)
+/* The registered graph of s for (n, n_out, slot), or NULL. Only the last
+ * stage tells graphs apart by n_out (the others' are the same graph). */
+static struct stage_graph *find_graph(struct stage_rt *s, uint32_t n, uint32_t n_out,
+                                      uint32_t slot)
 {
+    if (!s->st.last || n_out == 0)
+        n_out = 1;
     for (uint32_t i = 0; i < s->n_graphs; i++)
-        if (s->graphs[i].n_tokens == n && s->graphs[i].slot == slot)
+        if (s->graphs[i].n_tokens == n && s->graphs[i].slot == slot &&
+            s->graphs[i].n_out == n_out)
             return &s->graphs[i];
     return NULL;
 }
@@ -378,6 +385,12 @@ static uint32_t run_graphs_needed(const struct run *r, const uint32_t *counts, u
 
 int run_register_graphs(struct run *r, const uint32_t *counts, uint32_t n_counts)
 {
+    return run_register_graphs_out(r, counts, NULL, n_counts);
+}
+
+int run_register_graphs_out(struct run *r, const uint32_t *counts, const uint32_t *outs,
+                            uint32_t n_counts)
+{
     for (uint32_t si = 0; si < r->n_stages; si++) {
         struct stage_rt *s = &r->stages[si];
         const uint32_t n_slots = s->st.first ? 1 : r->n_slots;
@@ -388,7 +401,9 @@ int run_register_graphs(struct run *r, const uint32_t *counts, uint32_t n_counts
                 struct baton_gb gb;
                 int rc;
 
-                if (find_graph(s, counts[c], slot) != NULL)
+                const uint32_t n_out = outs && outs[c] > 1 && s->st.last ? outs[c] : 1;
+
+                if (find_graph(s, counts[c], n_out, slot) != NULL)
                     continue;
                 if (s->n_graphs == RUN_MAX_GRAPHS) {
                     stage_msg(r, "stage %u: more than %u graph shapes\n", si + 1, RUN_MAX_GRAPHS);
@@ -396,10 +411,11 @@ int run_register_graphs(struct run *r, const uint32_t *counts, uint32_t n_counts
                 }
                 sg = &s->graphs[s->n_graphs];
                 sg->n_tokens = counts[c];
+                sg->n_out = n_out;
                 sg->slot = slot;
                 baton_gb_init(&gb, s->leaves, s->cap_leaves, s->nodes, s->cap_nodes);
-                rc = baton_llama_build_stage(&r->hp, &s->st, counts[c], slot, r->want_logits, &gb,
-                                             &sg->in);
+                rc = baton_llama_build_stage_out(&r->hp, &s->st, counts[c], n_out, slot,
+                                                 r->want_logits, &gb, &sg->in);
                 if (rc != 0) {
                     stage_msg(r, "stage %u: building the graph failed: %s\n", si + 1,
                               baton_status_str(rc));
@@ -430,7 +446,8 @@ int run_register_graphs(struct run *r, const uint32_t *counts, uint32_t n_counts
     return 0;
 }
 
-const struct stage_graph *run_stage_graph(struct stage_rt *s, uint32_t n, uint32_t slot)
+const struct stage_graph *run_stage_graph(struct stage_rt *s, uint32_t n, uint32_t n_out,
+                                          uint32_t slot)
 {
-    return find_graph(s, n, s->st.first ? 0 : slot);
+    return find_graph(s, n, n_out, s->st.first ? 0 : slot);
 }

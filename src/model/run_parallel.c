@@ -1,0 +1,462 @@
+/* Several sequences through the split (run_internal.h, "run_parallel.c"):
+ * `baton run --prompt-file F --parallel N`.
+ *
+ * The KV cache of every stage holds N ranges of n_ctx cells; sequence slot
+ * j owns cells [j * n_ctx, (j + 1) * n_ctx), and every step carries, per
+ * token, its position, the cell it writes and the first cell of its range
+ * (ATTENTION's {n,3} positions, core/ops.h), so attention never mixes
+ * sequences. Prompts are admitted in file order into free slots: each is
+ * prefilled alone (ubatches of n_ubatch tokens, the rest in powers of two,
+ * so that a few registered graph shapes serve every prompt length); then
+ * one decode step carries one token of every slot (a slot without a
+ * sequence computes a placeholder token in its own free range, so the step
+ * keeps one registered shape), and the last stage returns every token's
+ * argmax. A sequence that ends (EOS, -n) frees its slot for the next
+ * prompt. Greedy only: sampling on the last stage is not built yet.
+ *
+ * Each sequence's ids are those it gives alone: every kernel gives the same
+ * bits for any ubatch size (docs/DESIGN.md's determinism rule), and a
+ * token's attention reads only its own range. tests/integration/
+ * test_parallel.sh checks it on 1, 2 and 3 stages, hub and direct. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "baton/status.h"
+#include "model/run_internal.h"
+#include "model/tokenizer.h"
+
+/* One prompt of the file and what it generated. */
+struct par_seq {
+    int32_t *ids; /* prompt, then generated: n_prompt + n_gen */
+    size_t n_prompt, n_gen;
+    char *text; /* generated text, kept for prefixed output */
+    size_t text_len, text_cap;
+    FILE *out;  /* --output-dir: its own file */
+    int done;
+};
+
+static void par_free_seqs(struct par_seq *q, size_t n)
+{
+    for (size_t i = 0; q && i < n; i++) {
+        free(q[i].ids);
+        free(q[i].text);
+        if (q[i].out)
+            fclose(q[i].out);
+    }
+    free(q);
+}
+
+int run_par_prepare(struct run *r, size_t *max_prompt)
+{
+    const struct baton_run_config *cfg = r->cfg;
+    struct par_seq *q;
+
+    if (cfg->temp > 0.0f || cfg->report_gap) {
+        run_msg(cfg, "--prompt-file decodes greedily for now: drop --temp%s (sampling on the "
+                     "last stage is not built yet)\n",
+                cfg->report_gap ? " and --report-gap" : "");
+        return 2;
+    }
+    if (cfg->n_prompts == 0) {
+        run_msg(cfg, "--prompt-file: no prompts (one per line; empty lines are skipped)\n");
+        return 2;
+    }
+    r->seqs = 1;
+    r->n_seq = cfg->n_parallel ? cfg->n_parallel : 1;
+    if (r->n_seq > cfg->n_prompts)
+        r->n_seq = (uint32_t)cfg->n_prompts; /* no more slots than prompts */
+    if ((uint64_t)cfg->n_ctx * r->n_seq > INT32_MAX) {
+        run_msg(cfg, "--ctx %u x --parallel %u KV-cache cells exceed 2^31 - 1\n", cfg->n_ctx,
+                r->n_seq);
+        return 2;
+    }
+    r->n_cells = cfg->n_ctx * r->n_seq;
+    q = calloc(cfg->n_prompts, sizeof(*q));
+    if (q == NULL) {
+        run_msg(cfg, "out of memory\n");
+        return 1;
+    }
+    r->par = q;
+    *max_prompt = 0;
+    for (size_t i = 0; i < cfg->n_prompts; i++) {
+        const size_t len = strlen(cfg->prompts[i]);
+        int rc;
+
+        q[i].ids = calloc(len + 8 + cfg->n_predict, sizeof(int32_t));
+        if (q[i].ids == NULL) {
+            run_msg(cfg, "out of memory\n");
+            return 1;
+        }
+        rc = baton_tokenize(r->tok, cfg->prompts[i], len, baton_tokenizer_add_bos(r->tok),
+                            q[i].ids, len + 8, &q[i].n_prompt);
+        if (rc != 0) {
+            run_msg(cfg, "prompt %zu: cannot tokenize it: %s\n", i + 1, baton_status_str(rc));
+            return 1;
+        }
+        if (q[i].n_prompt == 0) {
+            run_msg(cfg, "prompt %zu gives no tokens (and the model has no BOS)\n", i + 1);
+            return 2;
+        }
+        if ((uint64_t)q[i].n_prompt + cfg->n_predict > cfg->n_ctx) {
+            run_msg(cfg, "prompt %zu (%zu tokens) + -n %u exceeds --ctx %u (the positions of one "
+                         "sequence); give --ctx %llu or more\n",
+                    i + 1, q[i].n_prompt, cfg->n_predict, cfg->n_ctx,
+                    (unsigned long long)q[i].n_prompt + cfg->n_predict);
+            return 2;
+        }
+        if (q[i].n_prompt > *max_prompt)
+            *max_prompt = q[i].n_prompt;
+    }
+    return 0;
+}
+
+void run_par_free(struct run *r)
+{
+    par_free_seqs(r->par, r->cfg->n_prompts);
+    r->par = NULL;
+}
+
+/* The powers of two below u, largest first, that sum to rem (< u). */
+static uint32_t split_rest(uint32_t rem, uint32_t *parts)
+{
+    uint32_t n = 0;
+
+    for (uint32_t b = 1u << 31; b != 0; b >>= 1)
+        if (rem & b)
+            parts[n++] = b;
+    return n;
+}
+
+int run_par_register(struct run *r)
+{
+    const struct par_seq *q = r->par;
+    uint32_t counts[40], outs[40], n = 0;
+
+    counts[n] = r->n_ubatch, outs[n++] = 1;
+    for (size_t i = 0; i < r->cfg->n_prompts; i++) {
+        uint32_t parts[32], k = split_rest((uint32_t)(q[i].n_prompt % r->n_ubatch), parts);
+
+        for (uint32_t j = 0; j < k; j++) {
+            uint32_t c;
+
+            for (c = 0; c < n && !(counts[c] == parts[j] && outs[c] == 1); c++)
+                ;
+            if (c == n)
+                counts[n] = parts[j], outs[n++] = 1;
+        }
+    }
+    if (r->cfg->n_predict > 1)
+        counts[n] = r->n_seq, outs[n++] = r->n_seq;
+    return run_register_graphs_out(r, counts, outs, n);
+}
+
+/* Appends len bytes to q's text. 0 or -1 (out of memory). */
+static int text_add(struct par_seq *q, const char *p, size_t len)
+{
+    if (q->text_len + len + 1 > q->text_cap) {
+        size_t cap = (q->text_len + len + 1) * 2;
+        char *t = realloc(q->text, cap);
+
+        if (t == NULL)
+            return -1;
+        q->text = t;
+        q->text_cap = cap;
+    }
+    memcpy(q->text + q->text_len, p, len);
+    q->text_len += len;
+    q->text[q->text_len] = '\0';
+    return 0;
+}
+
+/* Sequence i (prompt number i + 1) has ended: its text goes out, its file
+ * is closed. */
+static void finish(struct run *r, size_t i)
+{
+    struct par_seq *q = &r->par[i];
+    const char *p;
+
+    q->done = 1;
+    if (r->cfg->quiet)
+        return;
+    if (q->out) {
+        fputc('\n', q->out);
+        fclose(q->out);
+        q->out = NULL;
+        return;
+    }
+    /* prefixed lines: "[N] " and each line of the prompt and its text (N:
+     * the prompt's number in the file, empty lines not counted) */
+    p = q->text ? q->text : "";
+    for (;;) {
+        const char *nl = strchr(p, '\n');
+        const size_t len = nl ? (size_t)(nl - p) : strlen(p);
+
+        fprintf(r->cfg->out, "[%zu] %.*s\n", i + 1, (int)len, p);
+        if (nl == NULL)
+            break;
+        p = nl + 1;
+    }
+    fflush(r->cfg->out);
+}
+
+/* Takes token t of sequence i: kept, its text added. Returns 1 when the
+ * sequence ends with it, 0 when it goes on, -1 on an error (said). */
+static int take(struct run *r, size_t i, int32_t t)
+{
+    struct par_seq *q = &r->par[i];
+    const struct baton_run_config *cfg = r->cfg;
+    char piece[256];
+    size_t plen = 0;
+
+    if (t < 0 || (uint32_t)t >= r->hp.n_vocab) {
+        stage_msg(r, "stage %u returned token id %d outside the vocabulary\n", r->n_stages, t);
+        return -1;
+    }
+    q->ids[q->n_prompt + q->n_gen++] = t;
+    if (t == baton_tokenizer_eos(r->tok) && !cfg->ignore_eos)
+        return 1;
+    if (!cfg->quiet &&
+        baton_token_to_piece(r->tok, t, q->ids[q->n_prompt + q->n_gen - 2], piece, sizeof(piece),
+                             &plen) == 0 &&
+        plen > 0) {
+        if (q->out) {
+            fwrite(piece, 1, plen, q->out);
+            fflush(q->out);
+        } else if (text_add(q, piece, plen) != 0) {
+            stage_msg(r, "out of memory\n");
+            return -1;
+        }
+    }
+    return q->n_gen == cfg->n_predict;
+}
+
+/* Prefills sequence i into slot j; *first gets its first token. 0 or 1. */
+static int prefill_one(struct run *r, size_t i, uint32_t j, int32_t *first)
+{
+    const struct par_seq *q = &r->par[i];
+    const uint32_t u = r->n_ubatch, n = (uint32_t)q->n_prompt;
+    const int32_t base = (int32_t)(j * r->cfg->n_ctx);
+    struct run_ubatch ub[64];
+    int32_t *sp = malloc((size_t)n * 3 * sizeof(int32_t));
+    uint32_t m = 0, at = 0, parts[32], k;
+    int rc;
+
+    if (sp == NULL) {
+        stage_msg(r, "out of memory\n");
+        return 1;
+    }
+    while (at < n) {
+        uint32_t len = n - at >= u ? u : 0;
+
+        if (len == 0) {
+            k = split_rest(n - at, parts);
+            len = parts[0];
+            (void)k;
+        }
+        memset(&ub[m], 0, sizeof ub[m]);
+        ub[m].tokens = q->ids + at;
+        ub[m].n = len;
+        ub[m].pos0 = at;
+        /* positions, cells, first cells of this ubatch, at 3 * at */
+        for (uint32_t t = 0; t < len; t++) {
+            sp[3 * at + t] = (int32_t)(at + t);
+            sp[3 * at + len + t] = base + (int32_t)(at + t);
+            sp[3 * at + 2 * len + t] = base;
+        }
+        ub[m].seqpos = sp + 3 * at;
+        at += len;
+        /* a run of full ubatches and then at most 32 parts: flush a full list */
+        if (++m == sizeof(ub) / sizeof(ub[0]) && at < n) {
+            rc = run_engine(r, ub, m, first);
+            if (rc != 0) {
+                free(sp);
+                return 1;
+            }
+            m = 0;
+        }
+    }
+    rc = run_engine(r, ub, m, first);
+    free(sp);
+    return rc != 0;
+}
+
+/* Writes the --ids-file of several sequences. 0 or -1. */
+static int write_ids(const struct run *r, const char *path)
+{
+    FILE *f = fopen(path, "w");
+
+    if (f == NULL)
+        return -1;
+    fprintf(f, "{\"parallel\": %u, \"sequences\": [", r->n_seq);
+    for (size_t i = 0; i < r->cfg->n_prompts; i++) {
+        const struct par_seq *q = &r->par[i];
+
+        fprintf(f, "%s\n {\"index\": %zu, \"prompt\": [", i ? "," : "", i + 1);
+        for (size_t k = 0; k < q->n_prompt; k++)
+            fprintf(f, "%s%d", k ? ", " : "", q->ids[k]);
+        fprintf(f, "], \"generated\": [");
+        for (size_t k = 0; k < q->n_gen; k++)
+            fprintf(f, "%s%d", k ? ", " : "", q->ids[q->n_prompt + k]);
+        fprintf(f, "]}");
+    }
+    fprintf(f, "\n]}\n");
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+/* Opens --output-dir/N.txt (N = i + 1) for sequence i and writes its prompt. 0 or 1. */
+static int open_output(struct run *r, size_t i)
+{
+    char path[4096];
+    struct par_seq *q = &r->par[i];
+
+    if (r->cfg->output_dir == NULL || r->cfg->quiet)
+        return 0;
+    if ((size_t)snprintf(path, sizeof path, "%s/%zu.txt", r->cfg->output_dir, i + 1) >=
+        sizeof path) {
+        run_msg(r->cfg, "--output-dir %s: path too long\n", r->cfg->output_dir);
+        return 1;
+    }
+    q->out = fopen(path, "w");
+    if (q->out == NULL) {
+        run_msg(r->cfg, "--output-dir: cannot create %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    fputs(r->cfg->prompts[i], q->out);
+    fflush(q->out);
+    return 0;
+}
+
+int run_par_generate(struct run *r, double t_load, double bytes)
+{
+    const struct baton_run_config *cfg = r->cfg;
+    const uint32_t ns = r->n_seq;
+    size_t *slot_seq = calloc(ns, sizeof(size_t)); /* sequence in slot j + 1, 0: free */
+    int32_t *tokens = calloc(ns, sizeof(int32_t)), *out = calloc(ns, sizeof(int32_t));
+    int32_t *sp = calloc((size_t)ns * 3, sizeof(int32_t));
+    size_t next_prompt = 0, n_prompt_tokens = 0, n_gen = 0;
+    uint32_t decode_steps = 0;
+    double t_prefill = 0, t_decode = 0, t0;
+    int ret = 1;
+
+    if (slot_seq == NULL || tokens == NULL || out == NULL || sp == NULL) {
+        stage_msg(r, "out of memory\n");
+        goto out;
+    }
+    fprintf(cfg->log, "plan: %zu prompts, %u sequences at a time (%u KV-cache cells each)\n",
+            cfg->n_prompts, ns, cfg->n_ctx);
+    for (;;) {
+        struct run_ubatch ub;
+        int32_t unused;
+        uint32_t active = 0;
+
+        /* admit prompts into free slots */
+        for (uint32_t j = 0; j < ns; j++) {
+            while (slot_seq[j] == 0 && next_prompt < cfg->n_prompts) {
+                const size_t i = next_prompt++;
+                int32_t first;
+                int rc;
+
+                if (open_output(r, i) != 0)
+                    goto out;
+                if (!cfg->quiet && r->par[i].out == NULL &&
+                    text_add(&r->par[i], cfg->prompts[i], strlen(cfg->prompts[i])) != 0) {
+                    stage_msg(r, "out of memory\n");
+                    goto out;
+                }
+                t0 = run_now_s();
+                if (prefill_one(r, i, j, &first) != 0)
+                    goto out;
+                t_prefill += run_now_s() - t0;
+                n_prompt_tokens += r->par[i].n_prompt;
+                rc = take(r, i, first);
+                n_gen++;
+                if (rc < 0)
+                    goto out;
+                if (rc > 0)
+                    finish(r, i);
+                else
+                    slot_seq[j] = i + 1;
+            }
+            active += slot_seq[j] != 0;
+        }
+        if (active == 0)
+            break;
+        /* one decode step: a token of every slot */
+        for (uint32_t j = 0; j < ns; j++) {
+            const int32_t base = (int32_t)(j * cfg->n_ctx);
+
+            if (slot_seq[j] != 0) {
+                const struct par_seq *q = &r->par[slot_seq[j] - 1];
+                const int32_t p = (int32_t)(q->n_prompt + q->n_gen - 1);
+
+                tokens[j] = q->ids[q->n_prompt + q->n_gen - 1];
+                sp[j] = p;
+                sp[ns + j] = base + p;
+            } else {
+                tokens[j] = 0; /* placeholder: its own free range, read by no one */
+                sp[j] = 0;
+                sp[ns + j] = base;
+            }
+            sp[2 * ns + j] = base;
+        }
+        memset(&ub, 0, sizeof ub);
+        ub.tokens = tokens;
+        ub.n = ns;
+        ub.seqpos = sp;
+        ub.n_out = ns;
+        ub.out = out;
+        if (decode_steps == 0)
+            run_stats_window(r, 1);
+        t0 = run_now_s();
+        if (run_engine(r, &ub, 1, &unused) != 0)
+            goto out;
+        t_decode += run_now_s() - t0;
+        decode_steps++;
+        for (uint32_t j = 0; j < ns; j++) {
+            int rc;
+
+            if (slot_seq[j] == 0)
+                continue;
+            rc = take(r, slot_seq[j] - 1, out[j]);
+            n_gen++;
+            if (rc < 0)
+                goto out;
+            if (rc > 0) {
+                finish(r, slot_seq[j] - 1);
+                slot_seq[j] = 0;
+            }
+        }
+    }
+    if (decode_steps > 0)
+        run_stats_window(r, 0);
+    fprintf(cfg->log,
+            "summary: %zu sequences (%u at a time), prompt %zu tokens, generated %zu tokens, "
+            "load %.2f s (%.1f MiB), prefill %.1f tok/s, decode %.1f tok/s (all sequences, %u "
+            "steps), stages %u\n",
+            cfg->n_prompts, ns, n_prompt_tokens, n_gen, t_load, bytes / 1048576.0,
+            t_prefill > 0 ? (double)n_prompt_tokens / t_prefill : 0.0,
+            t_decode > 0 ? (double)(n_gen - (n_gen < cfg->n_prompts ? n_gen : cfg->n_prompts)) /
+                               t_decode
+                         : 0.0,
+            decode_steps, r->n_stages);
+    if (cfg->stats)
+        run_print_stats(r, decode_steps);
+    if (cfg->stats_json && run_write_stats_json(r, cfg->stats_json, decode_steps) != 0) {
+        run_msg(cfg, "--stats-json %s: cannot write: %s\n", cfg->stats_json, strerror(errno));
+        goto out;
+    }
+    if (cfg->ids_path && write_ids(r, cfg->ids_path) != 0) {
+        run_msg(cfg, "--ids-file %s: cannot write: %s\n", cfg->ids_path, strerror(errno));
+        goto out;
+    }
+    ret = 0;
+out:
+    free(slot_seq);
+    free(tokens);
+    free(out);
+    free(sp);
+    return ret;
+}

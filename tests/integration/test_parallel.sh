@@ -1,0 +1,142 @@
+#!/bin/bash
+# Several sequences through the split (baton run --prompt-file F --parallel
+# N, stories260K, greedy): every sequence gives the token ids it gives when
+# run alone (baton run --prompt, in-process), with 8 sequences at a time
+# over 10 prompts (so later prompts are admitted into the KV-cache cells of
+# sequences that ended) on 1 stage in-process, 2 and 3 in-process stages,
+# 2 and 3 batond stages with the direct path and 3 with the hub path; with
+# 32 at a time over 64 prompts every sequence finishes with the ids it gives
+# alone (none starves, none comes back empty); the prompts include ones
+# longer than the ubatch (full ubatches and a rest in powers of two) and one
+# of one token. Output: "[N] text" lines (N: the prompt's number, empty
+# lines skipped), or --output-dir files; and the
+# usage errors (exit 2) and unreadable files (exit 1).
+source "$(dirname "$0")/lib.sh"
+need_model
+
+N=24
+cat >"$TMP/prompts.txt" <<'PROMPTS'
+Once upon a time
+Tom and his dog went to the park
+
+The little girl
+One day, a bird
+Lily
+Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends and her mom. One day, she saw a big red ball.
+Ben had a toy car
+The sun was hot and the cat was sleepy
+A
+Mom said
+PROMPTS
+# 64 prompts: the first words of the 10 above, cycled, with a number
+python3 - "$TMP/prompts.txt" "$TMP/many.txt" <<'PY'
+import sys
+lines = [l for l in open(sys.argv[1]).read().split("\n") if l]
+with open(sys.argv[2], "w") as f:
+    for i in range(64):
+        f.write(" ".join(lines[i % len(lines)].split()[:3 + i % 5]) + "\n")
+PY
+
+# alone FILE PREFIX: each non-empty line alone, in-process; ids in PREFIX.I.json
+alone() {
+    local i=0 line
+    while IFS= read -r line; do
+        [ -n "$line" ] || continue
+        i=$((i + 1))
+        "$BATON" run --model "$MODEL" --prompt "$line" -n $N --quiet --ids-file "$TMP/$2.$i.json" \
+            2>"$TMP/alone.err" || fail "alone: prompt $i: $(cat "$TMP/alone.err")"
+    done <"$1"
+    echo "$i"
+}
+# same NAME PREFIX COUNT: the run's sequences are those alone
+same() {
+    python3 - "$TMP/$1.json" "$TMP/$2" "$3" <<'PY' || fail "$1: a sequence differs from its run alone"
+import json, sys
+p = json.load(open(sys.argv[1]))
+seqs = p["sequences"]
+assert len(seqs) == int(sys.argv[3]), (len(seqs), sys.argv[3])
+for i, s in enumerate(seqs):
+    one = json.load(open("%s.%d.json" % (sys.argv[2], i + 1)))
+    assert s["index"] == i + 1
+    assert s["prompt"] == one["prompt"], (i + 1, "prompt")
+    assert s["generated"] == one["generated"], (i + 1, s["generated"], one["generated"])
+    assert len(s["generated"]) > 0
+PY
+}
+# par NAME FILE ARGS...: a parallel run (quiet) with its ids
+par() {
+    local name=$1 file=$2
+    shift 2
+    "$BATON" run --model "$MODEL" --prompt-file "$file" -n $N --quiet --ids-file "$TMP/$name.json" \
+        "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" || fail "$name: exit $?: $(cat "$TMP/$name.err")"
+}
+
+n10=$(alone "$TMP/prompts.txt" one)
+[ "$n10" = 10 ] || fail "10 prompts, counted $n10"
+
+make_keys
+start_chain a b c
+A=127.0.0.1:$PORT_a
+B=127.0.0.1:$PORT_b
+C=127.0.0.1:$PORT_c
+for arm in "local1|--servers local" "local2|--servers local --split 1,1" \
+    "local3|--servers local --split 1,1,1" "s2on|--servers $B,$C --key $K" \
+    "s3on|--servers $A,$B,$C --key $K" "s3off|--servers $A,$B,$C --key $K --p2p off" \
+    "s3on_u4|--servers $A,$B,$C --key $K --ubatch 4"; do
+    name=${arm%%|*}
+    # shellcheck disable=SC2086
+    par "$name" "$TMP/prompts.txt" --parallel 8 ${arm#*|}
+    same "$name" one 10
+    grep -q "^plan: 10 prompts, 8 sequences at a time" "$TMP/$name.err" || fail "$name: plan line"
+    echo "ok: $name: 10 prompts, 8 at a time: every sequence gives its ids alone"
+done
+[ "$(field "$TMP/s3on.json" 'j["parallel"]')" = 8 ] || fail "parallel in the ids file"
+grep -q "^plan: stage 1 -> 2 direct" "$TMP/s3on.err" || fail "s3on: not direct: $(cat "$TMP/s3on.err")"
+grep -q "^plan: stage 1 -> 2 hub (--p2p off)" "$TMP/s3off.err" || fail "s3off: not hub"
+grep -q "^plan: decode ring off: tokens through the coordinator (several sequences" "$TMP/s3on.err" ||
+    fail "s3on: ring line: $(cat "$TMP/s3on.err")"
+
+# 64 prompts, 32 at a time: all finish, each with its ids alone
+n64=$(alone "$TMP/many.txt" many)
+[ "$n64" = 64 ] || fail "64 prompts, counted $n64"
+par many "$TMP/many.txt" --parallel 32 --servers "$A,$B" --key "$K"
+same many many 64
+echo "ok: 64 prompts, 32 at a time on 2 batond stages: all finish with their ids alone"
+
+# output: prefixed lines, and --output-dir files, the same text
+"$BATON" run --model "$MODEL" --prompt-file "$TMP/prompts.txt" -n 8 --parallel 3 \
+    >"$TMP/text.out" 2>/dev/null || fail "text run"
+[ "$(wc -l <"$TMP/text.out")" = 10 ] && [ "$(grep -c '^\[[0-9]*\] ' "$TMP/text.out")" = 10 ] ||
+    fail "prefixed lines: $(cat "$TMP/text.out")"
+grep -q "^\[1\] Once upon a time" "$TMP/text.out" && grep -q "^\[10\] Mom said" "$TMP/text.out" ||
+    fail "prefixed lines: the prompts"
+"$BATON" run --model "$MODEL" --prompt "Ben had a toy car" -n 8 >"$TMP/one8.out" 2>/dev/null
+grep -qxF "[7] $(cat "$TMP/one8.out")" "$TMP/text.out" || fail "line 7 is not the text alone: $(cat "$TMP/one8.out")"
+mkdir "$TMP/outdir"
+"$BATON" run --model "$MODEL" --prompt-file "$TMP/prompts.txt" -n 8 --parallel 3 \
+    --output-dir "$TMP/outdir" >"$TMP/dir.out" 2>/dev/null || fail "--output-dir run"
+[ ! -s "$TMP/dir.out" ] && [ "$(ls "$TMP/outdir" | wc -l)" = 10 ] || fail "--output-dir: files"
+cmp -s "$TMP/one8.out" "$TMP/outdir/7.txt" || fail "--output-dir: 7.txt"
+echo "ok: [N] lines and --output-dir files hold each prompt's text"
+
+# usage errors (2) and files that cannot be read (1)
+want() { # want RC MESSAGE ARGS...
+    local rc=0 want=$1 msg=$2
+    shift 2
+    "$BATON" run --model "$MODEL" "$@" >/dev/null 2>"$TMP/err" || rc=$?
+    [ "$rc" = "$want" ] && grep -qF -- "$msg" "$TMP/err" || fail "$*: exit $rc, want $want ($msg): $(cat "$TMP/err")"
+}
+want 2 "--parallel: '0' is too small" --prompt-file "$TMP/prompts.txt" --parallel 0
+want 2 "--parallel: '257' is too large" --prompt-file "$TMP/prompts.txt" --parallel 257
+want 2 "--parallel needs --prompt-file" --prompt x --parallel 2
+want 2 "one of --prompt TEXT or --prompt-file FILE" --prompt x --prompt-file "$TMP/prompts.txt"
+want 1 "--prompt-file $TMP/none.txt: No such file" --prompt-file "$TMP/none.txt"
+printf 'a\nb\0c\n' >"$TMP/nul.txt"
+want 2 "line 2 holds a NUL byte" --prompt-file "$TMP/nul.txt"
+printf '\n\r\n\n' >"$TMP/empty.txt"
+want 2 "no prompts" --prompt-file "$TMP/empty.txt"
+want 2 "greedily for now: drop --temp" --prompt-file "$TMP/prompts.txt" --temp 0.8
+want 2 "prompt 6 (51 tokens) + -n 8 exceeds --ctx 40" --prompt-file "$TMP/prompts.txt" --ctx 40 -n 8
+want 1 "--output-dir $TMP/none: not a directory" --prompt-file "$TMP/prompts.txt" --output-dir "$TMP/none"
+echo "ok: usage errors and unreadable files"
+echo PASS
