@@ -80,3 +80,46 @@ write_basic_package_version_file(${CMAKE_BINARY_DIR}/packaging/batonConfigVersio
   COMPATIBILITY SameMajorVersion)
 install(FILES ${CMAKE_BINARY_DIR}/packaging/batonConfig.cmake
   ${CMAKE_BINARY_DIR}/packaging/batonConfigVersion.cmake DESTINATION ${baton_cmake_dir})
+
+# The example policy: documentation, and the policy batond.service reads.
+# Its /etc path follows GNUInstallDirs' rule (prefix /usr: /etc, else
+# PREFIX/etc), decided at install time because cpack installs with prefix
+# /usr whatever the build was configured with.
+install(FILES ${CMAKE_SOURCE_DIR}/policy/batond.policy
+  DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
+install(CODE "
+  if(CMAKE_INSTALL_PREFIX STREQUAL \"/usr\")
+    set(baton_etc \"/etc\")
+  else()
+    set(baton_etc \"\${CMAKE_INSTALL_PREFIX}/etc\")
+  endif()
+  file(INSTALL DESTINATION \"\${baton_etc}/baton\" TYPE FILE
+    PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ
+    FILES \"${CMAKE_SOURCE_DIR}/policy/batond.policy\")
+")
+
+# ---- cpack -G DEB: one package, baton_<version>_<arch>.deb ----
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME baton)
+set(CPACK_PACKAGE_VENDOR "baton")
+set(CPACK_PACKAGE_CONTACT "baton developers <baton@localhost>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
+  "tensor RPC server (batond) and coordinator (baton) for split LLM inference")
+set(CPACK_PACKAGE_DESCRIPTION
+  "batond holds a contiguous range of a model's layers and their KV cache and\nserves authenticated, integrity-protected tensor RPC; baton run loads a GGUF\nmodel, places the layers on several batond and drives generation.\nIncludes libbaton, the client library, with its headers.")
+# /etc/baton/batond.policy is installed at an absolute path: stage with DESTDIR
+# (CPACK_INSTALL_PREFIX is the prefix then)
+set(CPACK_SET_DESTDIR ON)
+set(CPACK_INSTALL_PREFIX /usr)
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_STRIP_FILES ON)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION net)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+# Depends from the binaries' and libbaton's needs (dpkg-shlibdeps): libc6,
+# libsodium23, libseccomp2
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${CMAKE_SOURCE_DIR}/packaging/debian/conffiles)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+include(CPack)

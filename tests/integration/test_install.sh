@@ -22,6 +22,7 @@ cmake --install "$BUILD_DIR" --prefix "$PREFIX" >"$TMP/install.log" 2>&1 ||
 LC_ALL=C sort >"$TMP/want" <<'LIST'
 bin/baton
 bin/batond
+etc/baton/batond.policy
 include/baton/auth/auth.h
 include/baton/client.h
 include/baton/core/limits.h
@@ -39,6 +40,7 @@ lib/libbaton.so
 lib/libbaton.so.0
 lib/libbaton.so.0.1.0
 lib/pkgconfig/baton.pc
+share/doc/baton/examples/batond.policy
 LIST
 if ! diff -u "$TMP/want" "$TMP/got" >"$TMP/list.diff"; then
     cat "$TMP/list.diff" >&2
