@@ -98,6 +98,10 @@ install(CODE "
     FILES \"${CMAKE_SOURCE_DIR}/policy/batond.policy\")
 ")
 
+# systemd units (not LIBDIR: systemd looks in PREFIX/lib/systemd/system)
+install(FILES ${CMAKE_SOURCE_DIR}/packaging/batond.service ${CMAKE_SOURCE_DIR}/packaging/batond@.service
+  DESTINATION lib/systemd/system)
+
 # ---- cpack -G DEB: one package, baton_<version>_<arch>.deb ----
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME baton)

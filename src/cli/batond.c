@@ -10,7 +10,9 @@
  * flags, which override the file wherever they stand. Each policy key is
  * also a flag (--max-connections 16, --handshake-timeout 1s; a --peer on the
  * command line replaces the file's peer list; --key/--peer-key override
- * key_file/peer_key_file). --print-policy prints the resulting policy and
+ * key_file/peer_key_file; with neither, under systemd, client.key and
+ * peer.key of $CREDENTIALS_DIRECTORY, from LoadCredential=, are the keys:
+ * packaging/batond.service). --print-policy prints the resulting policy and
  * exits. After setup (keys loaded, listening, port file written) batond
  * installs the seccomp allow-list of policy/seccomp.list for all its
  * threads (src/server/sandbox.h); --no-seccomp skips it, for sanitizer and
@@ -72,9 +74,11 @@ static void usage(FILE *f)
             "  --port-file FILE  write the bound port to FILE (atomically) once listening\n"
             "  --threads N       compute threads per graph, 1..64 (default 1)\n"
             "  --key FILE        client key (baton keygen): every connection must\n"
-            "                    authenticate; frames after AUTH carry a MAC\n"
+            "                    authenticate; frames after AUTH carry a MAC. Without\n"
+            "                    --key or key_file: $CREDENTIALS_DIRECTORY/client.key\n"
+            "                    if there is one (systemd LoadCredential=)\n"
             "  --peer-key FILE   peer key: lets peer-role connections authenticate\n"
-            "                    (needs --key)\n"
+            "                    (needs --key); likewise peer.key of the credentials\n"
             "  --encrypt         also encrypt payloads after AUTH (needs --key)\n"
             "  --peer HOST:PORT  a server this one may send hidden states to (direct\n"
             "                    path; repeatable; needs --peer-key). A name is resolved\n"
@@ -171,14 +175,16 @@ static int check_auth_options(const char *key_path, const char *peer_key_path,
 }
 
 /* Opens a key file (auth.h refuses group/world-accessible, foreign,
- * symlinked or wrongly sized files). Prints the reason and returns -1 on
- * failure. */
-static int load_key(const char *opt, const char *path, struct baton_key **out)
+ * symlinked or wrongly sized files; a systemd credential, with credential
+ * set, by baton_key_open_credential's rules). Prints the reason and returns
+ * -1 on failure. */
+static int load_key(const char *opt, const char *path, int credential, struct baton_key **out)
 {
     char err[256];
     int rc = baton_auth_init();
     if (rc == 0)
-        rc = baton_key_open(path, out, err, sizeof err);
+        rc = credential ? baton_key_open_credential(path, out, err, sizeof err)
+                        : baton_key_open(path, out, err, sizeof err);
     else
         snprintf(err, sizeof err, "no random source (libsodium)");
     if (rc != 0) {
@@ -186,6 +192,22 @@ static int load_key(const char *opt, const char *path, struct baton_key **out)
         return -1;
     }
     return 0;
+}
+
+/* Under systemd, LoadCredential=client.key:PATH (and peer.key) puts a key
+ * into $CREDENTIALS_DIRECTORY (systemd.exec(5), "Credentials"). Sets out to
+ * $CREDENTIALS_DIRECTORY/name and returns 1 when that variable holds an
+ * absolute path and something is there; else 0. */
+static int credential_path(const char *name, char *out, size_t len)
+{
+    const char *dir = getenv("CREDENTIALS_DIRECTORY");
+    struct stat st;
+    int n;
+
+    if (dir == NULL || dir[0] != '/')
+        return 0;
+    n = snprintf(out, len, "%s/%s", dir, name);
+    return n > 0 && (size_t)n < len && lstat(out, &st) == 0;
 }
 
 /* The policy file named by --policy, if any (read before the other flags,
@@ -299,6 +321,8 @@ int main(int argc, char **argv)
     int use_seccomp = !baton_sandbox_sanitizer_build();
     const char *host, *port_file = NULL;
     const char *key_path = NULL, *peer_key_path = NULL;
+    static char cred_key[PATH_MAX], cred_peer_key[PATH_MAX];
+    int key_is_credential = 0, peer_key_is_credential = 0;
     struct baton_key *client_key = NULL, *peer_key = NULL;
     uint16_t port, bound = 0;
     struct stat pst;
@@ -430,6 +454,15 @@ int main(int argc, char **argv)
         key_path = pol.key_file;
     if (!peer_key_path && pol.peer_key_file[0])
         peer_key_path = pol.peer_key_file;
+    /* no key configured: the service manager's credentials, if any */
+    if (!key_path && credential_path("client.key", cred_key, sizeof cred_key)) {
+        key_path = cred_key;
+        key_is_credential = 1;
+    }
+    if (!peer_key_path && credential_path("peer.key", cred_peer_key, sizeof cred_peer_key)) {
+        peer_key_path = cred_peer_key;
+        peer_key_is_credential = 1;
+    }
 
     /* process hardening that needs nothing else */
     struct rlimit no_core = {0, 0};
@@ -442,9 +475,12 @@ int main(int argc, char **argv)
     rc = check_auth_options(key_path, peer_key_path, &cfg, host, pol.n_peers);
     if (rc != 0)
         return rc;
-    if (key_path && load_key("--key", key_path, &client_key) != 0)
+    if (key_path && load_key(key_is_credential ? "credential client.key" : "--key", key_path,
+                             key_is_credential, &client_key) != 0)
         goto out;
-    if (peer_key_path && load_key("--peer-key", peer_key_path, &peer_key) != 0)
+    if (peer_key_path &&
+        load_key(peer_key_is_credential ? "credential peer.key" : "--peer-key", peer_key_path,
+                 peer_key_is_credential, &peer_key) != 0)
         goto out;
     /* one key for both roles would let every client open a peer-role link
      * and write into another session's granted range (SECURITY.md) */

@@ -40,6 +40,8 @@ lib/libbaton.so
 lib/libbaton.so.0
 lib/libbaton.so.0.1.0
 lib/pkgconfig/baton.pc
+lib/systemd/system/batond.service
+lib/systemd/system/batond@.service
 share/doc/baton/examples/batond.policy
 LIST
 if ! diff -u "$TMP/want" "$TMP/got" >"$TMP/list.diff"; then

@@ -44,6 +44,8 @@ lrwxrwxrwx /usr/lib/libbaton.so
 lrwxrwxrwx /usr/lib/libbaton.so.0
 -rw-r--r-- /usr/lib/libbaton.so.0.1.0
 -rw-r--r-- /usr/lib/pkgconfig/baton.pc
+-rw-r--r-- /usr/lib/systemd/system/batond.service
+-rw-r--r-- /usr/lib/systemd/system/batond@.service
 -rw-r--r-- /usr/share/doc/baton/examples/batond.policy
 LIST
 if ! diff -u "$TMP/want" "$TMP/got" >"$TMP/list.diff"; then
