@@ -47,6 +47,7 @@
 #include "compute/compute.h"
 #include "core/limits.h"
 #include "net/net.h"
+#include "server/log.h"
 #include "server/policy.h"
 #include "server/sandbox.h"
 #include "server/server.h"
@@ -67,7 +68,8 @@ static void usage(FILE *f)
             "              [--key FILE [--peer-key FILE] [--encrypt]] [--insecure-no-auth]\n"
             "              [--peer HOST:PORT]... [--max-peer-links N]\n"
             "              [--policy FILE] [--SETTING VALUE]... [--print-policy]\n"
-            "              [--no-seccomp] [--quiet] [--help] [--version]\n"
+            "              [--no-seccomp] [--quiet] [--log-format text|json|journal]\n"
+            "              [--help] [--version]\n"
             "  --host ADDR       address to listen on (default 127.0.0.1; another address\n"
             "                    needs --key, or --insecure-no-auth)\n"
             "  --port N          TCP port (default %d; 0 picks a free port)\n"
@@ -102,6 +104,11 @@ static void usage(FILE *f)
             "  --no-seccomp      do not install the seccomp allow-list (sanitizers,\n"
             "                    debugging)\n"
             "  --quiet           no per-connection or error log lines\n"
+            "  --log-format F    log lines on stderr: text (\"batond: message\"), json\n"
+            "                    (one object a line: ts, level, kind, msg, fields) or\n"
+            "                    journal (\"<priority>message\", no timestamp); default\n"
+            "                    journal when stderr is the journal ($JOURNAL_STREAM),\n"
+            "                    else text\n"
             "\n"
             "A value may also follow its option after '=' (--port=7340).\n"
             "\n"
@@ -188,7 +195,7 @@ static int load_key(const char *opt, const char *path, int credential, struct ba
     else
         snprintf(err, sizeof err, "no random source (libsodium)");
     if (rc != 0) {
-        fprintf(stderr, "batond: %s: %s\n", opt, err);
+        baton_log(BATON_LOG_ERR, "startup", NULL, 0, "%s: %s", opt, err);
         return -1;
     }
     return 0;
@@ -328,6 +335,8 @@ int main(int argc, char **argv)
     struct stat pst;
     struct baton_server_config cfg;
     int rc, code = 1;
+    enum baton_log_format log_format = BATON_LOG_TEXT;
+    int log_format_set = 0;
 
     argv = split_eq_args(argc, argv, &argc);
     if (argv == NULL) {
@@ -358,6 +367,13 @@ int main(int argc, char **argv)
             print_policy = 1;
         } else if (!strcmp(a, "--policy") && v) {
             i++; /* read by load_policy_arg */
+        } else if (!strcmp(a, "--log-format") && v) {
+            if (baton_log_format_parse(v, &log_format) != 0) {
+                fprintf(stderr, "batond: --log-format: %s: expected text, json or journal\n", v);
+                return 2;
+            }
+            log_format_set = 1;
+            i++;
         } else if (!strcmp(a, "--host") && v) {
             if (baton_policy_set(&pol, "bind", v, err, sizeof err) != 0) {
                 fprintf(stderr, "batond: --host: not an address: %s\n", v);
@@ -406,6 +422,7 @@ int main(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--host") || !strcmp(a, "--port") || !strcmp(a, "--port-file") ||
                    !strcmp(a, "--threads") || !strcmp(a, "--policy") ||
+                   !strcmp(a, "--log-format") ||
                    (!strncmp(a, "--", 2) && baton_policy_key_known(a + 2))) {
             fprintf(stderr, "batond: %s needs a value\n", a);
             usage(stderr);
@@ -416,6 +433,10 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+
+    if (!log_format_set && baton_log_stderr_is_journal())
+        log_format = BATON_LOG_JOURNAL;
+    baton_log_set_format(log_format);
 
     /* --key, --peer-key and --encrypt are part of the policy in effect */
     if ((key_path && baton_policy_set(&pol, "key_file", key_path, err, sizeof err) != 0) ||
@@ -496,22 +517,24 @@ int main(int argc, char **argv)
     cfg.client_key = client_key;
     cfg.peer_key = peer_key;
     if (cfg.insecure_no_auth)
-        fprintf(stderr, "batond: WARNING: --insecure-no-auth: no authentication on %s; anyone "
-                        "who can reach this port can use this server's memory\n",
-                host);
+        baton_log(BATON_LOG_WARNING, "startup", NULL, 0,
+                  "WARNING: --insecure-no-auth: no authentication on %s; anyone who can reach "
+                  "this port can use this server's memory",
+                  host);
 
     rc = baton_server_create(&cfg, &g_server);
     if (rc != 0) {
-        fprintf(stderr, "batond: cannot create server: %s\n", baton_status_str(rc));
+        baton_log(BATON_LOG_ERR, "startup", NULL, 0, "cannot create server: %s",
+                  baton_status_str(rc));
         goto out;
     }
     rc = baton_server_listen(g_server, host, port, &bound);
     if (rc != 0) {
         int saved = errno; /* a socket, bind or listen failure: its reason says it all */
 
-        fprintf(stderr, "batond: cannot listen on %s%s%s:%u: %s\n", strchr(host, ':') ? "[" : "",
-                host, strchr(host, ':') ? "]" : "", (unsigned)port,
-                rc == BATON_E_IO ? strerror(saved) : baton_status_str(rc));
+        baton_log(BATON_LOG_ERR, "startup", NULL, 0, "cannot listen on %s%s%s:%u: %s",
+                  strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
+                  (unsigned)port, rc == BATON_E_IO ? strerror(saved) : baton_status_str(rc));
         goto out;
     }
 
@@ -524,38 +547,53 @@ int main(int argc, char **argv)
 
     if (port_file && lstat(port_file, &pst) == 0 && !S_ISREG(pst.st_mode) &&
         !S_ISLNK(pst.st_mode)) {
-        fprintf(stderr, "batond: --port-file %s: not a regular file (the port file replaces the "
-                        "file at its path)\n",
-                port_file);
+        baton_log(BATON_LOG_ERR, "startup", NULL, 0,
+                  "--port-file %s: not a regular file (the port file replaces the file at its "
+                  "path)",
+                  port_file);
         goto out;
     }
     if (port_file && write_port_file(port_file, bound) != 0) {
-        fprintf(stderr, "batond: cannot write port file %s: %s\n", port_file, strerror(errno));
+        baton_log(BATON_LOG_ERR, "startup", NULL, 0, "cannot write port file %s: %s", port_file,
+                  strerror(errno));
         goto out;
     }
     /* last step of setup: from here on only the calls of policy/seccomp.list */
     if (use_seccomp && baton_sandbox_install(err, sizeof err) != 0) {
-        fprintf(stderr, "batond: %s\n", err);
+        baton_log(BATON_LOG_ERR, "startup", NULL, 0, "%s", err);
         goto out;
     }
-    fprintf(stderr, "batond: listening on %s%s%s:%u (protocol %u, %u compute thread%s, %llu MiB)\n",
-            strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", (unsigned)bound,
-            BATON_PROTOCOL_VERSION, cfg.n_threads, cfg.n_threads == 1 ? "" : "s",
-            (unsigned long long)(cfg.total_memory_bytes >> 20));
+    {
+        const struct baton_log_field f[] = {
+            {"host", host, 0},
+            {"port", NULL, bound},
+            {"protocol", NULL, BATON_PROTOCOL_VERSION},
+            {"threads", NULL, cfg.n_threads},
+            {"total_memory_mib", NULL, (long long)(cfg.total_memory_bytes >> 20)},
+            {"auth", client_key ? "key" : "none", 0},
+            {"seccomp", use_seccomp ? "on" : "off", 0},
+        };
+        baton_log(BATON_LOG_NOTICE, "startup", f, sizeof f / sizeof f[0],
+                  "listening on %s%s%s:%u (protocol %u, %u compute thread%s, %llu MiB)",
+                  strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
+                  (unsigned)bound, BATON_PROTOCOL_VERSION, cfg.n_threads,
+                  cfg.n_threads == 1 ? "" : "s", (unsigned long long)(cfg.total_memory_bytes >> 20));
+    }
     if (!use_seccomp)
-        fprintf(stderr, "batond: seccomp allow-list not installed (--no-seccomp or a "
-                        "sanitizer build)\n");
+        baton_log(BATON_LOG_WARNING, "startup", NULL, 0,
+                  "seccomp allow-list not installed (--no-seccomp or a sanitizer build)");
     if (client_key)
-        fprintf(stderr, "batond: authentication required (client key%s), frames MAC'd%s\n",
-                peer_key ? ", peer key" : "", cfg.encrypt ? " and encrypted" : "");
+        baton_log(BATON_LOG_NOTICE, "startup", NULL, 0,
+                  "authentication required (client key%s), frames MAC'd%s",
+                  peer_key ? ", peer key" : "", cfg.encrypt ? " and encrypted" : "");
 
     rc = baton_server_run(g_server);
     if (rc != 0) {
-        fprintf(stderr, "batond: server stopped: %s\n", baton_status_str(rc));
+        baton_log(BATON_LOG_ERR, "server", NULL, 0, "server stopped: %s", baton_status_str(rc));
         goto out;
     }
     if (!cfg.quiet)
-        fprintf(stderr, "batond: stopped\n");
+        baton_log(BATON_LOG_NOTICE, "server", NULL, 0, "stopped");
     code = 0;
 out:
     {
