@@ -143,6 +143,18 @@ struct baton_key;
  * by the caller: baton_key_free. Safe to share between threads (read-only). */
 int baton_key_open(const char *path, struct baton_key **out, char *err, size_t err_len);
 
+/* baton_key_open for a systemd credential, a key file that the service
+ * manager copied (LoadCredential=) into $CREDENTIALS_DIRECTORY: a read-only
+ * directory that only the service's user (and root) can enter. systemd
+ * makes the file that user's, mode 0400, or root's with an ACL granting
+ * that user read, which shows as mode 0440 (the ACL mask). So the owner may
+ * be the effective uid or root, and the mode may hold owner and group read
+ * only: any write or execute bit or other access gives BATON_E_AUTH (the
+ * other rules and errors are baton_key_open's). systemd.exec(5),
+ * "Credentials". */
+int baton_key_open_credential(const char *path, struct baton_key **out, char *err,
+                              size_t err_len);
+
 /* The 32 key bytes (read-only, valid until baton_key_free). */
 const uint8_t *baton_key_bytes(const struct baton_key *k);
 

@@ -119,7 +119,10 @@ static ssize_t read_full(int fd, uint8_t *p, size_t n)
     return (ssize_t)got;
 }
 
-int baton_key_load(const char *path, uint8_t key[BATON_KEY_BYTES], char *err, size_t err_len)
+/* baton_key_load, and with credential set the owner and mode rules of
+ * baton_key_open_credential. */
+static int key_load(const char *path, uint8_t key[BATON_KEY_BYTES], int credential, char *err,
+                    size_t err_len)
 {
     uint8_t buf[BATON_KEY_BYTES + 1];
     struct stat st;
@@ -154,13 +157,20 @@ int baton_key_load(const char *path, uint8_t key[BATON_KEY_BYTES], char *err, si
         rc = BATON_E_AUTH;
         goto out;
     }
-    if (st.st_uid != geteuid()) {
+    if (st.st_uid != geteuid() && !(credential && st.st_uid == 0)) {
         set_err(err, err_len, "%s: owned by uid %u, not by the current user (uid %u)", path,
                 (unsigned)st.st_uid, (unsigned)geteuid());
         rc = BATON_E_AUTH;
         goto out;
     }
-    if ((st.st_mode & 077) != 0) {
+    if (credential && (st.st_mode & 0337) != 0) {
+        set_err(err, err_len,
+                "%s: mode %04o: a credential must be read-only, with no access for others",
+                path, (unsigned)(st.st_mode & 07777));
+        rc = BATON_E_AUTH;
+        goto out;
+    }
+    if (!credential && (st.st_mode & 077) != 0) {
         set_err(err, err_len,
                 "%s: mode %04o gives group or other access; a key file must be 0600 "
                 "(chmod 600 %s)",
@@ -195,7 +205,13 @@ out:
     return rc;
 }
 
-int baton_key_open(const char *path, struct baton_key **out, char *err, size_t err_len)
+int baton_key_load(const char *path, uint8_t key[BATON_KEY_BYTES], char *err, size_t err_len)
+{
+    return key_load(path, key, 0, err, err_len);
+}
+
+static int key_open(const char *path, int credential, struct baton_key **out, char *err,
+                    size_t err_len)
 {
     *out = NULL;
     if (baton_auth_init() != 0) {
@@ -207,7 +223,7 @@ int baton_key_open(const char *path, struct baton_key **out, char *err, size_t e
         set_err(err, err_len, "%s: out of memory for the key", path ? path : "key file");
         return BATON_E_NOMEM;
     }
-    int rc = baton_key_load(path, k->bytes, err, err_len);
+    int rc = key_load(path, k->bytes, credential, err, err_len);
     if (rc != 0) {
         sodium_free(k);
         return rc;
@@ -215,6 +231,17 @@ int baton_key_open(const char *path, struct baton_key **out, char *err, size_t e
     sodium_mprotect_readonly(k);
     *out = k;
     return 0;
+}
+
+int baton_key_open(const char *path, struct baton_key **out, char *err, size_t err_len)
+{
+    return key_open(path, 0, out, err, err_len);
+}
+
+int baton_key_open_credential(const char *path, struct baton_key **out, char *err,
+                              size_t err_len)
+{
+    return key_open(path, 1, out, err, err_len);
 }
 
 const uint8_t *baton_key_bytes(const struct baton_key *k)

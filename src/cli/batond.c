@@ -10,7 +10,9 @@
  * flags, which override the file wherever they stand. Each policy key is
  * also a flag (--max-connections 16, --handshake-timeout 1s; a --peer on the
  * command line replaces the file's peer list; --key/--peer-key override
- * key_file/peer_key_file). --print-policy prints the resulting policy and
+ * key_file/peer_key_file; with neither, under systemd, client.key and
+ * peer.key of $CREDENTIALS_DIRECTORY, from LoadCredential=, are the keys:
+ * packaging/batond.service). --print-policy prints the resulting policy and
  * exits. After setup (keys loaded, listening, port file written) batond
  * installs the seccomp allow-list of policy/seccomp.list for all its
  * threads (src/server/sandbox.h); --no-seccomp skips it, for sanitizer and
@@ -45,6 +47,7 @@
 #include "compute/compute.h"
 #include "core/limits.h"
 #include "net/net.h"
+#include "server/log.h"
 #include "server/policy.h"
 #include "server/sandbox.h"
 #include "server/server.h"
@@ -65,16 +68,19 @@ static void usage(FILE *f)
             "              [--key FILE [--peer-key FILE] [--encrypt]] [--insecure-no-auth]\n"
             "              [--peer HOST:PORT]... [--max-peer-links N]\n"
             "              [--policy FILE] [--SETTING VALUE]... [--print-policy]\n"
-            "              [--no-seccomp] [--quiet] [--help] [--version]\n"
+            "              [--no-seccomp] [--quiet] [--log-format text|json|journal]\n"
+            "              [--help] [--version]\n"
             "  --host ADDR       address to listen on (default 127.0.0.1; another address\n"
             "                    needs --key, or --insecure-no-auth)\n"
             "  --port N          TCP port (default %d; 0 picks a free port)\n"
             "  --port-file FILE  write the bound port to FILE (atomically) once listening\n"
             "  --threads N       compute threads per graph, 1..64 (default 1)\n"
             "  --key FILE        client key (baton keygen): every connection must\n"
-            "                    authenticate; frames after AUTH carry a MAC\n"
+            "                    authenticate; frames after AUTH carry a MAC. Without\n"
+            "                    --key or key_file: $CREDENTIALS_DIRECTORY/client.key\n"
+            "                    if there is one (systemd LoadCredential=)\n"
             "  --peer-key FILE   peer key: lets peer-role connections authenticate\n"
-            "                    (needs --key)\n"
+            "                    (needs --key); likewise peer.key of the credentials\n"
             "  --encrypt         also encrypt payloads after AUTH (needs --key)\n"
             "  --peer HOST:PORT  a server this one may send hidden states to (direct\n"
             "                    path; repeatable; needs --peer-key). A name is resolved\n"
@@ -98,6 +104,11 @@ static void usage(FILE *f)
             "  --no-seccomp      do not install the seccomp allow-list (sanitizers,\n"
             "                    debugging)\n"
             "  --quiet           no per-connection or error log lines\n"
+            "  --log-format F    log lines on stderr: text (\"batond: message\"), json\n"
+            "                    (one object a line: ts, level, kind, msg, fields) or\n"
+            "                    journal (\"<priority>message\", no timestamp); default\n"
+            "                    journal when stderr is the journal ($JOURNAL_STREAM),\n"
+            "                    else text\n"
             "\n"
             "A value may also follow its option after '=' (--port=7340).\n"
             "\n"
@@ -171,21 +182,39 @@ static int check_auth_options(const char *key_path, const char *peer_key_path,
 }
 
 /* Opens a key file (auth.h refuses group/world-accessible, foreign,
- * symlinked or wrongly sized files). Prints the reason and returns -1 on
- * failure. */
-static int load_key(const char *opt, const char *path, struct baton_key **out)
+ * symlinked or wrongly sized files; a systemd credential, with credential
+ * set, by baton_key_open_credential's rules). Prints the reason and returns
+ * -1 on failure. */
+static int load_key(const char *opt, const char *path, int credential, struct baton_key **out)
 {
     char err[256];
     int rc = baton_auth_init();
     if (rc == 0)
-        rc = baton_key_open(path, out, err, sizeof err);
+        rc = credential ? baton_key_open_credential(path, out, err, sizeof err)
+                        : baton_key_open(path, out, err, sizeof err);
     else
         snprintf(err, sizeof err, "no random source (libsodium)");
     if (rc != 0) {
-        fprintf(stderr, "batond: %s: %s\n", opt, err);
+        baton_log(BATON_LOG_ERR, "startup", NULL, 0, "%s: %s", opt, err);
         return -1;
     }
     return 0;
+}
+
+/* Under systemd, LoadCredential=client.key:PATH (and peer.key) puts a key
+ * into $CREDENTIALS_DIRECTORY (systemd.exec(5), "Credentials"). Sets out to
+ * $CREDENTIALS_DIRECTORY/name and returns 1 when that variable holds an
+ * absolute path and something is there; else 0. */
+static int credential_path(const char *name, char *out, size_t len)
+{
+    const char *dir = getenv("CREDENTIALS_DIRECTORY");
+    struct stat st;
+    int n;
+
+    if (dir == NULL || dir[0] != '/')
+        return 0;
+    n = snprintf(out, len, "%s/%s", dir, name);
+    return n > 0 && (size_t)n < len && lstat(out, &st) == 0;
 }
 
 /* The policy file named by --policy, if any (read before the other flags,
@@ -299,11 +328,15 @@ int main(int argc, char **argv)
     int use_seccomp = !baton_sandbox_sanitizer_build();
     const char *host, *port_file = NULL;
     const char *key_path = NULL, *peer_key_path = NULL;
+    static char cred_key[PATH_MAX], cred_peer_key[PATH_MAX];
+    int key_is_credential = 0, peer_key_is_credential = 0;
     struct baton_key *client_key = NULL, *peer_key = NULL;
     uint16_t port, bound = 0;
     struct stat pst;
     struct baton_server_config cfg;
     int rc, code = 1;
+    enum baton_log_format log_format = BATON_LOG_TEXT;
+    int log_format_set = 0;
 
     argv = split_eq_args(argc, argv, &argc);
     if (argv == NULL) {
@@ -334,6 +367,13 @@ int main(int argc, char **argv)
             print_policy = 1;
         } else if (!strcmp(a, "--policy") && v) {
             i++; /* read by load_policy_arg */
+        } else if (!strcmp(a, "--log-format") && v) {
+            if (baton_log_format_parse(v, &log_format) != 0) {
+                fprintf(stderr, "batond: --log-format: %s: expected text, json or journal\n", v);
+                return 2;
+            }
+            log_format_set = 1;
+            i++;
         } else if (!strcmp(a, "--host") && v) {
             if (baton_policy_set(&pol, "bind", v, err, sizeof err) != 0) {
                 fprintf(stderr, "batond: --host: not an address: %s\n", v);
@@ -382,6 +422,7 @@ int main(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--host") || !strcmp(a, "--port") || !strcmp(a, "--port-file") ||
                    !strcmp(a, "--threads") || !strcmp(a, "--policy") ||
+                   !strcmp(a, "--log-format") ||
                    (!strncmp(a, "--", 2) && baton_policy_key_known(a + 2))) {
             fprintf(stderr, "batond: %s needs a value\n", a);
             usage(stderr);
@@ -392,6 +433,10 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+
+    if (!log_format_set && baton_log_stderr_is_journal())
+        log_format = BATON_LOG_JOURNAL;
+    baton_log_set_format(log_format);
 
     /* --key, --peer-key and --encrypt are part of the policy in effect */
     if ((key_path && baton_policy_set(&pol, "key_file", key_path, err, sizeof err) != 0) ||
@@ -430,6 +475,15 @@ int main(int argc, char **argv)
         key_path = pol.key_file;
     if (!peer_key_path && pol.peer_key_file[0])
         peer_key_path = pol.peer_key_file;
+    /* no key configured: the service manager's credentials, if any */
+    if (!key_path && credential_path("client.key", cred_key, sizeof cred_key)) {
+        key_path = cred_key;
+        key_is_credential = 1;
+    }
+    if (!peer_key_path && credential_path("peer.key", cred_peer_key, sizeof cred_peer_key)) {
+        peer_key_path = cred_peer_key;
+        peer_key_is_credential = 1;
+    }
 
     /* process hardening that needs nothing else */
     struct rlimit no_core = {0, 0};
@@ -442,9 +496,12 @@ int main(int argc, char **argv)
     rc = check_auth_options(key_path, peer_key_path, &cfg, host, pol.n_peers);
     if (rc != 0)
         return rc;
-    if (key_path && load_key("--key", key_path, &client_key) != 0)
+    if (key_path && load_key(key_is_credential ? "credential client.key" : "--key", key_path,
+                             key_is_credential, &client_key) != 0)
         goto out;
-    if (peer_key_path && load_key("--peer-key", peer_key_path, &peer_key) != 0)
+    if (peer_key_path &&
+        load_key(peer_key_is_credential ? "credential peer.key" : "--peer-key", peer_key_path,
+                 peer_key_is_credential, &peer_key) != 0)
         goto out;
     /* one key for both roles would let every client open a peer-role link
      * and write into another session's granted range (SECURITY.md) */
@@ -460,22 +517,24 @@ int main(int argc, char **argv)
     cfg.client_key = client_key;
     cfg.peer_key = peer_key;
     if (cfg.insecure_no_auth)
-        fprintf(stderr, "batond: WARNING: --insecure-no-auth: no authentication on %s; anyone "
-                        "who can reach this port can use this server's memory\n",
-                host);
+        baton_log(BATON_LOG_WARNING, "startup", NULL, 0,
+                  "WARNING: --insecure-no-auth: no authentication on %s; anyone who can reach "
+                  "this port can use this server's memory",
+                  host);
 
     rc = baton_server_create(&cfg, &g_server);
     if (rc != 0) {
-        fprintf(stderr, "batond: cannot create server: %s\n", baton_status_str(rc));
+        baton_log(BATON_LOG_ERR, "startup", NULL, 0, "cannot create server: %s",
+                  baton_status_str(rc));
         goto out;
     }
     rc = baton_server_listen(g_server, host, port, &bound);
     if (rc != 0) {
         int saved = errno; /* a socket, bind or listen failure: its reason says it all */
 
-        fprintf(stderr, "batond: cannot listen on %s%s%s:%u: %s\n", strchr(host, ':') ? "[" : "",
-                host, strchr(host, ':') ? "]" : "", (unsigned)port,
-                rc == BATON_E_IO ? strerror(saved) : baton_status_str(rc));
+        baton_log(BATON_LOG_ERR, "startup", NULL, 0, "cannot listen on %s%s%s:%u: %s",
+                  strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
+                  (unsigned)port, rc == BATON_E_IO ? strerror(saved) : baton_status_str(rc));
         goto out;
     }
 
@@ -488,38 +547,53 @@ int main(int argc, char **argv)
 
     if (port_file && lstat(port_file, &pst) == 0 && !S_ISREG(pst.st_mode) &&
         !S_ISLNK(pst.st_mode)) {
-        fprintf(stderr, "batond: --port-file %s: not a regular file (the port file replaces the "
-                        "file at its path)\n",
-                port_file);
+        baton_log(BATON_LOG_ERR, "startup", NULL, 0,
+                  "--port-file %s: not a regular file (the port file replaces the file at its "
+                  "path)",
+                  port_file);
         goto out;
     }
     if (port_file && write_port_file(port_file, bound) != 0) {
-        fprintf(stderr, "batond: cannot write port file %s: %s\n", port_file, strerror(errno));
+        baton_log(BATON_LOG_ERR, "startup", NULL, 0, "cannot write port file %s: %s", port_file,
+                  strerror(errno));
         goto out;
     }
     /* last step of setup: from here on only the calls of policy/seccomp.list */
     if (use_seccomp && baton_sandbox_install(err, sizeof err) != 0) {
-        fprintf(stderr, "batond: %s\n", err);
+        baton_log(BATON_LOG_ERR, "startup", NULL, 0, "%s", err);
         goto out;
     }
-    fprintf(stderr, "batond: listening on %s%s%s:%u (protocol %u, %u compute thread%s, %llu MiB)\n",
-            strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", (unsigned)bound,
-            BATON_PROTOCOL_VERSION, cfg.n_threads, cfg.n_threads == 1 ? "" : "s",
-            (unsigned long long)(cfg.total_memory_bytes >> 20));
+    {
+        const struct baton_log_field f[] = {
+            {"host", host, 0},
+            {"port", NULL, bound},
+            {"protocol", NULL, BATON_PROTOCOL_VERSION},
+            {"threads", NULL, cfg.n_threads},
+            {"total_memory_mib", NULL, (long long)(cfg.total_memory_bytes >> 20)},
+            {"auth", client_key ? "key" : "none", 0},
+            {"seccomp", use_seccomp ? "on" : "off", 0},
+        };
+        baton_log(BATON_LOG_NOTICE, "startup", f, sizeof f / sizeof f[0],
+                  "listening on %s%s%s:%u (protocol %u, %u compute thread%s, %llu MiB)",
+                  strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
+                  (unsigned)bound, BATON_PROTOCOL_VERSION, cfg.n_threads,
+                  cfg.n_threads == 1 ? "" : "s", (unsigned long long)(cfg.total_memory_bytes >> 20));
+    }
     if (!use_seccomp)
-        fprintf(stderr, "batond: seccomp allow-list not installed (--no-seccomp or a "
-                        "sanitizer build)\n");
+        baton_log(BATON_LOG_WARNING, "startup", NULL, 0,
+                  "seccomp allow-list not installed (--no-seccomp or a sanitizer build)");
     if (client_key)
-        fprintf(stderr, "batond: authentication required (client key%s), frames MAC'd%s\n",
-                peer_key ? ", peer key" : "", cfg.encrypt ? " and encrypted" : "");
+        baton_log(BATON_LOG_NOTICE, "startup", NULL, 0,
+                  "authentication required (client key%s), frames MAC'd%s",
+                  peer_key ? ", peer key" : "", cfg.encrypt ? " and encrypted" : "");
 
     rc = baton_server_run(g_server);
     if (rc != 0) {
-        fprintf(stderr, "batond: server stopped: %s\n", baton_status_str(rc));
+        baton_log(BATON_LOG_ERR, "server", NULL, 0, "server stopped: %s", baton_status_str(rc));
         goto out;
     }
     if (!cfg.quiet)
-        fprintf(stderr, "batond: stopped\n");
+        baton_log(BATON_LOG_NOTICE, "server", NULL, 0, "stopped");
     code = 0;
 out:
     {

@@ -15,6 +15,7 @@
 #include "baton/status.h"
 #include "core/limits.h"
 #include "net/net.h"
+#include "server/log.h"
 #include "server/server_internal.h"
 #include "wire/wire.h"
 
@@ -53,14 +54,7 @@ void baton_server_config_default(struct baton_server_config *cfg)
     cfg->log_rate = 20;
 }
 
-/* ---- logging ---- */
-
-static void vlog(const char *fmt, va_list ap)
-{
-    char line[512];
-    vsnprintf(line, sizeof line, fmt, ap);
-    fprintf(stderr, "batond: %s\n", line); /* one call: lines never interleave */
-}
+/* ---- logging (server/log.h: text, journal or JSON lines) ---- */
 
 void server_log(struct baton_server *s, const char *fmt, ...)
 {
@@ -68,8 +62,15 @@ void server_log(struct baton_server *s, const char *fmt, ...)
     if (s->cfg.quiet)
         return;
     va_start(ap, fmt);
-    vlog(fmt, ap);
+    baton_vlog(BATON_LOG_ERR, "server", NULL, 0, fmt, ap);
     va_end(ap);
+}
+
+static void log_suppressed(uint64_t n, const char *kind)
+{
+    struct baton_log_field f = {"suppressed", NULL, (long long)n};
+    baton_log(BATON_LOG_WARNING, "log", &f, 1, "(%llu %slog lines suppressed)",
+              (unsigned long long)n, kind);
 }
 
 /* Starts l's next window at now (under log_lock); returns the count the
@@ -105,24 +106,27 @@ static int log_admit(struct baton_server *s, struct log_limiter *l, uint64_t *su
 /* One rate-limited line against l; kind names the lines in the summary
  * ("error ", "connection ", "authentication "). */
 static void vlog_limited(struct baton_server *s, struct log_limiter *l, const char *kind,
-                         const char *fmt, va_list ap)
+                         int level, const char *fmt, va_list ap)
 {
     uint64_t suppressed;
+    char json_kind[32];
     if (s->cfg.quiet)
         return;
     int allow = log_admit(s, l, &suppressed);
     if (suppressed)
-        fprintf(stderr, "batond: (%llu %slog lines suppressed)\n", (unsigned long long)suppressed,
-                kind);
-    if (allow)
-        vlog(fmt, ap);
+        log_suppressed(suppressed, kind);
+    if (allow) {
+        /* "connection " -> "connection" */
+        snprintf(json_kind, sizeof json_kind, "%.*s", (int)strcspn(kind, " "), kind);
+        baton_vlog(level, json_kind, NULL, 0, fmt, ap);
+    }
 }
 
 void server_log_limited(struct baton_server *s, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vlog_limited(s, &s->log_errors, "error ", fmt, ap);
+    vlog_limited(s, &s->log_errors, "error ", BATON_LOG_WARNING, fmt, ap);
     va_end(ap);
 }
 
@@ -130,7 +134,7 @@ void server_log_conn(struct baton_server *s, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vlog_limited(s, &s->log_connections, "connection ", fmt, ap);
+    vlog_limited(s, &s->log_connections, "connection ", BATON_LOG_INFO, fmt, ap);
     va_end(ap);
 }
 
@@ -138,7 +142,7 @@ void server_log_auth(struct baton_server *s, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vlog_limited(s, &s->log_auth, "authentication ", fmt, ap);
+    vlog_limited(s, &s->log_auth, "authentication ", BATON_LOG_NOTICE, fmt, ap);
     va_end(ap);
 }
 
@@ -151,8 +155,7 @@ static void log_flush_one(struct baton_server *s, struct log_limiter *l, const c
         suppressed = log_window_reset(l, now);
     pthread_mutex_unlock(&s->log_lock);
     if (suppressed)
-        fprintf(stderr, "batond: (%llu %slog lines suppressed)\n", (unsigned long long)suppressed,
-                kind);
+        log_suppressed(suppressed, kind);
 }
 
 void server_log_flush(struct baton_server *s)

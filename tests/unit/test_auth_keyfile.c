@@ -237,6 +237,47 @@ static void test_load_not_owned(void **state)
     expect_refused(p, BATON_E_AUTH, "owned by uid 65534");
 }
 
+/* A systemd credential (baton_key_open_credential): read-only, owner and
+ * group read allowed (an ACL for the service's user shows as 0440), nothing
+ * writable, nothing for others; the plain key rules refuse 0440. */
+static void test_credential_modes(void **state)
+{
+    static const mode_t accepted[] = {0400, 0440};
+    static const mode_t refused[] = {0600, 0640, 0444, 0404, 0460, 0500, 0420};
+    char p[128], err[256];
+    struct baton_key *k = NULL;
+    uint8_t want[BATON_KEY_BYTES];
+    (void)state;
+    path_of(p, sizeof p, "cred.key");
+    memset(want, 0x66, sizeof want);
+    for (size_t i = 0; i < sizeof accepted / sizeof accepted[0]; i++) {
+        write_file(p, 32, 0x66, accepted[i]);
+        assert_int_equal(baton_key_open_credential(p, &k, err, sizeof err), 0);
+        assert_memory_equal(baton_key_bytes(k), want, sizeof want);
+        baton_key_free(k);
+        k = NULL;
+    }
+    write_file(p, 32, 0x66, 0440);
+    assert_int_equal(baton_key_open(p, &k, err, sizeof err), BATON_E_AUTH);
+    assert_null(k);
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        write_file(p, 32, 0x66, refused[i]);
+        assert_int_equal(baton_key_open_credential(p, &k, err, sizeof err), BATON_E_AUTH);
+        assert_null(k);
+        assert_non_null(strstr(err, "a credential must be read-only"));
+    }
+    /* the size and symlink rules still hold */
+    write_file(p, 33, 0x66, 0400);
+    assert_int_equal(baton_key_open_credential(p, &k, err, sizeof err), BATON_E_FORMAT);
+    if (geteuid() == 0) {
+        /* owned by neither the user nor root */
+        write_file(p, 32, 0x66, 0400);
+        assert_int_equal(chown(p, 65534, 65534), 0);
+        assert_int_equal(baton_key_open_credential(p, &k, err, sizeof err), BATON_E_AUTH);
+        assert_non_null(strstr(err, "owned by uid 65534"));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -248,6 +289,7 @@ int main(void)
         cmocka_unit_test(test_load_not_regular),
         cmocka_unit_test(test_load_missing),
         cmocka_unit_test(test_load_not_owned),
+        cmocka_unit_test(test_credential_modes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
