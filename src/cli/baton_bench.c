@@ -20,7 +20,7 @@ static void bench_usage(FILE *f)
     fputs("usage: baton bench --model FILE [--servers LIST] [--split P,...] [-p N] [-n N]\n"
           "                   [--ctx N] [--reps R] [--threads N] [--ubatch N] [--timeout MS]\n"
           "                   [--key FILE] [--p2p on|off] [--pipeline on|off] [--slots N]\n"
-          "                   [--ring on|off] [--json FILE]\n"
+          "                   [--ring on|off] [--npl B,B,...] [--json FILE]\n"
           "\n"
           "Runs the model R times on a synthetic prompt of -p tokens, generating -n tokens\n"
           "greedily (EOS ignored), and prints the median and spread (min..max) of prefill\n"
@@ -34,6 +34,16 @@ static void bench_usage(FILE *f)
           "  --reps R      repetitions (default 5)\n"
           "  --timeout MS  deadline of every server call (default 30000)\n"
           "  --json FILE   also write the figures as JSON\n"
+          "  --npl B,...   batched decoding instead (up to 16 values, each 1..256): for each\n"
+          "                B, B sequences of the same -p prompt (each prefilled alone) then\n"
+          "                -n - 1 decode steps of B tokens (baton run --parallel B); prints\n"
+          "                a row per B as llama-batched-bench does: PP, TG (-n), B, N_KV\n"
+          "                (B x (PP + TG)), T_PP (every sequence's prefill, s), S_PP (B x PP\n"
+          "                / T_PP), T_TG (the decode steps, s), S_TG (B x (TG - 1) / T_TG:\n"
+          "                the first token comes from the prefill), T and S (all tokens /\n"
+          "                T), TTFT (T_PP, ms: the last sequence's first token) and TPOT\n"
+          "                (T_TG / (TG - 1), ms), medians over --reps; --ctx is per\n"
+          "                sequence\n"
           "  --servers, --split, --threads, --ubatch, --key, --p2p, --pipeline, --slots,\n"
           "  --ring        as for `baton run`\n"
           "\n"
@@ -100,10 +110,132 @@ static void print_run_errors(const char *text)
     }
 }
 
+#define NPL_MAX 16
+
+/* --npl B,B,...: at most NPL_MAX values, each 1..256. 0 or -1 (said). */
+static int parse_npl(const char *s, uint32_t *npl, uint32_t *n)
+{
+    const char *p = s;
+
+    *n = 0;
+    for (;;) {
+        char item[16];
+        const char *c = strchr(p, ',');
+        const size_t len = c ? (size_t)(c - p) : strlen(p);
+
+        if (*n == NPL_MAX) {
+            fprintf(stderr, "baton bench: --npl: more than %u values\n", NPL_MAX);
+            return -1;
+        }
+        if (len == 0 || len >= sizeof item) {
+            fprintf(stderr, "baton bench: --npl: '%s' is not a list of batch sizes (B,B,...)\n",
+                    s);
+            return -1;
+        }
+        memcpy(item, p, len);
+        item[len] = '\0';
+        if (baton_cli_parse_u32(PROG, "--npl", item, 1, 256, &npl[*n]) != 0)
+            return -1;
+        (*n)++;
+        if (c == NULL)
+            return 0;
+        p = c + 1;
+    }
+}
+
+/* The --npl table: a row per batch size, medians over reps. Returns the
+ * exit code. */
+static int bench_npl(struct baton_run_config *cfg, const uint32_t *npl, uint32_t n_npl,
+                     uint32_t reps, const char *json)
+{
+    enum { T_PP, S_PP, T_TG, S_TG, T_ALL, S_ALL, TTFT, TPOT, N_FIG };
+    static const char *const names[N_FIG] = {"t_pp", "s_pp", "t_tg", "s_tg", "t", "s",
+                                             "ttft_ms", "tpot_ms"};
+    struct figure fig[NPL_MAX][N_FIG];
+    const uint32_t pp = (uint32_t)cfg->n_prompt_ids, tg = cfg->n_predict;
+    struct baton_run_result *res = cfg->result;
+    FILE *f;
+
+    memset(fig, 0, sizeof fig);
+    printf("bench: %s, servers %s, split %s, npl, prompt %u, generated %u, reps %u, threads "
+           "%u, ctx %u per sequence, pipeline %s, p2p %s\n",
+           cfg->model_path, cfg->servers, cfg->split ? cfg->split : "(equal)", pp, tg, reps,
+           cfg->n_threads, cfg->n_ctx, cfg->pipeline ? "on" : "off", cfg->p2p ? "on" : "off");
+    printf("  %5s %5s %4s %7s %9s %10s %9s %10s %9s %10s %9s %9s\n", "PP", "TG", "B", "N_KV",
+           "T_PP s", "S_PP t/s", "T_TG s", "S_TG t/s", "T s", "S t/s", "TTFT ms", "TPOT ms");
+    for (uint32_t b = 0; b < n_npl; b++) {
+        for (uint32_t r = 0; r < reps; r++) {
+            char *log_text = NULL;
+            size_t log_len = 0;
+            FILE *rep_log = b == 0 && r == 0 ? NULL : open_memstream(&log_text, &log_len);
+            double *v[N_FIG];
+            int rc;
+
+            cfg->n_copies = npl[b];
+            cfg->n_parallel = npl[b];
+            cfg->log = rep_log ? rep_log : stderr;
+            rc = baton_run(cfg);
+            if (rep_log)
+                fclose(rep_log);
+            if (rc != 0) {
+                print_run_errors(log_text);
+                free(log_text);
+                fprintf(stderr, "baton bench: --npl %u, repetition %u failed\n", npl[b], r + 1);
+                return rc;
+            }
+            free(log_text);
+            for (int k = 0; k < N_FIG; k++)
+                v[k] = &fig[b][k].v[r];
+            *v[T_PP] = res->t_prefill_s;
+            *v[S_PP] = res->t_prefill_s > 0 ? (double)npl[b] * pp / res->t_prefill_s : 0;
+            *v[T_TG] = res->t_decode_s;
+            *v[S_TG] = res->t_decode_s > 0 ? (double)npl[b] * (tg - 1) / res->t_decode_s : 0;
+            *v[T_ALL] = res->t_prefill_s + res->t_decode_s;
+            *v[S_ALL] = *v[T_ALL] > 0 ? (double)npl[b] * (pp + tg) / *v[T_ALL] : 0;
+            *v[TTFT] = res->t_prefill_s * 1e3;
+            *v[TPOT] = tg > 1 ? res->t_decode_s * 1e3 / (tg - 1) : 0;
+        }
+        for (int k = 0; k < N_FIG; k++)
+            summarize(&fig[b][k], reps);
+        printf("  %5u %5u %4u %7u %9.3f %10.2f %9.3f %10.2f %9.3f %10.2f %9.2f %9.3f\n", pp, tg,
+               npl[b], npl[b] * (pp + tg), fig[b][T_PP].med, fig[b][S_PP].med, fig[b][T_TG].med,
+               fig[b][S_TG].med, fig[b][T_ALL].med, fig[b][S_ALL].med, fig[b][TTFT].med,
+               fig[b][TPOT].med);
+        fflush(stdout);
+    }
+    if (json == NULL)
+        return 0;
+    f = fopen(json, "w");
+    if (f == NULL) {
+        fprintf(stderr, "baton bench: --json %s: cannot write: %s\n", json, strerror(errno));
+        return 1;
+    }
+    fputs("{\"model\": ", f);
+    baton_cli_put_string(f, cfg->model_path, strlen(cfg->model_path), 1);
+    fputs(", \"servers\": ", f);
+    baton_cli_put_string(f, cfg->servers, strlen(cfg->servers), 1);
+    fprintf(f, ", \"prompt\": %u, \"generated\": %u, \"ctx\": %u, \"reps\": %u, "
+               "\"threads\": %u, \"npl\": [",
+            pp, tg, cfg->n_ctx, reps, cfg->n_threads);
+    for (uint32_t b = 0; b < n_npl; b++) {
+        fprintf(f, "%s{\"b\": %u, \"n_kv\": %u", b ? ", " : "", npl[b], npl[b] * (pp + tg));
+        for (int k = 0; k < N_FIG; k++)
+            fprintf(f, ", \"%s\": {\"median\": %.6g, \"min\": %.6g, \"max\": %.6g}", names[k],
+                    fig[b][k].med, fig[b][k].lo, fig[b][k].hi);
+        fputc('}', f);
+    }
+    fputs("]}\n", f);
+    if (fclose(f) != 0) {
+        fprintf(stderr, "baton bench: --json %s: cannot write: %s\n", json, strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
 int baton_cmd_bench(int argc, char **argv)
 {
     enum { O_MODEL = 256, O_SERVERS, O_SPLIT, O_REPS, O_JSON, O_THREADS, O_UBATCH, O_KEY,
-           O_HELP, O_CTX, O_TIMEOUT, O_P2P, O_PIPELINE, O_SLOTS, O_RING };
+           O_HELP, O_CTX, O_TIMEOUT, O_P2P, O_PIPELINE, O_SLOTS, O_RING, O_NPL };
     static const struct option opts[] = {
         {"model", required_argument, 0, O_MODEL}, {"servers", required_argument, 0, O_SERVERS},
         {"split", required_argument, 0, O_SPLIT}, {"reps", required_argument, 0, O_REPS},
@@ -112,10 +244,11 @@ int baton_cmd_bench(int argc, char **argv)
         {"help", no_argument, 0, O_HELP},         {"ctx", required_argument, 0, O_CTX},
         {"timeout", required_argument, 0, O_TIMEOUT}, {"p2p", required_argument, 0, O_P2P},
         {"pipeline", required_argument, 0, O_PIPELINE}, {"slots", required_argument, 0, O_SLOTS},
-        {"ring", required_argument, 0, O_RING},
+        {"ring", required_argument, 0, O_RING},   {"npl", required_argument, 0, O_NPL},
         {0, 0, 0, 0}};
     struct baton_run_config cfg;
     struct baton_run_result *res = NULL;
+    uint32_t npl[NPL_MAX], n_npl = 0;
     struct figure fig[5] = {{"prefill", "tok/s", {0}, 0, 0, 0},
                             {"decode", "tok/s", {0}, 0, 0, 0},
                             {"ttft", "ms", {0}, 0, 0, 0},
@@ -156,6 +289,7 @@ int baton_cmd_bench(int argc, char **argv)
         case O_P2P: bad = baton_cli_parse_onoff(PROG, "--p2p", optarg, &cfg.p2p); break;
         case O_PIPELINE: bad = baton_cli_parse_onoff(PROG, "--pipeline", optarg, &cfg.pipeline); break;
         case O_RING: bad = baton_cli_parse_onoff(PROG, "--ring", optarg, &cfg.ring); break;
+        case O_NPL: bad = parse_npl(optarg, npl, &n_npl); break;
         case O_SLOTS:
             bad = baton_cli_parse_u32(PROG, "--slots", optarg, 1, BATON_LLAMA_MAX_SLOTS,
                                       &cfg.n_slots);
@@ -270,6 +404,10 @@ int baton_cmd_bench(int argc, char **argv)
     cfg.result = res;
     if (cfg.n_ubatch > cfg.n_ctx)
         cfg.n_ubatch = cfg.n_ctx;
+    if (n_npl > 0) {
+        ret = bench_npl(&cfg, npl, n_npl, reps, json);
+        goto out;
+    }
     for (r = 0; r < reps; r++) {
         /* the first repetition logs to stderr as it goes (its errors
          * included, which end the bench); a later one into memory, whose

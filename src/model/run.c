@@ -517,7 +517,8 @@ int baton_run(const struct baton_run_config *cfg)
     /* tokenize first: a prompt that does not fit is a usage error */
     r.n_seq = 1;
     r.n_cells = cfg->n_ctx;
-    rc = cfg->prompts ? run_par_prepare(&r, &n_prompt) : prompt_tokens(&r, &prompt_ids, &n_prompt);
+    rc = cfg->prompts || cfg->n_copies ? run_par_prepare(&r, &n_prompt)
+                                       : prompt_tokens(&r, &prompt_ids, &n_prompt);
     if (rc != 0) {
         ret = rc;
         goto out;

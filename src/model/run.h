@@ -46,6 +46,7 @@ struct baton_run_result {
     uint64_t waits;            /* times the coordinator blocked for a reply it needed */
     uint64_t redos;            /* steps redone through the hub after a failed hand-off */
     uint32_t n_ubatch;         /* prompt tokens per prefill step, as run */
+    uint32_t n_seq;            /* sequences decoded together (several sequences; else 0) */
     /* Direct path, decode window, per stage: */
     uint32_t n_direct;                            /* boundaries with the direct path set up */
     int ring;                /* a token went around the ring (last stage -> stage 1);
@@ -110,6 +111,8 @@ struct baton_run_config {
                                    greedy only; prompt and prompt_ids are ignored */
     size_t n_prompts;
     uint32_t n_parallel;  /* sequences decoded together (0 or 1: one at a time) */
+    uint32_t n_copies;    /* without prompts: prompt_ids as n_copies sequences (baton
+                             bench --npl); 0: one prompt, the usual run */
     const char *output_dir; /* with prompts: DIR/N.txt per prompt, else "[N] " lines */
     const int32_t *prompt_ids; /* when set, these ids are the prompt (text is ignored) */
     size_t n_prompt_ids;

@@ -92,6 +92,7 @@ struct run {
     uint32_t n_seq;             /* sequences decoded together (1 unless seqs) */
     uint32_t n_cells;           /* KV-cache cells per layer: n_ctx per sequence x n_seq */
     struct par_seq *par;        /* cfg->prompts: one per prompt (run_parallel.c) */
+    size_t n_par;               /* ... n_par of them (cfg->n_prompts or cfg->n_copies) */
     uint32_t n_slots;           /* boundary input slots per stage */
     int want_logits;            /* every step returns the logits too (sampling, gaps) */
     float *logits;              /* n_vocab */

@@ -60,38 +60,49 @@ int run_par_prepare(struct run *r, size_t *max_prompt)
                 cfg->report_gap ? " and --report-gap" : "");
         return 2;
     }
-    if (cfg->n_prompts == 0) {
+    r->n_par = cfg->prompts ? cfg->n_prompts : cfg->n_copies;
+    if (r->n_par == 0 || (cfg->prompts == NULL && cfg->prompt_ids == NULL)) {
         run_msg(cfg, "--prompt-file: no prompts (one per line; empty lines are skipped)\n");
         return 2;
     }
     r->seqs = 1;
     r->n_seq = cfg->n_parallel ? cfg->n_parallel : 1;
-    if (r->n_seq > cfg->n_prompts)
-        r->n_seq = (uint32_t)cfg->n_prompts; /* no more slots than prompts */
+    if (r->n_seq > r->n_par)
+        r->n_seq = (uint32_t)r->n_par; /* no more slots than prompts */
     if ((uint64_t)cfg->n_ctx * r->n_seq > INT32_MAX) {
         run_msg(cfg, "--ctx %u x --parallel %u KV-cache cells exceed 2^31 - 1\n", cfg->n_ctx,
                 r->n_seq);
         return 2;
     }
     r->n_cells = cfg->n_ctx * r->n_seq;
-    q = calloc(cfg->n_prompts, sizeof(*q));
+    q = calloc(r->n_par, sizeof(*q));
     if (q == NULL) {
         run_msg(cfg, "out of memory\n");
         return 1;
     }
     r->par = q;
     *max_prompt = 0;
-    for (size_t i = 0; i < cfg->n_prompts; i++) {
-        const size_t len = strlen(cfg->prompts[i]);
-        int rc;
+    for (size_t i = 0; i < r->n_par; i++) {
+        const size_t len = cfg->prompts ? strlen(cfg->prompts[i]) : cfg->n_prompt_ids;
+        int rc = 0;
 
         q[i].ids = calloc(len + 8 + cfg->n_predict, sizeof(int32_t));
         if (q[i].ids == NULL) {
             run_msg(cfg, "out of memory\n");
             return 1;
         }
-        rc = baton_tokenize(r->tok, cfg->prompts[i], len, baton_tokenizer_add_bos(r->tok),
-                            q[i].ids, len + 8, &q[i].n_prompt);
+        if (cfg->prompts) {
+            rc = baton_tokenize(r->tok, cfg->prompts[i], len, baton_tokenizer_add_bos(r->tok),
+                                q[i].ids, len + 8, &q[i].n_prompt);
+        } else { /* the same ids for every copy (baton bench --npl) */
+            for (size_t k = 0; k < len; k++)
+                if (cfg->prompt_ids[k] < 0 || (uint32_t)cfg->prompt_ids[k] >= r->hp.n_vocab) {
+                    run_msg(cfg, "prompt id %d outside the vocabulary\n", cfg->prompt_ids[k]);
+                    return 2;
+                }
+            memcpy(q[i].ids, cfg->prompt_ids, len * sizeof(int32_t));
+            q[i].n_prompt = len;
+        }
         if (rc != 0) {
             run_msg(cfg, "prompt %zu: cannot tokenize it: %s\n", i + 1, baton_status_str(rc));
             return 1;
@@ -115,7 +126,7 @@ int run_par_prepare(struct run *r, size_t *max_prompt)
 
 void run_par_free(struct run *r)
 {
-    par_free_seqs(r->par, r->cfg->n_prompts);
+    par_free_seqs(r->par, r->n_par);
     r->par = NULL;
 }
 
@@ -136,7 +147,7 @@ int run_par_register(struct run *r)
     uint32_t counts[40], outs[40], n = 0;
 
     counts[n] = r->n_ubatch, outs[n++] = 1;
-    for (size_t i = 0; i < r->cfg->n_prompts; i++) {
+    for (size_t i = 0; i < r->n_par; i++) {
         uint32_t parts[32], k = split_rest((uint32_t)(q[i].n_prompt % r->n_ubatch), parts);
 
         for (uint32_t j = 0; j < k; j++) {
@@ -291,7 +302,7 @@ static int write_ids(const struct run *r, const char *path)
     if (f == NULL)
         return -1;
     fprintf(f, "{\"parallel\": %u, \"sequences\": [", r->n_seq);
-    for (size_t i = 0; i < r->cfg->n_prompts; i++) {
+    for (size_t i = 0; i < r->n_par; i++) {
         const struct par_seq *q = &r->par[i];
 
         fprintf(f, "%s\n {\"index\": %zu, \"prompt\": [", i ? "," : "", i + 1);
@@ -312,7 +323,7 @@ static int open_output(struct run *r, size_t i)
     char path[4096];
     struct par_seq *q = &r->par[i];
 
-    if (r->cfg->output_dir == NULL || r->cfg->quiet)
+    if (r->cfg->output_dir == NULL || r->cfg->quiet || r->cfg->prompts == NULL)
         return 0;
     if ((size_t)snprintf(path, sizeof path, "%s/%zu.txt", r->cfg->output_dir, i + 1) >=
         sizeof path) {
@@ -346,7 +357,7 @@ int run_par_generate(struct run *r, double t_load, double bytes)
         goto out;
     }
     fprintf(cfg->log, "plan: %zu prompts, %u sequences at a time (%u KV-cache cells each)\n",
-            cfg->n_prompts, ns, cfg->n_ctx);
+            r->n_par, ns, cfg->n_ctx);
     for (;;) {
         struct run_ubatch ub;
         int32_t unused;
@@ -354,14 +365,14 @@ int run_par_generate(struct run *r, double t_load, double bytes)
 
         /* admit prompts into free slots */
         for (uint32_t j = 0; j < ns; j++) {
-            while (slot_seq[j] == 0 && next_prompt < cfg->n_prompts) {
+            while (slot_seq[j] == 0 && next_prompt < r->n_par) {
                 const size_t i = next_prompt++;
                 int32_t first;
                 int rc;
 
                 if (open_output(r, i) != 0)
                     goto out;
-                if (!cfg->quiet && r->par[i].out == NULL &&
+                if (!cfg->quiet && cfg->prompts && r->par[i].out == NULL &&
                     text_add(&r->par[i], cfg->prompts[i], strlen(cfg->prompts[i])) != 0) {
                     stage_msg(r, "out of memory\n");
                     goto out;
@@ -436,10 +447,9 @@ int run_par_generate(struct run *r, double t_load, double bytes)
             "summary: %zu sequences (%u at a time), prompt %zu tokens, generated %zu tokens, "
             "load %.2f s (%.1f MiB), prefill %.1f tok/s, decode %.1f tok/s (all sequences, %u "
             "steps), stages %u\n",
-            cfg->n_prompts, ns, n_prompt_tokens, n_gen, t_load, bytes / 1048576.0,
+            r->n_par, ns, n_prompt_tokens, n_gen, t_load, bytes / 1048576.0,
             t_prefill > 0 ? (double)n_prompt_tokens / t_prefill : 0.0,
-            t_decode > 0 ? (double)(n_gen - (n_gen < cfg->n_prompts ? n_gen : cfg->n_prompts)) /
-                               t_decode
+            t_decode > 0 ? (double)(n_gen - (n_gen < r->n_par ? n_gen : r->n_par)) / t_decode
                          : 0.0,
             decode_steps, r->n_stages);
     if (cfg->stats)
@@ -447,6 +457,27 @@ int run_par_generate(struct run *r, double t_load, double bytes)
     if (cfg->stats_json && run_write_stats_json(r, cfg->stats_json, decode_steps) != 0) {
         run_msg(cfg, "--stats-json %s: cannot write: %s\n", cfg->stats_json, strerror(errno));
         goto out;
+    }
+    if (cfg->result) {
+        struct baton_run_result *res = cfg->result;
+
+        memset(res, 0, sizeof(*res));
+        res->n_prompt = n_prompt_tokens;
+        res->n_gen = n_gen;
+        res->t_load_s = t_load;
+        res->t_prefill_s = t_prefill;
+        res->t_decode_s = t_decode;
+        res->n_stages = r->n_stages;
+        res->n_ubatch = r->n_ubatch;
+        res->decode_steps = decode_steps;
+        res->n_seq = ns;
+        for (uint32_t i = 0; i < r->n_stages; i++)
+            for (uint32_t c = 1; c < BATON_CMD_LIMIT; c++)
+                res->cmd[i][c] = r->stages[i].cmd[c];
+        res->hidden_bytes_hub = r->hidden_bytes_hub;
+        res->token_bytes = r->token_bytes;
+        res->waits = r->waits;
+        res->n_direct = r->n_direct;
     }
     if (cfg->ids_path && write_ids(r, cfg->ids_path) != 0) {
         run_msg(cfg, "--ids-file %s: cannot write: %s\n", cfg->ids_path, strerror(errno));

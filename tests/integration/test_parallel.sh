@@ -10,7 +10,8 @@
 # longer than the ubatch (full ubatches and a rest in powers of two) and one
 # of one token. Output: "[N] text" lines (N: the prompt's number, empty
 # lines skipped), or --output-dir files; and the
-# usage errors (exit 2) and unreadable files (exit 1).
+# usage errors (exit 2) and unreadable files (exit 1); baton bench --npl
+# prints a row per batch size (N_KV = B x (PP + TG)) and its JSON.
 source "$(dirname "$0")/lib.sh"
 need_model
 
@@ -139,4 +140,23 @@ want 2 "greedily for now: drop --temp" --prompt-file "$TMP/prompts.txt" --temp 0
 want 2 "prompt 6 (51 tokens) + -n 8 exceeds --ctx 40" --prompt-file "$TMP/prompts.txt" --ctx 40 -n 8
 want 1 "--output-dir $TMP/none: not a directory" --prompt-file "$TMP/prompts.txt" --output-dir "$TMP/none"
 echo "ok: usage errors and unreadable files"
+num='[0-9]+(\.[0-9]+)?'
+# baton bench --npl: a row per batch size, N_KV = B x (PP + TG), the JSON
+# with every figure; bad lists are usage errors
+"$BATON" bench --model "$MODEL" --npl 1,3,8 -p 12 -n 6 --reps 1 --json "$TMP/npl.json" \
+    >"$TMP/npl.out" 2>"$TMP/npl.err" || fail "bench --npl: $(cat "$TMP/npl.err")"
+grep -q "^  *PP  *TG  *B  *N_KV  *T_PP s  *S_PP t/s  *T_TG s  *S_TG t/s  *T s  *S t/s  *TTFT ms  *TPOT ms\$" \
+    "$TMP/npl.out" || fail "bench --npl: header: $(cat "$TMP/npl.out")"
+for b in 1 3 8; do
+    grep -Eq "^ +12 +6 +$b +$((b * 18)) ( +$num){8}\$" "$TMP/npl.out" ||
+        fail "bench --npl: row $b: $(cat "$TMP/npl.out")"
+done
+[ "$(field "$TMP/npl.json" '[(x["b"], x["n_kv"]) for x in j["npl"]] == [(1, 18), (3, 54), (8, 144)] and all(x[k]["median"] > 0 for x in j["npl"] for k in ("t_pp", "s_pp", "t_tg", "s_tg", "t", "s", "ttft_ms", "tpot_ms"))')" = True ] ||
+    fail "bench --npl: json: $(cat "$TMP/npl.json")"
+for bad in "0" "257" "1,,2" "a" "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"; do
+    rc=0
+    "$BATON" bench --model "$MODEL" --npl "$bad" >/dev/null 2>"$TMP/npl.err" || rc=$?
+    [ $rc = 2 ] && grep -q "^baton bench: --npl" "$TMP/npl.err" || fail "--npl $bad: exit $rc: $(cat "$TMP/npl.err")"
+done
+echo "ok: bench --npl prints a row per batch size"
 echo PASS
