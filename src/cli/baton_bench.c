@@ -20,7 +20,7 @@ static void bench_usage(FILE *f)
     fputs("usage: baton bench --model FILE [--servers LIST] [--split P,...] [-p N] [-n N]\n"
           "                   [--ctx N] [--reps R] [--threads N] [--ubatch N] [--timeout MS]\n"
           "                   [--key FILE] [--p2p on|off] [--pipeline on|off] [--slots N]\n"
-          "                   [--ring on|off] [--npl B,B,...] [--json FILE]\n"
+          "                   [--ring on|off] [--npl B,B,... [--groups G]] [--json FILE]\n"
           "\n"
           "Runs the model R times on a synthetic prompt of -p tokens, generating -n tokens\n"
           "greedily (EOS ignored), and prints the median and spread (min..max) of prefill\n"
@@ -44,6 +44,7 @@ static void bench_usage(FILE *f)
           "                T), TTFT (T_PP, ms: the last sequence's first token) and TPOT\n"
           "                (T_TG / (TG - 1), ms), medians over --reps; --ctx is per\n"
           "                sequence\n"
+          "  --groups G    with --npl: pipeline groups, as for `baton run`\n"
           "  --servers, --split, --threads, --ubatch, --key, --p2p, --pipeline, --slots,\n"
           "  --ring        as for `baton run`\n"
           "\n"
@@ -158,9 +159,10 @@ static int bench_npl(struct baton_run_config *cfg, const uint32_t *npl, uint32_t
 
     memset(fig, 0, sizeof fig);
     printf("bench: %s, servers %s, split %s, npl, prompt %u, generated %u, reps %u, threads "
-           "%u, ctx %u per sequence, pipeline %s, p2p %s\n",
+           "%u, ctx %u per sequence, groups %u, pipeline %s, p2p %s\n",
            cfg->model_path, cfg->servers, cfg->split ? cfg->split : "(equal)", pp, tg, reps,
-           cfg->n_threads, cfg->n_ctx, cfg->pipeline ? "on" : "off", cfg->p2p ? "on" : "off");
+           cfg->n_threads, cfg->n_ctx, cfg->n_groups ? cfg->n_groups : 1,
+           cfg->pipeline ? "on" : "off", cfg->p2p ? "on" : "off");
     printf("  %5s %5s %4s %7s %9s %10s %9s %10s %9s %10s %9s %9s\n", "PP", "TG", "B", "N_KV",
            "T_PP s", "S_PP t/s", "T_TG s", "S_TG t/s", "T s", "S t/s", "TTFT ms", "TPOT ms");
     for (uint32_t b = 0; b < n_npl; b++) {
@@ -215,8 +217,8 @@ static int bench_npl(struct baton_run_config *cfg, const uint32_t *npl, uint32_t
     fputs(", \"servers\": ", f);
     baton_cli_put_string(f, cfg->servers, strlen(cfg->servers), 1);
     fprintf(f, ", \"prompt\": %u, \"generated\": %u, \"ctx\": %u, \"reps\": %u, "
-               "\"threads\": %u, \"npl\": [",
-            pp, tg, cfg->n_ctx, reps, cfg->n_threads);
+               "\"threads\": %u, \"groups\": %u, \"npl\": [",
+            pp, tg, cfg->n_ctx, reps, cfg->n_threads, cfg->n_groups ? cfg->n_groups : 1);
     for (uint32_t b = 0; b < n_npl; b++) {
         fprintf(f, "%s{\"b\": %u, \"n_kv\": %u", b ? ", " : "", npl[b], npl[b] * (pp + tg));
         for (int k = 0; k < N_FIG; k++)
@@ -235,7 +237,7 @@ static int bench_npl(struct baton_run_config *cfg, const uint32_t *npl, uint32_t
 int baton_cmd_bench(int argc, char **argv)
 {
     enum { O_MODEL = 256, O_SERVERS, O_SPLIT, O_REPS, O_JSON, O_THREADS, O_UBATCH, O_KEY,
-           O_HELP, O_CTX, O_TIMEOUT, O_P2P, O_PIPELINE, O_SLOTS, O_RING, O_NPL };
+           O_HELP, O_CTX, O_TIMEOUT, O_P2P, O_PIPELINE, O_SLOTS, O_RING, O_NPL, O_GROUPS };
     static const struct option opts[] = {
         {"model", required_argument, 0, O_MODEL}, {"servers", required_argument, 0, O_SERVERS},
         {"split", required_argument, 0, O_SPLIT}, {"reps", required_argument, 0, O_REPS},
@@ -245,6 +247,7 @@ int baton_cmd_bench(int argc, char **argv)
         {"timeout", required_argument, 0, O_TIMEOUT}, {"p2p", required_argument, 0, O_P2P},
         {"pipeline", required_argument, 0, O_PIPELINE}, {"slots", required_argument, 0, O_SLOTS},
         {"ring", required_argument, 0, O_RING},   {"npl", required_argument, 0, O_NPL},
+        {"groups", required_argument, 0, O_GROUPS},
         {0, 0, 0, 0}};
     struct baton_run_config cfg;
     struct baton_run_result *res = NULL;
@@ -290,6 +293,7 @@ int baton_cmd_bench(int argc, char **argv)
         case O_PIPELINE: bad = baton_cli_parse_onoff(PROG, "--pipeline", optarg, &cfg.pipeline); break;
         case O_RING: bad = baton_cli_parse_onoff(PROG, "--ring", optarg, &cfg.ring); break;
         case O_NPL: bad = parse_npl(optarg, npl, &n_npl); break;
+        case O_GROUPS: bad = baton_cli_parse_u32(PROG, "--groups", optarg, 1, 8, &cfg.n_groups); break;
         case O_SLOTS:
             bad = baton_cli_parse_u32(PROG, "--slots", optarg, 1, BATON_LLAMA_MAX_SLOTS,
                                       &cfg.n_slots);
@@ -404,6 +408,11 @@ int baton_cmd_bench(int argc, char **argv)
     cfg.result = res;
     if (cfg.n_ubatch > cfg.n_ctx)
         cfg.n_ubatch = cfg.n_ctx;
+    if (cfg.n_groups > 1 && n_npl == 0) {
+        fprintf(stderr, "baton bench: --groups needs --npl\n");
+        ret = 2;
+        goto out;
+    }
     if (n_npl > 0) {
         ret = bench_npl(&cfg, npl, n_npl, reps, json);
         goto out;

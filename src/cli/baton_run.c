@@ -29,6 +29,10 @@ static void run_usage(FILE *f)
           "                       1; with --prompt-file): each holds --ctx positions of\n"
           "                       KV cache; a sequence that ends frees them for the next\n"
           "  --output-dir DIR     with --prompt-file: DIR/N.txt per prompt, streamed\n"
+          "  --groups G           pipeline groups, 1..8 (default 1; with --prompt-file):\n"
+          "                       the --parallel sequences in G groups whose decode steps\n"
+          "                       overlap on the stages (group 2 at stage 1 while group 1\n"
+          "                       is at stage 2)\n"
           "  --servers LIST       host:port,host:port,... or 'local' (default: local);\n"
           "                       host:port@peerhost:peerport also names the address the\n"
           "                       other servers reach that one at (direct path)\n"
@@ -113,7 +117,7 @@ int baton_cmd_run(int argc, char **argv)
         O_MODEL = 256, O_PROMPT, O_SERVERS, O_SPLIT, O_CTX, O_UBATCH, O_TEMP, O_TOPK, O_TOPP,
         O_SEED, O_THREADS, O_TIMEOUT, O_STATS, O_IDS, O_QUIET, O_IGNORE_EOS, O_GAP, O_HELP,
         O_KEY, O_P2P, O_STATS_JSON, O_PIPELINE, O_SLOTS, O_RING, O_PROMPT_FILE, O_PARALLEL,
-        O_OUTPUT_DIR
+        O_OUTPUT_DIR, O_GROUPS
     };
     static const struct option opts[] = {
         {"model", required_argument, 0, O_MODEL},     {"prompt", required_argument, 0, O_PROMPT},
@@ -132,6 +136,7 @@ int baton_cmd_run(int argc, char **argv)
         {"prompt-file", required_argument, 0, O_PROMPT_FILE},
         {"parallel", required_argument, 0, O_PARALLEL},
         {"output-dir", required_argument, 0, O_OUTPUT_DIR},
+        {"groups", required_argument, 0, O_GROUPS},
         {0, 0, 0, 0}};
     struct baton_run_config cfg;
     const char *servers_name = "--servers"; /* where cfg.servers came from */
@@ -208,6 +213,9 @@ int baton_cmd_run(int argc, char **argv)
             if (parse_u32("--parallel", optarg, 1, 256, &cfg.n_parallel)) return 2;
             break;
         case O_OUTPUT_DIR: cfg.output_dir = optarg; break;
+        case O_GROUPS:
+            if (parse_u32("--groups", optarg, 1, 8, &cfg.n_groups)) return 2;
+            break;
         case 'h':
         case O_HELP: run_usage(stdout); return 0;
         default:
@@ -224,9 +232,9 @@ int baton_cmd_run(int argc, char **argv)
                         "are required (see --help)\n");
         return 2;
     }
-    if (prompt_file == NULL && (cfg.n_parallel > 1 || cfg.output_dir)) {
+    if (prompt_file == NULL && (cfg.n_parallel > 1 || cfg.output_dir || cfg.n_groups > 1)) {
         fprintf(stderr, "baton run: %s needs --prompt-file FILE\n",
-                cfg.n_parallel > 1 ? "--parallel" : "--output-dir");
+                cfg.n_parallel > 1 ? "--parallel" : cfg.output_dir ? "--output-dir" : "--groups");
         return 2;
     }
     if (cfg.report_gap && cfg.ids_path == NULL) {

@@ -111,6 +111,9 @@ struct baton_run_config {
                                    greedy only; prompt and prompt_ids are ignored */
     size_t n_prompts;
     uint32_t n_parallel;  /* sequences decoded together (0 or 1: one at a time) */
+    uint32_t n_groups;    /* pipeline groups of the n_parallel sequences (0 or 1: one),
+                             at most 8 and n_parallel: group g's decode step overlaps
+                             group g + 1's on the stages */
     uint32_t n_copies;    /* without prompts: prompt_ids as n_copies sequences (baton
                              bench --npl); 0: one prompt, the usual run */
     const char *output_dir; /* with prompts: DIR/N.txt per prompt, else "[N] " lines */

@@ -147,6 +147,8 @@ static int can_submit(struct engine *e, uint32_t s, uint32_t k)
      * token (or, redone, its argmax) from the step before */
     if (k >= e->m || k + 1 >= e->done + RUN_RING)
         return 0;
+    if (s == 0 && e->ub[k].after > e->done)
+        return 0; /* its inputs come from a step not retired yet */
     st = step_at(e, k);
     if (s == 0 && st->k_plus_1 != k + 1) {
         memset(st, 0, sizeof *st);
@@ -163,7 +165,9 @@ static int can_submit(struct engine *e, uint32_t s, uint32_t k)
     if (s > 0) {
         const struct block *pb = &st->b[s - 1];
 
-        if (!pb->submitted)
+        /* the entry must be step k's (stage 1 set it up): an entry not yet
+         * reused still holds step k - RUN_RING's blocks, all submitted */
+        if (st->k_plus_1 != k + 1 || !pb->submitted)
             return 0;
         if (pb->mode == OUT_HANDOFF_SYNC && !pb->resolved)
             return 0; /* its outcome decides: fenced run, or the hub */
@@ -307,7 +311,7 @@ static int submit_block(struct engine *e, uint32_t s, uint32_t k)
         blk->mode = OUT_RETURN;
         run.flags |= BATON_RUN_RETURN;
         run.ret.leaf = g->in.argmax;
-        run.ret_dst = st->n_out > 1 ? st->out : &blk->argmax;
+        run.ret_dst = st->out ? st->out : &blk->argmax;
         run.ret_bytes = 4 * st->n_out;
         r->token_bytes += 4 * st->n_out;
         /* the next step is a ring step: the token goes to stage 1 too */
@@ -530,6 +534,8 @@ static int process(struct engine *e, int *changed)
          * the steps after it (EOS, -n) */
         if (r->on_token && r->on_token(r, st->b[r->n_stages - 1].argmax) != 0)
             e->m = e->done;
+        if (r->on_retire && r->on_retire(r, e->done - 1) != 0)
+            return 1;
     }
     return 0;
 }

@@ -24,6 +24,7 @@
 #define RUN_ENDPOINT_MAX 128
 #define RUN_MAX_GRAPHS 32u /* registered graphs per stage: ubatch shapes x slots */
 #define RUN_RING 16u       /* steps in flight at most (engine) */
+#define RUN_MAX_GROUPS 8u  /* pipeline groups (--groups) */
 #define RUN_CLEAN_STEPS 64u /* clean direct steps after which a boundary's failures are forgotten */
 
 /* A graph registered on a stage's server for one (token count, slot). */
@@ -85,11 +86,17 @@ struct run {
      * its token; a non-zero return stops the steps after it (NULL: none) */
     int (*on_token)(struct run *r, int32_t token);
     void *on_token_arg;
+    /* called as step k of the engine's batch retires (in order), after
+     * on_token; it may fill the inputs of a later step that waits for k
+     * (run_ubatch.after). Nonzero: an error (said), the engine stops. */
+    int (*on_retire)(struct run *r, uint32_t k);
+    void *on_retire_arg;
     uint32_t n_stages;
     uint32_t n_ubatch;          /* tokens per prefill step (cfg->n_ubatch or the default) */
     uint32_t n_tok_max;         /* most tokens in one step: max(n_ubatch, n_seq) (I/O sizes) */
     int seqs;                   /* several sequences (cfg->prompts): {n,3} positions */
     uint32_t n_seq;             /* sequences decoded together (1 unless seqs) */
+    uint32_t n_groups;          /* pipeline groups of the n_seq slots (seqs) */
     uint32_t n_cells;           /* KV-cache cells per layer: n_ctx per sequence x n_seq */
     struct par_seq *par;        /* cfg->prompts: one per prompt (run_parallel.c) */
     size_t n_par;               /* ... n_par of them (cfg->n_prompts or cfg->n_copies) */
@@ -177,6 +184,10 @@ struct run_ubatch {
     const int32_t *seqpos;
     uint32_t n_out; /* 0 or 1: the last token's argmax; n: every token's, into out[0..n) */
     int32_t *out;
+    /* 0, or j + 1: this step's inputs exist only once step j of the batch
+     * has retired (on_retire fills them): stage 1 is sent it after that.
+     * Pipeline groups: a group's next decode step waits for its last. */
+    uint32_t after;
 };
 /* Runs ubatches[0..m) through every stage in order (pipelined unless
  * cfg->pipeline is 0); on success *next is the last stage's argmax of the

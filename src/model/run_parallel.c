@@ -75,6 +75,20 @@ int run_par_prepare(struct run *r, size_t *max_prompt)
         return 2;
     }
     r->n_cells = cfg->n_ctx * r->n_seq;
+    r->n_groups = cfg->n_groups ? cfg->n_groups : 1;
+    if (r->n_groups > RUN_MAX_GROUPS) {
+        run_msg(cfg, "--groups %u: at most %u\n", r->n_groups, RUN_MAX_GROUPS);
+        return 2;
+    }
+    if (r->n_groups > r->n_seq)
+        r->n_groups = r->n_seq; /* a group holds one sequence at least */
+    {
+        /* groups of ceil(n_seq / G) slots: as many as that leaves non-empty
+         * (5 over 4 groups: 2, 2, 1) */
+        const uint32_t gs = (r->n_seq + r->n_groups - 1) / r->n_groups;
+
+        r->n_groups = (r->n_seq + gs - 1) / gs;
+    }
     q = calloc(r->n_par, sizeof(*q));
     if (q == NULL) {
         run_msg(cfg, "out of memory\n");
@@ -159,8 +173,15 @@ int run_par_register(struct run *r)
                 counts[n] = parts[j], outs[n++] = 1;
         }
     }
-    if (r->cfg->n_predict > 1)
-        counts[n] = r->n_seq, outs[n++] = r->n_seq;
+    if (r->cfg->n_predict > 1) {
+        /* a decode step per group: gs slots, the last group the rest */
+        const uint32_t gs = (r->n_seq + r->n_groups - 1) / r->n_groups;
+        const uint32_t last = r->n_seq - (r->n_groups - 1) * gs;
+
+        counts[n] = gs, outs[n++] = gs;
+        if (last != gs)
+            counts[n] = last, outs[n++] = last;
+    }
     return run_register_graphs_out(r, counts, outs, n);
 }
 
@@ -340,32 +361,125 @@ static int open_output(struct run *r, size_t i)
     return 0;
 }
 
+/* The decode state: which sequence each slot holds, and per group the
+ * inputs and outputs of its current step (a group's next step is filled
+ * only once its last has retired, so one set per group serves them all). */
+struct par_state {
+    struct run *r;
+    size_t *slot_seq;   /* sequence in slot j, + 1; 0: free */
+    uint32_t groups, gs; /* groups, slots per group (the last may have fewer) */
+    int32_t *tokens, *out, *sp; /* per group g: tokens[g*gs..], out[g*gs..], sp[3*g*gs..] */
+    size_t n_gen;
+    uint32_t decode_steps;
+    int failed;
+};
+
+static uint32_t group_size(const struct par_state *ps, uint32_t g)
+{
+    const uint32_t first = g * ps->gs, ns = ps->r->n_seq;
+
+    return ns - first < ps->gs ? ns - first : ps->gs;
+}
+
+/* The inputs of group g's next decode step: each slot's last token at its
+ * next position, or a placeholder in a free slot's own range. */
+static void fill_group(struct par_state *ps, uint32_t g)
+{
+    struct run *r = ps->r;
+    const uint32_t n = group_size(ps, g), j0 = g * ps->gs;
+    int32_t *tok = ps->tokens + j0, *sp = ps->sp + 3 * j0;
+
+    for (uint32_t c = 0; c < n; c++) {
+        const uint32_t j = j0 + c;
+        const int32_t base = (int32_t)(j * r->cfg->n_ctx);
+
+        if (ps->slot_seq[j] != 0) {
+            const struct par_seq *q = &r->par[ps->slot_seq[j] - 1];
+            const int32_t p = (int32_t)(q->n_prompt + q->n_gen - 1);
+
+            tok[c] = q->ids[q->n_prompt + q->n_gen - 1];
+            sp[c] = p;
+            sp[n + c] = base + p;
+        } else {
+            tok[c] = 0; /* placeholder: its own free range, read by no one */
+            sp[c] = 0;
+            sp[n + c] = base;
+        }
+        sp[2 * n + c] = base;
+    }
+}
+
+/* Takes group g's outputs: a sequence that ends frees its slot. 0 or -1. */
+static int take_group(struct par_state *ps, uint32_t g)
+{
+    const uint32_t n = group_size(ps, g), j0 = g * ps->gs;
+
+    for (uint32_t c = 0; c < n; c++) {
+        const uint32_t j = j0 + c;
+        int rc;
+
+        if (ps->slot_seq[j] == 0)
+            continue;
+        rc = take(ps->r, ps->slot_seq[j] - 1, ps->out[j0 + c]);
+        ps->n_gen++;
+        if (rc < 0)
+            return -1;
+        if (rc > 0) {
+            finish(ps->r, ps->slot_seq[j] - 1);
+            ps->slot_seq[j] = 0;
+        }
+    }
+    return 0;
+}
+
+/* on_retire of a decode burst: step k is group k mod G's; its outputs are
+ * taken and its next step's inputs filled. */
+static int burst_retire(struct run *r, uint32_t k)
+{
+    struct par_state *ps = r->on_retire_arg;
+    const uint32_t g = k % ps->groups;
+
+    ps->decode_steps++;
+    if (take_group(ps, g) != 0) {
+        ps->failed = 1;
+        return 1;
+    }
+    fill_group(ps, g);
+    return 0;
+}
+
 int run_par_generate(struct run *r, double t_load, double bytes)
 {
     const struct baton_run_config *cfg = r->cfg;
     const uint32_t ns = r->n_seq;
-    size_t *slot_seq = calloc(ns, sizeof(size_t)); /* sequence in slot j + 1, 0: free */
-    int32_t *tokens = calloc(ns, sizeof(int32_t)), *out = calloc(ns, sizeof(int32_t));
-    int32_t *sp = calloc((size_t)ns * 3, sizeof(int32_t));
-    size_t next_prompt = 0, n_prompt_tokens = 0, n_gen = 0;
-    uint32_t decode_steps = 0;
+    struct par_state ps;
+    struct run_ubatch *ub = NULL;
+    size_t next_prompt = 0, n_prompt_tokens = 0;
     double t_prefill = 0, t_decode = 0, t0;
-    int ret = 1;
+    int ret = 1, window = 0;
 
-    if (slot_seq == NULL || tokens == NULL || out == NULL || sp == NULL) {
+    memset(&ps, 0, sizeof ps);
+    ps.r = r;
+    ps.groups = r->n_groups;
+    ps.gs = (ns + ps.groups - 1) / ps.groups;
+    ps.slot_seq = calloc(ns, sizeof(size_t));
+    ps.tokens = calloc(ns, sizeof(int32_t));
+    ps.out = calloc(ns, sizeof(int32_t));
+    ps.sp = calloc((size_t)ns * 3, sizeof(int32_t));
+    if (ps.slot_seq == NULL || ps.tokens == NULL || ps.out == NULL || ps.sp == NULL) {
         stage_msg(r, "out of memory\n");
         goto out;
     }
-    fprintf(cfg->log, "plan: %zu prompts, %u sequences at a time (%u KV-cache cells each)\n",
-            r->n_par, ns, cfg->n_ctx);
+    fprintf(cfg->log,
+            "plan: %zu prompts, %u sequences at a time (%u KV-cache cells each), %u group%s\n",
+            r->n_par, ns, cfg->n_ctx, ps.groups, ps.groups == 1 ? "" : "s");
     for (;;) {
-        struct run_ubatch ub;
+        uint32_t active = 0, rounds = UINT32_MAX, m;
         int32_t unused;
-        uint32_t active = 0;
 
         /* admit prompts into free slots */
         for (uint32_t j = 0; j < ns; j++) {
-            while (slot_seq[j] == 0 && next_prompt < r->n_par) {
+            while (ps.slot_seq[j] == 0 && next_prompt < r->n_par) {
                 const size_t i = next_prompt++;
                 int32_t first;
                 int rc;
@@ -383,78 +497,80 @@ int run_par_generate(struct run *r, double t_load, double bytes)
                 t_prefill += run_now_s() - t0;
                 n_prompt_tokens += r->par[i].n_prompt;
                 rc = take(r, i, first);
-                n_gen++;
+                ps.n_gen++;
                 if (rc < 0)
                     goto out;
                 if (rc > 0)
                     finish(r, i);
                 else
-                    slot_seq[j] = i + 1;
+                    ps.slot_seq[j] = i + 1;
             }
-            active += slot_seq[j] != 0;
+            if (ps.slot_seq[j] != 0) {
+                const struct par_seq *q = &r->par[ps.slot_seq[j] - 1];
+                const uint32_t left = (uint32_t)(cfg->n_predict - q->n_gen);
+
+                active++;
+                if (left < rounds)
+                    rounds = left;
+            }
         }
         if (active == 0)
             break;
-        /* one decode step: a token of every slot */
-        for (uint32_t j = 0; j < ns; j++) {
-            const int32_t base = (int32_t)(j * cfg->n_ctx);
-
-            if (slot_seq[j] != 0) {
-                const struct par_seq *q = &r->par[slot_seq[j] - 1];
-                const int32_t p = (int32_t)(q->n_prompt + q->n_gen - 1);
-
-                tokens[j] = q->ids[q->n_prompt + q->n_gen - 1];
-                sp[j] = p;
-                sp[ns + j] = base + p;
-            } else {
-                tokens[j] = 0; /* placeholder: its own free range, read by no one */
-                sp[j] = 0;
-                sp[ns + j] = base;
-            }
-            sp[2 * ns + j] = base;
-        }
-        memset(&ub, 0, sizeof ub);
-        ub.tokens = tokens;
-        ub.n = ns;
-        ub.seqpos = sp;
-        ub.n_out = ns;
-        ub.out = out;
-        if (decode_steps == 0)
-            run_stats_window(r, 1);
-        t0 = run_now_s();
-        if (run_engine(r, &ub, 1, &unused) != 0)
+        /* a burst of decode steps, until the first sequence reaches -n:
+         * step k is group k mod G's, and waits for that group's step
+         * before it (k - G), whose outputs fill its inputs; the groups'
+         * steps overlap across the stages */
+        m = rounds * ps.groups;
+        ub = calloc(m, sizeof(*ub));
+        if (ub == NULL) {
+            stage_msg(r, "out of memory\n");
             goto out;
-        t_decode += run_now_s() - t0;
-        decode_steps++;
-        for (uint32_t j = 0; j < ns; j++) {
-            int rc;
-
-            if (slot_seq[j] == 0)
-                continue;
-            rc = take(r, slot_seq[j] - 1, out[j]);
-            n_gen++;
-            if (rc < 0)
-                goto out;
-            if (rc > 0) {
-                finish(r, slot_seq[j] - 1);
-                slot_seq[j] = 0;
-            }
         }
+        for (uint32_t g = 0; g < ps.groups; g++)
+            fill_group(&ps, g);
+        for (uint32_t k = 0; k < m; k++) {
+            const uint32_t g = k % ps.groups, n = group_size(&ps, g);
+
+            ub[k].tokens = ps.tokens + g * ps.gs;
+            ub[k].n = n;
+            ub[k].seqpos = ps.sp + 3 * g * ps.gs;
+            ub[k].n_out = n;
+            ub[k].out = ps.out + g * ps.gs;
+            ub[k].after = k >= ps.groups ? k - ps.groups + 1 : 0;
+        }
+        if (!window) {
+            run_stats_window(r, 1);
+            window = 1;
+        }
+        r->on_retire = burst_retire;
+        r->on_retire_arg = &ps;
+        t0 = run_now_s();
+        ret = run_engine(r, ub, m, &unused);
+        t_decode += run_now_s() - t0;
+        r->on_retire = NULL;
+        r->on_retire_arg = NULL;
+        free(ub);
+        ub = NULL;
+        if (ret != 0 || ps.failed) {
+            ret = 1;
+            goto out;
+        }
+        ret = 1;
     }
-    if (decode_steps > 0)
+    if (window)
         run_stats_window(r, 0);
     fprintf(cfg->log,
             "summary: %zu sequences (%u at a time), prompt %zu tokens, generated %zu tokens, "
             "load %.2f s (%.1f MiB), prefill %.1f tok/s, decode %.1f tok/s (all sequences, %u "
             "steps), stages %u\n",
-            r->n_par, ns, n_prompt_tokens, n_gen, t_load, bytes / 1048576.0,
+            r->n_par, ns, n_prompt_tokens, ps.n_gen, t_load, bytes / 1048576.0,
             t_prefill > 0 ? (double)n_prompt_tokens / t_prefill : 0.0,
-            t_decode > 0 ? (double)(n_gen - (n_gen < r->n_par ? n_gen : r->n_par)) / t_decode
+            t_decode > 0 ? (double)(ps.n_gen - (ps.n_gen < r->n_par ? ps.n_gen : r->n_par)) / t_decode
                          : 0.0,
-            decode_steps, r->n_stages);
+            ps.decode_steps, r->n_stages);
     if (cfg->stats)
-        run_print_stats(r, decode_steps);
-    if (cfg->stats_json && run_write_stats_json(r, cfg->stats_json, decode_steps) != 0) {
+        run_print_stats(r, ps.decode_steps);
+    if (cfg->stats_json && run_write_stats_json(r, cfg->stats_json, ps.decode_steps) != 0) {
         run_msg(cfg, "--stats-json %s: cannot write: %s\n", cfg->stats_json, strerror(errno));
         goto out;
     }
@@ -463,13 +579,13 @@ int run_par_generate(struct run *r, double t_load, double bytes)
 
         memset(res, 0, sizeof(*res));
         res->n_prompt = n_prompt_tokens;
-        res->n_gen = n_gen;
+        res->n_gen = ps.n_gen;
         res->t_load_s = t_load;
         res->t_prefill_s = t_prefill;
         res->t_decode_s = t_decode;
         res->n_stages = r->n_stages;
         res->n_ubatch = r->n_ubatch;
-        res->decode_steps = decode_steps;
+        res->decode_steps = ps.decode_steps;
         res->n_seq = ns;
         for (uint32_t i = 0; i < r->n_stages; i++)
             for (uint32_t c = 1; c < BATON_CMD_LIMIT; c++)
@@ -485,9 +601,10 @@ int run_par_generate(struct run *r, double t_load, double bytes)
     }
     ret = 0;
 out:
-    free(slot_seq);
-    free(tokens);
-    free(out);
-    free(sp);
+    free(ub);
+    free(ps.slot_seq);
+    free(ps.tokens);
+    free(ps.out);
+    free(ps.sp);
     return ret;
 }

@@ -4,7 +4,9 @@
 # run alone (baton run --prompt, in-process), with 8 sequences at a time
 # over 10 prompts (so later prompts are admitted into the KV-cache cells of
 # sequences that ended) on 1 stage in-process, 2 and 3 in-process stages,
-# 2 and 3 batond stages with the direct path and 3 with the hub path; with
+# 2 and 3 batond stages with the direct path and 3 with the hub path, and
+# in pipeline groups (--groups 2, 3, 4: a group's decode steps overlap the
+# other groups' on the stages); with
 # 32 at a time over 64 prompts every sequence finishes with the ids it gives
 # alone (none starves, none comes back empty); the prompts include ones
 # longer than the ubatch (full ubatches and a rest in powers of two) and one
@@ -83,7 +85,9 @@ C=127.0.0.1:$PORT_c
 for arm in "local1|--servers local" "local2|--servers local --split 1,1" \
     "local3|--servers local --split 1,1,1" "s2on|--servers $B,$C --key $K" \
     "s3on|--servers $A,$B,$C --key $K" "s3off|--servers $A,$B,$C --key $K --p2p off" \
-    "s3on_u4|--servers $A,$B,$C --key $K --ubatch 4"; do
+    "s3on_u4|--servers $A,$B,$C --key $K --ubatch 4" \
+    "local2_g3|--servers local --split 1,1 --groups 3" "s2on_g2|--servers $B,$C --key $K --groups 2" \
+    "s3on_g2|--servers $A,$B,$C --key $K --groups 2" "s3off_g4|--servers $A,$B,$C --key $K --p2p off --groups 4"; do
     name=${arm%%|*}
     # shellcheck disable=SC2086
     par "$name" "$TMP/prompts.txt" --parallel 8 ${arm#*|}
@@ -102,7 +106,11 @@ n64=$(alone "$TMP/many.txt" many)
 [ "$n64" = 64 ] || fail "64 prompts, counted $n64"
 par many "$TMP/many.txt" --parallel 32 --servers "$A,$B" --key "$K"
 same many many 64
-echo "ok: 64 prompts, 32 at a time on 2 batond stages: all finish with their ids alone"
+par many_g2 "$TMP/many.txt" --parallel 32 --groups 2 --servers "$A,$B" --key "$K"
+same many_g2 many 64
+grep -q "^plan: 64 prompts, 32 sequences at a time (512 KV-cache cells each), 2 groups\$" "$TMP/many_g2.err" ||
+    fail "many_g2: plan line: $(cat "$TMP/many_g2.err")"
+echo "ok: 64 prompts, 32 at a time on 2 batond stages, 1 and 2 groups: all finish with their ids alone"
 
 # output: prefixed lines, and --output-dir files, the same text
 "$BATON" run --model "$MODEL" --prompt-file "$TMP/prompts.txt" -n 8 --parallel 3 \
@@ -130,6 +138,8 @@ want() { # want RC MESSAGE ARGS...
 want 2 "--parallel: '0' is too small" --prompt-file "$TMP/prompts.txt" --parallel 0
 want 2 "--parallel: '257' is too large" --prompt-file "$TMP/prompts.txt" --parallel 257
 want 2 "--parallel needs --prompt-file" --prompt x --parallel 2
+want 2 "--groups needs --prompt-file" --prompt x --groups 2
+want 2 "--groups: '9' is too large" --prompt-file "$TMP/prompts.txt" --groups 9
 want 2 "one of --prompt TEXT or --prompt-file FILE" --prompt x --prompt-file "$TMP/prompts.txt"
 want 1 "--prompt-file $TMP/none.txt: No such file" --prompt-file "$TMP/none.txt"
 printf 'a\nb\0c\n' >"$TMP/nul.txt"
