@@ -37,6 +37,8 @@
 #
 # Example (the prefill targets of the issue "Overlap the stages"):
 #   bench/topology.sh one=s1 off=s1s2:--pipeline+off on=s1s2
+# Pipeline groups (issue "Many sequences"; --npl arms print a line per B):
+#   bench/topology.sh -p 32 -n 32 g1=s1s2:--npl+32 g2=s1s2:--npl+32+--groups+2
 set -euo pipefail
 
 COMMAND="$0 $*"
@@ -231,6 +233,13 @@ run_cell() {
 import json, sys
 j = json.load(open(sys.argv[1]))
 name, rnd, pos, rate = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+if "npl" in j:  # baton bench --npl: a line per batch size
+    for x in j["npl"]:
+        print("round %s pos %s %-12s npl %3d groups %d  S_PP %8.1f tok/s  S_TG %8.2f tok/s "
+              "(%.2f..%.2f)  TPOT %.2f ms  link %s"
+              % (rnd, pos, name, x["b"], j["groups"], x["s_pp"]["median"], x["s_tg"]["median"],
+                 x["s_tg"]["min"], x["s_tg"]["max"], x["tpot_ms"]["median"], rate))
+    sys.exit(0)
 steps = j["per_step"]
 req = [sum(c["request_bytes"] for c in s.values()) for s in steps]
 rep = sum(sum(c["reply_bytes"] for c in s.values()) for s in steps)

@@ -34,7 +34,11 @@ add_library(baton_shared SHARED $<TARGET_OBJECTS:baton_lib_objects>)
 set_target_properties(baton_shared PROPERTIES OUTPUT_NAME baton EXPORT_NAME baton
   VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR})
 # every symbol the library uses is resolved at link time
-target_link_options(baton_shared PRIVATE -Wl,--no-undefined)
+# every symbol resolved at link time; not under the sanitizers, whose
+# runtime a shared library leaves to the program that loads it (clang)
+if(NOT BATON_SANITIZE)
+  target_link_options(baton_shared PRIVATE -Wl,--no-undefined)
+endif()
 target_link_libraries(baton_shared PRIVATE PkgConfig::SODIUM Threads::Threads m)
 target_include_directories(baton_shared INTERFACE ${baton_lib_includes})
 

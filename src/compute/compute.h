@@ -91,8 +91,9 @@ int baton_graph_execute(const struct baton_graph *g, uint8_t *const *leaf_data,
                         struct baton_pool *pool);
 
 /* Estimated floating-point operations of a validated graph (for the compute
- * budget of issue 3): MUL_MAT 2*K*N*M, ATTENTION 4*hd*nh*nt*n_ctx, ARGMAX
- * its source's elements, RESHAPE 0, other ops their result's elements.
+ * budget of issue 3): MUL_MAT 2*K*N*M, ATTENTION 4*hd*nh*nt*n_ctx, SAMPLE 32 per
+ * logit, ARGMAX its source's elements, RESHAPE 0, other ops their result's
+ * elements.
  * Saturates at UINT64_MAX. */
 uint64_t baton_graph_flops(const struct baton_graph *g);
 

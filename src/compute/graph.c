@@ -301,6 +301,25 @@ static int infer(const struct baton_graph_node *n, const struct tview *s, struct
         *work_bytes = w;
         return 0;
     }
+    case BATON_OP_SAMPLE: {
+        uint64_t w;
+
+        if (!all_f32(s, 1) || s[1].type != BATON_TYPE_I32)
+            return BATON_E_TYPE;
+        if (s[0].ne[2] != 1 || s[0].ne[3] != 1 || s[0].ne[0] == 0 || s[0].ne[0] > INT32_MAX ||
+            !shape_is(&s[1], 6, s[0].ne[1], 1, 1))
+            return BATON_E_SHAPE;
+        res->type = BATON_TYPE_I32;
+        res->ne[0] = s[0].ne[1];
+        res->ne[1] = 1;
+        res->ne[2] = 1;
+        res->ne[3] = 1;
+        /* one row's candidates (kernels.h) */
+        if (mul_u64(s[0].ne[0], sizeof(struct baton_cpu_sample_entry), &w))
+            return BATON_E_OVERFLOW;
+        *work_bytes = w;
+        return 0;
+    }
     case BATON_OP_ARGMAX:
         if (!all_f32(s, 1))
             return BATON_E_TYPE;
@@ -829,6 +848,9 @@ static int exec_node(const struct exec_ctx *x, uint32_t i, struct baton_pool *po
     case BATON_OP_ARGMAX:
         baton_cpu_argmax(pool, tensor_data(x, src[0]), ne0[0], ne0[1], (int32_t *)dst);
         return 0;
+    case BATON_OP_SAMPLE:
+        return baton_cpu_sample(tensor_data(x, src[0]), ne0[0], ne0[1], tensor_data(x, src[1]),
+                                (int32_t *)dst, node_work(x, i));
     default:
         return BATON_E_GRAPH; /* not reached on a validated graph */
     }
@@ -909,8 +931,9 @@ static uint64_t sat_numel(const uint64_t ne[BATON_MAX_DIMS])
     return sat_mul(sat_mul(ne[0], ne[1]), sat_mul(ne[2], ne[3]));
 }
 
-/* Rough count: MUL_MAT max(2*K*N*M, N*M), ATTENTION 4*hd*nh*nt*n_ctx, ARGMAX the
- * source's elements, RESHAPE 0, every other op its result's elements.
+/* Rough count: MUL_MAT max(2*K*N*M, N*M), ATTENTION 4*hd*nh*nt*n_ctx, SAMPLE 32 per
+ * logit, ARGMAX the source's elements, RESHAPE 0, every other op its result's
+ * elements.
  * Saturates at UINT64_MAX; sources that are not valid indices count 0. */
 uint64_t baton_graph_flops(const struct baton_graph *g)
 {
@@ -953,6 +976,11 @@ uint64_t baton_graph_flops(const struct baton_graph *g)
         case BATON_OP_ARGMAX:
             if (src0_ok)
                 f = sat_numel(tensor_ne(g, n->src[0]));
+            break;
+        case BATON_OP_SAMPLE:
+            /* an exp and a sort of every row: 32 per logit */
+            if (src0_ok)
+                f = sat_mul(32, sat_numel(tensor_ne(g, n->src[0])));
             break;
         case BATON_OP_RESHAPE:
             break;

@@ -31,6 +31,19 @@
  *               head are contiguous rows of hd, so a query reads one
  *               sequential stream per cache.
  * ARGMAX        0: x {K,M} F32                            -                  I32 {M} (first max)
+ * SAMPLE        0: logits {V,M} F32  1: params {6,M} I32  -                  I32 {M}
+ *               Row m's token: params[6m..6m+5] = temperature (f32 bits), top_p (f32
+ *               bits), top_k, seed low 32 bits, seed high 32 bits, counter (the
+ *               token's position). Temperature <= 0: the first maximum (ARGMAX).
+ *               Else p_i = expf((l_i - max) / T) (baton_cpu_expf: the same bits on
+ *               every host), sorted by p descending then id ascending, the first
+ *               top_k kept (0: all), then the shortest prefix whose share (double
+ *               sums in that order) reaches top_p (1: all), and u in [0, 1) (24
+ *               bits) from splitmix64(seed ^ splitmix64(counter)) picks the first
+ *               entry whose running share exceeds u. A pure function of the row's
+ *               logits and parameters: the same ids whatever the batch, the split
+ *               or the host. A temperature or top_p that is not finite, or top_p
+ *               outside (0, 1], is E_INVAL before anything is written.
  * RESHAPE       0: x (contiguous)                         -                  same type, node's ne
  *               (same element count; a view of the source, may not have an out leaf)
  */
@@ -51,7 +64,8 @@ enum baton_op {
     BATON_OP_ATTENTION = 9,
     BATON_OP_ARGMAX = 10,
     BATON_OP_RESHAPE = 11,
-    BATON_OP_COUNT = 12 /* ids are 1..BATON_OP_COUNT-1 */
+    BATON_OP_SAMPLE = 12,
+    BATON_OP_COUNT = 13 /* ids are 1..BATON_OP_COUNT-1 */
 };
 
 #define BATON_MAX_SRC 6

@@ -74,11 +74,15 @@ struct baton_llama_io {
     struct baton_tensor_desc last_idx;   /* I32 {1}                  (last) */
     struct baton_tensor_desc logits;     /* F32 {n_vocab}            (last) */
     struct baton_tensor_desc argmax;     /* I32 {1}, or {max_ubatch} with seqs (last) */
+    struct baton_tensor_desc sample;     /* I32 {6 * max_ubatch}: SAMPLE's parameters per
+                                            output token (last, with sample) */
 };
 
 struct baton_llama_stage {
     uint32_t layer_begin, layer_end; /* [begin, end) */
     int first, last;
+    int sample; /* the last stage samples (SAMPLE, core/ops.h, its parameters in
+                   io.sample) instead of taking the argmax */
     int seqs; /* several sequences share the KV cache: io.pos holds, for n tokens,
                  n positions, n cells written and n first cells read (ATTENTION's
                  {n,3} form, core/ops.h), and a step may output every token's argmax */

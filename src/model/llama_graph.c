@@ -191,7 +191,12 @@ int baton_llama_build_stage_out(const struct baton_llama_hparams *hp,
         logits = mul_mat(gb, &st->output, x, n_out);
         if (want_logits)
             baton_gb_set_out(gb, logits, leaf(gb, &st->io.logits));
-        am = node(gb, BATON_OP_ARGMAX, BATON_TYPE_I32, n_out, 1, 1, logits, BATON_SRC_NONE, NULL);
+        if (st->sample)
+            am = node(gb, BATON_OP_SAMPLE, BATON_TYPE_I32, n_out, 1, 1, logits,
+                      leaf_view(gb, &st->io.sample, 6, n_out, 1), NULL);
+        else
+            am = node(gb, BATON_OP_ARGMAX, BATON_TYPE_I32, n_out, 1, 1, logits, BATON_SRC_NONE,
+                      NULL);
         in->argmax = st->seqs ? leaf_view(gb, &st->io.argmax, n_out, 1, 1)
                               : leaf(gb, &st->io.argmax);
         baton_gb_set_out(gb, am, in->argmax);

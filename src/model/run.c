@@ -172,18 +172,32 @@ static int plan_layers(struct run *r, const double *props, int n_parts, uint32_t
     return 0;
 }
 
+void run_sample_params(const struct baton_run_config *cfg, uint64_t seed, uint32_t counter,
+                       int32_t p[6])
+{
+    memcpy(&p[0], &cfg->temp, 4);
+    memcpy(&p[1], &cfg->top_p, 4);
+    p[2] = (int32_t)cfg->top_k;
+    p[3] = (int32_t)(uint32_t)seed;
+    p[4] = (int32_t)(uint32_t)(seed >> 32);
+    p[5] = (int32_t)counter;
+}
+
 /* The prompt in ubatches of r->n_ubatch through the engine; *next gets the
- * first generated token (sampled when cfg->temp > 0). */
-static int prefill(struct run *r, const int32_t *ids, size_t n_ids, struct baton_sampler *smp,
-                   int32_t *next)
+ * first generated token (sampled on the last stage when cfg->temp > 0, with
+ * the position of each ubatch's last token as the counter). */
+static int prefill(struct run *r, const int32_t *ids, size_t n_ids, int32_t *next)
 {
     const uint32_t u = r->n_ubatch;
     const uint32_t m = (uint32_t)((n_ids + u - 1) / u);
     struct run_ubatch *ub = calloc(m, sizeof(*ub));
+    int32_t *sp = calloc((size_t)m * 6, sizeof(int32_t));
     uint32_t k;
     int rc;
 
-    if (ub == NULL) {
+    if (ub == NULL || sp == NULL) {
+        free(ub);
+        free(sp);
         stage_msg(r, "out of memory\n");
         return 1;
     }
@@ -191,15 +205,16 @@ static int prefill(struct run *r, const int32_t *ids, size_t n_ids, struct baton
         ub[k].tokens = ids + (size_t)k * u;
         ub[k].pos0 = k * u;
         ub[k].n = (uint32_t)(n_ids - (size_t)k * u < u ? n_ids - (size_t)k * u : u);
+        run_sample_params(r->cfg, r->cfg->seed, ub[k].pos0 + ub[k].n - 1, sp + 6 * k);
+        ub[k].sample = r->sampling ? sp + 6 * k : NULL;
     }
     rc = run_engine(r, ub, m, next);
     free(ub);
+    free(sp);
     if (rc != 0)
         return 1;
     if (r->cfg->report_gap)
         r->min_gap = top2_gap(r->logits, r->hp.n_vocab);
-    if (r->cfg->temp > 0.0f)
-        *next = baton_sampler_sample(smp, r->logits, r->hp.n_vocab, r->sample_scratch);
     return 0;
 }
 
@@ -295,6 +310,7 @@ static int decode_ring(struct run *r, const int32_t *prompt, size_t n_prompt, in
 {
     struct ring_decode d = {prompt, n_prompt, gen, n_gen, 0};
     struct run_ubatch *ub;
+    int32_t *sp;
     uint32_t m, k;
     int rc = take_token(r, prompt, n_prompt, next, gen, n_gen);
 
@@ -302,7 +318,10 @@ static int decode_ring(struct run *r, const int32_t *prompt, size_t n_prompt, in
         return rc < 0;
     m = (uint32_t)(r->cfg->n_predict - *n_gen);
     ub = calloc(m, sizeof(*ub));
-    if (ub == NULL) {
+    sp = calloc((size_t)m * 6, sizeof(int32_t));
+    if (ub == NULL || sp == NULL) {
+        free(ub);
+        free(sp);
         stage_msg(r, "out of memory\n");
         return 1;
     }
@@ -310,6 +329,8 @@ static int decode_ring(struct run *r, const int32_t *prompt, size_t n_prompt, in
         ub[k].tokens = k == 0 ? &gen[*n_gen - 1] : NULL;
         ub[k].n = 1;
         ub[k].pos0 = (uint32_t)(n_prompt + *n_gen - 1 + k);
+        run_sample_params(r->cfg, r->cfg->seed, ub[k].pos0, sp + 6 * k);
+        ub[k].sample = r->sampling ? sp + 6 * k : NULL;
     }
     r->on_token = ring_on_token;
     r->on_token_arg = &d;
@@ -317,13 +338,14 @@ static int decode_ring(struct run *r, const int32_t *prompt, size_t n_prompt, in
     r->on_token = NULL;
     r->on_token_arg = NULL;
     free(ub);
+    free(sp);
     return rc != 0 || d.failed;
 }
 
 /* Decode: the first token from the prefill, then one step per token until
  * -n or EOS. gen[0..*n_gen) gets the tokens. */
 static int decode(struct run *r, const int32_t *prompt, size_t n_prompt, int32_t next,
-                  struct baton_sampler *smp, int32_t *gen, size_t *n_gen)
+                  int32_t *gen, size_t *n_gen)
 {
     const struct baton_run_config *cfg = r->cfg;
 
@@ -331,7 +353,7 @@ static int decode(struct run *r, const int32_t *prompt, size_t n_prompt, int32_t
         return decode_ring(r, prompt, n_prompt, next, gen, n_gen);
     while (*n_gen < cfg->n_predict) {
         struct run_ubatch ub;
-        int32_t cur;
+        int32_t cur, sp[6];
 
         if (next < 0 || (uint32_t)next >= r->hp.n_vocab) {
             stage_msg(r, "stage %u returned token id %d outside the vocabulary\n", r->n_stages,
@@ -346,6 +368,8 @@ static int decode(struct run *r, const int32_t *prompt, size_t n_prompt, int32_t
             break;
         cur = next;
         memset(&ub, 0, sizeof ub);
+        run_sample_params(cfg, cfg->seed, (uint32_t)(n_prompt + *n_gen - 1), sp);
+        ub.sample = r->sampling ? sp : NULL;
         ub.tokens = &cur;
         ub.n = 1;
         ub.pos0 = (uint32_t)(n_prompt + *n_gen - 1);
@@ -357,8 +381,6 @@ static int decode(struct run *r, const int32_t *prompt, size_t n_prompt, int32_t
             if (gap < r->min_gap)
                 r->min_gap = gap;
         }
-        if (cfg->temp > 0.0f)
-            next = baton_sampler_sample(smp, r->logits, r->hp.n_vocab, r->sample_scratch);
     }
     return 0;
 }
@@ -434,6 +456,7 @@ static int make_stages(struct run *r, const uint32_t *counts)
         st->first = i == 0;
         st->last = i + 1 == r->n_stages;
         st->seqs = r->seqs;
+        st->sample = r->sampling && st->last;
         layer += counts[i];
     }
     return 0;
@@ -479,7 +502,6 @@ int baton_run(const struct baton_run_config *cfg)
     size_t n_prompt = 0, n_gen = 0;
     double t_load0, t_load, t_prefill = 0, t_decode = 0, t0, bytes = 0;
     int32_t next = 0;
-    struct baton_sampler smp;
 
     memset(&r, 0, sizeof(r));
     r.cfg = cfg;
@@ -540,7 +562,8 @@ int baton_run(const struct baton_run_config *cfg)
     }
     r.n_stages = (uint32_t)n_parts;
     r.n_slots = cfg->n_slots;
-    r.want_logits = cfg->temp > 0.0f || cfg->report_gap;
+    r.want_logits = cfg->report_gap; /* sampling is the last stage's (SAMPLE) */
+    r.sampling = cfg->temp > 0.0f;
     r.n_ubatch = cfg->n_ubatch ? cfg->n_ubatch
                                : baton_run_default_ubatch((uint32_t)n_prompt, r.n_stages,
                                                           cfg->pipeline);
@@ -598,14 +621,13 @@ int baton_run(const struct baton_run_config *cfg)
         fflush(cfg->out);
         r.text_open = cfg->prompt[0] != '\0';
     }
-    baton_sampler_init(&smp, cfg->temp, cfg->top_k, cfg->top_p, cfg->seed);
     t0 = run_now_s();
-    if (prefill(&r, prompt_ids, n_prompt, &smp, &next) != 0)
+    if (prefill(&r, prompt_ids, n_prompt, &next) != 0)
         goto out;
     t_prefill = run_now_s() - t0;
     run_stats_window(&r, 1);
     t0 = run_now_s();
-    if (decode(&r, prompt_ids, n_prompt, next, &smp, gen_ids, &n_gen) != 0)
+    if (decode(&r, prompt_ids, n_prompt, next, gen_ids, &n_gen) != 0)
         goto out;
     t_decode = run_now_s() - t0;
     run_stats_window(&r, 0);

@@ -66,8 +66,9 @@ enum out_mode {
  * reply is read. */
 struct block {
     int submitted;
-    int has_set, has_get, has_pset;
+    int has_set, has_get, has_pset, has_sset;
     int st_set, st_run, st_get, st_pset; /* pset: the positions' SET (several sequences) */
+    int st_sset;                          /* sset: SAMPLE's parameters' SET (last stage) */
     int fenced;   /* the run waits for the previous stage's hand-off (stage 1: the ring's) */
     int mode;     /* enum out_mode */
     int ring;     /* last stage: 0, or OUT_HANDOFF_ASYNC / _SYNC: the token goes to stage 1 */
@@ -81,6 +82,7 @@ struct step {
     const int32_t *tokens; /* NULL: a ring step, whose token the step before produces */
     uint32_t n, pos0;
     const int32_t *seqpos; /* NULL, or 3n: positions, cells, first cells (run_ubatch) */
+    const int32_t *sample; /* NULL, or 6 n_out: SAMPLE's parameters (run_ubatch) */
     uint32_t n_out;        /* argmax ids the last stage returns: 1, or n into out */
     int32_t *out;
     uint64_t number; /* r->n_steps when the batch began + k: picks the slot */
@@ -118,7 +120,8 @@ static int pending(int st)
 static int block_answered(const struct block *b)
 {
     return b->submitted && !(b->has_set && pending(b->st_set)) &&
-           !(b->has_pset && pending(b->st_pset)) && !pending(b->st_run) &&
+           !(b->has_pset && pending(b->st_pset)) && !(b->has_sset && pending(b->st_sset)) &&
+           !pending(b->st_run) &&
            !(b->has_get && pending(b->st_get)) &&
            ((b->mode != OUT_HANDOFF_SYNC && b->ring != OUT_HANDOFF_SYNC) || b->resolved);
 }
@@ -127,7 +130,8 @@ static int block_answered(const struct block *b)
 static int block_ok(const struct block *b)
 {
     return block_answered(b) && (!b->has_set || b->st_set == 0) &&
-           (!b->has_pset || b->st_pset == 0) && b->st_run == 0 &&
+           (!b->has_pset || b->st_pset == 0) && (!b->has_sset || b->st_sset == 0) &&
+           b->st_run == 0 &&
            (!b->has_get || b->st_get == 0);
 }
 
@@ -156,6 +160,7 @@ static int can_submit(struct engine *e, uint32_t s, uint32_t k)
         st->n = e->ub[k].n;
         st->pos0 = e->ub[k].pos0;
         st->seqpos = e->ub[k].seqpos;
+        st->sample = e->ub[k].sample;
         st->n_out = e->ub[k].n_out > 1 ? e->ub[k].n_out : 1;
         st->out = e->ub[k].out;
         st->number = e->base + k;
@@ -232,7 +237,7 @@ static int submit_block(struct engine *e, uint32_t s, uint32_t k)
     }
     memset(&run, 0, sizeof run);
     memset(blk, 0, sizeof *blk);
-    blk->st_set = blk->st_run = blk->st_get = blk->st_pset = BATON_REPLY_PENDING;
+    blk->st_set = blk->st_run = blk->st_get = blk->st_pset = blk->st_sset = BATON_REPLY_PENDING;
     run.graph = g->id;
     if (stage->need_reset)
         run.flags |= BATON_RUN_RESET;
@@ -305,6 +310,20 @@ static int submit_block(struct engine *e, uint32_t s, uint32_t k)
     }
 
     /* the output */
+    if (stage->st.last && stage->st.sample) {
+        /* SAMPLE's parameters, before the run on the same connection */
+        if (st->sample == NULL) {
+            stage_msg(r, "internal error: a sampled step without its parameters\n");
+            return 1;
+        }
+        blk->has_sset = 1;
+        baton_conn_track(stage->conn, &blk->st_sset);
+        rc = baton_submit_set_tensor(stage->conn, &io->sample, 0, st->sample,
+                                     (uint64_t)st->n_out * 24);
+        r->token_bytes += (uint64_t)st->n_out * 24;
+        if (rc != 0)
+            return submit_fail(e, s, rc);
+    }
     if (stage->st.last) {
         struct boundary *b = &r->bounds[r->n_stages - 1];
 
@@ -552,14 +571,16 @@ static int check_errors(struct engine *e)
 
         for (uint32_t s = 0; s < r->n_stages; s++) {
             const struct block *blk = &st->b[s];
-            const int sts[4] = {blk->has_set ? blk->st_set : 0, blk->st_run,
-                                blk->has_get ? blk->st_get : 0, blk->has_pset ? blk->st_pset : 0};
-            static const char *const what[4] = {"SET_TENSOR", "GRAPH_RUN", "GET_TENSOR",
-                                                "SET_TENSOR (positions)"};
+            const int sts[5] = {blk->has_set ? blk->st_set : 0, blk->st_run,
+                                blk->has_get ? blk->st_get : 0, blk->has_pset ? blk->st_pset : 0,
+                                blk->has_sset ? blk->st_sset : 0};
+            static const char *const what[5] = {"SET_TENSOR", "GRAPH_RUN", "GET_TENSOR",
+                                                "SET_TENSOR (positions)",
+                                                "SET_TENSOR (sampling parameters)"};
 
             if (!blk->submitted)
                 continue;
-            for (int i = 0; i < 4; i++) {
+            for (int i = 0; i < 5; i++) {
                 if (pending(sts[i]) || sts[i] == 0)
                     continue;
                 if (i == 1 && sts[i] == BATON_E_FENCE) {

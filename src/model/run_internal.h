@@ -95,6 +95,7 @@ struct run {
     uint32_t n_ubatch;          /* tokens per prefill step (cfg->n_ubatch or the default) */
     uint32_t n_tok_max;         /* most tokens in one step: max(n_ubatch, n_seq) (I/O sizes) */
     int seqs;                   /* several sequences (cfg->prompts): {n,3} positions */
+    int sampling;               /* cfg->temp > 0: the last stage samples (SAMPLE) */
     uint32_t n_seq;             /* sequences decoded together (1 unless seqs) */
     uint32_t n_groups;          /* pipeline groups of the n_seq slots (seqs) */
     uint32_t n_cells;           /* KV-cache cells per layer: n_ctx per sequence x n_seq */
@@ -184,6 +185,9 @@ struct run_ubatch {
     const int32_t *seqpos;
     uint32_t n_out; /* 0 or 1: the last token's argmax; n: every token's, into out[0..n) */
     int32_t *out;
+    /* with r->sampling: 6 words per output token (SAMPLE's parameters,
+     * core/ops.h), set on the last stage before its run */
+    const int32_t *sample;
     /* 0, or j + 1: this step's inputs exist only once step j of the batch
      * has retired (on_retire fills them): stage 1 is sent it after that.
      * Pipeline groups: a group's next decode step waits for its last. */
@@ -206,6 +210,12 @@ int run_par_register(struct run *r);
  * the statistics and --ids-file. 0 or 1. */
 int run_par_generate(struct run *r, double t_load, double bytes);
 void run_par_free(struct run *r);
+
+/* run.c: SAMPLE's 6 parameter words (core/ops.h) for one output token:
+ * cfg's temperature, top_p and top_k, seed, and the token's position as
+ * the counter. */
+void run_sample_params(const struct baton_run_config *cfg, uint64_t seed, uint32_t counter,
+                       int32_t p[6]);
 
 /* run.c: the decode window's statistics begin (begin = 1) or end. */
 void run_stats_window(struct run *r, int begin);

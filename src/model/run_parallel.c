@@ -11,8 +11,9 @@
  * one decode step carries one token of every slot (a slot without a
  * sequence computes a placeholder token in its own free range, so the step
  * keeps one registered shape), and the last stage returns every token's
- * argmax. A sequence that ends (EOS, -n) frees its slot for the next
- * prompt. Greedy only: sampling on the last stage is not built yet.
+ * argmax, or samples each token (SAMPLE, core/ops.h: the N-th prompt's
+ * seed is --seed + N - 1, the counter the token's position). A sequence
+ * that ends (EOS, -n) frees its slot for the next prompt.
  *
  * Each sequence's ids are those it gives alone: every kernel gives the same
  * bits for any ubatch size (docs/DESIGN.md's determinism rule), and a
@@ -54,10 +55,8 @@ int run_par_prepare(struct run *r, size_t *max_prompt)
     const struct baton_run_config *cfg = r->cfg;
     struct par_seq *q;
 
-    if (cfg->temp > 0.0f || cfg->report_gap) {
-        run_msg(cfg, "--prompt-file decodes greedily for now: drop --temp%s (sampling on the "
-                     "last stage is not built yet)\n",
-                cfg->report_gap ? " and --report-gap" : "");
+    if (cfg->report_gap) {
+        run_msg(cfg, "--report-gap reads one sequence's logits: not with --prompt-file\n");
         return 2;
     }
     r->n_par = cfg->prompts ? cfg->n_prompts : cfg->n_copies;
@@ -272,7 +271,7 @@ static int prefill_one(struct run *r, size_t i, uint32_t j, int32_t *first)
     const uint32_t u = r->n_ubatch, n = (uint32_t)q->n_prompt;
     const int32_t base = (int32_t)(j * r->cfg->n_ctx);
     struct run_ubatch ub[64];
-    int32_t *sp = malloc((size_t)n * 3 * sizeof(int32_t));
+    int32_t *sp = malloc((size_t)n * 3 * sizeof(int32_t)), smp[64 * 6];
     uint32_t m = 0, at = 0, parts[32], k;
     int rc;
 
@@ -299,6 +298,9 @@ static int prefill_one(struct run *r, size_t i, uint32_t j, int32_t *first)
             sp[3 * at + 2 * len + t] = base;
         }
         ub[m].seqpos = sp + 3 * at;
+        /* sampled: the sequence's seed, the ubatch's last position */
+        run_sample_params(r->cfg, r->cfg->seed + i, at + len - 1, smp + 6 * m);
+        ub[m].sample = r->sampling ? smp + 6 * m : NULL;
         at += len;
         /* a run of full ubatches and then at most 32 parts: flush a full list */
         if (++m == sizeof(ub) / sizeof(ub[0]) && at < n) {
@@ -369,6 +371,7 @@ struct par_state {
     size_t *slot_seq;   /* sequence in slot j, + 1; 0: free */
     uint32_t groups, gs; /* groups, slots per group (the last may have fewer) */
     int32_t *tokens, *out, *sp; /* per group g: tokens[g*gs..], out[g*gs..], sp[3*g*gs..] */
+    int32_t *smp;               /* per group g: SAMPLE's parameters, smp[6*g*gs..] */
     size_t n_gen;
     uint32_t decode_steps;
     int failed;
@@ -387,7 +390,7 @@ static void fill_group(struct par_state *ps, uint32_t g)
 {
     struct run *r = ps->r;
     const uint32_t n = group_size(ps, g), j0 = g * ps->gs;
-    int32_t *tok = ps->tokens + j0, *sp = ps->sp + 3 * j0;
+    int32_t *tok = ps->tokens + j0, *sp = ps->sp + 3 * j0, *smp = ps->smp + 6 * j0;
 
     for (uint32_t c = 0; c < n; c++) {
         const uint32_t j = j0 + c;
@@ -400,10 +403,13 @@ static void fill_group(struct par_state *ps, uint32_t g)
             tok[c] = q->ids[q->n_prompt + q->n_gen - 1];
             sp[c] = p;
             sp[n + c] = base + p;
+            run_sample_params(r->cfg, r->cfg->seed + (ps->slot_seq[j] - 1), (uint32_t)p,
+                              smp + 6 * c);
         } else {
             tok[c] = 0; /* placeholder: its own free range, read by no one */
             sp[c] = 0;
             sp[n + c] = base;
+            run_sample_params(r->cfg, 0, 0, smp + 6 * c);
         }
         sp[2 * n + c] = base;
     }
@@ -466,7 +472,9 @@ int run_par_generate(struct run *r, double t_load, double bytes)
     ps.tokens = calloc(ns, sizeof(int32_t));
     ps.out = calloc(ns, sizeof(int32_t));
     ps.sp = calloc((size_t)ns * 3, sizeof(int32_t));
-    if (ps.slot_seq == NULL || ps.tokens == NULL || ps.out == NULL || ps.sp == NULL) {
+    ps.smp = calloc((size_t)ns * 6, sizeof(int32_t));
+    if (ps.slot_seq == NULL || ps.tokens == NULL || ps.out == NULL || ps.sp == NULL ||
+        ps.smp == NULL) {
         stage_msg(r, "out of memory\n");
         goto out;
     }
@@ -537,6 +545,7 @@ int run_par_generate(struct run *r, double t_load, double bytes)
             ub[k].n_out = n;
             ub[k].out = ps.out + g * ps.gs;
             ub[k].after = k >= ps.groups ? k - ps.groups + 1 : 0;
+            ub[k].sample = r->sampling ? ps.smp + 6 * g * ps.gs : NULL;
         }
         if (!window) {
             run_stats_window(r, 1);
@@ -606,5 +615,6 @@ out:
     free(ps.tokens);
     free(ps.out);
     free(ps.sp);
+    free(ps.smp);
     return ret;
 }

@@ -115,6 +115,12 @@ int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
         ret = stage_fail(r, s, "DEVICE_INFO", rc);
         goto out;
     }
+    if (st->sample && !(info.op_mask & (1ull << BATON_OP_SAMPLE))) {
+        stage_msg(r, "stage %u (%s): the server does not sample on the stage (op SAMPLE), "
+                     "which --temp needs: a batond of this version is needed\n",
+                  s->index + 1, s->endpoint);
+        goto out;
+    }
     /* fits in 64 bits: baton_run checked every stage before connecting */
     (void)baton_run_kv_cache_bytes(hp->head_dim, hp->n_head_kv, r->n_cells, n_local,
                                    &kv_bytes);
@@ -298,16 +304,20 @@ int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
         const uint32_t u = r->n_tok_max;
         const uint32_t n_in = st->first ? 0 : r->n_slots;
         uint64_t ioff = 0;
-        struct baton_tensor_desc *d[6 + BATON_LLAMA_MAX_SLOTS] = {
-            &io->tokens, &io->pos, &io->last_idx, &io->logits, &io->argmax, &io->hidden_out};
-        uint32_t types[6 + BATON_LLAMA_MAX_SLOTS] = {BATON_TYPE_I32, BATON_TYPE_I32,
+        struct baton_tensor_desc *d[7 + BATON_LLAMA_MAX_SLOTS] = {
+            &io->tokens, &io->pos, &io->last_idx, &io->logits, &io->argmax, &io->sample,
+            &io->hidden_out};
+        uint32_t types[7 + BATON_LLAMA_MAX_SLOTS] = {BATON_TYPE_I32, BATON_TYPE_I32,
                                                      BATON_TYPE_I32, BATON_TYPE_F32,
-                                                     BATON_TYPE_I32, BATON_TYPE_F32};
-        /* several sequences: {n,3} positions, an argmax per token */
-        uint64_t ne0[6 + BATON_LLAMA_MAX_SLOTS] = {u, r->seqs ? 3ull * u : u, 1, hp->n_vocab,
-                                                   r->seqs ? u : 1, hp->n_embd};
-        uint64_t ne1[6 + BATON_LLAMA_MAX_SLOTS] = {1, 1, 1, 1, 1, u};
-        uint32_t n_io = st->last ? 5 : 6, k;
+                                                     BATON_TYPE_I32, BATON_TYPE_I32,
+                                                     BATON_TYPE_F32};
+        /* several sequences: {n,3} positions, an argmax per token; SAMPLE's
+         * parameters: 6 words per output token */
+        uint64_t ne0[7 + BATON_LLAMA_MAX_SLOTS] = {u, r->seqs ? 3ull * u : u, 1, hp->n_vocab,
+                                                   r->seqs ? u : 1, 6ull * (r->seqs ? u : 1),
+                                                   hp->n_embd};
+        uint64_t ne1[7 + BATON_LLAMA_MAX_SLOTS] = {1, 1, 1, 1, 1, 1, u};
+        uint32_t n_io = st->last ? 6 : 7, k;
 
         io->n_slots = n_in;
         for (k = 0; k < n_in; k++) {

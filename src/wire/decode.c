@@ -103,7 +103,7 @@
         op == BATON_OP_ARGMAX || op == BATON_OP_RESHAPE ==> arity(op) == 1;
       axiom arity_binary: \forall integer op;
         op == BATON_OP_GET_ROWS || op == BATON_OP_MUL_MAT || op == BATON_OP_ADD ||
-        op == BATON_OP_MUL || op == BATON_OP_ROPE ==> arity(op) == 2;
+        op == BATON_OP_MUL || op == BATON_OP_ROPE || op == BATON_OP_SAMPLE ==> arity(op) == 2;
       axiom arity_attention: arity(BATON_OP_ATTENTION) == 6;
       axiom arity_unknown: \forall integer op;
         op < BATON_OP_GET_ROWS || op >= BATON_OP_COUNT ==> arity(op) == 0;
@@ -825,6 +825,7 @@ static uint32_t op_arity(uint32_t op)
     case BATON_OP_ADD:
     case BATON_OP_MUL:
     case BATON_OP_ROPE:
+    case BATON_OP_SAMPLE:
         return 2;
     case BATON_OP_ATTENTION:
         return 6;

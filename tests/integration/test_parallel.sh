@@ -40,15 +40,20 @@ with open(sys.argv[2], "w") as f:
         f.write(" ".join(lines[i % len(lines)].split()[:3 + i % 5]) + "\n")
 PY
 
-# alone FILE PREFIX: each non-empty line alone, in-process; ids in PREFIX.I.json
+# alone FILE PREFIX [ARGS...]: each non-empty line alone, in-process; ids in
+# PREFIX.I.json. With SAMPLED=1, sampled: prompt I with --seed 100 + I - 1
+# (the seed --prompt-file --seed 100 gives the I-th sequence)
+SAMPLING=(--temp 0.8 --top-k 40 --top-p 0.95)
 alone() {
-    local i=0 line
+    local i=0 line file=$1 prefix=$2 seed=()
+    shift 2
     while IFS= read -r line; do
         [ -n "$line" ] || continue
         i=$((i + 1))
-        "$BATON" run --model "$MODEL" --prompt "$line" -n $N --quiet --ids-file "$TMP/$2.$i.json" \
-            2>"$TMP/alone.err" || fail "alone: prompt $i: $(cat "$TMP/alone.err")"
-    done <"$1"
+        [ "${SAMPLED:-0}" = 1 ] && seed=("${SAMPLING[@]}" --seed $((100 + i - 1)))
+        "$BATON" run --model "$MODEL" --prompt "$line" -n $N --quiet --ids-file "$TMP/$prefix.$i.json" \
+            "${seed[@]}" "$@" 2>"$TMP/alone.err" || fail "alone: prompt $i: $(cat "$TMP/alone.err")"
+    done <"$file"
     echo "$i"
 }
 # same NAME PREFIX COUNT: the run's sequences are those alone
@@ -101,6 +106,32 @@ grep -q "^plan: stage 1 -> 2 hub (--p2p off)" "$TMP/s3off.err" || fail "s3off: n
 grep -q "^plan: decode ring off: tokens through the coordinator (several sequences" "$TMP/s3on.err" ||
     fail "s3on: ring line: $(cat "$TMP/s3on.err")"
 
+# seeded sampling (temperature 0.8, top-k 40, top-p 0.95) on the last stage:
+# each sequence gives the ids it gives alone with its seed, whatever the
+# split, the path, the batch or the groups (and alone through 3 batond with
+# the ring: the same ids as in-process)
+ns=$(SAMPLED=1 alone "$TMP/prompts.txt" sone)
+[ "$ns" = 10 ] || fail "10 sampled prompts, counted $ns"
+ns=$(SAMPLED=1 alone "$TMP/prompts.txt" sone3 --servers "$A,$B,$C" --key "$K")
+for i in $(seq 10); do
+    cmp -s <(field "$TMP/sone.$i.json" 'j["generated"]') <(field "$TMP/sone3.$i.json" 'j["generated"]') ||
+        fail "sampled prompt $i: 3 batond stages differ from in-process"
+done
+python3 - "$TMP" <<'PY' || fail "sampling changes nothing: the sampled ids equal the greedy ones"
+import json, sys
+d = sys.argv[1]
+assert any(json.load(open("%s/sone.%d.json" % (d, i)))["generated"] !=
+           json.load(open("%s/one.%d.json" % (d, i)))["generated"] for i in range(1, 11))
+PY
+for arm in "slocal1|--servers local" "slocal3_g2|--servers local --split 1,1,1 --groups 2" \
+    "ss3on|--servers $A,$B,$C --key $K" "ss3off_g3|--servers $A,$B,$C --key $K --p2p off --groups 3"; do
+    name=${arm%%|*}
+    # shellcheck disable=SC2086
+    par "$name" "$TMP/prompts.txt" --parallel 8 "${SAMPLING[@]}" --seed 100 ${arm#*|}
+    same "$name" sone 10
+    echo "ok: $name: sampled, 10 prompts, 8 at a time: every sequence gives its ids alone"
+done
+
 # 64 prompts, 32 at a time: all finish, each with its ids alone
 n64=$(alone "$TMP/many.txt" many)
 [ "$n64" = 64 ] || fail "64 prompts, counted $n64"
@@ -146,7 +177,7 @@ printf 'a\nb\0c\n' >"$TMP/nul.txt"
 want 2 "line 2 holds a NUL byte" --prompt-file "$TMP/nul.txt"
 printf '\n\r\n\n' >"$TMP/empty.txt"
 want 2 "no prompts" --prompt-file "$TMP/empty.txt"
-want 2 "greedily for now: drop --temp" --prompt-file "$TMP/prompts.txt" --temp 0.8
+want 2 "--report-gap reads one sequence's logits: not with --prompt-file" --prompt-file "$TMP/prompts.txt" --report-gap --ids-file "$TMP/gap.json"
 want 2 "prompt 6 (51 tokens) + -n 8 exceeds --ctx 40" --prompt-file "$TMP/prompts.txt" --ctx 40 -n 8
 want 1 "--output-dir $TMP/none: not a directory" --prompt-file "$TMP/prompts.txt" --output-dir "$TMP/none"
 echo "ok: usage errors and unreadable files"

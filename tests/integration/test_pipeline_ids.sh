@@ -111,6 +111,15 @@ grep -qx "plan: decode ring off: tokens through the coordinator (--pipeline off)
     fail "--pipeline off: no ring plan line: $(cat "$TMP/s3_u7_off_on.err")"
 grep -qx "plan: decode ring off: tokens through the coordinator (--p2p off)" "$TMP/s3_u7_on_off.err" ||
     fail "--p2p off: no ring plan line: $(cat "$TMP/s3_u7_on_off.err")"
+# sampled on the last stage (--temp): the ring hands the sampled token on,
+# and the ids are the in-process run's with the same seed
+run_arm slocal "$PROMPT" --servers local --temp 1.5 --top-k 40 --top-p 0.95 --seed 11
+run_arm sring "$PROMPT" --servers "$RA,$RB,$RC" --ubatch 7 --temp 1.5 --top-k 40 --top-p 0.95 --seed 11
+[ "$(field "$TMP/sring.json" 'j["generated"]')" = "$(field "$TMP/slocal.json" 'j["generated"]')" ] ||
+    fail "sampled ring: ids differ from in-process"
+[ "$(field "$TMP/slocal.json" 'j["generated"]')" != "$want" ] || fail "sampled: the greedy ids"
+[ "$(field "$TMP/sring.stats" 'j["ring"] and j["ring_tokens"] == 22 and j["per_step"]["logits_bytes"] == 0')" = True ] ||
+    fail "sampled ring: $(cat "$TMP/sring.stats")"
 echo "ok: $nr decode-ring arms (2, 3 stages x ring on/off x slots 1, 2) give the in-process ids; not allow-listed, it says so and goes through the coordinator"
 
 run_arm ref "Once upon a time" --servers "$A,$B,$C" --ubatch 1

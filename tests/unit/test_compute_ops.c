@@ -388,6 +388,86 @@ static void test_argmax(void **state)
     assert_memory_equal(y, ((const int32_t[4]){1, 3, 0, 1}), sizeof(y));
 }
 
+/* One SAMPLE node over logits {k, m} with params {6, m} into y. */
+static int sample_run(const float *x, uint32_t k, uint32_t m, const int32_t *p, int32_t *y)
+{
+    struct tg t;
+    uint32_t lx, lp, ly, n;
+
+    tg_init(&t);
+    lx = tg_leaf(&t, BATON_TYPE_F32, k, m, 1, 1, (void *)x);
+    lp = tg_leaf(&t, BATON_TYPE_I32, 6, m, 1, 1, (void *)p);
+    ly = tg_leaf(&t, BATON_TYPE_I32, m, 1, 1, 1, y);
+    n = tg_node(&t, BATON_OP_SAMPLE, BATON_TYPE_I32, m, 1, 1, 1, SRC2(lx, lp), NULL);
+    tg_at(&t, n)->out_leaf = ly;
+    return tg_run(&t, NULL);
+}
+
+static void sample_params(int32_t *p, float temp, float top_p, uint32_t top_k, uint64_t seed,
+                          uint32_t counter)
+{
+    memcpy(&p[0], &temp, 4);
+    memcpy(&p[1], &top_p, 4);
+    p[2] = (int32_t)top_k;
+    p[3] = (int32_t)(uint32_t)seed;
+    p[4] = (int32_t)(uint32_t)(seed >> 32);
+    p[5] = (int32_t)counter;
+}
+
+/* SAMPLE: temperature 0, top_k 1 and a tiny top_p give the first maximum;
+ * a NaN logit is never drawn; over 4 equal logits, 400 counters draw every
+ * id about equally (each 60..140 times) and the same parameters draw the
+ * same ids, row by row or in one batch; top_k 2 draws only the 2 largest,
+ * ties broken by the lower id; a bad temperature or top_p is E_INVAL with
+ * nothing written. */
+static void test_sample(void **state)
+{
+    float x[8] = {0.5f, 2.0f, 2.0f, NAN, 1, 1, 1, 1};
+    int32_t p[6 * 400], y[400], y1[1], seen[4] = {0};
+    float uni[4 * 400];
+    uint32_t i;
+
+    (void)state;
+    sample_params(p, 0.0f, 1.0f, 0, 1, 0);
+    assert_int_equal(sample_run(x, 4, 1, p, y), 0);
+    assert_int_equal(y[0], 1);
+    for (i = 0; i < 50; i++) {
+        sample_params(p, 1.0f, 1.0f, 1, 9, i);
+        assert_int_equal(sample_run(x, 4, 1, p, y), 0);
+        assert_int_equal(y[0], 1); /* top_k 1: the first of the tied maxima */
+        sample_params(p, 1.0f, 1e-6f, 0, 9, i);
+        assert_int_equal(sample_run(x, 4, 1, p, y), 0);
+        assert_int_equal(y[0], 1);
+        sample_params(p, 100.0f, 1.0f, 2, 9, i);
+        assert_int_equal(sample_run(x, 4, 1, p, y), 0);
+        assert_true(y[0] == 1 || y[0] == 2);
+        sample_params(p, 100.0f, 1.0f, 0, 9, i);
+        assert_int_equal(sample_run(x, 4, 1, p, y), 0);
+        assert_true(y[0] >= 0 && y[0] <= 2); /* never the NaN */
+    }
+    for (i = 0; i < 400; i++) {
+        memcpy(uni + 4 * i, x + 4, 4 * sizeof(float));
+        sample_params(p + 6 * i, 0.7f, 1.0f, 0, 12345, i);
+    }
+    assert_int_equal(sample_run(uni, 4, 400, p, y), 0);
+    for (i = 0; i < 400; i++) {
+        assert_true(y[i] >= 0 && y[i] < 4);
+        seen[y[i]]++;
+        assert_int_equal(sample_run(uni + 4 * i, 4, 1, p + 6 * i, y1), 0);
+        assert_int_equal(y1[0], y[i]);
+    }
+    for (i = 0; i < 4; i++)
+        assert_true(seen[i] >= 60 && seen[i] <= 140);
+    y[0] = -7;
+    sample_params(p, NAN, 1.0f, 0, 1, 0);
+    assert_int_equal(sample_run(x, 4, 1, p, y), BATON_E_INVAL);
+    sample_params(p, 1.0f, 0.0f, 0, 1, 0);
+    assert_int_equal(sample_run(x, 4, 1, p, y), BATON_E_INVAL);
+    sample_params(p, 1.0f, 1.5f, 0, 1, 0);
+    assert_int_equal(sample_run(x, 4, 1, p, y), BATON_E_INVAL);
+    assert_int_equal(y[0], -7);
+}
+
 static void test_reshape_is_a_view(void **state)
 {
     /* {2,3} -> RESHAPE {6} -> SCALE 2 into a {6} leaf; and RESHAPE of I32
@@ -433,6 +513,7 @@ int main(void)
         cmocka_unit_test(test_attention_needs_score_rows),
         cmocka_unit_test(test_get_rows),
         cmocka_unit_test(test_argmax),
+        cmocka_unit_test(test_sample),
         cmocka_unit_test(test_reshape_is_a_view),
     };
 

@@ -485,3 +485,140 @@ void baton_cpu_argmax(struct baton_pool *pool, const float *x, uint64_t k, uint6
 
     baton_pool_run(pool, m, chunks_for(sat_mul(k, m)), argmax_task, &j);
 }
+
+/* ---- SAMPLE ---- */
+
+/* splitmix64's output function (Steele, Lea, Flood 2014, "Fast splittable
+ * pseudorandom number generators"; the constants of Vigna's public-domain
+ * splitmix64.c): a bijective mix of 64 bits. */
+static uint64_t mix64(uint64_t z)
+{
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Whether a comes before b: larger p first, then lower id (a total order:
+ * p is never NaN here, ids are distinct). */
+static int sample_before(const struct baton_cpu_sample_entry *a,
+                         const struct baton_cpu_sample_entry *b)
+{
+    return a->p != b->p ? a->p > b->p : a->id < b->id;
+}
+
+static void sift_down(struct baton_cpu_sample_entry *v, uint64_t i, uint64_t n)
+{
+    for (;;) {
+        uint64_t c = 2 * i + 1;
+        struct baton_cpu_sample_entry t;
+
+        if (c >= n)
+            return;
+        /* a max-heap in "after" order: the root is the entry that comes last */
+        if (c + 1 < n && sample_before(&v[c], &v[c + 1]))
+            c++;
+        if (!sample_before(&v[i], &v[c]))
+            return;
+        t = v[i];
+        v[i] = v[c];
+        v[c] = t;
+        i = c;
+    }
+}
+
+/* Sorts v[0, n) in sample_before order: heapsort, in place, no allocation
+ * (libc's qsort may allocate and ask the system for its memory size, which
+ * batond's seccomp filter refuses); the order is total, so the result is
+ * the one sorted order. */
+static void sample_sort(struct baton_cpu_sample_entry *v, uint64_t n)
+{
+    for (uint64_t i = n / 2; i-- > 0;)
+        sift_down(v, i, n);
+    for (uint64_t end = n; end > 1; end--) {
+        struct baton_cpu_sample_entry t = v[0];
+
+        v[0] = v[end - 1];
+        v[end - 1] = t;
+        sift_down(v, 0, end - 1);
+    }
+}
+
+/* The first maximum of x[0, k), NaN never winning (ARGMAX's rule); -1 when
+ * every value is NaN. */
+static int64_t first_max(const float *x, uint64_t k)
+{
+    int64_t best = -1;
+
+    for (uint64_t i = 0; i < k; i++)
+        if (!isnan(x[i]) && (best < 0 || x[i] > x[best]))
+            best = (int64_t)i;
+    return best;
+}
+
+int baton_cpu_sample(const float *logits, uint64_t k, uint64_t m, const int32_t *params,
+                     int32_t *out, struct baton_cpu_sample_entry *work)
+{
+    uint64_t r, i;
+
+    for (r = 0; r < m; r++) {
+        float t, top_p;
+
+        memcpy(&t, &params[6 * r], 4);
+        memcpy(&top_p, &params[6 * r + 1], 4);
+        if (!isfinite(t) || !isfinite(top_p) || !(top_p > 0.0f) || top_p > 1.0f)
+            return BATON_E_INVAL;
+    }
+    for (r = 0; r < m; r++) {
+        const float *x = logits + r * k;
+        const int32_t *pr = params + 6 * r;
+        const uint32_t top_k = (uint32_t)pr[2];
+        const uint64_t seed = (uint64_t)(uint32_t)pr[3] | (uint64_t)(uint32_t)pr[4] << 32;
+        const uint64_t counter = (uint64_t)(uint32_t)pr[5];
+        const int64_t best = first_max(x, k);
+        float t, top_p, mx, u;
+        double sum = 0.0, acc = 0.0;
+        uint64_t n = k;
+
+        memcpy(&t, &pr[0], 4);
+        memcpy(&top_p, &pr[1], 4);
+        if (t <= 0.0f || best < 0 || !isfinite(x[best])) {
+            out[r] = best < 0 ? 0 : (int32_t)best; /* greedy, or nothing to weigh */
+            continue;
+        }
+        mx = x[best];
+        for (i = 0; i < k; i++) {
+            work[i].id = (int32_t)i;
+            work[i].p = isnan(x[i]) ? 0.0f : baton_cpu_expf((x[i] - mx) / t);
+        }
+        sample_sort(work, k);
+        if (top_k > 0 && top_k < n)
+            n = top_k;
+        for (i = 0; i < n; i++)
+            sum += work[i].p;
+        if (top_p < 1.0f) {
+            for (i = 0; i < n; i++) {
+                acc += work[i].p / sum;
+                if (acc >= top_p) {
+                    n = i + 1;
+                    break;
+                }
+            }
+            sum = 0.0;
+            for (i = 0; i < n; i++)
+                sum += work[i].p;
+        }
+        /* 24 random bits: u in [0, 1), exactly a float */
+        u = (float)(mix64(seed ^ mix64(counter)) >> 40) / 16777216.0f;
+        out[r] = work[n - 1].id;
+        acc = 0.0;
+        for (i = 0; i < n; i++) {
+            acc += work[i].p / sum;
+            if ((double)u < acc) {
+                out[r] = work[i].id;
+                break;
+            }
+        }
+    }
+    return 0;
+}

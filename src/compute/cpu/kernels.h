@@ -90,4 +90,16 @@ int baton_cpu_get_rows(const float *table, uint64_t k, uint64_t r, const int32_t
 void baton_cpu_argmax(struct baton_pool *pool, const float *x, uint64_t k, uint64_t m,
                       int32_t *y);
 
+/* SAMPLE (core/ops.h): row r of logits {k,m} gives out[r], with the
+ * parameters params[6r..6r+5]. work holds k entries (the caller's; the
+ * graph's node work area). Returns BATON_E_INVAL, before writing anything,
+ * when some row's temperature or top_p is not finite or top_p is outside
+ * (0, 1]; else 0. Rows in order on the calling thread. */
+struct baton_cpu_sample_entry {
+    float p;
+    int32_t id;
+};
+int baton_cpu_sample(const float *logits, uint64_t k, uint64_t m, const int32_t *params,
+                     int32_t *out, struct baton_cpu_sample_entry *work);
+
 #endif
