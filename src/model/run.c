@@ -15,7 +15,6 @@
 #include "model/gguf.h"
 #include "model/llama.h"
 #include "model/run_internal.h"
-#include "model/sampler.h"
 #include "model/split.h"
 #include "model/tokenizer.h"
 #include "server/server.h"
@@ -431,8 +430,7 @@ static int make_stages(struct run *r, const uint32_t *counts)
     r->stages = calloc(r->n_stages, sizeof(*r->stages));
     r->bounds = calloc(r->n_stages, sizeof(*r->bounds));
     r->logits = calloc(r->hp.n_vocab, sizeof(float));
-    r->sample_scratch = calloc(r->hp.n_vocab, sizeof(*r->sample_scratch));
-    if (!r->stages || !r->bounds || !r->logits || !r->sample_scratch) {
+    if (!r->stages || !r->bounds || !r->logits) {
         run_msg(cfg, "out of memory\n");
         return 1;
     }
@@ -485,7 +483,6 @@ static void free_run(struct run *r)
     free(r->stages);
     free(r->bounds);
     free(r->logits);
-    free(r->sample_scratch);
     baton_tokenizer_free(r->tok);
     baton_gguf_close(r->gguf);
 }

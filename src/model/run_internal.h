@@ -18,7 +18,6 @@
 #include "baton/client.h"
 #include "model/llama.h"
 #include "model/run.h"
-#include "model/sampler.h"
 
 #define RUN_ALIGN 64u
 #define RUN_ENDPOINT_MAX 128
@@ -104,7 +103,6 @@ struct run {
     uint32_t n_slots;           /* boundary input slots per stage */
     int want_logits;            /* every step returns the logits too (sampling, gaps) */
     float *logits;              /* n_vocab */
-    struct baton_sample_entry *sample_scratch;
     uint64_t n_steps;           /* steps begun so far (numbers the steps) */
     uint64_t hidden_bytes_hub;  /* hidden-state bytes through the coordinator */
     uint64_t token_bytes;       /* token ids, positions, last index and argmax bytes */

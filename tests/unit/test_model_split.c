@@ -1,4 +1,4 @@
-/* Split planner, sampler and graph builder tests. */
+/* Split planner and graph builder tests (sampling: test_compute_ops.c, SAMPLE). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,7 +7,6 @@
 
 #include "baton/status.h"
 #include "model/graph_builder.h"
-#include "model/sampler.h"
 #include "model/split.h"
 
 static void split_equal_ties_to_earlier(void **state)
@@ -84,64 +83,6 @@ static void split_parse(void **state)
     }
 }
 
-static void sampler_greedy_first_max(void **state)
-{
-    const float logits[5] = {0.5f, 2.0f, -1.0f, 2.0f, 1.0f};
-    struct baton_sample_entry scratch[5];
-    struct baton_sampler s;
-
-    (void)state;
-    baton_sampler_init(&s, 0.0f, 0, 1.0f, 7);
-    assert_int_equal(baton_sampler_sample(&s, logits, 5, scratch), 1);
-}
-
-static void sampler_top_k_one_is_greedy(void **state)
-{
-    const float logits[4] = {0.1f, 0.2f, 3.0f, 0.3f};
-    struct baton_sample_entry scratch[4];
-    struct baton_sampler s;
-    int i;
-
-    (void)state;
-    baton_sampler_init(&s, 1.0f, 1, 1.0f, 42);
-    for (i = 0; i < 20; i++)
-        assert_int_equal(baton_sampler_sample(&s, logits, 4, scratch), 2);
-}
-
-static void sampler_seed_reproducible_and_distribution(void **state)
-{
-    const float logits[2] = {0.0f, 0.0f}; /* p = 0.5 each */
-    struct baton_sample_entry scratch[2];
-    struct baton_sampler a, b;
-    int i, ones = 0;
-
-    (void)state;
-    baton_sampler_init(&a, 1.0f, 0, 1.0f, 1234);
-    baton_sampler_init(&b, 1.0f, 0, 1.0f, 1234);
-    for (i = 0; i < 4000; i++) {
-        int32_t x = baton_sampler_sample(&a, logits, 2, scratch);
-
-        assert_int_equal(x, baton_sampler_sample(&b, logits, 2, scratch));
-        ones += x;
-    }
-    /* binomial(4000, 0.5): 6 sigma is about 190 */
-    assert_in_range(ones, 1810, 2190);
-}
-
-static void sampler_top_p_keeps_nucleus(void **state)
-{
-    /* probabilities ~0.88, 0.12, ~0: top-p 0.5 keeps only the first */
-    const float logits[3] = {2.0f, 0.0f, -20.0f};
-    struct baton_sample_entry scratch[3];
-    struct baton_sampler s;
-    int i;
-
-    (void)state;
-    baton_sampler_init(&s, 1.0f, 0, 0.5f, 9);
-    for (i = 0; i < 50; i++)
-        assert_int_equal(baton_sampler_sample(&s, logits, 3, scratch), 0);
-}
-
 static void builder_rewrites_node_refs(void **state)
 {
     struct baton_tensor_desc leaves[2] = {{0}};
@@ -183,10 +124,6 @@ int main(void)
         cmocka_unit_test(split_largest_remainder),
         cmocka_unit_test(split_rejects),
         cmocka_unit_test(split_parse),
-        cmocka_unit_test(sampler_greedy_first_max),
-        cmocka_unit_test(sampler_top_k_one_is_greedy),
-        cmocka_unit_test(sampler_seed_reproducible_and_distribution),
-        cmocka_unit_test(sampler_top_p_keeps_nucleus),
         cmocka_unit_test(builder_rewrites_node_refs),
     };
 
