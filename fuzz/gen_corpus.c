@@ -296,7 +296,9 @@ static void place(struct llama_seed *ls, struct baton_tensor_desc *t, uint32_t t
     ls->bytes += (t->nbytes + 63) & ~(uint64_t)63;
 }
 
-static void graph_llama(struct graph_store *s, struct llama_seed *ls)
+/* The llama stage graph of 2 tokens; seqs: several sequences ({2,3}
+ * positions for ATTENTION) and the last stage sampling both tokens (SAMPLE). */
+static void graph_llama_ex(struct graph_store *s, struct llama_seed *ls, int seqs)
 {
     memset(ls, 0, sizeof *ls);
     struct baton_llama_hparams *hp = &ls->hp;
@@ -333,19 +335,28 @@ static void graph_llama(struct graph_store *s, struct llama_seed *ls)
     place(ls, &st->output_norm, BATON_TYPE_F32, e, 1, 1);
     place(ls, &st->output, BATON_TYPE_F32, e, hp->n_vocab, 1);
     place(ls, &st->io.tokens, BATON_TYPE_I32, u, 1, 1);
-    place(ls, &st->io.pos, BATON_TYPE_I32, u, 1, 1);
+    place(ls, &st->io.pos, BATON_TYPE_I32, seqs ? 3 * u : u, 1, 1);
     place(ls, &st->io.hidden_in[0], BATON_TYPE_F32, e, u, 1);
     st->io.n_slots = 1;
     place(ls, &st->io.hidden_out, BATON_TYPE_F32, e, u, 1);
     place(ls, &st->io.last_idx, BATON_TYPE_I32, 1, 1, 1);
     place(ls, &st->io.logits, BATON_TYPE_F32, hp->n_vocab, 1, 1);
-    place(ls, &st->io.argmax, BATON_TYPE_I32, 1, 1, 1);
+    place(ls, &st->io.argmax, BATON_TYPE_I32, seqs ? u : 1, 1, 1);
+    if (seqs) {
+        place(ls, &st->io.sample, BATON_TYPE_I32, 6 * u, 1, 1);
+        st->seqs = st->sample = 1;
+    }
     gs_init(s);
     if (baton_llama_max_leaves(st) > 96 || baton_llama_max_nodes(st) > 96 ||
-        baton_llama_build_stage(hp, st, 2, 0, 1, &s->gb, NULL) != 0) {
+        baton_llama_build_stage_out(hp, st, 2, seqs ? 2 : 1, 0, !seqs, &s->gb, NULL) != 0) {
         fprintf(stderr, "gen_corpus: llama stage graph failed\n");
         exit(1);
     }
+}
+
+static void graph_llama(struct graph_store *s, struct llama_seed *ls)
+{
+    graph_llama_ex(s, ls, 0);
 }
 
 /* ---- targets ---- */
@@ -453,6 +464,13 @@ static void gen_wire_graph(void)
     emit_buf("wire_graph", &b);
     b.len = 0;
     graph_llama(&s, &ls);
+    graph_payload(&b, &s.gb.g);
+    emit_buf("wire_graph", &b);
+    bput(&b, ones, sizeof ones);
+    emit_buf("wire_graph", &b);
+    b.len = 0;
+    /* several sequences, sampled: ATTENTION's {2,3} positions, SAMPLE */
+    graph_llama_ex(&s, &ls, 1);
     graph_payload(&b, &s.gb.g);
     emit_buf("wire_graph", &b);
     bput(&b, ones, sizeof ones);
