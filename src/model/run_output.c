@@ -113,11 +113,13 @@ void run_ctx_name(const struct baton_run_config *cfg, char *buf, size_t cap)
  * Returns 1. */
 int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const char *why)
 {
-    char size[32], ctx[96];
+    char size[32], ctx[96], many[64] = "";
 
     run_format_bytes(size, sizeof size, kv_bytes);
     run_ctx_name(r->cfg, ctx, sizeof ctx);
-    stage_msg(r, "%s needs %s of KV cache on stage %u (%s, %u layer%s); %s\n", ctx, size,
+    if (r->n_seq > 1) /* several sequences: a range of cells each */
+        snprintf(many, sizeof many, " x %u sequences (--parallel)", r->n_seq);
+    stage_msg(r, "%s%s needs %s of KV cache on stage %u (%s, %u layer%s); %s\n", ctx, many, size,
               s->index + 1, s->endpoint, s->st.layer_end - s->st.layer_begin,
               s->st.layer_end - s->st.layer_begin == 1 ? "" : "s", why);
     return 1;

@@ -180,7 +180,16 @@ want 2 "no prompts" --prompt-file "$TMP/empty.txt"
 want 2 "--report-gap reads one sequence's logits: not with --prompt-file" --prompt-file "$TMP/prompts.txt" --report-gap --ids-file "$TMP/gap.json"
 want 2 "prompt 6 (51 tokens) + -n 8 exceeds --ctx 40" --prompt-file "$TMP/prompts.txt" --ctx 40 -n 8
 want 1 "--output-dir $TMP/none: not a directory" --prompt-file "$TMP/prompts.txt" --output-dir "$TMP/none"
-echo "ok: usage errors and unreadable files"
+# N beyond a server's memory: the KV cache of 8 sequences does not fit a
+# session of 4 MiB; said in terms of --ctx and --parallel, nothing run, and
+# the server serves the next session (one sequence fits)
+BATOND_EXTRA="${BATOND_EXTRA:-} --key $K --session-memory-bytes 4M" start_server small
+want 1 "--ctx 512 x 8 sequences (--parallel) needs" --prompt-file "$TMP/prompts.txt" --parallel 8 \
+    --ctx 512 --servers "127.0.0.1:$PORT_small" --key "$K"
+grep -q "the server allows at most 4.0 MiB in one buffer" "$TMP/err" || fail "--parallel 8 on a small server: $(cat "$TMP/err")"
+par small1 "$TMP/prompts.txt" --parallel 1 --servers "127.0.0.1:$PORT_small" --key "$K"
+same small1 one 10
+echo "ok: usage errors and unreadable files; --parallel past a server's memory is said as such"
 num='[0-9]+(\.[0-9]+)?'
 # baton bench --npl: a row per batch size, N_KV = B x (PP + TG), the JSON
 # with every figure; bad lists are usage errors
