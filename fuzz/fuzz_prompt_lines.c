@@ -5,8 +5,8 @@
  * with no terminator, so a read past len is a heap overflow under ASan.
  *
  * Properties, against an oracle written here from cli.h (lines end at LF or
- * at the end; one CR before an LF or the end is dropped; empty lines are
- * skipped; a NUL byte in a line is BATON_E_FORMAT naming that line,
+ * at the end; one CR before an LF or the end is dropped; blank lines (empty
+ * or only spaces and tabs) are skipped; a NUL byte in a line is BATON_E_FORMAT naming that line,
  * counting every line, empty ones too):
  *   - the status is the oracle's; on success the lines are the oracle's, in
  *     order, each NUL-terminated with no NUL, LF or final CR inside; on
@@ -19,6 +19,14 @@
 
 #include "baton/status.h"
 #include "cli/cli.h"
+
+static int is_blank(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != ' ' && p[i] != '\t')
+            return 0;
+    return 1;
+}
 
 /* The oracle: expected status, line count and bad line. The lines
  * themselves are compared while walking the text again. */
@@ -43,7 +51,7 @@ static int oracle(const uint8_t *d, size_t n, size_t *n_lines, size_t *bad)
                 *n_lines = 0;
                 return BATON_E_FORMAT;
             }
-        if (len > 0) {
+        if (!is_blank(d + at, len)) {
             if (*n_lines == BATON_CLI_MAX_LINES) {
                 *bad = lineno;
                 *n_lines = 0;
@@ -86,7 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             len = end - at;
             if (len > 0 && data[at + len - 1] == '\r')
                 len--;
-            if (len > 0) {
+            if (!is_blank(data + at, len)) {
                 FUZZ_CHECK(k < a.n, "more lines than returned");
                 FUZZ_CHECK(strlen(a.line[k]) == len && memcmp(a.line[k], data + at, len) == 0,
                            "line %zu differs", k + 1);

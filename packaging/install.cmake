@@ -9,7 +9,7 @@
 #   lib/cmake/baton/                               find_package(baton):
 #                                                  baton::baton (shared),
 #                                                  baton::baton_static
-#   share/man/man{1,5,8}                           man/ (mdoc)
+#   (manual pages: not written yet)
 #   share/doc/baton/examples/batond.policy         policy/batond.policy
 #   lib/systemd/system/batond{,@}.service          packaging/*.service (DynamicUser=)
 include(GNUInstallDirs)

@@ -46,7 +46,7 @@ static void bench_usage(FILE *f)
           "                sequence\n"
           "  --groups G    with --npl: pipeline groups, as for `baton run`\n"
           "  --servers, --split, --threads, --ubatch, --key, --p2p, --pipeline, --slots,\n"
-          "  --ring        as for `baton run`\n"
+          "  --ring        as for `baton run` (BATON_SERVERS and BATON_KEY_FILE too)\n"
           "\n"
           "-p + -n may not exceed the model's context length (llama.context_length, 2048\n"
           "when the model has no usable one), as the model was not trained past it and\n"
@@ -158,11 +158,22 @@ static int bench_npl(struct baton_run_config *cfg, const uint32_t *npl, uint32_t
     FILE *f;
 
     memset(fig, 0, sizeof fig);
-    printf("bench: %s, servers %s, split %s, npl, prompt %u, generated %u, reps %u, threads "
-           "%u, ctx %u per sequence, groups %u, pipeline %s, p2p %s\n",
-           cfg->model_path, cfg->servers, cfg->split ? cfg->split : "(equal)", pp, tg, reps,
-           cfg->n_threads, cfg->n_ctx, cfg->n_groups ? cfg->n_groups : 1,
-           cfg->pipeline ? "on" : "off", cfg->p2p ? "on" : "off");
+    {
+        char list[NPL_MAX * 5 + 1] = "", ub[16] = "auto";
+        size_t at = 0;
+
+        if (cfg->n_ubatch)
+            snprintf(ub, sizeof ub, "%u", cfg->n_ubatch);
+        for (uint32_t b = 0; b < n_npl; b++)
+            at += (size_t)snprintf(list + at, sizeof list - at, "%s%u", b ? "," : "", npl[b]);
+        printf("bench: %s, servers %s, split %s, npl %s, prompt %u, generated %u, reps %u, "
+               "threads %u, ctx %u per sequence, groups %u (at most one per sequence), ubatch "
+               "%s, pipeline %s, p2p %s, slots %u\n",
+               cfg->model_path, cfg->servers, cfg->split ? cfg->split : "(equal)", list, pp, tg,
+               reps, cfg->n_threads, cfg->n_ctx, cfg->n_groups ? cfg->n_groups : 1,
+               ub, cfg->pipeline ? "on" : "off",
+               cfg->p2p ? "on" : "off", cfg->n_slots);
+    }
     printf("  %5s %5s %4s %7s %9s %10s %9s %10s %9s %10s %9s %9s\n", "PP", "TG", "B", "N_KV",
            "T_PP s", "S_PP t/s", "T_TG s", "S_TG t/s", "T s", "S t/s", "TTFT ms", "TPOT ms");
     for (uint32_t b = 0; b < n_npl; b++) {

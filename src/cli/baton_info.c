@@ -24,6 +24,7 @@ static void info_usage(FILE *f)
     fputs("usage: baton info --servers HOST:PORT[,HOST:PORT...]|local [--timeout MS]\n"
           "                  [--key FILE]\n"
           "  prints each server's device info (memory, limits, types, ops)\n"
+          "  --servers LIST the servers (default: $BATON_SERVERS)\n"
           "  --timeout MS   connect and reply deadline per server (default 5000)\n"
           "  --key FILE     client key for servers started with batond --key\n"
           "                 (default: $BATON_KEY_FILE)\n"
@@ -140,7 +141,7 @@ static int info_one(const char *spec, const struct baton_conn_options *o)
 
 int baton_cmd_info(int argc, char **argv)
 {
-    const char *servers = NULL, *key_path = getenv("BATON_KEY_FILE");
+    const char *servers = getenv("BATON_SERVERS"), *key_path = getenv("BATON_KEY_FILE");
     const char *key_name = "BATON_KEY_FILE"; /* where key_path came from */
     struct baton_key *key = NULL;
     int timeout_ms = 5000;
@@ -173,7 +174,7 @@ int baton_cmd_info(int argc, char **argv)
         }
     }
     if (!servers || !*servers) {
-        fprintf(stderr, "baton info: --servers is required\n");
+        fprintf(stderr, "baton info: --servers (or BATON_SERVERS) is required\n");
         info_usage(stderr);
         return 2;
     }

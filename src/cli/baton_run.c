@@ -22,7 +22,7 @@ static void run_usage(FILE *f)
           "\n"
           "  --model FILE         GGUF model (llama architecture)\n"
           "  --prompt TEXT        prompt text\n"
-          "  --prompt-file FILE   one prompt per line (empty lines skipped): each is its\n"
+          "  --prompt-file FILE   one prompt per line (blank lines skipped): each is its\n"
           "                       own sequence (seed --seed + N - 1); the N-th prompt's\n"
           "                       text comes out as lines \"[N] text\" when it ends, or\n"
           "                       in --output-dir\n"
@@ -52,10 +52,11 @@ static void run_usage(FILE *f)
           "                       time (for A/B)\n"
           "  --slots N            input slots per stage boundary, 1..4 (default 2): how\n"
           "                       far one stage may run ahead of the next\n"
-          "  --ring on|off        the decode ring (default on): with greedy decoding and\n"
-          "                       the direct path, the last stage hands each token\n"
-          "                       straight to stage 1 and the coordinator queues the next\n"
-          "                       steps ahead; off: every token through this process\n"
+          "  --ring on|off        the decode ring (default on): with one sequence (greedy\n"
+          "                       or sampled) and the direct path, the last stage hands\n"
+          "                       each token straight to stage 1 and the coordinator\n"
+          "                       queues the next steps ahead; off: every token through\n"
+          "                       this process\n"
           "  --temp T             sampling temperature (default 0: greedy)\n"
           "  --top-k K            keep the K most likely tokens (default 0: all)\n"
           "  --top-p P            nucleus sampling mass in (0, 1] (default 1)\n"
@@ -146,7 +147,7 @@ int baton_cmd_run(int argc, char **argv)
     const char *prompt_file = NULL;
     struct baton_cli_lines lines = {0};
     uint32_t u;
-    int c, rc;
+    int c, rc, top_k_given = 0, top_p_given = 0, seed_given = 0;
 
     baton_run_config_default(&cfg);
     cfg.prog = PROG;
@@ -179,12 +180,17 @@ int baton_cmd_run(int argc, char **argv)
             if (parse_u32("--ubatch", optarg, 1, UINT32_MAX, &cfg.n_ubatch)) return 2;
             break;
         case O_TEMP: if (parse_float("--temp", optarg, 0.0f, 100.0f, &cfg.temp)) return 2; break;
-        case O_TOPK: if (parse_u32("--top-k", optarg, 0, UINT32_MAX, &cfg.top_k)) return 2; break;
+        case O_TOPK:
+            if (parse_u32("--top-k", optarg, 0, UINT32_MAX, &cfg.top_k)) return 2;
+            top_k_given = 1;
+            break;
         case O_TOPP:
             if (parse_float("--top-p", optarg, 1e-6f, 1.0f, &cfg.top_p)) return 2;
+            top_p_given = 1;
             break;
         case O_SEED:
             if (baton_cli_parse_u64(PROG, "--seed", optarg, 0, UINT64_MAX, &cfg.seed)) return 2;
+            seed_given = 1;
             break;
         case O_THREADS:
             if (parse_u32("--threads", optarg, 1, BATON_POOL_MAX_THREADS, &cfg.n_threads))
@@ -230,11 +236,19 @@ int baton_cmd_run(int argc, char **argv)
         fprintf(stderr, "baton run: unexpected argument '%s'\n", argv[optind]);
         return 2;
     }
-    if (cfg.model_path == NULL || (cfg.prompt == NULL) == (prompt_file == NULL)) {
+    if (cfg.prompt && prompt_file) {
+        fprintf(stderr, "baton run: give only one of --prompt TEXT and --prompt-file FILE\n");
+        return 2;
+    }
+    if (cfg.model_path == NULL || (cfg.prompt == NULL && prompt_file == NULL)) {
         fprintf(stderr, "baton run: --model FILE and one of --prompt TEXT or --prompt-file FILE "
                         "are required (see --help)\n");
         return 2;
     }
+    if (cfg.temp <= 0.0f && (top_k_given || top_p_given || seed_given))
+        fprintf(stderr, "baton run: note: %s takes effect only with --temp above 0 (this run "
+                        "decodes greedily)\n",
+                top_k_given ? "--top-k" : top_p_given ? "--top-p" : "--seed");
     if (prompt_file == NULL && (cfg.n_parallel > 1 || cfg.output_dir || cfg.n_groups > 1)) {
         fprintf(stderr, "baton run: %s needs --prompt-file FILE\n",
                 cfg.n_parallel > 1 ? "--parallel" : cfg.output_dir ? "--output-dir" : "--groups");
@@ -274,7 +288,11 @@ int baton_cmd_run(int argc, char **argv)
     if (prompt_file) {
         struct stat sb;
 
-        if (cfg.output_dir && (stat(cfg.output_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
+        if (cfg.output_dir && stat(cfg.output_dir, &sb) != 0) {
+            fprintf(stderr, "baton run: --output-dir %s: %s\n", cfg.output_dir, strerror(errno));
+            return 1;
+        }
+        if (cfg.output_dir && !S_ISDIR(sb.st_mode)) {
             fprintf(stderr, "baton run: --output-dir %s: not a directory\n", cfg.output_dir);
             return 1;
         }

@@ -18,6 +18,15 @@ void baton_cli_lines_free(struct baton_cli_lines *l)
     }
 }
 
+/* Whether p[0, n) holds only spaces and tabs (or nothing). */
+static int blank(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != ' ' && p[i] != '\t')
+            return 0;
+    return 1;
+}
+
 int baton_cli_split_lines(const char *buf, size_t len, struct baton_cli_lines *out,
                           size_t *bad_line)
 {
@@ -39,7 +48,7 @@ int baton_cli_split_lines(const char *buf, size_t len, struct baton_cli_lines *o
             baton_cli_lines_free(out);
             return BATON_E_FORMAT;
         }
-        if (n > 0) {
+        if (!blank(buf + at, n)) {
             if (out->n == BATON_CLI_MAX_LINES) {
                 *bad_line = lineno;
                 baton_cli_lines_free(out);
@@ -135,7 +144,7 @@ int baton_cli_read_lines(const char *prog, const char *what, const char *path,
         return 1;
     }
     if (out->n == 0) {
-        fprintf(stderr, "%s: %s %s: no prompts (one per line; empty lines are skipped)\n", prog,
+        fprintf(stderr, "%s: %s %s: no prompts (one per line; blank lines are skipped)\n", prog,
                 what, path);
         return 2;
     }

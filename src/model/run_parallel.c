@@ -61,7 +61,7 @@ int run_par_prepare(struct run *r, size_t *max_prompt)
     }
     r->n_par = cfg->prompts ? cfg->n_prompts : cfg->n_copies;
     if (r->n_par == 0 || (cfg->prompts == NULL && cfg->prompt_ids == NULL)) {
-        run_msg(cfg, "--prompt-file: no prompts (one per line; empty lines are skipped)\n");
+        run_msg(cfg, "--prompt-file: no prompts (one per line; blank lines are skipped)\n");
         return 2;
     }
     r->seqs = 1;
@@ -210,16 +210,16 @@ static void finish(struct run *r, size_t i)
     const char *p;
 
     q->done = 1;
-    if (r->cfg->quiet)
-        return;
-    if (q->out) {
+    if (q->out) { /* --output-dir: written with --quiet too */
         fputc('\n', q->out);
         fclose(q->out);
         q->out = NULL;
         return;
     }
+    if (r->cfg->quiet)
+        return;
     /* prefixed lines: "[N] " and each line of the prompt and its text (N:
-     * the prompt's number in the file, empty lines not counted) */
+     * the prompt's number in the file, blank lines not counted) */
     p = q->text ? q->text : "";
     for (;;) {
         const char *nl = strchr(p, '\n');
@@ -249,7 +249,7 @@ static int take(struct run *r, size_t i, int32_t t)
     q->ids[q->n_prompt + q->n_gen++] = t;
     if (t == baton_tokenizer_eos(r->tok) && !cfg->ignore_eos)
         return 1;
-    if (!cfg->quiet &&
+    if ((q->out || !cfg->quiet) &&
         baton_token_to_piece(r->tok, t, q->ids[q->n_prompt + q->n_gen - 2], piece, sizeof(piece),
                              &plen) == 0 &&
         plen > 0) {
@@ -346,7 +346,7 @@ static int open_output(struct run *r, size_t i)
     char path[4096];
     struct par_seq *q = &r->par[i];
 
-    if (r->cfg->output_dir == NULL || r->cfg->quiet || r->cfg->prompts == NULL)
+    if (r->cfg->output_dir == NULL || r->cfg->prompts == NULL)
         return 0;
     if ((size_t)snprintf(path, sizeof path, "%s/%zu.txt", r->cfg->output_dir, i + 1) >=
         sizeof path) {
@@ -478,9 +478,20 @@ int run_par_generate(struct run *r, double t_load, double bytes)
         stage_msg(r, "out of memory\n");
         goto out;
     }
-    fprintf(cfg->log,
-            "plan: %zu prompts, %u sequences at a time (%u KV-cache cells each), %u group%s\n",
-            r->n_par, ns, cfg->n_ctx, ps.groups, ps.groups == 1 ? "" : "s");
+    {
+        char note[96] = "";
+
+        if (cfg->n_groups > ps.groups) /* groups of ceil(N / G) sequences fill fewer */
+            snprintf(note, sizeof note, " (--groups %u: groups of %u sequence%s fill %u)",
+                     cfg->n_groups, ps.gs, ps.gs == 1 ? "" : "s", ps.groups);
+        fprintf(cfg->log,
+                "plan: %zu prompt%s, %u sequence%s at a time (%u KV-cache cells each), %u "
+                "group%s%s%s\n",
+                r->n_par, r->n_par == 1 ? "" : "s", ns, ns == 1 ? "" : "s", cfg->n_ctx, ps.groups,
+                ps.groups == 1 ? "" : "s", note,
+                ps.groups > 1 && !cfg->pipeline ? " (with --pipeline off they do not overlap)"
+                                                : "");
+    }
     for (;;) {
         uint32_t active = 0, rounds = UINT32_MAX, m;
         int32_t unused;

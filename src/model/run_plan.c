@@ -397,7 +397,7 @@ static int setup_ring(struct run *r)
     if (!cfg->ring)
         why = "--ring off";
     else if (r->seqs)
-        why = "several sequences (--prompt-file): not built yet";
+        why = "several sequences (--prompt-file, bench --npl): not built yet";
     else if (!cfg->pipeline)
         why = "--pipeline off";
     else if (r->want_logits)
@@ -430,7 +430,9 @@ static int setup_ring(struct run *r)
     snprintf(b->dest_name, sizeof b->dest_name, "%s", ep);
     b->n_grants = 1;
     b->direct = 1;
-    fprintf(cfg->log, "plan: decode ring: stage %u -> 1 hands each token to %s\n", p, ep);
+    fprintf(cfg->log, "plan: decode ring: stage %u -> 1 hands each token to %s (where its "
+                      "allow-list names it)\n",
+            p, ep);
     return 0;
 }
 

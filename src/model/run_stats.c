@@ -44,7 +44,8 @@ void run_print_stats(struct run *r, uint32_t steps)
     }
     fprintf(f, "  hidden-state bytes through the coordinator: %.1f per step\n",
             (double)r->hidden_bytes_hub / steps);
-    fprintf(f, "  token id/position/argmax bytes: %.1f per step\n", (double)r->token_bytes / steps);
+    fprintf(f, "  token id, position, sampling parameter and output token bytes: %.1f per step\n",
+            (double)r->token_bytes / steps);
     fprintf(f, "  logits bytes: %.1f per step\n", (double)r->logits_bytes / steps);
     fprintf(f, "  coordinator waits for a reply it needs: %.2f per step (%s)\n",
             (double)r->waits / steps, r->cfg->pipeline ? "pipelined" : "--pipeline off");
@@ -104,9 +105,11 @@ int run_write_stats_json(struct run *r, const char *path, uint32_t steps)
         }
     }
     fprintf(f, "{\"decode_steps\": %u, \"stages\": %u, \"p2p\": %s, \"direct_boundaries\": %u, "
-               "\"ubatch\": %u, \"slots\": %u, \"ring\": %s, \"ring_tokens\": %" PRIu64 ",\n",
+               "\"ubatch\": %u, \"slots\": %u, \"ring\": %s, \"ring_tokens\": %" PRIu64 ", "
+               "\"parallel\": %u, \"groups\": %u, \"sampled\": %s,\n",
             steps, r->n_stages, r->cfg->p2p ? "true" : "false", r->n_direct, r->n_ubatch,
-            r->n_slots, r->ring_tokens > 0 ? "true" : "false", r->ring_tokens);
+            r->n_slots, r->ring_tokens > 0 ? "true" : "false", r->ring_tokens,
+            r->seqs ? r->n_seq : 1, r->seqs ? r->n_groups : 1, r->sampling ? "true" : "false");
     fprintf(f, " \"per_step\": {\n  \"commands\": ");
     json_cmds(f, sum, steps ? steps : 1);
     fprintf(f, ",\n  \"hidden_state_bytes\": %.6g, \"token_bytes\": %.6g, \"logits_bytes\": %.6g,\n",

@@ -10,7 +10,7 @@
 # 32 at a time over 64 prompts every sequence finishes with the ids it gives
 # alone (none starves, none comes back empty); the prompts include ones
 # longer than the ubatch (full ubatches and a rest in powers of two) and one
-# of one token. Output: "[N] text" lines (N: the prompt's number, empty
+# of one token. Output: "[N] text" lines (N: the prompt's number, blank
 # lines skipped), or --output-dir files; and the
 # usage errors (exit 2) and unreadable files (exit 1); baton bench --npl
 # prints a row per batch size (N_KV = B x (PP + TG)) and its JSON.
@@ -157,6 +157,10 @@ mkdir "$TMP/outdir"
     --output-dir "$TMP/outdir" >"$TMP/dir.out" 2>/dev/null || fail "--output-dir run"
 [ ! -s "$TMP/dir.out" ] && [ "$(ls "$TMP/outdir" | wc -l)" = 10 ] || fail "--output-dir: files"
 cmp -s "$TMP/one8.out" "$TMP/outdir/7.txt" || fail "--output-dir: 7.txt"
+mkdir "$TMP/outq"
+"$BATON" run --model "$MODEL" --prompt-file "$TMP/prompts.txt" -n 8 --parallel 3 --quiet \
+    --output-dir "$TMP/outq" >"$TMP/dirq.out" 2>/dev/null || fail "--output-dir --quiet run"
+[ ! -s "$TMP/dirq.out" ] && cmp -s "$TMP/one8.out" "$TMP/outq/7.txt" || fail "--output-dir with --quiet: 7.txt"
 echo "ok: [N] lines and --output-dir files hold each prompt's text"
 
 # usage errors (2) and files that cannot be read (1)
@@ -171,15 +175,16 @@ want 2 "--parallel: '257' is too large" --prompt-file "$TMP/prompts.txt" --paral
 want 2 "--parallel needs --prompt-file" --prompt x --parallel 2
 want 2 "--groups needs --prompt-file" --prompt x --groups 2
 want 2 "--groups: '9' is too large" --prompt-file "$TMP/prompts.txt" --groups 9
-want 2 "one of --prompt TEXT or --prompt-file FILE" --prompt x --prompt-file "$TMP/prompts.txt"
 want 1 "--prompt-file $TMP/none.txt: No such file" --prompt-file "$TMP/none.txt"
 printf 'a\nb\0c\n' >"$TMP/nul.txt"
 want 2 "line 2 holds a NUL byte" --prompt-file "$TMP/nul.txt"
-printf '\n\r\n\n' >"$TMP/empty.txt"
+printf '\n\r\n  \t \r\n\n' >"$TMP/empty.txt"
 want 2 "no prompts" --prompt-file "$TMP/empty.txt"
 want 2 "--report-gap reads one sequence's logits: not with --prompt-file" --prompt-file "$TMP/prompts.txt" --report-gap --ids-file "$TMP/gap.json"
 want 2 "prompt 6 (51 tokens) + -n 8 exceeds --ctx 40" --prompt-file "$TMP/prompts.txt" --ctx 40 -n 8
-want 1 "--output-dir $TMP/none: not a directory" --prompt-file "$TMP/prompts.txt" --output-dir "$TMP/none"
+want 1 "--output-dir $TMP/none: No such file or directory" --prompt-file "$TMP/prompts.txt" --output-dir "$TMP/none"
+want 1 "--output-dir $TMP/prompts.txt: not a directory" --prompt-file "$TMP/prompts.txt" --output-dir "$TMP/prompts.txt"
+want 2 "give only one of --prompt TEXT and --prompt-file FILE" --prompt x --prompt-file "$TMP/prompts.txt"
 # N beyond a server's memory: the KV cache of 8 sequences does not fit a
 # session of 4 MiB; said in terms of --ctx and --parallel, nothing run, and
 # the server serves the next session (one sequence fits)
