@@ -301,36 +301,26 @@ static int infer(const struct baton_graph_node *n, const struct tview *s, struct
         *work_bytes = w;
         return 0;
     }
-    case BATON_OP_SAMPLE: {
-        uint64_t w;
+    case BATON_OP_SAMPLE:
+    case BATON_OP_ARGMAX: {
+        /* a token id per row of x {K,M}: I32 {M} */
+        const int sample = n->op == BATON_OP_SAMPLE;
 
-        if (!all_f32(s, 1) || s[1].type != BATON_TYPE_I32)
+        if (!all_f32(s, 1) || (sample && s[1].type != BATON_TYPE_I32))
             return BATON_E_TYPE;
         if (s[0].ne[2] != 1 || s[0].ne[3] != 1 || s[0].ne[0] == 0 || s[0].ne[0] > INT32_MAX ||
-            !shape_is(&s[1], 6, s[0].ne[1], 1, 1))
+            (sample && !shape_is(&s[1], 6, s[0].ne[1], 1, 1)))
             return BATON_E_SHAPE;
         res->type = BATON_TYPE_I32;
         res->ne[0] = s[0].ne[1];
         res->ne[1] = 1;
         res->ne[2] = 1;
         res->ne[3] = 1;
-        /* one row's candidates (kernels.h) */
-        if (mul_u64(s[0].ne[0], sizeof(struct baton_cpu_sample_entry), &w))
+        /* SAMPLE: one row's candidates (kernels.h) */
+        if (sample && mul_u64(s[0].ne[0], sizeof(struct baton_cpu_sample_entry), work_bytes))
             return BATON_E_OVERFLOW;
-        *work_bytes = w;
         return 0;
     }
-    case BATON_OP_ARGMAX:
-        if (!all_f32(s, 1))
-            return BATON_E_TYPE;
-        if (s[0].ne[2] != 1 || s[0].ne[3] != 1 || s[0].ne[0] == 0 || s[0].ne[0] > INT32_MAX)
-            return BATON_E_SHAPE;
-        res->type = BATON_TYPE_I32;
-        res->ne[0] = s[0].ne[1];
-        res->ne[1] = 1;
-        res->ne[2] = 1;
-        res->ne[3] = 1;
-        return 0;
     case BATON_OP_RESHAPE: {
         uint64_t a, b;
 

@@ -792,12 +792,15 @@ struct adims {
     uint32_t hd, nh, nkv, n_ctx;
 };
 
-static void attn_step(const struct adims *d, const float *q, const float *k, const float *v,
-                      float *kc, float *vc, const int32_t *pos, uint32_t nt, float *out,
-                      struct baton_pool *pool)
+/* ROPE on q and k, ATTENTION, RMS_NORM into out; the positions pos are
+ * {nt} (rows 1) or ATTENTION's {nt,3} (rows 3: ROPE reads row 0). Returns
+ * tg_run's status. */
+static int attn_graph(const struct adims *d, const float *q, const float *k, const float *v,
+                      float *kc, float *vc, const int32_t *pos, uint32_t rows, uint32_t nt,
+                      float *out, struct baton_pool *pool)
 {
     struct tg t;
-    uint32_t lq, lk, lv, lkc, lvc, lp, lo, rq, rk, a, r;
+    uint32_t lq, lk, lv, lkc, lvc, lp, lap, lo, rq, rk, a, r;
 
     tg_init(&t);
     lq = tg_leaf(&t, BATON_TYPE_F32, d->hd, d->nh, nt, 1, (void *)q);
@@ -806,18 +809,26 @@ static void attn_step(const struct adims *d, const float *q, const float *k, con
     lkc = tg_leaf(&t, BATON_TYPE_F32, d->hd, d->n_ctx, d->nkv, 1, kc);
     lvc = tg_leaf(&t, BATON_TYPE_F32, d->hd, d->n_ctx, d->nkv, 1, vc);
     lp = tg_leaf(&t, BATON_TYPE_I32, nt, 1, 1, 1, (void *)pos);
+    lap = rows == 1 ? lp : tg_leaf(&t, BATON_TYPE_I32, nt, rows, 1, 1, (void *)pos);
     lo = tg_leaf(&t, BATON_TYPE_F32, d->hd * d->nh, nt, 1, 1, out);
     rq = tg_node(&t, BATON_OP_ROPE, BATON_TYPE_F32, d->hd, d->nh, nt, 1, SRC2(lq, lp),
                  P3(d->hd, f32_bits(10000.0f), 0));
     rk = tg_node(&t, BATON_OP_ROPE, BATON_TYPE_F32, d->hd, d->nkv, nt, 1, SRC2(lk, lp),
                  P3(d->hd, f32_bits(10000.0f), 0));
     a = tg_node(&t, BATON_OP_ATTENTION, BATON_TYPE_F32, d->hd, d->nh, nt, 1,
-                SRC6(rq, rk, lv, lkc, lvc, lp), P1(f32_bits(1.0f / sqrtf((float)d->hd))));
+                SRC6(rq, rk, lv, lkc, lvc, lap), P1(f32_bits(1.0f / sqrtf((float)d->hd))));
     r = tg_node(&t, BATON_OP_RESHAPE, BATON_TYPE_F32, d->hd * d->nh, nt, 1, 1, SRC1(a), NULL);
     r = tg_node(&t, BATON_OP_RMS_NORM, BATON_TYPE_F32, d->hd * d->nh, nt, 1, 1, SRC1(r),
                 P1(f32_bits(1e-5f)));
     tg_at(&t, r)->out_leaf = lo;
-    assert_int_equal(tg_run(&t, pool), 0);
+    return tg_run(&t, pool);
+}
+
+static void attn_step(const struct adims *d, const float *q, const float *k, const float *v,
+                      float *kc, float *vc, const int32_t *pos, uint32_t nt, float *out,
+                      struct baton_pool *pool)
+{
+    assert_int_equal(attn_graph(d, q, k, v, kc, vc, pos, 1, nt, out, pool), 0);
 }
 
 static void batch_equals_steps(const struct adims *d, uint32_t nt)
@@ -931,35 +942,12 @@ static void test_attention_work_rows(void **state)
 }
 
 /* attn_step for several sequences: sp is the {nt,3} position tensor
- * (positions, cells written, first cells read); ROPE reads its row 0.
- * Returns tg_run's status. */
+ * (positions, cells written, first cells read). Returns tg_run's status. */
 static int attn_seq_step(const struct adims *d, const float *q, const float *k, const float *v,
                          float *kc, float *vc, const int32_t *sp, uint32_t nt, float *out,
                          struct baton_pool *pool)
 {
-    struct tg t;
-    uint32_t lq, lk, lv, lkc, lvc, lp, lsp, lo, rq, rk, a, r;
-
-    tg_init(&t);
-    lq = tg_leaf(&t, BATON_TYPE_F32, d->hd, d->nh, nt, 1, (void *)q);
-    lk = tg_leaf(&t, BATON_TYPE_F32, d->hd, d->nkv, nt, 1, (void *)k);
-    lv = tg_leaf(&t, BATON_TYPE_F32, d->hd, d->nkv, nt, 1, (void *)v);
-    lkc = tg_leaf(&t, BATON_TYPE_F32, d->hd, d->n_ctx, d->nkv, 1, kc);
-    lvc = tg_leaf(&t, BATON_TYPE_F32, d->hd, d->n_ctx, d->nkv, 1, vc);
-    lp = tg_leaf(&t, BATON_TYPE_I32, nt, 1, 1, 1, (void *)sp);
-    lsp = tg_leaf(&t, BATON_TYPE_I32, nt, 3, 1, 1, (void *)sp);
-    lo = tg_leaf(&t, BATON_TYPE_F32, d->hd * d->nh, nt, 1, 1, out);
-    rq = tg_node(&t, BATON_OP_ROPE, BATON_TYPE_F32, d->hd, d->nh, nt, 1, SRC2(lq, lp),
-                 P3(d->hd, f32_bits(10000.0f), 0));
-    rk = tg_node(&t, BATON_OP_ROPE, BATON_TYPE_F32, d->hd, d->nkv, nt, 1, SRC2(lk, lp),
-                 P3(d->hd, f32_bits(10000.0f), 0));
-    a = tg_node(&t, BATON_OP_ATTENTION, BATON_TYPE_F32, d->hd, d->nh, nt, 1,
-                SRC6(rq, rk, lv, lkc, lvc, lsp), P1(f32_bits(1.0f / sqrtf((float)d->hd))));
-    r = tg_node(&t, BATON_OP_RESHAPE, BATON_TYPE_F32, d->hd * d->nh, nt, 1, 1, SRC1(a), NULL);
-    r = tg_node(&t, BATON_OP_RMS_NORM, BATON_TYPE_F32, d->hd * d->nh, nt, 1, 1, SRC1(r),
-                P1(f32_bits(1e-5f)));
-    tg_at(&t, r)->out_leaf = lo;
-    return tg_run(&t, pool);
+    return attn_graph(d, q, k, v, kc, vc, sp, 3, nt, out, pool);
 }
 
 /* Several sequences in one KV cache ({nt,3} positions): three prompts
