@@ -143,6 +143,30 @@ grep -q "^plan: 64 prompts, 32 sequences at a time (512 KV-cache cells each), 2 
     fail "many_g2: plan line: $(cat "$TMP/many_g2.err")"
 echo "ok: 64 prompts, 32 at a time on 2 batond stages, 1 and 2 groups: all finish with their ids alone"
 
+# a sequence that ends at EOS: on a generated model (gen-model seed 1, whose
+# prompt "x y z" ends at EOS after 29 tokens), 3 at a time over 5 prompts:
+# the others' ids are unchanged and the prompt admitted into the freed cells
+# gives its ids alone; the same in 2 groups over 2 batond stages
+"$BATON" gen-model --layers 2 --dim 32 --ff 64 --heads 4 --vocab 300 --type f32 --seed 1 \
+    -o "$TMP/eos.gguf" >/dev/null 2>&1 || fail "gen-model"
+printf 'a\nx y z\nhello\nb c\nq\n' >"$TMP/eos.txt"
+i=0
+while IFS= read -r line; do
+    i=$((i + 1))
+    "$BATON" run --model "$TMP/eos.gguf" --prompt "$line" -n 60 --quiet --ids-file "$TMP/eos1.$i.json" \
+        2>/dev/null || fail "eos: alone $i"
+done <"$TMP/eos.txt"
+[ "$(field "$TMP/eos1.2.json" 'len(j["generated"]) == 29 and j["generated"][-1] == 2')" = True ] ||
+    fail "eos: the model no longer ends prompt 2 at EOS: $(cat "$TMP/eos1.2.json")"
+for arm in "eos_local|--servers local" "eos_s2g2|--servers $B,$C --key $K --groups 2"; do
+    name=${arm%%|*}
+    # shellcheck disable=SC2086
+    "$BATON" run --model "$TMP/eos.gguf" --prompt-file "$TMP/eos.txt" --parallel 3 -n 60 --quiet \
+        --ids-file "$TMP/$name.json" ${arm#*|} 2>"$TMP/$name.err" || fail "$name: $(cat "$TMP/$name.err")"
+    same "$name" eos1 5
+done
+echo "ok: a sequence ending at EOS leaves the others' ids unchanged; the next prompt takes its cells"
+
 # output: prefixed lines, and --output-dir files, the same text
 "$BATON" run --model "$MODEL" --prompt-file "$TMP/prompts.txt" -n 8 --parallel 3 \
     >"$TMP/text.out" 2>/dev/null || fail "text run"
