@@ -6,7 +6,7 @@
  *
  * Properties, against an oracle written here from cli.h (lines end at LF or
  * at the end; one CR before an LF or the end is dropped; blank lines (empty
- * or only spaces and tabs) are skipped; a NUL byte in a line is BATON_E_FORMAT naming that line,
+ * or only spaces, tabs and CRs) are skipped; a NUL byte in a line is BATON_E_FORMAT naming that line,
  * counting every line, empty ones too):
  *   - the status is the oracle's; on success the lines are the oracle's, in
  *     order, each NUL-terminated with no NUL, LF or final CR inside; on
@@ -23,7 +23,7 @@
 static int is_blank(const uint8_t *p, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (p[i] != ' ' && p[i] != '\t')
+        if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r')
             return 0;
     return 1;
 }

@@ -296,6 +296,15 @@ int baton_cmd_run(int argc, char **argv)
             fprintf(stderr, "baton run: --output-dir %s: not a directory\n", cfg.output_dir);
             return 1;
         }
+        if (cfg.output_dir) {
+            /* found unwritable now, not after the model has loaded */
+            char probe[4096];
+
+            if ((size_t)snprintf(probe, sizeof probe, "%s/1.txt", cfg.output_dir) >=
+                    sizeof probe ||
+                baton_cli_check_output(PROG, "--output-dir", probe, 0, cfg.model_path) != 0)
+                return 1;
+        }
         rc = baton_cli_read_lines(PROG, "--prompt-file", prompt_file, &lines);
         if (rc != 0)
             return rc;

@@ -65,7 +65,7 @@ struct baton_cli_lines {
 
 /* Splits buf[0..len) (any bytes, not NUL-terminated) into lines: each ends
  * at LF or at len, a CR before its LF is dropped, blank lines (empty, or
- * only spaces and tabs) are skipped.
+ * only spaces, tabs and CRs) are skipped.
  * Returns 0; BATON_E_FORMAT when a line holds a NUL byte (a prompt is a C
  * string), BATON_E_LIMIT past BATON_CLI_MAX_LINES lines, BATON_E_NOMEM;
  * on error *bad_line is the 1-based line at fault (0 for NOMEM) and out

@@ -18,11 +18,11 @@ void baton_cli_lines_free(struct baton_cli_lines *l)
     }
 }
 
-/* Whether p[0, n) holds only spaces and tabs (or nothing). */
+/* Whether p[0, n) holds only spaces, tabs and CRs (or nothing). */
 static int blank(const char *p, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (p[i] != ' ' && p[i] != '\t')
+        if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r')
             return 0;
     return 1;
 }
@@ -99,7 +99,7 @@ int baton_cli_read_lines(const char *prog, const char *what, const char *path,
         if (len == cap) {
             char *p;
 
-            if (cap >= BATON_CLI_MAX_FILE) {
+            if (cap > BATON_CLI_MAX_FILE) { /* one byte past the limit was read */
                 fprintf(stderr, "%s: %s %s: larger than %u MiB\n", prog, what, path,
                         (unsigned)(BATON_CLI_MAX_FILE >> 20));
                 free(buf);
@@ -107,6 +107,8 @@ int baton_cli_read_lines(const char *prog, const char *what, const char *path,
                 return 2;
             }
             cap = cap ? cap * 2 : 65536;
+            if (cap > BATON_CLI_MAX_FILE)
+                cap = BATON_CLI_MAX_FILE + 1; /* room to find the limit exceeded */
             p = realloc(buf, cap);
             if (p == NULL) {
                 fprintf(stderr, "%s: %s %s: out of memory\n", prog, what, path);

@@ -20,6 +20,8 @@
  * token's attention reads only its own range. tests/integration/
  * test_parallel.sh checks it on 1, 2 and 3 stages, hub and direct. */
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -353,10 +355,18 @@ static int open_output(struct run *r, size_t i)
         run_msg(r->cfg, "--output-dir %s: path too long\n", r->cfg->output_dir);
         return 1;
     }
-    q->out = fopen(path, "w");
-    if (q->out == NULL) {
-        run_msg(r->cfg, "--output-dir: cannot create %s: %s\n", path, strerror(errno));
-        return 1;
+    {
+        /* not through a symbolic link someone left there */
+        const int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+
+        q->out = fd >= 0 ? fdopen(fd, "w") : NULL;
+        if (q->out == NULL) {
+            run_msg(r->cfg, "--output-dir: cannot create %s: %s%s\n", path, strerror(errno),
+                    errno == ELOOP ? " (a symbolic link: not followed)" : "");
+            if (fd >= 0)
+                close(fd);
+            return 1;
+        }
     }
     fputs(r->cfg->prompts[i], q->out);
     fflush(q->out);

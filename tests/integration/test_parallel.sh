@@ -185,6 +185,15 @@ mkdir "$TMP/outq"
 "$BATON" run --model "$MODEL" --prompt-file "$TMP/prompts.txt" -n 8 --parallel 3 --quiet \
     --output-dir "$TMP/outq" >"$TMP/dirq.out" 2>/dev/null || fail "--output-dir --quiet run"
 [ ! -s "$TMP/dirq.out" ] && cmp -s "$TMP/one8.out" "$TMP/outq/7.txt" || fail "--output-dir with --quiet: 7.txt"
+# a symbolic link in the directory is not followed
+mkdir "$TMP/outl"
+echo keep >"$TMP/victim"
+ln -s "$TMP/victim" "$TMP/outl/3.txt"
+rc=0
+"$BATON" run --model "$MODEL" --prompt-file "$TMP/prompts.txt" -n 4 --parallel 3 --quiet \
+    --output-dir "$TMP/outl" >/dev/null 2>"$TMP/outl.err" || rc=$?
+[ $rc = 1 ] && grep -q "cannot create $TMP/outl/3.txt: .*(a symbolic link: not followed)" "$TMP/outl.err" &&
+    [ "$(cat "$TMP/victim")" = keep ] || fail "--output-dir through a link: exit $rc: $(cat "$TMP/outl.err")"
 echo "ok: [N] lines and --output-dir files hold each prompt's text"
 
 # usage errors (2) and files that cannot be read (1)
@@ -202,7 +211,7 @@ want 2 "--groups: '9' is too large" --prompt-file "$TMP/prompts.txt" --groups 9
 want 1 "--prompt-file $TMP/none.txt: No such file" --prompt-file "$TMP/none.txt"
 printf 'a\nb\0c\n' >"$TMP/nul.txt"
 want 2 "line 2 holds a NUL byte" --prompt-file "$TMP/nul.txt"
-printf '\n\r\n  \t \r\n\n' >"$TMP/empty.txt"
+printf '\n\r\n  \t \r\n\r\r\n\n' >"$TMP/empty.txt"
 want 2 "no prompts" --prompt-file "$TMP/empty.txt"
 want 2 "--report-gap reads one sequence's logits: not with --prompt-file" --prompt-file "$TMP/prompts.txt" --report-gap --ids-file "$TMP/gap.json"
 want 2 "prompt 6 (51 tokens) + -n 8 exceeds --ctx 40" --prompt-file "$TMP/prompts.txt" --ctx 40 -n 8
