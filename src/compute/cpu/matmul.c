@@ -702,7 +702,7 @@ void baton_mm_drive(const struct baton_mm *mm, uint64_t r0, uint64_t r1,
 
                 for (; pf < pf_end; pf += 64)
                     __builtin_prefetch(next + pf, 0, 2);
-                for (r = rs; re - r >= t->rows; r += t->rows)
+                for (r = rs; mm->m > t->row_max_m && re - r >= t->rows; r += t->rows)
                     t->tile(mm, r, c, nc);
                 for (; r < re; r++)
                     t->row(mm, r, c, nc);

@@ -140,7 +140,7 @@ static T2 void f16_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32
 }
 
 static const struct baton_mm_tiles f16_tiles = {
-    f16_decode, 1, f16_tile_n, 1, 2, f16_row,
+    f16_decode, 1, f16_tile_n, 1, 2, f16_row, 0,
 };
 
 static T2 void avx2_f16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
@@ -288,7 +288,7 @@ static AI T2 void q_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, cons
         }                                                                                          \
     }                                                                                              \
     static const struct baton_mm_tiles name##_tiles = {                                            \
-        name##_decode, 1, name##_tile_n, 1, 4, name##_tile_n,                                      \
+        name##_decode, 1, name##_tile_n, 1, 4, name##_tile_n, 0,                                   \
     };                                                                                             \
     static T2 void avx2_##name(const struct baton_mm *mm, uint64_t r0, uint64_t r1)                \
     {                                                                                              \

@@ -164,7 +164,7 @@ static T5 void f16_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32
 }
 
 static const struct baton_mm_tiles f16_tiles = {
-    f16_decode, 1, f16_tile_n, 2, 4, f16_row,
+    f16_decode, 1, f16_tile_n, 2, 4, f16_row, 0,
 };
 
 static T5 void avx512_f16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
@@ -326,7 +326,7 @@ static AI T5 void q_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, cons
             mm->y[(c + j) * mm->n + r + rr] = hsum16(acc[rr][j]);
 }
 
-#define Q_KERNELS(name, is_q4, decode_nr, tile_nr)                                                 \
+#define Q_KERNELS(name, is_q4, decode_nr, tile_nr, row_max_m)                                      \
     static T5 void name##_decode(const struct baton_mm *mm, uint64_t r)                            \
     {                                                                                              \
         uint64_t i;                                                                                \
@@ -368,7 +368,7 @@ static AI T5 void q_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, cons
         }                                                                                          \
     }                                                                                              \
     static const struct baton_mm_tiles name##_tiles = {                                            \
-        name##_decode, Q_DECODE_ROWS, name##_tile_n, tile_nr, 4, name##_row,                                         \
+        name##_decode, Q_DECODE_ROWS, name##_tile_n, tile_nr, 4, name##_row, row_max_m,             \
     };                                                                                             \
     static T5 void avx512_##name(const struct baton_mm *mm, uint64_t r0, uint64_t r1)              \
     {                                                                                              \
@@ -380,9 +380,12 @@ static AI T5 void q_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, cons
  * and gains from two rows' independent chains (25 -> 28 GB/s), Q8_0
  * decode is memory-bound and two rows measured much slower (31 -> 12
  * GB/s); batched Q8_0 gains from 4-row tiles (125 -> 160 GFLOP/s at 64
- * columns), Q4_0 does not (176 vs 169). */
-Q_KERNELS(q8_0, 0, 1, 4)
-Q_KERNELS(q4_0, 1, 2, 2)
+ * columns), Q4_0 does not (176 vs 169). With up to 16 columns Q8_0 goes a
+ * row at a time (row_max_m, matmul.h): on the 87 MB d768 model the 4-row
+ * tiles could not overlap the weight stream (a batched decode of 4
+ * sequences ran at 255 tok/s against 420-500 a row at a time). */
+Q_KERNELS(q8_0, 0, 1, 4, 16)
+Q_KERNELS(q4_0, 1, 2, 2, 0)
 
 /* ---- exp, SILU (expf.h's steps on 8 binary64 lanes, as baton_cpu_expf) ---- */
 
