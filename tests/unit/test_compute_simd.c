@@ -323,8 +323,9 @@ static void test_q4_0_random(void **state)
 }
 
 /* Shapes past one row block of the prefill walk (256 KiB of weights), so
- * several row blocks and column groups (4 + 4 + 1) are crossed, and the
- * decode walk's row tiles with a ragged end. */
+ * several row blocks and column groups (4 + 4 + 1, and 19 columns: past
+ * the row-at-a-time limit) are crossed, and the decode walk's row tiles
+ * with a ragged end. */
 static void test_large_shapes(void **state)
 {
     static const uint32_t types[] = {BATON_TYPE_F32, BATON_TYPE_F16, BATON_TYPE_Q8_0,
@@ -340,6 +341,11 @@ static void test_large_shapes(void **state)
         struct mm_case c;
 
         case_fill(&c, types[t], 2048, 163, 9);
+        case_check(&c, pools, 2);
+        case_free(&c);
+        /* past row_max_m (matmul.h): the multi-row tiles, 4 + 4 + 4 + 4 + 3
+         * columns */
+        case_fill(&c, types[t], 2048, 163, 19);
         case_check(&c, pools, 2);
         case_free(&c);
     }
