@@ -13,7 +13,9 @@
  * keeps one registered shape), and the last stage returns every token's
  * argmax, or samples each token (SAMPLE, core/ops.h: the N-th prompt's
  * seed is --seed + N - 1, the counter the token's position). A sequence
- * that ends (EOS, -n) frees its slot for the next prompt.
+ * that ends (EOS, -n) frees its slot for the next prompt. With G pipeline
+ * groups the slots are split into G groups whose decode steps overlap on
+ * the stages (a group's step waits only for its own previous step).
  *
  * Each sequence's ids are those it gives alone: every kernel gives the same
  * bits for any ubatch size (docs/DESIGN.md's determinism rule), and a
@@ -21,11 +23,10 @@
  * test_parallel.sh checks it on 1, 2 and 3 stages, hub and direct. */
 #include <errno.h>
 #include <fcntl.h>
-#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include "baton/status.h"
 #include "model/run_internal.h"
@@ -274,7 +275,7 @@ static int prefill_one(struct run *r, size_t i, uint32_t j, int32_t *first)
     const int32_t base = (int32_t)(j * r->cfg->n_ctx);
     struct run_ubatch ub[64];
     int32_t *sp = malloc((size_t)n * 3 * sizeof(int32_t)), smp[64 * 6];
-    uint32_t m = 0, at = 0, parts[32], k;
+    uint32_t m = 0, at = 0, parts[32];
     int rc;
 
     if (sp == NULL) {
@@ -282,12 +283,11 @@ static int prefill_one(struct run *r, size_t i, uint32_t j, int32_t *first)
         return 1;
     }
     while (at < n) {
-        uint32_t len = n - at >= u ? u : 0;
+        uint32_t len = u;
 
-        if (len == 0) {
-            k = split_rest(n - at, parts);
+        if (n - at < u) { /* the rest: its largest power of two first */
+            (void)split_rest(n - at, parts);
             len = parts[0];
-            (void)k;
         }
         memset(&ub[m], 0, sizeof ub[m]);
         ub[m].tokens = q->ids + at;
