@@ -2340,7 +2340,7 @@ static void gen_prompt_lines(void)
         "crlf line\r\nsecond\r\n",
         "\n\n\r\n",
         "a\n\nb\n\n\nc",
-        "\xef\xbb\xbf" "BOM and UTF-8: caf\xc3\xa9\n",
+        "\357\273\277BOM and UTF-8: caf\303\251\n",
         "lone\rCR inside\n",
     };
     static const char nul[] = "a\nb\0c\nd\n";
