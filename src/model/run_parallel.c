@@ -32,6 +32,10 @@
 #include "model/run_internal.h"
 #include "model/tokenizer.h"
 
+/* Most decode rounds in one engine call (a burst): its step list is
+ * rounds x groups entries. */
+#define PAR_BURST_MAX 1024u
+
 /* One prompt of the file and what it generated. */
 struct par_seq {
     int32_t *ids; /* prompt, then generated: n_prompt + n_gen */
@@ -545,6 +549,8 @@ int run_par_generate(struct run *r, double t_load, double bytes)
         }
         if (active == 0)
             break;
+        if (rounds > PAR_BURST_MAX)
+            rounds = PAR_BURST_MAX; /* the step list stays small; the next burst goes on */
         /* a burst of decode steps, until the first sequence reaches -n:
          * step k is group k mod G's, and waits for that group's step
          * before it (k - G), whose outputs fill its inputs; the groups'
