@@ -9,7 +9,9 @@
 #   lib/cmake/baton/                               find_package(baton):
 #                                                  baton::baton (shared),
 #                                                  baton::baton_static
-#   (manual pages: not written yet)
+#   share/man/man1/baton.1.gz                      man/*.1, *.5, *.8, compressed
+#   share/man/man5/batond.policy.5.gz              with gzip -9n as Debian
+#   share/man/man8/batond.8.gz                     policy asks (12.3)
 #   share/doc/baton/examples/batond.policy         policy/batond.policy
 #   lib/systemd/system/batond{,@}.service          packaging/*.service (DynamicUser=)
 include(GNUInstallDirs)
@@ -84,6 +86,26 @@ write_basic_package_version_file(${CMAKE_BINARY_DIR}/packaging/batonConfigVersio
   COMPATIBILITY SameMajorVersion)
 install(FILES ${CMAKE_BINARY_DIR}/packaging/batonConfig.cmake
   ${CMAKE_BINARY_DIR}/packaging/batonConfigVersion.cmake DESTINATION ${baton_cmake_dir})
+
+# Manual pages (man/*.SECTION, mdoc), compressed at build time with
+# gzip -9n (no name or time stamp: the same bytes on every build), as
+# Debian policy wants them in a package; man reads them so wherever they
+# are installed.
+find_program(GZIP_EXECUTABLE gzip REQUIRED)
+file(GLOB baton_man_pages CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/man/*.[158])
+set(baton_man_gz)
+foreach(page ${baton_man_pages})
+  get_filename_component(name ${page} NAME)
+  string(REGEX REPLACE ".*\\.([158])$" "\\1" section ${name})
+  set(gz ${CMAKE_BINARY_DIR}/man/${name}.gz)
+  add_custom_command(OUTPUT ${gz}
+    COMMAND ${CMAKE_COMMAND} -E copy ${page} ${CMAKE_BINARY_DIR}/man/${name}
+    COMMAND ${GZIP_EXECUTABLE} -9nf ${CMAKE_BINARY_DIR}/man/${name}
+    DEPENDS ${page} VERBATIM)
+  list(APPEND baton_man_gz ${gz})
+  install(FILES ${gz} DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section})
+endforeach()
+add_custom_target(baton_man ALL DEPENDS ${baton_man_gz})
 
 # The example policy: documentation, and the policy batond.service reads.
 # Its /etc path follows GNUInstallDirs' rule (prefix /usr: /etc, else

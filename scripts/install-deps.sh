@@ -5,11 +5,13 @@
 # when something is missing.
 set -eu
 
-# Base: what building, `make demo` and `make check` need. --full adds the
-# proof (Frama-C, why3, z3, cvc4), sanitizer (clang) and fuzzing (AFL++)
+# Base: what building, `make demo` and `make check` need (groff-base and
+# mandoc for the manual page check, tests/integration/test_man_pages.sh).
+# --full adds the proof (Frama-C, why3, z3, cvc4), sanitizer (clang) and fuzzing (AFL++)
 # toolchains that `make test` needs, and systemd (systemd-analyze, for the
 # unit checks).
-PKGS="build-essential cmake pkg-config libsodium-dev libseccomp-dev libcmocka-dev iproute2"
+PKGS="build-essential cmake pkg-config libsodium-dev libseccomp-dev libcmocka-dev iproute2
+groff-base mandoc"
 if [ "${1:-}" = "--full" ]; then
     PKGS="$PKGS clang libclang-rt-14-dev llvm afl++ frama-c-base why3 z3 cvc4 systemd"
 fi

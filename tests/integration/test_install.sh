@@ -43,6 +43,9 @@ lib/pkgconfig/baton.pc
 lib/systemd/system/batond.service
 lib/systemd/system/batond@.service
 share/doc/baton/examples/batond.policy
+share/man/man1/baton.1.gz
+share/man/man5/batond.policy.5.gz
+share/man/man8/batond.8.gz
 LIST
 if ! diff -u "$TMP/want" "$TMP/got" >"$TMP/list.diff"; then
     cat "$TMP/list.diff" >&2

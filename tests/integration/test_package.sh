@@ -3,7 +3,8 @@
 # dpkg-shlibdeps: libc6, libsodium23, libseccomp2) and conffiles; then the
 # package unpacked with dpkg -x into a throwaway root, as on a machine
 # without the build tree: its batond and baton run (--help, --version), need
-# no library from the build tree, and the shipped policy parses.
+# no library from the build tree, its manual pages are man/'s, and the
+# shipped policy parses.
 . "$(dirname "$0")/lib.sh"
 : "${BUILD_DIR:?}" "${SRC_DIR:?}"
 if [ "${BATON_ASAN:-}" = "1" ]; then
@@ -47,6 +48,9 @@ lrwxrwxrwx /usr/lib/libbaton.so.0
 -rw-r--r-- /usr/lib/systemd/system/batond.service
 -rw-r--r-- /usr/lib/systemd/system/batond@.service
 -rw-r--r-- /usr/share/doc/baton/examples/batond.policy
+-rw-r--r-- /usr/share/man/man1/baton.1.gz
+-rw-r--r-- /usr/share/man/man5/batond.policy.5.gz
+-rw-r--r-- /usr/share/man/man8/batond.8.gz
 LIST
 if ! diff -u "$TMP/want" "$TMP/got" >"$TMP/list.diff"; then
     cat "$TMP/list.diff" >&2
@@ -104,6 +108,13 @@ for prog in batond baton; do
     if grep -q '\.debug_info' <<<"$(readelf -S "$bin")"; then fail "$prog is not stripped"; fi
     echo "ok: $prog: --help, --version, ldd: $(grep -o '^[[:space:]]*[^ ]*' <<<"$libs" | tr -d '\t' | tr '\n' ' ')"
 done
+
+# the manual pages are man/'s, compressed
+for page in baton.1 batond.policy.5 batond.8; do
+    gz="$ROOT/usr/share/man/man${page##*.}/$page.gz"
+    gzip -dc "$gz" | cmp -s - "$SRC_DIR/man/$page" || fail "$gz is not man/$page compressed"
+done
+echo "ok: manual pages"
 
 # the shipped policy parses, and gives the defaults batond has without it
 "$ROOT/usr/bin/batond" --print-policy --policy "$ROOT/etc/baton/batond.policy" >"$TMP/pol.file" ||

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # packaging/batond.service and batond@.service: systemd-analyze verify finds
-# nothing to say; the hardening an exposed daemon needs is there; their
+# nothing to say (their man: pages included, from a staged install); the hardening an exposed daemon needs is there; their
 # SystemCallFilter= admits every call of batond's own seccomp list and its
 # setup (syscall_filter_check.py); `systemd-analyze security --offline`
 # scores them (printed, and held at "OK" or better: exposure <= 2.0). Then
@@ -25,10 +25,21 @@ for u in "${UNITS[@]}"; do
     grep -q "^ExecStart=$BATOND --policy /etc/baton/" "$TMP/units/$(basename "$u")" ||
         fail "$(basename "$u"): ExecStart is not /usr/bin/batond --policy /etc/baton/..."
 done
-out=$(cd "$TMP/units" && systemd-analyze verify --man=no batond.service batond@.service 2>&1) ||
-    fail "systemd-analyze verify: $out"
+# verify also runs `man` on each Documentation=man: page; MANPATH points it
+# at this build's pages, installed into a staging prefix
+man_check=--man=yes
+if [ -n "${BUILD_DIR:-}" ] && command -v man >/dev/null; then
+    cmake --install "$BUILD_DIR" --prefix "$TMP/stage/usr" >"$TMP/install.log" 2>&1 ||
+        fail "cmake --install: $(tail -5 "$TMP/install.log")"
+    export MANPATH="$TMP/stage/usr/share/man"
+else
+    echo "note: no BUILD_DIR or no man: systemd-analyze verify --man=no" >&2
+    man_check=--man=no
+fi
+out=$(cd "$TMP/units" && systemd-analyze verify "$man_check" batond.service batond@.service 2>&1) ||
+    fail "systemd-analyze verify $man_check: $out"
 [ -z "$out" ] || fail "systemd-analyze verify has something to say: $out"
-echo "ok: systemd-analyze verify"
+echo "ok: systemd-analyze verify $man_check"
 
 for u in "${UNITS[@]}"; do
     for d in DynamicUser=yes NoNewPrivileges=yes ProtectSystem=strict ProtectHome=yes \
