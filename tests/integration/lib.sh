@@ -37,6 +37,7 @@ wait_port_file() {
 # start_server NAME: starts batond, sets PORT_<NAME> and PID_<NAME>.
 start_server() {
     local name=$1
+    rm -f "$TMP/port.$name" # a restart under the same name: wait for its own port file
     # shellcheck disable=SC2086
     "$BATOND" --host 127.0.0.1 --port 0 --port-file "$TMP/port.$name" --threads 1 \
         ${BATOND_EXTRA:-} 2>"$TMP/batond.$name.log" &
