@@ -12,7 +12,7 @@ JOBS ?= 2
 MODEL ?=
 CMAKE_FLAGS ?=
 
-.PHONY: all deps deps-full build demo check test test-asan proof fuzz bench clean
+.PHONY: all deps deps-full deps-bench build demo check test test-asan proof fuzz bench clean
 
 all: build
 
@@ -21,6 +21,9 @@ deps:
 
 deps-full:
 	@./scripts/install-deps.sh --full
+
+deps-bench:
+	@./scripts/install-deps.sh --bench
 
 build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
@@ -47,7 +50,7 @@ fuzz: deps-full build
 test: check proof test-asan fuzz
 	@echo "make test: all stages passed"
 
-bench: build
+bench: deps-bench build
 	@BUILD_DIR=$(BUILD) ./bench/run.sh
 
 clean:

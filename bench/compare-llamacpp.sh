@@ -3,7 +3,7 @@
 #
 #   bench/compare-llamacpp.sh [--build DIR] [--no-build] [--reps R] [--type T]
 #                             [--threads "1 2"] [-p N] [-n N] [--model FILE]
-#                             [--no-llamacpp] [--small]
+#                             [--no-llamacpp] [--small] [--json FILE]
 #
 # Arms, each run R times (default 5, at least 5 unless --small) with the arm
 # order rotating per repetition:
@@ -32,7 +32,12 @@
 # node-llama-cpp creates a thread per decode call, which makes its 2-thread
 # decode slower than its 1-thread decode: compare decode at 1 thread.
 # If the package cannot be installed or loaded, the reason is printed and
-# the baton arms still run. --small: tiny model, 1 repetition, -p 8 -n 4,
+# the baton arms still run. --json FILE: the arm lines also as JSON (a row
+# per arm and thread count with arm, servers (batond: 0 in-process and for
+# llama.cpp, 1 or 2), stages (1, 1, 2), threads, prefill_tok_s, decode_tok_s
+# and their spread; see
+# bench_json_write in bench/lib.sh; read by bench/plot.py).
+# --small: tiny model, 1 repetition, -p 8 -n 4,
 # llama.cpp skipped unless already installed (for the smoke test).
 # Figures only, never a test.
 set -euo pipefail
@@ -41,7 +46,7 @@ source "$(dirname "$0")/lib.sh"
 BENCH_COMMAND="bench/compare-llamacpp.sh $*"
 
 build=${BUILD_DIR:-$BENCH_SRC/build}
-do_build=1 reps=5 type=q8_0 threads="1 2" n_prompt=128 n_gen=64 model="" use_llama=1 small=0
+do_build=1 reps=5 type=q8_0 threads="1 2" n_prompt=128 n_gen=64 model="" use_llama=1 small=0 json=""
 while [ $# -gt 0 ]; do
     case $1 in
     --build) build=$2; shift 2 ;;
@@ -53,6 +58,7 @@ while [ $# -gt 0 ]; do
     -n) n_gen=$2; shift 2 ;;
     --model) model=$2; shift 2 ;;
     --no-llamacpp) use_llama=0; shift ;;
+    --json) json=$2; shift 2 ;;
     --small) small=1; reps=1; n_prompt=8; n_gen=4; shift ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "compare-llamacpp.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -204,8 +210,14 @@ for arm in "${arms[@]}"; do
             "$(get "${arm}_${th}_prefill" 3)" "$(get "${arm}_${th}_prefill" 4)" \
             "$(get "${arm}_${th}_decode" 3)" "$(get "${arm}_${th}_decode" 4)" \
             "$(get "${arm}_${th}_decode" 5)"
+        case $arm in baton_batond1) sv=1 st=1 ;; baton_batond2) sv=2 st=2 ;; *) sv=0 st=1 ;; esac
+        bench_json_row arm="$arm" servers="$sv" stages="$st" threads="$th" prefill_tok_s="$p" decode_tok_s="$d" \
+            prefill_min="$(get "${arm}_${th}_prefill" 3)" prefill_max="$(get "${arm}_${th}_prefill" 4)" \
+            decode_min="$(get "${arm}_${th}_decode" 3)" decode_max="$(get "${arm}_${th}_decode" 4)" \
+            reps="$(get "${arm}_${th}_decode" 5)" prompt="$n_prompt" generated="$n_gen"
     done
 done
+bench_json_write "$json" compare-llamacpp
 for th in $threads; do
     lp=$(get "llamacpp_${th}_prefill" 2) ld=$(get "llamacpp_${th}_decode" 2)
     bp=$(get "baton_inproc_${th}_prefill" 2) bd=$(get "baton_inproc_${th}_decode" 2)

@@ -1,15 +1,18 @@
 #!/bin/bash
-# bench/direct_path.sh BUILD_DIR [REPS] [MODEL] — the hub path against the
+# bench/direct_path.sh BUILD_DIR [REPS] [MODEL] [JSON] — the hub path against the
 # direct path on 3 stages (3 keyed batond on loopback, peer key, allow-lists
 # A -> B -> C), with `baton run --stats-json`: per decode step, the commands
 # and bytes on each coordinator link, the hidden-state bytes through the
 # coordinator and each server's peer bytes (exact counts, the same on every
 # repetition), and decode tokens/s (median, min, max over REPS runs per
 # arm, arms alternating). Greedy, 48 tokens, prompt "Once upon a time".
+# JSON: also write the per-arm figures there (read by bench/plot.py).
 set -euo pipefail
-BUILD=${1:?usage: bench/direct_path.sh BUILD_DIR [REPS] [MODEL]}
+BUILD=${1:?usage: bench/direct_path.sh BUILD_DIR [REPS] [MODEL] [JSON]}
 REPS=${2:-5}
 MODEL=${3:-$(dirname "$0")/../../shared/models/stories260K.gguf}
+JSON=${4:-}
+COMMAND="bench/direct_path.sh $*"
 TMP=$(mktemp -d)
 PIDS=()
 cleanup() {
@@ -47,9 +50,10 @@ for r in $(seq "$REPS"); do
     done
 done
 
-python3 - "$TMP" "$REPS" <<'EOF'
+python3 - "$TMP" "$REPS" "$JSON" "$COMMAND" "$(date -u '+%Y-%m-%d %H:%M:%S UTC')" \
+    "$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1)" <<'EOF'
 import json, re, statistics, sys
-tmp, reps = sys.argv[1], int(sys.argv[2])
+tmp, reps, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 def load(arm, r): return json.load(open(f"{tmp}/{arm}.{r}.json"))
 def tps(arm, r):
     m = re.search(r"decode ([0-9.]+) tok/s", open(f"{tmp}/{arm}.{r}.err").read())
@@ -86,4 +90,17 @@ print("decode tok/s over %d runs per arm (arms alternating): median, min, max" %
 for arm in ["hub", "direct"]:
     v = [tps(arm, r) for r in range(1, reps + 1)]
     print("%-7s %8.1f %8.1f %8.1f" % (arm, statistics.median(v), min(v), max(v)))
+if out:
+    rows = []
+    for arm in ["hub", "direct"]:
+        v = [tps(arm, r) for r in range(1, reps + 1)]
+        ps = load(arm, 1)["per_step"]
+        rows.append({"arm": arm, "stages": 3, "decode_tok_s": statistics.median(v),
+                     "decode_min": min(v), "decode_max": max(v), "reps": reps,
+                     "commands_per_step": sum(c["count"] for c in ps["commands"].values()),
+                     "request_bytes_per_step": sum(c["request_bytes"] for c in ps["commands"].values()),
+                     "reply_bytes_per_step": sum(c["reply_bytes"] for c in ps["commands"].values())})
+    with open(out, "w") as f:
+        json.dump({"bench": "direct_path", "date": sys.argv[5], "host": sys.argv[6],
+                   "command": sys.argv[4], "rows": rows}, f, indent=1)
 EOF

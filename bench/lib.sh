@@ -3,8 +3,10 @@
 # Servers started here are stopped on exit, by PID, and only those.
 #
 # Provides: bench_build BUILD TARGET..., bench_header, bench_start_batond,
-# bench_stop_all, bench_stats (median/min/max of key=value lines), and
-# bench_json_median FILE FIGURE (reads `baton bench --json`).
+# bench_stop_all, bench_stats (median/min/max of key=value lines),
+# bench_json_median FILE FIGURE (reads `baton bench --json`), and
+# bench_json_row / bench_json_write (the --json FILE of the scripts, read by
+# bench/plot.py).
 
 BENCH_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH_PIDS=()
@@ -47,9 +49,12 @@ bench_need_bins() {
     done
 }
 
-# Machine details and load, as comment lines.
+# Machine details and load, as comment lines (date and host also kept in
+# BENCH_DATE and BENCH_HOST for bench_json_write).
 bench_header() {
-    echo "# date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    BENCH_DATE=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
+    BENCH_HOST=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1)
+    echo "# date: $BENCH_DATE"
     echo "# host: $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1)," \
         "$(nproc) CPUs ($(lscpu 2>/dev/null | sed -n 's/^Core(s) per socket: *//p' | head -n 1)" \
         "cores per socket, $(lscpu 2>/dev/null | sed -n 's/^Thread(s) per core: *//p' | head -n 1)" \
@@ -156,4 +161,36 @@ bench_weight_bytes_per_token() {
             total += bytes
         }
         END { if (!head) total += embd; printf "%.0f\n", total }'
+}
+
+# bench_json_row KEY=VALUE...: one result row for bench_json_write; a VALUE
+# that is a number is written as a JSON number, anything else as a string.
+bench_json_row() {
+    local kv k v sep="" out="{"
+    for kv in "$@"; do
+        k=${kv%%=*} v=${kv#*=}
+        if [[ $v =~ ^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$ ]]; then
+            out+="$sep\"$k\": $v"
+        else
+            v=${v//\\/\\\\}
+            out+="$sep\"$k\": \"${v//\"/\\\"}\""
+        fi
+        sep=", "
+    done
+    echo "$out}" >>"$BENCH_TMP/json.rows"
+}
+
+# bench_json_write FILE NAME: writes the rows so far as
+#   {"bench": NAME, "date": ..., "host": ..., "command": ..., "rows": [...]}
+# (nothing when FILE is empty).
+bench_json_write() {
+    local file=$1 name=$2 q='"'
+    [ -n "$file" ] || return 0
+    mkdir -p "$(dirname "$file")"
+    {
+        printf '{"bench": "%s", "date": "%s", "host": "%s", "command": "%s",\n "rows": [\n' \
+            "$name" "${BENCH_DATE:-}" "${BENCH_HOST//$q/}" "${BENCH_COMMAND//$q/}"
+        [ -f "$BENCH_TMP/json.rows" ] && sed '$!s/$/,/; s/^/  /' "$BENCH_TMP/json.rows"
+        printf ' ]}\n'
+    } >"$file"
 }

@@ -2,7 +2,7 @@
 # Decode speed against the memory-bandwidth roofline (issue 7).
 #
 #   bench/roofline.sh [--build DIR] [--no-build] [--reps R] [--threads "1 2"]
-#                     [--types "f16 q8_0 q4_0"] [-n N] [--small]
+#                     [--types "f16 q8_0 q4_0"] [-n N] [--small] [--json FILE]
 #
 # In one run: builds (unless --no-build) baton and bench/triad.c in DIR
 # (default $BUILD_DIR or build), generates a llama of dim 768, 12 layers,
@@ -20,6 +20,9 @@
 # embedding, from `baton inspect --json`). A `#` line after each cell gives
 # the spread: decode min..max, triad min..max, and the median, min and max
 # of the per-repetition ratio (decode and triad of the same repetition).
+# --json FILE: the cells also as JSON (bench_json_write in bench/lib.sh: a
+# row per cell with type, threads, decode_tok_s, bandwidth_GBs, roofline and
+# their spread; read by bench/plot.py).
 # --small: a 2-layer dim-64 model, 1 repetition, n 4 (for the smoke test).
 # Figures only, never a test.
 set -euo pipefail
@@ -28,7 +31,7 @@ source "$(dirname "$0")/lib.sh"
 BENCH_COMMAND="bench/roofline.sh $*"
 
 build=${BUILD_DIR:-$BENCH_SRC/build}
-do_build=1 reps=5 threads="1 2" types="f16 q8_0 q4_0" n_gen=65 small=0
+do_build=1 reps=5 threads="1 2" types="f16 q8_0 q4_0" n_gen=65 small=0 json_out=""
 while [ $# -gt 0 ]; do
     case $1 in
     --build) build=$2; shift 2 ;;
@@ -38,6 +41,7 @@ while [ $# -gt 0 ]; do
     --types) types=$2; shift 2 ;;
     -n) n_gen=$2; shift 2 ;;
     --small) small=1; reps=1; n_gen=4; shift ;;
+    --json) json_out=$2; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "roofline.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -113,6 +117,12 @@ for t in $types; do
             "$(get "tok_${t}_${th}" 3)" "$(get "tok_${t}_${th}" 4)" "$(get "bw_${th}" 3)" \
             "$(get "bw_${th}" 4)" "$(get "ratio_${t}_${th}" 2)" "$(get "ratio_${t}_${th}" 3)" \
             "$(get "ratio_${t}_${th}" 4)" "$reps"
+        bench_json_row type="$t" threads="$th" decode_tok_s="$x" bandwidth_GBs="$y" \
+            roofline="$(awk -v x="$x" -v y="$y" -v b="${wbytes[$t]}" 'BEGIN { printf "%.4f", x * b / (y * 1e9) }')" \
+            roofline_rep_median="$(get "ratio_${t}_${th}" 2)" roofline_rep_min="$(get "ratio_${t}_${th}" 3)" \
+            roofline_rep_max="$(get "ratio_${t}_${th}" 4)" decode_min="$(get "tok_${t}_${th}" 3)" \
+            decode_max="$(get "tok_${t}_${th}" 4)" weight_bytes_per_token="${wbytes[$t]}" reps="$reps"
     done
 done
+bench_json_write "$json_out" roofline
 echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -3,7 +3,7 @@
 #
 #   bench/transport.sh [--build DIR] [--no-build] [--reps R] [--mib-list 1,64]
 #                      [--rtt-iters N] [--handoff-kib K] [--no-key] [--no-pin]
-#                      [--small]
+#                      [--small] [--json FILE]
 #
 # In one run: builds (unless --no-build) batond, baton and the two tools in
 # DIR (default $BUILD_DIR or build), starts a bench/rawtcp.c server, two
@@ -32,14 +32,17 @@
 # issue's target at 64 MiB; latency: baton / raw and the difference in us,
 # the 4-byte GET's target being a difference <= 10 us):
 #   ARM FIGURE=VALUE UNIT raw=RAW ratio=X [diff_us=D]
-# followed by `#` lines with min..max. Figures only, never a test.
+# followed by `#` lines with min..max. --json FILE: the same figures as
+# JSON (a row per line: arm, figure, value, unit, raw, ratio, min, max; see
+# bench_json_write in bench/lib.sh; read by bench/plot.py). Figures only,
+# never a test.
 set -euo pipefail
 # shellcheck source=bench/lib.sh disable=SC2034  # BENCH_* are read by lib.sh
 source "$(dirname "$0")/lib.sh"
 BENCH_COMMAND="bench/transport.sh $*"
 
 build=${BUILD_DIR:-$BENCH_SRC/build}
-do_build=1 reps=5 mib_list=1,64 rtt_iters=2000 handoff_kib=256 use_key=1 pin=1
+do_build=1 reps=5 mib_list=1,64 rtt_iters=2000 handoff_kib=256 use_key=1 pin=1 json=""
 while [ $# -gt 0 ]; do
     case $1 in
     --build) build=$2; shift 2 ;;
@@ -51,6 +54,7 @@ while [ $# -gt 0 ]; do
     --no-key) use_key=0; shift ;;
     --no-pin) pin=0; shift ;;
     --small) reps=1; mib_list=1; rtt_iters=40; handoff_kib=16; shift ;;
+    --json) json=$2; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "transport.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -148,6 +152,14 @@ stats=$BENCH_TMP/stats
 bench_stats <"$raw" >"$stats"
 get() { awk -v k="$1" -v f="$2" '$1 == k { print $f }' "$stats"; }
 spread() { printf '#   min..max %s..%s, %s repetitions\n' "$(get "$1" 3)" "$(get "$1" 4)" "$(get "$1" 5)"; }
+# row ARM FIGURE UNIT KEY [RAWKEY]: the JSON row of one figure
+row() {
+    local rk=()
+    [ -n "${5:-}" ] && rk=(raw="$(get "raw_$5" 2)" ratio="$(awk -v v="$(get "${1}_$4" 2)" \
+        -v rv="$(get "raw_$5" 2)" 'BEGIN { printf "%.4f", v / rv }')")
+    bench_json_row arm="$1" figure="$2" value="$(get "${1}_$4" 2)" unit="$3" \
+        "${rk[@]+"${rk[@]}"}" min="$(get "${1}_$4" 3)" max="$(get "${1}_$4" 4)" reps="$(get "${1}_$4" 5)"
+}
 # throughput: FIGURE KEY RAWKEY
 tput() {
     local arm=$1 fig=$2 key=$3 rawkey=$4 v rv
@@ -156,6 +168,7 @@ tput() {
     awk -v a="$arm" -v f="$fig" -v v="$v" -v rv="$rv" 'BEGIN {
         printf "%s %s=%.1f MB/s raw=%.1f ratio=%.3f\n", a, f, v, rv, v / rv }'
     spread "${arm}_$key"
+    row "$arm" "$fig" MB/s "$key" "$rawkey"
 }
 # latency: FIGURE KEY RAWKEY
 lat() {
@@ -165,18 +178,23 @@ lat() {
     awk -v a="$arm" -v f="$fig" -v v="$v" -v rv="$rv" 'BEGIN {
         printf "%s %s=%.2f us raw=%.2f ratio=%.3f diff_us=%.2f\n", a, f, v, rv, v / rv, v - rv }'
     spread "${arm}_$key"
+    row "$arm" "$fig" us "$key" "$rawkey"
 }
 IFS=, read -r -a sizes <<<"$mib_list"
 for m in "${sizes[@]}"; do
     echo "raw send_${m}MiB=$(get "raw_raw_send_${m}MiB_MBs" 2) MB/s"
     spread "raw_raw_send_${m}MiB_MBs"
+    row raw "send_${m}MiB" MB/s "raw_send_${m}MiB_MBs"
     echo "raw get_${m}MiB=$(get "raw_raw_get_${m}MiB_MBs" 2) MB/s"
     spread "raw_raw_get_${m}MiB_MBs"
+    row raw "get_${m}MiB" MB/s "raw_get_${m}MiB_MBs"
 done
 echo "raw rtt_1B=$(get raw_raw_rtt_us 2) us"
 spread raw_raw_rtt_us
+row raw rtt_1B us raw_rtt_us
 echo "raw handoff_${handoff_kib}KiB=$(get raw_raw_handoff_us 2) us"
 spread raw_raw_handoff_us
+row raw "handoff_${handoff_kib}KiB" us raw_handoff_us
 for arm in "${arms[@]}"; do
     [ "$arm" = raw ] && continue
     for m in "${sizes[@]}"; do
@@ -189,13 +207,17 @@ for arm in "${arms[@]}"; do
     if grep -q "^${arm}_baton_handoff_direct_us=not_available" "$raw"; then
         if [ "$arm" = nokey ]; then
             echo "$arm handoff_direct_${handoff_kib}KiB=not available (the direct path needs keys)"
+            bench_json_row arm="$arm" figure="handoff_direct_${handoff_kib}KiB" value="not available"
         else
             echo "$arm handoff_direct_${handoff_kib}KiB=not available (this build has no COPY_TENSOR_TO)"
+            bench_json_row arm="$arm" figure="handoff_direct_${handoff_kib}KiB" value="not available"
         fi
     elif grep -q "^${arm}_baton_handoff_direct_us=not_done" "$raw"; then
         echo "$arm handoff_direct_${handoff_kib}KiB=not done: outcome $(grep -m1 "^${arm}_baton_handoff_direct_us=not_done" "$raw" | sed 's/.*not_done_//') (enum baton_copy_outcome)"
+        bench_json_row arm="$arm" figure="handoff_direct_${handoff_kib}KiB" value="not done"
     else
         lat "$arm" "handoff_direct_${handoff_kib}KiB" baton_handoff_direct_us raw_handoff_us
     fi
 done
+bench_json_write "$json" transport
 echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"

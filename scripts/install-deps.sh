@@ -1,8 +1,8 @@
 #!/bin/sh
 # Installs the Debian 12 packages baton needs to build, test, prove and fuzz.
 # Idempotent: installs only what is missing; runs `why3 config detect` once.
-# Called by `make demo` and `make check` (base) and `make test` (--full). Needs root (or sudo) only
-# when something is missing.
+# Called by `make demo` and `make check` (base), `make bench` (--bench) and `make test` (--full).
+# Needs root (or sudo) only when something is missing.
 set -eu
 
 # Base: what building, `make demo` and `make check` need (groff-base and
@@ -10,11 +10,15 @@ set -eu
 # --full adds the proof (Frama-C, why3, z3, cvc4), sanitizer (clang) and fuzzing (AFL++)
 # toolchains that `make test` needs, and systemd (systemd-analyze, for the
 # unit checks).
+# --bench adds python3-matplotlib (bench/plot.py draws the PNG plots of
+# `make bench`); --full has it too, for the plot smoke test.
 PKGS="build-essential cmake pkg-config libsodium-dev libseccomp-dev libcmocka-dev iproute2
 groff-base mandoc"
-if [ "${1:-}" = "--full" ]; then
-    PKGS="$PKGS clang libclang-rt-14-dev llvm afl++ frama-c-base why3 z3 cvc4 systemd"
-fi
+BENCH_PKGS="python3 python3-matplotlib"
+case "${1:-}" in
+--full) PKGS="$PKGS clang libclang-rt-14-dev llvm afl++ frama-c-base why3 z3 cvc4 systemd $BENCH_PKGS" ;;
+--bench) PKGS="$PKGS $BENCH_PKGS" ;;
+esac
 
 missing=""
 for p in $PKGS; do

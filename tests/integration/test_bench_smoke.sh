@@ -1,7 +1,8 @@
 #!/bin/bash
 # The benchmark scripts run end to end with tiny sizes and print their
 # documented line formats (bench/roofline.sh, bench/compare-llamacpp.sh,
-# bench/transport.sh). Figures are not checked: speed is never asserted.
+# bench/transport.sh), and their --json files (read by bench/plot.py) parse
+# and hold the rows. Figures are not checked: speed is never asserted.
 # shellcheck source=tests/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -13,9 +14,26 @@ for b in bench_triad bench_rawtcp bench_transport; do
     fi
 done
 num='[0-9]+(\.[0-9]+)?'
+# check_json FILE BENCH N KEY...: FILE is JSON of BENCH with N rows, each
+# row having a number in every KEY
+check_json() {
+    python3 - "$@" <<'PY' || fail "$1: not the JSON bench/plot.py reads"
+import json, sys
+f, bench, n, keys = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+j = json.load(open(f))
+assert j["bench"] == bench, j["bench"]
+assert j["date"] and "command" in j and "host" in j
+rows = j["rows"]
+assert len(rows) == n, (len(rows), n)
+for r in rows:
+    for k in keys:
+        assert isinstance(r[k], (int, float)), (k, r)
+PY
+}
 
 # roofline: one cell line per type and thread count
-"$SRC_DIR/bench/roofline.sh" --build "$BUILD_DIR" --no-build --small >"$TMP/roofline.out" 2>&1 ||
+"$SRC_DIR/bench/roofline.sh" --build "$BUILD_DIR" --no-build --small \
+    --json "$TMP/roofline.json" >"$TMP/roofline.out" 2>&1 ||
     { cat "$TMP/roofline.out" >&2; fail "roofline.sh exited non-zero"; }
 for t in F16 Q8_0 Q4_0; do
     for n in 1 2; do
@@ -26,10 +44,11 @@ done
 grep -Eq "^# weight bytes per token: q8_0 [1-9][0-9]*\$" "$TMP/roofline.out" ||
     fail "roofline.sh: no weight bytes line"
 grep -q "^# load average at start: " "$TMP/roofline.out" || fail "roofline.sh: no machine header"
+check_json "$TMP/roofline.json" roofline 6 threads decode_tok_s bandwidth_GBs roofline
 
 # compare: the baton arms (llama.cpp needs node and the npm package: not here)
 "$SRC_DIR/bench/compare-llamacpp.sh" --build "$BUILD_DIR" --no-build --small --no-llamacpp \
-    --threads 1 >"$TMP/compare.out" 2>&1 ||
+    --threads 1 --json "$TMP/compare.json" >"$TMP/compare.out" 2>&1 ||
     { cat "$TMP/compare.out" >&2; fail "compare-llamacpp.sh exited non-zero"; }
 for arm in baton_inproc baton_batond1 baton_batond2; do
     grep -Eq "^$arm threads=1 prefill_tok_s=$num decode_tok_s=$num\$" "$TMP/compare.out" ||
@@ -39,9 +58,11 @@ grep -Eq "^ratio baton_batond1/baton_inproc threads=1 decode=$num cost_pct=-?$nu
     fail "compare-llamacpp.sh: no batond cost line"
 grep -q "^# llamacpp: not run (--no-llamacpp)" "$TMP/compare.out" ||
     fail "compare-llamacpp.sh: llama.cpp arm not reported as skipped"
+check_json "$TMP/compare.json" compare-llamacpp 3 stages threads prefill_tok_s decode_tok_s
 
 # transport: raw references, both batond arms, the hand-off arms
-"$SRC_DIR/bench/transport.sh" --build "$BUILD_DIR" --no-build --small >"$TMP/transport.out" 2>&1 ||
+"$SRC_DIR/bench/transport.sh" --build "$BUILD_DIR" --no-build --small \
+    --json "$TMP/transport.json" >"$TMP/transport.out" 2>&1 ||
     { cat "$TMP/transport.out" >&2; fail "transport.sh exited non-zero"; }
 grep -Eq "^raw send_1MiB=$num MB/s\$" "$TMP/transport.out" || fail "transport.sh: no raw stream line"
 grep -Eq "^raw rtt_1B=$num us\$" "$TMP/transport.out" || fail "transport.sh: no raw round trip line"
@@ -57,4 +78,6 @@ for arm in nokey key; do
     grep -Eq "^$arm handoff_direct_16KiB=" "$TMP/transport.out" ||
         fail "transport.sh: no $arm direct hand-off line"
 done
-echo "PASS: bench scripts run and print their formats"
+# raw: 4 figures; nokey, key: 5 each and the direct hand-off
+check_json "$TMP/transport.json" transport 16
+echo "PASS: bench scripts run and print their formats and JSON"
