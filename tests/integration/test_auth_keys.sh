@@ -29,7 +29,7 @@ grep -q "usage: baton keygen" "$TMP/keygen.help" && grep -q "^Exit status: 0 wri
 # every command that takes --key is named (bench was missing)
 grep -q "^  baton run/bench/info --key (or BATON_KEY_FILE); " "$TMP/keygen.help" ||
     fail "keygen --help does not name run/bench/info --key: $(cat "$TMP/keygen.help")"
-"$BATON" --help | grep -q "keygen" || fail "baton --help does not list keygen"
+"$BATON" --help >"$TMP/help.out" && grep -q "keygen" "$TMP/help.out" || fail "baton --help does not list keygen"
 
 # expect_batond CODE REGEX ARGS...: batond must exit CODE with REGEX on stderr
 expect_batond() {

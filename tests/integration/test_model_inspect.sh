@@ -162,8 +162,10 @@ rc=0; "$BATON" bench --model "$MODEL" --servers local --split 1,1,1,1,1,1 -p 4 -
     >/dev/null 2>"$TMP/split.err" || rc=$?
 [ "$rc" -eq 2 ] && grep -q "^baton bench: cannot split" "$TMP/split.err" ||
     fail "bench with an impossible split: rc $rc: $(cat "$TMP/split.err")"
-"$BATON" run --help | grep -q -- "--servers" || fail "run --help"
-"$BATON" --help | grep -q inspect || fail "baton --help"
+# (into a file first: `grep -q` on a pipe may exit before baton has written
+# all its help, which then dies of SIGPIPE and fails the pipeline)
+"$BATON" run --help >"$TMP/help.out" && grep -q -- "--servers" "$TMP/help.out" || fail "run --help"
+"$BATON" --help >"$TMP/help.out" && grep -q inspect "$TMP/help.out" || fail "baton --help"
 
 # --report-gap writes into --ids-file: without it, a usage error
 rc=0; "$BATON" run --model "$MODEL" --prompt x --report-gap >/dev/null 2>"$TMP/gap.err" || rc=$?
