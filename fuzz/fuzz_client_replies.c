@@ -112,6 +112,7 @@
 #include <sodium.h>
 
 #include "fuzz_common.h"
+#include "fuzz_random.h"
 
 #include "auth/auth.h"
 #include "baton/client.h"
@@ -139,40 +140,10 @@
 #define STREAM_CAP (STREAM_MAX + AUTH_FRAME + MAX_RECORDS * BATON_TAG_BYTES)
 
 static int trace;
-static uint64_t random_counter;
 static struct baton_key *key;
 
 /* ---- deterministic randomness and the key (once per process) ---- */
 
-static const char *fixed_random_name(void)
-{
-    return "baton-fuzz-counter";
-}
-
-/* randombytes_buf: the counter-th output of randombytes_buf_deterministic,
- * so every input sees the same "random" bytes (the client's HELLO nonce). */
-static void fixed_random_buf(void *const buf, const size_t size)
-{
-    uint8_t seed[randombytes_SEEDBYTES];
-    memset(seed, 0, sizeof seed);
-    for (unsigned i = 0; i < 8; i++)
-        seed[i] = (uint8_t)(random_counter >> (8 * i));
-    random_counter++;
-    randombytes_buf_deterministic(buf, size, seed);
-}
-
-static uint32_t fixed_random_u32(void)
-{
-    uint8_t b[4];
-    fixed_random_buf(b, sizeof b);
-    return (uint32_t)fuzz_le(b, 4);
-}
-
-static randombytes_implementation fixed_random = {
-    .implementation_name = fixed_random_name,
-    .random = fixed_random_u32,
-    .buf = fixed_random_buf,
-};
 
 /* Before libsodium starts (randombytes_set_implementation must come first):
  * the deterministic random source, then one key (the client's and the
@@ -187,7 +158,7 @@ static void harness_init(void)
         return;
     done = 1;
     trace = getenv("FUZZ_TRACE") != NULL;
-    if (randombytes_set_implementation(&fixed_random) != 0 || baton_auth_init() != 0)
+    if (randombytes_set_implementation(&fuzz_fixed_random) != 0 || baton_auth_init() != 0)
         abort();
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/baton-fuzz-ckey-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -741,9 +712,9 @@ static size_t build_keyed(struct run *r, const uint8_t *in, size_t n, uint8_t ro
     ch.version_min = ch.version_max = BATON_PROTOCOL_VERSION;
     ch.role = role;
     ch.features = BATON_FEATURE_AUTH;
-    random_counter = 0;
+    fuzz_random_counter = 0;
     baton_hs_nonce(ch.nonce);
-    random_counter = 0; /* the client draws it again */
+    fuzz_random_counter = 0; /* the client draws it again */
     struct baton_frame_header rq = {
         .cmd = BATON_CMD_HELLO, .seq = 1, .len = BATON_HELLO_BYTES};
     baton_wire_encode_header(creq, &rq);
@@ -1287,7 +1258,7 @@ static void run_client(uint8_t mode, const uint8_t *calls, size_t n_calls, const
     }
     r->wire = wire_buf;
     r->plain = r->keyed ? plain_buf : wire_buf;
-    random_counter = 0;
+    fuzz_random_counter = 0;
 
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
         abort();

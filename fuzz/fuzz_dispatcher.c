@@ -136,6 +136,7 @@
  * and every frame whose byte was flipped.
  */
 #include "fuzz_common.h"
+#include "fuzz_random.h"
 
 #include <unistd.h>
 
@@ -285,41 +286,9 @@ static uint64_t received_bytes[2]; /* PEER_WRITE bytes landed in each depth's gr
  * (landed_seq and received_bytes are then not checked). */
 static int events_lost;
 static uint32_t n_fenced_runs;     /* GRAPH_RUN requests with fences sent in this input */
-static uint64_t random_counter; /* randombytes calls in this input */
 
 /* ---- deterministic randomness and keys (once per process) ---- */
 
-/* randombytes implementation name (libsodium asks for one). */
-static const char *fixed_random_name(void)
-{
-    return "baton-fuzz-counter";
-}
-
-/* randombytes_buf: the counter-th output of randombytes_buf_deterministic
- * (ChaCha20), so every input sees the same "random" bytes. */
-static void fixed_random_buf(void *const buf, const size_t size)
-{
-    uint8_t seed[randombytes_SEEDBYTES];
-    memset(seed, 0, sizeof seed);
-    for (unsigned i = 0; i < 8; i++)
-        seed[i] = (uint8_t)(random_counter >> (8 * i));
-    random_counter++;
-    randombytes_buf_deterministic(buf, size, seed);
-}
-
-/* randombytes_random: 4 bytes of fixed_random_buf. */
-static uint32_t fixed_random_u32(void)
-{
-    uint8_t b[4];
-    fixed_random_buf(b, sizeof b);
-    return (uint32_t)fuzz_le(b, 4);
-}
-
-static randombytes_implementation fixed_random = {
-    .implementation_name = fixed_random_name,
-    .random = fixed_random_u32,
-    .buf = fixed_random_buf,
-};
 
 /* Makes a key file in dir with the library's generator and opens it (the
  * only way to a struct baton_key); the file is removed at once. Aborts on
@@ -349,7 +318,7 @@ static void harness_init(void)
         return;
     done = 1;
     trace = getenv("FUZZ_TRACE") != NULL;
-    if (randombytes_set_implementation(&fixed_random) != 0 || baton_auth_init() != 0)
+    if (randombytes_set_implementation(&fuzz_fixed_random) != 0 || baton_auth_init() != 0)
         abort();
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/baton-fuzz-keys-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -1450,7 +1419,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t *buf = fuzz_dup(data, size);
     keyed_mode = (buf[0] & MODE_KEYED) != 0;
     encrypt_mode = keyed_mode && (buf[0] & MODE_ENCRYPT) != 0;
-    random_counter = RANDOM_INPUT_FIRST;
+    fuzz_random_counter = RANDOM_INPUT_FIRST;
     n_granted = 0;
     received_bytes[0] = received_bytes[1] = 0;
     events_lost = 0;
