@@ -70,13 +70,7 @@ out=$build/bench-results.txt
 echo "bench: results kept in $out, JSON in $res"
 
 # The plots: the first python3 that has matplotlib (Debian's is /usr/bin/python3).
-py=""
-for p in python3 /usr/bin/python3; do
-    if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import matplotlib' 2>/dev/null; then
-        py=$p
-        break
-    fi
-done
+py=$("$here/plot-python.sh") || py=""
 if [ -n "$py" ]; then
     "$py" "$here/plot.py" "$res"
 else

@@ -182,6 +182,21 @@ void run_sample_params(const struct baton_run_config *cfg, uint64_t seed, uint32
     p[5] = (int32_t)counter;
 }
 
+/* A step list of m ubatches (zeroed) and SAMPLE's parameters for each
+ * (6 words a step). 0, or 1 after "out of memory" (nothing allocated). */
+static int alloc_steps(struct run *r, uint32_t m, struct run_ubatch **ub, int32_t **sp)
+{
+    *ub = calloc(m ? m : 1, sizeof(**ub));
+    *sp = calloc((size_t)(m ? m : 1) * 6, sizeof(**sp));
+    if (*ub == NULL || *sp == NULL) {
+        free(*ub);
+        free(*sp);
+        stage_msg(r, "out of memory\n");
+        return 1;
+    }
+    return 0;
+}
+
 /* The prompt in ubatches of r->n_ubatch through the engine; *next gets the
  * first generated token (sampled on the last stage when cfg->temp > 0, with
  * the position of each ubatch's last token as the counter). */
@@ -189,17 +204,13 @@ static int prefill(struct run *r, const int32_t *ids, size_t n_ids, int32_t *nex
 {
     const uint32_t u = r->n_ubatch;
     const uint32_t m = (uint32_t)((n_ids + u - 1) / u);
-    struct run_ubatch *ub = calloc(m, sizeof(*ub));
-    int32_t *sp = calloc((size_t)m * 6, sizeof(int32_t));
+    struct run_ubatch *ub;
+    int32_t *sp;
     uint32_t k;
     int rc;
 
-    if (ub == NULL || sp == NULL) {
-        free(ub);
-        free(sp);
-        stage_msg(r, "out of memory\n");
+    if (alloc_steps(r, m, &ub, &sp) != 0)
         return 1;
-    }
     for (k = 0; k < m; k++) {
         ub[k].tokens = ids + (size_t)k * u;
         ub[k].pos0 = k * u;
@@ -316,14 +327,8 @@ static int decode_ring(struct run *r, const int32_t *prompt, size_t n_prompt, in
     if (rc != 0)
         return rc < 0;
     m = (uint32_t)(r->cfg->n_predict - *n_gen);
-    ub = calloc(m, sizeof(*ub));
-    sp = calloc((size_t)m * 6, sizeof(int32_t));
-    if (ub == NULL || sp == NULL) {
-        free(ub);
-        free(sp);
-        stage_msg(r, "out of memory\n");
+    if (alloc_steps(r, m, &ub, &sp) != 0)
         return 1;
-    }
     for (k = 0; k < m; k++) {
         ub[k].tokens = k == 0 ? &gen[*n_gen - 1] : NULL;
         ub[k].n = 1;

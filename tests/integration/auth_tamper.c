@@ -35,6 +35,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "keyed_util.h" /* check(), g_failed, TIMEOUT_MS */
 #include "sock_io.h"
 
 #include "auth/auth.h"
@@ -43,28 +44,12 @@
 #include "net/net.h"
 #include "wire/wire.h"
 
-#define TIMEOUT_MS 10000
 #define HDR BATON_FRAME_HEADER_BYTES
 #define HELLO_FRAME (HDR + BATON_HELLO_BYTES)
 #define DATA_BYTES (1u << 20)
 
 static uint16_t g_port;
 static struct baton_key *g_client, *g_peer, *g_other;
-static int g_failed, g_n;
-
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...)
-{
-    va_list ap;
-    g_n++;
-    printf("%s %d - ", ok ? "ok" : "not ok", g_n);
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-    if (!ok)
-        g_failed++;
-}
 
 /* ---- raw socket I/O ---- */
 

@@ -12,13 +12,7 @@
 source "$(dirname "$0")/lib.sh"
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
-py=""
-for p in python3 /usr/bin/python3; do
-    if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import matplotlib' 2>/dev/null; then
-        py=$p
-        break
-    fi
-done
+py=$("$SRC_DIR/bench/plot-python.sh") || py=""
 if [ -z "$py" ]; then
     echo "SKIP: no python3 with matplotlib (apt-get install python3-matplotlib, or scripts/install-deps.sh --bench)" >&2
     exit 77
