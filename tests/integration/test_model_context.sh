@@ -84,13 +84,15 @@ has_line "$TMP/p.err" "baton bench: -p 100000 + -n 64 = 100064 positions exceed 
 ! grep -q "^model:" "$TMP/p.err" || fail "bench -p 100000: the model was loaded"
 want_fail 2 "$TMP/p.err" "$BATON" bench --model "$MODEL" -p 2000 -n 49
 has_line "$TMP/p.err" "baton bench: -p 2000 + -n 49 = 2049 positions exceed the model's context length (llama.context_length 2048); lower -p or -n, or give --ctx 2049 or more to run past it"
+# (a long --timeout: these prefill 2000+ tokens in-process; on a loaded host one
+# step of 512 can pass the default 30 s deadline)
 # exactly the context length runs, with no note (the KV cache is capped at 2048)
-"$BATON" bench --model "$MODEL" -p 2000 -n 48 --reps 1 >"$TMP/b.out" 2>"$TMP/b.err" ||
+"$BATON" bench --model "$MODEL" -p 2000 -n 48 --reps 1 --timeout 600000 >"$TMP/b.out" 2>"$TMP/b.err" ||
     fail "bench -p 2000 -n 48: $(cat "$TMP/b.err")"
 grep -q "^bench: .*prompt 2000, generated 48, reps 1" "$TMP/b.out" || fail "bench line: $(cat "$TMP/b.out")"
 ! grep -q "note:" "$TMP/b.err" || fail "a context note at -p + -n = 2048: $(cat "$TMP/b.err")"
 # --ctx runs past it (with run's note); a --ctx below -p + -n is a usage error
-"$BATON" bench --model "$MODEL" -p 2100 -n 2 --ctx 2102 --reps 1 >/dev/null 2>"$TMP/b.err" ||
+"$BATON" bench --model "$MODEL" -p 2100 -n 2 --ctx 2102 --reps 1 --timeout 600000 >/dev/null 2>"$TMP/b.err" ||
     fail "bench -p 2100 -n 2 --ctx 2102: $(cat "$TMP/b.err")"
 has_line "$TMP/b.err" "baton bench: note: a context of 2102 positions is more than the model was trained for (llama.context_length 2048); text past that may degrade"
 want_fail 2 "$TMP/p.err" "$BATON" bench --model "$MODEL" -p 100 -n 10 --ctx 50
