@@ -92,6 +92,8 @@ static void usage(FILE *f)
             "                    is \"not done\" and goes through the coordinator. 0: it\n"
             "                    opens none (every hand-off from it takes the hub path);\n"
             "                    links that other servers open to it are not counted\n"
+            "  --max-peer-links-per-session N  the same for one session, 0..1024\n"
+            "                    (default 4): one per destination it hands off to\n"
             "  --insecure-no-auth  allow a non-loopback --host without keys (anyone\n"
             "                    who reaches the port can use this server; logs a warning)\n"
             "  --policy FILE     read limits and settings from FILE (policy/batond.policy\n"

@@ -139,11 +139,11 @@ int stage_fail(struct run *r, const struct stage_rt *s, const char *what, int rc
               baton_status_name(rc), baton_status_str(rc),
               connect && rc == BATON_E_IO      ? "; is batond running and listening there?"
               : connect && rc == BATON_E_INVAL ? "; the host name does not resolve"
-              /* the refusal frame of the server's accept (server.c admit_locked) */
+              /* the refusal frame of the server's lobby (src/server/lobby.c) */
               : connect && rc == BATON_E_LIMIT
                   ? "; the server is at its connection limit (batond --max-connections), or "
-                    "at its limit of connections still in their handshake "
-                    "(--max-unauthenticated, --max-unauthenticated-per-ip); batond "
+                    "newer connections still in their handshake pushed this one out of its "
+                    "lobby (--max-unauthenticated, --max-unauthenticated-per-ip); batond "
                     "--print-policy shows them"
               : rc != BATON_E_AUTH             ? ""
               : r->key                         ? "; the server has another key, or requires none"

@@ -59,7 +59,7 @@ struct conn {
     uint8_t hdr[BATON_FRAME_HEADER_BYTES]; /* the current request's header as received */
     uint64_t hs_deadline; /* HELLO (and AUTH) must be done by then */
     uint8_t role;         /* from HELLO */
-    struct baton_hs hs;   /* handshake secrets, HELLO_DONE only */
+    struct server_hs hs;  /* handshake state and secrets, HELLO_DONE only */
     int tagged;           /* after AUTH: every frame carries a tag */
     int encrypt;          /* tagged, and payloads are encrypted */
     struct baton_frame_key send_key, recv_key;
@@ -230,68 +230,24 @@ static int send_raw(struct conn *c, const void *p, size_t n)
 
 static int cmd_hello(struct conn *c, const struct baton_frame_header *h)
 {
-    const struct baton_server_config *cfg = &c->s->cfg;
-    const struct baton_key *key = NULL;
     const uint8_t *p;
-    struct baton_hello in, out;
-    size_t pos = 0;
-    /* both HELLO frames, byte for byte: the handshake transcript */
-    uint8_t req[BATON_FRAME_HEADER_BYTES + BATON_HELLO_BYTES];
-    uint8_t rep[BATON_FRAME_HEADER_BYTES + BATON_HELLO_BYTES];
-    struct baton_frame_header rh = {.cmd = h->cmd, .seq = h->seq, .len = BATON_HELLO_BYTES};
+    uint8_t req[SERVER_HELLO_FRAME_BYTES]; /* the request frame, byte for byte */
+    uint8_t rep[SERVER_HELLO_FRAME_BYTES];
+    (void)h;
     /* before HELLO completes every failure is fatal: nothing else is
      * allowed in this state */
     c->fatal = 1;
     int rc = read_fixed(c, BATON_HELLO_BYTES, &p);
     if (rc != 0)
         return rc;
-    rc = baton_wire_decode_hello(p, BATON_HELLO_BYTES, &pos, &in);
-    if (rc != 0)
-        return rc;
-    if (in.role == BATON_ROLE_PEER) {
-        /* peer links (issue 4) exist only with authentication, and a peer
-         * proves the peer key: a client key cannot pose as a peer */
-        if (!c->s->auth_required)
-            return BATON_E_UNSUPPORTED;
-        key = cfg->peer_key;
-    } else if (in.role == BATON_ROLE_CLIENT) {
-        key = cfg->client_key;
-    } else {
-        return BATON_E_PROTO;
-    }
-    if (c->s->auth_required && key == NULL)
-        return BATON_E_AUTH; /* no key held for this role */
-    uint16_t lo = in.version_min > BATON_PROTOCOL_VERSION ? in.version_min : BATON_PROTOCOL_VERSION;
-    uint16_t hi = in.version_max < BATON_PROTOCOL_VERSION ? in.version_max : BATON_PROTOCOL_VERSION;
-    if (lo > hi)
-        return BATON_E_VERSION;
-    memset(&out, 0, sizeof out);
-    out.version_min = out.version_max = hi;
-    out.role = BATON_ROLE_SERVER;
-    if (c->s->auth_required)
-        out.features |= BATON_FEATURE_AUTH | (cfg->encrypt ? BATON_FEATURE_ENCRYPT : 0);
-    /* the direct path needs the peer key: to prove it on our links, and to
-     * verify the peers that write into our grants */
-    if (cfg->peer_key)
-        out.features |= BATON_FEATURE_PEER_COPY;
-    out.features |= BATON_FEATURE_PIPELINE | BATON_FEATURE_OWNER_FENCE;
-    baton_hs_nonce(out.nonce); /* libsodium, initialised by baton_server_create */
     memcpy(req, c->hdr, BATON_FRAME_HEADER_BYTES);
     memcpy(req + BATON_FRAME_HEADER_BYTES, p, BATON_HELLO_BYTES);
-    baton_wire_encode_header(rep, &rh);
-    baton_wire_encode_hello(rep + BATON_FRAME_HEADER_BYTES, &out);
-    if (c->s->auth_required) {
-        rc = baton_hs_init(&c->hs, in.role, baton_key_bytes(key));
-        if (rc == 0)
-            rc = baton_hs_transcript_add(&c->hs, req, sizeof req);
-        if (rc == 0)
-            rc = baton_hs_transcript_add(&c->hs, rep, sizeof rep);
-        if (rc != 0)
-            return rc;
-    }
+    rc = server_hs_hello(c->s, req, &c->hs, rep);
+    if (rc != 0)
+        return rc;
     c->fatal = 0;
-    c->version = hi;
-    c->role = in.role;
+    c->version = c->hs.version;
+    c->role = c->hs.role;
     /* with a key the connection waits in HELLO_DONE for AUTH, under the
      * handshake deadline */
     c->state = c->s->auth_required ? STATE_HELLO_DONE : STATE_READY;
@@ -309,24 +265,24 @@ static int cmd_auth(struct conn *c, const struct baton_frame_header *h)
 {
     const uint8_t *p;
     uint8_t proof[BATON_PROOF_BYTES];
+    struct server_ready ready;
+    memset(&ready, 0, sizeof ready);
     c->fatal = 1; /* before READY every failure ends the connection */
     int rc = read_fixed(c, BATON_PROOF_BYTES, &p);
     if (rc != 0)
         return rc;
-    rc = baton_hs_verify_initiator(&c->hs, p);
-    if (rc == 0)
-        rc = baton_hs_responder_proof(&c->hs, proof);
-    if (rc == 0)
-        rc = baton_hs_session_keys(&c->hs, &c->send_key, &c->recv_key);
-    baton_hs_destroy(&c->hs);
+    rc = server_hs_auth(&c->hs, p, proof, &ready);
     if (rc != 0) {
         server_log_auth(c->s, "session %llu from %s: authentication failed (%s role)",
-                           (unsigned long long)c->sess.id, c->peer,
-                           c->role == BATON_ROLE_PEER ? "peer" : "client");
+                        (unsigned long long)c->sess.id, c->peer,
+                        c->role == BATON_ROLE_PEER ? "peer" : "client");
         return BATON_E_AUTH;
     }
     c->fatal = 0;
     c->state = STATE_READY;
+    c->send_key = ready.send_key;
+    c->recv_key = ready.recv_key;
+    server_ready_wipe(&ready);
     server_conn_authenticated(c->s, c->slot);
     server_log_auth(c->s, "session %llu from %s authenticated (%s role%s)",
                     (unsigned long long)c->sess.id, c->peer,
@@ -1303,22 +1259,6 @@ static void framing_error(struct conn *c, uint8_t cmd, uint32_t seq, int status)
         send_reply(c, cmd, seq, status, NULL, 0, NULL, 0);
 }
 
-/* Reads cmd and seq of a header that failed to decode, for the error
- * frame: after a bad magic nothing of it is trusted. */
-static void header_echo(const uint8_t *hb, int status, uint8_t *cmd, uint32_t *seq)
-{
-    size_t pos = 4;
-    *cmd = 0;
-    *seq = 0;
-    if (status == BATON_E_MAGIC)
-        return;
-    if (baton_wire_get_u8(hb, BATON_FRAME_HEADER_BYTES, &pos, cmd) != 0)
-        *cmd = 0;
-    pos = 8;
-    if (baton_wire_get_u32(hb, BATON_FRAME_HEADER_BYTES, &pos, seq) != 0)
-        *seq = 0;
-}
-
 static int serve_loop(struct conn *c, const char **reason)
 {
     const struct baton_server_config *cfg = &c->s->cfg;
@@ -1359,7 +1299,7 @@ static int serve_loop(struct conn *c, const char **reason)
         if (rc != 0) {
             uint8_t cmd;
             uint32_t seq;
-            header_echo(hb, rc, &cmd, &seq);
+            server_header_echo(hb, rc, &cmd, &seq);
             framing_error(c, cmd, seq, rc);
             *reason = "framing error";
             return rc;
@@ -1416,12 +1356,30 @@ int server_serve_connection(struct baton_server *s, struct baton_transport *t, c
     c.hs_deadline = s->cfg.handshake_timeout_ms > 0
                         ? baton_net_deadline_ms(s->cfg.handshake_timeout_ms)
                         : BATON_DEADLINE_NONE;
-    session_init(&c.sess, server_next_session_id(s));
-    server_log_conn(s, "connection from %s: session %llu", c.peer, (unsigned long long)c.sess.id);
+    if (slot && slot->has_ready) {
+        /* the lobby did the handshake (lobby.c): start READY with its keys */
+        struct server_ready *r = &slot->ready;
+        session_init(&c.sess, r->session);
+        c.state = STATE_READY;
+        c.role = r->role;
+        c.version = r->version;
+        if (r->tagged) {
+            c.send_key = r->send_key;
+            c.recv_key = r->recv_key;
+            c.tagged = 1;
+            c.encrypt = s->cfg.encrypt != 0;
+        }
+        server_ready_wipe(r);
+        slot->has_ready = 0;
+    } else {
+        session_init(&c.sess, server_next_session_id(s));
+        server_log_conn(s, "connection from %s: session %llu", c.peer,
+                        (unsigned long long)c.sess.id);
+    }
     uint64_t id = c.sess.id;
     int rc = serve_loop(&c, &reason);
     /* wipe every per-connection secret */
-    baton_hs_destroy(&c.hs);
+    baton_hs_destroy(&c.hs.hs);
     baton_mac_abort(&c.rmac);
     baton_frame_key_wipe(&c.send_key);
     baton_frame_key_wipe(&c.recv_key);

@@ -452,6 +452,11 @@ static struct peer_link *link_get(struct baton_server *s, struct baton_session *
         *status = BATON_E_AUTH; /* no key to prove: this server cannot dial peers */
         return NULL;
     }
+    if (sess->n_links >= s->cfg.max_peer_links_per_session) {
+        /* one session cannot take the server's links from the others */
+        *status = BATON_E_LIMIT;
+        return NULL;
+    }
     if (sess->n_links == sess->links_cap) {
         uint32_t cap = sess->links_cap ? sess->links_cap * 2 : 4;
         struct peer_link **nl = realloc(sess->links, (size_t)cap * sizeof *nl);

@@ -47,8 +47,8 @@ struct field {
 
 static const struct field fields[] = {
     F("max_connections", K_COUNT, max_connections, 1, 1024, 0),
-    F("max_unauthenticated", K_COUNT, max_unauthenticated, 1, 1024, 0),
-    F("max_unauthenticated_per_ip", K_COUNT, max_unauthenticated_per_ip, 1, 1024, 0),
+    F("max_unauthenticated", K_COUNT, max_unauthenticated, 1, 65536, 0),
+    F("max_unauthenticated_per_ip", K_COUNT, max_unauthenticated_per_ip, 1, 65536, 0),
     F("handshake_timeout", K_DURATION, handshake_timeout_ms, 1, DAY_MS, 0),
     F("frame_timeout", K_DURATION, frame_timeout_ms, 1, DAY_MS, 0),
     F("send_timeout", K_DURATION, send_timeout_ms, 1, DAY_MS, 0),
@@ -62,6 +62,7 @@ static const struct field fields[] = {
     F("fence_timeout", K_DURATION, fence_timeout_ms, 1, DAY_MS, 0),
     F("max_grants_per_session", K_COUNT, max_grants_per_session, 0, 65536, 0),
     F("max_peer_links", K_COUNT, max_peer_links, 0, 1024, 0),
+    F("max_peer_links_per_session", K_COUNT, max_peer_links_per_session, 0, 1024, 0),
     F("peer_timeout", K_DURATION, peer_timeout_ms, 1, DAY_MS, 0),
     F("peer_backoff_max", K_DURATION, peer_backoff_max_ms, 1000, DAY_MS, 0),
     F("peer_queue_depth", K_COUNT, peer_queue_depth, 1, 64, 0),
@@ -80,8 +81,8 @@ void baton_policy_default(struct baton_policy *p)
 {
     memset(p, 0, sizeof *p);
     p->max_connections = 64;
-    p->max_unauthenticated = 8;
-    p->max_unauthenticated_per_ip = 4;
+    p->max_unauthenticated = 1024;
+    p->max_unauthenticated_per_ip = 1024;
     p->handshake_timeout_ms = 5000;
     p->frame_timeout_ms = 10000;
     p->send_timeout_ms = 10000;
@@ -95,6 +96,7 @@ void baton_policy_default(struct baton_policy *p)
     p->fence_timeout_ms = 20000;
     p->max_grants_per_session = 64;
     p->max_peer_links = 16;
+    p->max_peer_links_per_session = 4;
     p->peer_timeout_ms = 5000;
     p->peer_backoff_max_ms = 60000;
     p->peer_queue_depth = 4;
@@ -759,6 +761,7 @@ int baton_policy_apply(const struct baton_policy *p, struct baton_server_config 
     cfg->max_graph_flops = p->max_graph_flops;
     cfg->max_grants_per_session = p->max_grants_per_session;
     cfg->max_peer_links = p->max_peer_links;
+    cfg->max_peer_links_per_session = p->max_peer_links_per_session;
     cfg->peer_timeout_ms = (int)p->peer_timeout_ms;
     cfg->peer_backoff_max_ms = (int)p->peer_backoff_max_ms;
     cfg->max_graphs_per_session = p->max_graphs_per_session;

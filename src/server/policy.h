@@ -56,8 +56,8 @@ struct baton_policy_peer {
 /* Every field of the policy file. Durations are milliseconds, sizes bytes. */
 struct baton_policy {
     uint32_t max_connections;            /* 1..1024, default 64 */
-    uint32_t max_unauthenticated;        /* 1..1024, default 8 */
-    uint32_t max_unauthenticated_per_ip; /* 1..1024, default 4 */
+    uint32_t max_unauthenticated;        /* 1..65536, default 1024 */
+    uint32_t max_unauthenticated_per_ip; /* 1..65536, default 1024 */
     uint32_t handshake_timeout_ms;       /* 1 ms..24 h, default 5 s */
     uint32_t frame_timeout_ms;           /* 1 ms..24 h, default 10 s */
     uint32_t send_timeout_ms;            /* 1 ms..24 h, default 10 s */
@@ -71,6 +71,7 @@ struct baton_policy {
     uint32_t fence_timeout_ms;           /* 1 ms..24 h, default 20 s (GRAPH_RUN fences) */
     uint32_t max_grants_per_session;     /* 0..65536, default 64 */
     uint32_t max_peer_links;             /* 0..1024, default 16 */
+    uint32_t max_peer_links_per_session; /* 0..1024, default 4 */
     uint32_t peer_timeout_ms;            /* 1 ms..24 h, default 5 s */
     uint32_t peer_backoff_max_ms;        /* 1 s..24 h, default 60 s */
     uint32_t peer_queue_depth;           /* 1..64, default 4: copies queued per link */

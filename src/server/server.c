@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -39,8 +41,8 @@ void baton_server_config_default(struct baton_server_config *cfg)
     cfg->quiet = 0;
     cfg->max_scratch_bytes = 1ull << 30;
     cfg->idle_timeout_ms = 300000;
-    cfg->max_unauthenticated = 8;
-    cfg->max_unauthenticated_per_ip = 4;
+    cfg->max_unauthenticated = 1024;
+    cfg->max_unauthenticated_per_ip = 1024;
     cfg->handshake_timeout_ms = 5000;
     cfg->session_memory_bytes = cfg->total_memory_bytes; /* 0 also means "the total" */
     cfg->max_graph_flops = 100000000000000ull; /* 10^14 */
@@ -48,6 +50,7 @@ void baton_server_config_default(struct baton_server_config *cfg)
     cfg->fence_timeout_ms = 20000;
     cfg->max_grants_per_session = 64;
     cfg->max_peer_links = 16;
+    cfg->max_peer_links_per_session = 4;
     cfg->peer_timeout_ms = 5000;
     cfg->peer_backoff_max_ms = 60000;
     cfg->peer_queue_depth = 4;
@@ -177,6 +180,7 @@ int baton_server_create(const struct baton_server_config *cfg, struct baton_serv
         return BATON_E_NOMEM;
     s->cfg = *cfg;
     s->listen_fd = -1;
+    s->lobby_epfd = -1;
     s->stop_pipe[0] = s->stop_pipe[1] = -1;
     s->next_session = 1;
     if (s->cfg.max_message_bytes == 0 || s->cfg.max_message_bytes > BATON_MAX_MESSAGE_BYTES ||
@@ -234,7 +238,7 @@ fail:
 }
 
 /* Joins finished connection threads. Caller holds conn_lock. */
-static void reap_locked(struct baton_server *s)
+void server_reap_locked(struct baton_server *s)
 {
     for (uint32_t i = 0; i < s->n_slots; i++) {
         if (s->slots[i].state == SLOT_DONE) {
@@ -252,7 +256,7 @@ static void drain(struct baton_server *s)
     pthread_mutex_lock(&s->conn_lock);
     while (s->n_active > 0)
         pthread_cond_wait(&s->conn_done, &s->conn_lock);
-    reap_locked(s);
+    server_reap_locked(s);
     pthread_mutex_unlock(&s->conn_lock);
 }
 
@@ -264,6 +268,8 @@ void baton_server_destroy(struct baton_server *s)
         drain(s);
     if (s->listen_fd >= 0)
         close(s->listen_fd);
+    if (s->lobby_epfd >= 0)
+        close(s->lobby_epfd);
     if (s->stop_pipe[0] >= 0)
         close(s->stop_pipe[0]);
     if (s->stop_pipe[1] >= 0)
@@ -313,7 +319,7 @@ static void *conn_main(void *arg)
 
 /* The client address of fd for the per-IP cap: family 4 or 6 (an
  * IPv4-mapped IPv6 address counts as IPv4), 0 when it has none (AF_UNIX). */
-static void peer_ip(int fd, uint8_t *family, uint8_t ip[16])
+void server_peer_ip(int fd, uint8_t *family, uint8_t ip[16])
 {
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
@@ -371,42 +377,24 @@ static struct conn_slot *admit_locked(struct baton_server *s, uint8_t family, co
     return free_slot;
 }
 
-/* Tells a refused client why, best effort and without blocking: one error
- * frame (cmd 0, seq 0, E_LIMIT), as for any framing-level limit. */
-static void refuse_frame(int fd)
-{
-    uint8_t hdr[BATON_FRAME_HEADER_BYTES];
-    struct baton_frame_header h = {.cmd = 0, .status = (uint16_t)(-BATON_E_LIMIT)};
-    baton_wire_encode_header(hdr, &h);
-    ssize_t w = send(fd, hdr, sizeof hdr, MSG_NOSIGNAL | MSG_DONTWAIT);
-    (void)w;
-    /* closing with unread bytes would send a reset, which can overtake
-     * the frame: drop what the client already sent (its HELLO) */
-    uint8_t sink[512];
-    for (int i = 0; i < 8 && recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0; i++)
-        ;
-}
-
-/* baton_server_serve_fd; notify: send the refusal frame; *why (may be NULL)
- * names the cap that refused the connection. */
-static int serve_fd_ex(struct baton_server *s, int fd, int notify, const char **why)
+/* baton_server_serve_fd (the in-stream handshake of the dispatcher); *why
+ * (may be NULL) names the cap that refused the connection. */
+static int serve_fd_ex(struct baton_server *s, int fd, const char **why)
 {
     struct conn_slot *slot = NULL;
     const char *reason = "server stopping";
     uint8_t family, ip[16];
     int rc;
-    peer_ip(fd, &family, ip);
+    server_peer_ip(fd, &family, ip);
     pthread_mutex_lock(&s->conn_lock);
     if (atomic_load(&s->stopping)) {
         rc = BATON_E_IO;
         goto fail;
     }
-    reap_locked(s);
+    server_reap_locked(s);
     slot = admit_locked(s, family, ip, &reason);
     if (!slot) {
         rc = BATON_E_LIMIT;
-        if (notify)
-            refuse_frame(fd);
         goto fail;
     }
     baton_net_set_nodelay(fd);
@@ -440,9 +428,53 @@ fail:
     return rc;
 }
 
+int server_has_free_slot_locked(struct baton_server *s)
+{
+    for (uint32_t i = 0; i < s->n_slots; i++)
+        if (s->slots[i].state == SLOT_FREE)
+            return 1;
+    return 0;
+}
+
+int server_start_ready_locked(struct baton_server *s, int fd, const char *peer, uint8_t family,
+                              const uint8_t *ip, struct server_ready *ready)
+{
+    struct conn_slot *slot = NULL;
+    for (uint32_t i = 0; i < s->n_slots && !slot; i++)
+        if (s->slots[i].state == SLOT_FREE)
+            slot = &s->slots[i];
+    if (!slot)
+        return BATON_E_LIMIT;
+    snprintf(slot->peer, sizeof slot->peer, "%s", peer);
+    slot->authenticated = 1;
+    slot->ip_family = family;
+    memcpy(slot->ip, ip, sizeof slot->ip);
+    int rc = baton_transport_socket(fd, s->stop_pipe[0], &slot->transport);
+    if (rc != 0) { /* fd closed by it */
+        server_ready_wipe(ready);
+        return rc;
+    }
+    slot->server = s;
+    slot->ready = *ready;
+    slot->has_ready = 1;
+    server_ready_wipe(ready);
+    slot->state = SLOT_RUNNING;
+    s->n_active++;
+    if (pthread_create(&slot->thread, NULL, conn_main, slot) != 0) {
+        s->n_active--;
+        slot->state = SLOT_FREE;
+        server_ready_wipe(&slot->ready);
+        slot->has_ready = 0;
+        baton_transport_close(slot->transport);
+        slot->transport = NULL;
+        return BATON_E_NOMEM;
+    }
+    return 0;
+}
+
 int baton_server_serve_fd(struct baton_server *s, int fd)
 {
-    return serve_fd_ex(s, fd, 0, NULL);
+    return serve_fd_ex(s, fd, NULL);
 }
 
 void server_conn_authenticated(struct baton_server *s, struct conn_slot *slot)
@@ -472,6 +504,40 @@ uint32_t baton_server_active_connections(struct baton_server *s)
 
 /* ---- listener ---- */
 
+/* Descriptors the server needs besides the lobby: each connection thread's
+ * socket and its session's peer links, the listener, the stop pipe, the
+ * epoll set, log and policy files, and some headroom. */
+static uint64_t fixed_descriptors(const struct baton_server *s)
+{
+    return (uint64_t)s->cfg.max_connections + s->cfg.max_peer_links + 64;
+}
+
+/* Raises the soft RLIMIT_NOFILE towards the hard limit so that the lobby's
+ * max_unauthenticated entries fit beside everything else; when even the
+ * hard limit is too low, the lobby holds fewer entries (and says so). */
+static void fit_descriptor_limit(struct baton_server *s)
+{
+    struct rlimit rl;
+    uint64_t want = fixed_descriptors(s) + s->cfg.max_unauthenticated;
+    s->lobby_cap = s->cfg.max_unauthenticated;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+        struct rlimit up = rl;
+        up.rlim_cur = (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want) ? want : rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+            rl = up;
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+        uint64_t fixed = fixed_descriptors(s);
+        uint64_t room = rl.rlim_cur > fixed + 8 ? rl.rlim_cur - fixed : 8;
+        s->lobby_cap = (uint32_t)room;
+        server_log(s, "the descriptor limit (%llu) leaves room for %u unauthenticated "
+                      "connections, not max_unauthenticated = %u",
+                   (unsigned long long)rl.rlim_cur, s->lobby_cap, s->cfg.max_unauthenticated);
+    }
+}
+
 int baton_server_listen(struct baton_server *s, const char *host, uint16_t port,
                         uint16_t *bound_port)
 {
@@ -482,57 +548,29 @@ int baton_server_listen(struct baton_server *s, const char *host, uint16_t port,
      * operator said so explicitly (batond --insecure-no-auth). */
     if (!s->auth_required && !s->cfg.insecure_no_auth && !baton_net_host_is_loopback(host))
         return BATON_E_AUTH;
-    /* a deep backlog: a burst of connections is accepted and checked
-     * against the caps at once, instead of waiting in SYN retries */
-    return baton_net_listen(host, port, 1024, &s->listen_fd, bound_port);
+    fit_descriptor_limit(s);
+    /* the lobby's epoll set is made here, before the sandbox goes on, so
+     * the allow-list needs only epoll_ctl and epoll_wait */
+    s->lobby_epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (s->lobby_epfd < 0)
+        return BATON_E_IO;
+    /* a deep backlog: a burst of connections is accepted at once instead
+     * of waiting in SYN retries; the lobby accepts without blocking */
+    int rc = baton_net_listen(host, port, 1024, &s->listen_fd, bound_port);
+    int fl = rc == 0 ? fcntl(s->listen_fd, F_GETFL) : -1;
+    if (rc == 0 && (fl < 0 || fcntl(s->listen_fd, F_SETFL, fl | O_NONBLOCK) != 0)) {
+        close(s->listen_fd);
+        s->listen_fd = -1;
+        rc = BATON_E_IO;
+    }
+    return rc;
 }
 
 int baton_server_run(struct baton_server *s)
 {
-    int result = 0;
     if (s->listen_fd < 0)
         return BATON_E_INVAL;
-    while (!atomic_load(&s->stopping)) {
-        struct pollfd p[2] = {{.fd = s->listen_fd, .events = POLLIN},
-                              {.fd = s->stop_pipe[0], .events = POLLIN}};
-        /* a second at most, so suppressed-line counts come out on time */
-        int n = poll(p, 2, 1000);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            break;
-        }
-        server_log_flush(s);
-        if (n == 0)
-            continue;
-        if (p[1].revents & POLLIN)
-            break;
-        if (p[0].revents & (POLLERR | POLLNVAL)) {
-            /* the listening socket itself failed: stop rather than spin */
-            server_log(s, "listening socket failed; stopping");
-            result = BATON_E_IO;
-            break;
-        }
-        if (!(p[0].revents & POLLIN))
-            continue;
-        int fd, rc = baton_net_accept(s->listen_fd, &fd);
-        if (rc == BATON_E_TIMEOUT)
-            continue; /* the client went away before accept */
-        if (rc != 0) {
-            /* EMFILE and friends: back off a little rather than spin */
-            server_log_limited(s, "accept failed: %s", strerror(errno));
-            poll(NULL, 0, 100);
-            continue;
-        }
-        char peer[SERVER_PEER_NAME_BYTES];
-        const char *why = NULL;
-        baton_net_peer_string(fd, peer, sizeof peer);
-        rc = serve_fd_ex(s, fd, 1, &why);
-        if (rc == BATON_E_LIMIT)
-            server_log_limited(s, "refused %s: %s reached", peer, why);
-        else if (rc != 0 && rc != BATON_E_IO)
-            server_log_limited(s, "refused %s: %s", peer, baton_status_name(rc));
-    }
+    int result = server_lobby_run(s);
     /* stop accepting, let in-flight requests finish, close connections */
     close(s->listen_fd);
     s->listen_fd = -1;

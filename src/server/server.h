@@ -36,8 +36,8 @@ struct baton_server_config {
     uint64_t max_scratch_bytes;  /* one session's graph scratch arena, counted
                                     against total_memory_bytes (default 1 GiB) */
     /* Limits of issue 3 (src/server/policy.h fills them from the policy). */
-    uint32_t max_unauthenticated;        /* connections before READY (default 8) */
-    uint32_t max_unauthenticated_per_ip; /* the same per client address (default 4) */
+    uint32_t max_unauthenticated;        /* connections before READY, in the lobby (default 1024) */
+    uint32_t max_unauthenticated_per_ip; /* the same per client address (default 1024) */
     int handshake_timeout_ms;            /* connect to READY (default 5000) */
     uint64_t session_memory_bytes;       /* buffers + scratch of one session
                                             (default: total_memory_bytes) */
@@ -48,6 +48,7 @@ struct baton_server_config {
     uint32_t max_grants_per_session;     /* direct path (default 64) */
     uint32_t max_peer_links;             /* direct path: open peer links, server-wide
                                             (default 16) */
+    uint32_t max_peer_links_per_session; /* the same, per session (default 4) */
     int peer_timeout_ms;                 /* each of: connect, handshake, one PEER_WRITE
                                             and its reply, on a peer link (default 5000) */
     int peer_backoff_max_ms;             /* cap of the dial backoff (default 60000) */

@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "auth/auth.h"
 #include "compute/compute.h"
 #include "core/tensor.h"
 #include "net/transport.h"
@@ -17,6 +18,82 @@
 
 #define SERVER_NAME "batond cpu"
 #define SERVER_PEER_NAME_BYTES 64
+
+/* ---- respond.c: the responder's half of the handshake ---- */
+
+#define SERVER_HELLO_FRAME_BYTES (BATON_FRAME_HEADER_BYTES + BATON_HELLO_BYTES) /* 72 */
+#define SERVER_AUTH_FRAME_BYTES (BATON_FRAME_HEADER_BYTES + BATON_PROOF_BYTES)  /* 56 */
+
+/* A handshake between HELLO and AUTH: the initiator's role and the chosen
+ * version; hs holds the transcript and the role's key (secret) when
+ * need_auth. */
+struct server_hs {
+    struct baton_hs hs;
+    uint8_t role;
+    uint16_t version;
+    int need_auth;
+};
+
+/* A connection the lobby brought to READY, handed to its thread: the
+ * session id, role, version and (tagged) the frame keys (secret). */
+struct server_ready {
+    uint64_t session;
+    uint8_t role;
+    uint16_t version;
+    int tagged;
+    struct baton_frame_key send_key, recv_key;
+};
+
+/* HELLO: req is the request frame as received (SERVER_HELLO_FRAME_BYTES:
+ * header and payload; the caller checked that the header says HELLO, status
+ * 0, len BATON_HELLO_BYTES). Picks the role's key and the version, writes
+ * the reply frame to rep (SERVER_HELLO_FRAME_BYTES) and, with
+ * authentication, starts st->hs on the transcript of both frames.
+ * Errors (the status of the error frame; st holds no secret then):
+ * BATON_E_PROTO (not HELLO, or an unknown role), the HELLO decoder's
+ * statuses, BATON_E_UNSUPPORTED (peer role without authentication),
+ * BATON_E_AUTH (no key for the role), BATON_E_VERSION (no common version). */
+int server_hs_hello(const struct baton_server *s, const uint8_t *req, struct server_hs *st,
+                    uint8_t *rep);
+
+/* AUTH: checks the initiator's proof (BATON_PROOF_BYTES, constant time);
+ * on success writes MAC_r to proof_out and fills ready's role, version,
+ * tagged and frame keys (the caller sets session). st->hs is wiped either
+ * way. Errors: BATON_E_AUTH (nothing written to ready). */
+int server_hs_auth(struct server_hs *st, const uint8_t *proof_in, uint8_t *proof_out,
+                   struct server_ready *ready);
+
+/* Wipes ready's keys and fields. */
+void server_ready_wipe(struct server_ready *ready);
+
+/* cmd and seq of a request header hb (BATON_FRAME_HEADER_BYTES) that
+ * failed to decode with status, for its error frame: after a bad magic
+ * nothing of it is trusted (0, 0). */
+void server_header_echo(const uint8_t *hb, int status, uint8_t *cmd, uint32_t *seq);
+
+/* ---- lobby.c: connections before READY ---- */
+
+struct server_lobby;
+
+/* The listener loop of baton_server_run (lobby.c): accepts, holds every
+ * connection before READY in one event loop (no thread), does its
+ * handshake there, and hands it to a connection thread once it is READY.
+ * Returns when the server stops (0) or the listening socket fails
+ * (BATON_E_IO); every lobby connection is closed by then. */
+int server_lobby_run(struct baton_server *s);
+
+/* server.c: for the lobby (caller holds conn_lock): joins finished
+ * threads; starts the connection thread of fd (adopted, closed on failure)
+ * on a free slot, READY with *ready (moved into the slot, wiped here).
+ * Returns 0, BATON_E_LIMIT (no free slot; fd untouched, ready kept), or
+ * another status (fd closed). */
+void server_reap_locked(struct baton_server *s);
+int server_start_ready_locked(struct baton_server *s, int fd, const char *peer, uint8_t family,
+                              const uint8_t *ip, struct server_ready *ready);
+int server_has_free_slot_locked(struct baton_server *s);
+/* The client address of socket fd: family 4 or 6 (an IPv4-mapped IPv6
+ * address counts as IPv4) and 16 bytes, family 0 when it has none. */
+void server_peer_ip(int fd, uint8_t *family, uint8_t ip[16]);
 
 /* One connection thread's slot (fixed array of max_connections). */
 enum conn_slot_state { SLOT_FREE = 0, SLOT_RUNNING, SLOT_DONE };
@@ -30,6 +107,8 @@ struct conn_slot {
     uint8_t ip_family; /* 4, 6, or 0 (AF_UNIX: no per-address cap) */
     uint8_t ip[16];    /* the client's address, for the per-IP unauthenticated cap */
     char peer[SERVER_PEER_NAME_BYTES];
+    int has_ready;             /* the lobby did the handshake: ready holds its outcome */
+    struct server_ready ready; /* moved into the connection by its thread, then wiped */
 };
 
 /* One per-second window of a log rate limiter (server.c). */
@@ -58,6 +137,8 @@ struct baton_server {
     uint64_t next_session;
 
     int listen_fd;
+    uint32_t lobby_cap; /* connections before READY the lobby holds (after the fd limit) */
+    int lobby_epfd;     /* made by baton_server_listen, taken by the lobby */
     int stop_pipe[2]; /* self-pipe: [1] written by baton_server_stop, [0] never drained */
     atomic_int stopping; /* lock-free, so baton_server_stop may set it from a signal handler */
 

@@ -5,6 +5,7 @@
  *   peer_cases inflight PORT RELAY_PORT MARK_FILE CLIENT_KEY PEER_KEY
  *   peer_cases flood    SRC_PORT SRC_PID CLIENT_KEY N ALLOWED_DEAD_PORT STALL_PORT
  *   peer_cases retry    SRC_PORT RELAY_PORT DEST_PORT CLIENT_KEY STEP_FILE GO_FILE
+ *   peer_cases links    SRC_PORT DEST1_PORT DEST2_PORT CLIENT_KEY
  *
  * grants: GRANT_WRITE / REVOKE_GRANT and every refused PEER_WRITE (no
  * grant, revoked, past the range, after FREE_BUFFER, another buffer's,
@@ -23,6 +24,7 @@
  * and starts it again on the same port (STEP_FILE / GO_FILE hand-shake);
  * the next copy is done on a fresh link (the stale cached link is retried
  * once, at once) and the bytes arrive.
+ * links: max_peer_links_per_session (cmd_links).
  *
  * Prints ok / not ok lines; exit 0 iff all passed. */
 #include <dirent.h>
@@ -484,8 +486,76 @@ static int cmd_retry(uint16_t src_port, uint16_t relay_port, uint16_t dst_port,
     return g_failed ? 1 : 0;
 }
 
+/* ---- links ---- */
+
+/* Copies 256 bytes from a new buffer of src to a granted buffer of dst on
+ * port; returns the copy's result (BATON_COPY_*), -1 when it could not be
+ * asked; *landed says whether the bytes arrived. */
+static int copy_to(struct baton_conn *src, struct baton_conn *dst, uint16_t port, uint8_t seed,
+                   int *landed)
+{
+    struct baton_tensor_desc ts;
+    struct baton_peer_dest d;
+    struct baton_copy_result res;
+    uint64_t hs = 0, hd = 0;
+    uint8_t v[256];
+    memset(&d, 0, sizeof d);
+    for (int i = 0; i < 256; i++)
+        v[i] = (uint8_t)(i * 3 + seed);
+    *landed = 0;
+    if (baton_alloc_buffer(src, 256, &hs) != 0 || baton_alloc_buffer(dst, 256, &hd) != 0 ||
+        baton_tensor_init(&ts, hs, 0, BATON_TYPE_I32, 64, 1, 1, 1) != 0 ||
+        baton_grant_write(dst, hd, 0, 256, d.grant) != 0 ||
+        baton_set_tensor(src, &ts, 0, v, sizeof v) != 0)
+        return -1;
+    d.family = BATON_PEER_FAMILY_IPV4;
+    d.addr[0] = 127;
+    d.addr[3] = 1;
+    d.port = port;
+    if (baton_copy_tensor_to(src, &ts, 0, sizeof v, &d,
+                             &(struct baton_copy_options){next_seq(), 0}, &res) != 0)
+        return -1;
+    *landed = buffer_is(dst, hd, v, sizeof v);
+    return (int)res.result;
+}
+
+/* links: the source (started with max_peer_links_per_session 1 and both
+ * destinations on its allow-list) gives one session one link: its copy to
+ * the first destination is done, to the second "not done" (LIMIT), nothing
+ * landing; another session's copy to the second is done (the server-wide
+ * pool was not used up by the first); the first session's link still
+ * works. */
+static int cmd_links(uint16_t src_port, uint16_t d1_port, uint16_t d2_port, const char *ck_path)
+{
+    struct baton_key *ck = load_key(ck_path);
+    struct baton_conn *a = conn(src_port, ck, BATON_ROLE_CLIENT);
+    struct baton_conn *b = conn(src_port, ck, BATON_ROLE_CLIENT);
+    struct baton_conn *d1 = conn(d1_port, ck, BATON_ROLE_CLIENT);
+    struct baton_conn *d2 = conn(d2_port, ck, BATON_ROLE_CLIENT);
+    int landed, r;
+    r = copy_to(a, d1, d1_port, 1, &landed);
+    check(r == BATON_COPY_DONE && landed, "session A to the first destination: done (%d)", r);
+    r = copy_to(a, d2, d2_port, 2, &landed);
+    check(r == BATON_COPY_LIMIT && !landed,
+          "session A to a second destination: not done at its one link (result %d, want %d)", r,
+          BATON_COPY_LIMIT);
+    r = copy_to(b, d2, d2_port, 3, &landed);
+    check(r == BATON_COPY_DONE && landed, "session B to the second destination: done (%d)", r);
+    r = copy_to(a, d1, d1_port, 4, &landed);
+    check(r == BATON_COPY_DONE && landed, "session A's own link still works (%d)", r);
+    baton_conn_close(a);
+    baton_conn_close(b);
+    baton_conn_close(d1);
+    baton_conn_close(d2);
+    baton_key_free(ck);
+    return g_failed ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 6 && !strcmp(argv[1], "links"))
+        return cmd_links((uint16_t)atoi(argv[2]), (uint16_t)atoi(argv[3]),
+                         (uint16_t)atoi(argv[4]), argv[5]);
     if (argc == 5 && !strcmp(argv[1], "grants"))
         return cmd_grants((uint16_t)atoi(argv[2]), argv[3], argv[4]);
     if (argc == 7 && !strcmp(argv[1], "inflight"))

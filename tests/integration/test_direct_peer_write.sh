@@ -4,7 +4,8 @@
 # buffer's, past the range, after FREE_BUFFER, on a client-role
 # connection) leaves the destination's bytes unchanged and closes the link;
 # FREE_BUFFER while a PEER_WRITE is landing in it (a slow peer, through
-# tests/integration/peer_relay.c) is safe, also under ASan (make test-asan).
+# tests/integration/peer_relay.c) is safe, also under ASan (make test-asan);
+# one session cannot hold more than max_peer_links_per_session links.
 source "$(dirname "$0")/lib.sh"
 CASES="$BUILD_DIR/tests/peer_cases"
 RELAY="$BUILD_DIR/tests/peer_relay"
@@ -35,6 +36,16 @@ for _ in $(seq 200); do [ -s "$TMP/port.relay" ] && break; sleep 0.025; done
 }
 cat "$TMP/inflight.out"
 kill -0 "$PID_d" || fail "the destination died"
+# per-session peer links (max_peer_links_per_session): a source with one
+# link per session and two allowed destinations
+BATOND_EXTRA="${BATOND_EXTRA:-} --key $K --peer-key $P" start_server e
+BATOND_EXTRA="${BATOND_EXTRA:-} --key $K --peer-key $P --peer 127.0.0.1:$PORT_d \
+--peer 127.0.0.1:$PORT_e --max-peer-links-per-session 1" start_server s
+"$CASES" links "$PORT_s" "$PORT_d" "$PORT_e" "$K" >"$TMP/links.out" 2>&1 || {
+    cat "$TMP/links.out" >&2
+    fail "per-session peer links"
+}
+cat "$TMP/links.out"
 # a clean stop (under ASan: LeakSanitizer checks grants and sessions at exit)
 kill -TERM "$PID_d"
 rc=0

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Connection caps under a flood (issue 3): 200 silent connections against a
-# batond with a 1 s handshake deadline, 8 unauthenticated slots, 3 per
-# address and 12 connections in all (tests/integration/limits_flood.c has
+# Connection caps under a flood (issues 3 and 15): 200 silent connections
+# against a batond with a 1 s handshake deadline, a lobby of 8
+# unauthenticated connections, 3 per address, and 12 connections in all (tests/integration/limits_flood.c has
 # the checks), then one client that sends a byte per second is cut off at
 # its deadline. Error and connection log lines are rate-limited, each on
 # its own budget. The server runs with seccomp on, on an ephemeral loopback
@@ -27,8 +27,8 @@ timeout 120 "$BUILD_DIR/tests/limits_flood" "$PORT_a" "$PID_a" 1000 8 3 12 ||
     { cat "$log" >&2; fail "limits_flood reported failures"; }
 
 kill -0 "$PID_a" 2>/dev/null || fail "batond died during the flood"
-grep -q "refused 127.0.0.[0-9]*:[0-9]*: unauthenticated connection limit reached" "$log" ||
-    fail "no log line for a refused unauthenticated connection"
+grep -q "evicted 127.0.0.[0-9]*:[0-9]*: unauthenticated connection limit reached" "$log" ||
+    fail "no log line for an evicted unauthenticated connection"
 grep -q "no HELLO in time" "$log" || fail "no log line for a handshake deadline"
 # refusals are rate-limited: 5 lines a second at most, the rest counted
 grep -Eq "^batond: \([0-9]+ error log lines suppressed\)" "$log" || fail "error log lines were not rate-limited"

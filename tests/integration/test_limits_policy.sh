@@ -64,15 +64,28 @@ log="$TMP/batond.a.log"
 if [ "${BATON_ASAN:-}" != "1" ]; then
     grep -q "seccomp allow-list not installed" "$log" && fail "seccomp is off by default"
 fi
-exec 5<>"/dev/tcp/127.0.0.1/$PORT_a"
-exec 6<>"/dev/tcp/127.0.0.1/$PORT_a"
-for _ in $(seq 100); do
-    grep -q "session 2" "$log" && break
-    sleep 0.05
+# Connections count against max_connections once they are READY (the
+# lobby holds them before that, src/server/lobby.c): two READY connections
+# (a HELLO each; this server has no key), then the third's HELLO is
+# answered with one 24-byte E_LIMIT frame (status 10 at bytes 6..7)
+# instead of a HELLO reply. HELLO: "BATN", cmd 1, seq 1, len 48; payload
+# versions 1..1, role 1 (client), no features, a zero nonce.
+hello() {
+    printf 'BATN\001\000\000\000\001\000\000\000\000\000\000\000\060\000\000\000\000\000\000\000'
+    printf '\001\000\001\000\001\000\000\000'
+    head -c 40 /dev/zero
+}
+for fd in 5 6 7; do
+    eval "exec $fd<>/dev/tcp/127.0.0.1/$PORT_a"
+    hello >&"$fd"
+    reply=$(timeout 5 od -An -tx1 -N24 <&"$fd" | tr -d ' \n')
+    if [ "$fd" != 7 ]; then
+        # HELLO reply: status 0, len 48; read its payload too
+        [ "${reply:0:10}" = "4241544e01" ] && [ "${reply:12:4}" = "0000" ] ||
+            fail "connection $fd: no HELLO reply (got '$reply')"
+        timeout 5 od -An -tx1 -N48 <&"$fd" >/dev/null
+    fi
 done
-exec 7<>"/dev/tcp/127.0.0.1/$PORT_a"
-# the third gets one 24-byte E_LIMIT frame (status 10 at bytes 6..7), then EOF
-reply=$(timeout 5 od -An -tx1 -N24 <&7 | tr -d ' \n')
 [ "${reply:0:8}" = "4241544e" ] && [ "${reply:12:4}" = "0a00" ] ||
     fail "third connection: no E_LIMIT frame (got '$reply')"
 exec 5>&- 6>&- 7>&-

@@ -198,11 +198,17 @@ has_line "$TMP/run.err" "baton run: stage 1 (127.0.0.1:$PORT_sess): ALLOC_BUFFER
     fail "weights over --session-memory-bytes: $(cat "$TMP/run.err")"
 
 # --- run: connect refused at the server's connection limit (E_LIMIT) ---
-# a raw connection takes the one slot (its handshake may wait 60 s); the
-# server accepts in order, so the next connection is refused
-BATOND_EXTRA="${BATOND_EXTRA:-} --max-connections 1 --handshake-timeout 60s" start_server one
-python3 -c 'import os, socket, sys, time
+# a raw connection takes the one slot: its HELLO makes it READY (this
+# server has no key), so the next connection's HELLO is refused
+BATOND_EXTRA="${BATOND_EXTRA:-} --max-connections 1" start_server one
+python3 -c 'import os, socket, struct, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+hello = b"BATN" + struct.pack("<BBHIIQ", 1, 0, 0, 1, 0, 48)
+hello += struct.pack("<HHB3xQ", 1, 1, 1, 0) + bytes(32)
+s.sendall(hello)
+got = b""
+while len(got) < 72:
+    got += s.recv(72 - len(got))
 open(sys.argv[2] + ".tmp", "w").close()
 os.rename(sys.argv[2] + ".tmp", sys.argv[2])
 time.sleep(60)' "$PORT_one" "$TMP/slot.ready" &
@@ -211,6 +217,6 @@ for _ in $(seq 400); do [ -e "$TMP/slot.ready" ] && break; sleep 0.025; done
 [ -e "$TMP/slot.ready" ] || fail "the connection holding the slot did not connect"
 want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$MODEL" \
     --servers "127.0.0.1:$PORT_one" --prompt x -n 2
-[ "$(tail -n 1 "$TMP/run.err")" = "baton run: stage 1 (127.0.0.1:$PORT_one): connect failed: E_LIMIT (limit exceeded); the server is at its connection limit (batond --max-connections), or at its limit of connections still in their handshake (--max-unauthenticated, --max-unauthenticated-per-ip); batond --print-policy shows them" ] ||
+[ "$(tail -n 1 "$TMP/run.err")" = "baton run: stage 1 (127.0.0.1:$PORT_one): connect failed: E_LIMIT (limit exceeded); the server is at its connection limit (batond --max-connections), or newer connections still in their handshake pushed this one out of its lobby (--max-unauthenticated, --max-unauthenticated-per-ip); batond --print-policy shows them" ] ||
     fail "connect at the connection limit: $(cat "$TMP/run.err")"
 echo PASS

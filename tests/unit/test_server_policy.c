@@ -43,8 +43,8 @@ static void test_defaults(void **state)
     struct baton_policy p;
     baton_policy_default(&p);
     assert_int_equal(p.max_connections, 64);
-    assert_int_equal(p.max_unauthenticated, 8);
-    assert_int_equal(p.max_unauthenticated_per_ip, 4);
+    assert_int_equal(p.max_unauthenticated, 1024);
+    assert_int_equal(p.max_unauthenticated_per_ip, 1024);
     assert_int_equal(p.handshake_timeout_ms, 5000);
     assert_int_equal(p.frame_timeout_ms, 10000);
     assert_int_equal(p.send_timeout_ms, 10000);
@@ -55,6 +55,7 @@ static void test_defaults(void **state)
     assert_true(p.max_graph_flops == 100000000000000ull);
     assert_int_equal(p.max_grants_per_session, 64);
     assert_int_equal(p.max_peer_links, 16);
+    assert_int_equal(p.max_peer_links_per_session, 4);
     assert_int_equal(p.n_peers, 0);
     assert_string_equal(p.key_file, "");
     assert_string_equal(p.peer_key_file, "");
@@ -87,6 +88,7 @@ static const char every_field[] =
     "max_graph_flops = 5G\n"
     "max_grants_per_session = 0\n"
     "max_peer_links = 1024\n"
+    "max_peer_links_per_session = 2\n"
     "peer = 10.1.2.3:7340\n"
     "peer = [fd00::7]:9\n"
     "peer = host.example:65535\n"
@@ -116,6 +118,7 @@ static void test_every_field(void **state)
     assert_true(p.max_graph_flops == 5000000000ull);
     assert_int_equal(p.max_grants_per_session, 0);
     assert_int_equal(p.max_peer_links, 1024);
+    assert_int_equal(p.max_peer_links_per_session, 2);
     assert_int_equal(p.n_peers, 3);
     assert_string_equal(p.peers[0].host, "10.1.2.3");
     assert_int_equal(p.peers[0].port, 7340);
@@ -257,6 +260,8 @@ static void test_bad_values(void **state)
     expect_error("log_rate = 100001\n", "log_rate: '100001' is too large (at most 100000)");
     expect_error("max_grants_per_session = 65537\n", "'65537' is too large (at most 65536)");
     expect_error("max_peer_links = 1025\n", "'1025' is too large (at most 1024)");
+    expect_error("max_peer_links_per_session = 1025\n", "'1025' is too large (at most 1024)");
+    expect_error("max_unauthenticated = 65537\n", "'65537' is too large (at most 65536)");
     expect_error("max_unauthenticated = 0\n", "'0' is too small (at least 1)");
     expect_error("max_unauthenticated_per_ip = 0\n", "'0' is too small (at least 1)");
     /* sizes */
@@ -521,6 +526,7 @@ static void test_apply(void **state)
     assert_true(cfg.max_graph_flops == 5000000000ull);
     assert_int_equal(cfg.max_grants_per_session, 0);
     assert_int_equal(cfg.max_peer_links, 1024);
+    assert_int_equal(cfg.max_peer_links_per_session, 2);
     assert_int_equal(cfg.encrypt, 1);
     assert_int_equal(cfg.log_rate, 0);
     assert_int_equal(cfg.n_threads, 64);
