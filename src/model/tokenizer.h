@@ -108,14 +108,16 @@ enum baton_token_type {
  *   tokenizer.ggml.merges            string array of "left right" lines, by rank
  *                                    (required; at most BATON_TOKENIZER_MAX_MERGES)
  * where the bos/eos/unknown ids have no default and add_bos_token defaults
- * to true for llama-bpe and false otherwise (as llama.cpp). * A default id that is not below n_vocab becomes BATON_TOKEN_NONE. A NaN
+ * to true for llama-bpe and false otherwise (as llama.cpp).
+ * A default id that is not below n_vocab becomes BATON_TOKEN_NONE. A NaN
  * score is treated as -infinity. If a piece occurs twice, the later id wins
  * (as in llama.cpp).
  * Errors: BATON_E_NOT_FOUND (no tokens key; "gpt2" without pre or merges),
  * BATON_E_UNSUPPORTED (another tokenizer model or pre-tokenizer),
  * BATON_E_FORMAT (wrong type, length mismatch, id out of range, a merge
- * line without a space after its first byte), BATON_E_LIMIT, BATON_E_NOMEM; err (if err_len > 0) gets a message
- * naming the key. On success *out is owned by the caller. */
+ * line without a space after its first byte), BATON_E_LIMIT, BATON_E_NOMEM;
+ * err (if err_len > 0) gets a message naming the key. On success *out is
+ * owned by the caller. */
 int baton_tokenizer_from_gguf(const struct baton_gguf *g, struct baton_tokenizer **out, char *err,
                               size_t err_len);
 
@@ -169,12 +171,15 @@ int baton_tokenize_ex(const struct baton_tokenizer *tok, const char *text, size_
 int baton_token_to_piece(const struct baton_tokenizer *tok, int32_t id, int32_t prev_id, char *out,
                          size_t cap, size_t *len);
 
-/* Concatenates the pieces of n ids into out (no NUL), stripping one leading
- * space from the first piece and from any piece right after BOS (when
- * add_space_prefix is on), so that detokenize(tokenize(t)) == t for valid
- * UTF-8 text whose pieces are all in the vocabulary or byte-encoded. Invalid
- * UTF-8 can break the round trip: a lead byte of a multi-byte sequence
- * followed by a space ("\xc3 ") is taken as one character with the space.
+/* Concatenates the pieces of n ids into out (no NUL). SentencePiece:
+ * one leading space is stripped from the first piece and from any piece
+ * right after BOS (when add_space_prefix is on), so that
+ * detokenize(tokenize(t)) == t for valid UTF-8 text whose pieces are all in
+ * the vocabulary or byte-encoded; invalid UTF-8 can break the round trip: a
+ * lead byte of a multi-byte sequence followed by a space ("\xc3 ") is taken
+ * as one character with the space. BPE: nothing is stripped, and the round
+ * trip gives t with invalid UTF-8 bytes as U+FFFD when no control token is
+ * parsed and the vocabulary holds all 256 mapped bytes.
  * *len receives the full length. Errors as baton_token_to_piece; on
  * BATON_E_LIMIT out holds the first cap bytes. */
 int baton_detokenize(const struct baton_tokenizer *tok, const int32_t *ids, size_t n, char *out,
