@@ -1,14 +1,20 @@
-/* Fuzz target tokenizer: the llama SentencePiece tokenizer
- * (src/model/tokenizer.h) on arbitrary bytes.
+/* Fuzz target tokenizer: the llama SentencePiece and byte-level BPE
+ * tokenizers (src/model/tokenizer.h, tokenizer_pre.h) on arbitrary bytes.
  *
- * Vocabularies, built once: the real model's (stories260K.gguf from
- * $MODEL_DIR, else the build's BATON_MODEL_DIR, else
- * ../shared/models), and a small synthetic one made with gguf_writer.c
- * (<unk>, <s>, </s>, all 256 byte tokens, a few dozen merges). When the
- * model is missing both selections use the synthetic one.
+ * Vocabularies, built once (the real ones on first use): SentencePiece: the
+ * real model's (stories260K.gguf from $MODEL_DIR, else the build's
+ * BATON_FUZZ_MODEL_DIR, else ../shared/models) and a small synthetic one
+ * made with gguf_writer.c (<unk>, <s>, </s>, all 256 byte tokens, a few
+ * dozen merges); BPE: a synthetic one (the 256 mapped bytes, a dozen merges
+ * and their pieces, a control and a user-defined piece; gpt-2
+ * pre-tokenizer) and llama.cpp's ggml-vocab-{gpt-2,llama-bpe,qwen2}.gguf
+ * from the same directory's vocab/. A missing real vocabulary is replaced
+ * by the synthetic one of its kind.
  *
- * Input: byte 0 = flags (bit 0: add BOS; bit 1: synthetic vocabulary;
- * bit 2: also detokenize the input read as little-endian i32 ids), then the
+ * Input: byte 0 = flags (bit 0: add BOS; bit 1: synthetic SentencePiece
+ * vocabulary; bit 2: also detokenize the input read as little-endian i32
+ * ids; bit 3: BPE, with bits 5-6 choosing synthetic, gpt-2, llama-bpe or
+ * qwen2 (bit 1 then unused); bit 4: parse special-token text), then the
  * text.
  *
  * Properties:
@@ -17,12 +23,17 @@
  *   - every id is in 0..n_vocab-1, and the first is BOS when asked for;
  *   - detokenize's length query and the real call agree; token_to_piece
  *     of every id succeeds with the length it asked for;
- *   - round trip: with a vocabulary holding all 256 byte tokens, a text
- *     free of "\xe2\x96\x81" (U+2581, which the tokenizer uses for ' ') and
- *     whose spaces are not swallowed by a preceding multi-byte lead byte
- *     (spaces_stay_whole), and a result without control/unknown/unused ids
- *     past the leading BOS (special_inside), detokenize(tokenize(text)) ==
- *     text byte for byte;
+ *   - SentencePiece round trip: with a vocabulary holding all 256 byte
+ *     tokens, a text free of "\xe2\x96\x81" (U+2581, which the tokenizer
+ *     uses for ' ') and whose spaces are not swallowed by a preceding
+ *     multi-byte lead byte (spaces_stay_whole), and a result without
+ *     control/unknown/unused ids past the leading BOS (special_inside),
+ *     detokenize(tokenize(text)) == text byte for byte;
+ *   - BPE round trip: with a vocabulary whose normal pieces include all
+ *     256 mapped bytes and a result without control/unknown/unused ids past
+ *     the BOS, detokenize(tokenize(text)) == the text with each byte that
+ *     starts no valid UTF-8 sequence replaced by U+FFFD
+ *     (baton_utf8_sanitize), byte for byte;
  *   - ids outside the vocabulary give BATON_E_BOUNDS, never a read.
  */
 #include "fuzz_common.h"
@@ -31,6 +42,7 @@
 #include "gguf_writer.h"
 #include "model/gguf.h"
 #include "model/tokenizer.h"
+#include "model/tokenizer_pre.h"
 
 #ifndef BATON_FUZZ_MODEL_DIR
 #define BATON_FUZZ_MODEL_DIR "../shared/models"
@@ -41,8 +53,35 @@ struct vocab {
     int all_bytes; /* every <0xNN> present as a BYTE token */
 };
 
-static struct vocab model_vocab, synth_vocab;
+static struct vocab model_vocab, synth_vocab, synth_bpe;
+static struct vocab real_bpe[3]; /* gpt-2, llama-bpe, qwen2 */
+static int real_bpe_tried[3];
 static int inited;
+
+/* 1 if every byte's mapped character is a NORMAL piece (BPE). */
+static int has_all_mapped_bytes(const struct baton_tokenizer *tok)
+{
+    uint32_t n = baton_tokenizer_n_vocab(tok), found = 0;
+    uint8_t seen[256] = {0};
+    for (uint32_t id = 0; id < n; id++) {
+        const char *p;
+        size_t len;
+        uint32_t type;
+        if (baton_tokenizer_piece(tok, (int32_t)id, &p, &len, NULL, &type) != 0)
+            abort();
+        if (type != BATON_TOKEN_NORMAL || len == 0 || len > 2)
+            continue;
+        for (unsigned b = 0; b < 256; b++) {
+            char enc[2];
+            size_t el = baton_bpe_byte_encode((uint8_t)b, enc);
+            if (el == len && memcmp(enc, p, len) == 0 && !seen[b]) {
+                seen[b] = 1;
+                found++;
+            }
+        }
+    }
+    return found == 256;
+}
 
 static int has_all_bytes(const struct baton_tokenizer *tok)
 {
@@ -87,6 +126,97 @@ static int load_model(const char *dir, struct vocab *v)
     return 0;
 }
 
+/* The synthetic BPE vocabulary: ids 0..255 the mapped bytes, then the
+ * merge results, "<|endoftext|>" (control, BOS and EOS) and "<|u|>"
+ * (user-defined). Merges in mapped space ("Ġ" is the space). */
+static void build_synth_bpe(void)
+{
+    static const char *const merges[] = {
+        "\xc4\xa0 t", "h e", "\xc4\xa0" "t he", "i n", "in g", "\xc4\xa0 a", "a n", "an d",
+        "\xc4\xa0" "a nd", "e r", "1 2", "12 3", "\xc3\x83 \xc2\xa9", "\xc4\x8a \xc4\x8a",
+        "\xc4\xa0 \xc4\xa0",
+    };
+    enum { N_MERGES = sizeof merges / sizeof merges[0] };
+    char pieces[N_MERGES][32];
+    struct gw w;
+    struct baton_gguf *g;
+    char err[256];
+    uint32_t n_vocab = 256 + N_MERGES + 2;
+
+    for (size_t i = 0; i < N_MERGES; i++) {
+        const char *sp = strchr(merges[i] + 1, ' ');
+        size_t l = (size_t)(sp - merges[i]);
+        snprintf(pieces[i], sizeof pieces[i], "%.*s%s", (int)l, merges[i], sp + 1);
+    }
+    gw_init(&w);
+    gw_header(&w, 3);
+    gw_kv_str(&w, "tokenizer.ggml.model", "gpt2");
+    gw_kv_str(&w, "tokenizer.ggml.pre", "gpt-2");
+    gw_kv_array(&w, "tokenizer.ggml.tokens", BATON_GGUF_STRING, n_vocab);
+    for (unsigned b = 0; b < 256; b++) {
+        char enc[3] = {0};
+        baton_bpe_byte_encode((uint8_t)b, enc);
+        gw_str(&w, enc);
+    }
+    for (size_t i = 0; i < N_MERGES; i++)
+        gw_str(&w, pieces[i]);
+    gw_str(&w, "<|endoftext|>");
+    gw_str(&w, "<|u|>");
+    gw_kv_array(&w, "tokenizer.ggml.token_type", BATON_GGUF_I32, n_vocab);
+    for (uint32_t i = 0; i < n_vocab; i++)
+        gw_u32(&w, i == n_vocab - 2 ? BATON_TOKEN_CONTROL
+                   : i == n_vocab - 1 ? BATON_TOKEN_USER_DEFINED
+                                      : BATON_TOKEN_NORMAL);
+    gw_kv_array(&w, "tokenizer.ggml.merges", BATON_GGUF_STRING, N_MERGES);
+    for (size_t i = 0; i < N_MERGES; i++)
+        gw_str(&w, merges[i]);
+    gw_kv_u32(&w, "tokenizer.ggml.bos_token_id", n_vocab - 2);
+    gw_kv_u32(&w, "tokenizer.ggml.eos_token_id", n_vocab - 2);
+    gw_finish(&w);
+    if (baton_gguf_open_buffer(w.p, w.len, "synthetic-bpe", &g, err, sizeof err) != 0 ||
+        baton_tokenizer_from_gguf(g, &synth_bpe.tok, err, sizeof err) != 0) {
+        fprintf(stderr, "fuzz_tokenizer: synthetic BPE vocabulary rejected: %s\n", err);
+        abort();
+    }
+    baton_gguf_close(g);
+    gw_free(&w);
+    synth_bpe.all_bytes = has_all_mapped_bytes(synth_bpe.tok);
+    FUZZ_CHECK(synth_bpe.all_bytes, "synthetic BPE vocabulary lacks mapped bytes");
+}
+
+static int load_bpe_file(const char *dir, const char *name, struct vocab *v)
+{
+    char path[4096];
+    struct baton_gguf *g;
+    char err[256];
+    if (!dir || !*dir)
+        return -1;
+    snprintf(path, sizeof path, "%s/vocab/ggml-vocab-%s.gguf", dir, name);
+    if (baton_gguf_open(path, &g, err, sizeof err) != 0)
+        return -1;
+    int rc = baton_tokenizer_from_gguf(g, &v->tok, err, sizeof err);
+    baton_gguf_close(g);
+    if (rc != 0)
+        return -1;
+    v->all_bytes = has_all_mapped_bytes(v->tok);
+    return 0;
+}
+
+/* Real BPE vocabulary k (0 gpt-2, 1 llama-bpe, 2 qwen2), loaded on first
+ * use; the synthetic one if it cannot be. */
+static const struct vocab *bpe_vocab(unsigned k)
+{
+    static const char *const names[] = {"gpt-2", "llama-bpe", "qwen2"};
+    if (!real_bpe_tried[k]) {
+        real_bpe_tried[k] = 1;
+        if (load_bpe_file(getenv("MODEL_DIR"), names[k], &real_bpe[k]) != 0 &&
+            load_bpe_file(BATON_FUZZ_MODEL_DIR, names[k], &real_bpe[k]) != 0 &&
+            load_bpe_file("../shared/models", names[k], &real_bpe[k]) != 0)
+            real_bpe[k] = synth_bpe; /* shared, never freed */
+    }
+    return &real_bpe[k];
+}
+
 static void init(void)
 {
     static const char *const extra[] = {
@@ -115,6 +245,7 @@ static void init(void)
         load_model(BATON_FUZZ_MODEL_DIR, &model_vocab) != 0 &&
         load_model("../shared/models", &model_vocab) != 0)
         model_vocab = synth_vocab; /* shared, not owned twice: never freed */
+    build_synth_bpe();
     inited = 1;
 }
 
@@ -126,7 +257,8 @@ static void init(void)
 static int special_inside(const struct baton_tokenizer *tok, const int32_t *ids, size_t n,
                           int add_bos)
 {
-    for (size_t i = add_bos ? 1 : 0; i < n; i++) {
+    int32_t bos = baton_tokenizer_bos(tok);
+    for (size_t i = add_bos && bos != BATON_TOKEN_NONE ? 1 : 0; i < n; i++) {
         uint32_t type = 0;
         if (baton_tokenizer_piece(tok, ids[i], NULL, NULL, NULL, &type) != 0)
             abort();
@@ -193,15 +325,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t flags = buf[0];
     const char *text = (const char *)buf + 1;
     size_t len = size - 1;
-    const struct vocab *v = (flags & 2) ? &synth_vocab : &model_vocab;
+    int is_bpe = (flags & 8) != 0;
+    unsigned which = (flags >> 5) & 3u;
+    const struct vocab *v = is_bpe ? (which == 0 ? &synth_bpe : bpe_vocab(which - 1))
+                            : (flags & 2) ? &synth_vocab
+                                          : &model_vocab;
     const struct baton_tokenizer *tok = v->tok;
     int add_bos = flags & 1;
+    unsigned tflags = (add_bos ? BATON_TOKENIZE_ADD_BOS : 0u) |
+                      ((flags & 16) ? BATON_TOKENIZE_PARSE_SPECIAL : 0u);
     uint32_t nv = baton_tokenizer_n_vocab(tok);
     int32_t bos = baton_tokenizer_bos(tok);
     size_t n = 0, n2 = 0;
     int32_t *ids = NULL;
 
-    int rc = baton_tokenize(tok, text, len, add_bos, NULL, 0, &n);
+    int rc = baton_tokenize_ex(tok, text, len, tflags, NULL, 0, &n);
     if (len > BATON_TOKENIZER_MAX_TEXT_BYTES) {
         FUZZ_CHECK(rc == BATON_E_LIMIT, "oversized text accepted");
         goto out;
@@ -211,7 +349,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ids = malloc((n + 1) * sizeof *ids);
     if (!ids)
         abort();
-    rc = baton_tokenize(tok, text, len, add_bos, ids, n, &n2);
+    rc = baton_tokenize_ex(tok, text, len, tflags, ids, n, &n2);
     FUZZ_CHECK(rc == 0 && n2 == n, "tokenize: rc %d, %zu ids then %zu", rc, n, n2);
     for (size_t i = 0; i < n; i++)
         FUZZ_CHECK(ids[i] >= 0 && (uint32_t)ids[i] < nv, "id %d of %u", ids[i], nv);
@@ -243,10 +381,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     rc = baton_detokenize(tok, ids, n, back, dl, &dl2);
     FUZZ_CHECK(rc == 0 && dl2 == dl, "detokenize with its own length");
-    if (v->all_bytes && !memmem(text, len, "\xe2\x96\x81", 3) &&
-        spaces_stay_whole(text, len) && !special_inside(tok, ids, n, add_bos))
+    if (is_bpe) {
+        FUZZ_CHECK(baton_tokenizer_is_bpe(tok), "BPE vocabulary is not BPE");
+        if (v->all_bytes && !special_inside(tok, ids, n, add_bos)) {
+            char *clean = malloc(3 * len + 1);
+            if (!clean)
+                abort();
+            size_t cl = baton_utf8_sanitize(text, len, clean);
+            FUZZ_CHECK(dl == cl && memcmp(back, clean, cl) == 0,
+                       "BPE round trip: %zu bytes in (%zu valid), %zu bytes back", len, cl, dl);
+            free(clean);
+        }
+    } else if (v->all_bytes && !memmem(text, len, "\xe2\x96\x81", 3) &&
+               spaces_stay_whole(text, len) && !special_inside(tok, ids, n, add_bos)) {
         FUZZ_CHECK(dl == len && memcmp(back, text, len) == 0,
                    "round trip: %zu bytes in, %zu bytes back", len, dl);
+    }
     free(back);
 
     if (flags & 4) {

@@ -1228,6 +1228,17 @@ static void gen_tokenizer(void)
         {0, "invalid utf-8 \xc3 \xe2\x96 \xf0\x9f\x98", 0},
         {4, "\x05\x00\x00\x00\x01\x00\x00\x00\xff\xff\xff\xff", 12},
         {6, "\x03\x01\x00\x00\x09\x00\x00\x00", 8},
+        /* BPE (bit 3; bits 5-6: synthetic, gpt-2, llama-bpe, qwen2; bit 4:
+         * parse special text) */
+        {8, "the and thing 123 \xc3\xa9\n\n  x", 0},
+        {8 | 16 | 1, "a<|endoftext|>b<|u|> the<|endoftext|>", 0},
+        {8 | 32, "Hello world! It's 2024: don't   stop\n\n\t ok", 0},
+        {8 | 64 | 1, "Hello, y'all! How are you \xf0\x9f\x98\x81 ?1314151\xe5\xa4\xa9 3333333", 0},
+        {8 | 64 | 16, "<|begin_of_text|>hi<|eot_id|>\n\n   \n", 0},
+        {8 | 96, "\xe6\x88\x91\xe6\x83\xb3 apple 1234 'RE 'll\r\n  \xc2\x85x", 0},
+        {8 | 96 | 16, "<|im_start|>user\nhi<|im_end|>", 0},
+        {8 | 32, "invalid \xc3 \xed\xa0\x80 \xc0\xaf \xf4\x90\x80\x80 \xff end", 0},
+        {8 | 4, "\x05\x00\x00\x00\x0f\x01\x00\x00\xff\xff\xff\xff", 12},
     };
     for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
         struct buf b = {0};

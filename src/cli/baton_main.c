@@ -18,6 +18,7 @@ static void usage(FILE *f)
           "  run        generate text with a GGUF model split across batond servers\n"
           "  info       print DEVICE_INFO of servers\n"
           "  inspect    print a GGUF file's metadata and tensor table\n"
+          "  tokenize   print the token ids of a text\n"
           "  bench      prefill/decode speed, TTFT, TPOT and per-step traffic\n"
           "  gen-model  write a deterministic synthetic llama GGUF\n"
           "  quantize   convert a GGUF's matrices to q8_0, q4_0, f16 or f32\n"
@@ -166,6 +167,8 @@ int main(int argc, char **argv)
         return baton_cmd_quantize(argc - 1, argv + 1);
     if (strcmp(sub, "inspect") == 0)
         return baton_cmd_inspect(argc - 1, argv + 1);
+    if (strcmp(sub, "tokenize") == 0)
+        return baton_cmd_tokenize(argc - 1, argv + 1);
     if (strcmp(sub, "keygen") == 0)
         return baton_cmd_keygen(argc - 1, argv + 1);
     fprintf(stderr, "baton: unknown command '%s'\n", sub);

@@ -75,7 +75,7 @@ static void run_usage(FILE *f)
           "  --stats-json FILE    write the same statistics as JSON\n"
           "  --ids-file FILE      write prompt and generated token ids as JSON\n"
           "  --quiet              do not stream the generated text\n"
-          "  --ignore-eos         keep generating after the end-of-sequence token\n"
+          "  --ignore-eos         keep generating after an end-of-generation token\n"
           "  --report-gap         also record in the --ids-file the smallest gap between the\n"
           "                       two largest logits over the run (near-tie check; needs\n"
           "                       --ids-file)\n"

@@ -16,6 +16,7 @@ int baton_cmd_keygen(int argc, char **argv);  /* baton_keygen.c */
 int baton_cmd_gen_model(int argc, char **argv); /* baton_genmodel.c */
 int baton_cmd_quantize(int argc, char **argv);  /* baton_genmodel.c */
 int baton_cmd_bench(int argc, char **argv);     /* baton_bench.c */
+int baton_cmd_tokenize(int argc, char **argv);  /* baton_tokenize.c */
 
 /* Checks, before any long work, that an output file can be written: path
  * is not empty, is not the file input (the model the command reads; NULL:

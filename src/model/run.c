@@ -286,7 +286,7 @@ static int take_token(struct run *r, const int32_t *prompt, size_t n_prompt, int
         return -1;
     }
     gen[(*n_gen)++] = next;
-    if (next == baton_tokenizer_eos(r->tok) && !cfg->ignore_eos)
+    if (baton_tokenizer_is_eog(r->tok, next) && !cfg->ignore_eos)
         return 1;
     stream_token(r, next, *n_gen >= 2 ? gen[*n_gen - 2] : prompt[n_prompt - 1]);
     return *n_gen == cfg->n_predict;
@@ -365,7 +365,7 @@ static int decode(struct run *r, const int32_t *prompt, size_t n_prompt, int32_t
             return 1;
         }
         gen[(*n_gen)++] = next;
-        if (next == baton_tokenizer_eos(r->tok) && !cfg->ignore_eos)
+        if (baton_tokenizer_is_eog(r->tok, next) && !cfg->ignore_eos)
             break;
         stream_token(r, next, *n_gen >= 2 ? gen[*n_gen - 2] : prompt[n_prompt - 1]);
         if (*n_gen == cfg->n_predict)

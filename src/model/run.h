@@ -100,7 +100,7 @@ struct baton_run_config {
                              straight to stage 1; 0: every token through the coordinator */
     int quiet;            /* no streamed text (tests) */
     int report_gap;       /* fetch logits each step; write the smallest top-2 gap to ids_path */
-    int ignore_eos;       /* keep generating past EOS (benchmarks, tests) */
+    int ignore_eos;       /* keep generating past EOS/EOT (tokenizer is_eog; benchmarks, tests) */
     const char *ids_path; /* when set, write prompt and generated ids as JSON */
     const char *key_path; /* client key file (baton keygen): authenticate to every
                              server (in-process stages too); NULL = none */

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cpack -G DEB: the package's file list, control fields (Depends from
-# dpkg-shlibdeps: libc6, libsodium23, libseccomp2) and conffiles; then the
+# dpkg-shlibdeps: libc6, libsodium23, libseccomp2, libpcre2-8-0) and conffiles; then the
 # package unpacked with dpkg -x into a throwaway root, as on a machine
 # without the build tree: its batond and baton run (--help, --version), need
 # no library from the build tree, its manual pages are man/'s, and the
@@ -69,12 +69,12 @@ field_is Architecture "$ARCH"
 field_is Section net
 [ -n "$(dpkg-deb -f "$DEB" Maintainer)" ] || fail "no Maintainer"
 DEPENDS=$(dpkg-deb -f "$DEB" Depends)
-for lib in libc6 libsodium23 libseccomp2; do
+for lib in libc6 libsodium23 libseccomp2 libpcre2-8-0; do
     grep -Eq "(^|, )$lib( \\(>= [0-9.]+\\))?(,|$)" <<<"$DEPENDS" ||
         fail "Depends lacks $lib: $DEPENDS"
 done
 # and nothing else: a dependency on a -dev package or the build tree would be wrong
-[ "$(tr ',' '\n' <<<"$DEPENDS" | grep -c .)" -eq 3 ] || fail "Depends has more than 3: $DEPENDS"
+[ "$(tr ',' '\n' <<<"$DEPENDS" | grep -c .)" -eq 4 ] || fail "Depends has more than 4: $DEPENDS"
 dpkg-deb --ctrl-tarfile "$DEB" | tar -xO ./conffiles >"$TMP/conffiles"
 [ "$(cat "$TMP/conffiles")" = /etc/baton/batond.policy ] ||
     fail "conffiles: $(cat "$TMP/conffiles")"
@@ -100,7 +100,7 @@ for prog in batond baton; do
     for needed in $(readelf -d "$bin" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
         case $needed in
         libc.so.6 | libm.so.6 | libpthread.so.0 | ld-linux*) ;;
-        libsodium.so.23 | libseccomp.so.2) ;;
+        libsodium.so.23 | libseccomp.so.2 | libpcre2-8.so.0) ;;
         *) fail "$prog needs $needed, which Depends does not cover" ;;
         esac
     done

@@ -16,6 +16,7 @@
 #include "baton/status.h"
 #include "model/gguf.h"
 #include "model/tokenizer.h"
+#include "model/tokenizer_pre.h"
 
 #define MODEL_FILE "stories260K.gguf"
 #define SP "\xe2\x96\x81" /* U+2581 */
@@ -283,6 +284,9 @@ struct vocab {
     const char *model; /* NULL: no model key */
     int space_prefix;  /* -1: no key */
     int64_t bos;       /* -1: no key */
+    const char *pre;   /* NULL: no tokenizer.ggml.pre key */
+    const char *const *merges; /* NULL: no tokenizer.ggml.merges key */
+    uint32_t n_merges;
 };
 
 /* Writes a tensor-less GGUF holding v, opens it into *g and builds *t. */
@@ -290,7 +294,8 @@ static int build(const struct vocab *v, struct gw *w, struct baton_gguf **g,
                  struct baton_tokenizer **t, char *err, size_t err_len)
 {
     uint64_t n_kv = 1 + (v->scores != NULL) + (v->types != NULL) + (v->model != NULL) +
-                    (v->space_prefix >= 0) + (v->bos >= 0);
+                    (v->space_prefix >= 0) + (v->bos >= 0) + (v->pre != NULL) +
+                    (v->merges != NULL);
     w->len = 0;
     gw_le(w, 0x46554747u, 4);
     gw_le(w, 3, 4);
@@ -333,6 +338,19 @@ static int build(const struct vocab *v, struct gw *w, struct baton_gguf **g,
         gw_le(w, BATON_GGUF_U32, 4);
         gw_le(w, (uint64_t)v->bos, 4);
     }
+    if (v->pre != NULL) {
+        gw_str(w, "tokenizer.ggml.pre");
+        gw_le(w, BATON_GGUF_STRING, 4);
+        gw_str(w, v->pre);
+    }
+    if (v->merges != NULL) {
+        gw_str(w, "tokenizer.ggml.merges");
+        gw_le(w, BATON_GGUF_ARRAY, 4);
+        gw_le(w, BATON_GGUF_STRING, 4);
+        gw_le(w, v->n_merges, 8);
+        for (uint32_t i = 0; i < v->n_merges; i++)
+            gw_str(w, v->merges[i]);
+    }
     *t = NULL;
     assert_int_equal(baton_gguf_open_buffer(w->buf, w->len, "vocab.gguf", g, err, err_len), 0);
     return baton_tokenizer_from_gguf(*g, t, err, err_len);
@@ -352,7 +370,7 @@ static void test_merge_order(void **state)
     /* "aba" -> ▁ a b a. "ab" and "ba" tie at -1 (above "▁a" at -5): the
      * leftmost pair (a,b) wins; then neither "▁ab" nor "aba" is a piece. */
     float tie[] = {0, 0, 0, -10, -10, -10, -1, -1, -5};
-    struct vocab v = {abc_pieces, tie, abc_types, 9, "llama", -1, -1};
+    struct vocab v = {abc_pieces, tie, abc_types, 9, "llama", -1, -1, NULL, NULL, 0};
     assert_int_equal(build(&v, &w, &g, &t, err, sizeof err), 0);
     static const int32_t want_tie[] = {3, 6, 4};
     expect_ids(t, "aba", 3, 0, want_tie, 3);
@@ -395,7 +413,7 @@ static void test_defaults_and_prefix(void **state)
     static const char *const pieces[] = {"<unk>", "<s>", "</s>", SP, "h", "i", "hi", SP "hi"};
 
     /* No scores, no types, no model key: all pieces normal, score 0. */
-    struct vocab v = {pieces, NULL, NULL, 8, NULL, -1, -1};
+    struct vocab v = {pieces, NULL, NULL, 8, NULL, -1, -1, NULL, NULL, 0};
     assert_int_equal(build(&v, &w, &g, &t, err, sizeof err), 0);
     static const int32_t with_prefix[] = {7};
     expect_ids(t, "hi", 2, 0, with_prefix, 1);
@@ -430,7 +448,7 @@ static void test_defaults_and_prefix(void **state)
 
     /* A 1-piece vocabulary: default ids 1 and 2 do not exist. */
     static const char *const one[] = {"x"};
-    struct vocab v1 = {one, NULL, NULL, 1, NULL, -1, -1};
+    struct vocab v1 = {one, NULL, NULL, 1, NULL, -1, -1, NULL, NULL, 0};
     assert_int_equal(build(&v1, &w, &g, &t, err, sizeof err), 0);
     assert_int_equal(baton_tokenizer_bos(t), BATON_TOKEN_NONE);
     assert_int_equal(baton_tokenizer_eos(t), BATON_TOKEN_NONE);
@@ -452,11 +470,11 @@ static void test_build_errors(void **state)
     char err[256];
 
     float tie[] = {0, 0, 0, -10, -10, -10, -1, -1, -5};
-    struct vocab v = {abc_pieces, tie, abc_types, 9, "gpt2", -1, -1};
+    struct vocab v = {abc_pieces, tie, abc_types, 9, "bert", -1, -1, NULL, NULL, 0};
     assert_int_equal(build(&v, &w, &g, &t, err, sizeof err), BATON_E_UNSUPPORTED);
     assert_null(t);
-    assert_string_equal(err,
-                        "tokenizer: tokenizer.ggml.model 'gpt2' is not supported (only 'llama')");
+    assert_string_equal(err, "tokenizer: key 'tokenizer.ggml.model': 'bert' is not supported "
+                             "(only 'llama' and 'gpt2')");
     baton_gguf_close(g);
 
     v.model = "llama";
@@ -515,6 +533,176 @@ static void test_build_errors(void **state)
     baton_gguf_close(g);
 }
 
+/* ---- byte-level BPE (hand-computed) ---- */
+
+#define G "\xc4\xa0" /* U+0120 "Ġ": the space byte in GPT-2's mapping */
+
+static void test_bpe_byte_map(void **state)
+{
+    (void)state;
+    static const struct {
+        uint8_t b;
+        const char *cp;
+    } want[] = {
+        {' ', G}, {'\n', "\xc4\x8a"}, {0x00, "\xc4\x80"}, {0x7f, "\xc4\xa1"},
+        {0xa0, "\xc5\x82"}, {0xad, "\xc5\x83"}, {'A', "A"}, {0xff, "\xc3\xbf"},
+        {0xa1, "\xc2\xa1"}, {'!', "!"},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        char out[2];
+        size_t n = baton_bpe_byte_encode(want[i].b, out);
+        assert_int_equal(n, strlen(want[i].cp));
+        assert_memory_equal(out, want[i].cp, n);
+    }
+    /* a bijection onto U+0021..U+00FF (minus the 68) and U+0100..U+0143 */
+    int seen[0x144] = {0};
+    for (unsigned b = 0; b < 256; b++) {
+        char out[2];
+        size_t n = baton_bpe_byte_encode((uint8_t)b, out);
+        uint32_t cp = n == 1 ? (uint8_t)out[0]
+                             : ((uint32_t)((uint8_t)out[0] & 0x1f) << 6) | ((uint8_t)out[1] & 0x3f);
+        assert_true(cp < 0x144 && !seen[cp]);
+        seen[cp] = 1;
+        assert_int_equal(baton_bpe_byte_decode(cp), (int)b);
+    }
+    assert_int_equal(baton_bpe_byte_decode(' '), -1);
+    assert_int_equal(baton_bpe_byte_decode(0x144), -1);
+}
+
+/* a=0 b=1 c=2 Ġ=3 ab=4 bc=5 abc=6 Ġa=7 <|endoftext|>=8 (control) x=9
+ * <x>=10 (user-defined); merges by rank: "b c", "a b", "ab c", "Ġ a". */
+static const char *const bpe_pieces[] = {"a",  "b",  "c",   G,          "ab", "bc",
+                                         "abc", G "a", "<|endoftext|>", "x", "<x>"};
+static const int32_t bpe_types[] = {1, 1, 1, 1, 1, 1, 1, 1, 3, 1, 4};
+static const char *const bpe_merges[] = {"b c", "a b", "ab c", G " a"};
+
+static void expect_bpe(const struct baton_tokenizer *t, const char *text, unsigned flags,
+                       const int32_t *want, size_t n_want)
+{
+    int32_t ids[64];
+    size_t n = 999;
+    assert_int_equal(baton_tokenize_ex(t, text, strlen(text), flags, ids, 64, &n), 0);
+    if (n != n_want || (n > 0 && memcmp(ids, want, n * sizeof *ids) != 0)) {
+        for (size_t i = 0; i < n; i++)
+            print_message("%d ", ids[i]);
+        print_message("\n");
+        fail_msg("'%s': got %zu ids, want %zu", text, n, n_want);
+    }
+}
+
+static void test_bpe_merges(void **state)
+{
+    (void)state;
+    struct gw w;
+    struct baton_gguf *g;
+    struct baton_tokenizer *t;
+    char err[256];
+    struct vocab v = {bpe_pieces, NULL, bpe_types, 11, "gpt2", -1, -1, "gpt-2", bpe_merges, 4};
+    assert_int_equal(build(&v, &w, &g, &t, err, sizeof err), 0);
+    assert_int_equal(baton_tokenizer_is_bpe(t), 1);
+    assert_int_equal(baton_tokenizer_bos(t), BATON_TOKEN_NONE); /* no default ids */
+    assert_int_equal(baton_tokenizer_eos(t), BATON_TOKEN_NONE);
+    assert_int_equal(baton_tokenizer_add_bos(t), 0);            /* gpt-2: no BOS */
+
+    /* rank 0 "b c" before rank 1 "a b": a|bc, and "a bc" is no merge */
+    static const int32_t abc[] = {0, 5};
+    expect_bpe(t, "abc", 0, abc, 2);
+    static const int32_t ab[] = {4};
+    expect_bpe(t, "ab", 0, ab, 1);
+    /* words "ab", " ab": Ġ,a,b -> a b (rank 1) before Ġ a (rank 3); "Ġ ab" is none */
+    static const int32_t ab_ab[] = {4, 3, 4};
+    expect_bpe(t, "ab ab", 0, ab_ab, 3);
+    /* " a": Ġ a */
+    static const int32_t sp_a[] = {7};
+    expect_bpe(t, " a", 0, sp_a, 1);
+    /* "!" is no piece, and neither is its byte: dropped (as llama.cpp) */
+    static const int32_t a_only[] = {0};
+    expect_bpe(t, "a!", 0, a_only, 1);
+    /* special text: parsed only when asked; otherwise words "a", "<|",
+     * "endoftext", "|>", "b", of which only a, the x of "endoftext" and b are
+     * pieces */
+    static const int32_t special[] = {0, 8, 1};
+    expect_bpe(t, "a<|endoftext|>b", BATON_TOKENIZE_PARSE_SPECIAL, special, 3);
+    static const int32_t plain[] = {0, 9, 1};
+    expect_bpe(t, "a<|endoftext|>b", 0, plain, 3);
+    /* a user-defined piece is always taken whole */
+    static const int32_t user[] = {0, 10, 1};
+    expect_bpe(t, "a<x>b", 0, user, 3);
+    expect_bpe(t, "", BATON_TOKENIZE_ADD_BOS, NULL, 0); /* no BOS id */
+
+    /* detokenize: bytes back through the mapping, control prints nothing,
+     * user-defined as stored */
+    static const int32_t ids[] = {3, 4, 8, 7, 10, 2};
+    char out[32];
+    size_t len = 0;
+    assert_int_equal(baton_detokenize(t, ids, 6, out, sizeof out, &len), 0);
+    assert_int_equal(len, 9);
+    assert_memory_equal(out, " ab a<x>c", 9);
+    assert_int_equal(baton_token_to_piece(t, 3, BATON_TOKEN_NONE, out, sizeof out, &len), 0);
+    assert_int_equal(len, 1);
+    assert_int_equal(out[0], ' ');
+
+    /* end of generation: <|endoftext|> by its text */
+    assert_int_equal(baton_tokenizer_is_eog(t, 8), 1);
+    assert_int_equal(baton_tokenizer_is_eog(t, 0), 0);
+    assert_int_equal(baton_tokenizer_is_eog(t, BATON_TOKEN_NONE), 0);
+    baton_tokenizer_free(t);
+    baton_gguf_close(g);
+}
+
+static void test_bpe_errors(void **state)
+{
+    (void)state;
+    struct gw w;
+    struct baton_gguf *g;
+    struct baton_tokenizer *t;
+    char err[256];
+    struct vocab v = {bpe_pieces, NULL, bpe_types, 11, "gpt2", -1, -1, NULL, bpe_merges, 4};
+
+    assert_int_equal(build(&v, &w, &g, &t, err, sizeof err), BATON_E_NOT_FOUND);
+    assert_null(t);
+    assert_string_equal(err, "tokenizer: key 'tokenizer.ggml.pre' missing (a 'gpt2' tokenizer "
+                             "needs its pre-tokenizer: 'llama-bpe', 'qwen2' or 'gpt-2')");
+    baton_gguf_close(g);
+
+    v.pre = "deepseek-llm";
+    assert_int_equal(build(&v, &w, &g, &t, err, sizeof err), BATON_E_UNSUPPORTED);
+    assert_string_equal(err, "tokenizer: key 'tokenizer.ggml.pre': pre-tokenizer 'deepseek-llm' "
+                             "is not supported (only 'llama-bpe', 'qwen2' and 'gpt-2')");
+    baton_gguf_close(g);
+
+    v.pre = "llama-bpe";
+    static const char *const bad[] = {"b c", "ab", "a b"};
+    v.merges = bad;
+    v.n_merges = 3;
+    assert_int_equal(build(&v, &w, &g, &t, err, sizeof err), BATON_E_FORMAT);
+    assert_string_equal(err, "tokenizer: key 'tokenizer.ggml.merges': element 1 is not two parts "
+                             "separated by a space");
+    baton_gguf_close(g);
+    static const char *const lead[] = {" ab"}; /* the space must follow the first byte */
+    v.merges = lead;
+    v.n_merges = 1;
+    assert_int_equal(build(&v, &w, &g, &t, err, sizeof err), BATON_E_FORMAT);
+    baton_gguf_close(g);
+
+    v.merges = NULL;
+    assert_int_equal(build(&v, &w, &g, &t, err, sizeof err), BATON_E_NOT_FOUND);
+    assert_string_equal(err, "tokenizer: key 'tokenizer.ggml.merges' missing");
+    baton_gguf_close(g);
+
+    /* llama-bpe: BOS by default, and a word that is a piece is not merged
+     * ("abc" is piece 6, although merges would give a|bc) */
+    v.merges = bpe_merges;
+    v.n_merges = 4;
+    v.bos = 9;
+    assert_int_equal(build(&v, &w, &g, &t, err, sizeof err), 0);
+    assert_int_equal(baton_tokenizer_add_bos(t), 1);
+    static const int32_t abc[] = {9, 6};
+    expect_bpe(t, "abc", BATON_TOKENIZE_ADD_BOS, abc, 2);
+    baton_tokenizer_free(t);
+    baton_gguf_close(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -526,6 +714,9 @@ int main(void)
         cmocka_unit_test(test_merge_order),
         cmocka_unit_test(test_defaults_and_prefix),
         cmocka_unit_test(test_build_errors),
+        cmocka_unit_test(test_bpe_byte_map),
+        cmocka_unit_test(test_bpe_merges),
+        cmocka_unit_test(test_bpe_errors),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     baton_tokenizer_free(tok);

@@ -1,0 +1,186 @@
+/* `baton tokenize --model FILE [--no-bos] [-f FILE | [--] TEXT]`: prints
+ * the token ids of a text on one line, as llama.cpp's llama-tokenize does
+ * with its ids-only output (here space-separated). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baton/status.h"
+#include "cli/cli.h"
+#include "model/gguf.h"
+#include "model/tokenizer.h"
+
+#define PROG "baton tokenize"
+
+static void usage(FILE *f)
+{
+    fputs("usage: baton tokenize --model FILE [--no-bos] [--no-parse-special]\n"
+          "                      [-f FILE | [--] TEXT]\n"
+          "\n"
+          "Tokenizes TEXT, or the bytes of FILE, with the tokenizer of a GGUF model\n"
+          "(SentencePiece 'llama' or byte-level BPE 'gpt2' with the 'llama-bpe', 'qwen2'\n"
+          "or 'gpt-2' pre-tokenizer; a vocab-only GGUF is enough) and prints the token\n"
+          "ids on one line, separated by spaces, as llama.cpp's llama-tokenize does.\n"
+          "\n"
+          "  -m, --model FILE      the GGUF file whose tokenizer is used\n"
+          "  -f, --file FILE       read the text from FILE byte for byte (a final newline\n"
+          "                        is part of the text); '-' reads standard input\n"
+          "  --no-bos              no BOS first, even if the model adds one\n"
+          "                        (tokenizer.ggml.add_bos_token)\n"
+          "  --no-parse-special    take the text of control tokens ('<|eot_id|>', '<s>')\n"
+          "                        as plain text; by default it is that token\n"
+          "  --                    ends the options: a TEXT may then start with '-'\n"
+          "  -h, --help            this help\n"
+          "\n"
+          "Exit status: 0 ok, 1 the model or file cannot be read or tokenized, 2 usage.\n",
+          f);
+}
+
+/* Reads all of path ("-": stdin) into *buf; at most
+ * BATON_TOKENIZER_MAX_TEXT_BYTES. Returns 0, or the exit status after
+ * printing why. */
+static int read_text(const char *path, char **buf, size_t *len)
+{
+    int is_stdin = strcmp(path, "-") == 0;
+    FILE *f = is_stdin ? stdin : fopen(path, "rb");
+    size_t cap = (size_t)BATON_TOKENIZER_MAX_TEXT_BYTES + 1, n = 0, got;
+    char *b;
+
+    *buf = NULL;
+    *len = 0;
+    if (f == NULL) {
+        fprintf(stderr, "%s: -f %s: %s\n", PROG, path, strerror(errno));
+        return 1;
+    }
+    b = malloc(cap);
+    if (b == NULL) {
+        fprintf(stderr, "%s: -f %s: out of memory\n", PROG, path);
+        if (!is_stdin)
+            fclose(f);
+        return 1;
+    }
+    while (n < cap && (got = fread(b + n, 1, cap - n, f)) > 0)
+        n += got;
+    int bad = ferror(f);
+    int saved = errno;
+    if (!is_stdin)
+        fclose(f);
+    if (bad) {
+        fprintf(stderr, "%s: -f %s: %s\n", PROG, path, strerror(saved));
+        free(b);
+        return 1;
+    }
+    if (n > BATON_TOKENIZER_MAX_TEXT_BYTES) {
+        fprintf(stderr, "%s: -f %s: longer than %u bytes (the tokenizer's limit)\n", PROG, path,
+                BATON_TOKENIZER_MAX_TEXT_BYTES);
+        free(b);
+        return 1;
+    }
+    *buf = b;
+    *len = n;
+    return 0;
+}
+
+int baton_cmd_tokenize(int argc, char **argv)
+{
+    enum { O_NO_BOS = 256, O_NO_SPECIAL };
+    static const struct option opts[] = {
+        {"model", required_argument, 0, 'm'},      {"file", required_argument, 0, 'f'},
+        {"no-bos", no_argument, 0, O_NO_BOS},      {"no-parse-special", no_argument, 0, O_NO_SPECIAL},
+        {"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
+    const char *model = NULL, *file = NULL;
+    int no_bos = 0, no_special = 0, c, rc = 1;
+    struct baton_gguf *g = NULL;
+    struct baton_tokenizer *tok = NULL;
+    char *text_buf = NULL, err[512] = "";
+    const char *text;
+    size_t len, n = 0;
+    int32_t *ids = NULL;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "m:f:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'm': model = optarg; break;
+        case 'f': file = optarg; break;
+        case O_NO_BOS: no_bos = 1; break;
+        case O_NO_SPECIAL: no_special = 1; break;
+        case 'h': usage(stdout); return 0;
+        default:
+            fprintf(stderr, "(see `baton tokenize --help`)\n");
+            return 2;
+        }
+    }
+    if (model == NULL) {
+        fprintf(stderr, "%s: --model FILE is required (see --help)\n", PROG);
+        return 2;
+    }
+    if (file != NULL && optind < argc) {
+        fprintf(stderr, "%s: give either -f FILE or TEXT, not both ('%s')\n", PROG, argv[optind]);
+        return 2;
+    }
+    if (file == NULL && optind >= argc) {
+        fprintf(stderr, "%s: no text: give TEXT or -f FILE (see --help)\n", PROG);
+        return 2;
+    }
+    if (optind + 1 < argc) {
+        fprintf(stderr, "%s: unexpected argument '%s' (quote a TEXT with spaces)\n", PROG,
+                argv[optind + 1]);
+        return 2;
+    }
+
+    if (baton_gguf_open(model, &g, err, sizeof err) != 0) {
+        fprintf(stderr, "%s: %s\n", PROG, err);
+        goto out;
+    }
+    if (baton_tokenizer_from_gguf(g, &tok, err, sizeof err) != 0) {
+        fprintf(stderr, "%s: %s: %s\n", PROG, model, err);
+        goto out;
+    }
+    if (file != NULL) {
+        if ((rc = read_text(file, &text_buf, &len)) != 0)
+            goto out;
+        rc = 1;
+        text = text_buf;
+    } else {
+        text = argv[optind];
+        len = strlen(text);
+        if (len > BATON_TOKENIZER_MAX_TEXT_BYTES) {
+            fprintf(stderr, "%s: TEXT is longer than %u bytes (the tokenizer's limit)\n", PROG,
+                    BATON_TOKENIZER_MAX_TEXT_BYTES);
+            goto out;
+        }
+    }
+
+    unsigned flags = (!no_bos && baton_tokenizer_add_bos(tok) ? BATON_TOKENIZE_ADD_BOS : 0u) |
+                     (no_special ? 0u : BATON_TOKENIZE_PARSE_SPECIAL);
+    int st = baton_tokenize_ex(tok, text, len, flags, NULL, 0, &n);
+    if (st == BATON_E_LIMIT && n > 0) {
+        ids = malloc(n * sizeof *ids);
+        if (ids == NULL) {
+            fprintf(stderr, "%s: out of memory for %zu ids\n", PROG, n);
+            goto out;
+        }
+        st = baton_tokenize_ex(tok, text, len, flags, ids, n, &n);
+    }
+    if (st != 0) {
+        fprintf(stderr, "%s: %s: cannot tokenize: %s\n", PROG, file ? file : "TEXT",
+                baton_status_str(st));
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        printf(i ? " %d" : "%d", ids[i]);
+    putchar('\n');
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "%s: standard output: %s\n", PROG, strerror(errno));
+        goto out;
+    }
+    rc = 0;
+out:
+    free(ids);
+    free(text_buf);
+    baton_tokenizer_free(tok);
+    baton_gguf_close(g);
+    return rc;
+}
