@@ -2342,6 +2342,11 @@ static void gen_prompt_lines(void)
         "a\n\nb\n\n\nc",
         "\357\273\277BOM and UTF-8: caf\303\251\n",
         "lone\rCR inside\n",
+        "old Mac\rCR only\rlines\r",
+        "two CRs\r\r\nthen LF\n",
+        "\357\273\277\r\n\357\273\277second BOM stays\n",
+        "\357\273 half a BOM\n",
+        " \t\r\t \r\n",
     };
     static const char nul[] = "a\nb\0c\nd\n";
 

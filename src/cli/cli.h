@@ -63,12 +63,15 @@ struct baton_cli_lines {
     size_t n;
 };
 
-/* Splits buf[0..len) (any bytes, not NUL-terminated) into lines: each ends
- * at LF or at len, a CR before its LF is dropped, blank lines (empty, or
- * only spaces, tabs and CRs) are skipped.
+/* Splits buf[0..len) (any bytes, not NUL-terminated) into lines: a UTF-8
+ * byte order mark (EF BB BF) at buf[0] is skipped; each line ends at LF, at
+ * CR LF, at a CR alone (the line ending of old Mac files) or at len, so no
+ * line holds a CR or an LF ("a\r\r\nb" is "a", an empty line, "b");
+ * blank lines (empty, or only spaces and tabs) are skipped.
  * Returns 0; BATON_E_FORMAT when a line holds a NUL byte (a prompt is a C
  * string), BATON_E_LIMIT past BATON_CLI_MAX_LINES lines, BATON_E_NOMEM;
- * on error *bad_line is the 1-based line at fault (0 for NOMEM) and out
+ * on error *bad_line is the 1-based line at fault, counted by the endings
+ * above with blank lines too (0 for NOMEM), and out
  * holds nothing. The caller frees out with baton_cli_lines_free.
  * (cli_lines.c; fuzz target prompt_lines) */
 int baton_cli_split_lines(const char *buf, size_t len, struct baton_cli_lines *out,
