@@ -192,8 +192,13 @@ ln -s "$TMP/victim" "$TMP/outl/3.txt"
 rc=0
 "$BATON" run --model "$MODEL" --prompt-file "$TMP/prompts.txt" -n 4 --parallel 3 --quiet \
     --output-dir "$TMP/outl" >/dev/null 2>"$TMP/outl.err" || rc=$?
-[ $rc = 1 ] && grep -q "cannot create $TMP/outl/3.txt: .*(a symbolic link: not followed)" "$TMP/outl.err" &&
+[ $rc = 1 ] && grep -q "^baton run: --output-dir $TMP/outl/3.txt: a symbolic link, which is not followed" "$TMP/outl.err" &&
     [ "$(cat "$TMP/victim")" = keep ] || fail "--output-dir through a link: exit $rc: $(cat "$TMP/outl.err")"
+# ... found before the model loads, so 1.txt and 2.txt are not written either
+# (test_prompt_file.sh checks every file of the directory)
+if grep -q "^model:" "$TMP/outl.err" || [ -e "$TMP/outl/1.txt" ]; then
+    fail "--output-dir through a link: found after the run began: $(cat "$TMP/outl.err")"
+fi
 echo "ok: [N] lines and --output-dir files hold each prompt's text"
 
 # usage errors (2) and files that cannot be read (1)

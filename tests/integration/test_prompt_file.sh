@@ -1,10 +1,14 @@
 #!/bin/bash
-# baton run --prompt-file: how the file is split into prompts (a fresh-user
-# review found it wrong):
+# baton run --prompt-file: how the file is split into prompts and what is
+# checked before the model loads (a fresh-user review found each wrong):
 #   - a UTF-8 byte order mark at the start is not text of the first prompt;
 #     a line ends at LF, CR LF or a CR alone (old Mac files), so CR CR LF
 #     leaves no CR in the prompt: each prompt gives the token ids it gives
-#     as --prompt alone, and the "[N] " lines hold the prompt's text.
+#     as --prompt alone, and the "[N] " lines hold the prompt's text;
+#   - every --output-dir/N.txt is checked before the model is loaded (a
+#     directory or a symbolic link at the last one, not just at 1.txt, and
+#     the prompt file itself), so nothing is written by a run that cannot
+#     finish.
 source "$(dirname "$0")/lib.sh"
 need_model
 
@@ -65,4 +69,43 @@ rc=0
 grep -q "A line ends at LF, CR LF or a CR" "$TMP/help.out" && grep -q "UTF-8 byte order mark" "$TMP/help.out" ||
     fail "--help does not say how lines end"
 echo "ok: a BOM at the start is skipped; lines end at LF, CR LF or a lone CR"
+
+# --output-dir: every N.txt checked before the model loads
+printf 'p%d\n' $(seq 10) >"$TMP/ten.txt"
+# out_fail DIR MESSAGE: the run into DIR exits 1 with MESSAGE (exact line),
+# before the model line, and leaves DIR as it was
+out_fail() {
+    local dir=$1 msg=$2 rc=0 before
+    before=$(ls -A "$dir" | LC_ALL=C sort | tr '\n' ' ')
+    "$BATON" run --model "$MODEL" --prompt-file "$TMP/ten.txt" --parallel 3 -n 2 --output-dir "$dir" \
+        >"$TMP/od.out" 2>"$TMP/od.err" || rc=$?
+    [ $rc = 1 ] && grep -qxF -- "$msg" "$TMP/od.err" || fail "--output-dir $dir: exit $rc, want 1 and '$msg': $(cat "$TMP/od.err")"
+    if grep -q "^model:" "$TMP/od.err"; then fail "--output-dir $dir: the model was loaded first"; fi
+    [ "$(ls -A "$dir" | LC_ALL=C sort | tr '\n' ' ')" = "$before" ] || fail "--output-dir $dir: files left: $(ls -A "$dir")"
+    [ ! -s "$TMP/od.out" ] || fail "--output-dir $dir: text was generated"
+}
+mkdir -p "$TMP/d1/10.txt"
+out_fail "$TMP/d1" "baton run: --output-dir $TMP/d1/10.txt: is a directory"
+mkdir "$TMP/d2"
+echo keep >"$TMP/victim"
+ln -s "$TMP/victim" "$TMP/d2/7.txt"
+out_fail "$TMP/d2" "baton run: --output-dir $TMP/d2/7.txt: a symbolic link, which is not followed (the output files are written only as files of their own); remove it or choose another --output-dir"
+[ "$(cat "$TMP/victim")" = keep ] || fail "the link's target was written"
+ln -s "$TMP/nowhere" "$TMP/d2/1.txt" # a dangling link: refused as well (1.txt is found first)
+out_fail "$TMP/d2" "baton run: --output-dir $TMP/d2/1.txt: a symbolic link, which is not followed (the output files are written only as files of their own); remove it or choose another --output-dir"
+mkdir "$TMP/d3"
+cp "$TMP/ten.txt" "$TMP/d3/4.txt"
+rc=0
+"$BATON" run --model "$MODEL" --prompt-file "$TMP/d3/4.txt" --parallel 3 -n 2 --output-dir "$TMP/d3" \
+    >/dev/null 2>"$TMP/od.err" || rc=$?
+[ $rc = 1 ] && grep -qxF "baton run: --output-dir $TMP/d3/4.txt and --prompt-file $TMP/d3/4.txt are the same file; write it elsewhere" "$TMP/od.err" &&
+    cmp -s "$TMP/ten.txt" "$TMP/d3/4.txt" && [ "$(ls "$TMP/d3")" = 4.txt ] ||
+    fail "--output-dir holding the prompt file: exit $rc: $(cat "$TMP/od.err")"
+# a file already there is replaced; all 10 written
+mkdir "$TMP/d4"
+echo old >"$TMP/d4/10.txt"
+"$BATON" run --model "$MODEL" --prompt-file "$TMP/ten.txt" --parallel 3 -n 2 --quiet --output-dir "$TMP/d4" \
+    2>"$TMP/od.err" || fail "--output-dir run: $(cat "$TMP/od.err")"
+[ "$(ls "$TMP/d4" | wc -l)" = 10 ] && [ "$(head -c 3 "$TMP/d4/10.txt")" = p10 ] || fail "--output-dir: $(ls "$TMP/d4")"
+echo "ok: every --output-dir file is checked before the model loads"
 echo PASS
