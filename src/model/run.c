@@ -107,6 +107,11 @@ static int prompt_tokens(struct run *r, int32_t **ids, size_t *n_ids)
         }
         rc = 0;
     } else {
+        if (len > BATON_TOKENIZER_MAX_TEXT_BYTES) { /* baton_tokenize's E_LIMIT, said as such */
+            run_msg(cfg, "the prompt is %zu bytes; the tokenizer takes at most %u bytes (%u MiB)\n",
+                    len, BATON_TOKENIZER_MAX_TEXT_BYTES, BATON_TOKENIZER_MAX_TEXT_BYTES >> 20);
+            return 2;
+        }
         *ids = calloc(len + 8, sizeof(**ids));
         if (*ids == NULL) {
             run_msg(cfg, "out of memory\n");

@@ -106,6 +106,13 @@ int run_par_prepare(struct run *r, size_t *max_prompt)
         const size_t len = cfg->prompts ? strlen(cfg->prompts[i]) : cfg->n_prompt_ids;
         int rc = 0;
 
+        if (cfg->prompts && len > BATON_TOKENIZER_MAX_TEXT_BYTES) { /* baton_tokenize's E_LIMIT */
+            run_msg(cfg,
+                    "prompt %zu is %zu bytes; the tokenizer takes at most %u bytes (%u MiB) "
+                    "per prompt\n",
+                    i + 1, len, BATON_TOKENIZER_MAX_TEXT_BYTES, BATON_TOKENIZER_MAX_TEXT_BYTES >> 20);
+            return 2;
+        }
         q[i].ids = calloc(len + 8 + cfg->n_predict, sizeof(int32_t));
         if (q[i].ids == NULL) {
             run_msg(cfg, "out of memory\n");

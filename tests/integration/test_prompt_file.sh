@@ -1,6 +1,7 @@
 #!/bin/bash
-# baton run --prompt-file: how the file is split into prompts and what is
-# checked before the model loads (a fresh-user review found each wrong):
+# baton run --prompt-file: how the file is split into prompts, what is
+# checked before the model loads, and the message of the tokenizer's limit
+# (a fresh-user review found each of these wrong):
 #   - a UTF-8 byte order mark at the start is not text of the first prompt;
 #     a line ends at LF, CR LF or a CR alone (old Mac files), so CR CR LF
 #     leaves no CR in the prompt: each prompt gives the token ids it gives
@@ -8,7 +9,9 @@
 #   - every --output-dir/N.txt is checked before the model is loaded (a
 #     directory or a symbolic link at the last one, not just at 1.txt, and
 #     the prompt file itself), so nothing is written by a run that cannot
-#     finish.
+#     finish;
+#   - a prompt past the tokenizer's 1 MiB is said in bytes (exit 2), one of
+#     exactly 1 MiB passes that check.
 source "$(dirname "$0")/lib.sh"
 need_model
 
@@ -108,4 +111,21 @@ echo old >"$TMP/d4/10.txt"
     2>"$TMP/od.err" || fail "--output-dir run: $(cat "$TMP/od.err")"
 [ "$(ls "$TMP/d4" | wc -l)" = 10 ] && [ "$(head -c 3 "$TMP/d4/10.txt")" = p10 ] || fail "--output-dir: $(ls "$TMP/d4")"
 echo "ok: every --output-dir file is checked before the model loads"
+
+# the tokenizer's limit, in bytes, at the caller (exit 2)
+python3 - "$TMP" <<'PY'
+import sys
+d = sys.argv[1]
+open(d + "/big.txt", "w").write("Lily\n" + "a b " * 262144 + "c\n")  # prompt 2: 1 MiB + 1
+open(d + "/mib.txt", "w").write("Lily\n" + "a b " * 262144 + "\n")   # prompt 2: 1 MiB
+PY
+rc=0
+"$BATON" run --model "$MODEL" --prompt-file "$TMP/big.txt" >/dev/null 2>"$TMP/big.err" || rc=$?
+[ $rc = 2 ] && grep -qx "baton run: prompt 2 is 1048577 bytes; the tokenizer takes at most 1048576 bytes (1 MiB) per prompt" "$TMP/big.err" ||
+    fail "a prompt of 1 MiB + 1: exit $rc: $(cat "$TMP/big.err")"
+rc=0
+"$BATON" run --model "$MODEL" --prompt-file "$TMP/mib.txt" >/dev/null 2>"$TMP/mib.err" || rc=$?
+[ $rc = 2 ] && grep -q "^baton run: prompt 2 ([0-9]* tokens) + -n 64 exceeds --ctx 512" "$TMP/mib.err" ||
+    fail "a prompt of 1 MiB: exit $rc: $(cat "$TMP/mib.err")"
+echo "ok: a prompt past 1 MiB names the limit"
 echo PASS
