@@ -2226,6 +2226,27 @@ static void gen_cli_args(void)
     cli_seed(any64, "");
     cli_seed(any64, "-");
 
+    /* decimal values (bits 7-6 = 11; bits 0-1: [0, 100], (0, 1], [-1, 1],
+     * (1e-3, 1e3]) */
+    cli_seed(0xC0, "0.8");
+    cli_seed(0xC0, "100");
+    cli_seed(0xC0, "100.0000001");
+    cli_seed(0xC1, "1");
+    cli_seed(0xC1, "0");
+    cli_seed(0xC1, "1e-6");
+    cli_seed(0xC1, "1e-50");   /* in range, 0 as a float */
+    cli_seed(0xC1, "0x1p-2");  /* a hex float */
+    cli_seed(0xC0, "inf");
+    cli_seed(0xC0, "nan");
+    cli_seed(0xC0, " 1");
+    cli_seed(0xC0, "+1");
+    cli_seed(0xC2, "-0.5");
+    cli_seed(0xC2, "-.5e0");
+    cli_seed(0xC3, "1e309");   /* past DBL_MAX */
+    cli_seed(0xC3, "5.");
+    cli_seed(0xC3, ".");
+    cli_seed(0xC3, "1e");
+
     /* stage lists: --servers, then LF and --split when bit 2 is set */
     cli_seed(run, "local");
     cli_seed(cli_stages(2, 1, 2), "local\n1,1,1");

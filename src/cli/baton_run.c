@@ -1,7 +1,6 @@
 /* `baton run`: options -> struct baton_run_config -> baton_run(). */
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,9 +61,10 @@ static void run_usage(FILE *f)
           "                       each token straight to stage 1 and the coordinator\n"
           "                       queues the next steps ahead; off: every token through\n"
           "                       this process\n"
-          "  --temp T             sampling temperature (default 0: greedy)\n"
+          "  --temp T             sampling temperature, 0..100 (default 0: greedy)\n"
           "  --top-k K            keep the K most likely tokens (default 0: all)\n"
-          "  --top-p P            nucleus sampling mass in (0, 1] (default 1)\n"
+          "  --top-p P            nucleus sampling mass in (0, 1] (default 1); T and P\n"
+          "                       are plain decimals (0.8, 8e-1; no hex floats)\n"
           "  --seed S             sampling seed (default 0); the last stage samples, with\n"
           "                       the token's position as the counter, so a seed gives\n"
           "                       the same ids whatever the split or the batch\n"
@@ -150,21 +150,6 @@ static int parse_u32(const char *opt, const char *s, uint32_t min, uint32_t max,
     return baton_cli_parse_u32(PROG, opt, s, min, max, out);
 }
 
-static int parse_float(const char *opt, const char *s, float lo, float hi, float *out)
-{
-    char *end = NULL;
-    double v;
-
-    errno = 0;
-    v = strtod(s, &end);
-    if (errno != 0 || end == s || *end != '\0' || !isfinite(v) || v < lo || v > hi) {
-        fprintf(stderr, "baton run: %s: '%s' is not a number in [%g, %g]\n", opt, s, lo, hi);
-        return -1;
-    }
-    *out = (float)v;
-    return 0;
-}
-
 int baton_cmd_run(int argc, char **argv)
 {
     enum {
@@ -229,13 +214,15 @@ int baton_cmd_run(int argc, char **argv)
         case O_UBATCH:
             if (parse_u32("--ubatch", optarg, 1, UINT32_MAX, &cfg.n_ubatch)) return 2;
             break;
-        case O_TEMP: if (parse_float("--temp", optarg, 0.0f, 100.0f, &cfg.temp)) return 2; break;
+        case O_TEMP:
+            if (baton_cli_parse_float(PROG, "--temp", optarg, 0.0, 100.0, 0, &cfg.temp)) return 2;
+            break;
         case O_TOPK:
             if (parse_u32("--top-k", optarg, 0, UINT32_MAX, &cfg.top_k)) return 2;
             top_k_given = 1;
             break;
         case O_TOPP:
-            if (parse_float("--top-p", optarg, 1e-6f, 1.0f, &cfg.top_p)) return 2;
+            if (baton_cli_parse_float(PROG, "--top-p", optarg, 0.0, 1.0, 1, &cfg.top_p)) return 2;
             top_p_given = 1;
             break;
         case O_SEED:

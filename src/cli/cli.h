@@ -55,6 +55,19 @@ int baton_cli_parse_onoff(const char *prog, const char *opt, const char *s, int 
 int baton_cli_parse_u32(const char *prog, const char *opt, const char *s, uint32_t min,
                         uint32_t max, uint32_t *out);
 
+/* Parses the value s of a decimal option opt (--temp, --top-p): a plain
+ * decimal number (an optional '-', digits with at most one '.', an optional
+ * exponent: "0.25", "25e-2"; no hex float, "inf", "nan", space or '+')
+ * within [lo, hi], or (lo, hi] when lo_open, also once rounded to a float.
+ * On failure prints to stderr one of
+ *   PROG: OPT: 'S' is not a decimal number (digits with an optional '.' and exponent, ...)
+ *   PROG: OPT: 'S' is not in [LO, HI]             ("(LO, HI]" when lo_open)
+ *   PROG: OPT: 'S' is not in [LO, HI] as a 32-bit float (F)
+ * (LO, HI and F as %g) and returns -1 (a usage error); else stores the float
+ * and returns 0. (cli_args.c; fuzz target cli_args) */
+int baton_cli_parse_float(const char *prog, const char *opt, const char *s, double lo, double hi,
+                          int lo_open, float *out);
+
 /* The lines of a --prompt-file. */
 #define BATON_CLI_MAX_LINES 100000u      /* prompts in one file */
 #define BATON_CLI_MAX_FILE (64ull << 20) /* bytes of one file */
