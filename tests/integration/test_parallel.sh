@@ -219,7 +219,7 @@ want 2 "line 2 holds a NUL byte" --prompt-file "$TMP/nul.txt"
 printf '\n\r\n  \t \r\n\r\r\n\n' >"$TMP/empty.txt"
 want 2 "no prompts" --prompt-file "$TMP/empty.txt"
 want 2 "--report-gap reads one sequence's logits: not with --prompt-file" --prompt-file "$TMP/prompts.txt" --report-gap --ids-file "$TMP/gap.json"
-want 2 "prompt 6 (51 tokens) + -n 8 exceeds --ctx 40" --prompt-file "$TMP/prompts.txt" --ctx 40 -n 8
+want 2 "prompt 6 (51 tokens) + -n 8 = 59 exceeds --ctx 40" --prompt-file "$TMP/prompts.txt" --ctx 40 -n 8
 want 1 "--output-dir $TMP/none: No such file or directory" --prompt-file "$TMP/prompts.txt" --output-dir "$TMP/none"
 want 1 "--output-dir $TMP/prompts.txt: not a directory" --prompt-file "$TMP/prompts.txt" --output-dir "$TMP/prompts.txt"
 want 2 "give only one of --prompt TEXT and --prompt-file FILE" --prompt x --prompt-file "$TMP/prompts.txt"
@@ -250,6 +250,13 @@ for bad in "0" "257" "1,,2" "a" "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"; do
     rc=0
     "$BATON" bench --model "$MODEL" --npl "$bad" >/dev/null 2>"$TMP/npl.err" || rc=$?
     [ $rc = 2 ] && grep -q "^baton bench: --npl" "$TMP/npl.err" || fail "--npl $bad: exit $rc: $(cat "$TMP/npl.err")"
+done
+# a value out of range says the range, however many digits it has
+for bad in 0 257 9999999999999 99999999999999999999999 -1 x; do
+    rc=0
+    "$BATON" bench --model "$MODEL" --npl "1,$bad" >/dev/null 2>"$TMP/npl.err" || rc=$?
+    [ $rc = 2 ] && grep -qxF "baton bench: --npl: '$bad' is not a batch size in 1..256 (want B,B,..., up to 16 values)" "$TMP/npl.err" ||
+        fail "--npl 1,$bad: exit $rc: $(cat "$TMP/npl.err")"
 done
 echo "ok: bench --npl prints a row per batch size"
 echo PASS

@@ -1,7 +1,7 @@
 #!/bin/bash
 # baton run --prompt-file: how the file is split into prompts, what is
-# checked before the model loads, and the message of the tokenizer's limit
-# (a fresh-user review found each of these wrong):
+# checked before the model loads, and the messages of its limits (a
+# fresh-user review found each of these wrong):
 #   - a UTF-8 byte order mark at the start is not text of the first prompt;
 #     a line ends at LF, CR LF or a CR alone (old Mac files), so CR CR LF
 #     leaves no CR in the prompt: each prompt gives the token ids it gives
@@ -11,7 +11,9 @@
 #     the prompt file itself), so nothing is written by a run that cannot
 #     finish;
 #   - a prompt past the tokenizer's 1 MiB is said in bytes (exit 2), one of
-#     exactly 1 MiB passes that check.
+#     exactly 1 MiB passes that check; prompt + -n past the default context
+#     says "the default --ctx"; the summary counts in the singular where
+#     there is one.
 source "$(dirname "$0")/lib.sh"
 need_model
 
@@ -125,7 +127,26 @@ rc=0
     fail "a prompt of 1 MiB + 1: exit $rc: $(cat "$TMP/big.err")"
 rc=0
 "$BATON" run --model "$MODEL" --prompt-file "$TMP/mib.txt" >/dev/null 2>"$TMP/mib.err" || rc=$?
-[ $rc = 2 ] && grep -q "^baton run: prompt 2 ([0-9]* tokens) + -n 64 exceeds --ctx 512" "$TMP/mib.err" ||
+[ $rc = 2 ] && grep -q "^baton run: prompt 2 ([0-9]* tokens) + -n 64 = [0-9]* exceeds the default --ctx 512 (the positions of one sequence); give --ctx [0-9]* or more\$" "$TMP/mib.err" ||
     fail "a prompt of 1 MiB: exit $rc: $(cat "$TMP/mib.err")"
 echo "ok: a prompt past 1 MiB names the limit"
+
+# the context's name as the one-prompt run gives it
+printf 'Once upon a time\n' >"$TMP/one.txt"
+rc=0
+"$BATON" run --model "$MODEL" --prompt-file "$TMP/one.txt" -n 600 >/dev/null 2>"$TMP/ctx.err" || rc=$?
+[ $rc = 2 ] && grep -qx "baton run: prompt 1 (5 tokens) + -n 600 = 605 exceeds the default --ctx 512 (the positions of one sequence); give --ctx 605 or more" "$TMP/ctx.err" ||
+    fail "default ctx: exit $rc: $(cat "$TMP/ctx.err")"
+rc=0
+"$BATON" run --model "$MODEL" --prompt-file "$TMP/one.txt" -n 8 --ctx 10 >/dev/null 2>"$TMP/ctx.err" || rc=$?
+[ $rc = 2 ] && grep -qx "baton run: prompt 1 (5 tokens) + -n 8 = 13 exceeds --ctx 10 (the positions of one sequence); give --ctx 13 or more" "$TMP/ctx.err" ||
+    fail "given ctx: exit $rc: $(cat "$TMP/ctx.err")"
+# the singular where the count is one
+"$BATON" run --model "$MODEL" --prompt-file "$TMP/one.txt" -n 1 --quiet 2>"$TMP/sum.err" ||
+    fail "one prompt: $(cat "$TMP/sum.err")"
+grep -q "^summary: 1 sequence (1 at a time), prompt 5 tokens, generated 1 token, .* (all sequences, 0 steps), stages 1\$" "$TMP/sum.err" ||
+    fail "summary of one: $(grep summary "$TMP/sum.err")"
+"$BATON" run --model "$MODEL" --prompt "Lily" -n 1 --quiet 2>"$TMP/sum.err" || fail "one token: $(cat "$TMP/sum.err")"
+grep -q "^summary: prompt [0-9]* tokens, generated 1 token, " "$TMP/sum.err" || fail "summary: $(grep summary "$TMP/sum.err")"
+echo "ok: the default context is named so; one of a kind is singular"
 echo PASS
