@@ -87,6 +87,14 @@ for cmd in run bench; do
     BATON_SERVERS=a:1,b:0 want_usage "$TMP/sv.err" "baton $cmd: BATON_SERVERS: bad endpoint 'b:0' (the port must be 1..65535)" \
         "$BATON" "$cmd" "${args[@]}"
 done
+# baton info names where the list came from, as run and bench do (it said
+# --servers for a bad BATON_SERVERS)
+BATON_SERVERS=a:1,b:0 want_usage "$TMP/sv.err" "baton info: BATON_SERVERS: bad endpoint 'b:0' (the port must be 1..65535)" \
+    "$BATON" info
+BATON_SERVERS=a:1,,b want_usage "$TMP/sv.err" "baton info: BATON_SERVERS: entry 2 of 'a:1,,b' is empty (want host:port,host:port,... or local)" \
+    "$BATON" info
+BATON_SERVERS=a:1 want_usage "$TMP/sv.err" "baton info: --servers: bad endpoint 'b:0' (the port must be 1..65535)" \
+    "$BATON" info --servers a:1,b:0
 # more entries than stages a run can have (once past the end of the plan's arrays)
 many=127.0.0.1:1; for _ in $(seq 64); do many+=,127.0.0.1:1; done
 want_usage "$TMP/sv.err" "baton run: --servers: more than 64 servers (the most stages a run can have)" \
