@@ -316,6 +316,33 @@ static void print_flag_error(const char *flag, const char *err)
     say("usage", "%s", err);
 }
 
+/* Sets policy key `key` (key_file, peer_key_file) to path, the value of
+ * flag (--key, --peer-key). A path the policy cannot hold (one a policy
+ * file line could not carry) is said in one message naming the flag and the
+ * file, and why: "batond: --key ' k': a key file path may not begin or end
+ * with a blank ...". Returns 0, or -1 after the message (a usage error). */
+static int key_path_error(const char *flag, const char *key, const char *path,
+                          struct baton_policy *pol)
+{
+    char err[512];
+    const size_t len = strlen(path);
+
+    if (baton_policy_set(pol, key, path, err, sizeof err) == 0)
+        return 0;
+    if (len == 0)
+        say("usage", "%s: an empty path (give the key file, made by baton keygen)", flag);
+    else if (len >= BATON_POLICY_PATH_BYTES)
+        say("usage", "%s '%.40s...': the key file path is %zu bytes; at most %u", flag, path, len,
+            BATON_POLICY_PATH_BYTES - 1);
+    else
+        say("usage",
+            "%s '%s': a key file path may not begin or end with a blank, begin with '#', "
+            "have a '#' after a blank or hold control characters (it is kept in the policy, "
+            "whose file could not hold it); rename the file or give another path to it",
+            flag, path);
+    return -1;
+}
+
 /* 0 if host resolves to an address to listen on; else prints why and
  * returns 1 (the name may resolve later: a runtime failure, not usage). */
 static int check_host_resolves(const char *host)
@@ -489,12 +516,9 @@ int main(int argc, char **argv)
 
 
     /* --key, --peer-key and --encrypt are part of the policy in effect */
-    if ((key_path && baton_policy_set(&pol, "key_file", key_path, err, sizeof err) != 0) ||
-        (peer_key_path &&
-         baton_policy_set(&pol, "peer_key_file", peer_key_path, err, sizeof err) != 0)) {
-        say("usage", "%s: %s", key_path ? "--key" : "--peer-key", err);
+    if ((key_path && key_path_error("--key", "key_file", key_path, &pol) != 0) ||
+        (peer_key_path && key_path_error("--peer-key", "peer_key_file", peer_key_path, &pol) != 0))
         return 2;
-    }
     if (cfg.encrypt)
         pol.encrypt = 1;
     if (print_policy) {
