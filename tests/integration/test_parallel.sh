@@ -12,8 +12,10 @@
 # longer than the ubatch (full ubatches and a rest in powers of two) and one
 # of one token. Output: "[N] text" lines (N: the prompt's number, blank
 # lines skipped), or --output-dir files; and the
-# usage errors (exit 2) and unreadable files (exit 1); baton bench --npl
-# prints a row per batch size (N_KV = B x (PP + TG)) and its JSON.
+# usage errors (exit 2) and unreadable files (exit 1); --parallel x --ctx
+# past a server's scratch limit says which limit and what asked for it;
+# baton bench --npl prints a row per batch size (N_KV = B x (PP + TG)) and
+# its JSON.
 source "$(dirname "$0")/lib.sh"
 need_model
 
@@ -233,6 +235,30 @@ grep -q "the server allows at most 4.0 MiB in one buffer" "$TMP/err" || fail "--
 par small1 "$TMP/prompts.txt" --parallel 1 --servers "127.0.0.1:$PORT_small" --key "$K"
 same small1 one 10
 echo "ok: usage errors and unreadable files; --parallel past a server's memory is said as such"
+# N x --ctx past a server's scratch limit: ATTENTION's work area is min(heads
+# x tokens, 64) rows of every KV-cache cell (all sequences' cells), and the
+# server's scratch arena holds at most 1 GiB a session. A model of 8 heads
+# and 1 kv head of 2 (16 bytes of KV cache a cell) decoding 8 sequences of
+# --ctx 600000: 64 rows x 4800000 cells x 4 bytes = 1228800000 bytes. The
+# coordinator names the limit, the figures, --ctx and --parallel; batond's
+# log names the limit that refused it; the server serves the next session
+"$BATON" gen-model --layers 1 --dim 16 --ff 16 --heads 8 --kv-heads 1 --type f32 -o "$TMP/att.gguf" \
+    2>"$TMP/att.err" || fail "gen-model: $(cat "$TMP/att.err")"
+grep -qx "baton gen-model: wrote $TMP/att.gguf (1 layer, dim 16, ff 16, 8 heads, 1 kv head, f32)" "$TMP/att.err" ||
+    fail "gen-model line: $(cat "$TMP/att.err")"
+printf 'a\nb\nc\nd\ne\nf\ng\nh\n' >"$TMP/eight.txt"
+BATOND_EXTRA="${BATOND_EXTRA:-} --key $K" start_server scratch
+rc=0
+"$BATON" run --model "$TMP/att.gguf" --prompt-file "$TMP/eight.txt" --parallel 8 --ctx 600000 -n 4 \
+    --servers "127.0.0.1:$PORT_scratch" --key "$K" >/dev/null 2>"$TMP/att.err" || rc=$?
+[ $rc = 1 ] && grep -qxF "baton run: stage 1's step of 8 tokens needs more scratch than the server's limit of 1.0 GiB per session (fixed; the server's total memory where that is less): its ATTENTION work area alone is 64 rows (8 heads x 8 tokens, at most 64) x 4800000 KV-cache cells x 4 bytes = 1.1 GiB, the cells being --ctx 600000 x 8 sequences at a time (--parallel); a smaller --ctx or --parallel needs less" "$TMP/att.err" ||
+    fail "--parallel 8 --ctx 600000: exit $rc: $(cat "$TMP/att.err")"
+grep -q "^batond: session [0-9]*: a graph needs a scratch arena of 1228802176 bytes (1171.9 MiB), over the scratch limit of 1073741824 bytes (1024.0 MiB) per session (max_scratch_bytes" \
+    "$TMP/batond.scratch.log" || fail "batond's log does not name the limit: $(cat "$TMP/batond.scratch.log")"
+# half the context fits (64 x 2400000 x 4 = 614400000 bytes)
+"$BATON" run --model "$TMP/att.gguf" --prompt-file "$TMP/eight.txt" --parallel 8 --ctx 300000 -n 4 --quiet \
+    --servers "127.0.0.1:$PORT_scratch" --key "$K" 2>"$TMP/att.err" || fail "--ctx 300000: $(cat "$TMP/att.err")"
+echo "ok: --parallel x --ctx past the scratch limit names the limit, the figures and the flags"
 num='[0-9]+(\.[0-9]+)?'
 # baton bench --npl: a row per batch size, N_KV = B x (PP + TG), the JSON
 # with every figure; bad lists are usage errors
