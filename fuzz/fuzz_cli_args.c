@@ -5,7 +5,9 @@
  *       ("local", or 1..64 comma-separated host:port / host:port@peerhost:
  *       peerport entries; a host of letters, digits, '.', '-', '_', or an
  *       IPv6 address with an optional %zone in brackets) and --split
- *       (baton_split_parse: plain decimals) against it.
+ *       (baton_split_parse: plain decimals) against it;
+ *   (c) decimal option values (--temp, --top-p), baton_cli_parse_float
+ *       (src/cli/cli_args.c).
  *
  * Input: byte 0 selects the parser, the rest is the text. Every string is
  * an exact-size heap copy ending at the first NUL (argv cannot hold one),
@@ -14,7 +16,10 @@
  *     bits 0-2: min, bits 3-5: max, from the tables below (clamped to
  *     UINT32_MAX for u32, swapped when min > max: callers pass min <= max).
  *     The value is bytes 1.. .
- *   byte 0 bit 7 = 1: stage list. Bits 0-1: servers_name (NULL, "--servers",
+ *   byte 0 bits 7-6 = 11: decimal value, baton_cli_parse_float (cli_args.c).
+ *     Bits 0-1 pick the bounds: [0, 100] (--temp), (0, 1] (--top-p),
+ *     [-1, 1], (1e-3, 1e3]. The value is bytes 1.. .
+ *   byte 0 bits 7-6 = 10: stage list. Bits 0-1: servers_name (NULL, "--servers",
  *     "BATON_SERVERS", "-s"); bit 2: --split given; bits 3-4: cfg->prog
  *     (NULL, "baton run", "baton bench", ""). --servers is bytes 1.. up to
  *     the first LF; --split is what follows that LF ("" when there is none).
@@ -34,6 +39,12 @@
  *       message "fuzz: -n: 'S' is not an integer | is too large (at most MAX)
  *       | is too small (at least MIN)" is printed; parse_u32 agrees with
  *       parse_u64 on the same bounds (result, value and message).
+ *   (c) decimal values: the result is 0 or -1 and is the reference's: the
+ *       grammar is a POSIX regular expression written from cli.h
+ *       (-?(D+.?D*|.D+)([eE][+-]?D+)?), then strtod's value within the
+ *       bounds, then the float it rounds to within them too; on success
+ *       *out is that float and nothing is printed; on failure *out is
+ *       untouched and exactly the documented message is printed.
  *   (b) the result is 0 or 2 and is the reference's (entries checked in
  *       order: a 65th entry, then empty, then malformed; then --split, then
  *       the count); 0 prints nothing; 2 prints exactly one message that
@@ -61,6 +72,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <regex.h>
 #include <stdarg.h>
 
 #include "cli/cli.h"
@@ -225,6 +237,75 @@ static void check_integer(uint8_t mode, const char *s)
         FUZZ_CHECK(rc64 == rc && strcmp(msg64, msg) == 0 && (rc != 0 || got64 == got),
                    "parse_u32 and parse_u64 differ on '%s'", s);
         free(msg64);
+    }
+    free(expect);
+    free(msg);
+}
+
+/* ---- (c) decimal values ---- */
+
+static const struct {
+    double lo, hi;
+    int lo_open;
+} float_bounds[4] = {{0.0, 100.0, 0}, {0.0, 1.0, 1}, {-1.0, 1.0, 0}, {1e-3, 1e3, 1}};
+
+static void check_float(uint8_t mode, const char *s)
+{
+    static regex_t re;
+    static int re_ready;
+    const double lo = float_bounds[mode & 3].lo, hi = float_bounds[mode & 3].hi;
+    const int lo_open = float_bounds[mode & 3].lo_open;
+    const char open = lo_open ? '(' : '[';
+    size_t len = 0;
+    char *msg = NULL, *expect = NULL;
+    FILE *m = open_memstream(&msg, &len);
+    FILE *saved = stderr;
+    float got = -12345.0f;
+    int rc, want_rc = 0;
+
+    if (!re_ready) {
+        if (regcomp(&re, "^-?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][+-]?[0-9]+)?$",
+                    REG_EXTENDED | REG_NOSUB) != 0)
+            abort();
+        re_ready = 1;
+    }
+    if (!m)
+        abort();
+    stderr = m;
+    rc = baton_cli_parse_float("fuzz", "--x", s, lo, hi, lo_open, &got);
+    stderr = saved;
+    if (fclose(m) != 0)
+        abort();
+    if (regexec(&re, s, 0, NULL, 0) != 0) {
+        want_rc = -1;
+        expect = str_printf("fuzz: --x: '%s' is not a decimal number (digits with an optional "
+                            "'.' and exponent, as 0.25 or 25e-2)\n",
+                            s);
+    } else {
+        const double v = strtod(s, NULL);
+        const float f = (float)v;
+
+        if (!(v >= lo && v <= hi) || (lo_open && v <= lo)) {
+            want_rc = -1;
+            expect = str_printf("fuzz: --x: '%s' is not in %c%g, %g]\n", s, open, lo, hi);
+        } else if (!((double)f >= lo && (double)f <= hi) || (lo_open && (double)f <= lo)) {
+            want_rc = -1;
+            expect = str_printf("fuzz: --x: '%s' is not in %c%g, %g] as a 32-bit float (%g)\n",
+                                s, open, lo, hi, (double)f);
+        } else {
+            FUZZ_CHECK(rc == 0 && got == f, "'%s': rc %d, %.9g, want %.9g", s, rc, (double)got,
+                       (double)f);
+        }
+    }
+    FUZZ_CHECK(rc == want_rc, "'%s' in %c%g, %g]: rc %d, want %d (%s)", s, open, lo, hi, rc,
+               want_rc, msg);
+    if (rc == 0) {
+        FUZZ_CHECK(msg[0] == '\0', "success printed '%s'", msg);
+        FUZZ_CHECK(isfinite(got) && got >= lo && got <= hi && (!lo_open || got > lo),
+                   "'%s' gave %g outside the bounds", s, (double)got);
+    } else {
+        FUZZ_CHECK(got == -12345.0f, "failure wrote %g to *out", (double)got);
+        FUZZ_CHECK(strcmp(msg, expect) == 0, "message '%s', want '%s'", msg, expect);
     }
     free(expect);
     free(msg);
@@ -660,9 +741,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const uint8_t mode = data[0];
     const uint8_t *rest = data + 1;
     const size_t n = size - 1;
-    if (!(mode & 0x80)) {
+    if (!(mode & 0x80) || (mode & 0xC0) == 0xC0) {
         char *s = dup_str(rest, n);
-        check_integer(mode, s);
+        if (mode & 0x80)
+            check_float(mode, s);
+        else
+            check_integer(mode, s);
         free(s);
         return 0;
     }

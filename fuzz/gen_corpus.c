@@ -2237,6 +2237,27 @@ static void gen_cli_args(void)
     cli_seed(any64, "");
     cli_seed(any64, "-");
 
+    /* decimal values (bits 7-6 = 11; bits 0-1: [0, 100], (0, 1], [-1, 1],
+     * (1e-3, 1e3]) */
+    cli_seed(0xC0, "0.8");
+    cli_seed(0xC0, "100");
+    cli_seed(0xC0, "100.0000001");
+    cli_seed(0xC1, "1");
+    cli_seed(0xC1, "0");
+    cli_seed(0xC1, "1e-6");
+    cli_seed(0xC1, "1e-50");   /* in range, 0 as a float */
+    cli_seed(0xC1, "0x1p-2");  /* a hex float */
+    cli_seed(0xC0, "inf");
+    cli_seed(0xC0, "nan");
+    cli_seed(0xC0, " 1");
+    cli_seed(0xC0, "+1");
+    cli_seed(0xC2, "-0.5");
+    cli_seed(0xC2, "-.5e0");
+    cli_seed(0xC3, "1e309");   /* past DBL_MAX */
+    cli_seed(0xC3, "5.");
+    cli_seed(0xC3, ".");
+    cli_seed(0xC3, "1e");
+
     /* stage lists: --servers, then LF and --split when bit 2 is set */
     cli_seed(run, "local");
     cli_seed(cli_stages(2, 1, 2), "local\n1,1,1");
@@ -2353,6 +2374,11 @@ static void gen_prompt_lines(void)
         "a\n\nb\n\n\nc",
         "\357\273\277BOM and UTF-8: caf\303\251\n",
         "lone\rCR inside\n",
+        "old Mac\rCR only\rlines\r",
+        "two CRs\r\r\nthen LF\n",
+        "\357\273\277\r\n\357\273\277second BOM stays\n",
+        "\357\273 half a BOM\n",
+        " \t\r\t \r\n",
     };
     static const char nul[] = "a\nb\0c\nd\n";
 

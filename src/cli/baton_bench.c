@@ -113,31 +113,42 @@ static void print_run_errors(const char *text)
 
 #define NPL_MAX 16
 
-/* --npl B,B,...: at most NPL_MAX values, each 1..256. 0 or -1 (said). */
+/* --npl B,B,...: at most NPL_MAX values, each 1..256. 0 or -1 (said, with
+ * the allowed range whatever the value: digits of any length, a sign, a
+ * space or an empty value). */
 static int parse_npl(const char *s, uint32_t *npl, uint32_t *n)
 {
     const char *p = s;
 
     *n = 0;
     for (;;) {
-        char item[16];
         const char *c = strchr(p, ',');
         const size_t len = c ? (size_t)(c - p) : strlen(p);
+        uint32_t v = 0;
+        size_t i;
 
         if (*n == NPL_MAX) {
-            fprintf(stderr, "baton bench: --npl: more than %u values\n", NPL_MAX);
+            fprintf(stderr, "baton bench: --npl: more than %u values (each 1..256)\n", NPL_MAX);
             return -1;
         }
-        if (len == 0 || len >= sizeof item) {
-            fprintf(stderr, "baton bench: --npl: '%s' is not a list of batch sizes (B,B,...)\n",
-                    s);
+        if (len == 0) {
+            fprintf(stderr,
+                    "baton bench: --npl: '%s' has an empty value (want B,B,..., up to %u "
+                    "values, each 1..256)\n",
+                    s, NPL_MAX);
             return -1;
         }
-        memcpy(item, p, len);
-        item[len] = '\0';
-        if (baton_cli_parse_u32(PROG, "--npl", item, 1, 256, &npl[*n]) != 0)
+        for (i = 0; i < len && p[i] >= '0' && p[i] <= '9' && v <= 256; i++)
+            v = v * 10 + (uint32_t)(p[i] - '0'); /* stops past 256: no wrap */
+        if (i < len || v < 1 || v > 256) {
+            /* digits past 256 (i < len) and anything else alike */
+            fprintf(stderr,
+                    "baton bench: --npl: '%.*s' is not a batch size in 1..256 (want B,B,..., "
+                    "up to %u values)\n",
+                    (int)(len > 64 ? 64 : len), p, NPL_MAX);
             return -1;
-        (*n)++;
+        }
+        npl[(*n)++] = v;
         if (c == NULL)
             return 0;
         p = c + 1;

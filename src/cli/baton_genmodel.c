@@ -164,8 +164,9 @@ int baton_cmd_gen_model(int argc, char **argv)
         return rc == BATON_E_INVAL ? 2 : 1;
     }
     fprintf(stderr,
-            "baton gen-model: wrote %s (%u layers, dim %u, ff %u, %u heads, %u kv heads, %s)\n",
-            cfg.out_path, cfg.n_layer, cfg.n_embd, cfg.n_ff, cfg.n_head, cfg.n_head_kv,
+            "baton gen-model: wrote %s (%u layer%s, dim %u, ff %u, %u head%s, %u kv head%s, %s)\n",
+            cfg.out_path, cfg.n_layer, cfg.n_layer == 1 ? "" : "s", cfg.n_embd, cfg.n_ff,
+            cfg.n_head, cfg.n_head == 1 ? "" : "s", cfg.n_head_kv, cfg.n_head_kv == 1 ? "" : "s",
             baton_type_name(cfg.type));
     return 0;
 }

@@ -143,6 +143,7 @@ int baton_cmd_info(int argc, char **argv)
 {
     const char *servers = getenv("BATON_SERVERS"), *key_path = getenv("BATON_KEY_FILE");
     const char *key_name = "BATON_KEY_FILE"; /* where key_path came from */
+    const char *servers_name = "BATON_SERVERS"; /* ... and servers: named in its errors */
     struct baton_key *key = NULL;
     int timeout_ms = 5000;
     for (int i = 1; i < argc; i++) {
@@ -152,6 +153,7 @@ int baton_cmd_info(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--servers") && v) {
             servers = v;
+            servers_name = "--servers";
             i++;
         } else if (!strcmp(a, "--key") && v) {
             key_path = v;
@@ -187,7 +189,7 @@ int baton_cmd_info(int argc, char **argv)
         rc_cfg.prog = "baton info";
         rc_cfg.servers = servers;
         rc_cfg.log = stderr;
-        if (baton_run_check_stages(&rc_cfg, "--servers") != 0)
+        if (baton_run_check_stages(&rc_cfg, servers_name) != 0)
             return 2;
     }
     if (key_path && *key_path) {

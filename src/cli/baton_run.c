@@ -1,7 +1,6 @@
 /* `baton run`: options -> struct baton_run_config -> baton_run(). */
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,11 +24,16 @@ static void run_usage(FILE *f)
           "  --prompt-file FILE   one prompt per line (blank lines skipped): each is its\n"
           "                       own sequence (seed --seed + N - 1); the N-th prompt's\n"
           "                       text comes out as lines \"[N] text\" when it ends, or\n"
-          "                       in --output-dir\n"
+          "                       in --output-dir. A line ends at LF, CR LF or a CR\n"
+          "                       alone (old Mac files), so no prompt holds a CR; a\n"
+          "                       UTF-8 byte order mark at the start is skipped\n"
           "  --parallel N         sequences decoded together in one step, 1..256 (default\n"
           "                       1; with --prompt-file): each holds --ctx positions of\n"
           "                       KV cache; a sequence that ends frees them for the next\n"
-          "  --output-dir DIR     with --prompt-file: DIR/N.txt per prompt, streamed\n"
+          "  --output-dir DIR     with --prompt-file: DIR/N.txt per prompt, streamed;\n"
+          "                       every N.txt is checked before the model loads (none\n"
+          "                       may be a symbolic link, which is not followed, or a\n"
+          "                       directory, and each must be creatable)\n"
           "  --groups G           pipeline groups, 1..8 (default 1; with --prompt-file):\n"
           "                       the --parallel sequences in G groups whose decode steps\n"
           "                       overlap on the stages (group 2 at stage 1 while group 1\n"
@@ -57,9 +61,10 @@ static void run_usage(FILE *f)
           "                       each token straight to stage 1 and the coordinator\n"
           "                       queues the next steps ahead; off: every token through\n"
           "                       this process\n"
-          "  --temp T             sampling temperature (default 0: greedy)\n"
+          "  --temp T             sampling temperature, 0..100 (default 0: greedy)\n"
           "  --top-k K            keep the K most likely tokens (default 0: all)\n"
-          "  --top-p P            nucleus sampling mass in (0, 1] (default 1)\n"
+          "  --top-p P            nucleus sampling mass in (0, 1] (default 1); T and P\n"
+          "                       are plain decimals (0.8, 8e-1; no hex floats)\n"
           "  --seed S             sampling seed (default 0); the last stage samples, with\n"
           "                       the token's position as the counter, so a seed gives\n"
           "                       the same ids whatever the split or the batch\n"
@@ -95,24 +100,54 @@ static void run_usage(FILE *f)
 
 #define PROG "baton run"
 
+/* Checks, before the model is loaded, every file the run will write in
+ * --output-dir: DIR/N.txt for N = 1..n_prompts (run_parallel.c's
+ * open_output opens each with O_NOFOLLOW | O_CREAT | O_TRUNC as its prompt
+ * is admitted, so one that cannot be written would otherwise stop the run
+ * midway, after the upload and with the files before it cut short). Each
+ * must not be a symbolic link (not followed), a directory, the model or the
+ * --prompt-file, and must be creatable (baton_cli_check_output, which
+ * leaves nothing behind). Returns 0, or 1 after a message naming the
+ * file. */
+static int check_output_files(const char *dir, size_t n_prompts, const char *model,
+                              const char *prompt_file)
+{
+    struct stat in_st;
+    const int have_in = stat(prompt_file, &in_st) == 0;
+
+    for (size_t i = 0; i < n_prompts; i++) {
+        char path[4096];
+        struct stat st;
+
+        if ((size_t)snprintf(path, sizeof path, "%s/%zu.txt", dir, i + 1) >= sizeof path) {
+            fprintf(stderr, PROG ": --output-dir %s: path too long\n", dir);
+            return 1;
+        }
+        if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+            fprintf(stderr,
+                    PROG ": --output-dir %s: a symbolic link, which is not followed (the "
+                         "output files are written only as files of their own); remove it or "
+                         "choose another --output-dir\n",
+                    path);
+            return 1;
+        }
+        if (have_in && stat(path, &st) == 0 && st.st_dev == in_st.st_dev &&
+            st.st_ino == in_st.st_ino) {
+            fprintf(stderr,
+                    PROG ": --output-dir %s and --prompt-file %s are the same file; write it "
+                         "elsewhere\n",
+                    path, prompt_file);
+            return 1;
+        }
+        if (baton_cli_check_output(PROG, "--output-dir", path, 0, model) != 0)
+            return 1;
+    }
+    return 0;
+}
+
 static int parse_u32(const char *opt, const char *s, uint32_t min, uint32_t max, uint32_t *out)
 {
     return baton_cli_parse_u32(PROG, opt, s, min, max, out);
-}
-
-static int parse_float(const char *opt, const char *s, float lo, float hi, float *out)
-{
-    char *end = NULL;
-    double v;
-
-    errno = 0;
-    v = strtod(s, &end);
-    if (errno != 0 || end == s || *end != '\0' || !isfinite(v) || v < lo || v > hi) {
-        fprintf(stderr, "baton run: %s: '%s' is not a number in [%g, %g]\n", opt, s, lo, hi);
-        return -1;
-    }
-    *out = (float)v;
-    return 0;
 }
 
 int baton_cmd_run(int argc, char **argv)
@@ -179,13 +214,15 @@ int baton_cmd_run(int argc, char **argv)
         case O_UBATCH:
             if (parse_u32("--ubatch", optarg, 1, UINT32_MAX, &cfg.n_ubatch)) return 2;
             break;
-        case O_TEMP: if (parse_float("--temp", optarg, 0.0f, 100.0f, &cfg.temp)) return 2; break;
+        case O_TEMP:
+            if (baton_cli_parse_float(PROG, "--temp", optarg, 0.0, 100.0, 0, &cfg.temp)) return 2;
+            break;
         case O_TOPK:
             if (parse_u32("--top-k", optarg, 0, UINT32_MAX, &cfg.top_k)) return 2;
             top_k_given = 1;
             break;
         case O_TOPP:
-            if (parse_float("--top-p", optarg, 1e-6f, 1.0f, &cfg.top_p)) return 2;
+            if (baton_cli_parse_float(PROG, "--top-p", optarg, 0.0, 1.0, 1, &cfg.top_p)) return 2;
             top_p_given = 1;
             break;
         case O_SEED:
@@ -296,20 +333,18 @@ int baton_cmd_run(int argc, char **argv)
             fprintf(stderr, "baton run: --output-dir %s: not a directory\n", cfg.output_dir);
             return 1;
         }
-        if (cfg.output_dir) {
-            /* found unwritable now, not after the model has loaded */
-            char probe[4096];
-
-            if ((size_t)snprintf(probe, sizeof probe, "%s/1.txt", cfg.output_dir) >=
-                    sizeof probe ||
-                baton_cli_check_output(PROG, "--output-dir", probe, 0, cfg.model_path) != 0)
-                return 1;
-        }
         rc = baton_cli_read_lines(PROG, "--prompt-file", prompt_file, &lines);
         if (rc != 0)
             return rc;
         cfg.prompts = (const char *const *)lines.line;
         cfg.n_prompts = lines.n;
+        /* every output file, found unwritable now, not after the model has
+         * loaded and some of them are written */
+        if (cfg.output_dir &&
+            check_output_files(cfg.output_dir, lines.n, cfg.model_path, prompt_file) != 0) {
+            baton_cli_lines_free(&lines);
+            return 1;
+        }
     }
     rc = baton_run(&cfg);
     baton_cli_lines_free(&lines);

@@ -32,6 +32,7 @@
 #include <limits.h>
 #include <netdb.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,7 +112,9 @@ static void usage(FILE *f)
             "                    listening line's host, port, auth, ...) or\n"
             "                    journal (\"<priority>message\", no timestamp); default\n"
             "                    journal when stderr is the journal ($JOURNAL_STREAM),\n"
-            "                    else text\n"
+            "                    else text. It holds from the first line wherever it\n"
+            "                    stands: option and setup errors too (the usage text\n"
+            "                    follows a usage error only as text)\n"
             "\n"
             "A value may also follow its option after '=' (--port=7340).\n"
             "\n"
@@ -120,6 +123,56 @@ static void usage(FILE *f)
             "the policy file refused, the address does not resolve or cannot be bound);\n"
             "2 usage error (a bad flag or value, or options that need each other).\n",
             BATON_DEFAULT_PORT);
+}
+
+/* An error before the server runs, through the log (log.h), so that under
+ * --log-format json (or journal) every line batond writes to stderr has
+ * that form, usage errors included; as text it is "batond: MESSAGE", as
+ * before. kind: "usage" (exit 2) or "startup" (exit 1). The format is
+ * chosen before anything can fail (log_format_from_args). */
+static void say(const char *kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(const char *kind, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    baton_vlog(BATON_LOG_ERR, kind, NULL, 0, fmt, ap);
+    va_end(ap);
+}
+
+/* After a usage error: the usage text as text; in json and journal form a
+ * multi-line text would break the one-record-a-line stream, so there the
+ * error line's own "(see batond --help)" is all. */
+static void usage_after_error(void)
+{
+    if (baton_log_get_format() == BATON_LOG_TEXT)
+        usage(stderr);
+}
+
+/* The log format of the command line, before any other option is read, so
+ * that their errors already take it: the last --log-format F (or
+ * --log-format=F) with a valid F, else journal when stderr is the journal's
+ * stream, else text. An invalid F is reported (as text) by the option loop. */
+static enum baton_log_format log_format_from_args(int argc, char **argv)
+{
+    enum baton_log_format f = BATON_LOG_TEXT, one;
+    int given = 0;
+
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+
+        if (!strcmp(argv[i], "--log-format") && i + 1 < argc)
+            v = argv[++i];
+        else if (!strncmp(argv[i], "--log-format=", 13))
+            v = argv[i] + 13;
+        if (v != NULL && baton_log_format_parse(v, &one) == 0) {
+            f = one;
+            given = 1;
+        }
+    }
+    if (!given && baton_log_stderr_is_journal())
+        f = BATON_LOG_JOURNAL;
+    return f;
 }
 
 /* Writes "<port>\n" to path via a temporary file in the same directory and
@@ -157,28 +210,28 @@ static int check_auth_options(const char *key_path, const char *peer_key_path,
                               uint32_t n_peers)
 {
     if (peer_key_path && !key_path) {
-        fprintf(stderr, "batond: --peer-key (peer_key_file) needs --key (key_file), the client key\n");
+        say("usage", "--peer-key (peer_key_file) needs --key (key_file), the client key");
         return 2;
     }
     if (n_peers && !peer_key_path) {
-        fprintf(stderr, "batond: --peer (peer) needs --peer-key (peer_key_file): hidden states "
-                        "go only to servers that prove the peer key\n");
+        say("usage", "--peer (peer) needs --peer-key (peer_key_file): hidden states go only to "
+                     "servers that prove the peer key");
         return 2;
     }
     if (cfg->encrypt && !key_path) {
-        fprintf(stderr, "batond: --encrypt (encrypt = yes) needs --key (key_file)\n");
+        say("usage", "--encrypt (encrypt = yes) needs --key (key_file)");
         return 2;
     }
     if (cfg->insecure_no_auth && key_path) {
-        fprintf(stderr, "batond: --insecure-no-auth contradicts --key\n");
+        say("usage", "--insecure-no-auth contradicts --key");
         return 2;
     }
     if (!key_path && !cfg->insecure_no_auth && !baton_net_host_is_loopback(host)) {
-        fprintf(stderr,
-                "batond: refusing to listen on %s: it is not a loopback address and no key "
-                "was given (anyone who reaches the port could use this server's memory); "
-                "use --key FILE (baton keygen), or --insecure-no-auth on a trusted network\n",
-                host);
+        say("usage",
+            "refusing to listen on %s: it is not a loopback address and no key was given "
+            "(anyone who reaches the port could use this server's memory); use --key FILE "
+            "(baton keygen), or --insecure-no-auth on a trusted network",
+            host);
         return 2;
     }
     return 0;
@@ -230,11 +283,11 @@ static int load_policy_arg(int argc, char **argv, struct baton_policy *pol)
         if (strcmp(argv[i], "--policy") != 0)
             continue;
         if (i + 1 >= argc) {
-            fprintf(stderr, "batond: --policy needs a value\n");
+            say("usage", "--policy needs a value (see batond --help)");
             return 2;
         }
         if (baton_policy_load(pol, argv[i + 1], err, sizeof err) != 0) {
-            fprintf(stderr, "batond: policy: %s\n", err);
+            say("startup", "policy: %s", err);
             return 1;
         }
         i++;
@@ -256,13 +309,40 @@ static void print_flag_error(const char *flag, const char *err)
         key[n] = '\0';
         if (!strncmp(err + 2, key, n) && err[2 + n] == ':') {
             if (strcmp(flag + 2, key) != 0)
-                fprintf(stderr, "batond: %s (%s)%s\n", flag, key, err + 2 + n);
+                say("usage", "%s (%s)%s", flag, key, err + 2 + n);
             else
-                fprintf(stderr, "batond: %s%s\n", flag, err + 2 + n);
+                say("usage", "%s%s", flag, err + 2 + n);
             return;
         }
     }
-    fprintf(stderr, "batond: %s\n", err);
+    say("usage", "%s", err);
+}
+
+/* Sets policy key `key` (key_file, peer_key_file) to path, the value of
+ * flag (--key, --peer-key). A path the policy cannot hold (one a policy
+ * file line could not carry) is said in one message naming the flag and the
+ * file, and why: "batond: --key ' k': a key file path may not begin or end
+ * with a blank ...". Returns 0, or -1 after the message (a usage error). */
+static int key_path_error(const char *flag, const char *key, const char *path,
+                          struct baton_policy *pol)
+{
+    char err[512];
+    const size_t len = strlen(path);
+
+    if (baton_policy_set(pol, key, path, err, sizeof err) == 0)
+        return 0;
+    if (len == 0)
+        say("usage", "%s: an empty path (give the key file, made by baton keygen)", flag);
+    else if (len >= BATON_POLICY_PATH_BYTES)
+        say("usage", "%s '%.40s...': the key file path is %zu bytes; at most %u", flag, path, len,
+            BATON_POLICY_PATH_BYTES - 1);
+    else
+        say("usage",
+            "%s '%s': a key file path may not begin or end with a blank, begin with '#', "
+            "have a '#' after a blank or hold control characters (it is kept in the policy, "
+            "whose file could not hold it); rename the file or give another path to it",
+            flag, path);
+    return -1;
 }
 
 /* 0 if host resolves to an address to listen on; else prints why and
@@ -278,8 +358,8 @@ static int check_host_resolves(const char *host)
     hints.ai_flags = AI_PASSIVE;
     rc = getaddrinfo(host, NULL, &hints, &res);
     if (rc != 0 || !res) {
-        fprintf(stderr, "batond: cannot listen on %s: the name does not resolve (%s)\n", host,
-                rc != 0 ? gai_strerror(rc) : "no address");
+        say("startup", "cannot listen on %s: the name does not resolve (%s)", host,
+            rc != 0 ? gai_strerror(rc) : "no address");
         return 1;
     }
     freeaddrinfo(res);
@@ -312,7 +392,7 @@ static char **split_eq_args(int argc, char **argv, int *out_argc)
             *eq = '\0';
             for (size_t f = 0; f < sizeof flags / sizeof flags[0]; f++)
                 if (!strcmp(argv[i], flags[f])) {
-                    fprintf(stderr, "batond: %s takes no value (see --help)\n", argv[i]);
+                    say("usage", "%s takes no value (see --help)", argv[i]);
                     *out_argc = -1;
                     return NULL;
                 }
@@ -338,14 +418,12 @@ int main(int argc, char **argv)
     struct stat pst;
     struct baton_server_config cfg;
     int rc, code = 1;
-    enum baton_log_format log_format = BATON_LOG_TEXT;
-    int log_format_set = 0;
-
+    baton_log_set_format(log_format_from_args(argc, argv));
     argv = split_eq_args(argc, argv, &argc);
     if (argv == NULL) {
         if (argc < 0)
             return 2; /* a flag given a value: said */
-        fprintf(stderr, "batond: out of memory\n");
+        say("startup", "out of memory");
         return 1;
     }
     baton_server_config_default(&cfg);
@@ -371,15 +449,16 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--policy") && v) {
             i++; /* read by load_policy_arg */
         } else if (!strcmp(a, "--log-format") && v) {
-            if (baton_log_format_parse(v, &log_format) != 0) {
-                fprintf(stderr, "batond: --log-format: %s: expected text, json or journal\n", v);
+            enum baton_log_format f; /* set by log_format_from_args */
+
+            if (baton_log_format_parse(v, &f) != 0) {
+                say("usage", "--log-format: %s: expected text, json or journal", v);
                 return 2;
             }
-            log_format_set = 1;
             i++;
         } else if (!strcmp(a, "--host") && v) {
             if (baton_policy_set(&pol, "bind", v, err, sizeof err) != 0) {
-                fprintf(stderr, "batond: --host: not an address: %s\n", v);
+                say("usage", "--host: not an address: %s", v);
                 return 2;
             }
             i++;
@@ -409,8 +488,8 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--insecure-no-auth")) {
             cfg.insecure_no_auth = 1;
         } else if (!strcmp(a, "--key") || !strcmp(a, "--peer-key")) {
-            fprintf(stderr, "batond: %s needs a value\n", a);
-            usage(stderr);
+            say("usage", "%s needs a value (see batond --help)", a);
+            usage_after_error();
             return 2;
         } else if (!strncmp(a, "--", 2) && baton_policy_key_known(a + 2) && v) {
             /* a policy setting; a --peer list replaces the file's */
@@ -427,27 +506,21 @@ int main(int argc, char **argv)
                    !strcmp(a, "--threads") || !strcmp(a, "--policy") ||
                    !strcmp(a, "--log-format") ||
                    (!strncmp(a, "--", 2) && baton_policy_key_known(a + 2))) {
-            fprintf(stderr, "batond: %s needs a value\n", a);
-            usage(stderr);
+            say("usage", "%s needs a value (see batond --help)", a);
+            usage_after_error();
             return 2;
         } else {
-            fprintf(stderr, "batond: unknown argument: %s\n", a);
-            usage(stderr);
+            say("usage", "unknown argument: %s (see batond --help)", a);
+            usage_after_error();
             return 2;
         }
     }
 
-    if (!log_format_set && baton_log_stderr_is_journal())
-        log_format = BATON_LOG_JOURNAL;
-    baton_log_set_format(log_format);
 
     /* --key, --peer-key and --encrypt are part of the policy in effect */
-    if ((key_path && baton_policy_set(&pol, "key_file", key_path, err, sizeof err) != 0) ||
-        (peer_key_path &&
-         baton_policy_set(&pol, "peer_key_file", peer_key_path, err, sizeof err) != 0)) {
-        fprintf(stderr, "batond: %s: %s\n", key_path ? "--key" : "--peer-key", err);
+    if ((key_path && key_path_error("--key", "key_file", key_path, &pol) != 0) ||
+        (peer_key_path && key_path_error("--peer-key", "peer_key_file", peer_key_path, &pol) != 0))
         return 2;
-    }
     if (cfg.encrypt)
         pol.encrypt = 1;
     if (print_policy) {
@@ -465,7 +538,7 @@ int main(int argc, char **argv)
          * only, and --encrypt adds to `encrypt` */
         struct baton_server_config flags = cfg;
         if (baton_policy_apply(&pol, &cfg, err, sizeof err) != 0) {
-            fprintf(stderr, "batond: policy: %s\n", err);
+            say("startup", "policy: %s", err);
             return 1;
         }
         cfg.quiet = flags.quiet;
@@ -511,9 +584,9 @@ int main(int argc, char **argv)
     if (client_key && peer_key &&
         sodium_memcmp(baton_key_bytes(client_key), baton_key_bytes(peer_key), BATON_KEY_BYTES) ==
             0) {
-        fprintf(stderr, "batond: --peer-key: %s holds the same key as --key %s; the peer key must "
-                        "be its own (baton keygen)\n",
-                peer_key_path, key_path);
+        say("usage", "--peer-key: %s holds the same key as --key %s; the peer key must be its own "
+                     "(baton keygen)",
+            peer_key_path, key_path);
         code = 2;
         goto out;
     }

@@ -56,6 +56,19 @@ int baton_cli_parse_onoff(const char *prog, const char *opt, const char *s, int 
 int baton_cli_parse_u32(const char *prog, const char *opt, const char *s, uint32_t min,
                         uint32_t max, uint32_t *out);
 
+/* Parses the value s of a decimal option opt (--temp, --top-p): a plain
+ * decimal number (an optional '-', digits with at most one '.', an optional
+ * exponent: "0.25", "25e-2"; no hex float, "inf", "nan", space or '+')
+ * within [lo, hi], or (lo, hi] when lo_open, also once rounded to a float.
+ * On failure prints to stderr one of
+ *   PROG: OPT: 'S' is not a decimal number (digits with an optional '.' and exponent, ...)
+ *   PROG: OPT: 'S' is not in [LO, HI]             ("(LO, HI]" when lo_open)
+ *   PROG: OPT: 'S' is not in [LO, HI] as a 32-bit float (F)
+ * (LO, HI and F as %g) and returns -1 (a usage error); else stores the float
+ * and returns 0. (cli_args.c; fuzz target cli_args) */
+int baton_cli_parse_float(const char *prog, const char *opt, const char *s, double lo, double hi,
+                          int lo_open, float *out);
+
 /* The lines of a --prompt-file. */
 #define BATON_CLI_MAX_LINES 100000u      /* prompts in one file */
 #define BATON_CLI_MAX_FILE (64ull << 20) /* bytes of one file */
@@ -64,12 +77,15 @@ struct baton_cli_lines {
     size_t n;
 };
 
-/* Splits buf[0..len) (any bytes, not NUL-terminated) into lines: each ends
- * at LF or at len, a CR before its LF is dropped, blank lines (empty, or
- * only spaces, tabs and CRs) are skipped.
+/* Splits buf[0..len) (any bytes, not NUL-terminated) into lines: a UTF-8
+ * byte order mark (EF BB BF) at buf[0] is skipped; each line ends at LF, at
+ * CR LF, at a CR alone (the line ending of old Mac files) or at len, so no
+ * line holds a CR or an LF ("a\r\r\nb" is "a", an empty line, "b");
+ * blank lines (empty, or only spaces and tabs) are skipped.
  * Returns 0; BATON_E_FORMAT when a line holds a NUL byte (a prompt is a C
  * string), BATON_E_LIMIT past BATON_CLI_MAX_LINES lines, BATON_E_NOMEM;
- * on error *bad_line is the 1-based line at fault (0 for NOMEM) and out
+ * on error *bad_line is the 1-based line at fault, counted by the endings
+ * above with blank lines too (0 for NOMEM), and out
  * holds nothing. The caller frees out with baton_cli_lines_free.
  * (cli_lines.c; fuzz target prompt_lines) */
 int baton_cli_split_lines(const char *buf, size_t len, struct baton_cli_lines *out,

@@ -1,6 +1,8 @@
-/* Integer option values, shared by `baton` and `batond` (see cli.h). */
+/* Integer and decimal option values, shared by `baton` and `batond` (see cli.h). */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -67,5 +69,76 @@ int baton_cli_parse_onoff(const char *prog, const char *opt, const char *s, int 
         fprintf(stderr, "%s: %s: '%s' is not on or off\n", prog, opt, s);
         return -1;
     }
+    return 0;
+}
+
+/* Whether s is a plain decimal number: an optional '-', digits with at most
+ * one '.' (a digit on at least one side), then optionally 'e' or 'E', an
+ * optional sign and digits. */
+static int plain_decimal(const char *s)
+{
+    size_t i = s[0] == '-', digits = 0;
+
+    while (s[i] >= '0' && s[i] <= '9') {
+        i++;
+        digits++;
+    }
+    if (s[i] == '.') {
+        i++;
+        while (s[i] >= '0' && s[i] <= '9') {
+            i++;
+            digits++;
+        }
+    }
+    if (digits == 0)
+        return 0;
+    if (s[i] == 'e' || s[i] == 'E') {
+        size_t exp_digits = 0;
+
+        i++;
+        if (s[i] == '+' || s[i] == '-')
+            i++;
+        while (s[i] >= '0' && s[i] <= '9') {
+            i++;
+            exp_digits++;
+        }
+        if (exp_digits == 0)
+            return 0;
+    }
+    return s[i] == '\0';
+}
+
+int baton_cli_parse_float(const char *prog, const char *opt, const char *s, double lo, double hi,
+                          int lo_open, float *out)
+{
+    const char open = lo_open ? '(' : '[';
+    char *end = NULL;
+    double v;
+    float f;
+
+    if (!plain_decimal(s)) {
+        fprintf(stderr,
+                "%s: %s: '%s' is not a decimal number (digits with an optional '.' and "
+                "exponent, as 0.25 or 25e-2)\n",
+                prog, opt, s);
+        return -1;
+    }
+    errno = 0;
+    v = strtod(s, &end); /* the C locale: '.' is the decimal point */
+    f = (float)v;
+    /* ERANGE: past DBL_MAX (a value below the smallest double is 0 or a
+     * subnormal, and the range check below decides) */
+    if ((errno == ERANGE && (v > 1.0 || v < -1.0)) || v < lo || v > hi || (lo_open && v <= lo)) {
+        fprintf(stderr, "%s: %s: '%s' is not in %c%g, %g]\n", prog, opt, s, open, lo, hi);
+        return -1;
+    }
+    /* the value the run uses is a float: one that rounds out of the range
+     * (1e-50 to 0) is refused, not changed */
+    if ((double)f < lo || (double)f > hi || (lo_open && (double)f <= lo)) {
+        fprintf(stderr, "%s: %s: '%s' is not in %c%g, %g] as a 32-bit float (%g)\n", prog, opt,
+                s, open, lo, hi, (double)f);
+        return -1;
+    }
+    *out = f;
     return 0;
 }

@@ -18,11 +18,11 @@ void baton_cli_lines_free(struct baton_cli_lines *l)
     }
 }
 
-/* Whether p[0, n) holds only spaces, tabs and CRs (or nothing). */
+/* Whether p[0, n) holds only spaces and tabs (or nothing). */
 static int blank(const char *p, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r')
+        if (p[i] != ' ' && p[i] != '\t')
             return 0;
     return 1;
 }
@@ -35,14 +35,26 @@ int baton_cli_split_lines(const char *buf, size_t len, struct baton_cli_lines *o
     out->line = NULL;
     out->n = 0;
     *bad_line = 0;
+    /* a UTF-8 byte order mark that editors on Windows put first is not text
+     * of the first prompt */
+    if (len >= 3 && (unsigned char)buf[0] == 0xEF && (unsigned char)buf[1] == 0xBB &&
+        (unsigned char)buf[2] == 0xBF)
+        at = 3;
     while (at < len) {
-        const char *nl = memchr(buf + at, '\n', len - at);
-        size_t end = nl ? (size_t)(nl - buf) : len, n = end - at;
+        size_t end = at, n, next;
         char *s;
 
+        /* a line ends at LF, CR LF, a CR alone (old Mac files) or the end */
+        while (end < len && buf[end] != '\n' && buf[end] != '\r')
+            end++;
+        n = end - at;
+        if (end == len)
+            next = len;
+        else if (buf[end] == '\r' && end + 1 < len && buf[end + 1] == '\n')
+            next = end + 2; /* CR LF */
+        else
+            next = end + 1;
         lineno++;
-        if (n > 0 && buf[at + n - 1] == '\r')
-            n--; /* CRLF */
         if (memchr(buf + at, '\0', n) != NULL) {
             *bad_line = lineno;
             baton_cli_lines_free(out);
@@ -74,7 +86,7 @@ int baton_cli_split_lines(const char *buf, size_t len, struct baton_cli_lines *o
             s[n] = '\0';
             out->line[out->n++] = s;
         }
-        at = nl ? end + 1 : len;
+        at = next;
     }
     return 0;
 }

@@ -90,6 +90,16 @@ int baton_graph_execute(const struct baton_graph *g, uint8_t *const *leaf_data,
                         const struct baton_node_plan *plan, uint8_t *scratch,
                         struct baton_pool *pool);
 
+/* Bytes of ATTENTION's work area (its score rows) in the scratch arena,
+ * for queries {hd, nh, nt} over a cache of n_ctx cells: min(nh x nt,
+ * BATON_POOL_MAX_THREADS) rows of n_ctx floats (none when hd is 0), as
+ * baton_graph_validate sizes it; UINT64_MAX when that overflows. Every
+ * cell counts, also with several sequences ({nt,3} positions), where a
+ * row reads only its sequence's cells: the window is data, the size is
+ * fixed at validation. The coordinator uses it to say what a refused step
+ * asked for. */
+uint64_t baton_attention_work_bytes(uint64_t hd, uint64_t nh, uint64_t nt, uint64_t n_ctx);
+
 /* Estimated floating-point operations of a validated graph (for the compute
  * budget of issue 3): MUL_MAT 2*K*N*M, ATTENTION 4*hd*nh*nt*n_ctx, SAMPLE 32 per
  * logit, ARGMAX its source's elements, RESHAPE 0, other ops their result's

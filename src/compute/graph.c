@@ -179,6 +179,23 @@ static int all_f32(const struct tview *s, uint32_t n)
     return 1;
 }
 
+/* See compute.h. */
+uint64_t baton_attention_work_bytes(uint64_t hd, uint64_t nh, uint64_t nt, uint64_t n_ctx)
+{
+    uint64_t slots, w;
+
+    if (mul_u64(nh, nt, &slots))
+        return UINT64_MAX;
+    if (slots > BATON_POOL_MAX_THREADS)
+        slots = BATON_POOL_MAX_THREADS;
+    if (hd == 0)
+        slots = 0; /* nothing to score */
+    /* score rows shared by the chunks (kernels.h, baton_cpu_attention) */
+    if (mul_u64(slots, n_ctx, &w) || mul_u64(w, sizeof(float), &w))
+        return UINT64_MAX;
+    return w;
+}
+
 /* Op rules of ops.h: source types (BATON_E_TYPE), shapes (BATON_E_SHAPE),
  * parameters (BATON_E_INVAL, or BATON_E_UNSUPPORTED for a mode this build
  * does not run). Fills the result the op produces. */
@@ -273,7 +290,7 @@ static int infer(const struct baton_graph_node *n, const struct tview *s, struct
         const uint64_t hd = s[0].ne[0], nh = s[0].ne[1], nt = s[0].ne[2];
         const uint64_t nkv = s[1].ne[1], n_ctx = s[3].ne[1];
         const float scale = param_f32(p[0]);
-        uint64_t slots, w;
+        uint64_t w;
 
         if (!all_f32(s, 5) || s[5].type != BATON_TYPE_I32)
             return BATON_E_TYPE;
@@ -289,14 +306,8 @@ static int infer(const struct baton_graph_node *n, const struct tview *s, struct
         if (!isfinite(scale) || (p[1] == 1 && scale == 0.0f))
             return BATON_E_INVAL;
         memcpy(res->ne, s[0].ne, sizeof(res->ne));
-        if (mul_u64(nh, nt, &slots))
-            return BATON_E_OVERFLOW;
-        if (slots > BATON_POOL_MAX_THREADS)
-            slots = BATON_POOL_MAX_THREADS;
-        if (hd == 0)
-            slots = 0; /* nothing to score */
-        /* score rows shared by the chunks (kernels.h, baton_cpu_attention) */
-        if (mul_u64(slots, n_ctx, &w) || mul_u64(w, sizeof(float), &w))
+        w = baton_attention_work_bytes(hd, nh, nt, n_ctx);
+        if (w == UINT64_MAX)
             return BATON_E_OVERFLOW;
         *work_bytes = w;
         return 0;

@@ -19,5 +19,9 @@
 #define BATON_MAX_DIM_ELEMS (1ull << 40) /* per dimension */
 #define BATON_MAX_BUFFERS 4096u          /* server-wide handle table size */
 #define BATON_BUFFER_ALIGN 64u
+/* batond's scratch arena of one session (graph intermediates and work
+ * areas): its default max_scratch_bytes, not a policy key, lowered to the
+ * total memory where that is less (SECURITY.md) */
+#define BATON_SCRATCH_LIMIT_BYTES (1ull << 30)
 
 #endif

@@ -107,6 +107,11 @@ static int prompt_tokens(struct run *r, int32_t **ids, size_t *n_ids)
         }
         rc = 0;
     } else {
+        if (len > BATON_TOKENIZER_MAX_TEXT_BYTES) { /* baton_tokenize's E_LIMIT, said as such */
+            run_msg(cfg, "the prompt is %zu bytes; the tokenizer takes at most %u bytes (%u MiB)\n",
+                    len, BATON_TOKENIZER_MAX_TEXT_BYTES, BATON_TOKENIZER_MAX_TEXT_BYTES >> 20);
+            return 2;
+        }
         *ids = calloc(len + 8, sizeof(**ids));
         if (*ids == NULL) {
             run_msg(cfg, "out of memory\n");
@@ -642,9 +647,10 @@ int baton_run(const struct baton_run_config *cfg)
         uint32_t decode_steps = n_gen > 0 ? (uint32_t)(n_gen - 1) : 0;
 
         fprintf(cfg->log,
-                "summary: prompt %zu tokens, generated %zu tokens, load %.2f s (%.1f MiB), "
+                "summary: prompt %zu token%s, generated %zu token%s, load %.2f s (%.1f MiB), "
                 "prefill %.1f tok/s, decode %.1f tok/s, stages %u\n",
-                n_prompt, n_gen, t_load, bytes / 1048576.0,
+                n_prompt, n_prompt == 1 ? "" : "s", n_gen, n_gen == 1 ? "" : "s", t_load,
+                bytes / 1048576.0,
                 t_prefill > 0 ? (double)n_prompt / t_prefill : 0.0,
                 t_decode > 0 && decode_steps ? (double)decode_steps / t_decode : 0.0, r.n_stages);
         if (cfg->stats)

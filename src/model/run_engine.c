@@ -214,7 +214,7 @@ static int submit_fail(struct engine *e, uint32_t s, int rc)
     struct run *r = e->r;
 
     stage_fail(r, &r->stages[s], "step", rc);
-    step_limit_hint(r, rc);
+    step_limit_hint(r, &r->stages[s], rc);
     return 1;
 }
 
@@ -588,7 +588,7 @@ static int check_errors(struct engine *e)
                     continue;
                 }
                 stage_fail(r, &r->stages[s], what[i], sts[i]);
-                step_limit_hint(r, sts[i]);
+                step_limit_hint(r, &r->stages[s], sts[i]);
                 return 1;
             }
         }

@@ -131,8 +131,9 @@ void stage_msg(struct run *r, const char *fmt, ...) __attribute__((format(printf
 /* "PROG: stage i (ENDPOINT): WHAT failed: E_X (text)" with what the user
  * can do. Returns 1. */
 int stage_fail(struct run *r, const struct stage_rt *s, const char *what, int rc);
-/* A step refused by a server limit: what grows with what. */
-void step_limit_hint(struct run *r, int rc);
+/* A step on stage s (NULL: unknown) refused by a server limit: what it
+ * asked for, or what grows with what. */
+void step_limit_hint(struct run *r, const struct stage_rt *s, int rc);
 /* A KV cache a server cannot hold, in terms of --ctx. Returns 1. */
 int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const char *why);
 /* After a refused weights ALLOC_BUFFER: the limits that apply. */

@@ -8,6 +8,8 @@
 #include <time.h>
 
 #include "baton/status.h"
+#include "compute/compute.h"
+#include "core/limits.h"
 #include "model/run_internal.h"
 
 double run_now_s(void)
@@ -199,21 +201,61 @@ void weights_alloc_hint(struct run *r, const struct stage_rt *s,
                   session, session_flag, free_now, total, total_flag, see);
 }
 
-/* A step refused by a server limit: its scratch limit or quota and its
- * compute budget grow with the context and the ubatch, its node limit with
- * the layers of the stage (the error does not say which). */
-void step_limit_hint(struct run *r, int rc)
+/* A step on stage s refused by a server limit. The ATTENTION work area is
+ * what grows past the scratch limit: min(heads x tokens, 64) rows of every
+ * KV-cache cell (baton_attention_work_bytes), and the cells are --ctx x the
+ * sequences at a time, so a run with --parallel reaches it at a --ctx that
+ * alone would fit. When the stage's largest step asks more than the
+ * server's scratch limit (BATON_SCRATCH_LIMIT_BYTES), that is said with the
+ * figures; otherwise what grows with what, and where the limits are. */
+void step_limit_hint(struct run *r, const struct stage_rt *s, int rc)
 {
-    char ctx[96];
+    const struct baton_llama_hparams *hp = &r->hp;
+    uint32_t nt = 0;
+    uint64_t work = 0;
+    char ctx[96], many[64] = "", size[32], limit[32];
 
     if (rc != BATON_E_LIMIT && rc != BATON_E_QUOTA)
         return;
     run_ctx_name(r->cfg, ctx, sizeof ctx);
-    stage_msg(r,
-              "a step's scratch and compute on the server grow with the context (%s) "
-              "and the ubatch (--ubatch %u), its nodes with the stage's layers "
-              "(--split); batond --print-policy shows the server's limits\n",
-              ctx, r->n_ubatch);
+    if (r->n_seq > 1)
+        snprintf(many, sizeof many, " x %u sequences at a time (--parallel)", r->n_seq);
+    for (uint32_t g = 0; s != NULL && g < s->n_graphs; g++)
+        if (s->graphs[g].n_tokens > nt)
+            nt = s->graphs[g].n_tokens;
+    if (s != NULL && s->st.layer_end > s->st.layer_begin && nt > 0)
+        work = baton_attention_work_bytes(hp->head_dim, hp->n_head, nt, r->n_cells);
+    run_format_bytes(limit, sizeof limit, BATON_SCRATCH_LIMIT_BYTES);
+    if (rc == BATON_E_LIMIT && work > BATON_SCRATCH_LIMIT_BYTES) {
+        const uint64_t rows = (uint64_t)hp->n_head * nt < BATON_POOL_MAX_THREADS
+                                  ? (uint64_t)hp->n_head * nt
+                                  : BATON_POOL_MAX_THREADS;
+
+        run_format_bytes(size, sizeof size, work);
+        stage_msg(r,
+                  "stage %u's step of %u token%s needs more scratch than the server's limit "
+                  "of %s per session (fixed; the server's total memory where that is less): "
+                  "its ATTENTION work area alone is %" PRIu64 " rows (%u heads x %u tokens, "
+                  "at most %u) x %u KV-cache cells x 4 bytes = %s, the cells being %s%s; a "
+                  "smaller --ctx%s%s needs less\n",
+                  s->index + 1, nt, nt == 1 ? "" : "s", limit, rows, hp->n_head, nt,
+                  BATON_POOL_MAX_THREADS, r->n_cells, size, ctx, many,
+                  r->n_seq > 1 ? " or --parallel" : "",
+                  nt > r->n_seq ? " or --ubatch (the prefill steps' tokens)" : "");
+    } else {
+        stage_msg(r,
+                  "a step's scratch and compute on the server grow with the KV-cache cells "
+                  "(%s%s) and the tokens of a step (--ubatch %u%s), its nodes with the stage's "
+                  "layers (--split); the scratch arena is at most %s per session (fixed)%s; "
+                  "batond --print-policy shows the server's other limits "
+                  "(session_memory_bytes, max_graph_flops, max_graph_nodes)\n",
+                  ctx, many, r->n_ubatch,
+                  r->n_seq > 1 ? ", or one token per sequence in a decode step" : "", limit,
+                  rc == BATON_E_QUOTA ? " and shares the session's memory (batond "
+                                        "--session-memory-bytes) with the stage's weights and "
+                                        "KV cache"
+                                      : "");
+    }
     if (r->n_stages > 1)
         stage_msg(r,
                   "in a split run a ubatch's hidden state (%" PRIu64

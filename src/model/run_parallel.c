@@ -106,6 +106,13 @@ int run_par_prepare(struct run *r, size_t *max_prompt)
         const size_t len = cfg->prompts ? strlen(cfg->prompts[i]) : cfg->n_prompt_ids;
         int rc = 0;
 
+        if (cfg->prompts && len > BATON_TOKENIZER_MAX_TEXT_BYTES) { /* baton_tokenize's E_LIMIT */
+            run_msg(cfg,
+                    "prompt %zu is %zu bytes; the tokenizer takes at most %u bytes (%u MiB) "
+                    "per prompt\n",
+                    i + 1, len, BATON_TOKENIZER_MAX_TEXT_BYTES, BATON_TOKENIZER_MAX_TEXT_BYTES >> 20);
+            return 2;
+        }
         q[i].ids = calloc(len + 8 + cfg->n_predict, sizeof(int32_t));
         if (q[i].ids == NULL) {
             run_msg(cfg, "out of memory\n");
@@ -132,10 +139,20 @@ int run_par_prepare(struct run *r, size_t *max_prompt)
             return 2;
         }
         if ((uint64_t)q[i].n_prompt + cfg->n_predict > cfg->n_ctx) {
-            run_msg(cfg, "prompt %zu (%zu tokens) + -n %u exceeds --ctx %u (the positions of one "
-                         "sequence); give --ctx %llu or more\n",
-                    i + 1, q[i].n_prompt, cfg->n_predict, cfg->n_ctx,
-                    (unsigned long long)q[i].n_prompt + cfg->n_predict);
+            const unsigned long long need = (unsigned long long)q[i].n_prompt + cfg->n_predict;
+            char ctx[96], hint[64];
+
+            /* as the one-prompt run says it (run.c): "the default --ctx 512"
+             * when --ctx was not given */
+            run_ctx_name(cfg, ctx, sizeof ctx);
+            if (need <= UINT32_MAX)
+                snprintf(hint, sizeof hint, "give --ctx %llu or more", need);
+            else
+                snprintf(hint, sizeof hint, "lower -n (--ctx is at most %u)", UINT32_MAX);
+            run_msg(cfg,
+                    "prompt %zu (%zu tokens) + -n %u = %llu exceeds %s (the positions of one "
+                    "sequence); %s\n",
+                    i + 1, q[i].n_prompt, cfg->n_predict, need, ctx, hint);
             return 2;
         }
         if (q[i].n_prompt > *max_prompt)
@@ -596,14 +613,15 @@ int run_par_generate(struct run *r, double t_load, double bytes)
     if (window)
         run_stats_window(r, 0);
     fprintf(cfg->log,
-            "summary: %zu sequences (%u at a time), prompt %zu tokens, generated %zu tokens, "
+            "summary: %zu sequence%s (%u at a time), prompt %zu token%s, generated %zu token%s, "
             "load %.2f s (%.1f MiB), prefill %.1f tok/s, decode %.1f tok/s (all sequences, %u "
-            "steps), stages %u\n",
-            r->n_par, ns, n_prompt_tokens, ps.n_gen, t_load, bytes / 1048576.0,
-            t_prefill > 0 ? (double)n_prompt_tokens / t_prefill : 0.0,
+            "step%s), stages %u\n",
+            r->n_par, r->n_par == 1 ? "" : "s", ns, n_prompt_tokens,
+            n_prompt_tokens == 1 ? "" : "s", ps.n_gen, ps.n_gen == 1 ? "" : "s", t_load,
+            bytes / 1048576.0, t_prefill > 0 ? (double)n_prompt_tokens / t_prefill : 0.0,
             t_decode > 0 ? (double)(ps.n_gen - (ps.n_gen < r->n_par ? ps.n_gen : r->n_par)) / t_decode
                          : 0.0,
-            ps.decode_steps, r->n_stages);
+            ps.decode_steps, ps.decode_steps == 1 ? "" : "s", r->n_stages);
     if (cfg->stats)
         run_print_stats(r, ps.decode_steps);
     if (cfg->stats_json && run_write_stats_json(r, cfg->stats_json, ps.decode_steps) != 0) {

@@ -446,7 +446,7 @@ int run_register_graphs_out(struct run *r, const uint32_t *counts, const uint32_
                                   n_shapes(counts, n_counts) == 1 ? "" : "s",
                                   s->st.first ? 1 : r->n_slots,
                                   s->st.first || r->n_slots == 1 ? "" : "s");
-                    step_limit_hint(r, rc);
+                    step_limit_hint(r, s, rc);
                     return 1;
                 }
                 s->n_graphs++;

@@ -1,5 +1,6 @@
 /* Sessions: per-connection working memory and the end-of-session cleanup
  * (server_internal.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -123,13 +124,34 @@ int session_reserve_graph(struct baton_session *sess, uint32_t n_leaves, uint32_
     return 0;
 }
 
+/* "N bytes", and " (M.M MiB)" from 1 MiB on, for the log lines below. */
+static void fmt_bytes(char *buf, size_t cap, uint64_t n)
+{
+    if (n < (1u << 20))
+        snprintf(buf, cap, "%llu bytes", (unsigned long long)n);
+    else
+        snprintf(buf, cap, "%llu bytes (%.1f MiB)", (unsigned long long)n, (double)n / 1048576.0);
+}
+
 int session_reserve_scratch(struct baton_server *s, struct baton_session *sess, uint64_t n)
 {
+    char need[48], lim[48];
+
     uint64_t cap = s->cfg.max_scratch_bytes;
     if (n <= sess->scratch_bytes)
         return 0;
-    if (n > cap)
+    /* each refusal names its limit on a line of its own, just before the
+     * command's error line (a reply carries only the status) */
+    fmt_bytes(need, sizeof need, n);
+    if (n > cap) {
+        fmt_bytes(lim, sizeof lim, cap);
+        server_log_limited(s,
+                           "session %llu: a graph needs a scratch arena of %s, over the scratch "
+                           "limit of %s per session (max_scratch_bytes: 1 GiB, or the total "
+                           "memory where less; not a policy key)",
+                           (unsigned long long)sess->id, need, lim);
         return BATON_E_LIMIT;
+    }
     /* grow geometrically so a session's graphs settle on one arena */
     uint64_t want = sess->scratch_bytes > cap / 2 ? cap : sess->scratch_bytes * 2;
     if (want < n)
@@ -142,14 +164,29 @@ int session_reserve_scratch(struct baton_server *s, struct baton_session *sess, 
     uint64_t held = baton_handles_session_bytes(s->handles, sess->id) + sess->graph_bytes +
                     atomic_load(&sess->staging_bytes);
     uint64_t session_cap = s->cfg.session_memory_bytes;
-    if (held > session_cap || n > session_cap - held)
+    if (held > session_cap || n > session_cap - held) {
+        char have[48];
+
+        fmt_bytes(have, sizeof have, held);
+        fmt_bytes(lim, sizeof lim, session_cap);
+        server_log_limited(s,
+                           "session %llu: a graph needs a scratch arena of %s; the session "
+                           "holds %s of its memory limit of %s (session_memory_bytes)",
+                           (unsigned long long)sess->id, need, have, lim);
         return BATON_E_QUOTA;
+    }
     if (want > session_cap - held)
         want = session_cap - held; /* >= n: grow only up to the session's room */
     scratch_release(s, sess);
     int rc = baton_handles_charge(s->handles, want);
-    if (rc != 0)
+    if (rc != 0) {
+        fmt_bytes(lim, sizeof lim, want);
+        server_log_limited(s,
+                           "session %llu: a graph's scratch arena of %s does not fit the memory "
+                           "still free of all sessions (total_memory_bytes)",
+                           (unsigned long long)sess->id, lim);
         return rc;
+    }
     void *p = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
         baton_handles_uncharge(s->handles, want);

@@ -64,6 +64,23 @@ cp "$K" "$TMP/copy.key"; chmod 600 "$TMP/copy.key"
 expect_batond 2 "--peer-key: .*$K holds the same key as --key" --port 0 --key "$K" --peer-key "$K"
 expect_batond 2 "--peer-key: .*copy.key holds the same key as --key" --port 0 --key "$K" \
     --peer-key "$TMP/copy.key"
+# a --key or --peer-key path the policy cannot hold: one message naming the
+# flag and the file (it was "--key: --key_file: expected a path, got ...",
+# and a bad --peer-key was called --key when --key was given too)
+expect_key_path() { # expect_key_path EXACT-LINE ARGS...
+    local want=$1 rc=0
+    shift
+    timeout 10 "$BATOND" --port 0 "$@" >/dev/null 2>"$TMP/err" || rc=$?
+    [ "$rc" -eq 2 ] && [ "$(cat "$TMP/err")" = "$want" ] ||
+        fail "batond $*: exit $rc (want 2), stderr: $(cat "$TMP/err") (want: $want)"
+}
+why="a key file path may not begin or end with a blank, begin with '#', have a '#' after a blank or hold control characters (it is kept in the policy, whose file could not hold it); rename the file or give another path to it"
+expect_key_path "batond: --key ' k': $why" --key " k"
+expect_key_path "batond: --key 'a #b': $why" --key "a #b"
+expect_key_path "batond: --peer-key '#p': $why" --key "$K" --peer-key "#p"
+expect_key_path "batond: --key: an empty path (give the key file, made by baton keygen)" --key ""
+long=$(head -c 5000 /dev/zero | tr '\0' a)
+expect_key_path "batond: --key '$(head -c 40 /dev/zero | tr '\0' a)...': the key file path is 5000 bytes; at most 4095" --key "$long"
 # --print-policy shows the key options and --encrypt given as flags
 "$BATOND" --print-policy --key "$K" --peer-key "$TMP/other.key" --encrypt >"$TMP/pp" ||
     fail "--print-policy with keys"

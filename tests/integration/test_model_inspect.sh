@@ -87,6 +87,14 @@ for cmd in run bench; do
     BATON_SERVERS=a:1,b:0 want_usage "$TMP/sv.err" "baton $cmd: BATON_SERVERS: bad endpoint 'b:0' (the port must be 1..65535)" \
         "$BATON" "$cmd" "${args[@]}"
 done
+# baton info names where the list came from, as run and bench do (it said
+# --servers for a bad BATON_SERVERS)
+BATON_SERVERS=a:1,b:0 want_usage "$TMP/sv.err" "baton info: BATON_SERVERS: bad endpoint 'b:0' (the port must be 1..65535)" \
+    "$BATON" info
+BATON_SERVERS=a:1,,b want_usage "$TMP/sv.err" "baton info: BATON_SERVERS: entry 2 of 'a:1,,b' is empty (want host:port,host:port,... or local)" \
+    "$BATON" info
+BATON_SERVERS=a:1 want_usage "$TMP/sv.err" "baton info: --servers: bad endpoint 'b:0' (the port must be 1..65535)" \
+    "$BATON" info --servers a:1,b:0
 # more entries than stages a run can have (once past the end of the plan's arrays)
 many=127.0.0.1:1; for _ in $(seq 64); do many+=,127.0.0.1:1; done
 want_usage "$TMP/sv.err" "baton run: --servers: more than 64 servers (the most stages a run can have)" \
@@ -117,6 +125,30 @@ want_usage "$TMP/int.err" "baton bench: -n: '1' is too small (at least 2)" \
     "$BATON" bench --model "$MODEL" -n 1
 want_usage "$TMP/int.err" "baton bench: --threads: 'two' is not an integer" \
     "$BATON" bench --model "$MODEL" --threads two
+
+# decimal options: plain decimals in the range --help gives (--top-p took
+# [1e-6, 1] while --help said (0, 1]; hex floats were taken)
+notdec="is not a decimal number (digits with an optional '.' and exponent, as 0.25 or 25e-2)"
+for v in 0x1p-2 0x1 inf nan " 1" +1 1e 1,5 ""; do
+    want_usage "$TMP/f.err" "baton run: --top-p: '$v' $notdec" \
+        "$BATON" run --model "$MODEL" --prompt x --temp 0.5 --top-p "$v"
+    want_usage "$TMP/f.err" "baton run: --temp: '$v' $notdec" "$BATON" run --model "$MODEL" --prompt x --temp "$v"
+done
+want_usage "$TMP/f.err" "baton run: --temp: '100.5' is not in [0, 100]" "$BATON" run --model "$MODEL" --prompt x --temp 100.5
+want_usage "$TMP/f.err" "baton run: --temp: '-0.1' is not in [0, 100]" "$BATON" run --model "$MODEL" --prompt x --temp -0.1
+want_usage "$TMP/f.err" "baton run: --temp: '1e999' is not in [0, 100]" "$BATON" run --model "$MODEL" --prompt x --temp 1e999
+want_usage "$TMP/f.err" "baton run: --top-p: '0' is not in (0, 1]" "$BATON" run --model "$MODEL" --prompt x --temp 0.5 --top-p 0
+want_usage "$TMP/f.err" "baton run: --top-p: '1.0000001' is not in (0, 1]" "$BATON" run --model "$MODEL" --prompt x --temp 0.5 --top-p 1.0000001
+want_usage "$TMP/f.err" "baton run: --top-p: '1e-50' is not in (0, 1] as a 32-bit float (0)" \
+    "$BATON" run --model "$MODEL" --prompt x --temp 0.5 --top-p 1e-50
+# the edges of the ranges run
+for arg in "--temp 100 --top-p 1" "--temp 0.5 --top-p 1e-7" "--temp 5e-1 --top-p .9"; do
+    # shellcheck disable=SC2086
+    "$BATON" run --model "$MODEL" --prompt x -n 2 --quiet $arg 2>"$TMP/f.err" || fail "$arg: $(cat "$TMP/f.err")"
+done
+"$BATON" run --help >"$TMP/help.out"
+grep -q -- "--temp T  *sampling temperature, 0..100 (default 0: greedy)" "$TMP/help.out" &&
+    grep -q -- "--top-p P  *nucleus sampling mass in (0, 1]" "$TMP/help.out" || fail "--help: --temp / --top-p ranges"
 
 # usage errors and limits
 rc=0; "$BATON" run --model "$MODEL" >/dev/null 2>&1 || rc=$?

@@ -45,9 +45,13 @@ cmp -s "$TMP/want.out" "$TMP/run.out" ||
     fail "stdout is not the prompt and a newline: $(od -c "$TMP/run.out")"
 [ "$(tail -n 2 "$TMP/run.err" | head -n 1)" = "baton run: stage 1 ($quota): GRAPH_RUN failed: E_QUOTA (memory quota exhausted)" ] ||
     fail "stderr: $(cat "$TMP/run.err")"
-# ... and says what the user can lower
-[ "$(tail -n 1 "$TMP/run.err")" = "baton run: a step's scratch and compute on the server grow with the context (the default --ctx 512) and the ubatch (--ubatch 5), its nodes with the stage's layers (--split); batond --print-policy shows the server's limits" ] ||
+# ... and says what the user can lower, and what else the session's memory holds
+[ "$(tail -n 1 "$TMP/run.err")" = "baton run: a step's scratch and compute on the server grow with the KV-cache cells (the default --ctx 512) and the tokens of a step (--ubatch 5), its nodes with the stage's layers (--split); the scratch arena is at most 1.0 GiB per session (fixed) and shares the session's memory (batond --session-memory-bytes) with the stage's weights and KV cache; batond --print-policy shows the server's other limits (session_memory_bytes, max_graph_flops, max_graph_nodes)" ] ||
     fail "last stderr line: $(cat "$TMP/run.err")"
+# batond's log names the limit, before the command's error line
+grep -A1 -E "^batond: session [0-9]+: a graph needs a scratch arena of [0-9]+ bytes; the session holds [0-9]+ bytes \([0-9.]+ MiB\) of its memory limit of 1945600 bytes \(1\.9 MiB\) \(session_memory_bytes\)\$" \
+    "$TMP/batond.quota.log" | grep -qE "^batond: session [0-9]+ GRAPH_RUN: E_QUOTA\$" ||
+    fail "batond's log does not name session_memory_bytes: $(cat "$TMP/batond.quota.log")"
 # stdout and stderr to one file, as a terminal shows them: two lines
 rc=0
 "$BATON" run --model "$MODEL" --servers "$quota" --prompt "Once upon a time" -n 4 \
@@ -72,7 +76,7 @@ want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$MODEL" --server
 # ... naming both limits a refused registration can come from
 [ "$(tail -n 2 "$TMP/run.err" | head -n 1)" = "baton run: the run registers 2 graphs on stage 1 (2 step shapes x 1 input slot); a server keeps at most max_graphs_per_session of them (batond --max-graphs-per-session, default 32), and refuses a graph over its node or compute limits too" ] ||
     fail "graphs line: $(cat "$TMP/run.err")"
-[ "$(tail -n 1 "$TMP/run.err")" = "baton run: a step's scratch and compute on the server grow with the context (the default --ctx 512) and the ubatch (--ubatch 5), its nodes with the stage's layers (--split); batond --print-policy shows the server's limits" ] ||
+[ "$(tail -n 1 "$TMP/run.err")" = "baton run: a step's scratch and compute on the server grow with the KV-cache cells (the default --ctx 512) and the tokens of a step (--ubatch 5), its nodes with the stage's layers (--split); the scratch arena is at most 1.0 GiB per session (fixed); batond --print-policy shows the server's other limits (session_memory_bytes, max_graph_flops, max_graph_nodes)" ] ||
     fail "last stderr line (flops): $(cat "$TMP/run.err")"
 
 # --- run: a SET_TENSOR over the server's max message size names the limit ---

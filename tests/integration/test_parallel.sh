@@ -12,8 +12,10 @@
 # longer than the ubatch (full ubatches and a rest in powers of two) and one
 # of one token. Output: "[N] text" lines (N: the prompt's number, blank
 # lines skipped), or --output-dir files; and the
-# usage errors (exit 2) and unreadable files (exit 1); baton bench --npl
-# prints a row per batch size (N_KV = B x (PP + TG)) and its JSON.
+# usage errors (exit 2) and unreadable files (exit 1); --parallel x --ctx
+# past a server's scratch limit says which limit and what asked for it;
+# baton bench --npl prints a row per batch size (N_KV = B x (PP + TG)) and
+# its JSON.
 source "$(dirname "$0")/lib.sh"
 need_model
 
@@ -192,8 +194,13 @@ ln -s "$TMP/victim" "$TMP/outl/3.txt"
 rc=0
 "$BATON" run --model "$MODEL" --prompt-file "$TMP/prompts.txt" -n 4 --parallel 3 --quiet \
     --output-dir "$TMP/outl" >/dev/null 2>"$TMP/outl.err" || rc=$?
-[ $rc = 1 ] && grep -q "cannot create $TMP/outl/3.txt: .*(a symbolic link: not followed)" "$TMP/outl.err" &&
+[ $rc = 1 ] && grep -q "^baton run: --output-dir $TMP/outl/3.txt: a symbolic link, which is not followed" "$TMP/outl.err" &&
     [ "$(cat "$TMP/victim")" = keep ] || fail "--output-dir through a link: exit $rc: $(cat "$TMP/outl.err")"
+# ... found before the model loads, so 1.txt and 2.txt are not written either
+# (test_prompt_file.sh checks every file of the directory)
+if grep -q "^model:" "$TMP/outl.err" || [ -e "$TMP/outl/1.txt" ]; then
+    fail "--output-dir through a link: found after the run began: $(cat "$TMP/outl.err")"
+fi
 echo "ok: [N] lines and --output-dir files hold each prompt's text"
 
 # usage errors (2) and files that cannot be read (1)
@@ -214,7 +221,7 @@ want 2 "line 2 holds a NUL byte" --prompt-file "$TMP/nul.txt"
 printf '\n\r\n  \t \r\n\r\r\n\n' >"$TMP/empty.txt"
 want 2 "no prompts" --prompt-file "$TMP/empty.txt"
 want 2 "--report-gap reads one sequence's logits: not with --prompt-file" --prompt-file "$TMP/prompts.txt" --report-gap --ids-file "$TMP/gap.json"
-want 2 "prompt 6 (51 tokens) + -n 8 exceeds --ctx 40" --prompt-file "$TMP/prompts.txt" --ctx 40 -n 8
+want 2 "prompt 6 (51 tokens) + -n 8 = 59 exceeds --ctx 40" --prompt-file "$TMP/prompts.txt" --ctx 40 -n 8
 want 1 "--output-dir $TMP/none: No such file or directory" --prompt-file "$TMP/prompts.txt" --output-dir "$TMP/none"
 want 1 "--output-dir $TMP/prompts.txt: not a directory" --prompt-file "$TMP/prompts.txt" --output-dir "$TMP/prompts.txt"
 want 2 "give only one of --prompt TEXT and --prompt-file FILE" --prompt x --prompt-file "$TMP/prompts.txt"
@@ -228,6 +235,30 @@ grep -q "the server allows at most 4.0 MiB in one buffer" "$TMP/err" || fail "--
 par small1 "$TMP/prompts.txt" --parallel 1 --servers "127.0.0.1:$PORT_small" --key "$K"
 same small1 one 10
 echo "ok: usage errors and unreadable files; --parallel past a server's memory is said as such"
+# N x --ctx past a server's scratch limit: ATTENTION's work area is min(heads
+# x tokens, 64) rows of every KV-cache cell (all sequences' cells), and the
+# server's scratch arena holds at most 1 GiB a session. A model of 8 heads
+# and 1 kv head of 2 (16 bytes of KV cache a cell) decoding 8 sequences of
+# --ctx 600000: 64 rows x 4800000 cells x 4 bytes = 1228800000 bytes. The
+# coordinator names the limit, the figures, --ctx and --parallel; batond's
+# log names the limit that refused it; the server serves the next session
+"$BATON" gen-model --layers 1 --dim 16 --ff 16 --heads 8 --kv-heads 1 --type f32 -o "$TMP/att.gguf" \
+    2>"$TMP/att.err" || fail "gen-model: $(cat "$TMP/att.err")"
+grep -qx "baton gen-model: wrote $TMP/att.gguf (1 layer, dim 16, ff 16, 8 heads, 1 kv head, f32)" "$TMP/att.err" ||
+    fail "gen-model line: $(cat "$TMP/att.err")"
+printf 'a\nb\nc\nd\ne\nf\ng\nh\n' >"$TMP/eight.txt"
+BATOND_EXTRA="${BATOND_EXTRA:-} --key $K" start_server scratch
+rc=0
+"$BATON" run --model "$TMP/att.gguf" --prompt-file "$TMP/eight.txt" --parallel 8 --ctx 600000 -n 4 \
+    --servers "127.0.0.1:$PORT_scratch" --key "$K" >/dev/null 2>"$TMP/att.err" || rc=$?
+[ $rc = 1 ] && grep -qxF "baton run: stage 1's step of 8 tokens needs more scratch than the server's limit of 1.0 GiB per session (fixed; the server's total memory where that is less): its ATTENTION work area alone is 64 rows (8 heads x 8 tokens, at most 64) x 4800000 KV-cache cells x 4 bytes = 1.1 GiB, the cells being --ctx 600000 x 8 sequences at a time (--parallel); a smaller --ctx or --parallel needs less" "$TMP/att.err" ||
+    fail "--parallel 8 --ctx 600000: exit $rc: $(cat "$TMP/att.err")"
+grep -q "^batond: session [0-9]*: a graph needs a scratch arena of 1228802176 bytes (1171.9 MiB), over the scratch limit of 1073741824 bytes (1024.0 MiB) per session (max_scratch_bytes" \
+    "$TMP/batond.scratch.log" || fail "batond's log does not name the limit: $(cat "$TMP/batond.scratch.log")"
+# half the context fits (64 x 2400000 x 4 = 614400000 bytes)
+"$BATON" run --model "$TMP/att.gguf" --prompt-file "$TMP/eight.txt" --parallel 8 --ctx 300000 -n 4 --quiet \
+    --servers "127.0.0.1:$PORT_scratch" --key "$K" 2>"$TMP/att.err" || fail "--ctx 300000: $(cat "$TMP/att.err")"
+echo "ok: --parallel x --ctx past the scratch limit names the limit, the figures and the flags"
 num='[0-9]+(\.[0-9]+)?'
 # baton bench --npl: a row per batch size, N_KV = B x (PP + TG), the JSON
 # with every figure; bad lists are usage errors
@@ -245,6 +276,13 @@ for bad in "0" "257" "1,,2" "a" "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"; do
     rc=0
     "$BATON" bench --model "$MODEL" --npl "$bad" >/dev/null 2>"$TMP/npl.err" || rc=$?
     [ $rc = 2 ] && grep -q "^baton bench: --npl" "$TMP/npl.err" || fail "--npl $bad: exit $rc: $(cat "$TMP/npl.err")"
+done
+# a value out of range says the range, however many digits it has
+for bad in 0 257 9999999999999 99999999999999999999999 -1 x; do
+    rc=0
+    "$BATON" bench --model "$MODEL" --npl "1,$bad" >/dev/null 2>"$TMP/npl.err" || rc=$?
+    [ $rc = 2 ] && grep -qxF "baton bench: --npl: '$bad' is not a batch size in 1..256 (want B,B,..., up to 16 values)" "$TMP/npl.err" ||
+        fail "--npl 1,$bad: exit $rc: $(cat "$TMP/npl.err")"
 done
 echo "ok: bench --npl prints a row per batch size"
 echo PASS

@@ -4,7 +4,8 @@
 # matching the port file), for startup, connections, authentication and
 # stop; under journald ($JOURNAL_STREAM naming stderr) "<N>message" lines
 # without program name or timestamp; text by default; a bad format is a
-# usage error, and --help lists the option.
+# usage error, and --help lists the option; usage and setup errors take the
+# chosen format too, wherever --log-format stands.
 . "$(dirname "$0")/lib.sh"
 
 grep -q -- "--log-format text|json|journal" <<<"$("$BATOND" --help)" || fail "--help lacks --log-format"
@@ -12,6 +13,41 @@ rc=0
 "$BATOND" --log-format yaml 2>"$TMP/bad.err" || rc=$?
 [ "$rc" -eq 2 ] || fail "--log-format yaml exited $rc"
 grep -q "expected text, json or journal" "$TMP/bad.err" || fail "bad format message: $(cat "$TMP/bad.err")"
+
+# errors before the server runs take the format too, wherever --log-format
+# stands (they were plain text): one JSON object with level err, kind usage
+# (exit 2) or startup (exit 1), and no usage text
+json_error() { # json_error CODE KIND MSG ARGS...
+    local want=$1 kind=$2 msg=$3 rc=0
+    shift 3
+    "$BATOND" "$@" >/dev/null 2>"$TMP/err.json" || rc=$?
+    [ "$rc" -eq "$want" ] || fail "batond $*: exit $rc, want $want: $(cat "$TMP/err.json")"
+    python3 - "$TMP/err.json" "$kind" "$msg" <<'PY' || fail "batond $*: $(cat "$TMP/err.json")"
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert len(lines) == 1, lines
+o = json.loads(lines[0])
+assert (o["level"], o["kind"], o["msg"]) == ("err", sys.argv[2], sys.argv[3]), o
+PY
+}
+json_error 2 usage "unknown argument: --bogus (see batond --help)" --log-format json --bogus
+json_error 2 usage "unknown argument: --bogus (see batond --help)" --bogus --log-format=json
+json_error 2 usage "--port needs a value (see batond --help)" --log-format json --port
+json_error 2 usage "--quiet takes no value (see --help)" --quiet=1 --log-format json
+json_error 2 usage "--max-connections (max_connections): 'x' is not an integer" --log-format json --max-connections x
+json_error 2 usage "--peer-key (peer_key_file) needs --key (key_file), the client key" --log-format json --peer-key k
+json_error 1 startup "policy: $TMP/none.policy: No such file or directory" --log-format json --policy "$TMP/none.policy"
+json_error 1 startup "--key: $TMP/none.key: no such key file" --log-format json --port 0 --key "$TMP/none.key"
+rc=0
+"$BATOND" --log-format journal --bogus >/dev/null 2>"$TMP/err.journal" || rc=$?
+[ "$rc" -eq 2 ] && [ "$(cat "$TMP/err.journal")" = "<3>unknown argument: --bogus (see batond --help)" ] ||
+    fail "journal usage error: exit $rc: $(cat "$TMP/err.journal")"
+# as text: the line, then the usage
+rc=0
+"$BATOND" --bogus >/dev/null 2>"$TMP/err.text" || rc=$?
+[ "$rc" -eq 2 ] && [ "$(head -1 "$TMP/err.text")" = "batond: unknown argument: --bogus (see batond --help)" ] &&
+    grep -q "^usage: batond" "$TMP/err.text" || fail "text usage error: exit $rc: $(cat "$TMP/err.text")"
+echo "ok: usage and setup errors in the chosen format"
 
 make_keys
 "$BATON" keygen -o "$TMP/wrong.key" 2>/dev/null

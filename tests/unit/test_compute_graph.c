@@ -1182,6 +1182,52 @@ static void test_flops_floor(void **state)
     }
 }
 
+/* ATTENTION's work area: min(nh x nt, 64) score rows of every cache cell
+ * (baton_attention_work_bytes), the scratch a graph of one ATTENTION node
+ * with an out leaf needs; hand-computed: with several sequences every
+ * cell counts (the window is data), which is what makes --parallel N x
+ * --ctx C reach the server's scratch limit. */
+static void test_attention_work_bytes(void **state)
+{
+    static const struct {
+        uint64_t hd, nh, nt, n_ctx, want;
+    } cases[] = {
+        {2, 8, 5, 100, 40 * 100 * 4},          /* 40 rows */
+        {2, 8, 16, 100, 64 * 100 * 4},         /* 128 rows, at most 64 */
+        {2, 8, 1, 100, 8 * 100 * 4},           /* a decode step of one sequence */
+        {0, 8, 5, 100, 0},                     /* nothing to score */
+        {8, 8, 5, 10000000, 1600000000ull},    /* --parallel 5 --ctx 2000000: 1.5 GiB */
+        {2, 1ull << 32, 1ull << 32, 1, UINT64_MAX}, /* nh x nt wraps */
+        {2, 8, 8, 1ull << 62, UINT64_MAX},     /* rows x cells x 4 wraps */
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        assert_int_equal(baton_attention_work_bytes(cases[i].hd, cases[i].nh, cases[i].nt,
+                                                    cases[i].n_ctx),
+                         cases[i].want);
+    /* the validator sizes the scratch so: 2 x 8 x 5 queries over 100 cells,
+     * the result in an out leaf, so the scratch is the work area alone */
+    for (uint32_t nt = 5; nt <= 16; nt += 11) {
+        struct tg t;
+        uint32_t lq, lk, lv, lkc, lvc, lp, lo, n;
+
+        tg_init(&t);
+        lq = tg_leaf(&t, BATON_TYPE_F32, 2, 8, nt, 1, NULL);
+        lk = tg_leaf(&t, BATON_TYPE_F32, 2, 1, nt, 1, NULL);
+        lv = tg_leaf(&t, BATON_TYPE_F32, 2, 1, nt, 1, NULL);
+        lkc = tg_leaf(&t, BATON_TYPE_F32, 2, 100, 1, 1, NULL);
+        lvc = tg_leaf(&t, BATON_TYPE_F32, 2, 100, 1, 1, NULL);
+        lp = tg_leaf(&t, BATON_TYPE_I32, nt, 1, 1, 1, NULL);
+        lo = tg_leaf(&t, BATON_TYPE_F32, 2, 8, nt, 1, NULL);
+        n = tg_node(&t, BATON_OP_ATTENTION, BATON_TYPE_F32, 2, 8, nt, 1,
+                    SRC6(lq, lk, lv, lkc, lvc, lp), P1(f32_bits(1.0f)));
+        tg_at(&t, n)->out_leaf = lo;
+        assert_int_equal(tg_validate(&t, 16), 0);
+        assert_int_equal(t.scratch_bytes, (nt == 5 ? 40 : 64) * 100 * 4);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1215,6 +1261,7 @@ int main(void)
         cmocka_unit_test(test_attention_batch_equals_steps),
         cmocka_unit_test(test_attention_sequences),
         cmocka_unit_test(test_attention_work_rows),
+        cmocka_unit_test(test_attention_work_bytes),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
