@@ -271,7 +271,7 @@ static int take(struct run *r, size_t i, int32_t t)
         return -1;
     }
     q->ids[q->n_prompt + q->n_gen++] = t;
-    if (t == baton_tokenizer_eos(r->tok) && !cfg->ignore_eos)
+    if (baton_tokenizer_is_eog(r->tok, t) && !cfg->ignore_eos)
         return 1;
     if ((q->out || !cfg->quiet) &&
         baton_token_to_piece(r->tok, t, q->ids[q->n_prompt + q->n_gen - 2], piece, sizeof(piece),

@@ -121,6 +121,19 @@ static void send_error(int fd, uint8_t cmd, uint32_t seq, int status)
 
 /* ---- entries ---- */
 
+/* Releases entry i: its handshake secrets wiped, off the list, free. Its
+ * descriptor is closed, or went to a connection thread. */
+static void entry_release(struct server_lobby *L, uint32_t i)
+{
+    struct lobby_entry *x = &L->e[i];
+    baton_hs_destroy(&x->hs.hs);
+    list_unlink(L, i);
+    x->fd = -1;
+    x->next = L->free_head;
+    L->free_head = i;
+    L->n--;
+}
+
 /* Closes entry i: an error frame first when status != 0 (cmd, seq of the
  * frame it answers), the unread bytes dropped so that the close is a FIN
  * and not a reset that could overtake that frame, a log line. */
@@ -141,24 +154,7 @@ static void entry_close(struct server_lobby *L, uint32_t i, uint8_t cmd, uint32_
     close(x->fd);
     server_log_conn(L->s, "session %llu closed (%s, peer %s)", (unsigned long long)x->session,
                     reason, x->peer);
-    baton_hs_destroy(&x->hs.hs);
-    list_unlink(L, i);
-    x->fd = -1;
-    x->next = L->free_head;
-    L->free_head = i;
-    L->n--;
-}
-
-/* Releases entry i whose descriptor went to a connection thread. */
-static void entry_release(struct server_lobby *L, uint32_t i)
-{
-    struct lobby_entry *x = &L->e[i];
-    baton_hs_destroy(&x->hs.hs);
-    list_unlink(L, i);
-    x->fd = -1;
-    x->next = L->free_head;
-    L->free_head = i;
-    L->n--;
+    entry_release(L, i);
 }
 
 static int same_address(const struct lobby_entry *x, uint8_t family, const uint8_t *ip)

@@ -39,7 +39,7 @@ void baton_server_config_default(struct baton_server_config *cfg)
     cfg->frame_timeout_ms = 10000;
     cfg->send_timeout_ms = 10000;
     cfg->quiet = 0;
-    cfg->max_scratch_bytes = 1ull << 30;
+    cfg->max_scratch_bytes = BATON_SCRATCH_LIMIT_BYTES;
     cfg->idle_timeout_ms = 300000;
     cfg->max_unauthenticated = 1024;
     cfg->max_unauthenticated_per_ip = 1024;
