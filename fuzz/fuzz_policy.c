@@ -25,7 +25,7 @@
 
 static const char *const keys[] = {
     "max_connections", "max_unauthenticated", "max_unauthenticated_per_ip",
-    "handshake_timeout", "frame_timeout", "send_timeout", "idle_timeout",
+    "handshake_timeout", "frame_timeout", "send_timeout", "idle_timeout", "compute_slice",
     "max_message_bytes", "session_memory_bytes", "total_memory_bytes", "max_graph_nodes",
     "max_graph_flops", "max_grants_per_session", "max_peer_links", "max_peer_links_per_session", "peer", "key_file",
     "peer_key_file", "bind", "port", "encrypt", "log_rate", "threads", "max-connections",
@@ -40,8 +40,8 @@ static void check_ranges(const struct baton_policy *p)
 {
     FUZZ_CHECK(p->max_connections >= 1 && p->max_connections <= 1024, "max_connections %u",
                p->max_connections);
-    FUZZ_CHECK(p->max_unauthenticated >= 1 && p->max_unauthenticated <= 65536, "unauth");
-    FUZZ_CHECK(p->max_unauthenticated_per_ip >= 1 && p->max_unauthenticated_per_ip <= 65536,
+    FUZZ_CHECK(p->max_unauthenticated >= 1 && p->max_unauthenticated <= 16384, "unauth");
+    FUZZ_CHECK(p->max_unauthenticated_per_ip >= 1 && p->max_unauthenticated_per_ip <= 16384,
                "unauth per ip");
     FUZZ_CHECK(p->handshake_timeout_ms >= 1 && p->handshake_timeout_ms <= 86400000u, "hs");
     FUZZ_CHECK(p->frame_timeout_ms >= 1 && p->frame_timeout_ms <= 86400000u, "frame");

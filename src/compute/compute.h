@@ -86,6 +86,31 @@ int baton_graph_validate(const struct baton_graph *g, uint32_t max_nodes,
  * may have written their out leaves and caches. BATON_E_INVAL, before any
  * node runs, when a leaf a node reads or writes has NULL or not 4-byte
  * aligned memory, or a needed scratch arena is NULL or misaligned. */
+/* Taking turns with other sessions (src/server: compute_slice): between
+ * nodes (and between the pieces of a large MUL_MAT), execution calls
+ * between(arg), which may block while another session computes. */
+struct baton_exec_turns {
+    void (*between)(void *arg);
+    void *arg;
+};
+
+/* A MUL_MAT estimated above this many FLOPs is run in pieces of rows of W
+ * of at most about this many (at least 16 rows each) when executed with
+ * turns: 2.5 ms at 100 GFLOP/s (Q8_0 prefill on one Zen 4 core), 25 ms at
+ * 10 GFLOP/s (F32 there); a piece costs one more pool hand-off (tens of
+ * microseconds). */
+#define BATON_GRAPH_TURN_FLOPS 250000000ull
+
+/* baton_graph_execute with turns (NULL: none, the same as
+ * baton_graph_execute): the same results, bit for bit, with
+ * turns->between called between nodes and between the row pieces of each
+ * MUL_MAT above BATON_GRAPH_TURN_FLOPS (which then runs apart from its
+ * group, and needs a transient buffer of its piece's outputs: one more
+ * error, BATON_E_NOMEM, before that node writes). */
+int baton_graph_execute_turns(const struct baton_graph *g, uint8_t *const *leaf_data,
+                              const struct baton_node_plan *plan, uint8_t *scratch,
+                              struct baton_pool *pool, const struct baton_exec_turns *turns);
+
 int baton_graph_execute(const struct baton_graph *g, uint8_t *const *leaf_data,
                         const struct baton_node_plan *plan, uint8_t *scratch,
                         struct baton_pool *pool);

@@ -858,9 +858,74 @@ static int exec_node(const struct exec_ctx *x, uint32_t i, struct baton_pool *po
 }
 
 /* See compute.h. */
+/* MUL_MAT of node i (single, not grouped) in pieces of rows of W, each at
+ * most about BATON_GRAPH_TURN_FLOPS, with turns->between between them: the
+ * pieces go through tmp ({rows, M}, allocated here) and are scattered into
+ * y's columns. Rows of a product do not depend on which rows are computed
+ * with them (the determinism rule), so the bits equal one whole call.
+ * Returns 0 or BATON_E_NOMEM (nothing written). */
+static int mul_mat_in_turns(const struct exec_ctx *x, uint32_t i, struct baton_pool *pool,
+                            const struct baton_exec_turns *turns)
+{
+    const struct baton_graph *g = x->g;
+    const struct baton_graph_node *n = &g->nodes[i];
+    const uint32_t wtype = tensor_type(g, n->src[0]);
+    const uint64_t k = tensor_ne(g, n->src[0])[0], rows = tensor_ne(g, n->src[0])[1];
+    const uint64_t m = n->ne[1] * n->ne[2] * n->ne[3];
+    const uint64_t per_row = 2 * k * m; /* validated shapes: no wrap below the budget */
+    uint64_t piece = per_row ? BATON_GRAPH_TURN_FLOPS / per_row : rows;
+    float *y = (float *)(n->out_leaf != BATON_SRC_NONE ? x->leaf_data[n->out_leaf]
+                                                       : scratch_at(x, x->plan[i].scratch_offset));
+    const uint8_t *w = tensor_data(x, n->src[0]);
+    void *work = baton_cpu_mul_mat_work_bytes(wtype, k, m) ? node_work(x, i) : NULL;
+
+    if (piece < 16)
+        piece = 16; /* pool runs of a few rows cost more than they give back */
+    if (piece >= rows) {
+        baton_cpu_mul_mat_typed(pool, wtype, w, tensor_data(x, n->src[1]), y, k, rows, m, work);
+        return 0;
+    }
+    float *tmp = malloc((size_t)(piece * m) * sizeof *tmp);
+    if (!tmp)
+        return BATON_E_NOMEM;
+    const uint64_t row_bytes = baton_row_bytes(wtype, k);
+    for (uint64_t r0 = 0; r0 < rows; r0 += piece) {
+        const uint64_t nr = rows - r0 < piece ? rows - r0 : piece;
+        if (r0 > 0)
+            turns->between(turns->arg);
+        baton_cpu_mul_mat_typed(pool, wtype, w + r0 * row_bytes, tensor_data(x, n->src[1]), tmp,
+                                k, nr, m, work);
+        for (uint64_t c = 0; c < m; c++)
+            memcpy(y + c * rows + r0, tmp + c * nr, (size_t)nr * sizeof *tmp);
+    }
+    free(tmp);
+    return 0;
+}
+
+/* A node or group costs more than one turn's worth: it is cut into pieces. */
+static int wants_pieces(const struct exec_ctx *x, uint32_t i)
+{
+    const struct baton_graph *g = x->g;
+    const struct baton_graph_node *n = &g->nodes[i];
+    if (n->op != BATON_OP_MUL_MAT)
+        return 0;
+    const uint64_t k = tensor_ne(g, n->src[0])[0], rows = tensor_ne(g, n->src[0])[1];
+    const uint64_t m = n->ne[1] * n->ne[2] * n->ne[3];
+    uint64_t f;
+    return __builtin_mul_overflow(2 * k, rows, &f) || __builtin_mul_overflow(f, m, &f) ||
+           f > BATON_GRAPH_TURN_FLOPS;
+}
+
 int baton_graph_execute(const struct baton_graph *g, uint8_t *const *leaf_data,
                         const struct baton_node_plan *plan, uint8_t *scratch,
                         struct baton_pool *pool)
+{
+    return baton_graph_execute_turns(g, leaf_data, plan, scratch, pool, NULL);
+}
+
+int baton_graph_execute_turns(const struct baton_graph *g, uint8_t *const *leaf_data,
+                              const struct baton_node_plan *plan, uint8_t *scratch,
+                              struct baton_pool *pool, const struct baton_exec_turns *turns)
 {
     struct exec_ctx x = {g, leaf_data, plan, scratch};
     uint32_t i, s, len;
@@ -900,6 +965,16 @@ int baton_graph_execute(const struct baton_graph *g, uint8_t *const *leaf_data,
     for (i = 0; i < g->n_nodes; i += len) {
         struct baton_cpu_mm_part parts[BATON_CPU_MM_MAX_PARTS];
 
+        if (turns && i > 0)
+            turns->between(turns->arg);
+        if (turns && wants_pieces(&x, i)) {
+            /* a large product: alone (not grouped), in pieces */
+            len = 1;
+            rc = mul_mat_in_turns(&x, i, pool, turns);
+            if (rc)
+                return rc;
+            continue;
+        }
         len = mul_mat_group_len(&x, i, parts);
         if (len > 1) {
             const struct baton_graph_node *n = &g->nodes[i];

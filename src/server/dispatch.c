@@ -577,6 +577,31 @@ fail:
     return rc;
 }
 
+struct turn_arg {
+    struct baton_server *s;
+    uint64_t start;
+};
+
+static void device_between(void *arg)
+{
+    struct turn_arg *t = arg;
+    server_device_between(t->s, &t->start);
+}
+
+/* Executes g (leaves resolved into the session's leaf_data, plan
+ * validated) on the shared device, in turns with other sessions. */
+static int execute_in_turns(struct conn *c, const struct baton_graph *g,
+                            const struct baton_node_plan *plan)
+{
+    struct turn_arg ta = {c->s, 0};
+    const struct baton_exec_turns turns = {device_between, &ta};
+    server_device_acquire(c->s, &ta.start);
+    int rc = baton_graph_execute_turns(g, c->sess.leaf_data, plan, c->sess.scratch, c->s->pool,
+                                       &turns);
+    server_device_release(c->s);
+    return rc;
+}
+
 static int cmd_graph_compute(struct conn *c, const struct baton_frame_header *h)
 {
     struct baton_session *ss = &c->sess;
@@ -587,9 +612,7 @@ static int cmd_graph_compute(struct conn *c, const struct baton_frame_header *h)
     if (rc == 0)
         rc = session_reserve_scratch(c->s, ss, scratch_bytes);
     if (rc == 0) {
-        pthread_mutex_lock(&c->s->device_lock);
-        rc = baton_graph_execute(&g, ss->leaf_data, ss->plan, ss->scratch, c->s->pool);
-        pthread_mutex_unlock(&c->s->device_lock);
+        rc = execute_in_turns(c, &g, ss->plan);
     }
     for (uint32_t i = 0; i < n_pinned; i++)
         baton_handles_release(c->s->handles, &ss->leaf_refs[i]);
@@ -815,9 +838,7 @@ static int run_graph(struct conn *c, const struct stored_graph *sg,
     if (rc == 0)
         rc = session_reserve_scratch(c->s, ss, sg->scratch_bytes);
     if (rc == 0) {
-        pthread_mutex_lock(&c->s->device_lock);
-        rc = baton_graph_execute(&g, ss->leaf_data, sg->plan, ss->scratch, c->s->pool);
-        pthread_mutex_unlock(&c->s->device_lock);
+        rc = execute_in_turns(c, &g, sg->plan);
     }
 out:
     for (uint32_t i = 0; i < n_fenced; i++)

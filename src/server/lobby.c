@@ -11,14 +11,17 @@
  *   - Each entry has one deadline for the whole handshake
  *     (handshake_timeout from its accept).
  *   - When the table is full (max_unauthenticated entries, fewer if the
- *     descriptor limit is lower) a new connection evicts the oldest entry
- *     of the address that holds the most entries; when its own address
- *     already holds max_unauthenticated_per_ip entries, it evicts that
- *     address's oldest instead. A flood from a few addresses thus evicts
- *     its own connections first, and an honest handshake, one round trip,
- *     is never the oldest for long: pushing it out takes a table's worth
- *     of newer connections from its own address within that round trip.
- *     An evicted connection gets one E_LIMIT frame.
+ *     descriptor limit is lower), or accept finds no descriptor left, a new
+ *     connection evicts the oldest entry of the address that holds the most
+ *     entries, the newcomer counted (an address: an IPv4 address, or an
+ *     IPv6 /64); when its own address already holds
+ *     max_unauthenticated_per_ip entries, it evicts that address's oldest
+ *     instead. A flood from a few addresses thus evicts its own connections
+ *     first. A flood from more addresses than the table holds evicts the
+ *     oldest: an honest handshake (one round trip) is pushed out only when a
+ *     table's worth of newer connections arrives within its round trip.
+ *     An evicted connection gets one E_LIMIT frame. Choosing the victim
+ *     costs one pass over the table (O(entries)).
  *   - Frames are read exactly (never past the current frame), so bytes a
  *     client sends after AUTH stay in the socket for its thread.
  *
@@ -69,7 +72,7 @@ struct server_lobby {
     uint32_t head, tail; /* oldest, newest */
     uint32_t free_head;
     int epfd;
-    void *counts; /* heaviest_oldest's table: 2 x cap slots */
+    void *counts; /* eviction_victim's table: 2 x cap slots */
 };
 
 /* ---- the accept-order list ---- */
@@ -135,13 +138,14 @@ static void entry_release(struct server_lobby *L, uint32_t i)
 }
 
 /* Closes entry i: an error frame first when status != 0 (cmd, seq of the
- * frame it answers), the unread bytes dropped so that the close is a FIN
- * and not a reset that could overtake that frame, a log line. */
+ * frame it answers; an error log line unless log_error is 0: the caller
+ * said why already), the unread bytes dropped so that the close is a FIN
+ * and not a reset that could overtake that frame, a connection log line. */
 static void entry_close(struct server_lobby *L, uint32_t i, uint8_t cmd, uint32_t seq, int status,
-                        const char *reason)
+                        int log_error, const char *reason)
 {
     struct lobby_entry *x = &L->e[i];
-    if (status != 0 && status != BATON_E_LIMIT) /* limits have their own lines */
+    if (status != 0 && log_error)
         server_log_limited(L->s, "session %llu %s: %s, closing", (unsigned long long)x->session,
                            cmd ? baton_cmd_name(cmd) : "frame", baton_status_name(status));
     if (status != 0) {
@@ -157,53 +161,77 @@ static void entry_close(struct server_lobby *L, uint32_t i, uint8_t cmd, uint32_
     entry_release(L, i);
 }
 
+/* Two entries share an address for the caps when their IPv4 addresses are
+ * equal, or their IPv6 addresses share the first 64 bits (one host or
+ * site usually holds a whole /64, so a full-address match would give it
+ * unlimited addresses). */
 static int same_address(const struct lobby_entry *x, uint8_t family, const uint8_t *ip)
 {
-    return x->family == family && memcmp(x->ip, ip, 16) == 0;
+    return x->family == family && memcmp(x->ip, ip, family == 6 ? 8 : 16) == 0;
 }
 
-/* The oldest entry of the address that holds the most entries (ties: the
- * address whose oldest entry is older), found with a transient count table
- * of 2 x cap slots (linear probing on a hash of the address). */
-static uint32_t heaviest_oldest(struct server_lobby *L)
+static uint32_t address_hash(uint8_t family, const uint8_t *ip)
+{
+    uint32_t h = 2166136261u; /* FNV-1a over family and the compared bytes */
+    h = (h ^ family) * 16777619u;
+    for (int b = 0; b < (family == 6 ? 8 : 16); b++)
+        h = (h ^ ip[b]) * 16777619u;
+    return h;
+}
+
+/* The entry to evict when the lobby is full and a connection from
+ * (family, ip) arrives: the oldest entry of the address that holds the
+ * most, counting the newcomer with its address; among addresses that tie,
+ * the one with the oldest entry. Two passes over the list with a transient
+ * count table of 2 x cap slots (linear probing): O(entries). */
+static uint32_t eviction_victim(struct server_lobby *L, uint8_t family, const uint8_t *ip)
 {
     struct slot {
-        uint32_t first; /* oldest entry of the address, NIL: empty slot */
+        uint32_t first; /* an entry of the address (NIL: empty slot) */
         uint32_t count;
     } *t = L->counts;
-    uint32_t size = 2 * L->cap, best = NIL, best_count = 0;
+    const uint32_t size = 2 * L->cap;
+    uint32_t best = 0;
     for (uint32_t k = 0; k < size; k++)
         t[k].first = NIL;
     for (uint32_t i = L->head; i != NIL; i = L->e[i].next) {
         const struct lobby_entry *x = &L->e[i];
-        uint32_t hsh = 2166136261u; /* FNV-1a over family and address */
-        hsh = (hsh ^ x->family) * 16777619u;
-        for (int b = 0; b < 16; b++)
-            hsh = (hsh ^ x->ip[b]) * 16777619u;
-        uint32_t k = hsh % size;
+        uint32_t k = address_hash(x->family, x->ip) % size;
         while (t[k].first != NIL && !same_address(&L->e[t[k].first], x->family, x->ip))
             k = (k + 1) % size;
         if (t[k].first == NIL) {
-            t[k].first = i; /* the list runs oldest first */
+            t[k].first = i;
             t[k].count = 0;
         }
         t[k].count++;
-        /* strictly more: on a tie the address met first (older oldest) stays */
-        if (t[k].count > best_count) {
-            best_count = t[k].count;
-            best = t[k].first;
-        }
     }
-    return best;
+    /* the newcomer counts for its address (it would hold one more) */
+    uint32_t k = address_hash(family, ip) % size;
+    while (t[k].first != NIL && !same_address(&L->e[t[k].first], family, ip))
+        k = (k + 1) % size;
+    if (t[k].first != NIL)
+        t[k].count++;
+    for (k = 0; k < size; k++)
+        if (t[k].first != NIL && t[k].count > best)
+            best = t[k].count;
+    /* the oldest entry whose address holds best */
+    for (uint32_t i = L->head; i != NIL; i = L->e[i].next) {
+        const struct lobby_entry *x = &L->e[i];
+        k = address_hash(x->family, x->ip) % size;
+        while (!same_address(&L->e[t[k].first], x->family, x->ip))
+            k = (k + 1) % size;
+        if (t[k].count == best)
+            return i;
+    }
+    return L->head; /* not reached: the list is not empty */
 }
 
 /* Makes room for a connection from (family, ip): evicts that address's
  * oldest entry when it holds the per-address cap; else, when the lobby is
- * full, the oldest entry of the address that holds the most. A flood from a
- * few addresses therefore evicts only its own connections, and anyone
- * else's handshake is evicted only once it is the oldest of the heaviest
- * address. */
-static void make_room(struct server_lobby *L, uint8_t family, const uint8_t *ip)
+ * full (or force: no descriptor is left), the entry eviction_victim names.
+ * Returns 0 when nothing had to go or one entry went, -1 when the lobby
+ * is empty. */
+static int make_room(struct server_lobby *L, uint8_t family, const uint8_t *ip, int force)
 {
     const struct baton_server_config *cfg = &L->s->cfg;
     uint32_t same = 0, oldest_same = NIL;
@@ -219,14 +247,18 @@ static void make_room(struct server_lobby *L, uint8_t family, const uint8_t *ip)
     if (same >= cfg->max_unauthenticated_per_ip) {
         server_log_limited(L->s, "evicted %s: unauthenticated connection limit for its address "
                                  "reached", L->e[oldest_same].peer);
-        entry_close(L, oldest_same, 0, 0, BATON_E_LIMIT,
+        entry_close(L, oldest_same, 0, 0, BATON_E_LIMIT, 0,
                     "evicted: unauthenticated connection limit for its address");
-    } else if (L->n >= L->cap) {
-        uint32_t victim = heaviest_oldest(L);
-        server_log_limited(L->s, "evicted %s: unauthenticated connection limit reached",
-                           L->e[victim].peer);
-        entry_close(L, victim, 0, 0, BATON_E_LIMIT, "evicted: unauthenticated connection limit");
+    } else if (L->n >= L->cap || force) {
+        if (L->head == NIL)
+            return -1;
+        uint32_t victim = eviction_victim(L, family, ip);
+        server_log_limited(L->s, "evicted %s: %s", L->e[victim].peer,
+                           force ? "no descriptor left for a new connection"
+                                 : "unauthenticated connection limit reached");
+        entry_close(L, victim, 0, 0, BATON_E_LIMIT, 0, "evicted: unauthenticated connection limit");
     }
+    return 0;
 }
 
 static void entry_open(struct server_lobby *L, int fd)
@@ -234,7 +266,7 @@ static void entry_open(struct server_lobby *L, int fd)
     struct baton_server *s = L->s;
     uint8_t family, ip[16];
     server_peer_ip(fd, &family, ip);
-    make_room(L, family, ip);
+    make_room(L, family, ip, 0);
     uint32_t i = L->free_head;
     struct lobby_entry *x = &L->e[i];
     struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.u64 = EV_ENTRY + i};
@@ -269,7 +301,7 @@ static void hand_off_locked(struct server_lobby *L, uint32_t i, const uint8_t *r
     ready->session = x->session;
     if (send_now(fd, reply, reply_len) != 0) {
         server_ready_wipe(ready);
-        entry_close(L, i, 0, 0, 0, "send failed");
+        entry_close(L, i, 0, 0, 0, 1, "send failed");
         return;
     }
     epoll_ctl(L->epfd, EPOLL_CTL_DEL, fd, NULL);
@@ -288,7 +320,7 @@ static void hand_off_locked(struct server_lobby *L, uint32_t i, const uint8_t *r
 static void refuse_no_slot(struct server_lobby *L, uint32_t i, uint8_t cmd, uint32_t seq)
 {
     server_log_limited(L->s, "refused %s: connection limit reached", L->e[i].peer);
-    entry_close(L, i, cmd, seq, BATON_E_LIMIT, "connection limit");
+    entry_close(L, i, cmd, seq, BATON_E_LIMIT, 0, "connection limit");
 }
 
 /* The HELLO frame of entry i is complete in buf. */
@@ -299,12 +331,12 @@ static void finish_hello(struct server_lobby *L, uint32_t i, const struct baton_
     uint8_t rep[SERVER_HELLO_FRAME_BYTES];
     int rc = server_hs_hello(s, x->buf, &x->hs, rep);
     if (rc != 0) {
-        entry_close(L, i, h->cmd, h->seq, rc, "handshake refused");
+        entry_close(L, i, h->cmd, h->seq, rc, 1, "handshake refused");
         return;
     }
     if (x->hs.need_auth) {
         if (send_now(x->fd, rep, sizeof rep) != 0) {
-            entry_close(L, i, 0, 0, 0, "send failed");
+            entry_close(L, i, 0, 0, 0, 1, "send failed");
             return;
         }
         x->state = WANT_AUTH;
@@ -346,7 +378,7 @@ static void finish_auth(struct server_lobby *L, uint32_t i, const struct baton_f
         pthread_mutex_unlock(&s->conn_lock);
         server_log_auth(s, "session %llu from %s: authentication failed (%s role)",
                         (unsigned long long)x->session, x->peer, role);
-        entry_close(L, i, h->cmd, h->seq, BATON_E_AUTH, "authentication failed");
+        entry_close(L, i, h->cmd, h->seq, BATON_E_AUTH, 1, "authentication failed");
         return;
     }
     server_log_auth(s, "session %llu from %s authenticated (%s role%s)",
@@ -376,7 +408,7 @@ static void entry_readable(struct server_lobby *L, uint32_t i)
         if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return;
         if (r <= 0) {
-            entry_close(L, i, 0, 0, 0, "closed by peer");
+            entry_close(L, i, 0, 0, 0, 1, "closed by peer");
             return;
         }
         x->have += (uint32_t)r;
@@ -391,13 +423,13 @@ static void entry_readable(struct server_lobby *L, uint32_t i)
             uint8_t cmd;
             uint32_t seq;
             server_header_echo(x->buf, rc, &cmd, &seq);
-            entry_close(L, i, cmd, seq, rc, "framing error");
+            entry_close(L, i, cmd, seq, rc, 1, "framing error");
             return;
         }
         uint8_t want_cmd = x->state == WANT_HELLO ? BATON_CMD_HELLO : BATON_CMD_AUTH;
         if (h.cmd != want_cmd || h.len != payload) {
             /* before READY only HELLO, then AUTH, each of its exact size */
-            entry_close(L, i, h.cmd, h.seq, h.cmd != want_cmd ? BATON_E_PROTO : BATON_E_INVAL,
+            entry_close(L, i, h.cmd, h.seq, h.cmd != want_cmd ? BATON_E_PROTO : BATON_E_INVAL, 1,
                         "framing error");
             return;
         }
@@ -419,7 +451,7 @@ static int expire(struct server_lobby *L, int cap_ms)
     while (L->head != NIL && L->e[L->head].deadline_ns <= now) {
         struct lobby_entry *x = &L->e[L->head];
         /* inside a frame: one E_TIMEOUT frame first */
-        entry_close(L, L->head, 0, 0, x->have > 0 ? BATON_E_TIMEOUT : 0,
+        entry_close(L, L->head, 0, 0, x->have > 0 ? BATON_E_TIMEOUT : 0, 1,
                     x->state == WANT_HELLO ? "no HELLO in time" : "no AUTH in time");
     }
     if (L->head == NIL)
@@ -439,15 +471,23 @@ static int accept_some(struct server_lobby *L)
         if (rc == BATON_E_TIMEOUT)
             return 0; /* nothing more waiting, or the client went away */
         if (rc != 0) {
-            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-                /* out of descriptors: back off a little rather than spin */
-                server_log_limited(s, "accept failed: %s", strerror(errno));
+            int e = errno;
+            if (e == EMFILE || e == ENFILE) {
+                /* out of descriptors: a lobby entry makes way (strangers
+                 * must not be able to lock key holders out by using up the
+                 * descriptors), else back off a little rather than spin */
+                static const uint8_t none[16];
+                if (make_room(L, 0, none, 1) == 0)
+                    continue;
+            }
+            if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
+                server_log_limited(s, "accept failed: %s", strerror(e));
                 poll(NULL, 0, 100);
                 return 0;
             }
-            if (errno == ECONNABORTED || errno == EPERM || errno == EPROTO)
+            if (e == ECONNABORTED || e == EPERM || e == EPROTO)
                 continue;
-            server_log_limited(s, "accept failed: %s", strerror(errno));
+            server_log_limited(s, "accept failed: %s", strerror(e));
             return 0;
         }
         entry_open(L, fd);
@@ -459,7 +499,7 @@ static void lobby_free(struct server_lobby *L)
 {
     if (L->e) {
         while (L->head != NIL)
-            entry_close(L, L->head, 0, 0, 0, "server stopping");
+            entry_close(L, L->head, 0, 0, 0, 1, "server stopping");
         free(L->e);
     }
     free(L->counts);

@@ -47,8 +47,8 @@ struct field {
 
 static const struct field fields[] = {
     F("max_connections", K_COUNT, max_connections, 1, 1024, 0),
-    F("max_unauthenticated", K_COUNT, max_unauthenticated, 1, 65536, 0),
-    F("max_unauthenticated_per_ip", K_COUNT, max_unauthenticated_per_ip, 1, 65536, 0),
+    F("max_unauthenticated", K_COUNT, max_unauthenticated, 1, 16384, 0),
+    F("max_unauthenticated_per_ip", K_COUNT, max_unauthenticated_per_ip, 1, 16384, 0),
     F("handshake_timeout", K_DURATION, handshake_timeout_ms, 1, DAY_MS, 0),
     F("frame_timeout", K_DURATION, frame_timeout_ms, 1, DAY_MS, 0),
     F("send_timeout", K_DURATION, send_timeout_ms, 1, DAY_MS, 0),
@@ -60,6 +60,7 @@ static const struct field fields[] = {
     F("max_graph_flops", K_FLOPS, max_graph_flops, 1, UINT64_MAX, 0),
     F("max_graphs_per_session", K_COUNT, max_graphs_per_session, 0, 4096, 0),
     F("fence_timeout", K_DURATION, fence_timeout_ms, 1, DAY_MS, 0),
+    F("compute_slice", K_DURATION, compute_slice_ms, 1, 60000, 0),
     F("max_grants_per_session", K_COUNT, max_grants_per_session, 0, 65536, 0),
     F("max_peer_links", K_COUNT, max_peer_links, 0, 1024, 0),
     F("max_peer_links_per_session", K_COUNT, max_peer_links_per_session, 0, 1024, 0),
@@ -94,6 +95,7 @@ void baton_policy_default(struct baton_policy *p)
     p->max_graph_flops = 100000000000000ull; /* 10^14 */
     p->max_graphs_per_session = 32;
     p->fence_timeout_ms = 20000;
+    p->compute_slice_ms = 10;
     p->max_grants_per_session = 64;
     p->max_peer_links = 16;
     p->max_peer_links_per_session = 4;
@@ -766,6 +768,7 @@ int baton_policy_apply(const struct baton_policy *p, struct baton_server_config 
     cfg->peer_backoff_max_ms = (int)p->peer_backoff_max_ms;
     cfg->max_graphs_per_session = p->max_graphs_per_session;
     cfg->fence_timeout_ms = (int)p->fence_timeout_ms;
+    cfg->compute_slice_ms = (int)p->compute_slice_ms;
     cfg->peer_queue_depth = p->peer_queue_depth;
     cfg->log_rate = p->log_rate;
     cfg->encrypt = p->encrypt;

@@ -56,8 +56,8 @@ struct baton_policy_peer {
 /* Every field of the policy file. Durations are milliseconds, sizes bytes. */
 struct baton_policy {
     uint32_t max_connections;            /* 1..1024, default 64 */
-    uint32_t max_unauthenticated;        /* 1..65536, default 1024 */
-    uint32_t max_unauthenticated_per_ip; /* 1..65536, default 1024 */
+    uint32_t max_unauthenticated;        /* 1..16384, default 1024 */
+    uint32_t max_unauthenticated_per_ip; /* 1..16384, default 1024 */
     uint32_t handshake_timeout_ms;       /* 1 ms..24 h, default 5 s */
     uint32_t frame_timeout_ms;           /* 1 ms..24 h, default 10 s */
     uint32_t send_timeout_ms;            /* 1 ms..24 h, default 10 s */
@@ -69,6 +69,7 @@ struct baton_policy {
     uint64_t max_graph_flops;            /* >= 1, default 100T (10^14) */
     uint32_t max_graphs_per_session;     /* 0..4096, default 32 (GRAPH_REGISTER) */
     uint32_t fence_timeout_ms;           /* 1 ms..24 h, default 20 s (GRAPH_RUN fences) */
+    uint32_t compute_slice_ms;           /* 1 ms..60 s, default 10 ms (turns on the device) */
     uint32_t max_grants_per_session;     /* 0..65536, default 64 */
     uint32_t max_peer_links;             /* 0..1024, default 16 */
     uint32_t max_peer_links_per_session; /* 0..1024, default 4 */

@@ -48,6 +48,7 @@ void baton_server_config_default(struct baton_server_config *cfg)
     cfg->max_graph_flops = 100000000000000ull; /* 10^14 */
     cfg->max_graphs_per_session = 32;
     cfg->fence_timeout_ms = 20000;
+    cfg->compute_slice_ms = 10;
     cfg->max_grants_per_session = 64;
     cfg->max_peer_links = 16;
     cfg->max_peer_links_per_session = 4;
@@ -192,7 +193,8 @@ int baton_server_create(const struct baton_server_config *cfg, struct baton_serv
         s->cfg.max_unauthenticated_per_ip == 0 || s->cfg.max_graph_flops == 0 ||
         s->cfg.n_peers > BATON_SERVER_MAX_PEERS || s->cfg.peer_timeout_ms <= 0 ||
         s->cfg.peer_backoff_max_ms <= 0 || s->cfg.fence_timeout_ms <= 0 ||
-        s->cfg.peer_queue_depth == 0 || s->cfg.peer_queue_depth > 64) {
+        s->cfg.peer_queue_depth == 0 || s->cfg.peer_queue_depth > 64 ||
+        s->cfg.compute_slice_ms <= 0) {
         free(s);
         return BATON_E_INVAL;
     }
@@ -210,7 +212,8 @@ int baton_server_create(const struct baton_server_config *cfg, struct baton_serv
         s->cfg.max_scratch_bytes = s->cfg.total_memory_bytes;
     if (s->cfg.session_memory_bytes == 0 || s->cfg.session_memory_bytes > s->cfg.total_memory_bytes)
         s->cfg.session_memory_bytes = s->cfg.total_memory_bytes;
-    pthread_mutex_init(&s->device_lock, NULL);
+    pthread_mutex_init(&s->device.mu, NULL);
+    pthread_cond_init(&s->device.cv, NULL);
     pthread_mutex_init(&s->conn_lock, NULL);
     pthread_mutex_init(&s->log_lock, NULL);
     pthread_mutex_init(&s->peer_lock, NULL);
@@ -282,7 +285,8 @@ void baton_server_destroy(struct baton_server *s)
     pthread_mutex_destroy(&s->peer_lock);
     pthread_mutex_destroy(&s->log_lock);
     pthread_mutex_destroy(&s->conn_lock);
-    pthread_mutex_destroy(&s->device_lock);
+    pthread_cond_destroy(&s->device.cv);
+    pthread_mutex_destroy(&s->device.mu);
     free(s);
 }
 
@@ -293,6 +297,43 @@ void baton_server_stop(struct baton_server *s)
     ssize_t w = write(s->stop_pipe[1], "s", 1);
     (void)w; /* EAGAIN: the pipe already holds a byte, which is all we need */
     errno = saved;
+}
+
+/* ---- the compute device, in turns ---- */
+
+void server_device_acquire(struct baton_server *s, uint64_t *turn_start)
+{
+    struct device_turns *d = &s->device;
+    pthread_mutex_lock(&d->mu);
+    uint64_t ticket = d->next_ticket++;
+    if (d->serving != ticket) {
+        atomic_fetch_add(&d->waiting, 1);
+        while (d->serving != ticket)
+            pthread_cond_wait(&d->cv, &d->mu);
+        atomic_fetch_sub(&d->waiting, 1);
+    }
+    pthread_mutex_unlock(&d->mu);
+    *turn_start = baton_net_now_ns();
+}
+
+void server_device_release(struct baton_server *s)
+{
+    struct device_turns *d = &s->device;
+    pthread_mutex_lock(&d->mu);
+    d->serving++;
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+}
+
+void server_device_between(struct baton_server *s, uint64_t *turn_start)
+{
+    struct device_turns *d = &s->device;
+    if (atomic_load(&d->waiting) == 0 ||
+        baton_net_now_ns() - *turn_start < (uint64_t)s->cfg.compute_slice_ms * 1000000u)
+        return;
+    atomic_fetch_add(&d->handovers, 1);
+    server_device_release(s);
+    server_device_acquire(s, turn_start);
 }
 
 /* ---- connections ---- */
@@ -533,8 +574,12 @@ static void fit_descriptor_limit(struct baton_server *s)
         uint64_t room = rl.rlim_cur > fixed + 8 ? rl.rlim_cur - fixed : 8;
         s->lobby_cap = (uint32_t)room;
         server_log(s, "the descriptor limit (%llu) leaves room for %u unauthenticated "
-                      "connections, not max_unauthenticated = %u",
-                   (unsigned long long)rl.rlim_cur, s->lobby_cap, s->cfg.max_unauthenticated);
+                      "connections, not max_unauthenticated = %u%s; when descriptors run out, "
+                      "a new connection evicts one of them",
+                   (unsigned long long)rl.rlim_cur, s->lobby_cap, s->cfg.max_unauthenticated,
+                   rl.rlim_cur < fixed ? " (max_connections and max_peer_links do not fit "
+                                         "either)"
+                                       : "");
     }
 }
 

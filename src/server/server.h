@@ -45,6 +45,8 @@ struct baton_server_config {
                                             (default 10^14) */
     uint32_t max_graphs_per_session;     /* GRAPH_REGISTER, per session (default 32) */
     int fence_timeout_ms;                /* a GRAPH_RUN's wait for its fences (default 20000) */
+    int compute_slice_ms;                /* a graph gives the device to a waiting session
+                                            after this long, between nodes (default 10) */
     uint32_t max_grants_per_session;     /* direct path (default 64) */
     uint32_t max_peer_links;             /* direct path: open peer links, server-wide
                                             (default 16) */

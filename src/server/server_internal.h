@@ -50,8 +50,9 @@ struct server_ready {
  * the reply frame to rep (SERVER_HELLO_FRAME_BYTES) and, with
  * authentication, starts st->hs on the transcript of both frames.
  * Errors (the status of the error frame; st holds no secret then):
- * BATON_E_PROTO (not HELLO, or an unknown role), the HELLO decoder's
- * statuses, BATON_E_UNSUPPORTED (peer role without authentication),
+ * BATON_E_PROTO (not HELLO, or role 0), the HELLO decoder's statuses
+ * (BATON_E_INVAL: a role above 2, version_min > version_max, reserved
+ * bytes not 0), BATON_E_UNSUPPORTED (peer role without authentication),
  * BATON_E_AUTH (no key for the role), BATON_E_VERSION (no common version). */
 int server_hs_hello(const struct baton_server *s, const uint8_t *req, struct server_hs *st,
                     uint8_t *rep);
@@ -127,7 +128,17 @@ struct baton_server {
      * after AUTH carries a tag (dispatch.c). */
     int auth_required;
 
-    pthread_mutex_t device_lock; /* one graph at a time on the shared pool */
+    /* The compute device (the shared pool): one graph at a time, in turns
+     * (server.c server_device_*): a ticket lock, so sessions get it in the
+     * order they asked, and a graph hands it over between nodes once it
+     * has held it cfg.compute_slice_ms while another session waits. */
+    struct device_turns {
+        pthread_mutex_t mu;
+        pthread_cond_t cv;
+        uint64_t next_ticket, serving;
+        _Atomic uint32_t waiting; /* sessions waiting for their turn */
+        _Atomic uint64_t handovers; /* turns given up to a waiting session */
+    } device;
 
     pthread_mutex_t conn_lock; /* slots, n_active, next_session */
     pthread_cond_t conn_done;  /* signalled when a connection thread ends */
@@ -364,6 +375,16 @@ int server_serve_connection(struct baton_server *s, struct baton_transport *t, c
  * keys, AUTH with keys) and no longer counts against max_unauthenticated
  * and max_unauthenticated_per_ip. NULL-safe; idempotent. */
 void server_conn_authenticated(struct baton_server *s, struct conn_slot *slot);
+
+/* server.c: the compute device in turns. acquire waits for this caller's
+ * turn (first come, first served) and sets *turn_start (CLOCK_MONOTONIC
+ * ns); release ends it; between (called by the graph executor between
+ * nodes and pieces, baton_exec_turns) gives the device to the next waiting
+ * session once this one has held it cfg.compute_slice_ms, and waits for
+ * its next turn. */
+void server_device_acquire(struct baton_server *s, uint64_t *turn_start);
+void server_device_release(struct baton_server *s);
+void server_device_between(struct baton_server *s, uint64_t *turn_start);
 
 /* Log lines to stderr (nothing when cfg.quiet). Three server-wide rate
  * limits of cfg.log_rate lines per second each, so no flood fills the log

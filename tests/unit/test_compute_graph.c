@@ -734,6 +734,96 @@ static void test_mul_mat_group_same_bits(void **state)
         baton_pool_destroy(pools[th]);
 }
 
+/* Turns (baton_graph_execute_turns): a product above
+ * BATON_GRAPH_TURN_FLOPS (K 256, 4100 rows, 512 columns: 1.07 GFLOP) runs
+ * in pieces of rows (4 x 953 + 288 here), apart from the small product of its
+ * group, with the callback between nodes and pieces; every result bit
+ * equals the run without turns (which groups the two), for F32, Q8_0 and
+ * Q4_0 weights, 2 threads. */
+static int turns_count;
+static void count_turn(void *arg)
+{
+    (void)arg;
+    turns_count++;
+}
+
+static void run_turns_graph(uint32_t type, const void *wbig, const void *wsmall, const float *x,
+                            float *ybig, float *ysmall, const struct baton_exec_turns *turns,
+                            struct baton_pool *pool)
+{
+    struct tg t;
+    uint32_t lb, ls, lx, lyb, lys, nb, ns;
+
+    tg_init(&t);
+    lx = tg_leaf(&t, BATON_TYPE_F32, 256, 512, 1, 1, (void *)x);
+    lb = tg_leaf(&t, type, 256, 4100, 1, 1, (void *)wbig);
+    ls = tg_leaf(&t, type, 256, 48, 1, 1, (void *)wsmall);
+    lyb = tg_leaf(&t, BATON_TYPE_F32, 4100, 512, 1, 1, ybig);
+    lys = tg_leaf(&t, BATON_TYPE_F32, 48, 512, 1, 1, ysmall);
+    nb = tg_node(&t, BATON_OP_MUL_MAT, BATON_TYPE_F32, 4100, 512, 1, 1, SRC2(lb, lx), NULL);
+    ns = tg_node(&t, BATON_OP_MUL_MAT, BATON_TYPE_F32, 48, 512, 1, 1, SRC2(ls, lx), NULL);
+    tg_at(&t, tg_node(&t, BATON_OP_SCALE, BATON_TYPE_F32, 4100, 512, 1, 1, SRC1(nb),
+                      P1(f32_bits(1.0f))))
+        ->out_leaf = lyb;
+    tg_at(&t, tg_node(&t, BATON_OP_SCALE, BATON_TYPE_F32, 48, 512, 1, 1, SRC1(ns),
+                      P1(f32_bits(1.0f))))
+        ->out_leaf = lys;
+    assert_int_equal(tg_run_turns(&t, pool, turns), 0);
+}
+
+static void test_turns_same_bits(void **state)
+{
+    static const uint32_t types[] = {BATON_TYPE_F32, BATON_TYPE_Q8_0, BATON_TYPE_Q4_0};
+    const struct baton_exec_turns turns = {count_turn, NULL};
+    struct baton_pool *pool;
+    float row[256];
+
+    (void)state;
+    float *x = malloc(256 * 512 * sizeof(float));
+    uint8_t *wb = malloc(4100 * 256 * 4), *ws = malloc(48 * 256 * 4);
+    float *y1 = malloc(4100 * 512 * sizeof(float)), *y2 = malloc(4100 * 512 * sizeof(float));
+    float *s1 = malloc(48 * 512 * sizeof(float)), *s2 = malloc(48 * 512 * sizeof(float));
+    assert_non_null(x);
+    assert_non_null(wb);
+    assert_non_null(ws);
+    assert_non_null(y1);
+    assert_non_null(y2);
+    assert_non_null(s1);
+    assert_non_null(s2);
+    assert_int_equal(baton_pool_create(2, &pool), 0);
+    lcg_state = 4242;
+    for (uint32_t i = 0; i < 256 * 512; i++)
+        x[i] = lcg_float();
+    for (uint32_t ti = 0; ti < sizeof(types) / sizeof(types[0]); ti++) {
+        const uint64_t rb = baton_row_bytes(types[ti], 256);
+        for (uint32_t r = 0; r < 4100 + 48; r++) {
+            for (uint32_t e = 0; e < 256; e++)
+                row[e] = lcg_float();
+            uint8_t *dst = r < 4100 ? wb + r * rb : ws + (r - 4100) * rb;
+            assert_int_equal(baton_quantize_row(types[ti], row, dst, 256), 0);
+        }
+        memset(y1, 0x5A, 4100 * 512 * sizeof(float));
+        memset(y2, 0x3C, 4100 * 512 * sizeof(float));
+        memset(s1, 0x5A, 48 * 512 * sizeof(float));
+        memset(s2, 0x3C, 48 * 512 * sizeof(float));
+        run_turns_graph(types[ti], wb, ws, x, y1, s1, NULL, pool);
+        turns_count = 0;
+        run_turns_graph(types[ti], wb, ws, x, y2, s2, &turns, pool);
+        assert_memory_equal(y1, y2, 4100 * 512 * sizeof(float));
+        assert_memory_equal(s1, s2, 48 * 512 * sizeof(float));
+        /* 4 nodes: 3 turns between them, and 4 between the 5 pieces */
+        assert_int_equal(turns_count, 7);
+    }
+    baton_pool_destroy(pool);
+    free(x);
+    free(wb);
+    free(ws);
+    free(y1);
+    free(y2);
+    free(s1);
+    free(s2);
+}
+
 /* A product whose weight is the previous product's result, over the same
  * x, must not join its group (it would read rows still being written):
  * y0 = W x, y1 = y0 x against plain loops, 3 threads. Large enough that,
@@ -1257,6 +1347,7 @@ int main(void)
         cmocka_unit_test(test_misaligned_leaf_refused),
         cmocka_unit_test(test_mul_mat_deterministic),
         cmocka_unit_test(test_mul_mat_group_same_bits),
+        cmocka_unit_test(test_turns_same_bits),
         cmocka_unit_test(test_mul_mat_group_dependent_not_grouped),
         cmocka_unit_test(test_attention_batch_equals_steps),
         cmocka_unit_test(test_attention_sequences),

@@ -104,6 +104,26 @@ static inline int tg_validate(struct tg *t, uint32_t max_nodes)
 
 /* Validates and executes with a fresh 64-byte aligned arena filled with a
  * pattern (so reads of unwritten scratch show). */
+/* tg_run with turns (compute.h; NULL: none). */
+static inline int tg_run_turns(struct tg *t, struct baton_pool *pool,
+                               const struct baton_exec_turns *turns)
+{
+    uint8_t *scratch = NULL;
+    int rc = tg_validate(t, TG_MAX);
+
+    if (rc)
+        return rc;
+    if (t->scratch_bytes > 0) {
+        scratch = aligned_alloc(64, (size_t)t->scratch_bytes);
+        if (!scratch)
+            return BATON_E_NOMEM;
+        memset(scratch, 0xA5, (size_t)t->scratch_bytes);
+    }
+    rc = baton_graph_execute_turns(&t->g, t->data, t->plan, scratch, pool, turns);
+    free(scratch);
+    return rc;
+}
+
 static inline int tg_run(struct tg *t, struct baton_pool *pool)
 {
     uint8_t *scratch = NULL;

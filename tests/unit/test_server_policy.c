@@ -56,6 +56,7 @@ static void test_defaults(void **state)
     assert_int_equal(p.max_grants_per_session, 64);
     assert_int_equal(p.max_peer_links, 16);
     assert_int_equal(p.max_peer_links_per_session, 4);
+    assert_int_equal(p.compute_slice_ms, 10);
     assert_int_equal(p.n_peers, 0);
     assert_string_equal(p.key_file, "");
     assert_string_equal(p.peer_key_file, "");
@@ -261,7 +262,8 @@ static void test_bad_values(void **state)
     expect_error("max_grants_per_session = 65537\n", "'65537' is too large (at most 65536)");
     expect_error("max_peer_links = 1025\n", "'1025' is too large (at most 1024)");
     expect_error("max_peer_links_per_session = 1025\n", "'1025' is too large (at most 1024)");
-    expect_error("max_unauthenticated = 65537\n", "'65537' is too large (at most 65536)");
+    expect_error("compute_slice = 0\n", "compute_slice: '0' is too small (at least 1 ms)");
+    expect_error("max_unauthenticated = 16385\n", "'16385' is too large (at most 16384)");
     expect_error("max_unauthenticated = 0\n", "'0' is too small (at least 1)");
     expect_error("max_unauthenticated_per_ip = 0\n", "'0' is too small (at least 1)");
     /* sizes */

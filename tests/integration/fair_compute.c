@@ -1,0 +1,220 @@
+/* fair_compute PORT SLICE_MS
+ *
+ * Sessions take turns on batond's compute device (issue 15; compute_slice,
+ * src/server/server.c server_device_*, baton_graph_execute_turns). Session A
+ * sends one long graph: a chain of 24 MUL_MATs, W {1024, 1024} F32 by
+ * {1024, 512} (1.07 GFLOP each, so each also runs in five pieces of rows).
+ * Session B, meanwhile, sends a small step (one MUL_MAT of 64 x 64 by 1)
+ * every 20 ms and times each from send to reply. Checked:
+ *   - A's graph alone takes T_A (at least 8 default slices, 80 ms, else
+ *     the test says so and fails: the machine is too fast for it to mean
+ *     anything);
+ *   - while A runs, B's steps are served: the longest wait is under T_A / 4
+ *     (without turns B's first step would wait for most of A's graph) and
+ *     is printed beside the slice;
+ *   - A's result is the same, bit for bit, with B's steps in between.
+ * Prints ok / not ok lines; exit 0 iff all passed. Loopback only. */
+#include <math.h>
+#include <pthread.h>
+
+#include "limits_util.h"
+
+#define K 1024
+#define M 512
+#define N_CHAIN 24
+#define SMALL 64
+
+static uint16_t g_port;
+
+static void node_init(struct baton_graph_node *n, uint32_t op, uint64_t ne0, uint64_t ne1)
+{
+    memset(n, 0, sizeof *n);
+    n->op = op;
+    n->type = BATON_TYPE_F32;
+    n->ne[0] = ne0;
+    n->ne[1] = ne1;
+    n->ne[2] = n->ne[3] = 1;
+    for (int k = 0; k < BATON_MAX_SRC; k++)
+        n->src[k] = BATON_SRC_NONE;
+    n->out_leaf = BATON_SRC_NONE;
+}
+
+/* ---- session A: the long graph ---- */
+
+struct long_graph {
+    struct baton_conn *c;
+    struct baton_tensor_desc leaves[3]; /* W, x, out */
+    struct baton_graph_node nodes[N_CHAIN];
+    struct baton_graph g;
+};
+
+static int long_setup(struct long_graph *a)
+{
+    static float w[K * K], x[K * M];
+    uint64_t h;
+    uint32_t s = 99;
+    a->c = client_open(g_port);
+    for (size_t i = 0; i < (size_t)K * K; i++) {
+        s = s * 1664525u + 1013904223u;
+        /* about 1/sqrt(K) in size, so the chain's values stay near 1 */
+        w[i] = ((float)(s >> 9) / (float)(1u << 23) - 0.5f) * (2.0f / 32.0f) * 1.7f;
+    }
+    for (size_t i = 0; i < (size_t)K * M; i++)
+        x[i] = (float)((i * 7) % 13) / 13.0f - 0.5f;
+    int rc = baton_alloc_buffer(a->c, (uint64_t)(K * K + 2 * K * M) * 4, &h);
+    if (rc == 0)
+        rc = baton_tensor_init(&a->leaves[0], h, 0, BATON_TYPE_F32, K, K, 1, 1);
+    if (rc == 0)
+        rc = baton_tensor_init(&a->leaves[1], h, (uint64_t)K * K * 4, BATON_TYPE_F32, K, M, 1, 1);
+    if (rc == 0)
+        rc = baton_tensor_init(&a->leaves[2], h, (uint64_t)(K * K + K * M) * 4, BATON_TYPE_F32, K,
+                               M, 1, 1);
+    if (rc == 0)
+        rc = baton_set_tensor(a->c, &a->leaves[0], 0, w, sizeof w);
+    if (rc == 0)
+        rc = baton_set_tensor(a->c, &a->leaves[1], 0, x, sizeof x);
+    for (uint32_t i = 0; i < N_CHAIN; i++) {
+        node_init(&a->nodes[i], BATON_OP_MUL_MAT, K, M);
+        a->nodes[i].src[0] = 0;
+        a->nodes[i].src[1] = i == 0 ? 1 : 3 + i - 1; /* the previous node's result */
+    }
+    a->nodes[N_CHAIN - 1].out_leaf = 2;
+    a->g = (struct baton_graph){.n_leaves = 3, .n_nodes = N_CHAIN, .leaves = a->leaves,
+                                .nodes = a->nodes};
+    return rc;
+}
+
+/* Runs A's graph; returns its time in ms (-1 on an error) and its result. */
+static int64_t long_run(struct long_graph *a, float *out)
+{
+    int64_t t0 = now_ms();
+    int rc = baton_graph_compute(a->c, &a->g);
+    int64_t t = now_ms() - t0;
+    if (rc == 0)
+        rc = baton_get_tensor(a->c, &a->leaves[2], 0, out, (uint64_t)K * M * 4);
+    if (rc != 0)
+        printf("# A: %s\n", baton_status_name(rc));
+    return rc == 0 ? t : -1;
+}
+
+/* ---- session B: small steps ---- */
+
+struct small_step {
+    struct baton_conn *c;
+    struct baton_tensor_desc leaves[3];
+    struct baton_graph_node node;
+    struct baton_graph g;
+};
+
+static int small_setup(struct small_step *b)
+{
+    static float w[SMALL * SMALL], x[SMALL];
+    uint64_t h;
+    b->c = client_open(g_port);
+    for (int i = 0; i < SMALL * SMALL; i++)
+        w[i] = (float)(i % 5);
+    for (int i = 0; i < SMALL; i++)
+        x[i] = 1.0f;
+    int rc = baton_alloc_buffer(b->c, (SMALL * SMALL + 2 * SMALL) * 4, &h);
+    if (rc == 0)
+        rc = baton_tensor_init(&b->leaves[0], h, 0, BATON_TYPE_F32, SMALL, SMALL, 1, 1);
+    if (rc == 0)
+        rc = baton_tensor_init(&b->leaves[1], h, SMALL * SMALL * 4, BATON_TYPE_F32, SMALL, 1, 1, 1);
+    if (rc == 0)
+        rc = baton_tensor_init(&b->leaves[2], h, (SMALL * SMALL + SMALL) * 4, BATON_TYPE_F32, SMALL,
+                               1, 1, 1);
+    if (rc == 0)
+        rc = baton_set_tensor(b->c, &b->leaves[0], 0, w, sizeof w);
+    if (rc == 0)
+        rc = baton_set_tensor(b->c, &b->leaves[1], 0, x, sizeof x);
+    node_init(&b->node, BATON_OP_MUL_MAT, SMALL, 1);
+    b->node.src[0] = 0;
+    b->node.src[1] = 1;
+    b->node.out_leaf = 2;
+    b->g = (struct baton_graph){.n_leaves = 3, .n_nodes = 1, .leaves = b->leaves,
+                                .nodes = &b->node};
+    return rc;
+}
+
+/* One step of B, its wait in ms (-1 on an error). */
+static int64_t small_run(struct small_step *b)
+{
+    int64_t t0 = now_ms();
+    int rc = baton_graph_compute(b->c, &b->g);
+    return rc == 0 ? now_ms() - t0 : -1;
+}
+
+static struct long_graph g_a;
+static float g_out_busy[K * M];
+static int64_t g_busy_ms;
+static volatile int g_a_done;
+
+static void *a_thread(void *arg)
+{
+    (void)arg;
+    g_busy_ms = long_run(&g_a, g_out_busy);
+    g_a_done = 1;
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    static float out_alone[K * M];
+    static struct small_step b;
+    int slice_ms;
+    signal(SIGPIPE, SIG_IGN);
+    if (argc != 3 || baton_net_parse_port(argv[1], &g_port) != 0 || g_port == 0 ||
+        (slice_ms = atoi(argv[2])) <= 0) {
+        fprintf(stderr, "usage: fair_compute PORT SLICE_MS\n");
+        return 2;
+    }
+    check(long_setup(&g_a) == 0 && small_setup(&b) == 0, "sessions A and B set up");
+    int64_t b_alone = small_run(&b);
+    int64_t t_a = long_run(&g_a, out_alone);
+    check(t_a > 0 && b_alone >= 0, "A's graph alone: %lld ms (%d MUL_MATs of 1.07 GFLOP); B's "
+                                   "step alone: %lld ms",
+          (long long)t_a, N_CHAIN, (long long)b_alone);
+    /* 8 slices of the default 10 ms: shorter, and the test means nothing */
+    check(t_a >= 80, "A's graph lasts at least 8 default slices (80 ms)");
+
+    pthread_t th;
+    g_a_done = 0;
+    if (pthread_create(&th, NULL, a_thread, NULL) != 0)
+        return 1;
+    sleep_ms((int)(t_a / 8)); /* A is well into its graph */
+    int64_t worst = 0, sum = 0;
+    int steps = 0, failed = 0;
+    while (!g_a_done) {
+        /* sent while A computes: it counts, however long it waits */
+        int64_t w = small_run(&b);
+        if (w < 0) {
+            failed++;
+            break;
+        }
+        steps++;
+        sum += w;
+        if (w > worst)
+            worst = w;
+        sleep_ms(20);
+    }
+    pthread_join(th, NULL);
+    check(failed == 0 && steps >= 1, "B's steps during A's graph: %d served, %d failed", steps,
+          failed);
+    printf("# B's wait during A's graph: longest %lld ms, mean %.1f ms (slice %d ms); A took "
+           "%lld ms then, %lld ms alone\n",
+           (long long)worst, steps ? (double)sum / steps : 0.0, slice_ms, (long long)g_busy_ms,
+           (long long)t_a);
+    check(steps > 0 && worst < t_a / 4,
+          "B's longest wait while A computes (%lld ms) is under a quarter of A's graph (%lld ms)",
+          (long long)worst, (long long)t_a);
+    check(g_busy_ms > 0 && memcmp(out_alone, g_out_busy, sizeof out_alone) == 0,
+          "A's result is the same bits with B's steps in between");
+    int finite = 1;
+    for (size_t i = 0; i < (size_t)K * M; i++)
+        finite &= isfinite(out_alone[i]);
+    check(finite, "A's result is finite (the chain's values stay in range)");
+    baton_conn_close(b.c);
+    baton_conn_close(g_a.c);
+    printf("%d checks, %d failed\n", g_n, g_failed);
+    return g_failed ? 1 : 0;
+}
