@@ -1,8 +1,8 @@
-/* fair_compute PORT SLICE_MS
+/* fair_compute PORT SLICE_MS [CHAIN]
  *
  * Sessions take turns on batond's compute device (issue 15; compute_slice,
  * src/server/server.c server_device_*, baton_graph_execute_turns). Session A
- * sends one long graph: a chain of 24 MUL_MATs, W {1024, 1024} F32 by
+ * sends one long graph: a chain of CHAIN (default 24, at most 24) MUL_MATs, W {1024, 1024} F32 by
  * {1024, 512} (1.07 GFLOP each, so each also runs in five pieces of rows).
  * Session B, meanwhile, sends a small step (one MUL_MAT of 64 x 64 by 1)
  * every 20 ms and times each from send to reply. Checked:
@@ -25,6 +25,19 @@
 #define SMALL 64
 
 static uint16_t g_port;
+static uint32_t g_chain = N_CHAIN;
+
+/* A client with a deadline long enough for a sanitizer build's graphs. */
+static struct baton_conn *slow_client(void)
+{
+    struct baton_conn *c = NULL;
+    int rc = baton_conn_connect("127.0.0.1", g_port, 300000, &c);
+    if (rc != 0) {
+        printf("not ok - connect: %s\n", baton_status_name(rc));
+        exit(1);
+    }
+    return c;
+}
 
 static void node_init(struct baton_graph_node *n, uint32_t op, uint64_t ne0, uint64_t ne1)
 {
@@ -53,7 +66,7 @@ static int long_setup(struct long_graph *a)
     static float w[K * K], x[K * M];
     uint64_t h;
     uint32_t s = 99;
-    a->c = client_open(g_port);
+    a->c = slow_client();
     for (size_t i = 0; i < (size_t)K * K; i++) {
         s = s * 1664525u + 1013904223u;
         /* about 1/sqrt(K) in size, so the chain's values stay near 1 */
@@ -73,13 +86,13 @@ static int long_setup(struct long_graph *a)
         rc = baton_set_tensor(a->c, &a->leaves[0], 0, w, sizeof w);
     if (rc == 0)
         rc = baton_set_tensor(a->c, &a->leaves[1], 0, x, sizeof x);
-    for (uint32_t i = 0; i < N_CHAIN; i++) {
+    for (uint32_t i = 0; i < g_chain; i++) {
         node_init(&a->nodes[i], BATON_OP_MUL_MAT, K, M);
         a->nodes[i].src[0] = 0;
         a->nodes[i].src[1] = i == 0 ? 1 : 3 + i - 1; /* the previous node's result */
     }
-    a->nodes[N_CHAIN - 1].out_leaf = 2;
-    a->g = (struct baton_graph){.n_leaves = 3, .n_nodes = N_CHAIN, .leaves = a->leaves,
+    a->nodes[g_chain - 1].out_leaf = 2;
+    a->g = (struct baton_graph){.n_leaves = 3, .n_nodes = g_chain, .leaves = a->leaves,
                                 .nodes = a->nodes};
     return rc;
 }
@@ -110,7 +123,7 @@ static int small_setup(struct small_step *b)
 {
     static float w[SMALL * SMALL], x[SMALL];
     uint64_t h;
-    b->c = client_open(g_port);
+    b->c = slow_client();
     for (int i = 0; i < SMALL * SMALL; i++)
         w[i] = (float)(i % 5);
     for (int i = 0; i < SMALL; i++)
@@ -163,17 +176,20 @@ int main(int argc, char **argv)
     static struct small_step b;
     int slice_ms;
     signal(SIGPIPE, SIG_IGN);
-    if (argc != 3 || baton_net_parse_port(argv[1], &g_port) != 0 || g_port == 0 ||
-        (slice_ms = atoi(argv[2])) <= 0) {
-        fprintf(stderr, "usage: fair_compute PORT SLICE_MS\n");
+    if ((argc != 3 && argc != 4) || baton_net_parse_port(argv[1], &g_port) != 0 || g_port == 0 ||
+        (slice_ms = atoi(argv[2])) <= 0 ||
+        (argc == 4 && (atoi(argv[3]) < 1 || atoi(argv[3]) > N_CHAIN))) {
+        fprintf(stderr, "usage: fair_compute PORT SLICE_MS [CHAIN 1..%d]\n", N_CHAIN);
         return 2;
     }
+    if (argc == 4)
+        g_chain = (uint32_t)atoi(argv[3]);
     check(long_setup(&g_a) == 0 && small_setup(&b) == 0, "sessions A and B set up");
     int64_t b_alone = small_run(&b);
     int64_t t_a = long_run(&g_a, out_alone);
     check(t_a > 0 && b_alone >= 0, "A's graph alone: %lld ms (%d MUL_MATs of 1.07 GFLOP); B's "
                                    "step alone: %lld ms",
-          (long long)t_a, N_CHAIN, (long long)b_alone);
+          (long long)t_a, g_chain, (long long)b_alone);
     /* 8 slices of the default 10 ms: shorter, and the test means nothing */
     check(t_a >= 80, "A's graph lasts at least 8 default slices (80 ms)");
 
