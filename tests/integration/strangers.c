@@ -10,7 +10,9 @@
  *   stall    sends a whole HELLO, reads the reply, never sends AUTH.
  * Whenever the server closes one (its handshake deadline, or evicted from
  * the lobby for a newer connection) it is opened again at once, so N stay
- * open for the whole run. Writes READY_FILE once all N have connected.
+ * open for the whole run. Writes READY_FILE once each of the N has
+ * connected at least once (a flood larger than the lobby never has all N
+ * open at the same moment).
  * At the end prints one line of counts: "opened O closed C limit L
  * timeout T hello_replies H". Used by test_strangers.sh (issue 15). */
 #include <arpa/inet.h>
@@ -38,6 +40,7 @@ struct stranger {
     int fd;
     int kind;
     int connected;
+    int ever; /* has connected at least once */
     uint32_t sent;     /* bytes of the HELLO frame sent */
     int64_t next_byte; /* trickle: when the next byte goes (ms) */
     uint8_t in[HDR];
@@ -194,7 +197,7 @@ int main(int argc, char **argv)
                 open_one(&s[i]);
             p[i] = (struct pollfd){.fd = s[i].fd,
                                    .events = s[i].connected ? POLLIN : POLLOUT};
-            connected += s[i].connected;
+            connected += s[i].ever;
         }
         if (!ready && connected == n) {
             FILE *f = fopen(argv[5], "w");
@@ -219,6 +222,7 @@ int main(int argc, char **argv)
                     continue;
                 }
                 s[i].connected = 1;
+                s[i].ever = 1;
             }
             send_some(&s[i], now);
             if ((p[i].revents & (POLLIN | POLLHUP | POLLERR)) && read_some(&s[i]))
