@@ -27,7 +27,7 @@ static const char *const keys[] = {
     "max_connections", "max_unauthenticated", "max_unauthenticated_per_ip",
     "handshake_timeout", "frame_timeout", "send_timeout", "idle_timeout", "compute_slice",
     "max_message_bytes", "session_memory_bytes", "total_memory_bytes", "max_graph_nodes",
-    "max_graph_flops", "max_grants_per_session", "max_peer_links", "max_peer_links_per_session", "peer", "key_file",
+    "max_graph_flops", "max_grants_per_session", "max_peer_links", "max_peer_links_per_session", "peer", "client", "key_file",
     "peer_key_file", "bind", "port", "encrypt", "log_rate", "threads", "max-connections",
     "nope"};
 
@@ -64,6 +64,22 @@ static void check_ranges(const struct baton_policy *p)
         FUZZ_CHECK(p->peers[i].port >= 1, "peer port");
         FUZZ_CHECK(terminated(p->peers[i].host, sizeof p->peers[i].host) && p->peers[i].host[0],
                    "peer host");
+    }
+    FUZZ_CHECK(p->n_clients <= BATON_POLICY_MAX_CLIENTS, "n_clients %u", p->n_clients);
+    for (uint32_t i = 0; i < p->n_clients; i++) {
+        const struct baton_policy_client *c = &p->clients[i];
+        FUZZ_CHECK(terminated(c->name, sizeof c->name) && c->name[0], "client name");
+        FUZZ_CHECK(strspn(c->name, "abcdefghijklmnopqrstuvwxyz0123456789_-") == strlen(c->name),
+                   "client name bytes");
+        for (uint32_t j = 0; j < i; j++)
+            FUZZ_CHECK(strcmp(p->clients[j].name, c->name) != 0, "client name twice");
+        FUZZ_CHECK(terminated(c->key_file, sizeof c->key_file) && c->key_file[0],
+                   "client key_file");
+        FUZZ_CHECK(c->max_connections >= 1 && c->max_connections <= 1024, "client conns");
+        FUZZ_CHECK(c->session_memory_bytes == 0 ||
+                       (c->session_memory_bytes >= 4096 && c->session_memory_bytes <= (1ull << 60)),
+                   "client session");
+        FUZZ_CHECK(c->max_peer_links <= 1024, "client links");
     }
     FUZZ_CHECK(terminated(p->key_file, sizeof p->key_file), "key_file");
     FUZZ_CHECK(terminated(p->peer_key_file, sizeof p->peer_key_file), "peer_key_file");

@@ -9,7 +9,8 @@
  * policy/batond.policy): defaults, then the --policy file, then command-line
  * flags, which override the file wherever they stand. Each policy key is
  * also a flag (--max-connections 16, --handshake-timeout 1s; a --peer on the
- * command line replaces the file's peer list; --key/--peer-key override
+ * command line replaces the file's peer list, a --client its client lines;
+ * --key/--peer-key override
  * key_file/peer_key_file; with neither, under systemd, client.key and
  * peer.key of $CREDENTIALS_DIRECTORY, from LoadCredential=, are the keys:
  * packaging/batond.service). --print-policy prints the resulting policy and
@@ -83,6 +84,8 @@ static void usage(FILE *f)
             "  --peer-key FILE   peer key: lets peer-role connections authenticate\n"
             "                    (needs --key); likewise peer.key of the credentials\n"
             "  --encrypt         also encrypt payloads after AUTH (needs --key)\n"
+            "  --client 'NAME KEYFILE [OPTION=VALUE]...'  a named client key with limits\n"
+            "                    of its own (repeatable; batond.policy(5) \"client\")\n"
             "  --peer HOST:PORT  a server this one may send hidden states to (direct\n"
             "                    path; repeatable; needs --peer-key). A name is resolved\n"
             "                    once, at start; a copy goes only to one of the addresses\n"
@@ -207,9 +210,11 @@ static int write_port_file(const char *path, uint16_t port)
  * address needs a key, or --insecure-no-auth. Returns 0 or exit code 2. */
 static int check_auth_options(const char *key_path, const char *peer_key_path,
                               const struct baton_server_config *cfg, const char *host,
-                              uint32_t n_peers)
+                              uint32_t n_peers, uint32_t n_clients)
 {
-    if (peer_key_path && !key_path) {
+    /* a named client key (policy `client` lines) serves as a client key */
+    const char *any_client = key_path ? key_path : n_clients ? "client" : NULL;
+    if (peer_key_path && !any_client) {
         say("usage", "--peer-key (peer_key_file) needs --key (key_file), the client key");
         return 2;
     }
@@ -218,15 +223,15 @@ static int check_auth_options(const char *key_path, const char *peer_key_path,
                      "servers that prove the peer key");
         return 2;
     }
-    if (cfg->encrypt && !key_path) {
-        say("usage", "--encrypt (encrypt = yes) needs --key (key_file)");
+    if (cfg->encrypt && !any_client) {
+        say("usage", "--encrypt (encrypt = yes) needs --key (key_file) or a client line");
         return 2;
     }
-    if (cfg->insecure_no_auth && key_path) {
-        say("usage", "--insecure-no-auth contradicts --key");
+    if (cfg->insecure_no_auth && any_client) {
+        say("usage", "--insecure-no-auth contradicts --key (and client lines)");
         return 2;
     }
-    if (!key_path && !cfg->insecure_no_auth && !baton_net_host_is_loopback(host)) {
+    if (!any_client && !cfg->insecure_no_auth && !baton_net_host_is_loopback(host)) {
         say("usage",
             "refusing to listen on %s: it is not a loopback address and no key was given "
             "(anyone who reaches the port could use this server's memory); use --key FILE "
@@ -407,13 +412,14 @@ int main(int argc, char **argv)
 {
     static struct baton_policy pol;
     char err[512];
-    int print_policy = 0, cli_peers = 0;
+    int print_policy = 0, cli_peers = 0, cli_clients = 0;
     int use_seccomp = !baton_sandbox_sanitizer_build();
     const char *host, *port_file = NULL;
     const char *key_path = NULL, *peer_key_path = NULL;
     static char cred_key[PATH_MAX], cred_peer_key[PATH_MAX];
     int key_is_credential = 0, peer_key_is_credential = 0;
     struct baton_key *client_key = NULL, *peer_key = NULL;
+    struct baton_key *named_keys[BATON_POLICY_MAX_CLIENTS] = {0};
     uint16_t port, bound = 0;
     struct stat pst;
     struct baton_server_config cfg;
@@ -492,10 +498,14 @@ int main(int argc, char **argv)
             usage_after_error();
             return 2;
         } else if (!strncmp(a, "--", 2) && baton_policy_key_known(a + 2) && v) {
-            /* a policy setting; a --peer list replaces the file's */
+            /* a policy setting; a --peer (--client) list replaces the file's */
             if (!cli_peers && !strcmp(a + 2, "peer")) {
                 pol.n_peers = 0;
                 cli_peers = 1;
+            }
+            if (!cli_clients && !strcmp(a + 2, "client")) {
+                pol.n_clients = 0;
+                cli_clients = 1;
             }
             if (baton_policy_set(&pol, a + 2, v, err, sizeof err) != 0) {
                 print_flag_error(a, err);
@@ -569,7 +579,7 @@ int main(int argc, char **argv)
     /* keys: checked and loaded before anything listens */
     if (check_host_resolves(host) != 0)
         return 1;
-    rc = check_auth_options(key_path, peer_key_path, &cfg, host, pol.n_peers);
+    rc = check_auth_options(key_path, peer_key_path, &cfg, host, pol.n_peers, pol.n_clients);
     if (rc != 0)
         return rc;
     if (key_path && load_key(key_is_credential ? "credential client.key" : "--key", key_path,
@@ -589,6 +599,32 @@ int main(int argc, char **argv)
             peer_key_path, key_path);
         code = 2;
         goto out;
+    }
+    /* named client keys, each its own: no two alike, none equal to the
+     * client or peer key */
+    for (uint32_t i = 0; i < pol.n_clients; i++) {
+        char opt[64];
+        snprintf(opt, sizeof opt, "client %s", pol.clients[i].name);
+        if (load_key(opt, pol.clients[i].key_file, 0, &named_keys[i]) != 0)
+            goto out;
+        cfg.clients[i].key = named_keys[i];
+        const uint8_t *kb = baton_key_bytes(named_keys[i]);
+        const char *same = NULL;
+        for (uint32_t j = 0; j < i && !same; j++)
+            if (sodium_memcmp(kb, baton_key_bytes(named_keys[j]), BATON_KEY_BYTES) == 0)
+                same = pol.clients[j].key_file;
+        if (!same && client_key &&
+            sodium_memcmp(kb, baton_key_bytes(client_key), BATON_KEY_BYTES) == 0)
+            same = key_path;
+        if (!same && peer_key && sodium_memcmp(kb, baton_key_bytes(peer_key), BATON_KEY_BYTES) == 0)
+            same = peer_key_path;
+        if (same) {
+            say("usage", "client %s: %s holds the same key as %s; every client key must be its "
+                         "own (baton keygen)",
+                pol.clients[i].name, pol.clients[i].key_file, same);
+            code = 2;
+            goto out;
+        }
     }
     cfg.client_key = client_key;
     cfg.peer_key = peer_key;
@@ -681,5 +717,7 @@ out:
     }
     baton_key_free(client_key);
     baton_key_free(peer_key);
+    for (uint32_t i = 0; i < BATON_POLICY_MAX_CLIENTS; i++)
+        baton_key_free(named_keys[i]);
     return code;
 }

@@ -271,7 +271,7 @@ static int cmd_auth(struct conn *c, const struct baton_frame_header *h)
     int rc = read_fixed(c, BATON_PROOF_BYTES, &p);
     if (rc != 0)
         return rc;
-    rc = server_hs_auth(&c->hs, p, proof, &ready);
+    rc = server_hs_auth(c->s, &c->hs, p, proof, &ready);
     if (rc != 0) {
         server_log_auth(c->s, "session %llu from %s: authentication failed (%s role)",
                         (unsigned long long)c->sess.id, c->peer,
@@ -282,11 +282,14 @@ static int cmd_auth(struct conn *c, const struct baton_frame_header *h)
     c->state = STATE_READY;
     c->send_key = ready.send_key;
     c->recv_key = ready.recv_key;
+    c->sess.client = ready.client;
     server_ready_wipe(&ready);
     server_conn_authenticated(c->s, c->slot);
-    server_log_auth(c->s, "session %llu from %s authenticated (%s role%s)",
+    server_log_auth(c->s, "session %llu from %s authenticated (%s role%s%s%s)",
                     (unsigned long long)c->sess.id, c->peer,
                     c->role == BATON_ROLE_PEER ? "peer" : "client",
+                    c->sess.client >= 0 ? ", key " : "",
+                    c->sess.client >= 0 ? c->s->cfg.clients[c->sess.client].name : "",
                     c->s->cfg.encrypt ? ", encrypted" : "");
     send_reply(c, h->cmd, h->seq, 0, proof, sizeof proof, NULL, 0); /* untagged */
     sodium_memzero(proof, sizeof proof);
@@ -311,8 +314,8 @@ static int cmd_device_info(struct conn *c, const struct baton_frame_header *h)
     d.free_memory = used < total ? total - used : 0;
     d.alignment = BATON_BUFFER_ALIGN;
     /* the largest ALLOC_BUFFER that can succeed: the session's quota */
-    d.max_buffer_bytes = total < c->s->cfg.session_memory_bytes ? total
-                                                                : c->s->cfg.session_memory_bytes;
+    const uint64_t session_cap = session_memory_cap(c->s, &c->sess);
+    d.max_buffer_bytes = total < session_cap ? total : session_cap;
     for (uint32_t t = 0; t < BATON_TYPE_ID_LIMIT && t < 64; t++) {
         const struct baton_type_info *ti = baton_type_get(t);
         if (ti && ti->executable)
@@ -347,7 +350,8 @@ static int cmd_alloc_buffer(struct conn *c, const struct baton_frame_header *h)
         return BATON_E_LIMIT;
     /* per-session quota (buffers + scratch arena), then the total */
     rc = baton_handles_alloc_capped(c->s->handles, c->sess.id, size,
-                                    c->s->cfg.session_memory_bytes, session_extra_bytes(&c->sess),
+                                    session_memory_cap(c->s, &c->sess),
+                                    session_extra_bytes(&c->sess),
                                     &handle);
     if (rc != 0)
         return rc;
@@ -566,7 +570,7 @@ static int load_graph(struct conn *c, struct baton_graph *g, uint64_t *scratch_b
     g->nodes = ss->nodes;
     rc = baton_graph_validate(g, max_nodes, ss->plan, scratch_bytes);
     /* the compute budget, before any scratch is mapped or any node runs */
-    if (rc == 0 && baton_graph_flops(g) > c->s->cfg.max_graph_flops)
+    if (rc == 0 && baton_graph_flops(g) > session_flops_cap(c->s, &c->sess))
         rc = BATON_E_LIMIT;
     if (rc == 0)
         return 0;
@@ -579,13 +583,14 @@ fail:
 
 struct turn_arg {
     struct baton_server *s;
+    int client;
     uint64_t start;
 };
 
 static void device_between(void *arg)
 {
     struct turn_arg *t = arg;
-    server_device_between(t->s, &t->start);
+    server_device_between(t->s, t->client, &t->start);
 }
 
 /* Executes g (leaves resolved into the session's leaf_data, plan
@@ -593,9 +598,9 @@ static void device_between(void *arg)
 static int execute_in_turns(struct conn *c, const struct baton_graph *g,
                             const struct baton_node_plan *plan)
 {
-    struct turn_arg ta = {c->s, 0};
+    struct turn_arg ta = {c->s, c->sess.client, 0};
     const struct baton_exec_turns turns = {device_between, &ta};
-    server_device_acquire(c->s, &ta.start);
+    server_device_acquire(c->s, ta.client, &ta.start);
     int rc = baton_graph_execute_turns(g, c->sess.leaf_data, plan, c->sess.scratch, c->s->pool,
                                        &turns);
     server_device_release(c->s);
@@ -1381,6 +1386,7 @@ int server_serve_connection(struct baton_server *s, struct baton_transport *t, c
         /* the lobby did the handshake (lobby.c): start READY with its keys */
         struct server_ready *r = &slot->ready;
         session_init(&c.sess, r->session);
+        c.sess.client = r->client;
         c.state = STATE_READY;
         c.role = r->role;
         c.version = r->version;

@@ -317,9 +317,14 @@ static void hand_off_locked(struct server_lobby *L, uint32_t i, const uint8_t *r
 }
 
 /* Refuses entry i for want of a connection slot (its handshake was fine). */
-static void refuse_no_slot(struct server_lobby *L, uint32_t i, uint8_t cmd, uint32_t seq)
+static void refuse_no_slot(struct server_lobby *L, uint32_t i, uint8_t cmd, uint32_t seq,
+                           int client)
 {
-    server_log_limited(L->s, "refused %s: connection limit reached", L->e[i].peer);
+    if (client >= 0)
+        server_log_limited(L->s, "refused %s: connection limit of key %s reached", L->e[i].peer,
+                           L->s->cfg.clients[client].name);
+    else
+        server_log_limited(L->s, "refused %s: connection limit reached", L->e[i].peer);
     entry_close(L, i, cmd, seq, BATON_E_LIMIT, 0, "connection limit");
 }
 
@@ -344,11 +349,12 @@ static void finish_hello(struct server_lobby *L, uint32_t i, const struct baton_
         return;
     }
     /* no key configured: READY after HELLO */
-    struct server_ready ready = {.role = x->hs.role, .version = x->hs.version};
+    struct server_ready ready = {
+        .role = x->hs.role, .version = x->hs.version, .client = SERVER_CLASS_OTHER};
     pthread_mutex_lock(&s->conn_lock);
     server_reap_locked(s);
-    if (!server_has_free_slot_locked(s))
-        refuse_no_slot(L, i, h->cmd, h->seq);
+    if (!server_has_room_locked(s, SERVER_CLASS_OTHER))
+        refuse_no_slot(L, i, h->cmd, h->seq, SERVER_CLASS_OTHER);
     else
         hand_off_locked(L, i, rep, sizeof rep, &ready);
     pthread_mutex_unlock(&s->conn_lock);
@@ -364,25 +370,31 @@ static void finish_auth(struct server_lobby *L, uint32_t i, const struct baton_f
     struct server_ready ready;
     const char *role = x->hs.role == BATON_ROLE_PEER ? "peer" : "client";
     memset(&ready, 0, sizeof ready);
-    pthread_mutex_lock(&s->conn_lock);
-    server_reap_locked(s);
-    if (!server_has_free_slot_locked(s)) {
-        /* no proof goes out: the client learns E_LIMIT, nothing else */
-        refuse_no_slot(L, i, h->cmd, h->seq);
-        pthread_mutex_unlock(&s->conn_lock);
-        return;
-    }
-    int rc = server_hs_auth(&x->hs, x->buf + BATON_FRAME_HEADER_BYTES,
+    /* the proof first: which key it proves decides the class whose
+     * connection cap applies */
+    int rc = server_hs_auth(s, &x->hs, x->buf + BATON_FRAME_HEADER_BYTES,
                             rep + BATON_FRAME_HEADER_BYTES, &ready);
     if (rc != 0) {
-        pthread_mutex_unlock(&s->conn_lock);
         server_log_auth(s, "session %llu from %s: authentication failed (%s role)",
                         (unsigned long long)x->session, x->peer, role);
         entry_close(L, i, h->cmd, h->seq, BATON_E_AUTH, 1, "authentication failed");
         return;
     }
-    server_log_auth(s, "session %llu from %s authenticated (%s role%s)",
+    pthread_mutex_lock(&s->conn_lock);
+    server_reap_locked(s);
+    if (!server_has_room_locked(s, ready.client)) {
+        /* no proof goes out: the client learns E_LIMIT, nothing else */
+        int client = ready.client;
+        server_ready_wipe(&ready);
+        sodium_memzero(rep, sizeof rep);
+        refuse_no_slot(L, i, h->cmd, h->seq, client);
+        pthread_mutex_unlock(&s->conn_lock);
+        return;
+    }
+    server_log_auth(s, "session %llu from %s authenticated (%s role%s%s%s)",
                     (unsigned long long)x->session, x->peer, role,
+                    ready.client >= 0 ? ", key " : "",
+                    ready.client >= 0 ? s->cfg.clients[ready.client].name : "",
                     s->cfg.encrypt ? ", encrypted" : "");
     baton_wire_encode_header(rep, &rh);
     hand_off_locked(L, i, rep, sizeof rep, &ready);

@@ -143,23 +143,32 @@ static void backoff_clear(struct baton_server *s, int idx)
 
 /* ---- link slots (max_peer_links, all sessions) ---- */
 
-static int link_reserve(struct baton_server *s)
+/* A link of a session of class client (SERVER_CLASS_OTHER or a named
+ * client, whose links together have a cap of their own). */
+static int link_reserve(struct baton_server *s, int client)
 {
     int rc = 0;
+    const int named = client >= 0 && (uint32_t)client < s->cfg.n_clients;
     pthread_mutex_lock(&s->peer_lock);
-    if (s->n_links >= s->cfg.max_peer_links)
+    if (s->n_links >= s->cfg.max_peer_links ||
+        (named && s->client_links[client] >= s->cfg.clients[client].max_peer_links)) {
         rc = BATON_E_LIMIT;
-    else
+    } else {
         s->n_links++;
+        if (named)
+            s->client_links[client]++;
+    }
     pthread_mutex_unlock(&s->peer_lock);
     return rc;
 }
 
-static void link_unreserve(struct baton_server *s)
+static void link_unreserve(struct baton_server *s, int client)
 {
     pthread_mutex_lock(&s->peer_lock);
     if (s->n_links > 0)
         s->n_links--;
+    if (client >= 0 && (uint32_t)client < s->cfg.n_clients && s->client_links[client] > 0)
+        s->client_links[client]--;
     pthread_mutex_unlock(&s->peer_lock);
 }
 
@@ -167,7 +176,8 @@ static void link_unreserve(struct baton_server *s)
  * key in the peer role, each under peer_timeout_ms; the destination must
  * advertise PEER_COPY. Returns BATON_COPY_DONE with *out, or the outcome
  * and *status. */
-static uint32_t dial(struct baton_server *s, int idx, struct baton_conn **out, int *status)
+static uint32_t dial(struct baton_server *s, int client, int idx, struct baton_conn **out,
+                     int *status)
 {
     const struct baton_peer_addr *a = &s->cfg.peers[idx];
     struct sockaddr_storage ss;
@@ -180,7 +190,7 @@ static uint32_t dial(struct baton_server *s, int idx, struct baton_conn **out, i
     }
     if (backoff_active(s, idx))
         return BATON_COPY_BACKOFF;
-    if (link_reserve(s) != 0) {
+    if (link_reserve(s, client) != 0) {
         *status = BATON_E_LIMIT;
         return BATON_COPY_LIMIT;
     }
@@ -201,7 +211,7 @@ static uint32_t dial(struct baton_server *s, int idx, struct baton_conn **out, i
     rc = baton_net_connect_addr((const struct sockaddr *)&ss, sl, s->cfg.peer_timeout_ms, &fd);
     if (rc != 0) {
         backoff_fail(s, idx);
-        link_unreserve(s);
+        link_unreserve(s, client);
         *status = rc;
         return BATON_COPY_UNREACHABLE;
     }
@@ -214,7 +224,7 @@ static uint32_t dial(struct baton_server *s, int idx, struct baton_conn **out, i
     }
     if (rc != 0) {
         backoff_fail(s, idx);
-        link_unreserve(s);
+        link_unreserve(s, client);
         *status = rc;
         return BATON_COPY_HANDSHAKE;
     }
@@ -234,7 +244,7 @@ static void link_disconnect(struct peer_link *l)
 {
     baton_conn_close(l->conn);
     l->conn = NULL;
-    link_unreserve(l->s); /* dial reserved it */
+    link_unreserve(l->s, l->sess->client); /* dial reserved it */
     pthread_mutex_lock(&l->mu);
     l->connected = 0;
     pthread_mutex_unlock(&l->mu);
@@ -283,7 +293,7 @@ static void run_job(struct peer_link *l, struct peer_job *job)
         int rc;
         if (!cached) {
             struct baton_conn *conn = NULL;
-            uint32_t outcome = dial(s, l->allow_idx, &conn, &job->status);
+            uint32_t outcome = dial(s, l->sess->client, l->allow_idx, &conn, &job->status);
             if (outcome != BATON_COPY_DONE) {
                 job->outcome = outcome;
                 return;

@@ -33,6 +33,7 @@ enum kind {
     K_HOST,     /* char[BATON_POLICY_HOST_BYTES] */
     K_PORT,     /* u16 */
     K_PEER,     /* appended to peers[] */
+    K_CLIENT,   /* appended to clients[] */
 };
 
 struct field {
@@ -68,6 +69,7 @@ static const struct field fields[] = {
     F("peer_backoff_max", K_DURATION, peer_backoff_max_ms, 1000, DAY_MS, 0),
     F("peer_queue_depth", K_COUNT, peer_queue_depth, 1, 64, 0),
     F("peer", K_PEER, peers, 0, 0, 0),
+    F("client", K_CLIENT, clients, 0, 0, 0),
     F("key_file", K_PATH, key_file, 0, 0, 0),
     F("peer_key_file", K_PATH, peer_key_file, 0, 0, 0),
     F("bind", K_HOST, bind, 0, 0, 0),
@@ -201,6 +203,9 @@ static const char *kind_expect(const struct field *f)
         return "an address or host name";
     case K_PEER:
         return "ADDR:PORT or [IPv6]:PORT";
+    case K_CLIENT:
+        return "NAME KEYFILE [max_connections=N] [session_memory_bytes=SIZE] "
+               "[max_graph_flops=FLOPS] [max_peer_links=N]";
     }
     return "?";
 }
@@ -249,6 +254,8 @@ static const char *bound_unit(const struct field *f)
  * the other kinds say what they expect), "is too small (at least LO)",
  * "is too large (at most HI)" (also past 2^64 - 1; a bad unit is reported
  * first). No '+'; '-' and a nonzero value is too small, "-0" is 0. */
+static int set_client(struct baton_policy *p, const char *v, char *why, size_t why_len);
+
 static int set_field(struct baton_policy *p, const struct field *f, const char *v, char *why,
                      size_t why_len)
 {
@@ -303,6 +310,8 @@ static int set_field(struct baton_policy *p, const struct field *f, const char *
         memset(base, 0, BATON_POLICY_HOST_BYTES);
         memcpy(base, v, strlen(v));
         return 0;
+    case K_CLIENT:
+        return set_client(p, v, why, why_len);
     case K_PEER: {
         struct baton_policy_peer e;
         memset(&e, 0, sizeof e);
@@ -368,6 +377,123 @@ bad:
     else
         snprintf(why, why_len, "%s: expected %s, got '%.64s'", f->key, kind_expect(f), v);
     return BATON_E_FORMAT;
+}
+
+/* ---- client lines ---- */
+
+static const struct field client_fields[] = {
+    {"max_connections", K_COUNT, offsetof(struct baton_policy_client, max_connections), 1, 1024, 0},
+    {"session_memory_bytes", K_SIZE, offsetof(struct baton_policy_client, session_memory_bytes),
+     4096, MEM_MAX, 0},
+    {"max_graph_flops", K_FLOPS, offsetof(struct baton_policy_client, max_graph_flops), 1,
+     UINT64_MAX, 0},
+    {"max_peer_links", K_COUNT, offsetof(struct baton_policy_client, max_peer_links), 0, 1024, 0},
+};
+#define N_CLIENT_FIELDS (sizeof client_fields / sizeof client_fields[0])
+
+static int valid_client_name(const char *v)
+{
+    size_t n = strlen(v);
+    if (n == 0 || n >= BATON_POLICY_CLIENT_NAME_BYTES)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((v[i] >= 'a' && v[i] <= 'z') || (v[i] >= '0' && v[i] <= '9') || v[i] == '_' ||
+              v[i] == '-'))
+            return 0;
+    return 1;
+}
+
+/* `client = NAME KEYFILE [OPTION=VALUE]...` (struct baton_policy_client):
+ * appended to p->clients on success. */
+static int set_client(struct baton_policy *p, const char *v, char *why, size_t why_len)
+{
+    char buf[BATON_POLICY_MAX_LINE_BYTES];
+    char *tok[2 + N_CLIENT_FIELDS + 1];
+    size_t nt = 0, len = strlen(v);
+    struct baton_policy_client c;
+    int seen[N_CLIENT_FIELDS] = {0};
+
+    if (len >= sizeof buf) {
+        snprintf(why, why_len, "client: the line is too long");
+        return BATON_E_FORMAT;
+    }
+    memcpy(buf, v, len + 1);
+    for (char *q = buf; *q;) {
+        while (*q && is_blank(*q))
+            *q++ = '\0';
+        if (!*q)
+            break;
+        if (nt == sizeof tok / sizeof tok[0]) {
+            snprintf(why, why_len, "client: too many words (NAME KEYFILE and at most %zu "
+                                   "options)", N_CLIENT_FIELDS);
+            return BATON_E_FORMAT;
+        }
+        tok[nt++] = q;
+        while (*q && !is_blank(*q))
+            q++;
+    }
+    if (nt < 2) {
+        snprintf(why, why_len, "client: expected NAME KEYFILE [max_connections=N] "
+                               "[session_memory_bytes=SIZE] [max_graph_flops=FLOPS] "
+                               "[max_peer_links=N]");
+        return BATON_E_FORMAT;
+    }
+    memset(&c, 0, sizeof c);
+    c.max_connections = 16;
+    c.max_peer_links = 4;
+    if (!valid_client_name(tok[0])) {
+        snprintf(why, why_len, "client: name '%.64s' is not 1..%u of a-z 0-9 _ -", tok[0],
+                 BATON_POLICY_CLIENT_NAME_BYTES - 1);
+        return BATON_E_FORMAT;
+    }
+    for (uint32_t i = 0; i < p->n_clients; i++)
+        if (strcmp(p->clients[i].name, tok[0]) == 0) {
+            snprintf(why, why_len, "client: name '%s' given twice", tok[0]);
+            return BATON_E_FORMAT;
+        }
+    memcpy(c.name, tok[0], strlen(tok[0]));
+    if (strlen(tok[1]) >= BATON_POLICY_PATH_BYTES || tok[1][0] == '#' || strchr(tok[1], '=')) {
+        snprintf(why, why_len, "client %s: expected a key file after the name, got '%.64s'",
+                 c.name, tok[1]);
+        return BATON_E_FORMAT;
+    }
+    memcpy(c.key_file, tok[1], strlen(tok[1]));
+    for (size_t t = 2; t < nt; t++) {
+        char *eq = strchr(tok[t], '=');
+        size_t k;
+        if (!eq) {
+            snprintf(why, why_len, "client %s: '%.64s' is not OPTION=VALUE", c.name, tok[t]);
+            return BATON_E_FORMAT;
+        }
+        *eq = '\0';
+        for (k = 0; k < N_CLIENT_FIELDS; k++)
+            if (strcmp(client_fields[k].key, tok[t]) == 0)
+                break;
+        if (k == N_CLIENT_FIELDS) {
+            snprintf(why, why_len, "client %s: unknown option '%.64s' (max_connections, "
+                                   "session_memory_bytes, max_graph_flops, max_peer_links)",
+                     c.name, tok[t]);
+            return BATON_E_FORMAT;
+        }
+        if (seen[k]++) {
+            snprintf(why, why_len, "client %s: option %s given twice", c.name, tok[t]);
+            return BATON_E_FORMAT;
+        }
+        char inner[200];
+        /* set_field writes at the option's offset of the struct it is given */
+        int rc = set_field((struct baton_policy *)(void *)&c, &client_fields[k], eq + 1, inner,
+                           sizeof inner);
+        if (rc != 0) {
+            snprintf(why, why_len, "client %s: %s", c.name, inner);
+            return rc;
+        }
+    }
+    if (p->n_clients >= BATON_POLICY_MAX_CLIENTS) {
+        snprintf(why, why_len, "more than %u client entries", BATON_POLICY_MAX_CLIENTS);
+        return BATON_E_FORMAT;
+    }
+    p->clients[p->n_clients++] = c;
+    return 0;
 }
 
 static const struct field *find_field(const char *key, size_t n)
@@ -451,7 +577,7 @@ static int parse_line(struct baton_policy *p, char *line, size_t n, uint32_t lin
         return BATON_E_FORMAT;
     }
     size_t idx = (size_t)(f - fields);
-    if (f->kind != K_PEER && seen[idx] != 0) {
+    if (f->kind != K_PEER && f->kind != K_CLIENT && seen[idx] != 0) {
         snprintf(why, why_len, "duplicate key '%s' (first set on line %u)", f->key, seen[idx]);
         return BATON_E_FORMAT;
     }
@@ -697,6 +823,19 @@ size_t baton_policy_format(const struct baton_policy *p, char *buf, size_t cap)
             if (base[0])
                 put(&o, "%s = %s\n", f->key, (const char *)base);
             break;
+        case K_CLIENT:
+            for (uint32_t k = 0; k < p->n_clients && k < BATON_POLICY_MAX_CLIENTS; k++) {
+                const struct baton_policy_client *c = &p->clients[k];
+                put(&o, "client = %s %s max_connections=%u", c->name, c->key_file,
+                    (unsigned)c->max_connections);
+                if (c->session_memory_bytes)
+                    put(&o, " session_memory_bytes=%llu",
+                        (unsigned long long)c->session_memory_bytes);
+                if (c->max_graph_flops)
+                    put(&o, " max_graph_flops=%llu", (unsigned long long)c->max_graph_flops);
+                put(&o, " max_peer_links=%u\n", (unsigned)c->max_peer_links);
+            }
+            break;
         case K_PEER:
             for (uint32_t k = 0; k < p->n_peers && k < BATON_POLICY_MAX_PEERS; k++) {
                 const struct baton_policy_peer *e = &p->peers[k];
@@ -772,6 +911,18 @@ int baton_policy_apply(const struct baton_policy *p, struct baton_server_config 
     cfg->peer_queue_depth = p->peer_queue_depth;
     cfg->log_rate = p->log_rate;
     cfg->encrypt = p->encrypt;
+    /* named clients: limits here, keys loaded by the caller (batond) */
+    cfg->n_clients = p->n_clients < BATON_SERVER_MAX_CLIENTS ? p->n_clients
+                                                             : BATON_SERVER_MAX_CLIENTS;
+    for (uint32_t i = 0; i < cfg->n_clients; i++) {
+        struct baton_server_client *c = &cfg->clients[i];
+        memset(c, 0, sizeof *c);
+        memcpy(c->name, p->clients[i].name, sizeof c->name);
+        c->max_connections = p->clients[i].max_connections;
+        c->session_memory_bytes = p->clients[i].session_memory_bytes;
+        c->max_graph_flops = p->clients[i].max_graph_flops;
+        c->max_peer_links = p->clients[i].max_peer_links;
+    }
     cfg->n_peers = 0;
     for (uint32_t i = 0; i < p->n_peers && i < BATON_POLICY_MAX_PEERS; i++) {
         const struct baton_policy_peer *e = &p->peers[i];

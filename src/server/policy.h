@@ -14,7 +14,8 @@
  *   - Every other line is `key = value`: blanks (space, TAB) around the key,
  *     the '=' and the value are ignored. key is [a-z0-9_]+ and must be one
  *     of the fields below; each key may appear once, except `peer`, which
- *     may repeat (one allow-list entry per line).
+ *     may repeat (one allow-list entry per line), and `client` (one named
+ *     client key per line, see struct baton_policy_client).
  *   - Values by kind:
  *       count     decimal digits (no sign), in the field's range;
  *       size      decimal digits with an optional suffix K, M or G
@@ -46,6 +47,23 @@ struct baton_server_config;
 #define BATON_POLICY_MAX_PEERS 64u
 #define BATON_POLICY_PATH_BYTES 4096u
 #define BATON_POLICY_HOST_BYTES 256u
+#define BATON_POLICY_MAX_CLIENTS 16u
+#define BATON_POLICY_CLIENT_NAME_BYTES 32u
+
+/* One named client key with its own limits (a `client` line):
+ *   client = NAME KEYFILE [max_connections=N] [session_memory_bytes=SIZE]
+ *            [max_graph_flops=FLOPS] [max_peer_links=N]
+ * NAME is [a-z0-9_-], 1..31 bytes, unique; KEYFILE a path without blanks
+ * or '#' (a key file as for key_file); the options in any order, each at
+ * most once. */
+struct baton_policy_client {
+    char name[BATON_POLICY_CLIENT_NAME_BYTES];
+    char key_file[BATON_POLICY_PATH_BYTES];
+    uint32_t max_connections;      /* 1..1024, default 16 */
+    uint64_t session_memory_bytes; /* >= 4 KiB, 0 (default): the policy's */
+    uint64_t max_graph_flops;      /* >= 1, 0 (default): the policy's */
+    uint32_t max_peer_links;       /* 0..1024, default 4: its sessions' links together */
+};
 
 /* One allow-list entry as written (resolved by baton_policy_apply). */
 struct baton_policy_peer {
@@ -78,6 +96,8 @@ struct baton_policy {
     uint32_t peer_queue_depth;           /* 1..64, default 4: copies queued per link */
     uint32_t n_peers;                    /* entries of peers[] in use */
     struct baton_policy_peer peers[BATON_POLICY_MAX_PEERS];
+    uint32_t n_clients;                          /* entries of clients[] in use */
+    struct baton_policy_client clients[BATON_POLICY_MAX_CLIENTS];
     char key_file[BATON_POLICY_PATH_BYTES];      /* "" = none */
     char peer_key_file[BATON_POLICY_PATH_BYTES]; /* "" = none */
     char bind[BATON_POLICY_HOST_BYTES];          /* default "127.0.0.1" */

@@ -39,7 +39,7 @@ int server_hs_hello(const struct baton_server *s, const uint8_t *req,
     } else {
         return BATON_E_PROTO;
     }
-    if (s->auth_required && key == NULL)
+    if (s->auth_required && key == NULL && !(in.role == BATON_ROLE_CLIENT && cfg->n_clients > 0))
         return BATON_E_AUTH; /* no key held for this role */
     uint16_t lo = in.version_min > BATON_PROTOCOL_VERSION ? in.version_min : BATON_PROTOCOL_VERSION;
     uint16_t hi = in.version_max < BATON_PROTOCOL_VERSION ? in.version_max : BATON_PROTOCOL_VERSION;
@@ -62,23 +62,62 @@ int server_hs_hello(const struct baton_server *s, const uint8_t *req,
     st->role = in.role;
     st->version = hi;
     st->need_auth = s->auth_required;
-    if (!s->auth_required)
-        return 0;
-    /* the transcript: both HELLO frames, byte for byte */
-    rc = baton_hs_init(&st->hs, in.role, baton_key_bytes(key));
-    if (rc == 0)
-        rc = baton_hs_transcript_add(&st->hs, req, SERVER_HELLO_FRAME_BYTES);
-    if (rc == 0)
-        rc = baton_hs_transcript_add(&st->hs, rep, SERVER_HELLO_FRAME_BYTES);
-    if (rc != 0)
-        baton_hs_destroy(&st->hs);
-    return rc;
+    /* the transcript: both HELLO frames, byte for byte (AUTH checks the
+     * proof over it with each key the role may hold) */
+    memcpy(st->transcript, req, SERVER_HELLO_FRAME_BYTES);
+    memcpy(st->transcript + SERVER_HELLO_FRAME_BYTES, rep, SERVER_HELLO_FRAME_BYTES);
+    return 0;
 }
 
-int server_hs_auth(struct server_hs *st, const uint8_t *proof_in, uint8_t *proof_out,
-                   struct server_ready *ready)
+/* Whether proof_in is MAC_i of st's transcript under key; on success hs is
+ * that key's handshake state (for the responder's proof and the keys),
+ * else it is wiped. */
+static int proof_matches(const struct server_hs *st, const struct baton_key *key,
+                         const uint8_t *proof_in, struct baton_hs *hs)
 {
-    int rc = baton_hs_verify_initiator(&st->hs, proof_in);
+    int rc = baton_hs_init(hs, st->role, baton_key_bytes(key));
+    if (rc == 0)
+        rc = baton_hs_transcript_add(hs, st->transcript, SERVER_HELLO_FRAME_BYTES);
+    if (rc == 0)
+        rc = baton_hs_transcript_add(hs, st->transcript + SERVER_HELLO_FRAME_BYTES,
+                                     SERVER_HELLO_FRAME_BYTES);
+    if (rc == 0)
+        rc = baton_hs_verify_initiator(hs, proof_in);
+    if (rc != 0)
+        baton_hs_destroy(hs);
+    return rc == 0;
+}
+
+int server_hs_auth(const struct baton_server *s, struct server_hs *st, const uint8_t *proof_in,
+                   uint8_t *proof_out, struct server_ready *ready)
+{
+    const struct baton_server_config *cfg = &s->cfg;
+    struct baton_hs try;
+    int matched = 0, client = SERVER_CLASS_OTHER, rc;
+    /* every key the role may hold is tried, also after a match (the time
+     * does not say which key it was); keys differ, so at most one matches */
+    if (st->role == BATON_ROLE_PEER) {
+        if (cfg->peer_key && proof_matches(st, cfg->peer_key, proof_in, &try)) {
+            st->hs = try;
+            matched = 1;
+        }
+    } else {
+        if (cfg->client_key && proof_matches(st, cfg->client_key, proof_in, &try)) {
+            st->hs = try;
+            matched = 1;
+        }
+        for (uint32_t i = 0; i < cfg->n_clients && i < BATON_SERVER_MAX_CLIENTS; i++) {
+            if (proof_matches(st, cfg->clients[i].key, proof_in, &try)) {
+                if (matched)
+                    baton_hs_destroy(&st->hs);
+                st->hs = try;
+                matched = 1;
+                client = (int)i;
+            }
+        }
+    }
+    sodium_memzero(&try, sizeof try);
+    rc = matched ? 0 : BATON_E_AUTH;
     if (rc == 0)
         rc = baton_hs_responder_proof(&st->hs, proof_out);
     if (rc == 0)
@@ -92,6 +131,7 @@ int server_hs_auth(struct server_hs *st, const uint8_t *proof_in, uint8_t *proof
     ready->role = st->role;
     ready->version = st->version;
     ready->tagged = 1;
+    ready->client = client;
     return 0;
 }
 

@@ -198,8 +198,21 @@ int baton_server_create(const struct baton_server_config *cfg, struct baton_serv
         free(s);
         return BATON_E_INVAL;
     }
-    /* authentication: either key turns it on; encryption needs a key */
-    s->auth_required = s->cfg.client_key != NULL || s->cfg.peer_key != NULL;
+    /* authentication: any key turns it on; encryption needs a key */
+    if (s->cfg.n_clients > BATON_SERVER_MAX_CLIENTS) {
+        free(s);
+        return BATON_E_INVAL;
+    }
+    uint64_t n_slots = s->cfg.max_connections;
+    for (uint32_t i = 0; i < s->cfg.n_clients; i++) {
+        if (!s->cfg.clients[i].key || s->cfg.clients[i].max_connections == 0) {
+            free(s);
+            return BATON_E_INVAL;
+        }
+        n_slots += s->cfg.clients[i].max_connections;
+    }
+    s->auth_required =
+        s->cfg.client_key != NULL || s->cfg.peer_key != NULL || s->cfg.n_clients > 0;
     if (s->cfg.encrypt && !s->auth_required) {
         free(s);
         return BATON_E_INVAL;
@@ -218,7 +231,7 @@ int baton_server_create(const struct baton_server_config *cfg, struct baton_serv
     pthread_mutex_init(&s->log_lock, NULL);
     pthread_mutex_init(&s->peer_lock, NULL);
     pthread_cond_init(&s->conn_done, NULL);
-    s->n_slots = s->cfg.max_connections;
+    s->n_slots = (uint32_t)n_slots; /* max_connections + each client's own */
     s->slots = calloc(s->n_slots, sizeof *s->slots);
     if (!s->slots)
         goto fail;
@@ -301,14 +314,22 @@ void baton_server_stop(struct baton_server *s)
 
 /* ---- the compute device, in turns ---- */
 
-void server_device_acquire(struct baton_server *s, uint64_t *turn_start)
+void server_device_acquire(struct baton_server *s, int client, uint64_t *turn_start)
 {
     struct device_turns *d = &s->device;
     pthread_mutex_lock(&d->mu);
-    uint64_t ticket = d->next_ticket++;
-    if (d->serving != ticket) {
+    if (!d->busy && !d->head) {
+        d->busy = 1;
+        d->holder = client;
+    } else {
+        struct device_waiter w = {.next = NULL, .client = client, .granted = 0};
+        if (d->tail)
+            d->tail->next = &w;
+        else
+            d->head = &w;
+        d->tail = &w;
         atomic_fetch_add(&d->waiting, 1);
-        while (d->serving != ticket)
+        while (!w.granted)
             pthread_cond_wait(&d->cv, &d->mu);
         atomic_fetch_sub(&d->waiting, 1);
     }
@@ -320,12 +341,30 @@ void server_device_release(struct baton_server *s)
 {
     struct device_turns *d = &s->device;
     pthread_mutex_lock(&d->mu);
-    d->serving++;
-    pthread_cond_broadcast(&d->cv);
+    /* the first waiter of another class than the holder's, else the first */
+    struct device_waiter **pick = &d->head, *prev = NULL, *pick_prev = NULL;
+    for (struct device_waiter **w = &d->head; *w; prev = *w, w = &(*w)->next) {
+        if ((*w)->client != d->holder) {
+            pick = w;
+            pick_prev = prev;
+            break;
+        }
+    }
+    struct device_waiter *next = *pick;
+    if (next) {
+        *pick = next->next;
+        if (d->tail == next)
+            d->tail = pick_prev;
+        next->granted = 1;
+        d->holder = next->client;
+        pthread_cond_broadcast(&d->cv);
+    } else {
+        d->busy = 0;
+    }
     pthread_mutex_unlock(&d->mu);
 }
 
-void server_device_between(struct baton_server *s, uint64_t *turn_start)
+void server_device_between(struct baton_server *s, int client, uint64_t *turn_start)
 {
     struct device_turns *d = &s->device;
     if (atomic_load(&d->waiting) == 0 ||
@@ -333,7 +372,7 @@ void server_device_between(struct baton_server *s, uint64_t *turn_start)
         return;
     atomic_fetch_add(&d->handovers, 1);
     server_device_release(s);
-    server_device_acquire(s, turn_start);
+    server_device_acquire(s, client, turn_start);
 }
 
 /* ---- connections ---- */
@@ -441,6 +480,7 @@ static int serve_fd_ex(struct baton_server *s, int fd, const char **why)
     baton_net_set_nodelay(fd);
     baton_net_peer_string(fd, slot->peer, sizeof slot->peer);
     slot->authenticated = 0;
+    slot->client = SERVER_CLASS_OTHER;
     slot->ip_family = family;
     memcpy(slot->ip, ip, sizeof slot->ip);
     rc = baton_transport_socket(fd, s->stop_pipe[0], &slot->transport);
@@ -469,24 +509,32 @@ fail:
     return rc;
 }
 
-int server_has_free_slot_locked(struct baton_server *s)
+int server_has_room_locked(struct baton_server *s, int client)
 {
-    for (uint32_t i = 0; i < s->n_slots; i++)
+    uint32_t cap = client >= 0 && (uint32_t)client < s->cfg.n_clients
+                       ? s->cfg.clients[client].max_connections
+                       : s->cfg.max_connections;
+    uint32_t in_class = 0, free_slots = 0;
+    for (uint32_t i = 0; i < s->n_slots; i++) {
         if (s->slots[i].state == SLOT_FREE)
-            return 1;
-    return 0;
+            free_slots++;
+        else if (s->slots[i].client == client)
+            in_class++;
+    }
+    return in_class < cap && free_slots > 0;
 }
 
 int server_start_ready_locked(struct baton_server *s, int fd, const char *peer, uint8_t family,
                               const uint8_t *ip, struct server_ready *ready)
 {
     struct conn_slot *slot = NULL;
+    if (!server_has_room_locked(s, ready->client))
+        return BATON_E_LIMIT;
     for (uint32_t i = 0; i < s->n_slots && !slot; i++)
         if (s->slots[i].state == SLOT_FREE)
             slot = &s->slots[i];
-    if (!slot)
-        return BATON_E_LIMIT;
     snprintf(slot->peer, sizeof slot->peer, "%s", peer);
+    slot->client = ready->client;
     slot->authenticated = 1;
     slot->ip_family = family;
     memcpy(slot->ip, ip, sizeof slot->ip);
@@ -550,7 +598,7 @@ uint32_t baton_server_active_connections(struct baton_server *s)
  * epoll set, log and policy files, and some headroom. */
 static uint64_t fixed_descriptors(const struct baton_server *s)
 {
-    return (uint64_t)s->cfg.max_connections + s->cfg.max_peer_links + 64;
+    return (uint64_t)s->n_slots + s->cfg.max_peer_links + 64;
 }
 
 /* Raises the soft RLIMIT_NOFILE towards the hard limit so that the lobby's

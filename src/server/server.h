@@ -23,6 +23,18 @@ struct baton_peer_addr {
     uint16_t port;
 };
 
+/* One named client key with limits of its own (policy `client` lines):
+ * its holders can exhaust only this share. */
+#define BATON_SERVER_MAX_CLIENTS 16u
+struct baton_server_client {
+    char name[32];                  /* [a-z0-9_-]{1,31}, for log lines */
+    const struct baton_key *key;    /* borrowed, as client_key */
+    uint32_t max_connections;       /* its READY connections at once (>= 1) */
+    uint64_t session_memory_bytes;  /* each of its sessions (0: cfg's) */
+    uint64_t max_graph_flops;       /* each of its graphs (0: cfg's) */
+    uint32_t max_peer_links;        /* outbound links of all its sessions together */
+};
+
 struct baton_server_config {
     uint32_t n_threads;          /* compute threads per graph (default 1) */
     uint64_t max_message_bytes;  /* default 1 GiB */
@@ -68,6 +80,14 @@ struct baton_server_config {
      * Both NULL: no authentication (encrypt must then be 0). */
     const struct baton_key *client_key;
     const struct baton_key *peer_key;
+    /* Named client keys, each with its own limits (a client proves one of
+     * them, or client_key; the server tries each). Connections of client_key
+     * and of the peer role share max_connections; each named client has its
+     * own max_connections on top, so the slots are max_connections + the
+     * sum of the clients' and a client within its share is never refused
+     * for lack of one. Keys must differ from each other and from peer_key. */
+    uint32_t n_clients;
+    struct baton_server_client clients[BATON_SERVER_MAX_CLIENTS];
     int insecure_no_auth; /* allow a non-loopback listen without keys (default 0) */
 };
 

@@ -25,14 +25,20 @@
 #define SERVER_AUTH_FRAME_BYTES (BATON_FRAME_HEADER_BYTES + BATON_PROOF_BYTES)  /* 56 */
 
 /* A handshake between HELLO and AUTH: the initiator's role and the chosen
- * version; hs holds the transcript and the role's key (secret) when
- * need_auth. */
+ * version, and (need_auth) both HELLO frames, the transcript that AUTH's
+ * proof is checked against with each key the role may hold; hs is the
+ * state of the key that matched (wiped by server_hs_auth). */
 struct server_hs {
     struct baton_hs hs;
     uint8_t role;
     uint16_t version;
     int need_auth;
+    uint8_t transcript[2 * SERVER_HELLO_FRAME_BYTES];
 };
+
+/* The class a READY connection counts in: a named client (0..n_clients-1)
+ * or SERVER_CLASS_OTHER (client_key, the peer role, no keys). */
+#define SERVER_CLASS_OTHER (-1)
 
 /* A connection the lobby brought to READY, handed to its thread: the
  * session id, role, version and (tagged) the frame keys (secret). */
@@ -41,6 +47,7 @@ struct server_ready {
     uint8_t role;
     uint16_t version;
     int tagged;
+    int client; /* the class: a named client's index, or SERVER_CLASS_OTHER */
     struct baton_frame_key send_key, recv_key;
 };
 
@@ -57,12 +64,15 @@ struct server_ready {
 int server_hs_hello(const struct baton_server *s, const uint8_t *req, struct server_hs *st,
                     uint8_t *rep);
 
-/* AUTH: checks the initiator's proof (BATON_PROOF_BYTES, constant time);
- * on success writes MAC_r to proof_out and fills ready's role, version,
- * tagged and frame keys (the caller sets session). st->hs is wiped either
- * way. Errors: BATON_E_AUTH (nothing written to ready). */
-int server_hs_auth(struct server_hs *st, const uint8_t *proof_in, uint8_t *proof_out,
-                   struct server_ready *ready);
+/* AUTH: checks the initiator's proof (BATON_PROOF_BYTES, constant time)
+ * against every key its role may hold (peer: peer_key; client: client_key
+ * and each named client's; all are tried, whichever matches); on success
+ * writes MAC_r to proof_out and fills ready's role, version, tagged, client
+ * (which key) and frame keys (the caller sets session). Every handshake
+ * secret is wiped either way. Errors: BATON_E_AUTH (nothing written to
+ * ready), BATON_E_NOMEM. */
+int server_hs_auth(const struct baton_server *s, struct server_hs *st, const uint8_t *proof_in,
+                   uint8_t *proof_out, struct server_ready *ready);
 
 /* Wipes ready's keys and fields. */
 void server_ready_wipe(struct server_ready *ready);
@@ -84,14 +94,16 @@ struct server_lobby;
 int server_lobby_run(struct baton_server *s);
 
 /* server.c: for the lobby (caller holds conn_lock): joins finished
- * threads; starts the connection thread of fd (adopted, closed on failure)
- * on a free slot, READY with *ready (moved into the slot, wiped here).
- * Returns 0, BATON_E_LIMIT (no free slot; fd untouched, ready kept), or
- * another status (fd closed). */
+ * threads; whether a connection of class `client` (SERVER_CLASS_OTHER or a
+ * named client) has room: its class below its max_connections; starts the
+ * connection thread of fd (adopted, closed on failure) on a free slot,
+ * READY with *ready (moved into the slot, wiped here). Returns 0,
+ * BATON_E_LIMIT (its class is full; fd untouched, ready kept), or another
+ * status (fd closed). */
 void server_reap_locked(struct baton_server *s);
 int server_start_ready_locked(struct baton_server *s, int fd, const char *peer, uint8_t family,
                               const uint8_t *ip, struct server_ready *ready);
-int server_has_free_slot_locked(struct baton_server *s);
+int server_has_room_locked(struct baton_server *s, int client);
 /* The client address of socket fd: family 4 or 6 (an IPv4-mapped IPv6
  * address counts as IPv4) and 16 bytes, family 0 when it has none. */
 void server_peer_ip(int fd, uint8_t *family, uint8_t ip[16]);
@@ -108,6 +120,7 @@ struct conn_slot {
     uint8_t ip_family; /* 4, 6, or 0 (AF_UNIX: no per-address cap) */
     uint8_t ip[16];    /* the client's address, for the per-IP unauthenticated cap */
     char peer[SERVER_PEER_NAME_BYTES];
+    int client;                /* its class (SERVER_CLASS_OTHER or a named client) */
     int has_ready;             /* the lobby did the handshake: ready holds its outcome */
     struct server_ready ready; /* moved into the connection by its thread, then wiped */
 };
@@ -135,9 +148,11 @@ struct baton_server {
     struct device_turns {
         pthread_mutex_t mu;
         pthread_cond_t cv;
-        uint64_t next_ticket, serving;
-        _Atomic uint32_t waiting; /* sessions waiting for their turn */
-        _Atomic uint64_t handovers; /* turns given up to a waiting session */
+        int busy;                     /* a session holds the device */
+        int holder;                   /* its class (client), while busy */
+        struct device_waiter *head, *tail; /* waiting sessions, in arrival order */
+        _Atomic uint32_t waiting;     /* sessions waiting for their turn */
+        _Atomic uint64_t handovers;   /* turns given up to a waiting session */
     } device;
 
     pthread_mutex_t conn_lock; /* slots, n_active, next_session */
@@ -162,6 +177,7 @@ struct baton_server {
     struct grant_table *grants;
     pthread_mutex_t peer_lock; /* n_links and backoff[]; never held across I/O */
     uint32_t n_links;          /* outbound peer links open, all sessions */
+    uint32_t client_links[BATON_SERVER_MAX_CLIENTS]; /* the same per named client */
     struct peer_backoff {
         uint32_t fails;    /* connect/handshake failures in a row */
         uint64_t until_ns; /* no dial before this (CLOCK_MONOTONIC) */
@@ -194,6 +210,7 @@ struct stored_graph {
  * rest is per-connection working memory, grown on demand within limits. */
 struct baton_session {
     uint64_t id;
+    int client; /* its connection's class (SERVER_CLASS_OTHER or a named client) */
     uint8_t *scratch; /* graph intermediates (mmap, charged to the quota) */
     uint64_t scratch_bytes;
     uint8_t *req; /* received payloads that are decoded from memory (graphs, small commands) */
@@ -359,6 +376,10 @@ int session_reserve_scratch(struct baton_server *s, struct baton_session *sess, 
  * arena (registered graphs, staged copies) against session_memory_bytes
  * and the total: 0 or BATON_E_QUOTA. */
 int session_charge(struct baton_server *s, struct baton_session *sess, uint64_t bytes);
+/* The limits of sess's class: a named client's own, or cfg's. */
+uint64_t session_memory_cap(const struct baton_server *s, const struct baton_session *sess);
+uint64_t session_flops_cap(const struct baton_server *s, const struct baton_session *sess);
+
 /* The session's memory outside its buffers: arena, graphs, staged copies. */
 uint64_t session_extra_bytes(const struct baton_session *sess);
 /* Frees registered graph i of sess (keeps the array without holes). */
@@ -377,14 +398,24 @@ int server_serve_connection(struct baton_server *s, struct baton_transport *t, c
 void server_conn_authenticated(struct baton_server *s, struct conn_slot *slot);
 
 /* server.c: the compute device in turns. acquire waits for this caller's
- * turn (first come, first served) and sets *turn_start (CLOCK_MONOTONIC
- * ns); release ends it; between (called by the graph executor between
- * nodes and pieces, baton_exec_turns) gives the device to the next waiting
- * session once this one has held it cfg.compute_slice_ms, and waits for
- * its next turn. */
-void server_device_acquire(struct baton_server *s, uint64_t *turn_start);
+ * turn and sets *turn_start (CLOCK_MONOTONIC ns); release ends it and hands
+ * the device to the waiting session that arrived first among those of
+ * another class (client key) than the releasing one, else to the first:
+ * so one key's many sessions cannot keep another key's step waiting for
+ * more than one turn. between (called by the graph executor between nodes
+ * and pieces, baton_exec_turns) gives the device up once this session has
+ * held it cfg.compute_slice_ms while another waits, and waits for its next
+ * turn. client is the caller's class. */
+void server_device_acquire(struct baton_server *s, int client, uint64_t *turn_start);
 void server_device_release(struct baton_server *s);
-void server_device_between(struct baton_server *s, uint64_t *turn_start);
+void server_device_between(struct baton_server *s, int client, uint64_t *turn_start);
+
+/* A session waiting for the device (on the waiter's stack). */
+struct device_waiter {
+    struct device_waiter *next;
+    int client;
+    int granted;
+};
 
 /* Log lines to stderr (nothing when cfg.quiet). Three server-wide rate
  * limits of cfg.log_rate lines per second each, so no flood fills the log

@@ -20,6 +20,25 @@ void session_init(struct baton_session *sess, uint64_t id)
 {
     memset(sess, 0, sizeof *sess);
     sess->id = id;
+    sess->client = SERVER_CLASS_OTHER;
+}
+
+uint64_t session_memory_cap(const struct baton_server *s, const struct baton_session *sess)
+{
+    uint64_t cap = s->cfg.session_memory_bytes;
+    if (sess->client >= 0 && (uint32_t)sess->client < s->cfg.n_clients &&
+        s->cfg.clients[sess->client].session_memory_bytes != 0 &&
+        s->cfg.clients[sess->client].session_memory_bytes < cap)
+        cap = s->cfg.clients[sess->client].session_memory_bytes;
+    return cap;
+}
+
+uint64_t session_flops_cap(const struct baton_server *s, const struct baton_session *sess)
+{
+    if (sess->client >= 0 && (uint32_t)sess->client < s->cfg.n_clients &&
+        s->cfg.clients[sess->client].max_graph_flops != 0)
+        return s->cfg.clients[sess->client].max_graph_flops;
+    return s->cfg.max_graph_flops;
 }
 
 static void scratch_release(struct baton_server *s, struct baton_session *sess)
@@ -41,7 +60,7 @@ int session_charge(struct baton_server *s, struct baton_session *sess, uint64_t 
 {
     uint64_t held = baton_handles_session_bytes(s->handles, sess->id);
     uint64_t extra = session_extra_bytes(sess);
-    uint64_t cap = s->cfg.session_memory_bytes;
+    uint64_t cap = session_memory_cap(s, sess);
     if (held > cap || extra > cap - held || bytes > cap - held - extra)
         return BATON_E_QUOTA;
     return baton_handles_charge(s->handles, bytes);
@@ -163,7 +182,7 @@ int session_reserve_scratch(struct baton_server *s, struct baton_session *sess, 
      * registered graphs and its staged copies do */
     uint64_t held = baton_handles_session_bytes(s->handles, sess->id) + sess->graph_bytes +
                     atomic_load(&sess->staging_bytes);
-    uint64_t session_cap = s->cfg.session_memory_bytes;
+    uint64_t session_cap = session_memory_cap(s, sess);
     if (held > session_cap || n > session_cap - held) {
         char have[48];
 

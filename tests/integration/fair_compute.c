@@ -1,4 +1,5 @@
 /* fair_compute PORT SLICE_MS [CHAIN]
+ * fair_compute keys PORT A_KEY B_KEY   (see cmd_keys)
  *
  * Sessions take turns on batond's compute device (issue 15; compute_slice,
  * src/server/server.c server_device_*, baton_graph_execute_turns). Session A
@@ -26,12 +27,14 @@
 
 static uint16_t g_port;
 static uint32_t g_chain = N_CHAIN;
+static const struct baton_key *g_key; /* the key of the next connection (NULL: none) */
 
 /* A client with a deadline long enough for a sanitizer build's graphs. */
 static struct baton_conn *slow_client(void)
 {
     struct baton_conn *c = NULL;
-    int rc = baton_conn_connect("127.0.0.1", g_port, 300000, &c);
+    struct baton_conn_options o = {.timeout_ms = 300000, .key = g_key, .role = BATON_ROLE_CLIENT};
+    int rc = baton_conn_connect_ex("127.0.0.1", g_port, &o, &c);
     if (rc != 0) {
         printf("not ok - connect: %s\n", baton_status_name(rc));
         exit(1);
@@ -170,9 +173,151 @@ static void *a_thread(void *arg)
     return NULL;
 }
 
+/* ---- keys: named client keys with limits of their own ---- */
+
+#define A_CONNS 3
+static struct long_graph g_ka[A_CONNS];
+static float g_kout[A_CONNS][K * M];
+static int64_t g_kms[A_CONNS];
+static volatile int g_k_running;
+
+static void *ka_thread(void *arg)
+{
+    int i = (int)(intptr_t)arg;
+    g_kms[i] = long_run(&g_ka[i], g_kout[i]);
+    __atomic_fetch_sub(&g_k_running, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+/* A batond with `client = team-a A_KEY max_connections=3` and `client =
+ * team-b B_KEY max_connections=2 max_graph_flops=1G
+ * session_memory_bytes=16M` (test_client_keys.sh):
+ *   - team-a holds its 3 connections: a 4th is refused (E_LIMIT), and
+ *     team-b still gets its 2 (never refused for lack of slots); a 3rd of
+ *     team-b's is refused;
+ *   - team-b's graph budget and session memory are its own: a 2.1 GFLOP
+ *     graph and a 20 MiB buffer are refused for team-b (E_LIMIT, E_QUOTA)
+ *     and accepted for team-a;
+ *   - team-a's 3 sessions each run a long graph at once, while team-b
+ *     sends a small step every 20 ms: team-b's longest wait stays under a
+ *     quarter of one team-a graph (printed: the device goes to another
+ *     key's waiting session first, so team-b waits about one turn, not one
+ *     per team-a session). */
+static int cmd_keys(const char *a_path, const char *b_path)
+{
+    struct baton_key *ka = load_key(a_path), *kb = load_key(b_path);
+    struct baton_conn *extra = NULL, *b2 = NULL, *b3 = NULL;
+    struct baton_conn_options oa = {.timeout_ms = 10000, .key = ka, .role = BATON_ROLE_CLIENT};
+    struct baton_conn_options ob = {.timeout_ms = 10000, .key = kb, .role = BATON_ROLE_CLIENT};
+    static struct small_step b;
+    static float out[K * M];
+    uint64_t h;
+
+    g_chain = 8;
+    g_key = ka;
+    for (int i = 0; i < A_CONNS; i++)
+        check(long_setup(&g_ka[i]) == 0, "team-a connection %d set up", i + 1);
+    int rc = baton_conn_connect_ex("127.0.0.1", g_port, &oa, &extra);
+    check(rc == BATON_E_LIMIT, "team-a's 4th connection is refused: %s (want E_LIMIT)",
+          baton_status_name(rc));
+    baton_conn_close(extra);
+    g_key = kb;
+    check(small_setup(&b) == 0, "team-b's first connection is served while team-a is full");
+    rc = baton_conn_connect_ex("127.0.0.1", g_port, &ob, &b2);
+    check(rc == 0, "team-b's second connection too: %s", baton_status_name(rc));
+    rc = baton_conn_connect_ex("127.0.0.1", g_port, &ob, &b3);
+    check(rc == BATON_E_LIMIT, "team-b's 3rd connection is refused: %s (want E_LIMIT)",
+          baton_status_name(rc));
+    baton_conn_close(b3);
+
+    /* team-b's own graph budget (1G) and session memory (16 MiB) */
+    {
+        /* one 2.1 GFLOP product (K 1024, 1024 rows, 1024 columns) */
+        struct baton_tensor_desc t[3];
+        struct baton_graph_node n;
+        rc = baton_alloc_buffer(b2, 3ull * 1024 * 1024 * 4, &h);
+        for (int i = 0; rc == 0 && i < 3; i++)
+            rc = baton_tensor_init(&t[i], h, (uint64_t)i * 1024 * 1024 * 4, BATON_TYPE_F32, 1024,
+                                   1024, 1, 1);
+        node_init(&n, BATON_OP_MUL_MAT, 1024, 1024);
+        n.src[0] = 0;
+        n.src[1] = 1;
+        n.out_leaf = 2;
+        struct baton_graph g = {.n_leaves = 3, .n_nodes = 1, .leaves = t, .nodes = &n};
+        check(rc == 0 && baton_graph_compute(b2, &g) == BATON_E_LIMIT,
+              "a 2.1 GFLOP graph is over team-b's budget: E_LIMIT");
+        uint64_t h2;
+        check(baton_alloc_buffer(b2, 20ull << 20, &h2) == BATON_E_QUOTA,
+              "20 MiB is over team-b's session memory: E_QUOTA");
+        uint64_t ha;
+        rc = baton_alloc_buffer(g_ka[0].c, 20ull << 20, &ha);
+        check(rc == 0 && baton_free_buffer(g_ka[0].c, ha) == 0,
+              "20 MiB is within team-a's session memory");
+        rc = baton_alloc_buffer(g_ka[0].c, 3ull * 1024 * 1024 * 4, &ha);
+        for (int i = 0; rc == 0 && i < 3; i++)
+            rc = baton_tensor_init(&t[i], ha, (uint64_t)i * 1024 * 1024 * 4, BATON_TYPE_F32,
+                                   1024, 1024, 1, 1);
+        check(rc == 0 && baton_graph_compute(g_ka[0].c, &g) == 0,
+              "the same graph runs for team-a (its budget is the server's)");
+        baton_free_buffer(g_ka[0].c, ha);
+    }
+
+    /* fairness across keys */
+    int64_t t_one = long_run(&g_ka[0], out);
+    check(t_one >= 80, "one team-a graph alone: %lld ms (at least 8 default slices)",
+          (long long)t_one);
+    pthread_t th[A_CONNS];
+    g_k_running = A_CONNS;
+    for (int i = 0; i < A_CONNS; i++)
+        if (pthread_create(&th[i], NULL, ka_thread, (void *)(intptr_t)i) != 0)
+            return 1;
+    sleep_ms((int)(t_one / 8));
+    int64_t worst = 0, sum = 0;
+    int steps = 0, failed = 0;
+    while (__atomic_load_n(&g_k_running, __ATOMIC_SEQ_CST) == A_CONNS) {
+        int64_t w = small_run(&b);
+        if (w < 0) {
+            failed++;
+            break;
+        }
+        steps++;
+        sum += w;
+        if (w > worst)
+            worst = w;
+        sleep_ms(20);
+    }
+    for (int i = 0; i < A_CONNS; i++)
+        pthread_join(th[i], NULL);
+    printf("# team-b's wait while team-a's 3 sessions compute: longest %lld ms, mean %.1f ms "
+           "(%d steps); one team-a graph alone %lld ms, the three together %lld/%lld/%lld ms\n",
+           (long long)worst, steps ? (double)sum / steps : 0.0, steps, (long long)t_one,
+           (long long)g_kms[0], (long long)g_kms[1], (long long)g_kms[2]);
+    check(failed == 0 && steps >= 1 && worst < t_one / 4,
+          "team-b's longest wait (%lld ms) is under a quarter of one team-a graph (%lld ms)",
+          (long long)worst, (long long)t_one);
+    int same = 1;
+    for (int i = 0; i < A_CONNS; i++)
+        same &= g_kms[i] > 0 && memcmp(g_kout[i], out, sizeof out) == 0;
+    check(same, "team-a's three results are the bits of the graph alone");
+    baton_conn_close(b.c);
+    baton_conn_close(b2);
+    for (int i = 0; i < A_CONNS; i++)
+        baton_conn_close(g_ka[i].c);
+    baton_key_free(ka);
+    baton_key_free(kb);
+    printf("%d checks, %d failed\n", g_n, g_failed);
+    return g_failed ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     static float out_alone[K * M];
+    if (argc == 5 && strcmp(argv[1], "keys") == 0) {
+        if (baton_net_parse_port(argv[2], &g_port) != 0 || g_port == 0)
+            return 2;
+        signal(SIGPIPE, SIG_IGN);
+        return cmd_keys(argv[3], argv[4]);
+    }
     static struct small_step b;
     int slice_ms;
     signal(SIGPIPE, SIG_IGN);

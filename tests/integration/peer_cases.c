@@ -6,6 +6,7 @@
  *   peer_cases flood    SRC_PORT SRC_PID CLIENT_KEY N ALLOWED_DEAD_PORT STALL_PORT
  *   peer_cases retry    SRC_PORT RELAY_PORT DEST_PORT CLIENT_KEY STEP_FILE GO_FILE
  *   peer_cases links    SRC_PORT DEST1_PORT DEST2_PORT CLIENT_KEY
+ *   peer_cases keylinks SRC_PORT DEST1_PORT DEST2_PORT CLIENT_KEY
  *
  * grants: GRANT_WRITE / REVOKE_GRANT and every refused PEER_WRITE (no
  * grant, revoked, past the range, after FREE_BUFFER, another buffer's,
@@ -24,7 +25,8 @@
  * and starts it again on the same port (STEP_FILE / GO_FILE hand-shake);
  * the next copy is done on a fresh link (the stale cached link is retried
  * once, at once) and the bytes arrive.
- * links: max_peer_links_per_session (cmd_links).
+ * links: max_peer_links_per_session (cmd_links); keylinks: a named client
+ * key's max_peer_links (cmd_keylinks).
  *
  * Prints ok / not ok lines; exit 0 iff all passed. */
 #include <dirent.h>
@@ -551,8 +553,45 @@ static int cmd_links(uint16_t src_port, uint16_t d1_port, uint16_t d2_port, cons
     return g_failed ? 1 : 0;
 }
 
+/* keylinks: the source holds the client key only as a named client with
+ * max_peer_links=1: session A's copy to the first destination is done;
+ * session B, of the same key, cannot open a second link while A's is open
+ * (LIMIT, nothing lands); once A has closed (its link with it), B's copy
+ * is done. */
+static int cmd_keylinks(uint16_t src_port, uint16_t d1_port, uint16_t d2_port, const char *ck_path)
+{
+    struct baton_key *ck = load_key(ck_path);
+    struct baton_conn *a = conn(src_port, ck, BATON_ROLE_CLIENT);
+    struct baton_conn *b = conn(src_port, ck, BATON_ROLE_CLIENT);
+    struct baton_conn *d1 = conn(d1_port, ck, BATON_ROLE_CLIENT);
+    struct baton_conn *d2 = conn(d2_port, ck, BATON_ROLE_CLIENT);
+    int landed, r;
+    r = copy_to(a, d1, d1_port, 5, &landed);
+    check(r == BATON_COPY_DONE && landed, "key session A to the first destination: done (%d)", r);
+    r = copy_to(b, d2, d2_port, 6, &landed);
+    check(r == BATON_COPY_LIMIT && !landed,
+          "key session B to the second: not done, the key's one link is A's (result %d)", r);
+    baton_conn_close(a);
+    int ok = 0;
+    for (int i = 0; i < 100 && !ok; i++) { /* A's session ends asynchronously */
+        r = copy_to(b, d2, d2_port, (uint8_t)(7 + i), &landed);
+        ok = r == BATON_COPY_DONE && landed;
+        if (!ok)
+            sleep_ms(50);
+    }
+    check(ok, "once A has closed, B's copy is done (%d)", r);
+    baton_conn_close(b);
+    baton_conn_close(d1);
+    baton_conn_close(d2);
+    baton_key_free(ck);
+    return g_failed ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 6 && !strcmp(argv[1], "keylinks"))
+        return cmd_keylinks((uint16_t)atoi(argv[2]), (uint16_t)atoi(argv[3]),
+                            (uint16_t)atoi(argv[4]), argv[5]);
     if (argc == 6 && !strcmp(argv[1], "links"))
         return cmd_links((uint16_t)atoi(argv[2]), (uint16_t)atoi(argv[3]),
                          (uint16_t)atoi(argv[4]), argv[5]);

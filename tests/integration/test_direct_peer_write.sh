@@ -46,6 +46,15 @@ BATOND_EXTRA="${BATOND_EXTRA:-} --key $K --peer-key $P --peer 127.0.0.1:$PORT_d 
     fail "per-session peer links"
 }
 cat "$TMP/links.out"
+# a named client key's peer links together (client ... max_peer_links=1)
+printf 'client = team %s max_peer_links=1\n' "$K" >"$TMP/team.policy"
+BATOND_EXTRA="${BATOND_EXTRA:-} --policy $TMP/team.policy --peer-key $P \
+--peer 127.0.0.1:$PORT_d --peer 127.0.0.1:$PORT_e" start_server t
+"$CASES" keylinks "$PORT_t" "$PORT_d" "$PORT_e" "$K" >"$TMP/keylinks.out" 2>&1 || {
+    cat "$TMP/keylinks.out" >&2
+    fail "a named client key's peer links"
+}
+cat "$TMP/keylinks.out"
 # a clean stop (under ASan: LeakSanitizer checks grants and sessions at exit)
 kill -TERM "$PID_d"
 rc=0

@@ -555,9 +555,71 @@ static void test_apply(void **state)
     assert_non_null(strstr(err, "no-such-host.invalid"));
 }
 
+/* `client` lines (named client keys with limits of their own): parsed in
+ * order with their defaults, printed back the same, applied to the server
+ * configuration (keys are loaded by batond), and every malformed line
+ * refused naming the client. */
+static void test_clients(void **state)
+{
+    (void)state;
+    struct baton_policy p, q;
+    struct baton_server_config cfg;
+    static char text[8192];
+    assert_int_equal(parse(&p, "client = team-a /k/a.key max_connections=3\n"
+                               "client =  team_b2\trel/b.key  max_graph_flops=1G "
+                               "session_memory_bytes=16M max_peer_links=0\n"),
+                     0);
+    assert_int_equal(p.n_clients, 2);
+    assert_string_equal(p.clients[0].name, "team-a");
+    assert_string_equal(p.clients[0].key_file, "/k/a.key");
+    assert_int_equal(p.clients[0].max_connections, 3);
+    assert_true(p.clients[0].session_memory_bytes == 0 && p.clients[0].max_graph_flops == 0);
+    assert_int_equal(p.clients[0].max_peer_links, 4);
+    assert_string_equal(p.clients[1].name, "team_b2");
+    assert_string_equal(p.clients[1].key_file, "rel/b.key");
+    assert_int_equal(p.clients[1].max_connections, 16);
+    assert_true(p.clients[1].max_graph_flops == 1000000000ull);
+    assert_true(p.clients[1].session_memory_bytes == 16ull << 20);
+    assert_int_equal(p.clients[1].max_peer_links, 0);
+    size_t n = baton_policy_format(&p, text, sizeof text);
+    assert_true(n < sizeof text);
+    assert_non_null(strstr(text, "client = team-a /k/a.key max_connections=3 max_peer_links=4\n"));
+    baton_policy_default(&q);
+    assert_int_equal(baton_policy_parse(&q, text, n, "fmt", err, sizeof err), 0);
+    assert_memory_equal(&p, &q, sizeof p);
+    assert_int_equal(baton_policy_apply(&p, &cfg, err, sizeof err), 0);
+    assert_int_equal(cfg.n_clients, 2);
+    assert_string_equal(cfg.clients[1].name, "team_b2");
+    assert_int_equal(cfg.clients[0].max_connections, 3);
+    assert_true(cfg.clients[1].max_graph_flops == 1000000000ull);
+    assert_true(cfg.clients[1].session_memory_bytes == 16ull << 20);
+    assert_null(cfg.clients[0].key);
+
+    expect_error("client = team-a\n", "client: expected NAME KEYFILE");
+    expect_error("client = Team a.key\n", "client: name 'Team' is not 1..31 of a-z 0-9 _ -");
+    expect_error("client = a a.key\nclient = a b.key\n", "t.policy:2: client: name 'a' given twice");
+    expect_error("client = a max_connections=2\n",
+                 "client a: expected a key file after the name, got 'max_connections=2'");
+    expect_error("client = a a.key max_conns=2\n", "client a: unknown option 'max_conns'");
+    expect_error("client = a a.key max_connections=2 max_connections=3\n",
+                 "client a: option max_connections given twice");
+    expect_error("client = a a.key max_connections=0\n",
+                 "client a: max_connections: '0' is too small (at least 1)");
+    expect_error("client = a a.key max_peer_links=1025\n",
+                 "client a: max_peer_links: '1025' is too large (at most 1024)");
+    expect_error("client = a a.key session_memory_bytes=1K\n",
+                 "client a: session_memory_bytes: '1K' is too small");
+    expect_error("client = a a.key max_connections\n", "client a: 'max_connections' is not OPTION=VALUE");
+    text[0] = '\0';
+    for (int i = 0; i < 17; i++)
+        snprintf(text + strlen(text), sizeof text - strlen(text), "client = c%d k%d.key\n", i, i);
+    expect_error(text, "t.policy:17: more than 16 client entries");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_clients),
         cmocka_unit_test(test_defaults),        cmocka_unit_test(test_every_field),
         cmocka_unit_test(test_suffixes),        cmocka_unit_test(test_syntax),
         cmocka_unit_test(test_unknown_key_line), cmocka_unit_test(test_duplicates),
