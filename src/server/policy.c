@@ -94,7 +94,7 @@ void baton_policy_default(struct baton_policy *p)
     p->session_memory_bytes = 0;
     p->total_memory_bytes = 0;
     p->max_graph_nodes = 8192;
-    p->max_graph_flops = 100000000000000ull; /* 10^14 */
+    p->max_graph_flops = 50000000000000ull; /* 5 x 10^13 */
     p->max_graphs_per_session = 32;
     p->fence_timeout_ms = 20000;
     p->compute_slice_ms = 10;

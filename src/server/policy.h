@@ -84,7 +84,8 @@ struct baton_policy {
     uint64_t session_memory_bytes;       /* 0 = auto (= total), else >= 4 KiB */
     uint64_t total_memory_bytes;         /* 0 = auto (3/4 of RAM), else >= 4 KiB */
     uint32_t max_graph_nodes;            /* 1..16384, default 8192 */
-    uint64_t max_graph_flops;            /* >= 1, default 100T (10^14) */
+    uint64_t max_graph_flops;            /* >= 1, default 50T (5 x 10^13: a ubatch of
+                                            512 through half of a 70B model's layers) */
     uint32_t max_graphs_per_session;     /* 0..4096, default 32 (GRAPH_REGISTER) */
     uint32_t fence_timeout_ms;           /* 1 ms..24 h, default 20 s (GRAPH_RUN fences) */
     uint32_t compute_slice_ms;           /* 1 ms..60 s, default 10 ms (turns on the device) */

@@ -45,7 +45,7 @@ void baton_server_config_default(struct baton_server_config *cfg)
     cfg->max_unauthenticated_per_ip = 1024;
     cfg->handshake_timeout_ms = 5000;
     cfg->session_memory_bytes = cfg->total_memory_bytes; /* 0 also means "the total" */
-    cfg->max_graph_flops = 100000000000000ull; /* 10^14 */
+    cfg->max_graph_flops = 50000000000000ull; /* 5 x 10^13: policy.h */
     cfg->max_graphs_per_session = 32;
     cfg->fence_timeout_ms = 20000;
     cfg->compute_slice_ms = 10;

@@ -54,7 +54,7 @@ struct baton_server_config {
     uint64_t session_memory_bytes;       /* buffers + scratch of one session
                                             (default: total_memory_bytes) */
     uint64_t max_graph_flops;            /* per GRAPH_COMPUTE, baton_graph_flops
-                                            (default 10^14) */
+                                            (default 5 x 10^13) */
     uint32_t max_graphs_per_session;     /* GRAPH_REGISTER, per session (default 32) */
     int fence_timeout_ms;                /* a GRAPH_RUN's wait for its fences (default 20000) */
     int compute_slice_ms;                /* a graph gives the device to a waiting session

@@ -52,7 +52,7 @@ static void test_defaults(void **state)
     assert_true(p.max_message_bytes == 1073741824ull);
     assert_true(p.session_memory_bytes == 0 && p.total_memory_bytes == 0);
     assert_int_equal(p.max_graph_nodes, 8192);
-    assert_true(p.max_graph_flops == 100000000000000ull);
+    assert_true(p.max_graph_flops == 50000000000000ull);
     assert_int_equal(p.max_grants_per_session, 64);
     assert_int_equal(p.max_peer_links, 16);
     assert_int_equal(p.max_peer_links_per_session, 4);
