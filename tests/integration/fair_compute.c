@@ -42,18 +42,6 @@ static struct baton_conn *slow_client(void)
     return c;
 }
 
-static void node_init(struct baton_graph_node *n, uint32_t op, uint64_t ne0, uint64_t ne1)
-{
-    memset(n, 0, sizeof *n);
-    n->op = op;
-    n->type = BATON_TYPE_F32;
-    n->ne[0] = ne0;
-    n->ne[1] = ne1;
-    n->ne[2] = n->ne[3] = 1;
-    for (int k = 0; k < BATON_MAX_SRC; k++)
-        n->src[k] = BATON_SRC_NONE;
-    n->out_leaf = BATON_SRC_NONE;
-}
 
 /* ---- session A: the long graph ---- */
 
@@ -160,10 +148,41 @@ static int64_t small_run(struct small_step *b)
     return rc == 0 ? now_ms() - t0 : -1;
 }
 
+/* B's waits while busy() says the long graphs run: a step every 20 ms,
+ * each timed from send to reply. */
+struct waits {
+    int64_t worst, sum;
+    int steps, failed;
+};
+
+static struct waits measure_waits(struct small_step *b, int (*busy)(void))
+{
+    struct waits w = {0, 0, 0, 0};
+    while (busy()) {
+        /* sent while the graphs compute: it counts, however long it waits */
+        int64_t t = small_run(b);
+        if (t < 0) {
+            w.failed++;
+            break;
+        }
+        w.steps++;
+        w.sum += t;
+        if (t > w.worst)
+            w.worst = t;
+        sleep_ms(20);
+    }
+    return w;
+}
+
 static struct long_graph g_a;
 static float g_out_busy[K * M];
 static int64_t g_busy_ms;
 static volatile int g_a_done;
+
+static int a_busy(void)
+{
+    return !g_a_done;
+}
 
 static void *a_thread(void *arg)
 {
@@ -180,6 +199,11 @@ static struct long_graph g_ka[A_CONNS];
 static float g_kout[A_CONNS][K * M];
 static int64_t g_kms[A_CONNS];
 static volatile int g_k_running;
+
+static int all_a_running(void)
+{
+    return __atomic_load_n(&g_k_running, __ATOMIC_SEQ_CST) == A_CONNS;
+}
 
 static void *ka_thread(void *arg)
 {
@@ -272,20 +296,9 @@ static int cmd_keys(const char *a_path, const char *b_path)
         if (pthread_create(&th[i], NULL, ka_thread, (void *)(intptr_t)i) != 0)
             return 1;
     sleep_ms((int)(t_one / 8));
-    int64_t worst = 0, sum = 0;
-    int steps = 0, failed = 0;
-    while (__atomic_load_n(&g_k_running, __ATOMIC_SEQ_CST) == A_CONNS) {
-        int64_t w = small_run(&b);
-        if (w < 0) {
-            failed++;
-            break;
-        }
-        steps++;
-        sum += w;
-        if (w > worst)
-            worst = w;
-        sleep_ms(20);
-    }
+    struct waits wt = measure_waits(&b, all_a_running);
+    int64_t worst = wt.worst, sum = wt.sum;
+    int steps = wt.steps, failed = wt.failed;
     for (int i = 0; i < A_CONNS; i++)
         pthread_join(th[i], NULL);
     printf("# team-b's wait while team-a's 3 sessions compute: longest %lld ms, mean %.1f ms "
@@ -343,21 +356,9 @@ int main(int argc, char **argv)
     if (pthread_create(&th, NULL, a_thread, NULL) != 0)
         return 1;
     sleep_ms((int)(t_a / 8)); /* A is well into its graph */
-    int64_t worst = 0, sum = 0;
-    int steps = 0, failed = 0;
-    while (!g_a_done) {
-        /* sent while A computes: it counts, however long it waits */
-        int64_t w = small_run(&b);
-        if (w < 0) {
-            failed++;
-            break;
-        }
-        steps++;
-        sum += w;
-        if (w > worst)
-            worst = w;
-        sleep_ms(20);
-    }
+    struct waits wt = measure_waits(&b, a_busy);
+    int64_t worst = wt.worst, sum = wt.sum;
+    int steps = wt.steps, failed = wt.failed;
     pthread_join(th, NULL);
     check(failed == 0 && steps >= 1, "B's steps during A's graph: %d served, %d failed", steps,
           failed);

@@ -65,18 +65,6 @@ static void put_tensor_range(uint8_t *p, const struct baton_tensor_desc *t, uint
     baton_wire_put_u64(p + BATON_TENSOR_DESC_BYTES + 8, n);
 }
 
-static void node_init(struct baton_graph_node *n, uint32_t op, uint64_t ne0, uint64_t ne1)
-{
-    memset(n, 0, sizeof *n);
-    n->op = op;
-    n->type = BATON_TYPE_F32;
-    n->ne[0] = ne0;
-    n->ne[1] = ne1;
-    n->ne[2] = n->ne[3] = 1;
-    for (int k = 0; k < BATON_MAX_SRC; k++)
-        n->src[k] = BATON_SRC_NONE;
-    n->out_leaf = BATON_SRC_NONE;
-}
 
 /* ---- semantic ---- */
 

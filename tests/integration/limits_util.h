@@ -201,6 +201,21 @@ static inline int wait_counts(int pid, int threads, int fds, int timeout_ms)
 }
 
 /* A client connection with a deadline on every call; exits on failure. */
+/* A graph node of op with result {ne0, ne1, 1, 1} F32, no sources, no out
+ * leaf (the caller fills them in). */
+static inline void node_init(struct baton_graph_node *n, uint32_t op, uint64_t ne0, uint64_t ne1)
+{
+    memset(n, 0, sizeof *n);
+    n->op = op;
+    n->type = BATON_TYPE_F32;
+    n->ne[0] = ne0;
+    n->ne[1] = ne1;
+    n->ne[2] = n->ne[3] = 1;
+    for (int k = 0; k < BATON_MAX_SRC; k++)
+        n->src[k] = BATON_SRC_NONE;
+    n->out_leaf = BATON_SRC_NONE;
+}
+
 static inline struct baton_conn *client_open(uint16_t port)
 {
     struct baton_conn *c = NULL;

@@ -126,20 +126,7 @@ static inline int tg_run_turns(struct tg *t, struct baton_pool *pool,
 
 static inline int tg_run(struct tg *t, struct baton_pool *pool)
 {
-    uint8_t *scratch = NULL;
-    int rc = tg_validate(t, TG_MAX);
-
-    if (rc)
-        return rc;
-    if (t->scratch_bytes > 0) {
-        scratch = aligned_alloc(64, (size_t)t->scratch_bytes);
-        if (!scratch)
-            return BATON_E_NOMEM;
-        memset(scratch, 0xA5, (size_t)t->scratch_bytes);
-    }
-    rc = baton_graph_execute(&t->g, t->data, t->plan, scratch, pool);
-    free(scratch);
-    return rc;
+    return tg_run_turns(t, pool, NULL);
 }
 
 static inline uint32_t f32_bits(float f)
