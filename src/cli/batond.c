@@ -73,7 +73,7 @@ static void usage(FILE *f)
             "              [--no-seccomp] [--quiet] [--log-format text|json|journal]\n"
             "              [--help] [--version]\n"
             "  --host ADDR       address to listen on (default 127.0.0.1; another address\n"
-            "                    needs --key, or --insecure-no-auth)\n"
+            "                    needs --key or --client, or --insecure-no-auth)\n"
             "  --port N          TCP port (default %d; 0 picks a free port)\n"
             "  --port-file FILE  write the bound port to FILE (atomically) once listening\n"
             "  --threads N       compute threads per graph, 1..64 (default 1)\n"
@@ -82,10 +82,14 @@ static void usage(FILE *f)
             "                    --key or key_file: $CREDENTIALS_DIRECTORY/client.key\n"
             "                    if there is one (systemd LoadCredential=)\n"
             "  --peer-key FILE   peer key: lets peer-role connections authenticate\n"
-            "                    (needs --key); likewise peer.key of the credentials\n"
-            "  --encrypt         also encrypt payloads after AUTH (needs --key)\n"
+            "                    (needs --key or --client); likewise peer.key of the\n"
+            "                    credentials\n"
+            "  --encrypt         also encrypt payloads after AUTH (needs --key or --client)\n"
             "  --client 'NAME KEYFILE [OPTION=VALUE]...'  a named client key with limits\n"
-            "                    of its own (repeatable; batond.policy(5) \"client\")\n"
+            "                    of its own, as one quoted argument (repeatable; the\n"
+            "                    command line's replace the policy file's; options\n"
+            "                    max_connections, session_memory_bytes, max_graph_flops,\n"
+            "                    max_peer_links: batond.policy(5) \"client\")\n"
             "  --peer HOST:PORT  a server this one may send hidden states to (direct\n"
             "                    path; repeatable; needs --peer-key). A name is resolved\n"
             "                    once, at start; a copy goes only to one of the addresses\n"
@@ -613,15 +617,20 @@ int main(int argc, char **argv)
         for (uint32_t j = 0; j < i && !same; j++)
             if (sodium_memcmp(kb, baton_key_bytes(named_keys[j]), BATON_KEY_BYTES) == 0)
                 same = pol.clients[j].key_file;
+        const char *what = "client line";
         if (!same && client_key &&
-            sodium_memcmp(kb, baton_key_bytes(client_key), BATON_KEY_BYTES) == 0)
+            sodium_memcmp(kb, baton_key_bytes(client_key), BATON_KEY_BYTES) == 0) {
             same = key_path;
-        if (!same && peer_key && sodium_memcmp(kb, baton_key_bytes(peer_key), BATON_KEY_BYTES) == 0)
+            what = "--key (key_file)";
+        }
+        if (!same && peer_key && sodium_memcmp(kb, baton_key_bytes(peer_key), BATON_KEY_BYTES) == 0) {
             same = peer_key_path;
+            what = "--peer-key (peer_key_file)";
+        }
         if (same) {
-            say("usage", "client %s: %s holds the same key as %s; every client key must be its "
-                         "own (baton keygen)",
-                pol.clients[i].name, pol.clients[i].key_file, same);
+            say("usage", "client %s: %s holds the same key as the %s %s; every client key must "
+                         "be its own (baton keygen)",
+                pol.clients[i].name, pol.clients[i].key_file, what, same);
             code = 2;
             goto out;
         }
@@ -682,7 +691,7 @@ int main(int argc, char **argv)
             {"protocol", NULL, BATON_PROTOCOL_VERSION},
             {"threads", NULL, cfg.n_threads},
             {"total_memory_mib", NULL, (long long)(cfg.total_memory_bytes >> 20)},
-            {"auth", client_key ? "key" : "none", 0},
+            {"auth", client_key || cfg.n_clients ? "key" : "none", 0},
             {"seccomp", use_seccomp ? "on" : "off", 0},
         };
         baton_log(BATON_LOG_NOTICE, "startup", f, sizeof f / sizeof f[0],
@@ -694,10 +703,22 @@ int main(int argc, char **argv)
     if (!use_seccomp)
         baton_log(BATON_LOG_WARNING, "startup", NULL, 0,
                   "seccomp allow-list not installed (--no-seccomp or a sanitizer build)");
-    if (client_key)
+    if (client_key || cfg.n_clients)
         baton_log(BATON_LOG_NOTICE, "startup", NULL, 0,
-                  "authentication required (client key%s), frames MAC'd%s",
-                  peer_key ? ", peer key" : "", cfg.encrypt ? " and encrypted" : "");
+                  "authentication required (%s%s%s), frames MAC'd%s",
+                  client_key ? "client key" : "", client_key && cfg.n_clients ? ", " : "",
+                  cfg.n_clients ? "named client keys" : "", cfg.encrypt ? " and encrypted" : "");
+    for (uint32_t i = 0; i < cfg.n_clients; i++)
+        baton_log(BATON_LOG_NOTICE, "startup", NULL, 0,
+                  "client key %s: %u connections, %llu bytes a session, %llu FLOP a graph, "
+                  "%u peer links",
+                  cfg.clients[i].name, cfg.clients[i].max_connections,
+                  (unsigned long long)(cfg.clients[i].session_memory_bytes
+                                           ? cfg.clients[i].session_memory_bytes
+                                           : cfg.session_memory_bytes),
+                  (unsigned long long)(cfg.clients[i].max_graph_flops ? cfg.clients[i].max_graph_flops
+                                                                      : cfg.max_graph_flops),
+                  cfg.clients[i].max_peer_links);
 
     rc = baton_server_run(g_server);
     if (rc != 0) {

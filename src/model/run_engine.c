@@ -434,7 +434,8 @@ static void note_outcome(struct run *r, uint32_t i, uint32_t outcome, uint32_t s
                      "holds none\n",
                   i + 1, d, d);
     else if (outcome == BATON_COPY_LIMIT)
-        stage_msg(r, "stage %u (%s) has all its peer links open (batond --max-peer-links) or "
+        stage_msg(r, "stage %u (%s) has all its peer links open (batond --max-peer-links, "
+                     "--max-peer-links-per-session, or its client key's max_peer_links) or "
                      "holds no peer key\n",
                   i + 1, r->stages[i].endpoint);
     b->last_outcome = outcome;

@@ -143,7 +143,8 @@ int stage_fail(struct run *r, const struct stage_rt *s, const char *what, int rc
               : connect && rc == BATON_E_INVAL ? "; the host name does not resolve"
               /* the refusal frame of the server's lobby (src/server/lobby.c) */
               : connect && rc == BATON_E_LIMIT
-                  ? "; the server is at its connection limit (batond --max-connections), or "
+                  ? "; the server is at its connection limit (batond --max-connections, or the "
+                    "max_connections of this client key's client line), or "
                     "newer connections still in their handshake pushed this one out of its "
                     "lobby (--max-unauthenticated, --max-unauthenticated-per-ip); batond "
                     "--print-policy shows them"

@@ -828,11 +828,16 @@ size_t baton_policy_format(const struct baton_policy *p, char *buf, size_t cap)
                 const struct baton_policy_client *c = &p->clients[k];
                 put(&o, "client = %s %s max_connections=%u", c->name, c->key_file,
                     (unsigned)c->max_connections);
-                if (c->session_memory_bytes)
-                    put(&o, " session_memory_bytes=%llu",
-                        (unsigned long long)c->session_memory_bytes);
-                if (c->max_graph_flops)
-                    put(&o, " max_graph_flops=%llu", (unsigned long long)c->max_graph_flops);
+                if (c->session_memory_bytes) {
+                    put(&o, " session_memory_bytes=");
+                    put_scaled(&o, c->session_memory_bytes, size_sfx,
+                               sizeof size_sfx / sizeof size_sfx[0]);
+                }
+                if (c->max_graph_flops) {
+                    put(&o, " max_graph_flops=");
+                    put_scaled(&o, c->max_graph_flops, flops_sfx,
+                               sizeof flops_sfx / sizeof flops_sfx[0]);
+                }
                 put(&o, " max_peer_links=%u\n", (unsigned)c->max_peer_links);
             }
             break;

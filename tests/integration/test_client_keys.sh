@@ -49,6 +49,6 @@ client = two $TMP/a.key
 POLICY
 rc=0
 "$BATOND" --host 127.0.0.1 --port 0 --policy "$TMP/dup.policy" 2>"$TMP/dup.err" || rc=$?
-[ "$rc" -eq 2 ] && grep -q "client two: $TMP/a.key holds the same key as $TMP/a.key" "$TMP/dup.err" ||
+[ "$rc" -eq 2 ] && grep -q "client two: $TMP/a.key holds the same key as the client line $TMP/a.key" "$TMP/dup.err" ||
     fail "duplicate client key: rc $rc, $(cat "$TMP/dup.err")"
 echo "PASS"

@@ -221,6 +221,6 @@ for _ in $(seq 400); do [ -e "$TMP/slot.ready" ] && break; sleep 0.025; done
 [ -e "$TMP/slot.ready" ] || fail "the connection holding the slot did not connect"
 want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$MODEL" \
     --servers "127.0.0.1:$PORT_one" --prompt x -n 2
-[ "$(tail -n 1 "$TMP/run.err")" = "baton run: stage 1 (127.0.0.1:$PORT_one): connect failed: E_LIMIT (limit exceeded); the server is at its connection limit (batond --max-connections), or newer connections still in their handshake pushed this one out of its lobby (--max-unauthenticated, --max-unauthenticated-per-ip); batond --print-policy shows them" ] ||
+[ "$(tail -n 1 "$TMP/run.err")" = "baton run: stage 1 (127.0.0.1:$PORT_one): connect failed: E_LIMIT (limit exceeded); the server is at its connection limit (batond --max-connections, or the max_connections of this client key's client line), or newer connections still in their handshake pushed this one out of its lobby (--max-unauthenticated, --max-unauthenticated-per-ip); batond --print-policy shows them" ] ||
     fail "connect at the connection limit: $(cat "$TMP/run.err")"
 echo PASS
