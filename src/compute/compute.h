@@ -88,9 +88,11 @@ int baton_graph_validate(const struct baton_graph *g, uint32_t max_nodes,
  * aligned memory, or a needed scratch arena is NULL or misaligned. */
 /* Taking turns with other sessions (src/server: compute_slice): between
  * nodes (and between the pieces of a large MUL_MAT), execution calls
- * between(arg), which may block while another session computes. */
+ * between(arg), which may block while another session computes; when it
+ * returns nonzero (the client is gone, the server stops) execution stops
+ * there with BATON_E_IO. */
 struct baton_exec_turns {
-    void (*between)(void *arg);
+    int (*between)(void *arg);
     void *arg;
 };
 
@@ -106,7 +108,9 @@ struct baton_exec_turns {
  * turns->between called between nodes and between the row pieces of each
  * MUL_MAT above BATON_GRAPH_TURN_FLOPS (which then runs apart from its
  * group, and needs a transient buffer of its piece's outputs: one more
- * error, BATON_E_NOMEM, before that node writes). */
+ * error, BATON_E_NOMEM, before that node writes). Two more errors:
+ * BATON_E_IO when between asked to stop (earlier nodes and pieces may have
+ * written their outputs, as for BATON_E_INDEX). */
 int baton_graph_execute_turns(const struct baton_graph *g, uint8_t *const *leaf_data,
                               const struct baton_node_plan *plan, uint8_t *scratch,
                               struct baton_pool *pool, const struct baton_exec_turns *turns);

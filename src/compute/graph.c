@@ -891,8 +891,10 @@ static int mul_mat_in_turns(const struct exec_ctx *x, uint32_t i, struct baton_p
     const uint64_t row_bytes = baton_row_bytes(wtype, k);
     for (uint64_t r0 = 0; r0 < rows; r0 += piece) {
         const uint64_t nr = rows - r0 < piece ? rows - r0 : piece;
-        if (r0 > 0)
-            turns->between(turns->arg);
+        if (r0 > 0 && turns->between(turns->arg) != 0) {
+            free(tmp);
+            return BATON_E_IO;
+        }
         baton_cpu_mul_mat_typed(pool, wtype, w + r0 * row_bytes, tensor_data(x, n->src[1]), tmp,
                                 k, nr, m, work);
         for (uint64_t c = 0; c < m; c++)
@@ -965,8 +967,8 @@ int baton_graph_execute_turns(const struct baton_graph *g, uint8_t *const *leaf_
     for (i = 0; i < g->n_nodes; i += len) {
         struct baton_cpu_mm_part parts[BATON_CPU_MM_MAX_PARTS];
 
-        if (turns && i > 0)
-            turns->between(turns->arg);
+        if (turns && i > 0 && turns->between(turns->arg) != 0)
+            return BATON_E_IO;
         if (turns && wants_pieces(&x, i)) {
             /* a large product: alone (not grouped), in pieces */
             len = 1;

@@ -582,15 +582,31 @@ fail:
 }
 
 struct turn_arg {
-    struct baton_server *s;
+    struct conn *c;
     int client;
     uint64_t start;
+    uint64_t next_check; /* when to look again for a gone client (ns) */
 };
 
-static void device_between(void *arg)
+static int run_abandoned(void *arg);
+
+/* Between nodes: the device to a waiting session after a slice; the graph
+ * ends early (nonzero) when the server stops or its client has gone
+ * (looked at once a slice: a poll costs a system call). */
+static int device_between(void *arg)
 {
     struct turn_arg *t = arg;
-    server_device_between(t->s, t->client, &t->start);
+    struct baton_server *s = t->c->s;
+    if (atomic_load(&s->stopping))
+        return 1;
+    uint64_t now = baton_net_now_ns();
+    if (now >= t->next_check) {
+        t->next_check = now + (uint64_t)s->cfg.compute_slice_ms * 1000000u;
+        if (run_abandoned(t->c))
+            return 1;
+    }
+    server_device_between(s, t->client, &t->start);
+    return atomic_load(&s->stopping) != 0;
 }
 
 /* Executes g (leaves resolved into the session's leaf_data, plan
@@ -598,9 +614,10 @@ static void device_between(void *arg)
 static int execute_in_turns(struct conn *c, const struct baton_graph *g,
                             const struct baton_node_plan *plan)
 {
-    struct turn_arg ta = {c->s, c->sess.client, 0};
+    struct turn_arg ta = {c, c->sess.client, 0, 0};
     const struct baton_exec_turns turns = {device_between, &ta};
     server_device_acquire(c->s, ta.client, &ta.start);
+    ta.next_check = ta.start + (uint64_t)c->s->cfg.compute_slice_ms * 1000000u;
     int rc = baton_graph_execute_turns(g, c->sess.leaf_data, plan, c->sess.scratch, c->s->pool,
                                        &turns);
     server_device_release(c->s);

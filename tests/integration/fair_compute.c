@@ -1,5 +1,8 @@
 /* fair_compute PORT SLICE_MS [CHAIN]
  * fair_compute keys PORT A_KEY B_KEY   (see cmd_keys)
+ * fair_compute hold PORT SENT_FILE     (sends the long graph, writes
+ *     SENT_FILE, then waits for its reply or to be killed: the script
+ *     kills it, or stops batond, while the graph runs)
  *
  * Sessions take turns on batond's compute device (issue 15; compute_slice,
  * src/server/server.c server_device_*, baton_graph_execute_turns). Session A
@@ -322,9 +325,28 @@ static int cmd_keys(const char *a_path, const char *b_path)
     return g_failed ? 1 : 0;
 }
 
+/* hold: A's long graph sent, SENT_FILE written, then the reply awaited. */
+static int cmd_hold(const char *sent_file)
+{
+    static struct long_graph a;
+    if (long_setup(&a) != 0 || baton_submit_graph_compute(a.c, &a.g) != 0)
+        return 1;
+    FILE *f = fopen(sent_file, "w");
+    if (!f)
+        return 1;
+    fclose(f);
+    return baton_conn_wait(a.c) != 0; /* E_IO when the server stops */
+}
+
 int main(int argc, char **argv)
 {
     static float out_alone[K * M];
+    if (argc == 4 && strcmp(argv[1], "hold") == 0) {
+        if (baton_net_parse_port(argv[2], &g_port) != 0 || g_port == 0)
+            return 2;
+        signal(SIGPIPE, SIG_IGN);
+        return cmd_hold(argv[3]);
+    }
     if (argc == 5 && strcmp(argv[1], "keys") == 0) {
         if (baton_net_parse_port(argv[2], &g_port) != 0 || g_port == 0)
             return 2;

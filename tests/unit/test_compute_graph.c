@@ -740,11 +740,12 @@ static void test_mul_mat_group_same_bits(void **state)
  * group, with the callback between nodes and pieces; every result bit
  * equals the run without turns (which groups the two), for F32, Q8_0 and
  * Q4_0 weights, 2 threads. */
-static int turns_count;
-static void count_turn(void *arg)
+static int turns_count, turns_stop_at;
+static int count_turn(void *arg)
 {
     (void)arg;
     turns_count++;
+    return turns_stop_at > 0 && turns_count >= turns_stop_at;
 }
 
 static void run_turns_graph(uint32_t type, const void *wbig, const void *wsmall, const float *x,
@@ -813,6 +814,29 @@ static void test_turns_same_bits(void **state)
         assert_memory_equal(s1, s2, 48 * 512 * sizeof(float));
         /* 4 nodes: 3 turns between them, and 4 between the 5 pieces */
         assert_int_equal(turns_count, 7);
+        /* a nonzero answer stops there: E_IO, nothing of the rest runs */
+        struct tg t;
+        turns_count = 0;
+        turns_stop_at = 2;
+        memset(s2, 0x3C, 48 * 512 * sizeof(float));
+        tg_init(&t);
+        {
+            uint32_t lx = tg_leaf(&t, BATON_TYPE_F32, 256, 512, 1, 1, x);
+            uint32_t lb = tg_leaf(&t, types[ti], 256, 4100, 1, 1, wb);
+            uint32_t lys = tg_leaf(&t, BATON_TYPE_F32, 48, 512, 1, 1, s2);
+            uint32_t ls = tg_leaf(&t, types[ti], 256, 48, 1, 1, ws);
+            uint32_t nb = tg_node(&t, BATON_OP_MUL_MAT, BATON_TYPE_F32, 4100, 512, 1, 1,
+                                  SRC2(lb, lx), NULL);
+            (void)nb;
+            tg_at(&t, tg_node(&t, BATON_OP_MUL_MAT, BATON_TYPE_F32, 48, 512, 1, 1, SRC2(ls, lx),
+                              NULL))
+                ->out_leaf = lys;
+        }
+        assert_int_equal(tg_run_turns(&t, pool, &turns), BATON_E_IO);
+        assert_int_equal(turns_count, 2);
+        for (uint32_t k = 0; k < 48 * 512; k++)
+            assert_int_equal(((uint32_t *)s2)[k], 0x3C3C3C3Cu); /* the small product never ran */
+        turns_stop_at = 0;
     }
     baton_pool_destroy(pool);
     free(x);
