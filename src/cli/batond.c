@@ -705,9 +705,11 @@ int main(int argc, char **argv)
                   "seccomp allow-list not installed (--no-seccomp or a sanitizer build)");
     if (client_key || cfg.n_clients)
         baton_log(BATON_LOG_NOTICE, "startup", NULL, 0,
-                  "authentication required (%s%s%s), frames MAC'd%s",
-                  client_key ? "client key" : "", client_key && cfg.n_clients ? ", " : "",
-                  cfg.n_clients ? "named client keys" : "", cfg.encrypt ? " and encrypted" : "");
+                  "authentication required (%s%s%s%s), frames MAC'd%s",
+                  client_key ? "client key" : "named client keys",
+                  peer_key ? ", peer key" : "", client_key && cfg.n_clients ? ", " : "",
+                  client_key && cfg.n_clients ? "named client keys" : "",
+                  cfg.encrypt ? " and encrypted" : "");
     for (uint32_t i = 0; i < cfg.n_clients; i++)
         baton_log(BATON_LOG_NOTICE, "startup", NULL, 0,
                   "client key %s: %u connections, %llu bytes a session, %llu FLOP a graph, "

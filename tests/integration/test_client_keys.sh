@@ -19,6 +19,10 @@ client = team-b $TMP/b.key max_connections=2 max_graph_flops=1G session_memory_b
 POLICY
 BATOND_EXTRA="${BATOND_EXTRA:-} --policy $TMP/keys.policy" start_server a
 log="$TMP/batond.a.log"
+grep -q "authentication required (named client keys), frames MAC'd" "$log" ||
+    fail "no startup line saying the keys are required: $(cat "$log")"
+grep -q "client key team-b: 2 connections, 16777216 bytes a session, 1000000000 FLOP a graph, 4 peer links" "$log" ||
+    fail "no startup line with team-b's limits"
 if [ "${BATON_ASAN:-}" = "1" ]; then
     # a sanitizer build computes about a hundred times slower: the limits
     # only (the fairness figures are judged in the plain build)
