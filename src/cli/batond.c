@@ -501,6 +501,12 @@ int main(int argc, char **argv)
             say("usage", "%s needs a value (see batond --help)", a);
             usage_after_error();
             return 2;
+        } else if (!strncmp(a, "--", 2) && baton_policy_key_known(a + 2) && v &&
+                   !strncmp(v, "--", 2)) {
+            /* no value would start with "--": the value is missing */
+            say("usage", "%s needs a value; the next argument is the option %s", a, v);
+            usage_after_error();
+            return 2;
         } else if (!strncmp(a, "--", 2) && baton_policy_key_known(a + 2) && v) {
             /* a policy setting; a --peer (--client) list replaces the file's */
             if (!cli_peers && !strcmp(a + 2, "peer")) {

@@ -384,7 +384,7 @@ bad:
 static const struct field client_fields[] = {
     {"max_connections", K_COUNT, offsetof(struct baton_policy_client, max_connections), 1, 1024, 0},
     {"session_memory_bytes", K_SIZE, offsetof(struct baton_policy_client, session_memory_bytes),
-     4096, MEM_MAX, 0},
+     4096, MEM_MAX, 1}, /* auto (0): the policy's */
     {"max_graph_flops", K_FLOPS, offsetof(struct baton_policy_client, max_graph_flops), 1,
      UINT64_MAX, 0},
     {"max_peer_links", K_COUNT, offsetof(struct baton_policy_client, max_peer_links), 0, 1024, 0},

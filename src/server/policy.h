@@ -60,7 +60,7 @@ struct baton_policy_client {
     char name[BATON_POLICY_CLIENT_NAME_BYTES];
     char key_file[BATON_POLICY_PATH_BYTES];
     uint32_t max_connections;      /* 1..1024, default 16 */
-    uint64_t session_memory_bytes; /* >= 4 KiB, 0 (default): the policy's */
+    uint64_t session_memory_bytes; /* >= 4 KiB, 0 (default, or "auto"): the policy's */
     uint64_t max_graph_flops;      /* >= 1, 0 (default): the policy's */
     uint32_t max_peer_links;       /* 0..1024, default 4: its sessions' links together */
 };

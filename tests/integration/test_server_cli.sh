@@ -179,6 +179,12 @@ if [ -n "${BATON:-}" ] && [ -x "$BATON" ]; then
     grep -q "^Exit status: 0 every server answered" "$tmp/info" || fail "baton info --help: exit status"
 fi
 
+# a policy flag whose value is missing does not take the next option as it
+rc=0
+"$BATOND" --compute-slice --print-policy >"$tmp/noval.out" 2>"$tmp/noval.err" || rc=$?
+[ "$rc" -eq 2 ] && grep -q "batond: --compute-slice needs a value; the next argument is the option --print-policy" \
+    "$tmp/noval.err" || fail "a flag without its value: rc $rc: $(cat "$tmp/noval.err")"
+
 # --quiet: no per-connection lines
 start q --port 0 --quiet
 exec 3<>"/dev/tcp/127.0.0.1/$started_port"

@@ -610,6 +610,8 @@ static void test_clients(void **state)
     expect_error("client = a a.key session_memory_bytes=1K\n",
                  "client a: session_memory_bytes: '1K' is too small");
     expect_error("client = a a.key max_connections\n", "client a: 'max_connections' is not OPTION=VALUE");
+    assert_int_equal(parse(&p, "client = a a.key session_memory_bytes=auto\n"), 0);
+    assert_true(p.clients[0].session_memory_bytes == 0);
     text[0] = '\0';
     for (int i = 0; i < 17; i++)
         snprintf(text + strlen(text), sizeof text - strlen(text), "client = c%d k%d.key\n", i, i);
