@@ -129,6 +129,24 @@ static int load_model(const char *dir, struct vocab *v)
 /* The synthetic BPE vocabulary: ids 0..255 the mapped bytes, then the
  * merge results, "<|endoftext|>" (control, BOS and EOS) and "<|u|>"
  * (user-defined). Merges in mapped space ("Ġ" is the space). */
+
+/* The tokenizer of the GGUF written in w (freed here); aborts when the
+ * harness's own vocabulary is refused. */
+static struct baton_tokenizer *tokenizer_of(struct gw *w, const char *name)
+{
+    struct baton_gguf *g;
+    struct baton_tokenizer *tok = NULL;
+    char err[256];
+    if (baton_gguf_open_buffer(w->p, w->len, name, &g, err, sizeof err) != 0 ||
+        baton_tokenizer_from_gguf(g, &tok, err, sizeof err) != 0) {
+        fprintf(stderr, "fuzz_tokenizer: %s vocabulary rejected: %s\n", name, err);
+        abort();
+    }
+    baton_gguf_close(g);
+    gw_free(w);
+    return tok;
+}
+
 static void build_synth_bpe(void)
 {
     static const char *const merges[] = {
@@ -139,8 +157,6 @@ static void build_synth_bpe(void)
     enum { N_MERGES = sizeof merges / sizeof merges[0] };
     char pieces[N_MERGES][32];
     struct gw w;
-    struct baton_gguf *g;
-    char err[256];
     uint32_t n_vocab = 256 + N_MERGES + 2;
 
     for (size_t i = 0; i < N_MERGES; i++) {
@@ -173,13 +189,7 @@ static void build_synth_bpe(void)
     gw_kv_u32(&w, "tokenizer.ggml.bos_token_id", n_vocab - 2);
     gw_kv_u32(&w, "tokenizer.ggml.eos_token_id", n_vocab - 2);
     gw_finish(&w);
-    if (baton_gguf_open_buffer(w.p, w.len, "synthetic-bpe", &g, err, sizeof err) != 0 ||
-        baton_tokenizer_from_gguf(g, &synth_bpe.tok, err, sizeof err) != 0) {
-        fprintf(stderr, "fuzz_tokenizer: synthetic BPE vocabulary rejected: %s\n", err);
-        abort();
-    }
-    baton_gguf_close(g);
-    gw_free(&w);
+    synth_bpe.tok = tokenizer_of(&w, "synthetic-bpe");
     synth_bpe.all_bytes = has_all_mapped_bytes(synth_bpe.tok);
     FUZZ_CHECK(synth_bpe.all_bytes, "synthetic BPE vocabulary lacks mapped bytes");
 }
@@ -227,17 +237,9 @@ static void init(void)
         "\xe6\x97\xa5", "\xe6\x97\xa5\xe6\x9c\xac", "<", "s", ">", "<s", "\xe2\x96\x81\xe2\x96\x81",
     };
     struct gw w;
-    struct baton_gguf *g;
-    char err[256];
     gw_init(&w);
     gw_vocab_gguf(&w, extra, sizeof extra / sizeof extra[0]);
-    if (baton_gguf_open_buffer(w.p, w.len, "synthetic", &g, err, sizeof err) != 0 ||
-        baton_tokenizer_from_gguf(g, &synth_vocab.tok, err, sizeof err) != 0) {
-        fprintf(stderr, "fuzz_tokenizer: synthetic vocabulary rejected: %s\n", err);
-        abort();
-    }
-    baton_gguf_close(g);
-    gw_free(&w);
+    synth_vocab.tok = tokenizer_of(&w, "synthetic");
     synth_vocab.all_bytes = has_all_bytes(synth_vocab.tok);
     FUZZ_CHECK(synth_vocab.all_bytes, "synthetic vocabulary lacks byte tokens");
 

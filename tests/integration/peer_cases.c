@@ -527,13 +527,37 @@ static int copy_to(struct baton_conn *src, struct baton_conn *dst, uint16_t port
  * landing; another session's copy to the second is done (the server-wide
  * pool was not used up by the first); the first session's link still
  * works. */
+/* Two client sessions a, b on the source and one on each destination. */
+struct link_case {
+    struct baton_key *ck;
+    struct baton_conn *a, *b, *d1, *d2;
+};
+
+static void link_case_open(struct link_case *lc, uint16_t src_port, uint16_t d1_port,
+                           uint16_t d2_port, const char *ck_path)
+{
+    lc->ck = load_key(ck_path);
+    lc->a = conn(src_port, lc->ck, BATON_ROLE_CLIENT);
+    lc->b = conn(src_port, lc->ck, BATON_ROLE_CLIENT);
+    lc->d1 = conn(d1_port, lc->ck, BATON_ROLE_CLIENT);
+    lc->d2 = conn(d2_port, lc->ck, BATON_ROLE_CLIENT);
+}
+
+static int link_case_close(struct link_case *lc)
+{
+    baton_conn_close(lc->a);
+    baton_conn_close(lc->b);
+    baton_conn_close(lc->d1);
+    baton_conn_close(lc->d2);
+    baton_key_free(lc->ck);
+    return g_failed ? 1 : 0;
+}
+
 static int cmd_links(uint16_t src_port, uint16_t d1_port, uint16_t d2_port, const char *ck_path)
 {
-    struct baton_key *ck = load_key(ck_path);
-    struct baton_conn *a = conn(src_port, ck, BATON_ROLE_CLIENT);
-    struct baton_conn *b = conn(src_port, ck, BATON_ROLE_CLIENT);
-    struct baton_conn *d1 = conn(d1_port, ck, BATON_ROLE_CLIENT);
-    struct baton_conn *d2 = conn(d2_port, ck, BATON_ROLE_CLIENT);
+    struct link_case lc;
+    link_case_open(&lc, src_port, d1_port, d2_port, ck_path);
+    struct baton_conn *a = lc.a, *b = lc.b, *d1 = lc.d1, *d2 = lc.d2;
     int landed, r;
     r = copy_to(a, d1, d1_port, 1, &landed);
     check(r == BATON_COPY_DONE && landed, "session A to the first destination: done (%d)", r);
@@ -545,12 +569,7 @@ static int cmd_links(uint16_t src_port, uint16_t d1_port, uint16_t d2_port, cons
     check(r == BATON_COPY_DONE && landed, "session B to the second destination: done (%d)", r);
     r = copy_to(a, d1, d1_port, 4, &landed);
     check(r == BATON_COPY_DONE && landed, "session A's own link still works (%d)", r);
-    baton_conn_close(a);
-    baton_conn_close(b);
-    baton_conn_close(d1);
-    baton_conn_close(d2);
-    baton_key_free(ck);
-    return g_failed ? 1 : 0;
+    return link_case_close(&lc);
 }
 
 /* keylinks: the source holds the client key only as a named client with
@@ -560,11 +579,9 @@ static int cmd_links(uint16_t src_port, uint16_t d1_port, uint16_t d2_port, cons
  * is done. */
 static int cmd_keylinks(uint16_t src_port, uint16_t d1_port, uint16_t d2_port, const char *ck_path)
 {
-    struct baton_key *ck = load_key(ck_path);
-    struct baton_conn *a = conn(src_port, ck, BATON_ROLE_CLIENT);
-    struct baton_conn *b = conn(src_port, ck, BATON_ROLE_CLIENT);
-    struct baton_conn *d1 = conn(d1_port, ck, BATON_ROLE_CLIENT);
-    struct baton_conn *d2 = conn(d2_port, ck, BATON_ROLE_CLIENT);
+    struct link_case lc;
+    link_case_open(&lc, src_port, d1_port, d2_port, ck_path);
+    struct baton_conn *a = lc.a, *b = lc.b, *d1 = lc.d1, *d2 = lc.d2;
     int landed, r;
     r = copy_to(a, d1, d1_port, 5, &landed);
     check(r == BATON_COPY_DONE && landed, "key session A to the first destination: done (%d)", r);
@@ -572,6 +589,7 @@ static int cmd_keylinks(uint16_t src_port, uint16_t d1_port, uint16_t d2_port, c
     check(r == BATON_COPY_LIMIT && !landed,
           "key session B to the second: not done, the key's one link is A's (result %d)", r);
     baton_conn_close(a);
+    lc.a = NULL;
     int ok = 0;
     for (int i = 0; i < 100 && !ok; i++) { /* A's session ends asynchronously */
         r = copy_to(b, d2, d2_port, (uint8_t)(7 + i), &landed);
@@ -580,11 +598,7 @@ static int cmd_keylinks(uint16_t src_port, uint16_t d1_port, uint16_t d2_port, c
             sleep_ms(50);
     }
     check(ok, "once A has closed, B's copy is done (%d)", r);
-    baton_conn_close(b);
-    baton_conn_close(d1);
-    baton_conn_close(d2);
-    baton_key_free(ck);
-    return g_failed ? 1 : 0;
+    return link_case_close(&lc);
 }
 
 int main(int argc, char **argv)
