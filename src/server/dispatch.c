@@ -273,9 +273,7 @@ static int cmd_auth(struct conn *c, const struct baton_frame_header *h)
         return rc;
     rc = server_hs_auth(c->s, &c->hs, p, proof, &ready);
     if (rc != 0) {
-        server_log_auth(c->s, "session %llu from %s: authentication failed (%s role)",
-                        (unsigned long long)c->sess.id, c->peer,
-                        c->role == BATON_ROLE_PEER ? "peer" : "client");
+        server_log_auth_outcome(c->s, c->sess.id, c->peer, c->role, 0, SERVER_CLASS_OTHER);
         return BATON_E_AUTH;
     }
     c->fatal = 0;
@@ -285,12 +283,7 @@ static int cmd_auth(struct conn *c, const struct baton_frame_header *h)
     c->sess.client = ready.client;
     server_ready_wipe(&ready);
     server_conn_authenticated(c->s, c->slot);
-    server_log_auth(c->s, "session %llu from %s authenticated (%s role%s%s%s)",
-                    (unsigned long long)c->sess.id, c->peer,
-                    c->role == BATON_ROLE_PEER ? "peer" : "client",
-                    c->sess.client >= 0 ? ", key " : "",
-                    c->sess.client >= 0 ? c->s->cfg.clients[c->sess.client].name : "",
-                    c->s->cfg.encrypt ? ", encrypted" : "");
+    server_log_auth_outcome(c->s, c->sess.id, c->peer, c->role, 1, c->sess.client);
     send_reply(c, h->cmd, h->seq, 0, proof, sizeof proof, NULL, 0); /* untagged */
     sodium_memzero(proof, sizeof proof);
     /* every later frame, both directions, carries a tag */

@@ -368,15 +368,13 @@ static void finish_auth(struct server_lobby *L, uint32_t i, const struct baton_f
     uint8_t rep[SERVER_AUTH_FRAME_BYTES];
     struct baton_frame_header rh = {.cmd = h->cmd, .seq = h->seq, .len = BATON_PROOF_BYTES};
     struct server_ready ready;
-    const char *role = x->hs.role == BATON_ROLE_PEER ? "peer" : "client";
     memset(&ready, 0, sizeof ready);
     /* the proof first: which key it proves decides the class whose
      * connection cap applies */
     int rc = server_hs_auth(s, &x->hs, x->buf + BATON_FRAME_HEADER_BYTES,
                             rep + BATON_FRAME_HEADER_BYTES, &ready);
     if (rc != 0) {
-        server_log_auth(s, "session %llu from %s: authentication failed (%s role)",
-                        (unsigned long long)x->session, x->peer, role);
+        server_log_auth_outcome(s, x->session, x->peer, x->hs.role, 0, SERVER_CLASS_OTHER);
         entry_close(L, i, h->cmd, h->seq, BATON_E_AUTH, 1, "authentication failed");
         return;
     }
@@ -391,11 +389,7 @@ static void finish_auth(struct server_lobby *L, uint32_t i, const struct baton_f
         pthread_mutex_unlock(&s->conn_lock);
         return;
     }
-    server_log_auth(s, "session %llu from %s authenticated (%s role%s%s%s)",
-                    (unsigned long long)x->session, x->peer, role,
-                    ready.client >= 0 ? ", key " : "",
-                    ready.client >= 0 ? s->cfg.clients[ready.client].name : "",
-                    s->cfg.encrypt ? ", encrypted" : "");
+    server_log_auth_outcome(s, x->session, x->peer, x->hs.role, 1, ready.client);
     baton_wire_encode_header(rep, &rh);
     hand_off_locked(L, i, rep, sizeof rep, &ready);
     pthread_mutex_unlock(&s->conn_lock);

@@ -135,6 +135,21 @@ int server_hs_auth(const struct baton_server *s, struct server_hs *st, const uin
     return 0;
 }
 
+void server_log_auth_outcome(struct baton_server *s, uint64_t session, const char *peer,
+                             uint8_t role, int ok, int client)
+{
+    const char *r = role == BATON_ROLE_PEER ? "peer" : "client";
+    if (!ok) {
+        server_log_auth(s, "session %llu from %s: authentication failed (%s role)",
+                        (unsigned long long)session, peer, r);
+        return;
+    }
+    const int named = client >= 0 && (uint32_t)client < s->cfg.n_clients;
+    server_log_auth(s, "session %llu from %s authenticated (%s role%s%s%s)",
+                    (unsigned long long)session, peer, r, named ? ", key " : "",
+                    named ? s->cfg.clients[client].name : "", s->cfg.encrypt ? ", encrypted" : "");
+}
+
 void server_ready_wipe(struct server_ready *ready)
 {
     baton_frame_key_wipe(&ready->send_key);

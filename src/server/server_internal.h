@@ -74,6 +74,12 @@ int server_hs_hello(const struct baton_server *s, const uint8_t *req, struct ser
 int server_hs_auth(const struct baton_server *s, struct server_hs *st, const uint8_t *proof_in,
                    uint8_t *proof_out, struct server_ready *ready);
 
+/* The authentication log line of a handshake (server_log_auth): failed, or
+ * authenticated with its role, key name (client: a named client's index)
+ * and whether payloads are encrypted. */
+void server_log_auth_outcome(struct baton_server *s, uint64_t session, const char *peer,
+                             uint8_t role, int ok, int client);
+
 /* Wipes ready's keys and fields. */
 void server_ready_wipe(struct server_ready *ready);
 
