@@ -30,6 +30,10 @@ static void run_usage(FILE *f)
           "  --parallel N         sequences decoded together in one step, 1..256 (default\n"
           "                       1; with --prompt-file): each holds --ctx positions of\n"
           "                       KV cache; a sequence that ends frees them for the next\n"
+          "  --continuous on|off  with --parallel (default on): a prompt admitted into a\n"
+          "                       freed slot rides in the decode steps, --ubatch tokens\n"
+          "                       of it beside the other sequences' tokens, instead of\n"
+          "                       a prefill that holds them back (continuous batching)\n"
           "  --output-dir DIR     with --prompt-file: DIR/N.txt per prompt, streamed\n"
           "                       (DIR must exist);\n"
           "                       every N.txt is checked before the model loads (none\n"
@@ -156,7 +160,7 @@ int baton_cmd_run(int argc, char **argv)
     enum {
         O_MODEL = 256, O_PROMPT, O_SERVERS, O_SPLIT, O_CTX, O_UBATCH, O_TEMP, O_TOPK, O_TOPP,
         O_SEED, O_THREADS, O_TIMEOUT, O_STATS, O_IDS, O_QUIET, O_IGNORE_EOS, O_GAP, O_HELP,
-        O_KEY, O_P2P, O_STATS_JSON, O_PIPELINE, O_SLOTS, O_RING, O_PROMPT_FILE, O_PARALLEL,
+        O_KEY, O_P2P, O_STATS_JSON, O_PIPELINE, O_SLOTS, O_RING, O_PROMPT_FILE, O_PARALLEL, O_CONTINUOUS,
         O_OUTPUT_DIR, O_GROUPS
     };
     static const struct option opts[] = {
@@ -173,6 +177,7 @@ int baton_cmd_run(int argc, char **argv)
         {"p2p", required_argument, 0, O_P2P},         {"stats-json", required_argument, 0, O_STATS_JSON},
         {"pipeline", required_argument, 0, O_PIPELINE}, {"slots", required_argument, 0, O_SLOTS},
         {"ring", required_argument, 0, O_RING},
+        {"continuous", required_argument, 0, O_CONTINUOUS},
         {"prompt-file", required_argument, 0, O_PROMPT_FILE},
         {"parallel", required_argument, 0, O_PARALLEL},
         {"output-dir", required_argument, 0, O_OUTPUT_DIR},
@@ -250,6 +255,9 @@ int baton_cmd_run(int argc, char **argv)
             break;
         case O_RING:
             if (baton_cli_parse_onoff(PROG, "--ring", optarg, &cfg.ring)) return 2;
+            break;
+        case O_CONTINUOUS:
+            if (baton_cli_parse_onoff(PROG, "--continuous", optarg, &cfg.continuous)) return 2;
             break;
         case O_SLOTS:
             if (parse_u32("--slots", optarg, 1, BATON_LLAMA_MAX_SLOTS, &cfg.n_slots)) return 2;

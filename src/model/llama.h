@@ -71,7 +71,8 @@ struct baton_llama_io {
     uint32_t n_slots;                    /* 1..BATON_LLAMA_MAX_SLOTS (not first) */
     struct baton_tensor_desc hidden_in[BATON_LLAMA_MAX_SLOTS]; /* F32 {n_embd, max_ubatch} */
     struct baton_tensor_desc hidden_out; /* F32 {n_embd, max_ubatch} (not last) */
-    struct baton_tensor_desc last_idx;   /* I32 {1}                  (last) */
+    struct baton_tensor_desc last_idx;   /* I32 {1}, or {max_ubatch} with seqs (last):
+                                            the rows whose output is computed */
     struct baton_tensor_desc logits;     /* F32 {n_vocab}            (last) */
     struct baton_tensor_desc argmax;     /* I32 {1}, or {max_ubatch} with seqs (last) */
     struct baton_tensor_desc sample;     /* I32 {6 * max_ubatch}: SAMPLE's parameters per
@@ -124,10 +125,13 @@ int baton_llama_build_stage(const struct baton_llama_hparams *hp,
                             struct baton_llama_graph_inputs *in);
 
 /* baton_llama_build_stage with n_out output tokens on the last stage: 1 (the
- * last token, as above) or n_tokens (every token's argmax into io.argmax
- * {n_tokens}: one decode token of each of several sequences; st->seqs, no
- * logits). BATON_E_INVAL for any other n_out, or n_out > 1 with want_logits
- * or without st->seqs. */
+ * last token, as above), n_tokens (every token's argmax into io.argmax
+ * {n_tokens}: one decode token of each of several sequences), or 1 < n_out <
+ * n_tokens: the argmax of the rows named by io.last_idx {n_out} (a step that
+ * mixes the chunk of a prompt with other sequences' decode tokens: the
+ * coordinator names the last n_out rows). n_out > 1 needs st->seqs and no
+ * logits; BATON_E_INVAL otherwise, for n_out > n_tokens, or for more rows
+ * than io.last_idx holds. */
 int baton_llama_build_stage_out(const struct baton_llama_hparams *hp,
                                 const struct baton_llama_stage *st, uint32_t n_tokens,
                                 uint32_t n_out, uint32_t slot, int want_logits,

@@ -145,7 +145,8 @@ int baton_llama_build_stage_out(const struct baton_llama_hparams *hp,
     *in = none;
     if (n == 0 || (uint64_t)n * (st->seqs ? 3 : 1) > st->io.pos.ne[0] ||
         (!st->first && (slot >= st->io.n_slots || slot >= BATON_LLAMA_MAX_SLOTS)) ||
-        (n_out != 1 && (n_out != n || !st->seqs || want_logits)))
+        (n_out != 1 && (n_out > n || !st->seqs || want_logits ||
+                        (n_out < n && n_out > st->io.last_idx.ne[0]))))
         return BATON_E_INVAL;
     pos = leaf_view(gb, &st->io.pos, n, 1, 1);
     /* several sequences: ATTENTION reads rows 1 and 2 (cells) of the same
@@ -181,11 +182,14 @@ int baton_llama_build_stage_out(const struct baton_llama_hparams *hp,
     } else {
         uint32_t logits, am;
 
-        if (n > 1 && n_out == 1) {
-            uint32_t idx = leaf(gb, &st->io.last_idx);
+        if (n_out < n) {
+            /* the last token's row, or (a step that mixes a prompt's chunk
+             * with decode tokens) the last n_out rows: their indices are a
+             * per-step input */
+            uint32_t idx = leaf_view(gb, &st->io.last_idx, n_out, 1, 1);
 
             in->last_idx = idx;
-            x = node(gb, BATON_OP_GET_ROWS, BATON_TYPE_F32, hp->n_embd, 1, 1, x, idx, NULL);
+            x = node(gb, BATON_OP_GET_ROWS, BATON_TYPE_F32, hp->n_embd, n_out, 1, x, idx, NULL);
         }
         x = rms_norm_mul(gb, hp, x, &st->output_norm, n_out);
         logits = mul_mat(gb, &st->output, x, n_out);

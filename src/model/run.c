@@ -51,6 +51,7 @@ void baton_run_config_default(struct baton_run_config *cfg)
     cfg->timeout_ms = 30000;
     cfg->p2p = 1;
     cfg->ring = 1;
+    cfg->continuous = 1;
     cfg->out = stdout;
     cfg->log = stderr;
     cfg->prog = "baton";
@@ -579,6 +580,17 @@ int baton_run(const struct baton_run_config *cfg)
     if (r.n_ubatch > n_prompt) /* no step is larger: smaller I/O buffers */
         r.n_ubatch = (uint32_t)n_prompt;
     r.n_tok_max = r.n_ubatch > r.n_seq ? r.n_ubatch : r.n_seq;
+    /* continuous batching: a prompt admitted once decoding has begun rides
+     * in its group's decode steps, n_ubatch tokens a step beside the
+     * group's tokens (run_parallel.c); only when some prompt waits for a
+     * slot and there is a decode step */
+    if (r.seqs && cfg->continuous && r.n_par > r.n_seq && cfg->n_predict > 1) {
+        const uint32_t mixed = r.n_ubatch + (r.n_seq + r.n_groups - 1) / r.n_groups;
+
+        r.n_chunk = r.n_ubatch;
+        if (mixed > r.n_tok_max)
+            r.n_tok_max = mixed;
+    }
     if (make_stages(&r, counts) != 0)
         goto out;
     rc = run_connect_stages(&r);

@@ -303,9 +303,10 @@ static int submit_block(struct engine *e, uint32_t s, uint32_t k)
             blk->fenced = 1;
         }
     }
-    if (stage->st.last && st->n > 1 && st->n_out == 1) {
-        run.inputs[run.n_inputs++] = (struct baton_run_input){g->in.last_idx, 1,
-                                                              (int32_t)(st->n - 1)};
+    if (stage->st.last && st->n_out < st->n) {
+        /* the rows whose output comes back: the last n_out */
+        run.inputs[run.n_inputs++] = (struct baton_run_input){g->in.last_idx, st->n_out,
+                                                              (int32_t)(st->n - st->n_out)};
         r->token_bytes += BATON_RUN_INPUT_BYTES;
     }
 

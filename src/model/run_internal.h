@@ -92,7 +92,10 @@ struct run {
     void *on_retire_arg;
     uint32_t n_stages;
     uint32_t n_ubatch;          /* tokens per prefill step (cfg->n_ubatch or the default) */
-    uint32_t n_tok_max;         /* most tokens in one step: max(n_ubatch, n_seq) (I/O sizes) */
+    uint32_t n_tok_max;         /* most tokens in one step: max(n_ubatch, n_seq), or
+                                   n_chunk + a group's slots (I/O sizes) */
+    uint32_t n_chunk;           /* seqs with continuous batching: prompt tokens a mixed
+                                   decode step carries (n_ubatch); 0: no mixed steps */
     int seqs;                   /* several sequences (cfg->prompts): {n,3} positions */
     int sampling;               /* cfg->temp > 0: the last stage samples (SAMPLE) */
     uint32_t n_seq;             /* sequences decoded together (1 unless seqs) */

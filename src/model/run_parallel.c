@@ -204,6 +204,11 @@ int run_par_register(struct run *r)
         counts[n] = gs, outs[n++] = gs;
         if (last != gs)
             counts[n] = last, outs[n++] = last;
+        if (r->n_chunk) { /* mixed steps: a prompt's chunk, then the group's tokens */
+            counts[n] = r->n_chunk + gs, outs[n++] = gs + 1;
+            if (last != gs)
+                counts[n] = r->n_chunk + last, outs[n++] = last + 1;
+        }
     }
     return run_register_graphs_out(r, counts, outs, n);
 }
@@ -288,15 +293,17 @@ static int take(struct run *r, size_t i, int32_t t)
     return q->n_gen == cfg->n_predict;
 }
 
-/* Prefills sequence i into slot j; *first gets its first token. 0 or 1. */
-static int prefill_one(struct run *r, size_t i, uint32_t j, int32_t *first)
+/* Prefills sequence i into slot j from prompt token `from` on (a multiple
+ * of n_ubatch: the tokens before it are in its cells already, from mixed
+ * steps); *first gets its first token. 0 or 1. */
+static int prefill_one(struct run *r, size_t i, uint32_t j, uint32_t from, int32_t *first)
 {
     const struct par_seq *q = &r->par[i];
     const uint32_t u = r->n_ubatch, n = (uint32_t)q->n_prompt;
     const int32_t base = (int32_t)(j * r->cfg->n_ctx);
     struct run_ubatch ub[64];
     int32_t *sp = malloc((size_t)n * 3 * sizeof(int32_t)), smp[64 * 6];
-    uint32_t m = 0, at = 0, parts[32];
+    uint32_t m = 0, at = from, parts[32];
     int rc;
 
     if (sp == NULL) {
@@ -396,15 +403,38 @@ static int open_output(struct run *r, size_t i)
 
 /* The decode state: which sequence each slot holds, and per group the
  * inputs and outputs of its current step (a group's next step is filled
- * only once its last has retired, so one set per group serves them all). */
+ * only once its last has retired, so one set per group serves them all).
+ *
+ * Continuous batching (r->n_chunk): a prompt admitted once decoding has
+ * begun is not prefilled alone; its slot is "prefilling" (a sequence, no
+ * token yet) and each step of its group carries the next n_chunk tokens of
+ * it in front of the group's decode tokens: rows [0, n_chunk) the chunk
+ * (a short last chunk is padded at its front), then a row per slot, and
+ * the step returns the last n + 1 rows' tokens (the chunk's last row first:
+ * the sequence's first token once its last chunk has run). One prompt per
+ * group at a time rides along. Padding rows and the rows of slots with no
+ * decode token are placeholders: position 0, written to and read from the
+ * slot's last cell only, which no token of a sequence uses (a prompt plus
+ * -n is at most --ctx positions, and the last token generated is never
+ * fed back), so they change no sequence's bits. */
 struct par_state {
     struct run *r;
     size_t *slot_seq;   /* sequence in slot j, + 1; 0: free */
+    uint32_t *fed;      /* prompt tokens of slot j's sequence in its cells (prefilling) */
+    size_t *row_seq;    /* per group g, row c of its current step: sequence + 1 whose
+                           decode token it is, or 0 (rows_seq[g * gs + c]) */
     uint32_t groups, gs; /* groups, slots per group (the last may have fewer) */
-    int32_t *tokens, *out, *sp; /* per group g: tokens[g*gs..], out[g*gs..], sp[3*g*gs..] */
-    int32_t *smp;               /* per group g: SAMPLE's parameters, smp[6*g*gs..] */
+    uint32_t tstride, ostride; /* per group: token rows (n_chunk + gs), outputs (gs + 1) */
+    int32_t *tokens, *sp; /* per group g: tokens[g*tstride..], sp[3*g*tstride..] */
+    int32_t *out, *smp;   /* per group g: out[g*ostride..], SAMPLE's smp[6*g*ostride..] */
+    int64_t *mix_slot;    /* per group: the slot whose chunk its current step carries, or -1 */
+    int *mix_last;        /* ... and whether that chunk ends the prompt */
+    struct run_ubatch *ub; /* the burst being run, m steps (on_retire fills them) */
+    uint32_t m;
+    size_t next_prompt;   /* the next prompt to admit */
     size_t n_gen;
-    uint32_t decode_steps;
+    size_t mixed_tokens;  /* prompt tokens that rode in decode steps */
+    uint32_t decode_steps, mixed_steps;
     int failed;
 };
 
@@ -415,74 +445,208 @@ static uint32_t group_size(const struct par_state *ps, uint32_t g)
     return ns - first < ps->gs ? ns - first : ps->gs;
 }
 
-/* The inputs of group g's next decode step: each slot's last token at its
- * next position, or a placeholder in a free slot's own range. */
-static void fill_group(struct par_state *ps, uint32_t g)
+/* Slot j holds a sequence that has its first token (it decodes). */
+static int decoding(const struct par_state *ps, uint32_t j)
+{
+    return ps->slot_seq[j] != 0 && ps->r->par[ps->slot_seq[j] - 1].n_gen > 0;
+}
+
+static int any_decoding(const struct par_state *ps)
+{
+    for (uint32_t j = 0; j < ps->r->n_seq; j++)
+        if (decoding(ps, j))
+            return 1;
+    return 0;
+}
+
+/* A placeholder row (padding, or a slot with no decode token): position 0
+ * in slot j's last cell, which no sequence token uses. */
+static void placeholder(const struct par_state *ps, uint32_t j, uint32_t row, uint32_t n,
+                        int32_t *tok, int32_t *sp)
+{
+    const int32_t cell = (int32_t)(j * ps->r->cfg->n_ctx + ps->r->cfg->n_ctx - 1);
+
+    tok[row] = 0;
+    sp[row] = 0;
+    sp[n + row] = cell;
+    sp[2 * n + row] = cell;
+}
+
+/* The inputs of group g's next decode step, into *u: a chunk of the
+ * group's first prefilling prompt (continuous batching), then each slot's
+ * last token at its next position, or a placeholder. */
+static void fill_group(struct par_state *ps, uint32_t g, struct run_ubatch *u)
 {
     struct run *r = ps->r;
     const uint32_t n = group_size(ps, g), j0 = g * ps->gs;
-    int32_t *tok = ps->tokens + j0, *sp = ps->sp + 3 * j0, *smp = ps->smp + 6 * j0;
+    int32_t *tok = ps->tokens + (size_t)g * ps->tstride, *sp = ps->sp + 3 * (size_t)g * ps->tstride;
+    int32_t *smp = ps->smp + 6 * (size_t)g * ps->ostride;
+    uint32_t c0 = 0, total, mj = UINT32_MAX;
 
+    for (uint32_t c = 0; r->n_chunk && c < n && mj == UINT32_MAX; c++)
+        if (ps->slot_seq[j0 + c] != 0 && !decoding(ps, j0 + c))
+            mj = j0 + c;
+    c0 = mj != UINT32_MAX ? r->n_chunk : 0;
+    total = c0 + n;
+    ps->mix_slot[g] = mj != UINT32_MAX ? (int64_t)mj : -1;
+    if (mj != UINT32_MAX) {
+        const size_t i = ps->slot_seq[mj] - 1;
+        const struct par_seq *q = &r->par[i];
+        const uint32_t at = ps->fed[mj], left = (uint32_t)q->n_prompt - at;
+        const uint32_t len = left < r->n_chunk ? left : r->n_chunk, pad = r->n_chunk - len;
+        const int32_t base = (int32_t)(mj * r->cfg->n_ctx);
+
+        for (uint32_t t = 0; t < pad; t++)
+            placeholder(ps, mj, t, total, tok, sp);
+        for (uint32_t t = 0; t < len; t++) {
+            tok[pad + t] = q->ids[at + t];
+            sp[pad + t] = (int32_t)(at + t);
+            sp[total + pad + t] = base + (int32_t)(at + t);
+            sp[2 * total + pad + t] = base;
+        }
+        ps->fed[mj] = at + len;
+        ps->mix_last[g] = at + len == q->n_prompt;
+        ps->mixed_tokens += len;
+        /* output row 0: the chunk's last token (the first generated, once
+         * the prompt is in) */
+        run_sample_params(r->cfg, r->cfg->seed + i, at + len - 1, smp);
+    }
     for (uint32_t c = 0; c < n; c++) {
-        const uint32_t j = j0 + c;
-        const int32_t base = (int32_t)(j * r->cfg->n_ctx);
+        const uint32_t j = j0 + c, row = c0 + c;
+        int32_t *rs = smp + 6 * (size_t)((c0 ? 1 : 0) + c);
 
-        if (ps->slot_seq[j] != 0) {
+        ps->row_seq[j] = 0;
+        if (decoding(ps, j)) {
             const struct par_seq *q = &r->par[ps->slot_seq[j] - 1];
             const int32_t p = (int32_t)(q->n_prompt + q->n_gen - 1);
+            const int32_t base = (int32_t)(j * r->cfg->n_ctx);
 
-            tok[c] = q->ids[q->n_prompt + q->n_gen - 1];
-            sp[c] = p;
-            sp[n + c] = base + p;
-            run_sample_params(r->cfg, r->cfg->seed + (ps->slot_seq[j] - 1), (uint32_t)p,
-                              smp + 6 * c);
+            tok[row] = q->ids[q->n_prompt + q->n_gen - 1];
+            sp[row] = p;
+            sp[total + row] = base + p;
+            sp[2 * total + row] = base;
+            run_sample_params(r->cfg, r->cfg->seed + (ps->slot_seq[j] - 1), (uint32_t)p, rs);
+            ps->row_seq[j] = ps->slot_seq[j];
         } else {
-            tok[c] = 0; /* placeholder: its own free range, read by no one */
-            sp[c] = 0;
-            sp[n + c] = base;
-            run_sample_params(r->cfg, 0, 0, smp + 6 * c);
+            placeholder(ps, j, row, total, tok, sp);
+            run_sample_params(r->cfg, 0, 0, rs);
         }
-        sp[2 * n + c] = base;
     }
+    u->tokens = tok;
+    u->n = total;
+    u->seqpos = sp;
+    u->n_out = n + (c0 ? 1 : 0);
+    u->out = ps->out + (size_t)g * ps->ostride;
+    u->sample = r->sampling ? smp : NULL;
 }
 
-/* Takes group g's outputs: a sequence that ends frees its slot. 0 or -1. */
+/* Sequence i takes token t; one that ends frees slot j. 0 or -1. */
+static int take_slot(struct par_state *ps, uint32_t j, size_t i, int32_t t)
+{
+    const int rc = take(ps->r, i, t);
+
+    ps->n_gen++;
+    if (rc < 0)
+        return -1;
+    if (rc > 0) {
+        finish(ps->r, i);
+        ps->slot_seq[j] = 0;
+    }
+    return 0;
+}
+
+/* Takes group g's outputs: a prompt whose last chunk ran gets its first
+ * token, every decode row its next; a sequence that ends frees its slot.
+ * 0 or -1. */
 static int take_group(struct par_state *ps, uint32_t g)
 {
     const uint32_t n = group_size(ps, g), j0 = g * ps->gs;
+    const int32_t *out = ps->out + (size_t)g * ps->ostride;
+    const uint32_t row0 = ps->mix_slot[g] >= 0 ? 1 : 0;
 
+    if (row0) {
+        const uint32_t j = (uint32_t)ps->mix_slot[g];
+
+        ps->mixed_steps++;
+        if (ps->mix_last[g] && take_slot(ps, j, ps->slot_seq[j] - 1, out[0]) != 0)
+            return -1;
+    }
     for (uint32_t c = 0; c < n; c++) {
         const uint32_t j = j0 + c;
-        int rc;
 
-        if (ps->slot_seq[j] == 0)
-            continue;
-        rc = take(ps->r, ps->slot_seq[j] - 1, ps->out[j0 + c]);
-        ps->n_gen++;
-        if (rc < 0)
+        /* the row's sequence as the step was filled */
+        if (ps->row_seq[j] != 0 && take_slot(ps, j, ps->row_seq[j] - 1, out[row0 + c]) != 0)
             return -1;
-        if (rc > 0) {
-            finish(ps->r, ps->slot_seq[j] - 1);
-            ps->slot_seq[j] = 0;
-        }
+    }
+    return 0;
+}
+
+/* Opens prompt i's output and keeps its text before it is admitted. 0 or 1
+ * (said). */
+static int admit_begin(struct run *r, size_t i)
+{
+    if (open_output(r, i) != 0)
+        return 1;
+    if (!r->cfg->quiet && r->cfg->prompts && r->par[i].out == NULL &&
+        text_add(&r->par[i], r->cfg->prompts[i], strlen(r->cfg->prompts[i])) != 0) {
+        stage_msg(r, "out of memory\n");
+        return 1;
+    }
+    return 0;
+}
+
+/* Continuous batching: the next prompts go into group g's free slots, to
+ * ride in its decode steps. 0 or 1. */
+static int admit_mixed(struct par_state *ps, uint32_t g)
+{
+    const uint32_t n = group_size(ps, g), j0 = g * ps->gs;
+
+    for (uint32_t c = 0; c < n && ps->next_prompt < ps->r->n_par; c++) {
+        const uint32_t j = j0 + c;
+
+        if (ps->slot_seq[j] != 0)
+            continue;
+        if (admit_begin(ps->r, ps->next_prompt) != 0)
+            return 1;
+        ps->slot_seq[j] = ++ps->next_prompt; /* prompt next_prompt - 1, + 1 */
+        ps->fed[j] = 0;
     }
     return 0;
 }
 
 /* on_retire of a decode burst: step k is group k mod G's; its outputs are
- * taken and its next step's inputs filled. */
+ * taken, freed slots take the next prompts (continuous batching), and the
+ * group's next step (k + G) is filled. */
 static int burst_retire(struct run *r, uint32_t k)
 {
     struct par_state *ps = r->on_retire_arg;
     const uint32_t g = k % ps->groups;
 
     ps->decode_steps++;
-    if (take_group(ps, g) != 0) {
+    if (take_group(ps, g) != 0 || (r->n_chunk && admit_mixed(ps, g) != 0)) {
         ps->failed = 1;
         return 1;
     }
-    fill_group(ps, g);
+    if (k + ps->groups < ps->m)
+        fill_group(ps, g, &ps->ub[k + ps->groups]);
     return 0;
+}
+
+/* Prefills sequence i alone into slot j from prompt token `from` on and
+ * takes its first token (t_prefill, n_prompt_tokens count it). 0 or 1. */
+static int prefill_alone(struct par_state *ps, uint32_t j, size_t i, uint32_t from,
+                         double *t_prefill, size_t *n_prompt_tokens)
+{
+    struct run *r = ps->r;
+    const double t0 = run_now_s();
+    int32_t first;
+
+    ps->slot_seq[j] = i + 1;
+    if (prefill_one(r, i, j, from, &first) != 0)
+        return 1;
+    *t_prefill += run_now_s() - t0;
+    *n_prompt_tokens += r->par[i].n_prompt - from;
+    return take_slot(ps, j, i, first) != 0;
 }
 
 int run_par_generate(struct run *r, double t_load, double bytes)
@@ -491,21 +655,28 @@ int run_par_generate(struct run *r, double t_load, double bytes)
     const uint32_t ns = r->n_seq;
     struct par_state ps;
     struct run_ubatch *ub = NULL;
-    size_t next_prompt = 0, n_prompt_tokens = 0;
+    size_t n_prompt_tokens = 0;
     double t_prefill = 0, t_decode = 0, t0;
-    int ret = 1, window = 0;
+    int ret = 1, window = 0, started = 0;
 
     memset(&ps, 0, sizeof ps);
     ps.r = r;
     ps.groups = r->n_groups;
     ps.gs = (ns + ps.groups - 1) / ps.groups;
+    ps.tstride = r->n_chunk + ps.gs;
+    ps.ostride = ps.gs + 1;
     ps.slot_seq = calloc(ns, sizeof(size_t));
-    ps.tokens = calloc(ns, sizeof(int32_t));
-    ps.out = calloc(ns, sizeof(int32_t));
-    ps.sp = calloc((size_t)ns * 3, sizeof(int32_t));
-    ps.smp = calloc((size_t)ns * 6, sizeof(int32_t));
-    if (ps.slot_seq == NULL || ps.tokens == NULL || ps.out == NULL || ps.sp == NULL ||
-        ps.smp == NULL) {
+    ps.row_seq = calloc(ns, sizeof(size_t));
+    ps.fed = calloc(ns, sizeof(uint32_t));
+    ps.tokens = calloc((size_t)ps.groups * ps.tstride, sizeof(int32_t));
+    ps.sp = calloc((size_t)ps.groups * ps.tstride * 3, sizeof(int32_t));
+    ps.out = calloc((size_t)ps.groups * ps.ostride, sizeof(int32_t));
+    ps.smp = calloc((size_t)ps.groups * ps.ostride * 6, sizeof(int32_t));
+    ps.mix_slot = calloc(ps.groups, sizeof(int64_t));
+    ps.mix_last = calloc(ps.groups, sizeof(int));
+    if (ps.slot_seq == NULL || ps.row_seq == NULL || ps.fed == NULL || ps.tokens == NULL ||
+        ps.out == NULL || ps.sp == NULL || ps.smp == NULL || ps.mix_slot == NULL ||
+        ps.mix_last == NULL) {
         stage_msg(r, "out of memory\n");
         goto out;
     }
@@ -522,40 +693,41 @@ int run_par_generate(struct run *r, double t_load, double bytes)
                 ps.groups == 1 ? "" : "s", note,
                 ps.groups > 1 && !cfg->pipeline ? " (with --pipeline off they do not overlap)"
                                                 : "");
+        if (r->n_chunk)
+            fprintf(cfg->log,
+                    "plan: continuous batching: a prompt admitted into a freed slot rides in "
+                    "its group's decode steps, %u token%s a step\n",
+                    r->n_chunk, r->n_chunk == 1 ? "" : "s");
     }
     for (;;) {
         uint32_t active = 0, rounds = UINT32_MAX, m;
         int32_t unused;
 
-        /* admit prompts into free slots */
+        /* admit prompts into free slots: at the start, and whenever no
+         * sequence decodes, each is prefilled alone; once decoding has
+         * begun, with continuous batching, it rides in the decode steps */
         for (uint32_t j = 0; j < ns; j++) {
-            while (ps.slot_seq[j] == 0 && next_prompt < r->n_par) {
-                const size_t i = next_prompt++;
-                int32_t first;
-                int rc;
+            while (ps.slot_seq[j] == 0 && ps.next_prompt < r->n_par) {
+                const size_t i = ps.next_prompt++;
 
-                if (open_output(r, i) != 0)
+                if (admit_begin(r, i) != 0)
                     goto out;
-                if (!cfg->quiet && cfg->prompts && r->par[i].out == NULL &&
-                    text_add(&r->par[i], cfg->prompts[i], strlen(cfg->prompts[i])) != 0) {
-                    stage_msg(r, "out of memory\n");
+                if (started && r->n_chunk && any_decoding(&ps)) {
+                    ps.slot_seq[j] = i + 1;
+                    ps.fed[j] = 0;
+                } else if (prefill_alone(&ps, j, i, 0, &t_prefill, &n_prompt_tokens) != 0) {
                     goto out;
                 }
-                t0 = run_now_s();
-                if (prefill_one(r, i, j, &first) != 0)
-                    goto out;
-                t_prefill += run_now_s() - t0;
-                n_prompt_tokens += r->par[i].n_prompt;
-                rc = take(r, i, first);
-                ps.n_gen++;
-                if (rc < 0)
-                    goto out;
-                if (rc > 0)
-                    finish(r, i);
-                else
-                    ps.slot_seq[j] = i + 1;
             }
-            if (ps.slot_seq[j] != 0) {
+        }
+        /* a prompt part-way in with nothing decoding beside it: the rest alone */
+        for (uint32_t j = 0; j < ns; j++)
+            if (ps.slot_seq[j] != 0 && !decoding(&ps, j) && !any_decoding(&ps) &&
+                prefill_alone(&ps, j, ps.slot_seq[j] - 1, ps.fed[j], &t_prefill,
+                              &n_prompt_tokens) != 0)
+                goto out;
+        for (uint32_t j = 0; j < ns; j++) {
+            if (decoding(&ps, j)) {
                 const struct par_seq *q = &r->par[ps.slot_seq[j] - 1];
                 const uint32_t left = (uint32_t)(cfg->n_predict - q->n_gen);
 
@@ -564,8 +736,11 @@ int run_par_generate(struct run *r, double t_load, double bytes)
                     rounds = left;
             }
         }
-        if (active == 0)
+        if (active == 0) {
+            if (ps.next_prompt < r->n_par)
+                continue; /* every admitted prompt ended at its first token */
             break;
+        }
         if (rounds > PAR_BURST_MAX)
             rounds = PAR_BURST_MAX; /* the step list stays small; the next burst goes on */
         /* a burst of decode steps, until the first sequence reaches -n:
@@ -578,19 +753,12 @@ int run_par_generate(struct run *r, double t_load, double bytes)
             stage_msg(r, "out of memory\n");
             goto out;
         }
-        for (uint32_t g = 0; g < ps.groups; g++)
-            fill_group(&ps, g);
-        for (uint32_t k = 0; k < m; k++) {
-            const uint32_t g = k % ps.groups, n = group_size(&ps, g);
-
-            ub[k].tokens = ps.tokens + g * ps.gs;
-            ub[k].n = n;
-            ub[k].seqpos = ps.sp + 3 * g * ps.gs;
-            ub[k].n_out = n;
-            ub[k].out = ps.out + g * ps.gs;
+        ps.ub = ub;
+        ps.m = m;
+        for (uint32_t k = 0; k < m; k++)
             ub[k].after = k >= ps.groups ? k - ps.groups + 1 : 0;
-            ub[k].sample = r->sampling ? ps.smp + 6 * g * ps.gs : NULL;
-        }
+        for (uint32_t g = 0; g < ps.groups; g++)
+            fill_group(&ps, g, &ub[g]);
         if (!window) {
             run_stats_window(r, 1);
             window = 1;
@@ -600,10 +768,12 @@ int run_par_generate(struct run *r, double t_load, double bytes)
         t0 = run_now_s();
         ret = run_engine(r, ub, m, &unused);
         t_decode += run_now_s() - t0;
+        started = 1;
         r->on_retire = NULL;
         r->on_retire_arg = NULL;
         free(ub);
         ub = NULL;
+        ps.ub = NULL;
         if (ret != 0 || ps.failed) {
             ret = 1;
             goto out;
@@ -616,12 +786,19 @@ int run_par_generate(struct run *r, double t_load, double bytes)
             "summary: %zu sequence%s (%u at a time), prompt %zu token%s, generated %zu token%s, "
             "load %.2f s (%.1f MiB), prefill %.1f tok/s, decode %.1f tok/s (all sequences, %u "
             "step%s), stages %u\n",
-            r->n_par, r->n_par == 1 ? "" : "s", ns, n_prompt_tokens,
-            n_prompt_tokens == 1 ? "" : "s", ps.n_gen, ps.n_gen == 1 ? "" : "s", t_load,
+            r->n_par, r->n_par == 1 ? "" : "s", ns, n_prompt_tokens + ps.mixed_tokens,
+            n_prompt_tokens + ps.mixed_tokens == 1 ? "" : "s", ps.n_gen, ps.n_gen == 1 ? "" : "s",
+            t_load,
             bytes / 1048576.0, t_prefill > 0 ? (double)n_prompt_tokens / t_prefill : 0.0,
             t_decode > 0 ? (double)(ps.n_gen - (ps.n_gen < r->n_par ? ps.n_gen : r->n_par)) / t_decode
                          : 0.0,
             ps.decode_steps, ps.decode_steps == 1 ? "" : "s", r->n_stages);
+    if (ps.mixed_steps)
+        fprintf(cfg->log,
+                "summary: continuous batching: %zu prompt token%s rode in %u decode step%s "
+                "(prefill tok/s counts the prompts prefilled alone)\n",
+                ps.mixed_tokens, ps.mixed_tokens == 1 ? "" : "s", ps.mixed_steps,
+                ps.mixed_steps == 1 ? "" : "s");
     if (cfg->stats)
         run_print_stats(r, ps.decode_steps);
     if (cfg->stats_json && run_write_stats_json(r, cfg->stats_json, ps.decode_steps) != 0) {
@@ -657,6 +834,10 @@ int run_par_generate(struct run *r, double t_load, double bytes)
 out:
     free(ub);
     free(ps.slot_seq);
+    free(ps.row_seq);
+    free(ps.fed);
+    free(ps.mix_slot);
+    free(ps.mix_last);
     free(ps.tokens);
     free(ps.out);
     free(ps.sp);

@@ -313,7 +313,8 @@ int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
                                                      BATON_TYPE_F32};
         /* several sequences: {n,3} positions, an argmax per token; SAMPLE's
          * parameters: 6 words per output token */
-        uint64_t ne0[7 + BATON_LLAMA_MAX_SLOTS] = {u, r->seqs ? 3ull * u : u, 1, hp->n_vocab,
+        uint64_t ne0[7 + BATON_LLAMA_MAX_SLOTS] = {u, r->seqs ? 3ull * u : u, r->seqs ? u : 1,
+                                                   hp->n_vocab,
                                                    r->seqs ? u : 1, 6ull * (r->seqs ? u : 1),
                                                    hp->n_embd};
         uint64_t ne1[7 + BATON_LLAMA_MAX_SLOTS] = {1, 1, 1, 1, 1, 1, u};

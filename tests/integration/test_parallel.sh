@@ -10,7 +10,8 @@
 # 32 at a time over 64 prompts every sequence finishes with the ids it gives
 # alone (none starves, none comes back empty); the prompts include ones
 # longer than the ubatch (full ubatches and a rest in powers of two) and one
-# of one token. Output: "[N] text" lines (N: the prompt's number, blank
+# of one token; continuous batching (prompts admitted while others decode
+# ride in the decode steps) gives the same ids. Output: "[N] text" lines (N: the prompt's number, blank
 # lines skipped), or --output-dir files; and the
 # usage errors (exit 2) and unreadable files (exit 1); --parallel x --ctx
 # past a server's scratch limit says which limit and what asked for it;
@@ -168,6 +169,59 @@ for arm in "eos_local|--servers local" "eos_s2g2|--servers $B,$C --key $K --grou
     same "$name" eos1 5
 done
 echo "ok: a sequence ending at EOS leaves the others' ids unchanged; the next prompt takes its cells"
+
+# continuous batching: sampled on the generated model, many sequences end at
+# EOS at different steps (4 of these 16 with seeds 100..115), so prompts are
+# admitted while others decode and ride in their decode steps (a chunk of
+# --ubatch tokens in front of the group's tokens, the last chunk padded);
+# every sequence gives the ids it gives alone with its seed, on 1 and 2
+# stages in-process (2 groups), 2 batond direct, 2 batond hub with chunks of
+# 2 tokens, and with --continuous off (each admitted prompt prefilled alone)
+cat >"$TMP/mix.txt" <<'PROMPTS'
+a b
+x y z
+hello there
+b c d e f g h
+q
+m n o
+the cat sat on the mat today
+z
+k l
+up and down and up
+i j k l m
+w
+red green blue
+p q r s t u v w
+yes
+no no
+PROMPTS
+i=0
+while IFS= read -r line; do
+    i=$((i + 1))
+    "$BATON" run --model "$TMP/eos.gguf" --prompt "$line" -n 40 --quiet "${SAMPLING[@]}" \
+        --seed $((100 + i - 1)) --ids-file "$TMP/mix1.$i.json" 2>/dev/null || fail "mix: alone $i"
+done <"$TMP/mix.txt"
+[ "$(python3 -c "
+import json
+print(sum(json.load(open('$TMP/mix1.%d.json' % i))['generated'][-1] == 2 for i in range(1, 17)))")" -ge 3 ] ||
+    fail "mix: fewer than 3 of the 16 sampled sequences end at EOS: the test no longer mixes"
+for arm in "mix_local|--servers local" "mix_local2_g2|--servers local --split 1,1 --groups 2" \
+    "mix_s2|--servers $B,$C --key $K" "mix_s2hub_u2|--servers $B,$C --key $K --p2p off --ubatch 2" \
+    "mix_off|--servers local --continuous off"; do
+    name=${arm%%|*}
+    # shellcheck disable=SC2086
+    "$BATON" run --model "$TMP/eos.gguf" --prompt-file "$TMP/mix.txt" --parallel 4 -n 40 --quiet \
+        "${SAMPLING[@]}" --seed 100 --ids-file "$TMP/$name.json" ${arm#*|} 2>"$TMP/$name.err" ||
+        fail "$name: $(cat "$TMP/$name.err")"
+    same "$name" mix1 16
+    if [ "$name" = mix_off ]; then
+        ! grep -q "continuous batching" "$TMP/$name.err" || fail "$name: mixed with --continuous off"
+    else
+        grep -Eq "^summary: continuous batching: [0-9]+ prompt tokens? rode in [1-9][0-9]* decode steps?" \
+            "$TMP/$name.err" || fail "$name: no mixed step: $(cat "$TMP/$name.err")"
+    fi
+done
+echo "ok: continuous batching: prompts admitted while others decode give their ids alone"
 
 # output: prefixed lines, and --output-dir files, the same text
 "$BATON" run --model "$MODEL" --prompt-file "$TMP/prompts.txt" -n 8 --parallel 3 \
