@@ -9,10 +9,13 @@
 #define BATON_FUZZ_RANDOM_H
 
 #include <sodium.h>
+#include <stdatomic.h>
 
 #include "fuzz_common.h"
 
-static uint64_t fuzz_random_counter; /* randombytes calls in this input */
+/* randombytes calls in this input; atomic, as a harness's server may call
+ * from several threads (the dispatcher's loopback peer links) */
+static _Atomic uint64_t fuzz_random_counter;
 
 /* randombytes implementation name (libsodium asks for one). */
 static const char *fuzz_fixed_random_name(void)
@@ -24,10 +27,10 @@ static const char *fuzz_fixed_random_name(void)
 static void fuzz_fixed_random_buf(void *const buf, const size_t size)
 {
     uint8_t seed[randombytes_SEEDBYTES];
+    uint64_t n = atomic_fetch_add(&fuzz_random_counter, 1);
     memset(seed, 0, sizeof seed);
     for (unsigned i = 0; i < 8; i++)
-        seed[i] = (uint8_t)(fuzz_random_counter >> (8 * i));
-    fuzz_random_counter++;
+        seed[i] = (uint8_t)(n >> (8 * i));
     randombytes_buf_deterministic(buf, size, seed);
 }
 

@@ -2185,6 +2185,145 @@ static void gen_dispatcher_pipeline(void)
     bfree(&child);
 }
 
+/* ---- dispatcher: the loopback peer, revoked grants (issue 16) ----
+ * fuzz_dispatcher.c allow-lists 127.0.0.2:7341 and serves its links itself
+ * (a socketpair into the same server), so a copy there lands in a grant of
+ * the input; an all-zero destination grant id (and REVOKE_GRANT's) becomes
+ * the latest grant id the input was given. */
+
+/* COPY_TENSOR_TO record: t[off, off + n) to the loopback peer, into the
+ * latest grant at grant_off; options seq and flags. */
+static void rec_loop_copy(struct buf *b, const struct baton_tensor_desc *t, uint64_t off,
+                          uint64_t n, uint64_t grant_off, uint64_t seq, uint32_t flags)
+{
+    struct buf p = {0};
+    uint8_t d[BATON_PEER_DEST_BYTES];
+    struct baton_peer_dest dest;
+    memset(&dest, 0, sizeof dest);
+    dest.family = BATON_PEER_FAMILY_IPV4;
+    dest.port = 7341;
+    dest.addr[0] = 127;
+    dest.addr[3] = 2;
+    dest.grant_offset = grant_off;
+    tensor_desc(&p, t);
+    bu64(&p, off);
+    bu64(&p, n);
+    baton_wire_encode_peer_dest(d, &dest);
+    bput(&p, d, sizeof d);
+    copy_options(&p, seq, flags);
+    rec(b, BATON_CMD_COPY_TENSOR_TO, &p);
+    bfree(&p);
+}
+
+/* REVOKE_GRANT record of the latest grant (the all-zero id). */
+static void rec_revoke_latest(struct buf *b)
+{
+    struct buf p = {0};
+    for (unsigned i = 0; i < BATON_GRANT_ID_BYTES; i++)
+        bu8(&p, 0);
+    rec(b, BATON_CMD_REVOKE_GRANT, &p);
+    bfree(&p);
+}
+
+static void gen_dispatcher_loopback(void)
+{
+    struct buf b = {0}, child = {0}, p = {0};
+    struct baton_tensor_desc src = tensor(H0, 0, BATON_TYPE_F32, 16, 1, 1, 1);
+    struct baton_tensor_desc dst = tensor(H1, 1024, BATON_TYPE_F32, 64, 1, 1, 1);
+    struct baton_tensor_desc other = tensor(H1, 0, BATON_TYPE_F32, 16, 1, 1, 1);
+
+    /* keyed (and encrypted): a grant in the second buffer; a synchronous
+     * copy into it (DONE), read back; an asynchronous one (sent at once by
+     * the connection thread), a synchronous one after it, the counters;
+     * the grant revoked, then a copy into it (refused), read back */
+    for (int enc = 0; enc < 2; enc++) {
+        bu8(&b, (uint8_t)(DSP_KEYED | (enc ? DSP_ENCRYPT : 0)));
+        rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 4096);
+        rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 4096);
+        rec_set(&b, &src, 0, 64, 0x11);
+        rec_grant(&b, H1, 1024, 256);
+        rec_loop_copy(&b, &src, 0, 64, 16, 1, 0);
+        rec_get(&b, &dst, 0, 128);
+        rec_loop_copy(&b, &src, 8, 32, 128, 2, BATON_COPY_ASYNC);
+        rec_loop_copy(&b, &src, 0, 16, 0, 3, 0);
+        rec_get(&b, &dst, 0, 256);
+        tensor_desc(&p, &src);
+        bu64(&p, 0);
+        bu64(&p, 0);
+        peer_dest(&p, 0, 0, 0);
+        copy_options(&p, 0, 0);
+        rec(&b, BATON_CMD_COPY_TENSOR_TO, &p); /* the counters */
+        p.len = 0;
+        rec_revoke_latest(&b);
+        rec_loop_copy(&b, &src, 0, 64, 16, 4, 0);
+        rec_get(&b, &dst, 0, 256);
+        emit_buf("dispatcher", &b);
+        b.len = 0;
+    }
+
+    /* keyed: the first copy asynchronous (queued for the link's sender,
+     * which dials), a synchronous one behind it; a write not newer than
+     * the last (refused: the link closes), then one that dials again; a
+     * copy past the grant's end (refused); the buffer freed under its
+     * grant, then a copy (refused) */
+    bu8(&b, DSP_KEYED);
+    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 4096);
+    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 4096);
+    rec_set(&b, &src, 0, 64, 0x21);
+    rec_grant(&b, H1, 1024, 256);
+    rec_loop_copy(&b, &src, 0, 64, 0, 1, BATON_COPY_ASYNC);
+    rec_loop_copy(&b, &src, 0, 32, 64, 2, 0);
+    rec_loop_copy(&b, &src, 0, 32, 96, 2, 0);
+    rec_loop_copy(&b, &src, 32, 32, 96, 5, 0);
+    rec_loop_copy(&b, &src, 0, 64, 224, 6, 0);
+    rec_get(&b, &dst, 0, 256);
+    rec_u64(&b, BATON_CMD_FREE_BUFFER, H1);
+    rec_loop_copy(&b, &src, 0, 16, 0, 7, 0);
+    emit_buf("dispatcher", &b);
+    b.len = 0;
+
+    /* without keys the server holds no peer key: not dialled */
+    bu8(&b, 0);
+    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 4096);
+    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 4096);
+    rec_grant(&b, H1, 0, 64);
+    rec_loop_copy(&b, &src, 0, 64, 0, 1, 0);
+    emit_buf("dispatcher", &b);
+    b.len = 0;
+
+    /* revoke, then write: REVOKE_GRANT succeeds, a peer-role session's
+     * PEER_WRITE into the revoked grant is refused, the owner reads zeros */
+    rec_peer_write(&child, 0, 0, 16, 0x40, 1);
+    bu8(&b, DSP_KEYED);
+    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 256);
+    rec_grant(&b, H0, 0, 64);
+    rec_revoke_latest(&b);
+    rec(&b, OP_FLIP, &child); /* second session, peer role */
+    rec_get(&b, &src, 0, 64);
+    emit_buf("dispatcher", &b);
+    b.len = 0;
+
+    /* write, revoke, write: a PEER_WRITE lands, the grant is revoked, a
+     * copy from the loopback peer into it is refused, a second revoke of
+     * it is refused; the owner reads the first write */
+    child.len = 0;
+    rec_peer_write(&child, 0, 8, 16, 0x60, 1);
+    bu8(&b, DSP_KEYED);
+    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 256);
+    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 256);
+    rec_grant(&b, H0, 0, 64);
+    rec(&b, OP_FLIP, &child);
+    rec_revoke_latest(&b);
+    rec_loop_copy(&b, &other, 0, 16, 0, 2, 0);
+    rec_revoke_latest(&b);
+    rec_get(&b, &src, 0, 64);
+    emit_buf("dispatcher", &b);
+
+    bfree(&b);
+    bfree(&child);
+    bfree(&p);
+}
+
 /* ---- cli_args (fuzz_cli_args.c: byte 0 selects the parser, then text) ---- */
 
 static void cli_seed(uint8_t mode, const char *text)
@@ -2451,6 +2590,7 @@ int main(int argc, char **argv)
     gen_wire_peer();
     gen_wire_run();
     gen_dispatcher_pipeline();
+    gen_dispatcher_loopback();
     gen_cli_args();
     gen_meminfo();
     gen_prompt_lines();

@@ -9,6 +9,40 @@
 #include "baton/status.h"
 #include "core/limits.h"
 
+/* Under AddressSanitizer a buffer's mapping is poisoned beyond its size
+ * (issue 16, "Overruns visible"). A buffer is mmap'ed in whole pages, so
+ * without this an access past `size` but inside the last page (a GET or a
+ * COPY reading a few bytes too many, a graph writing past its leaf) is
+ * reported by nothing; with it ASan reports use-after-poison at the first
+ * such byte. The mapping is unpoisoned again before munmap, so a later
+ * mapping at the same address (or memory ASan hands out there) does not
+ * inherit the poison. ASan's shadow is plain memory it maps at start, so
+ * this makes no system call and changes nothing for seccomp (sanitizer
+ * builds run batond without it anyway, src/server/sandbox.h). Elsewhere
+ * both macros do nothing. */
+#if defined(__SANITIZE_ADDRESS__)
+#define BATON_HANDLES_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define BATON_HANDLES_ASAN 1
+#endif
+#endif
+#ifdef BATON_HANDLES_ASAN
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (size_t)(n))
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (size_t)(n))
+#else
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+/* Every munmap of a buffer goes through here: see POISON above. */
+static void unmap_buffer(uint8_t *mem, uint64_t mapped)
+{
+    UNPOISON(mem, mapped);
+    munmap(mem, mapped);
+}
+
 enum slot_state {
     SLOT_EMPTY = 0, /* on the free list */
     SLOT_RESERVED,  /* popped, quota charged, being mapped outside the lock */
@@ -64,7 +98,7 @@ void baton_handles_destroy(struct baton_handle_table *t)
         return;
     for (uint32_t i = 0; i < BATON_MAX_BUFFERS; i++)
         if (t->e[i].mem)
-            munmap(t->e[i].mem, t->e[i].mapped);
+            unmap_buffer(t->e[i].mem, t->e[i].mapped);
     pthread_mutex_destroy(&t->table_lock);
     free(t);
 }
@@ -118,7 +152,7 @@ static void unmap_and_uncharge(struct baton_handle_table *t, uint8_t *mem, uint6
 {
     if (!mem)
         return;
-    munmap(mem, mapped);
+    unmap_buffer(mem, mapped);
     baton_handles_uncharge(t, mapped);
 }
 
@@ -226,6 +260,8 @@ int baton_handles_alloc_capped(struct baton_handle_table *t, uint64_t session, u
         pthread_mutex_unlock(&t->table_lock);
         return BATON_E_NOMEM;
     }
+    /* the slack after size, up to the page end, is no part of the buffer */
+    POISON((uint8_t *)mem + size, mapped - size);
     e->mem = mem;
     e->size = size;
     e->mapped = mapped;
@@ -265,6 +301,20 @@ int baton_handles_acquire(struct baton_handle_table *t, uint64_t session, uint64
     }
     pthread_mutex_unlock(&t->table_lock);
     return rc;
+}
+
+int baton_handles_acquire_any(struct baton_handle_table *t, uint64_t handle,
+                              struct baton_buf_ref *ref)
+{
+    uint64_t owner = 0;
+    pthread_mutex_lock(&t->table_lock);
+    uint64_t index = handle & 0xFFFFFFFFull;
+    if (index < BATON_MAX_BUFFERS)
+        owner = t->e[index].owner;
+    pthread_mutex_unlock(&t->table_lock);
+    /* owner 0 is no session's: lookup refuses it as stale or not owned */
+    int rc = owner ? baton_handles_acquire(t, owner, handle, ref) : BATON_E_STALE_HANDLE;
+    return rc == BATON_E_NOT_OWNED ? BATON_E_STALE_HANDLE : rc;
 }
 
 void baton_handles_release(struct baton_handle_table *t, const struct baton_buf_ref *ref)

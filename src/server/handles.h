@@ -4,7 +4,9 @@
  * session, pin count, size, memory). A handle is generation << 32 | index;
  * generations start at 1 and skip 0 when they wrap, so handle 0 (and any
  * handle with generation 0) is never valid. Buffers are anonymous mmap
- * (zeroed by the kernel, returned to the OS by munmap).
+ * (zeroed by the kernel, returned to the OS by munmap); under ASan the
+ * mapping's bytes past a buffer's size are poisoned, so an access beyond
+ * the buffer inside its last page is reported.
  *
  * Freeing bumps the generation at once, so every later lookup of the old
  * handle gives BATON_E_STALE_HANDLE; the memory itself is unmapped (and
@@ -63,6 +65,12 @@ int baton_handles_free(struct baton_handle_table *t, uint64_t session, uint64_t 
  * successful acquire needs exactly one baton_handles_release. */
 int baton_handles_acquire(struct baton_handle_table *t, uint64_t session, uint64_t handle,
                           struct baton_buf_ref *ref);
+
+/* baton_handles_acquire whatever the owner: for tests and fuzz harnesses
+ * that check buffer contents from outside the session (never called by the
+ * server). BATON_E_STALE_HANDLE for a handle that is not live. */
+int baton_handles_acquire_any(struct baton_handle_table *t, uint64_t handle,
+                              struct baton_buf_ref *ref);
 
 /* Drops one pin; the last pin of a freed buffer unmaps it. */
 void baton_handles_release(struct baton_handle_table *t, const struct baton_buf_ref *ref);

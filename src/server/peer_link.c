@@ -208,7 +208,11 @@ static uint32_t dial(struct baton_server *s, int client, int idx, struct baton_c
         memcpy(&in6->sin6_addr, a->addr, 16);
         sl = sizeof *in6;
     }
-    rc = baton_net_connect_addr((const struct sockaddr *)&ss, sl, s->cfg.peer_timeout_ms, &fd);
+    if (s->peer_connect)
+        rc = s->peer_connect(s->peer_connect_ctx, a, s->cfg.peer_timeout_ms, &fd);
+    else
+        rc = baton_net_connect_addr((const struct sockaddr *)&ss, sl, s->cfg.peer_timeout_ms,
+                                    &fd);
     if (rc != 0) {
         backoff_fail(s, idx);
         link_unreserve(s, client);

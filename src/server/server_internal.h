@@ -188,6 +188,15 @@ struct baton_server {
         uint32_t fails;    /* connect/handshake failures in a row */
         uint64_t until_ns; /* no dial before this (CLOCK_MONOTONIC) */
     } backoff[BATON_SERVER_MAX_PEERS]; /* one per allow-list entry, cfg.peers[i] */
+
+    /* Test seam, NULL in batond: when set, a peer link's dial (peer_link.c)
+     * takes its connected stream socket from here instead of a TCP connect
+     * to allow-list entry a, so a harness can link the server to an
+     * in-memory peer (fuzz/fuzz_dispatcher.c: a socketpair served by the
+     * same server). Returns 0 with *fd (then owned by the link) or a
+     * status, treated as a failed connect. Set before any session runs. */
+    int (*peer_connect)(void *ctx, const struct baton_peer_addr *a, int timeout_ms, int *fd);
+    void *peer_connect_ctx;
 };
 
 struct peer_link; /* peer_link.c: one outbound link of a session and its sender */
