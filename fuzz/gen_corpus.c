@@ -1346,6 +1346,9 @@ static void gen_dispatcher(void)
     bu8(&b, 0);
     rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 1024);
     rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 1024);
+    /* the bytes around the copied range differ from it, so a copy one byte
+     * off (or one byte long) changes a byte the shadow check sees */
+    rec_set(&b, &big, 0, 256, 5);
     rec_set(&b, &t, 0, 64, 3);
     tensor_desc(&p, &t);
     tensor_desc(&p, &t2);
