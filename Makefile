@@ -4,15 +4,22 @@
 #   make demo    three local batond, the model split 1,1,1, streamed text
 #   make check   fast: build, unit + integration tests, corpus replay
 #   make test    everything CI runs: check + proofs + ASan/UBSan run + fuzz
+#                + coverage
+#   make coverage   line coverage of the fuzz corpus replay, per file, against
+#                   the floors of fuzz/coverage-floors.txt (fuzz/coverage.sh)
+#   make fuzz-grow  longer AFL++ campaigns whose new inputs join fuzz/corpus
+#                   (fuzz/grow.sh; SECONDS=600 per target, TARGETS=all)
 #   make bench   benchmarks (figures, not pass/fail)
 
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+COV_BUILD ?= build-coverage
 JOBS ?= 2
 MODEL ?=
 CMAKE_FLAGS ?=
 
-.PHONY: all deps deps-full deps-bench build demo check test test-asan proof fuzz bench clean
+.PHONY: all deps deps-full deps-bench build demo check test test-asan proof fuzz coverage \
+	fuzz-grow bench clean
 
 all: build
 
@@ -47,11 +54,17 @@ test-asan: deps-full
 fuzz: deps-full build
 	@cd $(BUILD) && ctest --output-on-failure -L fuzz-campaign
 
-test: check proof test-asan fuzz
+coverage: deps-full
+	@COVERAGE_BUILD_DIR=$(abspath $(COV_BUILD)) JOBS=$(JOBS) ./fuzz/coverage.sh
+
+fuzz-grow: deps-full
+	@FUZZ_GROW_SECONDS=$(if $(SECONDS),$(SECONDS),600) JOBS=$(JOBS) ./fuzz/grow.sh $(TARGETS)
+
+test: check proof test-asan fuzz coverage
 	@echo "make test: all stages passed"
 
 bench: deps-bench build
 	@BUILD_DIR=$(BUILD) ./bench/run.sh
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(COV_BUILD)

@@ -7,7 +7,9 @@
  *       IPv6 address with an optional %zone in brackets) and --split
  *       (baton_split_parse: plain decimals) against it;
  *   (c) decimal option values (--temp, --top-p), baton_cli_parse_float
- *       (src/cli/cli_args.c).
+ *       (src/cli/cli_args.c);
+ *   (d) on/off option values (--p2p, --pipeline, --ring of baton run and
+ *       baton bench), baton_cli_parse_onoff (src/cli/cli_args.c).
  *
  * Input: byte 0 selects the parser, the rest is the text. Every string is
  * an exact-size heap copy ending at the first NUL (argv cannot hold one),
@@ -16,9 +18,11 @@
  *     bits 0-2: min, bits 3-5: max, from the tables below (clamped to
  *     UINT32_MAX for u32, swapped when min > max: callers pass min <= max).
  *     The value is bytes 1.. .
- *   byte 0 bits 7-6 = 11: decimal value, baton_cli_parse_float (cli_args.c).
+ *   byte 0 bits 7-5 = 110: decimal value, baton_cli_parse_float (cli_args.c).
  *     Bits 0-1 pick the bounds: [0, 100] (--temp), (0, 1] (--top-p),
  *     [-1, 1], (1e-3, 1e3]. The value is bytes 1.. .
+ *   byte 0 bits 7-5 = 111: on/off value, baton_cli_parse_onoff; bit 0: the
+ *     start value of *out (0 or 1). The value is bytes 1.. .
  *   byte 0 bits 7-6 = 10: stage list. Bits 0-1: servers_name (NULL, "--servers",
  *     "BATON_SERVERS", "-s"); bit 2: --split given; bits 3-4: cfg->prog
  *     (NULL, "baton run", "baton bench", ""). --servers is bytes 1.. up to
@@ -45,6 +49,9 @@
  *       bounds, then the float it rounds to within them too; on success
  *       *out is that float and nothing is printed; on failure *out is
  *       untouched and exactly the documented message is printed.
+ *   (d) on/off: 0 exactly for "on" (*out 1) and "off" (*out 0), nothing
+ *       printed; else -1, *out untouched and exactly "fuzz: --p2p: 'S' is
+ *       not on or off" printed.
  *   (b) the result is 0 or 2 and is the reference's (entries checked in
  *       order: a 65th entry, then empty, then malformed; then --split, then
  *       the count); 0 prints nothing; 2 prints exactly one message that
@@ -734,6 +741,35 @@ static void check_stages(uint8_t mode, const char *servers, const char *split)
     free(log);
 }
 
+static void check_onoff(uint8_t mode, const char *s)
+{
+    size_t len = 0;
+    char *msg = NULL, *expect = NULL;
+    FILE *m = open_memstream(&msg, &len);
+    FILE *saved = stderr;
+    const int start = mode & 1;
+    int got = start, rc;
+
+    if (!m)
+        abort();
+    stderr = m;
+    rc = baton_cli_parse_onoff("fuzz", "--p2p", s, &got);
+    stderr = saved;
+    if (fclose(m) != 0)
+        abort();
+    if (!strcmp(s, "on") || !strcmp(s, "off")) {
+        FUZZ_CHECK(rc == 0 && got == (s[1] == 'n'), "'%s': rc %d, value %d", s, rc, got);
+        FUZZ_CHECK(len == 0, "'%s' accepted with a message: %s", s, msg);
+    } else {
+        expect = str_printf("fuzz: --p2p: '%s' is not on or off\n", s);
+        FUZZ_CHECK(rc == -1 && got == start, "'%s': rc %d, value %d (start %d)", s, rc, got,
+                   start);
+        FUZZ_CHECK(strcmp(msg, expect) == 0, "'%s': message '%s', want '%s'", s, msg, expect);
+    }
+    free(expect);
+    free(msg);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size == 0)
@@ -743,7 +779,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const size_t n = size - 1;
     if (!(mode & 0x80) || (mode & 0xC0) == 0xC0) {
         char *s = dup_str(rest, n);
-        if (mode & 0x80)
+        if ((mode & 0xE0) == 0xE0)
+            check_onoff(mode, s);
+        else if (mode & 0x80)
             check_float(mode, s);
         else
             check_integer(mode, s);

@@ -4,13 +4,15 @@
  *
  *   fuzz_gen_corpus OUTDIR           writes OUTDIR/<target>/<name>
  *   fuzz_gen_corpus --check DIR      exits 1 if any seed is missing from
- *                                    DIR/<target>/ or differs from it
+ *                                    DIR/<target>/ or differs from it, or
+ *                                    a file there is not named by its hash
  *
  * A seed's file name is the hex of its BLAKE2b-128 hash (libsodium
  * crypto_generichash, 16-byte output, no key), so `b2sum -l 128 FILE`
  * prints the name, and regenerating never duplicates a file.
  * The input formats are described at the top of each fuzz/fuzz_<target>.c.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -2568,6 +2570,207 @@ static void gen_meminfo(void)
     meminfo_seed("MemAvailable: 99999999999999999999 MB\n");
 }
 
+/* ---- issue 16 targets: keyfile, batond_args, put_string ---- */
+
+/* keyfile (fuzz_keyfile.c): flags byte, mode (LE16), uid (LE32), content. */
+static void keyfile_seed(uint8_t flags, uint16_t mode, uint32_t uid, const void *content,
+                         size_t n)
+{
+    struct buf b = {0};
+    bu8(&b, flags);
+    bu16(&b, mode);
+    bu32(&b, uid);
+    bput(&b, content, n);
+    emit_buf("keyfile", &b);
+    bfree(&b);
+}
+
+static void gen_keyfile(void)
+{
+    uint8_t key[BATON_KEY_BYTES + 1];
+    for (size_t i = 0; i < sizeof key; i++)
+        key[i] = (uint8_t)(i * 37 + 1);
+    key[BATON_KEY_BYTES] = '\n';
+    /* a good key file, pure and real, with each error buffer size */
+    for (uint8_t e = 0; e < 4; e++) {
+        keyfile_seed((uint8_t)(e << 4), 0600, 0, key, BATON_KEY_BYTES);
+        keyfile_seed((uint8_t)(0x40 | e << 4), 0600, 0, key, BATON_KEY_BYTES);
+    }
+    /* a trailing newline, short, empty, long */
+    keyfile_seed(0x70, 0600, 0, key, BATON_KEY_BYTES + 1);
+    keyfile_seed(0x70, 0600, 0, key, 31);
+    keyfile_seed(0x70, 0600, 0, key, 0);
+    keyfile_seed(0x30, 0600, 0, key, 16);
+    /* modes: group / other access, 0400, 0644; a credential's 0400, 0440,
+     * 0460 (group write), 0500 (execute) */
+    static const uint16_t modes[] = {0400, 0644, 0640, 0604, 0700, 0440, 0460, 0500, 04600, 0};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        keyfile_seed(0x70, modes[i], 0, key, BATON_KEY_BYTES);
+        keyfile_seed(0x71, modes[i], 0, key, BATON_KEY_BYTES);
+    }
+    /* owners: root, another uid, an explicit uid, as key file and credential */
+    for (uint8_t o = 1; o < 4; o++) {
+        keyfile_seed((uint8_t)(0x30 | o << 1), 0400, 12345, key, BATON_KEY_BYTES);
+        keyfile_seed((uint8_t)(0x31 | o << 1), 0400, 0, key, BATON_KEY_BYTES);
+    }
+    /* not a regular file (pure), a symbolic link, a directory, a FIFO (real) */
+    keyfile_seed(0x38, 0600, 0, key, BATON_KEY_BYTES);
+    keyfile_seed(0xf0, 0600, 0, key, BATON_KEY_BYTES);
+    keyfile_seed(0x78, 0700, 0, key, BATON_KEY_BYTES);
+    keyfile_seed(0xf8, 0600, 0, key, 0);
+}
+
+/* batond_args (fuzz_batond_args.c): the arguments, NUL-separated. */
+static void batond_seed(const char *const *args, size_t n)
+{
+    struct buf b = {0};
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            bu8(&b, 0);
+        bput(&b, args[i], strlen(args[i]));
+    }
+    emit_buf("batond_args", &b);
+    bfree(&b);
+}
+
+#define BATOND_SEED(...)                                                                          \
+    do {                                                                                           \
+        static const char *const a_[] = {__VA_ARGS__};                                             \
+        batond_seed(a_, sizeof a_ / sizeof a_[0]);                                                 \
+    } while (0)
+
+static void gen_batond_args(void)
+{
+    BATOND_SEED("--help");
+    BATOND_SEED("--version");
+    BATOND_SEED("--port", "7341", "--threads", "4", "--quiet");
+    BATOND_SEED("--port=0", "--port-file", "/tmp/batond.port", "--no-seccomp");
+    BATOND_SEED("--host", "0.0.0.0", "--key", "/etc/baton/client.key", "--peer-key",
+                "/etc/baton/peer.key", "--encrypt", "--peer", "10.0.0.2:7340", "--peer",
+                "[::1]:7341");
+    BATOND_SEED("--host", "::1", "--insecure-no-auth", "--print-policy");
+    BATOND_SEED("--policy", "/etc/baton/batond.policy", "--max-connections", "16",
+                "--handshake-timeout", "1s", "--session-memory-bytes", "8G");
+    BATOND_SEED("--max_graph_flops=50T", "--max-message-bytes=1M", "--idle-timeout", "0",
+                "--log-rate", "0", "--compute-slice=10ms", "--total-memory-bytes=auto");
+    BATOND_SEED("--client", "team-a /etc/baton/team-a.key max_connections=8 "
+                            "session_memory_bytes=8G",
+                "--client", "team-b /etc/baton/team-b.key");
+    BATOND_SEED("--log-format", "json", "--port", "65536");
+    BATOND_SEED("--log-format=journal", "--threads", "0");
+    BATOND_SEED("--log-format", "xml");
+    BATOND_SEED("--quiet=1");
+    BATOND_SEED("--key");
+    BATOND_SEED("--max-connections", "--quiet");
+    BATOND_SEED("--key", " leading-blank");
+    BATOND_SEED("--key=--x", "--bind=127.0.0.1");
+    BATOND_SEED("--nonsense", "1");
+    BATOND_SEED("--peer", "[[1]:5");
+    BATOND_SEED("--port", "-0", "--threads", "64", "--max-peer-links", "1024",
+                "--max-grants-per-session", "65536");
+}
+
+/* put_string (fuzz_put_string.c): byte 0 bit 0 JSON, then the string. */
+static void put_string_seed(int json, const void *s, size_t n)
+{
+    struct buf b = {0};
+    bu8(&b, (uint8_t)json);
+    bput(&b, s, n);
+    emit_buf("put_string", &b);
+    bfree(&b);
+}
+
+/* cli_args on/off values (fuzz_cli_args.c, byte 0 bits 7-5 = 111). */
+static void gen_cli_args_onoff(void)
+{
+    static const char *const values[] = {"on", "off", "On", "yes", "1", "", "onn", "of", "on "};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
+        for (uint8_t start = 0; start < 2; start++)
+            cli_seed((uint8_t)(0xE0 | start), values[i]);
+}
+
+static void gen_put_string(void)
+{
+    static const char *const texts[] = {
+        "llama", "general.architecture", "a \"quoted\" \\ back\\slash", "tab\there\nnewline",
+        "\x1b[31mred\x1b[0m", "bell\a del\x7f", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+        "csi \xc2\x9b" "31m c1 \xc2\x80 \xc2\x9f nbsp \xc2\xa0",
+        "bad \xff \xc0\xaf \xed\xa0\x80 \xf4\x90\x80\x80 cut \xe2\x82",
+        "\xe2\x80\xae rtl override",
+    };
+    char big[200];
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
+        for (int json = 0; json < 2; json++)
+            put_string_seed(json, texts[i], strlen(texts[i]));
+    put_string_seed(0, "", 0);
+    put_string_seed(1, "nul\0inside", 10);
+    /* 160 bytes shown in text mode: a sequence cut by the limit */
+    memset(big, 'a', sizeof big);
+    memcpy(big + 159, "\xc2\x9b", 2);
+    put_string_seed(0, big, 161);
+    memcpy(big + 159, "\xe2\x82\xac", 3);
+    put_string_seed(0, big, 162);
+    put_string_seed(1, big, 162);
+    put_string_seed(0, big, 160);
+}
+
+/* ---- --check: every committed file named by its hash ---- */
+
+/* Inputs that fuzz/grow.sh added (fuzz/README.md) sit beside the generated
+ * seeds under the same naming; a file with a hash-shaped name (32 lowercase
+ * hex digits) that is not the hash of its bytes (an edited seed) fails the
+ * check. A hand-written seed may have a name that says what it is
+ * (corpus/policy/client-lines). Returns the count of such files and prints
+ * each; *n_files gets the count of files seen. */
+static int check_names(const char *dir, int *n_files)
+{
+    int bad = 0;
+    DIR *top = opendir(dir);
+    struct dirent *t;
+    *n_files = 0;
+    if (top == NULL)
+        return 0;
+    while ((t = readdir(top)) != NULL) {
+        char sub[4096];
+        DIR *d;
+        struct dirent *e;
+        if (t->d_name[0] == '.')
+            continue;
+        snprintf(sub, sizeof sub, "%s/%s", dir, t->d_name);
+        if ((d = opendir(sub)) == NULL)
+            continue;
+        while ((e = readdir(d)) != NULL) {
+            char path[8300], name[33];
+            unsigned char h[16], chunk[65536];
+            crypto_generichash_state st;
+            size_t k;
+            FILE *f;
+            if (e->d_name[0] == '.' || strlen(e->d_name) != 32 ||
+                strspn(e->d_name, "0123456789abcdef") != 32)
+                continue;
+            snprintf(path, sizeof path, "%s/%s", sub, e->d_name);
+            if ((f = fopen(path, "rb")) == NULL)
+                continue;
+            crypto_generichash_init(&st, NULL, 0, sizeof h);
+            while ((k = fread(chunk, 1, sizeof chunk, f)) > 0)
+                crypto_generichash_update(&st, chunk, k);
+            fclose(f);
+            crypto_generichash_final(&st, h, sizeof h);
+            for (int i = 0; i < 16; i++)
+                snprintf(name + 2 * i, 3, "%02x", h[i]);
+            (*n_files)++;
+            if (strcmp(name, e->d_name) != 0) {
+                fprintf(stderr, "gen_corpus: %s: not named by its BLAKE2b-128 hash (%s)\n", path,
+                        name);
+                bad++;
+            }
+        }
+        closedir(d);
+    }
+    closedir(top);
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--check") == 0) {
@@ -2597,6 +2800,10 @@ int main(int argc, char **argv)
     gen_cli_args();
     gen_meminfo();
     gen_prompt_lines();
+    gen_keyfile();
+    gen_batond_args();
+    gen_put_string();
+    gen_cli_args_onoff();
     if (check_mode) {
         if (n_missing) {
             fprintf(stderr,
@@ -2605,7 +2812,13 @@ int main(int argc, char **argv)
                     n_missing);
             return 1;
         }
-        printf("gen_corpus: every seed present\n");
+        int n_files = 0, bad = check_names(out_dir, &n_files);
+        if (bad) {
+            fprintf(stderr, "gen_corpus: %d file(s) not named by their hash\n", bad);
+            return 1;
+        }
+        printf("gen_corpus: every seed present; %d hash-named files, each the hash of its bytes\n",
+               n_files);
         return 0;
     }
     printf("gen_corpus: %d seeds written under %s\n", n_written, out_dir);

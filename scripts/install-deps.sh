@@ -9,7 +9,8 @@ set -eu
 # mandoc for the manual page check, tests/integration/test_man_pages.sh;
 # libpcre2-dev for the BPE pre-tokenizers, src/model/tokenizer_pre.c).
 # --full adds the proof (Frama-C, why3, z3, cvc4), sanitizer (clang) and fuzzing (AFL++)
-# toolchains that `make test` needs, and systemd (systemd-analyze, for the
+# toolchains that `make test` needs, gcovr (the per-file line coverage of
+# `make coverage`, fuzz/coverage.sh), and systemd (systemd-analyze, for the
 # unit checks).
 # --bench adds python3-matplotlib (bench/plot.py draws the PNG plots of
 # `make bench`); --full has it too, for the plot smoke test.
@@ -17,7 +18,7 @@ PKGS="build-essential cmake pkg-config libsodium-dev libseccomp-dev libcmocka-de
 groff-base mandoc libpcre2-dev"
 BENCH_PKGS="python3 python3-matplotlib"
 case "${1:-}" in
---full) PKGS="$PKGS clang libclang-rt-14-dev llvm afl++ frama-c-base why3 z3 cvc4 systemd $BENCH_PKGS" ;;
+--full) PKGS="$PKGS clang libclang-rt-14-dev llvm afl++ gcovr frama-c-base why3 z3 cvc4 systemd $BENCH_PKGS" ;;
 --bench) PKGS="$PKGS $BENCH_PKGS" ;;
 esac
 

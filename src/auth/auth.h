@@ -135,6 +135,30 @@ int baton_key_generate_file(const char *path, char *err, size_t err_len);
  * NULL) gets one line naming the file and the reason. */
 int baton_key_load(const char *path, uint8_t key[BATON_KEY_BYTES], char *err, size_t err_len);
 
+/* What baton_key_load learns about an opened key file (fstat), for
+ * baton_key_check_file. */
+struct baton_key_file_info {
+    int is_regular;   /* S_ISREG(st_mode) */
+    uint32_t uid;     /* st_uid */
+    uint32_t euid;    /* geteuid() of the loading process */
+    uint32_t mode;    /* st_mode & 07777 */
+    int64_t size;     /* st_size */
+};
+
+/* The rules of baton_key_load (credential 0) or baton_key_open_credential
+ * (credential 1) on an opened file, in their order: not a regular file,
+ * owner, mode, size (each error as baton_key_load's; path only names the
+ * file in err). Returns 0 or that error. Pure: no I/O. */
+int baton_key_check_file(const char *path, const struct baton_key_file_info *info,
+                         int credential, char *err, size_t err_len);
+
+/* The key file format: data[0..n) is a key exactly when n is 32 (raw bytes,
+ * no encoding, no trailing newline); then copies it to key and returns 0,
+ * else BATON_E_FORMAT, key untouched, err naming path, n and the rule.
+ * Pure: the parsing half of baton_key_load, fuzzed by fuzz/fuzz_keyfile.c. */
+int baton_key_parse(const char *path, const uint8_t *data, size_t n,
+                    uint8_t key[BATON_KEY_BYTES], char *err, size_t err_len);
+
 /* A loaded key in libsodium guarded memory, read-only. */
 struct baton_key;
 

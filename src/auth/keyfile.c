@@ -119,13 +119,64 @@ static ssize_t read_full(int fd, uint8_t *p, size_t n)
     return (ssize_t)got;
 }
 
+int baton_key_check_file(const char *path, const struct baton_key_file_info *info,
+                         int credential, char *err, size_t err_len)
+{
+    if (!info->is_regular) {
+        set_err(err, err_len, "%s: not a regular file", path);
+        return BATON_E_AUTH;
+    }
+    if (info->uid != info->euid && !(credential && info->uid == 0)) {
+        set_err(err, err_len, "%s: owned by uid %u, not by the current user (uid %u)", path,
+                (unsigned)info->uid, (unsigned)info->euid);
+        return BATON_E_AUTH;
+    }
+    if (credential && (info->mode & 0337) != 0) {
+        set_err(err, err_len,
+                "%s: mode %04o: a credential must be read-only, with no access for others",
+                path, (unsigned)(info->mode & 07777));
+        return BATON_E_AUTH;
+    }
+    if (!credential && (info->mode & 077) != 0) {
+        set_err(err, err_len,
+                "%s: mode %04o gives group or other access; a key file must be 0600 "
+                "(chmod 600 %s)",
+                path, (unsigned)(info->mode & 07777), path);
+        return BATON_E_AUTH;
+    }
+    if (info->size != (int64_t)BATON_KEY_BYTES) {
+        set_err(err, err_len,
+                "%s: %lld bytes; a key file is exactly %u raw bytes (no trailing newline; "
+                "make one with 'baton keygen')",
+                path, (long long)info->size, BATON_KEY_BYTES);
+        return BATON_E_FORMAT;
+    }
+    return 0;
+}
+
+int baton_key_parse(const char *path, const uint8_t *data, size_t n,
+                    uint8_t key[BATON_KEY_BYTES], char *err, size_t err_len)
+{
+    if (n != BATON_KEY_BYTES) {
+        set_err(err, err_len,
+                "%s: %zu bytes; a key file is exactly %u raw bytes (no trailing newline; "
+                "make one with 'baton keygen')",
+                path, n, BATON_KEY_BYTES);
+        return BATON_E_FORMAT;
+    }
+    memcpy(key, data, BATON_KEY_BYTES);
+    return 0;
+}
+
 /* baton_key_load, and with credential set the owner and mode rules of
- * baton_key_open_credential. */
+ * baton_key_open_credential: opens and reads the file, and leaves every
+ * decision to baton_key_check_file and baton_key_parse. */
 static int key_load(const char *path, uint8_t key[BATON_KEY_BYTES], int credential, char *err,
                     size_t err_len)
 {
     uint8_t buf[BATON_KEY_BYTES + 1];
     struct stat st;
+    struct baton_key_file_info info;
     int rc = 0;
     if (path == NULL || path[0] == '\0' || key == NULL) {
         set_err(err, err_len, "key file: no path given");
@@ -152,40 +203,14 @@ static int key_load(const char *path, uint8_t key[BATON_KEY_BYTES], int credenti
         rc = BATON_E_IO;
         goto out;
     }
-    if (!S_ISREG(st.st_mode)) {
-        set_err(err, err_len, "%s: not a regular file", path);
-        rc = BATON_E_AUTH;
+    info.is_regular = S_ISREG(st.st_mode);
+    info.uid = (uint32_t)st.st_uid;
+    info.euid = (uint32_t)geteuid();
+    info.mode = (uint32_t)(st.st_mode & 07777);
+    info.size = (int64_t)st.st_size;
+    rc = baton_key_check_file(path, &info, credential, err, err_len);
+    if (rc != 0)
         goto out;
-    }
-    if (st.st_uid != geteuid() && !(credential && st.st_uid == 0)) {
-        set_err(err, err_len, "%s: owned by uid %u, not by the current user (uid %u)", path,
-                (unsigned)st.st_uid, (unsigned)geteuid());
-        rc = BATON_E_AUTH;
-        goto out;
-    }
-    if (credential && (st.st_mode & 0337) != 0) {
-        set_err(err, err_len,
-                "%s: mode %04o: a credential must be read-only, with no access for others",
-                path, (unsigned)(st.st_mode & 07777));
-        rc = BATON_E_AUTH;
-        goto out;
-    }
-    if (!credential && (st.st_mode & 077) != 0) {
-        set_err(err, err_len,
-                "%s: mode %04o gives group or other access; a key file must be 0600 "
-                "(chmod 600 %s)",
-                path, (unsigned)(st.st_mode & 07777), path);
-        rc = BATON_E_AUTH;
-        goto out;
-    }
-    if (st.st_size != (off_t)BATON_KEY_BYTES) {
-        set_err(err, err_len,
-                "%s: %lld bytes; a key file is exactly %u raw bytes (no trailing newline; "
-                "make one with 'baton keygen')",
-                path, (long long)st.st_size, BATON_KEY_BYTES);
-        rc = BATON_E_FORMAT;
-        goto out;
-    }
     /* one byte more than a key: a file that grew after fstat is refused too */
     ssize_t got = read_full(fd, buf, sizeof buf);
     if (got < 0) {
@@ -193,12 +218,12 @@ static int key_load(const char *path, uint8_t key[BATON_KEY_BYTES], int credenti
         rc = BATON_E_IO;
         goto out;
     }
-    if (got != (ssize_t)BATON_KEY_BYTES) {
+    if ((int64_t)got != info.size) {
         set_err(err, err_len, "%s: changed size while being read", path);
         rc = BATON_E_FORMAT;
         goto out;
     }
-    memcpy(key, buf, BATON_KEY_BYTES);
+    rc = baton_key_parse(path, buf, (size_t)got, key, err, err_len);
 out:
     sodium_memzero(buf, sizeof buf);
     close(fd);

@@ -78,7 +78,15 @@ void baton_cli_put_string(FILE *f, const char *ptr, size_t len, int json)
             i++;
         } else {
             size_t l = utf8_valid(s + i, len - i);
-            if (l == 0 || l > shown - i) {
+            if (l == 2 && l <= shown - i && c == 0xc2 && s[i + 1] < 0xa0) {
+                /* a C1 control (U+0080..U+009F; U+009B is CSI, which some
+                 * terminals act on), escaped like the C0 ones */
+                if (json)
+                    fprintf(f, "\\u%04x", s[i + 1]);
+                else
+                    fprintf(f, "\\x%02x\\x%02x", c, s[i + 1]);
+                i += 2;
+            } else if (l == 0 || l > shown - i) {
                 if (json)
                     fputs("\\ufffd", f);
                 else

@@ -35,7 +35,9 @@ int baton_cli_check_output(const char *prog, const char *what, const char *path,
 
 /* Prints ptr[0..len) as a quoted string. json: JSON escapes (RFC 8259),
  * invalid UTF-8 as U+FFFD, no truncation; text: C-style escapes for control
- * bytes, at most 160 bytes then "...(N bytes)". (baton_inspect.c; baton
+ * bytes, at most 160 bytes then "...(N bytes)". Control characters never
+ * pass raw: C0 and DEL, and the C1 controls U+0080..U+009F (as \u00NN in
+ * JSON, as \xc2\xNN in text); fuzz/fuzz_put_string.c checks this. (baton_inspect.c; baton
  * bench's --json uses it too) */
 void baton_cli_put_string(FILE *f, const char *ptr, size_t len, int json);
 

@@ -1,0 +1,236 @@
+/* Fuzz target keyfile: the key-file loader of src/auth/keyfile.c.
+ *
+ * Input:
+ *   byte 0      bit 0: credential rules (baton_key_open_credential);
+ *               bits 1-2: the file's owner as baton_key_check_file sees it
+ *               (the effective uid, root, another uid, or bytes 3-6);
+ *               bit 3: not a regular file; bits 4-5: the error buffer
+ *               (NULL, 1 byte, 24 bytes, 512 bytes);
+ *               bit 6: also the real loader on a real file (below),
+ *               bit 7: with it, the file is a symbolic link (bit 3: a
+ *               directory, bits 3 and 7: a FIFO) instead
+ *   bytes 1-2   the mode, little-endian, & 07777
+ *   bytes 3-6   the uid when bits 1-2 are 3
+ *   the rest    the file's bytes
+ *
+ * Pure part, every input: baton_key_check_file on the info the header
+ * gives (size = the content's length) and baton_key_parse on the content.
+ * Oracle, written from auth.h: the rules in their order (not regular,
+ * owner: the effective uid or, for a credential, root; mode: no group or
+ * other bit, a credential no write, execute or other bit, mode & 0337;
+ * size exactly 32) with their codes (AUTH, AUTH, AUTH, FORMAT); parse
+ * succeeds exactly for 32 bytes, then the key is the bytes, else FORMAT
+ * and the key untouched. The message is one line beginning "PATH: ",
+ * never longer than the buffer (an exact-size heap block) and
+ * NUL-terminated; the same call twice agrees.
+ *
+ * Real part (bit 6): the content is written to a file in a private
+ * temporary directory with the mode (& 0777), or that path is made a
+ * symbolic link to such a file, a directory or a FIFO; baton_key_load (or
+ * baton_key_open / baton_key_open_credential) must give what the oracle
+ * gives for the file's real fstat (a symbolic link: AUTH before any other
+ * rule), the key bytes equal to the content on success and untouched on
+ * failure.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fuzz_common.h"
+
+#include "auth/auth.h"
+#include "baton/status.h"
+
+#define KF_PATH_MAX 512
+
+static char dir_path[KF_PATH_MAX - 16];
+static char file_path[KF_PATH_MAX];
+static char target_path[KF_PATH_MAX];
+
+static void remove_dir(void)
+{
+    unlink(file_path);
+    rmdir(file_path);
+    unlink(target_path);
+    rmdir(dir_path);
+}
+
+static void setup(void)
+{
+    static int done;
+    if (done)
+        return;
+    done = 1;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir_path, sizeof dir_path, "%s/baton-fuzz-keyfile-XXXXXX",
+             tmp && tmp[0] == '/' ? tmp : "/tmp");
+    FUZZ_CHECK(mkdtemp(dir_path) != NULL, "mkdtemp: %s", strerror(errno));
+    snprintf(file_path, sizeof file_path, "%s/key", dir_path);
+    snprintf(target_path, sizeof target_path, "%s/target", dir_path);
+    atexit(remove_dir);
+    FUZZ_CHECK(baton_auth_init() == 0, "libsodium");
+}
+
+/* auth.h's rules, written independently. */
+static int oracle_check(const struct baton_key_file_info *in, int credential)
+{
+    if (!in->is_regular)
+        return BATON_E_AUTH;
+    if (in->uid != in->euid && !(credential && in->uid == 0))
+        return BATON_E_AUTH;
+    if (credential ? (in->mode & 0337) != 0 : (in->mode & 077) != 0)
+        return BATON_E_AUTH;
+    if (in->size != 32)
+        return BATON_E_FORMAT;
+    return 0;
+}
+
+/* A message in an exact-size block: NUL inside it, one line, "PATH: ...". */
+static void check_message(const char *err, size_t err_len, const char *path, int rc)
+{
+    if (err == NULL || err_len == 0 || rc == 0)
+        return;
+    FUZZ_CHECK(memchr(err, '\0', err_len) != NULL, "message not terminated");
+    FUZZ_CHECK(strchr(err, '\n') == NULL, "message of more than one line: %s", err);
+    size_t pl = strlen(path);
+    size_t want = pl + 2 < err_len - 1 ? pl + 2 : err_len - 1;
+    char full[KF_PATH_MAX + 4];
+    snprintf(full, sizeof full, "%s: ", path);
+    FUZZ_CHECK(strncmp(err, full, want) == 0, "message does not begin with the path: %s", err);
+}
+
+static void pure_part(const uint8_t *hdr, const uint8_t *content, size_t n, size_t err_len)
+{
+    const int credential = hdr[0] & 1;
+    struct baton_key_file_info in = {
+        .is_regular = (hdr[0] & 8) == 0,
+        .euid = (uint32_t)geteuid(),
+        .mode = (uint32_t)fuzz_le(hdr + 1, 2) & 07777,
+        .size = (int64_t)n,
+    };
+    switch ((hdr[0] >> 1) & 3) {
+    case 0: in.uid = in.euid; break;
+    case 1: in.uid = 0; break;
+    case 2: in.uid = in.euid + 1; break;
+    default: in.uid = (uint32_t)fuzz_le(hdr + 3, 4); break;
+    }
+    const char *path = "fuzz/key";
+    char *err = err_len ? malloc(err_len) : NULL;
+    FUZZ_CHECK(err_len == 0 || err != NULL, "malloc");
+
+    int want = oracle_check(&in, credential);
+    int rc = baton_key_check_file(path, &in, credential, err, err_len);
+    FUZZ_CHECK(rc == want, "check_file %d, oracle %d (uid %u euid %u mode %o size %lld cred %d)",
+               rc, want, in.uid, in.euid, in.mode, (long long)in.size, credential);
+    check_message(err, err_len, path, rc);
+    FUZZ_CHECK(baton_key_check_file(path, &in, credential, NULL, 0) == rc, "not repeatable");
+
+    uint8_t key[BATON_KEY_BYTES];
+    memset(key, 0xa5, sizeof key);
+    rc = baton_key_parse(path, content, n, key, err, err_len);
+    if (n == BATON_KEY_BYTES) {
+        FUZZ_CHECK(rc == 0, "32 bytes refused: %d", rc);
+        FUZZ_CHECK(memcmp(key, content, BATON_KEY_BYTES) == 0, "key differs from its bytes");
+    } else {
+        FUZZ_CHECK(rc == BATON_E_FORMAT, "%zu bytes: %d, want E_FORMAT", n, rc);
+        for (size_t i = 0; i < sizeof key; i++)
+            FUZZ_CHECK(key[i] == 0xa5, "key written on failure");
+        check_message(err, err_len, path, rc);
+        if (err_len >= 256) {
+            char count[32];
+            snprintf(count, sizeof count, ": %zu bytes;", n);
+            FUZZ_CHECK(strstr(err, count) != NULL, "message does not give the size: %s", err);
+        }
+    }
+    free(err);
+}
+
+static void write_file(const char *path, const uint8_t *content, size_t n, mode_t mode)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    FUZZ_CHECK(fd >= 0, "create %s: %s", path, strerror(errno));
+    size_t at = 0;
+    while (at < n) {
+        ssize_t w = write(fd, content + at, n - at);
+        FUZZ_CHECK(w > 0, "write: %s", strerror(errno));
+        at += (size_t)w;
+    }
+    FUZZ_CHECK(fchmod(fd, mode) == 0, "fchmod: %s", strerror(errno));
+    close(fd);
+}
+
+static void real_part(const uint8_t *hdr, const uint8_t *content, size_t n, size_t err_len)
+{
+    const int credential = hdr[0] & 1;
+    const int link = (hdr[0] & 0x80) != 0, other = (hdr[0] & 8) != 0;
+    const mode_t mode = (mode_t)(fuzz_le(hdr + 1, 2) & 0777);
+    int want;
+
+    remove_dir(); /* the previous input's files; the directory stays */
+    FUZZ_CHECK(mkdir(dir_path, 0700) == 0 || errno == EEXIST, "mkdir: %s", strerror(errno));
+    if (link && other) {
+        FUZZ_CHECK(mkfifo(file_path, mode) == 0, "mkfifo: %s", strerror(errno));
+        want = BATON_E_AUTH;
+    } else if (other) {
+        FUZZ_CHECK(mkdir(file_path, mode | 0700) == 0, "mkdir: %s", strerror(errno));
+        want = BATON_E_AUTH;
+    } else if (link) {
+        write_file(target_path, content, n, mode);
+        FUZZ_CHECK(symlink(target_path, file_path) == 0, "symlink: %s", strerror(errno));
+        want = BATON_E_AUTH;
+    } else {
+        write_file(file_path, content, n, mode);
+        struct stat st;
+        FUZZ_CHECK(stat(file_path, &st) == 0, "stat: %s", strerror(errno));
+        struct baton_key_file_info in = {.is_regular = S_ISREG(st.st_mode),
+                                         .uid = (uint32_t)st.st_uid,
+                                         .euid = (uint32_t)geteuid(),
+                                         .mode = (uint32_t)(st.st_mode & 07777),
+                                         .size = (int64_t)st.st_size};
+        want = oracle_check(&in, credential);
+    }
+    char *err = err_len ? malloc(err_len) : NULL;
+    FUZZ_CHECK(err_len == 0 || err != NULL, "malloc");
+    int rc;
+    if (credential) {
+        struct baton_key *k = (struct baton_key *)&rc; /* must become NULL on failure */
+        rc = baton_key_open_credential(file_path, &k, err, err_len);
+        FUZZ_CHECK(rc == want, "open_credential %d, oracle %d", rc, want);
+        FUZZ_CHECK((rc == 0) == (k != NULL), "key pointer and result disagree");
+        if (k != NULL)
+            FUZZ_CHECK(memcmp(baton_key_bytes(k), content, BATON_KEY_BYTES) == 0, "key bytes");
+        baton_key_free(k);
+    } else {
+        uint8_t key[BATON_KEY_BYTES];
+        memset(key, 0x5a, sizeof key);
+        rc = baton_key_load(file_path, key, err, err_len);
+        FUZZ_CHECK(rc == want, "load %d, oracle %d (mode %o, %zu bytes)", rc, want,
+                   (unsigned)mode, n);
+        if (rc == 0) {
+            FUZZ_CHECK(memcmp(key, content, BATON_KEY_BYTES) == 0, "key bytes");
+        } else {
+            for (size_t i = 0; i < sizeof key; i++)
+                FUZZ_CHECK(key[i] == 0x5a, "key written on failure");
+        }
+    }
+    check_message(err, err_len, file_path, rc);
+    free(err);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static const size_t err_lens[4] = {0, 1, 24, 512};
+    uint8_t hdr[7] = {0};
+    setup();
+    memcpy(hdr, data, size < sizeof hdr ? size : sizeof hdr);
+    size_t n = size > sizeof hdr ? size - sizeof hdr : 0;
+    uint8_t *content = fuzz_dup(size > sizeof hdr ? data + sizeof hdr : data, n);
+    size_t err_len = err_lens[(hdr[0] >> 4) & 3];
+
+    pure_part(hdr, content, n, err_len);
+    if (hdr[0] & 0x40)
+        real_part(hdr, content, n, err_len);
+    free(content);
+    return 0;
+}
