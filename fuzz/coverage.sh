@@ -14,6 +14,10 @@
 #    BUILD/coverage.txt (the table).
 # 4. Fails when a file listed in fuzz/coverage-floors.txt (`path floor%`,
 #    one a line, '#' comments) is below its floor, or has no counts at all.
+# 5. verify/reach.py lists every function input reaches with its status
+#    (proven, fuzzed: run by the replay, or neither) into
+#    BUILD/reachable.md, and fails when the committed verify/REACHABLE.md
+#    calls a function proven or fuzzed that no longer is.
 #
 # Environment:
 #   COVERAGE_BUILD_DIR  the tree (default: <repo>/build-coverage)
@@ -104,3 +108,10 @@ if failed:
     sys.exit(1)
 print(f"coverage: every floor of {floors_path} holds ({len(floors)} files)")
 EOF
+
+# Every function that input reaches, with its status (proven / fuzzed /
+# neither: verify/reach.py); the committed verify/REACHABLE.md may claim no
+# more than this run shows.
+echo "coverage: functions reached by input (verify/reach.py)"
+python3 "$src_dir/verify/reach.py" --build "$build" --gcov "$build" -o "$build/reachable.md" \
+    --check "$src_dir/verify/REACHABLE.md" || exit 1
