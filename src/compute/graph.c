@@ -7,6 +7,7 @@
 
 #include "baton/status.h"
 #include "compute/compute.h"
+#include "core/access.h"
 #include "compute/cpu/kernels.h"
 #include "compute/cpu/matmul.h"
 #include "compute/cpu/quant.h"
@@ -44,12 +45,10 @@ static int mul_u64(uint64_t a, uint64_t b, uint64_t *r)
     return __builtin_mul_overflow(a, b, r) ? BATON_E_OVERFLOW : 0;
 }
 
+/* x rounded up to SCRATCH_ALIGN, or BATON_E_OVERFLOW (proven, access.h). */
 static int align_up(uint64_t x, uint64_t *r)
 {
-    if (x > UINT64_MAX - (SCRATCH_ALIGN - 1))
-        return BATON_E_OVERFLOW;
-    *r = (x + (SCRATCH_ALIGN - 1)) & ~(uint64_t)(SCRATCH_ALIGN - 1);
-    return 0;
+    return baton_access_round_up(x, SCRATCH_ALIGN, r);
 }
 
 static int numel(const uint64_t ne[BATON_MAX_DIMS], uint64_t *n)
@@ -134,10 +133,13 @@ static int source_view(const struct baton_graph *g, uint32_t idx, uint32_t node_
         memcpy(v->ne, t->ne, sizeof(v->ne));
         return 0;
     }
-    if (idx - g->n_leaves >= node_index)
-        return BATON_E_GRAPH;
-    v->type = g->nodes[idx - g->n_leaves].type;
-    memcpy(v->ne, g->nodes[idx - g->n_leaves].ne, sizeof(v->ne));
+    uint32_t j = 0;
+    int rc = baton_access_node_ref(idx, g->n_leaves, node_index, &j);
+
+    if (rc)
+        return rc;
+    v->type = g->nodes[j].type;
+    memcpy(v->ne, g->nodes[j].ne, sizeof(v->ne));
     return 0;
 }
 
@@ -359,25 +361,22 @@ static int validate_node(const struct baton_graph *g, uint32_t i, struct baton_n
     uint32_t s;
     int rc;
 
-    if (arity == 0)
-        return BATON_E_GRAPH;
-    for (s = 0; s < BATON_MAX_SRC; s++) {
-        if (s >= arity) {
-            if (n->src[s] != BATON_SRC_NONE)
-                return BATON_E_GRAPH;
-        } else if (n->src[s] >= g->n_leaves && n->src[s] - g->n_leaves >= i) {
-            return BATON_E_GRAPH;
-        }
-    }
-    if (n->out_leaf != BATON_SRC_NONE && n->out_leaf >= g->n_leaves)
-        return BATON_E_GRAPH;
+    /* every index the node holds (proven, core/access.h): used sources a
+     * leaf or an earlier node, unused ones NONE, the out leaf a leaf */
+    rc = baton_access_node_srcs(n->src, arity, g->n_leaves, i);
+    if (rc)
+        return rc;
+    rc = baton_access_out_leaf(n->out_leaf, g->n_leaves);
+    if (rc)
+        return rc;
     if (n->op == BATON_OP_RESHAPE && n->out_leaf != BATON_SRC_NONE)
         return BATON_E_GRAPH;
     if (n->op == BATON_OP_ATTENTION) {
         /* The caches are written: they must be leaves, distinct, and hold
          * no other source of this node. */
-        if (n->src[3] >= g->n_leaves || n->src[4] >= g->n_leaves || n->src[3] == n->src[4])
-            return BATON_E_GRAPH;
+        rc = baton_access_cache_leaves(n->src[3], n->src[4], g->n_leaves);
+        if (rc)
+            return rc;
     }
 
     for (s = 0; s < arity; s++) {
@@ -509,16 +508,17 @@ static int layout(const struct baton_graph *g, struct baton_node_plan *plan,
             if (end > cand)
                 cand = end;
         }
-        if (size > UINT64_MAX - cand)
-            return BATON_E_OVERFLOW;
+        /* [cand, end) ends by peak, which only grows (proven, access.h):
+         * every block lies inside the arena of peak bytes */
+        rc = baton_access_place(cand, size, &end, &peak);
+        if (rc)
+            return rc;
         memmove(&live[k + 1], &live[k], (n_live - k) * sizeof(*live));
         live[k].off = cand;
-        live[k].end = cand + size;
+        live[k].end = end;
         live[k].node = i;
         n_live++;
         plan[i].scratch_offset = cand;
-        if (cand + size > peak)
-            peak = cand + size;
     }
     rc = align_up(peak, &peak);
     if (rc)
@@ -531,12 +531,12 @@ static int layout(const struct baton_graph *g, struct baton_node_plan *plan,
 
 /* 1 if leaves a and b name overlapping bytes of one buffer. Handles are
  * opaque: equal handles are one buffer, different handles different
- * buffers. Extents were checked at decode (offset + nbytes does not wrap). */
+ * buffers. The overlap test is exact (proven; no sum that could wrap). */
 static int leaves_overlap(const struct baton_tensor_desc *a, const struct baton_tensor_desc *b)
 {
-    if (a->buffer != b->buffer || a->nbytes == 0 || b->nbytes == 0)
+    if (a->buffer != b->buffer)
         return 0;
-    return a->offset < b->offset + b->nbytes && b->offset < a->offset + a->nbytes;
+    return baton_access_overlap(a->offset, a->nbytes, b->offset, b->nbytes);
 }
 
 /* A leaf that the graph writes (an out leaf, or an ATTENTION KV cache) may

@@ -3,7 +3,11 @@
  *
  * Every byte from the wire goes through the proven decoders of src/wire
  * (header, HELLO, tensor descriptors, graph header and nodes, u8/u64
- * fields); every range check through baton_wire_check_range. Handlers
+ * fields), each given the (buf, len) that recv_request reserved, checked
+ * and received; every range check through baton_wire_check_range or the
+ * proven arithmetic of core/access.h, and every buffer pointer is formed
+ * as mem + at from an offset at that core/access.h returned with its proof
+ * that the access lies inside the buffer (verify/PROVEN.md). Handlers
  * validate and resolve first and touch buffers only afterwards.
  *
  * A handler consumes exactly its frame's payload or returns early with a
@@ -30,6 +34,7 @@
 #include "auth/auth.h"
 #include "baton/status.h"
 #include "client/frame_send.h"
+#include "core/access.h"
 #include "core/limits.h"
 #include "core/ops.h"
 #include "core/types.h"
@@ -160,21 +165,34 @@ static int discard_rest(struct conn *c)
     return 0;
 }
 
-/* Reads a payload that must be exactly `expect` bytes into the session's
- * request buffer. A different length is a semantic error (E_INVAL): the
- * caller's error path discards the payload. */
+/* Reads len payload bytes into the session's request buffer; *out is the
+ * start of exactly those len bytes, the (buf, len) that the caller hands to
+ * the proven decoders, whose contracts require buf to hold len bytes. The
+ * buffer holds sess.req_cap bytes (session_reserve_req); the proven
+ * baton_access_slice checks [0, len) against that before any byte is
+ * received (E_BOUNDS, never seen: the reservation is for len). */
+static int recv_request(struct conn *c, size_t len, const uint8_t **out)
+{
+    uint64_t at = 0;
+    int rc = session_reserve_req(&c->sess, len > 0 ? len : 1);
+    if (rc == 0)
+        rc = baton_access_slice(0, c->sess.req_cap, 0, len, c->sess.req_cap, &at);
+    if (rc == 0)
+        rc = recv_payload(c, c->sess.req + at, len);
+    if (rc != 0)
+        return rc;
+    *out = c->sess.req + at;
+    return 0;
+}
+
+/* Reads a payload that must be exactly `expect` bytes (recv_request). A
+ * different length is a semantic error (E_INVAL): the caller's error path
+ * discards the payload. */
 static int read_fixed(struct conn *c, size_t expect, const uint8_t **out)
 {
     if (c->left != expect)
         return BATON_E_INVAL;
-    int rc = session_reserve_req(&c->sess, expect > 0 ? expect : 1);
-    if (rc != 0)
-        return rc;
-    rc = recv_payload(c, c->sess.req, expect);
-    if (rc != 0)
-        return rc;
-    *out = c->sess.req;
-    return 0;
+    return recv_request(c, expect, out);
 }
 
 /* Sends header, payload pieces p1 and p2, and the tag of the next frame
@@ -400,25 +418,34 @@ static int cmd_buffer_clear(struct conn *c, const struct baton_frame_header *h)
     return 0;
 }
 
-/* Resolves a decoded tensor to its pinned buffer and checks that the
- * tensor's extent lies inside it. On success *ref must be released. */
-static int resolve_tensor(struct conn *c, const struct baton_tensor_desc *t,
-                          struct baton_buf_ref *ref)
+/* Resolves a decoded tensor to its pinned buffer and bytes [off, off + n)
+ * of the tensor in it (the whole tensor: 0, t->nbytes). The proven
+ * baton_access_slice checks the slice against the tensor and the tensor's
+ * extent against the buffer's size (BATON_E_BOUNDS), and gives the offset
+ * the pointer is formed from: *data has n bytes inside the buffer. On
+ * success *ref must be released. */
+static int resolve_tensor(struct conn *c, const struct baton_tensor_desc *t, uint64_t off,
+                          uint64_t n, struct baton_buf_ref *ref, uint8_t **data)
 {
+    uint64_t at = 0;
     int rc = baton_handles_acquire(c->s->handles, c->sess.id, t->buffer, ref);
     if (rc != 0)
         return rc;
-    rc = baton_wire_check_range(t->offset, t->nbytes, ref->size);
-    if (rc != 0)
+    rc = baton_access_slice(t->offset, t->nbytes, off, n, ref->size, &at);
+    if (rc != 0) {
         baton_handles_release(c->s->handles, ref);
-    return rc;
+        return rc;
+    }
+    *data = ref->mem + at;
+    return 0;
 }
 
-/* tensor (88), u64 offset, u64 n: the common prefix of SET and GET. */
-static int decode_tensor_range(const uint8_t *p, struct baton_tensor_desc *t, uint64_t *off,
-                               uint64_t *n)
+/* tensor (88), u64 offset, u64 n: the common prefix of SET and GET, at the
+ * start of p's len bytes. */
+static int decode_tensor_range(const uint8_t *p, size_t len, struct baton_tensor_desc *t,
+                               uint64_t *off, uint64_t *n)
 {
-    size_t pos = 0, len = BATON_TENSOR_DESC_BYTES + 16;
+    size_t pos = 0;
     int rc = baton_wire_decode_tensor(p, len, &pos, t);
     if (rc == 0)
         rc = baton_wire_get_u64(p, len, &pos, off);
@@ -432,24 +459,24 @@ static int decode_tensor_range(const uint8_t *p, struct baton_tensor_desc *t, ui
 static int cmd_set_tensor(struct conn *c, const struct baton_frame_header *h)
 {
     const size_t head = BATON_TENSOR_DESC_BYTES + 16;
+    const uint8_t *p;
     struct baton_tensor_desc t;
     struct baton_buf_ref ref;
+    uint8_t *dst = NULL;
     uint64_t off, n;
     if (c->left < head)
         return BATON_E_INVAL;
-    int rc = session_reserve_req(&c->sess, head);
+    int rc = recv_request(c, head, &p);
     if (rc == 0)
-        rc = recv_payload(c, c->sess.req, head);
-    if (rc == 0)
-        rc = decode_tensor_range(c->sess.req, &t, &off, &n);
+        rc = decode_tensor_range(p, head, &t, &off, &n);
     if (rc == 0 && c->left != n)
         rc = BATON_E_INVAL;
     if (rc == 0)
-        rc = resolve_tensor(c, &t, &ref);
+        rc = resolve_tensor(c, &t, off, n, &ref, &dst);
     if (rc != 0)
         return rc;
     /* validated and pinned: the data goes straight into the buffer */
-    rc = recv_payload(c, ref.mem + t.offset + off, n);
+    rc = recv_payload(c, dst, n);
     baton_handles_release(c->s->handles, &ref);
     if (rc != 0)
         return rc;
@@ -459,21 +486,23 @@ static int cmd_set_tensor(struct conn *c, const struct baton_frame_header *h)
 
 static int cmd_get_tensor(struct conn *c, const struct baton_frame_header *h)
 {
+    const size_t len = BATON_TENSOR_DESC_BYTES + 16;
     const uint8_t *p;
     struct baton_tensor_desc t;
     struct baton_buf_ref ref;
+    uint8_t *src = NULL;
     uint64_t off, n;
-    int rc = read_fixed(c, BATON_TENSOR_DESC_BYTES + 16, &p);
+    int rc = read_fixed(c, len, &p);
     if (rc == 0)
-        rc = decode_tensor_range(p, &t, &off, &n);
+        rc = decode_tensor_range(p, len, &t, &off, &n);
     if (rc == 0 && n > c->s->cfg.max_message_bytes)
         rc = BATON_E_LIMIT;
     if (rc == 0)
-        rc = resolve_tensor(c, &t, &ref);
+        rc = resolve_tensor(c, &t, off, n, &ref, &src);
     if (rc != 0)
         return rc;
     /* sent straight from the pinned buffer */
-    send_reply(c, h->cmd, h->seq, 0, ref.mem + t.offset + off, n, NULL, 0);
+    send_reply(c, h->cmd, h->seq, 0, src, n, NULL, 0);
     baton_handles_release(c->s->handles, &ref);
     return 0;
 }
@@ -485,28 +514,26 @@ static int cmd_copy_tensor(struct conn *c, const struct baton_frame_header *h)
     size_t pos = 0;
     struct baton_tensor_desc src, dst;
     struct baton_buf_ref rs, rd;
+    uint8_t *from = NULL, *to = NULL;
     int rc = read_fixed(c, len, &p);
     if (rc == 0)
         rc = baton_wire_decode_tensor(p, len, &pos, &src);
     if (rc == 0)
         rc = baton_wire_decode_tensor(p, len, &pos, &dst);
     if (rc == 0)
-        rc = resolve_tensor(c, &src, &rs);
+        rc = resolve_tensor(c, &src, 0, src.nbytes, &rs, &from);
     if (rc != 0)
         return rc;
-    rc = resolve_tensor(c, &dst, &rd);
+    /* the first src.nbytes bytes of dst: E_BOUNDS when dst is smaller, as
+     * when its extent leaves its buffer */
+    rc = resolve_tensor(c, &dst, 0, src.nbytes, &rd, &to);
     if (rc != 0) {
         baton_handles_release(c->s->handles, &rs);
         return rc;
     }
-    if (src.nbytes > dst.nbytes)
-        rc = BATON_E_BOUNDS;
-    else
-        memmove(rd.mem + dst.offset, rs.mem + src.offset, src.nbytes);
+    memmove(to, from, src.nbytes);
     baton_handles_release(c->s->handles, &rd);
     baton_handles_release(c->s->handles, &rs);
-    if (rc != 0)
-        return rc;
     send_reply(c, h->cmd, h->seq, 0, NULL, 0, NULL, 0);
     return 0;
 }
@@ -523,6 +550,7 @@ static int load_graph(struct conn *c, struct baton_graph *g, uint64_t *scratch_b
     struct baton_session *ss = &c->sess;
     uint32_t max_nodes = c->s->cfg.max_graph_nodes;
     uint32_t n_leaves = 0, n_nodes = 0;
+    const uint8_t *p = NULL;
     size_t pos = 0, len;
     uint64_t max_len = BATON_GRAPH_HEADER_BYTES +
                        (uint64_t)BATON_MAX_GRAPH_LEAVES * BATON_TENSOR_DESC_BYTES +
@@ -532,11 +560,9 @@ static int load_graph(struct conn *c, struct baton_graph *g, uint64_t *scratch_b
     if (c->left > max_len)
         return BATON_E_LIMIT;
     len = (size_t)c->left;
-    rc = session_reserve_req(ss, len > 0 ? len : 1);
+    rc = recv_request(c, len, &p);
     if (rc == 0)
-        rc = recv_payload(c, ss->req, len);
-    if (rc == 0)
-        rc = baton_wire_decode_graph_header(ss->req, len, &pos, max_nodes, &n_leaves, &n_nodes);
+        rc = baton_wire_decode_graph_header(p, len, &pos, max_nodes, &n_leaves, &n_nodes);
     /* the whole payload is in hand: a payload too short for the header is a
      * wrong length (E_INVAL, PROTOCOL.md), not a frame cut short */
     if (rc == BATON_E_TRUNCATED)
@@ -544,18 +570,18 @@ static int load_graph(struct conn *c, struct baton_graph *g, uint64_t *scratch_b
     if (rc == 0)
         rc = session_reserve_graph(ss, n_leaves, n_nodes);
     for (uint32_t i = 0; rc == 0 && i < n_leaves; i++)
-        rc = baton_wire_decode_tensor(ss->req, len, &pos, &ss->leaves[i]);
+        rc = baton_wire_decode_tensor(p, len, &pos, &ss->leaves[i]);
     for (uint32_t j = 0; rc == 0 && j < n_nodes; j++)
-        rc = baton_wire_decode_node(ss->req, len, &pos, n_leaves, j, &ss->nodes[j]);
+        rc = baton_wire_decode_node(p, len, &pos, n_leaves, j, &ss->nodes[j]);
     if (rc != 0)
         return rc;
     /* every leaf: live, owned by this session, extent inside its buffer */
     for (; *n_pinned < n_leaves; (*n_pinned)++) {
         const struct baton_tensor_desc *t = &ss->leaves[*n_pinned];
-        rc = resolve_tensor(c, t, &ss->leaf_refs[*n_pinned]);
+        rc = resolve_tensor(c, t, 0, t->nbytes, &ss->leaf_refs[*n_pinned],
+                            &ss->leaf_data[*n_pinned]);
         if (rc != 0)
             goto fail;
-        ss->leaf_data[*n_pinned] = ss->leaf_refs[*n_pinned].mem + t->offset;
     }
     g->n_leaves = n_leaves;
     g->n_nodes = n_nodes;
@@ -740,6 +766,7 @@ static int cmd_copy_route(struct conn *c, const struct baton_frame_header *h)
     size_t pos = 0;
     struct stored_route rt;
     struct baton_buf_ref ref;
+    uint8_t *data = NULL;
     uint8_t buf[BATON_GRAPH_ID_BYTES];
     int rc = read_fixed(c, BATON_COPY_ROUTE_BYTES, &p);
     if (rc == 0)
@@ -749,7 +776,7 @@ static int cmd_copy_route(struct conn *c, const struct baton_frame_header *h)
     if (rc == 0 && rt.dest.family == BATON_PEER_FAMILY_NONE)
         rc = BATON_E_INVAL; /* a route goes somewhere */
     if (rc == 0)
-        rc = resolve_tensor(c, &rt.tensor, &ref);
+        rc = resolve_tensor(c, &rt.tensor, 0, rt.tensor.nbytes, &ref, &data);
     if (rc != 0)
         return rc;
     baton_handles_release(c->s->handles, &ref);
@@ -836,10 +863,10 @@ static int run_graph(struct conn *c, const struct stored_graph *sg,
     rc = session_reserve_graph(ss, sg->n_leaves, 1);
     for (; rc == 0 && *n_pinned < sg->n_leaves; (*n_pinned)++) {
         const struct baton_tensor_desc *t = &sg->leaves[*n_pinned];
-        rc = resolve_tensor(c, t, &ss->leaf_refs[*n_pinned]);
+        rc = resolve_tensor(c, t, 0, t->nbytes, &ss->leaf_refs[*n_pinned],
+                            &ss->leaf_data[*n_pinned]);
         if (rc != 0)
             goto out;
-        ss->leaf_data[*n_pinned] = ss->leaf_refs[*n_pinned].mem + t->offset;
     }
     for (uint32_t i = 0; rc == 0 && i < rq->h.n_inputs; i++) {
         const struct baton_run_input *in = &rq->inputs[i];
@@ -873,26 +900,33 @@ static int check_run(struct conn *c, const struct run_request *rq, int64_t *gi)
     if (*gi < 0)
         return BATON_E_NOT_FOUND;
     const struct stored_graph *sg = &ss->graphs[*gi];
+    int rc;
     for (uint32_t i = 0; i < rq->h.n_inputs; i++) {
         const struct baton_run_input *in = &rq->inputs[i];
-        if (in->leaf >= sg->n_leaves)
-            return BATON_E_GRAPH;
+        /* run_graph writes count i32 values at the start of the leaf */
+        rc = baton_access_index(in->leaf, sg->n_leaves);
+        if (rc != 0)
+            return rc;
         if (sg->leaves[in->leaf].type != BATON_TYPE_I32)
             return BATON_E_TYPE;
-        if (in->count > sg->leaves[in->leaf].nbytes / 4)
-            return BATON_E_BOUNDS;
+        rc = baton_access_i32_count(in->count, sg->leaves[in->leaf].nbytes);
+        if (rc != 0)
+            return rc;
     }
     if (rq->h.flags & BATON_RUN_HANDOFF) {
-        if (rq->handoff.route > ss->n_routes)
-            return BATON_E_NOT_FOUND;
-        if (rq->handoff.n > ss->routes[rq->handoff.route - 1].tensor.nbytes)
+        uint32_t ri = 0;
+        rc = baton_access_route(rq->handoff.route, ss->n_routes, &ri);
+        if (rc != 0)
+            return rc;
+        if (rq->handoff.n > ss->routes[ri].tensor.nbytes)
             return BATON_E_BOUNDS;
         if (rq->handoff.n > max_msg)
             return BATON_E_LIMIT;
     }
     if (rq->h.flags & BATON_RUN_RETURN) {
-        if (rq->ret.leaf >= sg->n_leaves)
-            return BATON_E_GRAPH;
+        rc = baton_access_index(rq->ret.leaf, sg->n_leaves);
+        if (rc != 0)
+            return rc;
         /* the reply carries the hand-off's result too */
         if (sg->leaves[rq->ret.leaf].nbytes > max_msg - BATON_COPY_RESULT_BYTES)
             return BATON_E_LIMIT;
@@ -902,26 +936,28 @@ static int check_run(struct conn *c, const struct run_request *rq, int64_t *gi)
 
 /* The hand-off of a run (docs/PROTOCOL.md "GRAPH_RUN"): after a successful
  * compute the route's bytes go as write seq; after a failed one the
- * destination is told that seq will not come. *res gets the outcome and the
+ * destination is told that seq will not come. route_index is the route's
+ * index (baton_access_route: < n_routes). *res gets the outcome and the
  * session's counters. */
-static void run_handoff(struct conn *c, const struct baton_run_handoff *ho, int run_ok,
-                        struct baton_copy_result *res)
+static void run_handoff(struct conn *c, const struct baton_run_handoff *ho, uint32_t route_index,
+                        int run_ok, struct baton_copy_result *res)
 {
     struct baton_session *ss = &c->sess;
-    const struct stored_route *rt = &ss->routes[ho->route - 1];
+    const struct stored_route *rt = &ss->routes[route_index];
     struct baton_copy_options opt = {.seq = ho->seq, .flags = ho->flags};
     struct baton_buf_ref ref;
+    uint8_t *data = NULL;
     int st = 0;
     memset(res, 0, sizeof *res);
-    if (run_ok && resolve_tensor(c, &rt->tensor, &ref) != 0)
+    /* its first n bytes (check_run: n <= the tensor's nbytes) */
+    if (run_ok && resolve_tensor(c, &rt->tensor, 0, ho->n, &ref, &data) != 0)
         run_ok = 0; /* the route's buffer went since COPY_ROUTE: nothing to send */
     if (!run_ok) {
         opt.flags = BATON_COPY_ASYNC; /* the failed run's reply does not wait for it */
         res->result = server_peer_copy(c->s, ss, &rt->dest, &opt, (uint32_t)-BATON_E_FENCE, NULL,
                                        0, &st);
     } else {
-        res->result = server_peer_copy(c->s, ss, &rt->dest, &opt, 0, ref.mem + rt->tensor.offset,
-                                       ho->n, &st);
+        res->result = server_peer_copy(c->s, ss, &rt->dest, &opt, 0, data, ho->n, &st);
         baton_handles_release(c->s->handles, &ref);
     }
     res->status = (uint32_t)(-st) & 0xFFFFu;
@@ -950,6 +986,8 @@ static int cmd_graph_run(struct conn *c, const struct baton_frame_header *h)
     struct run_request rq;
     struct baton_copy_result res;
     uint8_t rbuf[BATON_COPY_RESULT_BYTES];
+    const uint8_t *p = NULL;
+    uint32_t route_index = 0;
     size_t pos = 0, len;
     int64_t gi = -1;
     uint32_t n_pinned = 0;
@@ -959,24 +997,23 @@ static int cmd_graph_run(struct conn *c, const struct baton_frame_header *h)
         rc = BATON_E_LIMIT;
     len = (size_t)c->left;
     if (rc == 0)
-        rc = session_reserve_req(ss, len > 0 ? len : 1);
+        rc = recv_request(c, len, &p);
     if (rc == 0)
-        rc = recv_payload(c, ss->req, len);
-    if (rc == 0)
-        rc = baton_wire_decode_run_header(ss->req, len, &pos, &rq.h);
+        rc = baton_wire_decode_run_header(p, len, &pos, &rq.h);
     if (rc == BATON_E_TRUNCATED)
         rc = BATON_E_INVAL;
     for (uint32_t i = 0; rc == 0 && i < rq.h.n_fences; i++)
-        rc = baton_wire_decode_run_fence(ss->req, len, &pos, &rq.fences[i]);
+        rc = baton_wire_decode_run_fence(p, len, &pos, &rq.fences[i]);
     for (uint32_t i = 0; rc == 0 && i < rq.h.n_inputs; i++)
-        rc = baton_wire_decode_run_input(ss->req, len, &pos, &rq.inputs[i]);
+        rc = baton_wire_decode_run_input(p, len, &pos, &rq.inputs[i]);
     if (rc == 0 && (rq.h.flags & BATON_RUN_HANDOFF))
-        rc = baton_wire_decode_run_handoff(ss->req, len, &pos, &rq.handoff);
+        rc = baton_wire_decode_run_handoff(p, len, &pos, &rq.handoff);
     if (rc == 0 && (rq.h.flags & BATON_RUN_RETURN))
-        rc = baton_wire_decode_run_return(ss->req, len, &pos, &rq.ret);
+        rc = baton_wire_decode_run_return(p, len, &pos, &rq.ret);
     /* a hand-off whose route exists goes, or is cancelled, whatever
      * happens to the run from here on */
-    handoff = rc == 0 && (rq.h.flags & BATON_RUN_HANDOFF) && rq.handoff.route <= ss->n_routes;
+    handoff = rc == 0 && (rq.h.flags & BATON_RUN_HANDOFF) &&
+              baton_access_route(rq.handoff.route, ss->n_routes, &route_index) == 0;
     if (rc == 0)
         rc = check_run(c, &rq, &gi);
     if (rc == 0 && (rq.h.flags & BATON_RUN_RESET))
@@ -988,7 +1025,7 @@ static int cmd_graph_run(struct conn *c, const struct baton_frame_header *h)
     if (rc != 0 && !c->fatal)
         ss->run_failed = 1;
     if (handoff)
-        run_handoff(c, &rq.handoff, rc == 0, &res);
+        run_handoff(c, &rq.handoff, route_index, rc == 0, &res);
     if (rc == 0) {
         const uint32_t ho = (rq.h.flags & BATON_RUN_HANDOFF) != 0;
         if (ho)
@@ -1066,10 +1103,11 @@ static int cmd_copy_tensor_to(struct conn *c, const struct baton_frame_header *h
     struct baton_copy_options opt;
     struct baton_copy_result res;
     uint8_t buf[BATON_COPY_RESULT_BYTES];
+    uint8_t *src = NULL;
     uint64_t off, n;
     int rc = read_fixed(c, BATON_COPY_TO_BYTES, &p);
     if (rc == 0)
-        rc = decode_tensor_range(p, &t, &off, &n);
+        rc = decode_tensor_range(p, BATON_COPY_TO_BYTES, &t, &off, &n);
     if (rc == 0 && n > c->s->cfg.max_message_bytes)
         rc = BATON_E_LIMIT;
     if (rc == 0)
@@ -1079,7 +1117,7 @@ static int cmd_copy_tensor_to(struct conn *c, const struct baton_frame_header *h
     if (rc == 0 && (d.family == BATON_PEER_FAMILY_NONE) != (n == 0))
         rc = BATON_E_INVAL; /* a copy moves bytes; a query moves none */
     if (rc == 0)
-        rc = resolve_tensor(c, &t, &ref);
+        rc = resolve_tensor(c, &t, off, n, &ref, &src);
     if (rc != 0)
         return rc;
     memset(&res, 0, sizeof res);
@@ -1087,8 +1125,7 @@ static int cmd_copy_tensor_to(struct conn *c, const struct baton_frame_header *h
         int st = 0;
         uint32_t cancel = c->sess.run_failed ? (uint32_t)-BATON_E_FENCE : 0;
         /* from the pinned source range (staged first when asynchronous) */
-        res.result = server_peer_copy(c->s, &c->sess, &d, &opt, cancel,
-                                      ref.mem + t.offset + off, n, &st);
+        res.result = server_peer_copy(c->s, &c->sess, &d, &opt, cancel, src, n, &st);
         res.status = (uint32_t)(-st) & 0xFFFFu;
         if (res.result == BATON_COPY_DONE) {
             atomic_fetch_add(&c->sess.copies_done, 1);
@@ -1127,20 +1164,20 @@ static int cmd_copy_tensor_to(struct conn *c, const struct baton_frame_header *h
 #define PEER_PIECE_BYTES (64u * 1024u)
 static int cmd_peer_write(struct conn *c, const struct baton_frame_header *h)
 {
+    const uint8_t *p;
     struct baton_peer_write_header w;
     struct grant g;
     struct baton_buf_ref ref;
     uint8_t piece[PEER_PIECE_BYTES];
     size_t pos = 0;
+    uint64_t start = 0; /* of the write in the owner's buffer */
     int rc, began = 0, pinned = 0;
     c->fatal = 1; /* a refused PEER_WRITE ends the link */
     if (c->left < BATON_PEER_WRITE_HEADER_BYTES)
         return BATON_E_INVAL;
-    rc = session_reserve_req(&c->sess, BATON_PEER_WRITE_HEADER_BYTES);
+    rc = recv_request(c, BATON_PEER_WRITE_HEADER_BYTES, &p);
     if (rc == 0)
-        rc = recv_payload(c, c->sess.req, BATON_PEER_WRITE_HEADER_BYTES);
-    if (rc == 0)
-        rc = baton_wire_decode_peer_write(c->sess.req, BATON_PEER_WRITE_HEADER_BYTES, &pos, &w);
+        rc = baton_wire_decode_peer_write(p, BATON_PEER_WRITE_HEADER_BYTES, &pos, &w);
     if (rc == 0 && c->left != w.n)
         rc = BATON_E_INVAL;
     /* a grant's owner, handle and range never change: checked on a copy */
@@ -1151,8 +1188,9 @@ static int cmd_peer_write(struct conn *c, const struct baton_frame_header *h)
     if (rc == 0)
         rc = baton_handles_acquire(c->s->handles, g.owner, g.handle, &ref);
     pinned = rc == 0;
+    /* the write inside the grant, the grant inside the buffer */
     if (rc == 0)
-        rc = baton_wire_check_range(g.offset, g.length, ref.size);
+        rc = baton_access_slice(g.offset, g.length, w.offset, w.n, ref.size, &start);
     if (rc == 0) {
         uint64_t deadline = baton_net_deadline_ms(c->s->cfg.peer_timeout_ms);
         if (c->frame_deadline < deadline)
@@ -1161,12 +1199,14 @@ static int cmd_peer_write(struct conn *c, const struct baton_frame_header *h)
         began = rc == 0;
     }
     for (uint64_t done = 0; rc == 0 && done < w.n;) {
-        size_t k = w.n - done < sizeof piece ? (size_t)(w.n - done) : sizeof piece;
+        uint64_t at = 0, k = 0;
+        /* [at, at + k) inside [start, start + n) and the buffer (proven) */
+        rc = baton_access_piece(start, w.n, done, sizeof piece, ref.size, &at, &k);
         /* the last piece's recv_payload also reads and checks the tag */
-        rc = recv_payload(c, piece, k);
         if (rc == 0)
-            rc = grants_write_land(c->s->grants, w.grant, w.seq,
-                                   ref.mem + g.offset + w.offset + done, piece, k);
+            rc = recv_payload(c, piece, k);
+        if (rc == 0)
+            rc = grants_write_land(c->s->grants, w.grant, w.seq, ref.mem + at, piece, (size_t)k);
         done += k;
     }
     if (pinned)

@@ -22,6 +22,7 @@
 
 #include "auth/auth.h"
 #include "baton/status.h"
+#include "core/access.h"
 #include "net/net.h"
 #include "server/server_internal.h"
 
@@ -140,8 +141,8 @@ int grants_add(struct grant_table *g, uint64_t session, uint64_t handle, uint64_
      * one change the bytes a run fenced on the other reads */
     for (uint32_t i = 0; i < g->n; i++) {
         const struct grant *x = &g->v[i];
-        if (x->owner == session && x->handle == handle && offset < x->offset + x->length &&
-            x->offset < offset + length) {
+        if (x->owner == session && x->handle == handle &&
+            baton_access_overlap(offset, length, x->offset, x->length)) {
             rc = BATON_E_INVAL;
             goto out;
         }

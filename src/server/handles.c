@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "baton/status.h"
+#include "core/access.h"
 #include "core/limits.h"
 
 /* Under AddressSanitizer a buffer's mapping is poisoned beyond its size
@@ -103,19 +104,20 @@ void baton_handles_destroy(struct baton_handle_table *t)
     free(t);
 }
 
-/* Caller holds table_lock. */
+/* Caller holds table_lock. The index comes from the proven split
+ * (baton_access_handle: index < BATON_MAX_BUFFERS), the verdict on the
+ * entry from baton_access_handle_entry. */
 static int lookup(struct baton_handle_table *t, uint64_t session, uint64_t handle,
                   struct handle_entry **out)
 {
-    uint64_t index = handle & 0xFFFFFFFFull;
-    uint64_t gen = handle >> 32;
-    if (index >= BATON_MAX_BUFFERS || gen == 0)
-        return BATON_E_STALE_HANDLE;
+    uint32_t index = 0, gen = 0;
+    int rc = baton_access_handle(handle, BATON_MAX_BUFFERS, &index, &gen);
+    if (rc != 0)
+        return rc;
     struct handle_entry *e = &t->e[index];
-    if (e->state != SLOT_LIVE || e->generation != gen)
-        return BATON_E_STALE_HANDLE;
-    if (e->owner != session)
-        return BATON_E_NOT_OWNED;
+    rc = baton_access_handle_entry(e->state == SLOT_LIVE, e->generation, gen, e->owner, session);
+    if (rc != 0)
+        return rc;
     *out = e;
     return 0;
 }
@@ -163,7 +165,7 @@ static uint64_t session_bytes_locked(const struct baton_handle_table *t, uint64_
     uint64_t n = 0;
     for (uint32_t i = 0; i < BATON_MAX_BUFFERS; i++)
         if (t->e[i].state != SLOT_EMPTY && t->e[i].owner == session)
-            n += t->e[i].mapped;
+            n = baton_access_add_sat(n, t->e[i].mapped);
     return n;
 }
 
@@ -213,24 +215,23 @@ int baton_handles_alloc_capped(struct baton_handle_table *t, uint64_t session, u
     uint32_t index;
     if (size == 0 || session == 0)
         return BATON_E_INVAL;
-    if (size > UINT64_MAX - (t->page - 1))
+    /* whole pages; every sum below is checked without wrapping
+     * (core/access.h, proven) */
+    if (baton_access_round_up(size, t->page, &mapped) != 0)
         return BATON_E_QUOTA;
-    mapped = (size + (t->page - 1)) / t->page * t->page;
-    if (extra_bytes > session_cap || mapped > session_cap - extra_bytes)
+    if (baton_access_quota(0, extra_bytes, mapped, session_cap) != 0)
         return BATON_E_QUOTA;
 
     pthread_mutex_lock(&t->table_lock);
-    if (t->used_bytes > t->total_bytes || mapped > t->total_bytes - t->used_bytes) {
+    if (baton_access_quota(t->used_bytes, 0, mapped, t->total_bytes) != 0) {
         pthread_mutex_unlock(&t->table_lock);
         return BATON_E_QUOTA;
     }
-    if (session_cap != UINT64_MAX) {
-        /* subtract, never add: each term is <= session_cap here */
-        uint64_t room = session_cap - extra_bytes - mapped;
-        if (session_bytes_locked(t, session) > room) {
-            pthread_mutex_unlock(&t->table_lock);
-            return BATON_E_QUOTA;
-        }
+    if (session_cap != UINT64_MAX &&
+        baton_access_quota(session_bytes_locked(t, session), extra_bytes, mapped,
+                           session_cap) != 0) {
+        pthread_mutex_unlock(&t->table_lock);
+        return BATON_E_QUOTA;
     }
     if (t->n_free == 0) {
         pthread_mutex_unlock(&t->table_lock);
@@ -268,7 +269,7 @@ int baton_handles_alloc_capped(struct baton_handle_table *t, uint64_t session, u
     e->owner = session;
     e->pins = 0;
     e->state = SLOT_LIVE;
-    *handle = (uint64_t)e->generation << 32 | index;
+    *handle = baton_access_handle_make(e->generation, index);
     pthread_mutex_unlock(&t->table_lock);
     return 0;
 }
@@ -364,7 +365,7 @@ int baton_handles_charge(struct baton_handle_table *t, uint64_t bytes)
 {
     int rc = 0;
     pthread_mutex_lock(&t->table_lock);
-    if (t->used_bytes > t->total_bytes || bytes > t->total_bytes - t->used_bytes)
+    if (baton_access_quota(t->used_bytes, 0, bytes, t->total_bytes) != 0)
         rc = BATON_E_QUOTA;
     else
         t->used_bytes += bytes;

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 
 #include "baton/status.h"
+#include "core/access.h"
 #include "server/server_internal.h"
 
 uint64_t server_next_session_id(struct baton_server *s)
@@ -53,7 +54,8 @@ static void scratch_release(struct baton_server *s, struct baton_session *sess)
 
 uint64_t session_extra_bytes(const struct baton_session *sess)
 {
-    return sess->scratch_bytes + sess->graph_bytes + atomic_load(&sess->staging_bytes);
+    return baton_access_add_sat(baton_access_add_sat(sess->scratch_bytes, sess->graph_bytes),
+                                atomic_load(&sess->staging_bytes));
 }
 
 int session_charge(struct baton_server *s, struct baton_session *sess, uint64_t bytes)
@@ -61,7 +63,7 @@ int session_charge(struct baton_server *s, struct baton_session *sess, uint64_t 
     uint64_t held = baton_handles_session_bytes(s->handles, sess->id);
     uint64_t extra = session_extra_bytes(sess);
     uint64_t cap = session_memory_cap(s, sess);
-    if (held > cap || extra > cap - held || bytes > cap - held - extra)
+    if (baton_access_quota(held, extra, bytes, cap) != 0)
         return BATON_E_QUOTA;
     return baton_handles_charge(s->handles, bytes);
 }
@@ -171,19 +173,19 @@ int session_reserve_scratch(struct baton_server *s, struct baton_session *sess, 
                            (unsigned long long)sess->id, need, lim);
         return BATON_E_LIMIT;
     }
-    /* grow geometrically so a session's graphs settle on one arena */
-    uint64_t want = sess->scratch_bytes > cap / 2 ? cap : sess->scratch_bytes * 2;
-    if (want < n)
-        want = n;
-    if (want > UINT64_MAX - 4095)
+    /* grow geometrically so a session's graphs settle on one arena (whole
+     * pages, at least n: core/access.h, proven) */
+    uint64_t want = 0;
+    if (baton_access_scratch_grow(sess->scratch_bytes, n, cap, &want) != 0)
         return BATON_E_LIMIT;
-    want = (want + 4095) & ~(uint64_t)4095;
     /* the arena counts against the session's memory as its buffers, its
      * registered graphs and its staged copies do */
-    uint64_t held = baton_handles_session_bytes(s->handles, sess->id) + sess->graph_bytes +
-                    atomic_load(&sess->staging_bytes);
+    uint64_t held = baton_access_add_sat(
+        baton_access_add_sat(baton_handles_session_bytes(s->handles, sess->id), sess->graph_bytes),
+        atomic_load(&sess->staging_bytes));
     uint64_t session_cap = session_memory_cap(s, sess);
-    if (held > session_cap || n > session_cap - held) {
+    uint64_t fit = 0;
+    if (baton_access_scratch_fit(held, n, want, session_cap, &fit) != 0) {
         char have[48];
 
         fmt_bytes(have, sizeof have, held);
@@ -194,8 +196,7 @@ int session_reserve_scratch(struct baton_server *s, struct baton_session *sess, 
                            (unsigned long long)sess->id, need, have, lim);
         return BATON_E_QUOTA;
     }
-    if (want > session_cap - held)
-        want = session_cap - held; /* >= n: grow only up to the session's room */
+    want = fit; /* >= n: grow only up to the session's room */
     scratch_release(s, sess);
     int rc = baton_handles_charge(s->handles, want);
     if (rc != 0) {
