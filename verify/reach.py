@@ -212,8 +212,9 @@ def proven_names(path, root):
             return {l.split()[0].split(":")[0] for l in f if l.strip() and not l.startswith("#")}
     with open(os.path.join(root, "verify/run.sh")) as f:
         text = f.read()
-    m = re.search(r"^PROOF_GROUPS=\((.*)\)", text, re.M)
-    files = re.findall(r"src/[\w/]+\.c", m.group(1)) if m else []
+    files = []
+    for m in re.finditer(r"^PROOF_GROUPS\+?=\((.*)\)", text, re.M):
+        files += re.findall(r"src/[\w/]+\.c", m.group(1))
     return {"file:" + f for f in files}
 
 
