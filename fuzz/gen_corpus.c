@@ -2694,7 +2694,7 @@ static void gen_put_string(void)
     static const char *const texts[] = {
         "llama", "general.architecture", "a \"quoted\" \\ back\\slash", "tab\there\nnewline",
         "\x1b[31mred\x1b[0m", "bell\a del\x7f", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
-        "csi \xc2\x9b" "31m c1 \xc2\x80 \xc2\x9f nbsp \xc2\xa0",
+        ("csi \xc2\x9b" /* the escape ends here */ "31m c1 \xc2\x80 \xc2\x9f nbsp \xc2\xa0"),
         "bad \xff \xc0\xaf \xed\xa0\x80 \xf4\x90\x80\x80 cut \xe2\x82",
         "\xe2\x80\xae rtl override",
     };
