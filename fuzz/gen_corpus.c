@@ -1665,6 +1665,262 @@ static void gen_dispatcher_keyed(void)
     bfree(&child);
 }
 
+/* ---- lobby (fuzz/fuzz_lobby.c: byte 0 the configuration, then records) ---- */
+
+/* Configuration byte: keyed, encrypt, max_unauthenticated 1/2/3/5 (index
+ * cap), per address 1/2/3/8 (index per_ip), max_connections 1 + conns. */
+static uint8_t lobby_cfg(int keyed, int encrypt, int cap, int per_ip, int conns)
+{
+    return (uint8_t)(keyed | encrypt << 1 | cap << 2 | per_ip << 4 | conns << 6);
+}
+
+enum { LB_OPEN, LB_DATA, LB_HELLO, LB_AUTH, LB_REST, LB_CLOSE, LB_TICK, LB_FLOOD };
+
+/* Address argument of OPEN: family (0 none, 1 IPv4, 2 IPv6), host 0..3,
+ * same64: another IPv6 host of the same /64. */
+#define LB_V4(host) (1 | (host) << 2)
+#define LB_V6(host, same64) (2 | (host) << 2 | (same64) << 4)
+#define LB_NONE 0
+
+static void lb(struct buf *b, int kind, int a)
+{
+    bu8(b, (uint8_t)(kind | a << 3));
+}
+
+/* A whole harness handshake on connection c: HELLO (versions 1..1, role
+ * client or peer), then (keyed) AUTH with key k (0 client, 1 peer,
+ * 2 alice, 3 a stranger's). */
+static void lb_handshake(struct buf *b, int c, int peer, int keyed, int k)
+{
+    lb(b, LB_HELLO, c);
+    bu8(b, (uint8_t)peer);
+    if (keyed) {
+        lb(b, LB_AUTH, c);
+        bu8(b, (uint8_t)k);
+    }
+}
+
+/* Raw bytes to connection c. */
+static void lb_data(struct buf *b, int c, const struct buf *bytes)
+{
+    lb(b, LB_DATA, c);
+    bu8(b, (uint8_t)bytes->len);
+    bput(b, bytes->p, bytes->len);
+}
+
+static void gen_lobby(void)
+{
+    struct buf b = {0}, raw = {0};
+
+    /* keyed handshakes that reach READY: client key, peer key, alice */
+    for (int k = 0; k < 3; k++) {
+        bu8(&b, lobby_cfg(1, k == 1, 1, 1, 0));
+        lb(&b, LB_OPEN, LB_V4(0));
+        lb_handshake(&b, 0, k == 1, 1, k);
+        emit_buf("lobby", &b);
+        bfree(&b);
+    }
+    /* alice's class holds one: her second connection gets E_LIMIT; the
+     * unnamed class (max_connections 2) takes two, the third E_LIMIT;
+     * closing a READY connection frees its slot for the next */
+    bu8(&b, lobby_cfg(1, 0, 3, 3, 1));
+    for (int c = 0; c < 4; c++)
+        lb(&b, LB_OPEN, LB_V4(c));
+    lb_handshake(&b, 0, 0, 1, 2);
+    lb_handshake(&b, 1, 0, 1, 2);
+    lb_handshake(&b, 2, 0, 1, 0);
+    lb_handshake(&b, 3, 1, 1, 1);
+    lb(&b, LB_OPEN, LB_V6(0, 0));
+    lb_handshake(&b, 4, 0, 1, 0);
+    lb(&b, LB_CLOSE, 2);
+    lb(&b, LB_OPEN, LB_V6(1, 0));
+    lb_handshake(&b, 5, 0, 1, 0);
+    lb(&b, LB_CLOSE, 0);
+    lb(&b, LB_OPEN, LB_V6(2, 0));
+    lb_handshake(&b, 6, 0, 1, 2);
+    emit_buf("lobby", &b);
+    bfree(&b);
+    /* refused proofs: a stranger's key, the peer key for a client, the
+     * client key for a peer, a flipped proof byte */
+    bu8(&b, lobby_cfg(1, 1, 3, 3, 0));
+    for (int c = 0; c < 4; c++)
+        lb(&b, LB_OPEN, LB_V4(c));
+    lb_handshake(&b, 0, 0, 1, 3);
+    lb_handshake(&b, 1, 0, 1, 1);
+    lb_handshake(&b, 2, 1, 1, 0);
+    lb_handshake(&b, 3, 0, 1, 4 | 5 << 4);
+    emit_buf("lobby", &b);
+    bfree(&b);
+    /* HELLOs the responder refuses: role 0, role 3, no common version,
+     * min > max; keyed and not */
+    for (int keyed = 0; keyed < 2; keyed++) {
+        bu8(&b, lobby_cfg(keyed, 0, 3, 3, 0));
+        const uint8_t v[5] = {2, 3, 0 | 2 << 2, 0 | 3 << 2, 1 | 1 << 2};
+        for (int c = 0; c < 5; c++) {
+            lb(&b, LB_OPEN, LB_V4(c & 3));
+            lb(&b, LB_HELLO, c);
+            bu8(&b, v[c]);
+        }
+        emit_buf("lobby", &b);
+        bfree(&b);
+    }
+    /* without keys: READY after HELLO up to max_connections (1), then
+     * E_LIMIT; the peer role is unsupported; versions 1..9 accepted */
+    bu8(&b, lobby_cfg(0, 0, 2, 3, 0));
+    lb(&b, LB_OPEN, LB_V4(0));
+    lb(&b, LB_HELLO, 0);
+    bu8(&b, 1 << 2);
+    lb(&b, LB_OPEN, LB_V4(1));
+    lb(&b, LB_HELLO, 1);
+    bu8(&b, 0);
+    lb(&b, LB_OPEN, LB_V4(1));
+    lb(&b, LB_HELLO, 2);
+    bu8(&b, 1);
+    lb(&b, LB_CLOSE, 0);
+    lb(&b, LB_OPEN, LB_NONE);
+    lb(&b, LB_HELLO, 3);
+    bu8(&b, 0);
+    emit_buf("lobby", &b);
+    bfree(&b);
+    /* split frames: HELLO in two pieces, AUTH in two, the rest completing
+     * each; a piece of HELLO then the peer closing */
+    bu8(&b, lobby_cfg(1, 0, 2, 3, 0));
+    lb(&b, LB_OPEN, LB_V6(0, 0));
+    lb(&b, LB_HELLO, 0);
+    bu8(&b, 16);
+    bu8(&b, 30);
+    lb(&b, LB_REST, 0);
+    lb(&b, LB_AUTH, 0);
+    bu8(&b, 8);
+    bu8(&b, 10);
+    lb(&b, LB_REST, 0);
+    lb(&b, LB_OPEN, LB_V6(1, 0));
+    lb(&b, LB_HELLO, 1);
+    bu8(&b, 16);
+    bu8(&b, 5);
+    lb(&b, LB_CLOSE, 1);
+    emit_buf("lobby", &b);
+    bfree(&b);
+    /* deadlines: a connection with a partial frame (E_TIMEOUT), one with
+     * nothing sent, one waiting for AUTH after its HELLO (no frame), one
+     * opened later that outlives the first tick */
+    bu8(&b, lobby_cfg(1, 0, 3, 3, 0));
+    lb(&b, LB_OPEN, LB_V4(0));
+    lb(&b, LB_HELLO, 0);
+    bu8(&b, 16);
+    bu8(&b, 40);
+    lb(&b, LB_OPEN, LB_V4(1));
+    lb(&b, LB_OPEN, LB_V4(2));
+    lb(&b, LB_HELLO, 2);
+    bu8(&b, 0);
+    lb(&b, LB_TICK, 11); /* 600 ms */
+    lb(&b, LB_OPEN, LB_V6(0, 0));
+    lb(&b, LB_TICK, 7); /* 1000 ms: the first three expire, exactly at their deadline */
+    lb(&b, LB_AUTH, 3);
+    bu8(&b, 8);
+    bu8(&b, 3);
+    lb(&b, LB_TICK, 19); /* the last, inside its AUTH frame */
+    emit_buf("lobby", &b);
+    bfree(&b);
+    /* one byte of a frame is inside it (E_TIMEOUT) */
+    bu8(&b, lobby_cfg(0, 0, 1, 1, 0));
+    lb(&b, LB_OPEN, LB_V4(0));
+    bu8(&raw, 'B');
+    lb_data(&b, 0, &raw);
+    bfree(&raw);
+    lb(&b, LB_TICK, 19);
+    emit_buf("lobby", &b);
+    bfree(&b);
+    /* eviction by the per-address cap (1): a second connection from an
+     * address evicts the first, also for an IPv6 /64 (another host of the
+     * same /64) */
+    bu8(&b, lobby_cfg(1, 0, 3, 0, 0));
+    lb(&b, LB_OPEN, LB_V4(0));
+    lb(&b, LB_OPEN, LB_V4(1));
+    lb(&b, LB_OPEN, LB_V4(0));
+    lb(&b, LB_OPEN, LB_V6(0, 0));
+    lb(&b, LB_OPEN, LB_V6(0, 1));
+    lb_handshake(&b, 2, 0, 1, 0);
+    emit_buf("lobby", &b);
+    bfree(&b);
+    /* a full lobby (3) from several addresses: the newcomer evicts the
+     * oldest entry of the address holding the most (itself counted);
+     * ties go to the address with the oldest entry; connections with no
+     * address (AF_UNIX-like) count as one address */
+    bu8(&b, lobby_cfg(1, 0, 2, 3, 0));
+    lb(&b, LB_OPEN, LB_V4(0));
+    lb(&b, LB_OPEN, LB_V4(1));
+    lb(&b, LB_OPEN, LB_V4(1));
+    lb(&b, LB_OPEN, LB_V4(2)); /* evicts the oldest of host 1 */
+    lb(&b, LB_OPEN, LB_V4(0)); /* host 0 now holds 2 with the newcomer */
+    lb(&b, LB_OPEN, LB_NONE);
+    lb(&b, LB_OPEN, LB_NONE);
+    lb(&b, LB_OPEN, LB_NONE);
+    lb(&b, LB_OPEN, LB_V6(3, 0));
+    emit_buf("lobby", &b);
+    bfree(&b);
+    /* a flood from one address while an honest client handshakes: the
+     * flood evicts its own connections */
+    bu8(&b, lobby_cfg(1, 0, 3, 2, 0));
+    lb(&b, LB_OPEN, LB_V6(1, 0));
+    lb(&b, LB_HELLO, 0);
+    bu8(&b, 0);
+    lb(&b, LB_FLOOD, 7 | 2 << 3);
+    lb(&b, LB_AUTH, 0);
+    bu8(&b, 0);
+    lb(&b, LB_FLOOD, 7 | 1 << 3);
+    emit_buf("lobby", &b);
+    bfree(&b);
+    /* raw bytes: a valid HELLO without keys (READY through raw bytes); an
+     * AUTH first (E_PROTO); a bad magic; a HELLO with the wrong length; a
+     * header with a status; then (the lobby full) half a header and the
+     * peer closing */
+    bu8(&b, lobby_cfg(0, 0, 3, 3, 3));
+    for (int c = 0; c < 5; c++)
+        lb(&b, LB_OPEN, LB_V4(c & 3));
+    header(&raw, BATON_CMD_HELLO, 0, 7, BATON_HELLO_BYTES);
+    hello(&raw, 1, 1, BATON_ROLE_CLIENT, 0);
+    lb_data(&b, 0, &raw);
+    bfree(&raw);
+    header(&raw, BATON_CMD_AUTH, 0, 1, BATON_PROOF_BYTES);
+    lb_data(&b, 1, &raw);
+    bfree(&raw);
+    header(&raw, BATON_CMD_HELLO, 0, 1, BATON_HELLO_BYTES);
+    raw.p[0] = 'X';
+    lb_data(&b, 2, &raw);
+    bfree(&raw);
+    header(&raw, BATON_CMD_HELLO, 0, 1, BATON_HELLO_BYTES + 1);
+    lb_data(&b, 3, &raw);
+    bfree(&raw);
+    header(&raw, BATON_CMD_HELLO, 3, 1, BATON_HELLO_BYTES);
+    lb_data(&b, 4, &raw);
+    bfree(&raw);
+    lb(&b, LB_OPEN, LB_V6(0, 0));
+    header(&raw, BATON_CMD_HELLO, 0, 1, BATON_HELLO_BYTES);
+    raw.len = 10;
+    lb_data(&b, 5, &raw);
+    bfree(&raw);
+    lb(&b, LB_CLOSE, 5);
+    emit_buf("lobby", &b);
+    bfree(&b);
+    /* keyed, raw: a HELLO in raw bytes answered, then a raw AUTH with a
+     * zero proof (E_AUTH), and one whose header says HELLO again */
+    bu8(&b, lobby_cfg(1, 0, 2, 3, 0));
+    lb(&b, LB_OPEN, LB_V4(0));
+    lb(&b, LB_OPEN, LB_V4(1));
+    for (int c = 0; c < 2; c++) {
+        header(&raw, BATON_CMD_HELLO, 0, 1, BATON_HELLO_BYTES);
+        hello(&raw, 1, 1, BATON_ROLE_CLIENT, BATON_FEATURE_AUTH);
+        header(&raw, c ? BATON_CMD_HELLO : BATON_CMD_AUTH, 0, 2, BATON_PROOF_BYTES);
+        for (unsigned k = 0; k < BATON_PROOF_BYTES; k++)
+            bu8(&raw, 0);
+        lb_data(&b, c, &raw);
+        bfree(&raw);
+    }
+    emit_buf("lobby", &b);
+    bfree(&b);
+}
+
 /* ---- the pipelined step: wire_peer, wire_run and dispatcher seeds ---- */
 
 #define OP_EXT 64u /* dispatcher, with op & 15 == 0: a request whose cmd is the payload's
@@ -2804,6 +3060,7 @@ int main(int argc, char **argv)
     gen_batond_args();
     gen_put_string();
     gen_cli_args_onoff();
+    gen_lobby();
     if (check_mode) {
         if (n_missing) {
             fprintf(stderr,

@@ -72,7 +72,8 @@ struct server_lobby {
     uint32_t head, tail; /* oldest, newest */
     uint32_t free_head;
     int epfd;
-    void *counts; /* eviction_victim's table: 2 x cap slots */
+    void *counts;    /* eviction_victim's table: 2 x cap slots */
+    uint64_t now_ns; /* CLOCK_MONOTONIC of the current wake (the harness's clock in tests) */
 };
 
 /* ---- the accept-order list ---- */
@@ -261,11 +262,11 @@ static int make_room(struct server_lobby *L, uint8_t family, const uint8_t *ip, 
     return 0;
 }
 
-static void entry_open(struct server_lobby *L, int fd)
+/* Adds connection fd from (family, ip) to the lobby, making room first;
+ * its deadline counts from L->now_ns. */
+static void entry_open(struct server_lobby *L, int fd, uint8_t family, const uint8_t *ip)
 {
     struct baton_server *s = L->s;
-    uint8_t family, ip[16];
-    server_peer_ip(fd, &family, ip);
     make_room(L, family, ip, 0);
     uint32_t i = L->free_head;
     struct lobby_entry *x = &L->e[i];
@@ -275,6 +276,7 @@ static void entry_open(struct server_lobby *L, int fd)
         close(fd);
         return;
     }
+    const uint64_t timeout_ns = (uint64_t)s->cfg.handshake_timeout_ms * 1000000u;
     L->free_head = x->next;
     L->n++;
     memset(x, 0, sizeof *x);
@@ -282,7 +284,7 @@ static void entry_open(struct server_lobby *L, int fd)
     x->family = family;
     memcpy(x->ip, ip, sizeof x->ip);
     x->state = WANT_HELLO;
-    x->deadline_ns = baton_net_deadline_ms(s->cfg.handshake_timeout_ms);
+    x->deadline_ns = L->now_ns > UINT64_MAX - timeout_ns ? UINT64_MAX : L->now_ns + timeout_ns;
     x->session = server_next_session_id(s);
     baton_net_peer_string(fd, x->peer, sizeof x->peer);
     list_append(L, i);
@@ -453,7 +455,7 @@ static void entry_readable(struct server_lobby *L, uint32_t i)
  * first); returns the ms until the next deadline, capped at cap_ms. */
 static int expire(struct server_lobby *L, int cap_ms)
 {
-    uint64_t now = baton_net_now_ns();
+    const uint64_t now = L->now_ns;
     while (L->head != NIL && L->e[L->head].deadline_ns <= now) {
         struct lobby_entry *x = &L->e[L->head];
         /* inside a frame: one E_TIMEOUT frame first */
@@ -496,7 +498,10 @@ static int accept_some(struct server_lobby *L)
             server_log_limited(s, "accept failed: %s", strerror(e));
             return 0;
         }
-        entry_open(L, fd);
+        uint8_t family, ip[16];
+        server_peer_ip(fd, &family, ip);
+        L->now_ns = baton_net_now_ns();
+        entry_open(L, fd, family, ip);
     }
     return 0;
 }
@@ -513,25 +518,68 @@ static void lobby_free(struct server_lobby *L)
         close(L->epfd);
 }
 
-int server_lobby_run(struct baton_server *s)
+/* Sets up L for s with the epoll set epfd (adopted: closed by lobby_free
+ * even on failure): cap entries, all free. Returns 0 or BATON_E_NOMEM. */
+static int lobby_init(struct server_lobby *L, struct baton_server *s, int epfd)
 {
-    struct server_lobby L = {.s = s, .head = NIL, .tail = NIL, .free_head = NIL, .epfd = -1};
-    struct epoll_event evs[MAX_EVENTS];
-    int result = 0;
-    L.cap = s->lobby_cap ? s->lobby_cap : s->cfg.max_unauthenticated;
-    L.e = calloc(L.cap, sizeof *L.e);
-    L.counts = calloc(2 * (size_t)L.cap, 2 * sizeof(uint32_t));
-    L.epfd = s->lobby_epfd; /* made by baton_server_listen, before the sandbox */
-    s->lobby_epfd = -1;
-    if (!L.e || !L.counts || L.epfd < 0) {
-        server_log(s, "lobby: cannot allocate its %u entries or its epoll set", L.cap);
-        lobby_free(&L);
+    memset(L, 0, sizeof *L);
+    L->s = s;
+    L->head = L->tail = L->free_head = NIL;
+    L->epfd = epfd;
+    L->cap = s->lobby_cap ? s->lobby_cap : s->cfg.max_unauthenticated;
+    L->e = calloc(L->cap, sizeof *L->e);
+    L->counts = calloc(2 * (size_t)L->cap, 2 * sizeof(uint32_t));
+    if (!L->e || !L->counts || L->epfd < 0) {
+        server_log(s, "lobby: cannot allocate its %u entries or its epoll set", L->cap);
         return BATON_E_NOMEM;
     }
-    for (uint32_t i = L.cap; i-- > 0;) {
-        L.e[i].fd = -1;
-        L.e[i].next = L.free_head;
-        L.free_head = i;
+    for (uint32_t i = L->cap; i-- > 0;) {
+        L->e[i].fd = -1;
+        L->e[i].next = L->free_head;
+        L->free_head = i;
+    }
+    return 0;
+}
+
+/* Acts on the entries' events of one epoll_wait (evs[0..n)); reports the
+ * stop pipe and the listening socket in *stop and *listen_ready (with
+ * BATON_E_IO in *result when the listening socket failed). */
+static void handle_events(struct server_lobby *L, const struct epoll_event *evs, int n, int *stop,
+                          int *listen_ready, int *result)
+{
+    for (int k = 0; k < n; k++) {
+        uint64_t tag = evs[k].data.u64;
+        if (tag == EV_STOP) {
+            *stop = 1;
+        } else if (tag == EV_LISTEN) {
+            if (evs[k].events & (EPOLLERR | EPOLLHUP)) {
+                /* the listening socket itself failed: stop rather than spin */
+                server_log(L->s, "listening socket failed; stopping");
+                *result = BATON_E_IO;
+                *stop = 1;
+            }
+            *listen_ready = 1;
+        } else {
+            uint32_t i = (uint32_t)(tag - EV_ENTRY);
+            /* an entry closed earlier in this batch (evicted) is skipped;
+             * its index may even be reused by a later accept, which
+             * happens after this loop */
+            if (i < L->cap && L->e[i].fd >= 0)
+                entry_readable(L, i);
+        }
+    }
+}
+
+int server_lobby_run(struct baton_server *s)
+{
+    struct server_lobby L;
+    struct epoll_event evs[MAX_EVENTS];
+    int result = 0;
+    int epfd = s->lobby_epfd; /* made by baton_server_listen, before the sandbox */
+    s->lobby_epfd = -1;
+    if (lobby_init(&L, s, epfd) != 0) {
+        lobby_free(&L);
+        return BATON_E_NOMEM;
     }
     /* the listening socket does not block (baton_server_listen): accept_some
      * stops at EAGAIN */
@@ -545,6 +593,7 @@ int server_lobby_run(struct baton_server *s)
     }
     while (!atomic_load(&s->stopping)) {
         /* a second at most, so suppressed-line counts come out on time */
+        L.now_ns = baton_net_now_ns();
         int timeout = expire(&L, 1000);
         int n = epoll_wait(L.epfd, evs, MAX_EVENTS, timeout);
         if (n < 0) {
@@ -556,27 +605,7 @@ int server_lobby_run(struct baton_server *s)
         }
         server_log_flush(s);
         int stop = 0, listen_ready = 0;
-        for (int k = 0; k < n; k++) {
-            uint64_t tag = evs[k].data.u64;
-            if (tag == EV_STOP) {
-                stop = 1;
-            } else if (tag == EV_LISTEN) {
-                if (evs[k].events & (EPOLLERR | EPOLLHUP)) {
-                    /* the listening socket itself failed: stop rather than spin */
-                    server_log(s, "listening socket failed; stopping");
-                    result = BATON_E_IO;
-                    stop = 1;
-                }
-                listen_ready = 1;
-            } else {
-                uint32_t i = (uint32_t)(tag - EV_ENTRY);
-                /* an entry closed earlier in this batch (evicted) is
-                 * skipped; its index may even be reused by a later
-                 * accept, which happens after this loop */
-                if (i < L.cap && L.e[i].fd >= 0)
-                    entry_readable(&L, i);
-            }
-        }
+        handle_events(&L, evs, n, &stop, &listen_ready, &result);
         if (stop)
             break;
         if (listen_ready)
@@ -584,4 +613,54 @@ int server_lobby_run(struct baton_server *s)
     }
     lobby_free(&L);
     return result;
+}
+
+/* ---- the test seam (server_internal.h) ---- */
+
+int server_lobby_create(struct baton_server *s, struct server_lobby **out)
+{
+    struct server_lobby *L = malloc(sizeof *L);
+    *out = NULL;
+    if (!L)
+        return BATON_E_NOMEM;
+    if (lobby_init(L, s, epoll_create1(EPOLL_CLOEXEC)) != 0) {
+        lobby_free(L);
+        free(L);
+        return BATON_E_NOMEM;
+    }
+    *out = L;
+    return 0;
+}
+
+void server_lobby_adopt(struct server_lobby *L, int fd, uint8_t family, const uint8_t ip[16],
+                        uint64_t now_ns)
+{
+    L->now_ns = now_ns;
+    entry_open(L, fd, family, ip);
+}
+
+int server_lobby_step(struct server_lobby *L, uint64_t now_ns)
+{
+    struct epoll_event evs[MAX_EVENTS];
+    int stop = 0, listen_ready = 0, result = 0;
+    L->now_ns = now_ns;
+    (void)expire(L, 0);
+    int n = epoll_wait(L->epfd, evs, MAX_EVENTS, 0);
+    if (n < 0)
+        return errno == EINTR ? 0 : BATON_E_IO;
+    handle_events(L, evs, n, &stop, &listen_ready, &result);
+    return n;
+}
+
+uint32_t server_lobby_entries(const struct server_lobby *L)
+{
+    return L->n;
+}
+
+void server_lobby_destroy(struct server_lobby *L)
+{
+    if (!L)
+        return;
+    lobby_free(L);
+    free(L);
 }

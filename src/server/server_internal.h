@@ -99,6 +99,29 @@ struct server_lobby;
  * (BATON_E_IO); every lobby connection is closed by then. */
 int server_lobby_run(struct baton_server *s);
 
+/* Test seam (fuzz/fuzz_lobby.c): the same lobby driven step by step by its
+ * caller, without a listening socket or the stop pipe, on a clock the
+ * caller sets (CLOCK_MONOTONIC ns in batond; any monotonic count in a
+ * harness). server_lobby_run is these steps around epoll_wait and accept.
+ *   create: an empty lobby of s->lobby_cap entries (max_unauthenticated
+ *     when 0) with its own epoll set. BATON_E_NOMEM.
+ *   adopt: what accept does with a new connection fd (adopted: closed by
+ *     the lobby) from client address (family 4 or 6, or 0 for none:
+ *     server_peer_ip's form) at now_ns: the caps make room (evicting), the
+ *     handshake deadline is now_ns + handshake_timeout_ms.
+ *   step: at now_ns, closes the entries whose deadline has passed, then acts
+ *     on what one epoll_wait without waiting reports (reads, replies,
+ *     closes, hands READY connections to their threads). Returns the count
+ *     of events (0: nothing was ready) or BATON_E_IO.
+ *   entries: connections in the lobby now.
+ *   destroy: closes every entry (NULL-safe). */
+int server_lobby_create(struct baton_server *s, struct server_lobby **out);
+void server_lobby_adopt(struct server_lobby *L, int fd, uint8_t family, const uint8_t ip[16],
+                        uint64_t now_ns);
+int server_lobby_step(struct server_lobby *L, uint64_t now_ns);
+uint32_t server_lobby_entries(const struct server_lobby *L);
+void server_lobby_destroy(struct server_lobby *L);
+
 /* server.c: for the lobby (caller holds conn_lock): joins finished
  * threads; whether a connection of class `client` (SERVER_CLASS_OTHER or a
  * named client) has room: its class below its max_connections; starts the

@@ -9,6 +9,38 @@
 #include "core/access.h"
 #include "server/server_internal.h"
 
+/* Under AddressSanitizer the scratch arena's mapping is poisoned past the
+ * bytes the current graph's plan uses (issue 16, "Overruns visible"): the
+ * arena is mmap'ed and grown geometrically, so without this a node writing
+ * past its plan's scratch_bytes stays inside the mapping and is reported
+ * by nothing. Each reservation unpoisons [0, n) and poisons [n, end); the
+ * whole mapping is unpoisoned before munmap (as handles.c does for
+ * buffers). Elsewhere both macros do nothing. */
+#if defined(__SANITIZE_ADDRESS__)
+#define BATON_SESSION_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define BATON_SESSION_ASAN 1
+#endif
+#endif
+#ifdef BATON_SESSION_ASAN
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (size_t)(n))
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (size_t)(n))
+#else
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+/* The arena's live range is its first n bytes (n <= scratch_bytes). */
+static void scratch_mark_live(struct baton_session *sess, uint64_t n)
+{
+    if (!sess->scratch)
+        return;
+    UNPOISON(sess->scratch, n);
+    POISON(sess->scratch + n, sess->scratch_bytes - n);
+}
+
 uint64_t server_next_session_id(struct baton_server *s)
 {
     pthread_mutex_lock(&s->conn_lock);
@@ -45,6 +77,7 @@ uint64_t session_flops_cap(const struct baton_server *s, const struct baton_sess
 static void scratch_release(struct baton_server *s, struct baton_session *sess)
 {
     if (sess->scratch) {
+        UNPOISON(sess->scratch, sess->scratch_bytes);
         munmap(sess->scratch, sess->scratch_bytes);
         baton_handles_uncharge(s->handles, sess->scratch_bytes);
     }
@@ -159,8 +192,10 @@ int session_reserve_scratch(struct baton_server *s, struct baton_session *sess, 
     char need[48], lim[48];
 
     uint64_t cap = s->cfg.max_scratch_bytes;
-    if (n <= sess->scratch_bytes)
+    if (n <= sess->scratch_bytes) {
+        scratch_mark_live(sess, n);
         return 0;
+    }
     /* each refusal names its limit on a line of its own, just before the
      * command's error line (a reply carries only the status) */
     fmt_bytes(need, sizeof need, n);
@@ -214,5 +249,6 @@ int session_reserve_scratch(struct baton_server *s, struct baton_session *sess, 
     }
     sess->scratch = p;
     sess->scratch_bytes = want;
+    scratch_mark_live(sess, n);
     return 0;
 }
