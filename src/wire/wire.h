@@ -6,7 +6,8 @@
  * on success; on failure the outputs may be partly written but *pos is
  * unchanged. All multi-byte fields are little-endian.
  *
- * Encoders write into a caller-provided buffer of sufficient, documented size.
+ * Encoders write into a caller-provided buffer of sufficient, documented size;
+ * they are pure too and proven the same way (encode.c).
  */
 #ifndef BATON_WIRE_H
 #define BATON_WIRE_H
@@ -389,7 +390,10 @@ int baton_wire_decode_run_return(const uint8_t *buf, size_t len, size_t *pos,
 int baton_wire_decode_copy_result(const uint8_t *buf, size_t len, size_t *pos,
                                   struct baton_copy_result *out);
 
-/* ---- encoders (not proven; used by the client and the server's replies) ---- */
+/* ---- encoders (used by the client and the server's replies) ----
+ * Proven like the decoders (encode.c, verify/PROVEN.md): each writes exactly
+ * its record's bytes into p (valid for that many bytes, not overlapping the
+ * input), and they read back as the input's fields with reserved bytes 0. */
 
 /* The command's name ("SET_TENSOR"), or "?" for an id outside the table.
  * Static; never NULL. */
