@@ -1,62 +1,81 @@
 #!/usr/bin/env bash
-# baton against llama.cpp on CPU, same GGUF, same thread count (issue 7).
+# baton against llama.cpp's llama-bench on CPU, same GGUF files, same thread
+# counts (issues 7 and 17).
 #
-#   bench/compare-llamacpp.sh [--build DIR] [--no-build] [--reps R] [--type T]
-#                             [--threads "1 2"] [-p N] [-n N] [--model FILE]
-#                             [--no-llamacpp] [--small] [--json FILE]
+#   bench/compare-llamacpp.sh [--build DIR] [--no-build] [--reps R]
+#                             [--types "q8_0 q4_0 f16"] [--threads "1 2"]
+#                             [-p N] [-n N] [--depth D] [--model FILE]
+#                             [--llamacpp-dir DIR] [--no-llamacpp] [--small]
+#                             [--json FILE]
 #
-# Arms, each run R times (default 5, at least 5 unless --small) with the arm
-# order rotating per repetition:
-#   llamacpp        llama.cpp through the npm package node-llama-cpp 3.21.1
-#                   with @node-llama-cpp/linux-x64 3.21.1 (gpu: false,
-#                   build: "never"; bench/llamacpp/bench.mjs), installed
-#                   with `npm ci` from bench/llamacpp/package-lock.json into
-#                   DIR/llamacpp/ (never into the repository); needs node >= 20
-#   baton_inproc    baton bench --servers local
-#   baton_batond1   baton bench over one local batond (--threads N)
-#   baton_batond2   baton bench over two local batond (--split 1,1, each
-#                   --threads N; a single stream runs one stage at a time)
+# For each weight type (default q8_0 q4_0 f16; --type T for one) and
+# thread count, arms run R times (default 5, at least 5 unless --small),
+# the arm order rotating per repetition:
+#   llamacpp_native    llama-bench of the native build (-DGGML_NATIVE=ON)
+#   llamacpp_prebuilt  llama-bench linked to the prebuilt libraries of the
+#                      npm package @node-llama-cpp/linux-x64 3.21.1
+#                      (both from bench/llamacpp-build.sh, in --llamacpp-dir,
+#                      default DIR/llamacpp; built by this script when
+#                      missing, except with --small); one call per
+#                      repetition: -p N -n G -d 0,D -fa 0,1 -t T -r 1
+#                      -o jsonl, i.e. flash attention off and on
+#                      (llamacpp_native_fa0, ..._fa1, ...)
+#   baton_inproc       baton bench --servers local (and a second call with
+#                      -p 1 -n G+1 for the decode at depth 0)
+#   baton_batond1      baton bench over one local batond (--threads T)
+#   baton_batond2      baton bench over two local batond (--split 1,1, each
+#                      --threads T; a single stream runs one stage at a time)
 # The servers are started once per thread count on --port 0 and stopped by
-# PID. Every arm gets the same synthetic prompt of -p tokens (default 128)
-# and generates -n tokens (default 64) greedily, EOS ignored: prefill
-# tok/s = p / time to the first generated token, decode tok/s = (n - 1) /
-# time of the remaining steps, as `baton bench` defines them.
-# The model (default: DIR/bench-models/d768-T.gguf, the roofline model, made
-# with `baton gen-model` if missing) is shared by every arm.
+# PID. Cells: prefill = pp N at depth 0 (baton: N prompt tokens / time to
+# the first generated token); decode = tg G at depth D (default D = N;
+# baton: the G - 1 steps after an N-token prompt, (G - 1) / their time);
+# decode_d0 = tg G at depth 0 (baton: -p 1 -n G+1). llama-bench's figure is
+# its avg_ts of the one repetition (after its warm-up run); baton bench's
+# the median of its one repetition. Defaults: N 128, G 64.
+# The models (default: DIR/bench-models/d768-T.gguf, the roofline model,
+# made with `baton gen-model` if missing) are shared by every arm; --model
+# FILE uses FILE, labelled with --type (default q8_0).
 #
-# Output: `ARM threads=N prefill_tok_s=X decode_tok_s=Y` per arm and thread
-# count (medians), a `#` spread line after each, then
-#   ratio baton_inproc/llamacpp threads=N prefill=X decode=Y
-#   ratio baton_batond1/baton_inproc threads=N decode=X cost_pct=C
-#   ratio baton_batond2/baton_inproc threads=N decode=X cost_pct=C
-# node-llama-cpp creates a thread per decode call, which makes its 2-thread
-# decode slower than its 1-thread decode: compare decode at 1 thread.
-# If the package cannot be installed or loaded, the reason is printed and
-# the baton arms still run. --json FILE: the arm lines also as JSON (a row
-# per arm and thread count with arm, servers (batond: 0 in-process and for
-# llama.cpp, 1 or 2), stages (1, 1, 2), threads, prefill_tok_s, decode_tok_s
-# and their spread; see
+# Output, per type and thread count: `ARM type=T threads=N prefill_tok_s=X
+# decode_tok_s=Y decode_d0_tok_s=Z` (medians; batond arms without
+# decode_d0), a `#` spread line after each, then
+#   llamacpp_best type=T threads=N prefill_tok_s=X decode_tok_s=Y
+#                 decode_d0_tok_s=Z prefill_arm=A decode_arm=B decode_d0_arm=C
+#   ratio baton_inproc/llamacpp_best type=T threads=N prefill=X decode=Y
+#                 decode_d0=Z
+#   ratio baton_batond1/baton_inproc type=T threads=N decode=X cost_pct=C
+#   ratio baton_batond2/baton_inproc type=T threads=N decode=X cost_pct=C
+# where llamacpp_best is the best llama.cpp arm of each cell (build and
+# flash attention); at the end a table of the baton / best llama.cpp ratios.
+# If llama.cpp cannot be built or run, the reason is printed and the baton
+# arms still run. --json FILE: the arm lines also as JSON (a row per arm,
+# type and thread count with arm, type, servers (batond: 0 in-process and for
+# llama.cpp, 1 or 2), stages, threads, prefill_tok_s, decode_tok_s,
+# decode_d0_tok_s and their spread; arm "llamacpp" is llamacpp_best; see
 # bench_json_write in bench/lib.sh; read by bench/plot.py).
-# --small: tiny model, 1 repetition, -p 8 -n 4,
-# llama.cpp skipped unless already installed (for the smoke test).
-# Figures only, never a test.
+# --small: tiny model, one type (q8_0), 1 repetition, -p 8 -n 4; llama.cpp
+# neither built nor needed (run when already built), no network (for the
+# smoke test). Figures only, never a test.
 set -euo pipefail
 # shellcheck source=bench/lib.sh disable=SC2034  # BENCH_* are read by lib.sh
 source "$(dirname "$0")/lib.sh"
 BENCH_COMMAND="bench/compare-llamacpp.sh $*"
 
 build=${BUILD_DIR:-$BENCH_SRC/build}
-do_build=1 reps=5 type=q8_0 threads="1 2" n_prompt=128 n_gen=64 model="" use_llama=1 small=0 json=""
+do_build=1 reps=5 types="" threads="1 2" n_prompt=128 n_gen=64 depth="" model="" use_llama=1
+small=0 json="" llama_dir=""
 while [ $# -gt 0 ]; do
     case $1 in
     --build) build=$2; shift 2 ;;
     --no-build) do_build=0; shift ;;
     --reps) reps=$2; shift 2 ;;
-    --type) type=$2; shift 2 ;;
+    --type | --types) types=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     -p) n_prompt=$2; shift 2 ;;
     -n) n_gen=$2; shift 2 ;;
+    --depth) depth=$2; shift 2 ;;
     --model) model=$2; shift 2 ;;
+    --llamacpp-dir) llama_dir=$2; shift 2 ;;
     --no-llamacpp) use_llama=0; shift ;;
     --json) json=$2; shift 2 ;;
     --small) small=1; reps=1; n_prompt=8; n_gen=4; shift ;;
@@ -65,9 +84,17 @@ while [ $# -gt 0 ]; do
     esac
 done
 case $build in /*) ;; *) build=$PWD/$build ;; esac
+[ -n "$llama_dir" ] || llama_dir=$build/llamacpp
+case $llama_dir in /*) ;; *) llama_dir=$PWD/$llama_dir ;; esac
+if [ -z "$types" ]; then
+    if [ "$small" = 1 ] || [ -n "$model" ]; then types=q8_0; else types="q8_0 q4_0 f16"; fi
+fi
+[ -n "$model" ] && [ "$(wc -w <<<"$types")" != 1 ] && bench_die "--model takes one --type"
+[ -n "$depth" ] || depth=$n_prompt
 [ "$reps" -ge 1 ] 2>/dev/null || bench_die "--reps must be >= 1"
 if [ "$small" = 0 ] && [ "$reps" -lt 5 ]; then bench_die "--reps must be >= 5"; fi
 [ "$n_gen" -ge 2 ] 2>/dev/null || bench_die "-n must be >= 2"
+[ "$depth" -ge 1 ] 2>/dev/null || bench_die "--depth must be >= 1"
 
 if [ "$do_build" = 1 ]; then
     bench_build "$build" baton batond
@@ -76,72 +103,70 @@ bench_need_bins "$build" baton batond
 BENCH_BATON=$build/baton
 BENCH_BATOND=$build/batond
 
-if [ -z "$model" ]; then
-    mkdir -p "$build/bench-models"
-    if [ "$small" = 1 ]; then
-        model=$build/bench-models/small-$type.gguf
-        dims=(--layers 2 --dim 64 --ff 128 --heads 4)
-    else
-        model=$build/bench-models/d768-$type.gguf
-        dims=(--layers 12 --dim 768 --ff 2048 --heads 12)
+declare -A models
+for type in $types; do
+    m=$model
+    if [ -z "$m" ]; then
+        mkdir -p "$build/bench-models"
+        if [ "$small" = 1 ]; then
+            m=$build/bench-models/small-$type.gguf
+            dims=(--layers 2 --dim 64 --ff 128 --heads 4)
+        else
+            m=$build/bench-models/d768-$type.gguf
+            dims=(--layers 12 --dim 768 --ff 2048 --heads 12)
+        fi
+        if [ ! -f "$m" ]; then
+            "$BENCH_BATON" gen-model "${dims[@]}" --type "$type" --seed 1 -o "$m" >/dev/null 2>&1 ||
+                bench_die "gen-model --type $type failed"
+        fi
     fi
-    if [ ! -f "$model" ]; then
-        "$BENCH_BATON" gen-model "${dims[@]}" --type "$type" --seed 1 -o "$model" >/dev/null 2>&1 ||
-            bench_die "gen-model --type $type failed"
-    fi
-fi
-[ -f "$model" ] || bench_die "$model: no such file"
+    [ -f "$m" ] || bench_die "$m: no such file"
+    case $m in /*) ;; *) m=$PWD/$m ;; esac
+    models[$type]=$m
+done
 
 bench_header
-echo "# model: $model ($(stat -c %s "$model") bytes); prompt $n_prompt tokens, generated $n_gen"
+bench_host_flags
+for type in $types; do
+    echo "# model $type: ${models[$type]} ($(stat -c %s "${models[$type]}") bytes)"
+done
+echo "# prefill: pp$n_prompt at depth 0; decode: tg$n_gen at depth $depth; decode_d0: tg$n_gen at depth 0"
 
-# --- llama.cpp through node-llama-cpp ------------------------------------
-llama_dir=$build/llamacpp
-llama_ok=0
+# --- llama.cpp: llama-bench of bench/llamacpp-build.sh -----------------------
+llama_builds=()
+comment_lines() { sed 's/^/#   /'; }
 llama_setup() {
-    local ver major out
-    if ! command -v node >/dev/null 2>&1; then
-        echo "# llamacpp: not run: node is not installed (node >= 20 needed)"
-        return
+    local out b
+    bench_llamacpp_find "$llama_dir"
+    if [ "${#BENCH_LLAMA_BUILDS[@]}" -lt 2 ] && [ "$small" = 0 ]; then
+        echo "# llamacpp: building with bench/llamacpp-build.sh --dir $llama_dir (once; minutes)"
+        if ! out=$("$BENCH_SRC/bench/llamacpp-build.sh" --dir "$llama_dir" 2>&1); then
+            comment_lines <<<"$out" | tail -n 15
+        fi
+        bench_llamacpp_find "$llama_dir"
     fi
-    ver=$(node --version)
-    major=${ver#v}
-    major=${major%%.*}
-    if [ "$major" -lt 20 ] 2>/dev/null; then
-        echo "# llamacpp: not run: node $ver is older than 20"
-        return
-    fi
-    echo "# node $ver (>= 20: ok), npm $(npm --version 2>/dev/null || echo missing)"
-    mkdir -p "$llama_dir"
-    cp "$BENCH_SRC/bench/llamacpp/bench.mjs" "$llama_dir/bench.mjs"
-    if ! cmp -s "$BENCH_SRC/bench/llamacpp/package-lock.json" "$llama_dir/package-lock.json" ||
-        [ ! -d "$llama_dir/node_modules/node-llama-cpp" ]; then
+    if [ "${#BENCH_LLAMA_BUILDS[@]}" = 0 ]; then
         if [ "$small" = 1 ]; then
-            echo "# llamacpp: not run: not installed in $llama_dir (--small does not install)"
-            return
+            echo "# llamacpp: not run: no llama-bench in $llama_dir (--small does not build it)"
+        else
+            echo "# llamacpp: not run: no llama-bench could be built in $llama_dir"
         fi
-        cp "$BENCH_SRC/bench/llamacpp/package.json" "$BENCH_SRC/bench/llamacpp/package-lock.json" \
-            "$llama_dir/"
-        # --omit=optional: the CUDA/Vulkan binaries of the package are not
-        # wanted; --ignore-scripts: its postinstall would try to build or
-        # download llama.cpp, which build: "never" does not need.
-        if ! out=$(cd "$llama_dir" && npm ci --omit=optional --ignore-scripts --no-audit --no-fund 2>&1); then
-            echo "# llamacpp: not run: npm ci failed in $llama_dir:"
-            sed 's/^/#   /' <<<"$out" | tail -n 15
-            return
-        fi
-    fi
-    if ! out=$(cd "$llama_dir" && node bench.mjs "$model" 1 "$n_prompt" "$n_gen" --info 2>&1); then
-        echo "# llamacpp: not run: node-llama-cpp could not load or run the model:"
-        sed 's/^/#   /' <<<"$out" | tail -n 15
         return
     fi
-    grep '^# llama.cpp' <<<"$out" || true
-    echo "# llamacpp: node-llama-cpp $(sed -n 's/.*"version": "\(.*\)".*/\1/p' \
-        "$llama_dir/node_modules/node-llama-cpp/package.json" | head -n 1), @node-llama-cpp/linux-x64 $(sed -n \
-        's/.*"version": "\(.*\)".*/\1/p' "$llama_dir/node_modules/@node-llama-cpp/linux-x64/package.json" |
-        head -n 1), gpu: false, build: \"never\""
-    llama_ok=1
+    for b in "${BENCH_LLAMA_BUILDS[@]}"; do
+        # one short run: the tool starts, loads the model, reports its backend
+        if ! out=$(bench_llamacpp_run "$b" llama-bench -m "${models[${types%% *}]}" -p 8 -n 0 \
+            -r 1 -t 1 -o jsonl --no-warmup 2>&1); then
+            echo "# llamacpp_$b: not run: llama-bench failed:"
+            comment_lines <<<"$out" | tail -n 10
+            continue
+        fi
+        echo "# llamacpp_$b: $(bench_llamacpp_bin "$b")/llama-bench; $(grep -o '"build_commit": "[^"]*"' <<<"$out" |
+            head -n 1), $(grep -o '"cpu_info": "[^"]*"' <<<"$out" | head -n 1), $(grep -o \
+                '"backends": "[^"]*"' <<<"$out" | head -n 1)"
+        grep -i 'load_backend\|CPU :' <<<"$out" | sed "s/^/# llamacpp_$b: /" | head -n 3 || true
+        llama_builds+=("$b")
+    done
 }
 if [ "$use_llama" = 1 ]; then
     llama_setup
@@ -149,48 +174,72 @@ else
     echo "# llamacpp: not run (--no-llamacpp)"
 fi
 
-# --- baton arms ------------------------------------------------------------
+# --- the arms ------------------------------------------------------------------
 raw=$BENCH_TMP/raw
 : >"$raw"
-run_baton() { # arm threads servers [split]
-    local arm=$1 th=$2 servers=$3 split=${4:-} json=$BENCH_TMP/b.json
+run_baton() { # type arm threads servers [split]
+    local type=$1 arm=$2 th=$3 servers=$4 split=${5:-} js=$BENCH_TMP/b.json
     local extra=()
     [ -n "$split" ] && extra=(--split "$split")
-    "$BENCH_BATON" bench --model "$model" --servers "$servers" "${extra[@]+"${extra[@]}"}" \
-        --threads "$th" -p "$n_prompt" -n "$n_gen" --reps 1 --json "$json" \
+    "$BENCH_BATON" bench --model "${models[$type]}" --servers "$servers" "${extra[@]+"${extra[@]}"}" \
+        --threads "$th" -p "$n_prompt" -n "$n_gen" --reps 1 --json "$js" \
         >/dev/null 2>"$BENCH_TMP/bench.err" ||
-        { cat "$BENCH_TMP/bench.err" >&2; bench_die "baton bench ($arm, $th threads) failed"; }
-    echo "${arm}_${th}_prefill=$(bench_json_median "$json" prefill)" >>"$raw"
-    echo "${arm}_${th}_decode=$(bench_json_median "$json" decode)" >>"$raw"
+        { cat "$BENCH_TMP/bench.err" >&2; bench_die "baton bench ($arm, $type, $th threads) failed"; }
+    echo "${type}_${arm}_${th}_prefill=$(bench_json_median "$js" prefill)" >>"$raw"
+    echo "${type}_${arm}_${th}_decode=$(bench_json_median "$js" decode)" >>"$raw"
+    if [ "$arm" = baton_inproc ]; then
+        "$BENCH_BATON" bench --model "${models[$type]}" --servers "$servers" --threads "$th" \
+            -p 1 -n "$((n_gen + 1))" --reps 1 --json "$js" >/dev/null 2>"$BENCH_TMP/bench.err" ||
+            { cat "$BENCH_TMP/bench.err" >&2; bench_die "baton bench -p 1 ($arm, $type, $th threads) failed"; }
+        echo "${type}_${arm}_${th}_decode_d0=$(bench_json_median "$js" decode)" >>"$raw"
+    fi
 }
-run_llama() { # threads
-    local th=$1 out
-    if ! out=$(cd "$llama_dir" && node bench.mjs "$model" "$th" "$n_prompt" "$n_gen" 2>&1); then
-        echo "# llamacpp: run failed (threads $th):" >&2
-        sed 's/^/#   /' <<<"$out" >&2
+# llama-bench -o jsonl: a line per test; keys n_prompt, n_gen, n_depth,
+# flash_attn, avg_ts
+run_llama() { # type build threads
+    local type=$1 b=$2 th=$3 out
+    if ! out=$(bench_llamacpp_run "$b" llama-bench -m "${models[$type]}" -p "$n_prompt" -n "$n_gen" \
+        -d "0,$depth" -fa 0,1 -t "$th" -r 1 -o jsonl 2>"$BENCH_TMP/llama.err"); then
+        echo "# llamacpp_$b: run failed ($type, threads $th):" >&2
+        comment_lines <"$BENCH_TMP/llama.err" | tail -n 10 >&2
         return
     fi
-    echo "llamacpp_${th}_prefill=$(sed -n 's/.*prefill_tok_s=\([0-9.]*\).*/\1/p' <<<"$out")" >>"$raw"
-    echo "llamacpp_${th}_decode=$(sed -n 's/.*decode_tok_s=\([0-9.]*\).*/\1/p' <<<"$out")" >>"$raw"
+    awk -v pre="${type}_llamacpp_${b}" -v th="$th" -v np="$n_prompt" -v ng="$n_gen" -v d="$depth" '
+        function num(key,   s) {
+            if (!match($0, "\"" key "\": -?[0-9.eE+-]+")) return ""
+            s = substr($0, RSTART, RLENGTH); sub(/.*: /, "", s); return s + 0
+        }
+        /^\{/ {
+            p = num("n_prompt"); g = num("n_gen"); dd = num("n_depth"); fa = num("flash_attn")
+            ts = num("avg_ts")
+            if (fa != 0 && fa != 1) next
+            cell = ""
+            if (p == np && g == 0 && dd == 0) cell = "prefill"
+            else if (p == 0 && g == ng && dd == d) cell = "decode"
+            else if (p == 0 && g == ng && dd == 0) cell = "decode_d0"
+            if (cell != "") printf "%s_fa%d_%s_%s=%s\n", pre, fa, th, cell, ts
+        }' <<<"$out" >>"$raw"
 }
 
 arms=()
-[ "$llama_ok" = 1 ] && arms+=(llamacpp)
+for b in "${llama_builds[@]+"${llama_builds[@]}"}"; do arms+=("llamacpp_$b"); done
 arms+=(baton_inproc baton_batond1 baton_batond2)
 n_arms=${#arms[@]}
 for th in $threads; do
     bench_start_batond S1 --threads "$th"
     bench_start_batond S2 --threads "$th"
     bench_start_batond S3 --threads "$th"
-    for ((r = 0; r < reps; r++)); do
-        for ((i = 0; i < n_arms; i++)); do
-            arm=${arms[$(((i + r) % n_arms))]}
-            case $arm in
-            llamacpp) run_llama "$th" ;;
-            baton_inproc) run_baton "$arm" "$th" local ;;
-            baton_batond1) run_baton "$arm" "$th" "127.0.0.1:$S1" ;;
-            baton_batond2) run_baton "$arm" "$th" "127.0.0.1:$S2,127.0.0.1:$S3" 1,1 ;;
-            esac
+    for type in $types; do
+        for ((r = 0; r < reps; r++)); do
+            for ((i = 0; i < n_arms; i++)); do
+                arm=${arms[$(((i + r) % n_arms))]}
+                case $arm in
+                llamacpp_*) run_llama "$type" "${arm#llamacpp_}" "$th" ;;
+                baton_inproc) run_baton "$type" "$arm" "$th" local ;;
+                baton_batond1) run_baton "$type" "$arm" "$th" "127.0.0.1:$S1" ;;
+                baton_batond2) run_baton "$type" "$arm" "$th" "127.0.0.1:$S2,127.0.0.1:$S3" 1,1 ;;
+                esac
+            done
         done
     done
     bench_stop "$S1_PID"
@@ -198,43 +247,99 @@ for th in $threads; do
     bench_stop "$S3_PID"
 done
 
+# --- results ---------------------------------------------------------------------
 stats=$BENCH_TMP/stats
 bench_stats <"$raw" >"$stats"
 get() { awk -v k="$1" -v f="$2" '$1 == k { print $f }' "$stats"; }
-for arm in "${arms[@]}"; do
+report_arms=()
+for b in "${llama_builds[@]+"${llama_builds[@]}"}"; do
+    report_arms+=("llamacpp_${b}_fa0" "llamacpp_${b}_fa1")
+done
+report_arms+=(baton_inproc baton_batond1 baton_batond2)
+ratios=$BENCH_TMP/ratios
+: >"$ratios"
+for type in $types; do
     for th in $threads; do
-        p=$(get "${arm}_${th}_prefill" 2) d=$(get "${arm}_${th}_decode" 2)
-        [ -n "$p" ] || continue
-        printf '%s threads=%s prefill_tok_s=%.1f decode_tok_s=%.1f\n' "$arm" "$th" "$p" "$d"
-        printf '#   prefill %s..%s, decode %s..%s tok/s, %s repetitions\n' \
-            "$(get "${arm}_${th}_prefill" 3)" "$(get "${arm}_${th}_prefill" 4)" \
-            "$(get "${arm}_${th}_decode" 3)" "$(get "${arm}_${th}_decode" 4)" \
-            "$(get "${arm}_${th}_decode" 5)"
-        case $arm in baton_batond1) sv=1 st=1 ;; baton_batond2) sv=2 st=2 ;; *) sv=0 st=1 ;; esac
-        bench_json_row arm="$arm" servers="$sv" stages="$st" threads="$th" prefill_tok_s="$p" decode_tok_s="$d" \
-            prefill_min="$(get "${arm}_${th}_prefill" 3)" prefill_max="$(get "${arm}_${th}_prefill" 4)" \
-            decode_min="$(get "${arm}_${th}_decode" 3)" decode_max="$(get "${arm}_${th}_decode" 4)" \
-            reps="$(get "${arm}_${th}_decode" 5)" prompt="$n_prompt" generated="$n_gen"
+        for arm in "${report_arms[@]}"; do
+            k=${type}_${arm}_${th}
+            p=$(get "${k}_prefill" 2) d=$(get "${k}_decode" 2) d0=$(get "${k}_decode_d0" 2)
+            [ -n "$p" ] || continue
+            printf '%s type=%s threads=%s prefill_tok_s=%.1f decode_tok_s=%.1f' "$arm" "$type" "$th" "$p" "$d"
+            [ -n "$d0" ] && printf ' decode_d0_tok_s=%.1f' "$d0"
+            printf '\n#   prefill %s..%s, decode %s..%s' "$(get "${k}_prefill" 3)" "$(get "${k}_prefill" 4)" \
+                "$(get "${k}_decode" 3)" "$(get "${k}_decode" 4)"
+            [ -n "$d0" ] && printf ', decode_d0 %s..%s' "$(get "${k}_decode_d0" 3)" "$(get "${k}_decode_d0" 4)"
+            printf ' tok/s, %s repetitions\n' "$(get "${k}_decode" 5)"
+            case $arm in baton_batond1) sv=1 st=1 ;; baton_batond2) sv=2 st=2 ;; *) sv=0 st=1 ;; esac
+            extra=()
+            [ -n "$d0" ] && extra=(decode_d0_tok_s="$d0" decode_d0_min="$(get "${k}_decode_d0" 3)"
+                decode_d0_max="$(get "${k}_decode_d0" 4)")
+            case $arm in llamacpp_*) extra+=(flash_attn="${arm##*_fa}") ;; esac
+            bench_json_row arm="$arm" type="$type" servers="$sv" stages="$st" threads="$th" \
+                prefill_tok_s="$p" decode_tok_s="$d" \
+                prefill_min="$(get "${k}_prefill" 3)" prefill_max="$(get "${k}_prefill" 4)" \
+                decode_min="$(get "${k}_decode" 3)" decode_max="$(get "${k}_decode" 4)" \
+                "${extra[@]+"${extra[@]}"}" \
+                reps="$(get "${k}_decode" 5)" prompt="$n_prompt" generated="$n_gen" depth="$depth"
+        done
+        # the best llama.cpp arm of each cell
+        best=() best_arm=()
+        for cell in prefill decode decode_d0; do
+            v="" a=""
+            for arm in "${report_arms[@]}"; do
+                case $arm in llamacpp_*) ;; *) continue ;; esac
+                x=$(get "${type}_${arm}_${th}_${cell}" 2)
+                [ -n "$x" ] || continue
+                if [ -z "$v" ] || awk -v x="$x" -v v="$v" 'BEGIN { exit !(x > v) }'; then v=$x a=$arm; fi
+            done
+            best+=("$v") best_arm+=("$a")
+        done
+        [ -n "${best[0]}" ] || continue
+        printf 'llamacpp_best type=%s threads=%s prefill_tok_s=%.1f decode_tok_s=%.1f decode_d0_tok_s=%.1f' \
+            "$type" "$th" "${best[0]}" "${best[1]}" "${best[2]}"
+        printf ' prefill_arm=%s decode_arm=%s decode_d0_arm=%s\n' "${best_arm[@]}"
+        bench_json_row arm=llamacpp type="$type" servers=0 stages=1 threads="$th" prefill_tok_s="${best[0]}" \
+            decode_tok_s="${best[1]}" decode_d0_tok_s="${best[2]}" prefill_arm="${best_arm[0]}" \
+            decode_arm="${best_arm[1]}" decode_d0_arm="${best_arm[2]}" prompt="$n_prompt" \
+            generated="$n_gen" depth="$depth"
+        bp=$(get "${type}_baton_inproc_${th}_prefill" 2) bd=$(get "${type}_baton_inproc_${th}_decode" 2)
+        bd0=$(get "${type}_baton_inproc_${th}_decode_d0" 2)
+        awk -v t="$type" -v th="$th" -v bp="$bp" -v bd="$bd" -v bd0="$bd0" -v lp="${best[0]}" \
+            -v ld="${best[1]}" -v ld0="${best[2]}" 'BEGIN {
+            printf "ratio baton_inproc/llamacpp_best type=%s threads=%s prefill=%.3f decode=%.3f decode_d0=%.3f\n",
+                   t, th, bp / lp, bd / ld, bd0 / ld0 }' | tee -a "$ratios"
+    done
+    for th in $threads; do
+        bd=$(get "${type}_baton_inproc_${th}_decode" 2)
+        for s in baton_batond1 baton_batond2; do
+            sd=$(get "${type}_${s}_${th}_decode" 2)
+            awk -v s="$s" -v t="$type" -v th="$th" -v sd="$sd" -v bd="$bd" 'BEGIN {
+                printf "ratio %s/baton_inproc type=%s threads=%s decode=%.3f cost_pct=%.1f\n",
+                       s, t, th, sd / bd, 100 * (1 - sd / bd) }'
+        done
     done
 done
 bench_json_write "$json" compare-llamacpp
-for th in $threads; do
-    lp=$(get "llamacpp_${th}_prefill" 2) ld=$(get "llamacpp_${th}_decode" 2)
-    bp=$(get "baton_inproc_${th}_prefill" 2) bd=$(get "baton_inproc_${th}_decode" 2)
-    if [ -n "$lp" ]; then
-        awk -v th="$th" -v bp="$bp" -v bd="$bd" -v lp="$lp" -v ld="$ld" 'BEGIN {
-            printf "ratio baton_inproc/llamacpp threads=%s prefill=%.3f decode=%.3f\n",
-                   th, bp / lp, bd / ld }'
-    fi
-    for s in baton_batond1 baton_batond2; do
-        sd=$(get "${s}_${th}_decode" 2)
-        awk -v s="$s" -v th="$th" -v sd="$sd" -v bd="$bd" 'BEGIN {
-            printf "ratio %s/baton_inproc threads=%s decode=%.3f cost_pct=%.1f\n",
-                   s, th, sd / bd, 100 * (1 - sd / bd) }'
-    done
-done
-if [ "$llama_ok" = 1 ]; then
-    echo "# node-llama-cpp creates a thread per decode call: its 2-thread decode is slower than"
-    echo "# its 1-thread decode, so the decode comparison that counts is the one at 1 thread."
+if [ -s "$ratios" ]; then
+    # the issue-17 table: baton in-process / best llama.cpp arm, per cell
+    echo "# baton_inproc / best llama.cpp (llama-bench: builds ${llama_builds[*]}, fa 0 and 1):"
+    awk '
+        { for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+          col = toupper(f["type"]) " " f["threads"] "t"
+          if (!(col in seen)) { seen[col] = 1; cols[++nc] = col }
+          v["prefill", col] = f["prefill"]; v["decode", col] = f["decode"]
+          v["decode_d0", col] = f["decode_d0"] }
+        END {
+            line = "# |"; sep = "# |---|"
+            for (c = 1; c <= nc; c++) { line = line " | " cols[c]; sep = sep "---|" }
+            print line " |"; print sep
+            split("prefill decode decode_d0", rows, " ")
+            split("prefill (pp" np ")|decode (tg" ng " at depth " d ")|decode (tg" ng " at depth 0)", names, "|")
+            for (r = 1; r <= 3; r++) {
+                line = "# | " names[r]
+                for (c = 1; c <= nc; c++) line = line " | " v[rows[r], cols[c]]
+                print line " |"
+            }
+        }' np="$n_prompt" ng="$n_gen" d="$depth" "$ratios"
 fi
 echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -6,7 +6,8 @@
 # bench_stop_all, bench_stats (median/min/max of key=value lines),
 # bench_json_median FILE FIGURE (reads `baton bench --json`), and
 # bench_json_row / bench_json_write (the --json FILE of the scripts, read by
-# bench/plot.py).
+# bench/plot.py), bench_llamacpp_find / _bin / _run (the llama.cpp tools of
+# bench/llamacpp-build.sh), bench_host_flags.
 
 BENCH_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH_PIDS=()
@@ -193,4 +194,50 @@ bench_json_write() {
         [ -f "$BENCH_TMP/json.rows" ] && sed '$!s/$/,/; s/^/  /' "$BENCH_TMP/json.rows"
         printf ' ]}\n'
     } >"$file"
+}
+
+# bench_llamacpp_find DIR: the llama.cpp tools that bench/llamacpp-build.sh
+# built in DIR. Sets BENCH_LLAMA_BUILDS to the builds that have both
+# llama-bench and llama-batched-bench ("native" and/or "prebuilt", in that
+# order; empty when none), and BENCH_LLAMA_LIBS to the folder of the npm
+# package's prebuilt libraries (the prebuilt tools' working directory).
+bench_llamacpp_find() {
+    local dir=$1 b
+    BENCH_LLAMA_DIR=$dir
+    BENCH_LLAMA_LIBS=$dir/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+    BENCH_LLAMA_BUILDS=()
+    for b in native prebuilt; do
+        if [ -x "$(bench_llamacpp_bin "$b")/llama-bench" ] &&
+            [ -x "$(bench_llamacpp_bin "$b")/llama-batched-bench" ]; then
+            BENCH_LLAMA_BUILDS+=("$b")
+        fi
+    done
+}
+
+# bench_llamacpp_bin BUILD: the folder of BUILD's tools (after
+# bench_llamacpp_find).
+bench_llamacpp_bin() {
+    case $1 in
+    native) echo "$BENCH_LLAMA_DIR/build-native/bin" ;;
+    prebuilt) echo "$BENCH_LLAMA_DIR/prebuilt" ;;
+    esac
+}
+
+# bench_llamacpp_run BUILD TOOL ARGS...: runs BUILD's TOOL (llama-bench or
+# llama-batched-bench); the prebuilt tools run in BENCH_LLAMA_LIBS, where
+# libggml looks for its per-CPU backends. Paths in ARGS must be absolute.
+bench_llamacpp_run() {
+    local build=$1 tool=$2 bin
+    shift 2
+    bin=$(bench_llamacpp_bin "$build")
+    if [ "$build" = prebuilt ]; then
+        (cd "$BENCH_LLAMA_LIBS" && "$bin/$tool" "$@")
+    else
+        (cd "$bin" && "$bin/$tool" "$@")
+    fi
+}
+
+# bench_host_flags: the `Flags:` line of lscpu, as a comment line.
+bench_host_flags() {
+    echo "# cpu flags: $(lscpu 2>/dev/null | sed -n 's/^Flags: *//p' | head -n 1)"
 }

@@ -96,7 +96,7 @@ def grouped_bars(ax, groups, series, values, errs=None, fmt="%.1f"):
 
 
 ARM_LABEL = {
-    "llamacpp": "llama.cpp\n(in-process)",
+    "llamacpp": "llama.cpp\n(best llama-bench)",
     "baton_inproc": "1 stage\nin-process",
     "baton_batond1": "1 stage\n(1 batond)",
     "baton_batond2": "2 stages\n(2 batond, 1,1)",
@@ -105,6 +105,9 @@ ARM_LABEL = {
 
 def plot_stages(doc, out):
     rows = doc["rows"]
+    # several weight types (compare-llamacpp.sh --types): the first one
+    wtype = rows[0].get("type") if rows else None
+    rows = [r for r in rows if r.get("type") == wtype]
     arms = [a for a in ARM_LABEL if any(r["arm"] == a for r in rows)]
     threads = sorted({r["threads"] for r in rows})
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))

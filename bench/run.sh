@@ -7,7 +7,9 @@
 #                                  BUILD_DIR/bench-results)
 #
 # Builds once, then runs bench/roofline.sh (3 repetitions), bench/
-# compare-llamacpp.sh (Q8_0, 5 repetitions), bench/transport.sh (5
+# compare-llamacpp.sh (Q8_0, 5 repetitions; against llama-bench, which
+# bench/llamacpp-build.sh builds on the first run, for many minutes; --quick
+# neither builds it nor needs it), bench/transport.sh (5
 # repetitions), each printing its own machine header, and bench/
 # direct_path.sh (5 repetitions; only when MODEL_DIR, default
 # ../shared/models, has stories260K.gguf). The output is also kept in
@@ -52,8 +54,8 @@ out=$build/bench-results.txt
         echo "== bench/roofline.sh --reps 3"
         "$here/roofline.sh" --no-build --reps 3 --json "$res/roofline.json"
         echo
-        echo "== bench/compare-llamacpp.sh --reps 5"
-        "$here/compare-llamacpp.sh" --no-build --reps 5 --json "$res/compare-llamacpp.json"
+        echo "== bench/compare-llamacpp.sh --reps 5 --types q8_0"
+        "$here/compare-llamacpp.sh" --no-build --reps 5 --types q8_0 --json "$res/compare-llamacpp.json"
         echo
         echo "== bench/transport.sh --reps 5"
         "$here/transport.sh" --no-build --reps 5 --json "$res/transport.json"

@@ -50,11 +50,13 @@ check_json "$TMP/roofline.json" roofline 6 threads decode_tok_s bandwidth_GBs ro
 "$SRC_DIR/bench/compare-llamacpp.sh" --build "$BUILD_DIR" --no-build --small --no-llamacpp \
     --threads 1 --json "$TMP/compare.json" >"$TMP/compare.out" 2>&1 ||
     { cat "$TMP/compare.out" >&2; fail "compare-llamacpp.sh exited non-zero"; }
-for arm in baton_inproc baton_batond1 baton_batond2; do
-    grep -Eq "^$arm threads=1 prefill_tok_s=$num decode_tok_s=$num\$" "$TMP/compare.out" ||
+grep -Eq "^baton_inproc type=q8_0 threads=1 prefill_tok_s=$num decode_tok_s=$num decode_d0_tok_s=$num\$" \
+    "$TMP/compare.out" || { cat "$TMP/compare.out" >&2; fail "compare-llamacpp.sh: no baton_inproc line"; }
+for arm in baton_batond1 baton_batond2; do
+    grep -Eq "^$arm type=q8_0 threads=1 prefill_tok_s=$num decode_tok_s=$num\$" "$TMP/compare.out" ||
         { cat "$TMP/compare.out" >&2; fail "compare-llamacpp.sh: no $arm line"; }
 done
-grep -Eq "^ratio baton_batond1/baton_inproc threads=1 decode=$num cost_pct=-?$num\$" "$TMP/compare.out" ||
+grep -Eq "^ratio baton_batond1/baton_inproc type=q8_0 threads=1 decode=$num cost_pct=-?$num\$" "$TMP/compare.out" ||
     fail "compare-llamacpp.sh: no batond cost line"
 grep -q "^# llamacpp: not run (--no-llamacpp)" "$TMP/compare.out" ||
     fail "compare-llamacpp.sh: llama.cpp arm not reported as skipped"
