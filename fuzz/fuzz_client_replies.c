@@ -112,6 +112,7 @@
 #include <sodium.h>
 
 #include "fuzz_common.h"
+#include "fuzz_keys.h"
 #include "fuzz_random.h"
 
 #include "auth/auth.h"
@@ -144,7 +145,6 @@ static struct baton_key *key;
 
 /* ---- deterministic randomness and the key (once per process) ---- */
 
-
 /* Before libsodium starts (randombytes_set_implementation must come first):
  * the deterministic random source, then one key (the client's and the
  * server's: both ends of a keyed connection hold it), made with the
@@ -153,26 +153,13 @@ static struct baton_key *key;
 static void harness_init(void)
 {
     static int done;
-    char dir[256], path[300], err[256];
+    char dir[256];
     if (done)
         return;
     done = 1;
     trace = getenv("FUZZ_TRACE") != NULL;
-    if (randombytes_set_implementation(&fuzz_fixed_random) != 0 || baton_auth_init() != 0)
-        abort();
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/baton-fuzz-ckey-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("fuzz_client_replies: mkdtemp");
-        abort();
-    }
-    snprintf(path, sizeof path, "%s/k", dir);
-    if (baton_key_generate_file(path, err, sizeof err) != 0 ||
-        baton_key_open(path, &key, err, sizeof err) != 0) {
-        fprintf(stderr, "fuzz_client_replies: key %s: %s\n", path, err);
-        abort();
-    }
-    unlink(path);
+    fuzz_keys_begin("fuzz_client_replies", dir, sizeof dir);
+    key = fuzz_new_key("fuzz_client_replies", dir, "k");
     rmdir(dir);
 }
 

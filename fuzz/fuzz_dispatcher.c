@@ -156,6 +156,7 @@
  * and every frame whose byte was flipped.
  */
 #include "fuzz_common.h"
+#include "fuzz_keys.h"
 #include "fuzz_random.h"
 
 #include <pthread.h>
@@ -513,26 +514,8 @@ static void shadow_compare(const struct req *q)
 /* ---- deterministic randomness and keys (once per process) ---- */
 
 
-/* Makes a key file in dir with the library's generator and opens it (the
- * only way to a struct baton_key); the file is removed at once. Aborts on
- * any failure: the harness cannot run without it. */
-static struct baton_key *open_new_key(const char *dir, const char *name)
-{
-    char path[512], err[256];
-    struct baton_key *k = NULL;
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    if (baton_key_generate_file(path, err, sizeof err) != 0 ||
-        baton_key_open(path, &k, err, sizeof err) != 0) {
-        fprintf(stderr, "fuzz_dispatcher: key %s: %s\n", path, err);
-        abort();
-    }
-    unlink(path);
-    return k;
-}
-
-/* Once per process, before libsodium starts (randombytes_set_implementation
- * must come first): the deterministic random source, then the client and
- * peer keys of keyed mode, in a private temporary directory. */
+/* Once per process: the deterministic random source, then the client and
+ * peer keys of keyed mode (fuzz_keys.h). */
 static void harness_init(void)
 {
     static int done;
@@ -541,16 +524,9 @@ static void harness_init(void)
         return;
     done = 1;
     trace = getenv("FUZZ_TRACE") != NULL;
-    if (randombytes_set_implementation(&fuzz_fixed_random) != 0 || baton_auth_init() != 0)
-        abort();
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/baton-fuzz-keys-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("fuzz_dispatcher: mkdtemp");
-        abort();
-    }
-    client_key = open_new_key(dir, "client.key");
-    peer_key = open_new_key(dir, "peer.key");
+    fuzz_keys_begin("fuzz_dispatcher", dir, sizeof dir);
+    client_key = fuzz_new_key("fuzz_dispatcher", dir, "client.key");
+    peer_key = fuzz_new_key("fuzz_dispatcher", dir, "peer.key");
     rmdir(dir);
 }
 

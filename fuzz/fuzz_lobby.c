@@ -88,6 +88,7 @@
  *     held before the input.
  */
 #include "fuzz_common.h"
+#include "fuzz_keys.h"
 #include "fuzz_random.h"
 
 #include <dirent.h>
@@ -176,20 +177,6 @@ static int trace; /* FUZZ_TRACE set: print what each client reads (debugging see
 
 /* ---- keys and randomness (once per process) ---- */
 
-static struct baton_key *open_new_key(const char *dir, const char *name)
-{
-    char path[512], err[256];
-    struct baton_key *k = NULL;
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    if (baton_key_generate_file(path, err, sizeof err) != 0 ||
-        baton_key_open(path, &k, err, sizeof err) != 0) {
-        fprintf(stderr, "fuzz_lobby: key %s: %s\n", path, err);
-        abort();
-    }
-    unlink(path);
-    return k;
-}
-
 static void harness_init(void)
 {
     static int done;
@@ -198,18 +185,11 @@ static void harness_init(void)
         return;
     done = 1;
     trace = getenv("FUZZ_TRACE") != NULL;
-    if (randombytes_set_implementation(&fuzz_fixed_random) != 0 || baton_auth_init() != 0)
-        abort();
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/baton-fuzz-lobby-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("fuzz_lobby: mkdtemp");
-        abort();
-    }
-    client_key = open_new_key(dir, "client.key");
-    peer_key = open_new_key(dir, "peer.key");
-    alice_key = open_new_key(dir, "alice.key");
-    stranger_key = open_new_key(dir, "stranger.key");
+    fuzz_keys_begin("fuzz_lobby", dir, sizeof dir);
+    client_key = fuzz_new_key("fuzz_lobby", dir, "client.key");
+    peer_key = fuzz_new_key("fuzz_lobby", dir, "peer.key");
+    alice_key = fuzz_new_key("fuzz_lobby", dir, "alice.key");
+    stranger_key = fuzz_new_key("fuzz_lobby", dir, "stranger.key");
     rmdir(dir);
 }
 
