@@ -207,15 +207,18 @@ def reach(defs, edges, extra, roots):
 
 
 def proven_names(path, root):
-    if path and os.path.exists(path):
-        with open(path) as f:
-            return {l.split()[0].split(":")[0] for l in f if l.strip() and not l.startswith("#")}
+    """Names of the proven functions ("file:F" for every function of file F
+    when there is no list), and the files of the proof groups."""
     with open(os.path.join(root, "verify/run.sh")) as f:
         text = f.read()
     files = []
-    for m in re.finditer(r"^PROOF_GROUPS\+?=\((.*)\)", text, re.M):
+    for m in re.finditer(r"^PROOF_GROUPS\+?=\((.*?)^\)", text, re.M | re.S):
         files += re.findall(r"src/[\w/]+\.c", m.group(1))
-    return {"file:" + f for f in files}
+    if path and os.path.exists(path):
+        with open(path) as f:
+            names = {l.split()[0].split(":")[0] for l in f if l.strip() and not l.startswith("#")}
+        return names, set(files)
+    return {"file:" + f for f in files}, set(files)
 
 
 def gcov_functions(gdir, root):
@@ -314,7 +317,7 @@ def main():
         defs, edges = parse_ci(cis, root)
         extra = address_taken(objs, defs)
     kinds = {k: {t for t in reach(defs, edges, extra, r) if t in defs} for k, r in ROOTS.items()}
-    proven = proven_names(os.path.join(root, a.proven), root)
+    proven, proven_files = proven_names(os.path.join(root, a.proven), root)
     cov = gcov_functions(os.path.abspath(a.gcov) if a.gcov else "", root)
     rows = {}
     for kind, titles in kinds.items():
@@ -326,7 +329,9 @@ def main():
     per_file = {}
     for t in sorted(rows, key=lambda t: (defs[t][1], defs[t][2], defs[t][0], t)):
         name, rel, _ = defs[t]
-        pr = name in proven or ("file:" + rel) in proven
+        # a name of the list counts in the proof groups' files only (a static
+        # function elsewhere may share it)
+        pr = (name in proven and rel in proven_files) or ("file:" + rel) in proven
         c = cov.get((rel, name)) if cov is not None else None
         if pr:
             status = "proven"
