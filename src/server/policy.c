@@ -202,7 +202,7 @@ static const char *kind_expect(const struct field *f)
     case K_HOST:
         return "an address or host name";
     case K_PEER:
-        return "ADDR:PORT or [IPv6]:PORT";
+        return "ADDR:PORT or [IPv6]:PORT (port 1..65535)";
     case K_CLIENT:
         return "NAME KEYFILE [max_connections=N] [session_memory_bytes=SIZE] "
                "[max_graph_flops=FLOPS] [max_peer_links=N]";
