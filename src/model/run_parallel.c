@@ -102,6 +102,7 @@ int run_par_prepare(struct run *r, size_t *max_prompt)
     }
     r->par = q;
     *max_prompt = 0;
+    size_t n_over = 0, over = 0; /* prompts longer than --ctx - -n; the longest */
     for (size_t i = 0; i < r->n_par; i++) {
         const size_t len = cfg->prompts ? strlen(cfg->prompts[i]) : cfg->n_prompt_ids;
         int rc = 0;
@@ -139,24 +140,32 @@ int run_par_prepare(struct run *r, size_t *max_prompt)
             return 2;
         }
         if ((uint64_t)q[i].n_prompt + cfg->n_predict > cfg->n_ctx) {
-            const unsigned long long need = (unsigned long long)q[i].n_prompt + cfg->n_predict;
-            char ctx[96], hint[64];
-
-            /* as the one-prompt run says it (run.c): "the default --ctx 512"
-             * when --ctx was not given */
-            run_ctx_name(cfg, ctx, sizeof ctx);
-            if (need <= UINT32_MAX)
-                snprintf(hint, sizeof hint, "give --ctx %llu or more", need);
-            else
-                snprintf(hint, sizeof hint, "lower -n (--ctx is at most %u)", UINT32_MAX);
-            run_msg(cfg,
-                    "prompt %zu (%zu tokens) + -n %u = %llu exceeds %s (the positions of one "
-                    "sequence); %s\n",
-                    i + 1, q[i].n_prompt, cfg->n_predict, need, ctx, hint);
-            return 2;
+            /* every prompt is checked: the hint names the longest, so that
+             * the --ctx it gives fits them all */
+            if (n_over++ == 0 || q[i].n_prompt > q[over].n_prompt)
+                over = i;
         }
         if (q[i].n_prompt > *max_prompt)
             *max_prompt = q[i].n_prompt;
+    }
+    if (n_over > 0) {
+        const unsigned long long need = (unsigned long long)q[over].n_prompt + cfg->n_predict;
+        char ctx[96], hint[64], more[64] = "";
+
+        /* as the one-prompt run says it (run.c): "the default --ctx 512"
+         * when --ctx was not given */
+        run_ctx_name(cfg, ctx, sizeof ctx);
+        if (need <= UINT32_MAX)
+            snprintf(hint, sizeof hint, "give --ctx %llu or more", need);
+        else
+            snprintf(hint, sizeof hint, "lower -n (--ctx is at most %u)", UINT32_MAX);
+        if (n_over > 1)
+            snprintf(more, sizeof more, "; the longest of %zu prompts that do", n_over);
+        run_msg(cfg,
+                "prompt %zu (%zu tokens) + -n %u = %llu exceeds %s (the positions of one "
+                "sequence%s); %s\n",
+                over + 1, q[over].n_prompt, cfg->n_predict, need, ctx, more, hint);
+        return 2;
     }
     return 0;
 }

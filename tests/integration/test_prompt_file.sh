@@ -141,6 +141,15 @@ rc=0
 "$BATON" run --model "$MODEL" --prompt-file "$TMP/one.txt" -n 8 --ctx 10 >/dev/null 2>"$TMP/ctx.err" || rc=$?
 [ $rc = 2 ] && grep -qx "baton run: prompt 1 (5 tokens) + -n 8 = 13 exceeds --ctx 10 (the positions of one sequence); give --ctx 13 or more" "$TMP/ctx.err" ||
     fail "given ctx: exit $rc: $(cat "$TMP/ctx.err")"
+# several prompts too long: the hint names the longest, so its --ctx fits all
+# (it named the first, whose --ctx the next one still exceeded)
+printf 'Once upon a time\nLily\nOnce upon a time there was a dog\n' >"$TMP/two.txt"
+rc=0
+"$BATON" run --model "$MODEL" --prompt-file "$TMP/two.txt" -n 8 --ctx 10 >/dev/null 2>"$TMP/ctx.err" || rc=$?
+[ $rc = 2 ] && grep -qx "baton run: prompt 3 (10 tokens) + -n 8 = 18 exceeds --ctx 10 (the positions of one sequence; the longest of 2 prompts that do); give --ctx 18 or more" "$TMP/ctx.err" ||
+    fail "two prompts past --ctx: exit $rc: $(cat "$TMP/ctx.err")"
+"$BATON" run --model "$MODEL" --prompt-file "$TMP/two.txt" -n 8 --ctx 18 --quiet >/dev/null 2>"$TMP/ctx.err" ||
+    fail "the --ctx the hint gave: $(cat "$TMP/ctx.err")"
 # the singular where the count is one
 "$BATON" run --model "$MODEL" --prompt-file "$TMP/one.txt" -n 1 --quiet 2>"$TMP/sum.err" ||
     fail "one prompt: $(cat "$TMP/sum.err")"
