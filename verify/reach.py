@@ -39,6 +39,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -302,15 +303,31 @@ def check(path, rows):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--gcov", default="")
-    ap.add_argument("--proven", default="verify/proven.list")
-    ap.add_argument("-o", "--output", default="")
-    ap.add_argument("--check", default="")
+    ap = argparse.ArgumentParser(usage=argparse.SUPPRESS, description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default="build",
+                    help="a configured CMake tree (its compile_commands.json; default: build)")
+    ap.add_argument("--gcov", default="",
+                    help="the --coverage tree after the corpus replay (make coverage: build-coverage)")
+    ap.add_argument("--proven", default="verify/proven.list",
+                    help="the proof gate's list, relative to the repository (default: verify/proven.list)")
+    ap.add_argument("-o", "--output", default="", help="write the table there (default: stdout)")
+    ap.add_argument("--check", default="",
+                    help="the committed table (verify/REACHABLE.md) to check; needs --gcov")
     a = ap.parse_args()
     root = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
     build = os.path.abspath(a.build)
+    if a.check and not a.gcov:
+        # without coverage data every "fuzzed" claim would read as broken
+        ap.error("--check needs --gcov DIR (the coverage tree after the replay: make coverage)")
+    if not os.path.isfile(os.path.join(build, "compile_commands.json")):
+        sys.exit("reach: %s has no compile_commands.json: give --build a configured CMake tree "
+                 "(cmake -S . -B build)" % build)
+    if a.gcov and not os.path.isdir(a.gcov):
+        sys.exit("reach: --gcov %s: no such directory (make coverage makes build-coverage)" % a.gcov)
+    for tool in ("gcc", "gcov", "readelf") if a.gcov else ("gcc", "readelf"):
+        if shutil.which(tool) is None:
+            sys.exit("reach: %s not found (scripts/install-deps.sh --full)" % tool)
     entries = sources(build, root)
     with tempfile.TemporaryDirectory() as tmp:
         cis, objs = compile_ci(entries, tmp)
