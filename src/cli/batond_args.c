@@ -148,6 +148,11 @@ int batond_load_policy_arg(int argc, char **argv, struct baton_policy *pol)
             batond_say("usage", "--policy needs a value (see batond --help)");
             return 2;
         }
+        if (!strncmp(argv[i + 1], "--", 2)) { /* as batond_parse_options says it */
+            batond_say("usage", "--policy needs a value; the next argument is the option %s",
+                       argv[i + 1]);
+            return 2;
+        }
         if (baton_policy_load(pol, argv[i + 1], err, sizeof err) != 0) {
             batond_say("startup", "policy: %s", err);
             return 1;
@@ -247,6 +252,18 @@ char **batond_split_eq_args(int argc, char **argv, int *out_argc)
 }
 
 
+/* Whether option a takes a value (the next argument). */
+static int takes_value(const char *a)
+{
+    static const char *const opts[] = {"--policy", "--log-format", "--host",  "--port",
+                                       "--port-file", "--threads", "--key", "--peer-key"};
+
+    for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++)
+        if (!strcmp(a, opts[k]))
+            return 1;
+    return !strncmp(a, "--", 2) && baton_policy_key_known(a + 2);
+}
+
 int batond_parse_options(int argc, char **argv, struct batond_options *o)
 {
     char err[512];
@@ -255,6 +272,14 @@ int batond_parse_options(int argc, char **argv, struct batond_options *o)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+        if (v && !strncmp(v, "--", 2) && takes_value(a)) {
+            /* no value would start with "--" (a file named so is ./--x):
+             * the value is missing, not the next option */
+            batond_say("usage", "%s needs a value; the next argument is the option %s", a, v);
+            usage_after_error();
+            return 2;
+        }
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
@@ -310,12 +335,6 @@ int batond_parse_options(int argc, char **argv, struct batond_options *o)
             o->cfg->insecure_no_auth = 1;
         } else if (!strcmp(a, "--key") || !strcmp(a, "--peer-key")) {
             batond_say("usage", "%s needs a value (see batond --help)", a);
-            usage_after_error();
-            return 2;
-        } else if (!strncmp(a, "--", 2) && baton_policy_key_known(a + 2) && v &&
-                   !strncmp(v, "--", 2)) {
-            /* no value would start with "--": the value is missing */
-            batond_say("usage", "%s needs a value; the next argument is the option %s", a, v);
             usage_after_error();
             return 2;
         } else if (!strncmp(a, "--", 2) && baton_policy_key_known(a + 2) && v) {

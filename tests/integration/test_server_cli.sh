@@ -184,6 +184,14 @@ rc=0
 "$BATOND" --compute-slice --print-policy >"$tmp/noval.out" 2>"$tmp/noval.err" || rc=$?
 [ "$rc" -eq 2 ] && grep -q "batond: --compute-slice needs a value; the next argument is the option --print-policy" \
     "$tmp/noval.err" || fail "a flag without its value: rc $rc: $(cat "$tmp/noval.err")"
+# ... nor does any other option that takes a value (--port-file --quiet
+# once wrote the port into a file named ./--quiet and started)
+for opt in --port-file --host --policy --key --peer-key --port --threads --log-format; do
+    rc=0
+    (cd "$tmp" && timeout 10 "$BATOND" "$opt" --quiet --port 0 >"$tmp/noval.out" 2>"$tmp/noval.err") || rc=$?
+    [ "$rc" -eq 2 ] && grep -q "batond: $opt needs a value; the next argument is the option --quiet" \
+        "$tmp/noval.err" && [ ! -e "$tmp/--quiet" ] || fail "$opt --quiet: rc $rc: $(head -3 "$tmp/noval.err")"
+done
 
 # --quiet: no per-connection lines
 start q --port 0 --quiet
