@@ -188,7 +188,7 @@ int baton_cmd_run(int argc, char **argv)
     const char *prompt_file = NULL;
     struct baton_cli_lines lines = {0};
     uint32_t u;
-    int c, rc, top_k_given = 0, top_p_given = 0, seed_given = 0;
+    int c, rc, top_k_given = 0, top_p_given = 0, seed_given = 0, continuous_given = 0;
 
     baton_run_config_default(&cfg);
     cfg.prog = PROG;
@@ -258,6 +258,7 @@ int baton_cmd_run(int argc, char **argv)
             break;
         case O_CONTINUOUS:
             if (baton_cli_parse_onoff(PROG, "--continuous", optarg, &cfg.continuous)) return 2;
+            continuous_given = 1;
             break;
         case O_SLOTS:
             if (parse_u32("--slots", optarg, 1, BATON_LLAMA_MAX_SLOTS, &cfg.n_slots)) return 2;
@@ -295,9 +296,13 @@ int baton_cmd_run(int argc, char **argv)
         fprintf(stderr, "baton run: note: %s takes effect only with --temp above 0 (this run "
                         "decodes greedily)\n",
                 top_k_given ? "--top-k" : top_p_given ? "--top-p" : "--seed");
-    if (prompt_file == NULL && (cfg.n_parallel > 1 || cfg.output_dir || cfg.n_groups > 1)) {
+    if (prompt_file == NULL &&
+        (cfg.n_parallel > 1 || cfg.output_dir || cfg.n_groups > 1 || continuous_given)) {
         fprintf(stderr, "baton run: %s needs --prompt-file FILE\n",
-                cfg.n_parallel > 1 ? "--parallel" : cfg.output_dir ? "--output-dir" : "--groups");
+                cfg.n_parallel > 1 ? "--parallel"
+                : cfg.output_dir   ? "--output-dir"
+                : cfg.n_groups > 1 ? "--groups"
+                                   : "--continuous");
         return 2;
     }
     if (cfg.report_gap && cfg.ids_path == NULL) {

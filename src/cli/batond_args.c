@@ -258,9 +258,15 @@ static int takes_value(const char *a)
     static const char *const opts[] = {"--policy", "--log-format", "--host",  "--port",
                                        "--port-file", "--threads", "--key", "--peer-key"};
 
+    /* flags that are also policy settings (encrypt = yes) take no value */
+    static const char *const flags[] = {"--encrypt", "--insecure-no-auth"};
+
     for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++)
         if (!strcmp(a, opts[k]))
             return 1;
+    for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
+        if (!strcmp(a, flags[k]))
+            return 0;
     return !strncmp(a, "--", 2) && baton_policy_key_known(a + 2);
 }
 

@@ -268,6 +268,7 @@ want 2 "--parallel: '0' is too small" --prompt-file "$TMP/prompts.txt" --paralle
 want 2 "--parallel: '257' is too large" --prompt-file "$TMP/prompts.txt" --parallel 257
 want 2 "--parallel needs --prompt-file" --prompt x --parallel 2
 want 2 "--groups needs --prompt-file" --prompt x --groups 2
+want 2 "--continuous needs --prompt-file" --prompt x --continuous off
 want 2 "--groups: '9' is too large" --prompt-file "$TMP/prompts.txt" --groups 9
 want 1 "--prompt-file $TMP/none.txt: No such file" --prompt-file "$TMP/none.txt"
 printf 'a\nb\0c\n' >"$TMP/nul.txt"
