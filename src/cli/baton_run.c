@@ -30,7 +30,7 @@ static void run_usage(FILE *f)
           "  --parallel N         sequences decoded together in one step, 1..256 (default\n"
           "                       1; with --prompt-file): each holds --ctx positions of\n"
           "                       KV cache; a sequence that ends frees them for the next\n"
-          "  --continuous on|off  with --parallel (default on): a prompt admitted into a\n"
+          "  --continuous on|off  with --parallel (default off): a prompt admitted into a\n"
           "                       freed slot rides in the decode steps, --ubatch tokens\n"
           "                       of it beside the other sequences' tokens, instead of\n"
           "                       a prefill that holds them back (continuous batching)\n"

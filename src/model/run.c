@@ -51,7 +51,7 @@ void baton_run_config_default(struct baton_run_config *cfg)
     cfg->timeout_ms = 30000;
     cfg->p2p = 1;
     cfg->ring = 1;
-    cfg->continuous = 1;
+    cfg->continuous = 0; /* opt-in: see run.h */
     cfg->out = stdout;
     cfg->log = stderr;
     cfg->prog = "baton";

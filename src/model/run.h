@@ -98,10 +98,12 @@ struct baton_run_config {
     int ring;             /* 1 (default): the decode ring where it can be used (greedy,
                              direct path to stage 1): the last stage hands each token
                              straight to stage 1; 0: every token through the coordinator */
-    int continuous;       /* 1 (default): with several sequences, a prompt admitted
-                             into a freed slot rides in the decode steps (n_ubatch
-                             tokens of it a step, beside the other sequences'
-                             tokens); 0: it is prefilled alone between them */
+    int continuous;       /* 1: with several sequences, a prompt admitted into a
+                             freed slot rides in the decode steps (n_ubatch tokens
+                             of it a step, beside the other sequences' tokens);
+                             0 (default): it is prefilled alone between them.
+                             Opt-in: its padded last chunk measured 1-55 % more
+                             total time in noisy A/Bs (docs/USAGE.md) */
     int quiet;            /* no streamed text (tests) */
     int report_gap;       /* fetch logits each step; write the smallest top-2 gap to ids_path */
     int ignore_eos;       /* keep generating past EOS/EOT (tokenizer is_eog; benchmarks, tests) */

@@ -176,7 +176,8 @@ echo "ok: a sequence ending at EOS leaves the others' ids unchanged; the next pr
 # --ubatch tokens in front of the group's tokens, the last chunk padded);
 # every sequence gives the ids it gives alone with its seed, on 1 and 2
 # stages in-process (2 groups), 2 batond direct, 2 batond hub with chunks of
-# 2 tokens, and with --continuous off (each admitted prompt prefilled alone)
+# 2 tokens (all --continuous on), and with --continuous off, the default
+# (each admitted prompt prefilled alone)
 cat >"$TMP/mix.txt" <<'PROMPTS'
 a b
 x y z
@@ -205,9 +206,11 @@ done <"$TMP/mix.txt"
 import json
 print(sum(json.load(open('$TMP/mix1.%d.json' % i))['generated'][-1] == 2 for i in range(1, 17)))")" -ge 3 ] ||
     fail "mix: fewer than 3 of the 16 sampled sequences end at EOS: the test no longer mixes"
-for arm in "mix_local|--servers local" "mix_local2_g2|--servers local --split 1,1 --groups 2" \
-    "mix_s2|--servers $B,$C --key $K" "mix_s2hub_u2|--servers $B,$C --key $K --p2p off --ubatch 2" \
-    "mix_off|--servers local --continuous off"; do
+for arm in "mix_local|--servers local --continuous on" \
+    "mix_local2_g2|--servers local --split 1,1 --groups 2 --continuous on" \
+    "mix_s2|--servers $B,$C --key $K --continuous on" \
+    "mix_s2hub_u2|--servers $B,$C --key $K --p2p off --ubatch 2 --continuous on" \
+    "mix_off|--servers local"; do
     name=${arm%%|*}
     # shellcheck disable=SC2086
     "$BATON" run --model "$TMP/eos.gguf" --prompt-file "$TMP/mix.txt" --parallel 4 -n 40 --quiet \
