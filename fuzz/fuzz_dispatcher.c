@@ -1832,6 +1832,9 @@ static void run_session(const uint8_t *in, size_t n, int raw, int auto_hello, ui
     s.chk.k = keyed_mode ? &s.key : NULL;
     checkers[depth] = &s.chk;
     int rc = baton_server_serve_transport(server, &s.base, "fuzz");
+    /* the session has ended, its buffers with it: a second session run
+     * after it must not find their shadows */
+    shadow_drop_depth(depth);
     if (s.has_child && !s.child_done) {
         /* the first session ended before reaching it: run it afterwards */
         s.child_done = 1;
