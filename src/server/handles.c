@@ -21,21 +21,7 @@
  * this makes no system call and changes nothing for seccomp (sanitizer
  * builds run batond without it anyway, src/server/sandbox.h). Elsewhere
  * both macros do nothing. */
-#if defined(__SANITIZE_ADDRESS__)
-#define BATON_HANDLES_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define BATON_HANDLES_ASAN 1
-#endif
-#endif
-#ifdef BATON_HANDLES_ASAN
-#include <sanitizer/asan_interface.h>
-#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (size_t)(n))
-#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (size_t)(n))
-#else
-#define POISON(p, n) ((void)(p), (void)(n))
-#define UNPOISON(p, n) ((void)(p), (void)(n))
-#endif
+#include "server/asan_poison.h"
 
 /* Every munmap of a buffer goes through here: see POISON above. */
 static void unmap_buffer(uint8_t *mem, uint64_t mapped)

@@ -16,21 +16,7 @@
  * by nothing. Each reservation unpoisons [0, n) and poisons [n, end); the
  * whole mapping is unpoisoned before munmap (as handles.c does for
  * buffers). Elsewhere both macros do nothing. */
-#if defined(__SANITIZE_ADDRESS__)
-#define BATON_SESSION_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define BATON_SESSION_ASAN 1
-#endif
-#endif
-#ifdef BATON_SESSION_ASAN
-#include <sanitizer/asan_interface.h>
-#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (size_t)(n))
-#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (size_t)(n))
-#else
-#define POISON(p, n) ((void)(p), (void)(n))
-#define UNPOISON(p, n) ((void)(p), (void)(n))
-#endif
+#include "server/asan_poison.h"
 
 /* The arena's live range is its first n bytes (n <= scratch_bytes). */
 static void scratch_mark_live(struct baton_session *sess, uint64_t n)
