@@ -4,7 +4,9 @@
  * wire unchanged. Only the ids in the table are accepted; retired ids (4, 5:
  * Q4_2/Q4_3) and every id we do not know are rejected with BATON_E_TYPE.
  * Block layouts follow ggml's (ggml-common.h): Q8_0 = f16 scale + 32 x int8
- * (34 bytes), Q4_0 = f16 scale + 16 bytes of nibbles (18 bytes).
+ * (34 bytes), Q4_0 = f16 scale + 16 bytes of nibbles (18 bytes), and the
+ * K-quants Q2_K..Q6_K (super-blocks of 256 elements; compute/cpu/quant.h
+ * gives their byte layouts).
  *
  * This file is pure (no libc, no I/O) and is part of the proven set (verify/).
  */
@@ -18,6 +20,12 @@ enum baton_type {
     BATON_TYPE_F16 = 1,
     BATON_TYPE_Q4_0 = 2,
     BATON_TYPE_Q8_0 = 8,
+    /* K-quants: super-blocks of 256 elements (compute/cpu/quant.h) */
+    BATON_TYPE_Q2_K = 10, /* 84 bytes per 256 */
+    BATON_TYPE_Q3_K = 11, /* 110 bytes per 256 */
+    BATON_TYPE_Q4_K = 12, /* 144 bytes per 256 */
+    BATON_TYPE_Q5_K = 13, /* 176 bytes per 256 */
+    BATON_TYPE_Q6_K = 14, /* 210 bytes per 256 */
     BATON_TYPE_I32 = 26,
 };
 

@@ -24,6 +24,27 @@
  *         L[4(b%4) + l]); then y = hsum16(L). (Grouping an element with the
  *         one 16 places on matches Q4_0's nibble layout and gives 4 lanes
  *         per block, so a 512-bit register holds 4 blocks.)
+ *   Q2_K, Q3_K, Q4_K, Q5_K, Q6_K with x quantized per super-block of
+ *         256 to int8 with a float scale dx (the K activations below): one
+ *         chain acc = +0; for each super-block s ascending:
+ *           isum = the exact int32 sum over its 256 elements of
+ *                  Sc(e) * Qw(e) * qx(e), where Sc is the element's
+ *                  sub-block scale as an integer and Qw its integer quant
+ *                  (quant.h: Q2_K Sc = scales & 15, Qw 0..3; Q3_K Sc =
+ *                  s_j - 32, Qw -4..3; Q4_K Sc = sc_j, Qw 0..15; Q5_K Sc =
+ *                  sc_j, Qw 0..31; Q6_K Sc = int8 scale, Qw -32..31),
+ *           msum = (Q2_K, Q4_K, Q5_K only) the exact int32 sum over the
+ *                  sub-blocks j of M_j * (sum of qx over sub-block j), M_j
+ *                  the sub-block's integer min,
+ *           a = fp16->f32(d) * dx, b = fp16->f32(dmin) * dx (each rounded),
+ *           acc = fma(a, (float)isum, acc); then, for the types with a min,
+ *           acc = fma(-b, (float)msum, acc);
+ *         y = acc. (float)isum rounds to nearest when |isum| > 2^24 (Q4_K,
+ *         Q5_K, Q6_K can reach 1.3e8): the same integer always gives the
+ *         same float, so the bits still depend on nothing but the data.
+ *         How the integer sums are formed (sub-block by sub-block, bsums
+ *         for the mins, -32 folded in through bsums for Q6_K, ...) is free:
+ *         they are exact.
  *   hsum32(a): b[l] = a[l] + a[l+16] (l < 16), then hsum16.
  *   hsum16(b): c[l] = b[l] + b[l+8] (l < 8), then hsum8.
  *   hsum8(c): e[l] = c[l] + c[l+4] (l < 4); f[l] = e[l] + e[l+2] (l < 2);
@@ -78,8 +99,27 @@ const char *baton_cpu_isa_name(enum baton_cpu_isa isa);
 #define BATON_ACT_GROUP_BYTES 256u
 uint64_t baton_cpu_act_col_bytes(uint64_t k);
 
+/* K activations (weights Q2_K..Q6_K; llama.cpp's block_q8_K, laid out for
+ * aligned loads). Each super-block of 256 values of a column of x gets a
+ * float scale dx = max|x| / 127 and q = round-to-nearest-even(x * (1/dx))
+ * in [-127, 127] (the rule of the activations above; a super-block with a
+ * non-finite x gets dx = NaN and q = 0), BATON_ACT_K_BLOCK_BYTES per
+ * super-block:
+ *   bytes   0..255  int8  q of elements 0..255, in order
+ *   bytes 256..287  int16 bsums[i] = sum of q over elements 16i..16i+15
+ *   bytes 288..291  float dx
+ *   bytes 292..319  zero
+ * Column c starts at byte c * baton_cpu_act_k_col_bytes(k) = c * (k / 256)
+ * * 320 (k % 256 == 0, validated). */
+#define BATON_ACT_K_BLOCK_BYTES 320u
+uint64_t baton_cpu_act_k_col_bytes(uint64_t k);
+
+/* 1 for Q2_K .. Q6_K. */
+int baton_cpu_type_is_k(uint32_t type);
+
 /* Scratch bytes MUL_MAT needs for weights of type wtype, k inputs and m
- * columns: m * baton_cpu_act_col_bytes(k) for Q8_0 / Q4_0, else 0.
+ * columns: m * baton_cpu_act_col_bytes(k) for Q8_0 / Q4_0,
+ * m * baton_cpu_act_k_col_bytes(k) for Q2_K..Q6_K, else 0.
  * BATON_E_OVERFLOW-free: returns UINT64_MAX when the product wraps. */
 uint64_t baton_cpu_mul_mat_work_bytes(uint32_t wtype, uint64_t k, uint64_t m);
 

@@ -32,6 +32,48 @@
  *         opposite to m) are clamped to q = 15 and have |x - x'| <= |d| +
  *         8 |d - D|. |d - D| <= 2^-11 |d| for d in binary16's normal range.
  */
+/* K-quants (ggml-common.h's block_q2_K .. block_q6_K; llama.cpp's k-quants,
+ * PR 1684): a super-block of QK_K = 256 elements in sub-blocks of 16 or 32,
+ * each sub-block with a small integer scale (and for Q2_K, Q4_K, Q5_K a
+ * small integer min) that multiplies the super-block's binary16 d (dmin).
+ * Byte offsets inside one super-block; e is the element index 0..255, and
+ * h = e / 128, g = (e % 128) / 32, l = e % 32, c = e / 64, u = e % 64:
+ *
+ *   Q2_K, 84 bytes: scales[16] @0 (low nibble: scale, high nibble: min of
+ *         sub-block j of 16), qs[64] @16, u16 d @80, u16 dmin @82.
+ *         sub-block j = e / 16; q = (qs[32h + l] >> 2g) & 3;
+ *         element = (d * (scales[j] & 15)) * q - dmin * (scales[j] >> 4).
+ *   Q3_K, 110 bytes: hmask[32] @0, qs[64] @32, scales[12] @96, u16 d @108.
+ *         sub-block j = e / 16 with the 6-bit scale
+ *         s_j = lo | hi << 4, lo = j < 8 ? scales[j] & 15 : scales[j - 8] >> 4,
+ *         hi = (scales[8 + j % 4] >> (2 (j / 4))) & 3;
+ *         q = ((qs[32h + l] >> 2g) & 3) - (hmask[l] bit (4h + g) set ? 0 : 4)
+ *         (-4..3); element = (d * (s_j - 32)) * q.
+ *   Q4_K, 144 bytes: u16 d @0, u16 dmin @2, scales[12] @4, qs[128] @16.
+ *         sub-block j = e / 32 with 6-bit scale sc_j and min m_j from
+ *         scales (S = scales): j < 4: sc = S[j] & 63, m = S[j + 4] & 63;
+ *         j >= 4: sc = (S[j + 4] & 15) | (S[j - 4] >> 6) << 4,
+ *         m = (S[j + 4] >> 4) | (S[j] >> 6) << 4;
+ *         q = u < 32 ? qs[32c + u] & 15 : qs[32c + u - 32] >> 4;
+ *         element = (d * sc_j) * q - dmin * m_j.
+ *   Q5_K, 176 bytes: u16 d @0, u16 dmin @2, scales[12] @4 (as Q4_K),
+ *         qh[32] @16, qs[128] @48; sub-block j = e / 32;
+ *         q = Q4_K's nibble + 16 * (qh[u % 32] bit j) (0..31);
+ *         element = (d * sc_j) * q - dmin * m_j.
+ *   Q6_K, 210 bytes: ql[128] @0, qh[64] @128, int8 scales[16] @192,
+ *         u16 d @208; sub-block j = e / 16; with v = e % 128, t = v / 32,
+ *         i = v % 32: b = ql[64h + 32 (t % 2) + i], lo4 = t < 2 ? b & 15 :
+ *         b >> 4, hi2 = (qh[32h + i] >> 2t) & 3, q = (lo4 | hi2 << 4) - 32
+ *         (-32..31);
+ *         element = (d * scales[j]) * q.
+ *
+ * Dequantization evaluates each element with exactly these binary32
+ * operations in this order (ggml's dequantize_row_q*_K), so the floats equal
+ * llama.cpp's bit for bit. A row of k elements is k / 256 super-blocks (k a
+ * multiple of 256, BATON_E_SHAPE otherwise). (A llama.cpp build that lets
+ * the compiler contract `a * q - b` into one FMA may differ in the last bit;
+ * tests/reference says what was measured.)
+ */
 #ifndef BATON_COMPUTE_CPU_QUANT_H
 #define BATON_COMPUTE_CPU_QUANT_H
 
@@ -40,6 +82,12 @@
 #define BATON_QK 32u /* elements per Q8_0 / Q4_0 block */
 #define BATON_Q8_0_BLOCK_BYTES 34u
 #define BATON_Q4_0_BLOCK_BYTES 18u
+#define BATON_QK_K 256u /* elements per K-quant super-block */
+#define BATON_Q2_K_BLOCK_BYTES 84u
+#define BATON_Q3_K_BLOCK_BYTES 110u
+#define BATON_Q4_K_BLOCK_BYTES 144u
+#define BATON_Q5_K_BLOCK_BYTES 176u
+#define BATON_Q6_K_BLOCK_BYTES 210u
 
 /* binary16 bits -> binary32, exact for every input: normals, subnormals,
  * zeros, infinities; a NaN stays NaN with its payload in the top mantissa
@@ -78,13 +126,27 @@ int baton_quantize_row_q4_0(const float *x, void *y, uint64_t k);
 int baton_dequantize_row_q8_0(const void *x, float *y, uint64_t k);
 int baton_dequantize_row_q4_0(const void *x, float *y, uint64_t k);
 
-/* Row of k floats -> type (F32: copy; F16; Q8_0; Q4_0) at dst, which holds
+/* Quantizes k floats (k a multiple of 256) into k/256 super-blocks of the
+ * K-quant type (BATON_TYPE_Q2_K .. BATON_TYPE_Q6_K) at y (k/256 * block
+ * bytes, may be unaligned). baton's own quantizer (the format is ggml's; the
+ * choice of scales is ours, described in quant.c with its error). Returns 0,
+ * BATON_E_SHAPE (k % 256 != 0), BATON_E_INVAL (a non-finite x, or a scale
+ * that does not fit binary16) or BATON_E_UNSUPPORTED (not a K-quant type);
+ * on error nothing is written. */
+int baton_quantize_row_k(uint32_t type, const float *x, void *y, uint64_t k);
+
+/* Expands k/256 super-blocks of a K-quant type at x into k floats at y, each
+ * element by the operations above. Returns 0, BATON_E_SHAPE (k % 256 != 0)
+ * or BATON_E_UNSUPPORTED (not a K-quant type). */
+int baton_dequantize_row_k(uint32_t type, const void *x, float *y, uint64_t k);
+
+/* Row of k floats -> type (F32: copy; F16; Q8_0; Q4_0; Q2_K..Q6_K) at dst, which holds
  * baton_row_bytes(type, k) bytes. Returns 0, BATON_E_SHAPE (k not a
  * multiple of the block), BATON_E_INVAL (as the quantizers) or
  * BATON_E_UNSUPPORTED for any other type. */
 int baton_quantize_row(uint32_t type, const float *src, void *dst, uint64_t k);
 
-/* Row of k elements of type (F32, F16, Q8_0, Q4_0) -> k floats. Returns 0,
+/* Row of k elements of type (F32, F16, Q8_0, Q4_0, Q2_K..Q6_K) -> k floats. Returns 0,
  * BATON_E_SHAPE or BATON_E_UNSUPPORTED. */
 int baton_dequantize_row(uint32_t type, const void *src, float *dst, uint64_t k);
 
