@@ -282,6 +282,29 @@ static void graph_ops(struct graph_store *s)
     gs_finish(s);
 }
 
+/* The RoPE variants of qwen and Llama 3.1: ROPE in NeoX mode (p2 = 2), then
+ * ROPE_FREQS with a factors leaf {n_dims/2}. Leaves: 0 x, 1 positions, 2
+ * factors, 3 out. */
+static void graph_rope_ext(struct graph_store *s)
+{
+    gs_init(s);
+    struct baton_tensor_desc x = tensor(H0, 0, BATON_TYPE_F32, 4, 2, 2, 1);
+    struct baton_tensor_desc pos = tensor(H0, 128, BATON_TYPE_I32, 2, 1, 1, 1);
+    struct baton_tensor_desc ff = tensor(H0, 192, BATON_TYPE_F32, 2, 1, 1, 1);
+    struct baton_tensor_desc out = tensor(H0, 256, BATON_TYPE_F32, 4, 2, 2, 1);
+    uint32_t lx = baton_gb_leaf(&s->gb, &x), lp = baton_gb_leaf(&s->gb, &pos);
+    uint32_t lf = baton_gb_leaf(&s->gb, &ff), lo = baton_gb_leaf(&s->gb, &out);
+    const uint64_t ne[4] = {4, 2, 2, 1};
+    const uint32_t src1[BATON_MAX_SRC] = {lx, lp, NONE, NONE, NONE, NONE};
+    uint32_t params[BATON_N_PARAMS] = {4, baton_gb_f32(10000.0f), 2};
+    uint32_t r1 = baton_gb_node(&s->gb, BATON_OP_ROPE, BATON_TYPE_F32, ne, src1, params);
+    const uint32_t src2[BATON_MAX_SRC] = {r1, lp, lf, NONE, NONE, NONE};
+    params[2] = 0;
+    uint32_t r2 = baton_gb_node(&s->gb, BATON_OP_ROPE_FREQS, BATON_TYPE_F32, ne, src2, params);
+    baton_gb_set_out(&s->gb, r2, lo);
+    gs_finish(s);
+}
+
 /* A one-layer llama stage (first and last) for 2 tokens, every tensor in
  * buffer H0; returns the bytes the buffer needs and the I/O offsets. */
 struct llama_seed {
@@ -311,6 +334,7 @@ static void graph_llama_ex(struct graph_store *s, struct llama_seed *ls, int seq
     hp->n_head_kv = 1;
     hp->n_ff = 16;
     hp->head_dim = 4;
+    hp->n_embd_q = 8;
     hp->n_rot = 4;
     hp->n_ctx_train = 16;
     hp->rms_eps = 1e-5f;
@@ -460,6 +484,12 @@ static void gen_wire_graph(void)
     emit_buf("wire_graph", &b);
     b.len = 0;
     graph_ops(&s);
+    graph_payload(&b, &s.gb.g);
+    emit_buf("wire_graph", &b);
+    bput(&b, ones, sizeof ones);
+    emit_buf("wire_graph", &b);
+    b.len = 0;
+    graph_rope_ext(&s);
     graph_payload(&b, &s.gb.g);
     emit_buf("wire_graph", &b);
     bput(&b, ones, sizeof ones);
@@ -1380,6 +1410,23 @@ static void gen_dispatcher(void)
     rec_get(&b, &s.gb.g.leaves[2], 0, 8);
     emit_buf("dispatcher", &b);
     b.len = 0;
+
+    /* NeoX RoPE and ROPE_FREQS computed, then read back */
+    graph_rope_ext(&s);
+    {
+        static const int32_t pos2[2] = {0, 5};
+        static const int32_t ff2[2] = {0x3f800000, 0x41000000}; /* 1.0f, 8.0f */
+
+        bu8(&b, 0);
+        rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 4096);
+        rec_set(&b, &s.gb.g.leaves[0], 0, 64, 0x3c);
+        rec_set_i32(&b, &s.gb.g.leaves[1], pos2, 2);
+        rec_set_i32(&b, &s.gb.g.leaves[2], ff2, 2);
+        rec_graph(&b, &s.gb.g);
+        rec_get(&b, &s.gb.g.leaves[3], 0, s.gb.g.leaves[3].nbytes);
+        emit_buf("dispatcher", &b);
+        b.len = 0;
+    }
 
     /* the simple ops, ids in range, then out of range (E_INDEX) */
     graph_ops(&s);

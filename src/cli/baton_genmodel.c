@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "core/types.h"
 #include "model/genmodel.h"
+#include "model/llama.h"
 
 static int parse_type(const char *s, uint32_t *type)
 {
@@ -45,16 +46,26 @@ static int parse_type(const char *s, uint32_t *type)
 static void gen_usage(FILE *f)
 {
     fputs("usage: baton gen-model --layers L --dim D --ff F --heads H [--kv-heads K]\n"
+          "                       [--arch llama|qwen2|qwen3] [--head-dim N] [--rope-base B]\n"
+          "                       [--rope-freqs]\n"
           "                       [--vocab N | --vocab-from FILE] [--type T] [--seed S]\n"
           "                       [--ctx N] -o FILE\n"
           "\n"
-          "Writes a deterministic llama GGUF with random weights (same options, same\n"
+          "Writes a deterministic llama-family GGUF with random weights (same options, same\n"
           "bytes), for benchmarks and tests. llama.cpp loads it too.\n"
           "\n"
           "  --layers L        transformer blocks, 1..4096\n"
           "  --dim D           embedding width (multiple of 32 unless --type f32)\n"
           "  --ff F            feed-forward width (multiple of 32 unless --type f32)\n"
           "  --heads H         attention heads (D % H == 0, even head size)\n"
+          "  --arch A          llama (default), qwen2 (Q/K/V biases, NeoX RoPE) or qwen3\n"
+          "                    (per-head Q/K norms, NeoX RoPE)\n"
+          "  --head-dim N      head size, written as attention.key_length (default D / H;\n"
+          "                    H x N need not equal D, as in Qwen 3)\n"
+          "  --rope-base B     rope.freq_base (default 10000 llama, 1000000 qwen)\n"
+          "  --rope-freqs      write rope_freqs.weight: Llama 3.1's rope scaling factors\n"
+          "                    (factor 8, low/high frequency factors 1 and 4, original\n"
+          "                    context 8192)\n"
           "  --kv-heads K      key/value heads (H % K == 0; default H)\n"
           "  --vocab N         synthetic vocabulary size, 300..2097152 (default 512)\n"
           "  --vocab-from FILE copy the tokenizer of another GGUF\n"
@@ -76,13 +87,16 @@ static void gen_usage(FILE *f)
 int baton_cmd_gen_model(int argc, char **argv)
 {
     enum { O_LAYERS = 256, O_DIM, O_FF, O_HEADS, O_KV, O_VOCAB, O_VFROM, O_TYPE, O_SEED, O_CTX,
-           O_HELP };
+           O_ARCH, O_HEAD_DIM, O_ROPE_BASE, O_ROPE_FREQS, O_HELP };
     static const struct option opts[] = {
         {"layers", required_argument, 0, O_LAYERS}, {"dim", required_argument, 0, O_DIM},
         {"ff", required_argument, 0, O_FF},         {"heads", required_argument, 0, O_HEADS},
         {"kv-heads", required_argument, 0, O_KV},   {"vocab", required_argument, 0, O_VOCAB},
         {"vocab-from", required_argument, 0, O_VFROM}, {"type", required_argument, 0, O_TYPE},
         {"seed", required_argument, 0, O_SEED},     {"ctx", required_argument, 0, O_CTX},
+        {"arch", required_argument, 0, O_ARCH},     {"head-dim", required_argument, 0, O_HEAD_DIM},
+        {"rope-base", required_argument, 0, O_ROPE_BASE},
+        {"rope-freqs", no_argument, 0, O_ROPE_FREQS},
         {"help", no_argument, 0, O_HELP},           {0, 0, 0, 0}};
     struct baton_gen_model_config cfg;
     char err[512] = "";
@@ -112,6 +126,27 @@ int baton_cmd_gen_model(int argc, char **argv)
             break;
         case O_CTX: dst = &cfg.n_ctx; name = "--ctx"; break;
         case O_VFROM: cfg.vocab_from = optarg; break;
+        case O_ARCH:
+            if (strcmp(optarg, "llama") == 0) {
+                cfg.arch = BATON_ARCH_LLAMA;
+            } else if (strcmp(optarg, "qwen2") == 0) {
+                cfg.arch = BATON_ARCH_QWEN2;
+            } else if (strcmp(optarg, "qwen3") == 0) {
+                cfg.arch = BATON_ARCH_QWEN3;
+            } else {
+                fprintf(stderr, "baton gen-model: --arch: '%s' (want llama, qwen2, qwen3)\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case O_ROPE_FREQS: cfg.rope_freqs = 1; break;
+        case O_HEAD_DIM: dst = &cfg.head_dim; name = "--head-dim"; max = 65536; break;
+        case O_ROPE_BASE: {
+            if (baton_cli_parse_float("baton gen-model", "--rope-base", optarg, 1.0, 1e12, 0,
+                                      &cfg.rope_base) != 0)
+                return 2;
+            break;
+        }
         case O_TYPE:
             if (parse_type(optarg, &cfg.type) != 0) {
                 fprintf(stderr, "baton gen-model: --type: '%s' (want f32, f16, q8_0, q4_0)\n",

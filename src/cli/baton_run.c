@@ -19,7 +19,7 @@ static void run_usage(FILE *f)
           "Generates text with a llama GGUF model whose layers are split across batond\n"
           "servers (or in-process stages), streaming it to stdout.\n"
           "\n"
-          "  --model FILE         GGUF model (llama architecture)\n"
+          "  --model FILE         GGUF model (architecture llama, qwen2 or qwen3)\n"
           "  --prompt TEXT        prompt text\n"
           "  --prompt-file FILE   one prompt per line (blank lines skipped): each is its\n"
           "                       own sequence (seed --seed + N - 1); the N-th prompt's\n"

@@ -30,6 +30,7 @@ struct node_tmp {
 /* Parameters each op reads; the others must be 0 (room to extend). */
 static const uint8_t op_n_params[BATON_OP_COUNT] = {
     [BATON_OP_RMS_NORM] = 1, [BATON_OP_SCALE] = 1, [BATON_OP_ROPE] = 3, [BATON_OP_ATTENTION] = 2,
+    [BATON_OP_ROPE_FREQS] = 3,
 };
 
 static float param_f32(uint32_t bits)
@@ -274,14 +275,18 @@ static int infer(const struct baton_graph_node *n, const struct tview *s, struct
             return BATON_E_TYPE;
         memcpy(res->ne, s[0].ne, sizeof(res->ne));
         return 0;
-    case BATON_OP_ROPE: {
+    case BATON_OP_ROPE:
+    case BATON_OP_ROPE_FREQS: {
         const float base = param_f32(p[1]);
+        const int ff = n->op == BATON_OP_ROPE_FREQS;
 
-        if (s[0].type != BATON_TYPE_F32 || s[1].type != BATON_TYPE_I32)
+        if (s[0].type != BATON_TYPE_F32 || s[1].type != BATON_TYPE_I32 ||
+            (ff && s[2].type != BATON_TYPE_F32))
             return BATON_E_TYPE;
-        if (s[0].ne[3] != 1 || !shape_is(&s[1], s[0].ne[2], 1, 1, 1))
+        if (s[0].ne[3] != 1 || !shape_is(&s[1], s[0].ne[2], 1, 1, 1) ||
+            (ff && !shape_is(&s[2], p[0] / 2, 1, 1, 1)))
             return BATON_E_SHAPE;
-        if (p[2] != 0)
+        if (p[2] != 0 && p[2] != 2) /* normal or NeoX (core/ops.h) */
             return BATON_E_UNSUPPORTED;
         if (p[0] == 0 || p[0] % 2 != 0 || p[0] > s[0].ne[0] || !isfinite(base) || !(base > 0.0f))
             return BATON_E_INVAL;
@@ -818,8 +823,11 @@ static int exec_node(const struct exec_ctx *x, uint32_t i, struct baton_pool *po
         baton_cpu_silu(pool, tensor_data(x, src[0]), (float *)dst, count);
         return 0;
     case BATON_OP_ROPE:
-        return baton_cpu_rope(pool, tensor_data(x, src[0]), tensor_data(x, src[1]), (float *)dst,
-                              ne0[0], ne0[1], ne0[2], n->params[0], param_f32(n->params[1]));
+    case BATON_OP_ROPE_FREQS:
+        return baton_cpu_rope(pool, tensor_data(x, src[0]), tensor_data(x, src[1]),
+                              n->op == BATON_OP_ROPE_FREQS ? tensor_data(x, src[2]) : NULL,
+                              (float *)dst, ne0[0], ne0[1], ne0[2], n->params[0],
+                              param_f32(n->params[1]), n->params[2]);
     case BATON_OP_ATTENTION: {
         struct baton_cpu_attention a;
 

@@ -12,7 +12,7 @@ static const struct op_entry op_table[BATON_OP_COUNT] = {
     [BATON_OP_MUL] = {2, "MUL"},             [BATON_OP_SCALE] = {1, "SCALE"},
     [BATON_OP_SILU] = {1, "SILU"},           [BATON_OP_ROPE] = {2, "ROPE"},
     [BATON_OP_ATTENTION] = {6, "ATTENTION"}, [BATON_OP_ARGMAX] = {1, "ARGMAX"},
-    [BATON_OP_SAMPLE] = {2, "SAMPLE"},
+    [BATON_OP_SAMPLE] = {2, "SAMPLE"},     [BATON_OP_ROPE_FREQS] = {3, "ROPE_FREQS"},
     [BATON_OP_RESHAPE] = {1, "RESHAPE"},
 };
 

@@ -13,7 +13,11 @@
  * SCALE         0: x F32                                  p0 s (f32)         F32 like x
  * SILU          0: x F32                                  -                  F32 like x
  * ROPE          0: x {hd,nh,nt} F32  1: pos {nt} I32      p0 n_dims (u32), p1 freq_base (f32),
- *                                                          p2 mode (0: adjacent pairs)   F32 like x
+ *                                                          p2 mode (0: adjacent pairs,
+ *                                                          2: NeoX, (i, i + n_dims/2))   F32 like x
+ * ROPE_FREQS    ROPE with a third source 2: factors {n_dims/2} F32 (Llama 3.1's
+ *               rope_freqs.weight): pair i's angle is (pos * freq_i) / factors[i],
+ *               params as ROPE's                                   F32 like x
  * ATTENTION     0: q {hd,nh,nt}  1: k {hd,nkv,nt}  2: v {hd,nkv,nt}
  *               3: k_cache {hd,n_ctx,nkv} (leaf)  4: v_cache {hd,n_ctx,nkv} (leaf)
  *               5: pos {nt} I32, or {nt,3} I32            p0 scale (f32),    F32 {hd,nh,nt}
@@ -65,7 +69,8 @@ enum baton_op {
     BATON_OP_ARGMAX = 10,
     BATON_OP_RESHAPE = 11,
     BATON_OP_SAMPLE = 12,
-    BATON_OP_COUNT = 13 /* ids are 1..BATON_OP_COUNT-1 */
+    BATON_OP_ROPE_FREQS = 13,
+    BATON_OP_COUNT = 14 /* ids are 1..BATON_OP_COUNT-1 */
 };
 
 #define BATON_MAX_SRC 6

@@ -12,6 +12,7 @@
 #include "core/types.h"
 #include "model/gguf.h"
 #include "model/gguf_write.h"
+#include "model/llama.h"
 #include "model/meminfo.h"
 #include "wire/wire.h"
 
@@ -85,6 +86,25 @@ int baton_convert_rows(uint32_t type, const float *src, uint64_t n_rows, uint64_
 
 /* ---- gen-model ---- */
 
+/* Largest n_head x head size gen-model writes (attn_q's rows). */
+#define GEN_Q_MAX (1u << 30)
+
+/* The most rows of D any tensor has: max(vocab, ff, dim, n_head x head size). */
+static uint64_t gen_widest(uint32_t v, uint32_t f, uint32_t d, uint32_t q)
+{
+    uint32_t m = v > f ? v : f;
+
+    m = m > d ? m : d;
+    return m > q ? m : q;
+}
+
+/* "<arch>.<rest>" into buf. */
+static const char *akey(char *buf, size_t cap, const char *arch, const char *rest)
+{
+    snprintf(buf, cap, "%s.%s", arch, rest);
+    return buf;
+}
+
 struct gen {
     const struct baton_gen_model_config *cfg;
     struct baton_gguf_writer *w;
@@ -95,7 +115,11 @@ struct gen {
     size_t err_len;
 };
 
-/* Adds a matrix {ne0, ne1} (ne1 rows of ne0) in cfg->type, or a vector in F32. */
+/* What add_weight writes. */
+enum { GEN_MATRIX = 0, GEN_NORM = 1, GEN_BIAS = 2 };
+
+/* Adds a matrix {ne0, ne1} (ne1 rows of ne0) in cfg->type, or a vector in
+ * F32: a norm weight (1 + small noise) or a bias (small noise). */
 static int add_weight(struct gen *g, const char *name, uint64_t ne0, uint64_t ne1, int is_norm)
 {
     const uint64_t n = ne0 * ne1;
@@ -106,7 +130,9 @@ static int add_weight(struct gen *g, const char *name, uint64_t ne0, uint64_t ne
     int rc;
 
     for (i = 0; i < n; i++)
-        g->f32[i] = is_norm ? 1.0f + 0.05f * rng_sym(&g->rng) : scale * rng_sym(&g->rng);
+        g->f32[i] = is_norm == GEN_NORM   ? 1.0f + 0.05f * rng_sym(&g->rng)
+                    : is_norm == GEN_BIAS ? 0.1f * rng_sym(&g->rng)
+                                          : scale * rng_sym(&g->rng);
     bytes = row_bytes(type, ne0) * ne1;
     if (bytes == 0) {
         snprintf(g->err, g->err_len, "tensor '%s': row of %llu does not fit type %s", name,
@@ -210,11 +236,46 @@ out:
     return rc;
 }
 
+/* rope_freqs.weight {hd/2}: the divisors Llama 3.1's converter writes for
+ * its rope scaling (factor 8, low_freq_factor 1, high_freq_factor 4, an
+ * original context of 8192; Meta's reference apply_scaling, in our words):
+ * a pair whose wavelength 2 pi / freq is below 8192 / 4 keeps its frequency
+ * (divisor 1), one above 8192 / 1 is slowed 8 times (divisor 8), and those
+ * between blend the two: s = (8192 / wavelength - 1) / (4 - 1), divisor =
+ * 1 / ((1 - s) / 8 + s). */
+static int add_rope_freqs(struct gen *g, uint32_t hd, float base)
+{
+    const double factor = 8.0, lo = 1.0, hi = 4.0, old_ctx = 8192.0;
+    const uint64_t ne[1] = {hd / 2};
+    uint32_t i;
+
+    for (i = 0; i < hd / 2; i++) {
+        const double freq = pow((double)base, -2.0 * i / hd);
+        const double wavelen = 2.0 * M_PI / freq;
+        double div;
+
+        if (wavelen < old_ctx / hi) {
+            div = 1.0;
+        } else if (wavelen > old_ctx / lo) {
+            div = factor;
+        } else {
+            const double s = (old_ctx / wavelen - lo) / (hi - lo);
+
+            div = 1.0 / ((1.0 - s) / factor + s);
+        }
+        g->f32[i] = (float)div;
+    }
+    return baton_gguf_w_tensor(g->w, "rope_freqs.weight", BATON_TYPE_F32, 1, ne, g->f32,
+                               (uint64_t)(hd / 2) * sizeof(float));
+}
+
 int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t err_len)
 {
     struct gen g;
     const uint32_t D = cfg->n_embd, F = cfg->n_ff;
-    uint32_t V = cfg->n_vocab, l, kv_dim;
+    uint32_t V = cfg->n_vocab, l, kv_dim, hd, QD;
+    const char *a;
+    char k[96];
     uint64_t biggest;
     char name[96];
     int rc;
@@ -232,19 +293,35 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
         snprintf(err, err_len, "--layers, --dim, --ff, --heads and --kv-heads must be at least 1");
         return BATON_E_INVAL;
     }
-    if (D % cfg->n_head != 0) {
+    if (cfg->arch > BATON_ARCH_QWEN3) {
+        snprintf(err, err_len, "unknown architecture %u", cfg->arch);
+        return BATON_E_INVAL;
+    }
+    if (cfg->head_dim != 0) {
+        hd = cfg->head_dim;
+    } else if (D % cfg->n_head != 0) {
         snprintf(err, err_len,
                  "--dim %u is not a multiple of --heads %u: the heads split the embedding "
                  "evenly (dim %% heads == 0)",
                  D, cfg->n_head);
         return BATON_E_INVAL;
+    } else {
+        hd = D / cfg->n_head;
     }
-    if ((D / cfg->n_head) % 2 != 0) {
+    if (cfg->head_dim == 0 && hd % 2 != 0) {
         snprintf(err, err_len,
                  "--dim %u / --heads %u = %u: the head size must be even (RoPE rotates pairs)", D,
-                 cfg->n_head, D / cfg->n_head);
+                 cfg->n_head, hd);
         return BATON_E_INVAL;
     }
+    if (hd % 2 != 0 || (uint64_t)hd * cfg->n_head > GEN_Q_MAX) {
+        snprintf(err, err_len,
+                 "head size %u (--head-dim, or --dim / --heads): must be even (RoPE rotates "
+                 "pairs) and heads x head size at most %u",
+                 hd, GEN_Q_MAX);
+        return BATON_E_INVAL;
+    }
+    QD = hd * cfg->n_head;
     if (cfg->n_head % cfg->n_head_kv != 0) {
         snprintf(err, err_len,
                  "--heads %u is not a multiple of --kv-heads %u: each key/value head serves the "
@@ -270,31 +347,49 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
                      opt, v, baton_type_name(cfg->type));
         return BATON_E_INVAL;
     }
-    kv_dim = D / cfg->n_head * cfg->n_head_kv;
+    if (cfg->type != BATON_TYPE_F32 && QD % 32 != 0) {
+        snprintf(err, err_len,
+                 "--heads %u x head size %u = %u is not a multiple of 32: %s stores the rows "
+                 "of attn_output in blocks of 32",
+                 cfg->n_head, hd, QD, baton_type_name(cfg->type));
+        return BATON_E_INVAL;
+    }
+    kv_dim = hd * cfg->n_head_kv;
+    a = baton_llama_arch_name(cfg->arch);
     rc = baton_gguf_writer_create(&g.w);
     if (rc != 0)
         return rc;
-    rc = baton_gguf_w_string(g.w, "general.architecture", "llama", 5);
+    rc = baton_gguf_w_string(g.w, "general.architecture", a, strlen(a));
     if (rc == 0)
         rc = baton_gguf_w_string(g.w, "general.name", "baton-gen-model", 15);
     if (rc == 0)
-        rc = baton_gguf_w_u32(g.w, "llama.context_length", cfg->n_ctx ? cfg->n_ctx : 2048);
+        rc = baton_gguf_w_u32(g.w, akey(k, sizeof k, a, "context_length"),
+                              cfg->n_ctx ? cfg->n_ctx : 2048);
     if (rc == 0)
-        rc = baton_gguf_w_u32(g.w, "llama.embedding_length", D);
+        rc = baton_gguf_w_u32(g.w, akey(k, sizeof k, a, "embedding_length"), D);
     if (rc == 0)
-        rc = baton_gguf_w_u32(g.w, "llama.block_count", cfg->n_layer);
+        rc = baton_gguf_w_u32(g.w, akey(k, sizeof k, a, "block_count"), cfg->n_layer);
     if (rc == 0)
-        rc = baton_gguf_w_u32(g.w, "llama.feed_forward_length", F);
+        rc = baton_gguf_w_u32(g.w, akey(k, sizeof k, a, "feed_forward_length"), F);
     if (rc == 0)
-        rc = baton_gguf_w_u32(g.w, "llama.rope.dimension_count", D / cfg->n_head);
+        rc = baton_gguf_w_u32(g.w, akey(k, sizeof k, a, "rope.dimension_count"), hd);
     if (rc == 0)
-        rc = baton_gguf_w_u32(g.w, "llama.attention.head_count", cfg->n_head);
+        rc = baton_gguf_w_u32(g.w, akey(k, sizeof k, a, "attention.head_count"), cfg->n_head);
     if (rc == 0)
-        rc = baton_gguf_w_u32(g.w, "llama.attention.head_count_kv", cfg->n_head_kv);
+        rc = baton_gguf_w_u32(g.w, akey(k, sizeof k, a, "attention.head_count_kv"),
+                              cfg->n_head_kv);
+    if (rc == 0 && cfg->head_dim != 0)
+        rc = baton_gguf_w_u32(g.w, akey(k, sizeof k, a, "attention.key_length"), hd);
+    if (rc == 0 && cfg->head_dim != 0)
+        rc = baton_gguf_w_u32(g.w, akey(k, sizeof k, a, "attention.value_length"), hd);
     if (rc == 0)
-        rc = baton_gguf_w_f32(g.w, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+        rc = baton_gguf_w_f32(g.w, akey(k, sizeof k, a, "attention.layer_norm_rms_epsilon"),
+                              cfg->arch == BATON_ARCH_LLAMA ? 1e-5f : 1e-6f);
     if (rc == 0)
-        rc = baton_gguf_w_f32(g.w, "llama.rope.freq_base", 10000.0f);
+        rc = baton_gguf_w_f32(g.w, akey(k, sizeof k, a, "rope.freq_base"),
+                              cfg->rope_base > 0.0f               ? cfg->rope_base
+                              : cfg->arch == BATON_ARCH_LLAMA ? 10000.0f
+                                                                  : 1000000.0f);
     if (rc == 0)
         rc = cfg->vocab_from ? copy_vocab(&g, cfg->vocab_from, &V) : add_synthetic_vocab(&g, V);
     if (rc != 0) {
@@ -309,12 +404,16 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
      * the RAM, with part of it in use, ends the same way) */
     {
         const double mat = (double)row_bytes(cfg->type, D);
-        const double big = (double)D * (V > F ? (V > D ? V : D) : (F > D ? F : D));
+        const double big = (double)D * gen_widest(V, F, D, QD);
         /* the file's tensors, plus the two float scratch rows sets below */
         const double total =
             8.0 * big + 2.0 * mat * V + 4.0 * D +
-            (double)cfg->n_layer * (mat * (2.0 * D + 2.0 * kv_dim + 2.0 * F) +
-                                    (double)row_bytes(cfg->type, F) * D + 8.0 * D);
+            (double)cfg->n_layer * (mat * ((double)QD + 2.0 * kv_dim + 2.0 * F) +
+                                    (double)row_bytes(cfg->type, QD) * D +
+                                    (double)row_bytes(cfg->type, F) * D + 8.0 * D +
+                                    (cfg->arch == BATON_ARCH_QWEN2   ? 4.0 * (QD + 2.0 * kv_dim)
+                                     : cfg->arch == BATON_ARCH_QWEN3 ? 8.0 * hd
+                                                                     : 0.0));
         const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
         const double ram = pages > 0 && page > 0 ? (double)pages * (double)page : 0.0;
         const double avail = memory_available();
@@ -343,7 +442,7 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
             goto out;
         }
     }
-    biggest = (uint64_t)D * (V > F ? (V > D ? V : D) : (F > D ? F : D));
+    biggest = (uint64_t)D * gen_widest(V, F, D, QD);
     g.f32 = malloc(biggest * sizeof(float));
     g.conv = malloc(biggest * sizeof(float));
     if (g.f32 == NULL || g.conv == NULL) {
@@ -354,7 +453,11 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
                  (unsigned long long)biggest, 2.0 * (double)biggest * sizeof(float) / 1073741824.0);
         goto out;
     }
-    rc = add_weight(&g, "token_embd.weight", D, V, 0);
+    rc = cfg->rope_freqs ? add_rope_freqs(&g, hd, cfg->rope_base > 0.0f ? cfg->rope_base
+                                                                         : 10000.0f)
+                         : 0;
+    if (rc == 0)
+        rc = add_weight(&g, "token_embd.weight", D, V, 0);
     if (rc == 0)
         rc = add_weight(&g, "output_norm.weight", D, 1, 1);
     if (rc == 0)
@@ -364,13 +467,25 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
             "blk.%u.attn_norm.weight", "blk.%u.attn_q.weight",      "blk.%u.attn_k.weight",
             "blk.%u.attn_v.weight",    "blk.%u.attn_output.weight", "blk.%u.ffn_norm.weight",
             "blk.%u.ffn_gate.weight",  "blk.%u.ffn_up.weight",      "blk.%u.ffn_down.weight"};
-        const uint64_t shape[9][2] = {{D, 1}, {D, D}, {D, kv_dim}, {D, kv_dim}, {D, D},
-                                      {D, 1}, {D, F}, {D, F},      {F, D}};
-        uint32_t k;
+        const uint64_t shape[9][2] = {{D, 1}, {D, QD}, {D, kv_dim}, {D, kv_dim}, {QD, D},
+                                      {D, 1}, {D, F},  {D, F},      {F, D}};
+        /* qwen2's Q/K/V biases, qwen3's Q/K norms (llama.cpp's names) */
+        static const char *const fmt_x[5] = {"blk.%u.attn_q.bias", "blk.%u.attn_k.bias",
+                                             "blk.%u.attn_v.bias", "blk.%u.attn_q_norm.weight",
+                                             "blk.%u.attn_k_norm.weight"};
+        const uint64_t len_x[5] = {QD, kv_dim, kv_dim, hd, hd};
+        uint32_t j;
 
-        for (k = 0; rc == 0 && k < 9; k++) {
-            snprintf(name, sizeof(name), fmt[k], l);
-            rc = add_weight(&g, name, shape[k][0], shape[k][1], shape[k][1] == 1);
+        for (j = 0; rc == 0 && j < 9; j++) {
+            snprintf(name, sizeof(name), fmt[j], l);
+            rc = add_weight(&g, name, shape[j][0], shape[j][1],
+                            shape[j][1] == 1 ? GEN_NORM : GEN_MATRIX);
+        }
+        for (j = 0; rc == 0 && j < 5; j++) {
+            if (j < 3 ? cfg->arch != BATON_ARCH_QWEN2 : cfg->arch != BATON_ARCH_QWEN3)
+                continue;
+            snprintf(name, sizeof(name), fmt_x[j], l);
+            rc = add_weight(&g, name, len_x[j], 1, j < 3 ? GEN_BIAS : GEN_NORM);
         }
     }
     if (rc == 0)

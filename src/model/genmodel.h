@@ -1,4 +1,6 @@
-/* Deterministic synthetic llama GGUF models (`baton gen-model`) and weight
+/* Deterministic synthetic llama-family GGUF models (`baton gen-model`:
+ * architectures llama, qwen2 with its Q/K/V biases, qwen3 with its Q/K
+ * norms) and weight
  * conversion (`baton quantize`), for benchmarks and tests that need models
  * of a given size and type. The files use llama.cpp's tensor names and
  * metadata keys, so llama.cpp loads them too. */
@@ -13,6 +15,10 @@ struct baton_gen_model_config {
     uint32_t n_vocab;       /* synthetic vocabulary size (>= 300), unless vocab_from */
     uint32_t n_ctx;         /* llama.context_length */
     uint32_t type;          /* weight type of the matrices: F32, F16, Q8_0 or Q4_0 */
+    uint32_t arch;          /* enum baton_llama_arch (model/llama.h): llama, qwen2, qwen3 */
+    uint32_t head_dim;      /* 0: n_embd / n_head; else written as attention.key_length */
+    float rope_base;        /* 0: 10000 (llama), 1000000 (qwen2, qwen3) */
+    int rope_freqs;         /* 1: write rope_freqs.weight, Llama 3.1's rope scaling factors */
     uint64_t seed;
     const char *vocab_from; /* GGUF whose tokenizer.* keys are copied, or NULL */
     const char *out_path;

@@ -1,4 +1,5 @@
-/* The llama-family decoder as baton graphs, one graph per stage per step.
+/* The llama-family decoder as baton graphs, one graph per stage per step
+ * (architectures llama, qwen2, qwen3: enum baton_llama_arch).
  *
  * Architecture (Touvron et al. 2023, "LLaMA"; as in llama2.c's run.c and
  * llama.cpp's llama arch): token embedding; per layer
@@ -7,6 +8,14 @@
  * then RMSNorm·g_out and the output head (tied to the embedding when the
  * GGUF has no output.weight). RoPE rotates adjacent pairs (x[2i], x[2i+1])
  * ("normal" mode of the llama arch); attention is causal and grouped-query.
+ * qwen2 adds a bias after each of the Q, K, V projections and rotates the
+ * pairs (x[i], x[i + n_rot/2]) (NeoX mode); qwen3 has no biases but an RMS
+ * norm with its own weight over each head of Q and K before RoPE, NeoX mode
+ * too, and a head size of its own (attention.key_length, so n_head x
+ * head_dim may differ from n_embd). Llama 3.1+ files carry rope_freqs.weight,
+ * whose factors divide the pairs' frequencies (its rope scaling). Sources:
+ * llama.cpp's src/models/{llama,qwen2,qwen3}.cpp graphs, read for the
+ * structure; the code here is ours.
  */
 #ifndef BATON_MODEL_LLAMA_H
 #define BATON_MODEL_LLAMA_H
@@ -19,14 +28,31 @@
 
 struct baton_gguf;
 
+/* Architectures (GGUF general.architecture) the graph builds. */
+enum baton_llama_arch {
+    BATON_ARCH_LLAMA = 0, /* "llama": Llama 1/2/3/3.x, Mistral, TinyLlama, ... */
+    BATON_ARCH_QWEN2 = 1, /* "qwen2": Qwen 2/2.5 (Q/K/V biases, NeoX RoPE) */
+    BATON_ARCH_QWEN3 = 2, /* "qwen3": Qwen 3 dense (per-head RMS norm on Q and K, NeoX RoPE) */
+};
+
+/* RoPE modes (ROPE's p2, core/ops.h; ggml's values). */
+#define BATON_ROPE_NORMAL 0u /* adjacent pairs (x[2i], x[2i+1]) */
+#define BATON_ROPE_NEOX 2u   /* pairs (x[i], x[i + n_rot/2]) */
+
 struct baton_llama_hparams {
+    uint32_t arch;      /* enum baton_llama_arch */
+    uint32_t rope_mode; /* BATON_ROPE_NORMAL (llama) or BATON_ROPE_NEOX (qwen2, qwen3) */
+    uint32_t qkv_bias;  /* 1: blk.N.attn_{q,k,v}.bias are added after the projections */
+    uint32_t qk_norm;   /* 1: blk.N.attn_{q,k}_norm.weight, RMS norm per head */
+    uint32_t rope_freqs; /* 1: rope_freqs.weight {n_rot/2} divides each pair's frequency */
     uint32_t n_vocab;
     uint32_t n_embd;
     uint32_t n_layer;
     uint32_t n_head;
     uint32_t n_head_kv;
     uint32_t n_ff;
-    uint32_t head_dim; /* n_embd / n_head */
+    uint32_t head_dim; /* <arch>.attention.key_length, else n_embd / n_head */
+    uint32_t n_embd_q; /* n_head * head_dim: rows of attn_q, columns of attn_output */
     uint32_t n_rot;    /* rope dimensions per head */
     uint32_t n_ctx_train; /* llama.context_length, or 2048 (see n_ctx_train_src) */
     uint32_t n_ctx_train_src; /* enum baton_llama_ctx_src */
@@ -41,12 +67,17 @@ enum baton_llama_ctx_src {
     BATON_LLAMA_CTX_UNUSABLE, /* not an integer in 1..2^32-1: 2048 assumed */
 };
 
-/* Reads and checks the hyperparameters of a llama GGUF
- * (general.architecture == "llama"; llama.* keys, vocabulary size from
- * tokenizer.ggml.tokens or token_embd.weight). Errors name the key in err.
- * Returns 0 or BATON_E_FORMAT / BATON_E_NOT_FOUND / BATON_E_UNSUPPORTED. */
+/* Reads and checks the hyperparameters of a llama-family GGUF
+ * (general.architecture "llama", "qwen2" or "qwen3"; "<arch>.*" keys as
+ * llama.cpp's converters write them, vocabulary size from
+ * tokenizer.ggml.tokens or token_embd.weight). Errors name the key or tensor
+ * in err. Returns 0 or BATON_E_FORMAT / BATON_E_NOT_FOUND /
+ * BATON_E_UNSUPPORTED. */
 int baton_llama_hparams_load(const struct baton_gguf *gguf, struct baton_llama_hparams *hp,
                              char *err, size_t err_len);
+
+/* "llama", "qwen2" or "qwen3" (general.architecture of enum baton_llama_arch). */
+const char *baton_llama_arch_name(uint32_t arch);
 
 /* The trained context for messages, as it was found: "llama.context_length
  * 2048", or "the model has no llama.context_length; 2048 assumed" (or "no
@@ -56,6 +87,8 @@ void baton_llama_ctx_train_desc(const struct baton_llama_hparams *hp, char *buf,
 /* Weights of one layer, as tensors in the stage's weight buffer. */
 struct baton_llama_layer {
     struct baton_tensor_desc attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
+    struct baton_tensor_desc bq, bk, bv;       /* F32 {n_embd_q}, {kv_dim} x 2 (qkv_bias) */
+    struct baton_tensor_desc q_norm, k_norm;   /* F32 {head_dim} (qk_norm) */
     struct baton_tensor_desc k_cache, v_cache; /* F32 {head_dim, n_ctx, n_head_kv} */
 };
 
@@ -90,6 +123,7 @@ struct baton_llama_stage {
     struct baton_tensor_desc tok_embd;    /* first */
     struct baton_tensor_desc output_norm; /* last */
     struct baton_tensor_desc output;      /* last */
+    struct baton_tensor_desc rope_freqs;  /* F32 {n_rot/2} (hp.rope_freqs; every stage) */
     struct baton_llama_layer *layers;     /* layer_end - layer_begin entries */
     struct baton_llama_io io;
 };

@@ -7,9 +7,10 @@
 #include "wire/wire.h"
 
 /* Nodes per layer: see build_layer (2 norms, 2 muls, 7 mat-muls, 4 reshapes,
- * 2 ropes, attention, 2 adds, silu, 1 mul) with margin. */
-#define NODES_PER_LAYER 24u
-#define LEAVES_PER_LAYER 11u
+ * 2 ropes, attention, 2 adds, silu, 1 mul; qwen2: 3 bias adds; qwen3: 2 head
+ * norms and their 2 muls) with margin. */
+#define NODES_PER_LAYER 28u
+#define LEAVES_PER_LAYER 16u
 
 uint32_t baton_llama_max_leaves(const struct baton_llama_stage *st)
 {
@@ -75,32 +76,74 @@ static uint32_t mul_mat(struct baton_gb *gb, const struct baton_tensor_desc *w, 
     return node(gb, BATON_OP_MUL_MAT, BATON_TYPE_F32, w->ne[1], n, 1, leaf(gb, w), x, NULL);
 }
 
+/* qwen3's norm over each head: x {hd, nh, n} -> RMS norm over hd, times
+ * g {hd} (broadcast over heads and tokens). */
+static uint32_t head_norm(struct baton_gb *gb, const struct baton_llama_hparams *hp, uint32_t x,
+                          const struct baton_tensor_desc *g, uint32_t nh, uint32_t n)
+{
+    uint32_t params[BATON_N_PARAMS] = {0};
+    uint32_t nrm;
+
+    params[0] = baton_gb_f32(hp->rms_eps);
+    nrm = node(gb, BATON_OP_RMS_NORM, BATON_TYPE_F32, hp->head_dim, nh, n, x, BATON_SRC_NONE,
+               params);
+    return node(gb, BATON_OP_MUL, BATON_TYPE_F32, hp->head_dim, nh, n, nrm, leaf(gb, g), NULL);
+}
+
+/* ROPE of x {hd, nh, n}, or ROPE_FREQS with the rope_freqs leaf freqs
+ * (Llama 3.1+) when it is not BATON_SRC_NONE. */
+static uint32_t rope(struct baton_gb *gb, uint32_t x, uint32_t pos, uint32_t freqs, uint32_t hd,
+                     uint32_t nh, uint32_t n, const uint32_t *params)
+{
+    const uint64_t ne[4] = {hd, nh, n, 1};
+    const uint32_t src[BATON_MAX_SRC] = {x, pos, freqs, BATON_SRC_NONE, BATON_SRC_NONE,
+                                         BATON_SRC_NONE};
+
+    return baton_gb_node(gb, freqs == BATON_SRC_NONE ? BATON_OP_ROPE : BATON_OP_ROPE_FREQS,
+                         BATON_TYPE_F32, ne, src, params);
+}
+
+/* W x (+ b when the architecture has projection biases). */
+static uint32_t proj(struct baton_gb *gb, const struct baton_llama_hparams *hp,
+                     const struct baton_tensor_desc *w, const struct baton_tensor_desc *b, uint32_t x,
+                     uint32_t n)
+{
+    uint32_t y = mul_mat(gb, w, x, n);
+
+    if (!hp->qkv_bias)
+        return y;
+    return node(gb, BATON_OP_ADD, BATON_TYPE_F32, w->ne[1], n, 1, y, leaf(gb, b), NULL);
+}
+
 static uint32_t build_layer(struct baton_gb *gb, const struct baton_llama_hparams *hp,
                             const struct baton_llama_layer *L, uint32_t x, uint32_t pos,
-                            uint32_t att_pos, uint32_t n)
+                            uint32_t att_pos, uint32_t freqs, uint32_t n)
 {
     const uint32_t hd = hp->head_dim;
-    const uint32_t kv_dim = hp->head_dim * hp->n_head_kv;
     uint32_t rope_p[BATON_N_PARAMS] = {0};
     uint32_t attn_p[BATON_N_PARAMS] = {0};
     uint32_t h, q, k, v, a, o, g, u, d;
 
     rope_p[0] = hp->n_rot;
     rope_p[1] = baton_gb_f32(hp->rope_base);
-    rope_p[2] = 0;
+    rope_p[2] = hp->rope_mode;
     /* score / sqrt(head_dim), divided as llama2.c's run.c does (p1 = 1) */
     attn_p[0] = baton_gb_f32(sqrtf((float)hd));
     attn_p[1] = 1;
 
     h = rms_norm_mul(gb, hp, x, &L->attn_norm, n);
-    q = mul_mat(gb, &L->wq, h, n);
-    k = mul_mat(gb, &L->wk, h, n);
-    v = mul_mat(gb, &L->wv, h, n);
+    q = proj(gb, hp, &L->wq, &L->bq, h, n);
+    k = proj(gb, hp, &L->wk, &L->bk, h, n);
+    v = proj(gb, hp, &L->wv, &L->bv, h, n);
     q = node(gb, BATON_OP_RESHAPE, BATON_TYPE_F32, hd, hp->n_head, n, q, BATON_SRC_NONE, NULL);
     k = node(gb, BATON_OP_RESHAPE, BATON_TYPE_F32, hd, hp->n_head_kv, n, k, BATON_SRC_NONE, NULL);
     v = node(gb, BATON_OP_RESHAPE, BATON_TYPE_F32, hd, hp->n_head_kv, n, v, BATON_SRC_NONE, NULL);
-    q = node(gb, BATON_OP_ROPE, BATON_TYPE_F32, hd, hp->n_head, n, q, pos, rope_p);
-    k = node(gb, BATON_OP_ROPE, BATON_TYPE_F32, hd, hp->n_head_kv, n, k, pos, rope_p);
+    if (hp->qk_norm) {
+        q = head_norm(gb, hp, q, &L->q_norm, hp->n_head, n);
+        k = head_norm(gb, hp, k, &L->k_norm, hp->n_head_kv, n);
+    }
+    q = rope(gb, q, pos, freqs, hd, hp->n_head, n, rope_p);
+    k = rope(gb, k, pos, freqs, hd, hp->n_head_kv, n, rope_p);
     {
         const uint64_t ne[4] = {hd, hp->n_head, n, 1};
         const uint32_t src[BATON_MAX_SRC] = {q, k, v, leaf(gb, &L->k_cache), leaf(gb, &L->v_cache),
@@ -108,7 +151,7 @@ static uint32_t build_layer(struct baton_gb *gb, const struct baton_llama_hparam
 
         a = baton_gb_node(gb, BATON_OP_ATTENTION, BATON_TYPE_F32, ne, src, attn_p);
     }
-    a = node(gb, BATON_OP_RESHAPE, BATON_TYPE_F32, hp->n_embd, n, 1, a, BATON_SRC_NONE, NULL);
+    a = node(gb, BATON_OP_RESHAPE, BATON_TYPE_F32, hp->n_embd_q, n, 1, a, BATON_SRC_NONE, NULL);
     o = mul_mat(gb, &L->wo, a, n);
     x = node(gb, BATON_OP_ADD, BATON_TYPE_F32, hp->n_embd, n, 1, x, o, NULL);
 
@@ -118,7 +161,6 @@ static uint32_t build_layer(struct baton_gb *gb, const struct baton_llama_hparam
     g = node(gb, BATON_OP_SILU, BATON_TYPE_F32, hp->n_ff, n, 1, g, BATON_SRC_NONE, NULL);
     g = node(gb, BATON_OP_MUL, BATON_TYPE_F32, hp->n_ff, n, 1, g, u, NULL);
     d = mul_mat(gb, &L->w_down, g, n);
-    (void)kv_dim;
     return node(gb, BATON_OP_ADD, BATON_TYPE_F32, hp->n_embd, n, 1, x, d, NULL);
 }
 
@@ -138,7 +180,7 @@ int baton_llama_build_stage_out(const struct baton_llama_hparams *hp,
     const uint32_t n = n_tokens;
     struct baton_llama_graph_inputs none = {BATON_SRC_NONE, BATON_SRC_NONE, BATON_SRC_NONE,
                                             BATON_SRC_NONE};
-    uint32_t x, pos, att_pos, l;
+    uint32_t x, pos, att_pos, l, freqs = BATON_SRC_NONE;
 
     if (in == NULL)
         in = &none;
@@ -162,8 +204,10 @@ int baton_llama_build_stage_out(const struct baton_llama_hparams *hp,
     } else {
         x = leaf_view(gb, &st->io.hidden_in[slot], hp->n_embd, n, 1);
     }
+    if (hp->rope_freqs && st->layer_end > st->layer_begin)
+        freqs = leaf(gb, &st->rope_freqs);
     for (l = st->layer_begin; l < st->layer_end; l++)
-        x = build_layer(gb, hp, &st->layers[l - st->layer_begin], x, pos, att_pos, n);
+        x = build_layer(gb, hp, &st->layers[l - st->layer_begin], x, pos, att_pos, freqs, n);
 
     if (!st->last) {
         /* The last layer's residual add writes straight into hidden_out;

@@ -1,5 +1,6 @@
-/* Llama hyperparameters from GGUF metadata (keys as written by llama.cpp's
- * converters: "<arch>.embedding_length" etc., see ggml docs/gguf.md). */
+/* Llama-family hyperparameters from GGUF metadata (keys as written by
+ * llama.cpp's converters: "<arch>.embedding_length" etc., see ggml's
+ * docs/gguf.md). */
 #include <stdio.h>
 #include <string.h>
 
@@ -20,14 +21,84 @@ static int need_u32(const struct baton_gguf *g, const char *key, uint32_t *out, 
     return rc;
 }
 
+/* "<prefix>.<rest>" into buf. */
+static const char *key(char *buf, size_t cap, const char *prefix, const char *rest)
+{
+    snprintf(buf, cap, "%s.%s", prefix, rest);
+    return buf;
+}
+
+/* 0 if the tensor exists with type F32 and shape {n} (a vector), else an
+ * error naming it. */
+static int need_vector(const struct baton_gguf *g, const char *name, uint64_t n, char *err,
+                       size_t err_len)
+{
+    struct baton_gguf_tensor t;
+
+    if (baton_gguf_find_tensor(g, name, &t, NULL) != 0) {
+        snprintf(err, err_len, "tensor '%s': missing", name);
+        return BATON_E_FORMAT;
+    }
+    if (t.n_dims != 1 || t.ne[0] != n) {
+        snprintf(err, err_len, "tensor '%s': shape does not match {%llu}", name,
+                 (unsigned long long)n);
+        return BATON_E_FORMAT;
+    }
+    return 0;
+}
+
+/* The per-layer vectors an architecture adds (biases, Q/K norms), checked
+ * for every layer so that a stage never finds one missing mid-upload. */
+static int check_arch_tensors(const struct baton_gguf *g, const struct baton_llama_hparams *hp,
+                              char *err, size_t err_len)
+{
+    const uint64_t kv_dim = (uint64_t)hp->head_dim * hp->n_head_kv;
+    char name[96];
+    uint32_t l;
+    int rc;
+
+    for (l = 0; l < hp->n_layer; l++) {
+        if (hp->qkv_bias) {
+            snprintf(name, sizeof(name), "blk.%u.attn_q.bias", l);
+            if ((rc = need_vector(g, name, hp->n_embd_q, err, err_len)) != 0)
+                return rc;
+            snprintf(name, sizeof(name), "blk.%u.attn_k.bias", l);
+            if ((rc = need_vector(g, name, kv_dim, err, err_len)) != 0)
+                return rc;
+            snprintf(name, sizeof(name), "blk.%u.attn_v.bias", l);
+            if ((rc = need_vector(g, name, kv_dim, err, err_len)) != 0)
+                return rc;
+        }
+        if (hp->qk_norm) {
+            snprintf(name, sizeof(name), "blk.%u.attn_q_norm.weight", l);
+            if ((rc = need_vector(g, name, hp->head_dim, err, err_len)) != 0)
+                return rc;
+            snprintf(name, sizeof(name), "blk.%u.attn_k_norm.weight", l);
+            if ((rc = need_vector(g, name, hp->head_dim, err, err_len)) != 0)
+                return rc;
+        }
+    }
+    return 0;
+}
+
 int baton_llama_hparams_load(const struct baton_gguf *g, struct baton_llama_hparams *hp,
                              char *err, size_t err_len)
 {
-    const char *arch = NULL;
-    size_t arch_len = 0;
+    static const struct {
+        const char *name;
+        uint32_t arch, rope_mode, qkv_bias, qk_norm;
+    } archs[] = {
+        {"llama", BATON_ARCH_LLAMA, BATON_ROPE_NORMAL, 0, 0},
+        {"qwen2", BATON_ARCH_QWEN2, BATON_ROPE_NEOX, 1, 0},
+        {"qwen3", BATON_ARCH_QWEN3, BATON_ROPE_NEOX, 0, 1},
+    };
+    const char *arch = NULL, *a;
+    size_t arch_len = 0, i;
     const struct baton_gguf_kv *kv;
-    struct baton_gguf_tensor embd;
-    int rc;
+    struct baton_gguf_tensor embd, rf;
+    char k[96];
+    uint32_t key_len = 0, val_len = 0;
+    int rc, has_key_len;
 
     memset(hp, 0, sizeof(*hp));
     rc = baton_gguf_get_string(g, "general.architecture", &arch, &arch_len);
@@ -35,22 +106,34 @@ int baton_llama_hparams_load(const struct baton_gguf *g, struct baton_llama_hpar
         snprintf(err, err_len, "metadata key 'general.architecture': missing");
         return BATON_E_FORMAT;
     }
-    if (arch_len != 5 || memcmp(arch, "llama", 5) != 0) {
-        snprintf(err, err_len, "general.architecture '%.*s' is not supported (only 'llama')",
+    for (i = 0; i < sizeof(archs) / sizeof(archs[0]); i++)
+        if (arch_len == strlen(archs[i].name) && memcmp(arch, archs[i].name, arch_len) == 0)
+            break;
+    if (i == sizeof(archs) / sizeof(archs[0])) {
+        snprintf(err, err_len,
+                 "general.architecture '%.*s' is not supported (llama, qwen2, qwen3)",
                  (int)(arch_len > 64 ? 64 : arch_len), arch);
         return BATON_E_UNSUPPORTED;
     }
-    if ((rc = need_u32(g, "llama.embedding_length", &hp->n_embd, err, err_len)) != 0 ||
-        (rc = need_u32(g, "llama.block_count", &hp->n_layer, err, err_len)) != 0 ||
-        (rc = need_u32(g, "llama.attention.head_count", &hp->n_head, err, err_len)) != 0 ||
-        (rc = need_u32(g, "llama.feed_forward_length", &hp->n_ff, err, err_len)) != 0)
+    a = archs[i].name;
+    hp->arch = archs[i].arch;
+    hp->rope_mode = archs[i].rope_mode;
+    hp->qkv_bias = archs[i].qkv_bias;
+    hp->qk_norm = archs[i].qk_norm;
+    if ((rc = need_u32(g, key(k, sizeof k, a, "embedding_length"), &hp->n_embd, err,
+                       err_len)) != 0 ||
+        (rc = need_u32(g, key(k, sizeof k, a, "block_count"), &hp->n_layer, err, err_len)) != 0 ||
+        (rc = need_u32(g, key(k, sizeof k, a, "attention.head_count"), &hp->n_head, err,
+                       err_len)) != 0 ||
+        (rc = need_u32(g, key(k, sizeof k, a, "feed_forward_length"), &hp->n_ff, err,
+                       err_len)) != 0)
         return BATON_E_FORMAT;
     hp->n_head_kv = hp->n_head;
-    (void)baton_gguf_get_u32(g, "llama.attention.head_count_kv", &hp->n_head_kv);
+    (void)baton_gguf_get_u32(g, key(k, sizeof k, a, "attention.head_count_kv"), &hp->n_head_kv);
     /* a model without its trained context (or with one of 0) is taken to
      * have llama2's 2048, and messages say it was assumed */
     hp->n_ctx_train = 2048;
-    rc = baton_gguf_get_u32(g, "llama.context_length", &hp->n_ctx_train);
+    rc = baton_gguf_get_u32(g, key(k, sizeof k, a, "context_length"), &hp->n_ctx_train);
     if (rc == BATON_E_NOT_FOUND) {
         hp->n_ctx_train_src = BATON_LLAMA_CTX_MISSING;
     } else if (rc != 0 || hp->n_ctx_train == 0) {
@@ -58,16 +141,52 @@ int baton_llama_hparams_load(const struct baton_gguf *g, struct baton_llama_hpar
         hp->n_ctx_train_src = BATON_LLAMA_CTX_UNUSABLE;
     }
     hp->rms_eps = 1e-5f;
-    (void)baton_gguf_get_f32(g, "llama.attention.layer_norm_rms_epsilon", &hp->rms_eps);
+    (void)baton_gguf_get_f32(g, key(k, sizeof k, a, "attention.layer_norm_rms_epsilon"),
+                             &hp->rms_eps);
     hp->rope_base = 10000.0f;
-    (void)baton_gguf_get_f32(g, "llama.rope.freq_base", &hp->rope_base);
+    (void)baton_gguf_get_f32(g, key(k, sizeof k, a, "rope.freq_base"), &hp->rope_base);
 
     if (hp->n_embd == 0 || hp->n_layer == 0 || hp->n_head == 0 || hp->n_head_kv == 0 ||
-        hp->n_ff == 0 || hp->n_embd % hp->n_head != 0 || hp->n_head % hp->n_head_kv != 0) {
+        hp->n_ff == 0 || hp->n_head % hp->n_head_kv != 0) {
         snprintf(err, err_len,
                  "inconsistent hyperparameters: n_embd %u, n_head %u, n_head_kv %u, "
                  "n_layer %u, n_ff %u",
                  hp->n_embd, hp->n_head, hp->n_head_kv, hp->n_layer, hp->n_ff);
+        return BATON_E_FORMAT;
+    }
+    /* the head size: attention.key_length when the file has it (Qwen 3's
+     * heads are wider than n_embd / n_head), which value_length must equal */
+    rc = baton_gguf_get_u32(g, key(k, sizeof k, a, "attention.key_length"), &key_len);
+    has_key_len = rc == 0;
+    if (rc != 0 && rc != BATON_E_NOT_FOUND) {
+        snprintf(err, err_len, "metadata key '%s': not an integer", k);
+        return BATON_E_FORMAT;
+    }
+    if (has_key_len) {
+        val_len = key_len;
+        (void)baton_gguf_get_u32(g, key(k, sizeof k, a, "attention.value_length"), &val_len);
+        if (key_len == 0 || key_len > 65536 || val_len != key_len) {
+            snprintf(err, err_len,
+                     "%s.attention.key_length %u and value_length %u: baton needs equal "
+                     "head sizes of 1..65536",
+                     a, key_len, val_len);
+            return BATON_E_FORMAT;
+        }
+        hp->head_dim = key_len;
+    } else {
+        if (hp->n_embd % hp->n_head != 0) {
+            snprintf(err, err_len,
+                     "%s.embedding_length %u is not a multiple of %s.attention.head_count %u "
+                     "(and the file has no %s.attention.key_length)",
+                     a, hp->n_embd, a, hp->n_head, a);
+            return BATON_E_FORMAT;
+        }
+        hp->head_dim = hp->n_embd / hp->n_head;
+    }
+    hp->n_embd_q = hp->n_head * hp->head_dim; /* head_count <= 2^32 / 65536 checked below */
+    if ((uint64_t)hp->n_head * hp->head_dim > 0x7fffffffu) {
+        snprintf(err, err_len, "%s.attention.head_count %u x head size %u is too large", a,
+                 hp->n_head, hp->head_dim);
         return BATON_E_FORMAT;
     }
     {
@@ -78,16 +197,15 @@ int baton_llama_hparams_load(const struct baton_gguf *g, struct baton_llama_hpar
 
         snprintf(name, sizeof(name), "blk.%u.attn_norm.weight", hp->n_layer - 1);
         if (hp->n_layer > (1u << 16) || baton_gguf_find_tensor(g, name, &last, NULL) != 0) {
-            snprintf(err, err_len,
-                     "llama.block_count is %u but tensor '%s' is missing", hp->n_layer, name);
+            snprintf(err, err_len, "%s.block_count is %u but tensor '%s' is missing", a,
+                     hp->n_layer, name);
             return BATON_E_FORMAT;
         }
     }
-    hp->head_dim = hp->n_embd / hp->n_head;
     hp->n_rot = hp->head_dim;
-    (void)baton_gguf_get_u32(g, "llama.rope.dimension_count", &hp->n_rot);
+    (void)baton_gguf_get_u32(g, key(k, sizeof k, a, "rope.dimension_count"), &hp->n_rot);
     if (hp->n_rot == 0 || hp->n_rot > hp->head_dim || hp->n_rot % 2 != 0) {
-        snprintf(err, err_len, "llama.rope.dimension_count %u does not fit head size %u",
+        snprintf(err, err_len, "%s.rope.dimension_count %u does not fit head size %u", a,
                  hp->n_rot, hp->head_dim);
         return BATON_E_FORMAT;
     }
@@ -95,6 +213,13 @@ int baton_llama_hparams_load(const struct baton_gguf *g, struct baton_llama_hpar
         snprintf(err, err_len, "bad rms epsilon or rope base");
         return BATON_E_FORMAT;
     }
+    if (baton_gguf_find_tensor(g, "rope_freqs.weight", &rf, NULL) == 0) {
+        if ((rc = need_vector(g, "rope_freqs.weight", hp->n_rot / 2, err, err_len)) != 0)
+            return rc;
+        hp->rope_freqs = 1;
+    }
+    if ((rc = check_arch_tensors(g, hp, err, err_len)) != 0)
+        return rc;
 
     rc = baton_gguf_find_tensor(g, "token_embd.weight", &embd, NULL);
     if (rc != 0) {
@@ -122,12 +247,26 @@ int baton_llama_hparams_load(const struct baton_gguf *g, struct baton_llama_hpar
     return 0;
 }
 
+const char *baton_llama_arch_name(uint32_t arch)
+{
+    switch (arch) {
+    case BATON_ARCH_QWEN2:
+        return "qwen2";
+    case BATON_ARCH_QWEN3:
+        return "qwen3";
+    default:
+        return "llama";
+    }
+}
+
 void baton_llama_ctx_train_desc(const struct baton_llama_hparams *hp, char *buf, size_t cap)
 {
+    const char *a = baton_llama_arch_name(hp->arch);
+
     if (hp->n_ctx_train_src == BATON_LLAMA_CTX_KEY)
-        snprintf(buf, cap, "llama.context_length %u", hp->n_ctx_train);
+        snprintf(buf, cap, "%s.context_length %u", a, hp->n_ctx_train);
     else
-        snprintf(buf, cap, "the model has no %sllama.context_length; %u assumed",
-                 hp->n_ctx_train_src == BATON_LLAMA_CTX_UNUSABLE ? "usable " : "",
+        snprintf(buf, cap, "the model has no %s%s.context_length; %u assumed",
+                 hp->n_ctx_train_src == BATON_LLAMA_CTX_UNUSABLE ? "usable " : "", a,
                  hp->n_ctx_train);
 }

@@ -104,7 +104,7 @@ int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
     struct baton_device_info info;
     const int tty = isatty(fileno(r->cfg->log));
 
-    items = calloc((size_t)n_local * 9 + 3, sizeof(*items));
+    items = calloc((size_t)n_local * 14 + 4, sizeof(*items));
     st->layers = calloc(n_local ? n_local : 1, sizeof(*st->layers));
     if (items == NULL || st->layers == NULL) {
         stage_msg(r, "out of memory\n");
@@ -118,6 +118,13 @@ int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
     if (st->sample && !(info.op_mask & (1ull << BATON_OP_SAMPLE))) {
         stage_msg(r, "stage %u (%s): the server does not sample on the stage (op SAMPLE), "
                      "which --temp needs: a batond of this version is needed\n",
+                  s->index + 1, s->endpoint);
+        goto out;
+    }
+    if (hp->rope_freqs && n_local > 0 && !(info.op_mask & (1ull << BATON_OP_ROPE_FREQS))) {
+        stage_msg(r, "stage %u (%s): the server has no op ROPE_FREQS, which the model's "
+                     "rope_freqs.weight (Llama 3.1 rope scaling) needs: a batond of this "
+                     "version is needed\n",
                   s->index + 1, s->endpoint);
         goto out;
     }
@@ -144,20 +151,38 @@ int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
             "blk.%u.attn_v.weight",    "blk.%u.attn_output.weight", "blk.%u.ffn_norm.weight",
             "blk.%u.ffn_gate.weight",  "blk.%u.ffn_up.weight",  "blk.%u.ffn_down.weight"};
         const uint64_t shape[9][2] = {
-            {hp->n_embd, 1},       {hp->n_embd, hp->n_embd}, {hp->n_embd, kv_dim},
-            {hp->n_embd, kv_dim},  {hp->n_embd, hp->n_embd}, {hp->n_embd, 1},
+            {hp->n_embd, 1},       {hp->n_embd, hp->n_embd_q}, {hp->n_embd, kv_dim},
+            {hp->n_embd, kv_dim},  {hp->n_embd_q, hp->n_embd}, {hp->n_embd, 1},
             {hp->n_embd, hp->n_ff}, {hp->n_embd, hp->n_ff},  {hp->n_ff, hp->n_embd}};
         struct baton_tensor_desc *dst[9] = {&L->attn_norm, &L->wq,     &L->wk,
                                             &L->wv,        &L->wo,     &L->ffn_norm,
                                             &L->w_gate,    &L->w_up,   &L->w_down};
         uint32_t k;
 
+        /* the vectors of qwen2 (Q/K/V biases) and qwen3 (Q/K norms) */
+        static const char *const fmt_x[5] = {"blk.%u.attn_q.bias", "blk.%u.attn_k.bias",
+                                             "blk.%u.attn_v.bias", "blk.%u.attn_q_norm.weight",
+                                             "blk.%u.attn_k_norm.weight"};
+        const uint64_t len_x[5] = {hp->n_embd_q, kv_dim, kv_dim, hp->head_dim, hp->head_dim};
+        struct baton_tensor_desc *dst_x[5] = {&L->bq, &L->bk, &L->bv, &L->q_norm, &L->k_norm};
+
         for (k = 0; k < 9; k++) {
             snprintf(name, sizeof(name), fmt[k], l);
             if (place(r, items, &n_items, &off, name, shape[k][0], shape[k][1], dst[k]) != 0)
                 goto out;
         }
+        for (k = 0; k < 5; k++) {
+            if (k < 3 ? !hp->qkv_bias : !hp->qk_norm)
+                continue;
+            snprintf(name, sizeof(name), fmt_x[k], l);
+            if (place(r, items, &n_items, &off, name, len_x[k], 1, dst_x[k]) != 0)
+                goto out;
+        }
     }
+    if (hp->rope_freqs && n_local > 0 &&
+        place(r, items, &n_items, &off, "rope_freqs.weight", hp->n_rot / 2, 1, &st->rope_freqs) !=
+            0)
+        goto out;
     if (st->last) {
         struct baton_gguf_tensor t;
         const char *out_name = "output.weight";
@@ -175,14 +200,15 @@ int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
         const uint32_t ty = items[i].src.type;
         const int is_vector = items[i].src.n_dims <= 1;
 
-        /* norms are F32 vectors; matrices F32, F16, Q8_0 or Q4_0 */
+        /* norms, biases and rope factors are F32 vectors; matrices F32,
+         * F16, Q8_0 or Q4_0 */
         if (is_vector ? ty != BATON_TYPE_F32
                       : !(ty == BATON_TYPE_F32 || ty == BATON_TYPE_F16 ||
                           ty == BATON_TYPE_Q8_0 || ty == BATON_TYPE_Q4_0)) {
             stage_msg(r, "%s: tensor '%s' has type %s, which the llama graph does not use "
                          "for a %s\n",
                       r->cfg->model_path, items[i].src.name, baton_type_name(ty),
-                      is_vector ? "norm weight (f32 only)" : "matrix (f32, f16, q8_0, q4_0)");
+                      is_vector ? "vector (f32 only)" : "matrix (f32, f16, q8_0, q4_0)");
             goto out;
         }
         if (items[i].src.type >= 64 || !(info.type_mask & (1ull << items[i].src.type))) {

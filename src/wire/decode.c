@@ -104,6 +104,7 @@
       axiom arity_binary: \forall integer op;
         op == BATON_OP_GET_ROWS || op == BATON_OP_MUL_MAT || op == BATON_OP_ADD ||
         op == BATON_OP_MUL || op == BATON_OP_ROPE || op == BATON_OP_SAMPLE ==> arity(op) == 2;
+      axiom arity_rope_freqs: arity(BATON_OP_ROPE_FREQS) == 3;
       axiom arity_attention: arity(BATON_OP_ATTENTION) == 6;
       axiom arity_unknown: \forall integer op;
         op < BATON_OP_GET_ROWS || op >= BATON_OP_COUNT ==> arity(op) == 0;
@@ -827,6 +828,8 @@ static uint32_t op_arity(uint32_t op)
     case BATON_OP_ROPE:
     case BATON_OP_SAMPLE:
         return 2;
+    case BATON_OP_ROPE_FREQS:
+        return 3;
     case BATON_OP_ATTENTION:
         return 6;
     default:

@@ -332,7 +332,11 @@ static void test_param_rules(void **state)
     tg_at(&t, n)->params[1] = f32_bits(INFINITY);
     assert_int_equal(tg_validate(&t, 16), BATON_E_INVAL);
     tg_at(&t, n)->params[1] = f32_bits(10000.0f);
-    tg_at(&t, n)->params[2] = 2; /* NeoX pairs: not in this build */
+    tg_at(&t, n)->params[2] = 2; /* NeoX pairs */
+    assert_int_equal(tg_validate(&t, 16), 0);
+    tg_at(&t, n)->params[2] = 1; /* no such mode */
+    assert_int_equal(tg_validate(&t, 16), BATON_E_UNSUPPORTED);
+    tg_at(&t, n)->params[2] = 3;
     assert_int_equal(tg_validate(&t, 16), BATON_E_UNSUPPORTED);
     tg_at(&t, n)->params[2] = 0;
     tg_at(&t, n)->params[5] = 1; /* a parameter ROPE does not read */

@@ -184,11 +184,62 @@ static void test_rope(void **state)
     assert_close(y + 4, (const float[4]){0.54030231f, 0.84147098f, 0, 1}, 4, TOL);
     assert_true(y[6] == 0.0f && y[7] == 1.0f);
 
+    /* NeoX mode (2): pair i is (x[i], x[i + 2]). Token 1, x = (1, 0, 0, 1):
+     * pair 0 = (x0, x2) = (1, 0), theta 1 -> (cos 1, sin 1) into x0, x2;
+     * pair 1 = (x1, x3) = (0, 1), theta 0.01 -> (-sin 0.01, cos 0.01). */
+    tg_at(&t, n)->params[0] = 4;
+    tg_at(&t, n)->params[2] = 2;
+    assert_int_equal(tg_run(&t, NULL), 0);
+    assert_close(y + 4, (const float[4]){0.54030231f, -0.0099998333f, 0.84147098f, 0.99995000f},
+                 4, TOL);
+    assert_memory_equal(y, x, 4 * sizeof(float));
+    tg_at(&t, n)->params[2] = 0;
+
     /* A negative position is an index error, nothing written. */
     pos[1] = -1;
     memset(y, 0x7f, sizeof(y));
     assert_int_equal(tg_run(&t, NULL), BATON_E_INDEX);
     assert_true(((const uint8_t *)y)[0] == 0x7f && ((const uint8_t *)y)[31] == 0x7f);
+}
+
+static void test_rope_freqs(void **state)
+{
+    /* ROPE_FREQS: ROPE whose pair angles are divided by factors {2, 4}.
+     * Token 1 (pos 1): pair 0 theta = 1 / 2 = 0.5, (1, 0) -> (cos .5, sin .5);
+     * pair 1 theta = 0.01 / 4 = 0.0025, (0, 1) -> (-sin .0025, cos .0025).
+     * NeoX mode pairs (x0, x2) and (x1, x3) with the same angles. */
+    float x[8] = {1, 0, 0, 1, 1, 0, 0, 1}, y[8], f[2] = {2, 4};
+    int32_t pos[2] = {0, 1};
+    struct tg t;
+    uint32_t lx, lp, lf, ly, n;
+
+    (void)state;
+    tg_init(&t);
+    lx = tg_leaf(&t, BATON_TYPE_F32, 4, 1, 2, 1, x);
+    lp = tg_leaf(&t, BATON_TYPE_I32, 2, 1, 1, 1, pos);
+    lf = tg_leaf(&t, BATON_TYPE_F32, 2, 1, 1, 1, f);
+    ly = tg_leaf(&t, BATON_TYPE_F32, 4, 1, 2, 1, y);
+    n = tg_node(&t, BATON_OP_ROPE_FREQS, BATON_TYPE_F32, 4, 1, 2, 1,
+                ((const uint32_t[6]){lx, lp, lf, NONE, NONE, NONE}),
+                P3(4, f32_bits(10000.0f), 0));
+    tg_at(&t, n)->out_leaf = ly;
+    assert_int_equal(tg_run(&t, NULL), 0);
+    assert_close(y + 4, (const float[4]){0.87758256f, 0.47942554f, -0.0024999974f, 0.99999688f},
+                 4, TOL);
+    assert_memory_equal(y, x, 4 * sizeof(float));
+    tg_at(&t, n)->params[2] = 2;
+    assert_int_equal(tg_run(&t, NULL), 0);
+    assert_close(y + 4, (const float[4]){0.87758256f, -0.0024999974f, 0.47942554f, 0.99999688f},
+                 4, TOL);
+
+    /* the factors must be F32 {n_dims / 2} */
+    tg_at(&t, n)->params[0] = 2; /* n_dims 2: one factor */
+    assert_int_equal(tg_validate(&t, 16), BATON_E_SHAPE);
+    tg_at(&t, n)->params[0] = 4;
+    t.leaves[lf].type = BATON_TYPE_I32;
+    assert_int_equal(tg_validate(&t, 16), BATON_E_TYPE);
+    t.leaves[lf].type = BATON_TYPE_F32;
+    assert_int_equal(tg_validate(&t, 16), 0);
 }
 
 /* Attention fixture: hd 2, nh 1, nkv 1, tokens at positions 0 and 1,
@@ -507,6 +558,7 @@ int main(void)
         cmocka_unit_test(test_add_mul_broadcast),
         cmocka_unit_test(test_scale_silu),
         cmocka_unit_test(test_rope),
+        cmocka_unit_test(test_rope_freqs),
         cmocka_unit_test(test_attention_one_head_two_positions),
         cmocka_unit_test(test_attention_position_out_of_range),
         cmocka_unit_test(test_attention_grouped_query),

@@ -152,8 +152,8 @@ static void test_hello_and_device_info(void **state)
     /* executable types in this build: F32 (0) and I32 (26) */
     /* F32, F16, Q4_0, Q8_0 and I32 execute in this build */
     assert_int_equal(d.type_mask, (1ull << 0) | (1ull << 1) | (1ull << 2) | (1ull << 8) | (1ull << 26));
-    /* ops 1..11 */
-    assert_int_equal(d.op_mask, 0x1FFEull);
+    /* ops 1..13 */
+    assert_int_equal(d.op_mask, 0x3FFEull);
     assert_int_equal(d.n_threads, 1);
     assert_int_equal(d.version, 1);
     uint64_t h;

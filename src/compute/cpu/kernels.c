@@ -182,10 +182,12 @@ void baton_cpu_silu(struct baton_pool *pool, const float *x, float *y, uint64_t 
 struct rope_job {
     const float *x;
     const int32_t *pos;
+    const float *factors; /* n_dims/2 divisors of the angles, or NULL */
     float *y;
     uint64_t hd, nh;
     uint32_t n_dims;
     float freq_base;
+    uint32_t mode; /* 0 adjacent pairs, 2 NeoX */
 };
 
 /* Pairs whose cos/sin one rope task keeps for the rows of a token. */
@@ -195,7 +197,7 @@ struct rope_job {
 static void rope_angle(const struct rope_job *j, float p, uint64_t i, float *fcr, float *fci)
 {
     const float freq = 1.0f / powf(j->freq_base, (float)(2 * i) / (float)j->n_dims);
-    const float val = p * freq;
+    const float val = j->factors ? (p * freq) / j->factors[i] : p * freq;
 
     *fcr = cosf(val);
     *fci = sinf(val);
@@ -228,7 +230,9 @@ static void rope_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
         }
         for (i = 0; i < pairs; i++) {
             float fcr, fci;
-            const float v0 = x[2 * i], v1 = x[2 * i + 1];
+            /* pair i: (2i, 2i + 1), or NeoX's (i, i + n_dims / 2) */
+            const uint64_t i0 = j->mode == 2 ? i : 2 * i, i1 = j->mode == 2 ? i + pairs : 2 * i + 1;
+            const float v0 = x[i0], v1 = x[i1];
 
             if (cached) {
                 fcr = cs[2 * i];
@@ -236,18 +240,19 @@ static void rope_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
             } else {
                 rope_angle(j, p, i, &fcr, &fci);
             }
-            y[2 * i] = v0 * fcr - v1 * fci;
-            y[2 * i + 1] = v0 * fci + v1 * fcr;
+            y[i0] = v0 * fcr - v1 * fci;
+            y[i1] = v0 * fci + v1 * fcr;
         }
         for (i = j->n_dims; i < j->hd; i++)
             y[i] = x[i];
     }
 }
 
-int baton_cpu_rope(struct baton_pool *pool, const float *x, const int32_t *pos, float *y,
-                   uint64_t hd, uint64_t nh, uint64_t nt, uint32_t n_dims, float freq_base)
+int baton_cpu_rope(struct baton_pool *pool, const float *x, const int32_t *pos,
+                   const float *factors, float *y, uint64_t hd, uint64_t nh, uint64_t nt,
+                   uint32_t n_dims, float freq_base, uint32_t mode)
 {
-    struct rope_job j = {x, pos, y, hd, nh, n_dims, freq_base};
+    struct rope_job j = {x, pos, factors, y, hd, nh, n_dims, freq_base, mode};
     uint64_t t;
 
     for (t = 0; t < nt; t++)

@@ -42,9 +42,17 @@ void baton_cpu_silu(struct baton_pool *pool, const float *x, float *y, uint64_t 
 
 /* Rotary embedding of x {hd,nh,nt}: in each head, pair i < n_dims/2 of
  * token t is rotated by theta = pos[t] * (1 / powf(freq_base, 2i/n_dims)).
- * Returns BATON_E_INDEX (before writing) if some pos[t] < 0. */
-int baton_cpu_rope(struct baton_pool *pool, const float *x, const int32_t *pos, float *y,
-                   uint64_t hd, uint64_t nh, uint64_t nt, uint32_t n_dims, float freq_base);
+ * The pair is (x[2i], x[2i+1]) with mode 0 (llama's "normal" RoPE) and
+ * (x[i], x[i + n_dims/2]) with mode 2 (GPT-NeoX's, which qwen2/qwen3 use;
+ * ggml's GGML_ROPE_TYPE_NEOX); dimensions past n_dims are copied. Returns
+ * BATON_E_INDEX (before writing) if some pos[t] < 0. mode is 0 or 2
+ * (graph validation refuses others). factors (NULL: none) holds n_dims/2
+ * floats: pair i's angle becomes (pos[t] * freq_i) / factors[i] (ROPE_FREQS,
+ * Llama 3.1's rope_freqs.weight, as llama.cpp divides theta by it). */
+int baton_cpu_rope(struct baton_pool *pool, const float *x, const int32_t *pos,
+                   const float *factors, float *y,
+                   uint64_t hd, uint64_t nh, uint64_t nt, uint32_t n_dims, float freq_base,
+                   uint32_t mode);
 
 struct baton_cpu_attention {
     const float *q; /* {hd,nh,nt} */

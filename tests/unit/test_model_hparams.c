@@ -1,0 +1,232 @@
+/* Hyperparameters of the llama-family architectures (llama_hparams.c):
+ * llama, qwen2 (Q/K/V biases, NeoX RoPE), qwen3 (Q/K norms, its own head
+ * size) and Llama 3.1's rope_freqs.weight, read from small GGUF files written
+ * here; and every refusal names the key or tensor at fault. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "baton/status.h"
+#include "core/types.h"
+#include "model/gguf.h"
+#include "model/gguf_write.h"
+#include "model/llama.h"
+
+/* What a test file holds. */
+struct spec {
+    const char *arch;
+    uint32_t n_embd, n_head, n_head_kv, n_layer, key_length, value_length;
+    int biases;        /* blk.N.attn_{q,k,v}.bias */
+    int qk_norm;       /* blk.N.attn_{q,k}_norm.weight */
+    int rope_freqs;    /* rope_freqs.weight of this many floats (0: none) */
+    const char *skip;  /* a tensor or key left out (NULL: none) */
+};
+
+static char path[128];
+
+static int add_vec(struct baton_gguf_writer *w, const struct spec *s, const char *name, uint64_t n)
+{
+    static float zeros[1024];
+    const uint64_t ne[1] = {n};
+
+    if (s->skip && strcmp(s->skip, name) == 0)
+        return 0;
+    assert_true(n <= 1024);
+    return baton_gguf_w_tensor(w, name, BATON_TYPE_F32, 1, ne, zeros, n * sizeof(float));
+}
+
+static int add_u32(struct baton_gguf_writer *w, const struct spec *s, const char *rest, uint32_t v)
+{
+    char key[96];
+
+    snprintf(key, sizeof key, "%s.%s", s->arch, rest);
+    if (s->skip && strcmp(s->skip, key) == 0)
+        return 0;
+    return baton_gguf_w_u32(w, key, v);
+}
+
+/* Writes the file of s and loads its hyperparameters; returns the status. */
+static int load(const struct spec *s, struct baton_llama_hparams *hp, char *err, size_t err_len)
+{
+    struct baton_gguf_writer *w;
+    struct baton_gguf *g;
+    const uint32_t hd = s->key_length ? s->key_length : s->n_embd / s->n_head;
+    const uint64_t qd = (uint64_t)hd * s->n_head, kvd = (uint64_t)hd * s->n_head_kv;
+    static float embd[300 * 256];
+    const uint64_t ne_embd[2] = {s->n_embd, 300};
+    char name[96];
+    uint32_t l;
+    int rc;
+
+    snprintf(path, sizeof path, "/tmp/baton_hparams_%ld.gguf", (long)getpid());
+    assert_int_equal(baton_gguf_writer_create(&w), 0);
+    assert_int_equal(baton_gguf_w_string(w, "general.architecture", s->arch, strlen(s->arch)), 0);
+    assert_int_equal(add_u32(w, s, "embedding_length", s->n_embd), 0);
+    assert_int_equal(add_u32(w, s, "block_count", s->n_layer), 0);
+    assert_int_equal(add_u32(w, s, "feed_forward_length", 64), 0);
+    assert_int_equal(add_u32(w, s, "attention.head_count", s->n_head), 0);
+    assert_int_equal(add_u32(w, s, "attention.head_count_kv", s->n_head_kv), 0);
+    if (s->key_length)
+        assert_int_equal(add_u32(w, s, "attention.key_length", s->key_length), 0);
+    if (s->value_length)
+        assert_int_equal(add_u32(w, s, "attention.value_length", s->value_length), 0);
+    assert_true(s->n_embd <= 256);
+    assert_int_equal(baton_gguf_w_tensor(w, "token_embd.weight", BATON_TYPE_F32, 2, ne_embd, embd,
+                                         300ull * s->n_embd * sizeof(float)),
+                     0);
+    for (l = 0; l < s->n_layer; l++) {
+        snprintf(name, sizeof name, "blk.%u.attn_norm.weight", l);
+        assert_int_equal(add_vec(w, s, name, s->n_embd), 0);
+        if (s->biases) {
+            snprintf(name, sizeof name, "blk.%u.attn_q.bias", l);
+            assert_int_equal(add_vec(w, s, name, qd), 0);
+            snprintf(name, sizeof name, "blk.%u.attn_k.bias", l);
+            assert_int_equal(add_vec(w, s, name, kvd), 0);
+            snprintf(name, sizeof name, "blk.%u.attn_v.bias", l);
+            assert_int_equal(add_vec(w, s, name, kvd), 0);
+        }
+        if (s->qk_norm) {
+            snprintf(name, sizeof name, "blk.%u.attn_q_norm.weight", l);
+            assert_int_equal(add_vec(w, s, name, hd), 0);
+            snprintf(name, sizeof name, "blk.%u.attn_k_norm.weight", l);
+            assert_int_equal(add_vec(w, s, name, hd), 0);
+        }
+    }
+    if (s->rope_freqs)
+        assert_int_equal(add_vec(w, s, "rope_freqs.weight", (uint64_t)s->rope_freqs), 0);
+    assert_int_equal(baton_gguf_writer_write(w, path, err, err_len), 0);
+    baton_gguf_writer_free(w);
+    assert_int_equal(baton_gguf_open(path, &g, err, err_len), 0);
+    err[0] = '\0';
+    rc = baton_llama_hparams_load(g, hp, err, err_len);
+    baton_gguf_close(g);
+    unlink(path);
+    return rc;
+}
+
+static void test_llama(void **state)
+{
+    const struct spec s = {"llama", 128, 4, 2, 2, 0, 0, 0, 0, 0, NULL};
+    struct baton_llama_hparams hp;
+    char err[256];
+
+    (void)state;
+    assert_int_equal(load(&s, &hp, err, sizeof err), 0);
+    assert_int_equal(hp.arch, BATON_ARCH_LLAMA);
+    assert_int_equal(hp.rope_mode, BATON_ROPE_NORMAL);
+    assert_int_equal(hp.head_dim, 32);
+    assert_int_equal(hp.n_embd_q, 128);
+    assert_int_equal(hp.n_rot, 32);
+    assert_int_equal(hp.qkv_bias, 0);
+    assert_int_equal(hp.qk_norm, 0);
+    assert_int_equal(hp.rope_freqs, 0);
+    assert_int_equal(hp.n_vocab, 300);
+    assert_string_equal(baton_llama_arch_name(hp.arch), "llama");
+}
+
+static void test_qwen2(void **state)
+{
+    const struct spec s = {"qwen2", 128, 4, 2, 2, 0, 0, 1, 0, 0, NULL};
+    struct spec miss = s;
+    struct baton_llama_hparams hp;
+    char err[256];
+
+    (void)state;
+    assert_int_equal(load(&s, &hp, err, sizeof err), 0);
+    assert_int_equal(hp.arch, BATON_ARCH_QWEN2);
+    assert_int_equal(hp.rope_mode, BATON_ROPE_NEOX);
+    assert_int_equal(hp.qkv_bias, 1);
+    assert_int_equal(hp.qk_norm, 0);
+    assert_int_equal(hp.head_dim, 32);
+    /* the last layer's K bias left out: named */
+    miss.skip = "blk.1.attn_k.bias";
+    assert_int_equal(load(&miss, &hp, err, sizeof err), BATON_E_FORMAT);
+    assert_string_equal(err, "tensor 'blk.1.attn_k.bias': missing");
+    /* the keys carry the architecture's prefix */
+    miss.skip = "qwen2.block_count";
+    assert_int_equal(load(&miss, &hp, err, sizeof err), BATON_E_FORMAT);
+    assert_string_equal(err, "metadata key 'qwen2.block_count': missing");
+}
+
+static void test_qwen3(void **state)
+{
+    /* heads 4 x key_length 64 = 256 wide queries over n_embd 128 */
+    const struct spec s = {"qwen3", 128, 4, 2, 2, 64, 64, 0, 1, 0, NULL};
+    struct spec bad = s;
+    struct baton_llama_hparams hp;
+    char err[256];
+
+    (void)state;
+    assert_int_equal(load(&s, &hp, err, sizeof err), 0);
+    assert_int_equal(hp.arch, BATON_ARCH_QWEN3);
+    assert_int_equal(hp.rope_mode, BATON_ROPE_NEOX);
+    assert_int_equal(hp.qk_norm, 1);
+    assert_int_equal(hp.qkv_bias, 0);
+    assert_int_equal(hp.head_dim, 64);
+    assert_int_equal(hp.n_embd_q, 256);
+    assert_int_equal(hp.n_rot, 64);
+    /* value heads of another size: refused, naming both keys */
+    bad.value_length = 32;
+    assert_int_equal(load(&bad, &hp, err, sizeof err), BATON_E_FORMAT);
+    assert_string_equal(err, "qwen3.attention.key_length 64 and value_length 32: baton needs "
+                             "equal head sizes of 1..65536");
+    /* a Q norm left out */
+    bad = s;
+    bad.skip = "blk.0.attn_q_norm.weight";
+    assert_int_equal(load(&bad, &hp, err, sizeof err), BATON_E_FORMAT);
+    assert_string_equal(err, "tensor 'blk.0.attn_q_norm.weight': missing");
+}
+
+static void test_rope_freqs(void **state)
+{
+    const struct spec s = {"llama", 128, 4, 4, 1, 0, 0, 0, 0, 16, NULL};
+    struct spec bad = s;
+    struct baton_llama_hparams hp;
+    char err[256];
+
+    (void)state;
+    assert_int_equal(load(&s, &hp, err, sizeof err), 0);
+    assert_int_equal(hp.rope_freqs, 1);
+    /* n_rot 32 needs 16 factors */
+    bad.rope_freqs = 8;
+    assert_int_equal(load(&bad, &hp, err, sizeof err), BATON_E_FORMAT);
+    assert_string_equal(err, "tensor 'rope_freqs.weight': shape does not match {16}");
+}
+
+static void test_refusals(void **state)
+{
+    struct spec s = {"phi3", 128, 4, 4, 1, 0, 0, 0, 0, 0, NULL};
+    struct baton_llama_hparams hp;
+    char err[256];
+
+    (void)state;
+    assert_int_equal(load(&s, &hp, err, sizeof err), BATON_E_UNSUPPORTED);
+    assert_string_equal(err, "general.architecture 'phi3' is not supported (llama, qwen2, qwen3)");
+    /* a width the heads do not divide, without key_length */
+    s.arch = "llama";
+    s.n_embd = 100;
+    s.n_head = 3;
+    s.n_head_kv = 3;
+    assert_int_equal(load(&s, &hp, err, sizeof err), BATON_E_FORMAT);
+    assert_string_equal(err, "llama.embedding_length 100 is not a multiple of "
+                             "llama.attention.head_count 3 (and the file has no "
+                             "llama.attention.key_length)");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_llama),     cmocka_unit_test(test_qwen2),
+        cmocka_unit_test(test_qwen3),     cmocka_unit_test(test_rope_freqs),
+        cmocka_unit_test(test_refusals),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
