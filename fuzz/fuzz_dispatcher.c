@@ -487,9 +487,8 @@ static void shadow_write(struct shadow *sh, uint64_t off, uint64_t n, const uint
         memset(sh->known + a, 1, (size_t)(b - a));
 }
 
-/* Every live buffer equals its shadow where the shadow knows its bytes;
- * the ranges of unseen grants are forgotten first. */
-static void shadow_compare(const struct req *q)
+/* The ranges of unseen grants are not known any more. */
+static void shadow_forget_unseen(void)
 {
     for (size_t g = 0; g < n_granted; g++) {
         struct shadow *sh = granted[g].has_range ? shadow_find(granted[g].handle) : NULL;
@@ -498,6 +497,13 @@ static void shadow_compare(const struct req *q)
             shadow_clip(sh, granted[g].offset, granted[g].length, &a, &b))
             memset(sh->known + a, 0, (size_t)(b - a));
     }
+}
+
+/* Every live buffer equals its shadow where the shadow knows its bytes;
+ * the ranges of unseen grants are forgotten first. */
+static void shadow_compare(const struct req *q)
+{
+    shadow_forget_unseen();
     for (size_t i = 0; i < n_shadows; i++) {
         struct shadow *sh = &shadows[i];
         struct baton_buf_ref ref;
@@ -1824,10 +1830,14 @@ static void run_session(const uint8_t *in, size_t n, int raw, int auto_hello, ui
     s.chk.n_reqs = s.n_reqs;
     s.chk.active = !s.raw;
     if (s.raw) {
-        /* its PEER_WRITEs may land in any grant unseen */
+        /* its PEER_WRITEs may land in any grant unseen: forgotten now,
+         * since the next reply checked may be a GET of the session that
+         * owns the grant (a raw peer session wrote into it, a campaign of
+         * the 10-minute growth found it) */
         events_lost = 1;
         for (size_t g = 0; g < n_granted; g++)
             granted[g].unseen = 1;
+        shadow_forget_unseen();
     }
     s.chk.k = keyed_mode ? &s.key : NULL;
     checkers[depth] = &s.chk;
