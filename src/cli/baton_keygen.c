@@ -2,19 +2,25 @@
  * FILE, created with O_EXCL and mode 0600, never overwriting anything
  * (auth/auth.h baton_key_generate_file). The same command makes the client
  * key (batond --key, baton run/bench/info --key) and the peer key (batond
- * --peer-key).
+ * --peer-key). With --force an existing FILE is replaced: the key goes to a
+ * new file beside it (FILE.tmp.PID, O_EXCL, 0600) that is then renamed onto
+ * FILE, so FILE is never half written and a reader sees the old key or the
+ * new one.
  * Exit 0 on success, 1 when the file cannot be created, 2 on a usage error. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "auth/auth.h"
 #include "cli/cli.h"
 
 static void keygen_usage(FILE *f)
 {
-    fputs("usage: baton keygen -o FILE\n"
+    fputs("usage: baton keygen -o FILE [--force]\n"
           "  writes a new random 32-byte key to FILE (mode 0600; an existing FILE is\n"
-          "  never overwritten). Give the client key to batond --key and to\n"
+          "  never overwritten unless --force: then it is replaced at once, by a\n"
+          "  rename, with the new key). Give the client key to batond --key and to\n"
           "  baton run/bench/info --key (or BATON_KEY_FILE); a second key made the same\n"
           "  way is the peer key (batond --peer-key), held only by servers.\n"
           "Exit status: 0 written, 1 FILE cannot be created (it exists, its directory is\n"
@@ -25,13 +31,15 @@ static void keygen_usage(FILE *f)
 int baton_cmd_keygen(int argc, char **argv)
 {
     const char *path = NULL;
-    char err[256];
-    int rc;
+    char err[256], tmp[4096];
+    int rc, force = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             keygen_usage(stdout);
             return 0;
+        } else if (!strcmp(a, "--force")) {
+            force = 1;
         } else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && v && !path) {
             path = v;
             i++;
@@ -54,9 +62,28 @@ int baton_cmd_keygen(int argc, char **argv)
         fprintf(stderr, "baton keygen: no usable random source (libsodium)\n");
         return 1;
     }
+    if (force && access(path, F_OK) == 0) {
+        if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
+            fprintf(stderr, "baton keygen: %s: path too long\n", path);
+            return 1;
+        }
+        rc = baton_key_generate_file(tmp, err, sizeof err);
+        if (rc != 0) {
+            fprintf(stderr, "baton keygen: %s\n", err);
+            return 1;
+        }
+        if (rename(tmp, path) != 0) {
+            fprintf(stderr, "baton keygen: %s: cannot replace it: %s\n", path, strerror(errno));
+            unlink(tmp);
+            return 1;
+        }
+        fprintf(stderr, "baton keygen: replaced %s with a new key (mode 0600)\n", path);
+        return 0;
+    }
     rc = baton_key_generate_file(path, err, sizeof err);
     if (rc != 0) {
-        fprintf(stderr, "baton keygen: %s\n", err);
+        fprintf(stderr, "baton keygen: %s%s\n", err,
+                errno == EEXIST || access(path, F_OK) == 0 ? " (--force replaces it)" : "");
         return 1;
     }
     fprintf(stderr, "baton keygen: wrote a new key to %s (mode 0600)\n", path);

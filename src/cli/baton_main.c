@@ -132,6 +132,19 @@ int baton_cli_check_output(const char *prog, const char *what, const char *path,
     }
 }
 
+/* 1 if name is one of baton's commands. */
+static int is_command(const char *name)
+{
+    static const char *const cmds[] = {"run",      "info",     "bench",  "gen-model",
+                                       "quantize", "inspect",  "tokenize", "keygen"};
+    size_t i;
+
+    for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+        if (strcmp(name, cmds[i]) == 0)
+            return 1;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static char prog[64];
@@ -153,6 +166,12 @@ int main(int argc, char **argv)
     /* getopt names the program by argv[0]: "baton run: unrecognized
      * option" reads better than "run: ..." */
     sub = argv[1];
+    /* `baton run --version` as well as `baton --version` (only right after
+     * the command: later, "--version" may be an option's value) */
+    if (argc > 2 && strcmp(argv[2], "--version") == 0 && is_command(sub)) {
+        printf("baton %s\n", BATON_VERSION);
+        return 0;
+    }
     snprintf(prog, sizeof(prog), "baton %s", sub);
     argv[1] = prog;
     if (strcmp(sub, "run") == 0)

@@ -16,15 +16,20 @@
 #include "server/policy.h"
 #include "server/server.h"
 
+/* The synopsis: all a usage error shows after its line (the whole text,
+ * 60 lines, scrolled the error off a terminal). */
+static const char synopsis[] =
+    "usage: batond [--host ADDR] [--port N] [--port-file FILE] [--threads N]\n"
+    "              [--key FILE [--peer-key FILE] [--encrypt]] [--insecure-no-auth]\n"
+    "              [--peer HOST:PORT]... [--max-peer-links N]\n"
+    "              [--policy FILE] [--SETTING VALUE]... [--print-policy]\n"
+    "              [--no-seccomp] [--quiet] [--log-format text|json|journal]\n"
+    "              [--help] [--version]\n";
+
 static void usage(FILE *f)
 {
+    fputs(synopsis, f);
     fprintf(f,
-            "usage: batond [--host ADDR] [--port N] [--port-file FILE] [--threads N]\n"
-            "              [--key FILE [--peer-key FILE] [--encrypt]] [--insecure-no-auth]\n"
-            "              [--peer HOST:PORT]... [--max-peer-links N]\n"
-            "              [--policy FILE] [--SETTING VALUE]... [--print-policy]\n"
-            "              [--no-seccomp] [--quiet] [--log-format text|json|journal]\n"
-            "              [--help] [--version]\n"
             "  --host ADDR       address to listen on (default 127.0.0.1; another address\n"
             "                    needs --key or --client, or --insecure-no-auth)\n"
             "  --port N          TCP port (default %d; 0 picks a free port)\n"
@@ -99,13 +104,14 @@ void batond_say(const char *kind, const char *fmt, ...)
     va_end(ap);
 }
 
-/* After a usage error: the usage text as text; in json and journal form a
+/* After a usage error: the synopsis as text (the error line stays in
+ * sight; `batond --help` has the rest); in json and journal form a
  * multi-line text would break the one-record-a-line stream, so there the
  * error line's own "(see batond --help)" is all. */
 static void usage_after_error(void)
 {
     if (baton_log_get_format() == BATON_LOG_TEXT)
-        usage(stderr);
+        fputs(synopsis, stderr);
 }
 
 /* The log format of the command line, before any other option is read, so

@@ -18,6 +18,17 @@ before=$(od -An -tx1 "$K")
 rc=0; "$BATON" keygen -o "$K" 2>"$TMP/err" || rc=$?
 [ "$rc" -eq 1 ] && grep -q "exists" "$TMP/err" || fail "keygen over an existing file: rc $rc $(cat "$TMP/err")"
 [ "$(od -An -tx1 "$K")" = "$before" ] || fail "keygen changed an existing key"
+grep -q "(--force replaces it)" "$TMP/err" || fail "keygen over an existing file does not name --force"
+# --force replaces it, by a rename: a new key, mode 0600, no temporary left
+cp "$K" "$TMP/keep.key"
+rc=0; "$BATON" keygen -o "$TMP/keep.key" --force 2>"$TMP/err" || rc=$?
+[ "$rc" -eq 0 ] && grep -q "replaced $TMP/keep.key with a new key" "$TMP/err" || fail "keygen --force: rc $rc $(cat "$TMP/err")"
+[ "$(od -An -tx1 "$TMP/keep.key")" != "$before" ] && [ "$(stat -c %s,%a "$TMP/keep.key")" = 32,600 ] ||
+    fail "keygen --force did not write a new 32-byte 0600 key"
+ls "$TMP" | grep -q 'keep.key.tmp' && fail "keygen --force left its temporary file"
+mkdir "$TMP/dir.key"
+rc=0; "$BATON" keygen -o "$TMP/dir.key" --force 2>"$TMP/err" || rc=$?
+[ "$rc" -eq 1 ] && grep -q "cannot replace it: Is a directory" "$TMP/err" || fail "keygen --force onto a directory: rc $rc"
 ln -s "$TMP/nowhere" "$TMP/link.key"
 rc=0; "$BATON" keygen -o "$TMP/link.key" 2>"$TMP/err" || rc=$?
 [ "$rc" -eq 1 ] && [ ! -e "$TMP/nowhere" ] || fail "keygen followed a symlink"

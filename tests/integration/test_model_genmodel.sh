@@ -249,4 +249,13 @@ for m in "${models[@]}"; do
     done
     echo "ok: $(basename "$m"): $ref"
 done
+# `baton CMD --version` prints the version as `baton --version` does (it was
+# a usage error); "--version" as an option's value stays a value
+want=$("$BATON" --version)
+for c in run info bench gen-model quantize inspect tokenize keygen; do
+    [ "$("$BATON" "$c" --version)" = "$want" ] || fail "baton $c --version"
+done
+rc=0
+"$BATON" tokenize --model "$TMP/g1.gguf" -- --version >"$TMP/tv.out" 2>&1 || rc=$?
+[ "$rc" -eq 0 ] && [ "$(cat "$TMP/tv.out")" != "$want" ] || fail "tokenize -- --version: $(cat "$TMP/tv.out")"
 echo PASS
