@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "compute/cpu/expf.h"
+#include "compute/cpu/matmul_k.h"
 
 #ifdef __clang__
 #pragma STDC FP_CONTRACT OFF
@@ -466,10 +467,171 @@ static T5 void avx512_exp_shift(float *x, uint64_t n, float m)
     }
 }
 
+/* ---- K-quants: the AVX2 level's integer sums (matmul_avx2.c) on
+ * 512-bit registers, a chunk of 64 elements each, with vpdpwssd (VNNI)
+ * doing the scale multiply and the add in one operation. Same integers,
+ * so the same bits. ---- */
+
+#define K_COLS 8u
+
+static AI T5 float k_fma(float a, float b, float c)
+{
+    return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
+}
+
+static AI T5 int32_t k_hsum(__m256i v)
+{
+    __m128i a = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+
+    a = _mm_add_epi32(a, _mm_shuffle_epi32(a, 0x4E));
+    a = _mm_add_epi32(a, _mm_shuffle_epi32(a, 0xB1));
+    return _mm_cvtsi128_si32(a);
+}
+
+static AI T5 float k_h2f(const uint8_t *p)
+{
+    uint16_t v;
+
+    memcpy(&v, p, sizeof(v));
+    return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(v)));
+}
+
+/* 32 bytes at p in both halves, the low half's 16-bit lanes shifted right
+ * by lo, the high half's by hi, then masked by mask. */
+static AI T5 __m512i k_two(const uint8_t *p, int lo, int hi, int mask)
+{
+    const __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p));
+    const __m512i n = _mm512_inserti64x4(_mm512_set1_epi16((short)lo), _mm256_set1_epi16((short)hi), 1);
+
+    return _mm512_and_si512(_mm512_srlv_epi16(v, n), _mm512_set1_epi8((char)mask));
+}
+
+/* Unsigned quant bytes (Qw + bias) of elements 64q..64q+63. */
+static AI T5 __m512i k_chunk(uint32_t type, const uint8_t *wb, int q)
+{
+    const int h = q / 2, p = q % 2;
+
+    switch (type) {
+    case BATON_TYPE_Q2_K:
+        return k_two(wb + 16 + 32 * h, 4 * p, 4 * p + 2, 3);
+    case BATON_TYPE_Q3_K:
+        return _mm512_add_epi8(k_two(wb + 32 + 32 * h, 4 * p, 4 * p + 2, 3),
+                               _mm512_slli_epi16(k_two(wb, 2 * q, 2 * q + 1, 1), 2));
+    case BATON_TYPE_Q4_K:
+        return k_two(wb + 16 + 32 * q, 0, 4, 15);
+    case BATON_TYPE_Q5_K:
+        return _mm512_add_epi8(k_two(wb + 48 + 32 * q, 0, 4, 15),
+                               _mm512_slli_epi16(k_two(wb + 16, 2 * q, 2 * q + 1, 1), 4));
+    default: { /* Q6_K: ql[64h..64h+63] are the low nibbles (p = 0) or high nibbles (p = 1) */
+        const __m512i ql = _mm512_loadu_si512((const void *)(wb + 64 * h));
+        const __m512i lo4 = _mm512_and_si512(_mm512_srli_epi16(ql, (unsigned)(4 * p)),
+                                             _mm512_set1_epi8(15));
+
+        return _mm512_or_si512(lo4,
+                               _mm512_slli_epi16(k_two(wb + 128 + 32 * h, 4 * p, 4 * p + 2, 3), 4));
+    }
+    }
+}
+
+static AI T5 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc,
+                        uint32_t type)
+{
+    const uint64_t nsb = mm->k / BATON_QK_K;
+    uint32_t bbytes;
+    int d_off, dmin_off, q;
+    uint64_t s;
+    uint32_t j;
+    float acc[K_COLS];
+
+    k_layout(type, &bbytes, &d_off, &dmin_off);
+    for (j = 0; j < nc; j++)
+        acc[j] = 0.0f;
+    for (s = 0; s < nsb; s++) {
+        const uint8_t *wb = mm->w + r * mm->w_row_bytes + s * bbytes;
+        const float d = k_h2f(wb + d_off), dmin = dmin_off >= 0 ? k_h2f(wb + dmin_off) : 0.0f;
+        int8_t sc[16];
+        int16_t mn[16];
+        const int bias = k_scales(type, wb, sc, mn);
+        const __m128i scb = _mm_loadu_si128((const __m128i *)sc);
+        const __m512i sc4 = _mm512_broadcast_i32x4(scb);
+        /* lane L of chunk q holds group 4q + L: its scale byte in the high
+         * byte of each int16 (low byte zeroed by 0x80), then sign-extended */
+        const __m512i idx0 = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_setr_epi8(
+                -128, 0, -128, 0, -128, 0, -128, 0, -128, 0, -128, 0, -128, 0, -128, 0, -128, 1,
+                -128, 1, -128, 1, -128, 1, -128, 1, -128, 1, -128, 1, -128, 1)),
+            _mm256_setr_epi8(-128, 2, -128, 2, -128, 2, -128, 2, -128, 2, -128, 2, -128, 2, -128,
+                             2, -128, 3, -128, 3, -128, 3, -128, 3, -128, 3, -128, 3, -128, 3,
+                             -128, 3),
+            1);
+        __m512i wq[4], sv[4];
+        __m256i corr;
+
+        if (bias)
+            corr = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(scb), _mm256_set1_epi16((short)-bias));
+        else
+            corr = _mm256_loadu_si256((const __m256i *)mn);
+#pragma GCC unroll 4
+        for (q = 0; q < 4; q++) {
+            wq[q] = k_chunk(type, wb, q);
+            sv[q] = _mm512_srai_epi16(
+                _mm512_shuffle_epi8(sc4, _mm512_add_epi8(idx0, _mm512_set1_epi8((char)(4 * q)))),
+                8);
+        }
+        for (j = 0; j < nc; j++) {
+            const uint8_t *xb = mm->act + (c + j) * mm->act_col_bytes + s * BATON_ACT_K_BLOCK_BYTES;
+            const __m256i m =
+                _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
+            __m512i a = _mm512_setzero_si512();
+            __m256i a8;
+            float dx;
+
+#pragma GCC unroll 4
+            for (q = 0; q < 4; q++)
+                a = _mm512_dpwssd_epi32(
+                    a, _mm512_maddubs_epi16(wq[q], _mm512_loadu_si512((const void *)(xb + 64 * q))),
+                    sv[q]);
+            a8 = _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
+            if (bias)
+                a8 = _mm256_add_epi32(a8, m);
+            memcpy(&dx, xb + 288, sizeof(dx));
+            acc[j] = k_fma(d * dx, (float)k_hsum(a8), acc[j]);
+            if (dmin_off >= 0)
+                acc[j] = k_fma(-(dmin * dx), (float)k_hsum(m), acc[j]);
+        }
+    }
+    for (j = 0; j < nc; j++)
+        mm->y[(c + j) * mm->n + r] = acc[j];
+}
+
+#define K_KERNELS(name, type)                                                                      \
+    static T5 void name##_krow(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)     \
+    {                                                                                              \
+        k_row(mm, r, c, nc, type);                                                                 \
+    }                                                                                              \
+    static T5 void name##_kdecode(const struct baton_mm *mm, uint64_t r)                           \
+    {                                                                                              \
+        k_row(mm, r, 0, 1, type);                                                                  \
+    }                                                                                              \
+    static const struct baton_mm_tiles name##_ktiles = {                                           \
+        name##_kdecode, 1, name##_krow, 1, K_COLS, name##_krow, 0,                                 \
+    };                                                                                             \
+    static T5 void avx512_##name(const struct baton_mm *mm, uint64_t r0, uint64_t r1)              \
+    {                                                                                              \
+        baton_mm_drive(mm, r0, r1, &name##_ktiles);                                                \
+    }
+
+K_KERNELS(q2_k, BATON_TYPE_Q2_K)
+K_KERNELS(q3_k, BATON_TYPE_Q3_K)
+K_KERNELS(q4_k, BATON_TYPE_Q4_K)
+K_KERNELS(q5_k, BATON_TYPE_Q5_K)
+K_KERNELS(q6_k, BATON_TYPE_Q6_K)
+
 const struct baton_mm_kernels baton_mm_avx512 = {
     avx512_f32,      avx512_f16,         avx512_q8_0,           avx512_q4_0,
     baton_mm_avx2_act, avx512_f32_dots, baton_mm_avx2_wsum, avx512_f32_dots_multi,
-    avx512_silu,     avx512_exp_shift,
+    avx512_silu,     avx512_exp_shift,   avx512_q2_k,           avx512_q3_k,
+    avx512_q4_k,     avx512_q5_k,        avx512_q6_k,
 };
 
 #else
