@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "compute/cpu/expf.h"
-#include "compute/cpu/matmul_k.h"
 
 #ifdef __clang__
 #pragma STDC FP_CONTRACT OFF
@@ -20,6 +19,9 @@
 
 #define T2 __attribute__((target("avx2,fma,f16c")))
 #define AI inline __attribute__((always_inline))
+
+#define K_VEC_TARGET T2
+#include "compute/cpu/matmul_k.h"
 
 static AI uint16_t load_u16(const uint8_t *p)
 {
@@ -567,10 +569,9 @@ static AI T2 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
     for (s = 0; s < nsb; s++) {
         const uint8_t *wb = mm->w + r * mm->w_row_bytes + s * bbytes;
         const float d = h2f(wb + d_off), dmin = dmin_off >= 0 ? h2f(wb + dmin_off) : 0.0f;
-        int8_t sc[16];
-        int16_t mn[16];
-        const int bias = k_scales(type, wb, sc, mn);
-        const __m128i scb = _mm_loadu_si128((const __m128i *)sc);
+        __m128i scb;
+        __m256i mn;
+        const int bias = k_scales_v(type, wb, &scb, &mn);
         const __m256i sc2 = _mm256_broadcastsi128_si256(scb);
         /* lane L of chunk t holds group 2t + L: its scale byte in the high
          * byte of each int16 (low byte zeroed by 0x80), then sign-extended */
@@ -582,7 +583,7 @@ static AI T2 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
         if (bias)
             corr = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(scb), _mm256_set1_epi16((short)-bias));
         else
-            corr = _mm256_loadu_si256((const __m256i *)mn);
+            corr = mn;
 #pragma GCC unroll 8
         for (t = 0; t < 8; t++) {
             wq[t] = k_chunk(type, wb, t);
