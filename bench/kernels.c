@@ -1,8 +1,9 @@
 /* MUL_MAT kernel throughput against the memory-bandwidth roofline.
  *
  * Decode (one column): GB/s of weights streamed by MUL_MAT for F32, F16,
- * Q8_0, Q4_0 and Q2_K..Q6_K weights (--types picks some) of 4096 rows of K = 4096 inputs (--k: the 86M
- * benchmark model's rows have 768 or 2048), cycling through enough distinct
+ * Q8_0, Q4_0 and Q2_K..Q6_K weights (--types picks some) of 4096 rows
+ * of K = 4096 inputs (--k: the 86M benchmark model's rows have 768 or
+ * 2048), cycling through enough distinct
  * matrices (about 192 MiB per type) that nothing stays in the 32 MiB L3,
  * beside a STREAM-like triad (a = b + s*c over doubles, 24 bytes per
  * element counted, as STREAM does) on the same pool, at 1 and 2 threads.

@@ -767,7 +767,8 @@ static uint32_t mul_mat_group_len(const struct exec_ctx *x, uint32_t i,
         parts[len].y = (float *)scratch_at(x, x->plan[j].scratch_offset);
         parts[len].n = nj->ne[0];
         w[len].p = parts[len].w;
-        w[len].n = baton_cpu_weight_row_bytes(wtype, k) * nj->ne[0]; /* the weight's validated size */
+        /* the weight's validated size */
+        w[len].n = baton_cpu_weight_row_bytes(wtype, k) * nj->ne[0];
         out[len + 1].p = (const uint8_t *)parts[len].y;
         out[len + 1].n = x->plan[j].nbytes;
         if (!group_disjoint(out, len + 2, w, len + 1, in))

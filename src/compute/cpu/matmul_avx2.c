@@ -593,7 +593,8 @@ static AI T2 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
         }
         for (j = 0; j < nc; j++) {
             const uint8_t *xb = mm->act + (c + j) * mm->act_col_bytes + s * BATON_ACT_K_BLOCK_BYTES;
-            const __m256i m = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
+            const __m256i m =
+                _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
             __m256i a = bias ? m : _mm256_setzero_si256();
             float dx;
 

@@ -490,6 +490,17 @@ static AI T5 int32_t k_hsum(__m256i v)
     return _mm_cvtsi128_si32(a);
 }
 
+/* The lane sums of a and of b at once. */
+static AI T5 void k_hsum2(__m256i a, __m256i b, int32_t *sa, int32_t *sb)
+{
+    const __m256i h = _mm256_hadd_epi32(a, b);
+    __m128i t = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+
+    t = _mm_hadd_epi32(t, t);
+    *sa = _mm_cvtsi128_si32(t);
+    *sb = _mm_extract_epi32(t, 1);
+}
+
 static AI T5 float k_h2f(const uint8_t *p)
 {
     uint16_t v;
@@ -503,7 +514,8 @@ static AI T5 float k_h2f(const uint8_t *p)
 static AI T5 __m512i k_two(const uint8_t *p, int lo, int hi, int mask)
 {
     const __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p));
-    const __m512i n = _mm512_inserti64x4(_mm512_set1_epi16((short)lo), _mm256_set1_epi16((short)hi), 1);
+    const __m512i n =
+        _mm512_inserti64x4(_mm512_set1_epi16((short)lo), _mm256_set1_epi16((short)hi), 1);
 
     return _mm512_and_si512(_mm512_srlv_epi16(v, n), _mm512_set1_epi8((char)mask));
 }
@@ -535,72 +547,81 @@ static AI T5 __m512i k_chunk(uint32_t type, const uint8_t *wb, int q)
     }
 }
 
+/* One super-block s of one weight row (at wb) for columns [c, c + nc):
+ * acc[j] gets its two fused multiply-adds. */
+static AI T5 void k_sb(const struct baton_mm *mm, uint32_t type, const uint8_t *wb, uint64_t s,
+                       uint64_t c, uint32_t nc, float *acc)
+{
+    uint32_t bbytes, j;
+    int d_off, dmin_off, q;
+
+    k_layout(type, &bbytes, &d_off, &dmin_off);
+    const float d = k_h2f(wb + d_off), dmin = dmin_off >= 0 ? k_h2f(wb + dmin_off) : 0.0f;
+    __m128i scb;
+    __m256i mn;
+    const int bias = k_scales_v(type, wb, &scb, &mn);
+    /* int16 lane i of chunk q holds group 4q + i / 8 */
+    const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(scb));
+    const __m512i idx0 = _mm512_setr_epi32(0, 0, 0, 0, 0x10001, 0x10001, 0x10001, 0x10001,
+                                           0x20002, 0x20002, 0x20002, 0x20002, 0x30003,
+                                           0x30003, 0x30003, 0x30003);
+    __m512i wq[4], sv[4];
+    __m256i corr;
+
+    if (bias)
+        corr = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(scb), _mm256_set1_epi16((short)-bias));
+    else
+        corr = mn;
+#pragma GCC unroll 4
+    for (q = 0; q < 4; q++) {
+        wq[q] = k_chunk(type, wb, q);
+        sv[q] = _mm512_permutexvar_epi16(_mm512_add_epi16(idx0, _mm512_set1_epi16((short)(4 * q))),
+                                         sc16);
+    }
+    for (j = 0; j < nc; j++) {
+        const uint8_t *xb = mm->act + (c + j) * mm->act_col_bytes + s * BATON_ACT_K_BLOCK_BYTES;
+        const __m256i m =
+            _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
+        __m512i a = _mm512_setzero_si512();
+        __m256i a8;
+        float dx;
+
+#pragma GCC unroll 4
+        for (q = 0; q < 4; q++)
+            a = _mm512_dpwssd_epi32(
+                a, _mm512_maddubs_epi16(wq[q], _mm512_loadu_si512((const void *)(xb + 64 * q))),
+                sv[q]);
+        a8 = _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
+        if (bias)
+            a8 = _mm256_add_epi32(a8, m);
+        memcpy(&dx, xb + 288, sizeof(dx));
+        if (dmin_off >= 0) {
+            int32_t isum, msum;
+
+            k_hsum2(a8, m, &isum, &msum);
+            acc[j] = k_fma(d * dx, (float)isum, acc[j]);
+            acc[j] = k_fma(-(dmin * dx), (float)msum, acc[j]);
+        } else {
+            acc[j] = k_fma(d * dx, (float)k_hsum(a8), acc[j]);
+        }
+    }
+}
+
+/* Row r for columns [c, c + nc), nc <= K_COLS. */
 static AI T5 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc,
                         uint32_t type)
 {
     const uint64_t nsb = mm->k / BATON_QK_K;
-    uint32_t bbytes;
-    int d_off, dmin_off, q;
+    uint32_t bbytes, j;
+    int d_off, dmin_off;
     uint64_t s;
-    uint32_t j;
     float acc[K_COLS];
 
     k_layout(type, &bbytes, &d_off, &dmin_off);
     for (j = 0; j < nc; j++)
         acc[j] = 0.0f;
-    for (s = 0; s < nsb; s++) {
-        const uint8_t *wb = mm->w + r * mm->w_row_bytes + s * bbytes;
-        const float d = k_h2f(wb + d_off), dmin = dmin_off >= 0 ? k_h2f(wb + dmin_off) : 0.0f;
-        __m128i scb;
-        __m256i mn;
-        const int bias = k_scales_v(type, wb, &scb, &mn);
-        const __m512i sc4 = _mm512_broadcast_i32x4(scb);
-        /* lane L of chunk q holds group 4q + L: its scale byte in the high
-         * byte of each int16 (low byte zeroed by 0x80), then sign-extended */
-        const __m512i idx0 = _mm512_inserti64x4(
-            _mm512_castsi256_si512(_mm256_setr_epi8(
-                -128, 0, -128, 0, -128, 0, -128, 0, -128, 0, -128, 0, -128, 0, -128, 0, -128, 1,
-                -128, 1, -128, 1, -128, 1, -128, 1, -128, 1, -128, 1, -128, 1)),
-            _mm256_setr_epi8(-128, 2, -128, 2, -128, 2, -128, 2, -128, 2, -128, 2, -128, 2, -128,
-                             2, -128, 3, -128, 3, -128, 3, -128, 3, -128, 3, -128, 3, -128, 3,
-                             -128, 3),
-            1);
-        __m512i wq[4], sv[4];
-        __m256i corr;
-
-        if (bias)
-            corr = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(scb), _mm256_set1_epi16((short)-bias));
-        else
-            corr = mn;
-#pragma GCC unroll 4
-        for (q = 0; q < 4; q++) {
-            wq[q] = k_chunk(type, wb, q);
-            sv[q] = _mm512_srai_epi16(
-                _mm512_shuffle_epi8(sc4, _mm512_add_epi8(idx0, _mm512_set1_epi8((char)(4 * q)))),
-                8);
-        }
-        for (j = 0; j < nc; j++) {
-            const uint8_t *xb = mm->act + (c + j) * mm->act_col_bytes + s * BATON_ACT_K_BLOCK_BYTES;
-            const __m256i m =
-                _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
-            __m512i a = _mm512_setzero_si512();
-            __m256i a8;
-            float dx;
-
-#pragma GCC unroll 4
-            for (q = 0; q < 4; q++)
-                a = _mm512_dpwssd_epi32(
-                    a, _mm512_maddubs_epi16(wq[q], _mm512_loadu_si512((const void *)(xb + 64 * q))),
-                    sv[q]);
-            a8 = _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
-            if (bias)
-                a8 = _mm256_add_epi32(a8, m);
-            memcpy(&dx, xb + 288, sizeof(dx));
-            acc[j] = k_fma(d * dx, (float)k_hsum(a8), acc[j]);
-            if (dmin_off >= 0)
-                acc[j] = k_fma(-(dmin * dx), (float)k_hsum(m), acc[j]);
-        }
-    }
+    for (s = 0; s < nsb; s++)
+        k_sb(mm, type, mm->w + r * mm->w_row_bytes + s * bbytes, s, c, nc, acc);
     for (j = 0; j < nc; j++)
         mm->y[(c + j) * mm->n + r] = acc[j];
 }
