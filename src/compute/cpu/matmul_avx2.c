@@ -504,6 +504,17 @@ static AI T2 int32_t k_hsum(__m256i v)
     return _mm_cvtsi128_si32(a);
 }
 
+/* Lane j = the sum of the 8 lanes of v[j], j = 0..7. */
+static AI T2 __m256i k_hsum8x(const __m256i v[8])
+{
+    const __m256i h01 = _mm256_hadd_epi32(v[0], v[1]), h23 = _mm256_hadd_epi32(v[2], v[3]);
+    const __m256i h45 = _mm256_hadd_epi32(v[4], v[5]), h67 = _mm256_hadd_epi32(v[6], v[7]);
+    const __m256i h0123 = _mm256_hadd_epi32(h01, h23), h4567 = _mm256_hadd_epi32(h45, h67);
+
+    return _mm256_add_epi32(_mm256_permute2x128_si256(h0123, h4567, 0x20),
+                            _mm256_permute2x128_si256(h0123, h4567, 0x31));
+}
+
 static AI T2 __m256i k_srl(__m256i v, int n)
 {
     return _mm256_srl_epi16(v, _mm_cvtsi32_si128(n));
@@ -564,7 +575,7 @@ static AI T2 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
     float acc[K_COLS];
 
     k_layout(type, &bbytes, &d_off, &dmin_off);
-    for (j = 0; j < nc; j++)
+    for (j = 0; j < K_COLS; j++)
         acc[j] = 0.0f;
     for (s = 0; s < nsb; s++) {
         const uint8_t *wb = mm->w + r * mm->w_row_bytes + s * bbytes;
@@ -590,6 +601,42 @@ static AI T2 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
             sv[t] = _mm256_srai_epi16(
                 _mm256_shuffle_epi8(sc2, _mm256_add_epi8(idx0, _mm256_set1_epi8((char)(2 * t)))),
                 8);
+        }
+        if (nc > 1) { /* every column's sums, then the float steps in lane j */
+            __m256i is[K_COLS], ms[K_COLS];
+            float dxs[K_COLS];
+            __m256 dxv, accv;
+
+            for (j = 0; j < K_COLS; j++) {
+                is[j] = ms[j] = _mm256_setzero_si256();
+                dxs[j] = 0.0f;
+            }
+            for (j = 0; j < nc; j++) {
+                const uint8_t *xb =
+                    mm->act + (c + j) * mm->act_col_bytes + s * BATON_ACT_K_BLOCK_BYTES;
+                const __m256i m =
+                    _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
+                __m256i a = bias ? m : _mm256_setzero_si256();
+
+#pragma GCC unroll 8
+                for (t = 0; t < 8; t++) {
+                    const __m256i p = _mm256_maddubs_epi16(
+                        wq[t], _mm256_loadu_si256((const __m256i *)(xb + 32 * t)));
+
+                    a = _mm256_add_epi32(a, _mm256_madd_epi16(p, sv[t]));
+                }
+                is[j] = a;
+                ms[j] = m;
+                memcpy(&dxs[j], xb + 288, sizeof(float));
+            }
+            dxv = _mm256_loadu_ps(dxs);
+            accv = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(d), dxv),
+                                   _mm256_cvtepi32_ps(k_hsum8x(is)), _mm256_loadu_ps(acc));
+            if (dmin_off >= 0)
+                accv = _mm256_fnmadd_ps(_mm256_mul_ps(_mm256_set1_ps(dmin), dxv),
+                                        _mm256_cvtepi32_ps(k_hsum8x(ms)), accv);
+            _mm256_storeu_ps(acc, accv);
+            continue;
         }
         for (j = 0; j < nc; j++) {
             const uint8_t *xb = mm->act + (c + j) * mm->act_col_bytes + s * BATON_ACT_K_BLOCK_BYTES;

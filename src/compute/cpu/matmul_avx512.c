@@ -501,6 +501,17 @@ static AI T5 void k_hsum2(__m256i a, __m256i b, int32_t *sa, int32_t *sb)
     *sb = _mm_extract_epi32(t, 1);
 }
 
+/* Lane j = the sum of the 8 lanes of v[j], j = 0..7. */
+static AI T5 __m256i k_hsum8x(const __m256i v[8])
+{
+    const __m256i h01 = _mm256_hadd_epi32(v[0], v[1]), h23 = _mm256_hadd_epi32(v[2], v[3]);
+    const __m256i h45 = _mm256_hadd_epi32(v[4], v[5]), h67 = _mm256_hadd_epi32(v[6], v[7]);
+    const __m256i h0123 = _mm256_hadd_epi32(h01, h23), h4567 = _mm256_hadd_epi32(h45, h67);
+
+    return _mm256_add_epi32(_mm256_permute2x128_si256(h0123, h4567, 0x20),
+                            _mm256_permute2x128_si256(h0123, h4567, 0x31));
+}
+
 static AI T5 float k_h2f(const uint8_t *p)
 {
     uint16_t v;
@@ -547,6 +558,56 @@ static AI T5 __m512i k_chunk(uint32_t type, const uint8_t *wb, int q)
     }
 }
 
+/* The integer sums of one super-block for columns [c, c + nc) (2 <= nc
+ * <= K_COLS) from the unpacked weights wq and scales sv, then the float
+ * steps of all columns at once: column j's isum and msum go to lane j by a
+ * transposing reduction (one instead of one per column), and lane j does
+ * exactly the scalar steps (d * dx_j, the conversions, the two fused
+ * multiply-adds), so the bits are the one-column path's. */
+static AI T5 void k_sb_cols(const struct baton_mm *mm, const __m512i wq[4], const __m512i sv[4],
+                            __m256i corr, int bias, int has_min, float d, float dmin, uint64_t s,
+                            uint64_t c, uint32_t nc, float *acc)
+{
+    __m256i is[K_COLS], ms[K_COLS];
+    float dxs[K_COLS];
+    uint32_t j;
+    int q;
+
+    for (j = 0; j < K_COLS; j++) {
+        is[j] = _mm256_setzero_si256();
+        ms[j] = _mm256_setzero_si256();
+        dxs[j] = 0.0f;
+    }
+    for (j = 0; j < nc; j++) {
+        const uint8_t *xb = mm->act + (c + j) * mm->act_col_bytes + s * BATON_ACT_K_BLOCK_BYTES;
+        const __m256i m =
+            _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
+        __m512i a = _mm512_setzero_si512();
+        __m256i a8;
+
+#pragma GCC unroll 4
+        for (q = 0; q < 4; q++)
+            a = _mm512_dpwssd_epi32(
+                a, _mm512_maddubs_epi16(wq[q], _mm512_loadu_si512((const void *)(xb + 64 * q))),
+                sv[q]);
+        a8 = _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
+        is[j] = bias ? _mm256_add_epi32(a8, m) : a8;
+        ms[j] = m;
+        memcpy(&dxs[j], xb + 288, sizeof(float));
+    }
+    {
+        const __m256 dx = _mm256_loadu_ps(dxs);
+        __m256 accv = _mm256_loadu_ps(acc);
+
+        accv = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(d), dx),
+                               _mm256_cvtepi32_ps(k_hsum8x(is)), accv);
+        if (has_min)
+            accv = _mm256_fnmadd_ps(_mm256_mul_ps(_mm256_set1_ps(dmin), dx),
+                                    _mm256_cvtepi32_ps(k_hsum8x(ms)), accv);
+        _mm256_storeu_ps(acc, accv);
+    }
+}
+
 /* One super-block s of one weight row (at wb) for columns [c, c + nc):
  * acc[j] gets its two fused multiply-adds. */
 static AI T5 void k_sb(const struct baton_mm *mm, uint32_t type, const uint8_t *wb, uint64_t s,
@@ -577,6 +638,10 @@ static AI T5 void k_sb(const struct baton_mm *mm, uint32_t type, const uint8_t *
         wq[q] = k_chunk(type, wb, q);
         sv[q] = _mm512_permutexvar_epi16(_mm512_add_epi16(idx0, _mm512_set1_epi16((short)(4 * q))),
                                          sc16);
+    }
+    if (nc > 1) {
+        k_sb_cols(mm, wq, sv, corr, bias, dmin_off >= 0, d, dmin, s, c, nc, acc);
+        return;
     }
     for (j = 0; j < nc; j++) {
         const uint8_t *xb = mm->act + (c + j) * mm->act_col_bytes + s * BATON_ACT_K_BLOCK_BYTES;
@@ -618,7 +683,7 @@ static AI T5 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
     float acc[K_COLS];
 
     k_layout(type, &bbytes, &d_off, &dmin_off);
-    for (j = 0; j < nc; j++)
+    for (j = 0; j < K_COLS; j++)
         acc[j] = 0.0f;
     for (s = 0; s < nsb; s++)
         k_sb(mm, type, mm->w + r * mm->w_row_bytes + s * bbytes, s, c, nc, acc);
