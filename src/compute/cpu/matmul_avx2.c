@@ -490,9 +490,12 @@ static T2 void avx2_exp_shift(float *x, uint64_t n, float m)
 
 #define K_COLS 8u /* columns sharing one decode of a weight super-block */
 
+/* fma(a, b, c), one rounding (vfmadd231ss: the target has FMA, so the
+ * builtin is the instruction, never a call; _mm_set_ss would add a lane
+ * clearing step to the chain) */
 static AI T2 float k_fma(float a, float b, float c)
 {
-    return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
+    return __builtin_fmaf(a, b, c);
 }
 
 static AI T2 int32_t k_hsum(__m256i v)
