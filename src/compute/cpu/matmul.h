@@ -142,9 +142,8 @@ void baton_cpu_quantize_act(struct baton_pool *pool, uint32_t wtype, const float
                             uint64_t m, void *act);
 
 /* y {N,M} = W {K,N} x {K,M} for W of type wtype (F32, F16, Q8_0, Q4_0,
- * Q2_K..Q6_K;
- * rows of W are contiguous: K/block * block_bytes bytes, any alignment for
- * the non-F32 types). work holds baton_cpu_mul_mat_work_bytes(wtype, k, m)
+ * Q2_K..Q6_K; rows of W are contiguous: K/block * block_bytes bytes, any
+ * alignment for the non-F32 types). work holds baton_cpu_mul_mat_work_bytes(wtype, k, m)
  * bytes, 4-byte aligned (64 is best; NULL when that is 0). Threads split
  * the rows of W ROW_UNIT rows at a time: each streams one contiguous range
  * of the first three quarters, then claims pieces of the rest
