@@ -1,8 +1,9 @@
 /* MUL_MAT kernel throughput against the memory-bandwidth roofline.
  *
  * Decode (one column): GB/s of weights streamed by MUL_MAT for F32, F16,
- * Q8_0 and Q4_0 weights of 4096 rows of K = 4096 inputs (--k: the 86M
- * benchmark model's rows have 768 or 2048), cycling through enough distinct
+ * Q8_0, Q4_0 and Q2_K..Q6_K weights (--types picks some) of 4096 rows
+ * of K = 4096 inputs (--k: the 86M benchmark model's rows have 768 or
+ * 2048), cycling through enough distinct
  * matrices (about 192 MiB per type) that nothing stays in the 32 MiB L3,
  * beside a STREAM-like triad (a = b + s*c over doubles, 24 bytes per
  * element counted, as STREAM does) on the same pool, at 1 and 2 threads.
@@ -24,7 +25,9 @@
  *      build-kernels/libbaton_compute.a build-kernels/libbaton_core.a -lpthread -lm \
  *      -o build-kernels/bench_kernels
  *   build-kernels/bench_kernels [--reps N] [--k K] [--no-thp] [--isa scalar|avx2|avx512]
- *                               [--no-prefill] [--threads 1,2]
+ *                               [--no-prefill] [--threads 1,2] [--types q4_k,q6_k,...]
+ * K-quant weights are random super-block bytes with binary16 scales of
+ * 2^-8..2^-5 (the kernels' speed does not depend on the values).
  *
  * Arms alternate within each repetition (triad, then each type, order
  * rotated per repetition); each line gives the median and min..max over
@@ -197,9 +200,58 @@ struct weights {
     uint32_t n_mats;
 };
 
+static const struct {
+    uint32_t type;
+    const char *name;
+} type_names[] = {
+    {BATON_TYPE_F32, "f32"},   {BATON_TYPE_F16, "f16"},   {BATON_TYPE_Q8_0, "q8_0"},
+    {BATON_TYPE_Q4_0, "q4_0"}, {BATON_TYPE_Q2_K, "q2_k"}, {BATON_TYPE_Q3_K, "q3_k"},
+    {BATON_TYPE_Q4_K, "q4_k"}, {BATON_TYPE_Q5_K, "q5_k"}, {BATON_TYPE_Q6_K, "q6_k"},
+};
+#define N_TYPES (sizeof(type_names) / sizeof(type_names[0]))
+
+static const char *tname(uint32_t type)
+{
+    size_t i;
+
+    for (i = 0; i < N_TYPES; i++)
+        if (type_names[i].type == type)
+            return type_names[i].name;
+    return "?";
+}
+
+/* A K-quant row: random bytes, then d (and dmin) of each super-block set
+ * to +-2^-8..2^-5 (matmul_k.h's layouts: d at 80 / 108 / 0 / 0 / 208). */
+static void fill_k_row(uint32_t type, uint8_t *row, uint64_t rb)
+{
+    const uint64_t sb = rb / (K / 256);
+    const int d_off = type == BATON_TYPE_Q2_K   ? 80
+                      : type == BATON_TYPE_Q3_K ? 108
+                      : type == BATON_TYPE_Q6_K ? 208
+                                                : 0;
+    const int has_min = type == BATON_TYPE_Q2_K || type == BATON_TYPE_Q4_K ||
+                        type == BATON_TYPE_Q5_K;
+    uint64_t i, s;
+
+    for (i = 0; i < rb; i++)
+        row[i] = (uint8_t)rng32();
+    for (s = 0; s < K / 256; s++) {
+        uint8_t *b = row + s * sb;
+        const uint16_t d = baton_fp32_to_fp16(rng_unit() * 0.03125f);
+        const uint16_t dm = baton_fp32_to_fp16(rng_unit() * 0.03125f);
+
+        b[d_off] = (uint8_t)d;
+        b[d_off + 1] = (uint8_t)(d >> 8);
+        if (has_min) {
+            b[d_off + 2] = (uint8_t)dm;
+            b[d_off + 3] = (uint8_t)(dm >> 8);
+        }
+    }
+}
+
 static void fill_weights(struct weights *w, uint32_t type)
 {
-    const uint64_t rb = baton_row_bytes(type, K);
+    const uint64_t rb = baton_cpu_weight_row_bytes(type, K);
     float *row = malloc(sizeof(float) * K);
     uint64_t m, r;
     uint32_t i;
@@ -218,7 +270,9 @@ static void fill_weights(struct weights *w, uint32_t type)
     for (m = 0; m < w->n_mats; m++)
         for (r = 0; r < N; r++) {
             row[rng32() % K] = rng_unit() * 0.05f; /* rows differ a little */
-            if (baton_quantize_row(type, row, w->data + m * w->mat_bytes + r * rb, K) != 0) {
+            if (baton_cpu_type_is_k(type))
+                fill_k_row(type, w->data + m * w->mat_bytes + r * rb, rb);
+            else if (baton_quantize_row(type, row, w->data + m * w->mat_bytes + r * rb, K) != 0) {
                 fprintf(stderr, "quantize failed\n");
                 exit(1);
             }
@@ -248,7 +302,8 @@ static double run_decode(struct baton_pool *pool, const struct weights *w, const
 static double run_decode_warm(struct baton_pool *pool, const struct weights *w, const float *x,
                               float *y, void *work)
 {
-    const uint64_t rb = baton_row_bytes(w->type, K), rows = WARM_BYTES / rb < N ? WARM_BYTES / rb : N;
+    const uint64_t rb = baton_cpu_weight_row_bytes(w->type, K);
+    const uint64_t rows = WARM_BYTES / rb < N ? WARM_BYTES / rb : N;
     const double bytes = (double)rb * rows * WARM_PASSES;
     double t0;
     uint32_t i;
@@ -272,12 +327,12 @@ static double run_prefill(struct baton_pool *pool, const struct weights *w, cons
 
 int main(int argc, char **argv)
 {
-    static const uint32_t types[] = {BATON_TYPE_F32, BATON_TYPE_F16, BATON_TYPE_Q8_0,
-                                     BATON_TYPE_Q4_0};
-    enum { NT = 4 };
+    uint32_t types[N_TYPES];
+    int n_types = 0;
+    uint64_t work_bytes = 0;
     int reps = 9, prefill = 1, ti, rep, a, n_threads_list = 2;
     uint32_t threads_list[2] = {1, 2};
-    struct weights w[NT];
+    struct weights w[N_TYPES];
     struct triad_job tj;
     float *x, *y;
     void *work;
@@ -306,6 +361,21 @@ int main(int argc, char **argv)
                 if (*s == ',')
                     s++;
             }
+        } else if (strcmp(argv[a], "--types") == 0 && a + 1 < argc) {
+            char *list = argv[++a], *tok;
+
+            n_types = 0;
+            for (tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+                size_t i;
+
+                for (i = 0; i < N_TYPES && strcmp(tok, type_names[i].name) != 0; i++)
+                    ;
+                if (i == N_TYPES || n_types == (int)N_TYPES) {
+                    fprintf(stderr, "--types: f32,f16,q8_0,q4_0,q2_k,q3_k,q4_k,q5_k,q6_k\n");
+                    return 2;
+                }
+                types[n_types++] = type_names[i].type;
+            }
         } else if (strcmp(argv[a], "--isa") == 0 && a + 1 < argc) {
             const char *s = argv[++a];
 
@@ -315,11 +385,20 @@ int main(int argc, char **argv)
         } else {
             fprintf(stderr,
                     "usage: %s [--reps N] [--k K] [--no-thp] [--no-prefill] [--threads 1,2] "
-                    "[--isa scalar|avx2|avx512]\n",
+                    "[--isa scalar|avx2|avx512] [--types f32,q4_k,...]\n",
                     argv[0]);
             return 2;
         }
     }
+    if (n_types == 0)
+        for (n_types = 0; n_types < (int)N_TYPES; n_types++)
+            types[n_types] = type_names[n_types].type;
+    if (K % 256 != 0)
+        for (ti = 0; ti < n_types; ti++)
+            if (baton_cpu_type_is_k(types[ti])) {
+                fprintf(stderr, "--k: K-quant types need a multiple of 256\n");
+                return 2;
+            }
     printf("kernel level %s, %u x %u weights, THP %s, %d reps\n",
            baton_cpu_isa_name(baton_cpu_isa()), K, N, use_thp ? "madvise" : "off", reps);
 
@@ -331,18 +410,23 @@ int main(int argc, char **argv)
         ((double *)tj.b)[a] = 1.0;
         ((double *)tj.c)[a] = 2.0;
     }
-    for (ti = 0; ti < NT; ti++)
+    for (ti = 0; ti < n_types; ti++)
         fill_weights(&w[ti], types[ti]);
     x = big_alloc(sizeof(float) * K * PREFILL_M);
     y = big_alloc(sizeof(float) * N * PREFILL_M);
-    work = big_alloc(baton_cpu_mul_mat_work_bytes(BATON_TYPE_Q8_0, K, PREFILL_M));
+    for (ti = 0; ti < n_types; ti++) {
+        const uint64_t wb = baton_cpu_mul_mat_work_bytes(types[ti], K, PREFILL_M);
+
+        work_bytes = wb > work_bytes ? wb : work_bytes;
+    }
+    work = big_alloc(work_bytes);
     for (a = 0; a < (int)(K * PREFILL_M); a++)
         x[a] = rng_unit();
 
     for (a = 0; a < n_threads_list; a++) {
         struct baton_pool *pool;
-        struct stat triad = {{0}, 0}, triad_cpu = {{0}, 0}, dec[NT], dec_cpu[NT], ratio[NT],
-                    ratio_cpu[NT], pre[NT], warm[NT];
+        struct stat triad = {{0}, 0}, triad_cpu = {{0}, 0}, dec[N_TYPES], dec_cpu[N_TYPES],
+                    ratio[N_TYPES], ratio_cpu[N_TYPES], pre[N_TYPES], warm[N_TYPES];
         char label[64];
         double cpu;
 
@@ -357,15 +441,15 @@ int main(int argc, char **argv)
         memset(pre, 0, sizeof(pre));
         memset(warm, 0, sizeof(warm));
         run_triad(pool, &tj, &cpu); /* warm-up */
-        for (ti = 0; ti < NT; ti++)
+        for (ti = 0; ti < n_types; ti++)
             run_decode(pool, &w[ti], x, y, work, &cpu);
         for (rep = 0; rep < reps; rep++) {
             const double tr = run_triad(pool, &tj, &cpu), tr_cpu = cpu;
 
             triad.v[triad.n++] = tr;
             triad_cpu.v[triad_cpu.n++] = tr_cpu;
-            for (ti = 0; ti < NT; ti++) {
-                const int t = (ti + rep) % NT;
+            for (ti = 0; ti < n_types; ti++) {
+                const int t = (ti + rep) % n_types;
                 const double g = run_decode(pool, &w[t], x, y, work, &cpu);
 
                 dec[t].v[dec[t].n++] = g;
@@ -375,8 +459,8 @@ int main(int argc, char **argv)
                 warm[t].v[warm[t].n++] = run_decode_warm(pool, &w[t], x, y, work);
             }
             if (prefill)
-                for (ti = 0; ti < NT; ti++) {
-                    const int t = (ti + rep) % NT;
+                for (ti = 0; ti < n_types; ti++) {
+                    const int t = (ti + rep) % n_types;
 
                     pre[t].v[pre[t].n++] = run_prefill(pool, &w[t], x, y, work);
                 }
@@ -384,19 +468,19 @@ int main(int argc, char **argv)
         printf("\n-- %u thread(s) --\n", threads_list[a]);
         stat_line("triad", &triad, "GB/s");
         stat_line("triad (cpu)", &triad_cpu, "GB/s");
-        for (ti = 0; ti < NT; ti++) {
-            snprintf(label, sizeof(label), "decode %s", baton_type_name(types[ti]));
+        for (ti = 0; ti < n_types; ti++) {
+            snprintf(label, sizeof(label), "decode %s", tname(types[ti]));
             stat_line(label, &dec[ti], "GB/s");
-            snprintf(label, sizeof(label), "decode %s (cpu)", baton_type_name(types[ti]));
+            snprintf(label, sizeof(label), "decode %s (cpu)", tname(types[ti]));
             stat_line(label, &dec_cpu[ti], "GB/s");
             printf("%-28s %8.3f (cpu %.3f)\n", "  roofline (per-rep ratio)", median(&ratio[ti]),
                    median(&ratio_cpu[ti]));
-            snprintf(label, sizeof(label), "decode %s cached", baton_type_name(types[ti]));
+            snprintf(label, sizeof(label), "decode %s cached", tname(types[ti]));
             stat_line(label, &warm[ti], "GB/s");
         }
         if (prefill)
-            for (ti = 0; ti < NT; ti++) {
-                snprintf(label, sizeof(label), "prefill %s m=%u", baton_type_name(types[ti]),
+            for (ti = 0; ti < n_types; ti++) {
+                snprintf(label, sizeof(label), "prefill %s m=%u", tname(types[ti]),
                          PREFILL_M);
                 stat_line(label, &pre[ti], "GFLOP/s");
             }

@@ -169,7 +169,7 @@ static uint32_t storage_leaf(const struct baton_graph *g, const struct baton_nod
 static int weight_type(uint32_t type)
 {
     return type == BATON_TYPE_F32 || type == BATON_TYPE_F16 || type == BATON_TYPE_Q8_0 ||
-           type == BATON_TYPE_Q4_0;
+           type == BATON_TYPE_Q4_0 || baton_cpu_type_is_k(type);
 }
 
 static int all_f32(const struct tview *s, uint32_t n)
@@ -219,6 +219,8 @@ static int infer(const struct baton_graph_node *n, const struct tview *s, struct
             return BATON_E_TYPE;
         if (s[0].ne[2] != 1 || s[0].ne[3] != 1 || !shape_is(&s[1], s[1].ne[0], 1, 1, 1))
             return BATON_E_SHAPE;
+        if (baton_cpu_type_is_k(s[0].type) && s[0].ne[0] % BATON_QK_K != 0)
+            return BATON_E_SHAPE; /* also a contiguity rule (block of 256) */
         res->ne[0] = s[0].ne[0];
         res->ne[1] = s[1].ne[0];
         res->ne[2] = 1;
@@ -241,12 +243,15 @@ static int infer(const struct baton_graph_node *n, const struct tview *s, struct
             return BATON_E_TYPE;
         if (s[0].ne[2] != 1 || s[0].ne[3] != 1 || s[1].ne[0] != s[0].ne[0])
             return BATON_E_SHAPE;
+        if (baton_cpu_type_is_k(s[0].type) && s[0].ne[0] % BATON_QK_K != 0)
+            return BATON_E_SHAPE; /* also a contiguity rule (block of 256) */
         res->ne[0] = s[0].ne[1];
         res->ne[1] = s[1].ne[1];
         res->ne[2] = s[1].ne[2];
         res->ne[3] = s[1].ne[3];
         /* Q8_0 / Q4_0 weights: x's columns quantized per block (src0's
-         * ne[0] is a multiple of 32: its contiguity was checked) */
+         * ne[0] is a multiple of 32: its contiguity was checked); K-quant
+         * weights: per super-block of 256 (checked above) */
         if (mul_u64(s[1].ne[1], s[1].ne[2], &m) || mul_u64(m, s[1].ne[3], &m))
             return BATON_E_OVERFLOW;
         *work_bytes = baton_cpu_mul_mat_work_bytes(s[0].type, s[0].ne[0], m);
@@ -767,7 +772,8 @@ static uint32_t mul_mat_group_len(const struct exec_ctx *x, uint32_t i,
         parts[len].y = (float *)scratch_at(x, x->plan[j].scratch_offset);
         parts[len].n = nj->ne[0];
         w[len].p = parts[len].w;
-        w[len].n = baton_row_bytes(wtype, k) * nj->ne[0]; /* the weight's validated size */
+        /* the weight's validated size */
+        w[len].n = baton_cpu_weight_row_bytes(wtype, k) * nj->ne[0];
         out[len + 1].p = (const uint8_t *)parts[len].y;
         out[len + 1].n = x->plan[j].nbytes;
         if (!group_disjoint(out, len + 2, w, len + 1, in))
@@ -896,7 +902,7 @@ static int mul_mat_in_turns(const struct exec_ctx *x, uint32_t i, struct baton_p
     float *tmp = malloc((size_t)(piece * m) * sizeof *tmp);
     if (!tmp)
         return BATON_E_NOMEM;
-    const uint64_t row_bytes = baton_row_bytes(wtype, k);
+    const uint64_t row_bytes = baton_cpu_weight_row_bytes(wtype, k);
     for (uint64_t r0 = 0; r0 < rows; r0 += piece) {
         const uint64_t nr = rows - r0 < piece ? rows - r0 : piece;
         if (r0 > 0 && turns->between(turns->arg) != 0) {

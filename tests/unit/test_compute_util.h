@@ -48,6 +48,11 @@ static inline uint32_t tg_leaf(struct tg *t, uint32_t type, uint64_t n0, uint64_
     } else if (type == BATON_TYPE_Q4_0) {
         be = 32;
         bb = 18;
+    } else if (type >= BATON_TYPE_Q2_K && type <= BATON_TYPE_Q6_K) {
+        static const uint64_t kb[] = {84, 110, 144, 176, 210};
+
+        be = 256;
+        bb = kb[type - BATON_TYPE_Q2_K];
     }
     memset(d, 0, sizeof(*d));
     /* each leaf its own buffer, so no two leaves overlap (a test that wants

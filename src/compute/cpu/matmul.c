@@ -14,6 +14,7 @@
 #include "baton/status.h"
 #include "compute/cpu/expf.h"
 #include "compute/cpu/kernels.h"
+#include "compute/cpu/matmul_k.h"
 #include "compute/cpu/quant.h"
 #include "compute/pool.h"
 #include "core/types.h"
@@ -318,6 +319,168 @@ static void scalar_act(const float *x, uint64_t k, uint8_t *act, uint64_t col_by
     }
 }
 
+/* ---- K-quants (Q2_K..Q6_K): the reference of matmul.h's K order ---- */
+
+/* The signed integer quant Qw of each of the 256 elements of super-block
+ * wb, read element by element from quant.h's formulas. */
+static void k_unpack(uint32_t type, const uint8_t *wb, int q[256])
+{
+    int e;
+
+    for (e = 0; e < 256; e++) {
+        const int h = e / 128, g = (e % 128) / 32, l = e % 32, c = e / 64, u = e % 64;
+
+        switch (type) {
+        case BATON_TYPE_Q2_K:
+            q[e] = (wb[16 + 32 * h + l] >> (2 * g)) & 3;
+            break;
+        case BATON_TYPE_Q3_K:
+            q[e] = ((wb[32 + 32 * h + l] >> (2 * g)) & 3) - ((wb[l] >> (4 * h + g)) & 1 ? 0 : 4);
+            break;
+        case BATON_TYPE_Q4_K:
+        case BATON_TYPE_Q5_K: {
+            const uint8_t *qs = wb + (type == BATON_TYPE_Q4_K ? 16 : 48);
+
+            q[e] = u < 32 ? qs[32 * c + u] & 15 : qs[32 * c + u - 32] >> 4;
+            if (type == BATON_TYPE_Q5_K)
+                q[e] += 16 * ((wb[16 + u % 32] >> (e / 32)) & 1);
+            break;
+        }
+        default: { /* Q6_K */
+            const int v = e % 128, t = v / 32, i = v % 32;
+            const int b = wb[64 * h + 32 * (t % 2) + i];
+            const int lo4 = t < 2 ? b & 15 : b >> 4, hi2 = (wb[128 + 32 * h + i] >> (2 * t)) & 3;
+
+            q[e] = (lo4 | hi2 << 4) - 32;
+            break;
+        }
+        }
+    }
+}
+
+/* Rows [r0, r1) of K-quant weights: per super-block ascending, the exact
+ * isum and msum, then the two fused multiply-adds of matmul.h; y itself
+ * holds the chains. */
+static void scalar_k(const struct baton_mm *mm, uint64_t r0, uint64_t r1, uint32_t type)
+{
+    const uint64_t nsb = mm->k / BATON_QK_K, n = mm->n, m = mm->m;
+    uint32_t bbytes;
+    int d_off, dmin_off;
+    uint64_t r, c, s;
+
+    k_layout(type, &bbytes, &d_off, &dmin_off);
+    for (r = r0; r < r1; r++) {
+        for (c = 0; c < m; c++)
+            mm->y[c * n + r] = 0.0f;
+        for (s = 0; s < nsb; s++) {
+            const uint8_t *wb = mm->w + r * mm->w_row_bytes + s * bbytes;
+            const float d = baton_fp16_to_fp32(load_u16(wb + d_off));
+            const float dmin = dmin_off >= 0 ? baton_fp16_to_fp32(load_u16(wb + dmin_off)) : 0.0f;
+            int8_t sc[16];
+            int16_t mn[16];
+            int q[256];
+            int e, i;
+
+            (void)k_scales(type, wb, sc, mn);
+            k_unpack(type, wb, q);
+            for (c = 0; c < m; c++) {
+                const uint8_t *xb = mm->act + c * mm->act_col_bytes + s * BATON_ACT_K_BLOCK_BYTES;
+                const int8_t *qx = (const int8_t *)xb;
+                int16_t bsums[16];
+                float dx, acc = mm->y[c * n + r];
+                int32_t isum = 0, msum = 0;
+
+                memcpy(bsums, xb + 256, sizeof(bsums));
+                memcpy(&dx, xb + 288, sizeof(dx));
+                for (e = 0; e < 256; e++)
+                    isum += sc[e / 16] * q[e] * qx[e];
+                acc = fmaf(d * dx, (float)isum, acc);
+                if (dmin_off >= 0) {
+                    for (i = 0; i < 16; i++)
+                        msum += mn[i] * bsums[i];
+                    acc = fmaf(-(dmin * dx), (float)msum, acc);
+                }
+                mm->y[c * n + r] = acc;
+            }
+        }
+    }
+}
+
+static void scalar_q2_k(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    scalar_k(mm, r0, r1, BATON_TYPE_Q2_K);
+}
+
+static void scalar_q3_k(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    scalar_k(mm, r0, r1, BATON_TYPE_Q3_K);
+}
+
+static void scalar_q4_k(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    scalar_k(mm, r0, r1, BATON_TYPE_Q4_K);
+}
+
+static void scalar_q5_k(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    scalar_k(mm, r0, r1, BATON_TYPE_Q5_K);
+}
+
+static void scalar_q6_k(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    scalar_k(mm, r0, r1, BATON_TYPE_Q6_K);
+}
+
+/* K activations (matmul.h): super-blocks [b0, b1) of the flat index
+ * c * (k / 256) + s. dx = max|x| / 127, q = rint(x * (1/dx)) as
+ * scalar_act; every level uses this one. */
+void baton_mm_act_k(const float *x, uint64_t k, uint8_t *act, uint64_t col_bytes, uint64_t b0,
+                    uint64_t b1)
+{
+    const uint64_t nsb = k / BATON_QK_K;
+    uint64_t fb;
+
+    for (fb = b0; fb < b1; fb++) {
+        const uint64_t c = fb / nsb, s = fb % nsb;
+        const float *xb = x + c * k + s * BATON_QK_K;
+        uint8_t *blk = act + c * col_bytes + s * BATON_ACT_K_BLOCK_BYTES;
+        int8_t q[256];
+        int16_t bsums[16];
+        float amax = 0.0f, dx, id;
+        int j, finite = 1;
+
+        for (j = 0; j < 256; j++) {
+            uint32_t bits;
+
+            memcpy(&bits, &xb[j], sizeof(bits));
+            if ((bits & 0x7F800000u) == 0x7F800000u)
+                finite = 0;
+            else if (fabsf(xb[j]) > amax)
+                amax = fabsf(xb[j]);
+        }
+        if (finite) {
+            dx = amax / 127.0f;
+            id = dx != 0.0f ? 1.0f / dx : 0.0f;
+            for (j = 0; j < 256; j++)
+                q[j] = (int8_t)lrintf(xb[j] * id);
+        } else {
+            dx = NAN;
+            memset(q, 0, sizeof(q));
+        }
+        for (j = 0; j < 16; j++) {
+            int i, sum = 0;
+
+            for (i = 0; i < 16; i++)
+                sum += q[16 * j + i];
+            bsums[j] = (int16_t)sum;
+        }
+        memcpy(blk, q, 256);
+        memcpy(blk + 256, bsums, sizeof(bsums));
+        memcpy(blk + 288, &dx, sizeof(dx));
+        memset(blk + 292, 0, BATON_ACT_K_BLOCK_BYTES - 292);
+    }
+}
+
 /* Scores (matmul.h, baton_cpu_f32_dots): four rows at a time, each its own
  * sequential sum, so the four chains overlap. */
 static void scalar_dots(const float *w, uint64_t ws, const float *x, uint64_t k, uint64_t n,
@@ -431,7 +594,8 @@ static void scalar_exp_shift(float *x, uint64_t n, float m)
 
 const struct baton_mm_kernels baton_mm_scalar = {
     scalar_f32, scalar_f16, scalar_q8_0, scalar_q4_0, scalar_act, scalar_dots, scalar_wsum,
-    scalar_dots_multi, scalar_silu, scalar_exp_shift,
+    scalar_dots_multi, scalar_silu, scalar_exp_shift, scalar_q2_k, scalar_q3_k, scalar_q4_k,
+    scalar_q5_k, scalar_q6_k,
 };
 
 /* ---- drivers ---- */
@@ -455,11 +619,63 @@ uint64_t baton_cpu_act_col_bytes(uint64_t k)
     return (k / 32 + 3) / 4 * BATON_ACT_GROUP_BYTES; /* k <= 2^40: cannot wrap */
 }
 
+uint64_t baton_cpu_act_k_col_bytes(uint64_t k)
+{
+    return k / BATON_QK_K * BATON_ACT_K_BLOCK_BYTES; /* k <= 2^40: cannot wrap */
+}
+
+int baton_cpu_type_is_k(uint32_t type)
+{
+    return type == BATON_TYPE_Q2_K || type == BATON_TYPE_Q3_K || type == BATON_TYPE_Q4_K ||
+           type == BATON_TYPE_Q5_K || type == BATON_TYPE_Q6_K;
+}
+
+uint64_t baton_cpu_weight_row_bytes(uint32_t type, uint64_t k)
+{
+    uint32_t bbytes;
+    int d_off, dmin_off;
+
+    if (!baton_cpu_type_is_k(type))
+        return baton_row_bytes(type, k);
+    if (k % BATON_QK_K != 0)
+        return 0;
+    k_layout(type, &bbytes, &d_off, &dmin_off);
+    return sat_mul(k / BATON_QK_K, bbytes) == UINT64_MAX ? 0 : k / BATON_QK_K * bbytes;
+}
+
 uint64_t baton_cpu_mul_mat_work_bytes(uint32_t wtype, uint64_t k, uint64_t m)
 {
+    if (baton_cpu_type_is_k(wtype))
+        return sat_mul(m, baton_cpu_act_k_col_bytes(k));
     if (wtype != BATON_TYPE_Q8_0 && wtype != BATON_TYPE_Q4_0)
         return 0;
     return sat_mul(m, baton_cpu_act_col_bytes(k));
+}
+
+struct act_k_job {
+    const float *x;
+    uint64_t k, col_bytes;
+    uint8_t *act;
+};
+
+static void act_k_task(void *ctx, uint64_t b0, uint64_t b1, uint32_t chunk)
+{
+    const struct act_k_job *j = ctx;
+
+    (void)chunk;
+    baton_mm_act_k(j->x, j->k, j->act, j->col_bytes, b0, b1);
+}
+
+void baton_cpu_quantize_act_k(struct baton_pool *pool, const float *x, uint64_t k, uint64_t m,
+                              void *act)
+{
+    struct act_k_job j;
+
+    j.x = x;
+    j.k = k;
+    j.col_bytes = baton_cpu_act_k_col_bytes(k);
+    j.act = act;
+    baton_pool_run(pool, m * (k / BATON_QK_K), sat_mul(m, k) / GRAIN + 1, act_k_task, &j);
 }
 
 struct act_job {
@@ -546,6 +762,21 @@ void baton_cpu_mul_mat_group(struct baton_pool *pool, uint32_t wtype,
         if (k > 0)
             baton_cpu_quantize_act(pool, wtype, x, k, m, work);
         break;
+    case BATON_TYPE_Q2_K:
+    case BATON_TYPE_Q3_K:
+    case BATON_TYPE_Q4_K:
+    case BATON_TYPE_Q5_K:
+    case BATON_TYPE_Q6_K:
+        j.fn = wtype == BATON_TYPE_Q2_K   ? kt->q2_k
+               : wtype == BATON_TYPE_Q3_K ? kt->q3_k
+               : wtype == BATON_TYPE_Q4_K ? kt->q4_k
+               : wtype == BATON_TYPE_Q5_K ? kt->q5_k
+                                          : kt->q6_k;
+        w_row_bytes = baton_cpu_weight_row_bytes(wtype, k);
+        act_col_bytes = baton_cpu_act_k_col_bytes(k);
+        if (k > 0)
+            baton_cpu_quantize_act_k(pool, x, k, m, work);
+        break;
     default:
         j.fn = kt->f32;
         w_row_bytes = k * 4;
@@ -625,7 +856,7 @@ void baton_cpu_mul_mat(struct baton_pool *pool, const float *w, const float *x, 
 int baton_cpu_get_rows_typed(uint32_t ttype, const void *table, uint64_t k, uint64_t r,
                              const int32_t *ids, uint64_t n, float *y)
 {
-    const uint64_t row_bytes = baton_row_bytes(ttype, k);
+    const uint64_t row_bytes = baton_cpu_weight_row_bytes(ttype, k);
     uint64_t i;
 
     for (i = 0; i < n; i++)

@@ -117,6 +117,18 @@ uint64_t baton_cpu_act_k_col_bytes(uint64_t k);
 /* 1 for Q2_K .. Q6_K. */
 int baton_cpu_type_is_k(uint32_t type);
 
+/* Bytes of one weight row of k elements of type as the kernels read it:
+ * k / 256 * the super-block bytes of quant.h for Q2_K..Q6_K (0 if k % 256
+ * != 0), else baton_row_bytes(type, k). */
+uint64_t baton_cpu_weight_row_bytes(uint32_t type, uint64_t k);
+
+/* Quantizes m columns of k floats (k % 256 == 0) into the K activation
+ * layout above at act (m * baton_cpu_act_k_col_bytes(k) bytes, 4-byte
+ * aligned), split over the pool by super-blocks. Same bytes for any
+ * thread count. */
+void baton_cpu_quantize_act_k(struct baton_pool *pool, const float *x, uint64_t k, uint64_t m,
+                              void *act);
+
 /* Scratch bytes MUL_MAT needs for weights of type wtype, k inputs and m
  * columns: m * baton_cpu_act_col_bytes(k) for Q8_0 / Q4_0,
  * m * baton_cpu_act_k_col_bytes(k) for Q2_K..Q6_K, else 0.
@@ -129,14 +141,14 @@ uint64_t baton_cpu_mul_mat_work_bytes(uint32_t wtype, uint64_t k, uint64_t m);
 void baton_cpu_quantize_act(struct baton_pool *pool, uint32_t wtype, const float *x, uint64_t k,
                             uint64_t m, void *act);
 
-/* y {N,M} = W {K,N} x {K,M} for W of type wtype (F32, F16, Q8_0, Q4_0;
- * rows of W are contiguous: K/block * block_bytes bytes, any alignment for
- * the non-F32 types). work holds baton_cpu_mul_mat_work_bytes(wtype, k, m)
+/* y {N,M} = W {K,N} x {K,M} for W of type wtype (F32, F16, Q8_0, Q4_0,
+ * Q2_K..Q6_K; rows of W are contiguous: K/block * block_bytes bytes, any
+ * alignment for the non-F32 types). work holds baton_cpu_mul_mat_work_bytes(wtype, k, m)
  * bytes, 4-byte aligned (64 is best; NULL when that is 0). Threads split
  * the rows of W ROW_UNIT rows at a time: each streams one contiguous range
  * of the first three quarters, then claims pieces of the rest
  * (baton_pool_run_dynamic). Shapes are validated by the caller (k % 32 ==
- * 0 for Q8_0 / Q4_0). */
+ * 0 for Q8_0 / Q4_0, k % 256 == 0 for the K types). */
 void baton_cpu_mul_mat_typed(struct baton_pool *pool, uint32_t wtype, const void *w, const float *x,
                              float *y, uint64_t k, uint64_t n, uint64_t m, void *work);
 
@@ -218,7 +230,7 @@ void baton_cpu_exp_shift(float *x, uint64_t n, float m);
 
 /* One MUL_MAT: W rows of w_row_bytes bytes, y column stride n. x is F32
  * (column stride k) for F32 / F16 weights; act holds the quantized columns
- * for Q8_0 / Q4_0 weights (column stride act_col_bytes). */
+ * for Q8_0 / Q4_0 and Q2_K..Q6_K weights (column stride act_col_bytes). */
 struct baton_mm {
     const uint8_t *w;
     uint64_t w_row_bytes;
@@ -259,7 +271,15 @@ struct baton_mm_kernels {
     baton_dots_multi_fn dots_multi;
     baton_silu_fn silu;
     baton_exp_shift_fn exp_shift;
+    /* K-quant weights; act holds the K activation layout */
+    baton_mm_rows_fn q2_k, q3_k, q4_k, q5_k, q6_k;
 };
+
+/* The K activation quantizer (scalar; every level's): super-blocks
+ * [b0, b1) of the flat index c * (k / 256) + s (column c, super-block s)
+ * of x into act (column stride col_bytes). */
+void baton_mm_act_k(const float *x, uint64_t k, uint8_t *act, uint64_t col_bytes, uint64_t b0,
+                    uint64_t b1);
 
 extern const struct baton_mm_kernels baton_mm_scalar;
 extern const struct baton_mm_kernels baton_mm_avx2;

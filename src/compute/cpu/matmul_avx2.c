@@ -20,6 +20,9 @@
 #define T2 __attribute__((target("avx2,fma,f16c")))
 #define AI inline __attribute__((always_inline))
 
+#define K_VEC_TARGET T2
+#include "compute/cpu/matmul_k.h"
+
 static AI uint16_t load_u16(const uint8_t *p)
 {
     uint16_t v;
@@ -472,9 +475,223 @@ static T2 void avx2_exp_shift(float *x, uint64_t n, float m)
         x[i] = baton_cpu_expf(x[i] - m);
 }
 
+/* ---- K-quants: exact integer sums per super-block, then matmul.h's two
+ * fused multiply-adds per super-block, as the scalar kernel ----
+ *
+ * A super-block is 8 chunks of 32 elements, one register each. The
+ * weights are read as unsigned bytes Qw + bias (0..63); vpmaddubsw
+ * multiplies them by the int8 activations and adds pairs into int16
+ * (|.| <= 2 * 63 * 127 = 16002: no saturation), vpmaddwd multiplies
+ * those by the int16 sub-block scale of their lane and adds pairs into
+ * int32. The bias term (bias * sum_i sc_i * bsums_i) and the mins' sum
+ * come from the activations' bsums with one more vpmaddwd. Every
+ * intermediate fits its lanes, so the sums equal the scalar kernel's
+ * integers exactly, whatever order they are added in. */
+
+#define K_COLS 8u /* columns sharing one decode of a weight super-block */
+
+/* fma(a, b, c), one rounding (vfmadd231ss: the target has FMA, so the
+ * builtin is the instruction, never a call; _mm_set_ss would add a lane
+ * clearing step to the chain) */
+static AI T2 float k_fma(float a, float b, float c)
+{
+    return __builtin_fmaf(a, b, c);
+}
+
+static AI T2 int32_t k_hsum(__m256i v)
+{
+    __m128i a = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+
+    a = _mm_add_epi32(a, _mm_shuffle_epi32(a, 0x4E));
+    a = _mm_add_epi32(a, _mm_shuffle_epi32(a, 0xB1));
+    return _mm_cvtsi128_si32(a);
+}
+
+/* Lane j = the sum of the 8 lanes of v[j], j = 0..7. */
+static AI T2 __m256i k_hsum8x(const __m256i v[8])
+{
+    const __m256i h01 = _mm256_hadd_epi32(v[0], v[1]), h23 = _mm256_hadd_epi32(v[2], v[3]);
+    const __m256i h45 = _mm256_hadd_epi32(v[4], v[5]), h67 = _mm256_hadd_epi32(v[6], v[7]);
+    const __m256i h0123 = _mm256_hadd_epi32(h01, h23), h4567 = _mm256_hadd_epi32(h45, h67);
+
+    return _mm256_add_epi32(_mm256_permute2x128_si256(h0123, h4567, 0x20),
+                            _mm256_permute2x128_si256(h0123, h4567, 0x31));
+}
+
+static AI T2 __m256i k_srl(__m256i v, int n)
+{
+    return _mm256_srl_epi16(v, _mm_cvtsi32_si128(n));
+}
+
+/* Unsigned quant bytes (Qw + bias) of elements 32t..32t+31. */
+static AI T2 __m256i k_chunk(uint32_t type, const uint8_t *wb, int t)
+{
+    const __m256i m1 = _mm256_set1_epi8(1), m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi8(15);
+    const int h = t / 4, g = t % 4;
+
+    switch (type) {
+    case BATON_TYPE_Q2_K:
+        return _mm256_and_si256(
+            k_srl(_mm256_loadu_si256((const __m256i *)(wb + 16 + 32 * h)), 2 * g), m3);
+    case BATON_TYPE_Q3_K: {
+        const __m256i lo = _mm256_and_si256(
+            k_srl(_mm256_loadu_si256((const __m256i *)(wb + 32 + 32 * h)), 2 * g), m3);
+        const __m256i hb =
+            _mm256_and_si256(k_srl(_mm256_loadu_si256((const __m256i *)wb), t), m1);
+
+        return _mm256_add_epi8(lo, _mm256_slli_epi16(hb, 2));
+    }
+    case BATON_TYPE_Q4_K:
+    case BATON_TYPE_Q5_K: {
+        const uint8_t *qs = wb + (type == BATON_TYPE_Q4_K ? 16 : 48);
+        __m256i q = _mm256_and_si256(
+            k_srl(_mm256_loadu_si256((const __m256i *)(qs + 32 * (t / 2))), 4 * (t % 2)), m15);
+
+        if (type == BATON_TYPE_Q5_K) {
+            const __m256i hb = _mm256_and_si256(
+                k_srl(_mm256_loadu_si256((const __m256i *)(wb + 16)), t), m1);
+
+            q = _mm256_add_epi8(q, _mm256_slli_epi16(hb, 4));
+        }
+        return q;
+    }
+    default: { /* Q6_K: t = 4h + g, g the quarter of the half */
+        const __m256i b = _mm256_loadu_si256((const __m256i *)(wb + 64 * h + 32 * (g % 2)));
+        const __m256i lo4 = _mm256_and_si256(k_srl(b, 4 * (g / 2)), m15);
+        const __m256i hi2 = _mm256_and_si256(
+            k_srl(_mm256_loadu_si256((const __m256i *)(wb + 128 + 32 * h)), 2 * g), m3);
+
+        return _mm256_or_si256(lo4, _mm256_slli_epi16(hi2, 4));
+    }
+    }
+}
+
+/* Row r of K weights for columns [c, c + nc), nc <= K_COLS. */
+static AI T2 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc,
+                        uint32_t type)
+{
+    const uint64_t nsb = mm->k / BATON_QK_K;
+    uint32_t bbytes;
+    int d_off, dmin_off, t;
+    uint64_t s;
+    uint32_t j;
+    float acc[K_COLS];
+
+    k_layout(type, &bbytes, &d_off, &dmin_off);
+    for (j = 0; j < K_COLS; j++)
+        acc[j] = 0.0f;
+    for (s = 0; s < nsb; s++) {
+        const uint8_t *wb = mm->w + r * mm->w_row_bytes + s * bbytes;
+        const float d = h2f(wb + d_off), dmin = dmin_off >= 0 ? h2f(wb + dmin_off) : 0.0f;
+        __m128i scb;
+        __m256i mn;
+        const int bias = k_scales_v(type, wb, &scb, &mn);
+        const __m256i sc2 = _mm256_broadcastsi128_si256(scb);
+        /* lane L of chunk t holds group 2t + L: its scale byte in the high
+         * byte of each int16 (low byte zeroed by 0x80), then sign-extended */
+        const __m256i idx0 = _mm256_setr_epi8(
+            -128, 0, -128, 0, -128, 0, -128, 0, -128, 0, -128, 0, -128, 0, -128, 0, -128, 1, -128,
+            1, -128, 1, -128, 1, -128, 1, -128, 1, -128, 1, -128, 1);
+        __m256i wq[8], sv[8], corr;
+
+        if (bias)
+            corr = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(scb), _mm256_set1_epi16((short)-bias));
+        else
+            corr = mn;
+#pragma GCC unroll 8
+        for (t = 0; t < 8; t++) {
+            wq[t] = k_chunk(type, wb, t);
+            sv[t] = _mm256_srai_epi16(
+                _mm256_shuffle_epi8(sc2, _mm256_add_epi8(idx0, _mm256_set1_epi8((char)(2 * t)))),
+                8);
+        }
+        if (nc > 1) { /* every column's sums, then the float steps in lane j */
+            __m256i is[K_COLS], ms[K_COLS];
+            float dxs[K_COLS];
+            __m256 dxv, accv;
+
+            for (j = 0; j < K_COLS; j++) {
+                is[j] = ms[j] = _mm256_setzero_si256();
+                dxs[j] = 0.0f;
+            }
+            for (j = 0; j < nc; j++) {
+                const uint8_t *xb =
+                    mm->act + (c + j) * mm->act_col_bytes + s * BATON_ACT_K_BLOCK_BYTES;
+                const __m256i m =
+                    _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
+                __m256i a = bias ? m : _mm256_setzero_si256();
+
+#pragma GCC unroll 8
+                for (t = 0; t < 8; t++) {
+                    const __m256i p = _mm256_maddubs_epi16(
+                        wq[t], _mm256_loadu_si256((const __m256i *)(xb + 32 * t)));
+
+                    a = _mm256_add_epi32(a, _mm256_madd_epi16(p, sv[t]));
+                }
+                is[j] = a;
+                ms[j] = m;
+                memcpy(&dxs[j], xb + 288, sizeof(float));
+            }
+            dxv = _mm256_loadu_ps(dxs);
+            accv = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(d), dxv),
+                                   _mm256_cvtepi32_ps(k_hsum8x(is)), _mm256_loadu_ps(acc));
+            if (dmin_off >= 0)
+                accv = _mm256_fnmadd_ps(_mm256_mul_ps(_mm256_set1_ps(dmin), dxv),
+                                        _mm256_cvtepi32_ps(k_hsum8x(ms)), accv);
+            _mm256_storeu_ps(acc, accv);
+            continue;
+        }
+        for (j = 0; j < nc; j++) {
+            const uint8_t *xb = mm->act + (c + j) * mm->act_col_bytes + s * BATON_ACT_K_BLOCK_BYTES;
+            const __m256i m =
+                _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
+            __m256i a = bias ? m : _mm256_setzero_si256();
+            float dx;
+
+#pragma GCC unroll 8
+            for (t = 0; t < 8; t++) {
+                const __m256i p = _mm256_maddubs_epi16(
+                    wq[t], _mm256_loadu_si256((const __m256i *)(xb + 32 * t)));
+
+                a = _mm256_add_epi32(a, _mm256_madd_epi16(p, sv[t]));
+            }
+            memcpy(&dx, xb + 288, sizeof(dx));
+            acc[j] = k_fma(d * dx, (float)k_hsum(a), acc[j]);
+            if (dmin_off >= 0)
+                acc[j] = k_fma(-(dmin * dx), (float)k_hsum(m), acc[j]);
+        }
+    }
+    for (j = 0; j < nc; j++)
+        mm->y[(c + j) * mm->n + r] = acc[j];
+}
+
+#define K_KERNELS(name, type)                                                                      \
+    static T2 void name##_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)      \
+    {                                                                                              \
+        k_row(mm, r, c, nc, type);                                                                 \
+    }                                                                                              \
+    static T2 void name##_decode(const struct baton_mm *mm, uint64_t r)                            \
+    {                                                                                              \
+        k_row(mm, r, 0, 1, type);                                                                  \
+    }                                                                                              \
+    static const struct baton_mm_tiles name##_tiles = {                                            \
+        name##_decode, 1, name##_row, 1, K_COLS, name##_row, 0,                                    \
+    };                                                                                             \
+    static T2 void avx2_##name(const struct baton_mm *mm, uint64_t r0, uint64_t r1)                \
+    {                                                                                              \
+        baton_mm_drive(mm, r0, r1, &name##_tiles);                                                 \
+    }
+
+K_KERNELS(q2_k, BATON_TYPE_Q2_K)
+K_KERNELS(q3_k, BATON_TYPE_Q3_K)
+K_KERNELS(q4_k, BATON_TYPE_Q4_K)
+K_KERNELS(q5_k, BATON_TYPE_Q5_K)
+K_KERNELS(q6_k, BATON_TYPE_Q6_K)
+
 const struct baton_mm_kernels baton_mm_avx2 = {
     avx2_f32,           avx2_f16,  avx2_q8_0,     avx2_q4_0, baton_mm_avx2_act, avx2_f32_dots,
-    baton_mm_avx2_wsum, avx2_f32_dots_multi, avx2_silu, avx2_exp_shift,
+    baton_mm_avx2_wsum, avx2_f32_dots_multi, avx2_silu, avx2_exp_shift, avx2_q2_k, avx2_q3_k,
+    avx2_q4_k,          avx2_q5_k, avx2_q6_k,
 };
 
 #else /* not x86-64: the level is never chosen; keep the table defined */

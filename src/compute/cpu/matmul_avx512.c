@@ -27,6 +27,9 @@
 #define T5 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c")))
 #define AI inline __attribute__((always_inline))
 
+#define K_VEC_TARGET T5
+#include "compute/cpu/matmul_k.h"
+
 static AI T5 float hsum8(__m256 c)
 {
     const __m128 e = _mm_add_ps(_mm256_castps256_ps128(c), _mm256_extractf128_ps(c, 1));
@@ -466,10 +469,264 @@ static T5 void avx512_exp_shift(float *x, uint64_t n, float m)
     }
 }
 
+/* ---- K-quants: the AVX2 level's integer sums (matmul_avx2.c) on
+ * 512-bit registers, a chunk of 64 elements each, with vpdpwssd (VNNI)
+ * doing the scale multiply and the add in one operation. Same integers,
+ * so the same bits. ---- */
+
+#define K_COLS 8u
+
+/* fma(a, b, c), one rounding (vfmadd231ss: the target has FMA, so the
+ * builtin is the instruction, never a call; _mm_set_ss would add a lane
+ * clearing step to the chain) */
+static AI T5 float k_fma(float a, float b, float c)
+{
+    return __builtin_fmaf(a, b, c);
+}
+
+static AI T5 int32_t k_hsum(__m256i v)
+{
+    __m128i a = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+
+    a = _mm_add_epi32(a, _mm_shuffle_epi32(a, 0x4E));
+    a = _mm_add_epi32(a, _mm_shuffle_epi32(a, 0xB1));
+    return _mm_cvtsi128_si32(a);
+}
+
+/* The lane sums of a and of b at once. */
+static AI T5 void k_hsum2(__m256i a, __m256i b, int32_t *sa, int32_t *sb)
+{
+    const __m256i h = _mm256_hadd_epi32(a, b);
+    __m128i t = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+
+    t = _mm_hadd_epi32(t, t);
+    *sa = _mm_cvtsi128_si32(t);
+    *sb = _mm_extract_epi32(t, 1);
+}
+
+/* Lane j = the sum of the 8 lanes of v[j], j = 0..7. */
+static AI T5 __m256i k_hsum8x(const __m256i v[8])
+{
+    const __m256i h01 = _mm256_hadd_epi32(v[0], v[1]), h23 = _mm256_hadd_epi32(v[2], v[3]);
+    const __m256i h45 = _mm256_hadd_epi32(v[4], v[5]), h67 = _mm256_hadd_epi32(v[6], v[7]);
+    const __m256i h0123 = _mm256_hadd_epi32(h01, h23), h4567 = _mm256_hadd_epi32(h45, h67);
+
+    return _mm256_add_epi32(_mm256_permute2x128_si256(h0123, h4567, 0x20),
+                            _mm256_permute2x128_si256(h0123, h4567, 0x31));
+}
+
+static AI T5 float k_h2f(const uint8_t *p)
+{
+    uint16_t v;
+
+    memcpy(&v, p, sizeof(v));
+    return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(v)));
+}
+
+/* 32 bytes at p in both halves, the low half's 16-bit lanes shifted right
+ * by lo, the high half's by hi, then masked by mask. */
+static AI T5 __m512i k_two(const uint8_t *p, int lo, int hi, int mask)
+{
+    const __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p));
+    const __m512i n =
+        _mm512_inserti64x4(_mm512_set1_epi16((short)lo), _mm256_set1_epi16((short)hi), 1);
+
+    return _mm512_and_si512(_mm512_srlv_epi16(v, n), _mm512_set1_epi8((char)mask));
+}
+
+/* Unsigned quant bytes (Qw + bias) of elements 64q..64q+63. */
+static AI T5 __m512i k_chunk(uint32_t type, const uint8_t *wb, int q)
+{
+    const int h = q / 2, p = q % 2;
+
+    switch (type) {
+    case BATON_TYPE_Q2_K:
+        return k_two(wb + 16 + 32 * h, 4 * p, 4 * p + 2, 3);
+    case BATON_TYPE_Q3_K:
+        return _mm512_add_epi8(k_two(wb + 32 + 32 * h, 4 * p, 4 * p + 2, 3),
+                               _mm512_slli_epi16(k_two(wb, 2 * q, 2 * q + 1, 1), 2));
+    case BATON_TYPE_Q4_K:
+        return k_two(wb + 16 + 32 * q, 0, 4, 15);
+    case BATON_TYPE_Q5_K:
+        return _mm512_add_epi8(k_two(wb + 48 + 32 * q, 0, 4, 15),
+                               _mm512_slli_epi16(k_two(wb + 16, 2 * q, 2 * q + 1, 1), 4));
+    default: { /* Q6_K: ql[64h..64h+63] are the low nibbles (p = 0) or high nibbles (p = 1) */
+        const __m512i ql = _mm512_loadu_si512((const void *)(wb + 64 * h));
+        const __m512i lo4 = _mm512_and_si512(_mm512_srli_epi16(ql, (unsigned)(4 * p)),
+                                             _mm512_set1_epi8(15));
+
+        return _mm512_or_si512(lo4,
+                               _mm512_slli_epi16(k_two(wb + 128 + 32 * h, 4 * p, 4 * p + 2, 3), 4));
+    }
+    }
+}
+
+/* The integer sums of one super-block for columns [c, c + nc) (2 <= nc
+ * <= K_COLS) from the unpacked weights wq and scales sv, then the float
+ * steps of all columns at once: column j's isum and msum go to lane j by a
+ * transposing reduction (one instead of one per column), and lane j does
+ * exactly the scalar steps (d * dx_j, the conversions, the two fused
+ * multiply-adds), so the bits are the one-column path's. */
+static AI T5 void k_sb_cols(const struct baton_mm *mm, const __m512i wq[4], const __m512i sv[4],
+                            __m256i corr, int bias, int has_min, float d, float dmin, uint64_t s,
+                            uint64_t c, uint32_t nc, float *acc)
+{
+    __m256i is[K_COLS], ms[K_COLS];
+    float dxs[K_COLS];
+    uint32_t j;
+    int q;
+
+    for (j = 0; j < K_COLS; j++) {
+        is[j] = _mm256_setzero_si256();
+        ms[j] = _mm256_setzero_si256();
+        dxs[j] = 0.0f;
+    }
+    for (j = 0; j < nc; j++) {
+        const uint8_t *xb = mm->act + (c + j) * mm->act_col_bytes + s * BATON_ACT_K_BLOCK_BYTES;
+        const __m256i m =
+            _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
+        __m512i a = _mm512_setzero_si512();
+        __m256i a8;
+
+#pragma GCC unroll 4
+        for (q = 0; q < 4; q++)
+            a = _mm512_dpwssd_epi32(
+                a, _mm512_maddubs_epi16(wq[q], _mm512_loadu_si512((const void *)(xb + 64 * q))),
+                sv[q]);
+        a8 = _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
+        is[j] = bias ? _mm256_add_epi32(a8, m) : a8;
+        ms[j] = m;
+        memcpy(&dxs[j], xb + 288, sizeof(float));
+    }
+    {
+        const __m256 dx = _mm256_loadu_ps(dxs);
+        __m256 accv = _mm256_loadu_ps(acc);
+
+        accv = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(d), dx),
+                               _mm256_cvtepi32_ps(k_hsum8x(is)), accv);
+        if (has_min)
+            accv = _mm256_fnmadd_ps(_mm256_mul_ps(_mm256_set1_ps(dmin), dx),
+                                    _mm256_cvtepi32_ps(k_hsum8x(ms)), accv);
+        _mm256_storeu_ps(acc, accv);
+    }
+}
+
+/* One super-block s of one weight row (at wb) for columns [c, c + nc):
+ * acc[j] gets its two fused multiply-adds. */
+static AI T5 void k_sb(const struct baton_mm *mm, uint32_t type, const uint8_t *wb, uint64_t s,
+                       uint64_t c, uint32_t nc, float *acc)
+{
+    uint32_t bbytes, j;
+    int d_off, dmin_off, q;
+
+    k_layout(type, &bbytes, &d_off, &dmin_off);
+    const float d = k_h2f(wb + d_off), dmin = dmin_off >= 0 ? k_h2f(wb + dmin_off) : 0.0f;
+    __m128i scb;
+    __m256i mn;
+    const int bias = k_scales_v(type, wb, &scb, &mn);
+    /* int16 lane i of chunk q holds group 4q + i / 8 */
+    const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(scb));
+    const __m512i idx0 = _mm512_setr_epi32(0, 0, 0, 0, 0x10001, 0x10001, 0x10001, 0x10001,
+                                           0x20002, 0x20002, 0x20002, 0x20002, 0x30003,
+                                           0x30003, 0x30003, 0x30003);
+    __m512i wq[4], sv[4];
+    __m256i corr;
+
+    if (bias)
+        corr = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(scb), _mm256_set1_epi16((short)-bias));
+    else
+        corr = mn;
+#pragma GCC unroll 4
+    for (q = 0; q < 4; q++) {
+        wq[q] = k_chunk(type, wb, q);
+        sv[q] = _mm512_permutexvar_epi16(_mm512_add_epi16(idx0, _mm512_set1_epi16((short)(4 * q))),
+                                         sc16);
+    }
+    if (nc > 1) {
+        k_sb_cols(mm, wq, sv, corr, bias, dmin_off >= 0, d, dmin, s, c, nc, acc);
+        return;
+    }
+    for (j = 0; j < nc; j++) {
+        const uint8_t *xb = mm->act + (c + j) * mm->act_col_bytes + s * BATON_ACT_K_BLOCK_BYTES;
+        const __m256i m =
+            _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
+        __m512i a = _mm512_setzero_si512(), a1 = _mm512_setzero_si512();
+        __m256i a8;
+        float dx;
+
+        /* two accumulators: half the latency to the chain (integers: any
+         * grouping gives the same sum) */
+        for (q = 0; q < 4; q += 2) {
+            const __m512i x0 = _mm512_loadu_si512((const void *)(xb + 64 * q));
+            const __m512i x1 = _mm512_loadu_si512((const void *)(xb + 64 * q + 64));
+
+            a = _mm512_dpwssd_epi32(a, _mm512_maddubs_epi16(wq[q], x0), sv[q]);
+            a1 = _mm512_dpwssd_epi32(a1, _mm512_maddubs_epi16(wq[q + 1], x1), sv[q + 1]);
+        }
+        a = _mm512_add_epi32(a, a1);
+        a8 = _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
+        if (bias)
+            a8 = _mm256_add_epi32(a8, m);
+        memcpy(&dx, xb + 288, sizeof(dx));
+        if (dmin_off >= 0) {
+            int32_t isum, msum;
+
+            k_hsum2(a8, m, &isum, &msum);
+            acc[j] = k_fma(d * dx, (float)isum, acc[j]);
+            acc[j] = k_fma(-(dmin * dx), (float)msum, acc[j]);
+        } else {
+            acc[j] = k_fma(d * dx, (float)k_hsum(a8), acc[j]);
+        }
+    }
+}
+
+/* Row r for columns [c, c + nc), nc <= K_COLS. */
+static AI T5 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc,
+                        uint32_t type)
+{
+    const uint64_t nsb = mm->k / BATON_QK_K;
+    uint32_t bbytes, j;
+    int d_off, dmin_off;
+    uint64_t s;
+    float acc[K_COLS];
+
+    k_layout(type, &bbytes, &d_off, &dmin_off);
+    for (j = 0; j < K_COLS; j++)
+        acc[j] = 0.0f;
+    for (s = 0; s < nsb; s++)
+        k_sb(mm, type, mm->w + r * mm->w_row_bytes + s * bbytes, s, c, nc, acc);
+    for (j = 0; j < nc; j++)
+        mm->y[(c + j) * mm->n + r] = acc[j];
+}
+
+#define K_KERNELS(name, type)                                                                      \
+    static T5 void name##_krow(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)     \
+    {                                                                                              \
+        k_row(mm, r, c, nc, type);                                                                 \
+    }                                                                                              \
+    static T5 void name##_kdecode(const struct baton_mm *mm, uint64_t r)                           \
+    {                                                                                              \
+        k_row(mm, r, 0, 1, type);                                                                  \
+    }                                                                                              \
+    static const struct baton_mm_tiles name##_ktiles = {                                           \
+        name##_kdecode, 1, name##_krow, 1, K_COLS, name##_krow, 0,                                 \
+    };                                                                                             \
+    static T5 void avx512_##name(const struct baton_mm *mm, uint64_t r0, uint64_t r1)              \
+    {                                                                                              \
+        baton_mm_drive(mm, r0, r1, &name##_ktiles);                                                \
+    }
+
+K_KERNELS(q2_k, BATON_TYPE_Q2_K)
+K_KERNELS(q3_k, BATON_TYPE_Q3_K)
+K_KERNELS(q4_k, BATON_TYPE_Q4_K)
+K_KERNELS(q5_k, BATON_TYPE_Q5_K)
+K_KERNELS(q6_k, BATON_TYPE_Q6_K)
+
 const struct baton_mm_kernels baton_mm_avx512 = {
     avx512_f32,      avx512_f16,         avx512_q8_0,           avx512_q4_0,
     baton_mm_avx2_act, avx512_f32_dots, baton_mm_avx2_wsum, avx512_f32_dots_multi,
-    avx512_silu,     avx512_exp_shift,
+    avx512_silu,     avx512_exp_shift,   avx512_q2_k,           avx512_q3_k,
+    avx512_q4_k,     avx512_q5_k,        avx512_q6_k,
 };
 
 #else
