@@ -421,7 +421,7 @@ static uint32_t kq_block_bytes(uint32_t type)
     }
 }
 
-/* Nearest level of [lo, hi] to v / step (+ off / step), step > 0 or the level
+/* Nearest level of [lo, hi] to v / step (step of either sign), or the level
  * nearest 0 when step is 0. */
 static int kq_level(float v, float step, int lo, int hi)
 {
@@ -431,7 +431,7 @@ static int kq_level(float v, float step, int lo, int hi)
     if (!(step > 0.0f) && !(step < 0.0f))
         return lo > 0 ? lo : hi < 0 ? hi : 0;
     r = roundf(v / step);
-    if (r < (float)lo)
+    if (!(r >= (float)lo)) /* also NaN (inf / inf on inputs BATON_E_INVAL rejects later) */
         return lo;
     if (r > (float)hi)
         return hi;
