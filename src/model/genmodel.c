@@ -323,6 +323,8 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
     rc = baton_gguf_w_string(g.w, "general.architecture", "llama", 5);
     if (rc == 0)
         rc = baton_gguf_w_string(g.w, "general.name", "baton-gen-model", 15);
+    if (rc == 0 && cfg->preset != BATON_PRESET_NONE) /* a mix: as llama-quantize marks it */
+        rc = baton_gguf_w_u32(g.w, "general.file_type", baton_quant_preset_ftype(cfg->preset));
     if (rc == 0)
         rc = baton_gguf_w_u32(g.w, "llama.context_length", cfg->n_ctx ? cfg->n_ctx : 2048);
     if (rc == 0)

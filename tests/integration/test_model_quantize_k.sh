@@ -71,6 +71,8 @@ for p in q3_k_m q4_k_m q5_k_m; do
         --type "$p" -o "$TMP/gen-$p.gguf" 2>"$TMP/g.err" || fail "gen-model $p: $(cat "$TMP/g.err")"
     grep -q "kv head, $p)\$" "$TMP/g.err" || fail "gen-model $p line: $(cat "$TMP/g.err")"
     types "$TMP/gen-$p.gguf" >"$TMP/got.txt"
+    case $p in q3_k_m) ft=12 ;; q4_k_m) ft=15 ;; q5_k_m) ft=17 ;; esac
+    grep -Eq "general\.file_type = $ft \(u32\)$" "$TMP/inspect.txt" || fail "gen-model $p: general.file_type $ft"
     expect "$p" | LC_ALL=C sort >"$TMP/want.txt"
     diff "$TMP/want.txt" "$TMP/got.txt" >&2 || fail "gen-model $p: tensor types"
 done
