@@ -1230,6 +1230,44 @@ static void gen_gguf(void)
     emit("gguf", w.p, w.len);
     gw_free(&w);
 
+    /* K-quant tensors (super-blocks of 256: Q2_K..Q6_K, 84..210 bytes),
+     * one super-block row each, then the same file with the last
+     * super-block cut short and with a row of 320 (not a multiple of 256):
+     * both rejected, naming the tensor */
+    for (int variant = 0; variant < 3; variant++) {
+        static const struct {
+            const char *name;
+            uint32_t type;
+        } kq[] = {{"blk.0.attn_v.weight", BATON_TYPE_Q2_K},
+                  {"blk.0.attn_output.weight", BATON_TYPE_Q3_K},
+                  {"blk.0.ffn_gate.weight", BATON_TYPE_Q4_K},
+                  {"blk.0.ffn_up.weight", BATON_TYPE_Q5_K},
+                  {"output.weight", BATON_TYPE_Q6_K}};
+        uint64_t koff[5], kend = 0;
+        gw_init(&w);
+        gw_header(&w, 3);
+        gw_kv_str(&w, "general.architecture", "llama");
+        gw_kv_u32(&w, "general.file_type", 15);
+        for (size_t i = 0; i < 5; i++) {
+            uint32_t be = 1, bb = 1;
+            (void)baton_type_block(kq[i].type, &be, &bb);
+            const uint64_t kne[2] = {variant == 2 && i == 2 ? 320 : 256, 2};
+            koff[i] = kend;
+            kend += (2 * bb + 31) / 32 * 32;
+            gw_tensor_info(&w, kq[i].name, 2, kne, kq[i].type, koff[i]);
+        }
+        size_t kdata = gw_data_begin(&w, 32);
+        for (size_t i = 0; i < 5; i++) {
+            const uint8_t d[4] = {0x00, 0x3c, 0x00, 0x38}; /* binary16 1.0, 0.5 */
+            gw_pad_to(&w, kdata, koff[i]);
+            gw_bytes(&w, d, sizeof d);
+        }
+        gw_pad_to(&w, kdata, variant == 1 ? kend - 32 - 1 : kend);
+        gw_finish(&w);
+        emit("gguf", w.p, w.len);
+        gw_free(&w);
+    }
+
     /* version 1 (rejected) and a header alone */
     gw_init(&w);
     gw_header(&w, 1);

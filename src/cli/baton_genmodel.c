@@ -10,6 +10,7 @@
 #include "core/types.h"
 #include "model/genmodel.h"
 #include "model/llama.h"
+#include "model/quant_preset.h"
 
 static int parse_type(const char *s, uint32_t *type)
 {
@@ -19,7 +20,12 @@ static int parse_type(const char *s, uint32_t *type)
     } names[] = {{"f32", BATON_TYPE_F32},
                  {"f16", BATON_TYPE_F16},
                  {"q8_0", BATON_TYPE_Q8_0},
-                 {"q4_0", BATON_TYPE_Q4_0}};
+                 {"q4_0", BATON_TYPE_Q4_0},
+                 {"q2_k", BATON_TYPE_Q2_K},
+                 {"q3_k", BATON_TYPE_Q3_K},
+                 {"q4_k", BATON_TYPE_Q4_K},
+                 {"q5_k", BATON_TYPE_Q5_K},
+                 {"q6_k", BATON_TYPE_Q6_K}};
     size_t i;
 
     for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -55,8 +61,9 @@ static void gen_usage(FILE *f)
           "bytes), for benchmarks and tests. llama.cpp loads it too.\n"
           "\n"
           "  --layers L        transformer blocks, 1..4096\n"
-          "  --dim D           embedding width (multiple of 32 unless --type f32)\n"
-          "  --ff F            feed-forward width (multiple of 32 unless --type f32)\n"
+          "  --dim D           embedding width (multiple of 32 unless --type f32; of 256\n"
+          "                    for q2_k..q6_k)\n"
+          "  --ff F            feed-forward width (as --dim)\n"
           "  --heads H         attention heads (D % H == 0, even head size)\n"
           "  --arch A          llama (default), qwen2 (Q/K/V biases, NeoX RoPE) or qwen3\n"
           "                    (per-head Q/K norms, NeoX RoPE)\n"
@@ -69,7 +76,10 @@ static void gen_usage(FILE *f)
           "  --kv-heads K      key/value heads (H % K == 0; default H)\n"
           "  --vocab N         synthetic vocabulary size, 300..2097152 (default 512)\n"
           "  --vocab-from FILE copy the tokenizer of another GGUF\n"
-          "  --type T          f32, f16, q8_0 or q4_0 for the matrices (default f32)\n"
+          "  --type T          f32, f16, q8_0, q4_0, q2_k, q3_k, q4_k, q5_k or q6_k for\n"
+          "                    the matrices (default f32), or a mix of types chosen per\n"
+          "                    matrix as llama.cpp's preset of that name does: q3_k_m,\n"
+          "                    q4_k_m, q5_k_m (docs/QUANTIZE.md)\n"
           "  --seed S          weight seed (default 1)\n"
           "  --ctx N           llama.context_length (default 2048)\n"
           "  -o FILE           output file (written atomically)\n"
@@ -148,12 +158,18 @@ int baton_cmd_gen_model(int argc, char **argv)
             break;
         }
         case O_TYPE:
-            if (parse_type(optarg, &cfg.type) != 0) {
-                fprintf(stderr, "baton gen-model: --type: '%s' (want f32, f16, q8_0, q4_0)\n",
-                        optarg);
-                return 2;
-            }
-            break;
+            cfg.preset = BATON_PRESET_NONE;
+            cfg.type = BATON_TYPE_F32;
+            if (parse_type(optarg, &cfg.type) == 0)
+                break;
+            if (strcmp(optarg, "q2_k") != 0 && strcmp(optarg, "q6_k") != 0 &&
+                baton_quant_preset_parse(optarg, &cfg.preset) == 0)
+                break;
+            fprintf(stderr,
+                    "baton gen-model: --type: '%s' (want f32, f16, q8_0, q4_0, q2_k, q3_k, q4_k, "
+                    "q5_k, q6_k, q3_k_m, q4_k_m, q5_k_m)\n",
+                    optarg);
+            return 2;
         case O_SEED:
             if (baton_cli_parse_u64("baton gen-model", "--seed", optarg, 0, UINT64_MAX,
                                     &cfg.seed) != 0)
@@ -202,7 +218,8 @@ int baton_cmd_gen_model(int argc, char **argv)
             "baton gen-model: wrote %s (%u layer%s, dim %u, ff %u, %u head%s, %u kv head%s, %s)\n",
             cfg.out_path, cfg.n_layer, cfg.n_layer == 1 ? "" : "s", cfg.n_embd, cfg.n_ff,
             cfg.n_head, cfg.n_head == 1 ? "" : "s", cfg.n_head_kv, cfg.n_head_kv == 1 ? "" : "s",
-            baton_type_name(cfg.type));
+            cfg.preset != BATON_PRESET_NONE ? baton_quant_preset_name(cfg.preset)
+                                            : baton_type_name(cfg.type));
     return 0;
 }
 
@@ -212,8 +229,10 @@ int baton_cmd_quantize(int argc, char **argv)
     /* by the number of operands given */
     static const char *const missing[3] = {"IN.gguf, OUT.gguf and TYPE", "OUT.gguf and TYPE",
                                            "TYPE"};
-    static const char usage_line[] = "usage: baton quantize IN.gguf OUT.gguf q8_0|q4_0|f16|f32\n";
+    static const char usage_line[] =
+        "usage: baton quantize IN.gguf OUT.gguf q8_0|q4_0|f16|f32|q4_k_m|q5_k_m|q6_k|q3_k_m|q2_k\n";
     uint32_t type;
+    int preset = BATON_PRESET_NONE;
     char err[512] = "";
     uint64_t n_conv = 0, n_kept = 0;
     const char *in, *out, *type_name;
@@ -233,6 +252,13 @@ int baton_cmd_quantize(int argc, char **argv)
              "prints how many tensors were converted and kept, and warns when none was\n"
              "converted. OUT is written atomically and must not be IN.\n"
              "\n"
+             "TYPE q4_k_m, q5_k_m, q6_k, q3_k_m or q2_k (q3_k, q4_k, q5_k: the _m ones;\n"
+             "any case) is a mix, llama.cpp's preset of that name: each matrix gets the\n"
+             "K-quant (or Q8_0) that preset picks for it, e.g. for q4_k_m Q4_K in general,\n"
+             "Q6_K for output.weight and for attn_v and ffn_down in some layers; rows that\n"
+             "are not a multiple of 256 fall back to q4_0, q8_0 or f16 (docs/QUANTIZE.md).\n"
+             "general.file_type is set as llama-quantize sets it.\n"
+             "\n"
              "Exit status: 0 written (also when nothing was converted), 1 IN cannot be\n"
              "read, or OUT cannot be written or is IN, 2 usage error.");
         return 0;
@@ -249,20 +275,40 @@ int baton_cmd_quantize(int argc, char **argv)
     in = argv[optind];
     out = argv[optind + 1];
     type_name = argv[optind + 2];
-    if (parse_type(type_name, &type) != 0) {
-        fprintf(stderr, "baton quantize: type '%s' (want q8_0, q4_0, f16, f32)\n", type_name);
-        return 2;
+    if (parse_type(type_name, &type) != 0 || type == BATON_TYPE_Q2_K ||
+        (type >= BATON_TYPE_Q3_K && type <= BATON_TYPE_Q6_K)) {
+        /* the K names are llama-quantize's presets (q3_k, q4_k, q5_k: its
+         * aliases of the _m ones), in any case */
+        char lower[16];
+        size_t i;
+
+        for (i = 0; type_name[i] && i + 1 < sizeof lower; i++)
+            lower[i] = (char)(type_name[i] >= 'A' && type_name[i] <= 'Z' ? type_name[i] + 32
+                                                                         : type_name[i]);
+        lower[i] = '\0';
+        if (type_name[i] == '\0' && (strcmp(lower, "q3_k") == 0 || strcmp(lower, "q4_k") == 0 ||
+                                     strcmp(lower, "q5_k") == 0))
+            strcat(lower, "_m");
+        if (type_name[i] != '\0' || baton_quant_preset_parse(lower, &preset) != 0) {
+            fprintf(stderr,
+                    "baton quantize: type '%s' (want q8_0, q4_0, f16, f32, q4_k_m, q5_k_m, q6_k, "
+                    "q3_k_m, q2_k)\n",
+                    type_name);
+            return 2;
+        }
+        type = BATON_TYPE_F32;
     }
     if (baton_cli_check_output("baton quantize", "", out, 1, in) != 0)
         return 1;
-    rc = baton_quantize_file(in, out, type, err, sizeof(err), &n_conv, &n_kept);
+    rc = baton_quantize_file(in, out, type, preset, err, sizeof(err), &n_conv, &n_kept);
     if (rc != 0) {
         fprintf(stderr, "baton quantize: %s\n", err[0] ? err : baton_status_str(rc));
         return 1;
     }
     fprintf(stderr, "baton quantize: wrote %s: %llu tensors converted to %s, %llu kept (%s)\n",
             out, (unsigned long long)n_conv, type_name, (unsigned long long)n_kept,
-            type == BATON_TYPE_F32 || type == BATON_TYPE_F16
+            preset != BATON_PRESET_NONE ? "vectors, norms, or not f32/f16"
+            : type == BATON_TYPE_F32 || type == BATON_TYPE_F16
                 ? "vectors, other types, or already that type"
                 : "vectors, other types, or rows not a multiple of 32");
     if (n_conv == 0)

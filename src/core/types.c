@@ -20,12 +20,29 @@
     behavior q8_0:
       assumes type == BATON_TYPE_Q8_0;
       ensures \result == 0 && *block_elems == 32 && *block_bytes == 34;
+    behavior q2_k:
+      assumes type == BATON_TYPE_Q2_K;
+      ensures \result == 0 && *block_elems == 256 && *block_bytes == 84;
+    behavior q3_k:
+      assumes type == BATON_TYPE_Q3_K;
+      ensures \result == 0 && *block_elems == 256 && *block_bytes == 110;
+    behavior q4_k:
+      assumes type == BATON_TYPE_Q4_K;
+      ensures \result == 0 && *block_elems == 256 && *block_bytes == 144;
+    behavior q5_k:
+      assumes type == BATON_TYPE_Q5_K;
+      ensures \result == 0 && *block_elems == 256 && *block_bytes == 176;
+    behavior q6_k:
+      assumes type == BATON_TYPE_Q6_K;
+      ensures \result == 0 && *block_elems == 256 && *block_bytes == 210;
     behavior i32:
       assumes type == BATON_TYPE_I32;
       ensures \result == 0 && *block_elems == 1 && *block_bytes == 4;
     behavior unknown:
       assumes type != BATON_TYPE_F32 && type != BATON_TYPE_F16 && type != BATON_TYPE_Q4_0 &&
-              type != BATON_TYPE_Q8_0 && type != BATON_TYPE_I32;
+              type != BATON_TYPE_Q8_0 && type != BATON_TYPE_Q2_K && type != BATON_TYPE_Q3_K &&
+              type != BATON_TYPE_Q4_K && type != BATON_TYPE_Q5_K && type != BATON_TYPE_Q6_K &&
+              type != BATON_TYPE_I32;
       ensures \result == BATON_E_TYPE;
       ensures *block_elems == \old(*block_elems) && *block_bytes == \old(*block_bytes);
     complete behaviors;
@@ -50,6 +67,26 @@ int baton_type_block(uint32_t type, uint32_t *block_elems, uint32_t *block_bytes
         *block_elems = 32;
         *block_bytes = 34;
         return 0;
+    case BATON_TYPE_Q2_K:
+        *block_elems = 256;
+        *block_bytes = 84;
+        return 0;
+    case BATON_TYPE_Q3_K:
+        *block_elems = 256;
+        *block_bytes = 110;
+        return 0;
+    case BATON_TYPE_Q4_K:
+        *block_elems = 256;
+        *block_bytes = 144;
+        return 0;
+    case BATON_TYPE_Q5_K:
+        *block_elems = 256;
+        *block_bytes = 176;
+        return 0;
+    case BATON_TYPE_Q6_K:
+        *block_elems = 256;
+        *block_bytes = 210;
+        return 0;
     case BATON_TYPE_I32:
         *block_elems = 1;
         *block_bytes = 4;
@@ -65,17 +102,28 @@ static const struct baton_type_info type_f32 = {1, 4, 1, "f32"};
 static const struct baton_type_info type_f16 = {1, 2, 1, "f16"};
 static const struct baton_type_info type_q4_0 = {32, 18, 1, "q4_0"};
 static const struct baton_type_info type_q8_0 = {32, 34, 1, "q8_0"};
+/* K-quant super-blocks (256 elements; compute/cpu/quant.h) as MUL_MAT
+ * weights and GET_ROWS tables, like Q4_0 and Q8_0. */
+static const struct baton_type_info type_q2_k = {256, 84, 1, "q2_k"};
+static const struct baton_type_info type_q3_k = {256, 110, 1, "q3_k"};
+static const struct baton_type_info type_q4_k = {256, 144, 1, "q4_k"};
+static const struct baton_type_info type_q5_k = {256, 176, 1, "q5_k"};
+static const struct baton_type_info type_q6_k = {256, 210, 1, "q6_k"};
 static const struct baton_type_info type_i32 = {1, 4, 1, "i32"};
 
 /*@ assigns \nothing;
     ensures \result == \null || \valid_read(\result);
     behavior known:
       assumes type == BATON_TYPE_F32 || type == BATON_TYPE_F16 || type == BATON_TYPE_Q4_0 ||
-              type == BATON_TYPE_Q8_0 || type == BATON_TYPE_I32;
+              type == BATON_TYPE_Q8_0 || type == BATON_TYPE_Q2_K || type == BATON_TYPE_Q3_K ||
+              type == BATON_TYPE_Q4_K || type == BATON_TYPE_Q5_K || type == BATON_TYPE_Q6_K ||
+              type == BATON_TYPE_I32;
       ensures \valid_read(\result);
     behavior unknown:
       assumes type != BATON_TYPE_F32 && type != BATON_TYPE_F16 && type != BATON_TYPE_Q4_0 &&
-              type != BATON_TYPE_Q8_0 && type != BATON_TYPE_I32;
+              type != BATON_TYPE_Q8_0 && type != BATON_TYPE_Q2_K && type != BATON_TYPE_Q3_K &&
+              type != BATON_TYPE_Q4_K && type != BATON_TYPE_Q5_K && type != BATON_TYPE_Q6_K &&
+              type != BATON_TYPE_I32;
       ensures \result == \null;
     complete behaviors;
     disjoint behaviors;
@@ -91,6 +139,16 @@ const struct baton_type_info *baton_type_get(uint32_t type)
         return &type_q4_0;
     case BATON_TYPE_Q8_0:
         return &type_q8_0;
+    case BATON_TYPE_Q2_K:
+        return &type_q2_k;
+    case BATON_TYPE_Q3_K:
+        return &type_q3_k;
+    case BATON_TYPE_Q4_K:
+        return &type_q4_k;
+    case BATON_TYPE_Q5_K:
+        return &type_q5_k;
+    case BATON_TYPE_Q6_K:
+        return &type_q6_k;
     case BATON_TYPE_I32:
         return &type_i32;
     default:

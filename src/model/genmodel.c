@@ -14,6 +14,7 @@
 #include "model/gguf_write.h"
 #include "model/llama.h"
 #include "model/meminfo.h"
+#include "model/quant_preset.h"
 #include "wire/wire.h"
 
 /* ---- deterministic stream (xorshift64*, Vigna 2016) ---- */
@@ -84,6 +85,19 @@ int baton_convert_rows(uint32_t type, const float *src, uint64_t n_rows, uint64_
     return 0;
 }
 
+/* "blk.N." -> N, -1 for a tensor outside the blocks (llama.cpp's model
+ * loader orders tensors by this, then by name). */
+static long layer_of(const char *name)
+{
+    char *end;
+    long n;
+
+    if (strncmp(name, "blk.", 4) != 0 || name[4] < '0' || name[4] > '9')
+        return -1;
+    n = strtol(name + 4, &end, 10);
+    return *end == '.' ? n : -1;
+}
+
 /* ---- gen-model ---- */
 
 /* Largest n_head x head size gen-model writes (attn_q's rows). */
@@ -126,6 +140,22 @@ static int add_weight(struct gen *g, const char *name, uint64_t ne0, uint64_t ne
     const float scale = 1.0f / sqrtf((float)ne0);
     uint32_t type = is_norm ? BATON_TYPE_F32 : g->cfg->type;
     uint64_t ne[2] = {ne0, ne1}, bytes;
+
+    if (!is_norm && g->cfg->preset != BATON_PRESET_NONE) {
+        /* a mix: llama.cpp's choice for this tensor; every layer has one
+         * attn_v and one ffn_down, so their rank is the layer */
+        struct baton_quant_plan plan;
+        const long layer = layer_of(name);
+
+        memset(&plan, 0, sizeof plan);
+        plan.preset = g->cfg->preset;
+        plan.n_layer = plan.n_attn_v = g->cfg->n_layer;
+        plan.n_gqa = g->cfg->n_head / g->cfg->n_head_kv;
+        plan.is_70b = g->cfg->n_layer == 80 && g->cfg->n_head != g->cfg->n_head_kv;
+        plan.has_output = 1;
+        plan.attn_v_rank = plan.ffn_down_rank = layer < 0 ? 0 : (uint32_t)layer;
+        type = baton_quant_preset_type(&plan, name, ne0);
+    }
     uint64_t i;
     int rc;
 
@@ -329,9 +359,23 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
                  cfg->n_head, cfg->n_head_kv);
         return BATON_E_INVAL;
     }
-    /* the rows of the matrices are --dim or --ff long; q8_0 and q4_0 store
-     * them in blocks of 32 (gen-model holds f16 to the same rule) */
-    if (cfg->type != BATON_TYPE_F32 && (D % 32 != 0 || F % 32 != 0)) {
+    /* the rows of the matrices are --dim or --ff long; the K-quants store
+     * them in super-blocks of 256 (a mix falls back per matrix, as
+     * llama.cpp does, down to blocks of 32) */
+    if (cfg->preset == BATON_PRESET_NONE && cfg->type != BATON_TYPE_F32 &&
+        baton_type_get(cfg->type) && baton_type_get(cfg->type)->block_elems == 256 &&
+        (D % 256 != 0 || F % 256 != 0)) {
+        snprintf(err, err_len,
+                 "%s %u is not a multiple of 256: %s stores the rows of the matrices (--dim and "
+                 "--ff long) in super-blocks of 256",
+                 D % 256 != 0 ? "--dim" : "--ff", D % 256 != 0 ? D : F,
+                 baton_type_name(cfg->type));
+        return BATON_E_INVAL;
+    }
+    /* q8_0 and q4_0 store them in blocks of 32 (gen-model holds f16 and the
+     * mixes to the same rule) */
+    if ((cfg->type != BATON_TYPE_F32 || cfg->preset != BATON_PRESET_NONE) &&
+        (D % 32 != 0 || F % 32 != 0)) {
         const char *opt = D % 32 != 0 ? "--dim" : "--ff";
         const uint32_t v = D % 32 != 0 ? D : F;
 
@@ -344,7 +388,17 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
             snprintf(err, err_len,
                      "%s %u is not a multiple of 32: %s stores the rows of the matrices (--dim "
                      "and --ff long) in blocks of 32",
-                     opt, v, baton_type_name(cfg->type));
+                     opt, v,
+                     cfg->preset != BATON_PRESET_NONE ? baton_quant_preset_name(cfg->preset)
+                                                      : baton_type_name(cfg->type));
+        return BATON_E_INVAL;
+    }
+    if (cfg->preset == BATON_PRESET_NONE && baton_type_get(cfg->type) &&
+        baton_type_get(cfg->type)->block_elems == 256 && QD % 256 != 0) {
+        snprintf(err, err_len,
+                 "--heads %u x head size %u = %u is not a multiple of 256: %s stores the rows "
+                 "of attn_output in super-blocks of 256",
+                 cfg->n_head, hd, QD, baton_type_name(cfg->type));
         return BATON_E_INVAL;
     }
     if (cfg->type != BATON_TYPE_F32 && QD % 32 != 0) {
@@ -362,6 +416,8 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
     rc = baton_gguf_w_string(g.w, "general.architecture", a, strlen(a));
     if (rc == 0)
         rc = baton_gguf_w_string(g.w, "general.name", "baton-gen-model", 15);
+    if (rc == 0 && cfg->preset != BATON_PRESET_NONE) /* a mix: as llama-quantize marks it */
+        rc = baton_gguf_w_u32(g.w, "general.file_type", baton_quant_preset_ftype(cfg->preset));
     if (rc == 0)
         rc = baton_gguf_w_u32(g.w, akey(k, sizeof k, a, "context_length"),
                               cfg->n_ctx ? cfg->n_ctx : 2048);
@@ -403,14 +459,16 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
      * minute on a 24 GiB machine before the OOM killer came; one just under
      * the RAM, with part of it in use, ends the same way) */
     {
-        const double mat = (double)row_bytes(cfg->type, D);
+        /* (a mix: at most Q8_0's 34 bytes per 32 elements) */
+        const uint32_t est = cfg->preset != BATON_PRESET_NONE ? BATON_TYPE_Q8_0 : cfg->type;
+        const double mat = (double)row_bytes(est, D);
         const double big = (double)D * gen_widest(V, F, D, QD);
         /* the file's tensors, plus the two float scratch rows sets below */
         const double total =
             8.0 * big + 2.0 * mat * V + 4.0 * D +
             (double)cfg->n_layer * (mat * ((double)QD + 2.0 * kv_dim + 2.0 * F) +
-                                    (double)row_bytes(cfg->type, QD) * D +
-                                    (double)row_bytes(cfg->type, F) * D + 8.0 * D +
+                                    (double)row_bytes(est, QD) * D +
+                                    (double)row_bytes(est, F) * D + 8.0 * D +
                                     (cfg->arch == BATON_ARCH_QWEN2   ? 4.0 * (QD + 2.0 * kv_dim)
                                      : cfg->arch == BATON_ARCH_QWEN3 ? 8.0 * hd
                                                                      : 0.0));
@@ -499,9 +557,76 @@ out:
 
 /* ---- quantize ---- */
 
-int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type, char *err,
-                        size_t err_len, uint64_t *n_converted, uint64_t *n_kept)
+static int before(const char *a, const char *b)
 {
+    const long la = layer_of(a), lb = layer_of(b);
+
+    return la != lb ? la < lb : strcmp(a, b) < 0;
+}
+
+/* The index of tensor i among the tensors of src that is(name) selects, in
+ * llama.cpp's loader order (layer, then name); their count in *n. */
+static uint32_t rank_in(const struct baton_gguf *src, uint64_t i, int (*is)(const char *),
+                        uint32_t *n)
+{
+    struct baton_gguf_tensor t, u;
+    uint32_t rank = 0;
+    uint64_t j;
+
+    *n = 0;
+    if (baton_gguf_tensor_at(src, i, &t) != 0)
+        return 0;
+    for (j = 0; j < baton_gguf_n_tensors(src); j++) {
+        if (baton_gguf_tensor_at(src, j, &u) != 0 || !is(u.name) ||
+            !baton_quant_preset_applies(u.name, u.n_dims))
+            continue;
+        (*n)++;
+        if (j != i && before(u.name, t.name))
+            rank++;
+    }
+    return rank;
+}
+
+/* The hyperparameters the preset rules read, from the file's metadata. */
+static void plan_from_file(const struct baton_gguf *src, int preset, struct baton_quant_plan *p)
+{
+    const char *arch = "";
+    size_t arch_len = 0;
+    char key[96], a[32] = "";
+    uint32_t n_head = 1, n_head_kv = 0, n;
+    struct baton_gguf_tensor t;
+
+    memset(p, 0, sizeof *p);
+    p->preset = preset;
+    p->has_output = baton_gguf_find_tensor(src, "output.weight", &t, NULL) == 0;
+    if (baton_gguf_get_string(src, "general.architecture", &arch, &arch_len) == 0 &&
+        arch_len < sizeof a) {
+        memcpy(a, arch, arch_len);
+        a[arch_len] = '\0';
+    }
+    snprintf(key, sizeof key, "%s.block_count", a);
+    if (baton_gguf_get_u32(src, key, &p->n_layer) != 0) {
+        /* no block count: one ffn_down per layer */
+        for (uint64_t i = 0; i < baton_gguf_n_tensors(src); i++)
+            if (baton_gguf_tensor_at(src, i, &t) == 0 && baton_quant_preset_is_ffn_down(t.name))
+                p->n_layer++;
+    }
+    snprintf(key, sizeof key, "%s.attention.head_count", a);
+    (void)baton_gguf_get_u32(src, key, &n_head);
+    snprintf(key, sizeof key, "%s.attention.head_count_kv", a);
+    if (baton_gguf_get_u32(src, key, &n_head_kv) != 0)
+        n_head_kv = n_head;
+    p->n_gqa = n_head_kv ? n_head / n_head_kv : 0;
+    p->is_70b = p->n_layer == 80 &&
+                ((strcmp(a, "llama") == 0 && n_head != n_head_kv) || strcmp(a, "qwen2") == 0);
+    (void)rank_in(src, 0, baton_quant_preset_is_attn_v, &n);
+    p->n_attn_v = n;
+}
+
+int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type, int preset,
+                        char *err, size_t err_len, uint64_t *n_converted, uint64_t *n_kept)
+{
+    struct baton_quant_plan plan;
     struct baton_gguf *src = NULL;
     struct baton_gguf_writer *w = NULL;
     float *f32 = NULL;
@@ -511,6 +636,8 @@ int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type
 
     if (rc != 0)
         return rc;
+    if (preset != BATON_PRESET_NONE)
+        plan_from_file(src, preset, &plan);
     rc = baton_gguf_writer_create(&w);
     for (i = 0; rc == 0 && i < baton_gguf_n_kv(src); i++) {
         const struct baton_gguf_kv *kv = baton_gguf_kv_at(src, i);
@@ -519,6 +646,10 @@ int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type
 
         if (strcmp(baton_gguf_kv_key(kv), "general.alignment") == 0)
             continue; /* the writer uses the default alignment */
+        if (preset != BATON_PRESET_NONE &&
+            (strcmp(baton_gguf_kv_key(kv), "general.file_type") == 0 ||
+             strcmp(baton_gguf_kv_key(kv), "general.quantization_version") == 0))
+            continue; /* written below, as llama-quantize writes them */
         rc = baton_gguf_kv_raw(kv, &raw, &len);
         if (rc == 0)
             rc = baton_gguf_w_raw(w, baton_gguf_kv_key(kv), baton_gguf_kv_type(kv), raw, len);
@@ -532,8 +663,17 @@ int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type
         if (rc != 0)
             break;
         out_type = t.type;
-        if (t.n_dims == 2 && (t.type == BATON_TYPE_F32 || t.type == BATON_TYPE_F16) &&
-            (type == BATON_TYPE_F32 || type == BATON_TYPE_F16 || t.ne[0] % 32 == 0))
+        if (preset != BATON_PRESET_NONE) {
+            if (t.n_dims == 2 && (t.type == BATON_TYPE_F32 || t.type == BATON_TYPE_F16) &&
+                baton_quant_preset_applies(t.name, t.n_dims)) {
+                uint32_t count;
+
+                plan.attn_v_rank = rank_in(src, i, baton_quant_preset_is_attn_v, &count);
+                plan.ffn_down_rank = rank_in(src, i, baton_quant_preset_is_ffn_down, &count);
+                out_type = baton_quant_preset_type(&plan, t.name, t.ne[0]);
+            }
+        } else if (t.n_dims == 2 && (t.type == BATON_TYPE_F32 || t.type == BATON_TYPE_F16) &&
+                   (type == BATON_TYPE_F32 || type == BATON_TYPE_F16 || t.ne[0] % 32 == 0))
             out_type = type;
         if (out_type == t.type) {
             if (n_kept)
@@ -563,6 +703,11 @@ int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type
             rc = baton_gguf_w_tensor(w, t.name, out_type, 2, t.ne, conv, bytes);
         if (rc != 0)
             snprintf(err, err_len, "%s: tensor '%s': %s", in_path, t.name, baton_status_str(rc));
+    }
+    if (rc == 0 && preset != BATON_PRESET_NONE) {
+        rc = baton_gguf_w_u32(w, "general.file_type", baton_quant_preset_ftype(preset));
+        if (rc == 0)
+            rc = baton_gguf_w_u32(w, "general.quantization_version", 2);
     }
     if (rc == 0)
         rc = baton_gguf_writer_write(w, out_path, err, err_len);

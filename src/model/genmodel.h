@@ -14,7 +14,10 @@ struct baton_gen_model_config {
     uint32_t n_layer, n_embd, n_ff, n_head, n_head_kv;
     uint32_t n_vocab;       /* synthetic vocabulary size (>= 300), unless vocab_from */
     uint32_t n_ctx;         /* llama.context_length */
-    uint32_t type;          /* weight type of the matrices: F32, F16, Q8_0 or Q4_0 */
+    uint32_t type;          /* weight type of the matrices: F32, F16, Q8_0, Q4_0, Q2_K..Q6_K */
+    int preset;             /* enum baton_quant_preset (model/quant_preset.h): a mix of
+                               types chosen per matrix as llama.cpp's preset does;
+                               BATON_PRESET_NONE (0): every matrix in type */
     uint32_t arch;          /* enum baton_llama_arch (model/llama.h): llama, qwen2, qwen3 */
     uint32_t head_dim;      /* 0: n_embd / n_head; else written as attention.key_length */
     float rope_base;        /* 0: 10000 (llama), 1000000 (qwen2, qwen3) */
@@ -27,7 +30,9 @@ struct baton_gen_model_config {
 /* Writes the model. Weights: uniform in [-1/sqrt(fan_in), 1/sqrt(fan_in)]
  * from a xorshift64* stream seeded with seed (same seed, same bytes), norm
  * weights 1 + small noise. Matrices are converted to cfg->type (ne[0] must
- * be a multiple of 32 for the block types); norms stay F32. The model is
+ * be a multiple of 32 for Q8_0 / Q4_0 / F16 and of 256 for the K-quants) or,
+ * with cfg->preset, each to its preset's type (multiples of 32); norms stay
+ * F32. The model is
  * built in memory: a shape larger than the memory available now
  * (MemAvailable, /proc/meminfo, read by baton_meminfo_available in
  * meminfo.h; the machine's RAM where that cannot be read) is refused with
@@ -35,13 +40,17 @@ struct baton_gen_model_config {
  * Returns 0 or a negative status with a message in err. */
 int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t err_len);
 
-/* Copies a GGUF, converting every 2-D F32/F16 tensor whose ne[0] is a
- * multiple of 32 to type (Q8_0 or Q4_0, or F16/F32); other tensors and all
- * metadata are copied unchanged. *n_converted / *n_kept (may be NULL; the
- * caller zeroes them) count converted and unchanged tensors. Returns 0 or a
- * negative status with a message in err. */
-int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type, char *err,
-                        size_t err_len, uint64_t *n_converted, uint64_t *n_kept);
+/* Copies a GGUF. With preset BATON_PRESET_NONE: converts every 2-D F32/F16
+ * tensor whose ne[0] is a multiple of 32 to type (Q8_0 or Q4_0, or F16/F32).
+ * With a preset (model/quant_preset.h; type is then ignored): converts each
+ * 2-D F32/F16 matrix llama.cpp's preset quantizes to the type that preset
+ * picks for it (docs/QUANTIZE.md), and sets general.file_type to llama.cpp's
+ * value for the preset and general.quantization_version to 2. Other tensors
+ * and all other metadata are copied unchanged. *n_converted / *n_kept (may
+ * be NULL; the caller zeroes them) count converted and unchanged tensors.
+ * Returns 0 or a negative status with a message in err. */
+int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type, int preset,
+                        char *err, size_t err_len, uint64_t *n_converted, uint64_t *n_kept);
 
 /* Converts n_rows rows of row_len floats to type into dst (row_len a
  * multiple of the type's block). Returns 0 or BATON_E_UNSUPPORTED. */

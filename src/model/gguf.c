@@ -637,6 +637,17 @@ static int parse(struct parse *ps)
                         "data offset %llu is not a multiple of the alignment %u",
                         (unsigned long long)t->offset, g->alignment);
         const uint64_t data_bytes = ps->c.size - g->data_offset;
+        uint32_t block_elems = 1, block_bytes = 1;
+        (void)baton_type_block(t->type, &block_elems, &block_bytes); /* known: read_tensor */
+        if ((t->offset > data_bytes || t->nbytes > data_bytes - t->offset) && block_elems > 1)
+            /* a quantized tensor: name its blocks (K-quants: super-blocks
+             * of 256), so a file cut inside one says so */
+            return fail(ps, BATON_E_BOUNDS,
+                        "data past end of file (offset %llu, %llu bytes = %llu %s blocks of "
+                        "%u bytes, %llu available)",
+                        (unsigned long long)t->offset, (unsigned long long)t->nbytes,
+                        (unsigned long long)(t->nbytes / block_bytes), baton_type_name(t->type),
+                        block_bytes, (unsigned long long)data_bytes);
         if (t->offset > data_bytes || t->nbytes > data_bytes - t->offset)
             return fail(ps, BATON_E_BOUNDS,
                         "data past end of file (offset %llu, %llu bytes, %llu available)",

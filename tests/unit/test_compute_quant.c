@@ -340,6 +340,286 @@ static void test_round_trip_bounds(void **state)
     }
 }
 
+/* ---- K-quants ---- */
+
+static void put16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)(v & 0xFF);
+    p[1] = (uint8_t)(v >> 8);
+}
+
+/* Chosen integers per element e and sub-block j; each test packs them by the
+ * byte layout written in quant.h and expects d * sc * q - dmin * m, with
+ * d = 0.5 (0x3800) and dmin = 0.25 (0x3400): every product is exact. */
+#define KD 0.5
+#define KDMIN 0.25
+
+static void check_k_block(uint32_t type, const uint8_t *blk, const double *want)
+{
+    float y[512];
+    int e;
+
+    assert_int_equal(baton_dequantize_row_k(type, blk, y, 256), 0);
+    for (e = 0; e < 256; e++)
+        assert_true((double)y[e] == want[e]);
+    /* through the type switch too, and k = 512 reads two super-blocks */
+    assert_int_equal(baton_dequantize_row(type, blk, y, 256), 0);
+    for (e = 0; e < 256; e++)
+        assert_true((double)y[e] == want[e]);
+}
+
+static void test_q2_k_known_block(void **state)
+{
+    uint8_t b[84];
+    double want[256];
+    int e, j;
+
+    (void)state;
+    memset(b, 0, sizeof b);
+    for (j = 0; j < 16; j++) /* scale (j + 3) & 15, min j % 5 */
+        b[j] = (uint8_t)(((j + 3) & 15) | (j % 5) << 4);
+    for (e = 0; e < 256; e++) { /* q = (e * 7 + e / 64) & 3 */
+        const int q = (e * 7 + e / 64) & 3, h = e / 128, g = (e % 128) / 32, l = e % 32;
+        b[16 + 32 * h + l] |= (uint8_t)(q << (2 * g));
+        want[e] = KD * ((e / 16 + 3) & 15) * q - KDMIN * ((e / 16) % 5);
+    }
+    put16(b + 80, 0x3800);
+    put16(b + 82, 0x3400);
+    /* spot values: e = 0: q 0, sc 3, m 0 -> 0; e = 17: j 1, q = 119 & 3 = 3,
+     * sc 4, m 1 -> 0.5 * 4 * 3 - 0.25 = 5.75; e = 255: j 15, sc 2, m 0,
+     * q = (1785 + 3) & 3 = 0 -> 0 */
+    assert_true(want[0] == 0.0 && want[17] == 5.75 && want[255] == 0.0);
+    check_k_block(BATON_TYPE_Q2_K, b, want);
+}
+
+static void test_q3_k_known_block(void **state)
+{
+    uint8_t b[110];
+    double want[256];
+    int e, j;
+
+    (void)state;
+    memset(b, 0, sizeof b);
+    for (j = 0; j < 16; j++) { /* 6-bit stored scale s = 4 j + 2 (2..62) */
+        const int s = 4 * j + 2;
+        b[96 + (j % 8)] |= (uint8_t)((s & 15) << (j < 8 ? 0 : 4));
+        b[96 + 8 + j % 4] |= (uint8_t)((s >> 4) << (2 * (j / 4)));
+    }
+    for (e = 0; e < 256; e++) { /* q = (e % 8) - 4, in -4..3 */
+        const int q = e % 8 - 4, h = e / 128, g = (e % 128) / 32, l = e % 32;
+        const int u = q + 4; /* low 2 bits in qs, bit 2 in hmask (set: no -4) */
+        b[32 + 32 * h + l] |= (uint8_t)((u & 3) << (2 * g));
+        if (u & 4)
+            b[l] |= (uint8_t)(1 << (4 * h + g));
+        want[e] = KD * (4 * (e / 16) + 2 - 32) * q;
+    }
+    put16(b + 108, 0x3800);
+    /* e = 0: s 2 -> sc -30, q -4 -> 0.5 * -30 * -4 = 60; e = 255: sc 30,
+     * q 3 -> 45 */
+    assert_true(want[0] == 60.0 && want[255] == 45.0);
+    check_k_block(BATON_TYPE_Q3_K, b, want);
+}
+
+/* Q4_K / Q5_K scale bytes: 6-bit sc[j], m[j] for j = 0..7 (quant.h). */
+static void pack_k4_scales(uint8_t *S, const int *sc, const int *m)
+{
+    int j;
+
+    for (j = 0; j < 4; j++) {
+        S[j] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
+        S[j + 4] = (uint8_t)(m[j] | (m[j + 4] >> 4) << 6);
+        S[j + 8] = (uint8_t)((sc[j + 4] & 15) | (m[j + 4] & 15) << 4);
+    }
+}
+
+static void test_q4_k_q5_k_known_blocks(void **state)
+{
+    static const int sc[8] = {1, 63, 17, 32, 48, 5, 60, 33};
+    static const int m[8] = {0, 2, 63, 31, 16, 47, 1, 62};
+    uint8_t b4[144], b5[176];
+    double w4[256], w5[256];
+    int e;
+
+    (void)state;
+    memset(b4, 0, sizeof b4);
+    memset(b5, 0, sizeof b5);
+    put16(b4, 0x3800);
+    put16(b4 + 2, 0x3400);
+    put16(b5, 0x3800);
+    put16(b5 + 2, 0x3400);
+    pack_k4_scales(b4 + 4, sc, m);
+    pack_k4_scales(b5 + 4, sc, m);
+    for (e = 0; e < 256; e++) {
+        const int j = e / 32, c = e / 64, u = e % 64;
+        const int q4 = (e * 5 + 3) % 16, q5 = (e * 11 + 7) % 32;
+        uint8_t *n4 = &b4[16 + 32 * c + u % 32], *n5 = &b5[48 + 32 * c + u % 32];
+
+        *n4 |= (uint8_t)(u < 32 ? q4 : q4 << 4);
+        *n5 |= (uint8_t)(u < 32 ? (q5 & 15) : (q5 & 15) << 4);
+        if (q5 >= 16)
+            b5[16 + e % 32] |= (uint8_t)(1 << j);
+        w4[e] = KD * sc[j] * q4 - KDMIN * m[j];
+        w5[e] = KD * sc[j] * q5 - KDMIN * m[j];
+    }
+    /* e = 40: j 1 (sc 63, m 2), q4 = 203 % 16 = 11 -> 346.5 - 0.5 = 346;
+     * q5 = 447 % 32 = 31 -> 976.5 - 0.5 = 976 */
+    assert_true(w4[40] == 346.0 && w5[40] == 976.0);
+    check_k_block(BATON_TYPE_Q4_K, b4, w4);
+    check_k_block(BATON_TYPE_Q5_K, b5, w5);
+}
+
+static void test_q6_k_known_block(void **state)
+{
+    uint8_t b[210];
+    double want[256];
+    int e, j;
+
+    (void)state;
+    memset(b, 0, sizeof b);
+    for (j = 0; j < 16; j++) /* int8 scales -128, -111, .. */
+        b[192 + j] = (uint8_t)(int8_t)(-128 + 17 * j);
+    for (e = 0; e < 256; e++) { /* q = (e * 13) % 64 - 32 */
+        const int q = (e * 13) % 64 - 32, u = q + 32;
+        const int h = e / 128, t = (e % 128) / 32, i = e % 32;
+
+        b[64 * h + 32 * (t % 2) + i] |= (uint8_t)(t < 2 ? u & 15 : (u & 15) << 4);
+        b[128 + 32 * h + i] |= (uint8_t)((u >> 4) << (2 * t));
+        want[e] = KD * (-128 + 17 * (e / 16)) * q;
+    }
+    put16(b + 208, 0x3800);
+    /* e = 0: -128 * -32 * 0.5 = 2048; e = 255: sc 127, q = 3315 % 64 - 32
+     * = 19 -> 1206.5 */
+    assert_true(want[0] == 2048.0 && want[255] == 1206.5);
+    check_k_block(BATON_TYPE_Q6_K, b, want);
+}
+
+/* Round trips within the bounds written in quant.c, on super-blocks of very
+ * different scales, with outliers and all-positive / all-negative blocks. */
+static void test_k_round_trip_bounds(void **state)
+{
+    static const uint32_t types[5] = {BATON_TYPE_Q2_K, BATON_TYPE_Q3_K, BATON_TYPE_Q4_K,
+                                      BATON_TYPE_Q5_K, BATON_TYPE_Q6_K};
+    static const int sub[5] = {16, 16, 32, 32, 16}, nmax[5] = {3, 4, 15, 31, 32};
+    static const int has_min[5] = {1, 0, 1, 1, 0};
+    static const uint32_t bytes[5] = {84, 110, 144, 176, 210};
+    static const float scales[] = {1.0f, 1e-2f, 300.0f, 3e-3f};
+    float x[512], y[512];
+    uint8_t q[2 * 210];
+    double rms_sum[5] = {0}, ref_sum = 0;
+    int t, trial, e;
+
+    (void)state;
+    rng_state = 7;
+    for (trial = 0; trial < 120; trial++) {
+        const float sc = scales[trial % 4];
+
+        for (e = 0; e < 512; e++)
+            x[e] = rng_unit() * sc * (float)(1 + e / 64);
+        if (trial % 5 == 1)
+            x[77] = 9.0f * sc; /* an outlier */
+        if (trial % 5 == 2)
+            for (e = 0; e < 256; e++)
+                x[e] = fabsf(x[e]) + sc; /* all positive: the min is 0 */
+        if (trial % 5 == 3)
+            for (e = 256; e < 512; e++)
+                x[e] = -fabsf(x[e]) - sc;
+        for (e = 0; e < 512; e++)
+            ref_sum += (double)x[e] * x[e];
+        for (t = 0; t < 5; t++) {
+            const int n = sub[t];
+            int blk, j, i;
+
+            assert_int_equal(baton_row_bytes(types[t], 512), 2 * bytes[t]);
+            assert_int_equal(baton_quantize_row_k(types[t], x, q, 512), 0);
+            assert_int_equal(baton_dequantize_row_k(types[t], q, y, 512), 0);
+            for (blk = 0; blk < 2; blk++) {
+                const uint8_t *bb = q + blk * bytes[t];
+                /* D, Dmin where each layout stores them (quant.h) */
+                uint32_t doff = t == 0 ? 80 : t == 1 ? 108 : t == 4 ? 208 : 0;
+                const float D = baton_fp16_to_fp32((uint16_t)(bb[doff] | bb[doff + 1] << 8));
+                const float Dmin =
+                    has_min[t] ? baton_fp16_to_fp32((uint16_t)(bb[doff + 2] | bb[doff + 3] << 8))
+                               : 0.0f;
+
+                for (j = 0; j < 256 / n; j++) {
+                    const float *xs = x + blk * 256 + j * n;
+                    const float *ys = y + blk * 256 + j * n;
+                    float lo = 0.0f, hi = xs[0], amax = 0.0f, a, bound;
+
+                    for (i = 0; i < n; i++) {
+                        lo = fminf(lo, xs[i]);
+                        hi = fmaxf(hi, xs[i]);
+                        amax = fmaxf(amax, fabsf(xs[i]));
+                    }
+                    if (has_min[t]) {
+                        a = (hi - lo) / (float)nmax[t];
+                        bound = a / 2 + (float)nmax[t] * D / 2 + Dmin / 2;
+                    } else {
+                        a = amax / (float)nmax[t];
+                        bound = a + (float)nmax[t] * D / 2;
+                    }
+                    bound += amax * 1e-5f;
+                    for (i = 0; i < n; i++) {
+                        const double err = fabs((double)xs[i] - ys[i]);
+
+                        rms_sum[t] += err * err;
+                        if (!(err <= bound))
+                            fail_msg("type %u trial %d block %d sub %d elem %d: |%g - %g| > %g",
+                                     types[t], trial, blk, j, i, xs[i], ys[i], bound);
+                    }
+                }
+            }
+        }
+    }
+    /* more bits, less error: relative RMS errors strictly in type order, and
+     * each no worse than a uniform grid over the sub-block's range would give
+     * on uniform data (step 2A / nmax with a min: 1 / nmax of the RMS of x;
+     * symmetric step A / |qmin|: 1 / (2 |qmin|)) */
+    for (t = 1; t < 5; t++)
+        assert_true(rms_sum[t] < rms_sum[t - 1]);
+    for (t = 0; t < 5; t++)
+        assert_true(sqrt(rms_sum[t] / ref_sum) <
+                    1.0 / (has_min[t] ? nmax[t] : 2 * nmax[t]));
+}
+
+static void test_k_errors(void **state)
+{
+    static const uint32_t types[5] = {BATON_TYPE_Q2_K, BATON_TYPE_Q3_K, BATON_TYPE_Q4_K,
+                                      BATON_TYPE_Q5_K, BATON_TYPE_Q6_K};
+    static float x[512], y[512];
+    static uint8_t out[2 * 210];
+    int t, e;
+
+    (void)state;
+    for (e = 0; e < 512; e++)
+        x[e] = (float)(e % 37) - 18.0f;
+    for (t = 0; t < 5; t++) {
+        memset(out, 0xEE, sizeof out);
+        assert_int_equal(baton_quantize_row_k(types[t], x, out, 300), BATON_E_SHAPE);
+        assert_int_equal(baton_quantize_row(types[t], x, out, 32), BATON_E_SHAPE);
+        assert_int_equal(baton_dequantize_row_k(types[t], out, y, 257), BATON_E_SHAPE);
+        assert_int_equal(baton_row_bytes(types[t], 300), 0);
+        x[400] = NAN; /* second super-block: nothing at all is written */
+        assert_int_equal(baton_quantize_row_k(types[t], x, out, 512), BATON_E_INVAL);
+        x[400] = -INFINITY;
+        assert_int_equal(baton_quantize_row(types[t], x, out, 512), BATON_E_INVAL);
+        x[400] = 3e38f; /* finite, but its scale is past binary16 */
+        assert_int_equal(baton_quantize_row_k(types[t], x, out, 512), BATON_E_INVAL);
+        x[400] = (float)(400 % 37) - 18.0f;
+        for (e = 0; e < (int)sizeof out; e++)
+            assert_int_equal(out[e], 0xEE);
+        assert_int_equal(baton_quantize_row_k(types[t], x, out, 0), 0);
+    }
+    assert_int_equal(baton_quantize_row_k(BATON_TYPE_Q8_0, x, out, 256), BATON_E_UNSUPPORTED);
+    assert_int_equal(baton_dequantize_row_k(BATON_TYPE_Q4_0, out, y, 256), BATON_E_UNSUPPORTED);
+    assert_int_equal(baton_dequantize_row_k(15, out, y, 256), BATON_E_UNSUPPORTED);
+    assert_int_equal(baton_row_bytes(BATON_TYPE_Q2_K, 256), 84);
+    assert_int_equal(baton_row_bytes(BATON_TYPE_Q3_K, 512), 220);
+    assert_int_equal(baton_row_bytes(BATON_TYPE_Q4_K, 256), 144);
+    assert_int_equal(baton_row_bytes(BATON_TYPE_Q5_K, 768), 528);
+    assert_int_equal(baton_row_bytes(BATON_TYPE_Q6_K, 256), 210);
+}
+
 /* F16 rows: binary16's half-ulp bound, unaligned destination. */
 static void test_f16_row_round_trip(void **state)
 {
@@ -541,6 +821,9 @@ int main(void)
         cmocka_unit_test(test_q4_0_known_block),   cmocka_unit_test(test_quantize_known_blocks),
         cmocka_unit_test(test_quantize_errors),    cmocka_unit_test(test_round_trip_bounds),
         cmocka_unit_test(test_f16_row_round_trip), cmocka_unit_test(test_act_quantizer),
+        cmocka_unit_test(test_q2_k_known_block),   cmocka_unit_test(test_q3_k_known_block),
+        cmocka_unit_test(test_q4_k_q5_k_known_blocks), cmocka_unit_test(test_q6_k_known_block),
+        cmocka_unit_test(test_k_round_trip_bounds), cmocka_unit_test(test_k_errors),
         cmocka_unit_test(test_get_rows_types),     cmocka_unit_test(test_mul_mat_quant_known),
     };
 

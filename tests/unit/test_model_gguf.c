@@ -762,6 +762,74 @@ static void test_synthetic_misc(void **state)
     assert_string_equal(err, "syn.gguf: tensor 0 'q': byte size overflows");
 }
 
+/* K-quant tensors: accepted with their super-block sizes; rows that are
+ * not a multiple of 256 and data cut inside a super-block are errors that
+ * name the file and the tensor. */
+static void test_k_quant_tensors(void **state)
+{
+    static const struct {
+        uint32_t type;
+        const char *name;
+        uint64_t bytes;
+    } k[] = {{BATON_TYPE_Q2_K, "q2_k", 84},
+             {BATON_TYPE_Q3_K, "q3_k", 110},
+             {BATON_TYPE_Q4_K, "q4_k", 144},
+             {BATON_TYPE_Q5_K, "q5_k", 176},
+             {BATON_TYPE_Q6_K, "q6_k", 210}};
+    struct gw w;
+    struct baton_gguf *g = NULL;
+    struct baton_gguf_tensor t;
+    char err[512], want[256];
+    (void)state;
+
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        /* 512 x 3: 2 super-blocks per row, 6 in all */
+        gw_header(&w, 3, 1, 0);
+        gw_str(&w, "blk.0.ffn_up.weight"), gw_le(&w, 2, 4), gw_le(&w, 512, 8), gw_le(&w, 3, 8),
+            gw_le(&w, k[i].type, 4), gw_le(&w, 0, 8);
+        gw_pad(&w, 32);
+        const size_t data = w.len;
+        for (uint64_t b = 0; b < 6 * k[i].bytes; b++)
+            gw_le(&w, b & 0xff, 1);
+        assert_int_equal(gw_open(&w, &g, err, sizeof err), 0);
+        assert_int_equal(baton_gguf_tensor_at(g, 0, &t), 0);
+        assert_int_equal(t.type, k[i].type);
+        assert_int_equal(t.nbytes, 6 * k[i].bytes);
+        baton_gguf_close(g);
+        g = NULL;
+
+        /* the last super-block cut short by one byte */
+        w.len = data + 6 * k[i].bytes - 1;
+        assert_int_equal(gw_open(&w, &g, err, sizeof err), BATON_E_BOUNDS);
+        snprintf(want, sizeof want,
+                 "syn.gguf: tensor 0 'blk.0.ffn_up.weight': data past end of file (offset 0, "
+                 "%llu bytes = 6 %s blocks of %llu bytes, %llu available)",
+                 (unsigned long long)(6 * k[i].bytes), k[i].name, (unsigned long long)k[i].bytes,
+                 (unsigned long long)(6 * k[i].bytes - 1));
+        assert_string_equal(err, want);
+
+        /* rows of 320: not a multiple of 256 */
+        gw_header(&w, 3, 1, 0);
+        gw_str(&w, "output.weight"), gw_le(&w, 2, 4), gw_le(&w, 320, 8), gw_le(&w, 2, 8),
+            gw_le(&w, k[i].type, 4), gw_le(&w, 0, 8);
+        gw_pad(&w, 32);
+        for (uint64_t b = 0; b < 4 * k[i].bytes; b++)
+            gw_le(&w, 0, 1);
+        assert_int_equal(gw_open(&w, &g, err, sizeof err), BATON_E_SHAPE);
+        snprintf(want, sizeof want,
+                 "syn.gguf: tensor 0 'output.weight': ne[0] 320 is not a multiple of the %s "
+                 "block size 256",
+                 k[i].name);
+        assert_string_equal(err, want);
+    }
+    /* 15 (Q8_K, an intermediate type of llama.cpp's that files do not hold)
+     * stays unknown */
+    gw_header(&w, 3, 1, 0);
+    gw_str(&w, "w"), gw_le(&w, 1, 4), gw_le(&w, 256, 8), gw_le(&w, 15, 4), gw_le(&w, 0, 8);
+    assert_int_equal(gw_open(&w, &g, err, sizeof err), BATON_E_TYPE);
+    assert_string_equal(err, "syn.gguf: tensor 0 'w': unknown tensor type 15");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -769,7 +837,7 @@ int main(void)
         cmocka_unit_test(test_truncated),        cmocka_unit_test(test_corrupt_header),
         cmocka_unit_test(test_corrupt_metadata), cmocka_unit_test(test_corrupt_tensor),
         cmocka_unit_test(test_all_types),        cmocka_unit_test(test_alignment),
-        cmocka_unit_test(test_synthetic_misc),
+        cmocka_unit_test(test_synthetic_misc),   cmocka_unit_test(test_k_quant_tensors),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     free(model);

@@ -180,6 +180,24 @@ static void test_contiguous_nb(void **state)
     assert_int_equal(baton_tensor_contiguous_nb(BATON_TYPE_I32, ne, nb), 0);
     assert_true(nb[3] == 3840);
     assert_int_equal(baton_tensor_contiguous_nb(3, ne, nb), BATON_E_TYPE);
+    /* K-quants: super-blocks of 256 elements, ggml's block_q2_K..q6_K sizes */
+    {
+        static const struct { uint32_t type; uint64_t bytes; } k[] = {
+            {BATON_TYPE_Q2_K, 84}, {BATON_TYPE_Q3_K, 110}, {BATON_TYPE_Q4_K, 144},
+            {BATON_TYPE_Q5_K, 176}, {BATON_TYPE_Q6_K, 210}};
+        const uint64_t kne[4] = {512, 3, 1, 2};
+        const uint64_t k300[4] = {300, 1, 1, 1};
+        for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+            assert_int_equal(baton_tensor_contiguous_nb(k[i].type, kne, nb), 0);
+            assert_true(nb[0] == k[i].bytes && nb[1] == 2 * k[i].bytes &&
+                        nb[2] == 6 * k[i].bytes && nb[3] == 6 * k[i].bytes);
+            assert_int_equal(baton_tensor_contiguous_nb(k[i].type, k300, nb), BATON_E_SHAPE);
+        }
+        /* ids between the K-quants and I32 (15 = Q8_K, 16.. IQ types) stay unknown */
+        for (uint32_t t = 15; t < 26; t++)
+            assert_int_equal(baton_tensor_contiguous_nb(t, kne, nb), BATON_E_TYPE);
+        assert_int_equal(baton_tensor_contiguous_nb(9, kne, nb), BATON_E_TYPE);
+    }
     const uint64_t odd[4] = {33, 1, 1, 1};
     assert_int_equal(baton_tensor_contiguous_nb(BATON_TYPE_Q8_0, odd, nb), BATON_E_SHAPE);
     const uint64_t big[4] = {1ull << 62, 2, 2, 1}; /* 4 * 2^62 * 2 wraps at nb[2] */
@@ -195,6 +213,11 @@ static void test_extent(void **state)
     assert_true(nbytes == 4u * 3 * 5 * 7 * 11);
     assert_int_equal(extent(BATON_TYPE_Q8_0, 96, 2, 1, 1, &nbytes), 0);
     assert_true(nbytes == 3u * 34 * 2);
+    assert_int_equal(extent(BATON_TYPE_Q4_K, 768, 2, 1, 1, &nbytes), 0);
+    assert_true(nbytes == 3u * 144 * 2);
+    assert_int_equal(extent(BATON_TYPE_Q6_K, 256, 1, 1, 1, &nbytes), 0);
+    assert_true(nbytes == 210);
+    assert_int_equal(extent(BATON_TYPE_Q5_K, 128, 1, 1, 1, &nbytes), BATON_E_SHAPE);
     /* any zero dimension: extent 0 */
     assert_int_equal(extent(BATON_TYPE_F32, 0, 5, 7, 11, &nbytes), 0);
     assert_true(nbytes == 0);

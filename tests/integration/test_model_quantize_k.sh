@@ -1,0 +1,118 @@
+#!/bin/bash
+# K-quant presets: `baton quantize` q2_k, q3_k_m, q4_k_m, q5_k_m, q6_k give
+# each matrix of a small model the type llama.cpp's preset of that name
+# gives it (expected lists written out here from the rules, as
+# docs/QUANTIZE.md states them, not read from baton); gen-model --type with a
+# mix gives the same types, and with a K-quant every matrix that type;
+# rows not a multiple of 256 fall back (Q4_0 / Q8_0 / F16); the files load
+# in baton inspect with the tensor sizes of the formats.
+source "$(dirname "$0")/lib.sh"
+
+# 8 layers, dim 256, ff 512, 4 query heads sharing 1 key/value head (GQA 4)
+"$BATON" gen-model --layers 8 --dim 256 --ff 512 --heads 4 --kv-heads 1 --vocab 400 --seed 3 \
+    -o "$TMP/f32.gguf" 2>/dev/null || fail "gen-model f32"
+
+# types NAME.gguf: "tensor type" lines of the matrices, sorted
+types() {
+    "$BATON" inspect "$1" >"$TMP/inspect.txt" || fail "inspect $1"
+    awk '$2 ~ /weight$/ && $2 !~ /_norm\.weight$/ { print $2, $3 }' "$TMP/inspect.txt" | LC_ALL=C sort
+}
+
+# expect PRESET: the types llama.cpp's rules give this model. use_more_bits
+# (first eighth, last eighth, every third between) for 8 layers: 0, 3, 6, 7.
+expect() {
+    local p=$1 l base v d o
+    case $p in
+    q2_k) base=q2_k ;; q3_k_m) base=q3_k ;; q4_k_m) base=q4_k ;; q5_k_m) base=q5_k ;; q6_k) base=q6_k ;;
+    esac
+    echo "token_embd.weight $base"
+    echo "output.weight q6_k"
+    for l in 0 1 2 3 4 5 6 7; do
+        v=$base d=$base o=$base
+        case $p in
+        q2_k) v=q4_k d=q3_k o=q3_k ;;                      # GQA >= 4: attn_v Q4_K
+        q3_k_m) v=q4_k; [ $l -lt 2 ] && v=q5_k; d=q4_k; o=q4_k ;; # ffn_down Q5_K below 8/16 = 0
+        q4_k_m | q5_k_m) case $l in 0 | 3 | 6 | 7) v=q6_k d=q6_k ;; esac ;;
+        esac
+        echo "blk.$l.attn_q.weight $base"
+        echo "blk.$l.attn_k.weight $base"
+        echo "blk.$l.attn_v.weight $v"
+        echo "blk.$l.attn_output.weight $o"
+        echo "blk.$l.ffn_gate.weight $base"
+        echo "blk.$l.ffn_up.weight $base"
+        echo "blk.$l.ffn_down.weight $d"
+    done
+}
+
+for p in q2_k q3_k_m q4_k_m q5_k_m q6_k; do
+    "$BATON" quantize "$TMP/f32.gguf" "$TMP/$p.gguf" "$p" 2>"$TMP/q.err" || fail "quantize $p: $(cat "$TMP/q.err")"
+    grep -qx "baton quantize: wrote $TMP/$p.gguf: 58 tensors converted to $p, 17 kept (vectors, norms, or not f32/f16)" \
+        "$TMP/q.err" || fail "quantize $p: $(cat "$TMP/q.err")"
+    types "$TMP/$p.gguf" >"$TMP/got.txt"
+    expect "$p" | LC_ALL=C sort >"$TMP/want.txt"
+    diff "$TMP/want.txt" "$TMP/got.txt" >&2 || fail "quantize $p: tensor types"
+    # llama-quantize's file type (LLAMA_FTYPE_MOSTLY_*)
+    case $p in q2_k) ft=10 ;; q3_k_m) ft=12 ;; q4_k_m) ft=15 ;; q5_k_m) ft=17 ;; q6_k) ft=18 ;; esac
+    grep -Eq "general\.file_type = $ft \(u32\)$" "$TMP/inspect.txt" || fail "quantize $p: general.file_type $ft"
+done
+# sizes: attn_q (256 x 256 = 256 super-blocks) of q4_k_m is 256 * 144 bytes,
+# a Q6_K attn_v (256 x 64) 64 * 210, a Q4_K one 64 * 144
+"$BATON" inspect "$TMP/q4_k_m.gguf" >"$TMP/inspect.txt"
+grep -Eq "blk\.1\.attn_q\.weight +q4_k +256 x 256 +[0-9]+ +36864$" "$TMP/inspect.txt" || fail "q4_k size"
+grep -Eq "blk\.0\.attn_v\.weight +q6_k +256 x 64 +[0-9]+ +13440$" "$TMP/inspect.txt" || fail "q6_k size"
+grep -Eq "blk\.1\.attn_v\.weight +q4_k +256 x 64 +[0-9]+ +9216$" "$TMP/inspect.txt" || fail "q4_k attn_v size"
+# llama-quantize's aliases and any case
+"$BATON" quantize "$TMP/f32.gguf" "$TMP/alias.gguf" Q4_K 2>/dev/null || fail "quantize Q4_K"
+cmp -s "$TMP/alias.gguf" "$TMP/q4_k_m.gguf" || fail "Q4_K is not q4_k_m"
+
+# gen-model: a mix gives the types quantize gives; a K-quant every matrix
+for p in q3_k_m q4_k_m q5_k_m; do
+    "$BATON" gen-model --layers 8 --dim 256 --ff 512 --heads 4 --kv-heads 1 --vocab 400 \
+        --type "$p" -o "$TMP/gen-$p.gguf" 2>"$TMP/g.err" || fail "gen-model $p: $(cat "$TMP/g.err")"
+    grep -q "kv head, $p)\$" "$TMP/g.err" || fail "gen-model $p line: $(cat "$TMP/g.err")"
+    types "$TMP/gen-$p.gguf" >"$TMP/got.txt"
+    case $p in q3_k_m) ft=12 ;; q4_k_m) ft=15 ;; q5_k_m) ft=17 ;; esac
+    grep -Eq "general\.file_type = $ft \(u32\)$" "$TMP/inspect.txt" || fail "gen-model $p: general.file_type $ft"
+    expect "$p" | LC_ALL=C sort >"$TMP/want.txt"
+    diff "$TMP/want.txt" "$TMP/got.txt" >&2 || fail "gen-model $p: tensor types"
+done
+for t in q2_k q3_k q4_k q5_k q6_k; do
+    "$BATON" gen-model --layers 2 --dim 256 --ff 512 --heads 4 --vocab 300 --type "$t" \
+        -o "$TMP/gen-$t.gguf" 2>/dev/null || fail "gen-model $t"
+    n=$(types "$TMP/gen-$t.gguf" | awk -v t="$t" '$2 != t' | wc -l)
+    [ "$n" -eq 0 ] || fail "gen-model $t: $n matrices of another type"
+    rc=0
+    "$BATON" gen-model --layers 1 --dim 64 --ff 256 --heads 4 --type "$t" -o "$TMP/bad.gguf" \
+        2>"$TMP/bad.err" || rc=$?
+    [ "$rc" -eq 2 ] && [ ! -e "$TMP/bad.gguf" ] &&
+        [ "$(cat "$TMP/bad.err")" = "baton gen-model: --dim 64 is not a multiple of 256: $t stores the rows of the matrices (--dim and --ff long) in super-blocks of 256" ] ||
+        fail "gen-model $t --dim 64: rc $rc: $(cat "$TMP/bad.err")"
+done
+
+# fallbacks: ffn_down rows of 288 (a multiple of 32, not of 256) and a
+# model with rows of 100 (not even of 32): llama.cpp's Q2_K/Q3_K -> Q4_0,
+# Q6_K -> Q8_0; where llama.cpp takes Q5_0 / Q5_1 (from Q4_K / Q5_K) baton
+# has neither and takes Q8_0; rows of 100 -> F16; the output head with
+# rows that do not fit 256 -> Q8_0
+"$BATON" gen-model --layers 8 --dim 256 --ff 288 --heads 4 --kv-heads 1 --vocab 400 \
+    -o "$TMP/ff288.gguf" 2>/dev/null || fail "gen-model ff 288"
+for c in "q2_k blk.1.ffn_down.weight q4_0" "q3_k_m blk.1.ffn_down.weight q8_0" \
+         "q4_k_m blk.1.ffn_down.weight q8_0" "q4_k_m blk.0.ffn_down.weight q8_0" \
+         "q5_k_m blk.1.ffn_down.weight q8_0" "q6_k blk.1.ffn_down.weight q8_0" \
+         "q2_k blk.1.ffn_up.weight q2_k"; do
+    set -- $c
+    "$BATON" quantize "$TMP/ff288.gguf" "$TMP/fb.gguf" "$1" 2>/dev/null || fail "quantize ff288 $1"
+    types "$TMP/fb.gguf" | grep -qx "$2 $3" || fail "quantize ff288 $1: $2 is not $3"
+done
+"$BATON" gen-model --layers 1 --dim 96 --ff 100 --heads 4 --vocab 300 -o "$TMP/odd.gguf" 2>/dev/null ||
+    fail "gen-model odd"
+"$BATON" quantize "$TMP/odd.gguf" "$TMP/odd-q.gguf" q4_k_m 2>/dev/null || fail "quantize odd"
+types "$TMP/odd-q.gguf" >"$TMP/got.txt"
+grep -qx "blk.0.ffn_down.weight f16" "$TMP/got.txt" && grep -qx "blk.0.ffn_up.weight q8_0" "$TMP/got.txt" &&
+    grep -qx "output.weight q8_0" "$TMP/got.txt" || fail "quantize odd shapes: $(cat "$TMP/got.txt")"
+# usage: an unknown preset name
+rc=0; "$BATON" quantize "$TMP/f32.gguf" "$TMP/x.gguf" q4_k_s 2>"$TMP/bad.err" || rc=$?
+[ "$rc" -eq 2 ] && [ ! -e "$TMP/x.gguf" ] &&
+    grep -qx "baton quantize: type 'q4_k_s' (want q8_0, q4_0, f16, f32, q4_k_m, q5_k_m, q6_k, q3_k_m, q2_k)" "$TMP/bad.err" ||
+    fail "quantize q4_k_s: rc $rc: $(cat "$TMP/bad.err")"
+echo "ok"
