@@ -1,0 +1,100 @@
+#!/bin/bash
+# baton against llama.cpp's logits (issue 18, "Checked against llama.cpp";
+# tests/reference/README.md). For every tests/reference/fixtures/logits-*.txt:
+# the model its `gen-model` (and `quantize`) lines describe is written again
+# by baton (deterministic: same options, same bytes), then baton runs the
+# fixture's prompt ids greedily with --logits-out, in-process and split
+# 1,1,1 over three batond; compare_logits.py checks each run against
+# llama.cpp's rows: max |diff| within the type's tolerance (below), greedy
+# ids identical except at a near tie (where the paths part). The split run
+# and an in-process run with 2 threads and --ubatch 3 must also give the
+# in-process run's ids and logits bit for bit (the determinism rule).
+#
+# Tolerances (absolute, on logits of rms ~0.6): about 3 to 4 times the
+# largest max |diff| measured (tests/reference/README.md has the numbers).
+# The two programs differ by design: for F16 weights llama.cpp rounds the
+# activations to binary16 (baton keeps binary32), and for Q8_0 / Q4_0
+# weights it rounds each 32-block's activation scale to binary16
+# (block_q8_0.d; baton keeps a binary32 dx), which moves each dot product
+# by up to ~1e-3 of its terms' magnitude: hence ~0.02 on these models'
+# logits, where F16 gives ~0.0015. (Q8_K, the K-quants' activations, keeps
+# a binary32 scale in both.) llama.cpp's KV cache is F16, baton's F32.
+source "$(dirname "$0")/lib.sh"
+: "${SRC_DIR:?}"
+FIX=$SRC_DIR/tests/reference/fixtures
+CMP=$SRC_DIR/tests/reference/compare_logits.py
+command -v python3 >/dev/null || { echo "SKIP: python3 not installed" >&2; exit 77; }
+
+# tol NAME: the tolerance of fixture logits-NAME.txt
+tol() {
+    case $1 in
+    f16) echo 0.006 ;;
+    q8_0 | q8_0-* | q4_0) echo 0.08 ;;
+    *) echo 0.08 ;; # the K-quant models (their output.weight / token_embd are Q8_0 or Q6_K)
+    esac
+}
+
+start_server a
+start_server b
+start_server c
+SERVERS=127.0.0.1:$PORT_a,127.0.0.1:$PORT_b,127.0.0.1:$PORT_c
+n_fix=0
+for fx in "$FIX"/logits-*.txt; do
+    [ -e "$fx" ] || fail "no fixtures in $FIX"
+    name=$(basename "$fx" .txt)
+    name=${name#logits-}
+    gen=$(sed -n 's/^gen-model //p' "$fx")
+    quant=$(sed -n 's/^quantize //p' "$fx")
+    ids=$(sed -n 's/^prompt //p' "$fx" | tr ' ' ,)
+    n_gen=$(sed -n 's/^greedy //p' "$fx" | wc -w)
+    model=$TMP/$name.gguf
+    # shellcheck disable=SC2086
+    "$BATON" gen-model $gen -o "$model" >/dev/null 2>"$TMP/gen.err" ||
+        fail "$name: baton gen-model $gen: $(cat "$TMP/gen.err")"
+    if [ -n "$quant" ]; then
+        "$BATON" quantize "$model" "$TMP/$name.q.gguf" "$quant" >/dev/null 2>"$TMP/q.err" ||
+            fail "$name: baton quantize $quant: $(cat "$TMP/q.err")"
+        model=$TMP/$name.q.gguf
+    fi
+    for arm in "local|--servers local" "split|--servers $SERVERS --split 1,1,1" \
+        "t2u3|--servers local --threads 2 --ubatch 3"; do
+        a=${arm%%|*}
+        # shellcheck disable=SC2086
+        "$BATON" run --model "$model" --prompt-ids "$ids" -n "$n_gen" --ignore-eos --quiet \
+            --ids-file "$TMP/$name.$a.json" --logits-out "$TMP/$name.$a.bin" ${arm#*|} \
+            >/dev/null 2>"$TMP/run.err" || fail "$name $a: baton run: $(cat "$TMP/run.err")"
+        out=$(python3 "$CMP" "$fx" "$TMP/$name.$a.json" "$TMP/$name.$a.bin" "$(tol "$name")") ||
+            fail "$name $a: $out"
+        echo "ok: $name $a: $out"
+        if [ "$a" != local ]; then
+            cmp -s "$TMP/$name.$a.bin" "$TMP/$name.local.bin" ||
+                fail "$name $a: logits differ from the in-process run's"
+            cmp -s "$TMP/$name.$a.json" "$TMP/$name.local.json" ||
+                fail "$name $a: ids differ from the in-process run's"
+        fi
+    done
+    n_fix=$((n_fix + 1))
+done
+echo "ok: $n_fix models against llama.cpp"
+
+# the options the comparison needs: bad --prompt-ids and --logits-out uses
+expect_rc() { # expect_rc RC MESSAGE-PATTERN ARGS...
+    local want=$1 pat=$2 rc=0
+    shift 2
+    "$BATON" run --model "$model" -n 2 --quiet "$@" >/dev/null 2>"$TMP/e.err" || rc=$?
+    [ "$rc" = "$want" ] || fail "baton run $*: exit $rc, want $want: $(cat "$TMP/e.err")"
+    grep -q -- "$pat" "$TMP/e.err" || fail "baton run $*: no '$pat' in: $(cat "$TMP/e.err")"
+}
+expect_rc 2 "not a list of token ids" --prompt-ids 1,x2
+expect_rc 2 "not a list of token ids" --prompt-ids 1,-2
+expect_rc 2 "no ids" --prompt-ids ", ,"
+expect_rc 2 "prompt id 300 outside the vocabulary" --prompt-ids 1,300
+expect_rc 2 "only one of" --prompt-ids 1 --prompt hi
+printf 'a\nb\n' >"$TMP/p.txt"
+expect_rc 2 "not with --prompt-file" --prompt-file "$TMP/p.txt" --logits-out "$TMP/x.bin"
+"$BATON" run --model "$model" --prompt-ids "1 2,3" -n 3 --ignore-eos --quiet --logits-out "$TMP/three.bin" \
+    --ids-file "$TMP/three.json" 2>/dev/null || fail "--prompt-ids '1 2,3'"
+[ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["prompt"])' "$TMP/three.json")" = "[1, 2, 3]" ] ||
+    fail "--prompt-ids '1 2,3': $(cat "$TMP/three.json")"
+[ "$(stat -c %s "$TMP/three.bin")" = $((3 * 300 * 4)) ] || fail "--logits-out: not 3 rows of 300 floats"
+echo "ok: --prompt-ids and --logits-out errors; 3 rows for -n 3"
