@@ -95,6 +95,8 @@ models=(
     "q4_k_m|$shape --type f32|q4_k_m"
     "q5_k_m|$shape --type f32|q5_k_m"
     "q6_k-quant|$shape --type f32|q6_k"
+    "q8_0-quant|$shape --type f32|q8_0"
+    "q4_0-quant|$shape --type f32|q4_0"
 )
 # prompt ids, tokens generated, steps whose logits are kept
 prompt_ids="1 17 42 99 150 7 230 64"
