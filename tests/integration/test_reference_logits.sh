@@ -10,15 +10,16 @@
 # and an in-process run with 2 threads and --ubatch 3 must also give the
 # in-process run's ids and logits bit for bit (the determinism rule).
 #
-# Tolerances (absolute, on logits of rms ~0.6): about 3 to 4 times the
-# largest max |diff| measured (tests/reference/README.md has the numbers).
-# The two programs differ by design: for F16 weights llama.cpp rounds the
-# activations to binary16 (baton keeps binary32), and for Q8_0 / Q4_0
-# weights it rounds each 32-block's activation scale to binary16
-# (block_q8_0.d; baton keeps a binary32 dx), which moves each dot product
-# by up to ~1e-3 of its terms' magnitude: hence ~0.02 on these models'
-# logits, where F16 gives ~0.0015. (Q8_K, the K-quants' activations, keeps
-# a binary32 scale in both.) llama.cpp's KV cache is F16, baton's F32.
+# Tolerances (absolute, on logits of rms ~0.6; llama.cpp ran with an F32 KV
+# cache like baton's): about 3 to 10 times the largest max |diff| measured
+# (tests/reference/README.md has the numbers). Where they differ the two
+# programs differ by design: for F16 weights llama.cpp rounds the
+# activations to binary16 (baton keeps binary32); for Q8_0 / Q4_0 weights it
+# rounds each 32-block's activation scale to binary16 (block_q8_0.d; baton
+# keeps a binary32 dx), and the next layers' 8-bit activation quantization
+# amplifies such differences (a value near a rounding boundary moves a whole
+# step). The K-quants' activations (block_q8_K) keep a binary32 scale on
+# both sides: their logits agree to the fixtures' 6 digits.
 source "$(dirname "$0")/lib.sh"
 : "${SRC_DIR:?}"
 FIX=$SRC_DIR/tests/reference/fixtures
@@ -28,9 +29,9 @@ command -v python3 >/dev/null || { echo "SKIP: python3 not installed" >&2; exit 
 # tol NAME: the tolerance of fixture logits-NAME.txt
 tol() {
     case $1 in
-    f16) echo 0.006 ;;
-    q8_0 | q8_0-* | q4_0) echo 0.08 ;;
-    *) echo 0.08 ;; # the K-quant models (their output.weight / token_embd are Q8_0 or Q6_K)
+    f16) echo 0.004 ;;                      # measured 0.00098
+    q8_0 | q8_0-* | q4_0 | q4_0-*) echo 0.1 ;; # measured 0.0249 .. 0.0305
+    *) echo 0.0001 ;;                       # K-quant models: measured <= 5.4e-6
     esac
 }
 

@@ -8,7 +8,11 @@
  * last position only; no BOS is added: the ids are the whole prompt), then
  * generates N_GEN tokens greedily (argmax, the lowest id on a tie), one
  * llama_decode per token, on one thread, flash attention off, a context of
- * the prompt + N_GEN positions (f16 KV cache, llama.cpp's default).
+ * the prompt + N_GEN positions and an F32 KV cache like baton's (llama.cpp's
+ * default F16 cache rounds K and V to binary16, and the 8-bit activation
+ * quantization of the next layer's quantized matrix products amplifies
+ * that: max logit differences of ~0.04 on the K-quant test models instead
+ * of ~5e-6; tests/reference/README.md).
  * Prints to stdout:
  *   n_vocab V
  *   prompt ID ...
@@ -95,6 +99,8 @@ int main(int argc, char **argv)
         cp.n_threads = cp.n_threads_batch = 1;
         cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
         cp.no_perf = 1;
+        cp.type_k = GGML_TYPE_F32;
+        cp.type_v = GGML_TYPE_F32;
         ctx = llama_init_from_model(model, cp);
     }
     if (!ctx) {
