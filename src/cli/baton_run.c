@@ -339,9 +339,13 @@ int baton_cmd_run(int argc, char **argv)
         fprintf(stderr, "baton run: unexpected argument '%s'\n", argv[optind]);
         return 2;
     }
-    if (!!cfg.prompt + !!prompt_file + !!prompt_ids_arg > 1) {
-        fprintf(stderr, "baton run: give only one of --prompt TEXT, --prompt-ids LIST and "
-                        "--prompt-file FILE\n");
+    if (cfg.prompt && prompt_file) {
+        fprintf(stderr, "baton run: give only one of --prompt TEXT and --prompt-file FILE\n");
+        return 2;
+    }
+    if (prompt_ids_arg && (cfg.prompt || prompt_file)) {
+        fprintf(stderr, "baton run: give only one of --prompt-ids LIST and %s\n",
+                cfg.prompt ? "--prompt TEXT" : "--prompt-file FILE");
         return 2;
     }
     if (cfg.model_path == NULL ||

@@ -90,8 +90,9 @@ expect_rc 2 "not a list of token ids" --prompt-ids 1,x2
 expect_rc 2 "not a list of token ids" --prompt-ids 1,-2
 expect_rc 2 "no ids" --prompt-ids ", ,"
 expect_rc 2 "prompt id 300 outside the vocabulary" --prompt-ids 1,300
-expect_rc 2 "only one of" --prompt-ids 1 --prompt hi
+expect_rc 2 "only one of --prompt-ids LIST and --prompt TEXT" --prompt-ids 1 --prompt hi
 printf 'a\nb\n' >"$TMP/p.txt"
+expect_rc 2 "only one of --prompt-ids LIST and --prompt-file FILE" --prompt-ids 1 --prompt-file "$TMP/p.txt"
 expect_rc 2 "not with --prompt-file" --prompt-file "$TMP/p.txt" --logits-out "$TMP/x.bin"
 "$BATON" run --model "$model" --prompt-ids "1 2,3" -n 3 --ignore-eos --quiet --logits-out "$TMP/three.bin" \
     --ids-file "$TMP/three.json" 2>/dev/null || fail "--prompt-ids '1 2,3'"
