@@ -10,16 +10,18 @@
 # and an in-process run with 2 threads and --ubatch 3 must also give the
 # in-process run's ids and logits bit for bit (the determinism rule).
 #
-# Tolerances (absolute, on logits of rms ~0.6; llama.cpp ran with an F32 KV
-# cache like baton's): about 3 to 10 times the largest max |diff| measured
-# (tests/reference/README.md has the numbers). Where they differ the two
-# programs differ by design: for F16 weights llama.cpp rounds the
-# activations to binary16 (baton keeps binary32); for Q8_0 / Q4_0 weights it
-# rounds each 32-block's activation scale to binary16 (block_q8_0.d; baton
-# keeps a binary32 dx), and the next layers' 8-bit activation quantization
-# amplifies such differences (a value near a rounding boundary moves a whole
-# step). The K-quants' activations (block_q8_K) keep a binary32 scale on
-# both sides: their logits agree to the fixtures' 6 digits.
+# Tolerances, as a fraction of the rms of llama.cpp's step-0 logits (0.6 on
+# the synthetic models, 8 on stories260K; llama.cpp ran with an F32 KV cache
+# like baton's): 3 to 20 times the largest measured (tests/reference/
+# README.md has the numbers). Where the two differ they differ by design:
+# for F16 weights llama.cpp rounds the activations to binary16 (baton keeps
+# binary32); for Q8_0 / Q4_0 weights it rounds each 32-block's activation
+# scale to binary16 (block_q8_0.d; baton keeps a binary32 dx: with that one
+# rounding added, baton matched llama.cpp's Q8_0 logits to the fixtures' 6
+# digits), and the next layers' 8-bit activation quantization amplifies such
+# differences (a value near a rounding boundary moves a whole step). The
+# K-quants' activations (block_q8_K) keep a binary32 scale on both sides,
+# and F32 is F32: those agree to the fixtures' 6 digits.
 source "$(dirname "$0")/lib.sh"
 : "${SRC_DIR:?}"
 FIX=$SRC_DIR/tests/reference/fixtures
@@ -29,9 +31,9 @@ command -v python3 >/dev/null || { echo "SKIP: python3 not installed" >&2; exit 
 # tol NAME: the tolerance of fixture logits-NAME.txt
 tol() {
     case $1 in
-    f16) echo 0.004 ;;                      # measured 0.00098
-    q8_0 | q8_0-* | q4_0 | q4_0-*) echo 0.1 ;; # measured 0.0249 .. 0.0305
-    *) echo 0.0001 ;;                       # K-quant models: measured <= 5.4e-6
+    *f16) echo 0.007 ;;                          # measured 0.0017 x rms
+    *q8_0* | *q4_0*) echo 0.15 ;;                # measured 0.042 .. 0.052 x rms
+    *) echo 0.0002 ;;                            # F32 and K-quants: <= 1e-5 x rms
     esac
 }
 
@@ -44,14 +46,29 @@ for fx in "$FIX"/logits-*.txt; do
     [ -e "$fx" ] || fail "no fixtures in $FIX"
     name=$(basename "$fx" .txt)
     name=${name#logits-}
-    gen=$(sed -n 's/^gen-model //p' "$fx")
+    source=$(sed -n '/^\(gen\|pad\)-model /p' "$fx")
     quant=$(sed -n 's/^quantize //p' "$fx")
     ids=$(sed -n 's/^prompt //p' "$fx" | tr ' ' ,)
     n_gen=$(sed -n 's/^greedy //p' "$fx" | wc -w)
     model=$TMP/$name.gguf
-    # shellcheck disable=SC2086
-    "$BATON" gen-model $gen -o "$model" >/dev/null 2>"$TMP/gen.err" ||
-        fail "$name: baton gen-model $gen: $(cat "$TMP/gen.err")"
+    case $source in
+    gen-model*)
+        # shellcheck disable=SC2086
+        "$BATON" $source -o "$model" >/dev/null 2>"$TMP/gen.err" ||
+            fail "$name: baton $source: $(cat "$TMP/gen.err")"
+        ;;
+    pad-model*) # stories260K widened with zeros (tests/reference/pad_model.py)
+        if [ ! -f "$MODEL_DIR/stories260K.gguf" ]; then
+            [ "${CI:-}" = true ] && fail "$name: $MODEL_DIR/stories260K.gguf missing under CI"
+            echo "skip: $name: no $MODEL_DIR/stories260K.gguf"
+            continue
+        fi
+        # shellcheck disable=SC2086
+        python3 "$SRC_DIR/tests/reference/pad_model.py" "$MODEL_DIR/stories260K.gguf" "$model" \
+            ${source#pad-model } || fail "$name: pad_model.py ${source#pad-model }"
+        ;;
+    *) fail "$fx: no gen-model or pad-model line" ;;
+    esac
     if [ -n "$quant" ]; then
         "$BATON" quantize "$model" "$TMP/$name.q.gguf" "$quant" >/dev/null 2>"$TMP/q.err" ||
             fail "$name: baton quantize $quant: $(cat "$TMP/q.err")"
@@ -79,6 +96,10 @@ done
 echo "ok: $n_fix models against llama.cpp"
 
 # the options the comparison needs: bad --prompt-ids and --logits-out uses
+# (on a model of 300 tokens)
+model=$TMP/err.gguf
+"$BATON" gen-model --layers 1 --dim 64 --ff 64 --heads 2 --vocab 300 --type f32 -o "$model" \
+    >/dev/null 2>&1 || fail "gen-model for the option checks"
 expect_rc() { # expect_rc RC MESSAGE-PATTERN ARGS...
     local want=$1 pat=$2 rc=0
     shift 2

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Compares a baton run with a llama.cpp reference (tests/reference/README.md).
 
-  compare_logits.py FIXTURE IDS_JSON LOGITS_BIN TOL [--measure]
+  compare_logits.py FIXTURE IDS_JSON LOGITS_BIN REL
 
 FIXTURE: a logits-NAME.txt of make-fixtures.sh (n_vocab, prompt, greedy ids,
 logits rows of the first steps). IDS_JSON: baton run --ids-file. LOGITS_BIN:
 baton run --logits-out (n_vocab little-endian binary32 per generated token).
-Checks, step by step while the two greedy paths agree:
+The tolerance TOL is REL times the root mean square of llama.cpp's logits at
+step 0 (the models' logits range from rms 0.6 to 8: one relative figure per
+weight type fits both). Checks, step by step while the two greedy paths agree:
   - the prompts are the same ids, and baton generated as many tokens;
   - at each step with a reference row: max |baton - llama.cpp| <= TOL;
   - at each step, the same greedy id, unless the step is a near tie: baton's
@@ -22,8 +24,8 @@ import sys
 
 
 def main():
-    fixture, ids_json, logits_bin, tol = sys.argv[1:5]
-    tol = float(tol)
+    fixture, ids_json, logits_bin, rel = sys.argv[1:5]
+    rel = float(rel)
     ref_rows = {}
     with open(fixture) as f:
         for line in f:
@@ -51,6 +53,10 @@ def main():
         return fail("prompt ids %s, the reference's %s" % (j["prompt"], ref_prompt))
     if len(ids) != len(ref_ids) or rows != len(ids):
         return fail("%d ids and %d logits rows, the reference %d ids" % (len(ids), rows, len(ref_ids)))
+    if 0 not in ref_rows or len(ref_rows[0]) != n_vocab:
+        return fail("%s: no logits row for step 0" % fixture)
+    rms = (sum(v * v for v in ref_rows[0]) / n_vocab) ** 0.5
+    tol = rel * rms
     max_diff, compared, parted = 0.0, 0, None
     for s in range(len(ids)):
         if s in ref_rows:
@@ -71,8 +77,8 @@ def main():
                             % (s, ids[s], ref_ids[s], gap, tol))
             parted = "parted at step %d (near tie: %.3g)" % (s, gap)
             break
-    print("max |diff| %.3g over %d rows (tolerance %g); ids %s" % (
-        max_diff, compared, tol, parted or "identical (%d)" % len(ids)))
+    print("max |diff| %.3g = %.3g x rms %.3g over %d rows (tolerance %.3g x rms = %.3g); ids %s" % (
+        max_diff, max_diff / rms, rms, compared, rel, tol, parted or "identical (%d)" % len(ids)))
     return 0
 
 

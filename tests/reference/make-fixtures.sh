@@ -19,8 +19,9 @@
 #   kq-*.dequant.f32, kq-vecdot.txt    kq_ref: K-quant dequantization and
 #                                      vec_dot of kq_gen.h's data
 #   logits-NAME.txt                    logits_ref on the model that the
-#                                      file's `gen-model` (and `quantize`)
-#                                      lines describe, written by baton here
+#                                      file's `gen-model` or `pad-model` (and
+#                                      `quantize`) lines describe, written by
+#                                      baton (pad_model.py) here
 # A model type baton cannot write yet (gen-model or quantize refuses it) is
 # reported and skipped; its old fixture, if any, stays.
 set -euo pipefail
@@ -81,41 +82,67 @@ if [ ! -x "$baton" ]; then
     cmake --build "$build" -j"$jobs" --target baton >/dev/null
 fi
 
-# The synthetic models: NAME|gen-model options|quantize type (or empty).
-# Every model: 3 layers (one per batond of the split test), width 256 (one K super-block per row), 300 tokens.
+# The models: NAME|SOURCE|quantize type (or empty)|prompt ids (or empty: the
+# synthetic prompt). SOURCE is `gen-model OPTIONS` (baton gen-model) or
+# `pad-model WIDTH FF`: stories260K ($MODEL_DIR, default ../shared/models)
+# widened with zeros by pad_model.py, so that it computes what stories260K
+# computes (the same greedy ids) with rows of 256: a model that behaves like a
+# real one, with K-quant-sized rows.
+# The synthetic ones: 3 layers (one per batond of the split test), width 256
+# (one K super-block per row), 300 tokens.
 shape="--layers 3 --dim 256 --ff 512 --heads 4 --vocab 300 --seed 7"
+story="1 403 407 261 378" # "Once upon a time"
 models=(
-    "f16|$shape --type f16|"
-    "q8_0|$shape --type q8_0|"
-    "q4_0|$shape --type q4_0|"
-    "q8_0-gqa|--layers 3 --dim 256 --ff 512 --heads 4 --kv-heads 2 --vocab 300 --seed 8 --type q8_0|"
-    "q2_k|$shape --type q2_k|"
-    "q3_k|$shape --type q3_k|"
-    "q4_k|$shape --type q4_k|"
-    "q5_k|$shape --type q5_k|"
-    "q6_k|$shape --type q6_k|"
-    "q4_k_m|$shape --type f32|q4_k_m"
-    "q5_k_m|$shape --type f32|q5_k_m"
-    "q6_k-quant|$shape --type f32|q6_k"
-    "q3_k_m|$shape --type f32|q3_k_m"
-    "q2_k-quant|$shape --type f32|q2_k"
-    "q8_0-quant|$shape --type f32|q8_0"
-    "q4_0-quant|$shape --type f32|q4_0"
+    "f16|gen-model $shape --type f16||"
+    "q8_0|gen-model $shape --type q8_0||"
+    "q4_0|gen-model $shape --type q4_0||"
+    "q8_0-gqa|gen-model --layers 3 --dim 256 --ff 512 --heads 4 --kv-heads 2 --vocab 300 --seed 8 --type q8_0||"
+    "q2_k|gen-model $shape --type q2_k||"
+    "q3_k|gen-model $shape --type q3_k||"
+    "q4_k|gen-model $shape --type q4_k||"
+    "q5_k|gen-model $shape --type q5_k||"
+    "q6_k|gen-model $shape --type q6_k||"
+    "q4_k_m|gen-model $shape --type f32|q4_k_m|"
+    "q5_k_m|gen-model $shape --type f32|q5_k_m|"
+    "q6_k-quant|gen-model $shape --type f32|q6_k|"
+    "q3_k_m|gen-model $shape --type f32|q3_k_m|"
+    "q2_k-quant|gen-model $shape --type f32|q2_k|"
+    "q8_0-quant|gen-model $shape --type f32|q8_0|"
+    "q4_0-quant|gen-model $shape --type f32|q4_0|"
+    "stories-f32|pad-model 256 256||$story"
+    "stories-q8_0|pad-model 256 256|q8_0|$story"
+    "stories-q4_k_m|pad-model 256 256|q4_k_m|$story"
+    "stories-q5_k_m|pad-model 256 256|q5_k_m|$story"
+    "stories-q6_k|pad-model 256 256|q6_k|$story"
 )
 # prompt ids, tokens generated, steps whose logits are kept
-prompt_ids="1 17 42 99 150 7 230 64"
+synthetic_prompt="1 17 42 99 150 7 230 64"
 n_gen=16
 n_steps=4
+stories=${MODEL_DIR:-$src/../shared/models}/stories260K.gguf
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for m in "${models[@]}"; do
-    IFS='|' read -r name gen quant <<<"$m"
+    IFS='|' read -r name source quant prompt_ids <<<"$m"
+    prompt_ids=${prompt_ids:-$synthetic_prompt}
     model=$tmp/$name.gguf
-    # shellcheck disable=SC2086
-    if ! "$baton" gen-model $gen -o "$model" >"$tmp/gen.log" 2>&1; then
-        say "SKIPPED $name: baton gen-model $gen: $(tail -n 1 "$tmp/gen.log")"
-        continue
-    fi
+    case $source in
+    gen-model*)
+        # shellcheck disable=SC2086
+        if ! "$baton" ${source} -o "$model" >"$tmp/gen.log" 2>&1; then
+            say "SKIPPED $name: baton $source: $(tail -n 1 "$tmp/gen.log")"
+            continue
+        fi
+        ;;
+    pad-model*)
+        if [ ! -f "$stories" ]; then
+            say "SKIPPED $name: no $stories"
+            continue
+        fi
+        # shellcheck disable=SC2086
+        python3 "$here/pad_model.py" "$stories" "$model" ${source#pad-model }
+        ;;
+    esac
     if [ -n "$quant" ]; then
         if ! "$baton" quantize "$model" "$tmp/$name.q.gguf" "$quant" >"$tmp/q.log" 2>&1; then
             say "SKIPPED $name: baton quantize ... $quant: $(tail -n 1 "$tmp/q.log")"
@@ -130,7 +157,7 @@ for m in "${models[@]}"; do
     fi
     {
         echo "# $linfo, tests/reference/logits_ref (make-fixtures.sh)"
-        echo "gen-model $gen"
+        echo "$source"
         [ -n "$quant" ] && echo "quantize $quant"
         cat "$tmp/ref.txt"
     } >"$out/logits-$name.txt"
