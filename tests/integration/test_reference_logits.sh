@@ -1,8 +1,9 @@
 #!/bin/bash
 # baton against llama.cpp's logits (issue 18, "Checked against llama.cpp";
 # tests/reference/README.md). For every tests/reference/fixtures/logits-*.txt:
-# the model its `gen-model` (and `quantize`) lines describe is written again
-# by baton (deterministic: same options, same bytes), then baton runs the
+# the model its `gen-model` or `pad-model` (and `quantize`) lines describe
+# is written again by baton or pad_model.py (deterministic: same options,
+# same bytes; pad-model needs $MODEL_DIR/stories260K.gguf), then baton runs the
 # fixture's prompt ids greedily with --logits-out, in-process and split
 # 1,1,1 over three batond; compare_logits.py checks each run against
 # llama.cpp's rows: max |diff| within the type's tolerance (below), greedy
