@@ -21,6 +21,8 @@ static void run_usage(FILE *f)
           "\n"
           "  --model FILE         GGUF model (architecture llama, qwen2 or qwen3)\n"
           "  --prompt TEXT        prompt text\n"
+          "  --prompt-ids LIST    the prompt as token ids instead of text, separated by\n"
+          "                       commas or spaces (\"1,17,42\"); no BOS is added\n"
           "  --prompt-file FILE   one prompt per line (blank lines skipped): each is its\n"
           "                       own sequence (seed --seed + N - 1); the N-th prompt's\n"
           "                       text comes out as lines \"[N] text\" when it ends, or\n"
@@ -86,6 +88,11 @@ static void run_usage(FILE *f)
           "  --ids-file FILE      write prompt and generated token ids as JSON\n"
           "  --quiet              do not stream the generated text\n"
           "  --ignore-eos         keep generating after an end-of-generation token\n"
+          "  --logits-out FILE    write the logits of every step to FILE (n_vocab\n"
+          "                       little-endian binary32 per generated token: step 0\n"
+          "                       after the prompt, step s after the s-th generated\n"
+          "                       token), for comparisons (tests/reference); not with\n"
+          "                       --prompt-file; turns the decode ring off\n"
           "  --report-gap         also record in the --ids-file the smallest gap between the\n"
           "                       two largest logits over the run (near-tie check; needs\n"
           "                       --ids-file)\n"
@@ -155,13 +162,57 @@ static int parse_u32(const char *opt, const char *s, uint32_t min, uint32_t max,
     return baton_cli_parse_u32(PROG, opt, s, min, max, out);
 }
 
+/* --prompt-ids LIST: decimal ids 0..INT32_MAX separated by commas and/or
+ * spaces, at least one. *out (malloc'd, the caller frees) gets *n of them.
+ * Returns 0, 1 (out of memory) or 2 after a message naming the bad id. (The
+ * ids are checked against the vocabulary once the model is read.) */
+static int parse_ids(const char *s, int32_t **out, size_t *n)
+{
+    const size_t cap = strlen(s) / 2 + 1; /* each id takes a digit and a separator */
+    int32_t *ids = calloc(cap, sizeof(*ids));
+    size_t k = 0;
+
+    if (ids == NULL) {
+        fprintf(stderr, PROG ": out of memory\n");
+        return 1;
+    }
+    while (*s) {
+        char *end;
+        long v;
+
+        if (*s == ',' || *s == ' ') {
+            s++;
+            continue;
+        }
+        errno = 0;
+        v = strtol(s, &end, 10);
+        if (end == s || *s == '-' || *s == '+' || errno != 0 || v > INT32_MAX ||
+            (*end != '\0' && *end != ',' && *end != ' ') || k == cap) {
+            fprintf(stderr, PROG ": --prompt-ids: '%s' is not a list of token ids (0, 1, ...)\n",
+                    s);
+            free(ids);
+            return 2;
+        }
+        ids[k++] = (int32_t)v;
+        s = end;
+    }
+    if (k == 0) {
+        fprintf(stderr, PROG ": --prompt-ids: no ids\n");
+        free(ids);
+        return 2;
+    }
+    *out = ids;
+    *n = k;
+    return 0;
+}
+
 int baton_cmd_run(int argc, char **argv)
 {
     enum {
         O_MODEL = 256, O_PROMPT, O_SERVERS, O_SPLIT, O_CTX, O_UBATCH, O_TEMP, O_TOPK, O_TOPP,
         O_SEED, O_THREADS, O_TIMEOUT, O_STATS, O_IDS, O_QUIET, O_IGNORE_EOS, O_GAP, O_HELP,
         O_KEY, O_P2P, O_STATS_JSON, O_PIPELINE, O_SLOTS, O_RING, O_PROMPT_FILE, O_PARALLEL, O_CONTINUOUS,
-        O_OUTPUT_DIR, O_GROUPS
+        O_OUTPUT_DIR, O_GROUPS, O_PROMPT_IDS, O_LOGITS_OUT
     };
     static const struct option opts[] = {
         {"model", required_argument, 0, O_MODEL},     {"prompt", required_argument, 0, O_PROMPT},
@@ -182,10 +233,13 @@ int baton_cmd_run(int argc, char **argv)
         {"parallel", required_argument, 0, O_PARALLEL},
         {"output-dir", required_argument, 0, O_OUTPUT_DIR},
         {"groups", required_argument, 0, O_GROUPS},
+        {"prompt-ids", required_argument, 0, O_PROMPT_IDS},
+        {"logits-out", required_argument, 0, O_LOGITS_OUT},
         {0, 0, 0, 0}};
     struct baton_run_config cfg;
     const char *servers_name = "--servers"; /* where cfg.servers came from */
-    const char *prompt_file = NULL;
+    const char *prompt_file = NULL, *prompt_ids_arg = NULL;
+    int32_t *prompt_ids = NULL;
     struct baton_cli_lines lines = {0};
     uint32_t u;
     int c, rc, top_k_given = 0, top_p_given = 0, seed_given = 0, continuous_given = 0;
@@ -269,6 +323,8 @@ int baton_cmd_run(int argc, char **argv)
             if (parse_u32("--parallel", optarg, 1, 256, &cfg.n_parallel)) return 2;
             break;
         case O_OUTPUT_DIR: cfg.output_dir = optarg; break;
+        case O_PROMPT_IDS: prompt_ids_arg = optarg; break;
+        case O_LOGITS_OUT: cfg.logits_path = optarg; break;
         case O_GROUPS:
             if (parse_u32("--groups", optarg, 1, 8, &cfg.n_groups)) return 2;
             break;
@@ -287,11 +343,23 @@ int baton_cmd_run(int argc, char **argv)
         fprintf(stderr, "baton run: give only one of --prompt TEXT and --prompt-file FILE\n");
         return 2;
     }
-    if (cfg.model_path == NULL || (cfg.prompt == NULL && prompt_file == NULL)) {
-        fprintf(stderr, "baton run: --model FILE and one of --prompt TEXT or --prompt-file FILE "
-                        "are required (see --help)\n");
+    if (prompt_ids_arg && (cfg.prompt || prompt_file)) {
+        fprintf(stderr, "baton run: give only one of --prompt-ids LIST and %s\n",
+                cfg.prompt ? "--prompt TEXT" : "--prompt-file FILE");
         return 2;
     }
+    if (cfg.model_path == NULL ||
+        (cfg.prompt == NULL && prompt_file == NULL && prompt_ids_arg == NULL)) {
+        fprintf(stderr, "baton run: --model FILE and one of --prompt TEXT, --prompt-ids LIST or "
+                        "--prompt-file FILE are required (see --help)\n");
+        return 2;
+    }
+    if (cfg.logits_path && prompt_file) {
+        fprintf(stderr, "baton run: --logits-out writes the logits of one sequence: not with "
+                        "--prompt-file\n");
+        return 2;
+    }
+
     if (cfg.temp <= 0.0f && (top_k_given || top_p_given || seed_given))
         fprintf(stderr, "baton run: note: %s takes effect only with --temp above 0 (this run "
                         "decodes greedily)\n",
@@ -324,6 +392,8 @@ int baton_cmd_run(int argc, char **argv)
                                 cfg.model_path) != 0) ||
         (cfg.ids_path && baton_cli_check_output("baton run", "--ids-file", cfg.ids_path, 0,
                                               cfg.model_path) != 0) ||
+        (cfg.logits_path && baton_cli_check_output("baton run", "--logits-out",
+                                                 cfg.logits_path, 0, cfg.model_path) != 0) ||
         (cfg.stats_json && cfg.ids_path &&
          baton_cli_check_output("baton run", "--ids-file", cfg.ids_path, 0, cfg.stats_json) != 0))
         return 1;
@@ -360,7 +430,15 @@ int baton_cmd_run(int argc, char **argv)
             return 1;
         }
     }
+    if (prompt_ids_arg) {
+        rc = parse_ids(prompt_ids_arg, &prompt_ids, &cfg.n_prompt_ids);
+        if (rc != 0)
+            return rc;
+        cfg.prompt_ids = prompt_ids;
+        cfg.prompt = "";
+    }
     rc = baton_run(&cfg);
     baton_cli_lines_free(&lines);
+    free(prompt_ids);
     return rc;
 }

@@ -203,6 +203,20 @@ static int alloc_steps(struct run *r, uint32_t m, struct run_ubatch **ub, int32_
     return 0;
 }
 
+/* Appends the logits of the step just run to cfg->logits_path (when set).
+ * Returns 0, or 1 after a message. */
+static int put_logits(struct run *r)
+{
+    if (!r->logits_out)
+        return 0;
+    if (fwrite(r->logits, sizeof(float), r->hp.n_vocab, r->logits_out) != r->hp.n_vocab) {
+        run_msg(r->cfg, "--logits-out %s: cannot write: %s\n", r->cfg->logits_path,
+                strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
 /* The prompt in ubatches of r->n_ubatch through the engine; *next gets the
  * first generated token (sampled on the last stage when cfg->temp > 0, with
  * the position of each ubatch's last token as the counter). */
@@ -231,7 +245,7 @@ static int prefill(struct run *r, const int32_t *ids, size_t n_ids, int32_t *nex
         return 1;
     if (r->cfg->report_gap)
         r->min_gap = top2_gap(r->logits, r->hp.n_vocab);
-    return 0;
+    return put_logits(r);
 }
 
 /* The statistics window of the decode steps begins (peer counters read
@@ -383,7 +397,7 @@ static int decode(struct run *r, const int32_t *prompt, size_t n_prompt, int32_t
         ub.tokens = &cur;
         ub.n = 1;
         ub.pos0 = (uint32_t)(n_prompt + *n_gen - 1);
-        if (run_engine(r, &ub, 1, &next) != 0)
+        if (run_engine(r, &ub, 1, &next) != 0 || put_logits(r) != 0)
             return 1;
         if (cfg->report_gap) {
             double gap = top2_gap(r->logits, r->hp.n_vocab);
@@ -544,6 +558,11 @@ int baton_run(const struct baton_run_config *cfg)
         run_msg(cfg, "out of memory (for -n %u)\n", cfg->n_predict);
         goto out;
     }
+    if (cfg->logits_path && (cfg->prompts || cfg->n_copies)) {
+        run_msg(cfg, "the logits of one sequence only can be written (not with several)\n");
+        ret = 2;
+        goto out;
+    }
     /* tokenize first: a prompt that does not fit is a usage error */
     r.n_seq = 1;
     r.n_cells = cfg->n_ctx;
@@ -570,7 +589,8 @@ int baton_run(const struct baton_run_config *cfg)
     }
     r.n_stages = (uint32_t)n_parts;
     r.n_slots = cfg->n_slots;
-    r.want_logits = cfg->report_gap; /* sampling is the last stage's (SAMPLE) */
+    /* sampling is the last stage's (SAMPLE) */
+    r.want_logits = cfg->report_gap || cfg->logits_path != NULL;
     r.sampling = cfg->temp > 0.0f;
     r.n_ubatch = cfg->n_ubatch ? cfg->n_ubatch
                                : baton_run_default_ubatch((uint32_t)n_prompt, r.n_stages,
@@ -640,6 +660,14 @@ int baton_run(const struct baton_run_config *cfg)
         fflush(cfg->out);
         r.text_open = cfg->prompt[0] != '\0';
     }
+    if (cfg->logits_path) {
+        r.logits_out = fopen(cfg->logits_path, "wb");
+        if (!r.logits_out) {
+            run_msg(cfg, "--logits-out %s: cannot create: %s\n", cfg->logits_path,
+                    strerror(errno));
+            goto out;
+        }
+    }
     t0 = run_now_s();
     if (prefill(&r, prompt_ids, n_prompt, &next) != 0)
         goto out;
@@ -685,6 +713,10 @@ out:
     if (r.text_open) { /* a failed run: the text (redirected, whole) ends its line */
         fputc('\n', cfg->out);
         fflush(cfg->out);
+    }
+    if (r.logits_out && fclose(r.logits_out) != 0 && ret == 0) {
+        run_msg(cfg, "--logits-out %s: cannot write: %s\n", cfg->logits_path, strerror(errno));
+        ret = 1;
     }
     if (r.par)
         run_par_free(&r);

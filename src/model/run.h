@@ -108,6 +108,13 @@ struct baton_run_config {
     int report_gap;       /* fetch logits each step; write the smallest top-2 gap to ids_path */
     int ignore_eos;       /* keep generating past EOS/EOT (tokenizer is_eog; benchmarks, tests) */
     const char *ids_path; /* when set, write prompt and generated ids as JSON */
+    const char *logits_path; /* when set (one sequence only: not with prompts or
+                                n_copies), the logits of every step into this file:
+                                n_vocab little-endian binary32 per step, step 0 after
+                                the prompt (the distribution of the first generated
+                                token), step s after the s-th generated token; one row
+                                per generated token. For comparisons with llama.cpp
+                                (tests/reference/README.md) */
     const char *key_path; /* client key file (baton keygen): authenticate to every
                              server (in-process stages too); NULL = none */
     const char *key_name; /* where key_path came from, for messages: "--key"

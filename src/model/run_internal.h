@@ -115,6 +115,7 @@ struct run {
     uint64_t redos;             /* steps redone through the hub after a failed hand-off */
     uint32_t n_direct;          /* boundaries on the direct path */
     double min_gap;             /* smallest top-2 logit gap seen (report_gap) */
+    FILE *logits_out;           /* cfg->logits_path, open during the run */
     int text_open;              /* text streamed to cfg->out without its final newline */
 };
 

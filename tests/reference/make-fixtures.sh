@@ -1,0 +1,165 @@
+#!/bin/bash
+# Regenerates tests/reference/fixtures/ from llama.cpp (issue 18, "Checked
+# against llama.cpp"). Nothing of llama.cpp enters the repository: the
+# fixtures are what its ggml and llama libraries compute, read through our
+# own small programs (kq_ref.c, logits_ref.c) built outside the tree.
+#
+#   tests/reference/make-fixtures.sh [--jobs N] [--only kq|logits]
+#
+# llama.cpp: $BATON_LLAMACPP_DIR when set (a folder laid out as
+# bench/llamacpp-build.sh leaves it: DIR/llama.cpp the source, DIR/build-native
+# the native build with bin/libllama.so, libggml*.so), else
+# bench/llamacpp-build.sh --dir $BUILD_DIR/llamacpp (default build/llamacpp)
+# builds it (npm ci of the pinned node-llama-cpp, its bundled source, a
+# native CMake build; long on 2 cores, incremental afterwards).
+# baton: $BATON when set, else $BUILD_DIR/baton (built here with CMake when
+# missing).
+#
+# Writes (fixtures/README in tests/reference/README.md):
+#   kq-*.dequant.f32, kq-vecdot.txt    kq_ref: K-quant dequantization and
+#                                      vec_dot of kq_gen.h's data
+#   logits-NAME.txt                    logits_ref on the model that the
+#                                      file's `gen-model` or `pad-model` (and
+#                                      `quantize`) lines describe, written by
+#                                      baton (pad_model.py) here
+# A model type baton cannot write yet (gen-model or quantize refuses it) is
+# reported and skipped; its old fixture, if any, stays.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
+jobs=2
+only=all
+while [ $# -gt 0 ]; do
+    case $1 in
+    --jobs) jobs=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "make-fixtures.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+say() { echo "make-fixtures: $*"; }
+die() { echo "make-fixtures: $*" >&2; exit 1; }
+
+build=${BUILD_DIR:-$src/build}
+case $build in /*) ;; *) build=$src/$build ;; esac
+if [ -n "${BATON_LLAMACPP_DIR:-}" ]; then
+    ldir=$BATON_LLAMACPP_DIR
+else
+    ldir=$build/llamacpp
+    "$src/bench/llamacpp-build.sh" --dir "$ldir" --jobs "$jobs" ||
+        say "bench/llamacpp-build.sh did not build both tools; trying its libraries"
+fi
+lsrc=$ldir/llama.cpp
+lbin=$ldir/build-native/bin
+for f in "$lsrc/include/llama.h" "$lsrc/ggml/include/ggml-cpu.h" "$lbin/libllama.so" \
+    "$lbin/libggml-base.so" "$lbin/libggml-cpu.so"; do
+    [ -e "$f" ] || die "llama.cpp at $ldir lacks $f (run bench/llamacpp-build.sh)"
+done
+lrev=$(git -C "$lsrc" rev-parse --short HEAD 2>/dev/null || echo unknown)
+linfo="llama.cpp $lrev ($(sed -n 's/.*"tag": "\(.*\)".*/\1/p' \
+    "$ldir/node_modules/node-llama-cpp/llama/llama.cpp.info.json" 2>/dev/null || true))"
+
+tools=$build/reference
+mkdir -p "$tools"
+cc=${CC:-cc}
+$cc -O2 -std=c11 -Wall -Wextra -I"$lsrc/ggml/include" -I"$here" "$here/kq_ref.c" \
+    -o "$tools/kq_ref" -L"$lbin" -lggml-cpu -lggml-base -Wl,-rpath,"$lbin"
+$cc -O2 -std=c11 -Wall -Wextra -I"$lsrc/include" -I"$lsrc/ggml/include" "$here/logits_ref.c" \
+    -o "$tools/logits_ref" -L"$lbin" -lllama -lggml -lggml-base -Wl,-rpath,"$lbin"
+out=$here/fixtures
+mkdir -p "$out"
+
+if [ "$only" != logits ]; then
+    "$tools/kq_ref" "$out"
+    say "kq: $(cd "$out" && echo kq-*) from $linfo"
+fi
+[ "$only" = kq ] && exit 0
+
+baton=${BATON:-$build/baton}
+if [ ! -x "$baton" ]; then
+    cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+    cmake --build "$build" -j"$jobs" --target baton >/dev/null
+fi
+
+# The models: NAME|SOURCE|quantize type (or empty)|prompt ids (or empty: the
+# synthetic prompt). SOURCE is `gen-model OPTIONS` (baton gen-model) or
+# `pad-model WIDTH FF`: stories260K ($MODEL_DIR, default ../shared/models)
+# widened with zeros by pad_model.py, so that it computes what stories260K
+# computes (the same greedy ids) with rows of 256: a model that behaves like a
+# real one, with K-quant-sized rows.
+# The synthetic ones: 3 layers (one per batond of the split test), width 256
+# (one K super-block per row), 300 tokens.
+shape="--layers 3 --dim 256 --ff 512 --heads 4 --vocab 300 --seed 7"
+story="1 403 407 261 378" # "Once upon a time"
+models=(
+    "f16|gen-model $shape --type f16||"
+    "q8_0|gen-model $shape --type q8_0||"
+    "q4_0|gen-model $shape --type q4_0||"
+    "q8_0-gqa|gen-model --layers 3 --dim 256 --ff 512 --heads 4 --kv-heads 2 --vocab 300 --seed 8 --type q8_0||"
+    "q2_k|gen-model $shape --type q2_k||"
+    "q3_k|gen-model $shape --type q3_k||"
+    "q4_k|gen-model $shape --type q4_k||"
+    "q5_k|gen-model $shape --type q5_k||"
+    "q6_k|gen-model $shape --type q6_k||"
+    "q4_k_m|gen-model $shape --type f32|q4_k_m|"
+    "q5_k_m|gen-model $shape --type f32|q5_k_m|"
+    "q6_k-quant|gen-model $shape --type f32|q6_k|"
+    "q3_k_m|gen-model $shape --type f32|q3_k_m|"
+    "q2_k-quant|gen-model $shape --type f32|q2_k|"
+    "q8_0-quant|gen-model $shape --type f32|q8_0|"
+    "q4_0-quant|gen-model $shape --type f32|q4_0|"
+    "stories-f32|pad-model 256 256||$story"
+    "stories-q8_0|pad-model 256 256|q8_0|$story"
+    "stories-q4_k_m|pad-model 256 256|q4_k_m|$story"
+    "stories-q5_k_m|pad-model 256 256|q5_k_m|$story"
+    "stories-q6_k|pad-model 256 256|q6_k|$story"
+)
+# prompt ids, tokens generated, steps whose logits are kept
+synthetic_prompt="1 17 42 99 150 7 230 64"
+n_gen=16
+n_steps=4
+stories=${MODEL_DIR:-$src/../shared/models}/stories260K.gguf
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for m in "${models[@]}"; do
+    IFS='|' read -r name source quant prompt_ids <<<"$m"
+    prompt_ids=${prompt_ids:-$synthetic_prompt}
+    model=$tmp/$name.gguf
+    case $source in
+    gen-model*)
+        # shellcheck disable=SC2086
+        if ! "$baton" ${source} -o "$model" >"$tmp/gen.log" 2>&1; then
+            say "SKIPPED $name: baton $source: $(tail -n 1 "$tmp/gen.log")"
+            continue
+        fi
+        ;;
+    pad-model*)
+        if [ ! -f "$stories" ]; then
+            say "SKIPPED $name: no $stories"
+            continue
+        fi
+        # shellcheck disable=SC2086
+        python3 "$here/pad_model.py" "$stories" "$model" ${source#pad-model }
+        ;;
+    esac
+    if [ -n "$quant" ]; then
+        if ! "$baton" quantize "$model" "$tmp/$name.q.gguf" "$quant" >"$tmp/q.log" 2>&1; then
+            say "SKIPPED $name: baton quantize ... $quant: $(tail -n 1 "$tmp/q.log")"
+            continue
+        fi
+        model=$tmp/$name.q.gguf
+    fi
+    # shellcheck disable=SC2086
+    if ! "$tools/logits_ref" "$model" $n_gen $n_steps $prompt_ids >"$tmp/ref.txt" 2>"$tmp/ref.err"; then
+        say "FAILED $name: llama.cpp does not run baton's file: $(tail -n 3 "$tmp/ref.err")"
+        continue
+    fi
+    {
+        echo "# $linfo, tests/reference/logits_ref (make-fixtures.sh)"
+        echo "$source"
+        [ -n "$quant" ] && echo "quantize $quant"
+        cat "$tmp/ref.txt"
+    } >"$out/logits-$name.txt"
+    say "logits-$name.txt: greedy $(sed -n 's/^greedy //p' "$tmp/ref.txt")"
+done

@@ -1,0 +1,259 @@
+/* K-quants against llama.cpp (issue 18, "Checked against llama.cpp"): the
+ * super-blocks of tests/reference/kq_gen.h, regenerated here, against what
+ * llama.cpp's ggml made of the same bytes (tests/reference/fixtures, written
+ * by tests/reference/make-fixtures.sh; tests/reference/README.md).
+ *
+ * 1. baton_dequantize_row_k (and baton_dequantize_row) gives ggml's
+ *    to_float floats bit for bit, for all 1024 elements of each type (the
+ *    fixture's llama.cpp build compiles ggml-base without FMA contraction on
+ *    x86-64; README.md says what was measured).
+ * 2. baton's MUL_MAT (one row of 1024, one column) at every SIMD level this
+ *    CPU has gives the same bits at every level, within the bound derived
+ *    below of ggml's vec_dot with the activation quantized to Q8_K by ggml.
+ *
+ * The bound. Both sides compute exactly (integer sums) sum_e W_e * dq_e *
+ * q_e, W_e the weight of element e (d * Sc * Qw - dmin * M, binary16 d,
+ * dmin) and q_e * dq the quantized x_e, then round a few float products and
+ * sums. baton: dq = amax / 127, q = rne(x * (1 / dq)); ggml (Q8_K):
+ * dq = 1 / (-127 / max) (max: the element of largest |x|, so |dq| = amax /
+ * 127 up to two roundings, the sign flipping q too), q = rne(x * (-127 /
+ * max)). Both products approximate t = 127 x / amax with absolute error
+ * <= 127 * 2 * 2^-24 < 2^-16, so the two q differ (by one, the other side
+ * of a tie) only where t is within 2^-16 of a half-integer ("near ties");
+ * such an element moves the result by at most dq * |W_e|. Everything else
+ * differs only by rounding: the scales (two roundings each side) and the
+ * float products and sums (a handful per super-block on each side), each
+ * a relative 2^-24 of a term bounded by amax * sum_e (|W_e| + |dmin| *
+ * Mmax) (Mmax: the largest integer min, 15 for Q2_K, 63 for Q4_K / Q5_K;
+ * the min term is added back because isum and msum can cancel). So
+ *   |y_baton - y_ggml| <= sum over near ties of dq * |W_e|
+ *                         + 2^-18 * sum_sb amax_sb * sum_e (|W_e| + |dmin| Mmax)
+ * (2^-18: 64 roundings of 2^-24, several times what either side does). W_e
+ * is the fixture's dequantized float (it differs from the exact W_e by one
+ * rounding, inside the second term). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "compute/compute.h"
+#include "compute/cpu/matmul.h"
+#include "compute/cpu/quant.h"
+#include "core/types.h"
+#include "kq_gen.h"
+
+static const char *const kq_names[5] = {"q2_k", "q3_k", "q4_k", "q5_k", "q6_k"};
+
+/* ggml's dequantized floats of type t from the fixture, into y[KQ_GEN_K]. */
+static void load_dequant(uint32_t t, float *y)
+{
+    const char *src = getenv("SRC_DIR");
+    char path[4096];
+    FILE *f;
+    size_t got;
+
+    assert_non_null(src);
+    snprintf(path, sizeof path, "%s/tests/reference/fixtures/kq-%s.dequant.f32", src,
+             kq_names[t - KQ_GEN_TYPE_FIRST]);
+    f = fopen(path, "rb");
+    if (!f)
+        fail_msg("%s: cannot open (tests/reference/make-fixtures.sh writes it)", path);
+    got = fread(y, sizeof(float), KQ_GEN_K, f);
+    fclose(f);
+    assert_int_equal(got, KQ_GEN_K);
+}
+
+/* ggml's vec_dot results of type t, one per activation vector. */
+static void load_vecdot(uint32_t t, double *want)
+{
+    const char *src = getenv("SRC_DIR");
+    char path[4096], name[16];
+    unsigned v;
+    double r;
+    int seen = 0;
+    FILE *f;
+
+    assert_non_null(src);
+    snprintf(path, sizeof path, "%s/tests/reference/fixtures/kq-vecdot.txt", src);
+    f = fopen(path, "r");
+    if (!f)
+        fail_msg("%s: cannot open", path);
+    while (fscanf(f, "%15s %u %la", name, &v, &r) == 3) {
+        if (strcmp(name, kq_names[t - KQ_GEN_TYPE_FIRST]) == 0 && v < KQ_GEN_NX) {
+            want[v] = r;
+            seen |= 1 << v;
+        }
+    }
+    fclose(f);
+    assert_int_equal(seen, (1 << KQ_GEN_NX) - 1);
+}
+
+static float half_at(const uint8_t *p)
+{
+    return baton_fp16_to_fp32((uint16_t)(p[0] | p[1] << 8));
+}
+
+/* |dmin| * Mmax of super-block b (0 for the types without a min). */
+static double min_term(uint32_t t, const uint8_t *blocks, uint32_t b)
+{
+    const uint8_t *sb = blocks + b * kq_gen_block_bytes(t);
+
+    switch (t) {
+    case BATON_TYPE_Q2_K: return fabs((double)half_at(sb + 82)) * 15.0;
+    case BATON_TYPE_Q4_K:
+    case BATON_TYPE_Q5_K: return fabs((double)half_at(sb + 2)) * 63.0;
+    default: return 0.0;
+    }
+}
+
+static void check_dequant(uint32_t t)
+{
+    static uint8_t blocks[KQ_GEN_NB * 210];
+    static float want[KQ_GEN_K], got[KQ_GEN_K], got2[KQ_GEN_K];
+    uint32_t n_diff = 0;
+
+    assert_int_equal(kq_gen_blocks(t, blocks, KQ_GEN_NB), 0);
+    load_dequant(t, want);
+    memset(got, 0x55, sizeof got);
+    assert_int_equal(baton_dequantize_row_k(t, blocks, got, KQ_GEN_K), 0);
+    assert_int_equal(baton_dequantize_row(t, blocks, got2, KQ_GEN_K), 0);
+    for (uint32_t i = 0; i < KQ_GEN_K; i++) {
+        if (memcmp(&got[i], &want[i], 4) != 0) {
+            if (n_diff++ < 8)
+                print_message("%s element %u: baton %a, ggml %a\n", kq_names[t - 10], i,
+                              (double)got[i], (double)want[i]);
+        }
+        if (memcmp(&got2[i], &got[i], 4) != 0)
+            fail_msg("%s element %u: baton_dequantize_row %a, baton_dequantize_row_k %a",
+                     kq_names[t - 10], i, (double)got2[i], (double)got[i]);
+    }
+    if (n_diff)
+        fail_msg("%s: %u of %u elements differ from ggml's to_float", kq_names[t - 10], n_diff,
+                 KQ_GEN_K);
+}
+
+static void check_dot(uint32_t t)
+{
+    static uint8_t blocks[KQ_GEN_NB * 210];
+    static float w[KQ_GEN_K], x[KQ_GEN_K];
+    double want[KQ_GEN_NX];
+    struct baton_pool *pool;
+    void *work;
+    const uint64_t work_bytes = baton_cpu_mul_mat_work_bytes(t, KQ_GEN_K, 1);
+
+    assert_int_equal(work_bytes, KQ_GEN_NB * BATON_ACT_K_BLOCK_BYTES);
+    assert_int_equal(kq_gen_blocks(t, blocks, KQ_GEN_NB), 0);
+    load_dequant(t, w);
+    load_vecdot(t, want);
+    assert_int_equal(baton_pool_create(1, &pool), 0);
+    work = aligned_alloc(64, work_bytes);
+    assert_non_null(work);
+    for (uint32_t v = 0; v < KQ_GEN_NX; v++) {
+        double tol_ties = 0.0, tol_round = 0.0;
+        uint32_t n_ties = 0;
+        float first = 0.0f;
+        int have_first = 0;
+
+        kq_gen_x(v, x, KQ_GEN_K);
+        for (uint32_t b = 0; b < KQ_GEN_NB; b++) {
+            double amax = 0.0, sw = 0.0;
+
+            for (uint32_t e = 0; e < 256; e++)
+                if (fabs((double)x[b * 256 + e]) > amax)
+                    amax = fabs((double)x[b * 256 + e]);
+            for (uint32_t e = 0; e < 256; e++) {
+                const double tq = 127.0 * (double)x[b * 256 + e] / amax;
+                const double frac = fabs(tq - floor(tq) - 0.5);
+
+                sw += fabs((double)w[b * 256 + e]);
+                if (frac < 0x1p-16) {
+                    n_ties++;
+                    tol_ties += amax / 127.0 * fabs((double)w[b * 256 + e]);
+                }
+            }
+            tol_round += 0x1p-18 * amax * (sw + 256.0 * min_term(t, blocks, b));
+        }
+        for (int lvl = BATON_CPU_ISA_SCALAR; lvl <= BATON_CPU_ISA_AVX512; lvl++) {
+            float y = NAN;
+            double diff;
+
+            if ((int)baton_cpu_isa_set((enum baton_cpu_isa)lvl) != lvl)
+                continue;
+            baton_cpu_mul_mat_typed(pool, t, blocks, x, &y, KQ_GEN_K, 1, 1, work);
+            if (!have_first) {
+                first = y;
+                have_first = 1;
+            } else if (memcmp(&y, &first, 4) != 0) {
+                fail_msg("%s x%u: %s gives %a, the scalar level %a", kq_names[t - 10], v,
+                         baton_cpu_isa_name((enum baton_cpu_isa)lvl), (double)y,
+                         (double)first);
+            }
+            diff = fabs((double)y - want[v]);
+            if (!(diff <= tol_ties + tol_round))
+                fail_msg("%s x%u %s: baton %a, ggml %a: |diff| %g > bound %g (%u near ties "
+                         "%g + rounding %g)",
+                         kq_names[t - 10], v, baton_cpu_isa_name((enum baton_cpu_isa)lvl),
+                         (double)y, want[v], diff, tol_ties + tol_round, n_ties, tol_ties,
+                         tol_round);
+            if (lvl == BATON_CPU_ISA_SCALAR)
+                print_message("%s x%u: baton %.9g ggml %.9g |diff| %.3g (rel %.3g), bound %.3g "
+                              "(%u near ties)\n",
+                              kq_names[t - 10], v, (double)y, want[v], diff,
+                              diff / fabs(want[v]), tol_ties + tol_round, n_ties);
+        }
+    }
+    baton_cpu_isa_set(BATON_CPU_ISA_AVX512); /* back to the best */
+    free(work);
+    baton_pool_destroy(pool);
+}
+
+#define KQ_TESTS(T, name)                                                                      \
+    static void test_dequant_##name(void **state)                                              \
+    {                                                                                          \
+        (void)state;                                                                           \
+        check_dequant(T);                                                                      \
+    }                                                                                          \
+    static void test_dot_##name(void **state)                                                  \
+    {                                                                                          \
+        (void)state;                                                                           \
+        check_dot(T);                                                                          \
+    }
+KQ_TESTS(BATON_TYPE_Q2_K, q2_k)
+KQ_TESTS(BATON_TYPE_Q3_K, q3_k)
+KQ_TESTS(BATON_TYPE_Q4_K, q4_k)
+KQ_TESTS(BATON_TYPE_Q5_K, q5_k)
+KQ_TESTS(BATON_TYPE_Q6_K, q6_k)
+
+/* The generator is what the fixtures were made from: a change to kq_gen.h
+ * without make-fixtures.sh would fail every comparison above with a
+ * confusing message; this names the cause. (First outputs of splitmix64
+ * from seed 0: 0xe220a8397b1dcdaf, 0x6e789e6aa1b965f4, Vigna's
+ * splitmix64.c.) */
+static void test_generator(void **state)
+{
+    uint64_t s = 0;
+
+    (void)state;
+    assert_int_equal(kq_gen_next(&s), 0xe220a8397b1dcdafull);
+    assert_int_equal(kq_gen_next(&s), 0x6e789e6aa1b965f4ull);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_generator),
+        cmocka_unit_test(test_dequant_q2_k), cmocka_unit_test(test_dequant_q3_k),
+        cmocka_unit_test(test_dequant_q4_k), cmocka_unit_test(test_dequant_q5_k),
+        cmocka_unit_test(test_dequant_q6_k), cmocka_unit_test(test_dot_q2_k),
+        cmocka_unit_test(test_dot_q3_k),     cmocka_unit_test(test_dot_q4_k),
+        cmocka_unit_test(test_dot_q5_k),     cmocka_unit_test(test_dot_q6_k),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
