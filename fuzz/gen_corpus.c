@@ -256,6 +256,33 @@ static void graph_matmul(struct graph_store *s)
     gs_finish(s);
 }
 
+/* A K-quant weight (type wt, 2 rows of 256): MUL_MAT of 3 columns (the
+ * prefill tiles) and of 1 column (decode), and GET_ROWS of its row 1.
+ * Leaves: 0 W, 1 x {256,3}, 2 x1 {256,1}, 3 ids {1}, 4 y {2,3}, 5 y1 {2,1},
+ * 6 row {256,1}; 14 KiB of buffer H0. */
+static void graph_matmul_k(struct graph_store *s, uint32_t wt)
+{
+    gs_init(s);
+    struct baton_tensor_desc w = tensor(H0, 0, wt, 256, 2, 1, 1);
+    struct baton_tensor_desc x = tensor(H0, 512, BATON_TYPE_F32, 256, 3, 1, 1);
+    struct baton_tensor_desc x1 = tensor(H0, 3584, BATON_TYPE_F32, 256, 1, 1, 1);
+    struct baton_tensor_desc ids = tensor(H0, 4608, BATON_TYPE_I32, 1, 1, 1, 1);
+    struct baton_tensor_desc y = tensor(H0, 4672, BATON_TYPE_F32, 2, 3, 1, 1);
+    struct baton_tensor_desc y1 = tensor(H0, 4736, BATON_TYPE_F32, 2, 1, 1, 1);
+    struct baton_tensor_desc row = tensor(H0, 4800, BATON_TYPE_F32, 256, 1, 1, 1);
+    uint32_t lw = baton_gb_leaf(&s->gb, &w), lx = baton_gb_leaf(&s->gb, &x);
+    uint32_t lx1 = baton_gb_leaf(&s->gb, &x1), li = baton_gb_leaf(&s->gb, &ids);
+    uint32_t ly = baton_gb_leaf(&s->gb, &y), ly1 = baton_gb_leaf(&s->gb, &y1);
+    uint32_t lr = baton_gb_leaf(&s->gb, &row);
+    uint32_t mm = gs_node(s, BATON_OP_MUL_MAT, BATON_TYPE_F32, 2, 3, 1, lw, lx, 0);
+    baton_gb_set_out(&s->gb, mm, ly);
+    uint32_t mm1 = gs_node(s, BATON_OP_MUL_MAT, BATON_TYPE_F32, 2, 1, 1, lw, lx1, 0);
+    baton_gb_set_out(&s->gb, mm1, ly1);
+    uint32_t gr = gs_node(s, BATON_OP_GET_ROWS, BATON_TYPE_F32, 256, 1, 1, lw, li, 0);
+    baton_gb_set_out(&s->gb, gr, lr);
+    gs_finish(s);
+}
+
 /* Every simple op once: GET_ROWS, RMS_NORM, SCALE, SILU, MUL, RESHAPE, ROPE. */
 static void graph_ops(struct graph_store *s)
 {
@@ -1448,6 +1475,24 @@ static void gen_dispatcher(void)
     rec_get(&b, &s.gb.g.leaves[2], 0, 8);
     emit_buf("dispatcher", &b);
     b.len = 0;
+
+    /* K-quant weights: MUL_MAT (3 columns, 1 column) and GET_ROWS */
+    for (uint32_t wt = BATON_TYPE_Q2_K; wt <= BATON_TYPE_Q6_K; wt++) {
+        static const int32_t one[1] = {1};
+
+        graph_matmul_k(&s, wt);
+        bu8(&b, 0);
+        rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 16384);
+        rec_set(&b, &s.gb.g.leaves[0], 0, s.gb.g.leaves[0].nbytes, 0x11);
+        rec_set(&b, &s.gb.g.leaves[1], 0, 256, 0x3c);
+        rec_set(&b, &s.gb.g.leaves[2], 0, 64, 0x3d);
+        rec_set_i32(&b, &s.gb.g.leaves[3], one, 1);
+        rec_graph(&b, &s.gb.g);
+        rec_get(&b, &s.gb.g.leaves[4], 0, 24);
+        rec_get(&b, &s.gb.g.leaves[6], 0, 64);
+        emit_buf("dispatcher", &b);
+        b.len = 0;
+    }
 
     /* NeoX RoPE and ROPE_FREQS computed, then read back */
     graph_rope_ext(&s);
