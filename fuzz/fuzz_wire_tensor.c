@@ -25,7 +25,9 @@ typedef unsigned __int128 u128;
 struct ref_type {
     uint32_t id, elems, bytes;
 };
-static const struct ref_type ref_types[] = {{0, 1, 4}, {1, 1, 2}, {2, 32, 18}, {8, 32, 34},
+static const struct ref_type ref_types[] = {{0, 1, 4},      {1, 1, 2},      {2, 32, 18},
+                                            {8, 32, 34},    {10, 256, 84},  {11, 256, 110},
+                                            {12, 256, 144}, {13, 256, 176}, {14, 256, 210},
                                             {26, 1, 4}};
 
 static const struct ref_type *ref_type(uint32_t id)
