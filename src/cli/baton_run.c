@@ -398,6 +398,21 @@ int baton_cmd_run(int argc, char **argv)
          baton_cli_check_output("baton run", "--ids-file", cfg.ids_path, 0, cfg.stats_json) != 0))
         return 1;
     /* the same new path twice (the check above compares existing files) */
+    {
+        const char *outs[3] = {cfg.stats_json, cfg.ids_path, cfg.logits_path};
+        static const char *const names[3] = {"--stats-json", "--ids-file", "--logits-out"};
+        int a, b;
+
+        for (a = 0; a < 3; a++)
+            for (b = a + 1; b < 3; b++)
+                if (outs[a] && outs[b] && a + b > 1 && strcmp(outs[a], outs[b]) == 0) {
+                    fprintf(stderr,
+                            "baton run: %s and %s are the same file (%s); one would overwrite "
+                            "the other\n",
+                            names[a], names[b], outs[a]);
+                    return 1;
+                }
+    }
     if (cfg.stats_json && cfg.ids_path && strcmp(cfg.stats_json, cfg.ids_path) == 0) {
         fprintf(stderr, "baton run: --ids-file and --stats-json are the same file (%s); one "
                         "would overwrite the other\n",

@@ -327,6 +327,21 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
         snprintf(err, err_len, "unknown architecture %u", cfg->arch);
         return BATON_E_INVAL;
     }
+    /* llama.cpp loads qwen2 only with n_embd / n_head heads, and reads
+     * rope_freqs.weight only for llama: files it would refuse are not
+     * written (gen-model's files run in llama.cpp too) */
+    if (cfg->head_dim != 0 && cfg->arch == BATON_ARCH_QWEN2 &&
+        cfg->head_dim * (uint64_t)cfg->n_head != D) {
+        snprintf(err, err_len,
+                 "--head-dim %u with --arch qwen2: qwen2's heads are --dim / --heads wide "
+                 "(llama.cpp refuses other widths; qwen3 and llama take --head-dim)",
+                 cfg->head_dim);
+        return BATON_E_INVAL;
+    }
+    if (cfg->rope_freqs && cfg->arch != BATON_ARCH_LLAMA) {
+        snprintf(err, err_len, "--rope-freqs is Llama 3.1's rope scaling: only with --arch llama");
+        return BATON_E_INVAL;
+    }
     if (cfg->head_dim != 0) {
         hd = cfg->head_dim;
     } else if (D % cfg->n_head != 0) {

@@ -449,8 +449,26 @@ static int read_tensor_info(struct parse *ps, uint64_t i, struct tensor_rec *t)
         return fail(ps, st, "offset truncated");
 
     uint32_t block_elems, block_bytes;
-    if (baton_type_block(t->type, &block_elems, &block_bytes) != 0)
+    if (baton_type_block(t->type, &block_elems, &block_bytes) != 0) {
+        /* ggml's names of the types baton does not run (ggml.h enum ggml_type) */
+        static const char *const ggml_names[] = {
+            [3] = "q4_1",     [6] = "q5_0",     [7] = "q5_1",   [9] = "q8_1",
+            [15] = "q8_k",    [16] = "iq2_xxs", [17] = "iq2_xs", [18] = "iq3_xxs",
+            [19] = "iq1_s",   [20] = "iq4_nl",  [21] = "iq3_s",  [22] = "iq2_s",
+            [23] = "iq4_xs",  [24] = "i8",      [25] = "i16",    [27] = "i64",
+            [28] = "f64",     [29] = "iq1_m",   [30] = "bf16",   [34] = "tq1_0",
+            [35] = "tq2_0",   [39] = "mxfp4"};
+        const char *nm = t->type < sizeof ggml_names / sizeof ggml_names[0]
+                             ? ggml_names[t->type]
+                             : NULL;
+
+        if (nm != NULL)
+            return fail(ps, BATON_E_TYPE,
+                        "tensor type %u (ggml's %s) is not one baton runs (f32, f16, q8_0, "
+                        "q4_0, q2_k..q6_k)",
+                        t->type, nm);
         return fail(ps, BATON_E_TYPE, "unknown tensor type %u", t->type);
+    }
     if (t->ne[0] % block_elems != 0)
         return fail(ps, BATON_E_SHAPE, "ne[0] %llu is not a multiple of the %s block size %u",
                     (unsigned long long)t->ne[0], baton_type_name(t->type), block_elems);

@@ -40,7 +40,8 @@ static int need_vector(const struct baton_gguf *g, const char *name, uint64_t n,
         return BATON_E_FORMAT;
     }
     if (t.n_dims != 1 || t.ne[0] != n) {
-        snprintf(err, err_len, "tensor '%s': shape does not match {%llu}", name,
+        snprintf(err, err_len, "tensor '%s': shape {%llu%s} but the model needs {%llu}", name,
+                 (unsigned long long)t.ne[0], t.n_dims != 1 ? ", ..." : "",
                  (unsigned long long)n);
         return BATON_E_FORMAT;
     }
@@ -205,12 +206,18 @@ int baton_llama_hparams_load(const struct baton_gguf *g, struct baton_llama_hpar
     hp->n_rot = hp->head_dim;
     (void)baton_gguf_get_u32(g, key(k, sizeof k, a, "rope.dimension_count"), &hp->n_rot);
     if (hp->n_rot == 0 || hp->n_rot > hp->head_dim || hp->n_rot % 2 != 0) {
-        snprintf(err, err_len, "%s.rope.dimension_count %u does not fit head size %u", a,
-                 hp->n_rot, hp->head_dim);
+        snprintf(err, err_len, "%s.rope.dimension_count %u does not fit head size %u%s", a,
+                 hp->n_rot, hp->head_dim,
+                 has_key_len ? "" : " (embedding_length / head_count: the file has no "
+                                    "attention.key_length)");
         return BATON_E_FORMAT;
     }
     if (!(hp->rms_eps >= 0.0f) || !(hp->rope_base > 0.0f)) {
-        snprintf(err, err_len, "bad rms epsilon or rope base");
+        snprintf(err, err_len, "%s.%s is %g: %s", a,
+                 !(hp->rms_eps >= 0.0f) ? "attention.layer_norm_rms_epsilon" : "rope.freq_base",
+                 !(hp->rms_eps >= 0.0f) ? (double)hp->rms_eps : (double)hp->rope_base,
+                 !(hp->rms_eps >= 0.0f) ? "the epsilon must be at least 0"
+                                        : "the rope base must be above 0");
         return BATON_E_FORMAT;
     }
     if (baton_gguf_find_tensor(g, "rope_freqs.weight", &rf, NULL) == 0) {

@@ -102,7 +102,8 @@ static int prompt_tokens(struct run *r, int32_t **ids, size_t *n_ids)
         *n_ids = cfg->n_prompt_ids;
         for (i = 0; i < *n_ids; i++) {
             if ((*ids)[i] < 0 || (uint32_t)(*ids)[i] >= r->hp.n_vocab) {
-                run_msg(cfg, "prompt id %d outside the vocabulary\n", (*ids)[i]);
+                run_msg(cfg, "--prompt-ids: id %d is outside the vocabulary of %s (0..%u)\n",
+                        (*ids)[i], cfg->model_path, r->hp.n_vocab - 1);
                 return 2;
             }
         }
@@ -468,8 +469,8 @@ static int make_stages(struct run *r, const uint32_t *counts)
             }
         }
     }
-    fprintf(cfg->log, "model: %s: llama, %u layers, n_embd %u, %u heads (%u kv), n_ff %u, vocab %u\n",
-            cfg->model_path, r->hp.n_layer, r->hp.n_embd, r->hp.n_head, r->hp.n_head_kv,
+    fprintf(cfg->log, "model: %s: %s, %u layers, n_embd %u, %u heads (%u kv), n_ff %u, vocab %u\n",
+            cfg->model_path, baton_llama_arch_name(r->hp.arch), r->hp.n_layer, r->hp.n_embd, r->hp.n_head, r->hp.n_head_kv,
             r->hp.n_ff, r->hp.n_vocab);
     for (i = 0; i < r->n_stages; i++) {
         struct baton_llama_stage *st = &r->stages[i].st;

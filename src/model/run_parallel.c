@@ -125,7 +125,8 @@ int run_par_prepare(struct run *r, size_t *max_prompt)
         } else { /* the same ids for every copy (baton bench --npl) */
             for (size_t k = 0; k < len; k++)
                 if (cfg->prompt_ids[k] < 0 || (uint32_t)cfg->prompt_ids[k] >= r->hp.n_vocab) {
-                    run_msg(cfg, "prompt id %d outside the vocabulary\n", cfg->prompt_ids[k]);
+                    run_msg(cfg, "--prompt-ids: id %d is outside the vocabulary of %s (0..%u)\n",
+                            cfg->prompt_ids[k], cfg->model_path, r->hp.n_vocab - 1);
                     return 2;
                 }
             memcpy(q[i].ids, cfg->prompt_ids, len * sizeof(int32_t));

@@ -59,6 +59,21 @@ start_chain a b c
 run_arm qwen3 batond --servers "127.0.0.1:$PORT_a,127.0.0.1:$PORT_b,127.0.0.1:$PORT_c" \
     --split 1,1,1 --key "$K"
 
+# gen-model writes only what llama.cpp loads: qwen2's heads are dim / heads
+# wide, rope_freqs is llama's
+rc=0
+"$BATON" gen-model --arch qwen2 --layers 1 --dim 256 --ff 256 --heads 4 --head-dim 96 --vocab 300 \
+    -o "$TMP/no.gguf" 2>"$TMP/no.err" || rc=$?
+[ "$rc" -eq 2 ] && grep -q "qwen2's heads are --dim / --heads wide" "$TMP/no.err" && [ ! -e "$TMP/no.gguf" ] ||
+    fail "gen-model qwen2 --head-dim: rc $rc: $(cat "$TMP/no.err")"
+rc=0
+"$BATON" gen-model --arch qwen3 --layers 1 --dim 256 --ff 256 --heads 4 --rope-freqs --vocab 300 \
+    -o "$TMP/no.gguf" 2>"$TMP/no.err" || rc=$?
+[ "$rc" -eq 2 ] && grep -q "only with --arch llama" "$TMP/no.err" || fail "gen-model qwen3 --rope-freqs: rc $rc"
+# the model line names the architecture
+grep -q "^model: $TMP/qwen3.gguf: qwen3, 3 layers" "$TMP/qwen3.local.err" ||
+    fail "model line: $(grep '^model:' "$TMP/qwen3.local.err")"
+
 # an architecture baton does not build is named
 "$BATON" gen-model --layers 1 --dim 64 --ff 64 --heads 2 --vocab 300 -o "$TMP/l.gguf" 2>/dev/null
 python3 - "$TMP/l.gguf" "$TMP/phi.gguf" <<'EOF'

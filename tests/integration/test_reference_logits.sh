@@ -113,8 +113,11 @@ expect_rc() { # expect_rc RC MESSAGE-PATTERN ARGS...
 expect_rc 2 "not a list of token ids" --prompt-ids 1,x2
 expect_rc 2 "not a list of token ids" --prompt-ids 1,-2
 expect_rc 2 "no ids" --prompt-ids ", ,"
-expect_rc 2 "prompt id 300 outside the vocabulary" --prompt-ids 1,300
+expect_rc 2 "id 300 is outside the vocabulary of" --prompt-ids 1,300
 expect_rc 2 "only one of --prompt-ids LIST and --prompt TEXT" --prompt-ids 1 --prompt hi
+# the logits and the ids in one file: one would overwrite the other
+expect_rc 1 "--ids-file and --logits-out are the same file" --prompt-ids 1 \
+    --logits-out "$TMP/same.out" --ids-file "$TMP/same.out"
 printf 'a\nb\n' >"$TMP/p.txt"
 expect_rc 2 "only one of --prompt-ids LIST and --prompt-file FILE" --prompt-ids 1 --prompt-file "$TMP/p.txt"
 expect_rc 2 "not with --prompt-file" --prompt-file "$TMP/p.txt" --logits-out "$TMP/x.bin"

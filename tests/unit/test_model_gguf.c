@@ -827,7 +827,8 @@ static void test_k_quant_tensors(void **state)
     gw_header(&w, 3, 1, 0);
     gw_str(&w, "w"), gw_le(&w, 1, 4), gw_le(&w, 256, 8), gw_le(&w, 15, 4), gw_le(&w, 0, 8);
     assert_int_equal(gw_open(&w, &g, err, sizeof err), BATON_E_TYPE);
-    assert_string_equal(err, "syn.gguf: tensor 0 'w': unknown tensor type 15");
+    assert_string_equal(err, "syn.gguf: tensor 0 'w': tensor type 15 (ggml's q8_k) is not one "
+                             "baton runs (f32, f16, q8_0, q4_0, q2_k..q6_k)");
 }
 
 int main(void)

@@ -197,7 +197,7 @@ static void test_rope_freqs(void **state)
     /* n_rot 32 needs 16 factors */
     bad.rope_freqs = 8;
     assert_int_equal(load(&bad, &hp, err, sizeof err), BATON_E_FORMAT);
-    assert_string_equal(err, "tensor 'rope_freqs.weight': shape does not match {16}");
+    assert_string_equal(err, "tensor 'rope_freqs.weight': shape {8} but the model needs {16}");
 }
 
 static void test_refusals(void **state)
