@@ -261,6 +261,35 @@ static void scalar_q4_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
     scalar_q(mm, r0, r1, 1);
 }
 
+/* One activation block of n values: returns d = max|x| / 127 and writes
+ * q = rint(x * (1/d)) in the current (nearest-even) rounding mode, as the
+ * SIMD versions' cvtps2dq; a block with a non-finite value gets d = NaN and
+ * q = 0. */
+static float act_span(const float *xb, int n, int8_t *q)
+{
+    float amax = 0.0f, d, id;
+    int j, finite = 1;
+
+    for (j = 0; j < n; j++) {
+        uint32_t bits;
+
+        memcpy(&bits, &xb[j], sizeof(bits));
+        if ((bits & 0x7F800000u) == 0x7F800000u)
+            finite = 0;
+        else if (fabsf(xb[j]) > amax)
+            amax = fabsf(xb[j]);
+    }
+    if (!finite) {
+        memset(q, 0, (size_t)n);
+        return NAN;
+    }
+    d = amax / 127.0f;
+    id = d != 0.0f ? 1.0f / d : 0.0f;
+    for (j = 0; j < n; j++)
+        q[j] = (int8_t)lrintf(xb[j] * id);
+    return d;
+}
+
 /* Activation blocks: d = max|x| / 127, q = rint(x / d) via x * (1/d) in the
  * current (nearest-even) rounding mode, as the SIMD versions' cvtps2dq. */
 static void scalar_act(const float *x, uint64_t k, uint8_t *act, uint64_t col_bytes, int32_t bias,
@@ -276,9 +305,9 @@ static void scalar_act(const float *x, uint64_t k, uint8_t *act, uint64_t col_by
         int8_t *q_lo = (int8_t *)grp + 16 * bj, *q_hi = (int8_t *)grp + 64 + 16 * bj;
         int32_t *corr = (int32_t *)(grp + 128) + 4 * bj;
         float *dd = (float *)(grp + 192) + 4 * bj;
-        float amax = 0.0f, d, id;
+        float d;
         int8_t q[32];
-        int j, l, finite = 1;
+        int l;
 
         if (b >= nb) { /* padding of the last group */
             memset(q_lo, 0, 16);
@@ -287,28 +316,7 @@ static void scalar_act(const float *x, uint64_t k, uint8_t *act, uint64_t col_by
             memset(dd, 0, 4 * sizeof(*dd));
             continue;
         }
-        {
-            const float *xb = x + c * k + b * 32;
-
-            for (j = 0; j < 32; j++) {
-                uint32_t bits;
-
-                memcpy(&bits, &xb[j], sizeof(bits));
-                if ((bits & 0x7F800000u) == 0x7F800000u)
-                    finite = 0;
-                else if (fabsf(xb[j]) > amax)
-                    amax = fabsf(xb[j]);
-            }
-            if (finite) {
-                d = amax / 127.0f;
-                id = d != 0.0f ? 1.0f / d : 0.0f;
-                for (j = 0; j < 32; j++)
-                    q[j] = (int8_t)lrintf(xb[j] * id);
-            } else {
-                d = NAN;
-                memset(q, 0, sizeof(q));
-            }
-        }
+        d = act_span(x + c * k + b * 32, 32, q);
         memcpy(q_lo, q, 16);
         memcpy(q_hi, q + 16, 16);
         for (l = 0; l < 4; l++) {
@@ -446,27 +454,9 @@ void baton_mm_act_k(const float *x, uint64_t k, uint8_t *act, uint64_t col_bytes
         uint8_t *blk = act + c * col_bytes + s * BATON_ACT_K_BLOCK_BYTES;
         int8_t q[256];
         int16_t bsums[16];
-        float amax = 0.0f, dx, id;
-        int j, finite = 1;
+        const float dx = act_span(xb, 256, q);
+        int j;
 
-        for (j = 0; j < 256; j++) {
-            uint32_t bits;
-
-            memcpy(&bits, &xb[j], sizeof(bits));
-            if ((bits & 0x7F800000u) == 0x7F800000u)
-                finite = 0;
-            else if (fabsf(xb[j]) > amax)
-                amax = fabsf(xb[j]);
-        }
-        if (finite) {
-            dx = amax / 127.0f;
-            id = dx != 0.0f ? 1.0f / dx : 0.0f;
-            for (j = 0; j < 256; j++)
-                q[j] = (int8_t)lrintf(xb[j] * id);
-        } else {
-            dx = NAN;
-            memset(q, 0, sizeof(q));
-        }
         for (j = 0; j < 16; j++) {
             int i, sum = 0;
 
