@@ -5,9 +5,14 @@
  * of K = 4096 inputs (--k: the 86M benchmark model's rows have 768 or
  * 2048), cycling through enough distinct
  * matrices (about 192 MiB per type) that nothing stays in the 32 MiB L3,
- * beside a STREAM-like triad (a = b + s*c over doubles, 24 bytes per
- * element counted, as STREAM does) on the same pool, at 1 and 2 threads.
- * roofline = MUL_MAT GB/s / triad GB/s at the same thread count.
+ * beside a read-only stream of the same size (DECODE_BYTES, summed with
+ * the widest loads the CPU has: bench/readbw.h) and a STREAM-like triad
+ * (a = b + s*c over doubles, 24 bytes per element counted, as STREAM does)
+ * on the same pool, at 1 and 2 threads.
+ * roofline = MUL_MAT GB/s / read-only GB/s at the same thread count: a
+ * decode step only reads its weights, and the triad (two reads and a
+ * write) understates that ceiling on some hosts, so a fraction of the
+ * triad can exceed 1; it is printed second ("of triad").
  * Decode from cache ("cached"): the same kernels over the first rows of one
  * matrix (WARM_BYTES of weights: in the 32 MiB L3, and 2 MiB of it in each
  * core's L2 at 2 threads), WARM_PASSES times over: the kernel's speed with
@@ -29,10 +34,10 @@
  * K-quant weights are random super-block bytes with binary16 scales of
  * 2^-8..2^-5 (the kernels' speed does not depend on the values).
  *
- * Arms alternate within each repetition (triad, then each type, order
+ * Arms alternate within each repetition (read, triad, then each type, order
  * rotated per repetition); each line gives the median and min..max over
  * the repetitions, and for decode the median over repetitions of the
- * ratio to that repetition's triad (robust when other work on the machine
+ * ratio to that repetition's read-only stream (and triad) (robust when other work on the machine
  * comes and goes). "cpu" figures divide by the process CPU time over the
  * thread count instead of wall time (time a thread was descheduled is not
  * counted; time waiting on memory is). Memory is madvise(MADV_HUGEPAGE)d
@@ -46,6 +51,7 @@
 #include <time.h>
 
 #include "baton/status.h"
+#include "readbw.h"
 #include "compute/compute.h"
 #include "compute/cpu/matmul.h"
 #include "compute/cpu/quant.h"
@@ -191,6 +197,34 @@ static double run_triad(struct baton_pool *pool, struct triad_job *j, double *cp
     return 24.0 * TRIAD_N / wall / 1e9;
 }
 
+/* ---- read-only stream ---- */
+
+struct read_job {
+    const uint8_t *p; /* DECODE_BYTES, 2 MiB aligned */
+    volatile uint64_t sink;
+};
+
+#define READ_CHUNK (1u << 20) /* bytes per pool index */
+
+static void read_task(void *ctx, uint64_t i0, uint64_t i1, uint32_t chunk)
+{
+    struct read_job *j = ctx;
+
+    (void)chunk;
+    j->sink += bench_read_sum(j->p + i0 * READ_CHUNK, (size_t)(i1 - i0) * READ_CHUNK);
+}
+
+static double run_read(struct baton_pool *pool, struct read_job *j, double *cpu_gbs)
+{
+    const struct span sp = span_start();
+    double wall;
+
+    baton_pool_run(pool, DECODE_BYTES / READ_CHUNK, 8, read_task, j);
+    wall = span_end(sp, baton_pool_threads(pool));
+    *cpu_gbs = (double)DECODE_BYTES / last_cpu_s / 1e9;
+    return (double)DECODE_BYTES / wall / 1e9;
+}
+
 /* ---- MUL_MAT ---- */
 
 struct weights {
@@ -334,6 +368,7 @@ int main(int argc, char **argv)
     uint32_t threads_list[2] = {1, 2};
     struct weights w[N_TYPES];
     struct triad_job tj;
+    struct read_job rj;
     float *x, *y;
     void *work;
 
@@ -399,8 +434,13 @@ int main(int argc, char **argv)
                 fprintf(stderr, "--k: K-quant types need a multiple of 256\n");
                 return 2;
             }
-    printf("kernel level %s, %u x %u weights, THP %s, %d reps\n",
-           baton_cpu_isa_name(baton_cpu_isa()), K, N, use_thp ? "madvise" : "off", reps);
+    printf("kernel level %s, %u x %u weights, THP %s, %d reps; read-only stream: %llu MiB, "
+           "%s loads\n",
+           baton_cpu_isa_name(baton_cpu_isa()), K, N, use_thp ? "madvise" : "off", reps,
+           DECODE_BYTES >> 20, bench_read_level());
+    rj.p = big_alloc(DECODE_BYTES);
+    memset((void *)rj.p, 1, DECODE_BYTES);
+    rj.sink = 0;
 
     tj.a = big_alloc(TRIAD_N * sizeof(double));
     tj.b = big_alloc(TRIAD_N * sizeof(double));
@@ -425,8 +465,9 @@ int main(int argc, char **argv)
 
     for (a = 0; a < n_threads_list; a++) {
         struct baton_pool *pool;
-        struct stat triad = {{0}, 0}, triad_cpu = {{0}, 0}, dec[N_TYPES], dec_cpu[N_TYPES],
-                    ratio[N_TYPES], ratio_cpu[N_TYPES], pre[N_TYPES], warm[N_TYPES];
+        struct stat triad = {{0}, 0}, triad_cpu = {{0}, 0}, rd = {{0}, 0}, rd_cpu = {{0}, 0},
+                    dec[N_TYPES], dec_cpu[N_TYPES], ratio[N_TYPES], ratio_cpu[N_TYPES],
+                    tratio[N_TYPES], tratio_cpu[N_TYPES], pre[N_TYPES], warm[N_TYPES];
         char label[64];
         double cpu;
 
@@ -438,14 +479,20 @@ int main(int argc, char **argv)
         memset(dec_cpu, 0, sizeof(dec_cpu));
         memset(ratio, 0, sizeof(ratio));
         memset(ratio_cpu, 0, sizeof(ratio_cpu));
+        memset(tratio, 0, sizeof(tratio));
+        memset(tratio_cpu, 0, sizeof(tratio_cpu));
         memset(pre, 0, sizeof(pre));
         memset(warm, 0, sizeof(warm));
-        run_triad(pool, &tj, &cpu); /* warm-up */
+        run_read(pool, &rj, &cpu); /* warm-up */
+        run_triad(pool, &tj, &cpu);
         for (ti = 0; ti < n_types; ti++)
             run_decode(pool, &w[ti], x, y, work, &cpu);
         for (rep = 0; rep < reps; rep++) {
+            const double rr = run_read(pool, &rj, &cpu), rr_cpu = cpu;
             const double tr = run_triad(pool, &tj, &cpu), tr_cpu = cpu;
 
+            rd.v[rd.n++] = rr;
+            rd_cpu.v[rd_cpu.n++] = rr_cpu;
             triad.v[triad.n++] = tr;
             triad_cpu.v[triad_cpu.n++] = tr_cpu;
             for (ti = 0; ti < n_types; ti++) {
@@ -454,8 +501,10 @@ int main(int argc, char **argv)
 
                 dec[t].v[dec[t].n++] = g;
                 dec_cpu[t].v[dec_cpu[t].n++] = cpu;
-                ratio[t].v[ratio[t].n++] = g / tr;
-                ratio_cpu[t].v[ratio_cpu[t].n++] = cpu / tr_cpu;
+                ratio[t].v[ratio[t].n++] = g / rr;
+                ratio_cpu[t].v[ratio_cpu[t].n++] = cpu / rr_cpu;
+                tratio[t].v[tratio[t].n++] = g / tr;
+                tratio_cpu[t].v[tratio_cpu[t].n++] = cpu / tr_cpu;
                 warm[t].v[warm[t].n++] = run_decode_warm(pool, &w[t], x, y, work);
             }
             if (prefill)
@@ -466,6 +515,8 @@ int main(int argc, char **argv)
                 }
         }
         printf("\n-- %u thread(s) --\n", threads_list[a]);
+        stat_line("read-only", &rd, "GB/s");
+        stat_line("read-only (cpu)", &rd_cpu, "GB/s");
         stat_line("triad", &triad, "GB/s");
         stat_line("triad (cpu)", &triad_cpu, "GB/s");
         for (ti = 0; ti < n_types; ti++) {
@@ -473,8 +524,9 @@ int main(int argc, char **argv)
             stat_line(label, &dec[ti], "GB/s");
             snprintf(label, sizeof(label), "decode %s (cpu)", tname(types[ti]));
             stat_line(label, &dec_cpu[ti], "GB/s");
-            printf("%-28s %8.3f (cpu %.3f)\n", "  roofline (per-rep ratio)", median(&ratio[ti]),
-                   median(&ratio_cpu[ti]));
+            printf("%-28s %8.3f (cpu %.3f)  of triad %.3f (cpu %.3f)\n",
+                   "  roofline (per-rep ratio)", median(&ratio[ti]), median(&ratio_cpu[ti]),
+                   median(&tratio[ti]), median(&tratio_cpu[ti]));
             snprintf(label, sizeof(label), "decode %s cached", tname(types[ti]));
             stat_line(label, &warm[ti], "GB/s");
         }

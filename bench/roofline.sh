@@ -12,14 +12,23 @@
 # `baton bench --servers local --threads N -p 16 -n N` (default n 65: 64
 # decode steps) on each type, the type order rotating per repetition.
 #
+# Each repetition also measures, per thread count, the read-only bandwidth
+# (`bench_triad --kernel read`: the ceiling of a decode step, which only
+# reads its weights) at each model's working-set size (its weight bytes per
+# token) and at 1 GiB (beyond any cache), and the STREAM-like triad.
+#
 # One line per cell (the medians over the repetitions):
-#   TYPE threads=N decode_tok_s=X bandwidth_GBs=Y roofline=Z
-# Y = the triad's best pass (STREAM's convention) at N threads, median over
-# repetitions; Z = X * (weight bytes per token) / Y, where weight bytes per
-# token = every matrix read per decode step (all 2-D tensors but the token
-# embedding, from `baton inspect --json`). A `#` line after each cell gives
-# the spread: decode min..max, triad min..max, and the median, min and max
-# of the per-repetition ratio (decode and triad of the same repetition).
+#   TYPE threads=N decode_tok_s=X bandwidth_GBs=Y roofline=Z read_1GiB_GBs=A triad_GBs=B roofline_triad=C
+# Y = the read-only stream's best pass at the model's size and N threads,
+# median over repetitions; Z = X * (weight bytes per token) / Y, where
+# weight bytes per token = every matrix read per decode step (all 2-D
+# tensors but the token embedding, from `baton inspect --json`); A = the
+# read-only stream at 1 GiB; B = the triad's best pass (STREAM's
+# convention), C = X * bytes / B (secondary: the triad, two reads and a
+# write, understates a read-only ceiling, by up to 1.8x on some hosts).
+# A `#` line after each cell gives the spread: decode min..max, read-only
+# min..max, and the median, min and max of the per-repetition ratio (decode
+# and read-only stream of the same repetition).
 # --json FILE: the cells also as JSON (bench_json_write in bench/lib.sh: a
 # row per cell with type, threads, decode_tok_s, bandwidth_GBs, roofline and
 # their spread; read by bench/plot.py).
@@ -77,9 +86,16 @@ done
 bench_header
 echo "# model: gen-model ${dims[*]} --seed 1 (vocab 512); decode: baton bench --servers local -p 16 -n $n_gen --reps 1 per repetition"
 echo "# triad: bench_triad --mib $mib --passes $passes (3 arrays of $mib MiB, 24 B per element counted)"
+declare -A rmib
 for t in $types; do
     echo "# weight bytes per token: $t ${wbytes[$t]}"
+    rmib[$t]=$(((wbytes[$t] + (1 << 20) - 1) >> 20))
+    echo "# read-only stream: $t bench_triad --kernel read --mib ${rmib[$t]} --passes $passes; and --mib 1024"
 done
+read_best() { # THREADS MIB: best GB/s of a read-only pass
+    "$triad" --kernel read --threads "$1" --passes "$passes" --mib "$2" |
+        sed -n 's/.*best_GBs=\([0-9.]*\).*/\1/p'
+}
 
 raw=$BENCH_TMP/raw
 : >"$raw"
@@ -88,10 +104,14 @@ n_types=${#type_list[@]}
 for ((r = 0; r < reps; r++)); do
     for th in $threads; do
         line=$("$triad" --threads "$th" --passes "$passes" --mib "$mib") || bench_die "triad failed"
-        bw=$(sed -n 's/.*best_GBs=\([0-9.]*\).*/\1/p' <<<"$line")
-        echo "bw_${th}=$bw" >>"$raw"
+        tbw=$(sed -n 's/.*best_GBs=\([0-9.]*\).*/\1/p' <<<"$line")
+        echo "triad_${th}=$tbw" >>"$raw"
+        big=$(read_best "$th" 1024) && [ -n "$big" ] || bench_die "read-only stream failed"
+        echo "read1g_${th}=$big" >>"$raw"
         for ((i = 0; i < n_types; i++)); do
             t=${type_list[$(((i + r) % n_types))]}
+            bw=$(read_best "$th" "${rmib[$t]}") && [ -n "$bw" ] || bench_die "read-only stream failed"
+            echo "bw_${t}_${th}=$bw" >>"$raw"
             json=$BENCH_TMP/b.json
             "$BENCH_BATON" bench --model "${model[$t]}" --servers local --threads "$th" -p 16 \
                 -n "$n_gen" --reps 1 --json "$json" >/dev/null 2>"$BENCH_TMP/bench.err" ||
@@ -109,15 +129,18 @@ bench_stats <"$raw" >"$stats"
 get() { awk -v k="$1" -v f="$2" '$1 == k { print $f }' "$stats"; }
 for t in $types; do
     for th in $threads; do
-        x=$(get "tok_${t}_${th}" 2) y=$(get "bw_${th}" 2)
-        awk -v t="$t" -v th="$th" -v x="$x" -v y="$y" -v b="${wbytes[$t]}" 'BEGIN {
-            printf "%s threads=%s decode_tok_s=%.1f bandwidth_GBs=%.2f roofline=%.3f\n",
-                   toupper(t), th, x, y, x * b / (y * 1e9) }'
-        printf '#   decode %s..%s tok/s, triad %s..%s GB/s, per-repetition roofline median %.3f (%.3f..%.3f), %s repetitions\n' \
-            "$(get "tok_${t}_${th}" 3)" "$(get "tok_${t}_${th}" 4)" "$(get "bw_${th}" 3)" \
-            "$(get "bw_${th}" 4)" "$(get "ratio_${t}_${th}" 2)" "$(get "ratio_${t}_${th}" 3)" \
+        x=$(get "tok_${t}_${th}" 2) y=$(get "bw_${t}_${th}" 2)
+        g=$(get "read1g_${th}" 2) tr=$(get "triad_${th}" 2)
+        awk -v t="$t" -v th="$th" -v x="$x" -v y="$y" -v b="${wbytes[$t]}" -v g="$g" -v tr="$tr" 'BEGIN {
+            printf "%s threads=%s decode_tok_s=%.1f bandwidth_GBs=%.2f roofline=%.3f read_1GiB_GBs=%.2f triad_GBs=%.2f roofline_triad=%.3f\n",
+                   toupper(t), th, x, y, x * b / (y * 1e9), g, tr, x * b / (tr * 1e9) }'
+        printf '#   decode %s..%s tok/s, read-only %s..%s GB/s, per-repetition roofline median %.3f (%.3f..%.3f), %s repetitions\n' \
+            "$(get "tok_${t}_${th}" 3)" "$(get "tok_${t}_${th}" 4)" "$(get "bw_${t}_${th}" 3)" \
+            "$(get "bw_${t}_${th}" 4)" "$(get "ratio_${t}_${th}" 2)" "$(get "ratio_${t}_${th}" 3)" \
             "$(get "ratio_${t}_${th}" 4)" "$reps"
         bench_json_row type="$t" threads="$th" decode_tok_s="$x" bandwidth_GBs="$y" \
+            read_1gib_GBs="$g" triad_GBs="$tr" \
+            roofline_triad="$(awk -v x="$x" -v y="$tr" -v b="${wbytes[$t]}" 'BEGIN { printf "%.4f", x * b / (y * 1e9) }')" \
             roofline="$(awk -v x="$x" -v y="$y" -v b="${wbytes[$t]}" 'BEGIN { printf "%.4f", x * b / (y * 1e9) }')" \
             roofline_rep_median="$(get "ratio_${t}_${th}" 2)" roofline_rep_min="$(get "ratio_${t}_${th}" 3)" \
             roofline_rep_max="$(get "ratio_${t}_${th}" 4)" decode_min="$(get "tok_${t}_${th}" 3)" \

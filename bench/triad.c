@@ -12,10 +12,17 @@
  *
  *   triad [--threads N] [--passes P] [--mib M] [--no-thp]
  *
+ * With --kernel read it measures the read-only bandwidth instead (the
+ * ceiling of a decode step, which only reads its weights): one array of
+ * --mib MiB, each thread summing its slice with the widest loads the CPU
+ * has (bench/readbw.h), 8 bytes counted per element.
+ *
  * Prints one line: `triad threads=N best_GBs=X median_GBs=Y min_GBs=Z
- * passes=P mib=M` (GB = 1e9 bytes). Figures only, never a test. Own code;
- * the kernel and the 24-byte convention follow the description of McCalpin's
- * STREAM benchmark.
+ * passes=P mib=M` (`read ...` with --kernel read; GB = 1e9 bytes).
+ * Figures only, never a test. Own code; the triad kernel and the 24-byte
+ * convention follow the description of McCalpin's STREAM benchmark.
+ *
+ *   triad [--kernel triad|read] [--threads N] [--passes P] [--mib M] [--no-thp]
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -25,6 +32,8 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "readbw.h"
+
 #define MAX_THREADS 64
 #define MAX_PASSES 1000
 
@@ -32,6 +41,8 @@ struct shared {
     double *a, *b, *c;
     size_t n;
     unsigned threads, passes;
+    int read_only;
+    volatile uint64_t sink;
     pthread_barrier_t bar;
     double t[MAX_PASSES];
 };
@@ -49,12 +60,15 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Thread id's slice [begin, end) of the n elements; for the read kernel
+ * in whole 64-byte lines (8 doubles), so its aligned loads stay aligned. */
 static void slice(const struct shared *sh, unsigned id, size_t *begin, size_t *end)
 {
-    const size_t base = sh->n / sh->threads, rem = sh->n % sh->threads;
+    const size_t unit = sh->read_only ? 8 : 1, n = sh->n / unit;
+    const size_t base = n / sh->threads, rem = n % sh->threads;
 
-    *begin = base * id + (id < rem ? id : rem);
-    *end = *begin + base + (id < rem ? 1 : 0);
+    *begin = (base * id + (id < rem ? id : rem)) * unit;
+    *end = *begin + (base + (id < rem ? 1 : 0)) * unit;
 }
 
 static void *worker_main(void *arg)
@@ -67,9 +81,11 @@ static void *worker_main(void *arg)
 
     slice(sh, w->id, &begin, &end);
     for (i = begin; i < end; i++) { /* first touch by the owner */
-        sh->a[i] = 0.0;
+        if (!sh->read_only) {
+            sh->a[i] = 0.0;
+            sh->c[i] = 2.0;
+        }
         sh->b[i] = 1.0;
-        sh->c[i] = 2.0;
     }
     for (p = 0; p < sh->passes + 1; p++) { /* pass 0 warms up */
         double t0 = 0;
@@ -77,8 +93,11 @@ static void *worker_main(void *arg)
         pthread_barrier_wait(&sh->bar);
         if (w->id == 0)
             t0 = now();
-        for (i = begin; i < end; i++)
-            sh->a[i] = sh->b[i] + s * sh->c[i];
+        if (sh->read_only)
+            sh->sink += bench_read_sum(sh->b + begin, (end - begin) * sizeof(double));
+        else
+            for (i = begin; i < end; i++)
+                sh->a[i] = sh->b[i] + s * sh->c[i];
         pthread_barrier_wait(&sh->bar);
         if (w->id == 0 && p > 0)
             sh->t[p - 1] = now() - t0;
@@ -110,7 +129,7 @@ int main(int argc, char **argv)
     struct worker w[MAX_THREADS];
     pthread_t th[MAX_THREADS];
     unsigned threads = 1, passes = 10, mib = 128, i, started = 0;
-    int thp = 1, rc = 1;
+    int thp = 1, rc = 1, read_only = 0;
     size_t bytes;
     double gbs[MAX_PASSES];
 
@@ -123,8 +142,12 @@ int main(int argc, char **argv)
             mib = (unsigned)strtoul(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--no-thp") == 0)
             thp = 0;
+        else if (strcmp(argv[i], "--kernel") == 0 && i + 1 < (unsigned)argc &&
+                 (strcmp(argv[i + 1], "triad") == 0 || strcmp(argv[i + 1], "read") == 0))
+            read_only = strcmp(argv[++i], "read") == 0;
         else {
-            fprintf(stderr, "usage: triad [--threads N] [--passes P] [--mib M] [--no-thp]\n");
+            fprintf(stderr, "usage: triad [--kernel triad|read] [--threads N] [--passes P] "
+                            "[--mib M] [--no-thp]\n");
             return 2;
         }
     }
@@ -139,10 +162,15 @@ int main(int argc, char **argv)
     sh.n = bytes / sizeof(double);
     sh.threads = threads;
     sh.passes = passes;
-    sh.a = map_array(bytes, thp);
+    sh.read_only = read_only;
+    /* slices are whole 64-byte lines for the read kernel's aligned loads */
+    sh.n = read_only ? bytes / 64 * 8 : sh.n;
+    if (!read_only) {
+        sh.a = map_array(bytes, thp);
+        sh.c = map_array(bytes, thp);
+    }
     sh.b = map_array(bytes, thp);
-    sh.c = map_array(bytes, thp);
-    if (!sh.a || !sh.b || !sh.c) {
+    if (!sh.b || (!read_only && (!sh.a || !sh.c))) {
         fprintf(stderr, "triad: cannot map 3 x %u MiB\n", mib);
         goto out;
     }
@@ -165,10 +193,10 @@ int main(int argc, char **argv)
         pthread_join(th[i], NULL);
     pthread_barrier_destroy(&sh.bar);
     for (i = 0; i < passes; i++)
-        gbs[i] = 24.0 * (double)sh.n / sh.t[i] / 1e9;
+        gbs[i] = (read_only ? 8.0 : 24.0) * (double)sh.n / sh.t[i] / 1e9;
     qsort(gbs, passes, sizeof(gbs[0]), cmp_double);
-    printf("triad threads=%u best_GBs=%.2f median_GBs=%.2f min_GBs=%.2f passes=%u mib=%u\n",
-           threads, gbs[passes - 1], gbs[passes / 2], gbs[0], passes, mib);
+    printf("%s threads=%u best_GBs=%.2f median_GBs=%.2f min_GBs=%.2f passes=%u mib=%u\n",
+           read_only ? "read" : "triad", threads, gbs[passes - 1], gbs[passes / 2], gbs[0], passes, mib);
     rc = 0;
 out:
     if (sh.a)

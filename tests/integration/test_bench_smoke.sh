@@ -37,7 +37,7 @@ PY
     { cat "$TMP/roofline.out" >&2; fail "roofline.sh exited non-zero"; }
 for t in F16 Q8_0 Q4_0; do
     for n in 1 2; do
-        grep -Eq "^$t threads=$n decode_tok_s=$num bandwidth_GBs=$num roofline=$num\$" "$TMP/roofline.out" ||
+        grep -Eq "^$t threads=$n decode_tok_s=$num bandwidth_GBs=$num roofline=$num read_1GiB_GBs=$num triad_GBs=$num roofline_triad=$num\$" "$TMP/roofline.out" ||
             { cat "$TMP/roofline.out" >&2; fail "roofline.sh: no $t threads=$n line"; }
     done
 done
