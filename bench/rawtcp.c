@@ -3,11 +3,12 @@
  * GET_TENSOR and round-trip figures against.
  *
  *   rawtcp serve [--port-file FILE]           listen on 127.0.0.1, port 0
- *   rawtcp run PORT [--mib-list 1,64] [--rtt-iters N] [--handoff-kib K]
- *              [--phase stream|rtt|all] [--quit]
+ *   rawtcp run PORT [--mib-list 1,64] [--call-kib-list 0,64,256,1024,4096]
+ *              [--rtt-iters N] [--handoff-kib K] [--phase stream|rtt|all] [--quit]
  *
  * The server serves one connection at a time, strictly in order; each
- * request is a 9-byte header: 1 byte kind, 8 bytes length (little endian).
+ * request is a 13-byte header: 1 byte kind, 8 bytes length, 4 bytes call
+ * size in bytes (little endian; 0: the whole length in one call).
  *   'S' (send): the client then streams `length` bytes, which the server
  *       reads into one buffer of that size, then answers 1 byte. The client
  *       times submit to answer: the shape of a SET_TENSOR.
@@ -16,15 +17,21 @@
  *   'E' (echo): `length` times, the client sends 1 byte and waits for the
  *       server's 1-byte echo; the client times the whole loop.
  *   'Q': the server closes the connection and exits.
- * TCP_NODELAY on both ends; a transfer is one blocking send() loop and one
- * recv(MSG_WAITALL) loop over the whole buffer (the kernel splits them;
- * MSG_WAITALL saves a wake-up per segment, which on this 2-core VM roughly
- * doubled the 64 MiB rate). The server's buffer is mmap'd and
+ * TCP_NODELAY on both ends. A transfer of call size C is a loop of blocking
+ * send() calls of C bytes on one end and recv(MSG_WAITALL) calls of C bytes
+ * on the other (C = 0: one call each over the whole buffer, which the kernel
+ * splits; MSG_WAITALL saves a wake-up per segment). Which C is best depends
+ * on the host (one call of 64 MiB was best on the AMD EPYC VM; 256 KiB calls
+ * on an Intel Xeon host, 2.4x the one-call rate), so the stream figures are
+ * measured for every size of --call-kib-list and the best is the baseline. The server's buffer is mmap'd and
  * madvise(MADV_HUGEPAGE)d like batond's buffers; the client's is malloc'd
  * like bench/transport.c's.
  *
  * `run` prints one `key=value` line per figure, figures only, never a test:
- *   raw_send_MIB_MBs=X raw_get_MIB_MBs=Y   (MB = 1e6 bytes of payload)
+ *   raw_send_MIB_MBs=X raw_get_MIB_MBs=Y   (MB = 1e6 bytes of payload; the
+ *                        best over the call sizes, each also printed as
+ *                        raw_send_MIB_callKKiB_MBs and raw_get_...; K = 0:
+ *                        one call; raw_send_MIB_best_call_kib=K names it)
  *   raw_rtt_us=Z                           (mean over N round trips)
  *   raw_handoff_us=W    (mean of N/10 rounds of: get K KiB, then send them
  *                        back and wait for the answer: the raw shape of a
@@ -51,6 +58,8 @@
 
 #define MAX_BYTES (1ull << 30)
 #define MAX_SIZES 8
+#define MAX_CALLS 8
+#define HDR_BYTES 13
 
 static double now(void)
 {
@@ -73,6 +82,37 @@ static int read_all(int fd, void *buf, size_t n)
             return -1;
         p += r;
         n -= (size_t)r;
+    }
+    return 0;
+}
+
+/* n bytes in calls of at most call bytes each (0: one call). */
+static int read_calls(int fd, void *buf, size_t n, size_t call)
+{
+    uint8_t *p = buf;
+
+    while (n > 0) {
+        const size_t c = call && call < n ? call : n;
+
+        if (read_all(fd, p, c) != 0)
+            return -1;
+        p += c;
+        n -= c;
+    }
+    return 0;
+}
+
+static int write_calls(int fd, const void *buf, size_t n, size_t call)
+{
+    const uint8_t *p = buf;
+
+    while (n > 0) {
+        const size_t c = call && call < n ? call : n;
+
+        if (write_all(fd, p, c) != 0)
+            return -1;
+        p += c;
+        n -= c;
     }
     return 0;
 }
@@ -106,6 +146,11 @@ static void put_u64(uint8_t *p, uint64_t v)
         p[i] = (uint8_t)(v >> (8 * i));
 }
 
+static uint32_t get_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
 static uint64_t get_u64(const uint8_t *p)
 {
     uint64_t v = 0;
@@ -119,14 +164,16 @@ static uint64_t get_u64(const uint8_t *p)
 /* Serves one connection until it closes; 1 after a 'Q' request. */
 static int serve_conn(int fd, uint8_t **buf, size_t *cap)
 {
-    uint8_t hdr[9], b = 0;
+    uint8_t hdr[HDR_BYTES], b = 0;
 
     for (;;) {
         uint64_t len, i;
+        size_t call;
 
         if (read_all(fd, hdr, sizeof(hdr)) != 0)
             return 0;
         len = get_u64(hdr + 1);
+        call = get_u32(hdr + 9);
         if (hdr[0] == 'Q')
             return 1;
         if (len > MAX_BYTES)
@@ -143,11 +190,11 @@ static int serve_conn(int fd, uint8_t **buf, size_t *cap)
         }
         switch (hdr[0]) {
         case 'S':
-            if (read_all(fd, *buf, (size_t)len) != 0 || write_all(fd, &b, 1) != 0)
+            if (read_calls(fd, *buf, (size_t)len, call) != 0 || write_all(fd, &b, 1) != 0)
                 return 0;
             break;
         case 'G':
-            if (write_all(fd, *buf, (size_t)len) != 0)
+            if (write_calls(fd, *buf, (size_t)len, call) != 0)
                 return 0;
             break;
         case 'E':
@@ -220,46 +267,69 @@ static int cmd_serve(const char *port_file)
 /* Sends a request header. Before a payload ('S') it is sent with MSG_MORE,
  * so it leaves in the payload's first segment, as libbaton sends a frame
  * header and its payload in one sendmsg. */
-static int request(int fd, char kind, uint64_t len)
+static int request(int fd, char kind, uint64_t len, uint32_t call)
 {
-    uint8_t hdr[9];
+    uint8_t hdr[HDR_BYTES];
+    int i;
 
     hdr[0] = (uint8_t)kind;
     put_u64(hdr + 1, len);
+    for (i = 0; i < 4; i++)
+        hdr[9 + i] = (uint8_t)(call >> (8 * i));
     if (kind == 'S')
         return send(fd, hdr, sizeof(hdr), MSG_NOSIGNAL | MSG_MORE) == (ssize_t)sizeof(hdr) ? 0 : -1;
     return write_all(fd, hdr, sizeof(hdr));
 }
 
-static int cmd_run(unsigned port, const char *mib_list, unsigned rtt_iters, unsigned handoff_kib,
-                   const char *phase, int quit)
+/* Parses a comma list of numbers in lo..hi into v (at most max); the count,
+ * or -1 (message printed). */
+static int parse_list(const char *what, const char *s, unsigned long lo, unsigned long hi,
+                      uint64_t *v, int max)
+{
+    char *list = strdup(s), *save = NULL, *tok, *end;
+    int n = 0;
+
+    if (!list)
+        return -1;
+    for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        unsigned long m = strtoul(tok, &end, 10);
+
+        if (*end != '\0' || end == tok || m < lo || m > hi || n == max) {
+            fprintf(stderr, "rawtcp: %s: %s is not in %lu..%lu (at most %d values)\n", what, tok,
+                    lo, hi, max);
+            free(list);
+            return -1;
+        }
+        v[n++] = m;
+    }
+    free(list);
+    if (n == 0)
+        fprintf(stderr, "rawtcp: %s: empty list\n", what);
+    return n ? n : -1;
+}
+
+static int cmd_run(unsigned port, const char *mib_list, const char *call_list, unsigned rtt_iters,
+                   unsigned handoff_kib, const char *phase, int quit)
 {
     const size_t handoff = (size_t)handoff_kib << 10;
     struct sockaddr_in a;
-    uint64_t sizes[MAX_SIZES];
-    unsigned n_sizes = 0, i;
+    uint64_t sizes[MAX_SIZES], calls[MAX_CALLS];
+    int n_sizes, n_calls, i, c;
+    unsigned k;
     uint8_t *buf = NULL, b = 1;
     size_t cap = 0;
     int fd, rc = 1;
     const int do_stream = strcmp(phase, "rtt") != 0, do_rtt = strcmp(phase, "stream") != 0;
-    char *list = strdup(mib_list), *save = NULL, *tok;
 
-    if (!list)
-        return 1;
-    for (tok = strtok_r(list, ",", &save); tok && n_sizes < MAX_SIZES;
-         tok = strtok_r(NULL, ",", &save)) {
-        unsigned long m = strtoul(tok, NULL, 10);
-
-        if (m < 1 || m > (MAX_BYTES >> 20)) {
-            fprintf(stderr, "rawtcp: size %s MiB out of 1..%llu\n", tok, MAX_BYTES >> 20);
-            free(list);
-            return 2;
-        }
-        sizes[n_sizes++] = (uint64_t)m << 20;
-        if (sizes[n_sizes - 1] > cap)
-            cap = (size_t)sizes[n_sizes - 1];
+    n_sizes = parse_list("--mib-list", mib_list, 1, MAX_BYTES >> 20, sizes, MAX_SIZES);
+    n_calls = parse_list("--call-kib-list", call_list, 0, 1u << 20, calls, MAX_CALLS);
+    if (n_sizes < 0 || n_calls < 0)
+        return 2;
+    for (i = 0; i < n_sizes; i++) {
+        sizes[i] <<= 20;
+        if (sizes[i] > cap)
+            cap = (size_t)sizes[i];
     }
-    free(list);
     if (handoff > cap)
         cap = handoff;
     buf = malloc(cap ? cap : 1);
@@ -278,40 +348,62 @@ static int cmd_run(unsigned port, const char *mib_list, unsigned rtt_iters, unsi
     set_nodelay(fd);
     /* warm-up: each size once each way, so the server's buffer exists */
     for (i = 0; do_stream && i < n_sizes; i++)
-        if (request(fd, 'S', sizes[i]) != 0 || write_all(fd, buf, (size_t)sizes[i]) != 0 ||
-            read_all(fd, &b, 1) != 0 || request(fd, 'G', sizes[i]) != 0 ||
+        if (request(fd, 'S', sizes[i], 0) != 0 || write_all(fd, buf, (size_t)sizes[i]) != 0 ||
+            read_all(fd, &b, 1) != 0 || request(fd, 'G', sizes[i], 0) != 0 ||
             read_all(fd, buf, (size_t)sizes[i]) != 0)
             goto io_fail;
     for (i = 0; do_stream && i < n_sizes; i++) {
         /* small sizes are repeated to about 64 MiB per figure */
         const unsigned reps = sizes[i] >= (64u << 20) ? 1 : (unsigned)((64u << 20) / sizes[i]);
-        double t0 = now(), t1, t2;
-        unsigned r;
+        const unsigned long long mib = (unsigned long long)(sizes[i] >> 20);
+        double best_s = 0, best_g = 0;
+        uint64_t best_sc = 0, best_gc = 0;
 
-        for (r = 0; r < reps; r++)
-            if (request(fd, 'S', sizes[i]) != 0 || write_all(fd, buf, (size_t)sizes[i]) != 0 ||
-                read_all(fd, &b, 1) != 0)
-                goto io_fail;
-        t1 = now();
-        for (r = 0; r < reps; r++)
-            if (request(fd, 'G', sizes[i]) != 0 || read_all(fd, buf, (size_t)sizes[i]) != 0)
-                goto io_fail;
-        t2 = now();
-        printf("raw_send_%lluMiB_MBs=%.1f\n", (unsigned long long)(sizes[i] >> 20),
-               (double)sizes[i] * reps / (t1 - t0) / 1e6);
-        printf("raw_get_%lluMiB_MBs=%.1f\n", (unsigned long long)(sizes[i] >> 20),
-               (double)sizes[i] * reps / (t2 - t1) / 1e6);
+        for (c = 0; c < n_calls; c++) {
+            const size_t call = (size_t)calls[c] << 10;
+            double t0 = now(), t1, t2, s_mbs, g_mbs;
+            unsigned r;
+
+            for (r = 0; r < reps; r++)
+                if (request(fd, 'S', sizes[i], (uint32_t)call) != 0 ||
+                    write_calls(fd, buf, (size_t)sizes[i], call) != 0 || read_all(fd, &b, 1) != 0)
+                    goto io_fail;
+            t1 = now();
+            for (r = 0; r < reps; r++)
+                if (request(fd, 'G', sizes[i], (uint32_t)call) != 0 ||
+                    read_calls(fd, buf, (size_t)sizes[i], call) != 0)
+                    goto io_fail;
+            t2 = now();
+            s_mbs = (double)sizes[i] * reps / (t1 - t0) / 1e6;
+            g_mbs = (double)sizes[i] * reps / (t2 - t1) / 1e6;
+            printf("raw_send_%lluMiB_call%lluKiB_MBs=%.1f\n", mib, (unsigned long long)calls[c],
+                   s_mbs);
+            printf("raw_get_%lluMiB_call%lluKiB_MBs=%.1f\n", mib, (unsigned long long)calls[c],
+                   g_mbs);
+            if (s_mbs > best_s) {
+                best_s = s_mbs;
+                best_sc = calls[c];
+            }
+            if (g_mbs > best_g) {
+                best_g = g_mbs;
+                best_gc = calls[c];
+            }
+        }
+        printf("raw_send_%lluMiB_MBs=%.1f\n", mib, best_s);
+        printf("raw_send_%lluMiB_best_call_kib=%llu\n", mib, (unsigned long long)best_sc);
+        printf("raw_get_%lluMiB_MBs=%.1f\n", mib, best_g);
+        printf("raw_get_%lluMiB_best_call_kib=%llu\n", mib, (unsigned long long)best_gc);
     }
     if (do_rtt) {
         double t0;
 
-        if (request(fd, 'E', (uint64_t)rtt_iters + 100) != 0)
+        if (request(fd, 'E', (uint64_t)rtt_iters + 100, 0) != 0)
             goto io_fail;
-        for (i = 0; i < 100; i++) /* warm-up */
+        for (k = 0; k < 100; k++) /* warm-up */
             if (write_all(fd, &b, 1) != 0 || read_all(fd, &b, 1) != 0)
                 goto io_fail;
         t0 = now();
-        for (i = 0; i < rtt_iters; i++)
+        for (k = 0; k < rtt_iters; k++)
             if (write_all(fd, &b, 1) != 0 || read_all(fd, &b, 1) != 0)
                 goto io_fail;
         printf("raw_rtt_us=%.2f\n", (now() - t0) / rtt_iters * 1e6);
@@ -320,17 +412,17 @@ static int cmd_run(unsigned port, const char *mib_list, unsigned rtt_iters, unsi
         const unsigned rounds = rtt_iters / 10 ? rtt_iters / 10 : 1;
         double t0 = 0;
 
-        for (i = 0; i < rounds + 10; i++) { /* the first 10 warm up */
-            if (i == 10)
+        for (k = 0; k < rounds + 10; k++) { /* the first 10 warm up */
+            if (k == 10)
                 t0 = now();
-            if (request(fd, 'G', handoff) != 0 || read_all(fd, buf, handoff) != 0 ||
-                request(fd, 'S', handoff) != 0 || write_all(fd, buf, handoff) != 0 ||
+            if (request(fd, 'G', handoff, 0) != 0 || read_all(fd, buf, handoff) != 0 ||
+                request(fd, 'S', handoff, 0) != 0 || write_all(fd, buf, handoff) != 0 ||
                 read_all(fd, &b, 1) != 0)
                 goto io_fail;
         }
         printf("raw_handoff_us=%.2f\n", (now() - t0) / rounds * 1e6);
     }
-    if (quit && request(fd, 'Q', 0) != 0)
+    if (quit && request(fd, 'Q', 0, 0) != 0)
         goto io_fail;
     rc = 0;
     goto out;
@@ -345,7 +437,8 @@ out:
 
 int main(int argc, char **argv)
 {
-    const char *port_file = NULL, *mib_list = "1,64", *phase = "all";
+    const char *port_file = NULL, *mib_list = "1,64", *phase = "all",
+               *call_list = "0,64,256,1024,4096";
     unsigned rtt_iters = 2000, handoff_kib = 256;
     int i, quit = 0;
 
@@ -365,6 +458,8 @@ int main(int argc, char **argv)
         for (i = 3; i < argc; i++) {
             if (strcmp(argv[i], "--mib-list") == 0 && i + 1 < argc)
                 mib_list = argv[++i];
+            else if (strcmp(argv[i], "--call-kib-list") == 0 && i + 1 < argc)
+                call_list = argv[++i];
             else if (strcmp(argv[i], "--rtt-iters") == 0 && i + 1 < argc)
                 rtt_iters = (unsigned)strtoul(argv[++i], NULL, 10);
             else if (strcmp(argv[i], "--handoff-kib") == 0 && i + 1 < argc)
@@ -381,11 +476,11 @@ int main(int argc, char **argv)
             (strcmp(phase, "all") != 0 && strcmp(phase, "stream") != 0 &&
              strcmp(phase, "rtt") != 0))
             goto usage;
-        return cmd_run((unsigned)port, mib_list, rtt_iters, handoff_kib, phase, quit);
+        return cmd_run((unsigned)port, mib_list, call_list, rtt_iters, handoff_kib, phase, quit);
     }
 usage:
     fprintf(stderr, "usage: rawtcp serve [--port-file FILE]\n"
-                    "       rawtcp run PORT [--mib-list 1,64] [--rtt-iters N]"
-                    " [--handoff-kib K] [--phase stream|rtt|all] [--quit]\n");
+                    "       rawtcp run PORT [--mib-list 1,64] [--call-kib-list 0,64,256,1024,4096]"
+                    " [--rtt-iters N] [--handoff-kib K] [--phase stream|rtt|all] [--quit]\n");
     return 2;
 }

@@ -2,7 +2,7 @@
 # batond's transport against raw loopback TCP (issue 7).
 #
 #   bench/transport.sh [--build DIR] [--no-build] [--reps R] [--mib-list 1,64]
-#                      [--rtt-iters N] [--handoff-kib K] [--no-key] [--no-pin]
+#                      [--call-kib-list 0,64,256,1024,4096] [--rtt-iters N] [--handoff-kib K] [--no-key] [--no-pin]
 #                      [--small] [--json FILE]
 #
 # In one run: builds (unless --no-build) batond, baton and the two tools in
@@ -10,7 +10,11 @@
 # batond without a key and two with a key (`baton keygen`; frames MAC'd), all
 # on 127.0.0.1 port 0, then runs R repetitions (default 5) of three arms,
 # the order rotating per repetition:
-#   raw       bench_rawtcp: a bare socket, no protocol
+#   raw       bench_rawtcp: a bare socket, no protocol; its stream figure is
+#             the best over send/recv call sizes (--call-kib-list, KiB;
+#             0 = one call for the whole buffer), each size printed in a
+#             `#` line, since which call size a raw stream needs to reach
+#             its best differs between hosts
 #   nokey     bench_transport against the unkeyed batond pair
 #   key       bench_transport against the keyed pair (frame integrity)
 # Each arm measures a stream phase (SET/GET or send/get of each size in
@@ -42,18 +46,19 @@ source "$(dirname "$0")/lib.sh"
 BENCH_COMMAND="bench/transport.sh $*"
 
 build=${BUILD_DIR:-$BENCH_SRC/build}
-do_build=1 reps=5 mib_list=1,64 rtt_iters=2000 handoff_kib=256 use_key=1 pin=1 json=""
+do_build=1 reps=5 mib_list=1,64 call_list=0,64,256,1024,4096 rtt_iters=2000 handoff_kib=256 use_key=1 pin=1 json=""
 while [ $# -gt 0 ]; do
     case $1 in
     --build) build=$2; shift 2 ;;
     --no-build) do_build=0; shift ;;
     --reps) reps=$2; shift 2 ;;
     --mib-list) mib_list=$2; shift 2 ;;
+    --call-kib-list) call_list=$2; shift 2 ;;
     --rtt-iters) rtt_iters=$2; shift 2 ;;
     --handoff-kib) handoff_kib=$2; shift 2 ;;
     --no-key) use_key=0; shift ;;
     --no-pin) pin=0; shift ;;
-    --small) reps=1; mib_list=1; rtt_iters=40; handoff_kib=16; shift ;;
+    --small) reps=1; mib_list=1; call_list=0,256; rtt_iters=40; handoff_kib=16; shift ;;
     --json) json=$2; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "transport.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -130,6 +135,7 @@ for phase in stream rtt; do
             case $arm in
             raw)
                 client "$cpus" "$rawtcp" run "$RAW" --phase "$phase" --mib-list "$mib_list" \
+                    --call-kib-list "$call_list" \
                     --rtt-iters "$rtt_iters" --handoff-kib "$handoff_kib" >"$BENCH_TMP/out" ||
                     bench_die "rawtcp run failed" ;;
             nokey)
@@ -182,12 +188,17 @@ lat() {
 }
 IFS=, read -r -a sizes <<<"$mib_list"
 for m in "${sizes[@]}"; do
-    echo "raw send_${m}MiB=$(get "raw_raw_send_${m}MiB_MBs" 2) MB/s"
-    spread "raw_raw_send_${m}MiB_MBs"
-    row raw "send_${m}MiB" MB/s "raw_send_${m}MiB_MBs"
-    echo "raw get_${m}MiB=$(get "raw_raw_get_${m}MiB_MBs" 2) MB/s"
-    spread "raw_raw_get_${m}MiB_MBs"
-    row raw "get_${m}MiB" MB/s "raw_get_${m}MiB_MBs"
+    for dir in send get; do
+        echo "raw ${dir}_${m}MiB=$(get "raw_raw_${dir}_${m}MiB_MBs" 2) MB/s"
+        spread "raw_raw_${dir}_${m}MiB_MBs"
+        per_call="#   per call size (KiB: median MB/s):"
+        IFS=, read -r -a calls <<<"$call_list"
+        for c in "${calls[@]}"; do
+            per_call+=" $c: $(get "raw_raw_${dir}_${m}MiB_call${c}KiB_MBs" 2)"
+        done
+        echo "$per_call"
+        row raw "${dir}_${m}MiB" MB/s "raw_${dir}_${m}MiB_MBs"
+    done
 done
 echo "raw rtt_1B=$(get raw_raw_rtt_us 2) us"
 spread raw_raw_rtt_us
