@@ -1,12 +1,17 @@
-/* `baton inspect FILE [--json]`: prints a GGUF file's header, metadata and
- * tensor table, as read (and validated) by src/model/gguf.h. */
+/* `baton inspect FILE [--json | --check]`: prints a GGUF file's header,
+ * metadata and tensor table, as read (and validated) by src/model/gguf.h;
+ * with --check, reads every tensor's values instead and reports those that
+ * hold NaN or infinities (a damaged or badly converted file, which would
+ * otherwise give NaN logits and a silent token 0). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "baton/status.h"
 #include "cli/cli.h"
+#include "compute/cpu/quant.h"
 #include "model/gguf.h"
 
 #define INSPECT_ARRAY_HEAD 8u        /* array elements shown */
@@ -14,16 +19,20 @@
 
 static void usage(FILE *f)
 {
-    fputs("usage: baton inspect FILE [--json]\n"
+    fputs("usage: baton inspect FILE [--json | --check]\n"
           "\n"
           "Reads a GGUF model file (v2/v3), checks every field, and prints its header,\n"
           "metadata (key = value; arrays as type[count] with the first 8 elements) and\n"
           "tensor table (name, type, shape, offset in the data section, bytes).\n"
           "\n"
           "  --json     one JSON object instead of text\n"
+          "  --check    instead, read every value of every tensor (dequantized) and\n"
+          "             name each tensor that holds NaN or infinite values\n"
           "  -h, --help this help\n"
           "\n"
-          "Exit status: 0 ok, 1 the file cannot be read or is not valid GGUF, 2 usage.\n",
+          "Exit status: 0 ok (with --check: every value finite), 1 the file cannot be\n"
+          "read or is not valid GGUF (with --check: or a tensor holds NaN or infinite\n"
+          "values), 2 usage.\n",
           f);
 }
 
@@ -275,13 +284,82 @@ static void print_json(FILE *f, const char *path, const struct baton_gguf *g)
     fputs("]}\n", f);
 }
 
+/* --check: every value of every tensor, a row at a time (dequantized for
+ * the quantized types, baton_dequantize_row). One line per tensor with a
+ * NaN or infinity, then a summary. Returns 0 (all finite), 1 (some are
+ * not, or out of memory). Tensors of a type without a float reading (I32)
+ * are counted as skipped. */
+static int check_values(const char *path, const struct baton_gguf *g)
+{
+    uint64_t n_bad = 0, n_skipped = 0, n_values = 0, cap = 0;
+    float *row = NULL;
+    int rc = 0;
+
+    for (uint64_t i = 0; i < baton_gguf_n_tensors(g); i++) {
+        struct baton_gguf_tensor t;
+        uint64_t k, rows, rb, bad = 0, first = 0;
+
+        if (baton_gguf_tensor_at(g, i, &t) != 0)
+            continue;
+        k = t.n_dims ? t.ne[0] : 1;
+        rb = baton_row_bytes(t.type, k);
+        if (rb == 0 || k == 0) {
+            n_skipped++;
+            continue;
+        }
+        rows = t.nbytes / rb;
+        if (k > cap) {
+            float *nr = realloc(row, (size_t)k * sizeof(float));
+
+            if (nr == NULL) {
+                fprintf(stderr, "baton inspect: out of memory\n");
+                rc = 1;
+                break;
+            }
+            row = nr;
+            cap = k;
+        }
+        for (uint64_t r = 0; r < rows; r++) {
+            if (baton_dequantize_row(t.type, (const uint8_t *)t.data + r * rb, row, k) != 0) {
+                n_skipped++;
+                break;
+            }
+            for (uint64_t e = 0; e < k; e++)
+                if (!isfinite(row[e]) && bad++ == 0)
+                    first = r * k + e;
+        }
+        n_values += rows * k;
+        if (bad) {
+            n_bad++;
+            printf("%s: tensor ", path);
+            baton_cli_put_string(stdout, t.name, strlen(t.name), 0);
+            printf(" (%s): %" PRIu64 " of %" PRIu64 " values are NaN or infinite (the first "
+                   "at element %" PRIu64 ")\n",
+                   baton_type_name(t.type), bad, rows * k, first);
+        }
+    }
+    free(row);
+    if (rc == 0) {
+        printf("%s: %" PRIu64 " tensors, %" PRIu64 " values read%s: ", path,
+               baton_gguf_n_tensors(g), n_values, n_skipped ? " (some skipped: no float reading)" : "");
+        if (n_bad)
+            printf("%" PRIu64 " tensor%s NaN or infinite values\n", n_bad,
+                   n_bad == 1 ? " holds" : "s hold");
+        else
+            printf("every value is finite\n");
+    }
+    return rc != 0 || n_bad != 0;
+}
+
 int baton_cmd_inspect(int argc, char **argv)
 {
     const char *path = NULL;
-    int json = 0;
+    int json = 0, check = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             json = 1;
+        } else if (strcmp(argv[i], "--check") == 0) {
+            check = 1;
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             usage(stdout);
             return 0;
@@ -303,6 +381,10 @@ int baton_cmd_inspect(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (json && check) {
+        fputs("baton inspect: --json and --check do not go together\n", stderr);
+        return 2;
+    }
 
     struct baton_gguf *g = NULL;
     char err[512];
@@ -311,7 +393,10 @@ int baton_cmd_inspect(int argc, char **argv)
         fprintf(stderr, "baton inspect: %s (%s)\n", err[0] ? err : path, baton_status_name(st));
         return 1;
     }
-    if (json)
+    int bad = 0;
+    if (check)
+        bad = check_values(path, g);
+    else if (json)
         print_json(stdout, path, g);
     else
         print_text(stdout, path, g);
@@ -320,5 +405,5 @@ int baton_cmd_inspect(int argc, char **argv)
         fprintf(stderr, "baton inspect: write error on stdout\n");
         return 1;
     }
-    return 0;
+    return bad;
 }
