@@ -6,7 +6,6 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "baton/status.h"
@@ -16,6 +15,7 @@
 
 #define INSPECT_ARRAY_HEAD 8u        /* array elements shown */
 #define INSPECT_TEXT_STRING_MAX 160u /* bytes of a string shown in text mode */
+#define INSPECT_CHECK_CHUNK 4096u    /* --check: elements dequantized at a time (256 | it) */
 
 static void usage(FILE *f)
 {
@@ -284,20 +284,21 @@ static void print_json(FILE *f, const char *path, const struct baton_gguf *g)
     fputs("]}\n", f);
 }
 
-/* --check: every value of every tensor, a row at a time (dequantized for
- * the quantized types, baton_dequantize_row). One line per tensor with a
- * NaN or infinity, then a summary. Returns 0 (all finite), 1 (some are
- * not, or out of memory). Tensors of a type without a float reading (I32)
- * are counted as skipped. */
+/* --check: every value of every tensor, INSPECT_CHECK_CHUNK elements at a
+ * time (dequantized for the quantized types, baton_dequantize_row): a fixed
+ * buffer, whatever a tensor's ne[0] says (a file may declare ne[0] = 2^62
+ * with another dimension 0). One line per tensor with a NaN or infinity,
+ * then a summary. Returns 0 (all finite) or 1 (some are not). Tensors of a
+ * type without a float reading (I32) are counted as skipped. */
 static int check_values(const char *path, const struct baton_gguf *g)
 {
-    uint64_t n_bad = 0, n_skipped = 0, n_values = 0, cap = 0;
-    float *row = NULL;
-    int rc = 0;
+    static float chunk[INSPECT_CHECK_CHUNK];
+    uint64_t n_bad = 0, n_skipped = 0, n_values = 0;
 
     for (uint64_t i = 0; i < baton_gguf_n_tensors(g); i++) {
         struct baton_gguf_tensor t;
         uint64_t k, rows, rb, bad = 0, first = 0;
+        int skipped = 0;
 
         if (baton_gguf_tensor_at(g, i, &t) != 0)
             continue;
@@ -308,25 +309,28 @@ static int check_values(const char *path, const struct baton_gguf *g)
             continue;
         }
         rows = t.nbytes / rb;
-        if (k > cap) {
-            float *nr = realloc(row, (size_t)k * sizeof(float));
+        for (uint64_t r = 0; r < rows && !skipped; r++) {
+            const uint8_t *src = (const uint8_t *)t.data + r * rb;
 
-            if (nr == NULL) {
-                fprintf(stderr, "baton inspect: out of memory\n");
-                rc = 1;
-                break;
+            /* k is a multiple of the type's block and the chunk a multiple
+             * of every block (256), so each piece starts on a block */
+            for (uint64_t done = 0; done < k;) {
+                uint64_t n = k - done < INSPECT_CHECK_CHUNK ? k - done : INSPECT_CHECK_CHUNK;
+
+                if (baton_dequantize_row(t.type, src + baton_row_bytes(t.type, done), chunk, n) !=
+                    0) {
+                    skipped = 1;
+                    break;
+                }
+                for (uint64_t e = 0; e < n; e++)
+                    if (!isfinite(chunk[e]) && bad++ == 0)
+                        first = r * k + done + e;
+                done += n;
             }
-            row = nr;
-            cap = k;
         }
-        for (uint64_t r = 0; r < rows; r++) {
-            if (baton_dequantize_row(t.type, (const uint8_t *)t.data + r * rb, row, k) != 0) {
-                n_skipped++;
-                break;
-            }
-            for (uint64_t e = 0; e < k; e++)
-                if (!isfinite(row[e]) && bad++ == 0)
-                    first = r * k + e;
+        if (skipped) {
+            n_skipped++;
+            continue;
         }
         n_values += rows * k;
         if (bad) {
@@ -338,17 +342,14 @@ static int check_values(const char *path, const struct baton_gguf *g)
                    baton_type_name(t.type), bad, rows * k, first);
         }
     }
-    free(row);
-    if (rc == 0) {
-        printf("%s: %" PRIu64 " tensors, %" PRIu64 " values read%s: ", path,
-               baton_gguf_n_tensors(g), n_values, n_skipped ? " (some skipped: no float reading)" : "");
-        if (n_bad)
-            printf("%" PRIu64 " tensor%s NaN or infinite values\n", n_bad,
-                   n_bad == 1 ? " holds" : "s hold");
-        else
-            printf("every value is finite\n");
-    }
-    return rc != 0 || n_bad != 0;
+    printf("%s: %" PRIu64 " tensors, %" PRIu64 " values read%s: ", path,
+           baton_gguf_n_tensors(g), n_values, n_skipped ? " (some skipped: no float reading)" : "");
+    if (n_bad)
+        printf("%" PRIu64 " tensor%s NaN or infinite values\n", n_bad,
+               n_bad == 1 ? " holds" : "s hold");
+    else
+        printf("every value is finite\n");
+    return n_bad != 0;
 }
 
 int baton_cmd_inspect(int argc, char **argv)

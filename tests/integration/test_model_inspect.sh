@@ -319,6 +319,30 @@ rc=0; "$BATON" inspect --check "$TMP/c8.gguf" >"$TMP/chk.out" || rc=$?
 rc=0; "$BATON" inspect --check --json "$TMP/c8.gguf" >/dev/null 2>"$TMP/chk.err" || rc=$?
 [ "$rc" -eq 2 ] && grep -qx "baton inspect: --json and --check do not go together" "$TMP/chk.err" ||
     fail "--check --json: rc $rc: $(cat "$TMP/chk.err")"
+# a valid file whose first tensor declares ne[0] = 2^62 + 32 (q8_0) and
+# ne[1] = 0: no values, but ne[0] x 4 bytes wraps to 128; the second tensor's
+# 4096 values were read into that (heap overflow, abort) before --check
+# dequantized a fixed chunk at a time. ne[0] = 2^40 f32 with ne[1] = 0 gave
+# "out of memory". Each reads the second tensor's values, all finite.
+python3 - "$TMP" <<'PY' || fail "write wide-empty files"
+import struct, sys
+def gguf(path, tensors, data):
+    out = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), 0)
+    for name, ne, typ in tensors:
+        out += struct.pack("<Q", len(name)) + name.encode() + struct.pack("<I", len(ne))
+        out += b"".join(struct.pack("<Q", n) for n in ne) + struct.pack("<IQ", typ, 0)
+    open(path, "wb").write(out + b"\0" * (-len(out) % 32) + data)
+block = struct.pack("<e", 1.0) + bytes(range(32))  # q8_0: scale 1, values 0..31
+gguf(sys.argv[1] + "/wide0.gguf", [("a", [2**62 + 32, 0], 8), ("b", [4096, 1], 8)], block * 128)
+gguf(sys.argv[1] + "/wide1.gguf", [("a", [2**40, 0], 0), ("b", [32, 1], 0)],
+     struct.pack("<32f", *range(32)))
+PY
+for f in wide0:4096 wide1:32; do
+    rc=0; "$BATON" inspect --check "$TMP/${f%:*}.gguf" >"$TMP/chk.out" 2>&1 || rc=$?
+    [ "$rc" -eq 0 ] &&
+        grep -qxF "$TMP/${f%:*}.gguf: 2 tensors, ${f#*:} values read: every value is finite" "$TMP/chk.out" ||
+        fail "--check ${f%:*}: rc $rc: $(cat "$TMP/chk.out")"
+done
 
 # scripts/demo.sh names the absolute path of a missing model
 rc=0; (cd "$TMP" && MODEL=missing.gguf BUILD_DIR="$BUILD_DIR" "$SRC_DIR/scripts/demo.sh") >/dev/null 2>"$TMP/demo.err" || rc=$?
