@@ -209,9 +209,7 @@ static AI T5 void q_weights(const uint8_t *p, const int is_q4, const int full, u
     if (is_q4) {
         const __m512i z0 =
             full ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(byte_mask(18 * nblk), p);
-        const __m512i z1 =
-            full ? _mm512_zextsi128_si512(_mm_loadl_epi64((const __m128i *)(p + 64)))
-                 : _mm512_setzero_si512();
+        const __m512i z1 = full ? (_mm512_maskz_loadu_epi8(0xFF, p + 64)) : _mm512_setzero_si512();
         const __m512i w = _mm512_permutex2var_epi16(z0, _mm512_loadu_si512(q4_nib_idx), z1);
         const __m512i m4 = _mm512_set1_epi8(0x0F);
 
