@@ -339,7 +339,7 @@ static AI T5 void q_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, cons
  * multiply with half a permute, a quarter of each of the others and a
  * vpermps. d = fp16(dW) * dx is the same product, rounded once, and each
  * lane's chain is unchanged, so the bits are those of q_tile. A last
- * single group, the partial group and rows of more than 4 Q4_MAX_CHUNKS
+ * single group, the partial group and rows of more than 4 * Q4_MAX_CHUNKS
  * groups take q_group. */
 #define Q4_MAX_CHUNKS 64u /* k <= 32768 */
 
