@@ -611,73 +611,169 @@ static AI T5 void k_sb_cols(const struct baton_mm *mm, const __m512i wq[4], cons
     }
 }
 
-/* One super-block s of one weight row (at wb) for columns [c, c + nc):
- * acc[j] gets its two fused multiply-adds. */
-static AI T5 void k_sb(const struct baton_mm *mm, uint32_t type, const uint8_t *wb, uint64_t s,
-                       uint64_t c, uint32_t nc, float *acc)
+/* The unpacked weights of one super-block (at wb): wq[q] = k_chunk(q),
+ * sv[q] = the int16 scale of each lane's group (int16 lane i of chunk q
+ * holds group 4q + i / 8), *corr = the int16 factors of the 16 bsums
+ * (-bias * sc for the biased types, else the mins). Returns the bias. */
+static AI T5 int k_prep(uint32_t type, const uint8_t *wb, __m512i wq[4], __m512i sv[4],
+                        __m256i *corr)
 {
-    uint32_t bbytes, j;
-    int d_off, dmin_off, q;
-
-    k_layout(type, &bbytes, &d_off, &dmin_off);
-    const float d = k_h2f(wb + d_off), dmin = dmin_off >= 0 ? k_h2f(wb + dmin_off) : 0.0f;
     __m128i scb;
     __m256i mn;
     const int bias = k_scales_v(type, wb, &scb, &mn);
-    /* int16 lane i of chunk q holds group 4q + i / 8 */
     const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(scb));
     const __m512i idx0 = _mm512_setr_epi32(0, 0, 0, 0, 0x10001, 0x10001, 0x10001, 0x10001,
                                            0x20002, 0x20002, 0x20002, 0x20002, 0x30003,
                                            0x30003, 0x30003, 0x30003);
-    __m512i wq[4], sv[4];
-    __m256i corr;
+    int q;
 
     if (bias)
-        corr = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(scb), _mm256_set1_epi16((short)-bias));
+        *corr = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(scb), _mm256_set1_epi16((short)-bias));
     else
-        corr = mn;
+        *corr = mn;
 #pragma GCC unroll 4
     for (q = 0; q < 4; q++) {
         wq[q] = k_chunk(type, wb, q);
         sv[q] = _mm512_permutexvar_epi16(_mm512_add_epi16(idx0, _mm512_set1_epi16((short)(4 * q))),
                                          sc16);
     }
-    if (nc > 1) {
-        k_sb_cols(mm, wq, sv, corr, bias, dmin_off >= 0, d, dmin, s, c, nc, acc);
-        return;
+    return bias;
+}
+
+/* One super-block s of one weight row (at wb) for columns [c, c + nc),
+ * 2 <= nc <= K_COLS: acc[j] gets its two fused multiply-adds. */
+static AI T5 void k_sb(const struct baton_mm *mm, uint32_t type, const uint8_t *wb, uint64_t s,
+                       uint64_t c, uint32_t nc, float *acc)
+{
+    uint32_t bbytes;
+    int d_off, dmin_off;
+
+    k_layout(type, &bbytes, &d_off, &dmin_off);
+    const float d = k_h2f(wb + d_off), dmin = dmin_off >= 0 ? k_h2f(wb + dmin_off) : 0.0f;
+    __m512i wq[4], sv[4];
+    __m256i corr;
+    const int bias = k_prep(type, wb, wq, sv, &corr);
+
+    k_sb_cols(mm, wq, sv, corr, bias, dmin_off >= 0, d, dmin, s, c, nc, acc);
+}
+
+/* The integer sums of one super-block (weights at wb) against one column's
+ * activations (at xb): *is = 8 int32 lanes summing to isum, *ms = 8 lanes
+ * summing to msum (the types with a min; for the others the bias
+ * correction, already in *is). */
+static AI T5 void k_sb_int1(uint32_t type, const uint8_t *wb, const uint8_t *xb, __m256i *is,
+                            __m256i *ms)
+{
+    __m512i wq[4], sv[4];
+    __m256i corr;
+    const int bias = k_prep(type, wb, wq, sv, &corr);
+    const __m256i m = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
+    __m512i a = _mm512_setzero_si512(), a1 = _mm512_setzero_si512();
+    __m256i a8;
+    int q;
+
+    /* two accumulators: shorter dependency chains (integers: any grouping
+     * gives the same sum) */
+    for (q = 0; q < 4; q += 2) {
+        const __m512i x0 = _mm512_loadu_si512((const void *)(xb + 64 * q));
+        const __m512i x1 = _mm512_loadu_si512((const void *)(xb + 64 * q + 64));
+
+        a = _mm512_dpwssd_epi32(a, _mm512_maddubs_epi16(wq[q], x0), sv[q]);
+        a1 = _mm512_dpwssd_epi32(a1, _mm512_maddubs_epi16(wq[q + 1], x1), sv[q + 1]);
     }
-    for (j = 0; j < nc; j++) {
-        const uint8_t *xb = mm->act + (c + j) * mm->act_col_bytes + s * BATON_ACT_K_BLOCK_BYTES;
-        const __m256i m =
-            _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
-        __m512i a = _mm512_setzero_si512(), a1 = _mm512_setzero_si512();
-        __m256i a8;
-        float dx;
+    a = _mm512_add_epi32(a, a1);
+    a8 = _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
+    *is = bias ? _mm256_add_epi32(a8, m) : a8;
+    *ms = m;
+}
 
-        /* two accumulators: half the latency to the chain (integers: any
-         * grouping gives the same sum) */
-        for (q = 0; q < 4; q += 2) {
-            const __m512i x0 = _mm512_loadu_si512((const void *)(xb + 64 * q));
-            const __m512i x1 = _mm512_loadu_si512((const void *)(xb + 64 * q + 64));
+#define K_GROUP 8u
 
-            a = _mm512_dpwssd_epi32(a, _mm512_maddubs_epi16(wq[q], x0), sv[q]);
-            a1 = _mm512_dpwssd_epi32(a1, _mm512_maddubs_epi16(wq[q + 1], x1), sv[q + 1]);
-        }
-        a = _mm512_add_epi32(a, a1);
-        a8 = _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
-        if (bias)
-            a8 = _mm256_add_epi32(a8, m);
-        memcpy(&dx, xb + 288, sizeof(dx));
-        if (dmin_off >= 0) {
-            int32_t isum, msum;
+/* Super-blocks [s, s + nt) (1 <= nt <= K_GROUP) of the row at wrow against
+ * the column at xcol, added to acc in matmul.h's order. The integer lanes
+ * of the nt super-blocks are kept and summed across in one transposing
+ * reduction (instead of one per super-block), their d, dmin and dx are
+ * widened and multiplied 8 at a time (vmulps rounds each lane as the scalar
+ * mulss does), and then the float chain runs over them in ascending s with
+ * the same scalar fused multiply-adds as before: the same operations on the
+ * same values in the same order, so the same bits. */
+static AI T5 float k_group1(uint32_t type, const uint8_t *wrow, const uint8_t *xcol, uint64_t s,
+                            uint32_t nt, float acc)
+{
+    uint32_t bbytes, t;
+    int d_off, dmin_off;
+    __m256i is[K_GROUP], ms[K_GROUP];
+    uint32_t dw[K_GROUP];
+    float dxs[K_GROUP];
+    float fa[K_GROUP] __attribute__((aligned(32))), fi[K_GROUP] __attribute__((aligned(32)));
+    float fb[K_GROUP] __attribute__((aligned(32))), fm[K_GROUP] __attribute__((aligned(32)));
 
-            k_hsum2(a8, m, &isum, &msum);
-            acc[j] = k_fma(d * dx, (float)isum, acc[j]);
-            acc[j] = k_fma(-(dmin * dx), (float)msum, acc[j]);
+    k_layout(type, &bbytes, &d_off, &dmin_off);
+#pragma GCC unroll 8
+    for (t = 0; t < K_GROUP; t++) {
+        if (t < nt) {
+            const uint8_t *wb = wrow + (s + t) * bbytes;
+            const uint8_t *xb = xcol + (s + t) * BATON_ACT_K_BLOCK_BYTES;
+            uint16_t h[2] = {0, 0};
+
+            k_sb_int1(type, wb, xb, &is[t], &ms[t]);
+            memcpy(&h[0], wb + d_off, sizeof(h[0]));
+            if (dmin_off >= 0)
+                memcpy(&h[1], wb + dmin_off, sizeof(h[1]));
+            dw[t] = (uint32_t)h[0] | (uint32_t)h[1] << 16;
+            memcpy(&dxs[t], xb + 288, sizeof(float));
         } else {
-            acc[j] = k_fma(d * dx, (float)k_hsum(a8), acc[j]);
+            is[t] = ms[t] = _mm256_setzero_si256();
+            dw[t] = 0;
+            dxs[t] = 0.0f;
         }
     }
+    {
+        /* lanes 2t and 2t + 1: d and dmin of super-block s + t */
+        const __m512 dd = _mm512_cvtph_ps(_mm256_setr_epi32(
+            (int)dw[0], (int)dw[1], (int)dw[2], (int)dw[3], (int)dw[4], (int)dw[5], (int)dw[6],
+            (int)dw[7]));
+        const __m256 dx = _mm256_setr_ps(dxs[0], dxs[1], dxs[2], dxs[3], dxs[4], dxs[5], dxs[6],
+                                         dxs[7]);
+        const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+        const __m256 d8 = _mm512_castps512_ps256(_mm512_permutexvar_ps(ev, dd));
+
+        _mm256_store_ps(fa, _mm256_mul_ps(d8, dx));
+        _mm256_store_ps(fi, _mm256_cvtepi32_ps(k_hsum8x(is)));
+        if (dmin_off >= 0) {
+            const __m512i od = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0,
+                                                 0);
+            const __m256 m8 = _mm512_castps512_ps256(_mm512_permutexvar_ps(od, dd));
+
+            /* -(dmin * dx): the negation is exact */
+            _mm256_store_ps(fb, _mm256_xor_ps(_mm256_mul_ps(m8, dx), _mm256_set1_ps(-0.0f)));
+            _mm256_store_ps(fm, _mm256_cvtepi32_ps(k_hsum8x(ms)));
+        }
+    }
+#pragma GCC unroll 8
+    for (t = 0; t < K_GROUP; t++) {
+        if (t < nt) {
+            acc = k_fma(fa[t], fi[t], acc);
+            if (dmin_off >= 0)
+                acc = k_fma(fb[t], fm[t], acc);
+        }
+    }
+    return acc;
+}
+
+/* Decode: row r against column 0, K_GROUP super-blocks at a time. */
+static AI T5 void k_row1(const struct baton_mm *mm, uint64_t r, uint32_t type)
+{
+    const uint64_t nsb = mm->k / BATON_QK_K;
+    const uint8_t *wrow = mm->w + r * mm->w_row_bytes;
+    uint64_t s = 0;
+    float acc = 0.0f;
+
+    for (; nsb - s >= K_GROUP; s += K_GROUP)
+        acc = k_group1(type, wrow, mm->act, s, K_GROUP, acc);
+    if (s < nsb)
+        acc = k_group1(type, wrow, mm->act, s, (uint32_t)(nsb - s), acc);
+    mm->y[r] = acc;
 }
 
 /* Row r for columns [c, c + nc), nc <= K_COLS. */
@@ -690,6 +786,16 @@ static AI T5 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
     uint64_t s;
     float acc[K_COLS];
 
+    if (nc == 1) {
+        /* the one-column path of the decode (same bits either way) */
+        const struct baton_mm one = {
+            mm->w, mm->w_row_bytes, mm->x, mm->act + c * mm->act_col_bytes, mm->act_col_bytes,
+            mm->y + c * mm->n, mm->k, mm->n, 1,
+        };
+
+        k_row1(&one, r, type);
+        return;
+    }
     k_layout(type, &bbytes, &d_off, &dmin_off);
     for (j = 0; j < K_COLS; j++)
         acc[j] = 0.0f;
@@ -706,7 +812,7 @@ static AI T5 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
     }                                                                                              \
     static T5 void name##_kdecode(const struct baton_mm *mm, uint64_t r)                           \
     {                                                                                              \
-        k_row(mm, r, 0, 1, type);                                                                  \
+        k_row1(mm, r, type);                                                                       \
     }                                                                                              \
     static const struct baton_mm_tiles name##_ktiles = {                                           \
         name##_kdecode, 1, name##_krow, 1, K_COLS, name##_krow, 0,                                 \
