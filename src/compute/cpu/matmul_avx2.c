@@ -371,6 +371,93 @@ T2 void baton_mm_avx2_act(const float *x, uint64_t k, uint8_t *act, uint64_t col
     }
 }
 
+/* K activations (matmul.h), baton_mm_act_k's bytes: a super-block of
+ * 256 floats in two passes over it (it is in L1 after the first). The
+ * first takes the largest |x| as the largest of the integers x & 0x7FFFFFFF
+ * (for non-negative floats the integer order is the float order), which
+ * is at least 0x7F800000 exactly when some x is inf or NaN. The second
+ * rounds x * (1/dx) with cvtps2dq (nearest even, as the scalar lrintf),
+ * packs to bytes and takes the sums of 16 with vpmaddubsw and a vphaddw
+ * tree (|sum| <= 16 * 127: no wrap). */
+T2 void baton_mm_avx2_act_k(const float *x, uint64_t k, uint8_t *act, uint64_t col_bytes,
+                            uint64_t b0, uint64_t b1)
+{
+    const uint64_t nsb = k / BATON_QK_K;
+    const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    const __m256i ones = _mm256_set1_epi8(1);
+    uint64_t fb;
+
+    for (fb = b0; fb < b1; fb++) {
+        const uint64_t c = fb / nsb, s = fb % nsb;
+        const float *xb = x + c * k + s * BATON_QK_K;
+        uint8_t *blk = act + c * col_bytes + s * BATON_ACT_K_BLOCK_BYTES;
+        __m256i mx = _mm256_setzero_si256(), mx1 = _mm256_setzero_si256(), p[8];
+        __m128i m4;
+        uint32_t amax_bits;
+        float amax, dx, id;
+        int i;
+
+        for (i = 0; i < 32; i += 2) {
+            mx = _mm256_max_epu32(
+                mx, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(xb + 8 * i)), abs_mask));
+            mx1 = _mm256_max_epu32(
+                mx1,
+                _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(xb + 8 * i + 8)), abs_mask));
+        }
+        mx = _mm256_max_epu32(mx, mx1);
+        m4 = _mm_max_epu32(_mm256_castsi256_si128(mx), _mm256_extracti128_si256(mx, 1));
+        m4 = _mm_max_epu32(m4, _mm_shuffle_epi32(m4, 0x4E));
+        m4 = _mm_max_epu32(m4, _mm_shuffle_epi32(m4, 0xB1));
+        amax_bits = (uint32_t)_mm_cvtsi128_si32(m4);
+        memset(blk + 292, 0, BATON_ACT_K_BLOCK_BYTES - 292);
+        if (amax_bits >= 0x7F800000u) { /* an inf or a NaN */
+            const float nan = NAN;
+
+            memset(blk, 0, 288);
+            memcpy(blk + 288, &nan, sizeof(nan));
+            continue;
+        }
+        memcpy(&amax, &amax_bits, sizeof(amax));
+        dx = amax / 127.0f;
+        id = dx != 0.0f ? 1.0f / dx : 0.0f;
+        if (id == INFINITY) {
+            /* dx < 2^-128: every x * id is +-inf or NaN, which the scalar
+             * lrintf turns into LONG_MIN, int8 0 (cvtps2dq would give -128) */
+            memset(blk, 0, 288);
+            memcpy(blk + 288, &dx, sizeof(dx));
+            continue;
+        }
+        for (i = 0; i < 8; i++) {
+            const __m256 idv = _mm256_set1_ps(id);
+            __m256i q32[4], bytes;
+            int j;
+
+            for (j = 0; j < 4; j++)
+                q32[j] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xb + 32 * i + 8 * j), idv));
+            bytes = _mm256_packs_epi16(_mm256_packs_epi32(q32[0], q32[1]),
+                                       _mm256_packs_epi32(q32[2], q32[3]));
+            bytes = _mm256_permutevar8x32_epi32(bytes, order); /* elements 32i.. in order */
+            _mm256_storeu_si256((__m256i *)(blk + 32 * i), bytes);
+            /* int16 lanes 0..7: pair sums of elements 32i..32i+15, 8..15: of the next 16 */
+            p[i] = _mm256_maddubs_epi16(ones, bytes);
+        }
+        {
+            /* 128-bit half 0 of each vphaddw ends with sums of the sub-blocks
+             * of 16 2i (the even ones), half 1 with 2i + 1 */
+            const __m256i h01 = _mm256_hadd_epi16(p[0], p[1]), h23 = _mm256_hadd_epi16(p[2], p[3]);
+            const __m256i h45 = _mm256_hadd_epi16(p[4], p[5]), h67 = _mm256_hadd_epi16(p[6], p[7]);
+            const __m256i f = _mm256_hadd_epi16(_mm256_hadd_epi16(h01, h23),
+                                                _mm256_hadd_epi16(h45, h67));
+            const __m128i ev = _mm256_castsi256_si128(f), od = _mm256_extracti128_si256(f, 1);
+
+            _mm_storeu_si128((__m128i *)(blk + 256), _mm_unpacklo_epi16(ev, od));
+            _mm_storeu_si128((__m128i *)(blk + 272), _mm_unpackhi_epi16(ev, od));
+        }
+        memcpy(blk + 288, &dx, sizeof(dx));
+    }
+}
+
 /* ---- ATTENTION's weighted sum: lanes hold i, s ascending per lane ---- */
 
 /* out[i0 .. i0 + 8*NA) over every s, NA accumulators of 8 lanes. */
@@ -691,7 +778,7 @@ K_KERNELS(q6_k, BATON_TYPE_Q6_K)
 const struct baton_mm_kernels baton_mm_avx2 = {
     avx2_f32,           avx2_f16,  avx2_q8_0,     avx2_q4_0, baton_mm_avx2_act, avx2_f32_dots,
     baton_mm_avx2_wsum, avx2_f32_dots_multi, avx2_silu, avx2_exp_shift, avx2_q2_k, avx2_q3_k,
-    avx2_q4_k,          avx2_q5_k, avx2_q6_k,
+    avx2_q4_k,          avx2_q5_k, avx2_q6_k, baton_mm_avx2_act_k,
 };
 
 #else /* not x86-64: the level is never chosen; keep the table defined */

@@ -832,7 +832,7 @@ const struct baton_mm_kernels baton_mm_avx512 = {
     avx512_f32,      avx512_f16,         avx512_q8_0,           avx512_q4_0,
     baton_mm_avx2_act, avx512_f32_dots, baton_mm_avx2_wsum, avx512_f32_dots_multi,
     avx512_silu,     avx512_exp_shift,   avx512_q2_k,           avx512_q3_k,
-    avx512_q4_k,     avx512_q5_k,        avx512_q6_k,
+    avx512_q4_k,     avx512_q5_k,        avx512_q6_k,           baton_mm_avx2_act_k,
 };
 
 #else
