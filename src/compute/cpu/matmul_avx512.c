@@ -689,24 +689,51 @@ static AI T5 void k_sb_int1(uint32_t type, const uint8_t *wb, const uint8_t *xb,
 
 #define K_GROUP 8u
 
+/* The float operands of a group of super-blocks, lane t for super-block
+ * t of the group: a = d * dx, i = (float)isum, b = -(dmin * dx), m =
+ * (float)msum. */
+struct k_fl {
+    __m256 a, i, b, m;
+};
+
+/* Super-block t of group f's two steps of the chain (one without a min). */
+static AI T5 float k_chain(const struct k_fl *f, uint32_t t, int has_min, float acc)
+{
+    float a[K_GROUP], i[K_GROUP];
+
+    _mm256_storeu_ps(a, f->a);
+    _mm256_storeu_ps(i, f->i);
+    acc = k_fma(a[t], i[t], acc);
+    if (has_min) {
+        float b[K_GROUP], m[K_GROUP];
+
+        _mm256_storeu_ps(b, f->b);
+        _mm256_storeu_ps(m, f->m);
+        acc = k_fma(b[t], m[t], acc);
+    }
+    return acc;
+}
+
 /* Super-blocks [s, s + nt) (1 <= nt <= K_GROUP) of the row at wrow against
- * the column at xcol, added to acc in matmul.h's order. The integer lanes
- * of the nt super-blocks are kept and summed across in one transposing
- * reduction (instead of one per super-block), their d, dmin and dx are
- * widened and multiplied 8 at a time (vmulps rounds each lane as the scalar
- * mulss does), and then the float chain runs over them in ascending s with
- * the same scalar fused multiply-adds as before: the same operations on the
- * same values in the same order, so the same bits. */
-static AI T5 float k_group1(uint32_t type, const uint8_t *wrow, const uint8_t *xcol, uint64_t s,
-                            uint32_t nt, float acc)
+ * the column at xcol: their integer lanes are kept and summed across in one
+ * transposing reduction (instead of one per super-block), and their d, dmin
+ * and dx widened and multiplied 8 at a time (vmulps rounds each lane as the
+ * scalar mulss does), giving *out. Meanwhile the previous group's chain
+ * steps (prev, np super-blocks; np = 0: none) are done on *acc, one
+ * super-block's after each super-block's integer work: the chain's latency
+ * (two dependent fused multiply-adds per super-block) then hides behind
+ * that work instead of stalling the window after every group. The float
+ * steps are the same operations on the same values in the same order (s
+ * ascending), so the same bits. */
+static AI T5 void k_group1(uint32_t type, const uint8_t *wrow, const uint8_t *xcol, uint64_t s,
+                           uint32_t nt, const struct k_fl *prev, uint32_t np, float *acc,
+                           struct k_fl *out)
 {
     uint32_t bbytes, t;
     int d_off, dmin_off;
     __m256i is[K_GROUP], ms[K_GROUP];
     uint32_t dw[K_GROUP];
     float dxs[K_GROUP];
-    float fa[K_GROUP] __attribute__((aligned(32))), fi[K_GROUP] __attribute__((aligned(32)));
-    float fb[K_GROUP] __attribute__((aligned(32))), fm[K_GROUP] __attribute__((aligned(32)));
 
     k_layout(type, &bbytes, &d_off, &dmin_off);
 #pragma GCC unroll 8
@@ -727,6 +754,8 @@ static AI T5 float k_group1(uint32_t type, const uint8_t *wrow, const uint8_t *x
             dw[t] = 0;
             dxs[t] = 0.0f;
         }
+        if (t < np)
+            *acc = k_chain(prev, t, dmin_off >= 0, *acc);
     }
     {
         /* lanes 2t and 2t + 1: d and dmin of super-block s + t */
@@ -738,27 +767,20 @@ static AI T5 float k_group1(uint32_t type, const uint8_t *wrow, const uint8_t *x
         const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
         const __m256 d8 = _mm512_castps512_ps256(_mm512_permutexvar_ps(ev, dd));
 
-        _mm256_store_ps(fa, _mm256_mul_ps(d8, dx));
-        _mm256_store_ps(fi, _mm256_cvtepi32_ps(k_hsum8x(is)));
+        out->a = _mm256_mul_ps(d8, dx);
+        out->i = _mm256_cvtepi32_ps(k_hsum8x(is));
         if (dmin_off >= 0) {
             const __m512i od = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0,
                                                  0);
             const __m256 m8 = _mm512_castps512_ps256(_mm512_permutexvar_ps(od, dd));
 
             /* -(dmin * dx): the negation is exact */
-            _mm256_store_ps(fb, _mm256_xor_ps(_mm256_mul_ps(m8, dx), _mm256_set1_ps(-0.0f)));
-            _mm256_store_ps(fm, _mm256_cvtepi32_ps(k_hsum8x(ms)));
+            out->b = _mm256_xor_ps(_mm256_mul_ps(m8, dx), _mm256_set1_ps(-0.0f));
+            out->m = _mm256_cvtepi32_ps(k_hsum8x(ms));
+        } else {
+            out->b = out->m = _mm256_setzero_ps();
         }
     }
-#pragma GCC unroll 8
-    for (t = 0; t < K_GROUP; t++) {
-        if (t < nt) {
-            acc = k_fma(fa[t], fi[t], acc);
-            if (dmin_off >= 0)
-                acc = k_fma(fb[t], fm[t], acc);
-        }
-    }
-    return acc;
 }
 
 /* Decode: row r against column 0, K_GROUP super-blocks at a time. */
@@ -766,13 +788,26 @@ static AI T5 void k_row1(const struct baton_mm *mm, uint64_t r, uint32_t type)
 {
     const uint64_t nsb = mm->k / BATON_QK_K;
     const uint8_t *wrow = mm->w + r * mm->w_row_bytes;
+    uint32_t bbytes, np = 0, t;
+    int d_off, dmin_off;
     uint64_t s = 0;
     float acc = 0.0f;
+    struct k_fl f[2];
 
-    for (; nsb - s >= K_GROUP; s += K_GROUP)
-        acc = k_group1(type, wrow, mm->act, s, K_GROUP, acc);
-    if (s < nsb)
-        acc = k_group1(type, wrow, mm->act, s, (uint32_t)(nsb - s), acc);
+    f[0].a = f[0].i = f[0].b = f[0].m = _mm256_setzero_ps();
+    k_layout(type, &bbytes, &d_off, &dmin_off);
+    for (; nsb - s >= K_GROUP; s += K_GROUP) {
+        k_group1(type, wrow, mm->act, s, K_GROUP, &f[0], np, &acc, &f[1]);
+        f[0] = f[1];
+        np = K_GROUP;
+    }
+    if (s < nsb) {
+        k_group1(type, wrow, mm->act, s, (uint32_t)(nsb - s), &f[0], np, &acc, &f[1]);
+        f[0] = f[1];
+        np = (uint32_t)(nsb - s);
+    }
+    for (t = 0; t < np; t++)
+        acc = k_chain(&f[0], t, dmin_off >= 0, acc);
     mm->y[r] = acc;
 }
 
