@@ -573,20 +573,68 @@ static AI T5 __m512i k_chunk(uint32_t type, const uint8_t *wb, int q)
     }
 }
 
+/* The unpacked weights of one super-block (at wb): wq[q] = k_chunk(q),
+ * sv[h] = the int16 scales of k_dot's packed sums of chunks 2h and 2h + 1
+ * (word k of 128-bit lane L: group 8h + L for k < 4, 8h + 4 + L for k >=
+ * 4), *corr = the int16 factors of the 16 bsums (-bias * sc for the
+ * biased types, else the mins). Returns the bias. */
+static AI T5 int k_prep(uint32_t type, const uint8_t *wb, __m512i wq[4], __m512i sv[2],
+                        __m256i *corr)
+{
+    __m128i scb;
+    __m256i mn;
+    const int bias = k_scales_v(type, wb, &scb, &mn);
+    const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(scb));
+    const __m512i idx0 = _mm512_setr_epi32(0, 0, 0x40004, 0x40004, 0x10001, 0x10001, 0x50005,
+                                           0x50005, 0x20002, 0x20002, 0x60006, 0x60006, 0x30003,
+                                           0x30003, 0x70007, 0x70007);
+    int q;
+
+    if (bias)
+        *corr = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(scb), _mm256_set1_epi16((short)-bias));
+    else
+        *corr = mn;
+#pragma GCC unroll 4
+    for (q = 0; q < 4; q++)
+        wq[q] = k_chunk(type, wb, q);
+    sv[0] = _mm512_permutexvar_epi16(idx0, sc16);
+    sv[1] = _mm512_permutexvar_epi16(_mm512_add_epi16(idx0, _mm512_set1_epi16(8)), sc16);
+    return bias;
+}
+
+/* 16 int32 lanes summing to sum_e Sc(e) * u(e) * qx(e) over the super-block
+ * (u = Qw + bias, the unsigned quants of wq, sv as k_prep makes them; qx at
+ * xb). vpdpbusd gives each dword d of chunk q the sum of 4 products
+ * u * qx, all of group 4q + d / 4; |sum| <= 4 * 63 * 127 = 32004, so
+ * vpackssdw packs two chunks' sums to int16 exactly, and one vpmaddwd
+ * (vpdpwssd) multiplies them by their scales and adds pairs: 6 multiply
+ * operations per super-block instead of 8 (vpmaddubsw + vpdpwssd per
+ * chunk), and half the scale spreading. Exact integers throughout. */
+static AI T5 __m512i k_dot(const __m512i wq[4], const __m512i sv[2], const uint8_t *xb)
+{
+    const __m512i z = _mm512_setzero_si512();
+    const __m512i p0 = _mm512_dpbusd_epi32(z, wq[0], _mm512_loadu_si512((const void *)xb));
+    const __m512i p1 = _mm512_dpbusd_epi32(z, wq[1], _mm512_loadu_si512((const void *)(xb + 64)));
+    const __m512i p2 = _mm512_dpbusd_epi32(z, wq[2], _mm512_loadu_si512((const void *)(xb + 128)));
+    const __m512i p3 = _mm512_dpbusd_epi32(z, wq[3], _mm512_loadu_si512((const void *)(xb + 192)));
+
+    return _mm512_dpwssd_epi32(_mm512_madd_epi16(_mm512_packs_epi32(p0, p1), sv[0]),
+                               _mm512_packs_epi32(p2, p3), sv[1]);
+}
+
 /* The integer sums of one super-block for columns [c, c + nc) (2 <= nc
  * <= K_COLS) from the unpacked weights wq and scales sv, then the float
  * steps of all columns at once: column j's isum and msum go to lane j by a
  * transposing reduction (one instead of one per column), and lane j does
  * exactly the scalar steps (d * dx_j, the conversions, the two fused
  * multiply-adds), so the bits are the one-column path's. */
-static AI T5 void k_sb_cols(const struct baton_mm *mm, const __m512i wq[4], const __m512i sv[4],
+static AI T5 void k_sb_cols(const struct baton_mm *mm, const __m512i wq[4], const __m512i sv[2],
                             __m256i corr, int bias, int has_min, float d, float dmin, uint64_t s,
                             uint64_t c, uint32_t nc, float *acc)
 {
     __m256i is[K_COLS], ms[K_COLS];
     float dxs[K_COLS];
     uint32_t j;
-    int q;
 
     for (j = 0; j < K_COLS; j++) {
         is[j] = _mm256_setzero_si256();
@@ -597,14 +645,9 @@ static AI T5 void k_sb_cols(const struct baton_mm *mm, const __m512i wq[4], cons
         const uint8_t *xb = mm->act + (c + j) * mm->act_col_bytes + s * BATON_ACT_K_BLOCK_BYTES;
         const __m256i m =
             _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
-        __m512i a = _mm512_setzero_si512();
+        const __m512i a = k_dot(wq, sv, xb);
         __m256i a8;
 
-#pragma GCC unroll 4
-        for (q = 0; q < 4; q++)
-            a = _mm512_dpwssd_epi32(
-                a, _mm512_maddubs_epi16(wq[q], _mm512_loadu_si512((const void *)(xb + 64 * q))),
-                sv[q]);
         a8 = _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
         is[j] = bias ? _mm256_add_epi32(a8, m) : a8;
         ms[j] = m;
@@ -623,35 +666,6 @@ static AI T5 void k_sb_cols(const struct baton_mm *mm, const __m512i wq[4], cons
     }
 }
 
-/* The unpacked weights of one super-block (at wb): wq[q] = k_chunk(q),
- * sv[q] = the int16 scale of each lane's group (int16 lane i of chunk q
- * holds group 4q + i / 8), *corr = the int16 factors of the 16 bsums
- * (-bias * sc for the biased types, else the mins). Returns the bias. */
-static AI T5 int k_prep(uint32_t type, const uint8_t *wb, __m512i wq[4], __m512i sv[4],
-                        __m256i *corr)
-{
-    __m128i scb;
-    __m256i mn;
-    const int bias = k_scales_v(type, wb, &scb, &mn);
-    const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(scb));
-    const __m512i idx0 = _mm512_setr_epi32(0, 0, 0, 0, 0x10001, 0x10001, 0x10001, 0x10001,
-                                           0x20002, 0x20002, 0x20002, 0x20002, 0x30003,
-                                           0x30003, 0x30003, 0x30003);
-    int q;
-
-    if (bias)
-        *corr = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(scb), _mm256_set1_epi16((short)-bias));
-    else
-        *corr = mn;
-#pragma GCC unroll 4
-    for (q = 0; q < 4; q++) {
-        wq[q] = k_chunk(type, wb, q);
-        sv[q] = _mm512_permutexvar_epi16(_mm512_add_epi16(idx0, _mm512_set1_epi16((short)(4 * q))),
-                                         sc16);
-    }
-    return bias;
-}
-
 /* One super-block s of one weight row (at wb) for columns [c, c + nc),
  * 2 <= nc <= K_COLS: acc[j] gets its two fused multiply-adds. */
 static AI T5 void k_sb(const struct baton_mm *mm, uint32_t type, const uint8_t *wb, uint64_t s,
@@ -662,7 +676,7 @@ static AI T5 void k_sb(const struct baton_mm *mm, uint32_t type, const uint8_t *
 
     k_layout(type, &bbytes, &d_off, &dmin_off);
     const float d = k_h2f(wb + d_off), dmin = dmin_off >= 0 ? k_h2f(wb + dmin_off) : 0.0f;
-    __m512i wq[4], sv[4];
+    __m512i wq[4], sv[2];
     __m256i corr;
     const int bias = k_prep(type, wb, wq, sv, &corr);
 
@@ -676,25 +690,14 @@ static AI T5 void k_sb(const struct baton_mm *mm, uint32_t type, const uint8_t *
 static AI T5 void k_sb_int1(uint32_t type, const uint8_t *wb, const uint8_t *xb, __m256i *is,
                             __m256i *ms)
 {
-    __m512i wq[4], sv[4];
+    __m512i wq[4], sv[2];
     __m256i corr;
     const int bias = k_prep(type, wb, wq, sv, &corr);
     const __m256i m = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
-    __m512i a = _mm512_setzero_si512(), a1 = _mm512_setzero_si512();
-    __m256i a8;
-    int q;
+    const __m512i a = k_dot(wq, sv, xb);
+    const __m256i a8 =
+        _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
 
-    /* two accumulators: shorter dependency chains (integers: any grouping
-     * gives the same sum) */
-    for (q = 0; q < 4; q += 2) {
-        const __m512i x0 = _mm512_loadu_si512((const void *)(xb + 64 * q));
-        const __m512i x1 = _mm512_loadu_si512((const void *)(xb + 64 * q + 64));
-
-        a = _mm512_dpwssd_epi32(a, _mm512_maddubs_epi16(wq[q], x0), sv[q]);
-        a1 = _mm512_dpwssd_epi32(a1, _mm512_maddubs_epi16(wq[q + 1], x1), sv[q + 1]);
-    }
-    a = _mm512_add_epi32(a, a1);
-    a8 = _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
     *is = bias ? _mm256_add_epi32(a8, m) : a8;
     *ms = m;
 }
