@@ -636,25 +636,31 @@ static AI T5 void k_sb_cols(const struct baton_mm *mm, const __m512i wq[4], cons
     float dxs[K_COLS];
     uint32_t j;
 
+    /* unrolled, so is and ms stay in registers; dx is read where the
+     * quantizer wrote it (a vector load of 8 floats just stored one by one
+     * would wait for store forwarding to fail) */
+#pragma GCC unroll 8
     for (j = 0; j < K_COLS; j++) {
-        is[j] = _mm256_setzero_si256();
-        ms[j] = _mm256_setzero_si256();
-        dxs[j] = 0.0f;
-    }
-    for (j = 0; j < nc; j++) {
-        const uint8_t *xb = mm->act + (c + j) * mm->act_col_bytes + s * BATON_ACT_K_BLOCK_BYTES;
-        const __m256i m =
-            _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
-        const __m512i a = k_dot(wq, sv, xb);
-        __m256i a8;
+        if (j < nc) {
+            const uint8_t *xb =
+                mm->act + (c + j) * mm->act_col_bytes + s * BATON_ACT_K_BLOCK_BYTES;
+            const __m256i m =
+                _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
+            const __m512i a = k_dot(wq, sv, xb);
+            __m256i a8;
 
-        a8 = _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
-        is[j] = bias ? _mm256_add_epi32(a8, m) : a8;
-        ms[j] = m;
-        memcpy(&dxs[j], xb + 288, sizeof(float));
+            a8 = _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
+            is[j] = bias ? _mm256_add_epi32(a8, m) : a8;
+            ms[j] = m;
+            memcpy(&dxs[j], xb + 288, sizeof(float));
+        } else {
+            is[j] = ms[j] = _mm256_setzero_si256();
+            dxs[j] = 0.0f;
+        }
     }
     {
-        const __m256 dx = _mm256_loadu_ps(dxs);
+        const __m256 dx = _mm256_setr_ps(dxs[0], dxs[1], dxs[2], dxs[3], dxs[4], dxs[5], dxs[6],
+                                         dxs[7]);
         __m256 accv = _mm256_loadu_ps(acc);
 
         accv = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(d), dx),
