@@ -585,15 +585,6 @@ static AI T2 float k_fma(float a, float b, float c)
     return __builtin_fmaf(a, b, c);
 }
 
-static AI T2 int32_t k_hsum(__m256i v)
-{
-    __m128i a = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-
-    a = _mm_add_epi32(a, _mm_shuffle_epi32(a, 0x4E));
-    a = _mm_add_epi32(a, _mm_shuffle_epi32(a, 0xB1));
-    return _mm_cvtsi128_si32(a);
-}
-
 /* Lane j = the sum of the 8 lanes of v[j], j = 0..7. */
 static AI T2 __m256i k_hsum8x(const __m256i v[8])
 {
@@ -665,6 +656,162 @@ static AI T2 __m256i k_chunk(uint32_t type, const uint8_t *wb, int t)
     }
 }
 
+/* The unpacked weights wq and spread scales sv of the super-block at wb,
+ * *corr the int16 factors of its 16 bsums; returns the bias. */
+static AI T2 int k_prep(uint32_t type, const uint8_t *wb, __m256i wq[8], __m256i sv[8],
+                        __m256i *corr)
+{
+    __m128i scb;
+    __m256i mn;
+    const int bias = k_scales_v(type, wb, &scb, &mn);
+    const __m256i sc2 = _mm256_broadcastsi128_si256(scb);
+    /* lane L of chunk t holds group 2t + L: its scale byte in the high
+     * byte of each int16 (low byte zeroed by 0x80), then sign-extended */
+    const __m256i idx0 = _mm256_setr_epi8(-128, 0, -128, 0, -128, 0, -128, 0, -128, 0, -128, 0,
+                                          -128, 0, -128, 0, -128, 1, -128, 1, -128, 1, -128, 1,
+                                          -128, 1, -128, 1, -128, 1, -128, 1);
+    int t;
+
+    if (bias)
+        *corr = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(scb), _mm256_set1_epi16((short)-bias));
+    else
+        *corr = mn;
+#pragma GCC unroll 8
+    for (t = 0; t < 8; t++) {
+        wq[t] = k_chunk(type, wb, t);
+        sv[t] = _mm256_srai_epi16(
+            _mm256_shuffle_epi8(sc2, _mm256_add_epi8(idx0, _mm256_set1_epi8((char)(2 * t)))), 8);
+    }
+    return bias;
+}
+
+#define K_GROUP 8u
+
+/* The float operands of a group of super-blocks, lane t for super-block
+ * t: a = d * dx, i = (float)isum, b = -(dmin * dx), m = (float)msum. */
+struct k_fl {
+    __m256 a, i, b, m;
+};
+
+/* Super-block t of group f's steps of the chain. */
+static AI T2 float k_chain(const struct k_fl *f, uint32_t t, int has_min, float acc)
+{
+    float a[K_GROUP], i[K_GROUP];
+
+    _mm256_storeu_ps(a, f->a);
+    _mm256_storeu_ps(i, f->i);
+    acc = k_fma(a[t], i[t], acc);
+    if (has_min) {
+        float b[K_GROUP], m[K_GROUP];
+
+        _mm256_storeu_ps(b, f->b);
+        _mm256_storeu_ps(m, f->m);
+        acc = k_fma(b[t], m[t], acc);
+    }
+    return acc;
+}
+
+/* Decode, as the AVX-512 level's k_group1 (matmul_avx512.c): super-blocks
+ * [s, s + nt) of the row at wrow against the column at xcol, their lanes
+ * summed across 8 at a time into *out, the previous group's chain steps
+ * (np super-blocks) done on *acc between them. Same bits. */
+static AI T2 void k_group1(uint32_t type, const uint8_t *wrow, const uint8_t *xcol, uint64_t s,
+                           uint32_t nt, const struct k_fl *prev, uint32_t np, float *acc,
+                           struct k_fl *out)
+{
+    uint32_t bbytes, t;
+    int d_off, dmin_off, q;
+    __m256i is[K_GROUP], ms[K_GROUP];
+    uint32_t dw[K_GROUP];
+    float dxs[K_GROUP];
+
+    k_layout(type, &bbytes, &d_off, &dmin_off);
+    for (t = 0; t < K_GROUP; t++) {
+        if (t < nt) {
+            const uint8_t *wb = wrow + (s + t) * bbytes;
+            const uint8_t *xb = xcol + (s + t) * BATON_ACT_K_BLOCK_BYTES;
+            uint16_t h[2] = {0, 0};
+            __m256i wq[8], sv[8], corr, m, a;
+            const int bias = k_prep(type, wb, wq, sv, &corr);
+
+            m = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
+            a = bias ? m : _mm256_setzero_si256();
+#pragma GCC unroll 8
+            for (q = 0; q < 8; q++) {
+                const __m256i p = _mm256_maddubs_epi16(
+                    wq[q], _mm256_loadu_si256((const __m256i *)(xb + 32 * q)));
+
+                a = _mm256_add_epi32(a, _mm256_madd_epi16(p, sv[q]));
+            }
+            is[t] = a;
+            ms[t] = m;
+            memcpy(&h[0], wb + d_off, sizeof(h[0]));
+            if (dmin_off >= 0)
+                memcpy(&h[1], wb + dmin_off, sizeof(h[1]));
+            dw[t] = (uint32_t)h[0] | (uint32_t)h[1] << 16;
+            memcpy(&dxs[t], xb + 288, sizeof(float));
+        } else {
+            is[t] = ms[t] = _mm256_setzero_si256();
+            dw[t] = 0;
+            dxs[t] = 0.0f;
+        }
+        if (t < np)
+            *acc = k_chain(prev, t, dmin_off >= 0, *acc);
+    }
+    {
+        const __m256i dd = _mm256_setr_epi32((int)dw[0], (int)dw[1], (int)dw[2], (int)dw[3],
+                                             (int)dw[4], (int)dw[5], (int)dw[6], (int)dw[7]);
+        const __m256i lo = _mm256_and_si256(dd, _mm256_set1_epi32(0xFFFF));
+        /* the 8 d halves in order (values <= 0xFFFF: the pack is exact) */
+        const __m256 d8 = _mm256_cvtph_ps(
+            _mm_packus_epi32(_mm256_castsi256_si128(lo), _mm256_extracti128_si256(lo, 1)));
+        const __m256 dx = _mm256_setr_ps(dxs[0], dxs[1], dxs[2], dxs[3], dxs[4], dxs[5], dxs[6],
+                                         dxs[7]);
+
+        out->a = _mm256_mul_ps(d8, dx);
+        out->i = _mm256_cvtepi32_ps(k_hsum8x(is));
+        if (dmin_off >= 0) {
+            const __m256i hi = _mm256_srli_epi32(dd, 16);
+            const __m256 m8 = _mm256_cvtph_ps(
+                _mm_packus_epi32(_mm256_castsi256_si128(hi), _mm256_extracti128_si256(hi, 1)));
+
+            /* -(dmin * dx): the negation is exact */
+            out->b = _mm256_xor_ps(_mm256_mul_ps(m8, dx), _mm256_set1_ps(-0.0f));
+            out->m = _mm256_cvtepi32_ps(k_hsum8x(ms));
+        } else {
+            out->b = out->m = _mm256_setzero_ps();
+        }
+    }
+}
+
+/* Decode: row r against column 0, K_GROUP super-blocks at a time. */
+static AI T2 void k_row1(const struct baton_mm *mm, uint64_t r, uint32_t type)
+{
+    const uint64_t nsb = mm->k / BATON_QK_K;
+    const uint8_t *wrow = mm->w + r * mm->w_row_bytes;
+    uint32_t bbytes, np = 0, t;
+    int d_off, dmin_off;
+    uint64_t s = 0;
+    float acc = 0.0f;
+    struct k_fl f[2];
+
+    f[0].a = f[0].i = f[0].b = f[0].m = _mm256_setzero_ps();
+    k_layout(type, &bbytes, &d_off, &dmin_off);
+    for (; nsb - s >= K_GROUP; s += K_GROUP) {
+        k_group1(type, wrow, mm->act, s, K_GROUP, &f[0], np, &acc, &f[1]);
+        f[0] = f[1];
+        np = K_GROUP;
+    }
+    if (s < nsb) {
+        k_group1(type, wrow, mm->act, s, (uint32_t)(nsb - s), &f[0], np, &acc, &f[1]);
+        f[0] = f[1];
+        np = (uint32_t)(nsb - s);
+    }
+    for (t = 0; t < np; t++)
+        acc = k_chain(&f[0], t, dmin_off >= 0, acc);
+    mm->y[r] = acc;
+}
+
 /* Row r of K weights for columns [c, c + nc), nc <= K_COLS. */
 static AI T2 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc,
                         uint32_t type)
@@ -676,35 +823,26 @@ static AI T2 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
     uint32_t j;
     float acc[K_COLS];
 
+    if (nc == 1) {
+        /* the one-column path of the decode (same bits either way) */
+        const struct baton_mm one = {
+            mm->w, mm->w_row_bytes, mm->x, mm->act + c * mm->act_col_bytes, mm->act_col_bytes,
+            mm->y + c * mm->n, mm->k, mm->n, 1,
+        };
+
+        k_row1(&one, r, type);
+        return;
+    }
     k_layout(type, &bbytes, &d_off, &dmin_off);
     for (j = 0; j < K_COLS; j++)
         acc[j] = 0.0f;
     for (s = 0; s < nsb; s++) {
         const uint8_t *wb = mm->w + r * mm->w_row_bytes + s * bbytes;
         const float d = h2f(wb + d_off), dmin = dmin_off >= 0 ? h2f(wb + dmin_off) : 0.0f;
-        __m128i scb;
-        __m256i mn;
-        const int bias = k_scales_v(type, wb, &scb, &mn);
-        const __m256i sc2 = _mm256_broadcastsi128_si256(scb);
-        /* lane L of chunk t holds group 2t + L: its scale byte in the high
-         * byte of each int16 (low byte zeroed by 0x80), then sign-extended */
-        const __m256i idx0 = _mm256_setr_epi8(
-            -128, 0, -128, 0, -128, 0, -128, 0, -128, 0, -128, 0, -128, 0, -128, 0, -128, 1, -128,
-            1, -128, 1, -128, 1, -128, 1, -128, 1, -128, 1, -128, 1);
         __m256i wq[8], sv[8], corr;
+        const int bias = k_prep(type, wb, wq, sv, &corr);
 
-        if (bias)
-            corr = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(scb), _mm256_set1_epi16((short)-bias));
-        else
-            corr = mn;
-#pragma GCC unroll 8
-        for (t = 0; t < 8; t++) {
-            wq[t] = k_chunk(type, wb, t);
-            sv[t] = _mm256_srai_epi16(
-                _mm256_shuffle_epi8(sc2, _mm256_add_epi8(idx0, _mm256_set1_epi8((char)(2 * t)))),
-                8);
-        }
-        if (nc > 1) { /* every column's sums, then the float steps in lane j */
+        { /* every column's sums, then the float steps in lane j */
             __m256i is[K_COLS], ms[K_COLS];
             float dxs[K_COLS];
             __m256 dxv, accv;
@@ -731,33 +869,15 @@ static AI T2 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
                 ms[j] = m;
                 memcpy(&dxs[j], xb + 288, sizeof(float));
             }
-            dxv = _mm256_loadu_ps(dxs);
+            /* not a vector load of the 8 scalar stores (a store-forwarding
+             * stall) */
+            dxv = _mm256_setr_ps(dxs[0], dxs[1], dxs[2], dxs[3], dxs[4], dxs[5], dxs[6], dxs[7]);
             accv = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(d), dxv),
                                    _mm256_cvtepi32_ps(k_hsum8x(is)), _mm256_loadu_ps(acc));
             if (dmin_off >= 0)
                 accv = _mm256_fnmadd_ps(_mm256_mul_ps(_mm256_set1_ps(dmin), dxv),
                                         _mm256_cvtepi32_ps(k_hsum8x(ms)), accv);
             _mm256_storeu_ps(acc, accv);
-            continue;
-        }
-        for (j = 0; j < nc; j++) {
-            const uint8_t *xb = mm->act + (c + j) * mm->act_col_bytes + s * BATON_ACT_K_BLOCK_BYTES;
-            const __m256i m =
-                _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
-            __m256i a = bias ? m : _mm256_setzero_si256();
-            float dx;
-
-#pragma GCC unroll 8
-            for (t = 0; t < 8; t++) {
-                const __m256i p = _mm256_maddubs_epi16(
-                    wq[t], _mm256_loadu_si256((const __m256i *)(xb + 32 * t)));
-
-                a = _mm256_add_epi32(a, _mm256_madd_epi16(p, sv[t]));
-            }
-            memcpy(&dx, xb + 288, sizeof(dx));
-            acc[j] = k_fma(d * dx, (float)k_hsum(a), acc[j]);
-            if (dmin_off >= 0)
-                acc[j] = k_fma(-(dmin * dx), (float)k_hsum(m), acc[j]);
         }
     }
     for (j = 0; j < nc; j++)
@@ -771,7 +891,7 @@ static AI T2 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
     }                                                                                              \
     static T2 void name##_decode(const struct baton_mm *mm, uint64_t r)                            \
     {                                                                                              \
-        k_row(mm, r, 0, 1, type);                                                                  \
+        k_row1(mm, r, type);                                                                       \
     }                                                                                              \
     static const struct baton_mm_tiles name##_tiles = {                                            \
         name##_decode, 1, name##_row, 1, K_COLS, name##_row, 0,                                    \

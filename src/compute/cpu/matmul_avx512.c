@@ -470,9 +470,9 @@ static T5 void avx512_exp_shift(float *x, uint64_t n, float m)
 }
 
 /* ---- K-quants: the AVX2 level's integer sums (matmul_avx2.c) on
- * 512-bit registers, a chunk of 64 elements each, with vpdpwssd (VNNI)
- * doing the scale multiply and the add in one operation. Same integers,
- * so the same bits. ---- */
+ * 512-bit registers, a chunk of 64 elements each, formed with VNNI
+ * (vpdpbusd sums of 4, packed to int16, scaled by vpmaddwd / vpdpwssd:
+ * k_dot). Same integers, so the same bits. ---- */
 
 #define K_COLS 8u
 
