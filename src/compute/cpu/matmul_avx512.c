@@ -735,6 +735,36 @@ static AI T5 float k_chain(const struct k_fl *f, uint32_t t, int has_min, float 
     return acc;
 }
 
+/* A group's float operands (struct k_fl) from its integer lanes is, ms,
+ * its d | dmin << 16 halves dw and its dx. */
+static AI T5 void k_group_fl(const __m256i is[K_GROUP], const __m256i ms[K_GROUP],
+                             const uint32_t dw[K_GROUP], const float dxs[K_GROUP], int has_min,
+                             struct k_fl *out)
+{
+    /* lanes 2t and 2t + 1: d and dmin of super-block t of the group */
+    const __m512 dd = _mm512_cvtph_ps(_mm256_setr_epi32(
+        (int)dw[0], (int)dw[1], (int)dw[2], (int)dw[3], (int)dw[4], (int)dw[5], (int)dw[6],
+        (int)dw[7]));
+    const __m256 dx = _mm256_setr_ps(dxs[0], dxs[1], dxs[2], dxs[3], dxs[4], dxs[5], dxs[6],
+                                     dxs[7]);
+    const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m256 d8 = _mm512_castps512_ps256(_mm512_permutexvar_ps(ev, dd));
+
+    out->a = _mm256_mul_ps(d8, dx);
+    out->i = _mm256_cvtepi32_ps(k_hsum8x(is));
+    if (has_min) {
+        const __m512i od = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0,
+                                             0);
+        const __m256 m8 = _mm512_castps512_ps256(_mm512_permutexvar_ps(od, dd));
+
+        /* -(dmin * dx): the negation is exact */
+        out->b = _mm256_xor_ps(_mm256_mul_ps(m8, dx), _mm256_set1_ps(-0.0f));
+        out->m = _mm256_cvtepi32_ps(k_hsum8x(ms));
+    } else {
+        out->b = out->m = _mm256_setzero_ps();
+    }
+}
+
 /* Super-blocks [s, s + nt) (1 <= nt <= K_GROUP) of the row at wrow against
  * the column at xcol: their integer lanes are kept and summed across in one
  * transposing reduction (instead of one per super-block), and their d, dmin
@@ -778,30 +808,7 @@ static AI T5 void k_group1(uint32_t type, const uint8_t *wrow, const uint8_t *xc
         if (t < np)
             *acc = k_chain(prev, t, dmin_off >= 0, *acc);
     }
-    {
-        /* lanes 2t and 2t + 1: d and dmin of super-block s + t */
-        const __m512 dd = _mm512_cvtph_ps(_mm256_setr_epi32(
-            (int)dw[0], (int)dw[1], (int)dw[2], (int)dw[3], (int)dw[4], (int)dw[5], (int)dw[6],
-            (int)dw[7]));
-        const __m256 dx = _mm256_setr_ps(dxs[0], dxs[1], dxs[2], dxs[3], dxs[4], dxs[5], dxs[6],
-                                         dxs[7]);
-        const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
-        const __m256 d8 = _mm512_castps512_ps256(_mm512_permutexvar_ps(ev, dd));
-
-        out->a = _mm256_mul_ps(d8, dx);
-        out->i = _mm256_cvtepi32_ps(k_hsum8x(is));
-        if (dmin_off >= 0) {
-            const __m512i od = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0,
-                                                 0);
-            const __m256 m8 = _mm512_castps512_ps256(_mm512_permutexvar_ps(od, dd));
-
-            /* -(dmin * dx): the negation is exact */
-            out->b = _mm256_xor_ps(_mm256_mul_ps(m8, dx), _mm256_set1_ps(-0.0f));
-            out->m = _mm256_cvtepi32_ps(k_hsum8x(ms));
-        } else {
-            out->b = out->m = _mm256_setzero_ps();
-        }
-    }
+    k_group_fl(is, ms, dw, dxs, dmin_off >= 0, out);
 }
 
 /* Decode: row r against column 0, K_GROUP super-blocks at a time. */
@@ -830,6 +837,63 @@ static AI T5 void k_row1(const struct baton_mm *mm, uint64_t r, uint32_t type)
     for (t = 0; t < np; t++)
         acc = k_chain(&f[0], t, dmin_off >= 0, acc);
     mm->y[r] = acc;
+}
+
+/* Decode of rows r and r + 1 when a row has at most 4 super-blocks (the
+ * d768 model's k = 768 rows have 3): the two rows are contiguous, so their
+ * 2 * nsb super-blocks are one group of k_group1 (one cross-lane sum and
+ * one d / dx product for both rows instead of one per row of 3), and then
+ * each row's chain runs in ascending s on its own accumulator; the two
+ * chains are independent, so they overlap. Same steps per row, same bits. */
+static AI T5 void k_rows2(const struct baton_mm *mm, uint64_t r, uint32_t type)
+{
+    const uint32_t nsb = (uint32_t)(mm->k / BATON_QK_K);
+    const uint8_t *w2 = mm->w + r * mm->w_row_bytes;
+    uint32_t bbytes, t;
+    int d_off, dmin_off;
+    __m256i is[K_GROUP], ms[K_GROUP];
+    uint32_t dw[K_GROUP];
+    float dxs[K_GROUP], acc0 = 0.0f, acc1 = 0.0f;
+    struct k_fl f;
+
+    k_layout(type, &bbytes, &d_off, &dmin_off);
+#pragma GCC unroll 8
+    for (t = 0; t < K_GROUP; t++) {
+        if (t < 2 * nsb) {
+            const uint8_t *wb = w2 + t * bbytes;
+            const uint8_t *xb = mm->act + (t < nsb ? t : t - nsb) * BATON_ACT_K_BLOCK_BYTES;
+            uint16_t h[2] = {0, 0};
+
+            k_sb_int1(type, wb, xb, &is[t], &ms[t]);
+            memcpy(&h[0], wb + d_off, sizeof(h[0]));
+            if (dmin_off >= 0)
+                memcpy(&h[1], wb + dmin_off, sizeof(h[1]));
+            dw[t] = (uint32_t)h[0] | (uint32_t)h[1] << 16;
+            memcpy(&dxs[t], xb + 288, sizeof(float));
+        } else {
+            is[t] = ms[t] = _mm256_setzero_si256();
+            dw[t] = 0;
+            dxs[t] = 0.0f;
+        }
+    }
+    k_group_fl(is, ms, dw, dxs, dmin_off >= 0, &f);
+    for (t = 0; t < nsb; t++) {
+        acc0 = k_chain(&f, t, dmin_off >= 0, acc0);
+        acc1 = k_chain(&f, nsb + t, dmin_off >= 0, acc1);
+    }
+    mm->y[r] = acc0;
+    mm->y[r + 1] = acc1;
+}
+
+/* Decode tile: rows r and r + 1. */
+static AI T5 void k_decode2(const struct baton_mm *mm, uint64_t r, uint32_t type)
+{
+    if (mm->k / BATON_QK_K <= K_GROUP / 2) {
+        k_rows2(mm, r, type);
+    } else {
+        k_row1(mm, r, type);
+        k_row1(mm, r + 1, type);
+    }
 }
 
 /* Row r for columns [c, c + nc), nc <= K_COLS. */
@@ -868,10 +932,10 @@ static AI T5 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
     }                                                                                              \
     static T5 void name##_kdecode(const struct baton_mm *mm, uint64_t r)                           \
     {                                                                                              \
-        k_row1(mm, r, type);                                                                       \
+        k_decode2(mm, r, type);                                                                    \
     }                                                                                              \
     static const struct baton_mm_tiles name##_ktiles = {                                           \
-        name##_kdecode, 1, name##_krow, 1, K_COLS, name##_krow, 0,                                 \
+        name##_kdecode, 2, name##_krow, 1, K_COLS, name##_krow, 0,                                 \
     };                                                                                             \
     static T5 void avx512_##name(const struct baton_mm *mm, uint64_t r0, uint64_t r1)              \
     {                                                                                              \
