@@ -484,26 +484,6 @@ static AI T5 float k_fma(float a, float b, float c)
     return __builtin_fmaf(a, b, c);
 }
 
-static AI T5 int32_t k_hsum(__m256i v)
-{
-    __m128i a = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-
-    a = _mm_add_epi32(a, _mm_shuffle_epi32(a, 0x4E));
-    a = _mm_add_epi32(a, _mm_shuffle_epi32(a, 0xB1));
-    return _mm_cvtsi128_si32(a);
-}
-
-/* The lane sums of a and of b at once. */
-static AI T5 void k_hsum2(__m256i a, __m256i b, int32_t *sa, int32_t *sb)
-{
-    const __m256i h = _mm256_hadd_epi32(a, b);
-    __m128i t = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-
-    t = _mm_hadd_epi32(t, t);
-    *sa = _mm_cvtsi128_si32(t);
-    *sb = _mm_extract_epi32(t, 1);
-}
-
 /* Lane j = the sum of the 8 lanes of v[j], j = 0..7. */
 static AI T5 __m256i k_hsum8x(const __m256i v[8])
 {
