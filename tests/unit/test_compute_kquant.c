@@ -10,6 +10,7 @@
  * plus the K activation layout byte for byte, and sums past 2^24 (where
  * (float)isum rounds). Weights are random super-block bytes with binary16
  * d / dmin of magnitude 2^-8..2^-4, written directly (no quantizer). */
+#include <float.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -188,7 +189,8 @@ static void ref_quantize(const float *x, struct ref_act *a)
         for (i = 0; i < 256; i++) {
             const float v = rintf(x[i] * id); /* nearest, ties to even */
 
-            a->q[i] = (int8_t)v;
+            /* 1/dx = +inf (dx < 2^-128): q = 0 (matmul.h) */
+            a->q[i] = isfinite(v) ? (int8_t)v : 0;
         }
     }
     for (i = 0; i < 16; i++) {
@@ -381,17 +383,20 @@ static void destroy_pools(struct baton_pool **pools)
         baton_pool_destroy(pools[i]);
 }
 
-/* (a), (b), (c) on random shapes: k 256..1280, 1..40 rows, 1..9 columns;
- * weights at an odd address (rows may start anywhere). */
+/* (a), (b), (c) on random shapes: k 256..4096, 1..40 rows, 1..9 columns;
+ * weights at an odd address (rows may start anywhere). The SIMD decode
+ * takes the super-blocks of a row 8 at a time, so k covers fewer than 8
+ * (256..1280), exactly 8 and 16 (2048, 4096) and 8 or more with a
+ * remainder (2304: 8 + 1, 3840: 8 + 7). */
 static void random_type(uint32_t t, int n_cases)
 {
-    static const uint64_t ks[] = {256, 512, 768, 1280};
+    static const uint64_t ks[] = {256, 512, 768, 1280, 2048, 2304, 3840, 4096};
     struct baton_pool *pools[3];
     int i;
 
     create_pools(pools);
     for (i = 0; i < n_cases; i++) {
-        const uint64_t k = ks[rng32() % 4], n = 1 + rng32() % 40, m = 1 + (uint64_t)(i % 9);
+        const uint64_t k = ks[rng32() % 8], n = 1 + rng32() % 40, m = 1 + (uint64_t)(i % 9);
         const uint64_t rb = k / 256 * sb_bytes(t);
         uint8_t *alloc = malloc(rb * n + 1), *w = alloc + 1;
         float *x = malloc(k * m * sizeof(float)), *want = malloc(n * m * sizeof(float));
@@ -462,45 +467,83 @@ static void test_q6_k(void **state)
     random_type(BATON_TYPE_Q6_K, 18);
 }
 
-/* The layout of matmul.h: q, bsums, dx and zero padding, byte for byte. */
+/* The layout of matmul.h: q, bsums, dx and zero padding, byte for byte,
+ * at every level and thread count (each level has its own quantizer).
+ * Besides random super-blocks: one of zeros (dx = 0, q = 0), one of -0.0
+ * and subnormals, one holding +inf, one -inf, one NaN (dx = NaN, q = 0),
+ * one whose largest |x| is negative, one of huge values (FLT_MAX), one
+ * where every x is +-amax (q = +-127), and ties. */
 static void test_act_layout(void **state)
 {
-    const uint64_t k = 768, m = 3;
+    const uint64_t k = 2560, m = 3, nsb = k / 256;
     float *x = malloc(k * m * sizeof(float));
     uint8_t *act = malloc(m * baton_cpu_act_k_col_bytes(k));
     struct baton_pool *pools[3];
-    uint64_t c, s;
-    int p;
+    uint64_t c, s, i;
+    int p, lvl;
 
     (void)state;
     assert_non_null(x);
     assert_non_null(act);
-    assert_int_equal(baton_cpu_act_k_col_bytes(k), 3 * 320);
+    assert_int_equal(baton_cpu_act_k_col_bytes(k), nsb * 320);
     rng_state = 77;
     fill_x(x, k * m);
     x[300] = 2.5f; /* a tie: 2.5 * (127 / 2.5) = 127 exactly; others round */
+    for (i = 0; i < 256; i++) {
+        x[1 * 256 + i] = 0.0f;                                      /* col 0, sb 1 */
+        x[2 * 256 + i] = i % 2 ? -0.0f : ldexpf((float)i, -140);    /* sb 2 */
+        x[3 * 256 + i] = (float)i - 100.0f;                         /* sb 3: amax 155 */
+        x[4 * 256 + i] = i % 3 ? FLT_MAX * 0.5f : -FLT_MAX;        /* sb 4 */
+        x[5 * 256 + i] = i % 5 ? -3.0f : 3.0f;                      /* sb 5: +-127 */
+        x[6 * 256 + i] = (float)((int)i - 127) * 0.5f;              /* sb 6: .5 ties */
+        x[k + 7 * 256 + i] = (float)i * 0.25f - 1.0f;               /* col 1 */
+    }
+    x[7 * 256 + 9] = INFINITY;           /* col 0, sb 7 */
+    x[8 * 256 + 255] = -INFINITY;        /* col 0, sb 8 */
+    x[k + 3 * 256 + 17] = NAN;           /* col 1, sb 3 */
+    x[2 * k + 9 * 256] = -NAN;           /* col 2, sb 9, first element */
     create_pools(pools);
-    for (p = 0; p < 3; p++) {
-        memset(act, 0xA5, m * baton_cpu_act_k_col_bytes(k));
-        baton_cpu_quantize_act_k(pools[p], x, k, m, act);
-        for (c = 0; c < m; c++)
-            for (s = 0; s < k / 256; s++) {
-                const uint8_t *blk = act + c * 960 + s * 320;
-                struct ref_act a;
-                int16_t bs[16];
-                float dx;
-                int i;
+    for (lvl = BATON_CPU_ISA_SCALAR; lvl <= BATON_CPU_ISA_AVX512; lvl++) {
+        if ((int)baton_cpu_isa_set((enum baton_cpu_isa)lvl) != lvl)
+            continue;
+        for (p = 0; p < 3; p++) {
+            memset(act, 0xA5, m * baton_cpu_act_k_col_bytes(k));
+            baton_cpu_quantize_act_k(pools[p], x, k, m, act);
+            for (c = 0; c < m; c++)
+                for (s = 0; s < nsb; s++) {
+                    const uint8_t *blk = act + c * nsb * 320 + s * 320;
+                    struct ref_act a;
+                    int16_t bs[16];
+                    float dx;
 
-                ref_quantize(x + c * k + s * 256, &a);
-                assert_memory_equal(blk, a.q, 256);
-                memcpy(bs, blk + 256, sizeof(bs));
-                for (i = 0; i < 16; i++)
-                    assert_int_equal(bs[i], a.bsum16[i]);
-                memcpy(&dx, blk + 288, 4);
-                assert_true(dx == a.dx);
-                for (i = 292; i < 320; i++)
-                    assert_int_equal(blk[i], 0);
-            }
+                    ref_quantize(x + c * k + s * 256, &a);
+                    assert_memory_equal(blk, a.q, 256);
+                    memcpy(bs, blk + 256, sizeof(bs));
+                    for (i = 0; i < 16; i++)
+                        assert_int_equal(bs[i], a.bsum16[i]);
+                    memcpy(&dx, blk + 288, 4);
+                    assert_memory_equal(&dx, &a.dx, 4); /* NaN too: both are NAN */
+                    for (i = 292; i < 320; i++)
+                        assert_int_equal(blk[i], 0);
+                }
+        }
+    }
+    baton_cpu_isa_set(BATON_CPU_ISA_AVX512);
+    /* the special super-blocks are what they claim */
+    {
+        struct ref_act a;
+
+        ref_quantize(x + 256, &a);
+        assert_true(a.dx == 0.0f);
+        ref_quantize(x + 2 * 256, &a);
+        assert_true(a.dx > 0.0f && a.dx < ldexpf(1.0f, -128)); /* 1/dx overflows */
+        ref_quantize(x + 5 * 256, &a);
+        assert_int_equal(a.q[0], 127);
+        assert_int_equal(a.q[1], -127);
+        ref_quantize(x + 7 * 256, &a);
+        assert_true(isnan(a.dx));
+        ref_quantize(x + k + 3 * 256, &a);
+        assert_true(isnan(a.dx));
     }
     destroy_pools(pools);
     free(x);

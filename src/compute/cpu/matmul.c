@@ -441,7 +441,8 @@ static void scalar_q6_k(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 
 /* K activations (matmul.h): super-blocks [b0, b1) of the flat index
  * c * (k / 256) + s. dx = max|x| / 127, q = rint(x * (1/dx)) as
- * scalar_act; every level uses this one. */
+ * scalar_act; the reference of the SIMD levels' (baton_mm_avx2_act_k),
+ * which write the same bytes. */
 void baton_mm_act_k(const float *x, uint64_t k, uint8_t *act, uint64_t col_bytes, uint64_t b0,
                     uint64_t b1)
 {
@@ -585,7 +586,7 @@ static void scalar_exp_shift(float *x, uint64_t n, float m)
 const struct baton_mm_kernels baton_mm_scalar = {
     scalar_f32, scalar_f16, scalar_q8_0, scalar_q4_0, scalar_act, scalar_dots, scalar_wsum,
     scalar_dots_multi, scalar_silu, scalar_exp_shift, scalar_q2_k, scalar_q3_k, scalar_q4_k,
-    scalar_q5_k, scalar_q6_k,
+    scalar_q5_k, scalar_q6_k, baton_mm_act_k,
 };
 
 /* ---- drivers ---- */
@@ -653,7 +654,7 @@ static void act_k_task(void *ctx, uint64_t b0, uint64_t b1, uint32_t chunk)
     const struct act_k_job *j = ctx;
 
     (void)chunk;
-    baton_mm_act_k(j->x, j->k, j->act, j->col_bytes, b0, b1);
+    kernels()->act_k(j->x, j->k, j->act, j->col_bytes, b0, b1);
 }
 
 void baton_cpu_quantize_act_k(struct baton_pool *pool, const float *x, uint64_t k, uint64_t m,

@@ -103,7 +103,9 @@ uint64_t baton_cpu_act_col_bytes(uint64_t k);
  * aligned loads). Each super-block of 256 values of a column of x gets a
  * float scale dx = max|x| / 127 and q = round-to-nearest-even(x * (1/dx))
  * in [-127, 127] (the rule of the activations above; a super-block with a
- * non-finite x gets dx = NaN and q = 0), BATON_ACT_K_BLOCK_BYTES per
+ * non-finite x gets dx = NaN and q = 0; one whose 1/dx overflows to +inf,
+ * dx < 2^-128, all |x| below about 2^-121, gets q = 0: the scalar lrintf
+ * of +-inf or NaN, LONG_MIN, cast to int8), BATON_ACT_K_BLOCK_BYTES per
  * super-block:
  *   bytes   0..255  int8  q of elements 0..255, in order
  *   bytes 256..287  int16 bsums[i] = sum of q over elements 16i..16i+15
@@ -250,6 +252,12 @@ typedef void (*baton_mm_rows_fn)(const struct baton_mm *mm, uint64_t r0, uint64_
 typedef void (*baton_act_fn)(const float *x, uint64_t k, uint8_t *act, uint64_t col_bytes,
                              int32_t bias, uint64_t b0, uint64_t b1);
 
+/* Quantizes super-blocks [b0, b1) of the flat index c * (k / 256) + s
+ * (column c, super-block s) of x into the K activation layout at act
+ * (column stride col_bytes). */
+typedef void (*baton_act_k_fn)(const float *x, uint64_t k, uint8_t *act, uint64_t col_bytes,
+                               uint64_t b0, uint64_t b1);
+
 /* baton_cpu_f32_dots and baton_cpu_f32_wsum at one level. */
 typedef void (*baton_dots_fn)(const float *w, uint64_t ws, const float *x, uint64_t k, uint64_t n,
                               float *y);
@@ -273,9 +281,11 @@ struct baton_mm_kernels {
     baton_exp_shift_fn exp_shift;
     /* K-quant weights; act holds the K activation layout */
     baton_mm_rows_fn q2_k, q3_k, q4_k, q5_k, q6_k;
+    /* the K activation quantizer (baton_mm_act_k's bytes at every level) */
+    baton_act_k_fn act_k;
 };
 
-/* The K activation quantizer (scalar; every level's): super-blocks
+/* The K activation quantizer, scalar (the reference): super-blocks
  * [b0, b1) of the flat index c * (k / 256) + s (column c, super-block s)
  * of x into act (column stride col_bytes). */
 void baton_mm_act_k(const float *x, uint64_t k, uint8_t *act, uint64_t col_bytes, uint64_t b0,
@@ -316,9 +326,11 @@ void baton_mm_drive(const struct baton_mm *mm, uint64_t r0, uint64_t r1,
  * F32 kernels, which work on 8 rows at a time). */
 void baton_mm_f32_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc);
 
-/* AVX2's activation quantizer and weighted sum, also the AVX-512 level's. */
+/* AVX2's activation quantizers and weighted sum, also the AVX-512 level's. */
 void baton_mm_avx2_act(const float *x, uint64_t k, uint8_t *act, uint64_t col_bytes, int32_t bias,
                        uint64_t b0, uint64_t b1);
+void baton_mm_avx2_act_k(const float *x, uint64_t k, uint8_t *act, uint64_t col_bytes,
+                         uint64_t b0, uint64_t b1);
 void baton_mm_avx2_wsum(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
                         float *out);
 

@@ -371,6 +371,93 @@ T2 void baton_mm_avx2_act(const float *x, uint64_t k, uint8_t *act, uint64_t col
     }
 }
 
+/* K activations (matmul.h), baton_mm_act_k's bytes: a super-block of
+ * 256 floats in two passes over it (it is in L1 after the first). The
+ * first takes the largest |x| as the largest of the integers x & 0x7FFFFFFF
+ * (for non-negative floats the integer order is the float order), which
+ * is at least 0x7F800000 exactly when some x is inf or NaN. The second
+ * rounds x * (1/dx) with cvtps2dq (nearest even, as the scalar lrintf),
+ * packs to bytes and takes the sums of 16 with vpmaddubsw and a vphaddw
+ * tree (|sum| <= 16 * 127: no wrap). */
+T2 void baton_mm_avx2_act_k(const float *x, uint64_t k, uint8_t *act, uint64_t col_bytes,
+                            uint64_t b0, uint64_t b1)
+{
+    const uint64_t nsb = k / BATON_QK_K;
+    const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    const __m256i ones = _mm256_set1_epi8(1);
+    uint64_t fb;
+
+    for (fb = b0; fb < b1; fb++) {
+        const uint64_t c = fb / nsb, s = fb % nsb;
+        const float *xb = x + c * k + s * BATON_QK_K;
+        uint8_t *blk = act + c * col_bytes + s * BATON_ACT_K_BLOCK_BYTES;
+        __m256i mx = _mm256_setzero_si256(), mx1 = _mm256_setzero_si256(), p[8];
+        __m128i m4;
+        uint32_t amax_bits;
+        float amax, dx, id;
+        int i;
+
+        for (i = 0; i < 32; i += 2) {
+            mx = _mm256_max_epu32(
+                mx, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(xb + 8 * i)), abs_mask));
+            mx1 = _mm256_max_epu32(
+                mx1,
+                _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(xb + 8 * i + 8)), abs_mask));
+        }
+        mx = _mm256_max_epu32(mx, mx1);
+        m4 = _mm_max_epu32(_mm256_castsi256_si128(mx), _mm256_extracti128_si256(mx, 1));
+        m4 = _mm_max_epu32(m4, _mm_shuffle_epi32(m4, 0x4E));
+        m4 = _mm_max_epu32(m4, _mm_shuffle_epi32(m4, 0xB1));
+        amax_bits = (uint32_t)_mm_cvtsi128_si32(m4);
+        memset(blk + 292, 0, BATON_ACT_K_BLOCK_BYTES - 292);
+        if (amax_bits >= 0x7F800000u) { /* an inf or a NaN */
+            const float nan = NAN;
+
+            memset(blk, 0, 288);
+            memcpy(blk + 288, &nan, sizeof(nan));
+            continue;
+        }
+        memcpy(&amax, &amax_bits, sizeof(amax));
+        dx = amax / 127.0f;
+        id = dx != 0.0f ? 1.0f / dx : 0.0f;
+        if (id == INFINITY) {
+            /* dx < 2^-128: every x * id is +-inf or NaN, which the scalar
+             * lrintf turns into LONG_MIN, int8 0 (cvtps2dq would give -128) */
+            memset(blk, 0, 288);
+            memcpy(blk + 288, &dx, sizeof(dx));
+            continue;
+        }
+        for (i = 0; i < 8; i++) {
+            const __m256 idv = _mm256_set1_ps(id);
+            __m256i q32[4], bytes;
+            int j;
+
+            for (j = 0; j < 4; j++)
+                q32[j] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xb + 32 * i + 8 * j), idv));
+            bytes = _mm256_packs_epi16(_mm256_packs_epi32(q32[0], q32[1]),
+                                       _mm256_packs_epi32(q32[2], q32[3]));
+            bytes = _mm256_permutevar8x32_epi32(bytes, order); /* elements 32i.. in order */
+            _mm256_storeu_si256((__m256i *)(blk + 32 * i), bytes);
+            /* int16 lanes 0..7: pair sums of elements 32i..32i+15, 8..15: of the next 16 */
+            p[i] = _mm256_maddubs_epi16(ones, bytes);
+        }
+        {
+            /* 128-bit half 0 of each vphaddw ends with sums of the sub-blocks
+             * of 16 2i (the even ones), half 1 with 2i + 1 */
+            const __m256i h01 = _mm256_hadd_epi16(p[0], p[1]), h23 = _mm256_hadd_epi16(p[2], p[3]);
+            const __m256i h45 = _mm256_hadd_epi16(p[4], p[5]), h67 = _mm256_hadd_epi16(p[6], p[7]);
+            const __m256i f = _mm256_hadd_epi16(_mm256_hadd_epi16(h01, h23),
+                                                _mm256_hadd_epi16(h45, h67));
+            const __m128i ev = _mm256_castsi256_si128(f), od = _mm256_extracti128_si256(f, 1);
+
+            _mm_storeu_si128((__m128i *)(blk + 256), _mm_unpacklo_epi16(ev, od));
+            _mm_storeu_si128((__m128i *)(blk + 272), _mm_unpackhi_epi16(ev, od));
+        }
+        memcpy(blk + 288, &dx, sizeof(dx));
+    }
+}
+
 /* ---- ATTENTION's weighted sum: lanes hold i, s ascending per lane ---- */
 
 /* out[i0 .. i0 + 8*NA) over every s, NA accumulators of 8 lanes. */
@@ -498,24 +585,27 @@ static AI T2 float k_fma(float a, float b, float c)
     return __builtin_fmaf(a, b, c);
 }
 
-static AI T2 int32_t k_hsum(__m256i v)
-{
-    __m128i a = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-
-    a = _mm_add_epi32(a, _mm_shuffle_epi32(a, 0x4E));
-    a = _mm_add_epi32(a, _mm_shuffle_epi32(a, 0xB1));
-    return _mm_cvtsi128_si32(a);
-}
-
 /* Lane j = the sum of the 8 lanes of v[j], j = 0..7. */
 static AI T2 __m256i k_hsum8x(const __m256i v[8])
 {
-    const __m256i h01 = _mm256_hadd_epi32(v[0], v[1]), h23 = _mm256_hadd_epi32(v[2], v[3]);
-    const __m256i h45 = _mm256_hadd_epi32(v[4], v[5]), h67 = _mm256_hadd_epi32(v[6], v[7]);
-    const __m256i h0123 = _mm256_hadd_epi32(h01, h23), h4567 = _mm256_hadd_epi32(h45, h67);
+    /* unpacks and adds (vphaddd is about 2 cycles per instruction on Zen 4,
+     * these are 0.5): integers, so the grouping does not matter */
+    const __m256i s01 = _mm256_add_epi32(_mm256_unpacklo_epi32(v[0], v[1]),
+                                         _mm256_unpackhi_epi32(v[0], v[1]));
+    const __m256i s23 = _mm256_add_epi32(_mm256_unpacklo_epi32(v[2], v[3]),
+                                         _mm256_unpackhi_epi32(v[2], v[3]));
+    const __m256i s45 = _mm256_add_epi32(_mm256_unpacklo_epi32(v[4], v[5]),
+                                         _mm256_unpackhi_epi32(v[4], v[5]));
+    const __m256i s67 = _mm256_add_epi32(_mm256_unpacklo_epi32(v[6], v[7]),
+                                         _mm256_unpackhi_epi32(v[6], v[7]));
+    /* per 128-bit half: lane j = the half's sum of v[j] (resp. v[4 + j]) */
+    const __m256i u0 = _mm256_add_epi32(_mm256_unpacklo_epi64(s01, s23),
+                                        _mm256_unpackhi_epi64(s01, s23));
+    const __m256i u1 = _mm256_add_epi32(_mm256_unpacklo_epi64(s45, s67),
+                                        _mm256_unpackhi_epi64(s45, s67));
 
-    return _mm256_add_epi32(_mm256_permute2x128_si256(h0123, h4567, 0x20),
-                            _mm256_permute2x128_si256(h0123, h4567, 0x31));
+    return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20),
+                            _mm256_permute2x128_si256(u0, u1, 0x31));
 }
 
 static AI T2 __m256i k_srl(__m256i v, int n)
@@ -566,6 +656,162 @@ static AI T2 __m256i k_chunk(uint32_t type, const uint8_t *wb, int t)
     }
 }
 
+/* The unpacked weights wq and spread scales sv of the super-block at wb,
+ * *corr the int16 factors of its 16 bsums; returns the bias. */
+static AI T2 int k_prep(uint32_t type, const uint8_t *wb, __m256i wq[8], __m256i sv[8],
+                        __m256i *corr)
+{
+    __m128i scb;
+    __m256i mn;
+    const int bias = k_scales_v(type, wb, &scb, &mn);
+    const __m256i sc2 = _mm256_broadcastsi128_si256(scb);
+    /* lane L of chunk t holds group 2t + L: its scale byte in the high
+     * byte of each int16 (low byte zeroed by 0x80), then sign-extended */
+    const __m256i idx0 = _mm256_setr_epi8(-128, 0, -128, 0, -128, 0, -128, 0, -128, 0, -128, 0,
+                                          -128, 0, -128, 0, -128, 1, -128, 1, -128, 1, -128, 1,
+                                          -128, 1, -128, 1, -128, 1, -128, 1);
+    int t;
+
+    if (bias)
+        *corr = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(scb), _mm256_set1_epi16((short)-bias));
+    else
+        *corr = mn;
+#pragma GCC unroll 8
+    for (t = 0; t < 8; t++) {
+        wq[t] = k_chunk(type, wb, t);
+        sv[t] = _mm256_srai_epi16(
+            _mm256_shuffle_epi8(sc2, _mm256_add_epi8(idx0, _mm256_set1_epi8((char)(2 * t)))), 8);
+    }
+    return bias;
+}
+
+#define K_GROUP 8u
+
+/* The float operands of a group of super-blocks, lane t for super-block
+ * t: a = d * dx, i = (float)isum, b = -(dmin * dx), m = (float)msum. */
+struct k_fl {
+    __m256 a, i, b, m;
+};
+
+/* Super-block t of group f's steps of the chain. */
+static AI T2 float k_chain(const struct k_fl *f, uint32_t t, int has_min, float acc)
+{
+    float a[K_GROUP], i[K_GROUP];
+
+    _mm256_storeu_ps(a, f->a);
+    _mm256_storeu_ps(i, f->i);
+    acc = k_fma(a[t], i[t], acc);
+    if (has_min) {
+        float b[K_GROUP], m[K_GROUP];
+
+        _mm256_storeu_ps(b, f->b);
+        _mm256_storeu_ps(m, f->m);
+        acc = k_fma(b[t], m[t], acc);
+    }
+    return acc;
+}
+
+/* Decode, as the AVX-512 level's k_group1 (matmul_avx512.c): super-blocks
+ * [s, s + nt) of the row at wrow against the column at xcol, their lanes
+ * summed across 8 at a time into *out, the previous group's chain steps
+ * (np super-blocks) done on *acc between them. Same bits. */
+static AI T2 void k_group1(uint32_t type, const uint8_t *wrow, const uint8_t *xcol, uint64_t s,
+                           uint32_t nt, const struct k_fl *prev, uint32_t np, float *acc,
+                           struct k_fl *out)
+{
+    uint32_t bbytes, t;
+    int d_off, dmin_off, q;
+    __m256i is[K_GROUP], ms[K_GROUP];
+    uint32_t dw[K_GROUP];
+    float dxs[K_GROUP];
+
+    k_layout(type, &bbytes, &d_off, &dmin_off);
+    for (t = 0; t < K_GROUP; t++) {
+        if (t < nt) {
+            const uint8_t *wb = wrow + (s + t) * bbytes;
+            const uint8_t *xb = xcol + (s + t) * BATON_ACT_K_BLOCK_BYTES;
+            uint16_t h[2] = {0, 0};
+            __m256i wq[8], sv[8], corr, m, a;
+            const int bias = k_prep(type, wb, wq, sv, &corr);
+
+            m = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
+            a = bias ? m : _mm256_setzero_si256();
+#pragma GCC unroll 8
+            for (q = 0; q < 8; q++) {
+                const __m256i p = _mm256_maddubs_epi16(
+                    wq[q], _mm256_loadu_si256((const __m256i *)(xb + 32 * q)));
+
+                a = _mm256_add_epi32(a, _mm256_madd_epi16(p, sv[q]));
+            }
+            is[t] = a;
+            ms[t] = m;
+            memcpy(&h[0], wb + d_off, sizeof(h[0]));
+            if (dmin_off >= 0)
+                memcpy(&h[1], wb + dmin_off, sizeof(h[1]));
+            dw[t] = (uint32_t)h[0] | (uint32_t)h[1] << 16;
+            memcpy(&dxs[t], xb + 288, sizeof(float));
+        } else {
+            is[t] = ms[t] = _mm256_setzero_si256();
+            dw[t] = 0;
+            dxs[t] = 0.0f;
+        }
+        if (t < np)
+            *acc = k_chain(prev, t, dmin_off >= 0, *acc);
+    }
+    {
+        const __m256i dd = _mm256_setr_epi32((int)dw[0], (int)dw[1], (int)dw[2], (int)dw[3],
+                                             (int)dw[4], (int)dw[5], (int)dw[6], (int)dw[7]);
+        const __m256i lo = _mm256_and_si256(dd, _mm256_set1_epi32(0xFFFF));
+        /* the 8 d halves in order (values <= 0xFFFF: the pack is exact) */
+        const __m256 d8 = _mm256_cvtph_ps(
+            _mm_packus_epi32(_mm256_castsi256_si128(lo), _mm256_extracti128_si256(lo, 1)));
+        const __m256 dx = _mm256_setr_ps(dxs[0], dxs[1], dxs[2], dxs[3], dxs[4], dxs[5], dxs[6],
+                                         dxs[7]);
+
+        out->a = _mm256_mul_ps(d8, dx);
+        out->i = _mm256_cvtepi32_ps(k_hsum8x(is));
+        if (dmin_off >= 0) {
+            const __m256i hi = _mm256_srli_epi32(dd, 16);
+            const __m256 m8 = _mm256_cvtph_ps(
+                _mm_packus_epi32(_mm256_castsi256_si128(hi), _mm256_extracti128_si256(hi, 1)));
+
+            /* -(dmin * dx): the negation is exact */
+            out->b = _mm256_xor_ps(_mm256_mul_ps(m8, dx), _mm256_set1_ps(-0.0f));
+            out->m = _mm256_cvtepi32_ps(k_hsum8x(ms));
+        } else {
+            out->b = out->m = _mm256_setzero_ps();
+        }
+    }
+}
+
+/* Decode: row r against column 0, K_GROUP super-blocks at a time. */
+static AI T2 void k_row1(const struct baton_mm *mm, uint64_t r, uint32_t type)
+{
+    const uint64_t nsb = mm->k / BATON_QK_K;
+    const uint8_t *wrow = mm->w + r * mm->w_row_bytes;
+    uint32_t bbytes, np = 0, t;
+    int d_off, dmin_off;
+    uint64_t s = 0;
+    float acc = 0.0f;
+    struct k_fl f[2];
+
+    f[0].a = f[0].i = f[0].b = f[0].m = _mm256_setzero_ps();
+    k_layout(type, &bbytes, &d_off, &dmin_off);
+    for (; nsb - s >= K_GROUP; s += K_GROUP) {
+        k_group1(type, wrow, mm->act, s, K_GROUP, &f[0], np, &acc, &f[1]);
+        f[0] = f[1];
+        np = K_GROUP;
+    }
+    if (s < nsb) {
+        k_group1(type, wrow, mm->act, s, (uint32_t)(nsb - s), &f[0], np, &acc, &f[1]);
+        f[0] = f[1];
+        np = (uint32_t)(nsb - s);
+    }
+    for (t = 0; t < np; t++)
+        acc = k_chain(&f[0], t, dmin_off >= 0, acc);
+    mm->y[r] = acc;
+}
+
 /* Row r of K weights for columns [c, c + nc), nc <= K_COLS. */
 static AI T2 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc,
                         uint32_t type)
@@ -577,35 +823,26 @@ static AI T2 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
     uint32_t j;
     float acc[K_COLS];
 
+    if (nc == 1) {
+        /* the one-column path of the decode (same bits either way) */
+        const struct baton_mm one = {
+            mm->w, mm->w_row_bytes, mm->x, mm->act + c * mm->act_col_bytes, mm->act_col_bytes,
+            mm->y + c * mm->n, mm->k, mm->n, 1,
+        };
+
+        k_row1(&one, r, type);
+        return;
+    }
     k_layout(type, &bbytes, &d_off, &dmin_off);
     for (j = 0; j < K_COLS; j++)
         acc[j] = 0.0f;
     for (s = 0; s < nsb; s++) {
         const uint8_t *wb = mm->w + r * mm->w_row_bytes + s * bbytes;
         const float d = h2f(wb + d_off), dmin = dmin_off >= 0 ? h2f(wb + dmin_off) : 0.0f;
-        __m128i scb;
-        __m256i mn;
-        const int bias = k_scales_v(type, wb, &scb, &mn);
-        const __m256i sc2 = _mm256_broadcastsi128_si256(scb);
-        /* lane L of chunk t holds group 2t + L: its scale byte in the high
-         * byte of each int16 (low byte zeroed by 0x80), then sign-extended */
-        const __m256i idx0 = _mm256_setr_epi8(
-            -128, 0, -128, 0, -128, 0, -128, 0, -128, 0, -128, 0, -128, 0, -128, 0, -128, 1, -128,
-            1, -128, 1, -128, 1, -128, 1, -128, 1, -128, 1, -128, 1);
         __m256i wq[8], sv[8], corr;
+        const int bias = k_prep(type, wb, wq, sv, &corr);
 
-        if (bias)
-            corr = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(scb), _mm256_set1_epi16((short)-bias));
-        else
-            corr = mn;
-#pragma GCC unroll 8
-        for (t = 0; t < 8; t++) {
-            wq[t] = k_chunk(type, wb, t);
-            sv[t] = _mm256_srai_epi16(
-                _mm256_shuffle_epi8(sc2, _mm256_add_epi8(idx0, _mm256_set1_epi8((char)(2 * t)))),
-                8);
-        }
-        if (nc > 1) { /* every column's sums, then the float steps in lane j */
+        { /* every column's sums, then the float steps in lane j */
             __m256i is[K_COLS], ms[K_COLS];
             float dxs[K_COLS];
             __m256 dxv, accv;
@@ -632,33 +869,15 @@ static AI T2 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
                 ms[j] = m;
                 memcpy(&dxs[j], xb + 288, sizeof(float));
             }
-            dxv = _mm256_loadu_ps(dxs);
+            /* not a vector load of the 8 scalar stores (a store-forwarding
+             * stall) */
+            dxv = _mm256_setr_ps(dxs[0], dxs[1], dxs[2], dxs[3], dxs[4], dxs[5], dxs[6], dxs[7]);
             accv = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(d), dxv),
                                    _mm256_cvtepi32_ps(k_hsum8x(is)), _mm256_loadu_ps(acc));
             if (dmin_off >= 0)
                 accv = _mm256_fnmadd_ps(_mm256_mul_ps(_mm256_set1_ps(dmin), dxv),
                                         _mm256_cvtepi32_ps(k_hsum8x(ms)), accv);
             _mm256_storeu_ps(acc, accv);
-            continue;
-        }
-        for (j = 0; j < nc; j++) {
-            const uint8_t *xb = mm->act + (c + j) * mm->act_col_bytes + s * BATON_ACT_K_BLOCK_BYTES;
-            const __m256i m =
-                _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
-            __m256i a = bias ? m : _mm256_setzero_si256();
-            float dx;
-
-#pragma GCC unroll 8
-            for (t = 0; t < 8; t++) {
-                const __m256i p = _mm256_maddubs_epi16(
-                    wq[t], _mm256_loadu_si256((const __m256i *)(xb + 32 * t)));
-
-                a = _mm256_add_epi32(a, _mm256_madd_epi16(p, sv[t]));
-            }
-            memcpy(&dx, xb + 288, sizeof(dx));
-            acc[j] = k_fma(d * dx, (float)k_hsum(a), acc[j]);
-            if (dmin_off >= 0)
-                acc[j] = k_fma(-(dmin * dx), (float)k_hsum(m), acc[j]);
         }
     }
     for (j = 0; j < nc; j++)
@@ -672,7 +891,7 @@ static AI T2 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
     }                                                                                              \
     static T2 void name##_decode(const struct baton_mm *mm, uint64_t r)                            \
     {                                                                                              \
-        k_row(mm, r, 0, 1, type);                                                                  \
+        k_row1(mm, r, type);                                                                       \
     }                                                                                              \
     static const struct baton_mm_tiles name##_tiles = {                                            \
         name##_decode, 1, name##_row, 1, K_COLS, name##_row, 0,                                    \
@@ -691,7 +910,7 @@ K_KERNELS(q6_k, BATON_TYPE_Q6_K)
 const struct baton_mm_kernels baton_mm_avx2 = {
     avx2_f32,           avx2_f16,  avx2_q8_0,     avx2_q4_0, baton_mm_avx2_act, avx2_f32_dots,
     baton_mm_avx2_wsum, avx2_f32_dots_multi, avx2_silu, avx2_exp_shift, avx2_q2_k, avx2_q3_k,
-    avx2_q4_k,          avx2_q5_k, avx2_q6_k,
+    avx2_q4_k,          avx2_q5_k, avx2_q6_k, baton_mm_avx2_act_k,
 };
 
 #else /* not x86-64: the level is never chosen; keep the table defined */

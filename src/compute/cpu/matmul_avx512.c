@@ -628,9 +628,9 @@ static T5 void avx512_exp_shift(float *x, uint64_t n, float m)
 }
 
 /* ---- K-quants: the AVX2 level's integer sums (matmul_avx2.c) on
- * 512-bit registers, a chunk of 64 elements each, with vpdpwssd (VNNI)
- * doing the scale multiply and the add in one operation. Same integers,
- * so the same bits. ---- */
+ * 512-bit registers, a chunk of 64 elements each, formed with VNNI
+ * (vpdpbusd sums of 4, packed to int16, scaled by vpmaddwd / vpdpwssd:
+ * k_dot). Same integers, so the same bits. ---- */
 
 #define K_COLS 8u
 
@@ -642,35 +642,27 @@ static AI T5 float k_fma(float a, float b, float c)
     return __builtin_fmaf(a, b, c);
 }
 
-static AI T5 int32_t k_hsum(__m256i v)
-{
-    __m128i a = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-
-    a = _mm_add_epi32(a, _mm_shuffle_epi32(a, 0x4E));
-    a = _mm_add_epi32(a, _mm_shuffle_epi32(a, 0xB1));
-    return _mm_cvtsi128_si32(a);
-}
-
-/* The lane sums of a and of b at once. */
-static AI T5 void k_hsum2(__m256i a, __m256i b, int32_t *sa, int32_t *sb)
-{
-    const __m256i h = _mm256_hadd_epi32(a, b);
-    __m128i t = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-
-    t = _mm_hadd_epi32(t, t);
-    *sa = _mm_cvtsi128_si32(t);
-    *sb = _mm_extract_epi32(t, 1);
-}
-
 /* Lane j = the sum of the 8 lanes of v[j], j = 0..7. */
 static AI T5 __m256i k_hsum8x(const __m256i v[8])
 {
-    const __m256i h01 = _mm256_hadd_epi32(v[0], v[1]), h23 = _mm256_hadd_epi32(v[2], v[3]);
-    const __m256i h45 = _mm256_hadd_epi32(v[4], v[5]), h67 = _mm256_hadd_epi32(v[6], v[7]);
-    const __m256i h0123 = _mm256_hadd_epi32(h01, h23), h4567 = _mm256_hadd_epi32(h45, h67);
+    /* unpacks and adds (vphaddd is about 2 cycles per instruction on Zen 4,
+     * these are 0.5): integers, so the grouping does not matter */
+    const __m256i s01 = _mm256_add_epi32(_mm256_unpacklo_epi32(v[0], v[1]),
+                                         _mm256_unpackhi_epi32(v[0], v[1]));
+    const __m256i s23 = _mm256_add_epi32(_mm256_unpacklo_epi32(v[2], v[3]),
+                                         _mm256_unpackhi_epi32(v[2], v[3]));
+    const __m256i s45 = _mm256_add_epi32(_mm256_unpacklo_epi32(v[4], v[5]),
+                                         _mm256_unpackhi_epi32(v[4], v[5]));
+    const __m256i s67 = _mm256_add_epi32(_mm256_unpacklo_epi32(v[6], v[7]),
+                                         _mm256_unpackhi_epi32(v[6], v[7]));
+    /* per 128-bit half: lane j = the half's sum of v[j] (resp. v[4 + j]) */
+    const __m256i u0 = _mm256_add_epi32(_mm256_unpacklo_epi64(s01, s23),
+                                        _mm256_unpackhi_epi64(s01, s23));
+    const __m256i u1 = _mm256_add_epi32(_mm256_unpacklo_epi64(s45, s67),
+                                        _mm256_unpackhi_epi64(s45, s67));
 
-    return _mm256_add_epi32(_mm256_permute2x128_si256(h0123, h4567, 0x20),
-                            _mm256_permute2x128_si256(h0123, h4567, 0x31));
+    return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20),
+                            _mm256_permute2x128_si256(u0, u1, 0x31));
 }
 
 static AI T5 float k_h2f(const uint8_t *p)
@@ -719,45 +711,94 @@ static AI T5 __m512i k_chunk(uint32_t type, const uint8_t *wb, int q)
     }
 }
 
+/* The unpacked weights of one super-block (at wb): wq[q] = k_chunk(q),
+ * sv[h] = the int16 scales of k_dot's packed sums of chunks 2h and 2h + 1
+ * (word k of 128-bit lane L: group 8h + L for k < 4, 8h + 4 + L for k >=
+ * 4), *corr = the int16 factors of the 16 bsums (-bias * sc for the
+ * biased types, else the mins). Returns the bias. */
+static AI T5 int k_prep(uint32_t type, const uint8_t *wb, __m512i wq[4], __m512i sv[2],
+                        __m256i *corr)
+{
+    __m128i scb;
+    __m256i mn;
+    const int bias = k_scales_v(type, wb, &scb, &mn);
+    const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(scb));
+    const __m512i idx0 = _mm512_setr_epi32(0, 0, 0x40004, 0x40004, 0x10001, 0x10001, 0x50005,
+                                           0x50005, 0x20002, 0x20002, 0x60006, 0x60006, 0x30003,
+                                           0x30003, 0x70007, 0x70007);
+    int q;
+
+    if (bias)
+        *corr = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(scb), _mm256_set1_epi16((short)-bias));
+    else
+        *corr = mn;
+#pragma GCC unroll 4
+    for (q = 0; q < 4; q++)
+        wq[q] = k_chunk(type, wb, q);
+    sv[0] = _mm512_permutexvar_epi16(idx0, sc16);
+    sv[1] = _mm512_permutexvar_epi16(_mm512_add_epi16(idx0, _mm512_set1_epi16(8)), sc16);
+    return bias;
+}
+
+/* 16 int32 lanes summing to sum_e Sc(e) * u(e) * qx(e) over the super-block
+ * (u = Qw + bias, the unsigned quants of wq, sv as k_prep makes them; qx at
+ * xb). vpdpbusd gives each dword d of chunk q the sum of 4 products
+ * u * qx, all of group 4q + d / 4; |sum| <= 4 * 63 * 127 = 32004, so
+ * vpackssdw packs two chunks' sums to int16 exactly, and one vpmaddwd
+ * (vpdpwssd) multiplies them by their scales and adds pairs: 6 multiply
+ * operations per super-block instead of 8 (vpmaddubsw + vpdpwssd per
+ * chunk), and half the scale spreading. Exact integers throughout. */
+static AI T5 __m512i k_dot(const __m512i wq[4], const __m512i sv[2], const uint8_t *xb)
+{
+    const __m512i z = _mm512_setzero_si512();
+    const __m512i p0 = _mm512_dpbusd_epi32(z, wq[0], _mm512_loadu_si512((const void *)xb));
+    const __m512i p1 = _mm512_dpbusd_epi32(z, wq[1], _mm512_loadu_si512((const void *)(xb + 64)));
+    const __m512i p2 = _mm512_dpbusd_epi32(z, wq[2], _mm512_loadu_si512((const void *)(xb + 128)));
+    const __m512i p3 = _mm512_dpbusd_epi32(z, wq[3], _mm512_loadu_si512((const void *)(xb + 192)));
+
+    return _mm512_dpwssd_epi32(_mm512_madd_epi16(_mm512_packs_epi32(p0, p1), sv[0]),
+                               _mm512_packs_epi32(p2, p3), sv[1]);
+}
+
 /* The integer sums of one super-block for columns [c, c + nc) (2 <= nc
  * <= K_COLS) from the unpacked weights wq and scales sv, then the float
  * steps of all columns at once: column j's isum and msum go to lane j by a
  * transposing reduction (one instead of one per column), and lane j does
  * exactly the scalar steps (d * dx_j, the conversions, the two fused
  * multiply-adds), so the bits are the one-column path's. */
-static AI T5 void k_sb_cols(const struct baton_mm *mm, const __m512i wq[4], const __m512i sv[4],
+static AI T5 void k_sb_cols(const struct baton_mm *mm, const __m512i wq[4], const __m512i sv[2],
                             __m256i corr, int bias, int has_min, float d, float dmin, uint64_t s,
                             uint64_t c, uint32_t nc, float *acc)
 {
     __m256i is[K_COLS], ms[K_COLS];
     float dxs[K_COLS];
     uint32_t j;
-    int q;
 
+    /* unrolled, so is and ms stay in registers; dx is read where the
+     * quantizer wrote it (a vector load of 8 floats just stored one by one
+     * would wait for store forwarding to fail) */
+#pragma GCC unroll 8
     for (j = 0; j < K_COLS; j++) {
-        is[j] = _mm256_setzero_si256();
-        ms[j] = _mm256_setzero_si256();
-        dxs[j] = 0.0f;
-    }
-    for (j = 0; j < nc; j++) {
-        const uint8_t *xb = mm->act + (c + j) * mm->act_col_bytes + s * BATON_ACT_K_BLOCK_BYTES;
-        const __m256i m =
-            _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
-        __m512i a = _mm512_setzero_si512();
-        __m256i a8;
+        if (j < nc) {
+            const uint8_t *xb =
+                mm->act + (c + j) * mm->act_col_bytes + s * BATON_ACT_K_BLOCK_BYTES;
+            const __m256i m =
+                _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
+            const __m512i a = k_dot(wq, sv, xb);
+            __m256i a8;
 
-#pragma GCC unroll 4
-        for (q = 0; q < 4; q++)
-            a = _mm512_dpwssd_epi32(
-                a, _mm512_maddubs_epi16(wq[q], _mm512_loadu_si512((const void *)(xb + 64 * q))),
-                sv[q]);
-        a8 = _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
-        is[j] = bias ? _mm256_add_epi32(a8, m) : a8;
-        ms[j] = m;
-        memcpy(&dxs[j], xb + 288, sizeof(float));
+            a8 = _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
+            is[j] = bias ? _mm256_add_epi32(a8, m) : a8;
+            ms[j] = m;
+            memcpy(&dxs[j], xb + 288, sizeof(float));
+        } else {
+            is[j] = ms[j] = _mm256_setzero_si256();
+            dxs[j] = 0.0f;
+        }
     }
     {
-        const __m256 dx = _mm256_loadu_ps(dxs);
+        const __m256 dx = _mm256_setr_ps(dxs[0], dxs[1], dxs[2], dxs[3], dxs[4], dxs[5], dxs[6],
+                                         dxs[7]);
         __m256 accv = _mm256_loadu_ps(acc);
 
         accv = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(d), dx),
@@ -769,72 +810,227 @@ static AI T5 void k_sb_cols(const struct baton_mm *mm, const __m512i wq[4], cons
     }
 }
 
-/* One super-block s of one weight row (at wb) for columns [c, c + nc):
- * acc[j] gets its two fused multiply-adds. */
+/* One super-block s of one weight row (at wb) for columns [c, c + nc),
+ * 2 <= nc <= K_COLS: acc[j] gets its two fused multiply-adds. */
 static AI T5 void k_sb(const struct baton_mm *mm, uint32_t type, const uint8_t *wb, uint64_t s,
                        uint64_t c, uint32_t nc, float *acc)
 {
-    uint32_t bbytes, j;
-    int d_off, dmin_off, q;
+    uint32_t bbytes;
+    int d_off, dmin_off;
 
     k_layout(type, &bbytes, &d_off, &dmin_off);
     const float d = k_h2f(wb + d_off), dmin = dmin_off >= 0 ? k_h2f(wb + dmin_off) : 0.0f;
-    __m128i scb;
-    __m256i mn;
-    const int bias = k_scales_v(type, wb, &scb, &mn);
-    /* int16 lane i of chunk q holds group 4q + i / 8 */
-    const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(scb));
-    const __m512i idx0 = _mm512_setr_epi32(0, 0, 0, 0, 0x10001, 0x10001, 0x10001, 0x10001,
-                                           0x20002, 0x20002, 0x20002, 0x20002, 0x30003,
-                                           0x30003, 0x30003, 0x30003);
-    __m512i wq[4], sv[4];
+    __m512i wq[4], sv[2];
     __m256i corr;
+    const int bias = k_prep(type, wb, wq, sv, &corr);
 
-    if (bias)
-        corr = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(scb), _mm256_set1_epi16((short)-bias));
-    else
-        corr = mn;
-#pragma GCC unroll 4
-    for (q = 0; q < 4; q++) {
-        wq[q] = k_chunk(type, wb, q);
-        sv[q] = _mm512_permutexvar_epi16(_mm512_add_epi16(idx0, _mm512_set1_epi16((short)(4 * q))),
-                                         sc16);
+    k_sb_cols(mm, wq, sv, corr, bias, dmin_off >= 0, d, dmin, s, c, nc, acc);
+}
+
+/* The integer sums of one super-block (weights at wb) against one column's
+ * activations (at xb): *is = 8 int32 lanes summing to isum, *ms = 8 lanes
+ * summing to msum (the types with a min; for the others the bias
+ * correction, already in *is). */
+static AI T5 void k_sb_int1(uint32_t type, const uint8_t *wb, const uint8_t *xb, __m256i *is,
+                            __m256i *ms)
+{
+    __m512i wq[4], sv[2];
+    __m256i corr;
+    const int bias = k_prep(type, wb, wq, sv, &corr);
+    const __m256i m = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
+    const __m512i a = k_dot(wq, sv, xb);
+    const __m256i a8 =
+        _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
+
+    *is = bias ? _mm256_add_epi32(a8, m) : a8;
+    *ms = m;
+}
+
+#define K_GROUP 8u
+
+/* The float operands of a group of super-blocks, lane t for super-block
+ * t of the group: a = d * dx, i = (float)isum, b = -(dmin * dx), m =
+ * (float)msum. */
+struct k_fl {
+    __m256 a, i, b, m;
+};
+
+/* Super-block t of group f's two steps of the chain (one without a min). */
+static AI T5 float k_chain(const struct k_fl *f, uint32_t t, int has_min, float acc)
+{
+    float a[K_GROUP], i[K_GROUP];
+
+    _mm256_storeu_ps(a, f->a);
+    _mm256_storeu_ps(i, f->i);
+    acc = k_fma(a[t], i[t], acc);
+    if (has_min) {
+        float b[K_GROUP], m[K_GROUP];
+
+        _mm256_storeu_ps(b, f->b);
+        _mm256_storeu_ps(m, f->m);
+        acc = k_fma(b[t], m[t], acc);
     }
-    if (nc > 1) {
-        k_sb_cols(mm, wq, sv, corr, bias, dmin_off >= 0, d, dmin, s, c, nc, acc);
-        return;
+    return acc;
+}
+
+/* A group's float operands (struct k_fl) from its integer lanes is, ms,
+ * its d | dmin << 16 halves dw and its dx. */
+static AI T5 void k_group_fl(const __m256i is[K_GROUP], const __m256i ms[K_GROUP],
+                             const uint32_t dw[K_GROUP], const float dxs[K_GROUP], int has_min,
+                             struct k_fl *out)
+{
+    /* lanes 2t and 2t + 1: d and dmin of super-block t of the group */
+    const __m512 dd = _mm512_cvtph_ps(_mm256_setr_epi32(
+        (int)dw[0], (int)dw[1], (int)dw[2], (int)dw[3], (int)dw[4], (int)dw[5], (int)dw[6],
+        (int)dw[7]));
+    const __m256 dx = _mm256_setr_ps(dxs[0], dxs[1], dxs[2], dxs[3], dxs[4], dxs[5], dxs[6],
+                                     dxs[7]);
+    const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m256 d8 = _mm512_castps512_ps256(_mm512_permutexvar_ps(ev, dd));
+
+    out->a = _mm256_mul_ps(d8, dx);
+    out->i = _mm256_cvtepi32_ps(k_hsum8x(is));
+    if (has_min) {
+        const __m512i od = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0,
+                                             0);
+        const __m256 m8 = _mm512_castps512_ps256(_mm512_permutexvar_ps(od, dd));
+
+        /* -(dmin * dx): the negation is exact */
+        out->b = _mm256_xor_ps(_mm256_mul_ps(m8, dx), _mm256_set1_ps(-0.0f));
+        out->m = _mm256_cvtepi32_ps(k_hsum8x(ms));
+    } else {
+        out->b = out->m = _mm256_setzero_ps();
     }
-    for (j = 0; j < nc; j++) {
-        const uint8_t *xb = mm->act + (c + j) * mm->act_col_bytes + s * BATON_ACT_K_BLOCK_BYTES;
-        const __m256i m =
-            _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
-        __m512i a = _mm512_setzero_si512(), a1 = _mm512_setzero_si512();
-        __m256i a8;
-        float dx;
+}
 
-        /* two accumulators: half the latency to the chain (integers: any
-         * grouping gives the same sum) */
-        for (q = 0; q < 4; q += 2) {
-            const __m512i x0 = _mm512_loadu_si512((const void *)(xb + 64 * q));
-            const __m512i x1 = _mm512_loadu_si512((const void *)(xb + 64 * q + 64));
+/* Super-blocks [s, s + nt) (1 <= nt <= K_GROUP) of the row at wrow against
+ * the column at xcol: their integer lanes are kept and summed across in one
+ * transposing reduction (instead of one per super-block), and their d, dmin
+ * and dx widened and multiplied 8 at a time (vmulps rounds each lane as the
+ * scalar mulss does), giving *out. Meanwhile the previous group's chain
+ * steps (prev, np super-blocks; np = 0: none) are done on *acc, one
+ * super-block's after each super-block's integer work: the chain's latency
+ * (two dependent fused multiply-adds per super-block) then hides behind
+ * that work instead of stalling the window after every group. The float
+ * steps are the same operations on the same values in the same order (s
+ * ascending), so the same bits. */
+static AI T5 void k_group1(uint32_t type, const uint8_t *wrow, const uint8_t *xcol, uint64_t s,
+                           uint32_t nt, const struct k_fl *prev, uint32_t np, float *acc,
+                           struct k_fl *out)
+{
+    uint32_t bbytes, t;
+    int d_off, dmin_off;
+    __m256i is[K_GROUP], ms[K_GROUP];
+    uint32_t dw[K_GROUP];
+    float dxs[K_GROUP];
 
-            a = _mm512_dpwssd_epi32(a, _mm512_maddubs_epi16(wq[q], x0), sv[q]);
-            a1 = _mm512_dpwssd_epi32(a1, _mm512_maddubs_epi16(wq[q + 1], x1), sv[q + 1]);
-        }
-        a = _mm512_add_epi32(a, a1);
-        a8 = _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
-        if (bias)
-            a8 = _mm256_add_epi32(a8, m);
-        memcpy(&dx, xb + 288, sizeof(dx));
-        if (dmin_off >= 0) {
-            int32_t isum, msum;
+    k_layout(type, &bbytes, &d_off, &dmin_off);
+#pragma GCC unroll 8
+    for (t = 0; t < K_GROUP; t++) {
+        if (t < nt) {
+            const uint8_t *wb = wrow + (s + t) * bbytes;
+            const uint8_t *xb = xcol + (s + t) * BATON_ACT_K_BLOCK_BYTES;
+            uint16_t h[2] = {0, 0};
 
-            k_hsum2(a8, m, &isum, &msum);
-            acc[j] = k_fma(d * dx, (float)isum, acc[j]);
-            acc[j] = k_fma(-(dmin * dx), (float)msum, acc[j]);
+            k_sb_int1(type, wb, xb, &is[t], &ms[t]);
+            memcpy(&h[0], wb + d_off, sizeof(h[0]));
+            if (dmin_off >= 0)
+                memcpy(&h[1], wb + dmin_off, sizeof(h[1]));
+            dw[t] = (uint32_t)h[0] | (uint32_t)h[1] << 16;
+            memcpy(&dxs[t], xb + 288, sizeof(float));
         } else {
-            acc[j] = k_fma(d * dx, (float)k_hsum(a8), acc[j]);
+            is[t] = ms[t] = _mm256_setzero_si256();
+            dw[t] = 0;
+            dxs[t] = 0.0f;
         }
+        if (t < np)
+            *acc = k_chain(prev, t, dmin_off >= 0, *acc);
+    }
+    k_group_fl(is, ms, dw, dxs, dmin_off >= 0, out);
+}
+
+/* Decode: row r against column 0, K_GROUP super-blocks at a time. */
+static AI T5 void k_row1(const struct baton_mm *mm, uint64_t r, uint32_t type)
+{
+    const uint64_t nsb = mm->k / BATON_QK_K;
+    const uint8_t *wrow = mm->w + r * mm->w_row_bytes;
+    uint32_t bbytes, np = 0, t;
+    int d_off, dmin_off;
+    uint64_t s = 0;
+    float acc = 0.0f;
+    struct k_fl f[2];
+
+    f[0].a = f[0].i = f[0].b = f[0].m = _mm256_setzero_ps();
+    k_layout(type, &bbytes, &d_off, &dmin_off);
+    for (; nsb - s >= K_GROUP; s += K_GROUP) {
+        k_group1(type, wrow, mm->act, s, K_GROUP, &f[0], np, &acc, &f[1]);
+        f[0] = f[1];
+        np = K_GROUP;
+    }
+    if (s < nsb) {
+        k_group1(type, wrow, mm->act, s, (uint32_t)(nsb - s), &f[0], np, &acc, &f[1]);
+        f[0] = f[1];
+        np = (uint32_t)(nsb - s);
+    }
+    for (t = 0; t < np; t++)
+        acc = k_chain(&f[0], t, dmin_off >= 0, acc);
+    mm->y[r] = acc;
+}
+
+/* Decode of rows r and r + 1 when a row has at most 4 super-blocks (the
+ * d768 model's k = 768 rows have 3): the two rows are contiguous, so their
+ * 2 * nsb super-blocks are one group of k_group1 (one cross-lane sum and
+ * one d / dx product for both rows instead of one per row of 3), and then
+ * each row's chain runs in ascending s on its own accumulator; the two
+ * chains are independent, so they overlap. Same steps per row, same bits. */
+static AI T5 void k_rows2(const struct baton_mm *mm, uint64_t r, uint32_t type)
+{
+    const uint32_t nsb = (uint32_t)(mm->k / BATON_QK_K);
+    const uint8_t *w2 = mm->w + r * mm->w_row_bytes;
+    uint32_t bbytes, t;
+    int d_off, dmin_off;
+    __m256i is[K_GROUP], ms[K_GROUP];
+    uint32_t dw[K_GROUP];
+    float dxs[K_GROUP], acc0 = 0.0f, acc1 = 0.0f;
+    struct k_fl f;
+
+    k_layout(type, &bbytes, &d_off, &dmin_off);
+#pragma GCC unroll 8
+    for (t = 0; t < K_GROUP; t++) {
+        if (t < 2 * nsb) {
+            const uint8_t *wb = w2 + t * bbytes;
+            const uint8_t *xb = mm->act + (t < nsb ? t : t - nsb) * BATON_ACT_K_BLOCK_BYTES;
+            uint16_t h[2] = {0, 0};
+
+            k_sb_int1(type, wb, xb, &is[t], &ms[t]);
+            memcpy(&h[0], wb + d_off, sizeof(h[0]));
+            if (dmin_off >= 0)
+                memcpy(&h[1], wb + dmin_off, sizeof(h[1]));
+            dw[t] = (uint32_t)h[0] | (uint32_t)h[1] << 16;
+            memcpy(&dxs[t], xb + 288, sizeof(float));
+        } else {
+            is[t] = ms[t] = _mm256_setzero_si256();
+            dw[t] = 0;
+            dxs[t] = 0.0f;
+        }
+    }
+    k_group_fl(is, ms, dw, dxs, dmin_off >= 0, &f);
+    for (t = 0; t < nsb; t++) {
+        acc0 = k_chain(&f, t, dmin_off >= 0, acc0);
+        acc1 = k_chain(&f, nsb + t, dmin_off >= 0, acc1);
+    }
+    mm->y[r] = acc0;
+    mm->y[r + 1] = acc1;
+}
+
+/* Decode tile: rows r and r + 1. */
+static AI T5 void k_decode2(const struct baton_mm *mm, uint64_t r, uint32_t type)
+{
+    if (mm->k / BATON_QK_K <= K_GROUP / 2) {
+        k_rows2(mm, r, type);
+    } else {
+        k_row1(mm, r, type);
+        k_row1(mm, r + 1, type);
     }
 }
 
@@ -848,6 +1044,16 @@ static AI T5 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
     uint64_t s;
     float acc[K_COLS];
 
+    if (nc == 1) {
+        /* the one-column path of the decode (same bits either way) */
+        const struct baton_mm one = {
+            mm->w, mm->w_row_bytes, mm->x, mm->act + c * mm->act_col_bytes, mm->act_col_bytes,
+            mm->y + c * mm->n, mm->k, mm->n, 1,
+        };
+
+        k_row1(&one, r, type);
+        return;
+    }
     k_layout(type, &bbytes, &d_off, &dmin_off);
     for (j = 0; j < K_COLS; j++)
         acc[j] = 0.0f;
@@ -864,10 +1070,10 @@ static AI T5 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
     }                                                                                              \
     static T5 void name##_kdecode(const struct baton_mm *mm, uint64_t r)                           \
     {                                                                                              \
-        k_row(mm, r, 0, 1, type);                                                                  \
+        k_decode2(mm, r, type);                                                                    \
     }                                                                                              \
     static const struct baton_mm_tiles name##_ktiles = {                                           \
-        name##_kdecode, 1, name##_krow, 1, K_COLS, name##_krow, 0,                                 \
+        name##_kdecode, 2, name##_krow, 1, K_COLS, name##_krow, 0,                                 \
     };                                                                                             \
     static T5 void avx512_##name(const struct baton_mm *mm, uint64_t r0, uint64_t r1)              \
     {                                                                                              \
@@ -884,7 +1090,7 @@ const struct baton_mm_kernels baton_mm_avx512 = {
     avx512_f32,      avx512_f16,         avx512_q8_0,           avx512_q4_0,
     baton_mm_avx2_act, avx512_f32_dots, baton_mm_avx2_wsum, avx512_f32_dots_multi,
     avx512_silu,     avx512_exp_shift,   avx512_q2_k,           avx512_q3_k,
-    avx512_q4_k,     avx512_q5_k,        avx512_q6_k,
+    avx512_q4_k,     avx512_q5_k,        avx512_q6_k,           baton_mm_avx2_act_k,
 };
 
 #else
