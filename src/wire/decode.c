@@ -90,7 +90,8 @@
                               integer b0, integer b1, integer b2, integer b3);
       axiom extent_rc_def: \forall integer t, n0, n1, n2, n3, b0, b1, b2, b3;
         extent_rc(t, n0, n1, n2, n3, b0, b1, b2, b3) ==
-        (!(t == 0 || t == 1 || t == 2 || t == 8 || (10 <= t && t <= 14) || t == 26) ?
+        (!(t == 0 || t == 1 || t == 2 || t == 6 || t == 7 || t == 8 || (10 <= t && t <= 14) ||
+           t == 26) ?
            BATON_E_TYPE :
          !(n0 <= BATON_MAX_DIM_ELEMS && n1 <= BATON_MAX_DIM_ELEMS &&
            n2 <= BATON_MAX_DIM_ELEMS && n3 <= BATON_MAX_DIM_ELEMS) ? BATON_E_LIMIT :
