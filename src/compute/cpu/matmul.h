@@ -329,9 +329,12 @@ void baton_mm_drive(const struct baton_mm *mm, uint64_t r0, uint64_t r1,
  * F32 kernels, which work on 8 rows at a time). */
 void baton_mm_f32_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc);
 
-/* AVX2's Q5_0 / Q5_1 kernels (matmul_q5_avx2.c), also the AVX-512 level's. */
+/* Q5_0 / Q5_1 kernels of the AVX2 (matmul_q5_avx2.c) and AVX-512
+ * (matmul_q5_avx512.c) levels. */
 void baton_mm_avx2_q5_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1);
 void baton_mm_avx2_q5_1(const struct baton_mm *mm, uint64_t r0, uint64_t r1);
+void baton_mm_avx512_q5_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1);
+void baton_mm_avx512_q5_1(const struct baton_mm *mm, uint64_t r0, uint64_t r1);
 
 /* AVX2's activation quantizer and weighted sum, also the AVX-512 level's. */
 void baton_mm_avx2_act(const float *x, uint64_t k, uint8_t *act, uint64_t col_bytes, int32_t bias,

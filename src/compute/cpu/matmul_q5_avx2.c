@@ -1,8 +1,7 @@
 /* AVX2 + FMA + F16C kernels of Q5_0 / Q5_1 weights (x86-64 only; every
  * function carries its target attribute). They follow matmul.h's Q5 order
- * lane for lane, so they give the scalar kernels' bits; the AVX-512 level
- * uses them too (its table points here), which keeps that level's bits the
- * same by construction.
+ * lane for lane, so they give the scalar kernels' bits (the AVX-512 level's
+ * are in matmul_q5_avx512.c).
  *
  * The layout is Q4_0's (matmul_avx2.c): a 256-bit accumulator holds the 4
  * lanes of each of two blocks, blocks 4g, 4g+1 in acc0 (L[0..7]) and 4g+2,
