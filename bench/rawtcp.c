@@ -282,30 +282,42 @@ static int request(int fd, char kind, uint64_t len, uint32_t call)
 }
 
 /* Parses a comma list of numbers in lo..hi into v (at most max); the count,
- * or -1 (message printed). */
+ * or -1 (message printed). Each value is plain decimal digits, no sign,
+ * space or leading zero, and no value is empty ("1,,2", "0,"): the values
+ * name the printed figures (raw_send_1MiB_call64KiB_MBs), which
+ * bench/transport.sh looks up by the list's own spelling. */
 static int parse_list(const char *what, const char *s, unsigned long lo, unsigned long hi,
                       uint64_t *v, int max)
 {
-    char *list = strdup(s), *save = NULL, *tok, *end;
+    const char *p = s;
     int n = 0;
 
-    if (!list)
-        return -1;
-    for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        unsigned long m = strtoul(tok, &end, 10);
+    for (;;) {
+        const char *q = p;
+        unsigned long m = 0;
+        int over = 0;
 
-        if (*end != '\0' || end == tok || m < lo || m > hi || n == max) {
-            fprintf(stderr, "rawtcp: %s: %s is not in %lu..%lu (at most %d values)\n", what, tok,
-                    lo, hi, max);
-            free(list);
+        while (*q >= '0' && *q <= '9') {
+            if (m > (hi - (unsigned long)(*q - '0')) / 10)
+                over = 1;
+            else
+                m = m * 10 + (unsigned long)(*q - '0');
+            q++;
+        }
+        if (q == p || (*q != ',' && *q != '\0') || (*p == '0' && q - p > 1) || over || m < lo) {
+            fprintf(stderr, "rawtcp: %s: '%s': want values in %lu..%lu, plain decimals "
+                            "separated by commas, at most %d\n", what, s, lo, hi, max);
+            return -1;
+        }
+        if (n == max) {
+            fprintf(stderr, "rawtcp: %s: '%s': more than %d values\n", what, s, max);
             return -1;
         }
         v[n++] = m;
+        if (*q == '\0')
+            return n;
+        p = q + 1;
     }
-    free(list);
-    if (n == 0)
-        fprintf(stderr, "rawtcp: %s: empty list\n", what);
-    return n ? n : -1;
 }
 
 static int cmd_run(unsigned port, const char *mib_list, const char *call_list, unsigned rtt_iters,

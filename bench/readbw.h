@@ -14,12 +14,13 @@
 #ifndef BATON_BENCH_READBW_H
 #define BATON_BENCH_READBW_H
 
-#include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h> /* x86 only: the bench builds on aarch64 too (words) */
+
 __attribute__((target("avx512f"))) static uint64_t bench_read_sum_avx512(const void *p,
                                                                          size_t bytes)
 {

@@ -3,12 +3,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "baton/status.h"
 #include "cli/cli.h"
 #include "core/types.h"
 #include "model/genmodel.h"
+#include "model/gguf.h"
 #include "model/llama.h"
 #include "model/quant_preset.h"
 
@@ -31,7 +33,7 @@ static int parse_type(const char *s, uint32_t *type)
     size_t i;
 
     for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        if (strcmp(s, names[i].name) == 0) {
+        if (strcasecmp(s, names[i].name) == 0) { /* any case, as quantize's presets */
             *type = names[i].type;
             return 0;
         }
@@ -81,7 +83,7 @@ static void gen_usage(FILE *f)
           "  --type T          f32, f16, q8_0, q4_0, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k or\n"
           "                    q6_k for the matrices (default f32), or a mix of types\n"
           "                    chosen per matrix as llama.cpp's preset of that name does:\n"
-          "                    q3_k_m, q4_k_m, q5_k_m (docs/QUANTIZE.md)\n"
+          "                    q3_k_m, q4_k_m, q5_k_m (docs/QUANTIZE.md); names in any case\n"
           "  --seed S          weight seed (default 1)\n"
           "  --ctx N           llama.context_length (default 2048)\n"
           "  -o FILE           output file (written atomically)\n"
@@ -164,7 +166,7 @@ int baton_cmd_gen_model(int argc, char **argv)
             cfg.type = BATON_TYPE_F32;
             if (parse_type(optarg, &cfg.type) == 0)
                 break;
-            if (strcmp(optarg, "q2_k") != 0 && strcmp(optarg, "q6_k") != 0 &&
+            if (strcasecmp(optarg, "q2_k") != 0 && strcasecmp(optarg, "q6_k") != 0 &&
                 baton_quant_preset_parse(optarg, &cfg.preset) == 0)
                 break;
             fprintf(stderr,
@@ -223,6 +225,33 @@ int baton_cmd_gen_model(int argc, char **argv)
             cfg.preset != BATON_PRESET_NONE ? baton_quant_preset_name(cfg.preset)
                                             : baton_type_name(cfg.type));
     return 0;
+}
+
+/* One line of the tensor count per type of the file just written, so a
+ * preset's per-tensor choices (and its fallbacks for rows that are not a
+ * multiple of 256) are visible, in type-id order: "baton quantize: by type:
+ * f32 25 q4_k 96 q6_k 13". Nothing is printed if the file cannot be read back. */
+static void print_type_counts(const char *path)
+{
+    uint64_t count[BATON_TYPE_ID_LIMIT] = {0};
+    struct baton_gguf *g = NULL;
+    char err[256];
+    uint64_t i;
+
+    if (baton_gguf_open(path, &g, err, sizeof err) != 0)
+        return;
+    for (i = 0; i < baton_gguf_n_tensors(g); i++) {
+        struct baton_gguf_tensor t;
+
+        if (baton_gguf_tensor_at(g, i, &t) == 0 && t.type < BATON_TYPE_ID_LIMIT)
+            count[t.type]++;
+    }
+    baton_gguf_close(g);
+    fputs("baton quantize: by type:", stderr);
+    for (i = 0; i < BATON_TYPE_ID_LIMIT; i++)
+        if (count[i])
+            fprintf(stderr, " %s %llu", baton_type_name((uint32_t)i), (unsigned long long)count[i]);
+    fputc('\n', stderr);
 }
 
 int baton_cmd_quantize(int argc, char **argv)
@@ -320,5 +349,7 @@ int baton_cmd_quantize(int argc, char **argv)
                 "baton quantize: warning: no tensor was converted to %s; %s holds the tensors "
                 "of %s unchanged\n",
                 type_name, out, in);
+    else
+        print_type_counts(out);
     return 0;
 }

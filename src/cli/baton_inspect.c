@@ -1,5 +1,8 @@
-/* `baton inspect FILE [--json]`: prints a GGUF file's header, metadata and
- * tensor table, as read (and validated) by src/model/gguf.h. */
+/* `baton inspect FILE [--json | --check]`: prints a GGUF file's header,
+ * metadata and tensor table, as read (and validated) by src/model/gguf.h;
+ * with --check, reads every tensor's values instead and reports those that
+ * hold NaN or infinities (a damaged or badly converted file, which would
+ * otherwise give NaN logits and a silent token 0). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -7,23 +10,29 @@
 
 #include "baton/status.h"
 #include "cli/cli.h"
+#include "compute/cpu/quant.h"
 #include "model/gguf.h"
 
 #define INSPECT_ARRAY_HEAD 8u        /* array elements shown */
 #define INSPECT_TEXT_STRING_MAX 160u /* bytes of a string shown in text mode */
+#define INSPECT_CHECK_CHUNK 4096u    /* --check: elements dequantized at a time (256 | it) */
 
 static void usage(FILE *f)
 {
-    fputs("usage: baton inspect FILE [--json]\n"
+    fputs("usage: baton inspect FILE [--json | --check]\n"
           "\n"
           "Reads a GGUF model file (v2/v3), checks every field, and prints its header,\n"
           "metadata (key = value; arrays as type[count] with the first 8 elements) and\n"
           "tensor table (name, type, shape, offset in the data section, bytes).\n"
           "\n"
           "  --json     one JSON object instead of text\n"
+          "  --check    instead, read every value of every tensor (dequantized) and\n"
+          "             name each tensor that holds NaN or infinite values\n"
           "  -h, --help this help\n"
           "\n"
-          "Exit status: 0 ok, 1 the file cannot be read or is not valid GGUF, 2 usage.\n",
+          "Exit status: 0 ok (with --check: every value finite), 1 the file cannot be\n"
+          "read or is not valid GGUF (with --check: or a tensor holds NaN or infinite\n"
+          "values), 2 usage.\n",
           f);
 }
 
@@ -275,13 +284,83 @@ static void print_json(FILE *f, const char *path, const struct baton_gguf *g)
     fputs("]}\n", f);
 }
 
+/* --check: every value of every tensor, INSPECT_CHECK_CHUNK elements at a
+ * time (dequantized for the quantized types, baton_dequantize_row): a fixed
+ * buffer, whatever a tensor's ne[0] says (a file may declare ne[0] = 2^62
+ * with another dimension 0). One line per tensor with a NaN or infinity,
+ * then a summary. Returns 0 (all finite) or 1 (some are not). Tensors of a
+ * type without a float reading (I32) are counted as skipped. */
+static int check_values(const char *path, const struct baton_gguf *g)
+{
+    static float chunk[INSPECT_CHECK_CHUNK];
+    uint64_t n_bad = 0, n_skipped = 0, n_values = 0;
+
+    for (uint64_t i = 0; i < baton_gguf_n_tensors(g); i++) {
+        struct baton_gguf_tensor t;
+        uint64_t k, rows, rb, bad = 0, first = 0;
+        int skipped = 0;
+
+        if (baton_gguf_tensor_at(g, i, &t) != 0)
+            continue;
+        k = t.n_dims ? t.ne[0] : 1;
+        rb = baton_row_bytes(t.type, k);
+        if (rb == 0 || k == 0) {
+            n_skipped++;
+            continue;
+        }
+        rows = t.nbytes / rb;
+        for (uint64_t r = 0; r < rows && !skipped; r++) {
+            const uint8_t *src = (const uint8_t *)t.data + r * rb;
+
+            /* k is a multiple of the type's block and the chunk a multiple
+             * of every block (256), so each piece starts on a block */
+            for (uint64_t done = 0; done < k;) {
+                uint64_t n = k - done < INSPECT_CHECK_CHUNK ? k - done : INSPECT_CHECK_CHUNK;
+
+                if (baton_dequantize_row(t.type, src + baton_row_bytes(t.type, done), chunk, n) !=
+                    0) {
+                    skipped = 1;
+                    break;
+                }
+                for (uint64_t e = 0; e < n; e++)
+                    if (!isfinite(chunk[e]) && bad++ == 0)
+                        first = r * k + done + e;
+                done += n;
+            }
+        }
+        if (skipped) {
+            n_skipped++;
+            continue;
+        }
+        n_values += rows * k;
+        if (bad) {
+            n_bad++;
+            printf("%s: tensor ", path);
+            baton_cli_put_string(stdout, t.name, strlen(t.name), 0);
+            printf(" (%s): %" PRIu64 " of %" PRIu64 " values are NaN or infinite (the first "
+                   "at element %" PRIu64 ")\n",
+                   baton_type_name(t.type), bad, rows * k, first);
+        }
+    }
+    printf("%s: %" PRIu64 " tensors, %" PRIu64 " values read%s: ", path,
+           baton_gguf_n_tensors(g), n_values, n_skipped ? " (some skipped: no float reading)" : "");
+    if (n_bad)
+        printf("%" PRIu64 " tensor%s NaN or infinite values\n", n_bad,
+               n_bad == 1 ? " holds" : "s hold");
+    else
+        printf("every value is finite\n");
+    return n_bad != 0;
+}
+
 int baton_cmd_inspect(int argc, char **argv)
 {
     const char *path = NULL;
-    int json = 0;
+    int json = 0, check = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             json = 1;
+        } else if (strcmp(argv[i], "--check") == 0) {
+            check = 1;
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             usage(stdout);
             return 0;
@@ -303,6 +382,10 @@ int baton_cmd_inspect(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (json && check) {
+        fputs("baton inspect: --json and --check do not go together\n", stderr);
+        return 2;
+    }
 
     struct baton_gguf *g = NULL;
     char err[512];
@@ -311,7 +394,10 @@ int baton_cmd_inspect(int argc, char **argv)
         fprintf(stderr, "baton inspect: %s (%s)\n", err[0] ? err : path, baton_status_name(st));
         return 1;
     }
-    if (json)
+    int bad = 0;
+    if (check)
+        bad = check_values(path, g);
+    else if (json)
         print_json(stdout, path, g);
     else
         print_text(stdout, path, g);
@@ -320,5 +406,5 @@ int baton_cmd_inspect(int argc, char **argv)
         fprintf(stderr, "baton inspect: write error on stdout\n");
         return 1;
     }
-    return 0;
+    return bad;
 }

@@ -3,6 +3,7 @@
 #include "model/quant_preset.h"
 
 #include <string.h>
+#include <strings.h>
 
 #include "core/types.h"
 
@@ -23,7 +24,7 @@ static const struct {
 int baton_quant_preset_parse(const char *name, int *preset)
 {
     for (size_t i = 0; i < N_PRESETS; i++)
-        if (strcmp(name, presets[i].name) == 0) {
+        if (strcasecmp(name, presets[i].name) == 0) {
             *preset = presets[i].preset;
             return 0;
         }

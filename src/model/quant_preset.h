@@ -32,7 +32,7 @@ struct baton_quant_plan {
     uint32_t ffn_down_rank; /* the same for ffn_down */
 };
 
-/* Parses "q2_k", "q3_k_m", "q4_k_m", "q5_k_m", "q6_k" (case as written).
+/* Parses "q2_k", "q3_k_m", "q4_k_m", "q5_k_m", "q6_k", in any case.
  * Returns 0 and sets *preset, or -1. */
 int baton_quant_preset_parse(const char *name, int *preset);
 

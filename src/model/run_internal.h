@@ -171,6 +171,15 @@ int run_register_graphs(struct run *r, const uint32_t *counts, uint32_t n_counts
  * counts[c]: baton_llama_build_stage_out); outs NULL: all 1. */
 int run_register_graphs_out(struct run *r, const uint32_t *counts, const uint32_t *outs,
                             uint32_t n_counts);
+/* As run_register_graphs_out, for shapes the run can do without (smaller
+ * decode steps): a shape over a limit (RUN_MAX_GRAPHS, or the server's
+ * max_graphs_per_session: BATON_E_LIMIT) ends the registration quietly
+ * with 0; other failures are errors (said), 1. */
+int run_register_graphs_optional(struct run *r, const uint32_t *counts, const uint32_t *outs,
+                                 uint32_t n_counts);
+/* 1 if every stage (every input slot) has the graph for n tokens and n_out
+ * outputs, else 0. */
+int run_has_shape(struct run *r, uint32_t n, uint32_t n_out);
 /* The registered graph of stage s for n tokens read from slot (any slot on
  * the first stage), or NULL. */
 const struct stage_graph *run_stage_graph(struct stage_rt *s, uint32_t n, uint32_t n_out,

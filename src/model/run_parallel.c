@@ -10,7 +10,10 @@
  * so that a few registered graph shapes serve every prompt length); then
  * one decode step carries one token of every slot (a slot without a
  * sequence computes a placeholder token in its own free range, so the step
- * keeps one registered shape), and the last stage returns every token's
+ * keeps one registered shape) — or, once fewer slots decode, only theirs in
+ * a smaller step of a power-of-two rows (shapes registered when the
+ * servers' graph limits allow, "shrunk steps"; placeholders pad it to the
+ * power of two) — and the last stage returns every token's
  * argmax, or samples each token (SAMPLE, core/ops.h: the N-th prompt's
  * seed is --seed + N - 1, the counter the token's position). A sequence
  * that ends (EOS, -n) frees its slot for the next prompt. With G pipeline
@@ -220,7 +223,22 @@ int run_par_register(struct run *r)
                 counts[n] = r->n_chunk + last, outs[n++] = last + 1;
         }
     }
-    return run_register_graphs_out(r, counts, outs, n);
+    if (run_register_graphs_out(r, counts, outs, n) != 0)
+        return 1;
+    if (r->cfg->n_predict > 1) {
+        /* shrunk decode steps, smallest first (the tail of a run gains
+         * most): as many as the graph limits allow */
+        const uint32_t gs = (r->n_seq + r->n_groups - 1) / r->n_groups;
+        uint32_t oc[32], oo[32], m = 0;
+
+        for (uint32_t p = 1; p < gs && m + 2 <= 32; p *= 2) {
+            oc[m] = p, oo[m++] = p;
+            if (r->n_chunk)
+                oc[m] = r->n_chunk + p, oo[m++] = p + 1;
+        }
+        return run_register_graphs_optional(r, oc, oo, m);
+    }
+    return 0;
 }
 
 /* Appends len bytes to q's text. 0 or -1 (out of memory). */
@@ -431,8 +449,11 @@ struct par_state {
     struct run *r;
     size_t *slot_seq;   /* sequence in slot j, + 1; 0: free */
     uint32_t *fed;      /* prompt tokens of slot j's sequence in its cells (prefilling) */
-    size_t *row_seq;    /* per group g, row c of its current step: sequence + 1 whose
-                           decode token it is, or 0 (rows_seq[g * gs + c]) */
+    size_t *row_seq;    /* slot j: sequence + 1 whose decode token its row carries in
+                           the group's current step, or 0 */
+    uint32_t *row_slot; /* per group g, row c of its current step: the slot whose decode
+                           token it carries, or UINT32_MAX (row_slot[g * gs + c]) */
+    uint32_t *rows;     /* per group: decode rows of its current step */
     uint32_t groups, gs; /* groups, slots per group (the last may have fewer) */
     uint32_t tstride, ostride; /* per group: token rows (n_chunk + gs), outputs (gs + 1) */
     int32_t *tokens, *sp; /* per group g: tokens[g*tstride..], sp[3*g*tstride..] */
@@ -444,7 +465,7 @@ struct par_state {
     size_t next_prompt;   /* the next prompt to admit */
     size_t n_gen;
     size_t mixed_tokens;  /* prompt tokens that rode in decode steps */
-    uint32_t decode_steps, mixed_steps;
+    uint32_t decode_steps, mixed_steps, shrunk_steps;
     int failed;
 };
 
@@ -482,22 +503,38 @@ static void placeholder(const struct par_state *ps, uint32_t j, uint32_t row, ui
     sp[2 * n + row] = cell;
 }
 
+/* Decode rows for group g's next step when a of its n slots decode: the
+ * smallest power of two >= a (at least 1) whose shape every stage has
+ * registered (c0 chunk rows in front, outputs + 1 with a chunk), else n. */
+static uint32_t step_rows(const struct par_state *ps, uint32_t a, uint32_t n, uint32_t c0)
+{
+    for (uint32_t p = 1; p < n; p *= 2)
+        if (p >= a && run_has_shape(ps->r, c0 + p, p + (c0 ? 1 : 0)))
+            return p;
+    return n;
+}
+
 /* The inputs of group g's next decode step, into *u: a chunk of the
- * group's first prefilling prompt (continuous batching), then each slot's
- * last token at its next position, or a placeholder. */
+ * group's first prefilling prompt (continuous batching), then each
+ * decoding slot's last token at its next position (every slot's row, a
+ * placeholder for one that does not decode; or, in a shrunk step, only the
+ * decoding slots' rows, then placeholders up to the step's rows). */
 static void fill_group(struct par_state *ps, uint32_t g, struct run_ubatch *u)
 {
     struct run *r = ps->r;
     const uint32_t n = group_size(ps, g), j0 = g * ps->gs;
     int32_t *tok = ps->tokens + (size_t)g * ps->tstride, *sp = ps->sp + 3 * (size_t)g * ps->tstride;
     int32_t *smp = ps->smp + 6 * (size_t)g * ps->ostride;
-    uint32_t c0 = 0, total, mj = UINT32_MAX;
+    uint32_t c0 = 0, total, mj = UINT32_MAX, a = 0, rows, c = 0;
 
-    for (uint32_t c = 0; r->n_chunk && c < n && mj == UINT32_MAX; c++)
-        if (ps->slot_seq[j0 + c] != 0 && !decoding(ps, j0 + c))
-            mj = j0 + c;
+    for (uint32_t k = 0; r->n_chunk && k < n && mj == UINT32_MAX; k++)
+        if (ps->slot_seq[j0 + k] != 0 && !decoding(ps, j0 + k))
+            mj = j0 + k;
     c0 = mj != UINT32_MAX ? r->n_chunk : 0;
-    total = c0 + n;
+    for (uint32_t k = 0; k < n; k++)
+        a += decoding(ps, j0 + k) ? 1 : 0;
+    rows = step_rows(ps, a, n, c0);
+    total = c0 + rows;
     ps->mix_slot[g] = mj != UINT32_MAX ? (int64_t)mj : -1;
     if (mj != UINT32_MAX) {
         const size_t i = ps->slot_seq[mj] - 1;
@@ -521,12 +558,23 @@ static void fill_group(struct par_state *ps, uint32_t g, struct run_ubatch *u)
          * the prompt is in) */
         run_sample_params(r->cfg, r->cfg->seed + i, at + len - 1, smp);
     }
-    for (uint32_t c = 0; c < n; c++) {
-        const uint32_t j = j0 + c, row = c0 + c;
-        int32_t *rs = smp + 6 * (size_t)((c0 ? 1 : 0) + c);
+    ps->rows[g] = rows;
+    if (rows < n)
+        ps->shrunk_steps++;
+    for (uint32_t k = 0; k < n; k++) {
+        const uint32_t j = j0 + k;
 
         ps->row_seq[j] = 0;
-        if (decoding(ps, j)) {
+        if (rows == n || decoding(ps, j))
+            ps->row_slot[j0 + c++] = j;
+    }
+    for (; c < rows; c++) /* padding of a shrunk step: distinct slots' last cells */
+        ps->row_slot[j0 + c] = UINT32_MAX;
+    for (c = 0; c < rows; c++) {
+        const uint32_t row = c0 + c, j = ps->row_slot[j0 + c];
+        int32_t *rs = smp + 6 * (size_t)((c0 ? 1 : 0) + c);
+
+        if (j != UINT32_MAX && decoding(ps, j)) {
             const struct par_seq *q = &r->par[ps->slot_seq[j] - 1];
             const int32_t p = (int32_t)(q->n_prompt + q->n_gen - 1);
             const int32_t base = (int32_t)(j * r->cfg->n_ctx);
@@ -538,14 +586,14 @@ static void fill_group(struct par_state *ps, uint32_t g, struct run_ubatch *u)
             run_sample_params(r->cfg, r->cfg->seed + (ps->slot_seq[j] - 1), (uint32_t)p, rs);
             ps->row_seq[j] = ps->slot_seq[j];
         } else {
-            placeholder(ps, j, row, total, tok, sp);
+            placeholder(ps, j != UINT32_MAX ? j : j0 + c, row, total, tok, sp);
             run_sample_params(r->cfg, 0, 0, rs);
         }
     }
     u->tokens = tok;
     u->n = total;
     u->seqpos = sp;
-    u->n_out = n + (c0 ? 1 : 0);
+    u->n_out = ps->rows[g] + (c0 ? 1 : 0);
     u->out = ps->out + (size_t)g * ps->ostride;
     u->sample = r->sampling ? smp : NULL;
 }
@@ -570,7 +618,7 @@ static int take_slot(struct par_state *ps, uint32_t j, size_t i, int32_t t)
  * 0 or -1. */
 static int take_group(struct par_state *ps, uint32_t g)
 {
-    const uint32_t n = group_size(ps, g), j0 = g * ps->gs;
+    const uint32_t j0 = g * ps->gs;
     const int32_t *out = ps->out + (size_t)g * ps->ostride;
     const uint32_t row0 = ps->mix_slot[g] >= 0 ? 1 : 0;
 
@@ -581,11 +629,12 @@ static int take_group(struct par_state *ps, uint32_t g)
         if (ps->mix_last[g] && take_slot(ps, j, ps->slot_seq[j] - 1, out[0]) != 0)
             return -1;
     }
-    for (uint32_t c = 0; c < n; c++) {
-        const uint32_t j = j0 + c;
+    for (uint32_t c = 0; c < ps->rows[g]; c++) {
+        const uint32_t j = ps->row_slot[j0 + c];
 
         /* the row's sequence as the step was filled */
-        if (ps->row_seq[j] != 0 && take_slot(ps, j, ps->row_seq[j] - 1, out[row0 + c]) != 0)
+        if (j != UINT32_MAX && ps->row_seq[j] != 0 &&
+            take_slot(ps, j, ps->row_seq[j] - 1, out[row0 + c]) != 0)
             return -1;
     }
     return 0;
@@ -677,6 +726,8 @@ int run_par_generate(struct run *r, double t_load, double bytes)
     ps.ostride = ps.gs + 1;
     ps.slot_seq = calloc(ns, sizeof(size_t));
     ps.row_seq = calloc(ns, sizeof(size_t));
+    ps.row_slot = calloc(ns, sizeof(uint32_t));
+    ps.rows = calloc(ps.groups, sizeof(uint32_t));
     ps.fed = calloc(ns, sizeof(uint32_t));
     ps.tokens = calloc((size_t)ps.groups * ps.tstride, sizeof(int32_t));
     ps.sp = calloc((size_t)ps.groups * ps.tstride * 3, sizeof(int32_t));
@@ -684,7 +735,8 @@ int run_par_generate(struct run *r, double t_load, double bytes)
     ps.smp = calloc((size_t)ps.groups * ps.ostride * 6, sizeof(int32_t));
     ps.mix_slot = calloc(ps.groups, sizeof(int64_t));
     ps.mix_last = calloc(ps.groups, sizeof(int));
-    if (ps.slot_seq == NULL || ps.row_seq == NULL || ps.fed == NULL || ps.tokens == NULL ||
+    if (ps.slot_seq == NULL || ps.row_seq == NULL || ps.row_slot == NULL || ps.rows == NULL ||
+        ps.fed == NULL || ps.tokens == NULL ||
         ps.out == NULL || ps.sp == NULL || ps.smp == NULL || ps.mix_slot == NULL ||
         ps.mix_last == NULL) {
         stage_msg(r, "out of memory\n");
@@ -809,6 +861,12 @@ int run_par_generate(struct run *r, double t_load, double bytes)
                 "(prefill tok/s counts the prompts prefilled alone)\n",
                 ps.mixed_tokens, ps.mixed_tokens == 1 ? "" : "s", ps.mixed_steps,
                 ps.mixed_steps == 1 ? "" : "s");
+    if (ps.shrunk_steps)
+        fprintf(cfg->log,
+                "summary: %u of %u decode step%s carried fewer rows than the group's %u slot%s "
+                "(only the sequences still decoding)\n",
+                ps.shrunk_steps, ps.decode_steps, ps.decode_steps == 1 ? "" : "s", ps.gs,
+                ps.gs == 1 ? "" : "s");
     if (cfg->stats)
         run_print_stats(r, ps.decode_steps);
     if (cfg->stats_json && run_write_stats_json(r, cfg->stats_json, ps.decode_steps) != 0) {
@@ -845,6 +903,8 @@ out:
     free(ub);
     free(ps.slot_seq);
     free(ps.row_seq);
+    free(ps.row_slot);
+    free(ps.rows);
     free(ps.fed);
     free(ps.mix_slot);
     free(ps.mix_last);

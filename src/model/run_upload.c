@@ -406,13 +406,22 @@ static struct stage_graph *find_graph(struct stage_rt *s, uint32_t n, uint32_t n
     return NULL;
 }
 
-/* The distinct non-zero token counts among counts[0..n). */
-static uint32_t n_shapes(const uint32_t *counts, uint32_t n)
+/* The outputs stage s's graph for counts[i] has (outs NULL: 1). */
+static uint32_t out_of(const struct stage_rt *s, const uint32_t *outs, uint32_t i)
+{
+    return outs && outs[i] > 1 && s->st.last ? outs[i] : 1;
+}
+
+/* The distinct non-zero shapes among counts[0..n) on stage s: token
+ * counts, and on the last stage (count, outputs) pairs. */
+static uint32_t n_shapes(const struct stage_rt *s, const uint32_t *counts, const uint32_t *outs,
+                         uint32_t n)
 {
     uint32_t k = 0;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t j;
-        for (j = 0; j < i && counts[j] != counts[i]; j++)
+        for (j = 0; j < i && !(counts[j] == counts[i] && out_of(s, outs, j) == out_of(s, outs, i));
+             j++)
             ;
         k += counts[i] != 0 && j == i;
     }
@@ -420,10 +429,10 @@ static uint32_t n_shapes(const uint32_t *counts, uint32_t n)
 }
 
 /* The graphs stage s registers: a shape per distinct count, per slot. */
-static uint32_t run_graphs_needed(const struct run *r, const uint32_t *counts, uint32_t n,
-                                  const struct stage_rt *s)
+static uint32_t run_graphs_needed(const struct run *r, const uint32_t *counts,
+                                  const uint32_t *outs, uint32_t n, const struct stage_rt *s)
 {
-    return n_shapes(counts, n) * (s->st.first ? 1 : r->n_slots);
+    return n_shapes(s, counts, outs, n) * (s->st.first ? 1 : r->n_slots);
 }
 
 int run_register_graphs(struct run *r, const uint32_t *counts, uint32_t n_counts)
@@ -431,8 +440,11 @@ int run_register_graphs(struct run *r, const uint32_t *counts, uint32_t n_counts
     return run_register_graphs_out(r, counts, NULL, n_counts);
 }
 
-int run_register_graphs_out(struct run *r, const uint32_t *counts, const uint32_t *outs,
-                            uint32_t n_counts)
+/* Registers the shapes; with optional set, a shape over a limit (this
+ * coordinator's RUN_MAX_GRAPHS or the server's max_graphs_per_session) is
+ * not an error: registration stops there quietly and returns 0. */
+static int register_shapes(struct run *r, const uint32_t *counts, const uint32_t *outs,
+                           uint32_t n_counts, int optional)
 {
     for (uint32_t si = 0; si < r->n_stages; si++) {
         struct stage_rt *s = &r->stages[si];
@@ -444,11 +456,13 @@ int run_register_graphs_out(struct run *r, const uint32_t *counts, const uint32_
                 struct baton_gb gb;
                 int rc;
 
-                const uint32_t n_out = outs && outs[c] > 1 && s->st.last ? outs[c] : 1;
+                const uint32_t n_out = out_of(s, outs, c);
 
                 if (find_graph(s, counts[c], n_out, slot) != NULL)
                     continue;
                 if (s->n_graphs == RUN_MAX_GRAPHS) {
+                    if (optional)
+                        return 0;
                     stage_msg(r, "stage %u: more than %u graph shapes\n", si + 1, RUN_MAX_GRAPHS);
                     return 1;
                 }
@@ -465,6 +479,8 @@ int run_register_graphs_out(struct run *r, const uint32_t *counts, const uint32_
                     return 1;
                 }
                 rc = baton_graph_register(s->conn, &gb.g, &sg->id);
+                if (rc == BATON_E_LIMIT && optional)
+                    return 0;
                 if (rc != 0) {
                     stage_fail(r, s, "GRAPH_REGISTER", rc);
                     if (rc == BATON_E_LIMIT)
@@ -474,9 +490,9 @@ int run_register_graphs_out(struct run *r, const uint32_t *counts, const uint32_
                                   "max_graphs_per_session of them (batond "
                                   "--max-graphs-per-session, default 32), and refuses a graph "
                                   "over its node or compute limits too\n",
-                                  run_graphs_needed(r, counts, n_counts, s), si + 1,
-                                  n_shapes(counts, n_counts),
-                                  n_shapes(counts, n_counts) == 1 ? "" : "s",
+                                  run_graphs_needed(r, counts, outs, n_counts, s), si + 1,
+                                  n_shapes(s, counts, outs, n_counts),
+                                  n_shapes(s, counts, outs, n_counts) == 1 ? "" : "s",
                                   s->st.first ? 1 : r->n_slots,
                                   s->st.first || r->n_slots == 1 ? "" : "s");
                     step_limit_hint(r, s, rc);
@@ -487,6 +503,31 @@ int run_register_graphs_out(struct run *r, const uint32_t *counts, const uint32_
         }
     }
     return 0;
+}
+
+int run_register_graphs_out(struct run *r, const uint32_t *counts, const uint32_t *outs,
+                            uint32_t n_counts)
+{
+    return register_shapes(r, counts, outs, n_counts, 0);
+}
+
+int run_register_graphs_optional(struct run *r, const uint32_t *counts, const uint32_t *outs,
+                                 uint32_t n_counts)
+{
+    return register_shapes(r, counts, outs, n_counts, 1);
+}
+
+int run_has_shape(struct run *r, uint32_t n, uint32_t n_out)
+{
+    for (uint32_t si = 0; si < r->n_stages; si++) {
+        struct stage_rt *s = &r->stages[si];
+        const uint32_t n_slots = s->st.first ? 1 : r->n_slots;
+
+        for (uint32_t slot = 0; slot < n_slots; slot++)
+            if (find_graph(s, n, n_out, slot) == NULL)
+                return 0;
+    }
+    return 1;
 }
 
 const struct stage_graph *run_stage_graph(struct stage_rt *s, uint32_t n, uint32_t n_out,

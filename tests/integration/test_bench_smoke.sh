@@ -82,4 +82,21 @@ for arm in nokey key; do
 done
 # raw: 4 figures; nokey, key: 5 each and the direct hand-off
 check_json "$TMP/transport.json" transport 16
+# rawtcp's lists: a bad one is a usage error (2) before any connection;
+# lenient spellings ("1,,2", "064", " 4") were taken, and transport.sh then
+# looked up per-call figures under the list's spelling and printed none
+for bad in "" "," "0," ",0" "1,,2" "064" " 4" "+4" "-1" "4x" "1048577" \
+    "99999999999999999999999" "1,2,3,4,5,6,7,8,9"; do
+    rc=0
+    "$BUILD_DIR/bench/bench_rawtcp" run 1 --call-kib-list "$bad" >/dev/null 2>"$TMP/raw.err" || rc=$?
+    [ "$rc" = 2 ] && grep -q "^rawtcp: --call-kib-list: '$bad': " "$TMP/raw.err" ||
+        fail "rawtcp --call-kib-list '$bad': exit $rc: $(cat "$TMP/raw.err")"
+done
+# good lists get as far as the connection (port 1: refused, exit 1)
+for good in 0 1048576 0,64,256,1024,4096,1,2,3; do
+    rc=0
+    "$BUILD_DIR/bench/bench_rawtcp" run 1 --call-kib-list "$good" >/dev/null 2>"$TMP/raw.err" || rc=$?
+    [ "$rc" = 1 ] && grep -q "connect" "$TMP/raw.err" ||
+        fail "rawtcp --call-kib-list '$good': exit $rc: $(cat "$TMP/raw.err")"
+done
 echo "PASS: bench scripts run and print their formats and JSON"

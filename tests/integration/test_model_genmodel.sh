@@ -16,6 +16,14 @@ source "$(dirname "$0")/lib.sh"
 "$BATON" gen-model --layers 3 --dim 64 --ff 96 --heads 4 --kv-heads 2 --vocab 400 --type q8_0 \
     --seed 11 -o "$TMP/g2.gguf" 2>/dev/null || fail "gen-model (2)"
 cmp -s "$TMP/g1.gguf" "$TMP/g2.gguf" || fail "gen-model is not deterministic"
+# type names in any case, as quantize takes them: Q8_0 is q8_0
+"$BATON" gen-model --layers 3 --dim 64 --ff 96 --heads 4 --kv-heads 2 --vocab 400 --type Q8_0 \
+    --seed 11 -o "$TMP/g2u.gguf" 2>/dev/null || fail "gen-model --type Q8_0"
+cmp -s "$TMP/g1.gguf" "$TMP/g2u.gguf" || fail "gen-model --type Q8_0 differs from q8_0"
+"$BATON" gen-model --layers 1 --dim 256 --ff 256 --heads 4 --vocab 400 --type Q4_K_M \
+    -o "$TMP/gmix.gguf" 2>/dev/null || fail "gen-model --type Q4_K_M"
+"$BATON" inspect "$TMP/gmix.gguf" >"$TMP/gmix.txt" || fail "inspect of the Q4_K_M model"
+grep -q "blk.0.attn_q.weight  *q4_k " "$TMP/gmix.txt" || fail "gen-model --type Q4_K_M: attn_q is not q4_k"
 "$BATON" gen-model --layers 3 --dim 64 --ff 96 --heads 4 --kv-heads 2 --vocab 400 --type q8_0 \
     --seed 12 -o "$TMP/g3.gguf" 2>/dev/null || fail "gen-model (3)"
 cmp -s "$TMP/g1.gguf" "$TMP/g3.gguf" && fail "different seeds gave the same file"
@@ -208,7 +216,8 @@ if [ -n "${MODEL_DIR:-}" ] && [ -f "$MODEL_DIR/stories260K.gguf" ]; then
     grep -q "blk.0.ffn_down.weight  *f32  *172 x 64" "$TMP/s_q4.txt" || fail "q4_0 converted a 172-long row"
     # f16 converts any row length: all 37 matrices, the 11 vectors kept
     "$BATON" quantize "$MODEL_DIR/stories260K.gguf" "$TMP/s_f16.gguf" f16 2>"$TMP/q.err" || fail "quantize f16"
-    [ "$(cat "$TMP/q.err")" = "baton quantize: wrote $TMP/s_f16.gguf: 37 tensors converted to f16, 11 kept (vectors, other types, or already that type)" ] ||
+    [ "$(cat "$TMP/q.err")" = "baton quantize: wrote $TMP/s_f16.gguf: 37 tensors converted to f16, 11 kept (vectors, other types, or already that type)
+baton quantize: by type: f32 11 f16 37" ] ||
         fail "quantize f16: $(cat "$TMP/q.err")"
     grep -q "warning" "$TMP/q.err" && fail "quantize f16 warned"
     "$BATON" inspect "$TMP/s_f16.gguf" >"$TMP/s_f16.txt" || fail "inspect of the f16 model"

@@ -275,6 +275,75 @@ done
     fail "local --p2p off run"
 grep -qx 'plan: stage 1 -> 2 hub (--p2p off)' "$TMP/hub.err" || fail "no --p2p off plan line: $(cat "$TMP/hub.err")"
 
+# --check reads every value: a clean model passes; a NaN written into an f32
+# matrix and an infinite binary16 scale in a q8_0 block are each named with
+# their count and first element (the values a damaged file would turn into
+# NaN logits and a silent token 0)
+"$BATON" gen-model --layers 1 --dim 64 --ff 96 --heads 4 --vocab 300 --type f32 -o "$TMP/c.gguf" 2>/dev/null ||
+    fail "gen-model f32"
+"$BATON" quantize "$TMP/c.gguf" "$TMP/c8.gguf" q8_0 2>/dev/null || fail "quantize q8_0"
+for f in c c8; do
+    "$BATON" inspect --check "$TMP/$f.gguf" >"$TMP/chk.out" || fail "--check $f: $(cat "$TMP/chk.out")"
+    grep -Eq "^$TMP/$f.gguf: 12 tensors, [0-9]+ values read: every value is finite\$" "$TMP/chk.out" ||
+        fail "--check $f: $(cat "$TMP/chk.out")"
+done
+# poke FILE TENSOR ELEMENT_BYTE HEX: writes the bytes at that byte of the tensor's data
+poke() {
+    python3 - "$@" <<'PY'
+import json, os, subprocess, sys
+path, name, at, hexbytes = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+j = json.loads(subprocess.run([os.environ["BATON"], "inspect", "--json", path],
+                              capture_output=True, check=True).stdout)
+t = [t for t in j["tensors"] if t["name"] == name][0]
+with open(path, "r+b") as f:
+    f.seek(j["data_offset"] + t["offset"] + at)
+    f.write(bytes.fromhex(hexbytes))
+PY
+}
+export BATON
+# f32 attn_q: element 5 (byte 20) becomes a quiet NaN
+poke "$TMP/c.gguf" blk.0.attn_q.weight 20 0000c07f || fail "poke f32"
+rc=0; "$BATON" inspect --check "$TMP/c.gguf" >"$TMP/chk.out" || rc=$?
+[ "$rc" -eq 1 ] &&
+    grep -qxF "$TMP/c.gguf: tensor \"blk.0.attn_q.weight\" (f32): 1 of 4096 values are NaN or infinite (the first at element 5)" "$TMP/chk.out" &&
+    grep -Eq "^$TMP/c.gguf: 12 tensors, [0-9]+ values read: 1 tensor holds NaN or infinite values\$" "$TMP/chk.out" ||
+    fail "--check NaN f32: rc $rc: $(cat "$TMP/chk.out")"
+# q8_0 ffn_up (96 x 64: rows of 64 = 2 blocks of 34 bytes): the second
+# block's scale (byte 34) becomes binary16 +inf: its 32 values are infinite
+# or NaN (0 x inf), elements 32..63
+poke "$TMP/c8.gguf" blk.0.ffn_up.weight 34 007c || fail "poke q8_0"
+rc=0; "$BATON" inspect --check "$TMP/c8.gguf" >"$TMP/chk.out" || rc=$?
+[ "$rc" -eq 1 ] &&
+    grep -qxF "$TMP/c8.gguf: tensor \"blk.0.ffn_up.weight\" (q8_0): 32 of 6144 values are NaN or infinite (the first at element 32)" "$TMP/chk.out" ||
+    fail "--check inf q8_0: rc $rc: $(cat "$TMP/chk.out")"
+rc=0; "$BATON" inspect --check --json "$TMP/c8.gguf" >/dev/null 2>"$TMP/chk.err" || rc=$?
+[ "$rc" -eq 2 ] && grep -qx "baton inspect: --json and --check do not go together" "$TMP/chk.err" ||
+    fail "--check --json: rc $rc: $(cat "$TMP/chk.err")"
+# a valid file whose first tensor declares ne[0] = 2^62 + 32 (q8_0) and
+# ne[1] = 0: no values, but ne[0] x 4 bytes wraps to 128; the second tensor's
+# 4096 values were read into that (heap overflow, abort) before --check
+# dequantized a fixed chunk at a time. ne[0] = 2^40 f32 with ne[1] = 0 gave
+# "out of memory". Each reads the second tensor's values, all finite.
+python3 - "$TMP" <<'PY' || fail "write wide-empty files"
+import struct, sys
+def gguf(path, tensors, data):
+    out = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), 0)
+    for name, ne, typ in tensors:
+        out += struct.pack("<Q", len(name)) + name.encode() + struct.pack("<I", len(ne))
+        out += b"".join(struct.pack("<Q", n) for n in ne) + struct.pack("<IQ", typ, 0)
+    open(path, "wb").write(out + b"\0" * (-len(out) % 32) + data)
+block = struct.pack("<e", 1.0) + bytes(range(32))  # q8_0: scale 1, values 0..31
+gguf(sys.argv[1] + "/wide0.gguf", [("a", [2**62 + 32, 0], 8), ("b", [4096, 1], 8)], block * 128)
+gguf(sys.argv[1] + "/wide1.gguf", [("a", [2**40, 0], 0), ("b", [32, 1], 0)],
+     struct.pack("<32f", *range(32)))
+PY
+for f in wide0:4096 wide1:32; do
+    rc=0; "$BATON" inspect --check "$TMP/${f%:*}.gguf" >"$TMP/chk.out" 2>&1 || rc=$?
+    [ "$rc" -eq 0 ] &&
+        grep -qxF "$TMP/${f%:*}.gguf: 2 tensors, ${f#*:} values read: every value is finite" "$TMP/chk.out" ||
+        fail "--check ${f%:*}: rc $rc: $(cat "$TMP/chk.out")"
+done
+
 # scripts/demo.sh names the absolute path of a missing model
 rc=0; (cd "$TMP" && MODEL=missing.gguf BUILD_DIR="$BUILD_DIR" "$SRC_DIR/scripts/demo.sh") >/dev/null 2>"$TMP/demo.err" || rc=$?
 [ "$rc" -eq 2 ] && grep -q "MODEL=missing.gguf: no such file: $TMP/missing.gguf" "$TMP/demo.err" ||

@@ -52,6 +52,13 @@ for p in q2_k q3_k_m q4_k_m q5_k_m q6_k; do
     types "$TMP/$p.gguf" >"$TMP/got.txt"
     expect "$p" | LC_ALL=C sort >"$TMP/want.txt"
     diff "$TMP/want.txt" "$TMP/got.txt" >&2 || fail "quantize $p: tensor types"
+    # the summary's count per type: the expected matrices' types, plus the
+    # 17 kept tensors (all f32 here), in type-id order
+    by=$(awk '{ n[$2]++ } END { n["f32"] += 17; line = "baton quantize: by type:"
+        split("f32 f16 q4_0 q8_0 q2_k q3_k q4_k q5_k q6_k", order, " ")
+        for (i = 1; i <= 9; i++) if (order[i] in n) line = line " " order[i] " " n[order[i]]
+        print line }' "$TMP/want.txt")
+    grep -qxF "$by" "$TMP/q.err" || fail "quantize $p: want '$by' in: $(cat "$TMP/q.err")"
     # llama-quantize's file type (LLAMA_FTYPE_MOSTLY_*)
     case $p in q2_k) ft=10 ;; q3_k_m) ft=12 ;; q4_k_m) ft=15 ;; q5_k_m) ft=17 ;; q6_k) ft=18 ;; esac
     grep -Eq "general\.file_type = $ft \(u32\)$" "$TMP/inspect.txt" || fail "quantize $p: general.file_type $ft"

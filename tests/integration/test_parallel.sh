@@ -101,8 +101,25 @@ for arm in "local1|--servers local" "local2|--servers local --split 1,1" \
     par "$name" "$TMP/prompts.txt" --parallel 8 ${arm#*|}
     same "$name" one 10
     grep -q "^plan: 10 prompts, 8 sequences at a time" "$TMP/$name.err" || fail "$name: plan line"
+    # the last 2 prompts decode after the first 8 ended: their steps carry
+    # only their rows (shrunk steps), and their ids are still those alone
+    grep -Eq "^summary: [1-9][0-9]* of [0-9]+ decode steps carried fewer rows than the group's [0-9]+ slots" \
+        "$TMP/$name.err" || fail "$name: no shrunk step: $(cat "$TMP/$name.err")"
     echo "ok: $name: 10 prompts, 8 at a time: every sequence gives its ids alone"
 done
+# shrunk steps' shapes are optional: a server whose graph limit holds only
+# the 7 shapes the run needs refuses them, and the run goes on with full
+# steps where it must, the same ids; one shape fewer is the clear error
+BATOND_EXTRA="--max-graphs-per-session 7" start_server g7
+BATOND_EXTRA="--max-graphs-per-session 6" start_server g6
+par lim7 "$TMP/prompts.txt" --parallel 8 --servers "127.0.0.1:$PORT_g7"
+same lim7 one 10
+rc=0
+"$BATON" run --model "$MODEL" --prompt-file "$TMP/prompts.txt" -n $N --quiet --parallel 8 \
+    --servers "127.0.0.1:$PORT_g6" 2>"$TMP/lim6.err" >/dev/null || rc=$?
+[ "$rc" = 1 ] && grep -q "the run registers 7 graphs on stage 1 (7 step shapes x 1 input slot); a server keeps at most max_graphs_per_session" \
+    "$TMP/lim6.err" || fail "6 graphs: rc $rc: $(cat "$TMP/lim6.err")"
+echo "ok: shrunk steps' graphs are optional under a server's graph limit"
 [ "$(field "$TMP/s3on.json" 'j["parallel"]')" = 8 ] || fail "parallel in the ids file"
 grep -q "^plan: stage 1 -> 2 direct" "$TMP/s3on.err" || fail "s3on: not direct: $(cat "$TMP/s3on.err")"
 grep -q "^plan: stage 1 -> 2 hub (--p2p off)" "$TMP/s3off.err" || fail "s3off: not hub"

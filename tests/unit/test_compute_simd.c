@@ -437,6 +437,34 @@ static void test_large_shapes(void **state)
     baton_pool_destroy(pools[1]);
 }
 
+/* The AVX-512 Q4_0 decode goes four groups of 128 inputs at a time, then
+ * two, then group by group; rows of more than 256 groups take the group
+ * path throughout. Lengths of 5 groups (640), 6 (768: 4 + 2), 6 and a
+ * partial group (800), 7 (896: 4 + 2 + 1), 9 and a partial group (1184),
+ * past the limit (33280); 37 rows (two 16-row decode tiles and a ragged
+ * end), 1 and 2 columns. */
+static void test_q4_0_decode_chunks(void **state)
+{
+    static const uint64_t ks[] = {640, 768, 800, 896, 1184, 33280};
+    struct baton_pool *pools[2];
+    unsigned i, m;
+
+    (void)state;
+    rng_state = 9;
+    assert_int_equal(baton_pool_create(1, &pools[0]), 0);
+    assert_int_equal(baton_pool_create(2, &pools[1]), 0);
+    for (i = 0; i < 6; i++)
+        for (m = 1; m <= 2; m++) {
+            struct mm_case c;
+
+            case_fill(&c, BATON_TYPE_Q4_0, ks[i], 37, m);
+            case_check(&c, pools, 2);
+            case_free(&c);
+        }
+    baton_pool_destroy(pools[0]);
+    baton_pool_destroy(pools[1]);
+}
+
 /* A non-finite activation makes its column NaN for quantized weights
  * (the block's scale is NaN), on every level. */
 static void test_nonfinite_activation(void **state)
@@ -771,6 +799,7 @@ int main(void)
         cmocka_unit_test(test_f16_random),           cmocka_unit_test(test_q8_0_random),
         cmocka_unit_test(test_q4_0_random),          cmocka_unit_test(test_q5_0_random),
         cmocka_unit_test(test_q5_1_random),          cmocka_unit_test(test_large_shapes),
+        cmocka_unit_test(test_q4_0_decode_chunks),
         cmocka_unit_test(test_nonfinite_activation),
         cmocka_unit_test(test_act_levels_equal),
         cmocka_unit_test(test_attention_helpers_levels),
