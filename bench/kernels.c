@@ -1,7 +1,7 @@
 /* MUL_MAT kernel throughput against the memory-bandwidth roofline.
  *
  * Decode (one column): GB/s of weights streamed by MUL_MAT for F32, F16,
- * Q8_0, Q4_0 and Q2_K..Q6_K weights (--types picks some) of 4096 rows
+ * Q8_0, Q4_0, Q2_K..Q6_K, Q5_0 and Q5_1 weights (--types picks some) of 4096 rows
  * of K = 4096 inputs (--k: the 86M benchmark model's rows have 768 or
  * 2048), cycling through enough distinct
  * matrices (about 192 MiB per type) that nothing stays in the 32 MiB L3,
@@ -241,6 +241,7 @@ static const struct {
     {BATON_TYPE_F32, "f32"},   {BATON_TYPE_F16, "f16"},   {BATON_TYPE_Q8_0, "q8_0"},
     {BATON_TYPE_Q4_0, "q4_0"}, {BATON_TYPE_Q2_K, "q2_k"}, {BATON_TYPE_Q3_K, "q3_k"},
     {BATON_TYPE_Q4_K, "q4_k"}, {BATON_TYPE_Q5_K, "q5_k"}, {BATON_TYPE_Q6_K, "q6_k"},
+    {BATON_TYPE_Q5_0, "q5_0"}, {BATON_TYPE_Q5_1, "q5_1"},
 };
 #define N_TYPES (sizeof(type_names) / sizeof(type_names[0]))
 
@@ -406,7 +407,8 @@ int main(int argc, char **argv)
                 for (i = 0; i < N_TYPES && strcmp(tok, type_names[i].name) != 0; i++)
                     ;
                 if (i == N_TYPES || n_types == (int)N_TYPES) {
-                    fprintf(stderr, "--types: f32,f16,q8_0,q4_0,q2_k,q3_k,q4_k,q5_k,q6_k\n");
+                    fprintf(stderr,
+                            "--types: f32,f16,q8_0,q4_0,q2_k,q3_k,q4_k,q5_k,q6_k,q5_0,q5_1\n");
                     return 2;
                 }
                 types[n_types++] = type_names[i].type;

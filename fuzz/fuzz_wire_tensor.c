@@ -28,7 +28,7 @@ struct ref_type {
 static const struct ref_type ref_types[] = {{0, 1, 4},      {1, 1, 2},      {2, 32, 18},
                                             {8, 32, 34},    {10, 256, 84},  {11, 256, 110},
                                             {12, 256, 144}, {13, 256, 176}, {14, 256, 210},
-                                            {26, 1, 4}};
+                                            {26, 1, 4},     {6, 32, 22},    {7, 32, 24}};
 
 static const struct ref_type *ref_type(uint32_t id)
 {
@@ -187,7 +187,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* forced onto the success path: a known type, small dimensions
          * (kept at 0 when the input says 0), contiguous strides */
         uint64_t sne[4], snb[4], n_ok;
-        const struct ref_type *t = &ref_types[type % 5];
+        const struct ref_type *t = &ref_types[type % (sizeof ref_types / sizeof ref_types[0])];
         for (int i = 0; i < 4; i++)
             sne[i] = ne[i] & (i == 0 ? 0xFFFFFu : 0xFFFu);
         sne[0] -= sne[0] % t->elems;

@@ -256,7 +256,7 @@ static void graph_matmul(struct graph_store *s)
     gs_finish(s);
 }
 
-/* A K-quant weight (type wt, 2 rows of 256): MUL_MAT of 3 columns (the
+/* A K-quant (or Q5_0 / Q5_1) weight (type wt, 2 rows of 256): MUL_MAT of 3 columns (the
  * prefill tiles) and of 1 column (decode), and GET_ROWS of its row 1.
  * Leaves: 0 W, 1 x {256,3}, 2 x1 {256,1}, 3 ids {1}, 4 y {2,3}, 5 y1 {2,1},
  * 6 row {256,1}; 14 KiB of buffer H0. */
@@ -471,8 +471,9 @@ static void gen_wire_hello(void)
 static void gen_wire_tensor(void)
 {
     struct buf b = {0};
-    static const uint32_t types[] = {BATON_TYPE_F32, BATON_TYPE_F16, BATON_TYPE_Q4_0,
-                                     BATON_TYPE_Q8_0, BATON_TYPE_I32};
+    static const uint32_t types[] = {BATON_TYPE_F32,  BATON_TYPE_F16,  BATON_TYPE_Q4_0,
+                                     BATON_TYPE_Q8_0, BATON_TYPE_I32,  BATON_TYPE_Q5_0,
+                                     BATON_TYPE_Q5_1};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         struct baton_tensor_desc t = tensor(H0 + i, 64 * i, types[i], 64, 3, 2, 1);
         tensor_desc(&b, &t);
@@ -1295,6 +1296,41 @@ static void gen_gguf(void)
         gw_free(&w);
     }
 
+    /* Q5_0 / Q5_1 tensors (blocks of 32: 22 / 24 bytes), rows of 96, then
+     * the same file with the last block cut short and with a row of 40 (not
+     * a multiple of 32): both rejected, naming the tensor */
+    for (int variant = 0; variant < 3; variant++) {
+        static const struct {
+            const char *name;
+            uint32_t type;
+        } q5[] = {{"blk.0.ffn_down.weight", BATON_TYPE_Q5_0},
+                  {"token_embd.weight", BATON_TYPE_Q5_1}};
+        uint64_t qoff[2], qend = 0;
+        gw_init(&w);
+        gw_header(&w, 3);
+        gw_kv_str(&w, "general.architecture", "qwen2");
+        gw_kv_u32(&w, "general.file_type", 15);
+        for (size_t i = 0; i < 2; i++) {
+            uint32_t be = 1, bb = 1;
+            (void)baton_type_block(q5[i].type, &be, &bb);
+            const uint64_t qne[2] = {variant == 2 && i == 1 ? 40 : 96, 2};
+            qoff[i] = qend;
+            qend += (6 * bb + 31) / 32 * 32;
+            gw_tensor_info(&w, q5[i].name, 2, qne, q5[i].type, qoff[i]);
+        }
+        size_t qdata = gw_data_begin(&w, 32);
+        for (size_t i = 0; i < 2; i++) {
+            /* d = 1.0, then (Q5_0) qh or (Q5_1) m = 0.5 */
+            const uint8_t d[6] = {0x00, 0x3c, 0x00, 0x38, 0x0f, 0xf0};
+            gw_pad_to(&w, qdata, qoff[i]);
+            gw_bytes(&w, d, sizeof d);
+        }
+        gw_pad_to(&w, qdata, variant == 1 ? qoff[1] + 6 * 24 - 1 : qend);
+        gw_finish(&w);
+        emit("gguf", w.p, w.len);
+        gw_free(&w);
+    }
+
     /* version 1 (rejected) and a header alone */
     gw_init(&w);
     gw_header(&w, 1);
@@ -1478,6 +1514,24 @@ static void gen_dispatcher(void)
 
     /* K-quant weights: MUL_MAT (3 columns, 1 column) and GET_ROWS */
     for (uint32_t wt = BATON_TYPE_Q2_K; wt <= BATON_TYPE_Q6_K; wt++) {
+        static const int32_t one[1] = {1};
+
+        graph_matmul_k(&s, wt);
+        bu8(&b, 0);
+        rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 16384);
+        rec_set(&b, &s.gb.g.leaves[0], 0, s.gb.g.leaves[0].nbytes, 0x11);
+        rec_set(&b, &s.gb.g.leaves[1], 0, 256, 0x3c);
+        rec_set(&b, &s.gb.g.leaves[2], 0, 64, 0x3d);
+        rec_set_i32(&b, &s.gb.g.leaves[3], one, 1);
+        rec_graph(&b, &s.gb.g);
+        rec_get(&b, &s.gb.g.leaves[4], 0, 24);
+        rec_get(&b, &s.gb.g.leaves[6], 0, 64);
+        emit_buf("dispatcher", &b);
+        b.len = 0;
+    }
+
+    /* Q5_0 / Q5_1 weights (2 rows of 256 = 8 blocks): the same graph */
+    for (uint32_t wt = BATON_TYPE_Q5_0; wt <= BATON_TYPE_Q5_1; wt++) {
         static const int32_t one[1] = {1};
 
         graph_matmul_k(&s, wt);

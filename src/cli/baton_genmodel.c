@@ -23,6 +23,8 @@ static int parse_type(const char *s, uint32_t *type)
                  {"f16", BATON_TYPE_F16},
                  {"q8_0", BATON_TYPE_Q8_0},
                  {"q4_0", BATON_TYPE_Q4_0},
+                 {"q5_0", BATON_TYPE_Q5_0},
+                 {"q5_1", BATON_TYPE_Q5_1},
                  {"q2_k", BATON_TYPE_Q2_K},
                  {"q3_k", BATON_TYPE_Q3_K},
                  {"q4_k", BATON_TYPE_Q4_K},
@@ -78,10 +80,10 @@ static void gen_usage(FILE *f)
           "  --kv-heads K      key/value heads (H % K == 0; default H)\n"
           "  --vocab N         synthetic vocabulary size, 300..2097152 (default 512)\n"
           "  --vocab-from FILE copy the tokenizer of another GGUF\n"
-          "  --type T          f32, f16, q8_0, q4_0, q2_k, q3_k, q4_k, q5_k or q6_k for\n"
-          "                    the matrices (default f32), or a mix of types chosen per\n"
-          "                    matrix as llama.cpp's preset of that name does: q3_k_m,\n"
-          "                    q4_k_m, q5_k_m (docs/QUANTIZE.md); names in any case\n"
+          "  --type T          f32, f16, q8_0, q4_0, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k or\n"
+          "                    q6_k for the matrices (default f32), or a mix of types\n"
+          "                    chosen per matrix as llama.cpp's preset of that name does:\n"
+          "                    q3_k_m, q4_k_m, q5_k_m (docs/QUANTIZE.md); names in any case\n"
           "  --seed S          weight seed (default 1)\n"
           "  --ctx N           llama.context_length (default 2048)\n"
           "  -o FILE           output file (written atomically)\n"
@@ -168,8 +170,8 @@ int baton_cmd_gen_model(int argc, char **argv)
                 baton_quant_preset_parse(optarg, &cfg.preset) == 0)
                 break;
             fprintf(stderr,
-                    "baton gen-model: --type: '%s' (want f32, f16, q8_0, q4_0, q2_k, q3_k, q4_k, "
-                    "q5_k, q6_k, q3_k_m, q4_k_m, q5_k_m)\n",
+                    "baton gen-model: --type: '%s' (want f32, f16, q8_0, q4_0, q5_0, q5_1, q2_k, "
+                    "q3_k, q4_k, q5_k, q6_k, q3_k_m, q4_k_m, q5_k_m)\n",
                     optarg);
             return 2;
         case O_SEED:
@@ -259,7 +261,8 @@ int baton_cmd_quantize(int argc, char **argv)
     static const char *const missing[3] = {"IN.gguf, OUT.gguf and TYPE", "OUT.gguf and TYPE",
                                            "TYPE"};
     static const char usage_line[] =
-        "usage: baton quantize IN.gguf OUT.gguf q8_0|q4_0|f16|f32|q4_k_m|q5_k_m|q6_k|q3_k_m|q2_k\n";
+        "usage: baton quantize IN.gguf OUT.gguf "
+        "q8_0|q4_0|q5_0|q5_1|f16|f32|q4_k_m|q5_k_m|q6_k|q3_k_m|q2_k\n";
     uint32_t type;
     int preset = BATON_PRESET_NONE;
     char err[512] = "";
@@ -275,17 +278,18 @@ int baton_cmd_quantize(int argc, char **argv)
         }
         puts("usage: baton quantize IN.gguf OUT.gguf TYPE\n"
              "\n"
-             "Copies a GGUF, converting every 2-D F32/F16 matrix to TYPE: to q8_0 or q4_0\n"
-             "those whose row length (ne0) is a multiple of 32 (the block size), to f16 or\n"
-             "f32 any. Metadata, vectors and the other tensors are copied unchanged; it\n"
-             "prints how many tensors were converted and kept, and warns when none was\n"
-             "converted. OUT is written atomically and must not be IN.\n"
+             "Copies a GGUF, converting every 2-D F32/F16 matrix to TYPE: to q8_0, q4_0,\n"
+             "q5_0 or q5_1 those whose row length (ne0) is a multiple of 32 (the block\n"
+             "size), to f16 or f32 any. Metadata, vectors and the other tensors are copied\n"
+             "unchanged; it prints how many tensors were converted and kept, and warns\n"
+             "when none was converted. OUT is written atomically and must not be IN.\n"
              "\n"
              "TYPE q4_k_m, q5_k_m, q6_k, q3_k_m or q2_k (q3_k, q4_k, q5_k: the _m ones;\n"
              "any case) is a mix, llama.cpp's preset of that name: each matrix gets the\n"
              "K-quant (or Q8_0) that preset picks for it, e.g. for q4_k_m Q4_K in general,\n"
              "Q6_K for output.weight and for attn_v and ffn_down in some layers; rows that\n"
-             "are not a multiple of 256 fall back to q4_0, q8_0 or f16 (docs/QUANTIZE.md).\n"
+             "are not a multiple of 256 fall back as llama.cpp's do: to q4_0, q5_0, q5_1,\n"
+             "q8_0 or f16 (docs/QUANTIZE.md).\n"
              "general.file_type is set as llama-quantize sets it.\n"
              "\n"
              "Exit status: 0 written (also when nothing was converted), 1 IN cannot be\n"
@@ -320,8 +324,8 @@ int baton_cmd_quantize(int argc, char **argv)
             strcat(lower, "_m");
         if (type_name[i] != '\0' || baton_quant_preset_parse(lower, &preset) != 0) {
             fprintf(stderr,
-                    "baton quantize: type '%s' (want q8_0, q4_0, f16, f32, q4_k_m, q5_k_m, q6_k, "
-                    "q3_k_m, q2_k)\n",
+                    "baton quantize: type '%s' (want q8_0, q4_0, q5_0, q5_1, f16, f32, q4_k_m, "
+                    "q5_k_m, q6_k, q3_k_m, q2_k)\n",
                     type_name);
             return 2;
         }

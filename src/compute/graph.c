@@ -169,7 +169,8 @@ static uint32_t storage_leaf(const struct baton_graph *g, const struct baton_nod
 static int weight_type(uint32_t type)
 {
     return type == BATON_TYPE_F32 || type == BATON_TYPE_F16 || type == BATON_TYPE_Q8_0 ||
-           type == BATON_TYPE_Q4_0 || baton_cpu_type_is_k(type);
+           type == BATON_TYPE_Q4_0 || type == BATON_TYPE_Q5_0 || type == BATON_TYPE_Q5_1 ||
+           baton_cpu_type_is_k(type);
 }
 
 static int all_f32(const struct tview *s, uint32_t n)
@@ -249,7 +250,7 @@ static int infer(const struct baton_graph_node *n, const struct tview *s, struct
         res->ne[1] = s[1].ne[1];
         res->ne[2] = s[1].ne[2];
         res->ne[3] = s[1].ne[3];
-        /* Q8_0 / Q4_0 weights: x's columns quantized per block (src0's
+        /* Q8_0 / Q4_0 / Q5_0 / Q5_1 weights: x's columns quantized per block (src0's
          * ne[0] is a multiple of 32: its contiguity was checked); K-quant
          * weights: per super-block of 256 (checked above) */
         if (mul_u64(s[1].ne[1], s[1].ne[2], &m) || mul_u64(m, s[1].ne[3], &m))

@@ -17,6 +17,12 @@
     behavior q4_0:
       assumes type == BATON_TYPE_Q4_0;
       ensures \result == 0 && *block_elems == 32 && *block_bytes == 18;
+    behavior q5_0:
+      assumes type == BATON_TYPE_Q5_0;
+      ensures \result == 0 && *block_elems == 32 && *block_bytes == 22;
+    behavior q5_1:
+      assumes type == BATON_TYPE_Q5_1;
+      ensures \result == 0 && *block_elems == 32 && *block_bytes == 24;
     behavior q8_0:
       assumes type == BATON_TYPE_Q8_0;
       ensures \result == 0 && *block_elems == 32 && *block_bytes == 34;
@@ -40,6 +46,7 @@
       ensures \result == 0 && *block_elems == 1 && *block_bytes == 4;
     behavior unknown:
       assumes type != BATON_TYPE_F32 && type != BATON_TYPE_F16 && type != BATON_TYPE_Q4_0 &&
+              type != BATON_TYPE_Q5_0 && type != BATON_TYPE_Q5_1 &&
               type != BATON_TYPE_Q8_0 && type != BATON_TYPE_Q2_K && type != BATON_TYPE_Q3_K &&
               type != BATON_TYPE_Q4_K && type != BATON_TYPE_Q5_K && type != BATON_TYPE_Q6_K &&
               type != BATON_TYPE_I32;
@@ -62,6 +69,14 @@ int baton_type_block(uint32_t type, uint32_t *block_elems, uint32_t *block_bytes
     case BATON_TYPE_Q4_0:
         *block_elems = 32;
         *block_bytes = 18;
+        return 0;
+    case BATON_TYPE_Q5_0:
+        *block_elems = 32;
+        *block_bytes = 22;
+        return 0;
+    case BATON_TYPE_Q5_1:
+        *block_elems = 32;
+        *block_bytes = 24;
         return 0;
     case BATON_TYPE_Q8_0:
         *block_elems = 32;
@@ -102,6 +117,10 @@ static const struct baton_type_info type_f32 = {1, 4, 1, "f32"};
 static const struct baton_type_info type_f16 = {1, 2, 1, "f16"};
 static const struct baton_type_info type_q4_0 = {32, 18, 1, "q4_0"};
 static const struct baton_type_info type_q8_0 = {32, 34, 1, "q8_0"};
+/* Q5_0 and Q5_1 (blocks of 32 with a fifth bit; compute/cpu/quant.h) as
+ * MUL_MAT weights and GET_ROWS tables, like Q4_0. */
+static const struct baton_type_info type_q5_0 = {32, 22, 1, "q5_0"};
+static const struct baton_type_info type_q5_1 = {32, 24, 1, "q5_1"};
 /* K-quant super-blocks (256 elements; compute/cpu/quant.h) as MUL_MAT
  * weights and GET_ROWS tables, like Q4_0 and Q8_0. */
 static const struct baton_type_info type_q2_k = {256, 84, 1, "q2_k"};
@@ -115,12 +134,14 @@ static const struct baton_type_info type_i32 = {1, 4, 1, "i32"};
     ensures \result == \null || \valid_read(\result);
     behavior known:
       assumes type == BATON_TYPE_F32 || type == BATON_TYPE_F16 || type == BATON_TYPE_Q4_0 ||
+              type == BATON_TYPE_Q5_0 || type == BATON_TYPE_Q5_1 ||
               type == BATON_TYPE_Q8_0 || type == BATON_TYPE_Q2_K || type == BATON_TYPE_Q3_K ||
               type == BATON_TYPE_Q4_K || type == BATON_TYPE_Q5_K || type == BATON_TYPE_Q6_K ||
               type == BATON_TYPE_I32;
       ensures \valid_read(\result);
     behavior unknown:
       assumes type != BATON_TYPE_F32 && type != BATON_TYPE_F16 && type != BATON_TYPE_Q4_0 &&
+              type != BATON_TYPE_Q5_0 && type != BATON_TYPE_Q5_1 &&
               type != BATON_TYPE_Q8_0 && type != BATON_TYPE_Q2_K && type != BATON_TYPE_Q3_K &&
               type != BATON_TYPE_Q4_K && type != BATON_TYPE_Q5_K && type != BATON_TYPE_Q6_K &&
               type != BATON_TYPE_I32;
@@ -137,6 +158,10 @@ const struct baton_type_info *baton_type_get(uint32_t type)
         return &type_f16;
     case BATON_TYPE_Q4_0:
         return &type_q4_0;
+    case BATON_TYPE_Q5_0:
+        return &type_q5_0;
+    case BATON_TYPE_Q5_1:
+        return &type_q5_1;
     case BATON_TYPE_Q8_0:
         return &type_q8_0;
     case BATON_TYPE_Q2_K:

@@ -4,7 +4,9 @@
  * wire unchanged. Only the ids in the table are accepted; retired ids (4, 5:
  * Q4_2/Q4_3) and every id we do not know are rejected with BATON_E_TYPE.
  * Block layouts follow ggml's (ggml-common.h): Q8_0 = f16 scale + 32 x int8
- * (34 bytes), Q4_0 = f16 scale + 16 bytes of nibbles (18 bytes), and the
+ * (34 bytes), Q4_0 = f16 scale + 16 bytes of nibbles (18 bytes), Q5_0 =
+ * f16 scale + 4 bytes of fifth bits + 16 bytes of nibbles (22 bytes), Q5_1 =
+ * f16 scale + f16 min + the same 20 bytes (24 bytes), and the
  * K-quants Q2_K..Q6_K (super-blocks of 256 elements; compute/cpu/quant.h
  * gives their byte layouts).
  *
@@ -19,6 +21,8 @@ enum baton_type {
     BATON_TYPE_F32 = 0,
     BATON_TYPE_F16 = 1,
     BATON_TYPE_Q4_0 = 2,
+    BATON_TYPE_Q5_0 = 6, /* 22 bytes per 32 (compute/cpu/quant.h) */
+    BATON_TYPE_Q5_1 = 7, /* 24 bytes per 32 */
     BATON_TYPE_Q8_0 = 8,
     /* K-quants: super-blocks of 256 elements (compute/cpu/quant.h) */
     BATON_TYPE_Q2_K = 10, /* 84 bytes per 256 */

@@ -452,7 +452,7 @@ static int read_tensor_info(struct parse *ps, uint64_t i, struct tensor_rec *t)
     if (baton_type_block(t->type, &block_elems, &block_bytes) != 0) {
         /* ggml's names of the types baton does not run (ggml.h enum ggml_type) */
         static const char *const ggml_names[] = {
-            [3] = "q4_1",     [6] = "q5_0",     [7] = "q5_1",   [9] = "q8_1",
+            [3] = "q4_1",     [9] = "q8_1",
             [15] = "q8_k",    [16] = "iq2_xxs", [17] = "iq2_xs", [18] = "iq3_xxs",
             [19] = "iq1_s",   [20] = "iq4_nl",  [21] = "iq3_s",  [22] = "iq2_s",
             [23] = "iq4_xs",  [24] = "i8",      [25] = "i16",    [27] = "i64",
@@ -465,7 +465,7 @@ static int read_tensor_info(struct parse *ps, uint64_t i, struct tensor_rec *t)
         if (nm != NULL)
             return fail(ps, BATON_E_TYPE,
                         "tensor type %u (ggml's %s) is not one baton runs (f32, f16, q8_0, "
-                        "q4_0, q2_k..q6_k)",
+                        "q4_0, q5_0, q5_1, q2_k..q6_k)",
                         t->type, nm);
         return fail(ps, BATON_E_TYPE, "unknown tensor type %u", t->type);
     }

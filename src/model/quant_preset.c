@@ -79,7 +79,13 @@ uint32_t baton_quant_fallback(uint32_t type, uint64_t ne0)
     case BATON_TYPE_Q3_K:
         r = BATON_TYPE_Q4_0;
         break;
-    default: /* Q4_K, Q5_K (llama.cpp: Q5_0, Q5_1), Q6_K */
+    case BATON_TYPE_Q4_K:
+        r = BATON_TYPE_Q5_0;
+        break;
+    case BATON_TYPE_Q5_K:
+        r = BATON_TYPE_Q5_1;
+        break;
+    default: /* Q6_K */
         r = BATON_TYPE_Q8_0;
         break;
     }

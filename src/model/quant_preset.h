@@ -58,10 +58,9 @@ uint32_t baton_quant_preset_type(const struct baton_quant_plan *plan, const char
                                  uint64_t ne0);
 
 /* A type for rows of ne0 elements when type's block does not divide ne0:
- * llama.cpp's fallbacks where baton has the type (Q2_K, Q3_K -> Q4_0;
- * Q6_K -> Q8_0), Q8_0 where llama.cpp picks Q5_0 / Q5_1 (for Q4_K / Q5_K;
- * baton has no Q5_0/Q5_1: never fewer bits than llama.cpp's choice), and
- * F16 when even 32 does not divide ne0. Returns type itself when it fits. */
+ * llama.cpp's fallbacks (llama-quant.cpp, tensor_type_fallback): Q2_K,
+ * Q3_K -> Q4_0; Q4_K -> Q5_0; Q5_K -> Q5_1; Q6_K -> Q8_0; F16 when even 32
+ * does not divide ne0. Returns type itself when it fits. */
 uint32_t baton_quant_fallback(uint32_t type, uint64_t ne0);
 
 #endif

@@ -56,7 +56,7 @@ rc=0; "$BATON" gen-model --layers 1 --dim 64 --ff 64 --heads 4 --vocab 400 --voc
     [ "$(cat "$TMP/bad.err")" = "baton gen-model: --vocab and --vocab-from are alternatives; give one (the vocabulary of --vocab-from FILE has its own size)" ] ||
     fail "gen-model --vocab with --vocab-from: rc $rc: $(cat "$TMP/bad.err")"
 # quantize's usage errors say what was wrong, then the usage line
-usage_q="usage: baton quantize IN.gguf OUT.gguf q8_0|q4_0|f16|f32|q4_k_m|q5_k_m|q6_k|q3_k_m|q2_k"
+usage_q="usage: baton quantize IN.gguf OUT.gguf q8_0|q4_0|q5_0|q5_1|f16|f32|q4_k_m|q5_k_m|q6_k|q3_k_m|q2_k"
 for c in "|missing IN.gguf, OUT.gguf and TYPE" "in.gguf|missing OUT.gguf and TYPE" \
          "in.gguf out.gguf|missing TYPE" "in.gguf out.gguf q8_0 x|unexpected argument 'x'" \
          "--bogus in.gguf out.gguf q8_0|unrecognized option '--bogus'" \
@@ -192,7 +192,7 @@ rc=0; "$BATON" gen-model --layers 1 --dim 64 --ff 64 --heads 4 -o "$TMP/nodir/g.
 [ "$rc" -eq 1 ] && grep -qx "baton gen-model: -o $TMP/nodir/g.gguf: cannot create a file in $TMP/nodir: No such file or directory" \
     "$TMP/bad.err" || fail "gen-model into a missing directory: rc $rc: $(cat "$TMP/bad.err")"
 "$BATON" --help >"$TMP/help.txt"
-grep -q "quantize .*q8_0, q4_0, f16 or f32, or to a" "$TMP/help.txt" && grep -q "K-quant mix: q4_k_m, q5_k_m, q6_k, q3_k_m, q2_k" "$TMP/help.txt" || fail "baton --help: quantize types"
+grep -q "quantize .*q8_0, q4_0, q5_0, q5_1, f16 or f32," "$TMP/help.txt" && grep -q "K-quant mix: q4_k_m, q5_k_m, q6_k, q3_k_m, q2_k" "$TMP/help.txt" || fail "baton --help: quantize types"
 "$BATON" quantize --help >"$TMP/help.txt"
 grep -q "^Exit status: 0 written" "$TMP/help.txt" && grep -q "f32 any" "$TMP/help.txt" || fail "quantize --help"
 "$BATON" gen-model --help >"$TMP/help.txt"

@@ -4,7 +4,8 @@
 # gives it (expected lists written out here from the rules, as
 # docs/QUANTIZE.md states them, not read from baton); gen-model --type with a
 # mix gives the same types, and with a K-quant every matrix that type;
-# rows not a multiple of 256 fall back (Q4_0 / Q8_0 / F16); the files load
+# rows not a multiple of 256 fall back (Q4_0 / Q5_0 / Q5_1 / Q8_0 / F16);
+# gen-model and quantize write Q5_0 / Q5_1 directly; the files load
 # in baton inspect with the tensor sizes of the formats.
 source "$(dirname "$0")/lib.sh"
 
@@ -98,15 +99,15 @@ done
 
 # fallbacks: ffn_down rows of 288 (a multiple of 32, not of 256) and a
 # model with rows of 100 (not even of 32): llama.cpp's Q2_K/Q3_K -> Q4_0,
-# Q6_K -> Q8_0; where llama.cpp takes Q5_0 / Q5_1 (from Q4_K / Q5_K) baton
-# has neither and takes Q8_0; rows of 100 -> F16; the output head with
-# rows that do not fit 256 -> Q8_0
+# Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0; rows of 100 -> F16; the output
+# head with rows that do not fit 256 -> Q8_0. (q3_k_m's ffn_down of layer 1
+# is Q4_K: 1 >= 8/16; q4_k_m's of layer 0 is Q6_K: use_more_bits.)
 "$BATON" gen-model --layers 8 --dim 256 --ff 288 --heads 4 --kv-heads 1 --vocab 400 \
     -o "$TMP/ff288.gguf" 2>/dev/null || fail "gen-model ff 288"
-for c in "q2_k blk.1.ffn_down.weight q4_0" "q3_k_m blk.1.ffn_down.weight q8_0" \
-         "q4_k_m blk.1.ffn_down.weight q8_0" "q4_k_m blk.0.ffn_down.weight q8_0" \
-         "q5_k_m blk.1.ffn_down.weight q8_0" "q6_k blk.1.ffn_down.weight q8_0" \
-         "q2_k blk.1.ffn_up.weight q2_k"; do
+for c in "q2_k blk.1.ffn_down.weight q4_0" "q3_k_m blk.1.ffn_down.weight q5_0" \
+         "q4_k_m blk.1.ffn_down.weight q5_0" "q4_k_m blk.0.ffn_down.weight q8_0" \
+         "q5_k_m blk.1.ffn_down.weight q5_1" "q5_k_m blk.0.ffn_down.weight q8_0" \
+         "q6_k blk.1.ffn_down.weight q8_0" "q2_k blk.1.ffn_up.weight q2_k"; do
     set -- $c
     "$BATON" quantize "$TMP/ff288.gguf" "$TMP/fb.gguf" "$1" 2>/dev/null || fail "quantize ff288 $1"
     types "$TMP/fb.gguf" | grep -qx "$2 $3" || fail "quantize ff288 $1: $2 is not $3"
@@ -115,11 +116,25 @@ done
     fail "gen-model odd"
 "$BATON" quantize "$TMP/odd.gguf" "$TMP/odd-q.gguf" q4_k_m 2>/dev/null || fail "quantize odd"
 types "$TMP/odd-q.gguf" >"$TMP/got.txt"
-grep -qx "blk.0.ffn_down.weight f16" "$TMP/got.txt" && grep -qx "blk.0.ffn_up.weight q8_0" "$TMP/got.txt" &&
+grep -qx "blk.0.ffn_down.weight f16" "$TMP/got.txt" && grep -qx "blk.0.ffn_up.weight q5_0" "$TMP/got.txt" &&
     grep -qx "output.weight q8_0" "$TMP/got.txt" || fail "quantize odd shapes: $(cat "$TMP/got.txt")"
+# Q5_0 / Q5_1 written directly: gen-model --type (rows of 96, a multiple of
+# 32 only) gives every matrix that type; quantize of the 8-layer f32 model
+# to q5_0 / q5_1: attn_q (256 x 256: 8 blocks of 32 per row) is 256 * 8 *
+# 22 / 24 bytes; the files load in inspect
+for t in q5_0 q5_1; do
+    "$BATON" gen-model --layers 2 --dim 96 --ff 160 --heads 3 --vocab 300 --type "$t" \
+        -o "$TMP/gen-$t.gguf" 2>/dev/null || fail "gen-model $t"
+    n=$(types "$TMP/gen-$t.gguf" | awk -v t="$t" '$2 != t' | wc -l)
+    [ "$n" -eq 0 ] || fail "gen-model $t: $n matrices of another type"
+    "$BATON" quantize "$TMP/f32.gguf" "$TMP/$t.gguf" "$t" 2>/dev/null || fail "quantize $t"
+    "$BATON" inspect "$TMP/$t.gguf" >"$TMP/inspect.txt" || fail "inspect $t"
+    case $t in q5_0) b=45056 ;; q5_1) b=49152 ;; esac
+    grep -Eq "blk\.1\.attn_q\.weight +$t +256 x 256 +[0-9]+ +$b\$" "$TMP/inspect.txt" || fail "$t size"
+done
 # usage: an unknown preset name
 rc=0; "$BATON" quantize "$TMP/f32.gguf" "$TMP/x.gguf" q4_k_s 2>"$TMP/bad.err" || rc=$?
 [ "$rc" -eq 2 ] && [ ! -e "$TMP/x.gguf" ] &&
-    grep -qx "baton quantize: type 'q4_k_s' (want q8_0, q4_0, f16, f32, q4_k_m, q5_k_m, q6_k, q3_k_m, q2_k)" "$TMP/bad.err" ||
+    grep -qx "baton quantize: type 'q4_k_s' (want q8_0, q4_0, q5_0, q5_1, f16, f32, q4_k_m, q5_k_m, q6_k, q3_k_m, q2_k)" "$TMP/bad.err" ||
     fail "quantize q4_k_s: rc $rc: $(cat "$TMP/bad.err")"
 echo "ok"

@@ -22,6 +22,13 @@
  * 2^-24 in [0, 1), s = 2^(i / 256 % 5 - 2): each super-block of x has its
  * own magnitude, 1/4 .. 4, so the per-super-block activation scales differ.
  *
+ * Q5_0 / Q5_1 blocks (kq_gen_q5_blocks): for type t (6: Q5_0, 22 bytes per
+ * 32 elements; 7: Q5_1, 24 bytes), seed KQ_GEN_SEED + t, KQ_GEN_K / 32
+ * blocks (one row of KQ_GEN_K) of random bytes as above; then each block's
+ * binary16 d, in block order, by kq_gen_half(), and for Q5_1 its m (after
+ * d) by kq_gen_half() with the sign bit of the next output's bit 0 (mins of
+ * both signs).
+ *
  * Header-only, C11, no allocation. */
 #ifndef BATON_TESTS_REFERENCE_KQ_GEN_H
 #define BATON_TESTS_REFERENCE_KQ_GEN_H
@@ -90,6 +97,36 @@ static inline int kq_gen_blocks(uint32_t t, uint8_t *out, size_t n)
         kq_gen_put16(out + b * bb + d_off, kq_gen_half(&state));
         if (dmin_off < bb)
             kq_gen_put16(out + b * bb + dmin_off, kq_gen_half(&state));
+    }
+    return 0;
+}
+
+/* Bytes per block of Q5_0 (6) / Q5_1 (7), 0 for any other t. */
+static inline size_t kq_gen_q5_block_bytes(uint32_t t)
+{
+    return t == 6u ? 22u : t == 7u ? 24u : 0u;
+}
+
+#define KQ_GEN_Q5_NB (KQ_GEN_K / 32u) /* Q5 blocks of one row */
+
+/* Fills out (KQ_GEN_Q5_NB * kq_gen_q5_block_bytes(t) bytes) with the Q5
+ * blocks of type t described above. Returns 0, or -1 for a t not 6 or 7. */
+static inline int kq_gen_q5_blocks(uint32_t t, uint8_t *out)
+{
+    const size_t bb = kq_gen_q5_block_bytes(t);
+    uint64_t state = KQ_GEN_SEED + t;
+
+    if (bb == 0)
+        return -1;
+    for (size_t i = 0; i < KQ_GEN_Q5_NB * bb; i++)
+        out[i] = (uint8_t)(kq_gen_next(&state) & 0xffu);
+    for (size_t b = 0; b < KQ_GEN_Q5_NB; b++) {
+        kq_gen_put16(out + b * bb, kq_gen_half(&state));
+        if (t == 7u) {
+            const uint16_t m = kq_gen_half(&state);
+
+            kq_gen_put16(out + b * bb + 2, (uint16_t)(m | (kq_gen_next(&state) & 1u) << 15));
+        }
     }
     return 0;
 }

@@ -13,7 +13,13 @@
  *       NAME v RESULT
  *   RESULT (C99 %a hex float) = the CPU backend's vec_dot of the same row of
  *   KQ_GEN_K elements with kq_gen_x(v) quantized to Q8_K by the CPU
- *   backend's from_float (what ggml's MUL_MAT does with a K weight). */
+ *   backend's from_float (what ggml's MUL_MAT does with a K weight).
+ * Likewise for Q5_0 / Q5_1 (names q5_0, q5_1; kq_gen_q5_blocks): the
+ * dequantized floats in kq-NAME.dequant.f32, the vec_dot (with x quantized to
+ * the type's vec_dot_type, Q8_0 / Q8_1) in kq-vecdot.txt, and
+ *   OUTDIR/kq-NAME.quant.bin    ggml's reference quantizer (from_float_ref,
+ *       what llama-quantize uses without an importance matrix) applied to
+ *       kq_gen_x(0): KQ_GEN_Q5_NB blocks. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +87,49 @@ int main(int argc, char **argv)
             qt->from_float(x, xq, KQ_GEN_K);
             ct->vec_dot(KQ_GEN_K, &s, 0, blocks, 0, xq, 0, 1);
             fprintf(vd, "%s %u %a\n", kq_types[i].name, v, (double)s);
+        }
+    }
+    for (uint32_t t = 6; t <= 7; t++) {
+        const char *name = t == 6 ? "q5_0" : "q5_1";
+        const struct ggml_type_traits *tr = ggml_get_type_traits((enum ggml_type)t);
+        const struct ggml_type_traits_cpu *ct = ggml_get_type_traits_cpu((enum ggml_type)t);
+        const struct ggml_type_traits_cpu *qt = ggml_get_type_traits_cpu(ct->vec_dot_type);
+        FILE *f;
+
+        if (tr->blck_size != 32 || tr->type_size != kq_gen_q5_block_bytes(t) || !tr->to_float ||
+            !tr->from_float_ref || !ct->vec_dot || !qt->from_float ||
+            ggml_row_size(ct->vec_dot_type, KQ_GEN_K) > sizeof xq) {
+            fprintf(stderr, "kq_ref: ggml's %s is not the type kq_gen.h describes\n", name);
+            return 1;
+        }
+        kq_gen_q5_blocks(t, blocks);
+        tr->to_float(blocks, y, KQ_GEN_K);
+        snprintf(path, sizeof path, "%s/kq-%s.dequant.f32", argv[1], name);
+        f = fopen(path, "wb");
+        if (!f || fwrite(y, sizeof y, 1, f) != 1 || fclose(f) != 0) {
+            perror(path);
+            return 1;
+        }
+        for (uint32_t v = 0; v < KQ_GEN_NX; v++) {
+            float s = 0.0f;
+
+            kq_gen_x(v, x, KQ_GEN_K);
+            qt->from_float(x, xq, KQ_GEN_K);
+            ct->vec_dot(KQ_GEN_K, &s, 0, blocks, 0, xq, 0, 1);
+            fprintf(vd, "%s %u %a\n", name, v, (double)s);
+        }
+        {
+            static uint8_t qb[KQ_GEN_NB * 210];
+
+            kq_gen_x(0, x, KQ_GEN_K);
+            tr->from_float_ref(x, qb, KQ_GEN_K);
+            snprintf(path, sizeof path, "%s/kq-%s.quant.bin", argv[1], name);
+            f = fopen(path, "wb");
+            if (!f || fwrite(qb, KQ_GEN_Q5_NB * kq_gen_q5_block_bytes(t), 1, f) != 1 ||
+                fclose(f) != 0) {
+                perror(path);
+                return 1;
+            }
         }
     }
     if (fclose(vd) != 0) {

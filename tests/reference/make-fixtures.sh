@@ -4,7 +4,11 @@
 # fixtures are what its ggml and llama libraries compute, read through our
 # own small programs (kq_ref.c, logits_ref.c) built outside the tree.
 #
-#   tests/reference/make-fixtures.sh [--jobs N] [--only kq|logits]
+#   tests/reference/make-fixtures.sh [--jobs N] [--only kq|logits] [--models A,B,...]
+#
+# --models regenerates only the logits fixtures of those names (logits-NAME.txt),
+# leaving the others as they are (a new model's fixture without remaking the
+# old ones with a newer llama.cpp).
 #
 # llama.cpp: $BATON_LLAMACPP_DIR when set (a folder laid out as
 # bench/llamacpp-build.sh leaves it: DIR/llama.cpp the source, DIR/build-native
@@ -16,8 +20,11 @@
 # missing).
 #
 # Writes (fixtures/README in tests/reference/README.md):
-#   kq-*.dequant.f32, kq-vecdot.txt    kq_ref: K-quant dequantization and
-#                                      vec_dot of kq_gen.h's data
+#   kq-*.dequant.f32, kq-vecdot.txt    kq_ref: K-quant (and Q5_0 / Q5_1)
+#                                      dequantization and vec_dot of
+#                                      kq_gen.h's data
+#   kq-q5_*.quant.bin                  kq_ref: ggml's Q5_0 / Q5_1 reference
+#                                      quantizer on kq_gen_x(0)
 #   logits-NAME.txt                    logits_ref on the model that the
 #                                      file's `gen-model` or `pad-model` (and
 #                                      `quantize`) lines describe, written by
@@ -30,10 +37,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 jobs=2
 only=all
+want_models=
 while [ $# -gt 0 ]; do
     case $1 in
     --jobs) jobs=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
+    --models) want_models=,$2,; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "make-fixtures.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -91,6 +100,9 @@ fi
 # The synthetic ones: 3 layers (one per batond of the split test), width 256
 # (one K super-block per row), 300 tokens.
 shape="--layers 3 --dim 256 --ff 512 --heads 4 --vocab 300 --seed 7"
+# Widths that are multiples of 32 but not of 256, as Qwen2.5-0.5B's 896: the
+# presets fall back to Q5_0 (q4_k_m) / Q5_1 (q5_k_m) and Q8_0
+shape_w="--layers 3 --dim 224 --ff 480 --heads 4 --kv-heads 2 --vocab 300 --seed 7"
 story="1 403 407 261 378" # "Once upon a time"
 models=(
     "f16|gen-model $shape --type f16||"
@@ -102,6 +114,8 @@ models=(
     "q4_k|gen-model $shape --type q4_k||"
     "q5_k|gen-model $shape --type q5_k||"
     "q6_k|gen-model $shape --type q6_k||"
+    "q5_0|gen-model $shape --type q5_0||"
+    "q5_1|gen-model $shape --type q5_1||"
     "q4_k_m|gen-model $shape --type f32|q4_k_m|"
     "q5_k_m|gen-model $shape --type f32|q5_k_m|"
     "q6_k-quant|gen-model $shape --type f32|q6_k|"
@@ -111,6 +125,8 @@ models=(
     "q4_0-quant|gen-model $shape --type f32|q4_0|"
     "qwen2|gen-model --arch qwen2 $shape --kv-heads 2 --type f32||"
     "qwen2-q4_k_m|gen-model --arch qwen2 $shape --kv-heads 2 --type f32|q4_k_m|"
+    "qwen2w-q4_k_m|gen-model --arch qwen2 $shape_w --type f32|q4_k_m|"
+    "qwen2w-q5_k_m|gen-model --arch qwen2 $shape_w --type f32|q5_k_m|"
     "qwen3|gen-model --arch qwen3 $shape --kv-heads 2 --head-dim 128 --type f32||"
     "qwen3-q6_k|gen-model --arch qwen3 $shape --kv-heads 2 --head-dim 128 --type q6_k||"
     "llama31|gen-model $shape --kv-heads 2 --rope-base 500000 --rope-freqs --type f32||"
@@ -130,6 +146,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for m in "${models[@]}"; do
     IFS='|' read -r name source quant prompt_ids <<<"$m"
+    if [ -n "$want_models" ] && [ "${want_models#*,"$name",}" = "$want_models" ]; then
+        continue
+    fi
     prompt_ids=${prompt_ids:-$synthetic_prompt}
     model=$tmp/$name.gguf
     case $source in

@@ -340,6 +340,235 @@ static void test_round_trip_bounds(void **state)
     }
 }
 
+/* ---- Q5_0 / Q5_1: hand-built blocks ---- */
+
+/* qh = 0x80010201 (bytes 01 02 01 80): fifth bits of elements 0, 9, 16, 31;
+ * qs[0] = 0x9F (element 0 nibble 15, element 16 nibble 9), qs[1] = 0x08
+ * (element 1 nibble 8, element 17 nibble 0), every other nibble 0. */
+static void q5_fill_hand(uint8_t *qh, uint8_t *qs)
+{
+    qh[0] = 0x01;
+    qh[1] = 0x02;
+    qh[2] = 0x01;
+    qh[3] = 0x80;
+    memset(qs, 0, 16);
+    qs[0] = 0x9F;
+    qs[1] = 0x08;
+}
+
+static void test_q5_known_blocks(void **state)
+{
+    uint8_t b0[22] = {0x00, 0x40}, b1[24] = {0x00, 0x38, 0x00, 0xBC}; /* d 2; d 0.5, m -1 */
+    float y[32];
+    int j;
+
+    (void)state;
+    q5_fill_hand(b0 + 2, b0 + 6);
+    assert_int_equal(baton_dequantize_row_q5_0(b0, y, 32), 0);
+    /* Q5_0: d * (q - 16): element 0 q = 31 -> 30, 16: 25 -> 18, 1: 8 -> -16,
+     * 17: 0 -> -32, 9: 16 -> 0, 31: 16 -> 0, the rest q = 0 -> -32 */
+    for (j = 0; j < 32; j++) {
+        const float want = j == 0    ? 30.0f
+                           : j == 16 ? 18.0f
+                           : j == 1  ? -16.0f
+                           : j == 9 || j == 31 ? 0.0f
+                                               : -32.0f;
+
+        assert_true(y[j] == want);
+    }
+    assert_int_equal(baton_dequantize_row(BATON_TYPE_Q5_0, b0, y, 31), BATON_E_SHAPE);
+
+    q5_fill_hand(b1 + 4, b1 + 8);
+    assert_int_equal(baton_dequantize_row(BATON_TYPE_Q5_1, b1, y, 32), 0);
+    /* Q5_1: 0.5 * q - 1: 31 -> 14.5, 25 -> 11.5, 8 -> 3, 0 -> -1, 16 -> 7 */
+    for (j = 0; j < 32; j++) {
+        const float want = j == 0    ? 14.5f
+                           : j == 16 ? 11.5f
+                           : j == 1  ? 3.0f
+                           : j == 9 || j == 31 ? 7.0f
+                                               : -1.0f;
+
+        assert_true(y[j] == want);
+    }
+    assert_int_equal(baton_dequantize_row_q5_1(b1, y, 48), BATON_E_SHAPE);
+}
+
+/* ggml's rules (quantize_row_q5_0_ref / _q5_1_ref): Q5_0 takes the first
+ * element of largest magnitude as -16 d and truncates x/d + 16.5 (at most
+ * 31); Q5_1 takes d = (max - min) / 31, m = min, q = trunc((x - min)/d +
+ * 0.5). */
+static void test_q5_quantize_known(void **state)
+{
+    float x[32] = {0};
+    uint8_t q0[22], q1[24];
+    int j;
+
+    (void)state;
+    x[0] = -16.0f; /* d = -16 / -16 = 1 */
+    x[1] = 16.0f;  /* 32.5 -> 32 -> 31 */
+    x[2] = 2.5f;   /* 19 */
+    x[3] = -2.5f;  /* 14 */
+    x[16] = 15.6f; /* 32.1 -> 31 */
+    x[17] = -0.4f; /* 16.1 -> 16 */
+    /* every other element 0: 16.5 -> 16 */
+    assert_int_equal(baton_quantize_row_q5_0(x, q0, 32), 0);
+    assert_int_equal(q0[0], 0x00); /* fp16(1.0) = 0x3C00 */
+    assert_int_equal(q0[1], 0x3C);
+    /* fifth bits: every q >= 16, i.e. all but elements 0 and 3 */
+    assert_int_equal(q0[2], 0xF6);
+    assert_int_equal(q0[3], 0xFF);
+    assert_int_equal(q0[4], 0xFF);
+    assert_int_equal(q0[5], 0xFF);
+    assert_int_equal(q0[6], 0x00 | 0xF << 4); /* element 0: 0, element 16: 31 */
+    assert_int_equal(q0[7], 0xF | 0x0 << 4);  /* 31, 16 */
+    assert_int_equal(q0[8], 0x3);             /* 19, 16 */
+    assert_int_equal(q0[9], 0xE);             /* 14, 16 */
+    for (j = 4; j < 16; j++)
+        assert_int_equal(q0[6 + j], 0x00);
+
+    for (j = 0; j < 32; j++)
+        x[j] = (float)(j - 1); /* min -1, max 30: d = 1, q = j */
+    x[5] = 3.4f;               /* 4.4 + 0.5 -> 4 */
+    x[6] = 5.6f;               /* 6.6 + 0.5 -> 7 */
+    assert_int_equal(baton_quantize_row_q5_1(x, q1, 32), 0);
+    assert_int_equal(q1[0], 0x00); /* d = fp16(1) */
+    assert_int_equal(q1[1], 0x3C);
+    assert_int_equal(q1[2], 0x00); /* m = fp16(-1) = 0xBC00 */
+    assert_int_equal(q1[3], 0xBC);
+    assert_int_equal(q1[4], 0x00); /* fifth bits: elements 16..31 */
+    assert_int_equal(q1[5], 0x00);
+    assert_int_equal(q1[6], 0xFF);
+    assert_int_equal(q1[7], 0xFF);
+    for (j = 0; j < 16; j++) {
+        const int lo = j == 5 ? 4 : j == 6 ? 7 : j;
+
+        assert_int_equal(q1[8 + j], lo | (j << 4));
+    }
+
+    memset(x, 0, sizeof(x)); /* all zero: Q5_0 d = -0, q = 16 everywhere */
+    assert_int_equal(baton_quantize_row_q5_0(x, q0, 32), 0);
+    assert_int_equal(q0[0], 0x00);
+    assert_int_equal(q0[1], 0x80);
+    for (j = 2; j < 6; j++)
+        assert_int_equal(q0[j], 0xFF);
+    for (j = 6; j < 22; j++)
+        assert_int_equal(q0[j], 0x00);
+    assert_int_equal(baton_quantize_row_q5_1(x, q1, 32), 0); /* d = 0, m = 0, q = 0 */
+    for (j = 0; j < 24; j++)
+        assert_int_equal(q1[j], 0x00);
+}
+
+static void test_q5_quantize_errors(void **state)
+{
+    float x[64];
+    uint8_t out[2 * 24];
+    int j;
+
+    (void)state;
+    for (j = 0; j < 64; j++)
+        x[j] = (float)j;
+    memset(out, 0xEE, sizeof(out));
+    assert_int_equal(baton_quantize_row_q5_0(x, out, 33), BATON_E_SHAPE);
+    assert_int_equal(baton_quantize_row_q5_1(x, out, 48), BATON_E_SHAPE);
+    x[40] = NAN; /* second block: nothing at all is written */
+    assert_int_equal(baton_quantize_row_q5_0(x, out, 64), BATON_E_INVAL);
+    assert_int_equal(baton_quantize_row_q5_1(x, out, 64), BATON_E_INVAL);
+    x[40] = -INFINITY;
+    assert_int_equal(baton_quantize_row(BATON_TYPE_Q5_1, x, out, 64), BATON_E_INVAL);
+    x[40] = 65504.0f * 16.0f * 1.01f; /* Q5_0's scale past binary16 */
+    assert_int_equal(baton_quantize_row_q5_0(x, out, 64), BATON_E_INVAL);
+    x[40] = 65504.0f * 31.0f * 1.01f; /* Q5_1's scale past binary16 */
+    assert_int_equal(baton_quantize_row_q5_1(x, out, 64), BATON_E_INVAL);
+    for (j = 32; j < 64; j++)
+        x[j] = -70000.0f; /* Q5_1: range 0, but the min past binary16 */
+    assert_int_equal(baton_quantize_row_q5_1(x, out, 64), BATON_E_INVAL);
+    x[33] = 3.4e38f; /* finite, but max - min overflows to inf */
+    x[34] = -3.4e38f;
+    assert_int_equal(baton_quantize_row_q5_1(x, out, 64), BATON_E_INVAL);
+    for (j = 0; j < (int)sizeof(out); j++)
+        assert_int_equal(out[j], 0xEE);
+    assert_int_equal(baton_row_bytes(BATON_TYPE_Q5_0, 64), 44);
+    assert_int_equal(baton_row_bytes(BATON_TYPE_Q5_1, 64), 48);
+    assert_int_equal(baton_row_bytes(BATON_TYPE_Q5_0, 40), 0);
+    assert_int_equal(baton_row_bytes(BATON_TYPE_Q5_1, 16), 0);
+}
+
+/* Round trips within quant.h's bounds, on blocks of very different scales
+ * (and offsets, for Q5_1's min). */
+static void test_q5_round_trip_bounds(void **state)
+{
+    static const float scales[] = {1.0f, 1e-3f, 3e4f, 1e-6f, 1e-9f, 1e3f};
+    float x[256], y[256];
+    uint8_t q0[8 * 22], q1[8 * 24];
+    int b, j, trial;
+
+    (void)state;
+    rng_state = 55;
+    for (trial = 0; trial < 200; trial++) {
+        const float sc = scales[trial % 6];
+        const float off = trial % 3 == 0 ? sc * 3.0f : 0.0f;
+
+        for (j = 0; j < 256; j++)
+            x[j] = rng_unit() * sc * (float)(1 + j / 32) + off;
+        if (trial % 7 == 0)
+            x[5] = -x[5] * 4.0f;
+
+        assert_int_equal(baton_quantize_row_q5_0(x, q0, 256), 0);
+        assert_int_equal(baton_dequantize_row_q5_0(q0, y, 256), 0);
+        for (b = 0; b < 8; b++) {
+            float amax = 0.0f, m = 0.0f, d, D;
+
+            for (j = 0; j < 32; j++)
+                if (fabsf(x[b * 32 + j]) > amax) {
+                    amax = fabsf(x[b * 32 + j]);
+                    m = x[b * 32 + j];
+                }
+            d = m / -16.0f;
+            D = baton_fp16_to_fp32((uint16_t)(q0[b * 22] | q0[b * 22 + 1] << 8));
+            for (j = 0; j < 32; j++) {
+                const float v = x[b * 32 + j], t = v / d;
+                const float bound =
+                    (t > 15.5f ? fabsf(d) : fabsf(d) / 2) + 16 * fabsf(d - D) + amax * 1e-6f;
+
+                assert_true(fabsf(v - y[b * 32 + j]) <= bound);
+            }
+        }
+
+        {
+            int min_too_big = 0;
+
+            for (b = 0; b < 8; b++) {
+                float lo = x[b * 32];
+
+                for (j = 1; j < 32; j++)
+                    lo = fminf(lo, x[b * 32 + j]);
+                min_too_big |= fabsf(lo) > 65504.0f;
+            }
+            if (min_too_big) { /* some block's min cannot be binary16 */
+                assert_int_equal(baton_quantize_row_q5_1(x, q1, 256), BATON_E_INVAL);
+                continue;
+            }
+        }
+        assert_int_equal(baton_quantize_row_q5_1(x, q1, 256), 0);
+        assert_int_equal(baton_dequantize_row_q5_1(q1, y, 256), 0);
+        for (b = 0; b < 8; b++) {
+            float lo = x[b * 32], hi = x[b * 32], d, D, M, bound;
+
+            for (j = 1; j < 32; j++) {
+                lo = fminf(lo, x[b * 32 + j]);
+                hi = fmaxf(hi, x[b * 32 + j]);
+            }
+            d = (hi - lo) / 31.0f;
+            D = baton_fp16_to_fp32((uint16_t)(q1[b * 24] | q1[b * 24 + 1] << 8));
+            M = baton_fp16_to_fp32((uint16_t)(q1[b * 24 + 2] | q1[b * 24 + 3] << 8));
+            bound = d / 2 + 31 * fabsf(d - D) + fabsf(lo - M) +
+                    (fabsf(lo) + fabsf(hi)) * 1e-6f;
+            for (j = 0; j < 32; j++)
+                assert_true(fabsf(x[b * 32 + j] - y[b * 32 + j]) <= bound);
+        }
+    }
+}
+
 /* ---- K-quants ---- */
 
 static void put16(uint8_t *p, uint16_t v)
@@ -768,6 +997,8 @@ static void test_get_rows_types(void **state)
     get_rows_case(BATON_TYPE_Q8_0, 32);
     get_rows_case(BATON_TYPE_Q8_0, 64);
     get_rows_case(BATON_TYPE_Q4_0, 64);
+    get_rows_case(BATON_TYPE_Q5_0, 64);
+    get_rows_case(BATON_TYPE_Q5_1, 32);
 }
 
 /* Hand-computed MUL_MAT through a graph: a Q8_0 row with d = 0.5 and
@@ -811,6 +1042,37 @@ static void test_mul_mat_quant_known(void **state)
     /* 2 * sum(x) = 2 * 8 * (0 + 42 + 84 + 126) = 4032; q = 0, 42.33 -> 42,
      * 84.67 -> 85, 127: error <= 8 blocks-of-4 * 2 * d/2 * 2 elements */
     assert_true(fabsf(y[0] - 4032.0f) <= 8 * 2 * (126.0f / 127.0f));
+
+    /* Q5_0, d = 2, nibbles 9 with every fifth bit set: q = 25, values
+     * 2 * (25 - 16) = 18; Q5_1, d = 0.5, m = -1, nibbles 9, no fifth bit:
+     * values 0.5 * 9 - 1 = 3.5; same x (sum 2016; error as above, per unit
+     * of weight) */
+    {
+        uint8_t w50[22] = {0x00, 0x40, 0xFF, 0xFF, 0xFF, 0xFF};
+        uint8_t w51[24] = {0x00, 0x38, 0x00, 0xBC};
+
+        for (j = 0; j < 16; j++) {
+            w50[6 + j] = 0x99;
+            w51[8 + j] = 0x99;
+        }
+        tg_init(&t);
+        lw = tg_leaf(&t, BATON_TYPE_Q5_0, 32, 1, 1, 1, w50);
+        lx = tg_leaf(&t, BATON_TYPE_F32, 32, 1, 1, 1, x);
+        ly = tg_leaf(&t, BATON_TYPE_F32, 1, 1, 1, 1, y);
+        n = tg_node(&t, BATON_OP_MUL_MAT, BATON_TYPE_F32, 1, 1, 1, 1, SRC2(lw, lx), NULL);
+        tg_at(&t, n)->out_leaf = ly;
+        assert_int_equal(tg_run(&t, NULL), 0);
+        assert_true(fabsf(y[0] - 18.0f * 2016.0f) <= 8 * 18 * (126.0f / 127.0f));
+
+        tg_init(&t);
+        lw = tg_leaf(&t, BATON_TYPE_Q5_1, 32, 1, 1, 1, w51);
+        lx = tg_leaf(&t, BATON_TYPE_F32, 32, 1, 1, 1, x);
+        ly = tg_leaf(&t, BATON_TYPE_F32, 1, 1, 1, 1, y);
+        n = tg_node(&t, BATON_OP_MUL_MAT, BATON_TYPE_F32, 1, 1, 1, 1, SRC2(lw, lx), NULL);
+        tg_at(&t, n)->out_leaf = ly;
+        assert_int_equal(tg_run(&t, NULL), 0);
+        assert_true(fabsf(y[0] - 3.5f * 2016.0f) <= 8 * 3.5f * (126.0f / 127.0f));
+    }
 }
 
 int main(void)
@@ -825,6 +1087,8 @@ int main(void)
         cmocka_unit_test(test_q4_k_q5_k_known_blocks), cmocka_unit_test(test_q6_k_known_block),
         cmocka_unit_test(test_k_round_trip_bounds), cmocka_unit_test(test_k_errors),
         cmocka_unit_test(test_get_rows_types),     cmocka_unit_test(test_mul_mat_quant_known),
+        cmocka_unit_test(test_q5_known_blocks),    cmocka_unit_test(test_q5_quantize_known),
+        cmocka_unit_test(test_q5_quantize_errors), cmocka_unit_test(test_q5_round_trip_bounds),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -121,6 +121,66 @@ static float ref_q(const uint8_t *w, int is_q4, const float *x, uint64_t k)
     return ref_hsum8(c);
 }
 
+/* Q5_0 / Q5_1 weights, read from ggml's block_q5_0 / block_q5_1 layout:
+ * u16 d, (Q5_1: u16 m), u32 qh, 16 bytes qs; element e's fifth bit is bit e
+ * of qh, its nibble qs[e % 16] low (e < 16) or high. Same activations and
+ * lanes as ref_q; Q5_0 sums (q - 16) * x, Q5_1 sums q * x, then adds its
+ * min term fma(m * dx, sum of x, lane) per lane (matmul.h). */
+static float ref_q5(const uint8_t *w, int is_q5_1, const float *x, uint64_t k)
+{
+    float lanes[16] = {0}, c[8];
+    const int bb = is_q5_1 ? 24 : 22, qh_at = is_q5_1 ? 4 : 2;
+    uint64_t b;
+    int j, l;
+
+    for (b = 0; b < k / 32; b++) {
+        const uint8_t *wb = w + b * (uint64_t)bb;
+        const float *xb = x + b * 32;
+        const uint32_t qh = wb[qh_at] | (uint32_t)wb[qh_at + 1] << 8 |
+                            (uint32_t)wb[qh_at + 2] << 16 | (uint32_t)wb[qh_at + 3] << 24;
+        float amax = 0.0f, dx, id, d, dm;
+        int wq[32], xq[32], finite = 1;
+
+        for (j = 0; j < 32; j++) {
+            const int nib = j < 16 ? wb[qh_at + 4 + j] & 15 : wb[qh_at + 4 + j - 16] >> 4;
+
+            if (!isfinite(xb[j]))
+                finite = 0;
+            else
+                amax = fmaxf(amax, fabsf(xb[j]));
+            wq[j] = nib + 16 * (int)((qh >> j) & 1) - (is_q5_1 ? 0 : 16);
+        }
+        dx = finite ? amax / 127.0f : NAN;
+        id = dx != 0.0f ? 1.0f / dx : 0.0f;
+        for (j = 0; j < 32; j++)
+            xq[j] = finite ? (int)nearbyintf(xb[j] * id) : 0;
+        d = h2f(wb) * dx;
+        dm = is_q5_1 ? h2f(wb + 2) * dx : 0.0f;
+        for (l = 0; l < 4; l++) {
+            int isum = 0, xsum = 0;
+
+            for (j = 4 * l; j < 4 * l + 4; j++) {
+                isum += wq[j] * xq[j] + wq[16 + j] * xq[16 + j];
+                xsum += xq[j] + xq[16 + j];
+            }
+            lanes[4 * (b % 4) + l] = fmaf(d, (float)isum, lanes[4 * (b % 4) + l]);
+            if (is_q5_1)
+                lanes[4 * (b % 4) + l] = fmaf(dm, (float)xsum, lanes[4 * (b % 4) + l]);
+        }
+    }
+    for (l = 0; l < 8; l++)
+        c[l] = lanes[l] + lanes[l + 8];
+    return ref_hsum8(c);
+}
+
+static uint64_t block_bytes_of(uint32_t type)
+{
+    return type == BATON_TYPE_Q4_0   ? 18
+           : type == BATON_TYPE_Q5_0 ? 22
+           : type == BATON_TYPE_Q5_1 ? 24
+                                     : 34;
+}
+
 /* ---- one case ---- */
 
 struct mm_case {
@@ -178,10 +238,16 @@ static void case_fill(struct mm_case *c, uint32_t type, uint64_t k, uint64_t n, 
                 wr[i] = (uint8_t)rng32();
             for (i = 0; i < k / 32; i++) {
                 const uint16_t h = baton_fp32_to_fp16(rng_unit() * 0.05f);
-                uint8_t *p = wr + i * (type == BATON_TYPE_Q4_0 ? 18 : 34);
+                uint8_t *p = wr + i * block_bytes_of(type);
 
                 p[0] = (uint8_t)h;
                 p[1] = (uint8_t)(h >> 8);
+                if (type == BATON_TYPE_Q5_1) { /* the min, as large as the range */
+                    const uint16_t hm = baton_fp32_to_fp16(rng_unit() * 1.5f);
+
+                    p[2] = (uint8_t)hm;
+                    p[3] = (uint8_t)(hm >> 8);
+                }
             }
             break;
         }
@@ -201,6 +267,10 @@ static void case_fill(struct mm_case *c, uint32_t type, uint64_t k, uint64_t n, 
                 break;
             case BATON_TYPE_F16:
                 v = ref_f16(wr, xc, k);
+                break;
+            case BATON_TYPE_Q5_0:
+            case BATON_TYPE_Q5_1:
+                v = ref_q5(wr, type == BATON_TYPE_Q5_1, xc, k);
                 break;
             default:
                 v = ref_q(wr, type == BATON_TYPE_Q4_0, xc, k);
@@ -322,14 +392,28 @@ static void test_q4_0_random(void **state)
     random_cases(BATON_TYPE_Q4_0, k_blocks, 8, 40);
 }
 
+static void test_q5_0_random(void **state)
+{
+    (void)state;
+    rng_state = 41;
+    random_cases(BATON_TYPE_Q5_0, k_blocks, 8, 40);
+}
+
+static void test_q5_1_random(void **state)
+{
+    (void)state;
+    rng_state = 42;
+    random_cases(BATON_TYPE_Q5_1, k_blocks, 8, 40);
+}
+
 /* Shapes past one row block of the prefill walk (256 KiB of weights), so
  * several row blocks and column groups (4 + 4 + 1, and 19 columns: past
  * the row-at-a-time limit) are crossed, and the decode walk's row tiles
  * with a ragged end. */
 static void test_large_shapes(void **state)
 {
-    static const uint32_t types[] = {BATON_TYPE_F32, BATON_TYPE_F16, BATON_TYPE_Q8_0,
-                                     BATON_TYPE_Q4_0};
+    static const uint32_t types[] = {BATON_TYPE_F32,  BATON_TYPE_F16,  BATON_TYPE_Q8_0,
+                                     BATON_TYPE_Q4_0, BATON_TYPE_Q5_0, BATON_TYPE_Q5_1};
     struct baton_pool *pools[2];
     unsigned t;
 
@@ -337,7 +421,7 @@ static void test_large_shapes(void **state)
     rng_state = 5;
     assert_int_equal(baton_pool_create(1, &pools[0]), 0);
     assert_int_equal(baton_pool_create(2, &pools[1]), 0);
-    for (t = 0; t < 4; t++) {
+    for (t = 0; t < 6; t++) {
         struct mm_case c;
 
         case_fill(&c, types[t], 2048, 163, 9);
@@ -403,10 +487,11 @@ static void test_nonfinite_activation(void **state)
 
 /* The activation quantizer of every level writes the same bytes as the
  * scalar one (values of many magnitudes, ties, a zero block, a NaN block,
- * a padded last group), for both biases. */
+ * a padded last group), for every bias (Q8_0 128, Q4_0 8, Q5_0 16, Q5_1 -1). */
 static void test_act_levels_equal(void **state)
 {
-    static const uint32_t types[] = {BATON_TYPE_Q8_0, BATON_TYPE_Q4_0};
+    static const uint32_t types[] = {BATON_TYPE_Q8_0, BATON_TYPE_Q4_0, BATON_TYPE_Q5_0,
+                                     BATON_TYPE_Q5_1};
     const uint64_t k = 32 * 7, m = 3, bytes = m * baton_cpu_act_col_bytes(32 * 7);
     float x[32 * 7 * 3];
     uint8_t *want = aligned_alloc(64, bytes), *got = aligned_alloc(64, bytes);
@@ -425,7 +510,7 @@ static void test_act_levels_equal(void **state)
     x[300] = 127.0f; /* a block where x * (1/d) hits exact halves */
     x[301] = 0.5f;
     x[302] = -1.5f;
-    for (t = 0; t < 2; t++) {
+    for (t = 0; t < 4; t++) {
         baton_cpu_isa_set(BATON_CPU_ISA_SCALAR);
         memset(want, 0xAB, bytes);
         baton_cpu_quantize_act(NULL, types[t], x, k, m, want);
@@ -712,7 +797,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_isa_levels),           cmocka_unit_test(test_f32_random),
         cmocka_unit_test(test_f16_random),           cmocka_unit_test(test_q8_0_random),
-        cmocka_unit_test(test_q4_0_random),          cmocka_unit_test(test_large_shapes),
+        cmocka_unit_test(test_q4_0_random),          cmocka_unit_test(test_q5_0_random),
+        cmocka_unit_test(test_q5_1_random),          cmocka_unit_test(test_large_shapes),
         cmocka_unit_test(test_q4_0_decode_chunks),
         cmocka_unit_test(test_nonfinite_activation),
         cmocka_unit_test(test_act_levels_equal),

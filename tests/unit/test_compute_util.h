@@ -48,6 +48,9 @@ static inline uint32_t tg_leaf(struct tg *t, uint32_t type, uint64_t n0, uint64_
     } else if (type == BATON_TYPE_Q4_0) {
         be = 32;
         bb = 18;
+    } else if (type == BATON_TYPE_Q5_0 || type == BATON_TYPE_Q5_1) {
+        be = 32;
+        bb = type == BATON_TYPE_Q5_0 ? 22 : 24; /* ggml's block_q5_0 / block_q5_1 */
     } else if (type >= BATON_TYPE_Q2_K && type <= BATON_TYPE_Q6_K) {
         static const uint64_t kb[] = {84, 110, 144, 176, 210};
 

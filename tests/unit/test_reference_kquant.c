@@ -1,4 +1,5 @@
-/* K-quants against llama.cpp (issue 18, "Checked against llama.cpp"): the
+/* K-quants (and Q5_0 / Q5_1, check_q5 below) against llama.cpp (issue 18,
+ * "Checked against llama.cpp"): the
  * super-blocks of tests/reference/kq_gen.h, regenerated here, against what
  * llama.cpp's ggml made of the same bytes (tests/reference/fixtures, written
  * by tests/reference/make-fixtures.sh; tests/reference/README.md).
@@ -213,6 +214,163 @@ static void check_dot(uint32_t t)
     baton_pool_destroy(pool);
 }
 
+/* ---- Q5_0 / Q5_1 (kq_gen_q5_blocks) ----
+ * 1. dequantization bit for bit; 2. baton's quantizer writes the bytes of
+ * ggml's reference quantizer (quantize_row_q5_*_ref, llama-quantize's
+ * without an importance matrix) for kq_gen_x(0); 3. MUL_MAT at every level
+ * the same bits, within a bound of ggml's vec_dot, whose activations are
+ * Q8_0 (Q5_0) or Q8_1 (Q5_1) blocks of 32 with a binary16 scale dq16 where
+ * baton keeps dq in binary32: |dq16 - dq| <= 2^-11 dq moves the result by
+ * at most 2^-11 * sum_blocks amax * sum_e |W_e|; Q8_1's binary16 s =
+ * dq * sum q, which ggml multiplies by the min m, adds 2^-11 * amax * 32 *
+ * |m| per block. Near ties as above; float rounding 2^-18 as above. */
+static void load_fixture(const char *name, const char *suffix, void *dst, size_t bytes)
+{
+    const char *src = getenv("SRC_DIR");
+    char path[4096];
+    FILE *f;
+    size_t got;
+
+    assert_non_null(src);
+    snprintf(path, sizeof path, "%s/tests/reference/fixtures/kq-%s.%s", src, name, suffix);
+    f = fopen(path, "rb");
+    if (!f)
+        fail_msg("%s: cannot open (tests/reference/make-fixtures.sh writes it)", path);
+    got = fread(dst, 1, bytes, f);
+    fclose(f);
+    assert_int_equal(got, bytes);
+}
+
+static void load_vecdot_named(const char *want_name, double *want)
+{
+    const char *src = getenv("SRC_DIR");
+    char path[4096], name[16];
+    unsigned v;
+    double r;
+    int seen = 0;
+    FILE *f;
+
+    assert_non_null(src);
+    snprintf(path, sizeof path, "%s/tests/reference/fixtures/kq-vecdot.txt", src);
+    f = fopen(path, "r");
+    if (!f)
+        fail_msg("%s: cannot open", path);
+    while (fscanf(f, "%15s %u %la", name, &v, &r) == 3) {
+        if (strcmp(name, want_name) == 0 && v < KQ_GEN_NX) {
+            want[v] = r;
+            seen |= 1 << v;
+        }
+    }
+    fclose(f);
+    assert_int_equal(seen, (1 << KQ_GEN_NX) - 1);
+}
+
+static void check_q5(uint32_t t)
+{
+    const char *name = t == BATON_TYPE_Q5_0 ? "q5_0" : "q5_1";
+    const size_t bb = kq_gen_q5_block_bytes(t), nbytes = KQ_GEN_Q5_NB * bb;
+    static uint8_t blocks[KQ_GEN_Q5_NB * 24], want_q[KQ_GEN_Q5_NB * 24], got_q[KQ_GEN_Q5_NB * 24];
+    static float want[KQ_GEN_K], got[KQ_GEN_K], x[KQ_GEN_K];
+    double want_dot[KQ_GEN_NX];
+    uint32_t n_diff = 0;
+    struct baton_pool *pool;
+    void *work;
+    const uint64_t work_bytes = baton_cpu_mul_mat_work_bytes(t, KQ_GEN_K, 1);
+
+    assert_int_equal(kq_gen_q5_blocks(t, blocks), 0);
+    load_fixture(name, "dequant.f32", want, sizeof want);
+    memset(got, 0x55, sizeof got);
+    assert_int_equal(baton_dequantize_row(t, blocks, got, KQ_GEN_K), 0);
+    for (uint32_t i = 0; i < KQ_GEN_K; i++)
+        if (memcmp(&got[i], &want[i], 4) != 0 && n_diff++ < 8)
+            print_message("%s element %u: baton %a, ggml %a\n", name, i, (double)got[i],
+                          (double)want[i]);
+    if (n_diff)
+        fail_msg("%s: %u of %u elements differ from ggml's to_float", name, n_diff, KQ_GEN_K);
+
+    kq_gen_x(0, x, KQ_GEN_K);
+    load_fixture(name, "quant.bin", want_q, nbytes);
+    memset(got_q, 0xEE, sizeof got_q);
+    assert_int_equal(baton_quantize_row(t, x, got_q, KQ_GEN_K), 0);
+    for (size_t i = 0; i < nbytes; i++)
+        if (got_q[i] != want_q[i])
+            fail_msg("%s quantizer: byte %zu (block %zu, offset %zu): baton 0x%02x, ggml 0x%02x",
+                     name, i, i / bb, i % bb, got_q[i], want_q[i]);
+
+    load_vecdot_named(name, want_dot);
+    assert_int_equal(baton_pool_create(1, &pool), 0);
+    work = aligned_alloc(64, work_bytes);
+    assert_non_null(work);
+    for (uint32_t v = 0; v < KQ_GEN_NX; v++) {
+        double tol_ties = 0.0, tol_scale = 0.0, tol_round = 0.0;
+        uint32_t n_ties = 0;
+        float first = 0.0f;
+        int have_first = 0;
+
+        kq_gen_x(v, x, KQ_GEN_K);
+        for (uint32_t b = 0; b < KQ_GEN_Q5_NB; b++) {
+            const double m = t == BATON_TYPE_Q5_1 ? fabs((double)half_at(blocks + b * bb + 2)) : 0;
+            double amax = 0.0, sw = 0.0;
+
+            for (uint32_t e = 0; e < 32; e++)
+                if (fabs((double)x[b * 32 + e]) > amax)
+                    amax = fabs((double)x[b * 32 + e]);
+            for (uint32_t e = 0; e < 32; e++) {
+                const double tq = 127.0 * (double)x[b * 32 + e] / amax;
+                const double frac = fabs(tq - floor(tq) - 0.5);
+
+                sw += fabs((double)want[b * 32 + e]);
+                if (frac < 0x1p-16) {
+                    n_ties++;
+                    tol_ties += amax / 127.0 * (fabs((double)want[b * 32 + e]) + m);
+                }
+            }
+            tol_scale += 0x1p-11 * amax * (sw + 32.0 * m);
+            tol_round += 0x1p-18 * amax * (sw + 32.0 * m);
+        }
+        for (int lvl = BATON_CPU_ISA_SCALAR; lvl <= BATON_CPU_ISA_AVX512; lvl++) {
+            float y = NAN;
+            double diff;
+
+            if ((int)baton_cpu_isa_set((enum baton_cpu_isa)lvl) != lvl)
+                continue;
+            baton_cpu_mul_mat_typed(pool, t, blocks, x, &y, KQ_GEN_K, 1, 1, work);
+            if (!have_first) {
+                first = y;
+                have_first = 1;
+            } else if (memcmp(&y, &first, 4) != 0) {
+                fail_msg("%s x%u: %s gives %a, the scalar level %a", name, v,
+                         baton_cpu_isa_name((enum baton_cpu_isa)lvl), (double)y, (double)first);
+            }
+            diff = fabs((double)y - want_dot[v]);
+            if (!(diff <= tol_ties + tol_scale + tol_round))
+                fail_msg("%s x%u %s: baton %a, ggml %a: |diff| %g > bound %g", name, v,
+                         baton_cpu_isa_name((enum baton_cpu_isa)lvl), (double)y, want_dot[v],
+                         diff, tol_ties + tol_scale + tol_round);
+            if (lvl == BATON_CPU_ISA_SCALAR)
+                print_message("%s x%u: baton %.9g ggml %.9g |diff| %.3g (rel %.3g), bound %.3g "
+                              "(%u near ties)\n",
+                              name, v, (double)y, want_dot[v], diff, diff / fabs(want_dot[v]),
+                              tol_ties + tol_scale + tol_round, n_ties);
+        }
+    }
+    baton_cpu_isa_set(BATON_CPU_ISA_AVX512);
+    free(work);
+    baton_pool_destroy(pool);
+}
+
+static void test_q5_0(void **state)
+{
+    (void)state;
+    check_q5(BATON_TYPE_Q5_0);
+}
+
+static void test_q5_1(void **state)
+{
+    (void)state;
+    check_q5(BATON_TYPE_Q5_1);
+}
+
 #define KQ_TESTS(T, name)                                                                      \
     static void test_dequant_##name(void **state)                                              \
     {                                                                                          \
@@ -253,6 +411,7 @@ int main(void)
         cmocka_unit_test(test_dequant_q6_k), cmocka_unit_test(test_dot_q2_k),
         cmocka_unit_test(test_dot_q3_k),     cmocka_unit_test(test_dot_q4_k),
         cmocka_unit_test(test_dot_q5_k),     cmocka_unit_test(test_dot_q6_k),
+        cmocka_unit_test(test_q5_0),         cmocka_unit_test(test_q5_1),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

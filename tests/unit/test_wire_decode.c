@@ -198,6 +198,19 @@ static void test_contiguous_nb(void **state)
             assert_int_equal(baton_tensor_contiguous_nb(t, kne, nb), BATON_E_TYPE);
         assert_int_equal(baton_tensor_contiguous_nb(9, kne, nb), BATON_E_TYPE);
     }
+    /* Q5_0 / Q5_1: blocks of 32, ggml's block_q5_0 (2 + 4 + 16 bytes) and
+     * block_q5_1 (2 + 2 + 4 + 16 bytes); Q4_1 (3) stays unknown */
+    {
+        const uint64_t ne5[4] = {96, 2, 1, 3};
+        const uint64_t ne40[4] = {40, 1, 1, 1};
+        assert_int_equal(baton_tensor_contiguous_nb(BATON_TYPE_Q5_0, ne5, nb), 0);
+        assert_true(nb[0] == 22 && nb[1] == 66 && nb[2] == 132 && nb[3] == 132);
+        assert_int_equal(baton_tensor_contiguous_nb(BATON_TYPE_Q5_1, ne5, nb), 0);
+        assert_true(nb[0] == 24 && nb[1] == 72 && nb[2] == 144 && nb[3] == 144);
+        assert_int_equal(baton_tensor_contiguous_nb(BATON_TYPE_Q5_0, ne40, nb), BATON_E_SHAPE);
+        assert_int_equal(baton_tensor_contiguous_nb(BATON_TYPE_Q5_1, ne40, nb), BATON_E_SHAPE);
+        assert_int_equal(baton_tensor_contiguous_nb(3, ne5, nb), BATON_E_TYPE);
+    }
     const uint64_t odd[4] = {33, 1, 1, 1};
     assert_int_equal(baton_tensor_contiguous_nb(BATON_TYPE_Q8_0, odd, nb), BATON_E_SHAPE);
     const uint64_t big[4] = {1ull << 62, 2, 2, 1}; /* 4 * 2^62 * 2 wraps at nb[2] */
@@ -218,6 +231,11 @@ static void test_extent(void **state)
     assert_int_equal(extent(BATON_TYPE_Q6_K, 256, 1, 1, 1, &nbytes), 0);
     assert_true(nbytes == 210);
     assert_int_equal(extent(BATON_TYPE_Q5_K, 128, 1, 1, 1, &nbytes), BATON_E_SHAPE);
+    assert_int_equal(extent(BATON_TYPE_Q5_0, 896, 3, 1, 1, &nbytes), 0);
+    assert_true(nbytes == 28u * 22 * 3);
+    assert_int_equal(extent(BATON_TYPE_Q5_1, 896, 3, 1, 1, &nbytes), 0);
+    assert_true(nbytes == 28u * 24 * 3);
+    assert_int_equal(extent(BATON_TYPE_Q5_1, 48, 1, 1, 1, &nbytes), BATON_E_SHAPE);
     /* any zero dimension: extent 0 */
     assert_int_equal(extent(BATON_TYPE_F32, 0, 5, 7, 11, &nbytes), 0);
     assert_true(nbytes == 0);

@@ -261,6 +261,78 @@ static void scalar_q4_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
     scalar_q(mm, r0, r1, 1);
 }
 
+/* ---- Q5_0 / Q5_1: the reference of matmul.h's Q5 order ----
+ * The activations and lanes of Q4_0; the 5-bit weights read element by
+ * element from quant.h's formulas. Q5_0 sums (q - 16) * x; Q5_1 sums q * x
+ * and, for its min, the lane's sum of x. */
+static void scalar_q5(const struct baton_mm *mm, uint64_t r0, uint64_t r1, int is_q5_1)
+{
+    const uint64_t nb = mm->k / 32, n = mm->n, m = mm->m;
+    const uint64_t bbytes = is_q5_1 ? BATON_Q5_1_BLOCK_BYTES : BATON_Q5_0_BLOCK_BYTES;
+    const int qh_off = is_q5_1 ? 4 : 2;
+    uint64_t r, c, b;
+    int l, j;
+
+    for (r = r0; r < r1; r++) {
+        const uint8_t *wr = mm->w + r * mm->w_row_bytes;
+
+        for (c = 0; c < m; c++) {
+            const uint8_t *col = mm->act + c * mm->act_col_bytes;
+            float lanes[16] = {0};
+
+            for (b = 0; b < nb; b++) {
+                const uint8_t *wb = wr + b * bbytes;
+                const uint8_t *grp = col + b / 4 * BATON_ACT_GROUP_BYTES;
+                const int bj = (int)(b % 4);
+                const int8_t *x_lo = (const int8_t *)grp + 16 * bj;
+                const int8_t *x_hi = (const int8_t *)grp + 64 + 16 * bj;
+                const float dx = ((const float *)(grp + 192))[4 * bj];
+                const float d = baton_fp16_to_fp32(load_u16(wb)) * dx;
+                const float dm = is_q5_1 ? baton_fp16_to_fp32(load_u16(wb + 2)) * dx : 0.0f;
+                const uint32_t qh = (uint32_t)wb[qh_off] | (uint32_t)wb[qh_off + 1] << 8 |
+                                    (uint32_t)wb[qh_off + 2] << 16 |
+                                    (uint32_t)wb[qh_off + 3] << 24;
+                const uint8_t *qs = wb + qh_off + 4;
+                const int bias = is_q5_1 ? 0 : 16;
+                int w_lo[16], w_hi[16];
+
+                for (j = 0; j < 16; j++) {
+                    w_lo[j] = ((qs[j] & 0x0F) | (int)(qh >> j & 1) << 4) - bias;
+                    w_hi[j] = ((qs[j] >> 4) | (int)(qh >> (16 + j) & 1) << 4) - bias;
+                }
+                for (l = 0; l < 4; l++) {
+                    int32_t isum = 0, xsum = 0;
+
+                    for (j = 4 * l; j < 4 * l + 4; j++) {
+                        isum += w_lo[j] * x_lo[j] + w_hi[j] * x_hi[j];
+                        xsum += x_lo[j] + x_hi[j];
+                    }
+                    lanes[4 * bj + l] = fmaf(d, (float)isum, lanes[4 * bj + l]);
+                    if (is_q5_1)
+                        lanes[4 * bj + l] = fmaf(dm, (float)xsum, lanes[4 * bj + l]);
+                }
+            }
+            {
+                float sum[8];
+
+                for (l = 0; l < 8; l++)
+                    sum[l] = lanes[l] + lanes[l + 8];
+                mm->y[c * n + r] = hsum8(sum);
+            }
+        }
+    }
+}
+
+static void scalar_q5_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    scalar_q5(mm, r0, r1, 0);
+}
+
+static void scalar_q5_1(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    scalar_q5(mm, r0, r1, 1);
+}
+
 /* One activation block of n values: returns d = max|x| / 127 and writes
  * q = rint(x * (1/d)) in the current (nearest-even) rounding mode, as the
  * SIMD versions' cvtps2dq; a block with a non-finite value gets d = NaN and
@@ -586,7 +658,7 @@ static void scalar_exp_shift(float *x, uint64_t n, float m)
 const struct baton_mm_kernels baton_mm_scalar = {
     scalar_f32, scalar_f16, scalar_q8_0, scalar_q4_0, scalar_act, scalar_dots, scalar_wsum,
     scalar_dots_multi, scalar_silu, scalar_exp_shift, scalar_q2_k, scalar_q3_k, scalar_q4_k,
-    scalar_q5_k, scalar_q6_k, baton_mm_act_k,
+    scalar_q5_k, scalar_q6_k, baton_mm_act_k, scalar_q5_0, scalar_q5_1,
 };
 
 /* ---- drivers ---- */
@@ -638,7 +710,8 @@ uint64_t baton_cpu_mul_mat_work_bytes(uint32_t wtype, uint64_t k, uint64_t m)
 {
     if (baton_cpu_type_is_k(wtype))
         return sat_mul(m, baton_cpu_act_k_col_bytes(k));
-    if (wtype != BATON_TYPE_Q8_0 && wtype != BATON_TYPE_Q4_0)
+    if (wtype != BATON_TYPE_Q8_0 && wtype != BATON_TYPE_Q4_0 && wtype != BATON_TYPE_Q5_0 &&
+        wtype != BATON_TYPE_Q5_1)
         return 0;
     return sat_mul(m, baton_cpu_act_col_bytes(k));
 }
@@ -695,7 +768,11 @@ void baton_cpu_quantize_act(struct baton_pool *pool, uint32_t wtype, const float
     j.k = k;
     j.col_bytes = baton_cpu_act_col_bytes(k);
     j.act = act;
-    j.bias = wtype == BATON_TYPE_Q4_0 ? 8 : 128;
+    /* Q5_1's corr is the lane's plain sum of q (its min term: matmul.h) */
+    j.bias = wtype == BATON_TYPE_Q4_0   ? 8
+             : wtype == BATON_TYPE_Q5_0 ? 16
+             : wtype == BATON_TYPE_Q5_1 ? -1
+                                        : 128;
     baton_pool_run(pool, m * ((k / 32 + 3) / 4 * 4), sat_mul(m, k) / GRAIN + 1, act_task, &j);
 }
 
@@ -747,7 +824,12 @@ void baton_cpu_mul_mat_group(struct baton_pool *pool, uint32_t wtype,
         break;
     case BATON_TYPE_Q8_0:
     case BATON_TYPE_Q4_0:
-        j.fn = wtype == BATON_TYPE_Q8_0 ? kt->q8_0 : kt->q4_0;
+    case BATON_TYPE_Q5_0:
+    case BATON_TYPE_Q5_1:
+        j.fn = wtype == BATON_TYPE_Q8_0   ? kt->q8_0
+               : wtype == BATON_TYPE_Q4_0 ? kt->q4_0
+               : wtype == BATON_TYPE_Q5_0 ? kt->q5_0
+                                          : kt->q5_1;
         w_row_bytes = baton_row_bytes(wtype, k);
         act_col_bytes = baton_cpu_act_col_bytes(k);
         if (k > 0)

@@ -1,4 +1,5 @@
-/* Internal: MUL_MAT and GET_ROWS over F32, F16, Q8_0 and Q4_0 weights, and
+/* Internal: MUL_MAT and GET_ROWS over F32, F16, Q8_0, Q4_0, Q5_0, Q5_1 and
+ * K-quant weights, and
  * the instruction-set dispatch of their kernels. README.md in this folder
  * explains the formats, the reduction orders and their error.
  *
@@ -24,6 +25,15 @@
  *         L[4(b%4) + l]); then y = hsum16(L). (Grouping an element with the
  *         one 16 places on matches Q4_0's nibble layout and gives 4 lanes
  *         per block, so a 512-bit register holds 4 blocks.)
+ *   Q5_0  as Q4_0, with isum over the 5-bit quants minus 16 (-16..15).
+ *   Q5_1  as Q4_0's lanes and activations, with isum = the exact integer
+ *         sum of Wq * x_q over the lane's 8 elements (Wq 0..31, no offset)
+ *         and xsum = the exact sum of x_q over the same 8 elements:
+ *         d = fp16->f32(dW) * dx, dm = fp16->f32(mW) * dx (each rounded),
+ *         L[i] = fma(d, (float)isum, L[i]); then L[i] = fma(dm,
+ *         (float)xsum, L[i]) (i = 4(b%4) + l); y = hsum16(L). (The min
+ *         term of each element, mW * x, summed per lane like ggml's
+ *         vec_dot_q5_1_q8_1 sums it per block.)
  *   Q2_K, Q3_K, Q4_K, Q5_K, Q6_K with x quantized per super-block of
  *         256 to int8 with a float scale dx (the K activations below): one
  *         chain acc = +0; for each super-block s ascending:
@@ -90,9 +100,10 @@ const char *baton_cpu_isa_name(enum baton_cpu_isa isa);
  *   bytes  64..127  int8  q of elements 16..31 of block j at 64 + 16j
  *   bytes 128..191  int32 corr[4j + l] = -bias * (sum of q over the
  *                   8 elements of lane l of block j, see the order above),
- *                   bias 128 for Q8_0 weights and 8 for Q4_0 weights
+ *                   bias 128 for Q8_0 weights, 8 for Q4_0, 16 for Q5_0
  *                   (kernels that read the weight bytes as unsigned add
- *                   the bias back through it)
+ *                   the bias back through it) and -1 for Q5_1 (corr is
+ *                   then the lane's sum of q, its min term's xsum)
  *   bytes 192..255  float d of block j, 4 times, at 4j
  * Column c starts at byte c * baton_cpu_act_col_bytes(k) (a multiple of
  * 64). */
@@ -132,25 +143,25 @@ void baton_cpu_quantize_act_k(struct baton_pool *pool, const float *x, uint64_t 
                               void *act);
 
 /* Scratch bytes MUL_MAT needs for weights of type wtype, k inputs and m
- * columns: m * baton_cpu_act_col_bytes(k) for Q8_0 / Q4_0,
+ * columns: m * baton_cpu_act_col_bytes(k) for Q8_0 / Q4_0 / Q5_0 / Q5_1,
  * m * baton_cpu_act_k_col_bytes(k) for Q2_K..Q6_K, else 0.
  * BATON_E_OVERFLOW-free: returns UINT64_MAX when the product wraps. */
 uint64_t baton_cpu_mul_mat_work_bytes(uint32_t wtype, uint64_t k, uint64_t m);
 
 /* Quantizes m columns of k floats (k % 32 == 0) into act (laid out as
  * above, baton_cpu_mul_mat_work_bytes bytes) for weights of type wtype
- * (Q8_0 or Q4_0), split over the pool by blocks. */
+ * (Q8_0, Q4_0, Q5_0 or Q5_1), split over the pool by blocks. */
 void baton_cpu_quantize_act(struct baton_pool *pool, uint32_t wtype, const float *x, uint64_t k,
                             uint64_t m, void *act);
 
 /* y {N,M} = W {K,N} x {K,M} for W of type wtype (F32, F16, Q8_0, Q4_0,
- * Q2_K..Q6_K; rows of W are contiguous: K/block * block_bytes bytes, any
+ * Q5_0, Q5_1, Q2_K..Q6_K; rows of W are contiguous: K/block * block_bytes bytes, any
  * alignment for the non-F32 types). work holds baton_cpu_mul_mat_work_bytes(wtype, k, m)
  * bytes, 4-byte aligned (64 is best; NULL when that is 0). Threads split
  * the rows of W ROW_UNIT rows at a time: each streams one contiguous range
  * of the first three quarters, then claims pieces of the rest
  * (baton_pool_run_dynamic). Shapes are validated by the caller (k % 32 ==
- * 0 for Q8_0 / Q4_0, k % 256 == 0 for the K types). */
+ * 0 for Q8_0 / Q4_0 / Q5_0 / Q5_1, k % 256 == 0 for the K types). */
 void baton_cpu_mul_mat_typed(struct baton_pool *pool, uint32_t wtype, const void *w, const float *x,
                              float *y, uint64_t k, uint64_t n, uint64_t m, void *work);
 
@@ -176,7 +187,7 @@ void baton_cpu_mul_mat_group(struct baton_pool *pool, uint32_t wtype,
                              const float *x, uint64_t k, uint64_t m, void *work);
 
 /* y {k,n} = rows ids[0..n) of table {k,r} of type ttype (F32, F16, Q8_0,
- * Q4_0), dequantized as baton_dequantize_row does. Returns BATON_E_INDEX
+ * Q4_0, Q5_0, Q5_1, Q2_K..Q6_K), dequantized as baton_dequantize_row does. Returns BATON_E_INDEX
  * (before writing) if some id is outside [0, r). */
 int baton_cpu_get_rows_typed(uint32_t ttype, const void *table, uint64_t k, uint64_t r,
                              const int32_t *ids, uint64_t n, float *y);
@@ -283,6 +294,8 @@ struct baton_mm_kernels {
     baton_mm_rows_fn q2_k, q3_k, q4_k, q5_k, q6_k;
     /* the K activation quantizer (baton_mm_act_k's bytes at every level) */
     baton_act_k_fn act_k;
+    /* Q5_0 / Q5_1 weights; act holds the activations of Q4_0 (bias 16 / -1) */
+    baton_mm_rows_fn q5_0, q5_1;
 };
 
 /* The K activation quantizer, scalar (the reference): super-blocks
@@ -325,6 +338,13 @@ void baton_mm_drive(const struct baton_mm *mm, uint64_t r0, uint64_t r1,
 /* F32 row r for columns [c, c + nc), scalar (the ragged rows of the SIMD
  * F32 kernels, which work on 8 rows at a time). */
 void baton_mm_f32_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc);
+
+/* Q5_0 / Q5_1 kernels of the AVX2 (matmul_q5_avx2.c) and AVX-512
+ * (matmul_q5_avx512.c) levels. */
+void baton_mm_avx2_q5_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1);
+void baton_mm_avx2_q5_1(const struct baton_mm *mm, uint64_t r0, uint64_t r1);
+void baton_mm_avx512_q5_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1);
+void baton_mm_avx512_q5_1(const struct baton_mm *mm, uint64_t r0, uint64_t r1);
 
 /* AVX2's activation quantizers and weighted sum, also the AVX-512 level's. */
 void baton_mm_avx2_act(const float *x, uint64_t k, uint8_t *act, uint64_t col_bytes, int32_t bias,

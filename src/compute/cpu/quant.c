@@ -1,4 +1,4 @@
-/* binary16 conversion, the Q8_0 / Q4_0 quantizers and the K-quants (see
+/* binary16 conversion, the Q8_0 / Q4_0 / Q5_0 / Q5_1 quantizers and the K-quants (see
  * quant.h). Plain
  * C: the formats' bytes are assembled little-endian explicitly, so nothing
  * here depends on alignment or host byte order. */
@@ -256,6 +256,179 @@ int baton_dequantize_row_q4_0(const void *x, float *y, uint64_t k)
     return 0;
 }
 
+/* Q5_0 / Q5_1 (layouts and rules: quant.h). The fifth bit of element e of a
+ * block is bit e of qh (a little-endian u32 after the scale(s)). */
+static uint32_t load_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void store_u32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+/* Packs 32 values 0..31 (element order) into qh (4 bytes) and qs (16). */
+static void q5_pack(const int q[32], uint8_t *qh, uint8_t *qs)
+{
+    uint32_t h = 0;
+    int j;
+
+    for (j = 0; j < 16; j++) {
+        qs[j] = (uint8_t)((q[j] & 0x0F) | (q[16 + j] & 0x0F) << 4);
+        h |= (uint32_t)(q[j] >> 4 & 1) << j;
+        h |= (uint32_t)(q[16 + j] >> 4 & 1) << (16 + j);
+    }
+    store_u32(qh, h);
+}
+
+/* The 32 5-bit values (0..31, element order) of qh and qs. */
+static void q5_unpack(const uint8_t *qh, const uint8_t *qs, int q[32])
+{
+    const uint32_t h = load_u32(qh);
+    int j;
+
+    for (j = 0; j < 16; j++) {
+        q[j] = (qs[j] & 0x0F) | (int)(h >> j & 1) << 4;
+        q[16 + j] = (qs[j] >> 4) | (int)(h >> (16 + j) & 1) << 4;
+    }
+}
+
+int baton_quantize_row_q5_0(const float *x, void *y, uint64_t k)
+{
+    uint8_t *out = y;
+    uint64_t b, nb;
+    int j;
+
+    if (k % BATON_QK != 0)
+        return BATON_E_SHAPE;
+    nb = k / BATON_QK;
+    if (!row_finite(x, k))
+        return BATON_E_INVAL;
+    for (b = 0; b < nb; b++) {
+        float amax;
+
+        (void)block_max_signed(x + b * BATON_QK, &amax);
+        if (amax / 16.0f > FP16_MAX)
+            return BATON_E_INVAL;
+    }
+    for (b = 0; b < nb; b++) {
+        const float *xb = x + b * BATON_QK;
+        uint8_t *yb = out + b * BATON_Q5_0_BLOCK_BYTES;
+        float amax;
+        const float max = block_max_signed(xb, &amax);
+        const float d = max / -16.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        int q[32];
+
+        store_u16(yb, baton_fp32_to_fp16(d));
+        for (j = 0; j < (int)BATON_QK; j++) {
+            /* x * id is in [-16, 16] up to rounding: + 16.5 in about
+             * [0.5, 32.5], where truncation is a floor */
+            const int v = (int)(xb[j] * id + 16.5f);
+
+            q[j] = v < 0 ? 0 : v > 31 ? 31 : v;
+        }
+        q5_pack(q, yb + 2, yb + 6);
+    }
+    return 0;
+}
+
+int baton_quantize_row_q5_1(const float *x, void *y, uint64_t k)
+{
+    uint8_t *out = y;
+    uint64_t b, nb;
+    int j;
+
+    if (k % BATON_QK != 0)
+        return BATON_E_SHAPE;
+    nb = k / BATON_QK;
+    if (!row_finite(x, k))
+        return BATON_E_INVAL;
+    for (b = 0; b < nb; b++) {
+        const float *xb = x + b * BATON_QK;
+        float lo = xb[0], hi = xb[0];
+
+        for (j = 1; j < (int)BATON_QK; j++) {
+            lo = xb[j] < lo ? xb[j] : lo;
+            hi = xb[j] > hi ? xb[j] : hi;
+        }
+        /* hi - lo may overflow to inf for finite input: refused too */
+        if (!((hi - lo) / 31.0f <= FP16_MAX) || fabsf(lo) > FP16_MAX)
+            return BATON_E_INVAL;
+    }
+    for (b = 0; b < nb; b++) {
+        const float *xb = x + b * BATON_QK;
+        uint8_t *yb = out + b * BATON_Q5_1_BLOCK_BYTES;
+        float lo = xb[0], hi = xb[0], d, id;
+        int q[32];
+
+        for (j = 1; j < (int)BATON_QK; j++) {
+            lo = xb[j] < lo ? xb[j] : lo;
+            hi = xb[j] > hi ? xb[j] : hi;
+        }
+        d = (hi - lo) / 31.0f;
+        id = d != 0.0f ? 1.0f / d : 0.0f;
+        store_u16(yb, baton_fp32_to_fp16(d));
+        store_u16(yb + 2, baton_fp32_to_fp16(lo));
+        for (j = 0; j < (int)BATON_QK; j++) {
+            /* (x - lo) * id is in [0, 31] up to rounding */
+            const int v = (int)((xb[j] - lo) * id + 0.5f);
+
+            q[j] = v < 0 ? 0 : v > 31 ? 31 : v;
+        }
+        q5_pack(q, yb + 4, yb + 8);
+    }
+    return 0;
+}
+
+int baton_dequantize_row_q5_0(const void *x, float *y, uint64_t k)
+{
+    const uint8_t *in = x;
+    uint64_t b;
+    int j;
+
+    if (k % BATON_QK != 0)
+        return BATON_E_SHAPE;
+    for (b = 0; b < k / BATON_QK; b++) {
+        const uint8_t *xb = in + b * BATON_Q5_0_BLOCK_BYTES;
+        const float d = baton_fp16_to_fp32(load_u16(xb));
+        int q[32];
+
+        q5_unpack(xb + 2, xb + 6, q);
+        for (j = 0; j < (int)BATON_QK; j++)
+            y[b * BATON_QK + j] = d * (float)(q[j] - 16);
+    }
+    return 0;
+}
+
+int baton_dequantize_row_q5_1(const void *x, float *y, uint64_t k)
+{
+    const uint8_t *in = x;
+    uint64_t b;
+    int j;
+
+    if (k % BATON_QK != 0)
+        return BATON_E_SHAPE;
+    for (b = 0; b < k / BATON_QK; b++) {
+        const uint8_t *xb = in + b * BATON_Q5_1_BLOCK_BYTES;
+        const float d = baton_fp16_to_fp32(load_u16(xb));
+        const float m = baton_fp16_to_fp32(load_u16(xb + 2));
+        int q[32];
+
+        q5_unpack(xb + 4, xb + 8, q);
+        for (j = 0; j < (int)BATON_QK; j++) {
+            const float p = d * (float)q[j]; /* rounded before the sum: no FMA */
+
+            y[b * BATON_QK + j] = p + m;
+        }
+    }
+    return 0;
+}
+
 int baton_quantize_row(uint32_t type, const float *src, void *dst, uint64_t k)
 {
     switch (type) {
@@ -270,6 +443,10 @@ int baton_quantize_row(uint32_t type, const float *src, void *dst, uint64_t k)
         return baton_quantize_row_q8_0(src, dst, k);
     case BATON_TYPE_Q4_0:
         return baton_quantize_row_q4_0(src, dst, k);
+    case BATON_TYPE_Q5_0:
+        return baton_quantize_row_q5_0(src, dst, k);
+    case BATON_TYPE_Q5_1:
+        return baton_quantize_row_q5_1(src, dst, k);
     case BATON_TYPE_Q2_K:
     case BATON_TYPE_Q3_K:
     case BATON_TYPE_Q4_K:
@@ -295,6 +472,10 @@ int baton_dequantize_row(uint32_t type, const void *src, float *dst, uint64_t k)
         return baton_dequantize_row_q8_0(src, dst, k);
     case BATON_TYPE_Q4_0:
         return baton_dequantize_row_q4_0(src, dst, k);
+    case BATON_TYPE_Q5_0:
+        return baton_dequantize_row_q5_0(src, dst, k);
+    case BATON_TYPE_Q5_1:
+        return baton_dequantize_row_q5_1(src, dst, k);
     case BATON_TYPE_Q2_K:
     case BATON_TYPE_Q3_K:
     case BATON_TYPE_Q4_K:
@@ -319,6 +500,10 @@ uint64_t baton_row_bytes(uint32_t type, uint64_t k)
         return k % BATON_QK ? 0 : k / BATON_QK * BATON_Q8_0_BLOCK_BYTES;
     case BATON_TYPE_Q4_0:
         return k % BATON_QK ? 0 : k / BATON_QK * BATON_Q4_0_BLOCK_BYTES;
+    case BATON_TYPE_Q5_0:
+        return k % BATON_QK ? 0 : k / BATON_QK * BATON_Q5_0_BLOCK_BYTES;
+    case BATON_TYPE_Q5_1:
+        return k % BATON_QK ? 0 : k / BATON_QK * BATON_Q5_1_BLOCK_BYTES;
     case BATON_TYPE_Q2_K:
     case BATON_TYPE_Q3_K:
     case BATON_TYPE_Q4_K:

@@ -1,8 +1,9 @@
-/* Weight formats of GGUF / ggml: IEEE binary16 conversion and the Q8_0 and
- * Q4_0 block quantizers, for `baton quantize`, `baton gen-model` and the CPU
+/* Weight formats of GGUF / ggml: IEEE binary16 conversion and the Q8_0,
+ * Q4_0, Q5_0 and Q5_1 block quantizers, for `baton quantize`, `baton gen-model` and the CPU
  * kernels (GET_ROWS of a quantized table, tests).
  *
- * Block layouts (ggml's ggml-common.h, block_q8_0 and block_q4_0; every
+ * Block layouts (ggml's ggml-common.h, block_q8_0, block_q4_0, block_q5_0
+ * and block_q5_1; every
  * multi-byte field little-endian, blocks packed with no padding):
  *
  *   Q8_0, 34 bytes per 32 elements: u16 d (binary16 scale), then int8 q[32];
@@ -11,17 +12,31 @@
  *         element j     = d * ((qs[j] & 0x0F) - 8)   for j in 0..15,
  *         element j + 16 = d * ((qs[j] >> 4) - 8)    for j in 0..15.
  *
+ *   Q5_0, 22 bytes per 32 elements: u16 d, then qh (4 bytes, read as one
+ *         little-endian u32), then 16 bytes qs; with h(e) = bit e of qh:
+ *         element j      = d * ((qs[j] & 0x0F | h(j) << 4) - 16)       j < 16,
+ *         element j + 16 = d * ((qs[j] >> 4 | h(j + 16) << 4) - 16)    j < 16.
+ *   Q5_1, 24 bytes per 32 elements: u16 d, u16 m (binary16 min), then qh and
+ *         qs as Q5_0; with q the same 5-bit value (0..31, no -16):
+ *         element = d * q + m (the product rounded, then the sum).
+ *
  * A row of k elements is k/32 consecutive blocks (k must be a multiple of
  * 32; BATON_E_SHAPE otherwise). Quantizers follow ggml's reference
- * quantizers (quantize_row_q8_0_ref, quantize_row_q4_0_ref in
- * ggml-quants.c) step for step, written anew here, so files we write hold
- * the values llama.cpp would write:
+ * quantizers (quantize_row_q8_0_ref, quantize_row_q4_0_ref,
+ * quantize_row_q5_0_ref, quantize_row_q5_1_ref in ggml-quants.c) step for
+ * step, written anew here, so files we write hold the values llama.cpp
+ * would write (without an importance matrix):
  *
  *   Q8_0: amax = max |x|, d = amax / 127, q = roundf(x / d) (x * (1/d),
  *         halfway cases away from zero), stored d = fp16(d).
  *   Q4_0: m = the element of largest magnitude (the first one on a tie),
  *         d = m / -8, q = min(15, (int)(x * (1/d) + 8.5)) (truncation),
  *         stored d = fp16(d).
+ *   Q5_0: as Q4_0 with 16 levels on each side: d = m / -16, q = min(31,
+ *         (int)(x * (1/d) + 16.5)) (quantize_row_q5_0_ref).
+ *   Q5_1: lo = min x, hi = max x, d = (hi - lo) / 31, q = (int)((x - lo) *
+ *         (1/d) + 0.5) (truncation, at most 31), stored d = fp16(d), m =
+ *         fp16(lo) (quantize_row_q5_1_ref).
  *
  * Error bounds (per block, x' = the dequantized value, d the unrounded
  * scale above, D = fp16(d) the stored one):
@@ -31,6 +46,10 @@
  *         elements with x/d in (7.5, 8] (the largest magnitude of the sign
  *         opposite to m) are clamped to q = 15 and have |x - x'| <= |d| +
  *         8 |d - D|. |d - D| <= 2^-11 |d| for d in binary16's normal range.
+ *   Q5_0: as Q4_0 with 16 for 8 and 15.5 for 7.5: |x - x'| <= |d|/2 +
+ *         16 |d - D| (|d| + 16 |d - D| for the clamped elements).
+ *   Q5_1: |x - x'| <= d/2 + 31 |d - D| + |lo - M| (M = fp16(lo) the stored
+ *         min).
  */
 /* K-quants (ggml-common.h's block_q2_K .. block_q6_K; llama.cpp's k-quants,
  * PR 1684): a super-block of QK_K = 256 elements in sub-blocks of 16 or 32,
@@ -82,6 +101,8 @@
 #define BATON_QK 32u /* elements per Q8_0 / Q4_0 block */
 #define BATON_Q8_0_BLOCK_BYTES 34u
 #define BATON_Q4_0_BLOCK_BYTES 18u
+#define BATON_Q5_0_BLOCK_BYTES 22u
+#define BATON_Q5_1_BLOCK_BYTES 24u
 #define BATON_QK_K 256u /* elements per K-quant super-block */
 #define BATON_Q2_K_BLOCK_BYTES 84u
 #define BATON_Q3_K_BLOCK_BYTES 110u
@@ -120,11 +141,22 @@ int baton_quantize_row_q8_0(const float *x, void *y, uint64_t k);
  * is written. */
 int baton_quantize_row_q4_0(const float *x, void *y, uint64_t k);
 
+/* Quantizes k floats (k a multiple of 32) into k/32 Q5_0 blocks at y
+ * (k/32 * 22 bytes) or Q5_1 blocks (k/32 * 24 bytes), by ggml's reference
+ * rules above. Returns 0, BATON_E_SHAPE (k % 32 != 0) or BATON_E_INVAL (a
+ * non-finite x; Q5_0: max|x| > 65504 * 16; Q5_1: a scale or min that does
+ * not fit binary16); on error nothing is written. */
+int baton_quantize_row_q5_0(const float *x, void *y, uint64_t k);
+int baton_quantize_row_q5_1(const float *x, void *y, uint64_t k);
+
 /* Expands k/32 blocks at x into k floats at y (each value d * q computed
- * as one float product, exactly as the MUL_MAT kernels read it). Returns 0
- * or BATON_E_SHAPE if k % 32 != 0. */
+ * as one float product, exactly as the MUL_MAT kernels read it; Q5_1 d * q
+ * + m, product then sum, as ggml's dequantize_row_q5_1, so the floats equal
+ * llama.cpp's bit for bit). Returns 0 or BATON_E_SHAPE if k % 32 != 0. */
 int baton_dequantize_row_q8_0(const void *x, float *y, uint64_t k);
 int baton_dequantize_row_q4_0(const void *x, float *y, uint64_t k);
+int baton_dequantize_row_q5_0(const void *x, float *y, uint64_t k);
+int baton_dequantize_row_q5_1(const void *x, float *y, uint64_t k);
 
 /* Quantizes k floats (k a multiple of 256) into k/256 super-blocks of the
  * K-quant type (BATON_TYPE_Q2_K .. BATON_TYPE_Q6_K) at y (k/256 * block
@@ -140,13 +172,13 @@ int baton_quantize_row_k(uint32_t type, const float *x, void *y, uint64_t k);
  * or BATON_E_UNSUPPORTED (not a K-quant type). */
 int baton_dequantize_row_k(uint32_t type, const void *x, float *y, uint64_t k);
 
-/* Row of k floats -> type (F32: copy; F16; Q8_0; Q4_0; Q2_K..Q6_K) at dst, which holds
+/* Row of k floats -> type (F32: copy; F16; Q8_0; Q4_0; Q5_0; Q5_1; Q2_K..Q6_K) at dst, which holds
  * baton_row_bytes(type, k) bytes. Returns 0, BATON_E_SHAPE (k not a
  * multiple of the block), BATON_E_INVAL (as the quantizers) or
  * BATON_E_UNSUPPORTED for any other type. */
 int baton_quantize_row(uint32_t type, const float *src, void *dst, uint64_t k);
 
-/* Row of k elements of type (F32, F16, Q8_0, Q4_0, Q2_K..Q6_K) -> k floats. Returns 0,
+/* Row of k elements of type (F32, F16, Q8_0, Q4_0, Q5_0, Q5_1, Q2_K..Q6_K) -> k floats. Returns 0,
  * BATON_E_SHAPE or BATON_E_UNSUPPORTED. */
 int baton_dequantize_row(uint32_t type, const void *src, float *dst, uint64_t k);
 
