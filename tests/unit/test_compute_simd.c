@@ -510,10 +510,24 @@ static void test_act_levels_equal(void **state)
     x[300] = 127.0f; /* a block where x * (1/d) hits exact halves */
     x[301] = 0.5f;
     x[302] = -1.5f;
+    /* block 10 (column 1, block 3): every |x| about 1e-38, so d = amax / 127
+     * is subnormal and 1/d overflows to +inf: every q is 0 at every level
+     * (matmul.h), not rint(inf) (scalar: 0 after the int8 cast; cvtps2dq:
+     * INT_MIN, packed to -128) */
+    for (i = 320; i < 352; i++)
+        x[i] = (i % 2 ? 1.0f : -1.0f) * 1e-38f * (float)(1 + i % 5) / 5.0f;
     for (t = 0; t < 4; t++) {
         baton_cpu_isa_set(BATON_CPU_ISA_SCALAR);
         memset(want, 0xAB, bytes);
         baton_cpu_quantize_act(NULL, types[t], x, k, m, want);
+        {
+            /* column 1, block 3 = group 0's block 3 of column 1: its 32 q bytes */
+            const uint8_t *grp = want + 1 * baton_cpu_act_col_bytes(k);
+            static const int8_t zero[16] = {0};
+
+            assert_memory_equal(grp + 16 * 3, zero, 16);
+            assert_memory_equal(grp + 64 + 16 * 3, zero, 16);
+        }
         for (lvl = BATON_CPU_ISA_AVX2; lvl <= BATON_CPU_ISA_AVX512; lvl++) {
             if ((int)baton_cpu_isa_set((enum baton_cpu_isa)lvl) != lvl)
                 continue;

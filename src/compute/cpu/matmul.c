@@ -4,6 +4,7 @@
  * reduction orders every level follows, README.md for the reasons). */
 #include "compute/cpu/matmul.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -357,6 +358,8 @@ static float act_span(const float *xb, int n, int8_t *q)
     }
     d = amax / 127.0f;
     id = d != 0.0f ? 1.0f / d : 0.0f;
+    if (id > FLT_MAX) /* d subnormal: 1/d overflows; every q is 0 (matmul.h) */
+        id = 0.0f;
     for (j = 0; j < n; j++)
         q[j] = (int8_t)lrintf(xb[j] * id);
     return d;

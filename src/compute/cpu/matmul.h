@@ -94,7 +94,10 @@ const char *baton_cpu_isa_name(enum baton_cpu_isa isa);
  * float scale d = max|x| / 127 (binary32, not rounded to binary16) and
  * int8 q = round-to-nearest-even(x * (1/d)) in [-127, 127]; a block with a
  * non-finite x gets d = NaN and q = 0, so its outputs are NaN as an F32
- * product with it would be. Blocks go in groups of 4 (blocks 4g..4g+3, the
+ * product with it would be; one whose 1/d overflows to +inf (d subnormal:
+ * every |x| below about 2^-121) gets q = 0 at every level (its products
+ * are 0; rint(inf) would be 0 in the scalar code and -128 through
+ * cvtps2dq). Blocks go in groups of 4 (blocks 4g..4g+3, the
  * last group padded with zero blocks), 256 bytes per group:
  *   bytes   0..63   int8  q of elements 0..15 of the group's block j at 16j
  *   bytes  64..127  int8  q of elements 16..31 of block j at 64 + 16j

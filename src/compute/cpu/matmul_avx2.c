@@ -7,6 +7,7 @@
 
 #if defined(__x86_64__)
 
+#include <float.h>
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -354,6 +355,8 @@ T2 void baton_mm_avx2_act(const float *x, uint64_t k, uint8_t *act, uint64_t col
         amax = _mm_cvtss_f32(m4);
         d = amax / 127.0f;
         id = d != 0.0f ? 1.0f / d : 0.0f;
+        if (id > FLT_MAX) /* d subnormal: 1/d overflows; every q is 0 (matmul.h) */
+            id = 0.0f;
         for (i = 0; i < 4; i++)
             q32[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], _mm256_set1_ps(id)));
         bytes = _mm256_packs_epi16(_mm256_packs_epi32(q32[0], q32[1]),
