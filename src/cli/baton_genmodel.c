@@ -267,7 +267,7 @@ int baton_cmd_quantize(int argc, char **argv)
     int preset = BATON_PRESET_NONE;
     char err[512] = "";
     uint64_t n_conv = 0, n_kept = 0;
-    const char *in, *out, *type_name;
+    const char *in, *out, *type_name, *canon;
     int c, n, rc;
 
     optind = 1;
@@ -281,7 +281,8 @@ int baton_cmd_quantize(int argc, char **argv)
              "Copies a GGUF, converting every 2-D F32/F16 matrix to TYPE: to q8_0, q4_0,\n"
              "q5_0 or q5_1 those whose row length (ne0) is a multiple of 32 (the block\n"
              "size), to f16 or f32 any. Metadata, vectors and the other tensors are copied\n"
-             "unchanged; it prints how many tensors were converted and kept, and warns\n"
+             "unchanged; it prints how many tensors were converted and kept, then the\n"
+             "tensor count per type of OUT (\"by type: f32 11 q8_0 37\"), and warns\n"
              "when none was converted. OUT is written atomically and must not be IN.\n"
              "\n"
              "TYPE q4_k_m, q5_k_m, q6_k, q3_k_m or q2_k (q3_k, q4_k, q5_k: the _m ones;\n"
@@ -293,7 +294,9 @@ int baton_cmd_quantize(int argc, char **argv)
              "general.file_type is set as llama-quantize sets it.\n"
              "\n"
              "Exit status: 0 written (also when nothing was converted), 1 IN cannot be\n"
-             "read, or OUT cannot be written or is IN, 2 usage error.");
+             "read, a value cannot be converted (NaN, infinite, or too large for the\n"
+             "type's binary16 scale: the message names the tensor and element), or OUT\n"
+             "cannot be written or is IN, 2 usage error.");
         return 0;
     }
     n = argc - optind;
@@ -333,13 +336,16 @@ int baton_cmd_quantize(int argc, char **argv)
     }
     if (baton_cli_check_output("baton quantize", "", out, 1, in) != 0)
         return 1;
+    /* the lines below name the type or preset as baton spells it (Q4_K and
+     * q4_k both say q4_k_m, the preset they stand for) */
+    canon = preset != BATON_PRESET_NONE ? baton_quant_preset_name(preset) : baton_type_name(type);
     rc = baton_quantize_file(in, out, type, preset, err, sizeof(err), &n_conv, &n_kept);
     if (rc != 0) {
         fprintf(stderr, "baton quantize: %s\n", err[0] ? err : baton_status_str(rc));
         return 1;
     }
     fprintf(stderr, "baton quantize: wrote %s: %llu tensors converted to %s, %llu kept (%s)\n",
-            out, (unsigned long long)n_conv, type_name, (unsigned long long)n_kept,
+            out, (unsigned long long)n_conv, canon, (unsigned long long)n_kept,
             preset != BATON_PRESET_NONE ? "vectors, norms, or not f32/f16"
             : type == BATON_TYPE_F32 || type == BATON_TYPE_F16
                 ? "vectors, other types, or already that type"
@@ -348,7 +354,7 @@ int baton_cmd_quantize(int argc, char **argv)
         fprintf(stderr,
                 "baton quantize: warning: no tensor was converted to %s; %s holds the tensors "
                 "of %s unchanged\n",
-                type_name, out, in);
+                canon, out, in);
     else
         print_type_counts(out);
     return 0;

@@ -638,6 +638,35 @@ static void plan_from_file(const struct baton_gguf *src, int preset, struct bato
     p->n_attn_v = n;
 }
 
+/* Why the quantizer refused tensor name's n values (BATON_E_INVAL): the
+ * first value that is NaN or infinite, else the largest magnitude, which
+ * gives a block a scale that binary16 cannot hold (compute/cpu/quant.h). */
+static void describe_unconvertible(const float *x, uint64_t n, uint32_t type, const char *in_path,
+                                   const char *name, char *err, size_t err_len)
+{
+    uint64_t i, at = 0;
+    float big = 0.0f;
+
+    for (i = 0; i < n; i++) {
+        if (!isfinite(x[i])) {
+            snprintf(err, err_len,
+                     "%s: tensor '%s': element %llu is %s, which %s cannot hold (baton inspect "
+                     "--check names every tensor with NaN or infinite values)",
+                     in_path, name, (unsigned long long)i, isnan(x[i]) ? "NaN" : "infinite",
+                     baton_type_name(type));
+            return;
+        }
+        if (fabsf(x[i]) > big) {
+            big = fabsf(x[i]);
+            at = i;
+        }
+    }
+    snprintf(err, err_len,
+             "%s: tensor '%s': element %llu (%g) is too large for %s: a block's scale would "
+             "not fit binary16",
+             in_path, name, (unsigned long long)at, (double)x[at], baton_type_name(type));
+}
+
 int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type, int preset,
                         char *err, size_t err_len, uint64_t *n_converted, uint64_t *n_kept)
 {
@@ -714,6 +743,10 @@ int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type
         if (n_converted)
             (*n_converted)++;
         rc = baton_convert_rows(out_type, f32, t.ne[1], t.ne[0], conv);
+        if (rc == BATON_E_INVAL) {
+            describe_unconvertible(f32, n, out_type, in_path, t.name, err, err_len);
+            break;
+        }
         if (rc == 0)
             rc = baton_gguf_w_tensor(w, t.name, out_type, 2, t.ne, conv, bytes);
         if (rc != 0)

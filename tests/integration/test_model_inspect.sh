@@ -308,6 +308,18 @@ rc=0; "$BATON" inspect --check "$TMP/c.gguf" >"$TMP/chk.out" || rc=$?
     grep -qxF "$TMP/c.gguf: tensor \"blk.0.attn_q.weight\" (f32): 1 of 4096 values are NaN or infinite (the first at element 5)" "$TMP/chk.out" &&
     grep -Eq "^$TMP/c.gguf: 12 tensors, [0-9]+ values read: 1 tensor holds NaN or infinite values\$" "$TMP/chk.out" ||
     fail "--check NaN f32: rc $rc: $(cat "$TMP/chk.out")"
+# quantize names the value it cannot convert (it said "malformed field or
+# argument"); a finite value too large for a block's binary16 scale too
+rc=0; "$BATON" quantize "$TMP/c.gguf" "$TMP/cq.gguf" q4_0 2>"$TMP/q.err" || rc=$?
+[ "$rc" -eq 1 ] && [ ! -e "$TMP/cq.gguf" ] &&
+    grep -qxF "baton quantize: $TMP/c.gguf: tensor 'blk.0.attn_q.weight': element 5 is NaN, which q4_0 cannot hold (baton inspect --check names every tensor with NaN or infinite values)" "$TMP/q.err" ||
+    fail "quantize NaN: rc $rc: $(cat "$TMP/q.err")"
+poke "$TMP/c.gguf" blk.0.attn_q.weight 20 9976967e || fail "poke 1e38"
+rc=0; "$BATON" quantize "$TMP/c.gguf" "$TMP/cq.gguf" Q8_0 2>"$TMP/q.err" || rc=$?
+[ "$rc" -eq 1 ] && [ ! -e "$TMP/cq.gguf" ] &&
+    grep -qxF "baton quantize: $TMP/c.gguf: tensor 'blk.0.attn_q.weight': element 5 (1e+38) is too large for q8_0: a block's scale would not fit binary16" "$TMP/q.err" ||
+    fail "quantize 1e38: rc $rc: $(cat "$TMP/q.err")"
+poke "$TMP/c.gguf" blk.0.attn_q.weight 20 0000c07f || fail "poke f32 again"
 # q8_0 ffn_up (96 x 64: rows of 64 = 2 blocks of 34 bytes): the second
 # block's scale (byte 34) becomes binary16 +inf: its 32 values are infinite
 # or NaN (0 x inf), elements 32..63

@@ -70,8 +70,12 @@ grep -Eq "blk\.1\.attn_q\.weight +q4_k +256 x 256 +[0-9]+ +36864$" "$TMP/inspect
 grep -Eq "blk\.0\.attn_v\.weight +q6_k +256 x 64 +[0-9]+ +13440$" "$TMP/inspect.txt" || fail "q6_k size"
 grep -Eq "blk\.1\.attn_v\.weight +q4_k +256 x 64 +[0-9]+ +9216$" "$TMP/inspect.txt" || fail "q4_k attn_v size"
 # llama-quantize's aliases and any case
-"$BATON" quantize "$TMP/f32.gguf" "$TMP/alias.gguf" Q4_K 2>/dev/null || fail "quantize Q4_K"
+"$BATON" quantize "$TMP/f32.gguf" "$TMP/alias.gguf" Q4_K 2>"$TMP/q.err" || fail "quantize Q4_K"
 cmp -s "$TMP/alias.gguf" "$TMP/q4_k_m.gguf" || fail "Q4_K is not q4_k_m"
+# the summary names the preset an alias stands for, as baton spells it (it
+# said "converted to Q4_K", beside a by-type line without q4_k's fallbacks)
+grep -qx "baton quantize: wrote $TMP/alias.gguf: 58 tensors converted to q4_k_m, 17 kept (vectors, norms, or not f32/f16)" \
+    "$TMP/q.err" || fail "quantize Q4_K: $(cat "$TMP/q.err")"
 
 # gen-model: a mix gives the types quantize gives; a K-quant every matrix
 for p in q3_k_m q4_k_m q5_k_m; do
