@@ -452,7 +452,7 @@ int main(int argc, char **argv)
     const char *port_file = NULL, *mib_list = "1,64", *phase = "all",
                *call_list = "0,64,256,1024,4096";
     unsigned rtt_iters = 2000, handoff_kib = 256;
-    int i, quit = 0;
+    int i, quit = 0, help = 0;
 
     signal(SIGPIPE, SIG_IGN);
     if (argc >= 2 && strcmp(argv[1], "serve") == 0) {
@@ -490,9 +490,15 @@ int main(int argc, char **argv)
             goto usage;
         return cmd_run((unsigned)port, mib_list, call_list, rtt_iters, handoff_kib, phase, quit);
     }
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        help = 1;
+        goto usage;
+    }
 usage:
-    fprintf(stderr, "usage: rawtcp serve [--port-file FILE]\n"
-                    "       rawtcp run PORT [--mib-list 1,64] [--call-kib-list 0,64,256,1024,4096]"
-                    " [--rtt-iters N] [--handoff-kib K] [--phase stream|rtt|all] [--quit]\n");
-    return 2;
+    fprintf(help ? stdout : stderr,
+            "usage: bench_rawtcp serve [--port-file FILE]\n"
+            "       bench_rawtcp run PORT [--mib-list 1,64] [--call-kib-list 0,64,256,1024,4096]"
+            " [--rtt-iters N] [--handoff-kib K] [--phase stream|rtt|all] [--quit]\n"
+            "Raw loopback TCP, the reference of bench/transport.sh (its --help says more).\n");
+    return help ? 0 : 2;
 }

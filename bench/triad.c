@@ -123,6 +123,31 @@ static double *map_array(size_t bytes, int thp)
     return m;
 }
 
+static void usage(FILE *f)
+{
+    fputs("usage: bench_triad [--kernel triad|read] [--threads N] [--passes P] [--mib M]\n"
+          "                   [--no-thp]\n"
+          "\n"
+          "Memory bandwidth at a given thread count (bench/roofline.sh's ceiling).\n"
+          "\n"
+          "  --kernel triad  (default) STREAM-like a[i] = b[i] + s * c[i] over doubles,\n"
+          "                  three arrays of M MiB, 24 bytes counted per element\n"
+          "  --kernel read   read-only: one array of M MiB summed with the widest loads\n"
+          "                  the CPU has, 8 bytes counted per element (the ceiling of a\n"
+          "                  decode step, which only reads its weights)\n"
+          "  --threads N     threads, 1..64, one contiguous slice each (default 1)\n"
+          "  --passes P      timed passes, 1..1000 (default 10)\n"
+          "  --mib M         MiB per array, 1..65536 (default 128)\n"
+          "  --no-thp        no madvise(MADV_HUGEPAGE)\n"
+          "  -h, --help      this help\n"
+          "\n"
+          "Prints one line (GB = 1e9 bytes):\n"
+          "  triad threads=N best_GBs=X median_GBs=Y min_GBs=Z passes=P mib=M\n"
+          "(`read ...` with --kernel read). Figures only, never a test.\n"
+          "Exit status: 0, 1 the memory cannot be mapped, 2 usage.\n",
+          f);
+}
+
 int main(int argc, char **argv)
 {
     struct shared sh;
@@ -145,9 +170,12 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--kernel") == 0 && i + 1 < (unsigned)argc &&
                  (strcmp(argv[i + 1], "triad") == 0 || strcmp(argv[i + 1], "read") == 0))
             read_only = strcmp(argv[++i], "read") == 0;
-        else {
-            fprintf(stderr, "usage: triad [--kernel triad|read] [--threads N] [--passes P] "
-                            "[--mib M] [--no-thp]\n");
+        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "bench_triad: unknown option or missing value: '%s'\n", argv[i]);
+            usage(stderr);
             return 2;
         }
     }
@@ -171,7 +199,7 @@ int main(int argc, char **argv)
     }
     sh.b = map_array(bytes, thp);
     if (!sh.b || (!read_only && (!sh.a || !sh.c))) {
-        fprintf(stderr, "triad: cannot map 3 x %u MiB\n", mib);
+        fprintf(stderr, "triad: cannot map %u x %u MiB\n", read_only ? 1u : 3u, mib);
         goto out;
     }
     if (pthread_barrier_init(&sh.bar, NULL, threads) != 0)

@@ -99,4 +99,15 @@ for good in 0 1048576 0,64,256,1024,4096,1,2,3; do
     [ "$rc" = 1 ] && grep -q "connect" "$TMP/raw.err" ||
         fail "rawtcp --call-kib-list '$good': exit $rc: $(cat "$TMP/raw.err")"
 done
+# the tools' --help: exit 0 on stdout (bench_triad's said "usage: triad"
+# on stderr with exit 2, and nothing of --kernel read's meaning)
+for b in bench_triad bench_rawtcp; do
+    rc=0
+    "$BUILD_DIR/bench/$b" --help >"$TMP/help.out" 2>"$TMP/help.err" || rc=$?
+    [ "$rc" = 0 ] && [ ! -s "$TMP/help.err" ] && grep -q "^usage: $b " "$TMP/help.out" ||
+        fail "$b --help: exit $rc: $(cat "$TMP/help.out" "$TMP/help.err")"
+done
+"$BUILD_DIR/bench/bench_triad" --help | grep -q "^  --kernel read " || fail "bench_triad --help: --kernel read"
+rc=0; "$BUILD_DIR/bench/bench_triad" --kernel write >/dev/null 2>"$TMP/help.err" || rc=$?
+[ "$rc" = 2 ] && grep -q "^usage: bench_triad " "$TMP/help.err" || fail "bench_triad --kernel write: exit $rc"
 echo "PASS: bench scripts run and print their formats and JSON"
