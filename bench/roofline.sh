@@ -32,7 +32,11 @@
 # --json FILE: the cells also as JSON (bench_json_write in bench/lib.sh: a
 # row per cell with type, threads, decode_tok_s, bandwidth_GBs, roofline and
 # their spread; read by bench/plot.py).
-# --small: a 2-layer dim-64 model, 1 repetition, n 4 (for the smoke test).
+# --types: any of `baton gen-model --type` (f32, f16, q8_0, q4_0, q5_0,
+# q5_1, q2_k..q6_k, q3_k_m, q4_k_m, q5_k_m).
+# --small: a 2-layer dim-64 model, 1 repetition, n 4 (for the smoke test;
+# dim 64 holds no K-quant: q2_k..q6_k need rows of 256, the _m mixes fall
+# back to Q4_0/Q5_0/Q5_1/Q8_0 there).
 # Figures only, never a test.
 set -euo pipefail
 # shellcheck source=bench/lib.sh disable=SC2034  # BENCH_* are read by lib.sh
@@ -77,8 +81,10 @@ declare -A model wbytes
 for t in $types; do
     model[$t]=$models/$tag-$t.gguf
     if [ ! -f "${model[$t]}" ]; then
-        "$BENCH_BATON" gen-model "${dims[@]}" --type "$t" --seed 1 -o "${model[$t]}" >/dev/null 2>&1 ||
-            bench_die "gen-model --type $t failed"
+        # gen-model's own message says why (e.g. --small's dim 64 holds no
+        # K-quant, which needs rows of 256; q4_k_m falls back)
+        gerr=$("$BENCH_BATON" gen-model "${dims[@]}" --type "$t" --seed 1 -o "${model[$t]}" 2>&1 >/dev/null) ||
+            bench_die "gen-model --type $t failed: $gerr"
     fi
     wbytes[$t]=$(bench_weight_bytes_per_token "${model[$t]}")
 done
