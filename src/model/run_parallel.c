@@ -466,6 +466,10 @@ struct par_state {
     size_t n_gen;
     size_t mixed_tokens;  /* prompt tokens that rode in decode steps */
     uint32_t decode_steps, mixed_steps, shrunk_steps;
+    /* decode steps that kept every slot's row though a smaller power of two
+     * would have held the decoding ones: no such shape was registered (the
+     * servers' graph limit) */
+    uint32_t unshrunk_steps;
     int failed;
 };
 
@@ -559,8 +563,16 @@ static void fill_group(struct par_state *ps, uint32_t g, struct run_ubatch *u)
         run_sample_params(r->cfg, r->cfg->seed + i, at + len - 1, smp);
     }
     ps->rows[g] = rows;
-    if (rows < n)
+    if (rows < n) {
         ps->shrunk_steps++;
+    } else {
+        uint32_t p = 1;
+
+        while (p < a)
+            p *= 2;
+        if (p < n)
+            ps->unshrunk_steps++;
+    }
     for (uint32_t k = 0; k < n; k++) {
         const uint32_t j = j0 + k;
 
@@ -867,6 +879,12 @@ int run_par_generate(struct run *r, double t_load, double bytes)
                 "(only the sequences still decoding)\n",
                 ps.shrunk_steps, ps.decode_steps, ps.decode_steps == 1 ? "" : "s", ps.gs,
                 ps.gs == 1 ? "" : "s");
+    if (ps.unshrunk_steps)
+        fprintf(cfg->log,
+                "summary: %u of %u decode step%s carried every slot's row though fewer "
+                "sequences decoded: the graph limits (batond --max-graphs-per-session, default "
+                "32) left no room for the smaller step shapes\n",
+                ps.unshrunk_steps, ps.decode_steps, ps.decode_steps == 1 ? "" : "s");
     if (cfg->stats)
         run_print_stats(r, ps.decode_steps);
     if (cfg->stats_json && run_write_stats_json(r, cfg->stats_json, ps.decode_steps) != 0) {

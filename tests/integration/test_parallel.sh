@@ -114,6 +114,11 @@ BATOND_EXTRA="--max-graphs-per-session 7" start_server g7
 BATOND_EXTRA="--max-graphs-per-session 6" start_server g6
 par lim7 "$TMP/prompts.txt" --parallel 8 --servers "127.0.0.1:$PORT_g7"
 same lim7 one 10
+# the summary says the steps kept every row, and why (it said nothing)
+grep -Eq "^summary: [1-9][0-9]* of [0-9]+ decode steps carried every slot's row though fewer sequences decoded: the graph limits \(batond --max-graphs-per-session, default 32\) left no room for the smaller step shapes\$" \
+    "$TMP/lim7.err" && ! grep -q "carried fewer rows" "$TMP/lim7.err" ||
+    fail "lim7: no line for the steps not shrunk: $(cat "$TMP/lim7.err")"
+grep -q "carried every slot's row" "$TMP/local1.err" && fail "local1: steps not shrunk: $(cat "$TMP/local1.err")"
 rc=0
 "$BATON" run --model "$MODEL" --prompt-file "$TMP/prompts.txt" -n $N --quiet --parallel 8 \
     --servers "127.0.0.1:$PORT_g6" 2>"$TMP/lim6.err" >/dev/null || rc=$?
