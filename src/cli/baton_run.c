@@ -32,6 +32,8 @@ static void run_usage(FILE *f)
           "  --parallel N         sequences decoded together in one step, 1..256 (default\n"
           "                       1; with --prompt-file): each holds --ctx positions of\n"
           "                       KV cache; a sequence that ends frees them for the next\n"
+          "                       prompt; once fewer decode than a group's slots, steps\n"
+          "                       carry only their rows (padded to a power of two)\n"
           "  --continuous on|off  with --parallel (default off): a prompt admitted into a\n"
           "                       freed slot rides in the decode steps, --ubatch tokens\n"
           "                       of it beside the other sequences' tokens, instead of\n"
