@@ -66,7 +66,7 @@ static void gen_usage(FILE *f)
           "\n"
           "  --layers L        transformer blocks, 1..4096\n"
           "  --dim D           embedding width (multiple of 32 unless --type f32; of 256\n"
-          "                    for q2_k..q6_k)\n"
+          "                    for q2_k..q6_k; the mixes fall back where it is not)\n"
           "  --ff F            feed-forward width (as --dim)\n"
           "  --heads H         attention heads (D % H == 0, even head size)\n"
           "  --arch A          llama (default), qwen2 (Q/K/V biases, NeoX RoPE) or qwen3\n"
