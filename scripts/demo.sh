@@ -11,7 +11,7 @@ if [ -z "$model" ]; then
     # the default: shared/models/ beside the repository (README, "Quick start")
     model="$(cd "$here/.." && pwd)/shared/models/stories260K.gguf"
     if [ ! -f "$model" ]; then
-        echo "demo: no model at $model: put stories260K.gguf there (README: where it comes from)" \
+        echo "demo: no model at $model: put stories260K.gguf there (docs/USAGE.md, 'The demo model', says where it comes from)" \
             "or run: make demo MODEL=/path/to/model.gguf" >&2
         exit 2
     fi
