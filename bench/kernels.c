@@ -408,7 +408,9 @@ int main(int argc, char **argv)
                     ;
                 if (i == N_TYPES || n_types == (int)N_TYPES) {
                     fprintf(stderr,
-                            "--types: f32,f16,q8_0,q4_0,q2_k,q3_k,q4_k,q5_k,q6_k,q5_0,q5_1\n");
+                            "--types: '%s' (want a comma-separated list of at most %d of "
+                            "f32,f16,q8_0,q4_0,q2_k,q3_k,q4_k,q5_k,q6_k,q5_0,q5_1)\n",
+                            tok, (int)N_TYPES);
                     return 2;
                 }
                 types[n_types++] = type_names[i].type;
@@ -416,15 +418,24 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[a], "--isa") == 0 && a + 1 < argc) {
             const char *s = argv[++a];
 
+            if (strcmp(s, "scalar") != 0 && strcmp(s, "avx2") != 0 && strcmp(s, "avx512") != 0) {
+                fprintf(stderr, "--isa: '%s' (want scalar, avx2 or avx512)\n", s);
+                return 2;
+            }
             baton_cpu_isa_set(strcmp(s, "scalar") == 0 ? BATON_CPU_ISA_SCALAR
                               : strcmp(s, "avx2") == 0 ? BATON_CPU_ISA_AVX2
                                                        : BATON_CPU_ISA_AVX512);
         } else {
-            fprintf(stderr,
+            const int help = strcmp(argv[a], "--help") == 0 || strcmp(argv[a], "-h") == 0;
+
+            fprintf(help ? stdout : stderr,
                     "usage: %s [--reps N] [--k K] [--no-thp] [--no-prefill] [--threads 1,2] "
-                    "[--isa scalar|avx2|avx512] [--types f32,q4_k,...]\n",
+                    "[--isa scalar|avx2|avx512] [--types f32,q4_k,...]\n"
+                    "MUL_MAT kernel throughput (decode GB/s against the read-only stream,\n"
+                    "prefill GFLOP/s); --types of f32,f16,q8_0,q4_0,q2_k,q3_k,q4_k,q5_k,q6_k,\n"
+                    "q5_0,q5_1 (default all). bench/kernels.c's header describes each figure.\n",
                     argv[0]);
-            return 2;
+            return help ? 0 : 2;
         }
     }
     if (n_types == 0)

@@ -108,6 +108,14 @@ for b in bench_triad bench_rawtcp; do
         fail "$b --help: exit $rc: $(cat "$TMP/help.out" "$TMP/help.err")"
 done
 "$BUILD_DIR/bench/bench_triad" --help | grep -q "^  --kernel read " || fail "bench_triad --help: --kernel read"
+if [ -x "$BUILD_DIR/bench/bench_kernels" ]; then
+    "$BUILD_DIR/bench/bench_kernels" --help | grep -q "q5_0,q5_1 (default all)" || fail "bench_kernels --help"
+    rc=0; "$BUILD_DIR/bench/bench_kernels" --types q5_0,q4_k_m >/dev/null 2>"$TMP/help.err" || rc=$?
+    [ "$rc" = 2 ] && grep -q "^--types: 'q4_k_m' (want " "$TMP/help.err" ||
+        fail "bench_kernels --types q4_k_m: exit $rc: $(cat "$TMP/help.err")"
+    rc=0; "$BUILD_DIR/bench/bench_kernels" --isa sse >/dev/null 2>&1 || rc=$?
+    [ "$rc" = 2 ] || fail "bench_kernels --isa sse: exit $rc (it ran as avx512)"
+fi
 rc=0; "$BUILD_DIR/bench/bench_triad" --kernel write >/dev/null 2>"$TMP/help.err" || rc=$?
 [ "$rc" = 2 ] && grep -q "^usage: bench_triad " "$TMP/help.err" || fail "bench_triad --kernel write: exit $rc"
 echo "PASS: bench scripts run and print their formats and JSON"
