@@ -46,6 +46,9 @@ BENCH_COMMAND="bench/roofline.sh $*"
 build=${BUILD_DIR:-$BENCH_SRC/build}
 do_build=1 reps=5 threads="1 2" types="f16 q8_0 q4_0" n_gen=65 small=0 json_out=""
 while [ $# -gt 0 ]; do
+    case $1 in # an option without its value is a usage error (it was bash's "$2: unbound variable", exit 1)
+    --build | --reps | --threads | --types | -n | --json) [ $# -ge 2 ] || { echo "roofline.sh: $1 needs a value (see --help)" >&2; exit 2; } ;;
+    esac
     case $1 in
     --build) build=$2; shift 2 ;;
     --no-build) do_build=0; shift ;;

@@ -40,6 +40,9 @@
 # JSON (a row per line: arm, figure, value, unit, raw, ratio, min, max; see
 # bench_json_write in bench/lib.sh; read by bench/plot.py). Figures only,
 # never a test.
+# --no-key: the keyed batond pair is not started (no key arm, no direct
+# hand-off). --small: 1 repetition, --mib-list 1, --call-kib-list 0,256,
+# --rtt-iters 40, --handoff-kib 16 (for the smoke test).
 set -euo pipefail
 # shellcheck source=bench/lib.sh disable=SC2034  # BENCH_* are read by lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -48,6 +51,9 @@ BENCH_COMMAND="bench/transport.sh $*"
 build=${BUILD_DIR:-$BENCH_SRC/build}
 do_build=1 reps=5 mib_list=1,64 call_list=0,64,256,1024,4096 rtt_iters=2000 handoff_kib=256 use_key=1 pin=1 json=""
 while [ $# -gt 0 ]; do
+    case $1 in # an option without its value is a usage error (it was bash's "$2: unbound variable", exit 1)
+    --build | --reps | --mib-list | --call-kib-list | --rtt-iters | --handoff-kib | --json) [ $# -ge 2 ] || { echo "transport.sh: $1 needs a value (see --help)" >&2; exit 2; } ;;
+    esac
     case $1 in
     --build) build=$2; shift 2 ;;
     --no-build) do_build=0; shift ;;

@@ -116,6 +116,13 @@ if [ -x "$BUILD_DIR/bench/bench_kernels" ]; then
     rc=0; "$BUILD_DIR/bench/bench_kernels" --isa sse >/dev/null 2>&1 || rc=$?
     [ "$rc" = 2 ] || fail "bench_kernels --isa sse: exit $rc (it ran as avx512)"
 fi
+# an option without its value: a usage error naming it (bash said "$2:
+# unbound variable", exit 1)
+for sv in "roofline.sh --types" "transport.sh --reps"; do
+    rc=0; "$SRC_DIR/bench/${sv% *}" "${sv#* }" >/dev/null 2>"$TMP/help.err" || rc=$?
+    [ "$rc" = 2 ] && grep -qx "${sv% *}: ${sv#* } needs a value (see --help)" "$TMP/help.err" ||
+        fail "$sv: exit $rc: $(cat "$TMP/help.err")"
+done
 rc=0; "$BUILD_DIR/bench/bench_triad" --kernel write >/dev/null 2>"$TMP/help.err" || rc=$?
 [ "$rc" = 2 ] && grep -q "^usage: bench_triad " "$TMP/help.err" || fail "bench_triad --kernel write: exit $rc"
 echo "PASS: bench scripts run and print their formats and JSON"
