@@ -122,27 +122,41 @@ static int row_finite(const float *x, uint64_t k)
     return 1;
 }
 
+/* The checks the 32-element quantizers (Q8_0, Q4_0, Q5_0) make before they
+ * write anything: k a multiple of 32 (else BATON_E_SHAPE), every x finite
+ * and every block's scale max|x| / div within binary16 (else
+ * BATON_E_INVAL). 0 when the row can be converted. */
+static int blocks_fit(const float *x, uint64_t k, float div)
+{
+    uint64_t b;
+    int j;
+
+    if (k % BATON_QK != 0)
+        return BATON_E_SHAPE;
+    if (!row_finite(x, k))
+        return BATON_E_INVAL;
+    for (b = 0; b < k / BATON_QK; b++) {
+        float amax = 0.0f;
+
+        for (j = 0; j < (int)BATON_QK; j++)
+            if (fabsf(x[b * BATON_QK + j]) > amax)
+                amax = fabsf(x[b * BATON_QK + j]);
+        if (amax / div > FP16_MAX)
+            return BATON_E_INVAL;
+    }
+    return 0;
+}
+
 int baton_quantize_row_q8_0(const float *x, void *y, uint64_t k)
 {
     uint8_t *out = y;
     uint64_t b, nb;
     int j;
+    const int rc = blocks_fit(x, k, 127.0f);
 
-    if (k % BATON_QK != 0)
-        return BATON_E_SHAPE;
+    if (rc != 0)
+        return rc;
     nb = k / BATON_QK;
-    if (!row_finite(x, k))
-        return BATON_E_INVAL;
-    for (b = 0; b < nb; b++) {
-        const float *xb = x + b * BATON_QK;
-        float amax = 0.0f;
-
-        for (j = 0; j < (int)BATON_QK; j++)
-            if (fabsf(xb[j]) > amax)
-                amax = fabsf(xb[j]);
-        if (amax / 127.0f > FP16_MAX)
-            return BATON_E_INVAL;
-    }
     for (b = 0; b < nb; b++) {
         const float *xb = x + b * BATON_QK;
         uint8_t *yb = out + b * BATON_Q8_0_BLOCK_BYTES;
@@ -183,19 +197,11 @@ int baton_quantize_row_q4_0(const float *x, void *y, uint64_t k)
     uint8_t *out = y;
     uint64_t b, nb;
     int j;
+    const int rc = blocks_fit(x, k, 8.0f);
 
-    if (k % BATON_QK != 0)
-        return BATON_E_SHAPE;
+    if (rc != 0)
+        return rc;
     nb = k / BATON_QK;
-    if (!row_finite(x, k))
-        return BATON_E_INVAL;
-    for (b = 0; b < nb; b++) {
-        float amax;
-
-        (void)block_max_signed(x + b * BATON_QK, &amax);
-        if (amax / 8.0f > FP16_MAX)
-            return BATON_E_INVAL;
-    }
     for (b = 0; b < nb; b++) {
         const float *xb = x + b * BATON_QK;
         uint8_t *yb = out + b * BATON_Q4_0_BLOCK_BYTES;
@@ -302,19 +308,11 @@ int baton_quantize_row_q5_0(const float *x, void *y, uint64_t k)
     uint8_t *out = y;
     uint64_t b, nb;
     int j;
+    const int rc = blocks_fit(x, k, 16.0f);
 
-    if (k % BATON_QK != 0)
-        return BATON_E_SHAPE;
+    if (rc != 0)
+        return rc;
     nb = k / BATON_QK;
-    if (!row_finite(x, k))
-        return BATON_E_INVAL;
-    for (b = 0; b < nb; b++) {
-        float amax;
-
-        (void)block_max_signed(x + b * BATON_QK, &amax);
-        if (amax / 16.0f > FP16_MAX)
-            return BATON_E_INVAL;
-    }
     for (b = 0; b < nb; b++) {
         const float *xb = x + b * BATON_QK;
         uint8_t *yb = out + b * BATON_Q5_0_BLOCK_BYTES;
