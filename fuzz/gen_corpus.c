@@ -387,7 +387,7 @@ static void graph_llama_ex(struct graph_store *s, struct llama_seed *ls, int seq
     place(ls, &L->v_cache, BATON_TYPE_F32, 4, ctx, 1);
     place(ls, &st->output_norm, BATON_TYPE_F32, e, 1, 1);
     place(ls, &st->output, BATON_TYPE_F32, e, hp->n_vocab, 1);
-    place(ls, &st->io.tokens, BATON_TYPE_I32, u, 1, 1);
+    place(ls, &st->io.tokens[0], BATON_TYPE_I32, u, 1, 1);
     place(ls, &st->io.pos, BATON_TYPE_I32, seqs ? 3 * u : u, 1, 1);
     place(ls, &st->io.hidden_in[0], BATON_TYPE_F32, e, u, 1);
     st->io.n_slots = 1;
@@ -1586,7 +1586,7 @@ static void gen_dispatcher(void)
     bu8(&b, 0);
     rec_u64(&b, BATON_CMD_ALLOC_BUFFER, ls.bytes);
     rec_set(&b, &ls.st.tok_embd, 0, ls.st.tok_embd.nbytes, 0x3b);
-    rec_set_i32(&b, &ls.st.io.tokens, toks, 2);
+    rec_set_i32(&b, &ls.st.io.tokens[0], toks, 2);
     rec_set_i32(&b, &ls.st.io.pos, poss, 2);
     rec_set_i32(&b, &ls.st.io.last_idx, last, 1);
     rec_graph(&b, &s.gb.g);
@@ -2448,7 +2448,7 @@ static void gen_dispatcher_pipeline(void)
     rec_ext_graph(&b, lg);
     for (int32_t step = 0; step < 2; step++) {
         run_header(&r, 1, BATON_RUN_RETURN, 0, 3);
-        run_input(&r, leaf_of(lg, &ls.st.io.tokens), 2, 1 + step);
+        run_input(&r, leaf_of(lg, &ls.st.io.tokens[0]), 2, 1 + step);
         run_input(&r, leaf_of(lg, &ls.st.io.pos), 2, 2 * step);
         run_input(&r, leaf_of(lg, &ls.st.io.last_idx), 1, 1);
         run_return(&r, leaf_of(lg, &ls.st.io.argmax));

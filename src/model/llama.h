@@ -94,14 +94,17 @@ struct baton_llama_layer {
 
 #define BATON_LLAMA_MAX_SLOTS 4u
 
-/* Per-step I/O tensors of a stage, sized for max_ubatch tokens. The hidden
- * state comes in through a ring of n_slots input slots, so that the copy of
- * ubatch k + 1 never lands in the slot ubatch k is still reading. */
+/* Per-step I/O tensors of a stage, sized for max_ubatch tokens. The input
+ * (the hidden state; on the first stage the token ids) comes in through a
+ * ring of n_slots input slots, so that the copy of ubatch k + 1 (or the
+ * decode ring's tokens of step k + 1) never lands in the slot ubatch k is
+ * still reading. */
 struct baton_llama_io {
-    struct baton_tensor_desc tokens;     /* I32 {max_ubatch}        (first stage) */
+    struct baton_tensor_desc tokens[BATON_LLAMA_MAX_SLOTS]; /* I32 {max_ubatch} (first stage) */
     struct baton_tensor_desc pos;        /* I32 {max_ubatch}, or {3 * max_ubatch} with
                                             seqs (positions, cells, first cells) */
-    uint32_t n_slots;                    /* 1..BATON_LLAMA_MAX_SLOTS (not first) */
+    uint32_t n_slots;                    /* 1..BATON_LLAMA_MAX_SLOTS: tokens (first stage)
+                                            or hidden_in (the others) */
     struct baton_tensor_desc hidden_in[BATON_LLAMA_MAX_SLOTS]; /* F32 {n_embd, max_ubatch} */
     struct baton_tensor_desc hidden_out; /* F32 {n_embd, max_ubatch} (not last) */
     struct baton_tensor_desc last_idx;   /* I32 {1}, or {max_ubatch} with seqs (last):
@@ -144,8 +147,9 @@ struct baton_llama_graph_inputs {
 };
 
 /* Builds the graph of one stage for n_tokens tokens (1..max_ubatch) whose
- * positions are in io.pos (and token ids in io.tokens on the first stage,
- * or the previous stage's hidden state in io.hidden_in[slot]) when it runs.
+ * positions are in io.pos (and token ids in io.tokens[slot] on the first
+ * stage, or the previous stage's hidden state in io.hidden_in[slot]) when it
+ * runs (slot < io.n_slots).
  * The last stage computes the output head for the last token only and
  * writes its argmax into io.argmax and, when want_logits, its logits into
  * io.logits; other stages write their hidden state into io.hidden_out. gb

@@ -186,7 +186,7 @@ int baton_llama_build_stage_out(const struct baton_llama_hparams *hp,
         in = &none;
     *in = none;
     if (n == 0 || (uint64_t)n * (st->seqs ? 3 : 1) > st->io.pos.ne[0] ||
-        (!st->first && (slot >= st->io.n_slots || slot >= BATON_LLAMA_MAX_SLOTS)) ||
+        slot >= st->io.n_slots || slot >= BATON_LLAMA_MAX_SLOTS ||
         (n_out != 1 && (n_out > n || !st->seqs || want_logits ||
                         (n_out < n && n_out > st->io.last_idx.ne[0]))))
         return BATON_E_INVAL;
@@ -196,7 +196,7 @@ int baton_llama_build_stage_out(const struct baton_llama_hparams *hp,
     att_pos = st->seqs ? leaf_view(gb, &st->io.pos, n, 3, 1) : pos;
     in->pos = st->seqs ? att_pos : pos;
     if (st->first) {
-        uint32_t ids = leaf_view(gb, &st->io.tokens, n, 1, 1);
+        uint32_t ids = leaf_view(gb, &st->io.tokens[slot], n, 1, 1);
 
         in->tokens = ids;
         x = node(gb, BATON_OP_GET_ROWS, BATON_TYPE_F32, hp->n_embd, n, 1, leaf(gb, &st->tok_embd),

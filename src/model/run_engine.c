@@ -102,6 +102,8 @@ struct engine {
                                            steps before this one (those redone after a
                                            failure) */
     uint32_t recoveries;
+    uint32_t gap;                    /* a ring step's tokens: the step this many before */
+    uint32_t m0;                     /* m as called (on_retire may stop the batch early) */
     uint64_t wait_key;               /* the reply the last counted wait was for */
     struct step ring[RUN_RING];
 };
@@ -147,9 +149,9 @@ static int can_submit(struct engine *e, uint32_t s, uint32_t k)
     struct run *r = e->r;
     struct step *st;
 
-    /* the ring keeps the last retired step too: a ring step takes its
-     * token (or, redone, its argmax) from the step before */
-    if (k >= e->m || k + 1 >= e->done + RUN_RING)
+    /* the ring keeps the last retired steps too: a ring step takes its
+     * tokens (or, redone, its outputs) from the step gap before */
+    if (k >= e->m || k + e->gap >= e->done + RUN_RING)
         return 0;
     if (s == 0 && e->ub[k].after > e->done)
         return 0; /* its inputs come from a step not retired yet */
@@ -183,10 +185,11 @@ static int can_submit(struct engine *e, uint32_t s, uint32_t k)
     } else if (!r->cfg->pipeline && k > e->done) {
         return 0; /* one step at a time */
     } else if (st->tokens == NULL) {
-        /* a ring step: its token is the step before's; that block must be
-         * sent (its hand-off's sequence number), its synchronous hand-off's
-         * outcome known, and without the ring its argmax read */
-        const struct block *pb = &step_at(e, k - 1)->b[r->n_stages - 1];
+        /* a ring step: its tokens are the outputs of the step gap before;
+         * that block must be sent (its hand-off's sequence number), its
+         * synchronous hand-off's outcome known, and without the ring its
+         * outputs read */
+        const struct block *pb = &step_at(e, k - e->gap)->b[r->n_stages - 1];
 
         if (!pb->submitted || (pb->ring == OUT_HANDOFF_SYNC && !pb->resolved) ||
             (!pb->ring && pending(pb->st_run)))
@@ -199,10 +202,10 @@ static int can_submit(struct engine *e, uint32_t s, uint32_t k)
         return 0;
     /* slot k mod n_slots of the next stage (and its host buffer) is free
      * once the next stage has answered step k - n_slots. A ring step needs
-     * no such wait: its input is the step before's token, so every stage
-     * computes it only after every stage has computed the step before (and
-     * the coordinator may queue ring steps ahead by more than its round
-     * trip) */
+     * no such wait: its input is the outputs of step k - gap, so every
+     * stage computes it only after every stage has computed that step, and
+     * gap <= n_slots (run_plan.c sets the ring up only then; the coordinator
+     * may queue ring steps ahead by more than its round trip) */
     if (st->tokens != NULL && s + 1 < r->n_stages && k >= r->n_slots &&
         !answered(e, s + 1, k - r->n_slots))
         return 0;
@@ -227,7 +230,8 @@ static int submit_block(struct engine *e, uint32_t s, uint32_t k)
     struct step *st = step_at(e, k);
     struct block *blk = &st->b[s];
     const uint64_t hidden_bytes = (uint64_t)r->hp.n_embd * st->n * sizeof(float);
-    const struct stage_graph *g = run_stage_graph(stage, st->n, st->n_out, st->slot);
+    const struct stage_graph *g = run_stage_graph(r, stage, st->n, st->n_out, st->slot);
+    const uint32_t tslot = st->slot % run_stage_slots(r, stage); /* stage 1's token slot */
     struct baton_graph_run run;
     int rc;
 
@@ -258,19 +262,35 @@ static int submit_block(struct engine *e, uint32_t s, uint32_t k)
 
     /* the input */
     if (stage->st.first && st->tokens == NULL) {
-        /* a ring step: the token of the step before, straight from the last
-         * stage (fenced on its write), or through the coordinator */
-        const struct block *pb = &step_at(e, k - 1)->b[r->n_stages - 1];
+        /* a ring step: the outputs of the step gap before, straight from
+         * the last stage (fenced on its write), or through the coordinator */
+        const struct step *ps = step_at(e, k - e->gap);
+        const struct block *pb = &ps->b[r->n_stages - 1];
 
         if (pb->ring) {
             struct baton_run_fence *f = &run.fences[run.n_fences++];
 
-            memcpy(f->grant, r->bounds[r->n_stages - 1].grant[0], BATON_GRANT_ID_BYTES);
+            memcpy(f->grant, r->bounds[r->n_stages - 1].grant[tslot], BATON_GRANT_ID_BYTES);
             f->seq = pb->seq;
             blk->fenced = 1;
-        } else {
-            run.inputs[run.n_inputs++] = (struct baton_run_input){g->in.tokens, 1, pb->argmax};
+        } else if (st->n == 1) {
+            run.inputs[run.n_inputs++] = (struct baton_run_input){
+                g->in.tokens, 1, ps->out ? ps->out[0] : pb->argmax};
             r->token_bytes += BATON_RUN_INPUT_BYTES;
+        } else {
+            if (ps->out == NULL || ps->n_out != st->n) {
+                stage_msg(r, "internal error: a decode-ring step of %u tokens after one of %u "
+                             "outputs\n",
+                          st->n, ps->n_out);
+                return 1;
+            }
+            blk->has_set = 1;
+            baton_conn_track(stage->conn, &blk->st_set);
+            rc = baton_submit_set_tensor(stage->conn, &io->tokens[tslot], 0, ps->out,
+                                         (uint64_t)st->n * 4);
+            r->token_bytes += (uint64_t)st->n * 4;
+            if (rc != 0)
+                return submit_fail(e, s, rc);
         }
     } else if (stage->st.first && st->n == 1) {
         run.inputs[run.n_inputs++] = (struct baton_run_input){g->in.tokens, 1, st->tokens[0]};
@@ -278,7 +298,8 @@ static int submit_block(struct engine *e, uint32_t s, uint32_t k)
     } else if (stage->st.first) {
         blk->has_set = 1;
         baton_conn_track(stage->conn, &blk->st_set);
-        rc = baton_submit_set_tensor(stage->conn, &io->tokens, 0, st->tokens, (uint64_t)st->n * 4);
+        rc = baton_submit_set_tensor(stage->conn, &io->tokens[tslot], 0, st->tokens,
+                                     (uint64_t)st->n * 4);
         r->token_bytes += (uint64_t)st->n * 4;
         if (rc != 0)
             return submit_fail(e, s, rc);
@@ -334,18 +355,20 @@ static int submit_block(struct engine *e, uint32_t s, uint32_t k)
         run.ret_dst = st->out ? st->out : &blk->argmax;
         run.ret_bytes = 4 * st->n_out;
         r->token_bytes += 4 * st->n_out;
-        /* the next step is a ring step: the token goes to stage 1 too */
-        if (k + 1 < e->m && e->ub[k + 1].tokens == NULL && b->direct &&
+        /* step k + gap is a ring step: the outputs go to stage 1 too, into
+         * that step's token slot */
+        if (k + e->gap < e->m && e->ub[k + e->gap].tokens == NULL && b->direct &&
             st->number >= b->retry_step) {
             const int sync = !b->proven;
 
             blk->seq = ++b->seq;
             blk->ring = sync ? OUT_HANDOFF_SYNC : OUT_HANDOFF_ASYNC;
             run.flags |= BATON_RUN_HANDOFF;
-            run.handoff.route = b->route[0];
+            run.handoff.route =
+                b->route[((st->number + e->gap) % r->n_slots) % run_stage_slots(r, &r->stages[0])];
             run.handoff.flags = sync ? 0 : BATON_COPY_ASYNC;
             run.handoff.seq = blk->seq;
-            run.handoff.n = 4;
+            run.handoff.n = 4ull * st->n_out;
             run.handoff_result = &blk->copy;
         }
     } else {
@@ -539,7 +562,7 @@ static int process(struct engine *e, int *changed)
                 continue;
             r->stages[bi].copies_done++;
             if (s == 0)
-                r->ring_tokens++;
+                r->ring_tokens += st->n;
             note_outcome(r, bi, BATON_COPY_DONE, 0);
             /* a boundary that failed is tried again after 1, 2, 4 ... 64
              * steps; after RUN_CLEAN_STEPS steps without a failure its
@@ -555,8 +578,14 @@ static int process(struct engine *e, int *changed)
          * the steps after it (EOS, -n) */
         if (r->on_token && r->on_token(r, st->b[r->n_stages - 1].argmax) != 0)
             e->m = e->done;
-        if (r->on_retire && r->on_retire(r, e->done - 1) != 0)
-            return 1;
+        if (r->on_retire) {
+            const int rc = r->on_retire(r, e->done - 1);
+
+            if (rc == 2)
+                e->m = e->done; /* the steps after it are not needed */
+            else if (rc != 0)
+                return 1;
+        }
     }
     return 0;
 }
@@ -805,7 +834,7 @@ static int recover(struct engine *e)
     }
     if (k_fail == UINT32_MAX)
         return 0;
-    if (!step_at(e, k_fail)->b[s_fail].fenced || (s_fail == 0 && k_fail == 0)) {
+    if (!step_at(e, k_fail)->b[s_fail].fenced || (s_fail == 0 && k_fail < e->gap)) {
         stage_fail(r, &r->stages[s_fail], "GRAPH_RUN", BATON_E_FENCE);
         return 1;
     }
@@ -818,7 +847,8 @@ static int recover(struct engine *e)
     /* the boundary at fault: into stage s_fail, or (stage 1) the ring,
      * whose hand-off the last stage's block of the step before made */
     const uint32_t bi = s_fail == 0 ? r->n_stages - 1 : s_fail - 1;
-    struct block *pb = s_fail == 0 ? &step_at(e, k_fail - 1)->b[bi] : &step_at(e, k_fail)->b[bi];
+    struct block *pb =
+        s_fail == 0 ? &step_at(e, k_fail - e->gap)->b[bi] : &step_at(e, k_fail)->b[bi];
     {
         const int async = s_fail == 0 ? pb->ring == OUT_HANDOFF_ASYNC : pb->mode == OUT_HANDOFF_ASYNC;
 
@@ -852,6 +882,18 @@ static int recover(struct engine *e)
     return 0;
 }
 
+/* After an early stop: whether the last stage sent a block that hands its
+ * outputs to a step past the stop (step k hands to k + gap while k + gap is
+ * below the batch's m as called). */
+static int handed_past_stop(const struct engine *e)
+{
+    const uint32_t last = e->r->n_stages - 1;
+    const uint32_t lo = e->m > e->gap ? e->m - e->gap : 0;
+    const uint32_t hi = e->m0 > e->gap ? e->m0 - e->gap : 0;
+
+    return lo < (e->next[last] < hi ? e->next[last] : hi);
+}
+
 int run_engine(struct run *r, const struct run_ubatch *ub, uint32_t m, int32_t *next)
 {
     struct engine *e = calloc(1, sizeof *e);
@@ -864,6 +906,8 @@ int run_engine(struct run *r, const struct run_ubatch *ub, uint32_t m, int32_t *
     e->r = r;
     e->ub = ub;
     e->m = m;
+    e->m0 = m;
+    e->gap = r->ring_gap ? r->ring_gap : 1;
     e->base = r->n_steps;
     e->wait_key = UINT64_MAX;
     while (e->done < e->m) {
@@ -894,6 +938,17 @@ int run_engine(struct run *r, const struct run_ubatch *ub, uint32_t m, int32_t *
     }
     if (drain_all(e) != 0)
         goto out;
+    /* stopped early: the last stage may have handed the outputs of a step
+     * past the stop to stage 1, and such a write may still be queued on
+     * its peer link; sealed, it cannot land in a token slot that a later
+     * step or prefill fills */
+    if (e->m < e->m0 && r->n_stages >= 2 && r->bounds[r->n_stages - 1].direct &&
+        handed_past_stop(e)) {
+        if (seal_boundary(r, r->n_stages - 1) != 0)
+            goto out;
+        for (uint32_t s = 0; s < r->n_stages; s++)
+            r->stages[s].need_reset = 1; /* a refused late write must not latch a stage */
+    }
     *next = step_at(e, e->m - 1)->b[r->n_stages - 1].argmax;
     ret = 0;
 out:

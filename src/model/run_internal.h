@@ -87,7 +87,9 @@ struct run {
     void *on_token_arg;
     /* called as step k of the engine's batch retires (in order), after
      * on_token; it may fill the inputs of a later step that waits for k
-     * (run_ubatch.after). Nonzero: an error (said), the engine stops. */
+     * (run_ubatch.after). 1: an error (said), the engine stops; 2: the
+     * steps after k are not needed (their replies are read and dropped,
+     * and the decode ring's grants sealed against their late writes). */
     int (*on_retire)(struct run *r, uint32_t k);
     void *on_retire_arg;
     uint32_t n_stages;
@@ -104,6 +106,10 @@ struct run {
     struct par_seq *par;        /* cfg->prompts: one per prompt (run_parallel.c) */
     size_t n_par;               /* ... n_par of them (cfg->n_prompts or cfg->n_copies) */
     uint32_t n_slots;           /* boundary input slots per stage */
+    uint32_t tok_slots;         /* stage 1's token input slots in use: 1, or n_slots when
+                                   the decode ring runs over pipeline groups (run_plan.c) */
+    uint32_t ring_gap;          /* a decode-ring step takes the tokens of the step this many
+                                   before it (its group's previous step); 0 means 1 */
     int want_logits;            /* every step returns the logits too (sampling, gaps) */
     float *logits;              /* n_vocab */
     uint64_t n_steps;           /* steps begun so far (numbers the steps) */
@@ -180,10 +186,14 @@ int run_register_graphs_optional(struct run *r, const uint32_t *counts, const ui
 /* 1 if every stage (every input slot) has the graph for n tokens and n_out
  * outputs, else 0. */
 int run_has_shape(struct run *r, uint32_t n, uint32_t n_out);
-/* The registered graph of stage s for n tokens read from slot (any slot on
- * the first stage), or NULL. */
-const struct stage_graph *run_stage_graph(struct stage_rt *s, uint32_t n, uint32_t n_out,
-                                          uint32_t slot);
+/* The input slots stage s registers graphs for: r->n_slots, or on the
+ * first stage r->tok_slots (1 unless the decode ring runs over pipeline
+ * groups). */
+uint32_t run_stage_slots(const struct run *r, const struct stage_rt *s);
+/* The registered graph of stage s for n tokens read from input slot
+ * slot mod run_stage_slots, or NULL. */
+const struct stage_graph *run_stage_graph(const struct run *r, struct stage_rt *s, uint32_t n,
+                                          uint32_t n_out, uint32_t slot);
 
 /* ---- run_engine.c ---- */
 /* One ubatch: n tokens (tokens[0..n)) at positions pos0.. */
@@ -205,6 +215,10 @@ struct run_ubatch {
      * Pipeline groups: a group's next decode step waits for its last. */
     uint32_t after;
 };
+/* A decode-ring step has tokens NULL: its n token ids are the outputs
+ * (n_out = n, in order) of step k - r->ring_gap, which the last stage hands
+ * straight to stage 1 (the decode ring, when set up) or which the
+ * coordinator sets (that step's out, or its argmax when n is 1). */
 /* Runs ubatches[0..m) through every stage in order (pipelined unless
  * cfg->pipeline is 0); on success *next is the last stage's argmax of the
  * last ubatch and, with r->want_logits, r->logits its logits. 0 or 1 (after

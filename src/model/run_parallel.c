@@ -38,6 +38,10 @@
 /* Most decode rounds in one engine call (a burst): its step list is
  * rounds x groups entries. */
 #define PAR_BURST_MAX 1024u
+/* ... with the decode ring, whose every step has its own inputs and
+ * outputs from the burst's start (a burst's end costs one drain of the
+ * steps queued ahead) */
+#define PAR_RING_ROUNDS 128u
 
 /* One prompt of the file and what it generated. */
 struct par_seq {
@@ -462,6 +466,12 @@ struct par_state {
     int *mix_last;        /* ... and whether that chunk ends the prompt */
     struct run_ubatch *ub; /* the burst being run, m steps (on_retire fills them) */
     uint32_t m;
+    /* the decode ring (run_plan.c set it up): every step of a burst is
+     * queued at its start, each with its own positions, SAMPLE parameters
+     * and outputs (m of each); the rows stay those of the burst's start */
+    int ring;
+    int32_t *rsp, *rsmp, *rout;
+    size_t n_ended;       /* sequences ended so far */
     size_t next_prompt;   /* the next prompt to admit */
     size_t n_gen;
     size_t mixed_tokens;  /* prompt tokens that rode in decode steps */
@@ -621,17 +631,17 @@ static int take_slot(struct par_state *ps, uint32_t j, size_t i, int32_t t)
     if (rc > 0) {
         finish(ps->r, i);
         ps->slot_seq[j] = 0;
+        ps->n_ended++;
     }
     return 0;
 }
 
-/* Takes group g's outputs: a prompt whose last chunk ran gets its first
- * token, every decode row its next; a sequence that ends frees its slot.
- * 0 or -1. */
-static int take_group(struct par_state *ps, uint32_t g)
+/* Takes group g's outputs out[]: a prompt whose last chunk ran gets its
+ * first token, every decode row whose sequence has not ended its next; a
+ * sequence that ends frees its slot. 0 or -1. */
+static int take_group(struct par_state *ps, uint32_t g, const int32_t *out)
 {
     const uint32_t j0 = g * ps->gs;
-    const int32_t *out = ps->out + (size_t)g * ps->ostride;
     const uint32_t row0 = ps->mix_slot[g] >= 0 ? 1 : 0;
 
     if (row0) {
@@ -644,8 +654,9 @@ static int take_group(struct par_state *ps, uint32_t g)
     for (uint32_t c = 0; c < ps->rows[g]; c++) {
         const uint32_t j = ps->row_slot[j0 + c];
 
-        /* the row's sequence as the step was filled */
-        if (j != UINT32_MAX && ps->row_seq[j] != 0 &&
+        /* the row's sequence as the step was filled, if it goes on (a ring
+         * step queued ahead still computes a row for one that has ended) */
+        if (j != UINT32_MAX && ps->row_seq[j] != 0 && ps->slot_seq[j] == ps->row_seq[j] &&
             take_slot(ps, j, ps->row_seq[j] - 1, out[row0 + c]) != 0)
             return -1;
     }
@@ -692,15 +703,66 @@ static int burst_retire(struct run *r, uint32_t k)
 {
     struct par_state *ps = r->on_retire_arg;
     const uint32_t g = k % ps->groups;
+    const size_t ended = ps->n_ended;
 
     ps->decode_steps++;
-    if (take_group(ps, g) != 0 || (r->n_chunk && admit_mixed(ps, g) != 0)) {
+    if (take_group(ps, g, ps->ub[k].out) != 0 || (r->n_chunk && admit_mixed(ps, g) != 0)) {
         ps->failed = 1;
         return 1;
+    }
+    if (ps->ring) {
+        /* the ring's steps are all queued: they stop early when no row's
+         * sequence goes on, or when one ended and a prompt waits for its
+         * slot (the steps queued past it are dropped, 2) */
+        uint32_t j;
+
+        for (j = 0; j < r->n_seq && !(ps->row_seq[j] != 0 && ps->slot_seq[j] == ps->row_seq[j]);
+             j++)
+            ;
+        return j == r->n_seq || (ps->n_ended > ended && ps->next_prompt < r->n_par) ? 2 : 0;
     }
     if (k + ps->groups < ps->m)
         fill_group(ps, g, &ps->ub[k + ps->groups]);
     return 0;
+}
+
+/* The decode ring: group g's steps g, g + G, ... of a burst of `rounds`
+ * rounds, all at once. Its first step is fill_group's; the later ones take
+ * their tokens around the ring (tokens NULL: the outputs of the group's
+ * step before, row for row) at the next positions of the same rows, each
+ * with its own positions, SAMPLE parameters and outputs. */
+static void fill_ring(struct par_state *ps, uint32_t g, uint32_t rounds)
+{
+    struct run *r = ps->r;
+    struct run_ubatch *u0 = &ps->ub[g];
+    const uint32_t j0 = g * ps->gs;
+
+    fill_group(ps, g, u0);
+    for (uint32_t t = 0; t < rounds; t++) {
+        const uint32_t k = t * ps->groups + g, n = u0->n;
+        struct run_ubatch *u = &ps->ub[k];
+        int32_t *sp = ps->rsp + 3 * (size_t)k * ps->tstride;
+        int32_t *smp = ps->rsmp + 6 * (size_t)k * ps->ostride;
+
+        memcpy(sp, u0->seqpos, 3 * (size_t)n * sizeof(int32_t));
+        memcpy(smp, ps->smp + 6 * (size_t)g * ps->ostride, 6 * (size_t)u0->n_out * sizeof(int32_t));
+        for (uint32_t c = 0; c < ps->rows[g]; c++) {
+            const uint32_t j = ps->row_slot[j0 + c];
+
+            if (j == UINT32_MAX || ps->row_seq[j] == 0)
+                continue; /* a placeholder: the same cell every round */
+            sp[c] += (int32_t)t;
+            sp[n + c] += (int32_t)t;
+            run_sample_params(r->cfg, r->cfg->seed + (ps->row_seq[j] - 1), (uint32_t)sp[c],
+                              smp + 6 * (size_t)c);
+        }
+        *u = *u0;
+        u->tokens = t == 0 ? u0->tokens : NULL;
+        u->seqpos = sp;
+        u->sample = r->sampling ? smp : NULL;
+        u->out = ps->rout + (size_t)k * ps->ostride;
+        u->after = 0;
+    }
 }
 
 /* Prefills sequence i alone into slot j from prompt token `from` on and
@@ -817,6 +879,9 @@ int run_par_generate(struct run *r, double t_load, double bytes)
         }
         if (rounds > PAR_BURST_MAX)
             rounds = PAR_BURST_MAX; /* the step list stays small; the next burst goes on */
+        ps.ring = r->n_stages >= 2 && r->bounds[r->n_stages - 1].direct && !r->n_chunk;
+        if (ps.ring && rounds > PAR_RING_ROUNDS)
+            rounds = PAR_RING_ROUNDS;
         /* a burst of decode steps, until the first sequence reaches -n:
          * step k is group k mod G's, and waits for that group's step
          * before it (k - G), whose outputs fill its inputs; the groups'
@@ -829,10 +894,25 @@ int run_par_generate(struct run *r, double t_load, double bytes)
         }
         ps.ub = ub;
         ps.m = m;
-        for (uint32_t k = 0; k < m; k++)
-            ub[k].after = k >= ps.groups ? k - ps.groups + 1 : 0;
-        for (uint32_t g = 0; g < ps.groups; g++)
-            fill_group(&ps, g, &ub[g]);
+        if (ps.ring) {
+            free(ps.rsp);
+            free(ps.rsmp);
+            free(ps.rout);
+            ps.rsp = calloc((size_t)m * 3 * ps.tstride, sizeof(int32_t));
+            ps.rsmp = calloc((size_t)m * 6 * ps.ostride, sizeof(int32_t));
+            ps.rout = calloc((size_t)m * ps.ostride, sizeof(int32_t));
+            if (ps.rsp == NULL || ps.rsmp == NULL || ps.rout == NULL) {
+                stage_msg(r, "out of memory\n");
+                goto out;
+            }
+            for (uint32_t g = 0; g < ps.groups; g++)
+                fill_ring(&ps, g, rounds);
+        } else {
+            for (uint32_t k = 0; k < m; k++)
+                ub[k].after = k >= ps.groups ? k - ps.groups + 1 : 0;
+            for (uint32_t g = 0; g < ps.groups; g++)
+                fill_group(&ps, g, &ub[g]);
+        }
         if (!window) {
             run_stats_window(r, 1);
             window = 1;
@@ -928,6 +1008,9 @@ out:
     free(ps.mix_last);
     free(ps.tokens);
     free(ps.out);
+    free(ps.rsp);
+    free(ps.rsmp);
+    free(ps.rout);
     free(ps.sp);
     free(ps.smp);
     return ret;

@@ -373,13 +373,17 @@ static int resolve_peer(const char *endpoint, struct baton_peer_dest *d)
 }
 
 /* The decode ring (docs/PROTOCOL.md "Asynchronous hand-off"): the last
- * stage hands each decode step's argmax (4 bytes) straight to stage 1's
- * token input, so the coordinator need not turn the token around. Set up
- * (r->bounds[n_stages - 1], one grant on the first 4 bytes of stage 1's
- * io.tokens, one route on the last stage from its io.argmax) for greedy
+ * stage hands each decode step's token ids (its argmax or sampled ids, 4
+ * bytes per sequence of the step) straight to stage 1's token input, so
+ * the coordinator need not turn them around. Set up (r->bounds[n_stages -
+ * 1]: a grant on each of stage 1's token slots in use, r->tok_slots of
+ * them, and a route to each on the last stage from its io.argmax) for
  * decode over 2 or more stages with the pipeline and --ring on, when the
- * last stage offers PEER_COPY and stage 1 PEER_COPY and OWNER_FENCE. 0 or
- * 1 (said). */
+ * last stage offers PEER_COPY and stage 1 PEER_COPY and OWNER_FENCE. With
+ * several sequences: not with continuous batching (a step's prompt chunk
+ * comes from the coordinator); with G pipeline groups a step takes the
+ * tokens of its group's step before (r->ring_gap = G), each step's into
+ * its own token slot of stage 1, so G <= --slots. 0 or 1 (said). */
 static int setup_ring(struct run *r)
 {
     const struct baton_run_config *cfg = r->cfg;
@@ -396,8 +400,13 @@ static int setup_ring(struct run *r)
         return 0; /* nothing to say: one stage, or no decode step */
     if (!cfg->ring)
         why = "--ring off";
-    else if (r->seqs)
-        why = "several sequences (--prompt-file, bench --npl): not built yet";
+    else if (r->seqs && r->n_chunk)
+        why = "continuous batching: a step's prompt chunk comes from the coordinator";
+    else if (r->seqs && r->n_groups > r->n_slots) {
+        snprintf(whybuf, sizeof whybuf, "--groups %u needs as many input slots: --slots %u",
+                 r->n_groups, r->n_groups);
+        why = whybuf;
+    }
     else if (!cfg->pipeline)
         why = "--pipeline off";
     else if (r->want_logits)
@@ -419,16 +428,21 @@ static int setup_ring(struct run *r)
         fprintf(cfg->log, "plan: decode ring off: tokens through the coordinator (%s)\n", why);
         return 0;
     }
-    rc = baton_grant_write(nx->conn, nx->st.io.tokens.buffer, nx->st.io.tokens.offset, 4,
-                           b->grant[0]);
-    if (rc != 0)
-        return stage_fail(r, nx, "GRANT_WRITE", rc);
-    memcpy(dest.grant, b->grant[0], BATON_GRANT_ID_BYTES);
-    rc = baton_copy_route(s->conn, &s->st.io.argmax, &dest, &b->route[0]);
-    if (rc != 0)
-        return stage_fail(r, s, "COPY_ROUTE", rc);
+    r->tok_slots = r->seqs && r->n_groups > 1 ? r->n_slots : 1;
+    r->ring_gap = r->seqs ? r->n_groups : 1;
+    for (uint32_t j = 0; j < r->tok_slots; j++) {
+        const struct baton_tensor_desc *t = &nx->st.io.tokens[j];
+
+        rc = baton_grant_write(nx->conn, t->buffer, t->offset, t->nbytes, b->grant[j]);
+        if (rc != 0)
+            return stage_fail(r, nx, "GRANT_WRITE", rc);
+        memcpy(dest.grant, b->grant[j], BATON_GRANT_ID_BYTES);
+        rc = baton_copy_route(s->conn, &s->st.io.argmax, &dest, &b->route[j]);
+        if (rc != 0)
+            return stage_fail(r, s, "COPY_ROUTE", rc);
+        b->n_grants = j + 1;
+    }
     snprintf(b->dest_name, sizeof b->dest_name, "%s", ep);
-    b->n_grants = 1;
     b->direct = 1;
     fprintf(cfg->log, "plan: decode ring: stage %u -> 1 hands each token to %s (where its "
                       "allow-list names it)\n",

@@ -334,30 +334,31 @@ int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
     {
         struct baton_llama_io *io = &st->io;
         const uint32_t u = r->n_tok_max;
-        const uint32_t n_in = st->first ? 0 : r->n_slots;
+        /* input slots: the hidden state's (not on the first stage), or the
+         * token ids' (the first stage of several: the decode ring over
+         * pipeline groups writes them ahead, run_plan.c) */
+        const uint32_t n_in = st->first && st->last ? 1 : r->n_slots;
         uint64_t ioff = 0;
         struct baton_tensor_desc *d[7 + BATON_LLAMA_MAX_SLOTS] = {
-            &io->tokens, &io->pos, &io->last_idx, &io->logits, &io->argmax, &io->sample,
-            &io->hidden_out};
+            &io->pos, &io->last_idx, &io->logits, &io->argmax, &io->sample, &io->hidden_out};
         uint32_t types[7 + BATON_LLAMA_MAX_SLOTS] = {BATON_TYPE_I32, BATON_TYPE_I32,
-                                                     BATON_TYPE_I32, BATON_TYPE_F32,
-                                                     BATON_TYPE_I32, BATON_TYPE_I32,
-                                                     BATON_TYPE_F32};
+                                                     BATON_TYPE_F32, BATON_TYPE_I32,
+                                                     BATON_TYPE_I32, BATON_TYPE_F32};
         /* several sequences: {n,3} positions, an argmax per token; SAMPLE's
          * parameters: 6 words per output token */
-        uint64_t ne0[7 + BATON_LLAMA_MAX_SLOTS] = {u, r->seqs ? 3ull * u : u, r->seqs ? u : 1,
+        uint64_t ne0[7 + BATON_LLAMA_MAX_SLOTS] = {r->seqs ? 3ull * u : u, r->seqs ? u : 1,
                                                    hp->n_vocab,
                                                    r->seqs ? u : 1, 6ull * (r->seqs ? u : 1),
                                                    hp->n_embd};
-        uint64_t ne1[7 + BATON_LLAMA_MAX_SLOTS] = {1, 1, 1, 1, 1, 1, u};
-        uint32_t n_io = st->last ? 6 : 7, k;
+        uint64_t ne1[7 + BATON_LLAMA_MAX_SLOTS] = {1, 1, 1, 1, 1, u};
+        uint32_t n_io = st->last ? 5 : 6, k;
 
         io->n_slots = n_in;
         for (k = 0; k < n_in; k++) {
-            d[n_io] = &io->hidden_in[k];
-            types[n_io] = BATON_TYPE_F32;
-            ne0[n_io] = hp->n_embd;
-            ne1[n_io] = u;
+            d[n_io] = st->first ? &io->tokens[k] : &io->hidden_in[k];
+            types[n_io] = st->first ? BATON_TYPE_I32 : BATON_TYPE_F32;
+            ne0[n_io] = st->first ? u : hp->n_embd;
+            ne1[n_io] = st->first ? 1 : u;
             n_io++;
         }
         for (k = 0; k < n_io; k++) {
@@ -432,7 +433,12 @@ static uint32_t n_shapes(const struct stage_rt *s, const uint32_t *counts, const
 static uint32_t run_graphs_needed(const struct run *r, const uint32_t *counts,
                                   const uint32_t *outs, uint32_t n, const struct stage_rt *s)
 {
-    return n_shapes(s, counts, outs, n) * (s->st.first ? 1 : r->n_slots);
+    return n_shapes(s, counts, outs, n) * run_stage_slots(r, s);
+}
+
+uint32_t run_stage_slots(const struct run *r, const struct stage_rt *s)
+{
+    return s->st.first ? (r->tok_slots ? r->tok_slots : 1) : r->n_slots;
 }
 
 int run_register_graphs(struct run *r, const uint32_t *counts, uint32_t n_counts)
@@ -448,7 +454,7 @@ static int register_shapes(struct run *r, const uint32_t *counts, const uint32_t
 {
     for (uint32_t si = 0; si < r->n_stages; si++) {
         struct stage_rt *s = &r->stages[si];
-        const uint32_t n_slots = s->st.first ? 1 : r->n_slots;
+        const uint32_t n_slots = run_stage_slots(r, s);
 
         for (uint32_t c = 0; c < n_counts; c++) {
             for (uint32_t slot = 0; counts[c] != 0 && slot < n_slots; slot++) {
@@ -493,8 +499,8 @@ static int register_shapes(struct run *r, const uint32_t *counts, const uint32_t
                                   run_graphs_needed(r, counts, outs, n_counts, s), si + 1,
                                   n_shapes(s, counts, outs, n_counts),
                                   n_shapes(s, counts, outs, n_counts) == 1 ? "" : "s",
-                                  s->st.first ? 1 : r->n_slots,
-                                  s->st.first || r->n_slots == 1 ? "" : "s");
+                                  run_stage_slots(r, s),
+                                  run_stage_slots(r, s) == 1 ? "" : "s");
                     step_limit_hint(r, s, rc);
                     return 1;
                 }
@@ -521,7 +527,7 @@ int run_has_shape(struct run *r, uint32_t n, uint32_t n_out)
 {
     for (uint32_t si = 0; si < r->n_stages; si++) {
         struct stage_rt *s = &r->stages[si];
-        const uint32_t n_slots = s->st.first ? 1 : r->n_slots;
+        const uint32_t n_slots = run_stage_slots(r, s);
 
         for (uint32_t slot = 0; slot < n_slots; slot++)
             if (find_graph(s, n, n_out, slot) == NULL)
@@ -530,8 +536,8 @@ int run_has_shape(struct run *r, uint32_t n, uint32_t n_out)
     return 1;
 }
 
-const struct stage_graph *run_stage_graph(struct stage_rt *s, uint32_t n, uint32_t n_out,
-                                          uint32_t slot)
+const struct stage_graph *run_stage_graph(const struct run *r, struct stage_rt *s, uint32_t n,
+                                          uint32_t n_out, uint32_t slot)
 {
-    return find_graph(s, n, n_out, s->st.first ? 0 : slot);
+    return find_graph(s, n, n_out, slot % run_stage_slots(r, s));
 }

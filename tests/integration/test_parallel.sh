@@ -128,8 +128,10 @@ echo "ok: shrunk steps' graphs are optional under a server's graph limit"
 [ "$(field "$TMP/s3on.json" 'j["parallel"]')" = 8 ] || fail "parallel in the ids file"
 grep -q "^plan: stage 1 -> 2 direct" "$TMP/s3on.err" || fail "s3on: not direct: $(cat "$TMP/s3on.err")"
 grep -q "^plan: stage 1 -> 2 hub (--p2p off)" "$TMP/s3off.err" || fail "s3off: not hub"
-grep -q "^plan: decode ring off: tokens through the coordinator (several sequences" "$TMP/s3on.err" ||
-    fail "s3on: ring line: $(cat "$TMP/s3on.err")"
+# the chain's last server does not allow-list the first: the ring is set up,
+# its copies are refused, and the tokens go through the coordinator
+grep -q "^baton run: stage 3 -> 1 (decode ring): stage 3 (127.0.0.1:$PORT_c) does not allow-list stage 1" \
+    "$TMP/s3on.err" || fail "s3on: ring line: $(cat "$TMP/s3on.err")"
 
 # seeded sampling (temperature 0.8, top-k 40, top-p 0.95) on the last stage:
 # each sequence gives the ids it gives alone with its seed, whatever the
@@ -247,6 +249,92 @@ for arm in "mix_local|--servers local --continuous on" \
     fi
 done
 echo "ok: continuous batching: prompts admitted while others decode give their ids alone"
+
+# the decode ring with several sequences: the last stage hands every step's
+# token ids straight to stage 1's token slot (its group's next step), the
+# coordinator queues the steps ahead; greedy and sampled, 2 and 3 batond
+# stages, groups 1 and 2, 8 and 32 at a time, sequences ending at EOS (the
+# steps queued past them dropped, the freed cells taken by the next prompt),
+# each with the ids it gives alone; --ring off and continuous batching keep
+# the coordinator's path
+start_ring x y z
+start_ring p q
+X=127.0.0.1:$PORT_x Y=127.0.0.1:$PORT_y Z=127.0.0.1:$PORT_z P=127.0.0.1:$PORT_p Q=127.0.0.1:$PORT_q
+ring_ok() { # ring_ok NAME: the ring carried tokens
+    grep -q "^plan: decode ring: stage [23] -> 1 hands each token to" "$TMP/$1.err" ||
+        fail "$1: no ring: $(cat "$TMP/$1.err")"
+    [ "$(field "$TMP/$1.stats.json" 'j["ring_tokens"] > 0')" = True ] ||
+        fail "$1: no token went around the ring: $(cat "$TMP/$1.stats.json")"
+}
+for arm in "r3|--servers $X,$Y,$Z --key $K" "r2|--servers $P,$Q --key $K" \
+    "r3_g2|--servers $X,$Y,$Z --key $K --groups 2" "r2_g2_u4|--servers $P,$Q --key $K --groups 2 --ubatch 4" \
+    "r3_off|--servers $X,$Y,$Z --key $K --ring off"; do
+    name=${arm%%|*}
+    # shellcheck disable=SC2086
+    par "$name" "$TMP/prompts.txt" --parallel 8 --stats-json "$TMP/$name.stats.json" ${arm#*|}
+    same "$name" one 10
+    if [ "$name" = r3_off ]; then
+        grep -q "^plan: decode ring off: tokens through the coordinator (--ring off)" "$TMP/$name.err" ||
+            fail "$name: ring line: $(cat "$TMP/$name.err")"
+        [ "$(field "$TMP/$name.stats.json" 'j["ring_tokens"]')" = 0 ] || fail "$name: ring tokens"
+    else
+        ring_ok "$name"
+    fi
+    echo "ok: $name: 10 prompts, 8 at a time: every sequence gives its ids alone"
+done
+for arm in "sr3|--servers $X,$Y,$Z --key $K" "sr2_g2|--servers $P,$Q --key $K --groups 2"; do
+    name=${arm%%|*}
+    # shellcheck disable=SC2086
+    par "$name" "$TMP/prompts.txt" --parallel 8 "${SAMPLING[@]}" --seed 100 \
+        --stats-json "$TMP/$name.stats.json" ${arm#*|}
+    same "$name" sone 10
+    ring_ok "$name"
+    echo "ok: $name: sampled around the ring: every sequence gives its ids alone"
+done
+for arm in "rmany|--servers $X,$Y,$Z --key $K" "rmany_g2|--servers $P,$Q --key $K --groups 2"; do
+    name=${arm%%|*}
+    # shellcheck disable=SC2086
+    par "$name" "$TMP/many.txt" --parallel 32 --stats-json "$TMP/$name.stats.json" ${arm#*|}
+    same "$name" many 64
+    ring_ok "$name"
+done
+echo "ok: 64 prompts, 32 at a time around the ring, 1 and 2 groups: all finish with their ids alone"
+for arm in "reos|--servers $P,$Q --key $K" "reos_g2|--servers $P,$Q --key $K --groups 2"; do
+    name=${arm%%|*}
+    # shellcheck disable=SC2086
+    "$BATON" run --model "$TMP/eos.gguf" --prompt-file "$TMP/eos.txt" --parallel 3 -n 60 --quiet \
+        --ids-file "$TMP/$name.json" --stats-json "$TMP/$name.stats.json" ${arm#*|} \
+        2>"$TMP/$name.err" || fail "$name: $(cat "$TMP/$name.err")"
+    same "$name" eos1 5
+    ring_ok "$name"
+done
+for arm in "rmix|--servers $P,$Q --key $K" "rmix_g2|--servers $P,$Q --key $K --groups 2" \
+    "rmix_cont|--servers $P,$Q --key $K --continuous on"; do
+    name=${arm%%|*}
+    # shellcheck disable=SC2086
+    "$BATON" run --model "$TMP/eos.gguf" --prompt-file "$TMP/mix.txt" --parallel 4 -n 40 --quiet \
+        "${SAMPLING[@]}" --seed 100 --ids-file "$TMP/$name.json" --stats-json "$TMP/$name.stats.json" \
+        ${arm#*|} 2>"$TMP/$name.err" || fail "$name: $(cat "$TMP/$name.err")"
+    same "$name" mix1 16
+    if [ "$name" = rmix_cont ]; then
+        grep -q "^plan: decode ring off: tokens through the coordinator (continuous batching" \
+            "$TMP/$name.err" || fail "$name: ring line: $(cat "$TMP/$name.err")"
+    else
+        ring_ok "$name"
+    fi
+done
+echo "ok: sequences ending at EOS around the ring: the others' ids unchanged, freed cells reused"
+# groups past the input slots: the ring would overwrite a token slot still
+# to be read, so it is off and says why
+par r3_g3 "$TMP/prompts.txt" --parallel 8 --servers "$X,$Y,$Z" --key "$K" --groups 3
+same r3_g3 one 10
+grep -q "^plan: decode ring off: tokens through the coordinator (--groups 3 needs as many input slots: --slots 3)" \
+    "$TMP/r3_g3.err" || fail "r3_g3: ring line: $(cat "$TMP/r3_g3.err")"
+par r3_g3s3 "$TMP/prompts.txt" --parallel 8 --servers "$X,$Y,$Z" --key "$K" --groups 3 --slots 3 \
+    --stats-json "$TMP/r3_g3s3.stats.json"
+same r3_g3s3 one 10
+ring_ok r3_g3s3
+echo "ok: --groups past --slots: the ring is off and says why; with --slots 3 it goes on"
 
 # output: prefixed lines, and --output-dir files, the same text
 "$BATON" run --model "$MODEL" --prompt-file "$TMP/prompts.txt" -n 8 --parallel 3 \
