@@ -164,6 +164,7 @@ static int bench_npl(struct baton_run_config *cfg, const uint32_t *npl, uint32_t
     static const char *const names[N_FIG] = {"t_pp", "s_pp", "t_tg", "s_tg", "t", "s",
                                              "ttft_ms", "tpot_ms"};
     struct figure fig[NPL_MAX][N_FIG];
+    int ring[NPL_MAX]; /* every repetition's tokens went around the decode ring */
     const uint32_t pp = (uint32_t)cfg->n_prompt_ids, tg = cfg->n_predict;
     struct baton_run_result *res = cfg->result;
     FILE *f;
@@ -179,15 +180,16 @@ static int bench_npl(struct baton_run_config *cfg, const uint32_t *npl, uint32_t
             at += (size_t)snprintf(list + at, sizeof list - at, "%s%u", b ? "," : "", npl[b]);
         printf("bench: %s, servers %s, split %s, npl %s, prompt %u, generated %u, reps %u, "
                "threads %u, ctx %u per sequence, groups %u (at most one per sequence), ubatch "
-               "%s, pipeline %s, p2p %s, slots %u\n",
+               "%s, pipeline %s, p2p %s, slots %u, ring %s\n",
                cfg->model_path, cfg->servers, cfg->split ? cfg->split : "(equal)", list, pp, tg,
                reps, cfg->n_threads, cfg->n_ctx, cfg->n_groups ? cfg->n_groups : 1,
                ub, cfg->pipeline ? "on" : "off",
-               cfg->p2p ? "on" : "off", cfg->n_slots);
+               cfg->p2p ? "on" : "off", cfg->n_slots, cfg->ring ? "on" : "off");
     }
     printf("  %5s %5s %4s %7s %9s %10s %9s %10s %9s %10s %9s %9s\n", "PP", "TG", "B", "N_KV",
            "T_PP s", "S_PP t/s", "T_TG s", "S_TG t/s", "T s", "S t/s", "TTFT ms", "TPOT ms");
     for (uint32_t b = 0; b < n_npl; b++) {
+        ring[b] = 1;
         for (uint32_t r = 0; r < reps; r++) {
             char *log_text = NULL;
             size_t log_len = 0;
@@ -208,6 +210,7 @@ static int bench_npl(struct baton_run_config *cfg, const uint32_t *npl, uint32_t
                 return rc;
             }
             free(log_text);
+            ring[b] &= res->ring;
             for (int k = 0; k < N_FIG; k++)
                 v[k] = &fig[b][k].v[r];
             *v[T_PP] = res->t_prefill_s;
@@ -242,7 +245,8 @@ static int bench_npl(struct baton_run_config *cfg, const uint32_t *npl, uint32_t
                "\"threads\": %u, \"groups\": %u, \"npl\": [",
             pp, tg, cfg->n_ctx, reps, cfg->n_threads, cfg->n_groups ? cfg->n_groups : 1);
     for (uint32_t b = 0; b < n_npl; b++) {
-        fprintf(f, "%s{\"b\": %u, \"n_kv\": %u", b ? ", " : "", npl[b], npl[b] * (pp + tg));
+        fprintf(f, "%s{\"b\": %u, \"n_kv\": %u, \"ring\": %s", b ? ", " : "", npl[b],
+                npl[b] * (pp + tg), ring[b] ? "true" : "false");
         for (int k = 0; k < N_FIG; k++)
             fprintf(f, ", \"%s\": {\"median\": %.6g, \"min\": %.6g, \"max\": %.6g}", names[k],
                     fig[b][k].med, fig[b][k].lo, fig[b][k].hi);

@@ -16,9 +16,10 @@
  * itself, with a sequence number, and stage i+1's run is fenced on it. A
  * hand-off that does not land makes the fenced run fail (nothing computed)
  * and the step is redone through the hub path, so the output is identical
- * on both paths. The decode ring (greedy, cfg->ring): the last stage also
- * hands each decode step's token to stage 1's token input, whose next run
- * is fenced on it, and the coordinator queues the decode steps ahead.
+ * on both paths. The decode ring (cfg->ring): the last stage also hands
+ * each decode step's tokens (one per sequence) to stage 1's token input,
+ * whose run of the step that takes them is fenced on it, and the
+ * coordinator queues the decode steps ahead.
  */
 #ifndef BATON_MODEL_RUN_H
 #define BATON_MODEL_RUN_H
@@ -95,8 +96,8 @@ struct baton_run_config {
     const char *stats_json; /* when set, write the same statistics as JSON */
     int p2p;              /* 1 (default): direct path where both ends support it;
                              0: hub path only */
-    int ring;             /* 1 (default): the decode ring where it can be used (greedy,
-                             direct path to stage 1): the last stage hands each token
+    int ring;             /* 1 (default): the decode ring where it can be used (direct
+                             path to stage 1): the last stage hands each step's tokens
                              straight to stage 1; 0: every token through the coordinator */
     int continuous;       /* 1: with several sequences, a prompt admitted into a
                              freed slot rides in the decode steps (n_ubatch tokens

@@ -984,6 +984,7 @@ int run_par_generate(struct run *r, double t_load, double bytes)
         res->n_ubatch = r->n_ubatch;
         res->decode_steps = ps.decode_steps;
         res->n_seq = ns;
+        res->ring = r->ring_tokens > 0;
         for (uint32_t i = 0; i < r->n_stages; i++)
             for (uint32_t c = 1; c < BATON_CMD_LIMIT; c++)
                 res->cmd[i][c] = r->stages[i].cmd[c];

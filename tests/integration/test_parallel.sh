@@ -440,6 +440,14 @@ for b in 1 3 8; do
 done
 [ "$(field "$TMP/npl.json" '[(x["b"], x["n_kv"]) for x in j["npl"]] == [(1, 18), (3, 54), (8, 144)] and all(x[k]["median"] > 0 for x in j["npl"] for k in ("t_pp", "s_pp", "t_tg", "s_tg", "t", "s", "ttft_ms", "tpot_ms"))')" = True ] ||
     fail "bench --npl: json: $(cat "$TMP/npl.json")"
+[ "$(field "$TMP/npl.json" '[x["ring"] for x in j["npl"]]')" = "[False, False, False]" ] ||
+    fail "bench --npl: in-process rows say the ring was used: $(cat "$TMP/npl.json")"
+# ... and over 2 batond whose allow-lists make a ring, each row says it went around
+"$BATON" bench --model "$MODEL" --servers "$P,$Q" --key "$K" --npl 1,4 -p 6 -n 6 --reps 2 \
+    --json "$TMP/nplr.json" >"$TMP/nplr.out" 2>"$TMP/nplr.err" || fail "bench --npl ring: $(cat "$TMP/nplr.err")"
+[ "$(field "$TMP/nplr.json" '[x["ring"] for x in j["npl"]]')" = "[True, True]" ] ||
+    fail "bench --npl ring: $(cat "$TMP/nplr.json")"
+grep -q "^bench: .*, slots 2, ring on\$" "$TMP/nplr.out" || fail "bench --npl ring: header: $(cat "$TMP/nplr.out")"
 for bad in "0" "257" "1,,2" "a" "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"; do
     rc=0
     "$BATON" bench --model "$MODEL" --npl "$bad" >/dev/null 2>"$TMP/npl.err" || rc=$?
