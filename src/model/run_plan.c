@@ -402,7 +402,13 @@ static int setup_ring(struct run *r)
         why = "--ring off";
     else if (r->seqs && r->n_chunk)
         why = "continuous batching: a step's prompt chunk comes from the coordinator";
-    else if (r->seqs && r->n_groups > r->n_slots) {
+    else if (r->seqs && r->n_groups > BATON_LLAMA_MAX_SLOTS) {
+        snprintf(whybuf, sizeof whybuf,
+                 "--groups %u: a group needs an input slot of its own, and there are at most %u "
+                 "(--slots)",
+                 r->n_groups, BATON_LLAMA_MAX_SLOTS);
+        why = whybuf;
+    } else if (r->seqs && r->n_groups > r->n_slots) {
         snprintf(whybuf, sizeof whybuf, "--groups %u needs as many input slots: --slots %u",
                  r->n_groups, r->n_groups);
         why = whybuf;

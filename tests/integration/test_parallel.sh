@@ -334,6 +334,10 @@ par r3_g3s3 "$TMP/prompts.txt" --parallel 8 --servers "$X,$Y,$Z" --key "$K" --gr
     --stats-json "$TMP/r3_g3s3.stats.json"
 same r3_g3s3 one 10
 ring_ok r3_g3s3
+par r3_g5 "$TMP/prompts.txt" --parallel 10 --servers "$X,$Y,$Z" --key "$K" --groups 5 --slots 4
+same r3_g5 one 10
+grep -q "^plan: decode ring off: tokens through the coordinator (--groups 5: a group needs an input slot of its own, and there are at most 4 (--slots))" \
+    "$TMP/r3_g5.err" || fail "r3_g5: ring line: $(cat "$TMP/r3_g5.err")"
 echo "ok: --groups past --slots: the ring is off and says why; with --slots 3 it goes on"
 
 # output: prefixed lines, and --output-dir files, the same text
