@@ -261,48 +261,45 @@ static int submit_block(struct engine *e, uint32_t s, uint32_t k)
     }
 
     /* the input */
-    if (stage->st.first && st->tokens == NULL) {
-        /* a ring step: the outputs of the step gap before, straight from
-         * the last stage (fenced on its write), or through the coordinator */
-        const struct step *ps = step_at(e, k - e->gap);
-        const struct block *pb = &ps->b[r->n_stages - 1];
+    if (stage->st.first) {
+        const int32_t *ids = st->tokens;
 
-        if (pb->ring) {
-            struct baton_run_fence *f = &run.fences[run.n_fences++];
+        if (ids == NULL) {
+            /* a ring step: the outputs of the step gap before, straight
+             * from the last stage (fenced on its write), or through the
+             * coordinator */
+            const struct step *ps = step_at(e, k - e->gap);
+            const struct block *pb = &ps->b[r->n_stages - 1];
 
-            memcpy(f->grant, r->bounds[r->n_stages - 1].grant[tslot], BATON_GRANT_ID_BYTES);
-            f->seq = pb->seq;
-            blk->fenced = 1;
-        } else if (st->n == 1) {
-            run.inputs[run.n_inputs++] = (struct baton_run_input){
-                g->in.tokens, 1, ps->out ? ps->out[0] : pb->argmax};
-            r->token_bytes += BATON_RUN_INPUT_BYTES;
-        } else {
-            if (ps->out == NULL || ps->n_out != st->n) {
+            if (pb->ring) {
+                struct baton_run_fence *f = &run.fences[run.n_fences++];
+
+                memcpy(f->grant, r->bounds[r->n_stages - 1].grant[tslot], BATON_GRANT_ID_BYTES);
+                f->seq = pb->seq;
+                blk->fenced = 1;
+            } else if (ps->out == NULL && st->n == 1) {
+                ids = &pb->argmax;
+            } else if (ps->out != NULL && ps->n_out == st->n) {
+                ids = ps->out;
+            } else {
                 stage_msg(r, "internal error: a decode-ring step of %u tokens after one of %u "
                              "outputs\n",
                           st->n, ps->n_out);
                 return 1;
             }
+        }
+        if (ids != NULL && st->n == 1) {
+            run.inputs[run.n_inputs++] = (struct baton_run_input){g->in.tokens, 1, ids[0]};
+            r->token_bytes += BATON_RUN_INPUT_BYTES;
+        } else if (ids != NULL) {
             blk->has_set = 1;
             baton_conn_track(stage->conn, &blk->st_set);
-            rc = baton_submit_set_tensor(stage->conn, &io->tokens[tslot], 0, ps->out,
+            rc = baton_submit_set_tensor(stage->conn, &io->tokens[tslot], 0, ids,
                                          (uint64_t)st->n * 4);
             r->token_bytes += (uint64_t)st->n * 4;
             if (rc != 0)
                 return submit_fail(e, s, rc);
         }
-    } else if (stage->st.first && st->n == 1) {
-        run.inputs[run.n_inputs++] = (struct baton_run_input){g->in.tokens, 1, st->tokens[0]};
-        r->token_bytes += BATON_RUN_INPUT_BYTES;
-    } else if (stage->st.first) {
-        blk->has_set = 1;
-        baton_conn_track(stage->conn, &blk->st_set);
-        rc = baton_submit_set_tensor(stage->conn, &io->tokens[tslot], 0, st->tokens,
-                                     (uint64_t)st->n * 4);
-        r->token_bytes += (uint64_t)st->n * 4;
-        if (rc != 0)
-            return submit_fail(e, s, rc);
     } else {
         const struct block *pb = &st->b[s - 1];
         struct boundary *bin = &r->bounds[s - 1];
