@@ -43,6 +43,9 @@ build=${BUILD_DIR:-$BENCH_SRC/build}
 do_build=1 rounds=3 type=q8_0 threads="1 2" npl=1,8,32 n_prompt=128 n_gen=64 fas="0 1" model=""
 json="" llama_dir="" use_llama=1
 while [ $# -gt 0 ]; do
+    case $1 in # an option without its value is a usage error (it was bash's "$2: unbound variable", exit 1)
+    --build | --rounds | --type | --threads | --npl | -p | -n | --fa | --model | --llamacpp-dir | --json) [ $# -ge 2 ] || { echo "batched-llamacpp.sh: $1 needs a value (see --help)" >&2; exit 2; } ;;
+    esac
     case $1 in
     --build) build=$2; shift 2 ;;
     --no-build) do_build=0; shift ;;

@@ -65,6 +65,9 @@ build=${BUILD_DIR:-$BENCH_SRC/build}
 do_build=1 reps=5 types="" threads="1 2" n_prompt=128 n_gen=64 depth="" model="" use_llama=1
 small=0 json="" llama_dir=""
 while [ $# -gt 0 ]; do
+    case $1 in # an option without its value is a usage error (it was bash's "$2: unbound variable", exit 1)
+    --build | --reps | --type | --types | --threads | -p | -n | --depth | --model | --llamacpp-dir | --json) [ $# -ge 2 ] || { echo "compare-llamacpp.sh: $1 needs a value (see --help)" >&2; exit 2; } ;;
+    esac
     case $1 in
     --build) build=$2; shift 2 ;;
     --no-build) do_build=0; shift ;;

@@ -37,6 +37,9 @@ ROUNDS=2
 NPL=0
 NGROUPS=1
 while [ $# -gt 0 ]; do
+    case $1 in # an option without its value is a usage error (it was bash's "$2: unbound variable", exit 1)
+    --build | --model | --delay | -p | -n | --reps | --rounds | --npl | --groups) [ $# -ge 2 ] || { echo "ring_latency.sh: $1 needs a value (see --help)" >&2; exit 2; } ;;
+    esac
     case "$1" in
     --build) BUILD=$2; shift 2 ;;
     --model) MODEL=$2; shift 2 ;;

@@ -54,6 +54,9 @@ RATE=
 JSON_DIR=
 ARMS=()
 while [ $# -gt 0 ]; do
+    case $1 in # an option without its value is a usage error (it was bash's "$2: unbound variable", exit 1)
+    --build | --model | -p | -n | --reps | --rounds | --cores | --threads | --coord-rate | --json) [ $# -ge 2 ] || { echo "topology.sh: $1 needs a value (see --help)" >&2; exit 2; } ;;
+    esac
     case "$1" in
     --build) BUILD=$2; shift 2 ;;
     --model) MODEL=$2; shift 2 ;;

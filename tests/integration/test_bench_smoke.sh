@@ -118,7 +118,8 @@ if [ -x "$BUILD_DIR/bench/bench_kernels" ]; then
 fi
 # an option without its value: a usage error naming it (bash said "$2:
 # unbound variable", exit 1)
-for sv in "roofline.sh --types" "transport.sh --reps"; do
+for sv in "roofline.sh --types" "transport.sh --reps" "compare-llamacpp.sh --types" "topology.sh --model" \
+    "ring_latency.sh --npl" "batched-llamacpp.sh --llamacpp-dir"; do
     rc=0; "$SRC_DIR/bench/${sv% *}" "${sv#* }" >/dev/null 2>"$TMP/help.err" || rc=$?
     [ "$rc" = 2 ] && grep -qx "${sv% *}: ${sv#* } needs a value (see --help)" "$TMP/help.err" ||
         fail "$sv: exit $rc: $(cat "$TMP/help.err")"
