@@ -50,7 +50,7 @@ while [ $# -gt 0 ]; do
     --rounds) ROUNDS=$2; shift 2 ;;
     --npl) NPL=$2; shift 2 ;;
     --groups) NGROUPS=$2; shift 2 ;;
-    -h | --help) sed -n '2,28p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "ring_latency.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
