@@ -742,6 +742,23 @@ int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type
         bytes = row_bytes(out_type, t.ne[0]) * t.ne[1];
         if (n_converted)
             (*n_converted)++;
+        if (out_type == BATON_TYPE_F16) {
+            /* a finite value binary16 cannot hold would become infinite:
+             * |x| >= 65520 rounds past 65504, its largest finite value */
+            uint64_t e;
+
+            for (e = 0; e < n && !(isfinite(f32[e]) && fabsf(f32[e]) >= 65520.0f); e++)
+                ;
+            if (e < n) {
+                snprintf(err, err_len,
+                         "%s: tensor '%s': element %llu (%g) is beyond the range of f16 "
+                         "(largest finite value 65504); keep this tensor in f32 or choose a "
+                         "quantized type",
+                         in_path, t.name, (unsigned long long)e, (double)f32[e]);
+                rc = BATON_E_INVAL;
+                break;
+            }
+        }
         rc = baton_convert_rows(out_type, f32, t.ne[1], t.ne[0], conv);
         if (rc == BATON_E_INVAL) {
             describe_unconvertible(f32, n, out_type, in_path, t.name, err, err_len);

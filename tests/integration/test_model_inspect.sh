@@ -319,6 +319,14 @@ rc=0; "$BATON" quantize "$TMP/c.gguf" "$TMP/cq.gguf" Q8_0 2>"$TMP/q.err" || rc=$
 [ "$rc" -eq 1 ] && [ ! -e "$TMP/cq.gguf" ] &&
     grep -qxF "baton quantize: $TMP/c.gguf: tensor 'blk.0.attn_q.weight': element 5 (1e+38) is too large for q8_0: a block's scale would not fit binary16" "$TMP/q.err" ||
     fail "quantize 1e38: rc $rc: $(cat "$TMP/q.err")"
+# ... and f16, which would have turned it into infinity without a word;
+# 65504 (binary16's largest) converts
+rc=0; "$BATON" quantize "$TMP/c.gguf" "$TMP/cq.gguf" f16 2>"$TMP/q.err" || rc=$?
+[ "$rc" -eq 1 ] && [ ! -e "$TMP/cq.gguf" ] &&
+    grep -qxF "baton quantize: $TMP/c.gguf: tensor 'blk.0.attn_q.weight': element 5 (1e+38) is beyond the range of f16 (largest finite value 65504); keep this tensor in f32 or choose a quantized type" "$TMP/q.err" ||
+    fail "quantize f16 1e38: rc $rc: $(cat "$TMP/q.err")"
+poke "$TMP/c.gguf" blk.0.attn_q.weight 20 00e07f47 || fail "poke 65504"
+"$BATON" quantize "$TMP/c.gguf" "$TMP/cq.gguf" f16 2>"$TMP/q.err" || fail "quantize f16 65504: $(cat "$TMP/q.err")"
 poke "$TMP/c.gguf" blk.0.attn_q.weight 20 0000c07f || fail "poke f32 again"
 # q8_0 ffn_up (96 x 64: rows of 64 = 2 blocks of 34 bytes): the second
 # block's scale (byte 34) becomes binary16 +inf: its 32 values are infinite
