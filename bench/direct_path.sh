@@ -8,6 +8,10 @@
 # arm, arms alternating). Greedy, 48 tokens, prompt "Once upon a time".
 # JSON: also write the per-arm figures there (read by bench/plot.py).
 set -euo pipefail
+case ${1:-} in
+-h | --help) sed -n '2,9p' "$0"; exit 0 ;;
+-*) echo "direct_path.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+esac
 BUILD=${1:?usage: bench/direct_path.sh BUILD_DIR [REPS] [MODEL] [JSON]}
 REPS=${2:-5}
 MODEL=${3:-$(dirname "$0")/../../shared/models/stories260K.gguf}

@@ -375,9 +375,14 @@ int main(int argc, char **argv)
 
     for (a = 1; a < argc; a++) {
         if (strcmp(argv[a], "--reps") == 0 && a + 1 < argc) {
-            reps = atoi(argv[++a]);
-            if (reps < 1 || reps > MAX_REPS)
-                reps = 9;
+            char *end;
+            const long v = strtol(argv[++a], &end, 10);
+
+            if (end == argv[a] || *end != '\0' || v < 1 || v > MAX_REPS) {
+                fprintf(stderr, "--reps: '%s' (want 1..%d)\n", argv[a], MAX_REPS);
+                return 2;
+            }
+            reps = (int)v;
         } else if (strcmp(argv[a], "--k") == 0 && a + 1 < argc) {
             K = (uint32_t)atoi(argv[++a]);
             if (K < 32 || K > 65536 || K % 32 != 0) {

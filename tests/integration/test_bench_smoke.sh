@@ -124,6 +124,14 @@ for sv in "roofline.sh --types" "transport.sh --reps" "compare-llamacpp.sh --typ
     [ "$rc" = 2 ] && grep -qx "${sv% *}: ${sv#* } needs a value (see --help)" "$TMP/help.err" ||
         fail "$sv: exit $rc: $(cat "$TMP/help.err")"
 done
+rc=0; "$SRC_DIR/bench/direct_path.sh" --help >"$TMP/help.out" 2>&1 || rc=$?
+[ "$rc" = 0 ] && grep -q "^# bench/direct_path.sh BUILD_DIR \[REPS\]" "$TMP/help.out" ||
+    fail "direct_path.sh --help: exit $rc: $(cat "$TMP/help.out")"
+if [ -x "$BUILD_DIR/bench/bench_kernels" ]; then
+    rc=0; "$BUILD_DIR/bench/bench_kernels" --reps 0 >/dev/null 2>"$TMP/help.err" || rc=$?
+    [ "$rc" = 2 ] && grep -qx -- "--reps: '0' (want 1..41)" "$TMP/help.err" ||
+        fail "bench_kernels --reps 0: exit $rc (it ran 9): $(cat "$TMP/help.err")"
+fi
 rc=0; "$BUILD_DIR/bench/bench_triad" --kernel write >/dev/null 2>"$TMP/help.err" || rc=$?
 [ "$rc" = 2 ] && grep -q "^usage: bench_triad " "$TMP/help.err" || fail "bench_triad --kernel write: exit $rc"
 echo "PASS: bench scripts run and print their formats and JSON"
