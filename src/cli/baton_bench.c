@@ -209,6 +209,15 @@ static int bench_npl(struct baton_run_config *cfg, const uint32_t *npl, uint32_t
                 fprintf(stderr, "baton bench: --npl %u, repetition %u failed\n", npl[b], r + 1);
                 return rc;
             }
+            /* the first repetition of a later batch size: its plan line
+             * when the decode ring is off for it alone (--groups past
+             * --slots; the first one's lines went to stderr already) */
+            if (r == 0 && b > 0 && log_text && cfg->ring) {
+                const char *l = strstr(log_text, "plan: decode ring off");
+
+                if (l && (l == log_text || l[-1] == '\n'))
+                    fprintf(stderr, "B=%u: %.*s\n", npl[b], (int)strcspn(l, "\n"), l);
+            }
             free(log_text);
             ring[b] &= res->ring;
             for (int k = 0; k < N_FIG; k++)
@@ -229,6 +238,12 @@ static int bench_npl(struct baton_run_config *cfg, const uint32_t *npl, uint32_t
                fig[b][S_TG].med, fig[b][T_ALL].med, fig[b][S_ALL].med, fig[b][TTFT].med,
                fig[b][TPOT].med);
         fflush(stdout);
+    }
+    if (cfg->ring) { /* "ring on" asks for it; where it went around */
+        printf("  decode ring used:");
+        for (uint32_t b = 0; b < n_npl; b++)
+            printf(" B=%u %s", npl[b], ring[b] ? "yes" : "no");
+        printf("\n");
     }
     if (json == NULL)
         return 0;

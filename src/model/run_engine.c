@@ -428,9 +428,13 @@ static void note_outcome(struct run *r, uint32_t i, uint32_t outcome, uint32_t s
                       i + 1, i + 1, r->stages[i].endpoint, b->dest_name);
         else
             stage_msg(r, "stage %u -> 1 (decode ring): direct copy: %s%s%s%s; tokens go through "
-                         "the coordinator for now\n",
+                         "the coordinator for now%s\n",
                       i + 1, run_outcome_name(outcome), status ? " (" : "",
-                      status ? baton_status_name(-(int)status) : "", status ? ")" : "");
+                      status ? baton_status_name(-(int)status) : "", status ? ")" : "",
+                      outcome == BATON_COPY_HANDSHAKE
+                          ? " (stage 1 and the last stage hold different peer keys, batond "
+                            "--peer-key, or stage 1 holds none)"
+                          : "");
         b->last_outcome = outcome;
         return;
     }

@@ -416,7 +416,8 @@ static int setup_ring(struct run *r)
     else if (!cfg->pipeline)
         why = "--pipeline off";
     else if (r->want_logits)
-        why = "the coordinator reads the logits (--report-gap)";
+        why = cfg->logits_path ? "the coordinator reads the logits (--logits-out)"
+                               : "the coordinator reads the logits (--report-gap)";
     else if (!cfg->p2p || r->local)
         why = cfg->p2p ? "in-process stages" : "--p2p off";
     else if (!(baton_conn_server_hello(s->conn)->features & BATON_FEATURE_PEER_COPY) ||

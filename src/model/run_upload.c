@@ -469,7 +469,14 @@ static int register_shapes(struct run *r, const uint32_t *counts, const uint32_t
                 if (s->n_graphs == RUN_MAX_GRAPHS) {
                     if (optional)
                         return 0;
-                    stage_msg(r, "stage %u: more than %u graph shapes\n", si + 1, RUN_MAX_GRAPHS);
+                    stage_msg(r,
+                              "stage %u: the run needs more than the %u graphs a coordinator "
+                              "keeps per stage (step shapes x %u input slot%s: prompt rests, "
+                              "decode steps per group%s); use fewer --slots or --groups%s\n",
+                              si + 1, RUN_MAX_GRAPHS, run_stage_slots(r, s),
+                              run_stage_slots(r, s) == 1 ? "" : "s",
+                              r->n_chunk ? ", continuous batching's mixed steps" : "",
+                              r->n_chunk ? ", or --continuous off" : "");
                     return 1;
                 }
                 sg = &s->graphs[s->n_graphs];

@@ -339,6 +339,18 @@ same r3_g5 one 10
 grep -q "^plan: decode ring off: tokens through the coordinator (--groups 5: a group needs an input slot of its own, and there are at most 4 (--slots))" \
     "$TMP/r3_g5.err" || fail "r3_g5: ring line: $(cat "$TMP/r3_g5.err")"
 echo "ok: --groups past --slots: the ring is off and says why; with --slots 3 it goes on"
+# more step shapes than a coordinator keeps per stage (continuous batching,
+# 3 groups, 4 slots): a clear error saying what to change
+rc=0
+"$BATON" run --model "$TMP/eos.gguf" --prompt-file "$TMP/mix.txt" -n 40 --quiet --parallel 5 \
+    --servers "$P,$Q" --key "$K" --groups 3 --slots 4 --continuous on 2>"$TMP/shapes.err" >/dev/null || rc=$?
+[ $rc = 1 ] && grep -q "^baton run: stage [12]: the run needs more than the 32 graphs a coordinator keeps per stage (step shapes x 4 input slots: prompt rests, decode steps per group, continuous batching's mixed steps); use fewer --slots or --groups, or --continuous off\$" \
+    "$TMP/shapes.err" || fail "too many shapes: rc $rc: $(cat "$TMP/shapes.err")"
+# --logits-out turns the ring off and is named as the reason
+"$BATON" run --model "$MODEL" --prompt "Once upon a time" -n 4 --quiet --servers "$P,$Q" --key "$K" \
+    --logits-out "$TMP/l.bin" 2>"$TMP/lo.err" >/dev/null || fail "--logits-out: $(cat "$TMP/lo.err")"
+grep -q "^plan: decode ring off: tokens through the coordinator (the coordinator reads the logits (--logits-out))" \
+    "$TMP/lo.err" || fail "--logits-out ring line: $(cat "$TMP/lo.err")"
 
 # output: prefixed lines, and --output-dir files, the same text
 "$BATON" run --model "$MODEL" --prompt-file "$TMP/prompts.txt" -n 8 --parallel 3 \
@@ -452,6 +464,13 @@ done
 [ "$(field "$TMP/nplr.json" '[x["ring"] for x in j["npl"]]')" = "[True, True]" ] ||
     fail "bench --npl ring: $(cat "$TMP/nplr.json")"
 grep -q "^bench: .*, slots 2, ring on\$" "$TMP/nplr.out" || fail "bench --npl ring: header: $(cat "$TMP/nplr.out")"
+grep -qx "  decode ring used: B=1 yes B=4 yes" "$TMP/nplr.out" || fail "bench --npl ring: used line: $(cat "$TMP/nplr.out")"
+# a batch size whose groups outnumber the slots runs without the ring, and says why
+"$BATON" bench --model "$MODEL" --servers "$P,$Q" --key "$K" --npl 1,6 --groups 3 -p 6 -n 6 --reps 1 \
+    >"$TMP/nplg.out" 2>"$TMP/nplg.err" || fail "bench --npl --groups 3: $(cat "$TMP/nplg.err")"
+grep -qx "  decode ring used: B=1 yes B=6 no" "$TMP/nplg.out" &&
+    grep -qx "B=6: plan: decode ring off: tokens through the coordinator (--groups 3 needs as many input slots: --slots 3)" \
+        "$TMP/nplg.err" || fail "bench --npl --groups 3: $(cat "$TMP/nplg.out" "$TMP/nplg.err")"
 for bad in "0" "257" "1,,2" "a" "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"; do
     rc=0
     "$BATON" bench --model "$MODEL" --npl "$bad" >/dev/null 2>"$TMP/npl.err" || rc=$?
