@@ -451,8 +451,9 @@ static int setup_ring(struct run *r)
     }
     snprintf(b->dest_name, sizeof b->dest_name, "%s", ep);
     b->direct = 1;
-    fprintf(cfg->log, "plan: decode ring: stage %u -> 1 hands each token to %s (where its "
-                      "allow-list names it)\n",
+    fprintf(cfg->log, "plan: decode ring: stage %u -> 1 hands each token to %s (if its "
+                      "allow-list names it: the first step tells; else through the "
+                      "coordinator)\n",
             p, ep);
     return 0;
 }
