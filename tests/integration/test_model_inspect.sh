@@ -309,22 +309,21 @@ rc=0; "$BATON" inspect --check "$TMP/c.gguf" >"$TMP/chk.out" || rc=$?
     grep -Eq "^$TMP/c.gguf: 12 tensors, [0-9]+ values read: 1 tensor holds NaN or infinite values\$" "$TMP/chk.out" ||
     fail "--check NaN f32: rc $rc: $(cat "$TMP/chk.out")"
 # quantize names the value it cannot convert (it said "malformed field or
-# argument"); a finite value too large for a block's binary16 scale too
-rc=0; "$BATON" quantize "$TMP/c.gguf" "$TMP/cq.gguf" q4_0 2>"$TMP/q.err" || rc=$?
-[ "$rc" -eq 1 ] && [ ! -e "$TMP/cq.gguf" ] &&
-    grep -qxF "baton quantize: $TMP/c.gguf: tensor 'blk.0.attn_q.weight': element 5 is NaN, which q4_0 cannot hold (baton inspect --check names every tensor with NaN or infinite values)" "$TMP/q.err" ||
-    fail "quantize NaN: rc $rc: $(cat "$TMP/q.err")"
+# argument"); a finite value too large for a block's binary16 scale too.
+# quant_fails TYPE LINE: quantizing c.gguf to TYPE exits 1, writes nothing
+# and says LINE
+quant_fails() {
+    local rc=0
+    "$BATON" quantize "$TMP/c.gguf" "$TMP/cq.gguf" "$1" 2>"$TMP/q.err" || rc=$?
+    [ "$rc" -eq 1 ] && [ ! -e "$TMP/cq.gguf" ] && grep -qxF "$2" "$TMP/q.err" ||
+        fail "quantize $1: rc $rc: $(cat "$TMP/q.err")"
+}
+quant_fails q4_0 "baton quantize: $TMP/c.gguf: tensor 'blk.0.attn_q.weight': element 5 is NaN, which q4_0 cannot hold (baton inspect --check names every tensor with NaN or infinite values)"
 poke "$TMP/c.gguf" blk.0.attn_q.weight 20 9976967e || fail "poke 1e38"
-rc=0; "$BATON" quantize "$TMP/c.gguf" "$TMP/cq.gguf" Q8_0 2>"$TMP/q.err" || rc=$?
-[ "$rc" -eq 1 ] && [ ! -e "$TMP/cq.gguf" ] &&
-    grep -qxF "baton quantize: $TMP/c.gguf: tensor 'blk.0.attn_q.weight': element 5 (1e+38) is too large for q8_0: a block's scale would not fit binary16" "$TMP/q.err" ||
-    fail "quantize 1e38: rc $rc: $(cat "$TMP/q.err")"
+quant_fails Q8_0 "baton quantize: $TMP/c.gguf: tensor 'blk.0.attn_q.weight': element 5 (1e+38) is too large for q8_0: a block's scale would not fit binary16"
 # ... and f16, which would have turned it into infinity without a word;
 # 65504 (binary16's largest) converts
-rc=0; "$BATON" quantize "$TMP/c.gguf" "$TMP/cq.gguf" f16 2>"$TMP/q.err" || rc=$?
-[ "$rc" -eq 1 ] && [ ! -e "$TMP/cq.gguf" ] &&
-    grep -qxF "baton quantize: $TMP/c.gguf: tensor 'blk.0.attn_q.weight': element 5 (1e+38) is beyond the range of f16 (largest finite value 65504); keep this tensor in f32 or choose a quantized type" "$TMP/q.err" ||
-    fail "quantize f16 1e38: rc $rc: $(cat "$TMP/q.err")"
+quant_fails f16 "baton quantize: $TMP/c.gguf: tensor 'blk.0.attn_q.weight': element 5 (1e+38) is beyond the range of f16 (largest finite value 65504); keep this tensor in f32 or choose a quantized type"
 poke "$TMP/c.gguf" blk.0.attn_q.weight 20 00e07f47 || fail "poke 65504"
 "$BATON" quantize "$TMP/c.gguf" "$TMP/cq.gguf" f16 2>"$TMP/q.err" || fail "quantize f16 65504: $(cat "$TMP/q.err")"
 poke "$TMP/c.gguf" blk.0.attn_q.weight 20 0000c07f || fail "poke f32 again"
