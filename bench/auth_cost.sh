@@ -19,7 +19,7 @@ cmake --build "$build" -j2 --target baton_client baton_server >/dev/null
 libs=("$build/libbaton_client.a" "$build/libbaton_server.a" "$build/libbaton_wire.a"
       "$build/libbaton_net.a" "$build/libbaton_auth.a" "$build/libbaton_compute.a"
       "$build/libbaton_core.a")
-extra=$(pkg-config --libs libsodium)
+extra=$(pkg-config --libs libsodium libcrypto)
 if pkg-config --exists libseccomp; then extra="$extra $(pkg-config --libs libseccomp)"; fi
 # shellcheck disable=SC2086
 cc -O2 -std=c11 -D_GNU_SOURCE -I"$src/include" -I"$src/src" "$src/bench/transport_auth.c" \

@@ -26,7 +26,7 @@ file(GLOB baton_lib_srcs CONFIGURE_DEPENDS
   ${CMAKE_SOURCE_DIR}/src/client/*.c)
 add_library(baton_lib_objects OBJECT ${baton_lib_srcs})
 set_target_properties(baton_lib_objects PROPERTIES POSITION_INDEPENDENT_CODE ON)
-target_link_libraries(baton_lib_objects PRIVATE PkgConfig::SODIUM)
+target_link_libraries(baton_lib_objects PRIVATE PkgConfig::SODIUM PkgConfig::LIBCRYPTO)
 
 set(baton_lib_includes
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
@@ -41,15 +41,16 @@ set_target_properties(baton_shared PROPERTIES OUTPUT_NAME baton EXPORT_NAME bato
 if(NOT BATON_SANITIZE)
   target_link_options(baton_shared PRIVATE -Wl,--no-undefined)
 endif()
-target_link_libraries(baton_shared PRIVATE PkgConfig::SODIUM Threads::Threads m)
+target_link_libraries(baton_shared PRIVATE PkgConfig::SODIUM PkgConfig::LIBCRYPTO Threads::Threads m)
 target_include_directories(baton_shared INTERFACE ${baton_lib_includes})
 
 add_library(baton_static STATIC $<TARGET_OBJECTS:baton_lib_objects>)
 set_target_properties(baton_static PROPERTIES OUTPUT_NAME baton EXPORT_NAME baton_static)
-# baton::sodium is made by batonConfig.cmake (find_library), so the exported
-# target names no build-tree target
+# baton::sodium and baton::crypto are made by batonConfig.cmake
+# (find_library), so the exported target names no build-tree target
 target_link_libraries(baton_static INTERFACE
   $<BUILD_INTERFACE:PkgConfig::SODIUM> $<INSTALL_INTERFACE:baton::sodium>
+  $<BUILD_INTERFACE:PkgConfig::LIBCRYPTO> $<INSTALL_INTERFACE:baton::crypto>
   Threads::Threads m)
 target_include_directories(baton_static INTERFACE ${baton_lib_includes})
 
@@ -147,7 +148,8 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 # Depends from the binaries' and libbaton's needs (dpkg-shlibdeps): libc6,
-# libsodium23, libseccomp2, libpcre2-8-0 (baton's BPE pre-tokenizers)
+# libsodium23, libssl3 (libcrypto: the frames' Poly1305 / ChaCha20),
+# libseccomp2, libpcre2-8-0 (baton's BPE pre-tokenizers)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${CMAKE_SOURCE_DIR}/packaging/debian/conffiles)

@@ -7,14 +7,15 @@ set -eu
 
 # Base: what building, `make demo` and `make check` need (groff-base and
 # mandoc for the manual page check, tests/integration/test_man_pages.sh;
-# libpcre2-dev for the BPE pre-tokenizers, src/model/tokenizer_pre.c).
+# libpcre2-dev for the BPE pre-tokenizers, src/model/tokenizer_pre.c;
+# libssl-dev: libcrypto runs the frame MACs, src/auth/frame.c).
 # --full adds the proof (Frama-C, why3, z3, cvc4), sanitizer (clang) and fuzzing (AFL++)
 # toolchains that `make test` needs, gcovr (the per-file line coverage of
 # `make coverage`, fuzz/coverage.sh), and systemd (systemd-analyze, for the
 # unit checks).
 # --bench adds python3-matplotlib (bench/plot.py draws the PNG plots of
 # `make bench`); --full has it too, for the plot smoke test.
-PKGS="build-essential cmake pkg-config libsodium-dev libseccomp-dev libcmocka-dev iproute2
+PKGS="build-essential cmake pkg-config libsodium-dev libssl-dev libseccomp-dev libcmocka-dev iproute2
 groff-base mandoc libpcre2-dev"
 BENCH_PKGS="python3 python3-matplotlib"
 case "${1:-}" in

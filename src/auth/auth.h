@@ -1,6 +1,7 @@
 /* Authentication: key files, the handshake, session keys and frame MACs.
  *
- * Pure library over libsodium: no sockets, no protocol state machine. The
+ * Pure library over libsodium (and OpenSSL's libcrypto for the frames' bulk
+ * Poly1305 and ChaCha20, see frame.c): no sockets, no protocol state machine. The
  * server and the client call it from their own frame paths (see "Wiring"
  * below and DESIGN.md, "Security model").
  *
@@ -17,7 +18,8 @@
  *   - baton_key_load writes the raw key into the caller's buffer: the caller
  *     owns that memory and wipes it.
  *
- * Constructions (all libsodium primitives; byte layouts fixed here)
+ * Constructions (libsodium primitives, the frames' bulk in libcrypto; byte
+ * layouts fixed here)
  *   Handshake, with K the 32-byte key of the role and T the exact bytes of
  *   both HELLO frames (initiator's, then responder's, headers included):
  *     PRK    = BLAKE2b-256(key = K, "baton/1 keys" || role || T)
@@ -37,7 +39,8 @@
  *     MAC mode:     AEAD with AD = header || payload and an empty plaintext.
  *     encrypt mode: AEAD with AD = header and plaintext = payload.
  *   Both give a 16-byte tag, so the frame layout is the same in both modes.
- *   The computation is incremental (any chunking gives the same tag) and
+ *   The computation is incremental (any chunking gives the same tag),
+ *   runs its bulk in libcrypto (the one-time key in libsodium), and is
  *   byte-identical to libsodium's one-shot
  *   crypto_aead_chacha20poly1305_ietf_encrypt_detached, which the tests use
  *   as the reference.
@@ -106,8 +109,10 @@
  * counter is 32 bits and block 0 makes the Poly1305 key (RFC 8439 2.8). */
 #define BATON_AEAD_MAX_BYTES (64ull * 0xffffffffull)
 
-/* Initialises libsodium (sodium_init). Idempotent, thread-safe after the
- * first call. Returns 0 or BATON_E_IO when no random source is usable. */
+/* Initialises libsodium (sodium_init) and loads libcrypto's frame
+ * algorithms (baton_frame_crypto_init). Idempotent, thread-safe after the
+ * first call. Returns 0 or BATON_E_IO when no random source is usable or
+ * libcrypto lacks Poly1305 / ChaCha20. */
 int baton_auth_init(void);
 
 /* ---- key files ---- */
@@ -251,19 +256,25 @@ void baton_hs_destroy(struct baton_hs *hs);
 /* ---- frames ---- */
 
 /* Per-frame MAC/AEAD state; lives on the stack or in the connection.
- * Fields are private. */
+ * Fields are private. Idle when zeroed; a begin allocates two libcrypto
+ * contexts (one in MAC mode), which baton_mac_final_tag,
+ * baton_mac_final_verify and baton_mac_abort free: every begun frame must
+ * end in one of them, and a begin must start from an idle m. */
+struct evp_mac_ctx_st;
+struct evp_cipher_ctx_st;
 struct baton_mac {
-    crypto_onetimeauth_poly1305_state poly;
-    uint8_t key[BATON_KEY_BYTES]; /* encrypt mode only (keystream) */
-    uint8_t nonce[12];
-    uint8_t ks[64];     /* keystream block in use */
-    uint32_t ks_left;   /* unused bytes at the end of ks */
-    uint32_t block;     /* next ChaCha20 block counter */
-    uint64_t ad_bytes;  /* bytes of associated data so far */
-    uint64_t ct_bytes;  /* bytes of ciphertext so far */
-    uint8_t phase;      /* 0 idle, 1 AD, 2 ciphertext */
+    struct evp_mac_ctx_st *poly;      /* Poly1305 over AD, C and the lengths */
+    struct evp_cipher_ctx_st *stream; /* encrypt mode: ChaCha20 from block 1 */
+    uint64_t ad_bytes;                /* bytes of associated data so far */
+    uint64_t ct_bytes;                /* bytes of ciphertext so far */
+    uint8_t phase;                    /* 0 idle, 1 AD, 2 ciphertext */
     uint8_t encrypt;
 };
+
+/* Loads libcrypto's Poly1305 and ChaCha20 (once; baton_auth_init calls it,
+ * and a frame's begin does if nobody did). Reads no OpenSSL configuration
+ * file. Returns 0 or BATON_E_IO when libcrypto lacks them. */
+int baton_frame_crypto_init(void);
 
 /* Takes the counter of the next frame in k's direction: *counter =
  * k->next_counter, then it is incremented. BATON_E_LIMIT once it reaches
@@ -275,40 +286,44 @@ void baton_frame_key_wipe(struct baton_frame_key *k);
 
 /* MAC mode: starts the tag of frame `counter` under k. Every byte passed to
  * baton_mac_update (header first, then the payload) is authenticated.
- * Returns 0 or BATON_E_LIMIT (counter == 2^64 - 1). */
+ * Returns 0, BATON_E_LIMIT (counter == 2^64 - 1), BATON_E_NOMEM or
+ * BATON_E_IO (libcrypto failed; m stays idle). */
 int baton_mac_begin(struct baton_mac *m, const struct baton_frame_key *k, uint64_t counter);
 
-/* Adds n bytes of the frame (any chunking). Returns 0, or BATON_E_PROTO
+/* Adds n bytes of the frame (any chunking). Returns 0, BATON_E_PROTO
  * when m is not in MAC mode's AD phase (not begun, or encrypt mode after
- * its header). */
+ * its header), or BATON_E_IO (libcrypto failed). */
 int baton_mac_update(struct baton_mac *m, const void *p, size_t n);
 
-/* Writes the 16-byte tag and wipes m. Returns 0 or BATON_E_PROTO (not
- * begun). Works for both modes. */
+/* Writes the 16-byte tag and releases m (idle again). Returns 0,
+ * BATON_E_PROTO (not begun) or BATON_E_IO. Works for both modes. */
 int baton_mac_final_tag(struct baton_mac *m, uint8_t tag[BATON_TAG_BYTES]);
 
-/* Compares the computed tag with tag in constant time and wipes m.
- * Returns 0, BATON_E_AUTH (mismatch) or BATON_E_PROTO (not begun). */
+/* Compares the computed tag with tag in constant time and releases m.
+ * Returns 0, BATON_E_AUTH (mismatch), BATON_E_PROTO (not begun) or
+ * BATON_E_IO. */
 int baton_mac_final_verify(struct baton_mac *m, const uint8_t tag[BATON_TAG_BYTES]);
 
-/* Wipes m without producing a tag (error paths). NULL-safe. */
+/* Releases m without producing a tag (error paths; also fine on an idle
+ * m). NULL-safe. */
 void baton_mac_abort(struct baton_mac *m);
 
 /* Encrypt mode: starts frame `counter` under k with the header as
  * associated data (copied into the MAC at once; header_len bytes).
- * Returns 0 or BATON_E_LIMIT (counter == 2^64 - 1). */
+ * Returns 0, BATON_E_LIMIT (counter == 2^64 - 1), BATON_E_NOMEM or
+ * BATON_E_IO (m stays idle). */
 int baton_aead_begin(struct baton_mac *m, const struct baton_frame_key *k, uint64_t counter,
                      const void *header, size_t header_len);
 
 /* Same with an explicit 12-byte nonce (RFC 8439 test vectors; the frame path
- * uses baton_aead_begin). */
-void baton_aead_begin_nonce(struct baton_mac *m, const uint8_t key[BATON_KEY_BYTES],
+ * uses baton_aead_begin). Returns 0, BATON_E_NOMEM or BATON_E_IO. */
+int baton_aead_begin_nonce(struct baton_mac *m, const uint8_t key[BATON_KEY_BYTES],
                             const uint8_t nonce[12], const void *ad, size_t ad_len);
 
 /* Encrypts n payload bytes from in to out (out == in, or no overlap), any
  * chunking; the MAC covers the ciphertext. Returns 0, BATON_E_PROTO (not in
- * encrypt mode) or BATON_E_LIMIT (payload beyond BATON_AEAD_MAX_BYTES;
- * nothing written). */
+ * encrypt mode), BATON_E_LIMIT (payload beyond BATON_AEAD_MAX_BYTES;
+ * nothing written) or BATON_E_IO (libcrypto failed). */
 int baton_aead_encrypt(struct baton_mac *m, void *out, const void *in, size_t n);
 
 /* Decrypts n payload bytes (out == in, or no overlap): the ciphertext is

@@ -31,7 +31,9 @@ static void set_err(char *err, size_t err_len, const char *fmt, ...)
 
 int baton_auth_init(void)
 {
-    return sodium_init() < 0 ? BATON_E_IO : 0;
+    if (sodium_init() < 0)
+        return BATON_E_IO;
+    return baton_frame_crypto_init();
 }
 
 /* Writes all n bytes, retrying on EINTR and short writes. */

@@ -69,12 +69,12 @@ field_is Architecture "$ARCH"
 field_is Section net
 [ -n "$(dpkg-deb -f "$DEB" Maintainer)" ] || fail "no Maintainer"
 DEPENDS=$(dpkg-deb -f "$DEB" Depends)
-for lib in libc6 libsodium23 libseccomp2 libpcre2-8-0; do
+for lib in libc6 libsodium23 libssl3 libseccomp2 libpcre2-8-0; do
     grep -Eq "(^|, )$lib( \\(>= [0-9.]+\\))?(,|$)" <<<"$DEPENDS" ||
         fail "Depends lacks $lib: $DEPENDS"
 done
 # and nothing else: a dependency on a -dev package or the build tree would be wrong
-[ "$(tr ',' '\n' <<<"$DEPENDS" | grep -c .)" -eq 4 ] || fail "Depends has more than 4: $DEPENDS"
+[ "$(tr ',' '\n' <<<"$DEPENDS" | grep -c .)" -eq 5 ] || fail "Depends has more than 5: $DEPENDS"
 dpkg-deb --ctrl-tarfile "$DEB" | tar -xO ./conffiles >"$TMP/conffiles"
 [ "$(cat "$TMP/conffiles")" = /etc/baton/batond.policy ] ||
     fail "conffiles: $(cat "$TMP/conffiles")"
@@ -100,7 +100,7 @@ for prog in batond baton; do
     for needed in $(readelf -d "$bin" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
         case $needed in
         libc.so.6 | libm.so.6 | libpthread.so.0 | ld-linux*) ;;
-        libsodium.so.23 | libseccomp.so.2 | libpcre2-8.so.0) ;;
+        libsodium.so.23 | libcrypto.so.3 | libseccomp.so.2 | libpcre2-8.so.0) ;;
         *) fail "$prog needs $needed, which Depends does not cover" ;;
         esac
     done
