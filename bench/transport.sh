@@ -14,7 +14,8 @@
 #             the best over send/recv call sizes (--call-kib-list, KiB;
 #             0 = one call for the whole buffer), each size printed in a
 #             `#` line, since which call size a raw stream needs to reach
-#             its best differs between hosts
+#             its best differs between hosts, and the reader batond itself
+#             uses (recv(MSG_DONTWAIT) + poll; "poll reader" in that line)
 #   nokey     bench_transport against the unkeyed batond pair
 #   key       bench_transport against the keyed pair (frame integrity)
 # Each arm measures a stream phase (SET/GET or send/get of each size in
@@ -202,6 +203,7 @@ for m in "${sizes[@]}"; do
         for c in "${calls[@]}"; do
             per_call+=" $c: $(get "raw_raw_${dir}_${m}MiB_call${c}KiB_MBs" 2)"
         done
+        per_call+=" poll reader: $(get "raw_raw_${dir}_${m}MiB_poll_MBs" 2)"
         echo "$per_call"
         row raw "${dir}_${m}MiB" MB/s "raw_${dir}_${m}MiB_MBs"
     done

@@ -82,6 +82,18 @@ for arm in nokey key; do
 done
 # raw: 4 figures; nokey, key: 5 each and the direct hand-off
 check_json "$TMP/transport.json" transport 16
+# transport_ab: two builds (here the same one twice), keyed, both figures
+"$SRC_DIR/bench/transport_ab.sh" --old "$BUILD_DIR" --new "$BUILD_DIR" --reps 2 --mib 1 \
+    >"$TMP/ab.out" 2>&1 || { cat "$TMP/ab.out" >&2; fail "transport_ab.sh exited non-zero"; }
+for f in set get; do
+    grep -Eq "^${f}_1MiB_mac old=$num MB/s \($num\.\.$num\) new=$num MB/s \($num\.\.$num\) new/old=$num\$" \
+        "$TMP/ab.out" || { cat "$TMP/ab.out" >&2; fail "transport_ab.sh: no $f line"; }
+done
+[ "$(grep -c '^# round [12], position [12], \(old\|new\): ' "$TMP/ab.out")" -eq 4 ] ||
+    { cat "$TMP/ab.out" >&2; fail "transport_ab.sh: not 4 cells"; }
+rc=0
+"$SRC_DIR/bench/transport_ab.sh" --old "$BUILD_DIR" >/dev/null 2>&1 || rc=$?
+[ "$rc" -eq 2 ] || fail "transport_ab.sh without --new: exit $rc, want 2"
 # rawtcp's lists: a bad one is a usage error (2) before any connection;
 # lenient spellings ("1,,2", "064", " 4") were taken, and transport.sh then
 # looked up per-call figures under the list's spelling and printed none
