@@ -141,6 +141,10 @@ int stage_fail(struct run *r, const struct stage_rt *s, const char *what, int rc
               baton_status_name(rc), baton_status_str(rc),
               connect && rc == BATON_E_IO      ? "; is batond running and listening there?"
               : connect && rc == BATON_E_INVAL ? "; the host name does not resolve"
+              /* its first bytes were not a batond HELLO reply */
+              : connect && (rc == BATON_E_PROTO || rc == BATON_E_MAGIC || rc == BATON_E_CMD)
+                  ? "; what answered there does not speak batond's protocol: is it a batond "
+                    "port?"
               /* the refusal frame of the server's lobby (src/server/lobby.c) */
               : connect && rc == BATON_E_LIMIT
                   ? "; the server is at its connection limit (batond --max-connections, or the "
@@ -152,7 +156,13 @@ int stage_fail(struct run *r, const struct stage_rt *s, const char *what, int rc
               : r->key                         ? "; the server has another key, or requires none"
                                                : "; the server requires a key: give --key FILE or "
                                                  "BATON_KEY_FILE");
-    if (rc == BATON_E_TIMEOUT)
+    if (rc == BATON_E_TIMEOUT && connect)
+        stage_msg(r,
+                  "stage %u (%s) timed out: it took the TCP connection but sent no batond "
+                  "HELLO reply within --timeout %d ms: is it a batond port? (a busy batond "
+                  "gets more time from a larger --timeout)\n",
+                  s->index + 1, s->endpoint, r->cfg->timeout_ms);
+    else if (rc == BATON_E_TIMEOUT)
         stage_msg(r,
                   "stage %u (%s) timed out: either it did not answer within --timeout %d ms "
                   "(the deadline of every server call; a larger --timeout gives a slow server "

@@ -157,9 +157,20 @@ want_fail 1 "$TMP/t.err" "$BATON" bench --model "$MODEL" --servers "$silent" -p 
     --timeout 300
 ms=$((($(date +%s%N) - t0) / 1000000))
 has_line "$TMP/t.err" "baton bench: stage 1 ($silent): connect failed: E_TIMEOUT (deadline passed)"
-[ "$(tail -n 1 "$TMP/t.err")" = "baton bench: stage 1 ($silent) timed out: either it did not answer within --timeout 300 ms (the deadline of every server call; a larger --timeout gives a slow server more time), or it stopped waiting for the rest of a request this side was still sending (its frame deadline, policy frame_timeout, default 10s: a slow link needs a larger one)" ] ||
+[ "$(tail -n 1 "$TMP/t.err")" = "baton bench: stage 1 ($silent) timed out: it took the TCP connection but sent no batond HELLO reply within --timeout 300 ms: is it a batond port? (a busy batond gets more time from a larger --timeout)" ] ||
     fail "bench --timeout 300: no --timeout hint: $(cat "$TMP/t.err")"
 [ "$ms" -lt 10000 ] || fail "bench --timeout 300 took $ms ms"
+# a port where something else answers (an HTTP server's reply to the HELLO):
+# the protocol error says so at once, not after --timeout
+start_py_listener http '
+while True:
+    c = s.accept()[0]
+    c.recv(100)
+    c.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+    c.close()'
+want_fail 1 "$TMP/t.err" "$BATON" bench --model "$MODEL" --servers "127.0.0.1:$PORT_http" -p 4 -n 2 \
+    --reps 1
+has_line "$TMP/t.err" "baton bench: stage 1 (127.0.0.1:$PORT_http): connect failed: E_PROTO (protocol violation); what answered there does not speak batond's protocol: is it a batond port?"
 
 # the help texts say so
 "$BATON" bench --help >"$TMP/help"
