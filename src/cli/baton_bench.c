@@ -20,7 +20,8 @@ static void bench_usage(FILE *f)
     fputs("usage: baton bench --model FILE [--servers LIST] [--split P,...] [-p N] [-n N]\n"
           "                   [--ctx N] [--reps R] [--threads N] [--ubatch N] [--timeout MS]\n"
           "                   [--key FILE] [--p2p on|off] [--pipeline on|off] [--slots N]\n"
-          "                   [--ring on|off] [--npl B,B,... [--groups G]] [--json FILE]\n"
+          "                   [--ring on|off] [--kv-type f32|f16]\n"
+          "                   [--npl B,B,... [--groups G]] [--json FILE]\n"
           "\n"
           "Runs the model R times on a synthetic prompt of -p tokens, generating -n tokens\n"
           "greedily (EOS ignored), and prints the median and spread (min..max) of prefill\n"
@@ -46,7 +47,8 @@ static void bench_usage(FILE *f)
           "                sequence\n"
           "  --groups G    with --npl: pipeline groups, as for `baton run`\n"
           "  --servers, --split, --threads, --ubatch, --key, --p2p, --pipeline, --slots,\n"
-          "  --ring        as for `baton run` (BATON_SERVERS and BATON_KEY_FILE too)\n"
+          "  --ring, --kv-type  as for `baton run` (BATON_SERVERS and BATON_KEY_FILE\n"
+          "                too)\n"
           "\n"
           "-p + -n may not exceed the model's context length (llama.context_length, 2048\n"
           "when the model has no usable one), as the model was not trained past it and\n"
@@ -180,11 +182,12 @@ static int bench_npl(struct baton_run_config *cfg, const uint32_t *npl, uint32_t
             at += (size_t)snprintf(list + at, sizeof list - at, "%s%u", b ? "," : "", npl[b]);
         printf("bench: %s, servers %s, split %s, npl %s, prompt %u, generated %u, reps %u, "
                "threads %u, ctx %u per sequence, groups %u (at most one per sequence), ubatch "
-               "%s, pipeline %s, p2p %s, slots %u, ring %s\n",
+               "%s, pipeline %s, p2p %s, slots %u, ring %s%s\n",
                cfg->model_path, cfg->servers, cfg->split ? cfg->split : "(equal)", list, pp, tg,
                reps, cfg->n_threads, cfg->n_ctx, cfg->n_groups ? cfg->n_groups : 1,
                ub, cfg->pipeline ? "on" : "off",
-               cfg->p2p ? "on" : "off", cfg->n_slots, cfg->ring ? "on" : "off");
+               cfg->p2p ? "on" : "off", cfg->n_slots, cfg->ring ? "on" : "off",
+               cfg->kv_type == BATON_TYPE_F16 ? ", kv f16" : "");
     }
     printf("  %5s %5s %4s %7s %9s %10s %9s %10s %9s %10s %9s %9s\n", "PP", "TG", "B", "N_KV",
            "T_PP s", "S_PP t/s", "T_TG s", "S_TG t/s", "T s", "S t/s", "TTFT ms", "TPOT ms");
@@ -278,7 +281,8 @@ static int bench_npl(struct baton_run_config *cfg, const uint32_t *npl, uint32_t
 int baton_cmd_bench(int argc, char **argv)
 {
     enum { O_MODEL = 256, O_SERVERS, O_SPLIT, O_REPS, O_JSON, O_THREADS, O_UBATCH, O_KEY,
-           O_HELP, O_CTX, O_TIMEOUT, O_P2P, O_PIPELINE, O_SLOTS, O_RING, O_NPL, O_GROUPS };
+           O_HELP, O_CTX, O_TIMEOUT, O_P2P, O_PIPELINE, O_SLOTS, O_RING, O_NPL, O_GROUPS,
+           O_KV_TYPE };
     static const struct option opts[] = {
         {"model", required_argument, 0, O_MODEL}, {"servers", required_argument, 0, O_SERVERS},
         {"split", required_argument, 0, O_SPLIT}, {"reps", required_argument, 0, O_REPS},
@@ -288,7 +292,7 @@ int baton_cmd_bench(int argc, char **argv)
         {"timeout", required_argument, 0, O_TIMEOUT}, {"p2p", required_argument, 0, O_P2P},
         {"pipeline", required_argument, 0, O_PIPELINE}, {"slots", required_argument, 0, O_SLOTS},
         {"ring", required_argument, 0, O_RING},   {"npl", required_argument, 0, O_NPL},
-        {"groups", required_argument, 0, O_GROUPS},
+        {"groups", required_argument, 0, O_GROUPS}, {"kv-type", required_argument, 0, O_KV_TYPE},
         {0, 0, 0, 0}};
     struct baton_run_config cfg;
     struct baton_run_result *res = NULL;
@@ -335,6 +339,7 @@ int baton_cmd_bench(int argc, char **argv)
         case O_RING: bad = baton_cli_parse_onoff(PROG, "--ring", optarg, &cfg.ring); break;
         case O_NPL: bad = parse_npl(optarg, npl, &n_npl); break;
         case O_GROUPS: bad = baton_cli_parse_u32(PROG, "--groups", optarg, 1, 8, &cfg.n_groups); break;
+        case O_KV_TYPE: bad = baton_cli_parse_kv_type(PROG, "--kv-type", optarg, &cfg.kv_type); break;
         case O_SLOTS:
             bad = baton_cli_parse_u32(PROG, "--slots", optarg, 1, BATON_LLAMA_MAX_SLOTS,
                                       &cfg.n_slots);
@@ -505,11 +510,12 @@ int baton_cmd_bench(int argc, char **argv)
         snprintf(reps_text, sizeof reps_text, "%u of %u (repetition %u failed)", n_done, reps,
                  n_done + 1);
     printf("bench: %s, servers %s, split %s, prompt %u, generated %u, reps %s, threads %u, "
-           "ctx %u, ubatch %u, pipeline %s, p2p %s, slots %u, ring %s\n",
+           "ctx %u, ubatch %u, pipeline %s, p2p %s, slots %u, ring %s%s\n",
            cfg.model_path, cfg.servers, cfg.split ? cfg.split : "(equal)", n_prompt, n_gen,
            reps_text, cfg.n_threads, cfg.n_ctx, res->n_ubatch, cfg.pipeline ? "on" : "off",
            cfg.p2p ? "on" : "off", cfg.n_slots,
-           !cfg.ring ? "off" : res->ring ? "on" : "on (not used)");
+           !cfg.ring ? "off" : res->ring ? "on" : "on (not used)",
+           cfg.kv_type == BATON_TYPE_F16 ? ", kv f16" : "");
     printf("  %-8s %12s %12s %12s  %s\n", "figure", "median", "min", "max", "unit");
     for (i = 0; i < 5; i++)
         printf("  %-8s %12.3f %12.3f %12.3f  %s\n", fig[i].name, fig[i].med, fig[i].lo, fig[i].hi,

@@ -65,6 +65,10 @@ static void run_usage(FILE *f)
           "                       stage at a time (for A/B)\n"
           "  --slots N            input slots per stage boundary, 1..4 (default 2): how\n"
           "                       far one stage may run ahead of the next\n"
+          "  --kv-type f32|f16    KV cache element type (default f32); f16 halves the\n"
+          "                       cache's memory and what attention reads per token\n"
+          "                       (k and v rounded to binary16, as llama.cpp's default\n"
+          "                       f16 cache), so outputs can differ slightly from f32\n"
           "  --ring on|off        the decode ring (default on): with the direct path, the\n"
           "                       last stage hands each step's tokens (greedy or sampled,\n"
           "                       one per sequence) straight to stage 1 and the\n"
@@ -217,7 +221,7 @@ int baton_cmd_run(int argc, char **argv)
         O_MODEL = 256, O_PROMPT, O_SERVERS, O_SPLIT, O_CTX, O_UBATCH, O_TEMP, O_TOPK, O_TOPP,
         O_SEED, O_THREADS, O_TIMEOUT, O_STATS, O_IDS, O_QUIET, O_IGNORE_EOS, O_GAP, O_HELP,
         O_KEY, O_P2P, O_STATS_JSON, O_PIPELINE, O_SLOTS, O_RING, O_PROMPT_FILE, O_PARALLEL, O_CONTINUOUS,
-        O_OUTPUT_DIR, O_GROUPS, O_PROMPT_IDS, O_LOGITS_OUT
+        O_OUTPUT_DIR, O_GROUPS, O_PROMPT_IDS, O_LOGITS_OUT, O_KV_TYPE
     };
     static const struct option opts[] = {
         {"model", required_argument, 0, O_MODEL},     {"prompt", required_argument, 0, O_PROMPT},
@@ -240,6 +244,7 @@ int baton_cmd_run(int argc, char **argv)
         {"groups", required_argument, 0, O_GROUPS},
         {"prompt-ids", required_argument, 0, O_PROMPT_IDS},
         {"logits-out", required_argument, 0, O_LOGITS_OUT},
+        {"kv-type", required_argument, 0, O_KV_TYPE},
         {0, 0, 0, 0}};
     struct baton_run_config cfg;
     const char *servers_name = "--servers"; /* where cfg.servers came from */
@@ -318,6 +323,9 @@ int baton_cmd_run(int argc, char **argv)
         case O_CONTINUOUS:
             if (baton_cli_parse_onoff(PROG, "--continuous", optarg, &cfg.continuous)) return 2;
             continuous_given = 1;
+            break;
+        case O_KV_TYPE:
+            if (baton_cli_parse_kv_type(PROG, "--kv-type", optarg, &cfg.kv_type)) return 2;
             break;
         case O_SLOTS:
             if (parse_u32("--slots", optarg, 1, BATON_LLAMA_MAX_SLOTS, &cfg.n_slots)) return 2;

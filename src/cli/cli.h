@@ -55,6 +55,10 @@ int baton_cli_parse_u64(const char *prog, const char *opt, const char *s, uint64
 /* "on" -> 1, "off" -> 0 into *out; anything else: "PROG: OPT: 'S' is not on or
  * off" to stderr and -1. */
 int baton_cli_parse_onoff(const char *prog, const char *opt, const char *s, int *out);
+/* "f32" / "f16" -> BATON_TYPE_F32 / BATON_TYPE_F16 (core/types.h) into *out
+ * (--kv-type); anything else: "PROG: OPT: 'S' is not f32 or f16" to stderr
+ * and -1. */
+int baton_cli_parse_kv_type(const char *prog, const char *opt, const char *s, uint32_t *out);
 int baton_cli_parse_u32(const char *prog, const char *opt, const char *s, uint32_t min,
                         uint32_t max, uint32_t *out);
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/types.h"
 
 int baton_cli_parse_u64(const char *prog, const char *opt, const char *s, uint64_t min,
                         uint64_t max, uint64_t *out)
@@ -67,6 +68,19 @@ int baton_cli_parse_onoff(const char *prog, const char *opt, const char *s, int 
         *out = 0;
     } else {
         fprintf(stderr, "%s: %s: '%s' is not on or off\n", prog, opt, s);
+        return -1;
+    }
+    return 0;
+}
+
+int baton_cli_parse_kv_type(const char *prog, const char *opt, const char *s, uint32_t *out)
+{
+    if (strcmp(s, "f32") == 0) {
+        *out = BATON_TYPE_F32;
+    } else if (strcmp(s, "f16") == 0) {
+        *out = BATON_TYPE_F16;
+    } else {
+        fprintf(stderr, "%s: %s: '%s' is not f32 or f16\n", prog, opt, s);
         return -1;
     }
     return 0;

@@ -121,13 +121,16 @@ int baton_graph_execute(const struct baton_graph *g, uint8_t *const *leaf_data,
 
 /* Bytes of ATTENTION's work area (its score rows) in the scratch arena,
  * for queries {hd, nh, nt} over a cache of n_ctx cells: min(nh x nt,
- * BATON_POOL_MAX_THREADS) rows of n_ctx floats (none when hd is 0), as
+ * BATON_POOL_MAX_THREADS) rows of n_ctx floats (none when hd is 0), and
+ * with binary16 caches (cache_f16) as many windows of
+ * BATON_CPU_ATT_F16_ROWS converted rows of hd floats (cpu/kernels.h), as
  * baton_graph_validate sizes it; UINT64_MAX when that overflows. Every
  * cell counts, also with several sequences ({nt,3} positions), where a
  * row reads only its sequence's cells: the window is data, the size is
  * fixed at validation. The coordinator uses it to say what a refused step
  * asked for. */
-uint64_t baton_attention_work_bytes(uint64_t hd, uint64_t nh, uint64_t nt, uint64_t n_ctx);
+uint64_t baton_attention_work_bytes(uint64_t hd, uint64_t nh, uint64_t nt, uint64_t n_ctx,
+                                   int cache_f16);
 
 /* Estimated floating-point operations of a validated graph (for the compute
  * budget of issue 3): MUL_MAT 2*K*N*M, ATTENTION 4*hd*nh*nt*n_ctx, SAMPLE 32 per

@@ -184,9 +184,10 @@ static int all_f32(const struct tview *s, uint32_t n)
 }
 
 /* See compute.h. */
-uint64_t baton_attention_work_bytes(uint64_t hd, uint64_t nh, uint64_t nt, uint64_t n_ctx)
+uint64_t baton_attention_work_bytes(uint64_t hd, uint64_t nh, uint64_t nt, uint64_t n_ctx,
+                                   int cache_f16)
 {
-    uint64_t slots, w;
+    uint64_t slots, w, conv;
 
     if (mul_u64(nh, nt, &slots))
         return UINT64_MAX;
@@ -197,7 +198,11 @@ uint64_t baton_attention_work_bytes(uint64_t hd, uint64_t nh, uint64_t nt, uint6
     /* score rows shared by the chunks (kernels.h, baton_cpu_attention) */
     if (mul_u64(slots, n_ctx, &w) || mul_u64(w, sizeof(float), &w))
         return UINT64_MAX;
-    return w;
+    /* F16 caches: a window of converted rows per chunk (kernels.h) */
+    if (cache_f16 && (mul_u64(slots, (uint64_t)BATON_CPU_ATT_F16_ROWS * sizeof(float), &conv) ||
+                      mul_u64(conv, hd, &conv) || w > UINT64_MAX - conv))
+        return UINT64_MAX;
+    return cache_f16 ? w + conv : w;
 }
 
 /* Op rules of ops.h: source types (BATON_E_TYPE), shapes (BATON_E_SHAPE),
@@ -305,7 +310,10 @@ static int infer(const struct baton_graph_node *n, const struct tview *s, struct
         const float scale = param_f32(p[0]);
         uint64_t w;
 
-        if (!all_f32(s, 5) || s[5].type != BATON_TYPE_I32)
+        /* the caches: both F32 or both F16 (rounded when written) */
+        if (!all_f32(s, 3) || s[3].type != s[4].type ||
+            (s[3].type != BATON_TYPE_F32 && s[3].type != BATON_TYPE_F16) ||
+            s[5].type != BATON_TYPE_I32)
             return BATON_E_TYPE;
         if (!shape_is(&s[0], hd, nh, nt, 1) || !shape_is(&s[1], hd, nkv, nt, 1) ||
             !same_ne(s[2].ne, s[1].ne) || !shape_is(&s[3], hd, n_ctx, nkv, 1) ||
@@ -319,7 +327,7 @@ static int infer(const struct baton_graph_node *n, const struct tview *s, struct
         if (!isfinite(scale) || (p[1] == 1 && scale == 0.0f))
             return BATON_E_INVAL;
         memcpy(res->ne, s[0].ne, sizeof(res->ne));
-        w = baton_attention_work_bytes(hd, nh, nt, n_ctx);
+        w = baton_attention_work_bytes(hd, nh, nt, n_ctx, s[3].type == BATON_TYPE_F16);
         if (w == UINT64_MAX)
             return BATON_E_OVERFLOW;
         *work_bytes = w;
@@ -859,6 +867,7 @@ static int exec_node(const struct exec_ctx *x, uint32_t i, struct baton_pool *po
         a.n_ctx = tensor_ne(g, src[3])[1];
         a.scale = param_f32(n->params[0]);
         a.divide = n->params[1] == 1;
+        a.cache_f16 = tensor_type(g, src[3]) == BATON_TYPE_F16;
         return baton_cpu_attention(pool, &a);
     }
     case BATON_OP_ARGMAX:

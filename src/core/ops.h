@@ -19,7 +19,8 @@
  *               rope_freqs.weight): pair i's angle is (pos * freq_i) / factors[i],
  *               params as ROPE's                                   F32 like x
  * ATTENTION     0: q {hd,nh,nt}  1: k {hd,nkv,nt}  2: v {hd,nkv,nt}
- *               3: k_cache {hd,n_ctx,nkv} (leaf)  4: v_cache {hd,n_ctx,nkv} (leaf)
+ *               3: k_cache {hd,n_ctx,nkv} (leaf)  4: v_cache {hd,n_ctx,nkv} (leaf),
+ *                  both F32 or both F16 (k, v rounded to binary16 when stored)
  *               5: pos {nt} I32, or {nt,3} I32            p0 scale (f32),    F32 {hd,nh,nt}
  *                                                          p1 score mode: 0 score * p0,
  *                                                          1 score / p0 (llama2.c's form)

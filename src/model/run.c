@@ -46,6 +46,7 @@ void baton_run_config_default(struct baton_run_config *cfg)
     cfg->n_ubatch = 0; /* auto: baton_run_default_ubatch */
     cfg->pipeline = 1;
     cfg->n_slots = 2;
+    cfg->kv_type = BATON_TYPE_F32;
     cfg->top_p = 1.0f;
     cfg->n_threads = 1;
     cfg->timeout_ms = 30000;
@@ -166,7 +167,7 @@ static int plan_layers(struct run *r, const double *props, int n_parts, uint32_t
         uint64_t kv_bytes;
 
         if (baton_run_kv_cache_bytes(r->hp.head_dim, r->hp.n_head_kv, r->n_cells, counts[i],
-                                     &kv_bytes) != 0) {
+                                     cfg->kv_type == BATON_TYPE_F16 ? 2 : 4, &kv_bytes) != 0) {
             char ctx[96];
 
             run_ctx_name(cfg, ctx, sizeof ctx);

@@ -86,6 +86,10 @@ struct baton_run_config {
     int pipeline;         /* 1 (default): stages overlap (pipelined prefill, asynchronous
                              hand-offs); 0: one stage at a time (A/B) */
     uint32_t n_slots;     /* boundary input slots per stage, 1..4 (default 2) */
+    uint32_t kv_type;     /* KV cache element type: BATON_TYPE_F32 (default) or
+                             BATON_TYPE_F16 (half the cache's memory and the
+                             bytes attention reads; k and v rounded to binary16
+                             when written, as llama.cpp's default f16 cache) */
     float temp;           /* 0 = greedy (argmax on the last stage) */
     uint32_t top_k;
     float top_p;
@@ -173,13 +177,14 @@ int baton_run_check_stages(const struct baton_run_config *cfg, const char *serve
 int baton_run_precheck(const struct baton_run_config *cfg, const char *servers_name);
 
 /* Size in bytes of one stage's KV cache buffer as baton_run lays it out: for
- * each of n_layers layers a K and a V tensor, F32 {head_dim, n_ctx,
- * n_head_kv} (4 * head_dim * n_ctx * n_head_kv bytes each), each starting at
+ * each of n_layers layers a K and a V tensor, F32 or F16 {head_dim, n_ctx,
+ * n_head_kv} (elem_bytes = 4 or 2: elem_bytes * head_dim * n_ctx *
+ * n_head_kv bytes each), each starting at
  * a multiple of 64 bytes (BATON_BUFFER_ALIGN); a stage without layers still
  * gets one 64-byte buffer. Returns 0 with *bytes set, or BATON_E_OVERFLOW
  * (*bytes unchanged) when the size does not fit in 64 bits. */
 int baton_run_kv_cache_bytes(uint32_t head_dim, uint32_t n_head_kv, uint32_t n_ctx,
-                             uint32_t n_layers, uint64_t *bytes);
+                             uint32_t n_layers, uint32_t elem_bytes, uint64_t *bytes);
 
 /* Runs the whole generation. Returns a process exit code: 0 success,
  * 1 runtime failure (message names the file, or the stage and endpoint; a

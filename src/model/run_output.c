@@ -235,7 +235,8 @@ void step_limit_hint(struct run *r, const struct stage_rt *s, int rc)
         if (s->graphs[g].n_tokens > nt)
             nt = s->graphs[g].n_tokens;
     if (s != NULL && s->st.layer_end > s->st.layer_begin && nt > 0)
-        work = baton_attention_work_bytes(hp->head_dim, hp->n_head, nt, r->n_cells);
+        work = baton_attention_work_bytes(hp->head_dim, hp->n_head, nt, r->n_cells,
+                                          r->cfg->kv_type == BATON_TYPE_F16);
     run_format_bytes(limit, sizeof limit, BATON_SCRATCH_LIMIT_BYTES);
     if (rc == BATON_E_LIMIT && work > BATON_SCRATCH_LIMIT_BYTES) {
         const uint64_t rows = (uint64_t)hp->n_head * nt < BATON_POOL_MAX_THREADS

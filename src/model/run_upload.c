@@ -14,19 +14,20 @@
 #define UPLOAD_CHUNK (16u << 20)
 
 int baton_run_kv_cache_bytes(uint32_t head_dim, uint32_t n_head_kv, uint32_t n_ctx,
-                             uint32_t n_layers, uint64_t *bytes)
+                             uint32_t n_layers, uint32_t elem_bytes, uint64_t *bytes)
 {
     /* head_dim * n_head_kv * 4 < 2^66 and n_ctx < 2^32: check each product */
     const uint64_t row = (uint64_t)head_dim * n_head_kv;
+    const uint64_t eb = elem_bytes == 2 ? 2 : 4;
     uint64_t one;
 
     if (n_layers == 0) {
         *bytes = ALIGN;
         return 0;
     }
-    if (row > UINT64_MAX / 4 || (n_ctx != 0 && row * 4 > UINT64_MAX / n_ctx))
+    if (row > UINT64_MAX / eb || (n_ctx != 0 && row * eb > UINT64_MAX / n_ctx))
         return BATON_E_OVERFLOW;
-    one = row * 4 * n_ctx;
+    one = row * eb * n_ctx;
     if (one > UINT64_MAX - (ALIGN - 1))
         return BATON_E_OVERFLOW;
     one = run_align_up(one);
@@ -130,7 +131,7 @@ int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
     }
     /* fits in 64 bits: baton_run checked every stage before connecting */
     (void)baton_run_kv_cache_bytes(hp->head_dim, hp->n_head_kv, r->n_cells, n_local,
-                                   &kv_bytes);
+                                   r->cfg->kv_type == BATON_TYPE_F16 ? 2 : 4, &kv_bytes);
     /* a KV cache larger than any buffer the server grants is said now, in
      * terms of --ctx, before the weights are uploaded */
     if (info.max_buffer_bytes != 0 && kv_bytes > info.max_buffer_bytes) {
@@ -285,7 +286,8 @@ int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
             s->index + 1, r->n_stages, s->endpoint, (double)done / 1048576.0, n_items);
     *bytes_total += (double)done;
 
-    /* KV cache: per local layer k and v, F32 {head_dim, n_ctx, n_head_kv}
+    /* KV cache: per local layer k and v, F32 or F16 (--kv-type) {head_dim,
+     * n_ctx, n_head_kv}
      * (kv-head-major, as ATTENTION defines them: core/ops.h) */
     {
         uint64_t koff = 0;
@@ -293,11 +295,11 @@ int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
         for (l = 0; l < n_local; l++) {
             struct baton_llama_layer *L = &st->layers[l];
 
-            rc = baton_tensor_init(&L->k_cache, 0, koff, BATON_TYPE_F32, hp->head_dim,
+            rc = baton_tensor_init(&L->k_cache, 0, koff, r->cfg->kv_type, hp->head_dim,
                                    r->n_cells, hp->n_head_kv, 1);
             koff = run_align_up(koff + L->k_cache.nbytes);
             if (rc == 0)
-                rc = baton_tensor_init(&L->v_cache, 0, koff, BATON_TYPE_F32, hp->head_dim,
+                rc = baton_tensor_init(&L->v_cache, 0, koff, r->cfg->kv_type, hp->head_dim,
                                        r->n_cells, hp->n_head_kv, 1);
             koff = run_align_up(koff + L->v_cache.nbytes);
             if (rc != 0) {

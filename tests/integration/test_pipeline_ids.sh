@@ -122,6 +122,27 @@ run_arm sring "$PROMPT" --servers "$RA,$RB,$RC" --ubatch 7 --temp 1.5 --top-k 40
     fail "sampled ring: $(cat "$TMP/sring.stats")"
 echo "ok: $nr decode-ring arms (2, 3 stages x ring on/off x slots 1, 2) give the in-process ids; not allow-listed, it says so and goes through the coordinator"
 
+# --kv-type f16 (binary16 KV cache): the same logits, bit for bit, at 1 and
+# 2 threads, ubatch 64 and 1, and over 3 keyed batond (direct path); the
+# same ids through the decode ring; other logits than the f32 cache's
+run_arm f16a "$PROMPT" --servers local --kv-type f16 --threads 1 --ubatch 64 --logits-out "$TMP/f16a.bin"
+run_arm f16b "$PROMPT" --servers local --kv-type f16 --threads 2 --ubatch 1 --logits-out "$TMP/f16b.bin"
+run_arm f16c "$PROMPT" --servers "$A,$B,$C" --kv-type f16 --ubatch 7 --logits-out "$TMP/f16c.bin"
+run_arm f16r "$PROMPT" --servers "$RA,$RB,$RC" --kv-type f16 --ubatch 7
+run_arm f32a "$PROMPT" --servers local --threads 1 --ubatch 64 --logits-out "$TMP/f32a.bin"
+[ -s "$TMP/f16a.bin" ] || fail "f16: no logits"
+cmp -s "$TMP/f16a.bin" "$TMP/f16b.bin" || fail "f16: 2 threads, ubatch 1: other logits"
+cmp -s "$TMP/f16a.bin" "$TMP/f16c.bin" || fail "f16: 3 batond: other logits"
+! cmp -s "$TMP/f16a.bin" "$TMP/f32a.bin" || fail "f16: the f32 cache's logits (is the cache f16?)"
+[ "$(field "$TMP/f16r.json" 'j["generated"]')" = "$(field "$TMP/f16a.json" 'j["generated"]')" ] ||
+    fail "f16 ring: ids differ from in-process"
+[ "$(field "$TMP/f16r.stats" 'j["ring"] and j["ring_tokens"] == 22')" = True ] || fail "f16 ring: not used"
+rc=0
+"$BATON" run --model "$MODEL" --prompt x --kv-type q8_0 >/dev/null 2>"$TMP/kv.err" || rc=$?
+[ "$rc" = 2 ] && grep -qx "baton run: --kv-type: 'q8_0' is not f32 or f16" "$TMP/kv.err" ||
+    fail "--kv-type q8_0: exit $rc, $(cat "$TMP/kv.err")"
+echo "ok: --kv-type f16 gives the same logits at 1 and 2 threads, ubatch 64 and 1, over 3 batond, and the same ids through the ring"
+
 run_arm ref "Once upon a time" --servers "$A,$B,$C" --ubatch 1
 want24=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])[:24])' "$REF_IDS")
 [ "$(field "$TMP/ref.json" 'j["generated"]')" = "$want24" ] ||

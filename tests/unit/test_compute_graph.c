@@ -1135,7 +1135,7 @@ static void test_attention_work_rows(void **state)
         const uint32_t th = pools[p];
         struct baton_pool *pool;
         struct baton_cpu_attention a = {q,  k,  v,   kc,  vc, pos, NULL, out, work, HD, NH,
-                                        NKV, NT, NCTX, 0.125f, 0};
+                                        NKV, NT, NCTX, 0.125f, 0, 0};
 
         for (i = 0; i < GUARD; i++)
             work[rows * NCTX + i] = -7.0f;
@@ -1393,6 +1393,140 @@ static void test_flops_floor(void **state)
     }
 }
 
+/* One ATTENTION node (no ROPE: k and v go into the cache as given) with
+ * caches of types kt and vt, the result in an out leaf. Returns tg_run's
+ * status. */
+static int attn_typed(const struct adims *d, const float *q, const float *k, const float *v,
+                      void *kc, void *vc, uint32_t kt, uint32_t vt, const int32_t *pos,
+                      uint32_t nt, float *out, struct baton_pool *pool)
+{
+    struct tg t;
+    uint32_t lq, lk, lv, lkc, lvc, lp, lo, a;
+
+    tg_init(&t);
+    lq = tg_leaf(&t, BATON_TYPE_F32, d->hd, d->nh, nt, 1, (void *)q);
+    lk = tg_leaf(&t, BATON_TYPE_F32, d->hd, d->nkv, nt, 1, (void *)k);
+    lv = tg_leaf(&t, BATON_TYPE_F32, d->hd, d->nkv, nt, 1, (void *)v);
+    lkc = tg_leaf(&t, kt, d->hd, d->n_ctx, d->nkv, 1, kc);
+    lvc = tg_leaf(&t, vt, d->hd, d->n_ctx, d->nkv, 1, vc);
+    lp = tg_leaf(&t, BATON_TYPE_I32, nt, 1, 1, 1, (void *)pos);
+    lo = tg_leaf(&t, BATON_TYPE_F32, d->hd, d->nh, nt, 1, out);
+    a = tg_node(&t, BATON_OP_ATTENTION, BATON_TYPE_F32, d->hd, d->nh, nt, 1,
+                SRC6(lq, lk, lv, lkc, lvc, lp), P1(f32_bits(1.0f / sqrtf((float)d->hd))));
+    tg_at(&t, a)->out_leaf = lo;
+    return tg_run(&t, pool);
+}
+
+/* ATTENTION over binary16 caches (--kv-type f16): k and v are rounded to
+ * binary16 when written (baton_fp32_to_fp16) and the rows read are
+ * converted exactly, a window of 64 rows at a time. With k and v already
+ * binary16 values, an F16 cache gives the bits of an F32 cache holding the
+ * same values: a prefill of 70 tokens (two windows and more), then decode
+ * steps reading 141 and 150 cells (three windows, the last partial), hd 36
+ * (a tail of 4 lanes), 2 kv heads for 4 query heads, on 1 and 3 threads and
+ * at every SIMD level this CPU has; the caches then hold the same values.
+ * Values that are no binary16 are stored rounded; mixed cache types, and a
+ * cache of another type, are E_TYPE before anything runs. */
+static void test_attention_f16_cache(void **state)
+{
+    enum { HD = 36, NH = 4, NKV = 2, NCTX = 150, NT = 70 };
+    const struct adims d = {HD, NH, NKV, NCTX};
+    static const uint32_t pools[] = {1, 3};
+    static const int32_t dec_pos[] = {140, 149};
+    const size_t ncache = (size_t)HD * NCTX * NKV;
+    float *q = malloc(sizeof(float) * HD * NH * NT), *k = malloc(sizeof(float) * HD * NKV * NT),
+          *v = malloc(sizeof(float) * HD * NKV * NT), *kcf = malloc(sizeof(float) * ncache),
+          *vcf = malloc(sizeof(float) * ncache), *out16 = malloc(sizeof(float) * HD * NH * NT),
+          *out32 = malloc(sizeof(float) * HD * NH * NT);
+    uint16_t *kch = malloc(2 * ncache), *vch = malloc(2 * ncache);
+    int32_t pos[NT];
+    size_t i;
+
+    (void)state;
+    assert_non_null(q && k && v && kcf && vcf && out16 && out32 && kch && vch);
+    for (int lvl = BATON_CPU_ISA_SCALAR; lvl <= BATON_CPU_ISA_AVX512; lvl++) {
+        if ((int)baton_cpu_isa_set((enum baton_cpu_isa)lvl) != lvl) {
+            print_message("attention f16: SIMD level %d not on this CPU, skipped\n", lvl);
+            continue;
+        }
+        for (size_t p = 0; p < sizeof pools / sizeof pools[0]; p++) {
+            struct baton_pool *pool;
+
+            assert_int_equal(baton_pool_create(pools[p], &pool), 0);
+            lcg_state = 99;
+            /* caches: random binary16 values, and the same values as F32 */
+            for (i = 0; i < ncache; i++) {
+                kch[i] = baton_fp32_to_fp16(lcg_float());
+                vch[i] = baton_fp32_to_fp16(lcg_float());
+                kcf[i] = baton_fp16_to_fp32(kch[i]);
+                vcf[i] = baton_fp16_to_fp32(vch[i]);
+            }
+            for (i = 0; i < (size_t)HD * NH * NT; i++)
+                q[i] = lcg_float();
+            for (i = 0; i < (size_t)HD * NKV * NT; i++) {
+                k[i] = baton_fp16_to_fp32(baton_fp32_to_fp16(lcg_float()));
+                v[i] = baton_fp16_to_fp32(baton_fp32_to_fp16(lcg_float()));
+            }
+            for (i = 0; i < NT; i++)
+                pos[i] = (int32_t)i;
+            assert_int_equal(attn_typed(&d, q, k, v, kch, vch, BATON_TYPE_F16, BATON_TYPE_F16, pos,
+                                        NT, out16, pool), 0);
+            assert_int_equal(attn_typed(&d, q, k, v, kcf, vcf, BATON_TYPE_F32, BATON_TYPE_F32, pos,
+                                        NT, out32, pool), 0);
+            assert_memory_equal(out16, out32, sizeof(float) * HD * NH * NT);
+            for (size_t s = 0; s < sizeof dec_pos / sizeof dec_pos[0]; s++) {
+                assert_int_equal(attn_typed(&d, q, k, v, kch, vch, BATON_TYPE_F16, BATON_TYPE_F16,
+                                            &dec_pos[s], 1, out16, pool), 0);
+                assert_int_equal(attn_typed(&d, q, k, v, kcf, vcf, BATON_TYPE_F32, BATON_TYPE_F32,
+                                            &dec_pos[s], 1, out32, pool), 0);
+                assert_memory_equal(out16, out32, sizeof(float) * HD * NH);
+            }
+            for (i = 0; i < ncache; i++) {
+                assert_true(baton_fp16_to_fp32(kch[i]) == kcf[i]);
+                assert_true(baton_fp16_to_fp32(vch[i]) == vcf[i]);
+            }
+            baton_pool_destroy(pool);
+        }
+    }
+    baton_cpu_isa_set(BATON_CPU_ISA_AVX512);
+    /* a value that is no binary16 is stored rounded to nearest even */
+    {
+        struct baton_pool *pool;
+        const int32_t p0 = 3;
+
+        assert_int_equal(baton_pool_create(1, &pool), 0);
+        for (i = 0; i < (size_t)HD * NKV; i++) {
+            k[i] = 1.0f + (float)(i + 1) * 0x1p-14f; /* between binary16 neighbours */
+            v[i] = -3.0e-6f * (float)(i + 1);        /* binary16 subnormals */
+        }
+        assert_int_equal(attn_typed(&d, q, k, v, kch, vch, BATON_TYPE_F16, BATON_TYPE_F16, &p0,
+                                    1, out16, pool), 0);
+        for (i = 0; i < (size_t)HD * NKV; i++) {
+            const size_t g = i / HD, at = (g * NCTX + (size_t)p0) * HD + i % HD;
+
+            assert_int_equal(kch[at], baton_fp32_to_fp16(k[i]));
+            assert_int_equal(vch[at], baton_fp32_to_fp16(v[i]));
+        }
+        /* mixed or other cache types */
+        assert_int_equal(attn_typed(&d, q, k, v, kch, vcf, BATON_TYPE_F16, BATON_TYPE_F32, &p0, 1,
+                                    out16, pool), BATON_E_TYPE);
+        assert_int_equal(attn_typed(&d, q, k, v, kcf, vch, BATON_TYPE_F32, BATON_TYPE_F16, &p0, 1,
+                                    out16, pool), BATON_E_TYPE);
+        assert_int_equal(attn_typed(&d, q, k, v, kcf, vcf, BATON_TYPE_I32, BATON_TYPE_I32, &p0,
+                                    1, out16, pool), BATON_E_TYPE);
+        baton_pool_destroy(pool);
+    }
+    free(q);
+    free(k);
+    free(v);
+    free(kcf);
+    free(vcf);
+    free(out16);
+    free(out32);
+    free(kch);
+    free(vch);
+}
+
 /* ATTENTION's work area: min(nh x nt, 64) score rows of every cache cell
  * (baton_attention_work_bytes), the scratch a graph of one ATTENTION node
  * with an out leaf needs; hand-computed: with several sequences every
@@ -1415,8 +1549,14 @@ static void test_attention_work_bytes(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         assert_int_equal(baton_attention_work_bytes(cases[i].hd, cases[i].nh, cases[i].nt,
-                                                    cases[i].n_ctx),
+                                                    cases[i].n_ctx, 0),
                          cases[i].want);
+    /* F16 caches add a window of 64 converted rows of hd floats per score
+     * row: 40 rows x (100 cells + 64 x 2) x 4 bytes */
+    assert_int_equal(baton_attention_work_bytes(2, 8, 5, 100, 1), 40 * (100 + 64 * 2) * 4);
+    /* a decode step of the d768 model's 12 heads, hd 64, 192 cells */
+    assert_int_equal(baton_attention_work_bytes(64, 12, 1, 192, 1), 12 * (192 + 64 * 64) * 4);
+    assert_int_equal(baton_attention_work_bytes(1ull << 52, 8, 8, 1, 1), UINT64_MAX);
     /* the validator sizes the scratch so: 2 x 8 x 5 queries over 100 cells,
      * the result in an out leaf, so the scratch is the work area alone */
     for (uint32_t nt = 5; nt <= 16; nt += 11) {
@@ -1475,6 +1615,7 @@ int main(void)
         cmocka_unit_test(test_attention_sequences),
         cmocka_unit_test(test_attention_work_rows),
         cmocka_unit_test(test_attention_work_bytes),
+        cmocka_unit_test(test_attention_f16_cache),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,6 +6,7 @@
  * order, no reassociation, no fused multiply-add (GCC contracts nothing in
  * ISO C mode, -std=c11; clang is told below). */
 #include "compute/cpu/kernels.h"
+#include "compute/cpu/quant.h"
 #include "compute/cpu/matmul.h"
 
 #include <math.h>
@@ -336,6 +337,53 @@ static void attention_softmax(const struct baton_cpu_attention *a, float *att, u
  * ones, so the threads of a prefill ubatch get about equal work (with plain
  * order the second of 2 threads had 3/4 of it). Each token's row is
  * computed alone, so neither the blocks nor their order change a result. */
+/* Scores of nx queries (x, stride nh * hd) against the n cache rows from
+ * cell lo of kv head kvh into y (stride n_ctx); an F16 cache a window of
+ * rows at a time through conv (each row's score is its own dot product, so
+ * the windows change no bit). */
+static void attention_scores(const struct baton_cpu_attention *a, uint64_t kvh, uint64_t lo,
+                             const float *x, uint32_t nx, uint64_t n, float *y, float *conv)
+{
+    const uint64_t hd = a->hd, first = (kvh * a->n_ctx + lo) * hd;
+    uint64_t w0;
+
+    if (!a->cache_f16) {
+        baton_cpu_f32_dots_multi((const float *)a->k_cache + first, hd, x, a->nh * hd, nx, hd, n,
+                                 y, a->n_ctx);
+        return;
+    }
+    for (w0 = 0; w0 < n; w0 += BATON_CPU_ATT_F16_ROWS) {
+        const uint64_t wn = n - w0 < BATON_CPU_ATT_F16_ROWS ? n - w0 : BATON_CPU_ATT_F16_ROWS;
+
+        baton_cpu_f16_row((const uint16_t *)a->k_cache + first + w0 * hd, conv, wn * hd);
+        baton_cpu_f32_dots_multi(conv, hd, x, a->nh * hd, nx, hd, wn, y + w0, a->n_ctx);
+    }
+}
+
+/* out = the weighted sum (weights sc) of the n value rows from cell lo of
+ * kv head kvh; an F16 cache a window at a time, the sum continued across
+ * windows (baton_cpu_f32_wsum_acc: the same bits as one sum). */
+static void attention_wsum(const struct baton_cpu_attention *a, uint64_t kvh, uint64_t lo,
+                           const float *sc, uint64_t n, float *out, float *conv)
+{
+    const uint64_t hd = a->hd, first = (kvh * a->n_ctx + lo) * hd;
+    uint64_t w0;
+
+    if (!a->cache_f16) {
+        baton_cpu_f32_wsum((const float *)a->v_cache + first, hd, sc, n, hd, out);
+        return;
+    }
+    for (w0 = 0; w0 < n; w0 += BATON_CPU_ATT_F16_ROWS) {
+        const uint64_t wn = n - w0 < BATON_CPU_ATT_F16_ROWS ? n - w0 : BATON_CPU_ATT_F16_ROWS;
+
+        baton_cpu_f16_row((const uint16_t *)a->v_cache + first + w0 * hd, conv, wn * hd);
+        if (w0 == 0)
+            baton_cpu_f32_wsum(conv, hd, sc, wn, hd, out);
+        else
+            baton_cpu_f32_wsum_acc(conv, hd, sc + w0, wn, hd, out);
+    }
+}
+
 static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
 {
     const struct attention_job *j = ctx;
@@ -343,6 +391,10 @@ static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
     const uint64_t hd = a->hd, nh = a->nh, nkv = a->nkv, group = nh / nkv, nt = a->nt;
     const uint64_t block = j->block, n_units = (nt + block - 1) / block;
     float *att = a->work + (uint64_t)chunk * block * a->n_ctx;
+    /* after the score rows: one window of converted rows per chunk */
+    float *conv = a->work + (nh * nt < BATON_POOL_MAX_THREADS ? nh * nt : BATON_POOL_MAX_THREADS) *
+                                a->n_ctx +
+                  (uint64_t)chunk * BATON_CPU_ATT_F16_ROWS * hd;
     uint64_t lr, i, c;
 
     for (lr = r0; lr < r1; lr++) {
@@ -372,9 +424,8 @@ static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
          * scoring call; tokens of different sequences: one call each (a
          * token's scores are the same bits either way, matmul.h) */
         if (max_slots > 0 && one_window)
-            baton_cpu_f32_dots_multi(a->k_cache + (kvh * a->n_ctx + lo[0]) * hd, hd,
-                                     a->q + (t0 * nh + h) * hd, nh * hd, (uint32_t)nx, hd,
-                                     max_slots, att, a->n_ctx);
+            attention_scores(a, kvh, lo[0], a->q + (t0 * nh + h) * hd, (uint32_t)nx, max_slots,
+                             att, conv);
         for (c = 0; c < nx; c++) {
             float *out = a->out + ((t0 + c) * nh + h) * hd;
             float *sc = att + c * a->n_ctx;
@@ -385,12 +436,10 @@ static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
                 continue;
             }
             if (!one_window)
-                baton_cpu_f32_dots_multi(a->k_cache + (kvh * a->n_ctx + lo[c]) * hd, hd,
-                                         a->q + ((t0 + c) * nh + h) * hd, nh * hd, 1, hd,
-                                         n_slots[c], sc, a->n_ctx);
+                attention_scores(a, kvh, lo[c], a->q + ((t0 + c) * nh + h) * hd, 1, n_slots[c],
+                                 sc, conv);
             attention_softmax(a, sc, n_slots[c]);
-            baton_cpu_f32_wsum(a->v_cache + (kvh * a->n_ctx + lo[c]) * hd, hd, sc, n_slots[c],
-                               hd, out);
+            attention_wsum(a, kvh, lo[c], sc, n_slots[c], out, conv);
         }
     }
 }
@@ -422,8 +471,17 @@ int baton_cpu_attention(struct baton_pool *pool, const struct baton_cpu_attentio
             for (g = 0; g < a->nkv; g++) {
                 const uint64_t at = (g * a->n_ctx + (uint64_t)p) * a->hd;
 
-                memmove(a->k_cache + at, a->k + t * row + g * a->hd, a->hd * sizeof(float));
-                memmove(a->v_cache + at, a->v + t * row + g * a->hd, a->hd * sizeof(float));
+                if (a->cache_f16) {
+                    baton_fp32_to_fp16_row(a->k + t * row + g * a->hd, (uint16_t *)a->k_cache + at,
+                                           a->hd);
+                    baton_fp32_to_fp16_row(a->v + t * row + g * a->hd, (uint16_t *)a->v_cache + at,
+                                           a->hd);
+                } else {
+                    memmove((float *)a->k_cache + at, a->k + t * row + g * a->hd,
+                            a->hd * sizeof(float));
+                    memmove((float *)a->v_cache + at, a->v + t * row + g * a->hd,
+                            a->hd * sizeof(float));
+                }
             }
         }
     if (a->nh == 0 || a->hd == 0)

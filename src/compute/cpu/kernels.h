@@ -58,8 +58,8 @@ struct baton_cpu_attention {
     const float *q; /* {hd,nh,nt} */
     const float *k; /* {hd,nkv,nt} */
     const float *v; /* {hd,nkv,nt} */
-    float *k_cache; /* {hd,n_ctx,nkv}, written at the cells pos[t] */
-    float *v_cache;
+    void *k_cache; /* {hd,n_ctx,nkv}, F32 or (cache_f16) F16, written at the cells pos[t] */
+    void *v_cache;
     const int32_t *pos;   /* {nt}: the cache cell token t writes, and the last it reads */
     const int32_t *first; /* {nt}: the first cell token t reads (its sequence's first
                              cell: ops.h), or NULL: cell 0 for every token */
@@ -68,8 +68,17 @@ struct baton_cpu_attention {
                            floats, shared by the chunks (see below) */
     uint64_t hd, nh, nkv, nt, n_ctx;
     float scale;
-    int divide; /* 0: score * scale; 1: score / scale (run.c's / sqrtf(hd)) */
+    int divide;    /* 0: score * scale; 1: score / scale (run.c's / sqrtf(hd)) */
+    int cache_f16; /* the caches hold binary16: k and v are rounded to it when
+                      written (baton_fp32_to_fp16), and the rows read are
+                      converted exactly, BATON_CPU_ATT_F16_ROWS at a time, into
+                      the work area after the score rows (graph.c sizes it),
+                      then scored and summed as F32 rows: the same bits as an
+                      F32 cache holding the converted values */
 };
+
+/* Cache rows converted per window of an F16 cache (see cache_f16). */
+#define BATON_CPU_ATT_F16_ROWS 64u
 
 /* Most tokens of a batch whose scores against one head's cache rows are
  * computed together (baton_cpu_f32_dots_multi). Each chunk needs one score

@@ -590,14 +590,12 @@ static void scalar_dots_multi(const float *w, uint64_t ws, const float *x, uint6
         scalar_dots(w, ws, x + c * xs, k, n, y + c * ys);
 }
 
-/* Weighted sum of value rows (matmul.h, baton_cpu_f32_wsum). */
-static void scalar_wsum(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
-                        float *out)
+/* The weighted sum continued from out (matmul.h, baton_cpu_f32_wsum_acc). */
+static void scalar_wsum_acc(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
+                            float *out)
 {
     uint64_t s, i;
 
-    for (i = 0; i < k; i++)
-        out[i] = 0.0f;
     for (s = 0; s < n; s++) {
         const float *vr = v + s * vs;
         const float w = a[s];
@@ -605,6 +603,17 @@ static void scalar_wsum(const float *v, uint64_t vs, const float *a, uint64_t n,
         for (i = 0; i < k; i++)
             out[i] = out[i] + w * vr[i];
     }
+}
+
+/* Weighted sum of value rows (matmul.h, baton_cpu_f32_wsum). */
+static void scalar_wsum(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
+                        float *out)
+{
+    uint64_t i;
+
+    for (i = 0; i < k; i++)
+        out[i] = 0.0f;
+    scalar_wsum_acc(v, vs, a, n, k, out);
 }
 
 /* See matmul.h; the algorithm and its constants are expf.h's, step by
@@ -661,7 +670,8 @@ static void scalar_exp_shift(float *x, uint64_t n, float m)
 const struct baton_mm_kernels baton_mm_scalar = {
     scalar_f32, scalar_f16, scalar_q8_0, scalar_q4_0, scalar_act, scalar_dots, scalar_wsum,
     scalar_dots_multi, scalar_silu, scalar_exp_shift, scalar_q2_k, scalar_q3_k, scalar_q4_k,
-    scalar_q5_k, scalar_q6_k, baton_mm_act_k, scalar_q5_0, scalar_q5_1,
+    scalar_q5_k, scalar_q6_k, baton_mm_act_k, scalar_q5_0, scalar_q5_1, scalar_wsum_acc,
+    baton_fp16_to_fp32_row,
 };
 
 /* ---- drivers ---- */
@@ -911,6 +921,17 @@ void baton_cpu_f32_wsum(const float *v, uint64_t vs, const float *a, uint64_t n,
                         float *out)
 {
     kernels()->wsum(v, vs, a, n, k, out);
+}
+
+void baton_cpu_f32_wsum_acc(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
+                            float *out)
+{
+    kernels()->wsum_acc(v, vs, a, n, k, out);
+}
+
+void baton_cpu_f16_row(const void *src, float *dst, uint64_t n)
+{
+    kernels()->f16_row(src, dst, n);
 }
 
 void baton_cpu_silu_n(const float *x, float *y, uint64_t n)

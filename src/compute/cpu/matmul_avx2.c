@@ -23,6 +23,7 @@
 
 #define K_VEC_TARGET T2
 #include "compute/cpu/matmul_k.h"
+#include "compute/cpu/quant.h"
 
 static AI uint16_t load_u16(const uint8_t *p)
 {
@@ -463,16 +464,17 @@ T2 void baton_mm_avx2_act_k(const float *x, uint64_t k, uint8_t *act, uint64_t c
 
 /* ---- ATTENTION's weighted sum: lanes hold i, s ascending per lane ---- */
 
-/* out[i0 .. i0 + 8*NA) over every s, NA accumulators of 8 lanes. */
+/* out[i0 .. i0 + 8*NA) over every s, NA accumulators of 8 lanes, each
+ * from +0 or (cont) from out's value. */
 static AI T2 void wsum_block(const float *v, uint64_t vs, const float *a, uint64_t n, float *out,
-                             const int NA)
+                             const int NA, const int cont)
 {
     __m256 acc[8];
     uint64_t s;
     int j;
 
     for (j = 0; j < NA; j++)
-        acc[j] = _mm256_setzero_ps();
+        acc[j] = cont ? _mm256_loadu_ps(out + 8 * j) : _mm256_setzero_ps();
     for (s = 0; s < n; s++) {
         const __m256 w = _mm256_broadcast_ss(a + s);
         const float *vr = v + s * vs;
@@ -484,20 +486,45 @@ static AI T2 void wsum_block(const float *v, uint64_t vs, const float *a, uint64
         _mm256_storeu_ps(out + 8 * j, acc[j]);
 }
 
-T2 void baton_mm_avx2_wsum(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
-                           float *out)
+static AI T2 void wsum_any(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
+                           float *out, const int cont)
 {
     uint64_t i = 0, s, t;
 
     for (; k - i >= 64; i += 64)
-        wsum_block(v + i, vs, a, n, out + i, 8);
+        wsum_block(v + i, vs, a, n, out + i, 8, cont);
     for (; k - i >= 8; i += 8)
-        wsum_block(v + i, vs, a, n, out + i, 1);
-    for (t = i; t < k; t++)
-        out[t] = 0.0f;
+        wsum_block(v + i, vs, a, n, out + i, 1, cont);
+    if (!cont)
+        for (t = i; t < k; t++)
+            out[t] = 0.0f;
     for (s = 0; s < n; s++)
         for (t = i; t < k; t++)
             out[t] = out[t] + a[s] * v[s * vs + t];
+}
+
+T2 void baton_mm_avx2_wsum(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
+                           float *out)
+{
+    wsum_any(v, vs, a, n, k, out, 0);
+}
+
+T2 void baton_mm_avx2_wsum_acc(const float *v, uint64_t vs, const float *a, uint64_t n,
+                               uint64_t k, float *out)
+{
+    wsum_any(v, vs, a, n, k, out, 1);
+}
+
+/* binary16 -> binary32 (vcvtph2ps: exact, baton_fp16_to_fp32's bits) */
+T2 void baton_mm_avx2_f16_row(const void *src, float *dst, uint64_t n)
+{
+    const uint8_t *p = src;
+    uint64_t i = 0;
+
+    for (; n - i >= 8; i += 8)
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 2 * i))));
+    if (i < n)
+        baton_fp16_to_fp32_row(p + 2 * i, dst + i, n - i);
 }
 
 /* ---- exp, SILU (expf.h's steps on 4 binary64 lanes, as baton_cpu_expf) ---- */
@@ -914,7 +941,7 @@ const struct baton_mm_kernels baton_mm_avx2 = {
     avx2_f32,           avx2_f16,  avx2_q8_0,     avx2_q4_0, baton_mm_avx2_act, avx2_f32_dots,
     baton_mm_avx2_wsum, avx2_f32_dots_multi, avx2_silu, avx2_exp_shift, avx2_q2_k, avx2_q3_k,
     avx2_q4_k,          avx2_q5_k, avx2_q6_k, baton_mm_avx2_act_k,
-    baton_mm_avx2_q5_0, baton_mm_avx2_q5_1,
+    baton_mm_avx2_q5_0, baton_mm_avx2_q5_1, baton_mm_avx2_wsum_acc, baton_mm_avx2_f16_row,
 };
 
 #else /* not x86-64: the level is never chosen; keep the table defined */
