@@ -34,7 +34,7 @@ while [ $# -gt 0 ]; do
     *) echo "transport_ab.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
-[ -n "$old" ] && [ -n "$new" ] || { echo "transport_ab.sh: --old and --new are required" >&2; exit 2; }
+[ -n "$old" ] && [ -n "$new" ] || { echo "transport_ab.sh: --old and --new are required (see --help)" >&2; exit 2; }
 [[ $reps =~ ^[1-9][0-9]?$ ]] || { echo "transport_ab.sh: --reps must be 1..99" >&2; exit 2; }
 [[ $mib =~ ^[1-9][0-9]{0,3}$ ]] || { echo "transport_ab.sh: --mib must be 1..9999" >&2; exit 2; }
 for d in "$old" "$new"; do

@@ -131,7 +131,13 @@ static int info_one(const char *spec, const struct baton_conn_options *o)
     else
         fprintf(stderr, "baton info: %s: %s (%s)%s\n", spec, baton_status_str(rc),
                 baton_status_name(rc),
-                rc != BATON_E_AUTH ? ""
+                rc == BATON_E_PROTO || rc == BATON_E_MAGIC || rc == BATON_E_CMD
+                    ? "; what answered there does not speak batond's protocol: is it a batond "
+                      "port?"
+                : rc == BATON_E_TIMEOUT
+                    ? "; no reply within --timeout: is it a batond port, or a batond too busy "
+                      "to answer?"
+                : rc != BATON_E_AUTH ? ""
                 : o->key      ? "; the server has another key, or requires none"
                               : "; the server requires a key: give --key FILE or BATON_KEY_FILE");
     baton_conn_close(c);

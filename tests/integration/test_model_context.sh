@@ -171,6 +171,8 @@ while True:
 want_fail 1 "$TMP/t.err" "$BATON" bench --model "$MODEL" --servers "127.0.0.1:$PORT_http" -p 4 -n 2 \
     --reps 1
 has_line "$TMP/t.err" "baton bench: stage 1 (127.0.0.1:$PORT_http): connect failed: E_PROTO (protocol violation); what answered there does not speak batond's protocol: is it a batond port?"
+want_fail 1 "$TMP/t.err" "$BATON" info --servers "127.0.0.1:$PORT_http"
+has_line "$TMP/t.err" "baton info: 127.0.0.1:$PORT_http: protocol violation (E_PROTO); what answered there does not speak batond's protocol: is it a batond port?"
 
 # the help texts say so
 "$BATON" bench --help >"$TMP/help"
