@@ -21,8 +21,9 @@
  *   byte 0 bits 7-5 = 110: decimal value, baton_cli_parse_float (cli_args.c).
  *     Bits 0-1 pick the bounds: [0, 100] (--temp), (0, 1] (--top-p),
  *     [-1, 1], (1e-3, 1e3]. The value is bytes 1.. .
- *   byte 0 bits 7-5 = 111: on/off value, baton_cli_parse_onoff; bit 0: the
- *     start value of *out (0 or 1). The value is bytes 1.. .
+ *   byte 0 bits 7-5 = 111: on/off value, baton_cli_parse_onoff, or with
+ *     bit 1 set a --kv-type value, baton_cli_parse_kv_type; bit 0: the
+ *     start value of *out (0 or 1; F32 or F16). The value is bytes 1.. .
  *   byte 0 bits 7-6 = 10: stage list. Bits 0-1: servers_name (NULL, "--servers",
  *     "BATON_SERVERS", "-s"); bit 2: --split given; bits 3-4: cfg->prog
  *     (NULL, "baton run", "baton bench", ""). --servers is bytes 1.. up to
@@ -51,7 +52,8 @@
  *       untouched and exactly the documented message is printed.
  *   (d) on/off: 0 exactly for "on" (*out 1) and "off" (*out 0), nothing
  *       printed; else -1, *out untouched and exactly "fuzz: --p2p: 'S' is
- *       not on or off" printed.
+ *       not on or off" printed. --kv-type the same with "f32" (F32) and
+ *       "f16" (F16), and "fuzz: --kv-type: 'S' is not f32 or f16".
  *   (b) the result is 0 or 2 and is the reference's (entries checked in
  *       order: a 65th entry, then empty, then malformed; then --split, then
  *       the count); 0 prints nothing; 2 prints exactly one message that
@@ -83,6 +85,7 @@
 #include <stdarg.h>
 
 #include "cli/cli.h"
+#include "core/types.h"
 #include "model/run.h"
 #include "model/split.h"
 
@@ -770,6 +773,37 @@ static void check_onoff(uint8_t mode, const char *s)
     free(msg);
 }
 
+static void check_kv_type(uint8_t mode, const char *s)
+{
+    size_t len = 0;
+    char *msg = NULL, *expect = NULL;
+    FILE *m = open_memstream(&msg, &len);
+    FILE *saved = stderr;
+    const uint32_t start = (mode & 1) ? BATON_TYPE_F16 : BATON_TYPE_F32;
+    uint32_t got = start;
+    int rc;
+
+    if (!m)
+        abort();
+    stderr = m;
+    rc = baton_cli_parse_kv_type("fuzz", "--kv-type", s, &got);
+    stderr = saved;
+    if (fclose(m) != 0)
+        abort();
+    if (!strcmp(s, "f32") || !strcmp(s, "f16")) {
+        FUZZ_CHECK(rc == 0 && got == (s[1] == '1' ? BATON_TYPE_F16 : BATON_TYPE_F32),
+                   "'%s': rc %d, type %u", s, rc, got);
+        FUZZ_CHECK(len == 0, "'%s' accepted with a message: %s", s, msg);
+    } else {
+        expect = str_printf("fuzz: --kv-type: '%s' is not f32 or f16\n", s);
+        FUZZ_CHECK(rc == -1 && got == start, "'%s': rc %d, type %u (start %u)", s, rc, got,
+                   start);
+        FUZZ_CHECK(strcmp(msg, expect) == 0, "'%s': message '%s', want '%s'", s, msg, expect);
+    }
+    free(expect);
+    free(msg);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size == 0)
@@ -779,7 +813,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const size_t n = size - 1;
     if (!(mode & 0x80) || (mode & 0xC0) == 0xC0) {
         char *s = dup_str(rest, n);
-        if ((mode & 0xE0) == 0xE0)
+        if ((mode & 0xE2) == 0xE2)
+            check_kv_type(mode, s);
+        else if ((mode & 0xE0) == 0xE0)
             check_onoff(mode, s);
         else if (mode & 0x80)
             check_float(mode, s);

@@ -348,10 +348,14 @@ static void place(struct llama_seed *ls, struct baton_tensor_desc *t, uint32_t t
     ls->bytes += (t->nbytes + 63) & ~(uint64_t)63;
 }
 
-/* The llama stage graph of 2 tokens; seqs: several sequences ({2,3}
- * positions for ATTENTION) and the last stage sampling both tokens (SAMPLE). */
-static void graph_llama_ex(struct graph_store *s, struct llama_seed *ls, int seqs)
+/* The llama stage graph of 2 tokens; flags bit 0 (seqs): several sequences
+ * ({2,3} positions for ATTENTION) and the last stage sampling both tokens
+ * (SAMPLE); bit 1: F16 KV caches (--kv-type f16). */
+static void graph_llama_ex(struct graph_store *s, struct llama_seed *ls, int flags)
 {
+    const int seqs = flags & 1;
+    const uint32_t kv_type = (flags & 2) ? BATON_TYPE_F16 : BATON_TYPE_F32;
+
     memset(ls, 0, sizeof *ls);
     struct baton_llama_hparams *hp = &ls->hp;
     hp->n_vocab = 8;
@@ -383,8 +387,8 @@ static void graph_llama_ex(struct graph_store *s, struct llama_seed *ls, int seq
     place(ls, &L->w_gate, BATON_TYPE_F32, e, ff, 1);
     place(ls, &L->w_up, BATON_TYPE_F32, e, ff, 1);
     place(ls, &L->w_down, BATON_TYPE_F32, ff, e, 1);
-    place(ls, &L->k_cache, BATON_TYPE_F32, 4, ctx, 1); /* {hd, n_ctx, nkv} */
-    place(ls, &L->v_cache, BATON_TYPE_F32, 4, ctx, 1);
+    place(ls, &L->k_cache, kv_type, 4, ctx, 1); /* {hd, n_ctx, nkv} */
+    place(ls, &L->v_cache, kv_type, 4, ctx, 1);
     place(ls, &st->output_norm, BATON_TYPE_F32, e, 1, 1);
     place(ls, &st->output, BATON_TYPE_F32, e, hp->n_vocab, 1);
     place(ls, &st->io.tokens[0], BATON_TYPE_I32, u, 1, 1);
@@ -534,6 +538,11 @@ static void gen_wire_graph(void)
     graph_payload(&b, &s.gb.g);
     emit_buf("wire_graph", &b);
     bput(&b, ones, sizeof ones);
+    emit_buf("wire_graph", &b);
+    b.len = 0;
+    /* F16 KV caches */
+    graph_llama_ex(&s, &ls, 2);
+    graph_payload(&b, &s.gb.g);
     emit_buf("wire_graph", &b);
     bfree(&b);
 }
@@ -1592,6 +1601,24 @@ static void gen_dispatcher(void)
     rec_graph(&b, &s.gb.g);
     rec_get(&b, &ls.st.io.argmax, 0, 4);
     rec_get(&b, &ls.st.io.logits, 0, ls.st.io.logits.nbytes);
+    emit_buf("dispatcher", &b);
+    b.len = 0;
+
+    /* the same layer with F16 KV caches (--kv-type f16): two steps, the
+     * second reading the cells the first wrote */
+    graph_llama_ex(&s, &ls, 2);
+    static const int32_t poss2[2] = {2, 3};
+    bu8(&b, 0);
+    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, ls.bytes);
+    rec_set(&b, &ls.st.tok_embd, 0, ls.st.tok_embd.nbytes, 0x3b);
+    rec_set_i32(&b, &ls.st.io.tokens[0], toks, 2);
+    rec_set_i32(&b, &ls.st.io.pos, poss, 2);
+    rec_set_i32(&b, &ls.st.io.last_idx, last, 1);
+    rec_graph(&b, &s.gb.g);
+    rec_set_i32(&b, &ls.st.io.pos, poss2, 2);
+    rec_graph(&b, &s.gb.g);
+    rec_get(&b, &ls.st.io.argmax, 0, 4);
+    rec_get(&b, &ls.layer.k_cache, 0, ls.layer.k_cache.nbytes);
     emit_buf("dispatcher", &b);
     b.len = 0;
 
@@ -3124,9 +3151,14 @@ static void put_string_seed(int json, const void *s, size_t n)
 static void gen_cli_args_onoff(void)
 {
     static const char *const values[] = {"on", "off", "On", "yes", "1", "", "onn", "of", "on "};
+    /* --kv-type values (bit 1) */
+    static const char *const kv[] = {"f32", "f16", "F16", "f1", "f166", "q8_0", ""};
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
         for (uint8_t start = 0; start < 2; start++)
             cli_seed((uint8_t)(0xE0 | start), values[i]);
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
+        for (uint8_t start = 0; start < 2; start++)
+            cli_seed((uint8_t)(0xE2 | start), kv[i]);
 }
 
 static void gen_put_string(void)
