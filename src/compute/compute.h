@@ -123,7 +123,7 @@ int baton_graph_execute(const struct baton_graph *g, uint8_t *const *leaf_data,
  * for queries {hd, nh, nt} over a cache of n_ctx cells: min(nh x nt,
  * BATON_POOL_MAX_THREADS) rows of n_ctx floats (none when hd is 0), and
  * with binary16 caches (cache_f16) as many windows of
- * BATON_CPU_ATT_F16_ROWS converted rows of hd floats (cpu/kernels.h), as
+ * BATON_CPU_ATT_F16_ROWS converted key rows of hd floats (cpu/kernels.h), as
  * baton_graph_validate sizes it; UINT64_MAX when that overflows. Every
  * cell counts, also with several sequences ({nt,3} positions), where a
  * row reads only its sequence's cells: the window is data, the size is

@@ -141,6 +141,7 @@ void stage_msg(struct run *r, const char *fmt, ...) __attribute__((format(printf
 /* "PROG: stage i (ENDPOINT): WHAT failed: E_X (text)" with what the user
  * can do. Returns 1. */
 int stage_fail(struct run *r, const struct stage_rt *s, const char *what, int rc);
+int connect_fail(struct run *r, const struct stage_rt *s, int rc, int tcp);
 /* A step on stage s (NULL: unknown) refused by a server limit: what it
  * asked for, or what grows with what. */
 void step_limit_hint(struct run *r, const struct stage_rt *s, int rc);

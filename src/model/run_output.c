@@ -135,40 +135,61 @@ int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const ch
  * line of its own. Returns 1. */
 int stage_fail(struct run *r, const struct stage_rt *s, const char *what, int rc)
 {
-    const int connect = strcmp(what, "connect") == 0;
-
     stage_msg(r, "stage %u (%s): %s failed: %s (%s)%s\n", s->index + 1, s->endpoint, what,
               baton_status_name(rc), baton_status_str(rc),
-              connect && rc == BATON_E_IO      ? "; is batond running and listening there?"
-              : connect && rc == BATON_E_INVAL ? "; the host name does not resolve"
-              /* its first bytes were not a batond HELLO reply */
-              : connect && (rc == BATON_E_PROTO || rc == BATON_E_MAGIC || rc == BATON_E_CMD)
-                  ? "; what answered there does not speak batond's protocol: is it a batond "
-                    "port?"
-              /* the refusal frame of the server's lobby (src/server/lobby.c) */
-              : connect && rc == BATON_E_LIMIT
-                  ? "; the server is at its connection limit (batond --max-connections, or the "
-                    "max_connections of this client key's client line), or "
-                    "newer connections still in their handshake pushed this one out of its "
-                    "lobby (--max-unauthenticated, --max-unauthenticated-per-ip); batond "
-                    "--print-policy shows them"
-              : rc != BATON_E_AUTH             ? ""
-              : r->key                         ? "; the server has another key, or requires none"
-                                               : "; the server requires a key: give --key FILE or "
-                                                 "BATON_KEY_FILE");
-    if (rc == BATON_E_TIMEOUT && connect)
-        stage_msg(r,
-                  "stage %u (%s) timed out: it took the TCP connection but sent no batond "
-                  "HELLO reply within --timeout %d ms: is it a batond port? (a busy batond "
-                  "gets more time from a larger --timeout)\n",
-                  s->index + 1, s->endpoint, r->cfg->timeout_ms);
-    else if (rc == BATON_E_TIMEOUT)
+              rc != BATON_E_AUTH ? ""
+              : r->key           ? "; the server has another key, or requires none"
+                                 : "; the server requires a key: give --key FILE or "
+                                   "BATON_KEY_FILE");
+    if (rc == BATON_E_TIMEOUT)
         stage_msg(r,
                   "stage %u (%s) timed out: either it did not answer within --timeout %d ms "
                   "(the deadline of every server call; a larger --timeout gives a slow server "
                   "more time), or it stopped waiting for the rest of a request this side was "
                   "still sending (its frame deadline, policy frame_timeout, default 10s: a "
                   "slow link needs a larger one)\n",
+                  s->index + 1, s->endpoint, r->cfg->timeout_ms);
+    return 1;
+}
+
+/* "PROG: stage i (ENDPOINT): connect failed: E_X (text)" with the hint of
+ * the phase that failed: the TCP connection (tcp: no listener, a name that
+ * does not resolve, nothing answering within --timeout) or the handshake
+ * after it (something that is not batond, a lobby that refused, a key).
+ * Returns 1. */
+int connect_fail(struct run *r, const struct stage_rt *s, int rc, int tcp)
+{
+    const int proto = rc == BATON_E_PROTO || rc == BATON_E_MAGIC || rc == BATON_E_CMD;
+
+    stage_msg(r, "stage %u (%s): connect failed: %s (%s)%s\n", s->index + 1, s->endpoint,
+              baton_status_name(rc), baton_status_str(rc),
+              tcp && rc == BATON_E_IO      ? "; is batond running and listening there?"
+              : tcp && rc == BATON_E_INVAL ? "; the host name does not resolve"
+              : tcp                        ? ""
+              /* its first bytes were not a batond HELLO reply */
+              : proto ? "; what answered there does not speak batond's protocol: is it a batond "
+                        "port?"
+              /* the refusal frame of the server's lobby (src/server/lobby.c) */
+              : rc == BATON_E_LIMIT
+                  ? "; the server is at its connection limit (batond --max-connections, or the "
+                    "max_connections of this client key's client line), or "
+                    "newer connections still in their handshake pushed this one out of its "
+                    "lobby (--max-unauthenticated, --max-unauthenticated-per-ip); batond "
+                    "--print-policy shows them"
+              : rc != BATON_E_AUTH ? ""
+              : r->key             ? "; the server has another key, or requires none"
+                                   : "; the server requires a key: give --key FILE or "
+                                     "BATON_KEY_FILE");
+    if (rc == BATON_E_TIMEOUT && tcp)
+        stage_msg(r,
+                  "stage %u (%s) timed out: no TCP connection within --timeout %d ms: is the "
+                  "host up and the port open?\n",
+                  s->index + 1, s->endpoint, r->cfg->timeout_ms);
+    else if (rc == BATON_E_TIMEOUT)
+        stage_msg(r,
+                  "stage %u (%s) timed out: it took the TCP connection but sent no batond "
+                  "HELLO reply within --timeout %d ms: is it a batond port? (a busy batond "
+                  "gets more time from a larger --timeout)\n",
                   s->index + 1, s->endpoint, r->cfg->timeout_ms);
     return 1;
 }

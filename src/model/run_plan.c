@@ -12,6 +12,7 @@
 #include "auth/auth.h"
 #include "baton/status.h"
 #include "model/run_internal.h"
+#include "net/net.h"
 #include "model/split.h"
 #include "server/server.h"
 
@@ -321,10 +322,17 @@ int run_connect_stages(struct run *r)
             memcpy(s->endpoint, e.endpoint, sizeof(s->endpoint));
             memcpy(s->peer_endpoint, e.peer_endpoint, sizeof(s->peer_endpoint));
             p += p[len] == ',' ? len + 1 : len;
-            rc = baton_conn_connect_ex(e.host, e.port, &co, &s->conn);
+            /* the TCP connection, then the handshake: each failure gets
+             * its own hint */
+            int fd = -1;
+
+            rc = baton_net_connect(e.host, e.port, co.timeout_ms, &fd);
+            if (rc != 0)
+                return connect_fail(r, s, rc, 1);
+            rc = baton_conn_adopt_fd_ex(fd, &co, &s->conn);
         }
         if (rc != 0)
-            return stage_fail(r, s, "connect", rc);
+            return connect_fail(r, s, rc, 0);
         baton_conn_set_timeout(s->conn, cfg->timeout_ms);
     }
     return 0;

@@ -171,6 +171,25 @@ while True:
 want_fail 1 "$TMP/t.err" "$BATON" bench --model "$MODEL" --servers "127.0.0.1:$PORT_http" -p 4 -n 2 \
     --reps 1
 has_line "$TMP/t.err" "baton bench: stage 1 (127.0.0.1:$PORT_http): connect failed: E_PROTO (protocol violation); what answered there does not speak batond's protocol: is it a batond port?"
+# a listener whose accept queue is full (it never accepts): no TCP
+# connection at all, and the message says so (not "it took the connection")
+start_py_listener full '
+s.listen(0)
+held = []
+for _ in range(3):
+    c = socket.socket()
+    c.setblocking(False)
+    try:
+        c.connect(s.getsockname())
+    except BlockingIOError:
+        pass
+    held.append(c)
+import time
+time.sleep(120)'
+want_fail 1 "$TMP/t.err" "$BATON" bench --model "$MODEL" --servers "127.0.0.1:$PORT_full" -p 4 -n 2 \
+    --reps 1 --timeout 300
+[ "$(tail -n 1 "$TMP/t.err")" = "baton bench: stage 1 (127.0.0.1:$PORT_full) timed out: no TCP connection within --timeout 300 ms: is the host up and the port open?" ] ||
+    fail "full accept queue: $(cat "$TMP/t.err")"
 want_fail 1 "$TMP/t.err" "$BATON" info --servers "127.0.0.1:$PORT_http"
 has_line "$TMP/t.err" "baton info: 127.0.0.1:$PORT_http: protocol violation (E_PROTO); what answered there does not speak batond's protocol: is it a batond port?"
 

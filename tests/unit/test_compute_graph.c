@@ -1418,8 +1418,9 @@ static int attn_typed(const struct adims *d, const float *q, const float *k, con
 }
 
 /* ATTENTION over binary16 caches (--kv-type f16): k and v are rounded to
- * binary16 when written (baton_fp32_to_fp16) and the rows read are
- * converted exactly, a window of 64 rows at a time. With k and v already
+ * binary16 when written (baton_fp32_to_fp16); key rows are converted
+ * exactly a window of 64 at a time, value rows as the weighted sum loads
+ * them (baton_cpu_f16_wsum, with a scalar tail). With k and v already
  * binary16 values, an F16 cache gives the bits of an F32 cache holding the
  * same values: a prefill of 70 tokens (two windows and more), then decode
  * steps reading 141 and 150 cells (three windows, the last partial), hd 36

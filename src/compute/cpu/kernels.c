@@ -361,27 +361,17 @@ static void attention_scores(const struct baton_cpu_attention *a, uint64_t kvh, 
 }
 
 /* out = the weighted sum (weights sc) of the n value rows from cell lo of
- * kv head kvh; an F16 cache a window at a time, the sum continued across
- * windows (baton_cpu_f32_wsum_acc: the same bits as one sum). */
+ * kv head kvh; an F16 cache's rows converted as they are loaded
+ * (baton_cpu_f16_wsum: the bits of F32 rows holding the same values). */
 static void attention_wsum(const struct baton_cpu_attention *a, uint64_t kvh, uint64_t lo,
-                           const float *sc, uint64_t n, float *out, float *conv)
+                           const float *sc, uint64_t n, float *out)
 {
     const uint64_t hd = a->hd, first = (kvh * a->n_ctx + lo) * hd;
-    uint64_t w0;
 
-    if (!a->cache_f16) {
+    if (a->cache_f16)
+        baton_cpu_f16_wsum((const uint16_t *)a->v_cache + first, hd, sc, n, hd, out);
+    else
         baton_cpu_f32_wsum((const float *)a->v_cache + first, hd, sc, n, hd, out);
-        return;
-    }
-    for (w0 = 0; w0 < n; w0 += BATON_CPU_ATT_F16_ROWS) {
-        const uint64_t wn = n - w0 < BATON_CPU_ATT_F16_ROWS ? n - w0 : BATON_CPU_ATT_F16_ROWS;
-
-        baton_cpu_f16_row((const uint16_t *)a->v_cache + first + w0 * hd, conv, wn * hd);
-        if (w0 == 0)
-            baton_cpu_f32_wsum(conv, hd, sc, wn, hd, out);
-        else
-            baton_cpu_f32_wsum_acc(conv, hd, sc + w0, wn, hd, out);
-    }
 }
 
 static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
@@ -439,7 +429,7 @@ static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
                 attention_scores(a, kvh, lo[c], a->q + ((t0 + c) * nh + h) * hd, 1, n_slots[c],
                                  sc, conv);
             attention_softmax(a, sc, n_slots[c]);
-            attention_wsum(a, kvh, lo[c], sc, n_slots[c], out, conv);
+            attention_wsum(a, kvh, lo[c], sc, n_slots[c], out);
         }
     }
 }

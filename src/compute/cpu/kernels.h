@@ -70,11 +70,12 @@ struct baton_cpu_attention {
     float scale;
     int divide;    /* 0: score * scale; 1: score / scale (run.c's / sqrtf(hd)) */
     int cache_f16; /* the caches hold binary16: k and v are rounded to it when
-                      written (baton_fp32_to_fp16), and the rows read are
-                      converted exactly, BATON_CPU_ATT_F16_ROWS at a time, into
-                      the work area after the score rows (graph.c sizes it),
-                      then scored and summed as F32 rows: the same bits as an
-                      F32 cache holding the converted values */
+                      written (baton_fp32_to_fp16); key rows are converted
+                      exactly, BATON_CPU_ATT_F16_ROWS at a time, into the work
+                      area after the score rows (graph.c sizes it) and scored
+                      as F32 rows, value rows converted as the weighted sum
+                      loads them (baton_cpu_f16_wsum): the same bits as an F32
+                      cache holding the converted values */
 };
 
 /* Cache rows converted per window of an F16 cache (see cache_f16). */

@@ -590,18 +590,21 @@ static void scalar_dots_multi(const float *w, uint64_t ws, const float *x, uint6
         scalar_dots(w, ws, x + c * xs, k, n, y + c * ys);
 }
 
-/* The weighted sum continued from out (matmul.h, baton_cpu_f32_wsum_acc). */
-static void scalar_wsum_acc(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
-                            float *out)
+/* The weighted sum over binary16 value rows (matmul.h, baton_cpu_f16_wsum). */
+static void scalar_wsum_h(const void *vv, uint64_t vs, const float *a, uint64_t n, uint64_t k,
+                          float *out)
 {
+    const uint16_t *v = vv;
     uint64_t s, i;
 
+    for (i = 0; i < k; i++)
+        out[i] = 0.0f;
     for (s = 0; s < n; s++) {
-        const float *vr = v + s * vs;
+        const uint16_t *vr = v + s * vs;
         const float w = a[s];
 
         for (i = 0; i < k; i++)
-            out[i] = out[i] + w * vr[i];
+            out[i] = out[i] + w * baton_fp16_to_fp32(vr[i]);
     }
 }
 
@@ -609,11 +612,17 @@ static void scalar_wsum_acc(const float *v, uint64_t vs, const float *a, uint64_
 static void scalar_wsum(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
                         float *out)
 {
-    uint64_t i;
+    uint64_t s, i;
 
     for (i = 0; i < k; i++)
         out[i] = 0.0f;
-    scalar_wsum_acc(v, vs, a, n, k, out);
+    for (s = 0; s < n; s++) {
+        const float *vr = v + s * vs;
+        const float w = a[s];
+
+        for (i = 0; i < k; i++)
+            out[i] = out[i] + w * vr[i];
+    }
 }
 
 /* See matmul.h; the algorithm and its constants are expf.h's, step by
@@ -670,8 +679,8 @@ static void scalar_exp_shift(float *x, uint64_t n, float m)
 const struct baton_mm_kernels baton_mm_scalar = {
     scalar_f32, scalar_f16, scalar_q8_0, scalar_q4_0, scalar_act, scalar_dots, scalar_wsum,
     scalar_dots_multi, scalar_silu, scalar_exp_shift, scalar_q2_k, scalar_q3_k, scalar_q4_k,
-    scalar_q5_k, scalar_q6_k, baton_mm_act_k, scalar_q5_0, scalar_q5_1, scalar_wsum_acc,
-    baton_fp16_to_fp32_row,
+    scalar_q5_k, scalar_q6_k, baton_mm_act_k, scalar_q5_0, scalar_q5_1, baton_fp16_to_fp32_row,
+    scalar_wsum_h,
 };
 
 /* ---- drivers ---- */
@@ -923,10 +932,10 @@ void baton_cpu_f32_wsum(const float *v, uint64_t vs, const float *a, uint64_t n,
     kernels()->wsum(v, vs, a, n, k, out);
 }
 
-void baton_cpu_f32_wsum_acc(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
-                            float *out)
+void baton_cpu_f16_wsum(const void *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
+                        float *out)
 {
-    kernels()->wsum_acc(v, vs, a, n, k, out);
+    kernels()->wsum_h(v, vs, a, n, k, out);
 }
 
 void baton_cpu_f16_row(const void *src, float *dst, uint64_t n)

@@ -223,13 +223,12 @@ void baton_cpu_f32_dots_multi(const float *w, uint64_t ws, const float *x, uint6
 void baton_cpu_f32_wsum(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
                         float *out);
 
-/* The same weighted sum continued: each out[i] starts from its current
- * value instead of +0, so calls over consecutive windows of rows (rows
- * [0, n1), then [n1, n)) give the bits of one baton_cpu_f32_wsum over all
- * of them (ATTENTION over an F16 cache converts its value rows a window at
- * a time). */
-void baton_cpu_f32_wsum_acc(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
-                            float *out);
+/* baton_cpu_f32_wsum over binary16 value rows (v: vs-strided uint16_t
+ * rows, 2-byte aligned): each value converted exactly, then the same
+ * operations in the same order, so the bits of F32 rows holding the
+ * converted values. */
+void baton_cpu_f16_wsum(const void *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
+                        float *out);
 
 /* n binary16 values at src (little-endian, any alignment) -> floats at dst,
  * at the current level: exact, baton_fp16_to_fp32's bits (quant.h), which
@@ -290,8 +289,10 @@ typedef void (*baton_dots_fn)(const float *w, uint64_t ws, const float *x, uint6
                               float *y);
 typedef void (*baton_wsum_fn)(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
                               float *out);
-/* baton_cpu_f16_row at one level. */
+/* baton_cpu_f16_row and baton_cpu_f16_wsum at one level. */
 typedef void (*baton_f16_row_fn)(const void *src, float *dst, uint64_t n);
+typedef void (*baton_wsum_h_fn)(const void *v, uint64_t vs, const float *a, uint64_t n,
+                                uint64_t k, float *out);
 /* baton_cpu_f32_dots_multi at one level. */
 typedef void (*baton_dots_multi_fn)(const float *w, uint64_t ws, const float *x, uint64_t xs,
                                     uint32_t nx, uint64_t k, uint64_t n, float *y, uint64_t ys);
@@ -314,9 +315,9 @@ struct baton_mm_kernels {
     baton_act_k_fn act_k;
     /* Q5_0 / Q5_1 weights; act holds the activations of Q4_0 (bias 16 / -1) */
     baton_mm_rows_fn q5_0, q5_1;
-    /* baton_cpu_f32_wsum_acc and baton_cpu_f16_row (ATTENTION over F16 caches) */
-    baton_wsum_fn wsum_acc;
+    /* baton_cpu_f16_row and baton_cpu_f16_wsum (ATTENTION over F16 caches) */
     baton_f16_row_fn f16_row;
+    baton_wsum_h_fn wsum_h;
 };
 
 /* The K activation quantizer, scalar (the reference): super-blocks
@@ -374,8 +375,8 @@ void baton_mm_avx2_act_k(const float *x, uint64_t k, uint8_t *act, uint64_t col_
                          uint64_t b0, uint64_t b1);
 void baton_mm_avx2_wsum(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
                         float *out);
-void baton_mm_avx2_wsum_acc(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
-                            float *out);
 void baton_mm_avx2_f16_row(const void *src, float *dst, uint64_t n);
+void baton_mm_avx2_wsum_h(const void *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
+                          float *out);
 
 #endif

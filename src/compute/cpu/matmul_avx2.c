@@ -464,17 +464,16 @@ T2 void baton_mm_avx2_act_k(const float *x, uint64_t k, uint8_t *act, uint64_t c
 
 /* ---- ATTENTION's weighted sum: lanes hold i, s ascending per lane ---- */
 
-/* out[i0 .. i0 + 8*NA) over every s, NA accumulators of 8 lanes, each
- * from +0 or (cont) from out's value. */
+/* out[i0 .. i0 + 8*NA) over every s, NA accumulators of 8 lanes. */
 static AI T2 void wsum_block(const float *v, uint64_t vs, const float *a, uint64_t n, float *out,
-                             const int NA, const int cont)
+                             const int NA)
 {
     __m256 acc[8];
     uint64_t s;
     int j;
 
     for (j = 0; j < NA; j++)
-        acc[j] = cont ? _mm256_loadu_ps(out + 8 * j) : _mm256_setzero_ps();
+        acc[j] = _mm256_setzero_ps();
     for (s = 0; s < n; s++) {
         const __m256 w = _mm256_broadcast_ss(a + s);
         const float *vr = v + s * vs;
@@ -486,33 +485,61 @@ static AI T2 void wsum_block(const float *v, uint64_t vs, const float *a, uint64
         _mm256_storeu_ps(out + 8 * j, acc[j]);
 }
 
-static AI T2 void wsum_any(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
-                           float *out, const int cont)
+/* wsum_block over binary16 value rows (vcvtph2ps: exact, so the bits are
+ * those of the F32 rows holding the converted values). */
+static AI T2 void wsum_block_h(const uint16_t *v, uint64_t vs, const float *a, uint64_t n,
+                               float *out, const int NA)
 {
+    __m256 acc[8];
+    uint64_t s;
+    int j;
+
+    for (j = 0; j < NA; j++)
+        acc[j] = _mm256_setzero_ps();
+    for (s = 0; s < n; s++) {
+        const __m256 w = _mm256_broadcast_ss(a + s);
+        const uint16_t *vr = v + s * vs;
+
+        for (j = 0; j < NA; j++)
+            acc[j] = _mm256_add_ps(
+                acc[j],
+                _mm256_mul_ps(w, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vr + 8 * j)))));
+    }
+    for (j = 0; j < NA; j++)
+        _mm256_storeu_ps(out + 8 * j, acc[j]);
+}
+
+T2 void baton_mm_avx2_wsum_h(const void *vv, uint64_t vs, const float *a, uint64_t n, uint64_t k,
+                             float *out)
+{
+    const uint16_t *v = vv;
     uint64_t i = 0, s, t;
 
     for (; k - i >= 64; i += 64)
-        wsum_block(v + i, vs, a, n, out + i, 8, cont);
+        wsum_block_h(v + i, vs, a, n, out + i, 8);
     for (; k - i >= 8; i += 8)
-        wsum_block(v + i, vs, a, n, out + i, 1, cont);
-    if (!cont)
-        for (t = i; t < k; t++)
-            out[t] = 0.0f;
+        wsum_block_h(v + i, vs, a, n, out + i, 1);
+    for (t = i; t < k; t++)
+        out[t] = 0.0f;
     for (s = 0; s < n; s++)
         for (t = i; t < k; t++)
-            out[t] = out[t] + a[s] * v[s * vs + t];
+            out[t] = out[t] + a[s] * baton_fp16_to_fp32(v[s * vs + t]);
 }
 
 T2 void baton_mm_avx2_wsum(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
                            float *out)
 {
-    wsum_any(v, vs, a, n, k, out, 0);
-}
+    uint64_t i = 0, s, t;
 
-T2 void baton_mm_avx2_wsum_acc(const float *v, uint64_t vs, const float *a, uint64_t n,
-                               uint64_t k, float *out)
-{
-    wsum_any(v, vs, a, n, k, out, 1);
+    for (; k - i >= 64; i += 64)
+        wsum_block(v + i, vs, a, n, out + i, 8);
+    for (; k - i >= 8; i += 8)
+        wsum_block(v + i, vs, a, n, out + i, 1);
+    for (t = i; t < k; t++)
+        out[t] = 0.0f;
+    for (s = 0; s < n; s++)
+        for (t = i; t < k; t++)
+            out[t] = out[t] + a[s] * v[s * vs + t];
 }
 
 /* binary16 -> binary32 (vcvtph2ps: exact, baton_fp16_to_fp32's bits) */
@@ -941,7 +968,7 @@ const struct baton_mm_kernels baton_mm_avx2 = {
     avx2_f32,           avx2_f16,  avx2_q8_0,     avx2_q4_0, baton_mm_avx2_act, avx2_f32_dots,
     baton_mm_avx2_wsum, avx2_f32_dots_multi, avx2_silu, avx2_exp_shift, avx2_q2_k, avx2_q3_k,
     avx2_q4_k,          avx2_q5_k, avx2_q6_k, baton_mm_avx2_act_k,
-    baton_mm_avx2_q5_0, baton_mm_avx2_q5_1, baton_mm_avx2_wsum_acc, baton_mm_avx2_f16_row,
+    baton_mm_avx2_q5_0, baton_mm_avx2_q5_1, baton_mm_avx2_f16_row, baton_mm_avx2_wsum_h,
 };
 
 #else /* not x86-64: the level is never chosen; keep the table defined */

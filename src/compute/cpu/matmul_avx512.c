@@ -1091,7 +1091,7 @@ const struct baton_mm_kernels baton_mm_avx512 = {
     baton_mm_avx2_act, avx512_f32_dots, baton_mm_avx2_wsum, avx512_f32_dots_multi,
     avx512_silu,     avx512_exp_shift,   avx512_q2_k,           avx512_q3_k,
     avx512_q4_k,     avx512_q5_k,        avx512_q6_k,           baton_mm_avx2_act_k,
-    baton_mm_avx512_q5_0, baton_mm_avx512_q5_1, baton_mm_avx2_wsum_acc, baton_mm_avx2_f16_row,
+    baton_mm_avx512_q5_0, baton_mm_avx512_q5_1, baton_mm_avx2_f16_row, baton_mm_avx2_wsum_h,
 };
 
 #else
