@@ -23,6 +23,9 @@ static void kv_bytes_stories260k(void **state)
      * 8 * 512 * 4 floats = 65536 bytes each, per layer */
     assert_int_equal(baton_run_kv_cache_bytes(8, 4, 512, 5, 4, &b), 0);
     assert_int_equal(b, 655360);
+    /* --kv-type f16: 2 bytes an element, half of it */
+    assert_int_equal(baton_run_kv_cache_bytes(8, 4, 512, 5, 2, &b), 0);
+    assert_int_equal(b, 327680);
     /* --ctx 4000000000: 2 * 5 * (8 * 4 * 4 * 4e9) = 5.12e12 bytes (4.7 TiB) */
     assert_int_equal(baton_run_kv_cache_bytes(8, 4, 4000000000u, 5, 4, &b), 0);
     assert_int_equal(b, 5120000000000ull);

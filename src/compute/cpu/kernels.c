@@ -318,25 +318,6 @@ static void attention_softmax(const struct baton_cpu_attention *a, float *att, u
     scale_all(att, n_slots, sum, 1);
 }
 
-/* Units [r0, r1) of nh * n_units (unit = u * nh + h): head h of the tokens
- * of token block u (tokens [j->block * b, ...) of the batch, at most
- * j->block of them, kernels.h; b as below). Each token scores cache slots
- * 0..pos[t], takes the softmax as run.c (max subtracted, exp, float sum,
- * divide), then the weighted sum of value rows in slot order. The scores
- * of a block's tokens come from one baton_cpu_f32_dots_multi call over the
- * block's largest slot count (a token's scores past its own slots are
- * computed and never read), which reads each cache row once for the whole
- * block; the weighted sums run per token. Every kernel keeps run.c's order
- * in every lane (matmul.h), so the bits are those of the plain loops on
- * every level, for any block. The caches are kv-head-major (core/ops.h),
- * so both read one sequential stream of rows.
- *
- * [r0, r1) indexes the blocks in a zig-zag order (blocks 0, last, 1,
- * last - 1, ...): in a batch a token at a later position attends to more
- * slots, and contiguous ranges of that order pair cheap blocks with dear
- * ones, so the threads of a prefill ubatch get about equal work (with plain
- * order the second of 2 threads had 3/4 of it). Each token's row is
- * computed alone, so neither the blocks nor their order change a result. */
 /* Scores of nx queries (x, stride nh * hd) against the n cache rows from
  * cell lo of kv head kvh into y (stride n_ctx); an F16 cache a window of
  * rows at a time through conv (each row's score is its own dot product, so
@@ -374,6 +355,25 @@ static void attention_wsum(const struct baton_cpu_attention *a, uint64_t kvh, ui
         baton_cpu_f32_wsum((const float *)a->v_cache + first, hd, sc, n, hd, out);
 }
 
+/* Units [r0, r1) of nh * n_units (unit = u * nh + h): head h of the tokens
+ * of token block u (tokens [j->block * b, ...) of the batch, at most
+ * j->block of them, kernels.h; b as below). Each token scores cache slots
+ * 0..pos[t], takes the softmax as run.c (max subtracted, exp, float sum,
+ * divide), then the weighted sum of value rows in slot order. The scores
+ * of a block's tokens come from one baton_cpu_f32_dots_multi call over the
+ * block's largest slot count (a token's scores past its own slots are
+ * computed and never read), which reads each cache row once for the whole
+ * block; the weighted sums run per token. Every kernel keeps run.c's order
+ * in every lane (matmul.h), so the bits are those of the plain loops on
+ * every level, for any block. The caches are kv-head-major (core/ops.h),
+ * so both read one sequential stream of rows.
+ *
+ * [r0, r1) indexes the blocks in a zig-zag order (blocks 0, last, 1,
+ * last - 1, ...): in a batch a token at a later position attends to more
+ * slots, and contiguous ranges of that order pair cheap blocks with dear
+ * ones, so the threads of a prefill ubatch get about equal work (with plain
+ * order the second of 2 threads had 3/4 of it). Each token's row is
+ * computed alone, so neither the blocks nor their order change a result. */
 static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
 {
     const struct attention_job *j = ctx;
@@ -381,10 +381,14 @@ static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
     const uint64_t hd = a->hd, nh = a->nh, nkv = a->nkv, group = nh / nkv, nt = a->nt;
     const uint64_t block = j->block, n_units = (nt + block - 1) / block;
     float *att = a->work + (uint64_t)chunk * block * a->n_ctx;
-    /* after the score rows: one window of converted rows per chunk */
-    float *conv = a->work + (nh * nt < BATON_POOL_MAX_THREADS ? nh * nt : BATON_POOL_MAX_THREADS) *
-                                a->n_ctx +
-                  (uint64_t)chunk * BATON_CPU_ATT_F16_ROWS * hd;
+    /* F16 caches: after the score rows, one window of converted key rows
+     * per chunk (graph.c sizes the work area so) */
+    float *conv = !a->cache_f16 ? NULL
+                                : a->work +
+                                      (nh * nt < BATON_POOL_MAX_THREADS ? nh * nt
+                                                                        : BATON_POOL_MAX_THREADS) *
+                                          a->n_ctx +
+                                      (uint64_t)chunk * BATON_CPU_ATT_F16_ROWS * hd;
     uint64_t lr, i, c;
 
     for (lr = r0; lr < r1; lr++) {
