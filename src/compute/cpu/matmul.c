@@ -590,39 +590,35 @@ static void scalar_dots_multi(const float *w, uint64_t ws, const float *x, uint6
         scalar_dots(w, ws, x + c * xs, k, n, y + c * ys);
 }
 
-/* The weighted sum over binary16 value rows (matmul.h, baton_cpu_f16_wsum). */
-static void scalar_wsum_h(const void *vv, uint64_t vs, const float *a, uint64_t n, uint64_t k,
-                          float *out)
+/* Weighted sum of value rows (matmul.h, baton_cpu_f32_wsum), or of
+ * binary16 rows converted exactly (half: baton_cpu_f16_wsum). */
+static void scalar_wsum_rows(const void *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
+                             float *out, int half)
 {
-    const uint16_t *v = vv;
+    const float *vf = v;
+    const uint16_t *vh = v;
     uint64_t s, i;
 
     for (i = 0; i < k; i++)
         out[i] = 0.0f;
     for (s = 0; s < n; s++) {
-        const uint16_t *vr = v + s * vs;
         const float w = a[s];
 
         for (i = 0; i < k; i++)
-            out[i] = out[i] + w * baton_fp16_to_fp32(vr[i]);
+            out[i] = out[i] + w * (half ? baton_fp16_to_fp32(vh[s * vs + i]) : vf[s * vs + i]);
     }
 }
 
-/* Weighted sum of value rows (matmul.h, baton_cpu_f32_wsum). */
+static void scalar_wsum_h(const void *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
+                          float *out)
+{
+    scalar_wsum_rows(v, vs, a, n, k, out, 1);
+}
+
 static void scalar_wsum(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
                         float *out)
 {
-    uint64_t s, i;
-
-    for (i = 0; i < k; i++)
-        out[i] = 0.0f;
-    for (s = 0; s < n; s++) {
-        const float *vr = v + s * vs;
-        const float w = a[s];
-
-        for (i = 0; i < k; i++)
-            out[i] = out[i] + w * vr[i];
-    }
+    scalar_wsum_rows(v, vs, a, n, k, out, 0);
 }
 
 /* See matmul.h; the algorithm and its constants are expf.h's, step by

@@ -464,10 +464,21 @@ T2 void baton_mm_avx2_act_k(const float *x, uint64_t k, uint8_t *act, uint64_t c
 
 /* ---- ATTENTION's weighted sum: lanes hold i, s ascending per lane ---- */
 
-/* out[i0 .. i0 + 8*NA) over every s, NA accumulators of 8 lanes. */
-static AI T2 void wsum_block(const float *v, uint64_t vs, const float *a, uint64_t n, float *out,
-                             const int NA)
+/* 8 value lanes at v (floats, or binary16 converted exactly by vcvtph2ps
+ * when half): the F16 rows give the bits of F32 rows holding the same
+ * values. */
+static AI T2 __m256 wsum_load(const void *v, const int half)
 {
+    return half ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)v))
+                : _mm256_loadu_ps((const float *)v);
+}
+
+/* out[i0 .. i0 + 8*NA) over every s, NA accumulators of 8 lanes; v points
+ * at element i0 of row 0, rows vs elements apart. */
+static AI T2 void wsum_block(const void *v, uint64_t vs, const float *a, uint64_t n, float *out,
+                             const int NA, const int half)
+{
+    const size_t eb = half ? 2 : 4;
     __m256 acc[8];
     uint64_t s;
     int j;
@@ -476,70 +487,47 @@ static AI T2 void wsum_block(const float *v, uint64_t vs, const float *a, uint64
         acc[j] = _mm256_setzero_ps();
     for (s = 0; s < n; s++) {
         const __m256 w = _mm256_broadcast_ss(a + s);
-        const float *vr = v + s * vs;
+        const uint8_t *vr = (const uint8_t *)v + s * vs * eb;
 
         for (j = 0; j < NA; j++)
-            acc[j] = _mm256_add_ps(acc[j], _mm256_mul_ps(w, _mm256_loadu_ps(vr + 8 * j)));
+            acc[j] = _mm256_add_ps(acc[j], _mm256_mul_ps(w, wsum_load(vr + 8 * j * eb, half)));
     }
     for (j = 0; j < NA; j++)
         _mm256_storeu_ps(out + 8 * j, acc[j]);
 }
 
-/* wsum_block over binary16 value rows (vcvtph2ps: exact, so the bits are
- * those of the F32 rows holding the converted values). */
-static AI T2 void wsum_block_h(const uint16_t *v, uint64_t vs, const float *a, uint64_t n,
-                               float *out, const int NA)
+/* The weighted sum over F32 or (half) binary16 value rows. */
+static AI T2 void wsum_rows(const void *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
+                            float *out, const int half)
 {
-    __m256 acc[8];
-    uint64_t s;
-    int j;
-
-    for (j = 0; j < NA; j++)
-        acc[j] = _mm256_setzero_ps();
-    for (s = 0; s < n; s++) {
-        const __m256 w = _mm256_broadcast_ss(a + s);
-        const uint16_t *vr = v + s * vs;
-
-        for (j = 0; j < NA; j++)
-            acc[j] = _mm256_add_ps(
-                acc[j],
-                _mm256_mul_ps(w, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vr + 8 * j)))));
-    }
-    for (j = 0; j < NA; j++)
-        _mm256_storeu_ps(out + 8 * j, acc[j]);
-}
-
-T2 void baton_mm_avx2_wsum_h(const void *vv, uint64_t vs, const float *a, uint64_t n, uint64_t k,
-                             float *out)
-{
-    const uint16_t *v = vv;
+    const float *vf = v;
+    const uint16_t *vh = v;
     uint64_t i = 0, s, t;
 
     for (; k - i >= 64; i += 64)
-        wsum_block_h(v + i, vs, a, n, out + i, 8);
+        wsum_block(half ? (const void *)(vh + i) : (const void *)(vf + i), vs, a, n, out + i, 8,
+                   half);
     for (; k - i >= 8; i += 8)
-        wsum_block_h(v + i, vs, a, n, out + i, 1);
+        wsum_block(half ? (const void *)(vh + i) : (const void *)(vf + i), vs, a, n, out + i, 1,
+                   half);
     for (t = i; t < k; t++)
         out[t] = 0.0f;
     for (s = 0; s < n; s++)
         for (t = i; t < k; t++)
-            out[t] = out[t] + a[s] * baton_fp16_to_fp32(v[s * vs + t]);
+            out[t] = out[t] +
+                     a[s] * (half ? baton_fp16_to_fp32(vh[s * vs + t]) : vf[s * vs + t]);
+}
+
+T2 void baton_mm_avx2_wsum_h(const void *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
+                             float *out)
+{
+    wsum_rows(v, vs, a, n, k, out, 1);
 }
 
 T2 void baton_mm_avx2_wsum(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
                            float *out)
 {
-    uint64_t i = 0, s, t;
-
-    for (; k - i >= 64; i += 64)
-        wsum_block(v + i, vs, a, n, out + i, 8);
-    for (; k - i >= 8; i += 8)
-        wsum_block(v + i, vs, a, n, out + i, 1);
-    for (t = i; t < k; t++)
-        out[t] = 0.0f;
-    for (s = 0; s < n; s++)
-        for (t = i; t < k; t++)
-            out[t] = out[t] + a[s] * v[s * vs + t];
+    wsum_rows(v, vs, a, n, k, out, 0);
 }
 
 /* binary16 -> binary32 (vcvtph2ps: exact, baton_fp16_to_fp32's bits) */
