@@ -28,7 +28,7 @@
 # COPY_TENSOR_TO from server 1 into a write grant on server 2, keyed arm
 # only, as the peer link needs the peer key: "not available" without it or
 # in a build without the direct path).
-# Pinning (see /work/shared/notes/tooling.md): the latency phase runs the
+# Pinning: the latency phase runs the
 # client and the servers on CPU 0 (`taskset`; a cross-core round trip on
 # this VM costs about 4x a same-core one and swings with the load); the
 # stream phase is not pinned. --no-pin leaves everything unpinned.

@@ -107,10 +107,9 @@ struct baton_exec_turns {
  * baton_graph_execute): the same results, bit for bit, with
  * turns->between called between nodes and between the row pieces of each
  * MUL_MAT above BATON_GRAPH_TURN_FLOPS (which then runs apart from its
- * group, and needs a transient buffer of its piece's outputs: one more
- * error, BATON_E_NOMEM, before that node writes). Two more errors:
- * BATON_E_IO when between asked to stop (earlier nodes and pieces may have
- * written their outputs, as for BATON_E_INDEX). */
+ * group, each piece writing its rows of the output in place). One more
+ * error: BATON_E_IO when between asked to stop (earlier nodes and pieces
+ * may have written their outputs, as for BATON_E_INDEX). */
 int baton_graph_execute_turns(const struct baton_graph *g, uint8_t *const *leaf_data,
                               const struct baton_node_plan *plan, uint8_t *scratch,
                               struct baton_pool *pool, const struct baton_exec_turns *turns);

@@ -780,6 +780,7 @@ static uint32_t mul_mat_group_len(const struct exec_ctx *x, uint32_t i,
         parts[len].w = tensor_data(x, nj->src[0]);
         parts[len].y = (float *)scratch_at(x, x->plan[j].scratch_offset);
         parts[len].n = nj->ne[0];
+        parts[len].ldy = nj->ne[0];
         w[len].p = parts[len].w;
         /* the weight's validated size */
         w[len].n = baton_cpu_weight_row_bytes(wtype, k) * nj->ne[0];
@@ -883,11 +884,14 @@ static int exec_node(const struct exec_ctx *x, uint32_t i, struct baton_pool *po
 
 /* See compute.h. */
 /* MUL_MAT of node i (single, not grouped) in pieces of rows of W, each at
- * most about BATON_GRAPH_TURN_FLOPS, with turns->between between them: the
- * pieces go through tmp ({rows, M}, allocated here) and are scattered into
- * y's columns. Rows of a product do not depend on which rows are computed
- * with them (the determinism rule), so the bits equal one whole call.
- * Returns 0 or BATON_E_NOMEM (nothing written). */
+ * most about BATON_GRAPH_TURN_FLOPS, with turns->between between them: each
+ * piece writes its rows of y in place (column stride: all the rows). Rows
+ * of a product do not depend on which rows are computed with them (the
+ * determinism rule), so the bits equal one whole call. No memory is taken
+ * here: a transient buffer per piece cost a fresh mapping (page faults and
+ * an munmap) per piece under batond's malloc settings (src/server/sandbox.c
+ * fixes the mmap threshold), about a third of a prefill's time on one
+ * core. Returns 0 or BATON_E_IO (turns->between asked to stop). */
 static int mul_mat_in_turns(const struct exec_ctx *x, uint32_t i, struct baton_pool *pool,
                             const struct baton_exec_turns *turns)
 {
@@ -909,22 +913,15 @@ static int mul_mat_in_turns(const struct exec_ctx *x, uint32_t i, struct baton_p
         baton_cpu_mul_mat_typed(pool, wtype, w, tensor_data(x, n->src[1]), y, k, rows, m, work);
         return 0;
     }
-    float *tmp = malloc((size_t)(piece * m) * sizeof *tmp);
-    if (!tmp)
-        return BATON_E_NOMEM;
     const uint64_t row_bytes = baton_cpu_weight_row_bytes(wtype, k);
     for (uint64_t r0 = 0; r0 < rows; r0 += piece) {
-        const uint64_t nr = rows - r0 < piece ? rows - r0 : piece;
-        if (r0 > 0 && turns->between(turns->arg) != 0) {
-            free(tmp);
+        const struct baton_cpu_mm_part part = {w + r0 * row_bytes, y + r0,
+                                               rows - r0 < piece ? rows - r0 : piece, rows};
+
+        if (r0 > 0 && turns->between(turns->arg) != 0)
             return BATON_E_IO;
-        }
-        baton_cpu_mul_mat_typed(pool, wtype, w + r0 * row_bytes, tensor_data(x, n->src[1]), tmp,
-                                k, nr, m, work);
-        for (uint64_t c = 0; c < m; c++)
-            memcpy(y + c * rows + r0, tmp + c * nr, (size_t)nr * sizeof *tmp);
+        baton_cpu_mul_mat_group(pool, wtype, &part, 1, tensor_data(x, n->src[1]), k, m, work);
     }
-    free(tmp);
     return 0;
 }
 

@@ -127,6 +127,16 @@ int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const ch
     return 1;
 }
 
+/* What the user can do about a refused handshake (E_AUTH): give the key
+ * the server wants, or the right one; "" for any other status. */
+static const char *auth_hint(const struct run *r, int rc)
+{
+    if (rc != BATON_E_AUTH)
+        return "";
+    return r->key ? "; the server has another key, or requires none"
+                  : "; the server requires a key: give --key FILE or BATON_KEY_FILE";
+}
+
 /* "PROG: stage i (ENDPOINT): WHAT failed: E_X (text)", with what the user
  * can do where the status says it: a deadline that passed is --timeout's
  * (baton run and baton bench both take it), or the server's own frame
@@ -136,11 +146,7 @@ int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const ch
 int stage_fail(struct run *r, const struct stage_rt *s, const char *what, int rc)
 {
     stage_msg(r, "stage %u (%s): %s failed: %s (%s)%s\n", s->index + 1, s->endpoint, what,
-              baton_status_name(rc), baton_status_str(rc),
-              rc != BATON_E_AUTH ? ""
-              : r->key           ? "; the server has another key, or requires none"
-                                 : "; the server requires a key: give --key FILE or "
-                                   "BATON_KEY_FILE");
+              baton_status_name(rc), baton_status_str(rc), auth_hint(r, rc));
     if (rc == BATON_E_TIMEOUT)
         stage_msg(r,
                   "stage %u (%s) timed out: either it did not answer within --timeout %d ms "
@@ -176,10 +182,7 @@ int connect_fail(struct run *r, const struct stage_rt *s, int rc, int tcp)
                     "newer connections still in their handshake pushed this one out of its "
                     "lobby (--max-unauthenticated, --max-unauthenticated-per-ip); batond "
                     "--print-policy shows them"
-              : rc != BATON_E_AUTH ? ""
-              : r->key             ? "; the server has another key, or requires none"
-                                   : "; the server requires a key: give --key FILE or "
-                                     "BATON_KEY_FILE");
+                                   : auth_hint(r, rc));
     if (rc == BATON_E_TIMEOUT && tcp)
         stage_msg(r,
                   "stage %u (%s) timed out: no TCP connection within --timeout %d ms: is the "

@@ -328,7 +328,8 @@ static void expect_bits(const float *got, const float *want, uint64_t count, con
     }
 }
 
-/* y at every level, thread count, alone and in the batch, equals want. */
+/* y at every level, thread count, alone, in the batch and in pieces into
+ * a wider output, equals want. */
 static void check_levels(uint32_t t, const uint8_t *w, const float *x, const float *want,
                          uint64_t k, uint64_t n, uint64_t m, struct baton_pool **pools)
 {
@@ -352,6 +353,28 @@ static void check_levels(uint32_t t, const uint8_t *w, const float *x, const flo
             memset(got, 0x55, n * m * sizeof(float));
             baton_cpu_mul_mat_typed(pools[p], t, w, x, got, k, n, m, work);
             expect_bits(got, want, n * m, what);
+        }
+        { /* the rows in two pieces into a wider output (ldy = n + 5), as
+           * graph.c's products in pieces write theirs; the padding untouched */
+            const uint64_t ldy = n + 5, n1 = n / 2, rb = baton_cpu_weight_row_bytes(t, k);
+            float *ys = malloc(ldy * m * sizeof(float));
+            uint64_t r;
+
+            assert_non_null(ys);
+            for (r = 0; r < ldy * m; r++)
+                ys[r] = -7.5f;
+            const struct baton_cpu_mm_part parts[2] = {{w, ys, n1, ldy},
+                                                       {w + n1 * rb, ys + n1, n - n1, ldy}};
+            baton_cpu_mul_mat_group(pools[2], t, n1 > 0 ? parts : parts + 1, n1 > 0 ? 2 : 1, x, k,
+                                    m, work);
+            for (c = 0; c < m; c++) {
+                snprintf(what, sizeof(what), "%s %s column %llu strided", tname(t),
+                         baton_cpu_isa_name((enum baton_cpu_isa)lvl), (unsigned long long)c);
+                expect_bits(ys + c * ldy, want + c * n, n, what);
+                for (r = n; r < ldy; r++)
+                    assert_true(ys[c * ldy + r] == -7.5f);
+            }
+            free(ys);
         }
         for (c = 0; c < m; c++) {
             snprintf(what, sizeof(what), "%s %s column %llu of %llu alone", tname(t),

@@ -307,8 +307,37 @@ static void expect_same(const float *got, const float *want, uint64_t count, con
     }
 }
 
+/* The rows in two pieces written in place into a wider output (column
+ * stride ldy = n + 5, as graph.c's products in pieces write theirs): the
+ * same bits as the reference, and the 5 floats past each column's rows
+ * untouched. One group of two parts (the second's rows start at n / 2). */
+static void strided_check(const struct mm_case *c, struct baton_pool *pool, enum baton_cpu_isa lvl)
+{
+    const uint64_t ldy = c->n + 5, n1 = c->n / 2, rb = baton_row_bytes(c->type, c->k);
+    float *ys = malloc(ldy * c->m * sizeof(float));
+    uint64_t col, r;
+    char what[96];
+
+    assert_non_null(ys);
+    for (r = 0; r < ldy * c->m; r++)
+        ys[r] = -7.5f;
+    const struct baton_cpu_mm_part parts[2] = {{c->w, ys, n1, ldy},
+                                               {c->w + n1 * rb, ys + n1, c->n - n1, ldy}};
+    baton_cpu_mul_mat_group(pool, c->type, n1 > 0 ? parts : parts + 1, n1 > 0 ? 2 : 1, c->x, c->k,
+                            c->m, c->work);
+    for (col = 0; col < c->m; col++) {
+        snprintf(what, sizeof(what), "%s %s column %llu strided", baton_type_name(c->type),
+                 baton_cpu_isa_name(lvl), (unsigned long long)col);
+        expect_same(ys + col * ldy, c->want + col * c->n, c->n, what);
+        for (r = c->n; r < ldy; r++)
+            assert_true(ys[col * ldy + r] == -7.5f);
+    }
+    free(ys);
+}
+
 /* Runs the case at every level this CPU has, with the given pools; checks
- * the batch against the reference and each column alone against it. */
+ * the batch against the reference, the rows in pieces into a wider output
+ * (strided_check) and each column alone against it. */
 static void case_check(struct mm_case *c, struct baton_pool **pools, int n_pools)
 {
     int lvl, p;
@@ -328,6 +357,7 @@ static void case_check(struct mm_case *c, struct baton_pool **pools, int n_pools
                                     c->work);
             expect_same(c->got, c->want, c->n * c->m, what);
         }
+        strided_check(c, pools[n_pools - 1], (enum baton_cpu_isa)lvl);
         for (col = 0; col < c->m; col++) {
             snprintf(what, sizeof(what), "%s %s column %llu alone", baton_type_name(c->type),
                      baton_cpu_isa_name((enum baton_cpu_isa)lvl), (unsigned long long)col);

@@ -142,7 +142,7 @@ static float hsum32(const float a[32])
  * each read of a weight row, each still summed exactly as alone. */
 static void scalar_f32(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 {
-    const uint64_t k = mm->k, n = mm->n, m = mm->m, ws = mm->w_row_bytes / sizeof(float);
+    const uint64_t k = mm->k, ldy = mm->ldy, m = mm->m, ws = mm->w_row_bytes / sizeof(float);
     const float *w = (const float *)mm->w;
     uint64_t r, c, i;
 
@@ -161,10 +161,10 @@ static void scalar_f32(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
                 s2 += wi * x2[i];
                 s3 += wi * x3[i];
             }
-            mm->y[c * n + r] = s0;
-            mm->y[(c + 1) * n + r] = s1;
-            mm->y[(c + 2) * n + r] = s2;
-            mm->y[(c + 3) * n + r] = s3;
+            mm->y[c * ldy + r] = s0;
+            mm->y[(c + 1) * ldy + r] = s1;
+            mm->y[(c + 2) * ldy + r] = s2;
+            mm->y[(c + 3) * ldy + r] = s3;
         }
         for (; c < m; c++) {
             const float *xc = mm->x + c * k;
@@ -172,7 +172,7 @@ static void scalar_f32(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 
             for (i = 0; i < k; i++)
                 s += wr[i] * xc[i];
-            mm->y[c * n + r] = s;
+            mm->y[c * ldy + r] = s;
         }
     }
 }
@@ -180,7 +180,7 @@ static void scalar_f32(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 /* F16: 32 lanes of fused multiply-adds, then hsum32. */
 static void scalar_f16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 {
-    const uint64_t k = mm->k, n = mm->n, m = mm->m;
+    const uint64_t k = mm->k, ldy = mm->ldy, m = mm->m;
     uint64_t r, c, i;
 
     for (r = r0; r < r1; r++) {
@@ -192,7 +192,7 @@ static void scalar_f16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 
             for (i = 0; i < k; i++)
                 a[i % 32] = fmaf(baton_fp16_to_fp32(load_u16(wr + 2 * i)), xc[i], a[i % 32]);
-            mm->y[c * n + r] = hsum32(a);
+            mm->y[c * ldy + r] = hsum32(a);
         }
     }
 }
@@ -202,7 +202,7 @@ static void scalar_f16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
  * (see matmul.h). */
 static void scalar_q(const struct baton_mm *mm, uint64_t r0, uint64_t r1, int is_q4)
 {
-    const uint64_t nb = mm->k / 32, n = mm->n, m = mm->m;
+    const uint64_t nb = mm->k / 32, ldy = mm->ldy, m = mm->m;
     const uint64_t bbytes = is_q4 ? BATON_Q4_0_BLOCK_BYTES : BATON_Q8_0_BLOCK_BYTES;
     uint64_t r, c, b;
     int l, j;
@@ -246,7 +246,7 @@ static void scalar_q(const struct baton_mm *mm, uint64_t r0, uint64_t r1, int is
 
                 for (l = 0; l < 8; l++)
                     sum[l] = lanes[l] + lanes[l + 8];
-                mm->y[c * n + r] = hsum8(sum);
+                mm->y[c * ldy + r] = hsum8(sum);
             }
         }
     }
@@ -268,7 +268,7 @@ static void scalar_q4_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
  * and, for its min, the lane's sum of x. */
 static void scalar_q5(const struct baton_mm *mm, uint64_t r0, uint64_t r1, int is_q5_1)
 {
-    const uint64_t nb = mm->k / 32, n = mm->n, m = mm->m;
+    const uint64_t nb = mm->k / 32, ldy = mm->ldy, m = mm->m;
     const uint64_t bbytes = is_q5_1 ? BATON_Q5_1_BLOCK_BYTES : BATON_Q5_0_BLOCK_BYTES;
     const int qh_off = is_q5_1 ? 4 : 2;
     uint64_t r, c, b;
@@ -318,7 +318,7 @@ static void scalar_q5(const struct baton_mm *mm, uint64_t r0, uint64_t r1, int i
 
                 for (l = 0; l < 8; l++)
                     sum[l] = lanes[l] + lanes[l + 8];
-                mm->y[c * n + r] = hsum8(sum);
+                mm->y[c * ldy + r] = hsum8(sum);
             }
         }
     }
@@ -446,7 +446,7 @@ static void k_unpack(uint32_t type, const uint8_t *wb, int q[256])
  * holds the chains. */
 static void scalar_k(const struct baton_mm *mm, uint64_t r0, uint64_t r1, uint32_t type)
 {
-    const uint64_t nsb = mm->k / BATON_QK_K, n = mm->n, m = mm->m;
+    const uint64_t nsb = mm->k / BATON_QK_K, ldy = mm->ldy, m = mm->m;
     uint32_t bbytes;
     int d_off, dmin_off;
     uint64_t r, c, s;
@@ -454,7 +454,7 @@ static void scalar_k(const struct baton_mm *mm, uint64_t r0, uint64_t r1, uint32
     k_layout(type, &bbytes, &d_off, &dmin_off);
     for (r = r0; r < r1; r++) {
         for (c = 0; c < m; c++)
-            mm->y[c * n + r] = 0.0f;
+            mm->y[c * ldy + r] = 0.0f;
         for (s = 0; s < nsb; s++) {
             const uint8_t *wb = mm->w + r * mm->w_row_bytes + s * bbytes;
             const float d = baton_fp16_to_fp32(load_u16(wb + d_off));
@@ -470,7 +470,7 @@ static void scalar_k(const struct baton_mm *mm, uint64_t r0, uint64_t r1, uint32
                 const uint8_t *xb = mm->act + c * mm->act_col_bytes + s * BATON_ACT_K_BLOCK_BYTES;
                 const int8_t *qx = (const int8_t *)xb;
                 int16_t bsums[16];
-                float dx, acc = mm->y[c * n + r];
+                float dx, acc = mm->y[c * ldy + r];
                 int32_t isum = 0, msum = 0;
 
                 memcpy(bsums, xb + 256, sizeof(bsums));
@@ -483,7 +483,7 @@ static void scalar_k(const struct baton_mm *mm, uint64_t r0, uint64_t r1, uint32
                         msum += mn[i] * bsums[i];
                     acc = fmaf(-(dmin * dx), (float)msum, acc);
                 }
-                mm->y[c * n + r] = acc;
+                mm->y[c * ldy + r] = acc;
             }
         }
     }
@@ -882,6 +882,7 @@ void baton_cpu_mul_mat_group(struct baton_pool *pool, uint32_t wtype,
         mm->y = parts[p].y;
         mm->k = k;
         mm->n = parts[p].n;
+        mm->ldy = parts[p].ldy > parts[p].n ? parts[p].ldy : parts[p].n;
         mm->m = m;
         mm->w_row_bytes = w_row_bytes;
         mm->act = work;
@@ -890,10 +891,10 @@ void baton_cpu_mul_mat_group(struct baton_pool *pool, uint32_t wtype,
         units += (parts[p].n + ROW_UNIT - 1) / ROW_UNIT; /* validated sizes: no wrap */
         rows += parts[p].n;
         if (k == 0) {
-            uint64_t i;
+            uint64_t c;
 
-            for (i = 0; i < parts[p].n * m; i++) /* validated: the element count fits */
-                parts[p].y[i] = 0.0f;
+            for (c = 0; c < m; c++) /* validated: the element count fits */
+                memset(parts[p].y + c * mm->ldy, 0, (size_t)parts[p].n * sizeof(float));
         }
     }
     j.unit0[n_parts] = units;
@@ -905,7 +906,7 @@ void baton_cpu_mul_mat_group(struct baton_pool *pool, uint32_t wtype,
 void baton_cpu_mul_mat_typed(struct baton_pool *pool, uint32_t wtype, const void *w, const float *x,
                              float *y, uint64_t k, uint64_t n, uint64_t m, void *work)
 {
-    const struct baton_cpu_mm_part part = {w, y, n};
+    const struct baton_cpu_mm_part part = {w, y, n, n};
 
     baton_cpu_mul_mat_group(pool, wtype, &part, 1, x, k, m, work);
 }
@@ -1057,6 +1058,6 @@ void baton_mm_f32_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_
 
         for (i = 0; i < k; i++)
             s += wr[i] * xc[i];
-        mm->y[(c + j) * mm->n + r] = s;
+        mm->y[(c + j) * mm->ldy + r] = s;
     }
 }

@@ -169,11 +169,14 @@ void baton_cpu_mul_mat_typed(struct baton_pool *pool, uint32_t wtype, const void
                              float *y, uint64_t k, uint64_t n, uint64_t m, void *work);
 
 /* One product of a group that shares its input: W {K, n} at w (rows as in
- * baton_cpu_mul_mat_typed), y {n, M}. */
+ * baton_cpu_mul_mat_typed), y {n, M} with column c at y + c * ldy (ldy >=
+ * n; 0 means n, a dense y): a ldy above n writes rows of a larger output in
+ * place (graph.c's products in pieces). */
 struct baton_cpu_mm_part {
     const void *w;
     float *y;
     uint64_t n;
+    uint64_t ldy;
 };
 #define BATON_CPU_MM_MAX_PARTS 4u
 
@@ -267,6 +270,7 @@ struct baton_mm {
     uint64_t act_col_bytes;
     float *y;
     uint64_t k, n, m;
+    uint64_t ldy; /* y's column stride in floats (>= n): column c at y + c * ldy */
 };
 
 /* Computes y rows [r0, r1) (every column) of one weight type. */

@@ -63,7 +63,7 @@ static T2 void avx2_f32(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 static AI T2 void f16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, const int NR,
                            const int NC)
 {
-    const uint64_t k = mm->k, n = mm->n;
+    const uint64_t k = mm->k, ldy = mm->ldy;
     __m256 a[2][2][4];
     uint64_t i, kk;
     int rr, j, q;
@@ -117,7 +117,7 @@ static AI T2 void f16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, co
             }
             b0 = _mm256_add_ps(a[rr][j][0], a[rr][j][2]); /* b[l] = a[l] + a[l+16] */
             b1 = _mm256_add_ps(a[rr][j][1], a[rr][j][3]);
-            mm->y[(c + j) * n + r + rr] = hsum8(_mm256_add_ps(b0, b1));
+            mm->y[(c + j) * ldy + r + rr] = hsum8(_mm256_add_ps(b0, b1));
         }
 }
 
@@ -267,7 +267,7 @@ static AI T2 void q_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, cons
     }
 #pragma GCC unroll 8
     for (i = 0; i < NR * NC; i++) /* c[k] = L[k] + L[k+8], then hsum8 */
-        mm->y[(c + i % NC) * mm->n + r + i / NC] = hsum8(_mm256_add_ps(acc0[i], acc1[i]));
+        mm->y[(c + i % NC) * mm->ldy + r + i / NC] = hsum8(_mm256_add_ps(acc0[i], acc1[i]));
 }
 
 #define Q_KERNELS(name, is_q4)                                                                     \
@@ -872,7 +872,7 @@ static AI T2 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
         /* the one-column path of the decode (same bits either way) */
         const struct baton_mm one = {
             mm->w, mm->w_row_bytes, mm->x, mm->act + c * mm->act_col_bytes, mm->act_col_bytes,
-            mm->y + c * mm->n, mm->k, mm->n, 1,
+            mm->y + c * mm->ldy, mm->k, mm->n, 1, mm->ldy,
         };
 
         k_row1(&one, r, type);
@@ -926,7 +926,7 @@ static AI T2 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
         }
     }
     for (j = 0; j < nc; j++)
-        mm->y[(c + j) * mm->n + r] = acc[j];
+        mm->y[(c + j) * mm->ldy + r] = acc[j];
 }
 
 #define K_KERNELS(name, type)                                                                      \

@@ -60,7 +60,7 @@ static T5 void avx512_f32(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 static AI T5 void f16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, const int NR,
                            const int NC)
 {
-    const uint64_t k = mm->k, n = mm->n;
+    const uint64_t k = mm->k, ldy = mm->ldy;
     __m512 a0[4][4], a1[4][4];
     uint64_t i;
     int rr, j;
@@ -119,7 +119,7 @@ static AI T5 void f16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, co
     for (rr = 0; rr < NR; rr++)
 #pragma GCC unroll 4
         for (j = 0; j < NC; j++) /* b[l] = a[l] + a[l+16], then hsum16 */
-            mm->y[(c + j) * n + r + rr] = hsum16(_mm512_add_ps(a0[rr][j], a1[rr][j]));
+            mm->y[(c + j) * ldy + r + rr] = hsum16(_mm512_add_ps(a0[rr][j], a1[rr][j]));
 }
 
 /* One column: one row at a time, so the weights are read as a single
@@ -326,7 +326,7 @@ static AI T5 void q_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, cons
     for (rr = 0; rr < NR; rr++)
 #pragma GCC unroll 4
         for (j = 0; j < NC; j++)
-            mm->y[(c + j) * mm->n + r + rr] = hsum16(acc[rr][j]);
+            mm->y[(c + j) * mm->ldy + r + rr] = hsum16(acc[rr][j]);
 }
 
 /* Q4_0 decode, four groups (16 blocks, 288 bytes) of a row at a time, or
@@ -1048,7 +1048,7 @@ static AI T5 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
         /* the one-column path of the decode (same bits either way) */
         const struct baton_mm one = {
             mm->w, mm->w_row_bytes, mm->x, mm->act + c * mm->act_col_bytes, mm->act_col_bytes,
-            mm->y + c * mm->n, mm->k, mm->n, 1,
+            mm->y + c * mm->ldy, mm->k, mm->n, 1, mm->ldy,
         };
 
         k_row1(&one, r, type);
@@ -1060,7 +1060,7 @@ static AI T5 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
     for (s = 0; s < nsb; s++)
         k_sb(mm, type, mm->w + r * mm->w_row_bytes + s * bbytes, s, c, nc, acc);
     for (j = 0; j < nc; j++)
-        mm->y[(c + j) * mm->n + r] = acc[j];
+        mm->y[(c + j) * mm->ldy + r] = acc[j];
 }
 
 #define K_KERNELS(name, type)                                                                      \

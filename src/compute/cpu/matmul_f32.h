@@ -85,7 +85,7 @@ static AI F32_TARGET void F32_NAME(f32_finish)(const struct baton_mm *mm, __m256
         for (q = 0; q < 8; q++)
             s[q] = s[q] + w[(uint64_t)q * ws + kk] * xc[kk];
     for (q = 0; q < 8; q++)
-        mm->y[col * mm->n + r + q] = s[q];
+        mm->y[col * mm->ldy + r + q] = s[q];
 }
 
 /* 8 rows against NC columns; each transposed block serves every column. */

@@ -148,7 +148,7 @@ static AI T2 void q5_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, con
     }
 #pragma GCC unroll 4
     for (i = 0; i < NC; i++) /* c[k] = L[k] + L[k+8], then hsum8 */
-        mm->y[(c + i) * mm->n + r] = q5_hsum8(_mm256_add_ps(acc0[i], acc1[i]));
+        mm->y[(c + i) * mm->ldy + r] = q5_hsum8(_mm256_add_ps(acc0[i], acc1[i]));
 }
 
 #define Q5_KERNELS(name, is_q5_1)                                                                  \

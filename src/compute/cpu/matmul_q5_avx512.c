@@ -147,7 +147,7 @@ static AI T5 void q5z_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, co
     }
 #pragma GCC unroll 4
     for (i = 0; i < NC; i++)
-        mm->y[(c + i) * mm->n + r] = q5z_hsum16(acc[i]);
+        mm->y[(c + i) * mm->ldy + r] = q5z_hsum16(acc[i]);
 }
 
 #define Q5Z_KERNELS(name, is_q5_1)                                                                 \
