@@ -25,10 +25,12 @@
  * to 35-100 us (bench/pool.c). So each waiting thread watches for that: a
  * spin whose clock jumps by more than SPIN_PREEMPT_NS between two polls was
  * descheduled, and that thread then sleeps at once for its next `backoff`
- * waits (256, doubling per further preemption up to 65536, forgotten after
- * 4096 spins in a row without one). On a dedicated machine spins are not
- * preempted and stay on; on an oversubscribed one the pool behaves nearly
- * like the plain condition-variable pool.
+ * waits (compute/spin.h: 32 at first; doubled, up to 65536, by a
+ * preemption within 128 spins of the previous one; halved, down to 32, by
+ * a later one; forgotten after 4096 spins in a row without one). On a
+ * dedicated machine spins are not preempted and stay on; on an
+ * oversubscribed one the pool behaves nearly like the plain
+ * condition-variable pool.
  *
  * A lone clock jump is not a preemption: in a virtual machine a timer
  * interrupt (a VM exit) stops a spin for more than SPIN_PREEMPT_NS too,
@@ -36,11 +38,25 @@
  * pool in its cooldown almost all the time on the quiet 2-core KVM host:
  * 2-thread decode of the Q4_0 benchmark model ran at 200-240 tok/s, below
  * 1 thread (about 370). So a jump counts only when another came within the
- * last SPIN_JUMP_PAIR spins (a competing thread preempts a spinner again
- * and again; interrupts are far apart); with that, 2-thread decode there
- * measured 450-600 tok/s, and with a CPU hog on one of the 2 cores 170-190
- * tok/s (the single-jump rule: 180-240; 1 thread: 375, the better choice on
- * a shared host).
+ * last BATON_SPIN_JUMP_PAIR spins (a competing thread preempts a spinner
+ * again and again; interrupts are far apart); with that, 2-thread decode
+ * there measured 450-600 tok/s, and with a CPU hog on one of the 2 cores
+ * 170-190 tok/s (the single-jump rule: 180-240; 1 thread: 375, the better
+ * choice on a shared host).
+ *
+ * Rare preemptions are not a hog: a batond's pool lives across sessions,
+ * and the coordinator's process on the same 2 cores preempts a spinner now
+ * and then (once per few hundred to few thousand spins). When every
+ * preemption doubled the backoff (from 256), and only 4096 clean spins in a
+ * row forgot it, a long-lived batond's pool ended up sleeping at once in
+ * 90-97 % of its waits after a few minutes, and one batond at 2 threads
+ * decoded at 0.69x in-process (Zen 5 KVM host, 2026-12-03). Doubling only
+ * for preemptions that come close together (a hog preempts a spinner
+ * within tens of spins; the coordinator, hundreds or more apart) and
+ * halving otherwise: one batond 0.97-1.06x in-process (ABBA, 3 rounds),
+ * and 2-thread decode with a CPU hog on one core unchanged (258-262 tok/s
+ * against 257-272 with the old rule; without any cooldown, 90-120).
+ * bench/RESULTS.md.
  *
  * The window (BATON_POOL_SPIN_US_DEFAULT = 100 us, overridable with the
  * environment variable BATON_POOL_SPIN_US, 0..10000 us, read once per pool;
@@ -87,6 +103,7 @@
  * reads nothing but the word. A chunk's writes are thus visible to the
  * caller when baton_pool_run returns. */
 #include "compute/pool.h"
+#include "compute/spin.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -103,35 +120,17 @@
 /* A gap this long between two clock reads of a spin means the thread was
  * descheduled while spinning (one poll takes about 2 us). */
 #define SPIN_PREEMPT_NS 20000u
-/* Cooldown after a preemption, in waits: first, largest (see spin_record). */
-#define SPIN_BACKOFF_FIRST 256u
-#define SPIN_BACKOFF_MAX 65536u
-#define SPIN_CLEAN_RESET 4096u
-/* A clock jump counts as a preemption only when the previous jump came at
- * most this many spins before: a lone jump is an interrupt (see the top). */
-#define SPIN_JUMP_PAIR 32u
-
-enum { SPIN_RAN_OUT = 0, SPIN_CAUGHT = 1, SPIN_PREEMPTED = 2 };
-
 /* Job word: generation << 8 | chunk count (BATON_POOL_MAX_THREADS <= 255). */
 #define JOB_CHUNK_BITS 8u
 #define JOB_CHUNK_MASK ((1u << JOB_CHUNK_BITS) - 1u)
 
 _Static_assert(BATON_POOL_MAX_THREADS <= JOB_CHUNK_MASK, "chunk count must fit the job word");
 
-/* Spin state of one waiting thread (see the top). */
-struct spin_budget {
-    uint32_t cooldown;   /* waits left that sleep at once */
-    uint32_t backoff;    /* cooldown set by the next preemption; 0: none yet */
-    uint32_t clean;      /* spins in a row without preemption */
-    uint32_t jump_left;  /* spins in which a further clock jump is a preemption */
-};
-
 struct pool_worker {
     struct baton_pool *pool;
     pthread_t thread;
     uint32_t id;             /* 1 .. n_threads-1; the caller is chunk 0 */
-    struct spin_budget spin; /* this worker's own spin state */
+    struct baton_spin spin; /* this worker's own spin state */
 };
 
 struct baton_pool {
@@ -139,7 +138,7 @@ struct baton_pool {
     uint32_t n_started; /* workers actually running (for cleanup) */
     struct pool_worker *workers;
     uint64_t spin_max_ns;           /* spin window; 0: always sleep at once */
-    struct spin_budget caller_spin; /* the caller's spin state (under run_mu) */
+    struct baton_spin caller_spin;  /* the caller's spin state (under run_mu) */
 
     pthread_mutex_t run_mu; /* serializes baton_pool_run callers */
     pthread_mutex_t mu;     /* pairs with the two condvars (see the top) */
@@ -225,65 +224,23 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* The spin window of the next wait of a thread: max, or 0 while it cools
- * down after a preemption. */
-static uint64_t spin_window(struct spin_budget *b, uint64_t max)
-{
-    if (b->cooldown > 0) {
-        b->cooldown--;
-        return 0;
-    }
-    return max;
-}
-
-/* Records how a spin ended (SPIN_CAUGHT, SPIN_RAN_OUT, SPIN_PREEMPTED).
- * A preemption (a clock jump within SPIN_JUMP_PAIR spins of the previous
- * one) starts a cooldown of `backoff` waits, doubling from
- * SPIN_BACKOFF_FIRST up to SPIN_BACKOFF_MAX; SPIN_CLEAN_RESET spins in a row
- * without one forget the backoff. */
-static void spin_record(struct spin_budget *b, int how)
-{
-    if (how == SPIN_PREEMPTED) {
-        /* a lone jump is an interrupt, not a competing thread */
-        const int lone = b->jump_left == 0;
-
-        b->jump_left = SPIN_JUMP_PAIR;
-        if (lone) {
-            ++b->clean;
-            return;
-        }
-    } else if (b->jump_left > 0) {
-        b->jump_left--;
-    }
-    if (how == SPIN_PREEMPTED) {
-        b->backoff = b->backoff == 0 ? SPIN_BACKOFF_FIRST
-                     : b->backoff >= SPIN_BACKOFF_MAX / 2 ? SPIN_BACKOFF_MAX
-                                                          : b->backoff * 2;
-        b->cooldown = b->backoff;
-        b->clean = 0;
-    } else if (++b->clean >= SPIN_CLEAN_RESET) {
-        b->backoff = 0;
-        b->clean = 0;
-    }
-}
-
 /* The clock check after each poll of a spin (a poll is 64 reads of the
  * watched word with a pause after each; the clock is a vDSO call, no system
  * call; 64 pauses take about 2 us on the development host). Returns
- * SPIN_PREEMPTED when the clock jumped by more than SPIN_PREEMPT_NS since
- * the previous read *last (the thread was descheduled), SPIN_RAN_OUT once
+ * BATON_SPIN_PREEMPTED when the clock jumped by more than SPIN_PREEMPT_NS since
+ * the previous read *last (the thread was descheduled), BATON_SPIN_RAN_OUT once
  * `window` ns have passed since t0, otherwise -1 (poll again). */
 static int spin_clock(uint64_t t0, uint64_t window, uint64_t *last)
 {
     const uint64_t now = mono_ns();
 
     if (now - *last > SPIN_PREEMPT_NS)
-        return SPIN_PREEMPTED;
+        return BATON_SPIN_PREEMPTED;
     *last = now;
-    return now - t0 >= window ? SPIN_RAN_OUT : -1;
+    return now - t0 >= window ? BATON_SPIN_RAN_OUT : -1;
 }
 
-/* Spins up to `window` ns while *word == old and stop is clear: SPIN_CAUGHT
+/* Spins up to `window` ns while *word == old and stop is clear: BATON_SPIN_CAUGHT
  * when the word changed or stop was set, else as spin_clock. */
 static int spin_while_u64(const _Atomic uint64_t *word, uint64_t old, const _Atomic int *stop,
                           uint64_t window)
@@ -297,7 +254,7 @@ static int spin_while_u64(const _Atomic uint64_t *word, uint64_t old, const _Ato
         for (i = 0; i < 64; i++) {
             if (atomic_load_explicit(word, memory_order_relaxed) != old ||
                 atomic_load_explicit(stop, memory_order_relaxed))
-                return SPIN_CAUGHT;
+                return BATON_SPIN_CAUGHT;
             cpu_relax();
         }
         how = spin_clock(t0, window, &last);
@@ -316,7 +273,7 @@ static int spin_while_nonzero(const _Atomic uint32_t *word, uint64_t window)
     while (how < 0) {
         for (i = 0; i < 64; i++) {
             if (atomic_load_explicit(word, memory_order_relaxed) == 0)
-                return SPIN_CAUGHT;
+                return BATON_SPIN_CAUGHT;
             cpu_relax();
         }
         how = spin_clock(t0, window, &last);
@@ -329,14 +286,14 @@ static int spin_while_nonzero(const _Atomic uint32_t *word, uint64_t window)
 static uint64_t worker_wait(struct pool_worker *w, uint64_t seen)
 {
     struct baton_pool *p = w->pool;
-    const uint64_t window = spin_window(&w->spin, p->spin_max_ns);
-    int how = SPIN_RAN_OUT;
+    const uint64_t window = baton_spin_window(&w->spin, p->spin_max_ns);
+    int how = BATON_SPIN_RAN_OUT;
 
     if (window > 0) {
         how = spin_while_u64(&p->job, seen, &p->stop, window);
-        spin_record(&w->spin, how);
+        baton_spin_record(&w->spin, how);
     }
-    if (how != SPIN_CAUGHT) {
+    if (how != BATON_SPIN_CAUGHT) {
         pthread_mutex_lock(&p->mu);
         atomic_fetch_add(&p->sleepers, 1);
         while (atomic_load(&p->job) == seen && !atomic_load(&p->stop))
@@ -545,13 +502,13 @@ static void pool_run(struct baton_pool *pool, uint64_t n, uint64_t max_chunks, b
 
     run_share(pool, (uint32_t)k, 0);
 
-    window = spin_window(&pool->caller_spin, pool->spin_max_ns);
-    how = SPIN_RAN_OUT;
+    window = baton_spin_window(&pool->caller_spin, pool->spin_max_ns);
+    how = BATON_SPIN_RAN_OUT;
     if (window > 0) {
         how = spin_while_nonzero(&pool->pending, window);
-        spin_record(&pool->caller_spin, how);
+        baton_spin_record(&pool->caller_spin, how);
     }
-    if (how != SPIN_CAUGHT) {
+    if (how != BATON_SPIN_CAUGHT) {
         pthread_mutex_lock(&pool->mu);
         atomic_store(&pool->caller_waiting, 1);
         while (atomic_load(&pool->pending) != 0)

@@ -2,7 +2,10 @@
  * exactly once in contiguous chunks, chunk ids within the thread count,
  * many back-to-back jobs, jobs right after creation, shared use; dynamic
  * runs: every item once, each thread's static share first, calls of one
- * chunk id never at the same time, a slow thread's tail taken by others. */
+ * chunk id never at the same time, a slow thread's tail taken by others;
+ * the spin policy (compute/spin.h): lone clock jumps ignored, a preemption's
+ * cooldown, doubling while preemptions come close together, halving when
+ * they come apart, forgetting after a clean run. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdatomic.h>
@@ -17,6 +20,7 @@
 #include "baton/status.h"
 #include "compute/compute.h"
 #include "compute/pool.h"
+#include "compute/spin.h"
 
 #define MAX_ITEMS 1000
 
@@ -299,6 +303,109 @@ static void test_dynamic_slow_thread(void **state)
     baton_pool_destroy(p);
 }
 
+/* Waits of the next cooldown: how many windows in a row are 0 before one
+ * is the full window again (that spin is then recorded as caught). */
+static uint32_t spin_cooldown_len(struct baton_spin *s)
+{
+    const uint64_t max = 100000;
+    uint32_t zero = 0;
+
+    while (baton_spin_window(s, max) == 0)
+        zero++;
+    baton_spin_record(s, BATON_SPIN_CAUGHT);
+    return zero;
+}
+
+/* n spins that caught what they waited for. */
+static void spin_caught(struct baton_spin *s, uint32_t n)
+{
+    while (n-- > 0) {
+        assert_int_equal(baton_spin_window(s, 7), 7);
+        baton_spin_record(s, BATON_SPIN_CAUGHT);
+    }
+}
+
+static void test_spin_lone_jumps(void **state)
+{
+    struct baton_spin s = {0};
+    int i;
+
+    (void)state;
+    for (i = 0; i < 100; i++) {
+        assert_int_equal(baton_spin_window(&s, 7), 7);
+        baton_spin_record(&s, BATON_SPIN_PREEMPTED); /* an interrupt */
+        spin_caught(&s, BATON_SPIN_JUMP_PAIR);
+    }
+    assert_int_equal(s.backoff, 0);
+    assert_int_equal(s.cooldown, 0);
+}
+
+static void test_spin_hog_doubles_to_max(void **state)
+{
+    struct baton_spin s = {0};
+    uint32_t want = BATON_SPIN_BACKOFF_FIRST;
+    int i;
+
+    (void)state;
+    baton_spin_record(&s, BATON_SPIN_PREEMPTED); /* lone: nothing yet */
+    assert_int_equal(s.cooldown, 0);
+    baton_spin_record(&s, BATON_SPIN_PREEMPTED); /* the pair: a preemption */
+    assert_int_equal(spin_cooldown_len(&s), BATON_SPIN_BACKOFF_FIRST);
+    for (i = 0; i < 20; i++) {
+        /* preempted again within a few spins of the cooldown's end */
+        spin_caught(&s, 3);
+        baton_spin_record(&s, BATON_SPIN_PREEMPTED);
+        want = want * 2 > BATON_SPIN_BACKOFF_MAX ? BATON_SPIN_BACKOFF_MAX : want * 2;
+        assert_int_equal(spin_cooldown_len(&s), want);
+    }
+    assert_int_equal(want, BATON_SPIN_BACKOFF_MAX);
+}
+
+static void test_spin_sparse_halves(void **state)
+{
+    struct baton_spin s = {0};
+    uint32_t want = 1024;
+    int i;
+
+    (void)state;
+    baton_spin_record(&s, BATON_SPIN_PREEMPTED);
+    baton_spin_record(&s, BATON_SPIN_PREEMPTED);
+    (void)spin_cooldown_len(&s);
+    while (s.backoff < 1024) {
+        baton_spin_record(&s, BATON_SPIN_PREEMPTED);
+        (void)spin_cooldown_len(&s);
+    }
+    assert_int_equal(s.backoff, 1024);
+    for (i = 0; i < 8; i++) {
+        /* a pair of jumps, a few hundred spins after the last preemption */
+        spin_caught(&s, BATON_SPIN_HOT_GAP + 100);
+        baton_spin_record(&s, BATON_SPIN_PREEMPTED);
+        baton_spin_record(&s, BATON_SPIN_PREEMPTED);
+        want = want / 2 < BATON_SPIN_BACKOFF_FIRST ? BATON_SPIN_BACKOFF_FIRST : want / 2;
+        assert_int_equal(spin_cooldown_len(&s), want);
+    }
+    assert_int_equal(want, BATON_SPIN_BACKOFF_FIRST);
+}
+
+static void test_spin_clean_run_forgets(void **state)
+{
+    struct baton_spin s = {0};
+
+    (void)state;
+    baton_spin_record(&s, BATON_SPIN_PREEMPTED);
+    baton_spin_record(&s, BATON_SPIN_PREEMPTED);
+    (void)spin_cooldown_len(&s);
+    baton_spin_record(&s, BATON_SPIN_PREEMPTED);
+    assert_int_equal(spin_cooldown_len(&s), 2 * BATON_SPIN_BACKOFF_FIRST);
+    spin_caught(&s, BATON_SPIN_CLEAN_RESET - 2);
+    assert_int_equal(s.backoff, 2 * BATON_SPIN_BACKOFF_FIRST); /* not yet */
+    spin_caught(&s, 1);
+    assert_int_equal(s.backoff, 0);
+    baton_spin_record(&s, BATON_SPIN_PREEMPTED);
+    baton_spin_record(&s, BATON_SPIN_PREEMPTED);
+    assert_int_equal(spin_cooldown_len(&s), BATON_SPIN_BACKOFF_FIRST);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -309,6 +416,10 @@ int main(void)
         cmocka_unit_test(test_shared_by_two_callers),
         cmocka_unit_test(test_dynamic_cover),
         cmocka_unit_test(test_dynamic_slow_thread),
+        cmocka_unit_test(test_spin_lone_jumps),
+        cmocka_unit_test(test_spin_hog_doubles_to_max),
+        cmocka_unit_test(test_spin_sparse_halves),
+        cmocka_unit_test(test_spin_clean_run_forgets),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
