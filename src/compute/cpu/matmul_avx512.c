@@ -720,13 +720,21 @@ static AI T5 __m512i k_chunk(uint32_t type, const uint8_t *wb, int q)
     case BATON_TYPE_Q5_K:
         return _mm512_add_epi8(k_two(wb + 48 + 32 * q, 0, 4, 15),
                                _mm512_slli_epi16(k_two(wb + 16, 2 * q, 2 * q + 1, 1), 4));
-    default: { /* Q6_K: ql[64h..64h+63] are the low nibbles (p = 0) or high nibbles (p = 1) */
+    default: { /* Q6_K: ql[64h..64h+63] are the low nibbles (p = 0) or high nibbles (p = 1);
+                * the 2 high bits of element 64q + l (resp. 64q + 32 + l) are bits 4p, 4p + 1
+                * (resp. 4p + 2, 4p + 3) of qh[32h + l], moved to bits 4, 5 by one variable
+                * shift per 16-bit lane (left by 4, 2 for p = 0, right by 0, 2 for p = 1) */
         const __m512i ql = _mm512_loadu_si512((const void *)(wb + 64 * h));
-        const __m512i lo4 = _mm512_and_si512(_mm512_srli_epi16(ql, (unsigned)(4 * p)),
+        const __m512i qh =
+            _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(wb + 128 + 32 * h)));
+        const __m512i lo4 = _mm512_and_si512(p ? _mm512_srli_epi16(ql, 4) : ql,
                                              _mm512_set1_epi8(15));
+        const __m512i n = _mm512_inserti64x4(_mm512_set1_epi16((short)(p ? 0 : 4)),
+                                             _mm256_set1_epi16(2), 1);
+        const __m512i sh = p ? _mm512_srlv_epi16(qh, n) : _mm512_sllv_epi16(qh, n);
 
-        return _mm512_or_si512(lo4,
-                               _mm512_slli_epi16(k_two(wb + 128 + 32 * h, 4 * p, 4 * p + 2, 3), 4));
+        /* lo4 | (sh & 0x30) */
+        return _mm512_ternarylogic_epi32(lo4, sh, _mm512_set1_epi8(0x30), 0xF8);
     }
     }
 }
