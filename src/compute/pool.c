@@ -48,9 +48,10 @@
  * and the coordinator's process on the same 2 cores preempts a spinner now
  * and then (once per few hundred to few thousand spins). When every
  * preemption doubled the backoff (from 256), and only 4096 clean spins in a
- * row forgot it, a long-lived batond's pool ended up sleeping at once in
- * 90-97 % of its waits after a few minutes, and one batond at 2 threads
- * decoded at 0.69x in-process (Zen 5 KVM host, 2026-12-03). Doubling only
+ * row forgot it (a thread in its cooldown does not spin, so it never got
+ * them), a batond's pool thread slept at once in 97 % of its waits after
+ * two benchmark runs, and one batond at 2 threads decoded at 0.69x
+ * in-process (Zen 5 KVM host, 2026-12-03). Doubling only
  * for preemptions that come close together (a hog preempts a spinner
  * within tens of spins; the coordinator, hundreds or more apart) and
  * halving otherwise: one batond 0.97-1.06x in-process (ABBA, 3 rounds),
@@ -130,7 +131,7 @@ struct pool_worker {
     struct baton_pool *pool;
     pthread_t thread;
     uint32_t id;             /* 1 .. n_threads-1; the caller is chunk 0 */
-    struct baton_spin spin; /* this worker's own spin state */
+    struct baton_spin spin;  /* this worker's own spin state */
 };
 
 struct baton_pool {
