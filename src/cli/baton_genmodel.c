@@ -282,7 +282,7 @@ int baton_cmd_quantize(int argc, char **argv)
              "q5_0 or q5_1 those whose row length (ne0) is a multiple of 32 (the block\n"
              "size), to f16 or f32 any. Metadata, vectors and the other tensors are copied\n"
              "unchanged; it prints how many tensors were converted and kept, then the\n"
-             "tensor count per type of OUT (\"by type: f32 11 q8_0 37\"), and warns\n"
+             "tensor count per type of OUT (\"by type: f32 N q8_0 M\"), and warns\n"
              "when none was converted. OUT is written atomically and must not be IN.\n"
              "\n"
              "TYPE q4_k_m, q5_k_m, q6_k, q3_k_m or q2_k (q3_k, q4_k, q5_k: the _m ones;\n"

@@ -112,10 +112,10 @@ static void run_usage(FILE *f)
           "Output: the prompt and generated text on stdout; the model, plan, upload,\n"
           "summary and --stats lines and every error on stderr.\n"
           "Exit status: 0 success, 1 failure (the message names the stage and endpoint,\n"
-          "or the file: a key file that cannot be used, or a --stats-json or --ids-file\n"
-          "that cannot be created, is reported before the model is loaded), 2 usage\n"
-          "error (a malformed --servers entry, or a --split that does not match the\n"
-          "server count, is also found before that).\n",
+          "or the file: a key file that cannot be used, or a --stats-json, --ids-file or\n"
+          "--logits-out that cannot be created, is reported before the model is loaded),\n"
+          "2 usage error (a malformed --servers entry, or a --split that does not match\n"
+          "the server count, is also found before that).\n",
           f);
 }
 
