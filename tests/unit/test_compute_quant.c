@@ -943,8 +943,19 @@ static void test_act_quantizer(void **state)
         assert_int_equal(((const int8_t *)(act + cb))[0],
                          (int)lrintf(((float)(160 % 7) - 3.0f) * (1.0f / (3.0f / 127.0f))));
 
+        /* Q4_0 (bias 8): the block's whole corr in lane 0, the other
+         * three 0 (matmul.h); block 0's 32 q sum to 123: j % 7 - 3 over
+         * j < 32 gives -6, and x[0], x[1], x[2], x[17] add 130, 4, -3, -2 */
         baton_cpu_quantize_act(NULL, BATON_TYPE_Q4_0, x, k, 1, act);
-        assert_int_equal(corr[0], -8 * 125);
+        {
+            int32_t sum = 0;
+
+            for (j = 0; j < 16; j++)
+                sum += q[j] + q[64 + j];
+            assert_int_equal(sum, 123);
+        }
+        assert_int_equal(corr[0], -8 * 123);
+        assert_int_equal(corr[1] | corr[2] | corr[3], 0);
     }
     baton_cpu_isa_set(BATON_CPU_ISA_AVX512);
     free(act);

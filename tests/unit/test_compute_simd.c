@@ -81,11 +81,12 @@ static float ref_f16(const uint8_t *w, const float *x, uint64_t k)
 }
 
 /* x quantized per block: d = max|x| / 127, q = nearest-even(x * (1/d));
- * a block with a non-finite value gives NaN. 16 lanes, 4 per block: lane
- * l of block b sums elements 4l..4l+3 and 16+4l..16+4l+3. */
+ * a block with a non-finite value gives NaN. Q8_0: 16 lanes, 4 per block:
+ * lane l of block b sums elements 4l..4l+3 and 16+4l..16+4l+3. Q4_0: one
+ * chain, the block's 32 elements summed exactly, then one fma. */
 static float ref_q(const uint8_t *w, int is_q4, const float *x, uint64_t k)
 {
-    float lanes[16] = {0}, c[8];
+    float lanes[16] = {0}, c[8], acc = 0.0f;
     uint64_t b;
     int j, l;
 
@@ -108,6 +109,14 @@ static float ref_q(const uint8_t *w, int is_q4, const float *x, uint64_t k)
         for (j = 0; j < 32; j++)
             xq[j] = finite ? (int)nearbyintf(xb[j] * id) : 0;
         d = h2f(wb) * dx;
+        if (is_q4) {
+            int isum = 0;
+
+            for (j = 0; j < 32; j++)
+                isum += wq[j] * xq[j];
+            acc = fmaf(d, (float)isum, acc);
+            continue;
+        }
         for (l = 0; l < 4; l++) {
             int isum = 0;
 
@@ -116,6 +125,8 @@ static float ref_q(const uint8_t *w, int is_q4, const float *x, uint64_t k)
             lanes[4 * (b % 4) + l] = fmaf(d, (float)isum, lanes[4 * (b % 4) + l]);
         }
     }
+    if (is_q4)
+        return acc;
     for (l = 0; l < 8; l++)
         c[l] = lanes[l] + lanes[l + 8];
     return ref_hsum8(c);
@@ -124,7 +135,7 @@ static float ref_q(const uint8_t *w, int is_q4, const float *x, uint64_t k)
 /* Q5_0 / Q5_1 weights, read from ggml's block_q5_0 / block_q5_1 layout:
  * u16 d, (Q5_1: u16 m), u32 qh, 16 bytes qs; element e's fifth bit is bit e
  * of qh, its nibble qs[e % 16] low (e < 16) or high. Same activations and
- * lanes as ref_q; Q5_0 sums (q - 16) * x, Q5_1 sums q * x, then adds its
+ * lanes as ref_q's Q8_0; Q5_0 sums (q - 16) * x, Q5_1 sums q * x, then adds its
  * min term fma(m * dx, sum of x, lane) per lane (matmul.h). */
 static float ref_q5(const uint8_t *w, int is_q5_1, const float *x, uint64_t k)
 {
@@ -467,15 +478,18 @@ static void test_large_shapes(void **state)
     baton_pool_destroy(pools[1]);
 }
 
-/* The AVX-512 Q4_0 decode goes four groups of 128 inputs at a time, then
- * two, then group by group; rows of more than 256 groups take the group
- * path throughout. Lengths of 5 groups (640), 6 (768: 4 + 2), 6 and a
- * partial group (800), 7 (896: 4 + 2 + 1), 9 and a partial group (1184),
- * past the limit (33280); 37 rows (two 16-row decode tiles and a ragged
- * end), 1 and 2 columns. */
+/* The Q4_0 kernels go 16 (AVX-512) or 8 (AVX2) rows at a time; the
+ * AVX-512 decode takes groups of 4 blocks, then the last blocks one by
+ * one, and its batched products transpose chunks of 64 blocks and pass
+ * over as many columns as have 512 KiB of activations. Lengths of 5 groups
+ * (640), 6 (768), 6 and 1, 2 or 3 blocks (800, 832, 864), 7 (896), 9 and
+ * a block (1184), past one chunk (2080: 65 blocks) and many (33280: 1040
+ * blocks, 7 columns' activations per pass); 37 rows (two 16-row strips and
+ * a ragged end of 5), 1, 2 and 17 columns. */
 static void test_q4_0_decode_chunks(void **state)
 {
-    static const uint64_t ks[] = {640, 768, 800, 896, 1184, 33280};
+    static const uint64_t ks[] = {640, 768, 800, 832, 864, 896, 1184, 2080, 33280};
+    static const uint64_t ms[] = {1, 2, 17};
     struct baton_pool *pools[2];
     unsigned i, m;
 
@@ -483,11 +497,11 @@ static void test_q4_0_decode_chunks(void **state)
     rng_state = 9;
     assert_int_equal(baton_pool_create(1, &pools[0]), 0);
     assert_int_equal(baton_pool_create(2, &pools[1]), 0);
-    for (i = 0; i < 6; i++)
-        for (m = 1; m <= 2; m++) {
+    for (i = 0; i < sizeof(ks) / sizeof(ks[0]); i++)
+        for (m = 0; m < 3; m++) {
             struct mm_case c;
 
-            case_fill(&c, BATON_TYPE_Q4_0, ks[i], 37, m);
+            case_fill(&c, BATON_TYPE_Q4_0, ks[i], 37, ms[m]);
             case_check(&c, pools, 2);
             case_free(&c);
         }

@@ -197,13 +197,13 @@ static void scalar_f16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
     }
 }
 
-/* Q8_0 / Q4_0 against quantized activations: exact integer sums over the
- * 8 elements of each lane, scaled and accumulated in 16 lanes, 4 per block
+/* Q8_0 against quantized activations: exact integer sums over the 8
+ * elements of each lane, scaled and accumulated in 16 lanes, 4 per block
  * (see matmul.h). */
-static void scalar_q(const struct baton_mm *mm, uint64_t r0, uint64_t r1, int is_q4)
+static void scalar_q8_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 {
     const uint64_t nb = mm->k / 32, ldy = mm->ldy, m = mm->m;
-    const uint64_t bbytes = is_q4 ? BATON_Q4_0_BLOCK_BYTES : BATON_Q8_0_BLOCK_BYTES;
+    const uint64_t bbytes = BATON_Q8_0_BLOCK_BYTES;
     uint64_t r, c, b;
     int l, j;
 
@@ -225,13 +225,8 @@ static void scalar_q(const struct baton_mm *mm, uint64_t r0, uint64_t r1, int is
                 int w_lo[16], w_hi[16];
 
                 for (j = 0; j < 16; j++) {
-                    if (is_q4) {
-                        w_lo[j] = (wb[2 + j] & 0x0F) - 8;
-                        w_hi[j] = (wb[2 + j] >> 4) - 8;
-                    } else {
-                        w_lo[j] = (int8_t)wb[2 + j];
-                        w_hi[j] = (int8_t)wb[18 + j];
-                    }
+                    w_lo[j] = (int8_t)wb[2 + j];
+                    w_hi[j] = (int8_t)wb[18 + j];
                 }
                 for (l = 0; l < 4; l++) {
                     int32_t isum = 0;
@@ -252,18 +247,42 @@ static void scalar_q(const struct baton_mm *mm, uint64_t r0, uint64_t r1, int is
     }
 }
 
-static void scalar_q8_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
-{
-    scalar_q(mm, r0, r1, 0);
-}
-
+/* Q4_0: one chain per output over the blocks, each block's exact integer
+ * sum scaled once (see matmul.h). */
 static void scalar_q4_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 {
-    scalar_q(mm, r0, r1, 1);
+    const uint64_t nb = mm->k / 32, ldy = mm->ldy, m = mm->m;
+    uint64_t r, c, b;
+    int j;
+
+    for (r = r0; r < r1; r++) {
+        const uint8_t *wr = mm->w + r * mm->w_row_bytes;
+
+        for (c = 0; c < m; c++) {
+            const uint8_t *col = mm->act + c * mm->act_col_bytes;
+            float acc = 0.0f;
+
+            for (b = 0; b < nb; b++) {
+                const uint8_t *wb = wr + b * BATON_Q4_0_BLOCK_BYTES;
+                const uint8_t *grp = col + b / 4 * BATON_ACT_GROUP_BYTES;
+                const int bj = (int)(b % 4);
+                const int8_t *x_lo = (const int8_t *)grp + 16 * bj;
+                const int8_t *x_hi = (const int8_t *)grp + 64 + 16 * bj;
+                const float dx = ((const float *)(grp + 192))[4 * bj];
+                const float d = baton_fp16_to_fp32(load_u16(wb)) * dx;
+                int32_t isum = 0;
+
+                for (j = 0; j < 16; j++)
+                    isum += ((wb[2 + j] & 0x0F) - 8) * x_lo[j] + ((wb[2 + j] >> 4) - 8) * x_hi[j];
+                acc = fmaf(d, (float)isum, acc);
+            }
+            mm->y[c * ldy + r] = acc;
+        }
+    }
 }
 
 /* ---- Q5_0 / Q5_1: the reference of matmul.h's Q5 order ----
- * The activations and lanes of Q4_0; the 5-bit weights read element by
+ * The activations of Q4_0 and the lanes of Q8_0; the 5-bit weights read element by
  * element from quant.h's formulas. Q5_0 sums (q - 16) * x; Q5_1 sums q * x
  * and, for its min, the lane's sum of x. */
 static void scalar_q5(const struct baton_mm *mm, uint64_t r0, uint64_t r1, int is_q5_1)
@@ -398,6 +417,10 @@ static void scalar_act(const float *x, uint64_t k, uint8_t *act, uint64_t col_by
             corr[l] = -bias * (q[4 * l] + q[4 * l + 1] + q[4 * l + 2] + q[4 * l + 3] +
                                q[16 + 4 * l] + q[17 + 4 * l] + q[18 + 4 * l] + q[19 + 4 * l]);
             dd[l] = d;
+        }
+        if (bias == 8) { /* Q4_0: the block's whole corr in lane 0 */
+            corr[0] += corr[1] + corr[2] + corr[3];
+            corr[1] = corr[2] = corr[3] = 0;
         }
     }
 }

@@ -153,12 +153,9 @@ static T2 void avx2_f16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
     baton_mm_drive(mm, r0, r1, &f16_tiles);
 }
 
-/* ---- Q8_0 / Q4_0 against quantized activations ----
+/* ---- Q8_0 against quantized activations ----
  * A 256-bit accumulator holds the 4 lanes of each of two blocks: blocks
  * 4g, 4g+1 go to acc[0] (L[0..7]) and 4g+2, 4g+3 to acc[1] (L[8..15]). */
-
-/* Q4_0 decode prefetch distance (matmul_avx512.c explains it). */
-#define Q4_PREFETCH_BYTES 8192
 
 /* binary16 scales of blocks b, b+1 as [d0 x4, d1 x4] (d1 = 0 without pair). */
 static AI T2 __m256 scales2(const uint8_t *p, uint64_t bb, const int pair)
@@ -170,15 +167,14 @@ static AI T2 __m256 scales2(const uint8_t *p, uint64_t bb, const int pair)
 }
 
 /* Blocks b, b+1 (pair 1) or b alone (pair 0: lanes 4..7 left as they are)
- * of NR rows against NC columns into acc[rr * NC + j]. Q8_0 by the sign
- * trick (|w| unsigned times x with w's sign, so maddubs's int16 pair sums
- * stay below 2 * 128 * 127); Q4_0 as the unsigned nibbles times x (pair
- * sums below 2 * 15 * 127, the two halves' sum below 2^15) plus corr. */
+ * of NR rows against NC columns into acc[rr * NC + j], by the sign trick
+ * (|w| unsigned times x with w's sign, so maddubs's int16 pair sums stay
+ * below 2 * 128 * 127). */
 static AI T2 void q_pair(const struct baton_mm *mm, uint64_t r, uint64_t c, uint64_t b,
-                         const int NR, const int NC, const int is_q4, const int pair, __m256 *acc)
+                         const int NR, const int NC, const int pair, __m256 *acc)
 {
-    const uint64_t bb = is_q4 ? 18 : 34, half = 16 * (b % 4); /* 0 or 32 */
-    const __m256i ones16 = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0F);
+    const uint64_t bb = BATON_Q8_0_BLOCK_BYTES, half = 16 * (b % 4); /* 0 or 32 */
+    const __m256i ones16 = _mm256_set1_epi16(1);
     __m256i lo[2], hi[2];
     __m256 dw[2];
     int rr, j;
@@ -186,26 +182,13 @@ static AI T2 void q_pair(const struct baton_mm *mm, uint64_t r, uint64_t c, uint
 #pragma GCC unroll 8
     for (rr = 0; rr < NR; rr++) {
         const uint8_t *p = mm->w + (r + rr) * mm->w_row_bytes + b * bb;
+        const __m128i z = _mm_setzero_si128();
 
-        if (is_q4 && NR == 1 && NC == 1) /* decode: as matmul_avx512.c (one line per 36 bytes) */
-            _mm_prefetch((const char *)p + Q4_PREFETCH_BYTES, _MM_HINT_T1);
         dw[rr] = scales2(p, bb, pair);
-        if (is_q4) {
-            const __m128i v0 = _mm_loadu_si128((const __m128i *)(p + 2));
-            const __m128i v1 =
-                pair ? _mm_loadu_si128((const __m128i *)(p + 20)) : _mm_setzero_si128();
-            const __m256i v = _mm256_set_m128i(v1, v0);
-
-            lo[rr] = _mm256_and_si256(v, m4);
-            hi[rr] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-        } else {
-            const __m128i z = _mm_setzero_si128();
-
-            lo[rr] = _mm256_set_m128i(pair ? _mm_loadu_si128((const __m128i *)(p + 36)) : z,
-                                      _mm_loadu_si128((const __m128i *)(p + 2)));
-            hi[rr] = _mm256_set_m128i(pair ? _mm_loadu_si128((const __m128i *)(p + 52)) : z,
-                                      _mm_loadu_si128((const __m128i *)(p + 18)));
-        }
+        lo[rr] = _mm256_set_m128i(pair ? _mm_loadu_si128((const __m128i *)(p + 36)) : z,
+                                  _mm_loadu_si128((const __m128i *)(p + 2)));
+        hi[rr] = _mm256_set_m128i(pair ? _mm_loadu_si128((const __m128i *)(p + 52)) : z,
+                                  _mm_loadu_si128((const __m128i *)(p + 18)));
     }
 #pragma GCC unroll 8
     for (j = 0; j < NC; j++) {
@@ -216,33 +199,22 @@ static AI T2 void q_pair(const struct baton_mm *mm, uint64_t r, uint64_t c, uint
 
 #pragma GCC unroll 8
         for (rr = 0; rr < NR; rr++) {
-            __m256i i32;
-            __m256 v;
+            const __m256i plo =
+                _mm256_maddubs_epi16(_mm256_abs_epi8(lo[rr]), _mm256_sign_epi8(xlo, lo[rr]));
+            const __m256i phi =
+                _mm256_maddubs_epi16(_mm256_abs_epi8(hi[rr]), _mm256_sign_epi8(xhi, hi[rr]));
+            const __m256i i32 =
+                _mm256_add_epi32(_mm256_madd_epi16(plo, ones16), _mm256_madd_epi16(phi, ones16));
+            const __m256 v = _mm256_fmadd_ps(_mm256_mul_ps(dw[rr], dxv), _mm256_cvtepi32_ps(i32),
+                                             acc[rr * NC + j]);
 
-            if (is_q4) {
-                const __m256i cv = _mm256_loadu_si256((const __m256i *)(grp + 128 + half));
-                const __m256i p16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo[rr], xlo),
-                                                     _mm256_maddubs_epi16(hi[rr], xhi));
-
-                i32 = _mm256_add_epi32(_mm256_madd_epi16(p16, ones16), cv);
-            } else {
-                const __m256i plo =
-                    _mm256_maddubs_epi16(_mm256_abs_epi8(lo[rr]), _mm256_sign_epi8(xlo, lo[rr]));
-                const __m256i phi =
-                    _mm256_maddubs_epi16(_mm256_abs_epi8(hi[rr]), _mm256_sign_epi8(xhi, hi[rr]));
-
-                i32 = _mm256_add_epi32(_mm256_madd_epi16(plo, ones16),
-                                       _mm256_madd_epi16(phi, ones16));
-            }
-            v = _mm256_fmadd_ps(_mm256_mul_ps(dw[rr], dxv), _mm256_cvtepi32_ps(i32),
-                                acc[rr * NC + j]);
             acc[rr * NC + j] = pair ? v : _mm256_blend_ps(v, acc[rr * NC + j], 0xF0);
         }
     }
 }
 
 static AI T2 void q_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, const int NR,
-                         const int NC, const int is_q4)
+                         const int NC)
 {
     const uint64_t nb = mm->k / 32;
     __m256 acc0[8], acc1[8];
@@ -255,53 +227,52 @@ static AI T2 void q_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, cons
         acc1[i] = _mm256_setzero_ps();
     }
     for (b = 0; nb - b >= 4; b += 4) {
-        q_pair(mm, r, c, b, NR, NC, is_q4, 1, acc0);
-        q_pair(mm, r, c, b + 2, NR, NC, is_q4, 1, acc1);
+        q_pair(mm, r, c, b, NR, NC, 1, acc0);
+        q_pair(mm, r, c, b + 2, NR, NC, 1, acc1);
     }
     if (nb - b >= 2) {
-        q_pair(mm, r, c, b, NR, NC, is_q4, 1, acc0);
+        q_pair(mm, r, c, b, NR, NC, 1, acc0);
         if (nb - b == 3)
-            q_pair(mm, r, c, b + 2, NR, NC, is_q4, 0, acc1);
+            q_pair(mm, r, c, b + 2, NR, NC, 0, acc1);
     } else if (nb - b == 1) {
-        q_pair(mm, r, c, b, NR, NC, is_q4, 0, acc0);
+        q_pair(mm, r, c, b, NR, NC, 0, acc0);
     }
 #pragma GCC unroll 8
     for (i = 0; i < NR * NC; i++) /* c[k] = L[k] + L[k+8], then hsum8 */
         mm->y[(c + i % NC) * mm->ldy + r + i / NC] = hsum8(_mm256_add_ps(acc0[i], acc1[i]));
 }
 
-#define Q_KERNELS(name, is_q4)                                                                     \
-    static T2 void name##_decode(const struct baton_mm *mm, uint64_t r)                            \
-    {                                                                                              \
-        q_tile(mm, r, 0, 1, 1, is_q4);                                                             \
-    }                                                                                              \
-    static T2 void name##_tile_n(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)   \
-    {                                                                                              \
-        switch (nc) {                                                                              \
-        case 1:                                                                                    \
-            q_tile(mm, r, c, 1, 1, is_q4);                                                         \
-            break;                                                                                 \
-        case 2:                                                                                    \
-            q_tile(mm, r, c, 1, 2, is_q4);                                                         \
-            break;                                                                                 \
-        case 3:                                                                                    \
-            q_tile(mm, r, c, 1, 3, is_q4);                                                         \
-            break;                                                                                 \
-        default:                                                                                   \
-            q_tile(mm, r, c, 1, 4, is_q4);                                                         \
-            break;                                                                                 \
-        }                                                                                          \
-    }                                                                                              \
-    static const struct baton_mm_tiles name##_tiles = {                                            \
-        name##_decode, 1, name##_tile_n, 1, 4, name##_tile_n, 0,                                   \
-    };                                                                                             \
-    static T2 void avx2_##name(const struct baton_mm *mm, uint64_t r0, uint64_t r1)                \
-    {                                                                                              \
-        baton_mm_drive(mm, r0, r1, &name##_tiles);                                                 \
-    }
+static T2 void q8_0_decode(const struct baton_mm *mm, uint64_t r)
+{
+    q_tile(mm, r, 0, 1, 1);
+}
 
-Q_KERNELS(q8_0, 0)
-Q_KERNELS(q4_0, 1)
+static T2 void q8_0_tile_n(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)
+{
+    switch (nc) {
+    case 1:
+        q_tile(mm, r, c, 1, 1);
+        break;
+    case 2:
+        q_tile(mm, r, c, 1, 2);
+        break;
+    case 3:
+        q_tile(mm, r, c, 1, 3);
+        break;
+    default:
+        q_tile(mm, r, c, 1, 4);
+        break;
+    }
+}
+
+static const struct baton_mm_tiles q8_0_tiles = {
+    q8_0_decode, 1, q8_0_tile_n, 1, 4, q8_0_tile_n, 0,
+};
+
+static T2 void avx2_q8_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    baton_mm_drive(mm, r0, r1, &q8_0_tiles);
+}
 
 /* ---- activation quantization (scalar_act's arithmetic, 8 lanes) ---- */
 
@@ -323,6 +294,7 @@ T2 void baton_mm_avx2_act(const float *x, uint64_t k, uint8_t *act, uint64_t col
         float *dd = (float *)(grp + 192) + 4 * bj;
         __m256 v[4], mx;
         __m256i nonfinite = _mm256_setzero_si256(), q32[4], bytes, s4;
+        __m128i c4;
         __m128 m4;
         float amax, d, id;
         int i;
@@ -368,9 +340,15 @@ T2 void baton_mm_avx2_act(const float *x, uint64_t k, uint8_t *act, uint64_t col
         /* sums of 4 (elements 4l.., then 16+4l..), lane l + lane l+4 */
         s4 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), bytes),
                                _mm256_set1_epi16(1));
-        _mm_storeu_si128(corr, _mm_mullo_epi32(_mm_add_epi32(_mm256_castsi256_si128(s4),
-                                                             _mm256_extracti128_si256(s4, 1)),
-                                               _mm_set1_epi32(-bias)));
+        c4 = _mm_mullo_epi32(
+            _mm_add_epi32(_mm256_castsi256_si128(s4), _mm256_extracti128_si256(s4, 1)),
+            _mm_set1_epi32(-bias));
+        if (bias == 8) { /* Q4_0: the block's whole corr in lane 0 (matmul.h) */
+            c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0x4E));
+            c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0xB1));
+            c4 = _mm_blend_epi32(_mm_setzero_si128(), c4, 1);
+        }
+        _mm_storeu_si128(corr, c4);
         _mm_storeu_ps(dd, _mm_set1_ps(d));
     }
 }
@@ -951,6 +929,152 @@ K_KERNELS(q3_k, BATON_TYPE_Q3_K)
 K_KERNELS(q4_k, BATON_TYPE_Q4_K)
 K_KERNELS(q5_k, BATON_TYPE_Q5_K)
 K_KERNELS(q6_k, BATON_TYPE_Q6_K)
+
+/* ---- Q4_0 (matmul.h: one chain per output over whole blocks) ----
+ * Q4_ROWS rows at a time, one per 32-bit lane of the chains: each row's
+ * block as its 32 unsigned nibbles times x (vpmaddubsw pairs below 2 * 15
+ * * 127), two rows' pairs added by vphaddw and widened by vpmaddwd, then
+ * vphaddd and a swap of 128-bit halves into one register whose lane i is
+ * row i's sum, and lane 0 of the block's activation corr (-8 times the
+ * block's sum of x) added to take the nibbles' offset back out: each lane
+ * ends as the exact isum. A strip of fewer rows (the ragged end) reads its
+ * first row in the missing lanes and stores only its own. */
+#define Q4_ROWS 8
+
+static AI T2 void q4_strip(const struct baton_mm *mm, uint64_t r, uint32_t nr, uint64_t c,
+                           const int NC)
+{
+    const uint64_t nb = mm->k / 32;
+    const __m256i ones16 = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0F);
+    const __m256i sh = _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4);
+    const uint8_t *row[Q4_ROWS];
+    /* the next strip's rows, one contiguous range: decode prefetches it
+     * into L2 block by block as it goes (without, the 8 rows' interleaved
+     * reads ran at a third of the speed; all of it at once, as the AVX-512
+     * decode does, measured 30-50 % slower here: d768 model, Zen 5) */
+    const char *pf = (const char *)mm->w + (r + Q4_ROWS) * mm->w_row_bytes;
+    __m256 acc[4];
+    uint64_t b;
+    int i, j;
+
+    for (i = 0; i < Q4_ROWS; i++)
+        row[i] = mm->w + (r + ((uint32_t)i < nr ? (uint64_t)i : 0)) * mm->w_row_bytes;
+#pragma GCC unroll 4
+    for (j = 0; j < NC; j++)
+        acc[j] = _mm256_setzero_ps();
+    for (b = 0; b < nb; b++) {
+        const uint64_t bo = b * BATON_Q4_0_BLOCK_BYTES;
+        __m256i w[Q4_ROWS];
+        __m256 dw;
+
+        if (NC == 1) { /* decode: the next strip's 144 bytes per block */
+            _mm_prefetch(pf + Q4_ROWS * bo, _MM_HINT_T1);
+            _mm_prefetch(pf + Q4_ROWS * bo + 64, _MM_HINT_T1);
+            _mm_prefetch(pf + Q4_ROWS * bo + 128, _MM_HINT_T1);
+        }
+        dw = _mm256_cvtph_ps(_mm_setr_epi16(
+            (short)load_u16(row[0] + bo), (short)load_u16(row[1] + bo),
+            (short)load_u16(row[2] + bo), (short)load_u16(row[3] + bo),
+            (short)load_u16(row[4] + bo), (short)load_u16(row[5] + bo),
+            (short)load_u16(row[6] + bo), (short)load_u16(row[7] + bo)));
+#pragma GCC unroll 8
+        for (i = 0; i < Q4_ROWS; i++) {
+            /* the 16 bytes in both halves, the upper one shifted down a
+             * nibble: low nibbles (elements 0..15), then high (16..31) */
+            const __m256i v =
+                _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(row[i] + bo + 2)));
+
+            w[i] = _mm256_and_si256(_mm256_srlv_epi32(v, sh), m4);
+        }
+#pragma GCC unroll 4
+        for (j = 0; j < NC; j++) {
+            const uint8_t *xb = mm->act + (c + j) * mm->act_col_bytes +
+                                b / 4 * BATON_ACT_GROUP_BYTES + 16 * (b % 4);
+            const __m256i x =
+                _mm256_loadu2_m128i((const __m128i *)(xb + 64), (const __m128i *)xb);
+            int32_t corr;
+            float dx;
+            __m256i v[Q4_ROWS / 2], u[2], isum;
+
+            memcpy(&corr, xb + 128, sizeof(corr));
+            memcpy(&dx, xb + 192, sizeof(dx));
+            /* rows 2i, 2i+1: their int16 pair sums added pairwise (each
+             * below 2 * 3810), widened to 32 bits by pairs: per 128-bit
+             * half, lanes 0, 1 row 2i's and 2, 3 row 2i+1's partial sums */
+#pragma GCC unroll 4
+            for (i = 0; i < Q4_ROWS / 2; i++)
+                v[i] = _mm256_madd_epi16(
+                    _mm256_hadd_epi16(_mm256_maddubs_epi16(w[2 * i], x),
+                                      _mm256_maddubs_epi16(w[2 * i + 1], x)),
+                    ones16);
+            /* per half: rows 4i..4i+3's sums of that half's elements */
+            u[0] = _mm256_hadd_epi32(v[0], v[1]);
+            u[1] = _mm256_hadd_epi32(v[2], v[3]);
+            isum = _mm256_add_epi32(
+                _mm256_add_epi32(_mm256_permute2x128_si256(u[0], u[1], 0x20),
+                                 _mm256_permute2x128_si256(u[0], u[1], 0x31)),
+                _mm256_set1_epi32(corr));
+            acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(dx)),
+                                     _mm256_cvtepi32_ps(isum), acc[j]);
+        }
+    }
+#pragma GCC unroll 4
+    for (j = 0; j < NC; j++) {
+        float *y = mm->y + (c + j) * mm->ldy + r;
+
+        if (nr == Q4_ROWS) {
+            _mm256_storeu_ps(y, acc[j]);
+        } else {
+            float t[Q4_ROWS];
+
+            _mm256_storeu_ps(t, acc[j]);
+            memcpy(y, t, nr * sizeof(float));
+        }
+    }
+}
+
+static T2 void q4_decode(const struct baton_mm *mm, uint64_t r)
+{
+    q4_strip(mm, r, Q4_ROWS, 0, 1);
+}
+
+static T2 void q4_cols(const struct baton_mm *mm, uint64_t r, uint32_t nr, uint64_t c,
+                       uint32_t nc)
+{
+    switch (nc) {
+    case 1:
+        q4_strip(mm, r, nr, c, 1);
+        break;
+    case 2:
+        q4_strip(mm, r, nr, c, 2);
+        break;
+    case 3:
+        q4_strip(mm, r, nr, c, 3);
+        break;
+    default:
+        q4_strip(mm, r, nr, c, 4);
+        break;
+    }
+}
+
+static T2 void q4_tile_n(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)
+{
+    q4_cols(mm, r, Q4_ROWS, c, nc);
+}
+
+static T2 void q4_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)
+{
+    q4_cols(mm, r, 1, c, nc);
+}
+
+static const struct baton_mm_tiles q4_0_tiles = {
+    q4_decode, Q4_ROWS, q4_tile_n, Q4_ROWS, 4, q4_row, 0,
+};
+
+static T2 void avx2_q4_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    baton_mm_drive(mm, r0, r1, &q4_0_tiles);
+}
 
 const struct baton_mm_kernels baton_mm_avx2 = {
     avx2_f32,           avx2_f16,  avx2_q8_0,     avx2_q4_0, baton_mm_avx2_act, avx2_f32_dots,

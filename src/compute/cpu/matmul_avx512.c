@@ -4,9 +4,10 @@
  * chosen at run time. Same reduction orders as matmul.h, so the results
  * equal the scalar and AVX2 kernels' bit for bit.
  *
- * For Q8_0 / Q4_0 one 512-bit register holds a group of 4 blocks, 4 lanes
- * each, exactly the 16 lanes L of the reduction order; for F16 the two
- * registers of a row hold lanes 0..15 and 16..31.
+ * For Q8_0 one 512-bit register holds a group of 4 blocks, 4 lanes each,
+ * exactly the 16 lanes L of the reduction order; for Q4_0 a register holds
+ * the chains of 16 rows; for F16 the two registers of a row hold lanes
+ * 0..15 and 16..31.
  *
  * On Zen 4 (the development host) a 512-bit operation occupies its pipe
  * for two cycles, so what counts is the number of vector operations per
@@ -195,20 +196,14 @@ static T5 void avx512_f16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
     baton_mm_drive(mm, r0, r1, &f16_tiles);
 }
 
-/* ---- Q8_0 / Q4_0 ----
+/* ---- Q8_0 ----
  * One 512-bit register per group of 4 blocks: lane 4j + l is lane l of the
  * group's block j, exactly L[4(b%4) + l] of the reduction order. Weights
- * are fed to vpdpbusd as unsigned bytes: Q8_0 as w + 128 (w xor 0x80),
- * Q4_0 as the raw nibble (w + 8); the activation group's corr (-128 or -8
- * times x's lane sums) starts the integer sum and takes that offset back
- * out, so each 32-bit lane ends as the exact isum. */
+ * are fed to vpdpbusd as unsigned bytes w + 128 (w xor 0x80); the
+ * activation group's corr (-128 times x's lane sums) starts the integer
+ * sum and takes that offset back out, so each 32-bit lane ends as the
+ * exact isum. */
 
-/* Word indices of the 4 scales of a group and of Q4_0's 4 x 16 nibble
- * bytes (two-source permutes: 32.. index the second register). */
-static const uint16_t q4_nib_idx[32] = {1,  2,  3,  4,  5,  6,  7,  8,  10, 11, 12,
-                                        13, 14, 15, 16, 17, 19, 20, 21, 22, 23, 24,
-                                        25, 26, 28, 29, 30, 31, 32, 33, 34, 35};
-static const uint16_t q4_d_idx[16] = {0, 0, 0, 0, 9, 9, 9, 9, 18, 18, 18, 18, 27, 27, 27, 27};
 static const uint16_t q8_d_idx[16] = {0, 0, 0, 0, 17, 17, 17, 17, 34, 34, 34, 34, 51, 51, 51, 51};
 /* 128-bit halves: the first 16 bytes of each block, then the last 16 */
 static const uint64_t q8_lo_idx[8] = {0, 1, 4, 5, 8, 9, 12, 13};
@@ -223,87 +218,57 @@ static AI T5 __mmask64 byte_mask(uint64_t n) /* n <= 64 */
  * unsigned, and its scales as [d0 x4, d1 x4, d2 x4, d3 x4]. nblk < 4 only
  * for the last group of a row: nothing past its blocks is read, missing
  * blocks read as zero. */
-static AI T5 void q_weights(const uint8_t *p, const int is_q4, const int full, uint64_t nblk,
-                            __m512i *lo, __m512i *hi, __m512 *dw)
+static AI T5 void q_weights(const uint8_t *p, const int full, uint64_t nblk, __m512i *lo,
+                            __m512i *hi, __m512 *dw)
 {
-    if (is_q4) {
-        const __m512i z0 =
-            full ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(byte_mask(18 * nblk), p);
-        const __m512i z1 = full ? (_mm512_maskz_loadu_epi8(0xFF, p + 64)) : _mm512_setzero_si512();
-        const __m512i w = _mm512_permutex2var_epi16(z0, _mm512_loadu_si512(q4_nib_idx), z1);
-        const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512i z01, z23, s0, s1;
 
-        *lo = _mm512_and_si512(w, m4);
-        *hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m4);
-        *dw = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(
-            _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)q4_d_idx)), z0)));
+    if (full) {
+        z01 = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(p + 2))),
+            _mm256_loadu_si256((const __m256i *)(p + 36)), 1);
+        z23 = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(p + 70))),
+            _mm256_loadu_si256((const __m256i *)(p + 104)), 1);
+        s0 = _mm512_loadu_si512(p);
+        s1 = _mm512_loadu_si512(p + 64);
     } else {
-        __m512i z01, z23, s0, s1;
+        const __mmask32 m0 = nblk > 0 ? 0xFFFFFFFFu : 0, m1 = nblk > 1 ? 0xFFFFFFFFu : 0;
+        const __mmask32 m2 = nblk > 2 ? 0xFFFFFFFFu : 0;
 
-        if (full) {
-            z01 = _mm512_inserti64x4(
-                _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(p + 2))),
-                _mm256_loadu_si256((const __m256i *)(p + 36)), 1);
-            z23 = _mm512_inserti64x4(
-                _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(p + 70))),
-                _mm256_loadu_si256((const __m256i *)(p + 104)), 1);
-            s0 = _mm512_loadu_si512(p);
-            s1 = _mm512_loadu_si512(p + 64);
-        } else {
-            const __mmask32 m0 = nblk > 0 ? 0xFFFFFFFFu : 0, m1 = nblk > 1 ? 0xFFFFFFFFu : 0;
-            const __mmask32 m2 = nblk > 2 ? 0xFFFFFFFFu : 0;
-
-            z01 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_maskz_loadu_epi8(m0, p + 2)),
-                                     _mm256_maskz_loadu_epi8(m1, p + 36), 1);
-            z23 = _mm512_zextsi256_si512(_mm256_maskz_loadu_epi8(m2, p + 70));
-            s0 = _mm512_maskz_loadu_epi8(byte_mask(34 * nblk), p);
-            s1 = _mm512_maskz_loadu_epi8(byte_mask(34 * nblk > 64 ? 34 * nblk - 64 : 0), p + 64);
-        }
-        *lo = _mm512_xor_si512(_mm512_permutex2var_epi64(z01, _mm512_loadu_si512(q8_lo_idx), z23),
-                               _mm512_set1_epi8((char)0x80));
-        *hi = _mm512_xor_si512(_mm512_permutex2var_epi64(z01, _mm512_loadu_si512(q8_hi_idx), z23),
-                               _mm512_set1_epi8((char)0x80));
-        *dw = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutex2var_epi16(
-            s0, _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)q8_d_idx)), s1)));
+        z01 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_maskz_loadu_epi8(m0, p + 2)),
+                                 _mm256_maskz_loadu_epi8(m1, p + 36), 1);
+        z23 = _mm512_zextsi256_si512(_mm256_maskz_loadu_epi8(m2, p + 70));
+        s0 = _mm512_maskz_loadu_epi8(byte_mask(34 * nblk), p);
+        s1 = _mm512_maskz_loadu_epi8(byte_mask(34 * nblk > 64 ? 34 * nblk - 64 : 0), p + 64);
     }
+    *lo = _mm512_xor_si512(_mm512_permutex2var_epi64(z01, _mm512_loadu_si512(q8_lo_idx), z23),
+                           _mm512_set1_epi8((char)0x80));
+    *hi = _mm512_xor_si512(_mm512_permutex2var_epi64(z01, _mm512_loadu_si512(q8_hi_idx), z23),
+                           _mm512_set1_epi8((char)0x80));
+    *dw = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutex2var_epi16(
+        s0, _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)q8_d_idx)), s1)));
 }
 
-/* Q4_0 decode (one row, one column) is close to compute-bound here, and
- * prefetching the row stream this far ahead into L2 let it overlap memory
- * better (measured on the 2-core AMD EPYC host: about 17 -> 23 GB/s);
- * every 64-byte line is prefetched (two per 72-byte group), since leaving
- * gaps measured slower than no prefetch. F16 and Q8_0 ran faster without. */
-#define Q4_PREFETCH_BYTES 8192
-
-/* Rows per call of a decode tile: the tile loops over them in steps of its
- * row count, so the walker's indirect call is paid once per 16 rows (at
- * the 768-wide rows of a small model it was a measurable part of Q4_0
- * decode). A multiple of every decode row count below. */
+/* Rows per call of a decode tile: the tile loops over them a row at a
+ * time, so the walker's indirect call is paid once per 16 rows (at the
+ * 768-wide rows of a small model it was a measurable part of decode). */
 #define Q_DECODE_ROWS 16
 
 /* Group g (blocks 4g.., nblk of them) of NR rows against NC columns. */
 static AI T5 void q_group(const struct baton_mm *mm, uint64_t r, uint64_t c, uint64_t g,
-                          const int NR, const int NC, const int is_q4, const int full,
-                          uint64_t nblk, __m512 acc[4][4])
+                          const int NR, const int NC, const int full, uint64_t nblk,
+                          __m512 acc[4][4])
 {
-    const uint64_t bb = is_q4 ? 18 : 34;
     const __mmask16 lanes = full ? 0xFFFF : (__mmask16)((1u << (4 * nblk)) - 1);
     __m512i lo[4], hi[4];
     __m512 dw[4];
     int rr, j;
 
 #pragma GCC unroll 4
-    for (rr = 0; rr < NR; rr++) {
-        if (is_q4 && NC == 1) { /* decode: see Q4_PREFETCH_BYTES */
-            const char *pf = (const char *)mm->w + (r + rr) * mm->w_row_bytes + 4 * g * bb +
-                             Q4_PREFETCH_BYTES;
-
-            _mm_prefetch(pf, _MM_HINT_T1);
-            _mm_prefetch(pf + 64, _MM_HINT_T1);
-        }
-        q_weights(mm->w + (r + rr) * mm->w_row_bytes + 4 * g * bb, is_q4, full, nblk, &lo[rr],
-                  &hi[rr], &dw[rr]);
-    }
+    for (rr = 0; rr < NR; rr++)
+        q_weights(mm->w + (r + rr) * mm->w_row_bytes + 4 * g * 34, full, nblk, &lo[rr], &hi[rr],
+                  &dw[rr]);
 #pragma GCC unroll 4
     for (j = 0; j < NC; j++) {
         const uint8_t *grp = mm->act + (c + j) * mm->act_col_bytes + g * BATON_ACT_GROUP_BYTES;
@@ -326,7 +291,7 @@ static AI T5 void q_group(const struct baton_mm *mm, uint64_t r, uint64_t c, uin
 }
 
 static AI T5 void q_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, const int NR,
-                         const int NC, const int is_q4)
+                         const int NC)
 {
     const uint64_t nb = mm->k / 32;
     __m512 acc[4][4];
@@ -339,9 +304,9 @@ static AI T5 void q_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, cons
         for (j = 0; j < NC; j++)
             acc[rr][j] = _mm512_setzero_ps();
     for (g = 0; g < nb / 4; g++)
-        q_group(mm, r, c, g, NR, NC, is_q4, 1, 4, acc);
+        q_group(mm, r, c, g, NR, NC, 1, 4, acc);
     if (nb % 4)
-        q_group(mm, r, c, g, NR, NC, is_q4, 0, nb % 4, acc);
+        q_group(mm, r, c, g, NR, NC, 0, nb % 4, acc);
 #pragma GCC unroll 4
     for (rr = 0; rr < NR; rr++)
 #pragma GCC unroll 4
@@ -349,224 +314,453 @@ static AI T5 void q_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, cons
             mm->y[(c + j) * mm->ldy + r + rr] = hsum16(acc[rr][j]);
 }
 
-/* Q4_0 decode, four groups (16 blocks, 288 bytes) of a row at a time, or
- * two. The binary16 scales of the chunk's groups are gathered by word
- * permutes (one per two groups), widened by one vcvtph2ps and multiplied
- * by the column's dx of those blocks at once (gathered once per decode
- * call, q4_dx); each group then takes its lanes' d from that product by
- * one vpermps. Per group this replaces a word permute, a 16-lane
- * vcvtph2ps (about 1.4 cycles on Zen 4, the dearest op of the group) and a
- * multiply with half a permute, a quarter of each of the others and a
- * vpermps. d = fp16(dW) * dx is the same product, rounded once, and each
- * lane's chain is unchanged, so the bits are those of q_tile. A last
- * single group, the partial group and rows of more than 4 * Q4_MAX_CHUNKS
- * groups take q_group. */
-#define Q4_MAX_CHUNKS 64u /* k <= 32768 */
-
-/* rows per pass of the chunked decode (they share the activation loads) */
-#define Q4_DECODE_NR 2
-
-/* words of the 4 scales of a group (the permute's first source) and of the
- * next group (its second source): block j's scale is word 9j of its group */
-static const uint16_t q4_sc_idx[32] = {0, 9, 18, 27, 32, 41, 50, 59};
-/* floats 4j (j < 4) of two dx vectors (d of block j, 4 times) */
-static const uint32_t q4_dxc_idx[16] = {0, 4, 8, 12, 16, 20, 24, 28};
-/* lanes 4j..4j+3 of a chunk's group t take d of its block 4t + j */
-static const uint32_t q4_exp_idx[4][16] = {
-    {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3},
-    {4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7},
-    {8, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 10, 11, 11, 11, 11},
-    {12, 12, 12, 12, 13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15}};
-
-/* dxc[4 g + j] = dx of block j of group g of column 0, g < 2 npairs */
-static AI T5 void q4_dx(const struct baton_mm *mm, uint64_t npairs, float *dxc)
+static T5 void q8_0_decode(const struct baton_mm *mm, uint64_t r)
 {
-    const __m512i idx = _mm512_loadu_si512(q4_dxc_idx);
     uint64_t i;
 
-    for (i = 0; i < npairs; i++) {
-        const uint8_t *g = mm->act + 2 * i * BATON_ACT_GROUP_BYTES + 192;
-
-        _mm256_storeu_ps(dxc + 8 * i,
-                         _mm512_castps512_ps256(_mm512_permutex2var_ps(
-                             _mm512_loadu_ps(g), idx, _mm512_loadu_ps(g + BATON_ACT_GROUP_BYTES))));
-    }
+    for (i = 0; i < Q_DECODE_ROWS; i++)
+        q_tile(mm, r + i, 0, 1, 1);
 }
 
-/* Groups [g0, g0 + G) (G = 2 or 4) of rows [r, r + NR) of column 0. */
-static AI T5 void q4_chunk(const struct baton_mm *mm, uint64_t r, const int NR, uint64_t g0,
-                           const int G, const float *dxc, const __m512i eidx[4],
-                           __m512 acc[4][4])
+/* NR rows of columns [c, c + nc), nc <= 4 */
+static AI T5 void q8_0_cols(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc,
+                            const int NR)
 {
-    const __m512i nidx = _mm512_loadu_si512(q4_nib_idx), sidx = _mm512_loadu_si512(q4_sc_idx);
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
-    int rr, t;
-
-#pragma GCC unroll 4
-    for (rr = 0; rr < NR; rr++) {
-        const uint8_t *p = mm->w + (r + rr) * mm->w_row_bytes + g0 * 72;
-        const char *pf = (const char *)p + Q4_PREFETCH_BYTES;
-        __m512i z0[4], z1[4];
-        __m512 dc;
-
-        /* every line of the 72 G bytes (see Q4_PREFETCH_BYTES) */
-        _mm_prefetch(pf, _MM_HINT_T1);
-        _mm_prefetch(pf + 64, _MM_HINT_T1);
-        _mm_prefetch(pf + 128, _MM_HINT_T1);
-        if (G == 4) {
-            _mm_prefetch(pf + 192, _MM_HINT_T1);
-            _mm_prefetch(pf + 256, _MM_HINT_T1);
-        }
-#pragma GCC unroll 4
-        for (t = 0; t < G; t++) {
-            z0[t] = _mm512_loadu_si512(p + 72 * t);
-            z1[t] = _mm512_zextsi128_si512(_mm_loadl_epi64((const __m128i *)(p + 72 * t + 64)));
-        }
-        if (G == 4) {
-            const __m128i s01 =
-                _mm512_castsi512_si128(_mm512_permutex2var_epi16(z0[0], sidx, z0[1]));
-            const __m128i s23 =
-                _mm512_castsi512_si128(_mm512_permutex2var_epi16(z0[2], sidx, z0[3]));
-
-            dc = _mm512_mul_ps(
-                _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(s01), s23, 1)),
-                _mm512_loadu_ps(dxc + 4 * g0));
-        } else {
-            const __m128i s01 =
-                _mm512_castsi512_si128(_mm512_permutex2var_epi16(z0[0], sidx, z0[1]));
-
-            dc = _mm512_castps256_ps512(
-                _mm256_mul_ps(_mm256_cvtph_ps(s01), _mm256_loadu_ps(dxc + 4 * g0)));
-        }
-#pragma GCC unroll 4
-        for (t = 0; t < G; t++) {
-            const uint8_t *grp = mm->act + (g0 + t) * BATON_ACT_GROUP_BYTES;
-            const __m512i w = _mm512_permutex2var_epi16(z0[t], nidx, z1[t]);
-            const __m512i lo = _mm512_and_si512(w, m4);
-            const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m4);
-            const __m512i isum = _mm512_dpbusd_epi32(
-                _mm512_dpbusd_epi32(_mm512_loadu_si512(grp + 128), lo, _mm512_loadu_si512(grp)),
-                hi, _mm512_loadu_si512(grp + 64));
-
-            acc[rr][0] = _mm512_fmadd_ps(_mm512_permutexvar_ps(eidx[t], dc),
-                                         _mm512_cvtepi32_ps(isum), acc[rr][0]);
-        }
+    switch (nc) {
+    case 1:
+        q_tile(mm, r, c, NR, 1);
+        break;
+    case 2:
+        q_tile(mm, r, c, NR, 2);
+        break;
+    case 3:
+        q_tile(mm, r, c, NR, 3);
+        break;
+    default:
+        q_tile(mm, r, c, NR, 4);
+        break;
     }
 }
 
-/* Rows [r, r + NR) of column 0 (NR <= 4); dxc from q4_dx over the first
- * 4 * (ng / 4) + (ng % 4 >= 2 ? 2 : 0) of the ng full groups. */
-static AI T5 void q4_decode_tile(const struct baton_mm *mm, uint64_t r, const int NR,
-                                 const float *dxc)
+static T5 void q8_0_tile_n(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)
 {
-    const uint64_t nb = mm->k / 32, ng = nb / 4;
-    __m512 acc[4][4];
-    __m512i eidx[4];
-    uint64_t g;
-    int rr, t;
-
-#pragma GCC unroll 4
-    for (t = 0; t < 4; t++)
-        eidx[t] = _mm512_loadu_si512(q4_exp_idx[t]);
-#pragma GCC unroll 4
-    for (rr = 0; rr < NR; rr++)
-        acc[rr][0] = _mm512_setzero_ps();
-    for (g = 0; ng - g >= 4; g += 4)
-        q4_chunk(mm, r, NR, g, 4, dxc, eidx, acc);
-    if (ng - g >= 2) {
-        q4_chunk(mm, r, NR, g, 2, dxc, eidx, acc);
-        g += 2;
-    }
-    if (g < ng)
-        q_group(mm, r, 0, g++, NR, 1, 1, 1, 4, acc);
-    if (nb % 4)
-        q_group(mm, r, 0, g, NR, 1, 1, 0, nb % 4, acc);
-#pragma GCC unroll 4
-    for (rr = 0; rr < NR; rr++)
-        mm->y[r + rr] = hsum16(acc[rr][0]);
+    q8_0_cols(mm, r, c, nc, 4);
 }
 
-/* Q_DECODE_ROWS rows of column 0 (the Q4_0 decode tile). */
-static T5 void q4_decode(const struct baton_mm *mm, uint64_t r)
+static T5 void q8_0_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)
 {
-    float dxc[16 * Q4_MAX_CHUNKS];
-    const uint64_t ng = mm->k / 128;
-    uint64_t i;
-
-    if (ng > 4 * Q4_MAX_CHUNKS) {
-        for (i = 0; i < Q_DECODE_ROWS; i += 2)
-            q_tile(mm, r + i, 0, 2, 1, 1);
-        return;
-    }
-    q4_dx(mm, ng / 2, dxc);
-    for (i = 0; i < Q_DECODE_ROWS; i += Q4_DECODE_NR)
-        q4_decode_tile(mm, r + i, Q4_DECODE_NR, dxc);
+    q8_0_cols(mm, r, c, nc, 1);
 }
-
-#define Q_KERNELS(name, is_q4, decode_nr, tile_nr, row_max_m)                                      \
-    static T5 void name##_decode(const struct baton_mm *mm, uint64_t r)                            \
-    {                                                                                              \
-        uint64_t i;                                                                                \
-        if (is_q4) {                                                                               \
-            q4_decode(mm, r);                                                                      \
-            return;                                                                                \
-        }                                                                                          \
-        for (i = 0; i < Q_DECODE_ROWS; i += decode_nr)                                             \
-            q_tile(mm, r + i, 0, decode_nr, 1, is_q4);                                             \
-    }                                                                                              \
-    static T5 void name##_tile_n(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)   \
-    {                                                                                              \
-        switch (nc) {                                                                              \
-        case 1:                                                                                    \
-            q_tile(mm, r, c, tile_nr, 1, is_q4);                                                         \
-            break;                                                                                 \
-        case 2:                                                                                    \
-            q_tile(mm, r, c, tile_nr, 2, is_q4);                                                         \
-            break;                                                                                 \
-        case 3:                                                                                    \
-            q_tile(mm, r, c, tile_nr, 3, is_q4);                                                         \
-            break;                                                                                 \
-        default:                                                                                   \
-            q_tile(mm, r, c, tile_nr, 4, is_q4);                                                         \
-            break;                                                                                 \
-        }                                                                                          \
-    }                                                                                              \
-    static T5 void name##_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)      \
-    {                                                                                              \
-        switch (nc) {                                                                              \
-        case 1:                                                                                    \
-            q_tile(mm, r, c, 1, 1, is_q4);                                                         \
-            break;                                                                                 \
-        case 2:                                                                                    \
-            q_tile(mm, r, c, 1, 2, is_q4);                                                         \
-            break;                                                                                 \
-        case 3:                                                                                    \
-            q_tile(mm, r, c, 1, 3, is_q4);                                                         \
-            break;                                                                                 \
-        default:                                                                                   \
-            q_tile(mm, r, c, 1, 4, is_q4);                                                         \
-            break;                                                                                 \
-        }                                                                                          \
-    }                                                                                              \
-    static const struct baton_mm_tiles name##_tiles = {                                            \
-        name##_decode, Q_DECODE_ROWS, name##_tile_n, tile_nr, 4, name##_row, row_max_m,             \
-    };                                                                                             \
-    static T5 void avx512_##name(const struct baton_mm *mm, uint64_t r0, uint64_t r1)              \
-    {                                                                                              \
-        baton_mm_drive(mm, r0, r1, &name##_tiles);                                                 \
-    }
 
 /* Rows per decode call and per batched tile (4 columns), measured on the
- * EPYC host at 4096 x 4096 (bench/kernels.c): Q4_0 decode is compute-bound
- * and gains from two rows' independent chains (25 -> 28 GB/s), Q8_0
- * decode is memory-bound and two rows measured much slower (31 -> 12
- * GB/s); batched Q8_0 gains from 4-row tiles (125 -> 160 GFLOP/s at 64
- * columns), Q4_0 does not (176 vs 169). With up to 16 columns Q8_0 goes a
- * row at a time (row_max_m, matmul.h): on the 87 MB d768 model the 4-row
- * tiles could not overlap the weight stream (a batched decode of 4
- * sequences ran at 255 tok/s against 420-500 a row at a time). */
-Q_KERNELS(q8_0, 0, 1, 4, 16)
-Q_KERNELS(q4_0, 1, 2, 2, 0)
+ * EPYC host at 4096 x 4096 (bench/kernels.c): Q8_0 decode is memory-bound
+ * and two rows measured much slower than one (31 -> 12 GB/s); batched
+ * Q8_0 gains from 4-row tiles (125 -> 160 GFLOP/s at 64 columns). With up
+ * to 16 columns Q8_0 goes a row at a time (row_max_m, matmul.h): on the 87
+ * MB d768 model the 4-row tiles could not overlap the weight stream (a
+ * batched decode of 4 sequences ran at 255 tok/s against 420-500 a row at
+ * a time). */
+static const struct baton_mm_tiles q8_0_tiles = {
+    q8_0_decode, Q_DECODE_ROWS, q8_0_tile_n, 4, 4, q8_0_row, 16,
+};
+
+static T5 void avx512_q8_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    baton_mm_drive(mm, r0, r1, &q8_0_tiles);
+}
+
+/* ---- Q4_0 (matmul.h: one chain per output over whole blocks) ----
+ * 16 rows at a time, row i in 32-bit lane i of every register: a block's
+ * 16 x 16 nibble bytes are transposed (4 loads per register, then 8
+ * unpacks) so that register q holds bytes 4q..4q+3 of each row, i.e.
+ * elements 4q..4q+3 (low nibbles, w[q]) and 16+4q..16+4q+3 (high, w[4 +
+ * q]); vpdpbusd of w[q] with those 4 activation bytes broadcast adds them
+ * to each row's sum, 8 of them make the block's, started from lane 0 of
+ * the activation's corr (-8 times the block's sum of x, which takes the
+ * nibbles' offset back out): each lane ends as the exact isum, and one
+ * multiply-add per block serves 16 outputs (the old lanes needed 4 per
+ * block and output). Batched products transpose a chunk of blocks of 16
+ * rows once into a buffer that every column then reads; decode, with one
+ * column, sums before it transposes (q4_decode_group below). A strip of
+ * fewer rows (the ragged end) reads its first row in the missing lanes
+ * and stores only its own. */
+#define Q4_ROWS 16
+#define Q4_KC 64u   /* blocks per transposed chunk: 64 x 576 bytes, in L1 */
+#define Q4_ACT_BYTES (512u * 1024u) /* activations per pass over the rows (in L2) */
+#define Q4_COLS 8   /* columns per pass over a chunk */
+#define Q4_BLOCK_BYTES 576u /* 8 registers of weights, 16 binary32 scales */
+
+static AI uint16_t load_u16(const uint8_t *p)
+{
+    uint16_t v;
+
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+static AI int32_t load_i32(const uint8_t *p)
+{
+    int32_t v;
+
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+/* Block b of the strip's rows (row i at w + off[i]): w[0..7] as above,
+ * *dw the 16 rows' binary16 scales widened. */
+static AI T5 void q4_block(const uint8_t *w, const uint64_t off[Q4_ROWS], uint64_t b,
+                           __m512i wq[8], __m512 *dw)
+{
+    const uint8_t *p = w + b * 18;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512i x[4], a[4];
+    int t;
+
+#pragma GCC unroll 4
+    for (t = 0; t < 4; t++) {
+        __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(p + off[t] + 2)));
+
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + off[4 + t] + 2)), 1);
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + off[8 + t] + 2)), 2);
+        x[t] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + off[12 + t] + 2)), 3);
+    }
+    /* per 128-bit lane i: rows 4i..4i+3, 4 dwords each -> dword q of the 4 */
+    a[0] = _mm512_unpacklo_epi32(x[0], x[1]);
+    a[1] = _mm512_unpackhi_epi32(x[0], x[1]);
+    a[2] = _mm512_unpacklo_epi32(x[2], x[3]);
+    a[3] = _mm512_unpackhi_epi32(x[2], x[3]);
+    x[0] = _mm512_unpacklo_epi64(a[0], a[2]);
+    x[1] = _mm512_unpackhi_epi64(a[0], a[2]);
+    x[2] = _mm512_unpacklo_epi64(a[1], a[3]);
+    x[3] = _mm512_unpackhi_epi64(a[1], a[3]);
+#pragma GCC unroll 4
+    for (t = 0; t < 4; t++) {
+        wq[t] = _mm512_and_si512(x[t], m4);
+        wq[4 + t] = _mm512_and_si512(_mm512_srli_epi16(x[t], 4), m4);
+    }
+    *dw = _mm512_cvtph_ps(_mm256_setr_epi16(
+        (short)load_u16(p + off[0]), (short)load_u16(p + off[1]), (short)load_u16(p + off[2]),
+        (short)load_u16(p + off[3]), (short)load_u16(p + off[4]), (short)load_u16(p + off[5]),
+        (short)load_u16(p + off[6]), (short)load_u16(p + off[7]), (short)load_u16(p + off[8]),
+        (short)load_u16(p + off[9]), (short)load_u16(p + off[10]), (short)load_u16(p + off[11]),
+        (short)load_u16(p + off[12]), (short)load_u16(p + off[13]), (short)load_u16(p + off[14]),
+        (short)load_u16(p + off[15])));
+}
+
+/* The activations of block b of a column at col. */
+static AI const uint8_t *q4_xb(const uint8_t *col, uint64_t b)
+{
+    return col + b / 4 * BATON_ACT_GROUP_BYTES + 16 * (b % 4);
+}
+
+/* acc = fma(dw * dx, isum, acc) for one block of activations at xb. */
+static AI T5 __m512 q4_step(const uint8_t *xb, const __m512i wq[8], __m512 dw, __m512 acc)
+{
+    /* two integer chains (low and high nibbles), then their exact sum */
+    __m512i s0 = _mm512_set1_epi32(load_i32(xb + 128)), s1 = _mm512_setzero_si512();
+    int q;
+
+#pragma GCC unroll 4
+    for (q = 0; q < 4; q++) {
+        s0 = _mm512_dpbusd_epi32(s0, wq[q], _mm512_set1_epi32(load_i32(xb + 4 * q)));
+        s1 = _mm512_dpbusd_epi32(s1, wq[4 + q], _mm512_set1_epi32(load_i32(xb + 64 + 4 * q)));
+    }
+    return _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(((const float *)(xb + 192))[0])),
+                           _mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), acc);
+}
+
+/* off[i] = the byte offset of the strip's row i from its row 0 (0 for
+ * i >= nr); the strip starts at the returned pointer */
+static AI T5 const uint8_t *q4_offsets(const struct baton_mm *mm, uint64_t r, uint32_t nr,
+                                       uint64_t off[Q4_ROWS])
+{
+    int i;
+
+    for (i = 0; i < Q4_ROWS; i++)
+        off[i] = (uint32_t)i < nr ? (uint64_t)i * mm->w_row_bytes : 0;
+    return mm->w + r * mm->w_row_bytes;
+}
+
+static AI T5 __mmask16 q4_mask(uint32_t nr)
+{
+    return (__mmask16)((1u << nr) - 1);
+}
+
+/* Decode: a group of 4 blocks (72 bytes) of each of the strip's 16 rows,
+ * unpacked as the Q8_0 code's registers (lanes 4j + l: the 8-element
+ * partial sums of block j), then summed and transposed together by blends
+ * and in-lane shuffles: two rows' registers give one whose lane 2m + s is
+ * row s's sum of lanes 2m, 2m + 1; two of those give one whose lane 4j + u
+ * is row u's sum of block j (4 rows per register); a 4 x 4 transpose of
+ * 128-bit pieces then makes s[j] (lane i: row i's block j). The scales go
+ * the same way by word permutes of the rows' first 64 bytes. Fewer
+ * operations per block than transposing the bytes first (q4_block), which
+ * batched products use since their chunk is transposed once.
+ *
+ * Word indices of a group's 4 x 16 nibble bytes in its 72 bytes (a
+ * two-source permute of bytes 0..63 and 64..71: 32.. index the second). */
+static const uint16_t q4_nib_idx[32] = {1,  2,  3,  4,  5,  6,  7,  8,  10, 11, 12,
+                                        13, 14, 15, 16, 17, 19, 20, 21, 22, 23, 24,
+                                        25, 26, 28, 29, 30, 31, 32, 33, 34, 35};
+/* scale words: level n leaves word n j + t = row t of the n rows' block j */
+static const uint16_t q4_w1[32] = {0, 32, 9, 41, 18, 50, 27, 59};
+static const uint16_t q4_w2[32] = {0, 1, 32, 33, 2, 3, 34, 35, 4, 5, 36, 37, 6, 7, 38, 39};
+static const uint16_t q4_w3[32] = {0,  1,  2,  3,  32, 33, 34, 35, 4,  5,  6,  7,  36, 37, 38, 39,
+                                   8,  9,  10, 11, 40, 41, 42, 43, 12, 13, 14, 15, 44, 45, 46, 47};
+static const uint16_t q4_w4a[32] = {0,  1,  2,  3,  4,  5,  6,  7,  32, 33, 34, 35, 36, 37, 38, 39,
+                                    8,  9,  10, 11, 12, 13, 14, 15, 40, 41, 42, 43, 44, 45, 46, 47};
+static const uint16_t q4_w4b[32] = {16, 17, 18, 19, 20, 21, 22, 23, 48, 49, 50, 51, 52, 53, 54, 55,
+                                    24, 25, 26, 27, 28, 29, 30, 31, 56, 57, 58, 59, 60, 61, 62, 63};
+
+static AI T5 __m512i q4_words(__m512i a, const uint16_t *idx, __m512i b)
+{
+    return _mm512_permutex2var_epi16(a, _mm512_loadu_si512(idx), b);
+}
+
+/* lane 2m + s = (s ? b : a)[2m] + (s ? b : a)[2m + 1] */
+static AI T5 __m512i q4_sum2(__m512i a, __m512i b)
+{
+    return _mm512_add_epi32(_mm512_mask_blend_epi32(0xAAAA, a, b),
+                            _mm512_shuffle_epi32(_mm512_mask_blend_epi32(0xAAAA, b, a), 0xB1));
+}
+
+/* lane 4j + u (u < 2: a, else b) = the sum of lanes 4j + u % 2 and 4j + 2 +
+ * u % 2 of that register */
+static AI T5 __m512i q4_sum4(__m512i a, __m512i b)
+{
+    return _mm512_add_epi32(_mm512_mask_blend_epi64(0xAA, a, b),
+                            _mm512_shuffle_epi32(_mm512_mask_blend_epi64(0xAA, b, a), 0x4E));
+}
+
+/* Row i's partial sums of group g (lanes 4j + l) and its first 64 bytes. */
+static AI T5 __m512i q4_row_sums(const uint8_t *pi, __m512i nidx, __m512i xlo, __m512i xhi,
+                                 __m512i cv, __m512i *z0)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i z1 = _mm512_zextsi128_si512(_mm_loadl_epi64((const __m128i *)(pi + 64)));
+    __m512i nib;
+
+    *z0 = _mm512_loadu_si512(pi);
+    nib = _mm512_permutex2var_epi16(*z0, nidx, z1);
+    return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(cv, _mm512_and_si512(nib, m4), xlo),
+                               _mm512_and_si512(_mm512_srli_epi16(nib, 4), m4), xhi);
+}
+
+/* Group g (blocks 4g..4g+3, all present) of the strip (rows at w + off[i])
+ * against column 0: acc's chains over the 4 blocks in order. */
+static AI T5 __m512 q4_decode_group(const struct baton_mm *mm, const uint8_t *w,
+                                    const uint64_t off[Q4_ROWS], uint64_t g, __m512 acc)
+{
+    const uint8_t *grp = mm->act + g * BATON_ACT_GROUP_BYTES;
+    const __m512i xlo = _mm512_loadu_si512(grp), xhi = _mm512_loadu_si512(grp + 64);
+    const __m512i cv = _mm512_loadu_si512(grp + 128), nidx = _mm512_loadu_si512(q4_nib_idx);
+    const uint8_t *p = w + g * 72;
+    __m512i q[4], wd[4], s[4], u[4];
+    __m512 d01, d23;
+    int c, j;
+
+#pragma GCC unroll 4
+    for (c = 0; c < 4; c++) {
+        __m512i v[4], z0[4];
+        int t;
+
+#pragma GCC unroll 4
+        for (t = 0; t < 4; t++)
+            v[t] = q4_row_sums(p + off[4 * c + t], nidx, xlo, xhi, cv, &z0[t]);
+        q[c] = q4_sum4(q4_sum2(v[0], v[1]), q4_sum2(v[2], v[3]));
+        wd[c] = q4_words(q4_words(z0[0], q4_w1, z0[1]), q4_w2, q4_words(z0[2], q4_w1, z0[3]));
+    }
+    /* q[c]'s 128-bit piece j is rows 4c..4c+3 of block j */
+    u[0] = _mm512_shuffle_i32x4(q[0], q[1], 0x44);
+    u[1] = _mm512_shuffle_i32x4(q[0], q[1], 0xEE);
+    u[2] = _mm512_shuffle_i32x4(q[2], q[3], 0x44);
+    u[3] = _mm512_shuffle_i32x4(q[2], q[3], 0xEE);
+    s[0] = _mm512_shuffle_i32x4(u[0], u[2], 0x88);
+    s[1] = _mm512_shuffle_i32x4(u[0], u[2], 0xDD);
+    s[2] = _mm512_shuffle_i32x4(u[1], u[3], 0x88);
+    s[3] = _mm512_shuffle_i32x4(u[1], u[3], 0xDD);
+    wd[0] = q4_words(wd[0], q4_w3, wd[1]);
+    wd[1] = q4_words(wd[2], q4_w3, wd[3]);
+    d01 = _mm512_castsi512_ps(q4_words(wd[0], q4_w4a, wd[1]));
+    d23 = _mm512_castsi512_ps(q4_words(wd[0], q4_w4b, wd[1]));
+#pragma GCC unroll 4
+    for (j = 0; j < 4; j++) {
+        const __m512i h = _mm512_castps_si512(j < 2 ? d01 : d23);
+        const __m256i hw = (j & 1) ? _mm512_extracti64x4_epi64(h, 1) : _mm512_castsi512_si256(h);
+        const __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(hw),
+                                       _mm512_set1_ps(((const float *)(grp + 192))[4 * j]));
+
+        acc = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s[j]), acc);
+    }
+    return acc;
+}
+
+/* Rows [r, r + nr) of column 0: whole groups by q4_decode_group, the
+ * last blocks (k / 32 % 4 of them) by q4_block. The strip's rows are one
+ * contiguous range; as it starts, the next strip's range (the next rows
+ * of the matrix, the same length) is prefetched into L2 line by line, a
+ * linear stream where the 16 rows' interleaved reads would be 16 short
+ * ones (AMD EPYC Zen 5 host, 4096 x 4096 beyond the caches: 13 -> 22-25
+ * GB/s; the old decode, two rows at a time, streams at 24-27). Measured
+ * against it: prefetching every second line (its pair comes with it)
+ * streamed slower at 768 inputs (22 against 26 GB/s), prefetching 16 KiB
+ * or 32 KiB ahead instead of one strip slowed the d768 model's decode,
+ * and prefetching a slice per group of 4 blocks cost the cached kernel up
+ * to a third. */
+static T5 void q4_decode_strip(const struct baton_mm *mm, uint64_t r, uint32_t nr)
+{
+    const uint64_t nb = mm->k / 32, lines = (Q4_ROWS * mm->w_row_bytes + 63) / 64;
+    uint64_t off[Q4_ROWS];
+    const uint8_t *w = q4_offsets(mm, r, nr, off);
+    const char *pf = (const char *)w + Q4_ROWS * mm->w_row_bytes;
+    uint64_t g, b, l;
+    __m512 acc = _mm512_setzero_ps();
+
+    for (l = 0; l < lines; l++)
+        _mm_prefetch(pf + 64 * l, _MM_HINT_T1);
+    for (g = 0; g < nb / 4; g++)
+        acc = q4_decode_group(mm, w, off, g, acc);
+    for (b = nb / 4 * 4; b < nb; b++) {
+        __m512i wq[8];
+        __m512 dw;
+
+        q4_block(w, off, b, wq, &dw);
+        acc = q4_step(q4_xb(mm->act, b), wq, dw, acc);
+    }
+    _mm512_mask_storeu_ps(mm->y + r, q4_mask(nr), acc);
+}
+
+/* Blocks [b0, b1) of the strip at r into buf (Q4_BLOCK_BYTES each). */
+static T5 void q4_pack(const struct baton_mm *mm, uint64_t r, uint32_t nr, uint64_t b0,
+                       uint64_t b1, uint8_t *buf)
+{
+    uint64_t off[Q4_ROWS];
+    const uint8_t *w = q4_offsets(mm, r, nr, off);
+    uint64_t b;
+    int q;
+
+    for (b = b0; b < b1; b++) {
+        __m512i wq[8];
+        __m512 dw;
+        uint8_t *o = buf + (b - b0) * Q4_BLOCK_BYTES;
+
+        q4_block(w, off, b, wq, &dw);
+#pragma GCC unroll 8
+        for (q = 0; q < 8; q++)
+            _mm512_store_si512(o + 64 * q, wq[q]);
+        _mm512_store_ps(o + 512, dw);
+    }
+}
+
+/* Columns [c, c + NC) of the strip at r over the packed blocks [b0, b1):
+ * the chains start at 0 (b0 == 0) or from y. */
+static AI T5 void q4_cols(const struct baton_mm *mm, const uint8_t *buf, uint64_t r, uint32_t nr,
+                          uint64_t b0, uint64_t b1, uint64_t c, const int NC)
+{
+    const __mmask16 mask = q4_mask(nr);
+    const uint8_t *col = mm->act + c * mm->act_col_bytes;
+    const uint64_t cs = mm->act_col_bytes;
+    __m512 acc[8];
+    uint64_t b;
+    int j, q;
+
+#pragma GCC unroll 8
+    for (j = 0; j < NC; j++)
+        acc[j] = b0 == 0 ? _mm512_setzero_ps()
+                         : _mm512_maskz_loadu_ps(mask, mm->y + (c + j) * mm->ldy + r);
+    for (b = b0; b < b1; b++) {
+        const uint8_t *o = buf + (b - b0) * Q4_BLOCK_BYTES, *xb = q4_xb(col, b);
+        __m512i wq[8];
+        const __m512 dw = _mm512_load_ps(o + 512);
+
+#pragma GCC unroll 8
+        for (q = 0; q < 8; q++)
+            wq[q] = _mm512_load_si512(o + 64 * q);
+#pragma GCC unroll 8
+        for (j = 0; j < NC; j++)
+            acc[j] = q4_step(xb + j * cs, wq, dw, acc[j]);
+    }
+#pragma GCC unroll 8
+    for (j = 0; j < NC; j++)
+        _mm512_mask_storeu_ps(mm->y + (c + j) * mm->ldy + r, mask, acc[j]);
+}
+
+static T5 void q4_cols_n(const struct baton_mm *mm, const uint8_t *buf, uint64_t r, uint32_t nr,
+                         uint64_t b0, uint64_t b1, uint64_t c, uint32_t nc)
+{
+    switch (nc) {
+    case 1:
+        q4_cols(mm, buf, r, nr, b0, b1, c, 1);
+        break;
+    case 2:
+        q4_cols(mm, buf, r, nr, b0, b1, c, 2);
+        break;
+    case 3:
+        q4_cols(mm, buf, r, nr, b0, b1, c, 3);
+        break;
+    case 4:
+        q4_cols(mm, buf, r, nr, b0, b1, c, 4);
+        break;
+    case 5:
+        q4_cols(mm, buf, r, nr, b0, b1, c, 5);
+        break;
+    case 6:
+        q4_cols(mm, buf, r, nr, b0, b1, c, 6);
+        break;
+    case 7:
+        q4_cols(mm, buf, r, nr, b0, b1, c, 7);
+        break;
+    default:
+        q4_cols(mm, buf, r, nr, b0, b1, c, 8);
+        break;
+    }
+}
+
+static T5 void avx512_q4_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    const uint64_t nb = mm->k / 32;
+    _Alignas(64) uint8_t buf[Q4_KC * Q4_BLOCK_BYTES];
+    /* columns per pass: their activations within Q4_ACT_BYTES (in L2) */
+    uint64_t cgn = Q4_ACT_BYTES / mm->act_col_bytes / Q4_COLS * Q4_COLS;
+    uint64_t r, cg, b0, c;
+
+    if (cgn < Q4_COLS)
+        cgn = Q4_COLS;
+
+    if (mm->m == 1) {
+        for (r = r0; r < r1; r += Q4_ROWS)
+            q4_decode_strip(mm, r, r1 - r < Q4_ROWS ? (uint32_t)(r1 - r) : Q4_ROWS);
+        return;
+    }
+    for (cg = 0; cg < mm->m; cg += cgn) {
+        const uint64_t ce = mm->m - cg < cgn ? mm->m : cg + cgn;
+
+        for (r = r0; r < r1; r += Q4_ROWS) {
+            const uint32_t nr = r1 - r < Q4_ROWS ? (uint32_t)(r1 - r) : Q4_ROWS;
+            /* the next strip's rows, one contiguous range, prefetched into
+             * L2 a slice per column pass: q4_pack reads 16 rows at once,
+             * which the hardware's stream prefetch does not follow */
+            const uint64_t nx = r1 - r - nr < Q4_ROWS ? r1 - r - nr : Q4_ROWS;
+            const char *pf = (const char *)mm->w + (r + nr) * mm->w_row_bytes;
+            const uint64_t pf_lines = (nx * mm->w_row_bytes + 63) / 64;
+            const uint64_t passes = (nb + Q4_KC - 1) / Q4_KC * ((ce - cg + Q4_COLS - 1) / Q4_COLS);
+            const uint64_t pf_step = (pf_lines + passes - 1) / passes;
+            uint64_t pl = 0, pe;
+
+            for (b0 = 0; b0 < nb; b0 += Q4_KC) {
+                const uint64_t b1 = nb - b0 < Q4_KC ? nb : b0 + Q4_KC;
+
+                q4_pack(mm, r, nr, b0, b1, buf);
+                for (c = cg; c < ce; c += Q4_COLS) {
+                    for (pe = pl + pf_step < pf_lines ? pl + pf_step : pf_lines; pl < pe; pl++)
+                        _mm_prefetch(pf + 64 * pl, _MM_HINT_T1);
+                    q4_cols_n(mm, buf, r, nr, b0, b1, c,
+                              ce - c < Q4_COLS ? (uint32_t)(ce - c) : Q4_COLS);
+                }
+            }
+        }
+    }
+}
 
 /* ---- exp, SILU (expf.h's steps on 8 binary64 lanes, as baton_cpu_expf) ---- */
 
