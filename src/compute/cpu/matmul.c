@@ -197,6 +197,27 @@ static void scalar_f16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
     }
 }
 
+/* Block b of a column of quantized activations at col (matmul.h's
+ * layout): its q of elements 0..15 and 16..31, its scale, its index in
+ * the group. */
+struct act_block {
+    const int8_t *lo, *hi;
+    float dx;
+    int bj;
+};
+
+static struct act_block act_block(const uint8_t *col, uint64_t b)
+{
+    const uint8_t *grp = col + b / 4 * BATON_ACT_GROUP_BYTES;
+    struct act_block a;
+
+    a.bj = (int)(b % 4);
+    a.lo = (const int8_t *)grp + 16 * a.bj;
+    a.hi = (const int8_t *)grp + 64 + 16 * a.bj;
+    memcpy(&a.dx, grp + 192 + 16 * a.bj, sizeof(a.dx));
+    return a;
+}
+
 /* Q8_0 against quantized activations: exact integer sums over the 8
  * elements of each lane, scaled and accumulated in 16 lanes, 4 per block
  * (see matmul.h). */
@@ -216,11 +237,9 @@ static void scalar_q8_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 
             for (b = 0; b < nb; b++) {
                 const uint8_t *wb = wr + b * bbytes;
-                const uint8_t *grp = col + b / 4 * BATON_ACT_GROUP_BYTES;
-                const int bj = (int)(b % 4);
-                const int8_t *x_lo = (const int8_t *)grp + 16 * bj;
-                const int8_t *x_hi = (const int8_t *)grp + 64 + 16 * bj;
-                const float dx = ((const float *)(grp + 192))[4 * bj];
+                const struct act_block xb = act_block(col, b);
+                const int8_t *x_lo = xb.lo, *x_hi = xb.hi;
+                const float dx = xb.dx;
                 const float d = baton_fp16_to_fp32(load_u16(wb)) * dx;
                 int w_lo[16], w_hi[16];
 
@@ -233,7 +252,7 @@ static void scalar_q8_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 
                     for (j = 4 * l; j < 4 * l + 4; j++)
                         isum += w_lo[j] * x_lo[j] + w_hi[j] * x_hi[j];
-                    lanes[4 * bj + l] = fmaf(d, (float)isum, lanes[4 * bj + l]);
+                    lanes[4 * xb.bj + l] = fmaf(d, (float)isum, lanes[4 * xb.bj + l]);
                 }
             }
             {
@@ -264,11 +283,9 @@ static void scalar_q4_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 
             for (b = 0; b < nb; b++) {
                 const uint8_t *wb = wr + b * BATON_Q4_0_BLOCK_BYTES;
-                const uint8_t *grp = col + b / 4 * BATON_ACT_GROUP_BYTES;
-                const int bj = (int)(b % 4);
-                const int8_t *x_lo = (const int8_t *)grp + 16 * bj;
-                const int8_t *x_hi = (const int8_t *)grp + 64 + 16 * bj;
-                const float dx = ((const float *)(grp + 192))[4 * bj];
+                const struct act_block xb = act_block(col, b);
+                const int8_t *x_lo = xb.lo, *x_hi = xb.hi;
+                const float dx = xb.dx;
                 const float d = baton_fp16_to_fp32(load_u16(wb)) * dx;
                 int32_t isum = 0;
 
@@ -302,11 +319,9 @@ static void scalar_q5(const struct baton_mm *mm, uint64_t r0, uint64_t r1, int i
 
             for (b = 0; b < nb; b++) {
                 const uint8_t *wb = wr + b * bbytes;
-                const uint8_t *grp = col + b / 4 * BATON_ACT_GROUP_BYTES;
-                const int bj = (int)(b % 4);
-                const int8_t *x_lo = (const int8_t *)grp + 16 * bj;
-                const int8_t *x_hi = (const int8_t *)grp + 64 + 16 * bj;
-                const float dx = ((const float *)(grp + 192))[4 * bj];
+                const struct act_block xb = act_block(col, b);
+                const int8_t *x_lo = xb.lo, *x_hi = xb.hi;
+                const float dx = xb.dx;
                 const float d = baton_fp16_to_fp32(load_u16(wb)) * dx;
                 const float dm = is_q5_1 ? baton_fp16_to_fp32(load_u16(wb + 2)) * dx : 0.0f;
                 const uint32_t qh = (uint32_t)wb[qh_off] | (uint32_t)wb[qh_off + 1] << 8 |
@@ -327,9 +342,9 @@ static void scalar_q5(const struct baton_mm *mm, uint64_t r0, uint64_t r1, int i
                         isum += w_lo[j] * x_lo[j] + w_hi[j] * x_hi[j];
                         xsum += x_lo[j] + x_hi[j];
                     }
-                    lanes[4 * bj + l] = fmaf(d, (float)isum, lanes[4 * bj + l]);
+                    lanes[4 * xb.bj + l] = fmaf(d, (float)isum, lanes[4 * xb.bj + l]);
                     if (is_q5_1)
-                        lanes[4 * bj + l] = fmaf(dm, (float)xsum, lanes[4 * bj + l]);
+                        lanes[4 * xb.bj + l] = fmaf(dm, (float)xsum, lanes[4 * xb.bj + l]);
                 }
             }
             {
