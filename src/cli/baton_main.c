@@ -3,11 +3,13 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "compute/compute.h"
 #include "model/gguf_write.h"
 
 static void usage(FILE *f)
@@ -176,6 +178,15 @@ int main(int argc, char **argv)
     }
     snprintf(prog, sizeof(prog), "baton %s", sub);
     argv[1] = prog;
+    {
+        int isa_ignored = 0;
+        const char *kernels = baton_compute_kernels(&isa_ignored);
+
+        if (isa_ignored) /* local stages compute here */
+            fprintf(stderr,
+                    "%s: BATON_CPU_ISA=%s ignored (not scalar, avx2 or avx512): kernels %s\n", prog,
+                    getenv("BATON_CPU_ISA"), kernels);
+    }
     if (strcmp(sub, "run") == 0)
         return baton_cmd_run(argc - 1, argv + 1);
     if (strcmp(sub, "info") == 0)

@@ -200,7 +200,8 @@ int main(int argc, char **argv)
     uint16_t port, bound = 0;
     struct stat pst;
     struct baton_server_config cfg;
-    int rc, code = 1;
+    const char *kernels;
+    int rc, code = 1, isa_ignored = 0;
     baton_log_set_format(batond_log_format_from_args(argc, argv));
     argv = batond_split_eq_args(argc, argv, &argc);
     if (argv == NULL) {
@@ -368,6 +369,11 @@ int main(int argc, char **argv)
                   strerror(errno));
         goto out;
     }
+    kernels = baton_compute_kernels(&isa_ignored);
+    if (isa_ignored)
+        baton_log(BATON_LOG_WARNING, "startup", NULL, 0,
+                  "BATON_CPU_ISA=%s ignored (not scalar, avx2 or avx512): kernels %s",
+                  getenv("BATON_CPU_ISA"), kernels);
     /* last step of setup: from here on only the calls of policy/seccomp.list */
     if (use_seccomp && baton_sandbox_install(err, sizeof err) != 0) {
         baton_log(BATON_LOG_ERR, "startup", NULL, 0, "%s", err);
@@ -382,12 +388,15 @@ int main(int argc, char **argv)
             {"total_memory_mib", NULL, (long long)(cfg.total_memory_bytes >> 20)},
             {"auth", client_key || cfg.n_clients ? "key" : "none", 0},
             {"seccomp", use_seccomp ? "on" : "off", 0},
+            {"kernels", kernels, 0},
         };
         baton_log(BATON_LOG_NOTICE, "startup", f, sizeof f / sizeof f[0],
-                  "listening on %s%s%s:%u (protocol %u, %u compute thread%s, %llu MiB)",
+                  "listening on %s%s%s:%u (protocol %u, %u compute thread%s, %llu MiB, "
+                  "kernels %s)",
                   strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
                   (unsigned)bound, BATON_PROTOCOL_VERSION, cfg.n_threads,
-                  cfg.n_threads == 1 ? "" : "s", (unsigned long long)(cfg.total_memory_bytes >> 20));
+                  cfg.n_threads == 1 ? "" : "s", (unsigned long long)(cfg.total_memory_bytes >> 20),
+                  kernels);
     }
     if (!use_seccomp)
         baton_log(BATON_LOG_WARNING, "startup", NULL, 0,

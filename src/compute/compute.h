@@ -30,6 +30,14 @@ struct baton_pool; /* persistent worker pool */
  * parallel sections run one after another. */
 int baton_pool_create(uint32_t n_threads, struct baton_pool **out);
 void baton_pool_destroy(struct baton_pool *pool);
+
+/* The instruction-set level the CPU kernels of this process use:
+ * "scalar", "avx2" or "avx512" (static strings). The best the CPU and OS
+ * support, lowered by the environment variable BATON_CPU_ISA (scalar,
+ * avx2 or avx512, any case; read once, at the first call). *env_ignored
+ * (if not NULL) is set to 1 when BATON_CPU_ISA is set to anything else, so
+ * a program can say so, else 0. */
+const char *baton_compute_kernels(int *env_ignored);
 uint32_t baton_pool_threads(const struct baton_pool *pool);
 
 /* Per-node execution plan, filled by baton_graph_validate. */

@@ -123,6 +123,14 @@ porta=$started_port
 [ "$(wc -l <"$tmp/a.port")" -eq 1 ] || fail "port file is not one line"
 ls "$tmp" | grep -q '\.tmp\.' && fail "temporary port file left behind"
 grep -q "listening on 127.0.0.1:$porta" "$tmp/a.log" || fail "no start line naming the address"
+# the start line names the kernels' level; BATON_CPU_ISA lowers it (any
+# case), and a value it does not know is named in a warning
+grep -Eq "listening on .*, kernels (scalar|avx2|avx512)\)$" "$tmp/a.log" || fail "no kernels level"
+BATON_CPU_ISA=Scalar start s --port 0
+grep -q ", kernels scalar)$" "$tmp/s.log" || fail "BATON_CPU_ISA=Scalar: $(cat "$tmp/s.log")"
+BATON_CPU_ISA=avx-2 start t --port 0
+grep -q "^batond: BATON_CPU_ISA=avx-2 ignored (not scalar, avx2 or avx512): kernels " "$tmp/t.log" ||
+    fail "BATON_CPU_ISA=avx-2: $(cat "$tmp/t.log")"
 
 # a second server gets another port; the first one's port is busy
 start b --port 0

@@ -848,6 +848,27 @@ static void test_isa_levels(void **state)
     assert_string_equal(baton_cpu_isa_name(BATON_CPU_ISA_AVX2), "avx2");
     assert_string_equal(baton_cpu_isa_name(BATON_CPU_ISA_AVX512), "avx512");
     print_message("kernel level on this CPU: %s\n", baton_cpu_isa_name(best));
+    {
+        /* baton_compute_kernels: the level in effect; BATON_CPU_ISA's
+         * known values in any case, anything else reported as ignored */
+        static const char *const known[] = {"scalar", "AVX2", "Avx512", "avx2"};
+        int ignored = -1;
+        unsigned i;
+
+        assert_int_equal(unsetenv("BATON_CPU_ISA"), 0);
+        assert_string_equal(baton_compute_kernels(&ignored), baton_cpu_isa_name(best));
+        assert_int_equal(ignored, 0);
+        for (i = 0; i < 4; i++) {
+            assert_int_equal(setenv("BATON_CPU_ISA", known[i], 1), 0);
+            ignored = -1;
+            (void)baton_compute_kernels(&ignored);
+            assert_int_equal(ignored, 0);
+        }
+        assert_int_equal(setenv("BATON_CPU_ISA", "avx-512", 1), 0);
+        assert_string_equal(baton_compute_kernels(&ignored), baton_cpu_isa_name(best));
+        assert_int_equal(ignored, 1);
+        assert_int_equal(unsetenv("BATON_CPU_ISA"), 0);
+    }
 }
 
 int main(void)

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
@@ -65,13 +66,23 @@ enum baton_cpu_isa baton_cpu_isa(void)
         const char *env = getenv("BATON_CPU_ISA");
 
         level = baton_cpu_isa_detect();
-        if (env && strcmp(env, "scalar") == 0)
+        if (env && strcasecmp(env, "scalar") == 0)
             level = BATON_CPU_ISA_SCALAR;
-        else if (env && strcmp(env, "avx2") == 0 && level > BATON_CPU_ISA_AVX2)
+        else if (env && strcasecmp(env, "avx2") == 0 && level > BATON_CPU_ISA_AVX2)
             level = BATON_CPU_ISA_AVX2;
         __atomic_store_n(&isa_level, level, __ATOMIC_RELAXED);
     }
     return (enum baton_cpu_isa)level;
+}
+
+const char *baton_compute_kernels(int *env_ignored)
+{
+    const char *env = getenv("BATON_CPU_ISA");
+
+    if (env_ignored)
+        *env_ignored = env && strcasecmp(env, "scalar") != 0 && strcasecmp(env, "avx2") != 0 &&
+                       strcasecmp(env, "avx512") != 0;
+    return baton_cpu_isa_name(baton_cpu_isa());
 }
 
 enum baton_cpu_isa baton_cpu_isa_set(enum baton_cpu_isa isa)

@@ -87,7 +87,8 @@ enum baton_cpu_isa baton_cpu_isa_detect(void);
 
 /* Level the kernels use now. The first call settles it: the best detected
  * level, lowered by the environment variable BATON_CPU_ISA=scalar|avx2|
- * avx512 when set (a level above the detected one is ignored). */
+ * avx512 (any case) when set (a level above the detected one is ignored;
+ * baton_compute_kernels tells a program about other values). */
 enum baton_cpu_isa baton_cpu_isa(void);
 
 /* Sets the level for later calls (tests, benchmarks), clamped to the

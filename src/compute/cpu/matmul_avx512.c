@@ -498,10 +498,12 @@ static AI T5 __mmask16 q4_mask(uint32_t nr)
  * batched products use since their chunk is transposed once.
  *
  * Word indices of a group's 4 x 16 nibble bytes in its 72 bytes (a
- * two-source permute of bytes 0..63 and 64..71: 32.. index the second). */
-static const uint16_t q4_nib_idx[32] = {1,  2,  3,  4,  5,  6,  7,  8,  10, 11, 12,
-                                        13, 14, 15, 16, 17, 19, 20, 21, 22, 23, 24,
-                                        25, 26, 28, 29, 30, 31, 32, 33, 34, 35};
+ * two-source permute of bytes 64..71 and 0..63: 32.. index the second;
+ * the tail goes first, so the permute may overwrite it rather than a copy
+ * of bytes 0..63, which the scales still need). */
+static const uint16_t q4_nib_idx[32] = {33, 34, 35, 36, 37, 38, 39, 40, 42, 43, 44,
+                                        45, 46, 47, 48, 49, 51, 52, 53, 54, 55, 56,
+                                        57, 58, 60, 61, 62, 63, 0,  1,  2,  3};
 /* scale words: level n leaves word n j + t = row t of the n rows' block j */
 static const uint16_t q4_w1[32] = {0, 32, 9, 41, 18, 50, 27, 59};
 static const uint16_t q4_w2[32] = {0, 1, 32, 33, 2, 3, 34, 35, 4, 5, 36, 37, 6, 7, 38, 39};
@@ -541,7 +543,7 @@ static AI T5 __m512i q4_row_sums(const uint8_t *pi, __m512i nidx, __m512i xlo, _
     __m512i nib;
 
     *z0 = _mm512_loadu_si512(pi);
-    nib = _mm512_permutex2var_epi16(*z0, nidx, z1);
+    nib = _mm512_permutex2var_epi16(z1, nidx, *z0);
     return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(cv, _mm512_and_si512(nib, m4), xlo),
                                _mm512_and_si512(_mm512_srli_epi16(nib, 4), m4), xhi);
 }
