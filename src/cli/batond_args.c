@@ -226,6 +226,8 @@ static int key_path_error(const char *flag, const char *key, const char *path,
  * the new vector is kept for the life of the process. NULL when out of
  * memory, or (*out_argc = -1, after saying so) when a flag that takes no
  * value is given one (--quiet=1). */
+static char **kept_args;
+
 char **batond_split_eq_args(int argc, char **argv, int *out_argc)
 {
     char **args;
@@ -255,6 +257,10 @@ char **batond_split_eq_args(int argc, char **argv, int *out_argc)
         }
     }
     *out_argc = n;
+    /* kept for the life of the process, so reachable from here: main's own
+     * copy of the pointer may be gone from its frame by exit, and a leak
+     * checker would then count the vector lost */
+    kept_args = args;
     return args;
 }
 
