@@ -58,18 +58,29 @@ enum baton_cpu_isa baton_cpu_isa_detect(void)
 #endif
 }
 
+/* The level BATON_CPU_ISA names (scalar, avx2, avx512, any case), or -1
+ * when it is unset or names none of them. */
+static int isa_from_env(void)
+{
+    const char *env = getenv("BATON_CPU_ISA");
+    int i;
+
+    for (i = BATON_CPU_ISA_SCALAR; env && i <= BATON_CPU_ISA_AVX512; i++)
+        if (strcasecmp(env, baton_cpu_isa_name((enum baton_cpu_isa)i)) == 0)
+            return i;
+    return -1;
+}
+
 enum baton_cpu_isa baton_cpu_isa(void)
 {
     int level = __atomic_load_n(&isa_level, __ATOMIC_RELAXED);
 
     if (level < 0) {
-        const char *env = getenv("BATON_CPU_ISA");
+        const int env = isa_from_env();
 
         level = baton_cpu_isa_detect();
-        if (env && strcasecmp(env, "scalar") == 0)
-            level = BATON_CPU_ISA_SCALAR;
-        else if (env && strcasecmp(env, "avx2") == 0 && level > BATON_CPU_ISA_AVX2)
-            level = BATON_CPU_ISA_AVX2;
+        if (env >= 0 && env < level) /* a level above the detected one is ignored */
+            level = env;
         __atomic_store_n(&isa_level, level, __ATOMIC_RELAXED);
     }
     return (enum baton_cpu_isa)level;
@@ -77,11 +88,8 @@ enum baton_cpu_isa baton_cpu_isa(void)
 
 const char *baton_compute_kernels(int *env_ignored)
 {
-    const char *env = getenv("BATON_CPU_ISA");
-
     if (env_ignored)
-        *env_ignored = env && strcasecmp(env, "scalar") != 0 && strcasecmp(env, "avx2") != 0 &&
-                       strcasecmp(env, "avx512") != 0;
+        *env_ignored = getenv("BATON_CPU_ISA") != NULL && isa_from_env() < 0;
     return baton_cpu_isa_name(baton_cpu_isa());
 }
 
