@@ -61,6 +61,46 @@ static T5 void avx512_f32(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 /* Columns per F16 tile (see f16_tile_n). */
 #define F16_COLS 6
 
+/* hsum16 of the 12 vectors b[rr][j] (2 rows, 6 columns), the same
+ * additions in the same pairs, done on 16 lanes at a time: each step adds
+ * the two halves of every vector's live lanes and packs two vectors' results
+ * into one. Writes y[j * ldy + rr]. The tile's epilogue was about 12 % of its
+ * time with one hsum16 per output. */
+static AI T5 void f16_store_2x6(const __m512 b[2][F16_COLS], float *y, uint64_t ldy)
+{
+    __m512 u[F16_COLS], v[3], w01, w2, t;
+    float o[16];
+    int j;
+
+    /* u[j] = [c(0,j) | c(1,j)], c(l) = b(l) + b(l + 8) for l < 8 */
+#pragma GCC unroll 6
+    for (j = 0; j < F16_COLS; j++)
+        u[j] = _mm512_add_ps(_mm512_shuffle_f32x4(b[0][j], b[1][j], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_f32x4(b[0][j], b[1][j], _MM_SHUFFLE(3, 2, 3, 2)));
+    /* v[m] = [e(0,2m) | e(1,2m) | e(0,2m+1) | e(1,2m+1)], e(l) = c(l) + c(l + 4) */
+#pragma GCC unroll 3
+    for (j = 0; j < 3; j++)
+        v[j] = _mm512_add_ps(_mm512_shuffle_f32x4(u[2 * j], u[2 * j + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(u[2 * j], u[2 * j + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    /* per 128-bit lane: f(l) = e(l) + e(l + 2), two vectors' f side by side */
+    w01 = _mm512_add_ps(_mm512_shuffle_ps(v[0], v[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                        _mm512_shuffle_ps(v[0], v[1], _MM_SHUFFLE(3, 2, 3, 2)));
+    w2 = _mm512_add_ps(_mm512_shuffle_ps(v[2], v[2], _MM_SHUFFLE(1, 0, 1, 0)),
+                       _mm512_shuffle_ps(v[2], v[2], _MM_SHUFFLE(3, 2, 3, 2)));
+    /* f(0) + f(1): lane 4L + m holds the sum of v[m]'s 128-bit lane L, that
+     * is row L & 1 of column 2m + (L >> 1) */
+    t = _mm512_add_ps(_mm512_shuffle_ps(w01, w2, _MM_SHUFFLE(2, 0, 2, 0)),
+                      _mm512_shuffle_ps(w01, w2, _MM_SHUFFLE(3, 1, 3, 1)));
+    _mm512_storeu_ps(o, t);
+#pragma GCC unroll 6
+    for (j = 0; j < F16_COLS; j++) {
+        const int l0 = 4 * (2 * (j & 1)) + j / 2;
+
+        y[(uint64_t)j * ldy] = o[l0];
+        y[(uint64_t)j * ldy + 1] = o[l0 + 4];
+    }
+}
+
 static AI T5 void f16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, const int NR,
                            const int NC)
 {
@@ -89,8 +129,12 @@ static AI T5 void f16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, co
 #pragma GCC unroll 6
         for (j = 0; j < NC; j++) {
             const float *xc = mm->x + (c + j) * k + i;
-            const __m512 x0 = _mm512_loadu_ps(xc), x1 = _mm512_loadu_ps(xc + 16);
+            __m512 x0 = _mm512_loadu_ps(xc), x1 = _mm512_loadu_ps(xc + 16);
 
+            /* Keep the column in registers: folded into each row's FMA as a
+             * memory operand it is loaded NR times, and the loads, not the
+             * FMAs, bound the tile. */
+            __asm__("" : "+v"(x0), "+v"(x1));
 #pragma GCC unroll 4
             for (rr = 0; rr < NR; rr++) {
                 a0[rr][j] = _mm512_fmadd_ps(w0[rr], x0, a0[rr][j]);
@@ -118,6 +162,17 @@ static AI T5 void f16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, co
                     _mm512_mask3_fmadd_ps(w1, _mm512_maskz_loadu_ps(m1, xc + 16), a1[rr][j], m1);
             }
         }
+    }
+    if (NR == 2 && NC == F16_COLS) {
+        __m512 b[2][F16_COLS];
+
+#pragma GCC unroll 2
+        for (rr = 0; rr < 2; rr++)
+#pragma GCC unroll 6
+            for (j = 0; j < F16_COLS; j++)
+                b[rr][j] = _mm512_add_ps(a0[rr][j], a1[rr][j]);
+        f16_store_2x6(b, mm->y + c * ldy + r, ldy);
+        return;
     }
 #pragma GCC unroll 4
     for (rr = 0; rr < NR; rr++)
@@ -814,6 +869,78 @@ static AI T5 __m512 silu16(__m512 v)
     return _mm512_mul_ps(v, _mm512_div_ps(one, _mm512_add_ps(one, e)));
 }
 
+/* ---- ATTENTION's weighted sum (matmul_avx2.c's wsum_rows on 16 lanes) ----
+ * Each output element is its own chain, acc + a[s] * v[s] (multiply, then
+ * add) for s ascending, so the lanes' width changes no bit; the 16-lane
+ * ops halve the instructions of the AVX2 form (4-5 % of a d768 model's
+ * prefill went there). Elements past the last multiple of 16 go to the AVX2
+ * form. */
+static AI T5 __m512 wsum_load16(const void *v, const int half)
+{
+    return half ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)v))
+                : _mm512_loadu_ps((const float *)v);
+}
+
+/* out[0 .. 16 * NA) over every s; v points at element 0 of row 0, rows vs
+ * elements apart. */
+static AI T5 void wsum_block16(const void *v, uint64_t vs, const float *a, uint64_t n, float *out,
+                               const int NA, const int half)
+{
+    const size_t eb = half ? 2 : 4;
+    __m512 acc[8];
+    uint64_t s;
+    int j;
+
+#pragma GCC unroll 8
+    for (j = 0; j < NA; j++)
+        acc[j] = _mm512_setzero_ps();
+    for (s = 0; s < n; s++) {
+        const __m512 w = _mm512_set1_ps(a[s]);
+        const uint8_t *vr = (const uint8_t *)v + s * vs * eb;
+
+#pragma GCC unroll 8
+        for (j = 0; j < NA; j++)
+            acc[j] = _mm512_add_ps(acc[j], _mm512_mul_ps(w, wsum_load16(vr + 16 * j * eb, half)));
+    }
+#pragma GCC unroll 8
+    for (j = 0; j < NA; j++)
+        _mm512_storeu_ps(out + 16 * j, acc[j]);
+}
+
+static AI T5 void wsum_rows16(const void *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
+                              float *out, const int half)
+{
+    const size_t eb = half ? 2 : 4;
+    const uint8_t *vb = v;
+    uint64_t i = 0;
+
+    for (; k - i >= 128; i += 128)
+        wsum_block16(vb + i * eb, vs, a, n, out + i, 8, half);
+    for (; k - i >= 64; i += 64)
+        wsum_block16(vb + i * eb, vs, a, n, out + i, 4, half);
+    for (; k - i >= 16; i += 16)
+        wsum_block16(vb + i * eb, vs, a, n, out + i, 1, half);
+    if (i < k) {
+        if (half)
+            baton_mm_avx2_wsum_h(vb + i * eb, vs, a, n, k - i, out + i);
+        else
+            baton_mm_avx2_wsum((const float *)(const void *)(vb + i * eb), vs, a, n, k - i,
+                               out + i);
+    }
+}
+
+static T5 void avx512_wsum(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
+                           float *out)
+{
+    wsum_rows16(v, vs, a, n, k, out, 0);
+}
+
+static T5 void avx512_wsum_h(const void *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
+                             float *out)
+{
+    wsum_rows16(v, vs, a, n, k, out, 1);
+}
+
 /* The tail goes through masked loads and stores: lanes past n compute
  * exp(0) and are never stored. */
 static T5 void avx512_silu(const float *x, float *y, uint64_t n)
@@ -1312,10 +1439,10 @@ K_KERNELS(q6_k, BATON_TYPE_Q6_K)
 
 const struct baton_mm_kernels baton_mm_avx512 = {
     avx512_f32,      avx512_f16,         avx512_q8_0,           avx512_q4_0,
-    baton_mm_avx2_act, avx512_f32_dots, baton_mm_avx2_wsum, avx512_f32_dots_multi,
+    baton_mm_avx2_act, avx512_f32_dots, avx512_wsum, avx512_f32_dots_multi,
     avx512_silu,     avx512_exp_shift,   avx512_q2_k,           avx512_q3_k,
     avx512_q4_k,     avx512_q5_k,        avx512_q6_k,           baton_mm_avx2_act_k,
-    baton_mm_avx512_q5_0, baton_mm_avx512_q5_1, baton_mm_avx2_f16_row, baton_mm_avx2_wsum_h,
+    baton_mm_avx512_q5_0, baton_mm_avx512_q5_1, baton_mm_avx2_f16_row, avx512_wsum_h,
 };
 
 #else
