@@ -102,6 +102,45 @@ enum baton_cpu_isa baton_cpu_isa_set(enum baton_cpu_isa isa)
     return (enum baton_cpu_isa)level;
 }
 
+static int avx512_split = -1; /* -1: not detected yet */
+
+/* AMD ("AuthenticAMD") family 19h: the family is CPUID.1:EAX bits 8..11,
+ * plus bits 20..27 when those read 0xF (AMD's and Intel's manuals). */
+static int avx512_split_detect(void)
+{
+#if !defined(__x86_64__)
+    return 0;
+#else
+    unsigned int a, b, c, d, family;
+
+    if (!__get_cpuid(0, &a, &b, &c, &d) || b != 0x68747541u || d != 0x69746e65u ||
+        c != 0x444d4163u)
+        return 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d))
+        return 0;
+    family = (a >> 8) & 0xF;
+    if (family == 0xF)
+        family += (a >> 20) & 0xFF;
+    return family == 0x19;
+#endif
+}
+
+int baton_cpu_avx512_split(void)
+{
+    int v = __atomic_load_n(&avx512_split, __ATOMIC_RELAXED);
+
+    if (v < 0) {
+        v = avx512_split_detect();
+        __atomic_store_n(&avx512_split, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
+void baton_cpu_avx512_split_set(int split)
+{
+    __atomic_store_n(&avx512_split, split < 0 ? -1 : split != 0, __ATOMIC_RELAXED);
+}
+
 const char *baton_cpu_isa_name(enum baton_cpu_isa isa)
 {
     switch (isa) {

@@ -96,6 +96,17 @@ enum baton_cpu_isa baton_cpu_isa(void);
  * on other threads. */
 enum baton_cpu_isa baton_cpu_isa_set(enum baton_cpu_isa isa);
 
+/* 1 when the CPU runs 512-bit operations on 256-bit halves (AMD family
+ * 19h, Zen 4: vendor and family from CPUID leaves 0 and 1), else 0. Some
+ * AVX-512 kernels pick their tiles by it (baton_mm_tiles.row_max_m); it
+ * changes no result. Settled on the first call. */
+int baton_cpu_avx512_split(void);
+
+/* Sets what baton_cpu_avx512_split returns (0 or 1; tests, so both tile
+ * choices run on any host; -1: detect again). Not for use while kernels
+ * run on other threads. */
+void baton_cpu_avx512_split_set(int split);
+
 /* "scalar", "avx2", "avx512". */
 const char *baton_cpu_isa_name(enum baton_cpu_isa isa);
 
@@ -357,10 +368,12 @@ struct baton_mm_tiles {
     uint32_t rows, cols;
     void (*row)(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc);
     /* With 2..row_max_m columns every row goes through row() instead of
-     * the multi-row tile (0: never): few columns cannot hide the weight
-     * stream behind a multi-row tile's compute, and one row streams better
+     * the multi-row tile (0: never). Where 512-bit operations run on
+     * 256-bit halves (Zen 4) few columns could not hide the weight stream
+     * behind a multi-row tile's compute, and one row streamed better
      * (AVX-512 Q8_0, d768 model: 4 columns 255 -> 420-500 tok/s of decode,
-     * 16 columns about +10 %, 32 about even). Same bits: a tile's rows and
+     * 16 columns about +10 %, 32 about even); on a Zen 5 the tiles win
+     * from 2 columns on (bench/RESULTS.md). Same bits: a tile's rows and
      * columns reduce each element alike. */
     uint32_t row_max_m;
 };

@@ -410,18 +410,24 @@ static T5 void q8_0_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
 /* Rows per decode call and per batched tile (4 columns), measured on the
  * EPYC host at 4096 x 4096 (bench/kernels.c): Q8_0 decode is memory-bound
  * and two rows measured much slower than one (31 -> 12 GB/s); batched
- * Q8_0 gains from 4-row tiles (125 -> 160 GFLOP/s at 64 columns). With up
- * to 16 columns Q8_0 goes a row at a time (row_max_m, matmul.h): on the 87
- * MB d768 model the 4-row tiles could not overlap the weight stream (a
- * batched decode of 4 sequences ran at 255 tok/s against 420-500 a row at
- * a time). */
+ * Q8_0 gains from 4-row tiles (125 -> 160 GFLOP/s at 64 columns). Where
+ * AVX-512 runs on 256-bit halves (baton_cpu_avx512_split: the Zen 4 of
+ * those measurements) Q8_0 goes a row at a time up to 16 columns
+ * (row_max_m, matmul.h): on the 87 MB d768 model the 4-row tiles could not
+ * overlap the weight stream there (a batched decode of 4 sequences ran at
+ * 255 tok/s against 420-500 a row at a time). On a Zen 5 it is the other
+ * way round: the tiles, from 2 columns on, decoded 4 sequences at 665-690
+ * tok/s against 529-538 a row at a time, 16 at 880-921 against 740-760. */
 static const struct baton_mm_tiles q8_0_tiles = {
+    q8_0_decode, Q_DECODE_ROWS, q8_0_tile_n, 4, 4, q8_0_row, 0,
+};
+static const struct baton_mm_tiles q8_0_tiles_split = {
     q8_0_decode, Q_DECODE_ROWS, q8_0_tile_n, 4, 4, q8_0_row, 16,
 };
 
 static T5 void avx512_q8_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 {
-    baton_mm_drive(mm, r0, r1, &q8_0_tiles);
+    baton_mm_drive(mm, r0, r1, baton_cpu_avx512_split() ? &q8_0_tiles_split : &q8_0_tiles);
 }
 
 /* ---- Q4_0 (matmul.h: one chain per output over whole blocks) ----
