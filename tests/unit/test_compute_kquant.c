@@ -408,18 +408,20 @@ static void destroy_pools(struct baton_pool **pools)
 
 /* (a), (b), (c) on random shapes: k 256..4096, 1..40 rows, 1..9 columns;
  * weights at an odd address (rows may start anywhere). The SIMD decode
- * takes the super-blocks of a row 8 at a time, so k covers fewer than 8
- * (256..1280), exactly 8 and 16 (2048, 4096) and 8 or more with a
- * remainder (2304: 8 + 1, 3840: 8 + 7). */
+ * takes the super-blocks of a row 8 at a time, the AVX-512 one two rows at
+ * a time up to 4 and up to 8 super-blocks, so k covers 1..4 (256..1024),
+ * 5..7 (1280, 1536, 1792), exactly 8 and 16 (2048, 4096) and 8 or more
+ * with a remainder (2304: 8 + 1, 3840: 8 + 7). */
 static void random_type(uint32_t t, int n_cases)
 {
-    static const uint64_t ks[] = {256, 512, 768, 1280, 2048, 2304, 3840, 4096};
+    static const uint64_t ks[] = {256, 512, 768, 1024, 1280, 1536, 1792, 2048, 2304, 3840, 4096};
     struct baton_pool *pools[3];
     int i;
 
     create_pools(pools);
     for (i = 0; i < n_cases; i++) {
-        const uint64_t k = ks[rng32() % 8], n = 1 + rng32() % 40, m = 1 + (uint64_t)(i % 9);
+        const uint64_t k = ks[rng32() % (sizeof(ks) / sizeof(ks[0]))], n = 1 + rng32() % 40,
+                       m = 1 + (uint64_t)(i % 9);
         const uint64_t rb = k / 256 * sb_bytes(t);
         uint8_t *alloc = malloc(rb * n + 1), *w = alloc + 1;
         float *x = malloc(k * m * sizeof(float)), *want = malloc(n * m * sizeof(float));

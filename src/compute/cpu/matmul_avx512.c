@@ -1397,11 +1397,76 @@ static AI T5 void k_rows2(const struct baton_mm *mm, uint64_t r, uint32_t type)
     mm->y[r + 1] = _mm_cvtss_f32(_mm_movehdup_ps(acc));
 }
 
+/* Decode of rows r and r + 1 with 5..8 super-blocks each (k 1280..2048:
+ * the d768 model's feed-forward down matrix): each row's super-blocks are
+ * one group of k_group1's kind, row r first (memory order), and the two
+ * chains run in lanes 0 and 1 of one register as in k_rows2, step u taking
+ * lane u of each row's operands by a two-source permute. k_row1 ran each
+ * row's 8 super-blocks and then its chain of 16 dependent fused
+ * multiply-adds alone, on scalars read back from vectors stored at every
+ * step. Same steps per row, same bits. */
+static AI T5 void k_rows2_long(const struct baton_mm *mm, uint64_t r, uint32_t type)
+{
+    const uint32_t nsb = (uint32_t)(mm->k / BATON_QK_K);
+    const __m256i pick = _mm256_setr_epi32(0, K_GROUP, 0, 0, 0, 0, 0, 0);
+    uint32_t bbytes, t, row;
+    int d_off, dmin_off;
+    struct k_fl f[2];
+    __m128 acc = _mm_setzero_ps();
+
+    k_layout(type, &bbytes, &d_off, &dmin_off);
+    for (row = 0; row < 2; row++) {
+        const uint8_t *wrow = mm->w + (r + row) * mm->w_row_bytes;
+        __m256i is[K_GROUP], ms[K_GROUP];
+        uint32_t dw[K_GROUP];
+        float dxs[K_GROUP];
+
+#pragma GCC unroll 8
+        for (t = 0; t < K_GROUP; t++) {
+            if (t < nsb) {
+                const uint8_t *wb = wrow + t * bbytes;
+                const uint8_t *xb = mm->act + t * BATON_ACT_K_BLOCK_BYTES;
+                uint16_t h[2] = {0, 0};
+
+                k_sb_int1(type, wb, xb, &is[t], &ms[t]);
+                memcpy(&h[0], wb + d_off, sizeof(h[0]));
+                if (dmin_off >= 0)
+                    memcpy(&h[1], wb + dmin_off, sizeof(h[1]));
+                dw[t] = (uint32_t)h[0] | (uint32_t)h[1] << 16;
+                memcpy(&dxs[t], xb + 288, sizeof(float));
+            } else {
+                is[t] = ms[t] = _mm256_setzero_si256();
+                dw[t] = 0;
+                dxs[t] = 0.0f;
+            }
+        }
+        k_group_fl(is, ms, dw, dxs, dmin_off >= 0, &f[row]);
+    }
+#pragma GCC unroll 8
+    for (t = 0; t < K_GROUP; t++) {
+        if (t < nsb) {
+            const __m256i idx = _mm256_add_epi32(pick, _mm256_set1_epi32((int)t));
+
+            acc = _mm_fmadd_ps(
+                _mm256_castps256_ps128(_mm256_permutex2var_ps(f[0].a, idx, f[1].a)),
+                _mm256_castps256_ps128(_mm256_permutex2var_ps(f[0].i, idx, f[1].i)), acc);
+            if (dmin_off >= 0)
+                acc = _mm_fmadd_ps(
+                    _mm256_castps256_ps128(_mm256_permutex2var_ps(f[0].b, idx, f[1].b)),
+                    _mm256_castps256_ps128(_mm256_permutex2var_ps(f[0].m, idx, f[1].m)), acc);
+        }
+    }
+    mm->y[r] = _mm_cvtss_f32(acc);
+    mm->y[r + 1] = _mm_cvtss_f32(_mm_movehdup_ps(acc));
+}
+
 /* Decode tile: rows r and r + 1. */
 static AI T5 void k_decode2(const struct baton_mm *mm, uint64_t r, uint32_t type)
 {
     if (mm->k / BATON_QK_K <= K_GROUP / 2) {
         k_rows2(mm, r, type);
+    } else if (mm->k / BATON_QK_K <= K_GROUP) {
+        k_rows2_long(mm, r, type);
     } else {
         k_row1(mm, r, type);
         k_row1(mm, r + 1, type);
