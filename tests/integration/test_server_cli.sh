@@ -131,6 +131,10 @@ grep -q ", kernels scalar)$" "$tmp/s.log" || fail "BATON_CPU_ISA=Scalar: $(cat "
 BATON_CPU_ISA=avx-2 start t --port 0
 grep -q "^batond: BATON_CPU_ISA=avx-2 ignored (not scalar, avx2 or avx512): kernels " "$tmp/t.log" ||
     fail "BATON_CPU_ISA=avx-2: $(cat "$tmp/t.log")"
+# an empty value is unset: no warning
+BATON_CPU_ISA= start e --port 0
+grep -q "BATON_CPU_ISA" "$tmp/e.log" && fail "BATON_CPU_ISA= warned: $(cat "$tmp/e.log")"
+grep -Eq ", kernels (scalar|avx2|avx512)\)$" "$tmp/e.log" || fail "BATON_CPU_ISA=: $(cat "$tmp/e.log")"
 
 # a second server gets another port; the first one's port is busy
 start b --port 0

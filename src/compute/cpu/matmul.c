@@ -58,11 +58,20 @@ enum baton_cpu_isa baton_cpu_isa_detect(void)
 #endif
 }
 
+/* BATON_CPU_ISA, or NULL when it is unset or empty (an empty value means
+ * unset, as for the other BATON_ variables). */
+static const char *isa_env(void)
+{
+    const char *env = getenv("BATON_CPU_ISA");
+
+    return env && *env ? env : NULL;
+}
+
 /* The level BATON_CPU_ISA names (scalar, avx2, avx512, any case), or -1
  * when it is unset or names none of them. */
 static int isa_from_env(void)
 {
-    const char *env = getenv("BATON_CPU_ISA");
+    const char *env = isa_env();
     int i;
 
     for (i = BATON_CPU_ISA_SCALAR; env && i <= BATON_CPU_ISA_AVX512; i++)
@@ -89,7 +98,7 @@ enum baton_cpu_isa baton_cpu_isa(void)
 const char *baton_compute_kernels(int *env_ignored)
 {
     if (env_ignored)
-        *env_ignored = getenv("BATON_CPU_ISA") != NULL && isa_from_env() < 0;
+        *env_ignored = isa_env() != NULL && isa_from_env() < 0;
     return baton_cpu_isa_name(baton_cpu_isa());
 }
 
