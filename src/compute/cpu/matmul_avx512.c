@@ -1205,6 +1205,35 @@ static AI T5 void k_sb_int1(uint32_t type, const uint8_t *wb, const uint8_t *xb,
 
 #define K_GROUP 8u
 
+/* Slot t of a group from the super-block at wb against the activations at
+ * xb: its integer lanes (k_sb_int1), its d | dmin << 16 halves and its dx,
+ * as k_group_fl takes them. */
+static AI T5 void k_slot(uint32_t type, const uint8_t *wb, const uint8_t *xb, uint32_t t,
+                         __m256i is[K_GROUP], __m256i ms[K_GROUP], uint32_t dw[K_GROUP],
+                         float dxs[K_GROUP])
+{
+    uint32_t bbytes;
+    int d_off, dmin_off;
+    uint16_t h[2] = {0, 0};
+
+    k_layout(type, &bbytes, &d_off, &dmin_off);
+    k_sb_int1(type, wb, xb, &is[t], &ms[t]);
+    memcpy(&h[0], wb + d_off, sizeof(h[0]));
+    if (dmin_off >= 0)
+        memcpy(&h[1], wb + dmin_off, sizeof(h[1]));
+    dw[t] = (uint32_t)h[0] | (uint32_t)h[1] << 16;
+    memcpy(&dxs[t], xb + 288, sizeof(float));
+}
+
+/* Slot t of a group past its last super-block: zeros. */
+static AI T5 void k_slot_empty(uint32_t t, __m256i is[K_GROUP], __m256i ms[K_GROUP],
+                               uint32_t dw[K_GROUP], float dxs[K_GROUP])
+{
+    is[t] = ms[t] = _mm256_setzero_si256();
+    dw[t] = 0;
+    dxs[t] = 0.0f;
+}
+
 /* The float operands of a group of super-blocks, lane t for super-block
  * t of the group: a = d * dx, i = (float)isum, b = -(dmin * dx), m =
  * (float)msum. */
@@ -1284,22 +1313,11 @@ static AI T5 void k_group1(uint32_t type, const uint8_t *wrow, const uint8_t *xc
     k_layout(type, &bbytes, &d_off, &dmin_off);
 #pragma GCC unroll 8
     for (t = 0; t < K_GROUP; t++) {
-        if (t < nt) {
-            const uint8_t *wb = wrow + (s + t) * bbytes;
-            const uint8_t *xb = xcol + (s + t) * BATON_ACT_K_BLOCK_BYTES;
-            uint16_t h[2] = {0, 0};
-
-            k_sb_int1(type, wb, xb, &is[t], &ms[t]);
-            memcpy(&h[0], wb + d_off, sizeof(h[0]));
-            if (dmin_off >= 0)
-                memcpy(&h[1], wb + dmin_off, sizeof(h[1]));
-            dw[t] = (uint32_t)h[0] | (uint32_t)h[1] << 16;
-            memcpy(&dxs[t], xb + 288, sizeof(float));
-        } else {
-            is[t] = ms[t] = _mm256_setzero_si256();
-            dw[t] = 0;
-            dxs[t] = 0.0f;
-        }
+        if (t < nt)
+            k_slot(type, wrow + (s + t) * bbytes, xcol + (s + t) * BATON_ACT_K_BLOCK_BYTES, t, is,
+                   ms, dw, dxs);
+        else
+            k_slot_empty(t, is, ms, dw, dxs);
         if (t < np)
             *acc = k_chain(prev, t, dmin_off >= 0, *acc);
     }
@@ -1363,22 +1381,12 @@ static AI T5 void k_rows2(const struct baton_mm *mm, uint64_t r, uint32_t type)
     k_layout(type, &bbytes, &d_off, &dmin_off);
 #pragma GCC unroll 8
     for (t = 0; t < K_GROUP; t++) {
-        if (t < 2 * nsb) {
-            const uint8_t *wb = w2 + t * bbytes;
-            const uint8_t *xb = mm->act + (t < nsb ? t : t - nsb) * BATON_ACT_K_BLOCK_BYTES;
-            uint16_t h[2] = {0, 0};
-
-            k_sb_int1(type, wb, xb, &is[t], &ms[t]);
-            memcpy(&h[0], wb + d_off, sizeof(h[0]));
-            if (dmin_off >= 0)
-                memcpy(&h[1], wb + dmin_off, sizeof(h[1]));
-            dw[t] = (uint32_t)h[0] | (uint32_t)h[1] << 16;
-            memcpy(&dxs[t], xb + 288, sizeof(float));
-        } else {
-            is[t] = ms[t] = _mm256_setzero_si256();
-            dw[t] = 0;
-            dxs[t] = 0.0f;
-        }
+        if (t < 2 * nsb)
+            k_slot(type, w2 + t * bbytes,
+                   mm->act + (t < nsb ? t : t - nsb) * BATON_ACT_K_BLOCK_BYTES, t, is, ms, dw,
+                   dxs);
+        else
+            k_slot_empty(t, is, ms, dw, dxs);
     }
     k_group_fl(is, ms, dw, dxs, dmin_off >= 0, &f);
 #pragma GCC unroll 4
@@ -1423,22 +1431,11 @@ static AI T5 void k_rows2_long(const struct baton_mm *mm, uint64_t r, uint32_t t
 
 #pragma GCC unroll 8
         for (t = 0; t < K_GROUP; t++) {
-            if (t < nsb) {
-                const uint8_t *wb = wrow + t * bbytes;
-                const uint8_t *xb = mm->act + t * BATON_ACT_K_BLOCK_BYTES;
-                uint16_t h[2] = {0, 0};
-
-                k_sb_int1(type, wb, xb, &is[t], &ms[t]);
-                memcpy(&h[0], wb + d_off, sizeof(h[0]));
-                if (dmin_off >= 0)
-                    memcpy(&h[1], wb + dmin_off, sizeof(h[1]));
-                dw[t] = (uint32_t)h[0] | (uint32_t)h[1] << 16;
-                memcpy(&dxs[t], xb + 288, sizeof(float));
-            } else {
-                is[t] = ms[t] = _mm256_setzero_si256();
-                dw[t] = 0;
-                dxs[t] = 0.0f;
-            }
+            if (t < nsb)
+                k_slot(type, wrow + t * bbytes, mm->act + t * BATON_ACT_K_BLOCK_BYTES, t, is, ms,
+                       dw, dxs);
+            else
+                k_slot_empty(t, is, ms, dw, dxs);
         }
         k_group_fl(is, ms, dw, dxs, dmin_off >= 0, &f[row]);
     }
