@@ -20,8 +20,9 @@
  * on every call, about 2 % of the time at 4096 inputs). A type whose
  * ceiling is near the triad is compute-bound at decode, not memory-bound
  * (bench/RESULTS.md, fourth round).
- * Prefill (many columns): GFLOP/s (2 K N M / time) of one 4096 x 4096
- * matrix against 64 columns.
+ * Prefill (many columns): GFLOP/s (2 K N M / time) of one 4096 x K
+ * matrix against M columns (--m, default 64; a batched decode of M
+ * sequences is the same product).
  *
  * Build and run (not part of the test suite; speed is measured, never
  * asserted):
@@ -30,7 +31,7 @@
  *      build-kernels/libbaton_compute.a build-kernels/libbaton_core.a -lpthread -lm \
  *      -o build-kernels/bench_kernels
  *   build-kernels/bench_kernels [--reps N] [--k K] [--no-thp] [--isa scalar|avx2|avx512]
- *                               [--no-prefill] [--threads 1,2] [--types q4_k,q6_k,...]
+ *                               [--no-prefill] [--m M] [--threads 1,2] [--types q4_k,...]
  * K-quant weights are random super-block bytes with binary16 scales of
  * 2^-8..2^-5 (the kernels' speed does not depend on the values).
  *
@@ -61,7 +62,7 @@
 static uint32_t K = 4096u; /* inputs per row (--k) */
 #define N 4096u
 #define DECODE_BYTES (192ull << 20)
-#define PREFILL_M 64u
+static uint32_t PREFILL_M = 64u; /* columns of the prefill product (--m) */
 #define MAX_REPS 41
 #define WARM_BYTES (4ull << 20)
 #define WARM_PASSES 100u
@@ -389,6 +390,15 @@ int main(int argc, char **argv)
                 fprintf(stderr, "--k: a multiple of 32 in 32..65536\n");
                 return 2;
             }
+        } else if (strcmp(argv[a], "--m") == 0 && a + 1 < argc) {
+            char *end;
+            const long v = strtol(argv[++a], &end, 10);
+
+            if (end == argv[a] || *end != '\0' || v < 1 || v > 4096) {
+                fprintf(stderr, "--m: '%s' (want 1..4096 columns)\n", argv[a]);
+                return 2;
+            }
+            PREFILL_M = (uint32_t)v;
         } else if (strcmp(argv[a], "--no-thp") == 0) {
             use_thp = 0;
         } else if (strcmp(argv[a], "--no-prefill") == 0) {
@@ -434,10 +444,10 @@ int main(int argc, char **argv)
             const int help = strcmp(argv[a], "--help") == 0 || strcmp(argv[a], "-h") == 0;
 
             fprintf(help ? stdout : stderr,
-                    "usage: %s [--reps N] [--k K] [--no-thp] [--no-prefill] [--threads 1,2] "
+                    "usage: %s [--reps N] [--k K] [--m M] [--no-thp] [--no-prefill] [--threads 1,2] "
                     "[--isa scalar|avx2|avx512] [--types f32,q4_k,...]\n"
                     "MUL_MAT kernel throughput (decode GB/s against the read-only stream,\n"
-                    "prefill GFLOP/s); --types of f32,f16,q8_0,q4_0,q2_k,q3_k,q4_k,q5_k,q6_k,\n"
+                    "prefill GFLOP/s, M columns); --types of f32,f16,q8_0,q4_0,q2_k,q3_k,q4_k,q5_k,q6_k,\n"
                     "q5_0,q5_1 (default all). bench/kernels.c's header describes each figure.\n",
                     argv[0]);
             return help ? 0 : 2;

@@ -517,6 +517,35 @@ static void test_q4_0_decode_chunks(void **state)
     baton_pool_destroy(pools[1]);
 }
 
+/* AVX-512 Q8_0 from 16 columns on packs each 4-row strip's groups into a
+ * buffer, 32 groups per chunk, and passes over 64 columns at a time, the
+ * lanes kept between chunks: one group and a short one (96: 3 blocks),
+ * 6 and a short one (800), two chunks, the second ending short (4192: 131
+ * blocks), three (8320: 65 groups); 37 rows (9 strips and a ragged row);
+ * 16 columns and 67 (a second pass of 3). */
+static void test_q8_0_packed(void **state)
+{
+    static const uint64_t ks[] = {96, 800, 4192, 8320};
+    static const uint64_t ms[] = {16, 67};
+    struct baton_pool *pools[2];
+    unsigned i, m;
+
+    (void)state;
+    rng_state = 10;
+    assert_int_equal(baton_pool_create(1, &pools[0]), 0);
+    assert_int_equal(baton_pool_create(2, &pools[1]), 0);
+    for (i = 0; i < sizeof(ks) / sizeof(ks[0]); i++)
+        for (m = 0; m < 2; m++) {
+            struct mm_case c;
+
+            case_fill(&c, BATON_TYPE_Q8_0, ks[i], 37, ms[m]);
+            case_check(&c, pools, 2);
+            case_free(&c);
+        }
+    baton_pool_destroy(pools[0]);
+    baton_pool_destroy(pools[1]);
+}
+
 /* A non-finite activation makes its column NaN for quantized weights
  * (the block's scale is NaN), on every level. */
 static void test_nonfinite_activation(void **state)
@@ -887,6 +916,7 @@ int main(void)
         cmocka_unit_test(test_q4_0_random),          cmocka_unit_test(test_q5_0_random),
         cmocka_unit_test(test_q5_1_random),          cmocka_unit_test(test_large_shapes),
         cmocka_unit_test(test_q4_0_decode_chunks),
+        cmocka_unit_test(test_q8_0_packed),
         cmocka_unit_test(test_nonfinite_activation),
         cmocka_unit_test(test_act_levels_equal),
         cmocka_unit_test(test_attention_helpers_levels),

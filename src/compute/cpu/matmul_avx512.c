@@ -425,8 +425,188 @@ static const struct baton_mm_tiles q8_0_tiles_split = {
     q8_0_decode, Q_DECODE_ROWS, q8_0_tile_n, 4, 4, q8_0_row, 16,
 };
 
+/* Batched Q8_0 with packed weights. q_tile unpacks a group's weights
+ * (q_weights: loads, two permutes, xors, the scales' permute and
+ * conversion) for every 4 columns; with many columns that unpacking, not
+ * the multiply-adds, bounded the tiles. Here a 4-row strip's chunk of
+ * groups is unpacked once per pass of columns into a buffer in L1
+ * (Q8_PACK_BYTES per group: lo, hi and dw of each row), and every 4
+ * columns of the pass read it back: the same lanes, the same operations in
+ * the same order per output (q_group's), so the same bits. Chunks of Q8_KC
+ * groups; across chunks each output's 16 lanes wait in acc (Q8_PASS
+ * columns of the pass). Below Q8_PACK_MIN_M columns q_tile stays: the
+ * packing loop leaves the multiply ports idle while it runs, and at 8
+ * columns of k 2048 that cost more than unpacking twice inside the tiles
+ * (bench_kernels --m 8: 200-220 against 220-235 GFLOP/s; from 16 columns
+ * the packed strips are ahead, 280-290 against 215-265, and 320-350
+ * against 240-285 at 64). */
+#define Q8_ROWS 4
+#define Q8_KC 32u          /* groups per packed chunk: 32 x 768 bytes */
+#define Q8_PACK_BYTES 768u /* one group of 4 rows: (lo, hi, dw) x 4 */
+#define Q8_PASS 64u        /* columns per pass over a chunk */
+#define Q8_PACK_MIN_M 16u  /* fewer columns: q_tile */
+#define Q8_ROW_BLOCK_BYTES (256u * 1024u) /* weights per prefetched block of rows */
+
+/* Groups [g0, g1) of rows [r, r + 4) unpacked into buf. */
+static T5 void q8_pack(const struct baton_mm *mm, uint64_t r, uint64_t g0, uint64_t g1,
+                       uint8_t *buf)
+{
+    const uint64_t nb = mm->k / 32;
+    uint64_t g;
+    int rr;
+
+    for (g = g0; g < g1; g++) {
+        const int full = 4 * g + 4 <= nb;
+        uint8_t *o = buf + (g - g0) * Q8_PACK_BYTES;
+
+#pragma GCC unroll 4
+        for (rr = 0; rr < Q8_ROWS; rr++) {
+            __m512i lo, hi;
+            __m512 dw;
+
+            q_weights(mm->w + (r + rr) * mm->w_row_bytes + 4 * g * 34, full, full ? 4 : nb - 4 * g,
+                      &lo, &hi, &dw);
+            _mm512_store_si512(o + 192 * rr, lo);
+            _mm512_store_si512(o + 192 * rr + 64, hi);
+            _mm512_store_ps(o + 192 * rr + 128, dw);
+        }
+    }
+}
+
+/* Columns [c, c + NC) of rows [r, r + 4) over the packed groups [g0,
+ * g1): the lanes start at 0 (first) or from acc, and end in y (last:
+ * hsum16) or in acc. */
+static AI T5 void q8_packed_cols(const struct baton_mm *mm, const uint8_t *buf, uint64_t r,
+                                 uint64_t g0, uint64_t g1, uint64_t c, float *acc, int first,
+                                 int last, const int NC)
+{
+    const uint64_t nb = mm->k / 32;
+    __m512 a[Q8_ROWS][4];
+    uint64_t g;
+    int rr, j;
+
+#pragma GCC unroll 4
+    for (rr = 0; rr < Q8_ROWS; rr++)
+#pragma GCC unroll 4
+        for (j = 0; j < NC; j++)
+            a[rr][j] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + 16 * (4 * j + rr));
+    for (g = g0; g < g1; g++) {
+        const uint8_t *o = buf + (g - g0) * Q8_PACK_BYTES;
+        const int full = 4 * g + 4 <= nb;
+        const __mmask16 lanes = full ? 0xFFFF : (__mmask16)((1u << (4 * (nb - 4 * g))) - 1);
+        __m512i lo[Q8_ROWS], hi[Q8_ROWS];
+        __m512 dw[Q8_ROWS];
+
+#pragma GCC unroll 4
+        for (rr = 0; rr < Q8_ROWS; rr++) {
+            lo[rr] = _mm512_load_si512(o + 192 * rr);
+            hi[rr] = _mm512_load_si512(o + 192 * rr + 64);
+            dw[rr] = _mm512_load_ps(o + 192 * rr + 128);
+        }
+#pragma GCC unroll 4
+        for (j = 0; j < NC; j++) {
+            const uint8_t *grp =
+                mm->act + (c + j) * mm->act_col_bytes + g * BATON_ACT_GROUP_BYTES;
+            const __m512i xlo = _mm512_loadu_si512(grp), xhi = _mm512_loadu_si512(grp + 64);
+            const __m512i cv = _mm512_loadu_si512(grp + 128);
+            const __m512 dxv = _mm512_loadu_ps(grp + 192);
+
+#pragma GCC unroll 4
+            for (rr = 0; rr < Q8_ROWS; rr++) {
+                const __m512i isum =
+                    _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(cv, lo[rr], xlo), hi[rr], xhi);
+
+                a[rr][j] = _mm512_mask3_fmadd_ps(_mm512_mul_ps(dw[rr], dxv),
+                                                 _mm512_cvtepi32_ps(isum), a[rr][j], lanes);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (rr = 0; rr < Q8_ROWS; rr++)
+#pragma GCC unroll 4
+        for (j = 0; j < NC; j++) {
+            if (last)
+                mm->y[(c + j) * mm->ldy + r + rr] = hsum16(a[rr][j]);
+            else
+                _mm512_storeu_ps(acc + 16 * (4 * j + rr), a[rr][j]);
+        }
+}
+
+static T5 void q8_packed_n(const struct baton_mm *mm, const uint8_t *buf, uint64_t r, uint64_t g0,
+                           uint64_t g1, uint64_t c, uint64_t nc, float *acc, int first, int last)
+{
+    switch (nc) {
+    case 1:
+        q8_packed_cols(mm, buf, r, g0, g1, c, acc, first, last, 1);
+        break;
+    case 2:
+        q8_packed_cols(mm, buf, r, g0, g1, c, acc, first, last, 2);
+        break;
+    case 3:
+        q8_packed_cols(mm, buf, r, g0, g1, c, acc, first, last, 3);
+        break;
+    default:
+        q8_packed_cols(mm, buf, r, g0, g1, c, acc, first, last, 4);
+        break;
+    }
+}
+
+/* Rows [r0, r1) of mm->m >= Q8_PACK_MIN_M columns: passes of Q8_PASS
+ * columns; in each, blocks of rows of about Q8_ROW_BLOCK_BYTES, whose
+ * 4-row strips' chunks are unpacked once and serve the pass's columns 4
+ * at a time; the last (r1 - r0) % 4 rows go through q8_0_row. */
+static T5 void q8_packed(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    const uint64_t ng = (mm->k / 32 + 3) / 4, chunks = (ng + Q8_KC - 1) / Q8_KC;
+    _Alignas(64) uint8_t buf[Q8_KC * Q8_PACK_BYTES];
+    _Alignas(64) float acc[Q8_PASS * Q8_ROWS * 16];
+    uint64_t rb = Q8_ROW_BLOCK_BYTES / mm->w_row_bytes / Q8_ROWS * Q8_ROWS;
+    uint64_t cp, rs, r, g0, c;
+
+    if (rb == 0)
+        rb = Q8_ROWS;
+    for (cp = 0; cp < mm->m; cp += Q8_PASS) {
+        const uint64_t ce = mm->m - cp < Q8_PASS ? mm->m : cp + Q8_PASS;
+
+        for (rs = r0; rs < r1; rs += rb) {
+            /* While the strips of a block of rows are computed, the next
+             * block is prefetched into L2 a slice per column group, as
+             * baton_mm_drive does. */
+            const uint64_t re = r1 - rs > rb ? rs + rb : r1;
+            const uint64_t next_end = r1 - re > rb ? re + rb : r1;
+            const char *next = (const char *)mm->w + re * mm->w_row_bytes;
+            const uint64_t next_bytes = (next_end - re) * mm->w_row_bytes;
+            const uint64_t calls =
+                (re - rs + Q8_ROWS - 1) / Q8_ROWS * chunks * ((ce - cp + 3) / 4);
+            const uint64_t slice = (next_bytes / calls + 63) & ~(uint64_t)63;
+            uint64_t pf = 0, pe;
+
+            for (r = rs; re - r >= Q8_ROWS; r += Q8_ROWS)
+                for (g0 = 0; g0 < ng; g0 += Q8_KC) {
+                    const uint64_t g1 = ng - g0 < Q8_KC ? ng : g0 + Q8_KC;
+
+                    q8_pack(mm, r, g0, g1, buf);
+                    for (c = cp; c < ce; c += 4) {
+                        for (pe = pf + slice < next_bytes ? pf + slice : next_bytes; pf < pe;
+                             pf += 64)
+                            _mm_prefetch(next + pf, _MM_HINT_T1);
+                        q8_packed_n(mm, buf, r, g0, g1, c, ce - c,
+                                    acc + Q8_ROWS * 16 * (c - cp), g0 == 0, g1 == ng);
+                    }
+                }
+            for (; r < re; r++)
+                for (c = cp; c < ce; c += 4)
+                    q8_0_row(mm, r, c, ce - c < 4 ? (uint32_t)(ce - c) : 4);
+        }
+    }
+}
+
 static T5 void avx512_q8_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 {
+    if (mm->m >= Q8_PACK_MIN_M && !baton_cpu_avx512_split()) {
+        q8_packed(mm, r0, r1);
+        return;
+    }
     baton_mm_drive(mm, r0, r1, baton_cpu_avx512_split() ? &q8_0_tiles_split : &q8_0_tiles);
 }
 
