@@ -546,6 +546,65 @@ static void test_q8_0_packed(void **state)
     baton_pool_destroy(pools[1]);
 }
 
+/* binary32 -> binary16 rows (ATTENTION's writes into an F16 KV cache) at
+ * every level give baton_fp32_to_fp16's bits: zeros, infinities, quiet
+ * and signalling NaNs with payloads, the overflow threshold (65504 stays,
+ * 65520 becomes inf), the normal/subnormal boundary, the smallest
+ * subnormal and the ties around it, then random bit patterns; rows of
+ * 1..21 values (the SIMD levels' tails). */
+static void test_f32_to_f16_row(void **state)
+{
+    static const uint32_t special[] = {
+        0x00000000u, 0x80000000u, 0x7F800000u, 0xFF800000u, 0x7FC00000u, 0xFFC00001u,
+        0x7F800001u, 0x7FA5A5A5u, 0xFF9FFFFFu, 0x477FE000u, 0x477FEFFFu, 0x477FF000u,
+        0x38800000u, 0x387FFFFFu, 0x387FE000u, 0x33800000u, 0x33000000u, 0x33000001u,
+        0x33C00000u, 0x3F801000u, 0x3F803000u, 0x3F800FFFu, 0x00000001u, 0x807FFFFFu,
+    };
+    enum { N_VALUES = 1u << 16 };
+    float *x = malloc(N_VALUES * sizeof(float));
+    uint16_t *want = malloc(N_VALUES * sizeof(uint16_t)), *got = malloc(N_VALUES * 2);
+    uint64_t i, n;
+    int lvl;
+
+    (void)state;
+    assert_non_null(x);
+    assert_non_null(want);
+    assert_non_null(got);
+    rng_state = 11;
+    for (i = 0; i < N_VALUES; i++) {
+        const uint32_t b = i < sizeof(special) / sizeof(special[0]) ? special[i] : rng32();
+
+        memcpy(&x[i], &b, sizeof(b));
+        want[i] = baton_fp32_to_fp16(x[i]);
+    }
+    for (lvl = BATON_CPU_ISA_SCALAR; lvl <= BATON_CPU_ISA_AVX512; lvl++) {
+        if ((int)baton_cpu_isa_set((enum baton_cpu_isa)lvl) != lvl)
+            continue;
+        memset(got, 0x55, N_VALUES * 2);
+        baton_cpu_f32_to_f16_row(x, got, N_VALUES);
+        for (i = 0; i < N_VALUES; i++)
+            if (got[i] != want[i])
+                fail_msg("%s: value %llu (bits 0x%08x): 0x%04x, want 0x%04x",
+                         baton_cpu_isa_name((enum baton_cpu_isa)lvl), (unsigned long long)i,
+                         (unsigned)(*(const uint32_t *)(const void *)&x[i]), got[i], want[i]);
+        for (n = 1; n <= 21; n++) {
+            memset(got, 0x55, 64);
+            baton_cpu_f32_to_f16_row(x + 1, (uint8_t *)got + 1, n); /* unaligned dst */
+            for (i = 0; i < n; i++) {
+                uint16_t h;
+
+                memcpy(&h, (uint8_t *)got + 1 + 2 * i, 2);
+                assert_int_equal(h, want[1 + i]);
+            }
+            assert_int_equal(((uint8_t *)got)[1 + 2 * n], 0x55); /* nothing past n */
+        }
+    }
+    baton_cpu_isa_set(BATON_CPU_ISA_AVX512);
+    free(x);
+    free(want);
+    free(got);
+}
+
 /* A non-finite activation makes its column NaN for quantized weights
  * (the block's scale is NaN), on every level. */
 static void test_nonfinite_activation(void **state)
@@ -917,6 +976,7 @@ int main(void)
         cmocka_unit_test(test_q5_1_random),          cmocka_unit_test(test_large_shapes),
         cmocka_unit_test(test_q4_0_decode_chunks),
         cmocka_unit_test(test_q8_0_packed),
+        cmocka_unit_test(test_f32_to_f16_row),
         cmocka_unit_test(test_nonfinite_activation),
         cmocka_unit_test(test_act_levels_equal),
         cmocka_unit_test(test_attention_helpers_levels),

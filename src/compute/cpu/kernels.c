@@ -466,10 +466,10 @@ int baton_cpu_attention(struct baton_pool *pool, const struct baton_cpu_attentio
                 const uint64_t at = (g * a->n_ctx + (uint64_t)p) * a->hd;
 
                 if (a->cache_f16) {
-                    baton_fp32_to_fp16_row(a->k + t * row + g * a->hd, (uint16_t *)a->k_cache + at,
-                                           a->hd);
-                    baton_fp32_to_fp16_row(a->v + t * row + g * a->hd, (uint16_t *)a->v_cache + at,
-                                           a->hd);
+                    baton_cpu_f32_to_f16_row(a->k + t * row + g * a->hd,
+                                             (uint16_t *)a->k_cache + at, a->hd);
+                    baton_cpu_f32_to_f16_row(a->v + t * row + g * a->hd,
+                                             (uint16_t *)a->v_cache + at, a->hd);
                 } else {
                     memmove((float *)a->k_cache + at, a->k + t * row + g * a->hd,
                             a->hd * sizeof(float));

@@ -781,7 +781,7 @@ const struct baton_mm_kernels baton_mm_scalar = {
     scalar_f32, scalar_f16, scalar_q8_0, scalar_q4_0, scalar_act, scalar_dots, scalar_wsum,
     scalar_dots_multi, scalar_silu, scalar_exp_shift, scalar_q2_k, scalar_q3_k, scalar_q4_k,
     scalar_q5_k, scalar_q6_k, baton_mm_act_k, scalar_q5_0, scalar_q5_1, baton_fp16_to_fp32_row,
-    scalar_wsum_h,
+    scalar_wsum_h, baton_fp32_to_fp16_row,
 };
 
 /* ---- drivers ---- */
@@ -1043,6 +1043,11 @@ void baton_cpu_f16_wsum(const void *v, uint64_t vs, const float *a, uint64_t n, 
 void baton_cpu_f16_row(const void *src, float *dst, uint64_t n)
 {
     kernels()->f16_row(src, dst, n);
+}
+
+void baton_cpu_f32_to_f16_row(const float *src, void *dst, uint64_t n)
+{
+    kernels()->f32_to_f16_row(src, dst, n);
 }
 
 void baton_cpu_silu_n(const float *x, float *y, uint64_t n)

@@ -261,6 +261,13 @@ void baton_cpu_f16_wsum(const void *v, uint64_t vs, const float *a, uint64_t n, 
  * are the F16C conversion's. dst must not overlap src. */
 void baton_cpu_f16_row(const void *src, float *dst, uint64_t n);
 
+/* n floats at src -> binary16 values at dst (little-endian, any
+ * alignment), at the current level: baton_fp32_to_fp16's bits (quant.h:
+ * nearest, ties to even, as vcvtps2ph with imm 0, which the AVX2 and
+ * AVX-512 levels use). ATTENTION's writes into an F16 KV cache. dst must
+ * not overlap src. */
+void baton_cpu_f32_to_f16_row(const float *src, void *dst, uint64_t n);
+
 /* exp(x) rounded to binary32 by baton's own algorithm (expf.h: binary64
  * table-driven evaluation, then one rounding), the scalar reference of the
  * two array kernels below. Not libm's expf: libm's differs between C
@@ -318,6 +325,7 @@ typedef void (*baton_wsum_fn)(const float *v, uint64_t vs, const float *a, uint6
                               float *out);
 /* baton_cpu_f16_row and baton_cpu_f16_wsum at one level. */
 typedef void (*baton_f16_row_fn)(const void *src, float *dst, uint64_t n);
+typedef void (*baton_f32_to_f16_row_fn)(const float *src, void *dst, uint64_t n);
 typedef void (*baton_wsum_h_fn)(const void *v, uint64_t vs, const float *a, uint64_t n,
                                 uint64_t k, float *out);
 /* baton_cpu_f32_dots_multi at one level. */
@@ -345,6 +353,8 @@ struct baton_mm_kernels {
     /* baton_cpu_f16_row and baton_cpu_f16_wsum (ATTENTION over F16 caches) */
     baton_f16_row_fn f16_row;
     baton_wsum_h_fn wsum_h;
+    /* baton_cpu_f32_to_f16_row (writes into an F16 KV cache) */
+    baton_f32_to_f16_row_fn f32_to_f16_row;
 };
 
 /* The K activation quantizer, scalar (the reference): super-blocks
@@ -405,6 +415,7 @@ void baton_mm_avx2_act_k(const float *x, uint64_t k, uint8_t *act, uint64_t col_
 void baton_mm_avx2_wsum(const float *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
                         float *out);
 void baton_mm_avx2_f16_row(const void *src, float *dst, uint64_t n);
+void baton_mm_avx2_f32_to_f16_row(const float *src, void *dst, uint64_t n);
 void baton_mm_avx2_wsum_h(const void *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
                           float *out);
 

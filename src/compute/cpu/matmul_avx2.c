@@ -520,6 +520,19 @@ T2 void baton_mm_avx2_f16_row(const void *src, float *dst, uint64_t n)
         baton_fp16_to_fp32_row(p + 2 * i, dst + i, n - i);
 }
 
+/* binary32 -> binary16 (vcvtps2ph, nearest even: baton_fp32_to_fp16's bits) */
+T2 void baton_mm_avx2_f32_to_f16_row(const float *src, void *dst, uint64_t n)
+{
+    uint8_t *p = dst;
+    uint64_t i = 0;
+
+    for (; n - i >= 8; i += 8)
+        _mm_storeu_si128((__m128i *)(p + 2 * i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+    if (i < n)
+        baton_fp32_to_fp16_row(src + i, p + 2 * i, n - i);
+}
+
 /* ---- exp, SILU (expf.h's steps on 4 binary64 lanes, as baton_cpu_expf) ---- */
 
 static AI T2 __m128 exp4(__m128 x)
@@ -1081,6 +1094,7 @@ const struct baton_mm_kernels baton_mm_avx2 = {
     baton_mm_avx2_wsum, avx2_f32_dots_multi, avx2_silu, avx2_exp_shift, avx2_q2_k, avx2_q3_k,
     avx2_q4_k,          avx2_q5_k, avx2_q6_k, baton_mm_avx2_act_k,
     baton_mm_avx2_q5_0, baton_mm_avx2_q5_1, baton_mm_avx2_f16_row, baton_mm_avx2_wsum_h,
+    baton_mm_avx2_f32_to_f16_row,
 };
 
 #else /* not x86-64: the level is never chosen; keep the table defined */
