@@ -345,6 +345,47 @@ static AI T5 void q_group(const struct baton_mm *mm, uint64_t r, uint64_t c, uin
     }
 }
 
+/* hsum16 of the 16 vectors a[rr][j] (4 rows, 4 columns; columns j >= NC
+ * are not read), the same additions in the same pairs, done 16 lanes at a
+ * time as f16_store_2x6 does; writes y[j * ldy + rr] for j < NC with one
+ * 128-bit store per column. With vector i = 4 rr + j: pairs of vectors
+ * give [c(i) | c(i + 1)] (c(l) = b(l) + b(l + 8)), pairs of those the
+ * 128-bit lanes e(i..i + 3) (e(l) = c(l) + c(l + 4)), then per 128-bit
+ * lane L the f(l) = e(l) + e(l + 2) of vectors L and 4 + L beside those of
+ * 8 + L and 12 + L, and last f(0) + f(1): lane L holds column L's 4 rows in
+ * order. At k 768 (6 groups) one hsum16 per output was about a fifth of
+ * a 4 x 4 tile's operations. */
+static AI T5 void q8_store_4x4(const __m512 a[4][4], const int NC, float *y, uint64_t ldy)
+{
+    __m512 v[16], u[8], w[4], x[2], t;
+    int i;
+
+#pragma GCC unroll 16
+    for (i = 0; i < 16; i++)
+        v[i] = i % 4 < NC ? a[i / 4][i % 4] : _mm512_setzero_ps();
+#pragma GCC unroll 8
+    for (i = 0; i < 8; i++)
+        u[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+#pragma GCC unroll 4
+    for (i = 0; i < 4; i++)
+        w[i] = _mm512_add_ps(_mm512_shuffle_f32x4(u[2 * i], u[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(u[2 * i], u[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+#pragma GCC unroll 2
+    for (i = 0; i < 2; i++)
+        x[i] = _mm512_add_ps(_mm512_shuffle_ps(w[2 * i], w[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_ps(w[2 * i], w[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    t = _mm512_add_ps(_mm512_shuffle_ps(x[0], x[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                      _mm512_shuffle_ps(x[0], x[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    _mm_storeu_ps(y, _mm512_castps512_ps128(t));
+    if (NC > 1)
+        _mm_storeu_ps(y + ldy, _mm512_extractf32x4_ps(t, 1));
+    if (NC > 2)
+        _mm_storeu_ps(y + 2 * ldy, _mm512_extractf32x4_ps(t, 2));
+    if (NC > 3)
+        _mm_storeu_ps(y + 3 * ldy, _mm512_extractf32x4_ps(t, 3));
+}
+
 static AI T5 void q_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, const int NR,
                          const int NC)
 {
@@ -362,6 +403,10 @@ static AI T5 void q_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, cons
         q_group(mm, r, c, g, NR, NC, 1, 4, acc);
     if (nb % 4)
         q_group(mm, r, c, g, NR, NC, 0, nb % 4, acc);
+    if (NR == 4) {
+        q8_store_4x4(acc, NC, mm->y + c * mm->ldy + r, mm->ldy);
+        return;
+    }
 #pragma GCC unroll 4
     for (rr = 0; rr < NR; rr++)
 #pragma GCC unroll 4
@@ -521,15 +566,15 @@ static AI T5 void q8_packed_cols(const struct baton_mm *mm, const uint8_t *buf, 
             }
         }
     }
+    if (last) {
+        q8_store_4x4(a, NC, mm->y + c * mm->ldy + r, mm->ldy);
+        return;
+    }
 #pragma GCC unroll 4
     for (rr = 0; rr < Q8_ROWS; rr++)
 #pragma GCC unroll 4
-        for (j = 0; j < NC; j++) {
-            if (last)
-                mm->y[(c + j) * mm->ldy + r + rr] = hsum16(a[rr][j]);
-            else
-                _mm512_storeu_ps(acc + 16 * (4 * j + rr), a[rr][j]);
-        }
+        for (j = 0; j < NC; j++)
+            _mm512_storeu_ps(acc + 16 * (4 * j + rr), a[rr][j]);
 }
 
 static T5 void q8_packed_n(const struct baton_mm *mm, const uint8_t *buf, uint64_t r, uint64_t g0,
