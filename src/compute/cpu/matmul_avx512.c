@@ -310,20 +310,15 @@ static AI T5 void q_weights(const uint8_t *p, const int full, uint64_t nblk, __m
  * 768-wide rows of a small model it was a measurable part of decode). */
 #define Q_DECODE_ROWS 16
 
-/* Group g (blocks 4g.., nblk of them) of NR rows against NC columns. */
-static AI T5 void q_group(const struct baton_mm *mm, uint64_t r, uint64_t c, uint64_t g,
-                          const int NR, const int NC, const int full, uint64_t nblk,
-                          __m512 acc[4][4])
+/* Group g's unpacked weights of NR rows (lo, hi, dw) against NC columns
+ * from c: acc[rr][j]'s lanes (only those of lanes: a short last group's
+ * blocks) take the group's terms. */
+static AI T5 void q_cols(const struct baton_mm *mm, uint64_t c, uint64_t g, const int NR,
+                         const int NC, __mmask16 lanes, const __m512i lo[4], const __m512i hi[4],
+                         const __m512 dw[4], __m512 acc[4][4])
 {
-    const __mmask16 lanes = full ? 0xFFFF : (__mmask16)((1u << (4 * nblk)) - 1);
-    __m512i lo[4], hi[4];
-    __m512 dw[4];
     int rr, j;
 
-#pragma GCC unroll 4
-    for (rr = 0; rr < NR; rr++)
-        q_weights(mm->w + (r + rr) * mm->w_row_bytes + 4 * g * 34, full, nblk, &lo[rr], &hi[rr],
-                  &dw[rr]);
 #pragma GCC unroll 4
     for (j = 0; j < NC; j++) {
         const uint8_t *grp = mm->act + (c + j) * mm->act_col_bytes + g * BATON_ACT_GROUP_BYTES;
@@ -335,14 +330,28 @@ static AI T5 void q_group(const struct baton_mm *mm, uint64_t r, uint64_t c, uin
         for (rr = 0; rr < NR; rr++) {
             const __m512i isum =
                 _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(cv, lo[rr], xlo), hi[rr], xhi);
-            const __m512 d = _mm512_mul_ps(dw[rr], dxv);
 
-            if (full)
-                acc[rr][j] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(isum), acc[rr][j]);
-            else
-                acc[rr][j] = _mm512_mask3_fmadd_ps(d, _mm512_cvtepi32_ps(isum), acc[rr][j], lanes);
+            acc[rr][j] = _mm512_mask3_fmadd_ps(_mm512_mul_ps(dw[rr], dxv),
+                                               _mm512_cvtepi32_ps(isum), acc[rr][j], lanes);
         }
     }
+}
+
+/* Group g (blocks 4g.., nblk of them) of NR rows against NC columns. */
+static AI T5 void q_group(const struct baton_mm *mm, uint64_t r, uint64_t c, uint64_t g,
+                          const int NR, const int NC, const int full, uint64_t nblk,
+                          __m512 acc[4][4])
+{
+    __m512i lo[4], hi[4];
+    __m512 dw[4];
+    int rr;
+
+#pragma GCC unroll 4
+    for (rr = 0; rr < NR; rr++)
+        q_weights(mm->w + (r + rr) * mm->w_row_bytes + 4 * g * 34, full, nblk, &lo[rr], &hi[rr],
+                  &dw[rr]);
+    q_cols(mm, c, g, NR, NC, full ? 0xFFFF : (__mmask16)((1u << (4 * nblk)) - 1), lo, hi, dw,
+           acc);
 }
 
 /* hsum16 of the 16 vectors a[rr][j] (4 rows, 4 columns; columns j >= NC
@@ -548,23 +557,7 @@ static AI T5 void q8_packed_cols(const struct baton_mm *mm, const uint8_t *buf, 
             hi[rr] = _mm512_load_si512(o + 192 * rr + 64);
             dw[rr] = _mm512_load_ps(o + 192 * rr + 128);
         }
-#pragma GCC unroll 4
-        for (j = 0; j < NC; j++) {
-            const uint8_t *grp =
-                mm->act + (c + j) * mm->act_col_bytes + g * BATON_ACT_GROUP_BYTES;
-            const __m512i xlo = _mm512_loadu_si512(grp), xhi = _mm512_loadu_si512(grp + 64);
-            const __m512i cv = _mm512_loadu_si512(grp + 128);
-            const __m512 dxv = _mm512_loadu_ps(grp + 192);
-
-#pragma GCC unroll 4
-            for (rr = 0; rr < Q8_ROWS; rr++) {
-                const __m512i isum =
-                    _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(cv, lo[rr], xlo), hi[rr], xhi);
-
-                a[rr][j] = _mm512_mask3_fmadd_ps(_mm512_mul_ps(dw[rr], dxv),
-                                                 _mm512_cvtepi32_ps(isum), a[rr][j], lanes);
-            }
-        }
+        q_cols(mm, c, g, Q8_ROWS, NC, lanes, lo, hi, dw, a);
     }
     if (last) {
         q8_store_4x4(a, NC, mm->y + c * mm->ldy + r, mm->ldy);
