@@ -24,14 +24,10 @@
  * matrix against M columns (--m, default 64; a batched decode of M
  * sequences is the same product).
  *
- * Build and run (not part of the test suite; speed is measured, never
- * asserted):
- *   cmake --build build-kernels --target baton_compute
- *   cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc bench/kernels.c \
- *      build-kernels/libbaton_compute.a build-kernels/libbaton_core.a -lpthread -lm \
- *      -o build-kernels/bench_kernels
- *   build-kernels/bench_kernels [--reps N] [--k K] [--no-thp] [--isa scalar|avx2|avx512]
- *                               [--no-prefill] [--m M] [--threads 1,2] [--types q4_k,...]
+ * Built by CMake as build/bench/bench_kernels (speed is measured, never
+ * asserted; tests/integration/test_bench_smoke.sh only runs it once):
+ *   build/bench/bench_kernels [--reps N] [--k K] [--no-thp] [--isa scalar|avx2|avx512]
+ *                             [--no-prefill] [--m M] [--threads 1,2] [--types q4_k,...]
  * K-quant weights are random super-block bytes with binary16 scales of
  * 2^-8..2^-5 (the kernels' speed does not depend on the values).
  *
@@ -385,11 +381,14 @@ int main(int argc, char **argv)
             }
             reps = (int)v;
         } else if (strcmp(argv[a], "--k") == 0 && a + 1 < argc) {
-            K = (uint32_t)atoi(argv[++a]);
-            if (K < 32 || K > 65536 || K % 32 != 0) {
-                fprintf(stderr, "--k: a multiple of 32 in 32..65536\n");
+            char *end;
+            const long v = strtol(argv[++a], &end, 10);
+
+            if (end == argv[a] || *end != '\0' || v < 32 || v > 65536 || v % 32 != 0) {
+                fprintf(stderr, "--k: '%s' (want a multiple of 32 in 32..65536)\n", argv[a]);
                 return 2;
             }
+            K = (uint32_t)v;
         } else if (strcmp(argv[a], "--m") == 0 && a + 1 < argc) {
             char *end;
             const long v = strtol(argv[++a], &end, 10);
@@ -404,13 +403,25 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[a], "--no-prefill") == 0) {
             prefill = 0;
         } else if (strcmp(argv[a], "--threads") == 0 && a + 1 < argc) {
-            const char *s = argv[++a];
+            const char *arg = argv[++a], *s = arg;
 
             n_threads_list = 0;
             while (*s && n_threads_list < 2) {
-                threads_list[n_threads_list++] = (uint32_t)strtoul(s, (char **)&s, 10);
-                if (*s == ',')
-                    s++;
+                char *end;
+                const unsigned long v = strtoul(s, &end, 10);
+
+                if (end == s || v < 1 || v > 64 || (*end != ',' && *end != '\0')) {
+                    fprintf(stderr, "--threads: '%s' (want one or two counts 1..64, e.g. 1,2)\n",
+                            arg);
+                    return 2;
+                }
+                threads_list[n_threads_list++] = (uint32_t)v;
+                s = *end == ',' ? end + 1 : end;
+            }
+            if (*s != '\0' || n_threads_list == 0 || arg[strlen(arg) - 1] == ',') {
+                fprintf(stderr, "--threads: '%s' (want one or two counts 1..64, e.g. 1,2)\n",
+                        arg);
+                return 2;
             }
         } else if (strcmp(argv[a], "--types") == 0 && a + 1 < argc) {
             char *list = argv[++a], *tok;
@@ -442,13 +453,33 @@ int main(int argc, char **argv)
                                                        : BATON_CPU_ISA_AVX512);
         } else {
             const int help = strcmp(argv[a], "--help") == 0 || strcmp(argv[a], "-h") == 0;
+            static const char *const with_value[] = {"--reps", "--k",     "--m",
+                                                     "--threads", "--types", "--isa"};
+            size_t o;
 
+            for (o = 0; !help && o < sizeof(with_value) / sizeof(with_value[0]); o++)
+                if (strcmp(argv[a], with_value[o]) == 0) {
+                    fprintf(stderr, "%s needs a value (--help)\n", argv[a]);
+                    return 2;
+                }
+            if (!help)
+                fprintf(stderr, "unknown option '%s'\n", argv[a]);
             fprintf(help ? stdout : stderr,
                     "usage: %s [--reps N] [--k K] [--m M] [--no-thp] [--no-prefill] [--threads 1,2] "
                     "[--isa scalar|avx2|avx512] [--types f32,q4_k,...]\n"
-                    "MUL_MAT kernel throughput (decode GB/s against the read-only stream,\n"
-                    "prefill GFLOP/s, M columns); --types of f32,f16,q8_0,q4_0,q2_k,q3_k,q4_k,q5_k,q6_k,\n"
-                    "q5_0,q5_1 (default all). bench/kernels.c's header describes each figure.\n",
+                    "MUL_MAT kernel throughput: decode GB/s (one column) against the read-only\n"
+                    "stream, prefill GFLOP/s (M columns). bench/kernels.c's header describes each "
+                    "figure.\n"
+                    "  --reps N      repetitions, 1..41 (default 9); arms alternate within each\n"
+                    "  --k K         inputs per weight row, a multiple of 32 in 32..65536 (K-quants: "
+                    "of 256; default 4096)\n"
+                    "  --m M         columns of the prefill product, 1..4096 (default 64)\n"
+                    "  --threads T   one or two pool sizes, 1..64 (default 1,2)\n"
+                    "  --types LIST  of f32,f16,q8_0,q4_0,q2_k,q3_k,q4_k,q5_k,q6_k,q5_0,q5_1 "
+                    "(default all)\n"
+                    "  --isa L       kernel level scalar, avx2 or avx512 (default: the best the CPU "
+                    "has)\n"
+                    "  --no-prefill  decode figures only; --no-thp: no transparent huge pages\n",
                     argv[0]);
             return help ? 0 : 2;
         }
