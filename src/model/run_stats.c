@@ -55,9 +55,8 @@ void run_print_stats(struct run *r, uint32_t steps)
     for (si = 0; si < r->n_stages; si++) {
         const struct stage_rt *s = &r->stages[si];
 
-        fprintf(f,
-                "  stage %u, per step: hub hidden GET %.2f SET %.2f, direct copies done %.2f "
-                "not done %.2f, ",
+        fprintf(f, "  stage %u: hub hidden GET %.2f SET %.2f, direct copies done %.2f not done "
+                   "%.2f, ",
                 si + 1, (double)s->hidden_gets / steps, (double)s->hidden_sets / steps,
                 (double)s->copies_done / steps, (double)s->copies_not_done / steps);
         if (s->peer_ok)
