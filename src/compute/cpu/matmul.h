@@ -10,7 +10,11 @@
  * that the scalar code spells out and the SIMD code follows lane for lane.
  * That order does not depend on the thread count, on the batch size (how
  * many columns x has) or on the row tiling, so a token's column is the
- * same whether it runs alone or in a batch, on any host.
+ * same whether it runs alone or in a batch, on any host. One exception: an
+ * output that is NaN (a NaN or infinite scale or activation) is NaN at
+ * every level, but its payload may differ between levels (which NaN
+ * operand's payload an instruction passes on depends on the levels'
+ * instruction sequences); tests compare NaNs as NaNs.
  *
  * Reduction order of y[c][r] = sum_k W[r][k] * x[c][k]:
  *   F32   s = 0; for k ascending: s = s + W*x (product rounded, then sum
