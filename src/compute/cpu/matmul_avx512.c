@@ -493,7 +493,8 @@ static const struct baton_mm_tiles q8_0_tiles_split = {
  * columns of k 2048 that cost more than unpacking twice inside the tiles
  * (bench_kernels --m 8: 200-220 against 220-235 GFLOP/s; from 16 columns
  * the packed strips are ahead, 280-290 against 215-265, and 320-350
- * against 240-285 at 64). */
+ * against 240-285 at 64). Where AVX-512 runs on 256-bit halves
+ * (baton_cpu_avx512_split, Zen 4) the tiles stay: not measured there. */
 #define Q8_ROWS 4
 #define Q8_KC 32u          /* groups per packed chunk: 32 x 768 bytes */
 #define Q8_PACK_BYTES 768u /* one group of 4 rows: (lo, hi, dw) x 4 */
