@@ -486,6 +486,27 @@ static void test_large_shapes(void **state)
     baton_pool_destroy(pools[1]);
 }
 
+/* Every k of ks against every m of ms, 37 rows of type, 1 and 2 threads. */
+static void shape_grid(uint32_t type, const uint64_t *ks, unsigned n_ks, const uint64_t *ms,
+                       unsigned n_ms)
+{
+    struct baton_pool *pools[2];
+    unsigned i, m;
+
+    assert_int_equal(baton_pool_create(1, &pools[0]), 0);
+    assert_int_equal(baton_pool_create(2, &pools[1]), 0);
+    for (i = 0; i < n_ks; i++)
+        for (m = 0; m < n_ms; m++) {
+            struct mm_case c;
+
+            case_fill(&c, type, ks[i], 37, ms[m]);
+            case_check(&c, pools, 2);
+            case_free(&c);
+        }
+    baton_pool_destroy(pools[0]);
+    baton_pool_destroy(pools[1]);
+}
+
 /* The Q4_0 kernels go 16 (AVX-512) or 8 (AVX2) rows at a time; the
  * AVX-512 decode takes groups of 4 blocks, then the last blocks one by
  * one, and its batched products transpose chunks of 64 blocks and pass
@@ -498,23 +519,10 @@ static void test_q4_0_decode_chunks(void **state)
 {
     static const uint64_t ks[] = {640, 768, 800, 832, 864, 896, 1184, 2080, 33280};
     static const uint64_t ms[] = {1, 2, 17};
-    struct baton_pool *pools[2];
-    unsigned i, m;
 
     (void)state;
     rng_state = 9;
-    assert_int_equal(baton_pool_create(1, &pools[0]), 0);
-    assert_int_equal(baton_pool_create(2, &pools[1]), 0);
-    for (i = 0; i < sizeof(ks) / sizeof(ks[0]); i++)
-        for (m = 0; m < 3; m++) {
-            struct mm_case c;
-
-            case_fill(&c, BATON_TYPE_Q4_0, ks[i], 37, ms[m]);
-            case_check(&c, pools, 2);
-            case_free(&c);
-        }
-    baton_pool_destroy(pools[0]);
-    baton_pool_destroy(pools[1]);
+    shape_grid(BATON_TYPE_Q4_0, ks, 9, ms, 3);
 }
 
 /* AVX-512 Q8_0 from 16 columns on packs each 4-row strip's groups into a
@@ -527,23 +535,10 @@ static void test_q8_0_packed(void **state)
 {
     static const uint64_t ks[] = {96, 800, 4192, 8320};
     static const uint64_t ms[] = {16, 67};
-    struct baton_pool *pools[2];
-    unsigned i, m;
 
     (void)state;
     rng_state = 10;
-    assert_int_equal(baton_pool_create(1, &pools[0]), 0);
-    assert_int_equal(baton_pool_create(2, &pools[1]), 0);
-    for (i = 0; i < sizeof(ks) / sizeof(ks[0]); i++)
-        for (m = 0; m < 2; m++) {
-            struct mm_case c;
-
-            case_fill(&c, BATON_TYPE_Q8_0, ks[i], 37, ms[m]);
-            case_check(&c, pools, 2);
-            case_free(&c);
-        }
-    baton_pool_destroy(pools[0]);
-    baton_pool_destroy(pools[1]);
+    shape_grid(BATON_TYPE_Q8_0, ks, 4, ms, 2);
 }
 
 /* binary32 -> binary16 rows (ATTENTION's writes into an F16 KV cache) at

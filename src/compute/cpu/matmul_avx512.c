@@ -310,6 +310,12 @@ static AI T5 void q_weights(const uint8_t *p, const int full, uint64_t nblk, __m
  * 768-wide rows of a small model it was a measurable part of decode). */
 #define Q_DECODE_ROWS 16
 
+/* The lanes of a group of nblk blocks (1..4): 4 per block. */
+static AI __mmask16 q_lanes(uint64_t nblk)
+{
+    return (__mmask16)((1u << (4 * nblk)) - 1);
+}
+
 /* Group g's unpacked weights of NR rows (lo, hi, dw) against NC columns
  * from c: acc[rr][j]'s lanes (only those of lanes: a short last group's
  * blocks) take the group's terms. */
@@ -350,8 +356,7 @@ static AI T5 void q_group(const struct baton_mm *mm, uint64_t r, uint64_t c, uin
     for (rr = 0; rr < NR; rr++)
         q_weights(mm->w + (r + rr) * mm->w_row_bytes + 4 * g * 34, full, nblk, &lo[rr], &hi[rr],
                   &dw[rr]);
-    q_cols(mm, c, g, NR, NC, full ? 0xFFFF : (__mmask16)((1u << (4 * nblk)) - 1), lo, hi, dw,
-           acc);
+    q_cols(mm, c, g, NR, NC, q_lanes(full ? 4 : nblk), lo, hi, dw, acc);
 }
 
 /* hsum16 of the 16 vectors a[rr][j] (4 rows, 4 columns; columns j >= NC
@@ -547,8 +552,7 @@ static AI T5 void q8_packed_cols(const struct baton_mm *mm, const uint8_t *buf, 
             a[rr][j] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + 16 * (4 * j + rr));
     for (g = g0; g < g1; g++) {
         const uint8_t *o = buf + (g - g0) * Q8_PACK_BYTES;
-        const int full = 4 * g + 4 <= nb;
-        const __mmask16 lanes = full ? 0xFFFF : (__mmask16)((1u << (4 * (nb - 4 * g))) - 1);
+        const __mmask16 lanes = q_lanes(4 * g + 4 <= nb ? 4 : nb - 4 * g);
         __m512i lo[Q8_ROWS], hi[Q8_ROWS];
         __m512 dw[Q8_ROWS];
 
