@@ -84,6 +84,27 @@ $body" "$TMP/port.$name" "$@" &
     printf -v "PID_$name" '%s' "$pid"
 }
 
+# hold_port NAME: a socket bound to an ephemeral port of 127.0.0.1 that
+# never listens, so a connect there is refused at once and no other process
+# (a parallel test's server, or a connect's own source port) can take the
+# port meanwhile, as it could the port of a stopped listener. Sets
+# PORT_<NAME> and PID_<NAME>; stopped on exit, by PID.
+hold_port() {
+    local name=$1
+    python3 -c "import os, signal, socket, sys
+s = socket.socket()
+s.bind(('127.0.0.1', 0))
+with open(sys.argv[1] + '.tmp', 'w') as f:
+    f.write('%d\n' % s.getsockname()[1])
+os.rename(sys.argv[1] + '.tmp', sys.argv[1])
+signal.pause()" "$TMP/port.$name" &
+    local pid=$!
+    PIDS+=("$pid")
+    wait_port_file "$name" "$pid" || fail "the holder of port $name did not start"
+    printf -v "PORT_$name" '%s' "$(cat "$TMP/port.$name")"
+    printf -v "PID_$name" '%s' "$pid"
+}
+
 # need_model: sets MODEL or skips (exit 77), failing under CI=true.
 need_model() {
     MODEL="$MODEL_DIR/stories260K.gguf"

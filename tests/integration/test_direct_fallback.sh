@@ -27,13 +27,12 @@ BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --fence-timeout 2s" start_server c
 start_relay die --to "$PORT_c" --mode die --after 4000
 start_relay stall --to "$PORT_c" --mode stall --after 4000 --mark-after 4000 --mark-file "$TMP/stalled"
 start_relay fwd --to "$PORT_c"
-start_relay down --to "$PORT_c"
-start_relay down2 --to "$PORT_c"
-kill "$RPID_down" "$RPID_down2"
-wait "$RPID_down" "$RPID_down2" 2>/dev/null || true # their ports: allowed, nobody listens
+# allowed ports where nobody listens (held, so no other process takes them)
+hold_port down
+hold_port down2
 BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --log-rate 100000 --peer-timeout 1s --peer 127.0.0.1:$RPORT_die \
---peer 127.0.0.1:$RPORT_stall --peer 127.0.0.1:$RPORT_fwd --peer 127.0.0.1:$RPORT_down \
---peer 127.0.0.1:$RPORT_down2" start_server a
+--peer 127.0.0.1:$RPORT_stall --peer 127.0.0.1:$RPORT_fwd --peer 127.0.0.1:$PORT_down \
+--peer 127.0.0.1:$PORT_down2" start_server a
 A=127.0.0.1:$PORT_a
 C=127.0.0.1:$PORT_c
 
@@ -80,11 +79,13 @@ grep -qxF "baton run: stage 1 -> 2: direct copy: no peer link available (E_LIMIT
 echo "ok: --max-peer-links 0 -> not done (no peer link), hub path, reference ids"
 
 # the relay is down
-run_arm down "$A,$C@127.0.0.1:$RPORT_down"
+run_arm down "$A,$C@127.0.0.1:$PORT_down"
 [ "$(steps down copies_not_done)" = 5 ] || fail "down: $(steps down copies_not_done) not done"
 [ "$(steps down hidden_gets)" = 47 ] || fail "down: the hub path was not used"
-grep -q "not done (connect failed" "$TMP/batond.a.log" || fail "down: no connect failure logged"
-grep -q "not done (destination in backoff" "$TMP/batond.a.log" || fail "down: no backoff"
+grep -q "not done (connect failed" "$TMP/batond.a.log" ||
+    fail "down: no connect failure logged: $(grep "not done" "$TMP/batond.a.log" | head -5)"
+grep -q "not done (destination in backoff" "$TMP/batond.a.log" ||
+    fail "down: no backoff: $(grep "not done" "$TMP/batond.a.log" | head -5)"
 echo "ok: relay down -> not done (connect failed, then backoff), reference ids"
 
 # the relay is killed mid-run
@@ -119,7 +120,7 @@ echo "ok: relay stalls -> $d done, then $nd not done, reference ids; another cli
 # 200 copies that cannot be done (not allowed; a port never dialled before,
 # where nobody listens; the stalled relay): descriptors and threads back to
 # baseline
-"$CASES" flood "$PORT_a" "$PID_a" "$K" 200 "$RPORT_down2" "$RPORT_stall" >"$TMP/flood.out" 2>&1 || {
+"$CASES" flood "$PORT_a" "$PID_a" "$K" 200 "$PORT_down2" "$RPORT_stall" >"$TMP/flood.out" 2>&1 || {
     cat "$TMP/flood.out" >&2
     fail "flood"
 }
