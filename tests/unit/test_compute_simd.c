@@ -683,8 +683,8 @@ static void test_act_levels_equal(void **state)
  * sum over the same rows. Nothing outside y / out is written. */
 static void test_attention_helpers_levels(void **state)
 {
-    /* up to 256 the SIMD scores read a copy of each group of 16 rows; 257
-     * and 264 read the rows in place */
+    /* up to 256 the SIMD scores prefetch the group of 16 rows two groups
+     * ahead (the slot counts 56 and 67 here); 257 and 264 do not */
     static const uint64_t hds[] = {1, 7, 8, 9, 31, 64, 65, 72, 128, 256, 257, 264};
     enum { MAXN = 67, MAXK = 264, STRIDE_EXTRA = 3 };
     float *cache = malloc(sizeof(float) * MAXN * (MAXK + STRIDE_EXTRA) * 2);
