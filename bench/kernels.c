@@ -108,7 +108,7 @@ static void *big_alloc(size_t bytes)
     void *p = NULL;
 
     if (posix_memalign(&p, 2u << 20, bytes ? bytes : 1) != 0) {
-        fprintf(stderr, "out of memory (%zu bytes)\n", bytes);
+        fprintf(stderr, "bench_kernels: out of memory (%zu bytes)\n", bytes);
         exit(1);
     }
     if (use_thp)
@@ -289,7 +289,7 @@ static void fill_weights(struct weights *w, uint32_t type)
     uint32_t i;
 
     if (row == NULL) {
-        fprintf(stderr, "out of memory\n");
+        fprintf(stderr, "bench_kernels: out of memory\n");
         exit(1);
     }
 
@@ -305,7 +305,7 @@ static void fill_weights(struct weights *w, uint32_t type)
             if (baton_cpu_type_is_k(type))
                 fill_k_row(type, w->data + m * w->mat_bytes + r * rb, rb);
             else if (baton_quantize_row(type, row, w->data + m * w->mat_bytes + r * rb, K) != 0) {
-                fprintf(stderr, "quantize failed\n");
+                fprintf(stderr, "bench_kernels: quantize failed\n");
                 exit(1);
             }
         }
@@ -376,7 +376,8 @@ int main(int argc, char **argv)
             const long v = strtol(argv[++a], &end, 10);
 
             if (end == argv[a] || *end != '\0' || v < 1 || v > MAX_REPS) {
-                fprintf(stderr, "--reps: '%s' (want 1..%d)\n", argv[a], MAX_REPS);
+                fprintf(stderr, "bench_kernels: --reps: '%s' (want 1..%d)\n", argv[a],
+                        MAX_REPS);
                 return 2;
             }
             reps = (int)v;
@@ -385,7 +386,9 @@ int main(int argc, char **argv)
             const long v = strtol(argv[++a], &end, 10);
 
             if (end == argv[a] || *end != '\0' || v < 32 || v > 65536 || v % 32 != 0) {
-                fprintf(stderr, "--k: '%s' (want a multiple of 32 in 32..65536)\n", argv[a]);
+                fprintf(stderr,
+                        "bench_kernels: --k: '%s' (want a multiple of 32 in 32..65536)\n",
+                        argv[a]);
                 return 2;
             }
             K = (uint32_t)v;
@@ -394,7 +397,7 @@ int main(int argc, char **argv)
             const long v = strtol(argv[++a], &end, 10);
 
             if (end == argv[a] || *end != '\0' || v < 1 || v > 4096) {
-                fprintf(stderr, "--m: '%s' (want 1..4096 columns)\n", argv[a]);
+                fprintf(stderr, "bench_kernels: --m: '%s' (want 1..4096 columns)\n", argv[a]);
                 return 2;
             }
             PREFILL_M = (uint32_t)v;
@@ -411,7 +414,9 @@ int main(int argc, char **argv)
                 const unsigned long v = strtoul(s, &end, 10);
 
                 if (end == s || v < 1 || v > 64 || (*end != ',' && *end != '\0')) {
-                    fprintf(stderr, "--threads: '%s' (want one or two counts 1..64, e.g. 1,2)\n",
+                    fprintf(stderr,
+                            "bench_kernels: --threads: '%s' (want one or two counts 1..64, "
+                            "e.g. 1,2)\n",
                             arg);
                     return 2;
                 }
@@ -419,7 +424,9 @@ int main(int argc, char **argv)
                 s = *end == ',' ? end + 1 : end;
             }
             if (*s != '\0' || n_threads_list == 0 || arg[strlen(arg) - 1] == ',') {
-                fprintf(stderr, "--threads: '%s' (want one or two counts 1..64, e.g. 1,2)\n",
+                fprintf(stderr,
+                        "bench_kernels: --threads: '%s' (want one or two counts 1..64, "
+                        "e.g. 1,2)\n",
                         arg);
                 return 2;
             }
@@ -434,8 +441,8 @@ int main(int argc, char **argv)
                     ;
                 if (i == N_TYPES || n_types == (int)N_TYPES) {
                     fprintf(stderr,
-                            "--types: '%s' (want a comma-separated list of at most %d of "
-                            "f32,f16,q8_0,q4_0,q2_k,q3_k,q4_k,q5_k,q6_k,q5_0,q5_1)\n",
+                            "bench_kernels: --types: '%s' (want a comma-separated list of at "
+                            "most %d of f32,f16,q8_0,q4_0,q2_k,q3_k,q4_k,q5_k,q6_k,q5_0,q5_1)\n",
                             tok, (int)N_TYPES);
                     return 2;
                 }
@@ -445,7 +452,7 @@ int main(int argc, char **argv)
             const char *s = argv[++a];
 
             if (strcmp(s, "scalar") != 0 && strcmp(s, "avx2") != 0 && strcmp(s, "avx512") != 0) {
-                fprintf(stderr, "--isa: '%s' (want scalar, avx2 or avx512)\n", s);
+                fprintf(stderr, "bench_kernels: --isa: '%s' (want scalar, avx2 or avx512)\n", s);
                 return 2;
             }
             baton_cpu_isa_set(strcmp(s, "scalar") == 0 ? BATON_CPU_ISA_SCALAR
@@ -459,11 +466,11 @@ int main(int argc, char **argv)
 
             for (o = 0; !help && o < sizeof(with_value) / sizeof(with_value[0]); o++)
                 if (strcmp(argv[a], with_value[o]) == 0) {
-                    fprintf(stderr, "%s needs a value (--help)\n", argv[a]);
+                    fprintf(stderr, "bench_kernels: %s needs a value (--help)\n", argv[a]);
                     return 2;
                 }
             if (!help)
-                fprintf(stderr, "unknown option '%s'\n", argv[a]);
+                fprintf(stderr, "bench_kernels: unknown option '%s'\n", argv[a]);
             fprintf(help ? stdout : stderr,
                     "usage: %s [--reps N] [--k K] [--m M] [--no-thp] [--no-prefill] [--threads 1,2] "
                     "[--isa scalar|avx2|avx512] [--types f32,q4_k,...]\n"
@@ -490,7 +497,7 @@ int main(int argc, char **argv)
     if (K % 256 != 0)
         for (ti = 0; ti < n_types; ti++)
             if (baton_cpu_type_is_k(types[ti])) {
-                fprintf(stderr, "--k: K-quant types need a multiple of 256\n");
+                fprintf(stderr, "bench_kernels: --k: K-quant types need a multiple of 256\n");
                 return 2;
             }
     printf("kernel level %s, %u x %u weights, THP %s, %d reps; read-only stream: %llu MiB, "
@@ -531,7 +538,7 @@ int main(int argc, char **argv)
         double cpu;
 
         if (baton_pool_create(threads_list[a], &pool) != 0) {
-            fprintf(stderr, "pool of %u threads failed\n", threads_list[a]);
+            fprintf(stderr, "bench_kernels: pool of %u threads failed\n", threads_list[a]);
             return 1;
         }
         memset(dec, 0, sizeof(dec));

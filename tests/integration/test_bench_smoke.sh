@@ -123,7 +123,7 @@ done
 if [ -x "$BUILD_DIR/bench/bench_kernels" ]; then
     "$BUILD_DIR/bench/bench_kernels" --help | grep -q "q5_0,q5_1 (default all)" || fail "bench_kernels --help"
     rc=0; "$BUILD_DIR/bench/bench_kernels" --types q5_0,q4_k_m >/dev/null 2>"$TMP/help.err" || rc=$?
-    [ "$rc" = 2 ] && grep -q "^--types: 'q4_k_m' (want " "$TMP/help.err" ||
+    [ "$rc" = 2 ] && grep -q "^bench_kernels: --types: 'q4_k_m' (want " "$TMP/help.err" ||
         fail "bench_kernels --types q4_k_m: exit $rc: $(cat "$TMP/help.err")"
     rc=0; "$BUILD_DIR/bench/bench_kernels" --isa sse >/dev/null 2>&1 || rc=$?
     [ "$rc" = 2 ] || fail "bench_kernels --isa sse: exit $rc (it ran as avx512)"
@@ -141,19 +141,19 @@ rc=0; "$SRC_DIR/bench/direct_path.sh" --help >"$TMP/help.out" 2>&1 || rc=$?
     fail "direct_path.sh --help: exit $rc: $(cat "$TMP/help.out")"
 if [ -x "$BUILD_DIR/bench/bench_kernels" ]; then
     rc=0; "$BUILD_DIR/bench/bench_kernels" --reps 0 >/dev/null 2>"$TMP/help.err" || rc=$?
-    [ "$rc" = 2 ] && grep -qx -- "--reps: '0' (want 1..41)" "$TMP/help.err" ||
+    [ "$rc" = 2 ] && grep -qx -- "bench_kernels: --reps: '0' (want 1..41)" "$TMP/help.err" ||
         fail "bench_kernels --reps 0: exit $rc (it ran 9): $(cat "$TMP/help.err")"
-    for bad in "--m|0|--m: '0' (want 1..4096 columns)" \
-        "--threads|0|--threads: '0' (want one or two counts 1..64, e.g. 1,2)" \
-        "--threads|2,|--threads: '2,' (want one or two counts 1..64, e.g. 1,2)" \
-        "--k|96x|--k: '96x' (want a multiple of 32 in 32..65536)"; do
+    for bad in "--m|0|bench_kernels: --m: '0' (want 1..4096 columns)" \
+        "--threads|0|bench_kernels: --threads: '0' (want one or two counts 1..64, e.g. 1,2)" \
+        "--threads|2,|bench_kernels: --threads: '2,' (want one or two counts 1..64, e.g. 1,2)" \
+        "--k|96x|bench_kernels: --k: '96x' (want a multiple of 32 in 32..65536)"; do
         opt=${bad%%|*}; rest=${bad#*|}; val=${rest%%|*}; want=${rest#*|}
         rc=0; "$BUILD_DIR/bench/bench_kernels" "$opt" "$val" >/dev/null 2>"$TMP/help.err" || rc=$?
         [ "$rc" = 2 ] && grep -qxF -- "$want" "$TMP/help.err" ||
             fail "bench_kernels $opt $val: exit $rc: $(cat "$TMP/help.err")"
     done
     rc=0; "$BUILD_DIR/bench/bench_kernels" --m >/dev/null 2>"$TMP/help.err" || rc=$?
-    [ "$rc" = 2 ] && grep -qx -- "--m needs a value (--help)" "$TMP/help.err" ||
+    [ "$rc" = 2 ] && grep -qx -- "bench_kernels: --m needs a value (--help)" "$TMP/help.err" ||
         fail "bench_kernels --m (no value): exit $rc: $(cat "$TMP/help.err")"
 fi
 rc=0; "$BUILD_DIR/bench/bench_triad" --kernel write >/dev/null 2>"$TMP/help.err" || rc=$?
