@@ -513,7 +513,7 @@ int baton_cmd_bench(int argc, char **argv)
            "ctx %u, ubatch %u, pipeline %s, p2p %s, slots %u, ring %s%s\n",
            cfg.model_path, cfg.servers, cfg.split ? cfg.split : "(equal)", n_prompt, n_gen,
            reps_text, cfg.n_threads, cfg.n_ctx, res->n_ubatch, cfg.pipeline ? "on" : "off",
-           cfg.p2p ? "on" : "off", cfg.n_slots,
+           !cfg.p2p ? "off" : res->n_direct ? "on" : "on (not used)", cfg.n_slots,
            !cfg.ring ? "off" : res->ring ? "on" : "on (not used)",
            cfg.kv_type == BATON_TYPE_F16 ? ", kv f16" : "");
     printf("  %-8s %12s %12s %12s  %s\n", "figure", "median", "min", "max", "unit");

@@ -140,7 +140,7 @@ baton bench: repetition 2 of 3 failed; repetition 1 ran" ] ||
     fail "bench, repetition 2 refused: $(cat "$TMP/b.err")"
 [ "$(grep -c "^plan:" "$TMP/b.err")" -eq 1 ] || fail "repetition 2's plan lines printed: $(cat "$TMP/b.err")"
 # the table of the repetition that finished, saying so; no JSON
-[ "$(head -n 1 "$TMP/b.out")" = "bench: $MODEL, servers $once, split (equal), prompt 4, generated 2, reps 1 of 3 (repetition 2 failed), threads 1, ctx 14, ubatch 4, pipeline on, p2p on, slots 2, ring on (not used)" ] ||
+[ "$(head -n 1 "$TMP/b.out")" = "bench: $MODEL, servers $once, split (equal), prompt 4, generated 2, reps 1 of 3 (repetition 2 failed), threads 1, ctx 14, ubatch 4, pipeline on, p2p on (not used), slots 2, ring on (not used)" ] ||
     fail "bench, repetition 2 refused: table header: $(cat "$TMP/b.out")"
 for f in prefill decode ttft tpot load; do
     grep -qE "^  $f +[0-9]+\.[0-9]{3} +[0-9]+\.[0-9]{3} +[0-9]+\.[0-9]{3}  " "$TMP/b.out" ||
