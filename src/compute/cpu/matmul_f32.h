@@ -183,9 +183,10 @@ static F32_TARGET void F32_NAME(f32_dots)(const float *w, uint64_t ws, const flo
              * every address is in the rows */
             for (q = 0; q < 16; q++) {
                 const char *row = (const char *)(w + (r + 16 * F32_DOTS_PF_AHEAD + q) * ws);
+                uint64_t byte;
 
-                for (kk = 0; kk < k * sizeof(float); kk += 64)
-                    _mm_prefetch(row + kk, _MM_HINT_T0);
+                for (byte = 0; byte < k * sizeof(float); byte += 64)
+                    _mm_prefetch(row + byte, _MM_HINT_T0);
             }
         }
         for (i = 0; k - i >= 8; i += 8) {
