@@ -2,7 +2,8 @@
 # Decode speed against the memory-bandwidth roofline (issue 7).
 #
 #   bench/roofline.sh [--build DIR] [--no-build] [--reps R] [--threads "1 2"]
-#                     [--types "f16 q8_0 q4_0"] [-n N] [--small] [--json FILE]
+#                     [--types "f16 q8_0 q4_0"] [-n N] [--shape d768|d4096]
+#                     [--small] [--json FILE]
 #
 # In one run: builds (unless --no-build) baton and bench/triad.c in DIR
 # (default $BUILD_DIR or build), generates a llama of dim 768, 12 layers,
@@ -11,6 +12,11 @@
 # each thread count: a STREAM-like triad with that many threads, and
 # `baton bench --servers local --threads N -p 16 -n N` (default n 65: 64
 # decode steps) on each type, the type order rotating per repetition.
+# --shape d4096: instead, 2 layers of Llama 3 8B's shape (dim 4096, ff
+# 14336, 32 heads, 8 KV heads; about 436M parameters, 0.46 GB in Q8_0, far
+# beyond any cache): a step is almost only its matrices, as in the models
+# people split, where d768's small matrices leave a larger share to the
+# rest of the step (attention, norms, the hand-offs between ops).
 #
 # Each repetition also measures, per thread count, the read-only bandwidth
 # (`bench_triad --kernel read`: the ceiling of a decode step, which only
@@ -44,10 +50,10 @@ source "$(dirname "$0")/lib.sh"
 BENCH_COMMAND="bench/roofline.sh $*"
 
 build=${BUILD_DIR:-$BENCH_SRC/build}
-do_build=1 reps=5 threads="1 2" types="f16 q8_0 q4_0" n_gen=65 small=0 json_out=""
+do_build=1 reps=5 threads="1 2" types="f16 q8_0 q4_0" n_gen=65 small=0 json_out="" shape=d768
 while [ $# -gt 0 ]; do
     case $1 in # an option without its value is a usage error (it was bash's "$2: unbound variable", exit 1)
-    --build | --reps | --threads | --types | -n | --json) [ $# -ge 2 ] || { echo "roofline.sh: $1 needs a value (see --help)" >&2; exit 2; } ;;
+    --build | --reps | --threads | --types | -n | --json | --shape) [ $# -ge 2 ] || { echo "roofline.sh: $1 needs a value (see --help)" >&2; exit 2; } ;;
     esac
     case $1 in
     --build) build=$2; shift 2 ;;
@@ -56,6 +62,7 @@ while [ $# -gt 0 ]; do
     --threads) threads=$2; shift 2 ;;
     --types) types=$2; shift 2 ;;
     -n) n_gen=$2; shift 2 ;;
+    --shape) shape=$2; shift 2 ;;
     --small) small=1; reps=1; n_gen=4; shift ;;
     --json) json_out=$2; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -65,6 +72,7 @@ done
 case $build in /*) ;; *) build=$PWD/$build ;; esac
 [ "$reps" -ge 1 ] 2>/dev/null || bench_die "--reps must be >= 1"
 [ "$n_gen" -ge 2 ] 2>/dev/null || bench_die "-n must be >= 2"
+case $shape in d768 | d4096) ;; *) bench_die "--shape must be d768 or d4096, not '$shape'" ;; esac
 
 if [ "$do_build" = 1 ]; then
     bench_build "$build" baton bench_triad
@@ -75,6 +83,8 @@ triad=$build/bench/bench_triad
 
 if [ "$small" = 1 ]; then
     dims=(--layers 2 --dim 64 --ff 128 --heads 4) mib=16 passes=3 tag=small
+elif [ "$shape" = d4096 ]; then
+    dims=(--layers 2 --dim 4096 --ff 14336 --heads 32 --kv-heads 8) mib=512 passes=4 tag=d4096
 else
     dims=(--layers 12 --dim 768 --ff 2048 --heads 12) mib=128 passes=10 tag=d768
 fi

@@ -423,4 +423,36 @@ void baton_mm_avx2_f32_to_f16_row(const float *src, void *dst, uint64_t n);
 void baton_mm_avx2_wsum_h(const void *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,
                           float *out);
 
+/* How far ahead of a decode loop, in bytes of its row's weights, the weights
+ * are prefetched into L2 (prefetcht1), by the one-column loops that read a
+ * row at a time: Q8_0 and the K-quants' long rows (k > 2048), at the AVX2
+ * and AVX-512 levels. Such a product reads its weights as one sequential
+ * stream (rows contiguous), yet with long rows the hardware prefetchers
+ * fell behind it: at k = 14336 (the feed-forward down matrix of
+ * Llama-3-8B-shaped layers) `bench_kernels --no-prefill` read Q8_0 at 16-25
+ * GB/s against 24-31 at k = 4096, Q4_K at 13-15 against 25-26 and Q6_K at
+ * 21 against 29, on the Zen 5 host (read-only stream 29-32 GB/s); AVX2 the
+ * same way. 8 KiB ahead: Q4_K 27-28 GB/s and Q6_K 30-31 at k = 14336; 2
+ * layers of that shape (bench/roofline.sh --shape d4096), old and new
+ * binaries alternating: Q8_0 50-51 -> 60-63 tok/s, Q4_K_M 77 -> 91-95,
+ * Q6_K 63-66 -> 71-80 (bench/RESULTS.md). 1 KiB ahead into L1 was no
+ * better than none, 2 KiB (non-temporal) and 16 KiB in between. F16 decode
+ * gained nothing measurable (its binary32 column, 57 KiB at that k, is
+ * read from L2) and does not prefetch. */
+#define BATON_MM_DECODE_PF_BYTES 8192u
+
+/* Prefetches `lines` cache lines from p + BATON_MM_DECODE_PF_BYTES into L2.
+ * A prefetch past the end of the weights is harmless (it never faults); the
+ * address is formed as an integer, so no pointer leaves its object. */
+static inline __attribute__((always_inline)) void baton_mm_decode_prefetch(const uint8_t *p,
+                                                                           int lines)
+{
+    int l;
+
+    for (l = 0; l < lines; l++)
+        __builtin_prefetch((const void *)((uintptr_t)p + BATON_MM_DECODE_PF_BYTES +
+                                          64u * (unsigned)l),
+                           0, 2);
+}
+
 #endif

@@ -227,6 +227,8 @@ static AI T2 void q_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, cons
         acc1[i] = _mm256_setzero_ps();
     }
     for (b = 0; nb - b >= 4; b += 4) {
+        if (NR == 1 && NC == 1) /* decode: see BATON_MM_DECODE_PF_BYTES */
+            baton_mm_decode_prefetch(mm->w + r * mm->w_row_bytes + b * BATON_Q8_0_BLOCK_BYTES, 3);
         q_pair(mm, r, c, b, NR, NC, 1, acc0);
         q_pair(mm, r, c, b + 2, NR, NC, 1, acc1);
     }
@@ -834,6 +836,8 @@ static AI T2 void k_row1(const struct baton_mm *mm, uint64_t r, uint32_t type)
     f[0].a = f[0].i = f[0].b = f[0].m = _mm256_setzero_ps();
     k_layout(type, &bbytes, &d_off, &dmin_off);
     for (; nsb - s >= K_GROUP; s += K_GROUP) {
+        /* see BATON_MM_DECODE_PF_BYTES: the group's bytes, rounded up to lines */
+        baton_mm_decode_prefetch(wrow + s * bbytes, (int)((K_GROUP * bbytes + 63) / 64));
         k_group1(type, wrow, mm->act, s, K_GROUP, &f[0], np, &acc, &f[1]);
         f[0] = f[1];
         np = K_GROUP;

@@ -352,6 +352,8 @@ static AI T5 void q_group(const struct baton_mm *mm, uint64_t r, uint64_t c, uin
     __m512 dw[4];
     int rr;
 
+    if (NR == 1 && NC == 1) /* decode: see BATON_MM_DECODE_PF_BYTES */
+        baton_mm_decode_prefetch(mm->w + r * mm->w_row_bytes + 4 * g * 34, 3);
 #pragma GCC unroll 4
     for (rr = 0; rr < NR; rr++)
         q_weights(mm->w + (r + rr) * mm->w_row_bytes + 4 * g * 34, full, nblk, &lo[rr], &hi[rr],
@@ -1561,6 +1563,8 @@ static AI T5 void k_row1(const struct baton_mm *mm, uint64_t r, uint32_t type)
     f[0].a = f[0].i = f[0].b = f[0].m = _mm256_setzero_ps();
     k_layout(type, &bbytes, &d_off, &dmin_off);
     for (; nsb - s >= K_GROUP; s += K_GROUP) {
+        /* see BATON_MM_DECODE_PF_BYTES: the group's bytes, rounded up to lines */
+        baton_mm_decode_prefetch(wrow + s * bbytes, (int)((K_GROUP * bbytes + 63) / 64));
         k_group1(type, wrow, mm->act, s, K_GROUP, &f[0], np, &acc, &f[1]);
         f[0] = f[1];
         np = K_GROUP;
