@@ -541,6 +541,22 @@ static void test_q8_0_packed(void **state)
     shape_grid(BATON_TYPE_Q8_0, ks, 4, ms, 2);
 }
 
+/* AVX-512 F16 decode goes 8 rows at a time, and rows longer than 4096
+ * inputs by chunks of 2048, every row's chunk before the next chunk: 4096
+ * (the longest row taken a row at a time), two chunks and one input
+ * (4097), two and two groups of 32 (4160), four chunks (8192), six and a
+ * ragged tail of 31 (12319); 37 rows (4 calls and a ragged end of 5), 1
+ * column, and 3 columns (the tiles, untouched) beside it. */
+static void test_f16_decode_chunks(void **state)
+{
+    static const uint64_t ks[] = {4096, 4097, 4160, 8192, 12319};
+    static const uint64_t ms[] = {1, 3};
+
+    (void)state;
+    rng_state = 12;
+    shape_grid(BATON_TYPE_F16, ks, 5, ms, 2);
+}
+
 /* binary32 -> binary16 rows (ATTENTION's writes into an F16 KV cache) at
  * every level give baton_fp32_to_fp16's bits: zeros, infinities, quiet
  * and signalling NaNs with payloads, the overflow threshold (65504 stays,
@@ -971,6 +987,7 @@ int main(void)
         cmocka_unit_test(test_q5_1_random),          cmocka_unit_test(test_large_shapes),
         cmocka_unit_test(test_q4_0_decode_chunks),
         cmocka_unit_test(test_q8_0_packed),
+        cmocka_unit_test(test_f16_decode_chunks),
         cmocka_unit_test(test_f32_to_f16_row),
         cmocka_unit_test(test_nonfinite_activation),
         cmocka_unit_test(test_act_levels_equal),

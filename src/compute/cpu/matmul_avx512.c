@@ -181,12 +181,91 @@ static AI T5 void f16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, co
             mm->y[(c + j) * ldy + r + rr] = hsum16(_mm512_add_ps(a0[rr][j], a1[rr][j]));
 }
 
-/* One column: one row at a time, so the weights are read as a single
- * sequential stream (rows are contiguous), which the hardware prefetchers
- * follow best; several rows at once measured up to 2x slower here. */
+/* Rows per decode call; rows of up to F16_DEC_ROW_MAX inputs go a row at a
+ * time, longer ones by chunks of F16_DEC_KC inputs (the column's chunk, 8
+ * KiB of binary32, stays in L1 while the call's rows pass over it). At k =
+ * 14336, `bench_kernels --no-prefill`, 1 thread: chunks of 2048 inputs
+ * 24-26 GB/s, of 4096 22-24, of 1024 20-22, a row at a time 18-20; at k =
+ * 4096 a row at a time 27-33, chunks of 2048 23-24 (so the threshold). */
+#define F16_DEC_ROWS 8
+#define F16_DEC_ROW_MAX 4096u
+#define F16_DEC_KC 2048u
+
+/* Row r's terms over inputs [i0, i1) (i0 a multiple of 32) into s0 and s1,
+ * as f16_tile's (1 row, 1 column) loop makes them; the masked tail only
+ * where i1 == k is not a multiple of 32. While it reads, the run at pf
+ * (the next chunk in the order of the reads, as long as this one) is
+ * prefetched into L2 line by line. */
+static AI T5 void f16_dec_run(const struct baton_mm *mm, uint64_t r, uint64_t i0, uint64_t i1,
+                              const uint8_t *pf, __m512 *s0, __m512 *s1)
+{
+    const uint8_t *w = mm->w + r * mm->w_row_bytes;
+    __m512 a0 = *s0, a1 = *s1;
+    uint64_t i;
+
+    for (i = i0; i + 32 <= i1; i += 32) {
+        const __m512 w0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + 2 * i)));
+        const __m512 w1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + 2 * i + 32)));
+
+        __builtin_prefetch((const void *)((uintptr_t)pf + 2 * (i - i0)), 0, 2);
+        a0 = _mm512_fmadd_ps(w0, _mm512_loadu_ps(mm->x + i), a0);
+        a1 = _mm512_fmadd_ps(w1, _mm512_loadu_ps(mm->x + i + 16), a1);
+    }
+    if (i < i1) { /* ragged k: masked lanes stay as they are */
+        const uint64_t t = i1 - i;
+        const __mmask16 m0 = t >= 16 ? 0xFFFF : (__mmask16)((1u << t) - 1);
+        const __mmask16 m1 = t > 16 ? (__mmask16)((1u << (t - 16)) - 1) : 0;
+        const __m512 w0 = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m0, w + 2 * i));
+        const __m512 w1 = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m1, w + 2 * i + 32));
+
+        a0 = _mm512_mask3_fmadd_ps(w0, _mm512_maskz_loadu_ps(m0, mm->x + i), a0, m0);
+        a1 = _mm512_mask3_fmadd_ps(w1, _mm512_maskz_loadu_ps(m1, mm->x + i + 16), a1, m1);
+    }
+    *s0 = a0;
+    *s1 = a1;
+}
+
+/* One column, rows [r, r + F16_DEC_ROWS). Up to F16_DEC_ROW_MAX inputs a
+ * row at a time, so the weights are read as one sequential stream (rows
+ * are contiguous), which the hardware prefetchers follow best (several
+ * rows at once measured up to 2x slower here). Longer rows go by chunks of
+ * F16_DEC_KC inputs, each chunk of every row before the next chunk, so
+ * that the chunk of the column is read from L1 (at k = 14336 the whole
+ * column, 56 KiB, came from L2 for every row); the weights then come in
+ * runs of 4 KiB, and each run prefetches the next. Each row's two
+ * accumulators take the same terms in the same order as in f16_tile: the
+ * same bits. */
 static T5 void f16_decode(const struct baton_mm *mm, uint64_t r)
 {
-    f16_tile(mm, r, 0, 1, 1);
+    const uint64_t k = mm->k, wrb = mm->w_row_bytes;
+    __m512 s0[F16_DEC_ROWS], s1[F16_DEC_ROWS];
+    uint64_t i0;
+    int rr;
+
+    if (k <= F16_DEC_ROW_MAX) {
+        for (rr = 0; rr < F16_DEC_ROWS; rr++)
+            f16_tile(mm, r + (uint64_t)rr, 0, 1, 1);
+        return;
+    }
+    for (rr = 0; rr < F16_DEC_ROWS; rr++)
+        s0[rr] = s1[rr] = _mm512_setzero_ps();
+    for (i0 = 0; i0 < k; i0 += F16_DEC_KC) {
+        const uint64_t i1 = k - i0 > F16_DEC_KC ? i0 + F16_DEC_KC : k;
+
+        for (rr = 0; rr < F16_DEC_ROWS; rr++) {
+            /* the next run: the next row's chunk, or the first row's next
+             * chunk, or the next call's first row (past the matrix: a
+             * prefetch never faults) */
+            const int last = rr + 1 == F16_DEC_ROWS;
+            const uint64_t nrow = !last ? r + (uint64_t)rr + 1 : i1 < k ? r : r + F16_DEC_ROWS;
+            const uint64_t noff = !last ? 2 * i0 : i1 < k ? 2 * i1 : 0;
+            const uintptr_t next = (uintptr_t)mm->w + nrow * wrb + noff;
+
+            f16_dec_run(mm, r + (uint64_t)rr, i0, i1, (const uint8_t *)next, &s0[rr], &s1[rr]);
+        }
+    }
+    for (rr = 0; rr < F16_DEC_ROWS; rr++) /* b[l] = a[l] + a[l+16], then hsum16 */
+        mm->y[r + (uint64_t)rr] = hsum16(_mm512_add_ps(s0[rr], s1[rr]));
 }
 
 /* Up to 6 columns against 2 rows: 24 accumulators, 4 weight registers and
@@ -243,7 +322,7 @@ static T5 void f16_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32
 }
 
 static const struct baton_mm_tiles f16_tiles = {
-    f16_decode, 1, f16_tile_n, 2, F16_COLS, f16_row, 0,
+    f16_decode, F16_DEC_ROWS, f16_tile_n, 2, F16_COLS, f16_row, 0,
 };
 
 static T5 void avx512_f16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
