@@ -12,7 +12,7 @@
 # each thread count: a STREAM-like triad with that many threads, and
 # `baton bench --servers local --threads N -p 16 -n N` (default n 65: 64
 # decode steps) on each type, the type order rotating per repetition.
-# --shape d4096: instead, 2 layers of Llama 3 8B's shape (dim 4096, ff
+# --shape d4096 (default d768): instead, 2 layers of Llama 3 8B's shape (dim 4096, ff
 # 14336, 32 heads, 8 KV heads; about 436M parameters, 0.46 GB in Q8_0, far
 # beyond any cache): a step is almost only its matrices, as in the models
 # people split, where d768's small matrices leave a larger share to the
@@ -73,6 +73,7 @@ case $build in /*) ;; *) build=$PWD/$build ;; esac
 [ "$reps" -ge 1 ] 2>/dev/null || bench_die "--reps must be >= 1"
 [ "$n_gen" -ge 2 ] 2>/dev/null || bench_die "-n must be >= 2"
 case $shape in d768 | d4096) ;; *) bench_die "--shape must be d768 or d4096, not '$shape'" ;; esac
+[ "$small" = 1 ] && [ "$shape" != d768 ] && bench_die "--small and --shape $shape exclude each other"
 
 if [ "$do_build" = 1 ]; then
     bench_build "$build" baton bench_triad

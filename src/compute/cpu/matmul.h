@@ -425,10 +425,11 @@ void baton_mm_avx2_wsum_h(const void *v, uint64_t vs, const float *a, uint64_t n
 
 /* How far ahead of a decode loop, in bytes of its row's weights, the weights
  * are prefetched into L2 (prefetcht1), by the one-column loops that read a
- * row at a time: Q8_0 and the K-quants' long rows (k > 2048), at the AVX2
- * and AVX-512 levels. Such a product reads its weights as one sequential
- * stream (rows contiguous), yet with long rows the hardware prefetchers
- * fell behind it: at k = 14336 (the feed-forward down matrix of
+ * row at a time (decode, or a batch's last single column): Q8_0, and the
+ * K-quants' `k_row1` from 8 super-blocks (k >= 2048; AVX-512 decode takes
+ * it above 2048), at the AVX2 and AVX-512 levels. Such a product reads its
+ * weights as one sequential stream (rows contiguous), yet with long rows
+ * the hardware prefetchers fell behind it: at k = 14336 (the feed-forward down matrix of
  * Llama-3-8B-shaped layers) `bench_kernels --no-prefill` read Q8_0 at 16-25
  * GB/s against 24-31 at k = 4096, Q4_K at 13-15 against 25-26 and Q6_K at
  * 21 against 29, on the Zen 5 host (read-only stream 29-32 GB/s); AVX2 the
@@ -436,9 +437,10 @@ void baton_mm_avx2_wsum_h(const void *v, uint64_t vs, const float *a, uint64_t n
  * layers of that shape (bench/roofline.sh --shape d4096), old and new
  * binaries alternating: Q8_0 50-51 -> 60-63 tok/s, Q4_K_M 77 -> 91-95,
  * Q6_K 63-66 -> 71-80 (bench/RESULTS.md). 1 KiB ahead into L1 was no
- * better than none, 2 KiB (non-temporal) and 16 KiB in between. F16 decode
- * gained nothing measurable (its binary32 column, 57 KiB at that k, is
- * read from L2) and does not prefetch. */
+ * better than none, 2 KiB (non-temporal) and 16 KiB in between. F16's
+ * loss there came mostly from its binary32 column (56 KiB at that k) read
+ * from L2 for every row: AVX-512 f16_decode takes long rows in chunks, and
+ * prefetches each run of weights one run ahead. */
 #define BATON_MM_DECODE_PF_BYTES 8192u
 
 /* Prefetches `lines` cache lines from p + BATON_MM_DECODE_PF_BYTES into L2.

@@ -227,7 +227,7 @@ static AI T2 void q_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, cons
         acc1[i] = _mm256_setzero_ps();
     }
     for (b = 0; nb - b >= 4; b += 4) {
-        if (NR == 1 && NC == 1) /* decode: see BATON_MM_DECODE_PF_BYTES */
+        if (NR == 1 && NC == 1) /* one column: see BATON_MM_DECODE_PF_BYTES */
             baton_mm_decode_prefetch(mm->w + r * mm->w_row_bytes + b * BATON_Q8_0_BLOCK_BYTES, 3);
         q_pair(mm, r, c, b, NR, NC, 1, acc0);
         q_pair(mm, r, c, b + 2, NR, NC, 1, acc1);

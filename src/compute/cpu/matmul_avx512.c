@@ -193,11 +193,12 @@ static AI T5 void f16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, co
 
 /* Row r's terms over inputs [i0, i1) (i0 a multiple of 32) into s0 and s1,
  * as f16_tile's (1 row, 1 column) loop makes them; the masked tail only
- * where i1 == k is not a multiple of 32. While it reads, the run at pf
- * (the next chunk in the order of the reads, as long as this one) is
- * prefetched into L2 line by line. */
+ * where i1 == k is not a multiple of 32. While it reads, the run at the
+ * address pf (the next chunk in the order of the reads, as long as this
+ * one; an integer, as it may lie past the matrix) is prefetched into L2
+ * line by line. */
 static AI T5 void f16_dec_run(const struct baton_mm *mm, uint64_t r, uint64_t i0, uint64_t i1,
-                              const uint8_t *pf, __m512 *s0, __m512 *s1)
+                              uintptr_t pf, __m512 *s0, __m512 *s1)
 {
     const uint8_t *w = mm->w + r * mm->w_row_bytes;
     __m512 a0 = *s0, a1 = *s1;
@@ -207,7 +208,7 @@ static AI T5 void f16_dec_run(const struct baton_mm *mm, uint64_t r, uint64_t i0
         const __m512 w0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + 2 * i)));
         const __m512 w1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + 2 * i + 32)));
 
-        __builtin_prefetch((const void *)((uintptr_t)pf + 2 * (i - i0)), 0, 2);
+        __builtin_prefetch((const void *)(pf + 2 * (i - i0)), 0, 2);
         a0 = _mm512_fmadd_ps(w0, _mm512_loadu_ps(mm->x + i), a0);
         a1 = _mm512_fmadd_ps(w1, _mm512_loadu_ps(mm->x + i + 16), a1);
     }
@@ -261,7 +262,7 @@ static T5 void f16_decode(const struct baton_mm *mm, uint64_t r)
             const uint64_t noff = !last ? 2 * i0 : i1 < k ? 2 * i1 : 0;
             const uintptr_t next = (uintptr_t)mm->w + nrow * wrb + noff;
 
-            f16_dec_run(mm, r + (uint64_t)rr, i0, i1, (const uint8_t *)next, &s0[rr], &s1[rr]);
+            f16_dec_run(mm, r + (uint64_t)rr, i0, i1, next, &s0[rr], &s1[rr]);
         }
     }
     for (rr = 0; rr < F16_DEC_ROWS; rr++) /* b[l] = a[l] + a[l+16], then hsum16 */
@@ -431,7 +432,7 @@ static AI T5 void q_group(const struct baton_mm *mm, uint64_t r, uint64_t c, uin
     __m512 dw[4];
     int rr;
 
-    if (NR == 1 && NC == 1) /* decode: see BATON_MM_DECODE_PF_BYTES */
+    if (NR == 1 && NC == 1) /* one column: see BATON_MM_DECODE_PF_BYTES */
         baton_mm_decode_prefetch(mm->w + r * mm->w_row_bytes + 4 * g * 34, 3);
 #pragma GCC unroll 4
     for (rr = 0; rr < NR; rr++)
