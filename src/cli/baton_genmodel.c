@@ -196,7 +196,11 @@ int baton_cmd_gen_model(int argc, char **argv)
     if (cfg.n_head_kv == 0)
         cfg.n_head_kv = cfg.n_head;
     if (!cfg.n_layer || !cfg.n_embd || !cfg.n_ff || !cfg.n_head || !cfg.out_path) {
-        fprintf(stderr, "baton gen-model: --layers, --dim, --ff, --heads and -o are required\n");
+        fprintf(stderr, "baton gen-model: --layers, --dim, --ff, --heads and -o are required;"
+                        " missing:%s%s%s%s%s\n",
+                cfg.n_layer ? "" : " --layers", cfg.n_embd ? "" : " --dim",
+                cfg.n_ff ? "" : " --ff", cfg.n_head ? "" : " --heads",
+                cfg.out_path ? "" : " -o");
         return 2;
     }
     /* the vocabulary is either synthetic (--vocab) or copied (--vocab-from):

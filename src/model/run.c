@@ -470,8 +470,9 @@ static int make_stages(struct run *r, const uint32_t *counts)
             }
         }
     }
-    fprintf(cfg->log, "model: %s: %s, %u layers, n_embd %u, %u heads (%u kv), n_ff %u, vocab %u\n",
-            cfg->model_path, baton_llama_arch_name(r->hp.arch), r->hp.n_layer, r->hp.n_embd,
+    fprintf(cfg->log, "model: %s: %s, %u layer%s, n_embd %u, %u heads (%u kv), n_ff %u, vocab %u\n",
+            cfg->model_path, baton_llama_arch_name(r->hp.arch), r->hp.n_layer,
+            r->hp.n_layer == 1 ? "" : "s", r->hp.n_embd,
             r->hp.n_head, r->hp.n_head_kv, r->hp.n_ff, r->hp.n_vocab);
     for (i = 0; i < r->n_stages; i++) {
         struct baton_llama_stage *st = &r->stages[i].st;

@@ -33,6 +33,11 @@ grep -q "blk.2.ffn_down.weight  *q8_0  *96 x 64" "$TMP/g1.txt" || fail "inspect 
 # the success line starts as the errors do
 [ "$(cat "$TMP/g1.err")" = "baton gen-model: wrote $TMP/g1.gguf (3 layers, dim 64, ff 96, 4 heads, 2 kv heads, q8_0)" ] ||
     fail "gen-model success line: $(cat "$TMP/g1.err")"
+# a missing option is named (fresh-user walk: the message listed all five)
+rc=0
+"$BATON" gen-model --layers 1 --dim 64 --heads 4 2>"$TMP/miss.err" >/dev/null || rc=$?
+[ "$rc" -eq 2 ] || fail "gen-model without --ff and -o exited $rc"
+grep -q "required; missing: --ff -o$" "$TMP/miss.err" || fail "missing options not named: $(cat "$TMP/miss.err")"
 # a shape that breaks a rule: the refusal names the rule and the values
 # (they all used to say "inconsistent shape: need dim % heads == 0, ...")
 for c in "--dim 48 --heads 16|--dim 48 / --heads 16 = 3: the head size must be even (RoPE rotates pairs)" \
