@@ -114,8 +114,9 @@ struct baton_exec_turns {
 /* baton_graph_execute with turns (NULL: none, the same as
  * baton_graph_execute): the same results, bit for bit, with
  * turns->between called between nodes and between the row pieces of each
- * MUL_MAT above BATON_GRAPH_TURN_FLOPS (which then runs apart from its
- * group, each piece writing its rows of the output in place). One more
+ * MUL_MAT, or group of MUL_MATs over one input, above
+ * BATON_GRAPH_TURN_FLOPS (each piece writing its rows of its output in
+ * place; the input quantized once for all the pieces). One more
  * error: BATON_E_IO when between asked to stop (earlier nodes and pieces
  * may have written their outputs, as for BATON_E_INDEX). */
 int baton_graph_execute_turns(const struct baton_graph *g, uint8_t *const *leaf_data,

@@ -882,61 +882,82 @@ static int exec_node(const struct exec_ctx *x, uint32_t i, struct baton_pool *po
     }
 }
 
-/* See compute.h. */
-/* MUL_MAT of node i (single, not grouped) in pieces of rows of W, each at
- * most about BATON_GRAPH_TURN_FLOPS, with turns->between between them: each
- * piece writes its rows of y in place (column stride: all the rows). Rows
- * of a product do not depend on which rows are computed with them (the
- * determinism rule), so the bits equal one whole call. No memory is taken
- * here: a transient buffer per piece cost a fresh mapping (page faults and
- * an munmap) per piece under batond's malloc settings (src/server/sandbox.c
- * fixes the mmap threshold), about a third of a prefill's time on one
- * core. Returns 0 or BATON_E_IO (turns->between asked to stop). */
-static int mul_mat_in_turns(const struct exec_ctx *x, uint32_t i, struct baton_pool *pool,
-                            const struct baton_exec_turns *turns)
+/* MUL_MAT node i, or the group of len products over one input that
+ * mul_mat_group_len put in parts (len > 1), in pieces of rows of W, each
+ * at most about BATON_GRAPH_TURN_FLOPS, with turns->between between them:
+ * the input is quantized once (baton_cpu_mul_mat_prepare) and each piece
+ * writes its rows of its product's y in place (column stride: all the
+ * rows). Rows of a product do not depend on which rows are computed with
+ * them (the determinism rule), so the bits equal one whole call. No memory
+ * is taken here: a transient buffer per piece cost a fresh mapping (page
+ * faults and an munmap) per piece under batond's malloc settings
+ * (src/server/sandbox.c fixes the mmap threshold), about a third of a
+ * prefill's time on one core. Returns 0 or BATON_E_IO (turns->between
+ * asked to stop). */
+static int mul_mat_in_turns(const struct exec_ctx *x, uint32_t i,
+                            struct baton_cpu_mm_part *parts, uint32_t len,
+                            struct baton_pool *pool, const struct baton_exec_turns *turns)
 {
     const struct baton_graph *g = x->g;
     const struct baton_graph_node *n = &g->nodes[i];
     const uint32_t wtype = tensor_type(g, n->src[0]);
-    const uint64_t k = tensor_ne(g, n->src[0])[0], rows = tensor_ne(g, n->src[0])[1];
+    const uint64_t k = tensor_ne(g, n->src[0])[0];
     const uint64_t m = n->ne[1] * n->ne[2] * n->ne[3];
     const uint64_t per_row = 2 * k * m; /* validated shapes: no wrap below the budget */
-    uint64_t piece = per_row ? BATON_GRAPH_TURN_FLOPS / per_row : rows;
-    float *y = (float *)(n->out_leaf != BATON_SRC_NONE ? x->leaf_data[n->out_leaf]
-                                                       : scratch_at(x, x->plan[i].scratch_offset));
-    const uint8_t *w = tensor_data(x, n->src[0]);
+    const uint64_t row_bytes = baton_cpu_weight_row_bytes(wtype, k);
+    const float *in = tensor_data(x, n->src[1]);
     void *work = baton_cpu_mul_mat_work_bytes(wtype, k, m) ? node_work(x, i) : NULL;
+    uint64_t piece = per_row ? BATON_GRAPH_TURN_FLOPS / per_row : UINT64_MAX;
+    uint32_t p;
 
+    if (len <= 1) { /* node i alone: its result may be an out leaf */
+        len = 1;
+        parts[0].w = tensor_data(x, n->src[0]);
+        parts[0].y = (float *)(n->out_leaf != BATON_SRC_NONE
+                                   ? x->leaf_data[n->out_leaf]
+                                   : scratch_at(x, x->plan[i].scratch_offset));
+        parts[0].n = tensor_ne(g, n->src[0])[1];
+        parts[0].ldy = parts[0].n;
+    }
     if (piece < 16)
         piece = 16; /* pool runs of a few rows cost more than they give back */
-    if (piece >= rows) {
-        baton_cpu_mul_mat_typed(pool, wtype, w, tensor_data(x, n->src[1]), y, k, rows, m, work);
-        return 0;
-    }
-    const uint64_t row_bytes = baton_cpu_weight_row_bytes(wtype, k);
-    for (uint64_t r0 = 0; r0 < rows; r0 += piece) {
-        const struct baton_cpu_mm_part part = {w + r0 * row_bytes, y + r0,
-                                               rows - r0 < piece ? rows - r0 : piece, rows};
+    baton_cpu_mul_mat_prepare(pool, wtype, in, k, m, work);
+    for (p = 0; p < len; p++) {
+        const uint8_t *w = parts[p].w;
+        const uint64_t rows = parts[p].n;
 
-        if (r0 > 0 && turns->between(turns->arg) != 0)
-            return BATON_E_IO;
-        baton_cpu_mul_mat_group(pool, wtype, &part, 1, tensor_data(x, n->src[1]), k, m, work);
+        for (uint64_t r0 = 0; r0 < rows; r0 += piece) {
+            const struct baton_cpu_mm_part part = {w + r0 * row_bytes, parts[p].y + r0,
+                                                   rows - r0 < piece ? rows - r0 : piece,
+                                                   parts[p].ldy};
+
+            if ((p > 0 || r0 > 0) && turns->between(turns->arg) != 0)
+                return BATON_E_IO;
+            baton_cpu_mul_mat_group_prepared(pool, wtype, &part, 1, in, k, m, work);
+        }
     }
     return 0;
 }
 
-/* A node or group costs more than one turn's worth: it is cut into pieces. */
-static int wants_pieces(const struct exec_ctx *x, uint32_t i)
+/* Nodes i..i+len-1 (one MUL_MAT, or a group of them) cost more than one
+ * turn's worth: they run in pieces. */
+static int wants_pieces(const struct exec_ctx *x, uint32_t i, uint32_t len)
 {
     const struct baton_graph *g = x->g;
-    const struct baton_graph_node *n = &g->nodes[i];
-    if (n->op != BATON_OP_MUL_MAT)
-        return 0;
-    const uint64_t k = tensor_ne(g, n->src[0])[0], rows = tensor_ne(g, n->src[0])[1];
-    const uint64_t m = n->ne[1] * n->ne[2] * n->ne[3];
-    uint64_t f;
-    return __builtin_mul_overflow(2 * k, rows, &f) || __builtin_mul_overflow(f, m, &f) ||
-           f > BATON_GRAPH_TURN_FLOPS;
+    uint64_t total = 0;
+
+    for (uint32_t j = i; j < i + len; j++) {
+        const struct baton_graph_node *n = &g->nodes[j];
+        if (n->op != BATON_OP_MUL_MAT)
+            return 0;
+        const uint64_t k = tensor_ne(g, n->src[0])[0], rows = tensor_ne(g, n->src[0])[1];
+        const uint64_t m = n->ne[1] * n->ne[2] * n->ne[3];
+        uint64_t f;
+        if (__builtin_mul_overflow(2 * k, rows, &f) || __builtin_mul_overflow(f, m, &f) ||
+            __builtin_add_overflow(total, f, &total))
+            return 1;
+    }
+    return total > BATON_GRAPH_TURN_FLOPS;
 }
 
 int baton_graph_execute(const struct baton_graph *g, uint8_t *const *leaf_data,
@@ -990,15 +1011,14 @@ int baton_graph_execute_turns(const struct baton_graph *g, uint8_t *const *leaf_
 
         if (turns && i > 0 && turns->between(turns->arg) != 0)
             return BATON_E_IO;
-        if (turns && wants_pieces(&x, i)) {
-            /* a large product: alone (not grouped), in pieces */
-            len = 1;
-            rc = mul_mat_in_turns(&x, i, pool, turns);
+        len = mul_mat_group_len(&x, i, parts);
+        if (turns && wants_pieces(&x, i, len)) {
+            /* a large product or group: in pieces, its input quantized once */
+            rc = mul_mat_in_turns(&x, i, parts, len, pool, turns);
             if (rc)
                 return rc;
             continue;
         }
-        len = mul_mat_group_len(&x, i, parts);
         if (len > 1) {
             const struct baton_graph_node *n = &g->nodes[i];
             const uint32_t wtype = tensor_type(g, n->src[0]);

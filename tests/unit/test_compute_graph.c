@@ -833,10 +833,10 @@ static void test_mul_mat_group_same_bits(void **state)
 
 /* Turns (baton_graph_execute_turns): a product above
  * BATON_GRAPH_TURN_FLOPS (K 256, 4100 rows, 512 columns: 1.07 GFLOP) runs
- * in pieces of rows (4 x 953 + 288 here), apart from the small product of its
- * group, with the callback between nodes and pieces; every result bit
- * equals the run without turns (which groups the two), for F32, Q8_0 and
- * Q4_0 weights, 2 threads. */
+ * in pieces of rows (4 x 953 + 288 here), then the small product of its
+ * group as one more piece, with the callback between nodes and pieces; every
+ * result bit equals the run without turns (which runs the two as one group),
+ * for F32, Q8_0, Q4_0 and Q4_K weights, 2 threads. */
 static int turns_count, turns_stop_at;
 static int count_turn(void *arg)
 {
@@ -871,7 +871,8 @@ static void run_turns_graph(uint32_t type, const void *wbig, const void *wsmall,
 
 static void test_turns_same_bits(void **state)
 {
-    static const uint32_t types[] = {BATON_TYPE_F32, BATON_TYPE_Q8_0, BATON_TYPE_Q4_0};
+    static const uint32_t types[] = {BATON_TYPE_F32, BATON_TYPE_Q8_0, BATON_TYPE_Q4_0,
+                                     BATON_TYPE_Q4_K};
     const struct baton_exec_turns turns = {count_turn, NULL};
     struct baton_pool *pool;
     float row[256];
@@ -909,7 +910,8 @@ static void test_turns_same_bits(void **state)
         run_turns_graph(types[ti], wb, ws, x, y2, s2, &turns, pool);
         assert_memory_equal(y1, y2, 4100 * 512 * sizeof(float));
         assert_memory_equal(s1, s2, 48 * 512 * sizeof(float));
-        /* 4 nodes: 3 turns between them, and 4 between the 5 pieces */
+        /* 3 steps (the group, two SCALEs): 2 turns between them; the
+         * group's 6 pieces: 5 more */
         assert_int_equal(turns_count, 7);
         /* a nonzero answer stops there: E_IO, nothing of the rest runs */
         struct tg t;

@@ -928,9 +928,43 @@ static void rows_task(void *ctx, uint64_t u0, uint64_t u1, uint32_t chunk)
     }
 }
 
+void baton_cpu_mul_mat_prepare(struct baton_pool *pool, uint32_t wtype, const float *x,
+                               uint64_t k, uint64_t m, void *work)
+{
+    if (k == 0 || m == 0)
+        return;
+    switch (wtype) {
+    case BATON_TYPE_Q8_0:
+    case BATON_TYPE_Q4_0:
+    case BATON_TYPE_Q5_0:
+    case BATON_TYPE_Q5_1:
+        baton_cpu_quantize_act(pool, wtype, x, k, m, work);
+        break;
+    case BATON_TYPE_Q2_K:
+    case BATON_TYPE_Q3_K:
+    case BATON_TYPE_Q4_K:
+    case BATON_TYPE_Q5_K:
+    case BATON_TYPE_Q6_K:
+        baton_cpu_quantize_act_k(pool, x, k, m, work);
+        break;
+    default: /* F32 and F16 read x itself */
+        break;
+    }
+}
+
 void baton_cpu_mul_mat_group(struct baton_pool *pool, uint32_t wtype,
                              const struct baton_cpu_mm_part *parts, uint32_t n_parts,
                              const float *x, uint64_t k, uint64_t m, void *work)
+{
+    if (m == 0 || n_parts == 0 || n_parts > BATON_CPU_MM_MAX_PARTS)
+        return;
+    baton_cpu_mul_mat_prepare(pool, wtype, x, k, m, work);
+    baton_cpu_mul_mat_group_prepared(pool, wtype, parts, n_parts, x, k, m, work);
+}
+
+void baton_cpu_mul_mat_group_prepared(struct baton_pool *pool, uint32_t wtype,
+                                      const struct baton_cpu_mm_part *parts, uint32_t n_parts,
+                                      const float *x, uint64_t k, uint64_t m, const void *work)
 {
     const struct baton_mm_kernels *kt = kernels();
     struct rows_job j;
@@ -955,8 +989,6 @@ void baton_cpu_mul_mat_group(struct baton_pool *pool, uint32_t wtype,
                                           : kt->q5_1;
         w_row_bytes = baton_row_bytes(wtype, k);
         act_col_bytes = baton_cpu_act_col_bytes(k);
-        if (k > 0)
-            baton_cpu_quantize_act(pool, wtype, x, k, m, work);
         break;
     case BATON_TYPE_Q2_K:
     case BATON_TYPE_Q3_K:
@@ -970,8 +1002,6 @@ void baton_cpu_mul_mat_group(struct baton_pool *pool, uint32_t wtype,
                                           : kt->q6_k;
         w_row_bytes = baton_cpu_weight_row_bytes(wtype, k);
         act_col_bytes = baton_cpu_act_k_col_bytes(k);
-        if (k > 0)
-            baton_cpu_quantize_act_k(pool, x, k, m, work);
         break;
     default:
         j.fn = kt->f32;
