@@ -45,14 +45,16 @@ check: build
 proof: deps-full build
 	@cd $(BUILD) && ctest --output-on-failure -L proof
 
+# -O1, as the ASan documentation advises: the tests ran 483 s at -O0, 233 s at -O1
+# (2 vCPUs), and a leak that -O0 kept reachable on the stack was found
 test-asan: deps-full
-	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang \
-		-DBATON_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-g -O1" \
+		-DCMAKE_C_COMPILER=clang -DBATON_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
 	@MAKEFLAGS= cmake --build $(ASAN_BUILD) -j$(JOBS) -- --no-print-directory
 	@cd $(ASAN_BUILD) && BATON_ASAN=1 ctest --output-on-failure -j$(JOBS) -LE 'proof|fuzz-campaign'
 
 fuzz: deps-full build
-	@cd $(BUILD) && ctest --output-on-failure -L fuzz-campaign
+	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -L fuzz-campaign
 
 coverage: deps-full
 	@COVERAGE_BUILD_DIR=$(abspath $(COV_BUILD)) JOBS=$(JOBS) ./fuzz/coverage.sh

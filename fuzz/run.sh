@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # fuzz/run.sh TARGET SECONDS — one AFL++ campaign, non-interactive.
+# fuzz/run.sh --build TARGET... — step 1 only, for all the TARGETs at once.
 #
 # 1. Configures (once) and builds a separate CMake tree with afl-clang-fast,
 #    ASan+UBSan (BATON_SANITIZE=ON) and BATON_FUZZ_ENGINE=afl, and builds
@@ -20,25 +21,43 @@
 #                    emptied first)
 #   FUZZ_TIMEOUT_MS  per-input timeout (default 1000; dispatcher 3000)
 #   FUZZ_HANG_S      a saved hang reproduces if its replay takes longer (10)
+#   FUZZ_PREBUILT    1: skip step 1; the binaries must already be built (by
+#                    --build). Campaigns that run at the same time must not
+#                    build in one tree: two makes would write the same files.
 #   JOBS             build parallelism (2)
-# Exit: 0 campaign ran and nothing reproduced; 1 a crash or hang reproduced
-# or a step failed; 2 usage; 77 AFL++ is not installed (and CI is not true).
+# Exit: 0 campaign ran and nothing reproduced (--build: all built); 1 a
+# crash or hang reproduced or a step failed; 2 usage; 77 AFL++ is not
+# installed (and CI is not true).
 # Nothing is written to the source tree.
 set -euo pipefail
 
 usage() {
     echo "usage: $0 TARGET SECONDS" >&2
+    echo "       $0 --build TARGET..." >&2
     echo "targets: the fuzz/fuzz_<target>.c files (wire_header ... dispatcher, policy, cli_args, meminfo, wire_run)" >&2
     exit 2
 }
-[ $# -eq 2 ] || usage
-target=$1
-seconds=$2
-case "$seconds" in '' | *[!0-9]*) usage ;; esac
-
 src_dir=$(cd "$(dirname "$0")/.." && pwd)
 fuzz_dir=$src_dir/fuzz
-[ -f "$fuzz_dir/fuzz_$target.c" ] || { echo "run.sh: unknown target '$target'" >&2; usage; }
+build_only=0
+if [ "${1:-}" = "--build" ]; then
+    shift
+    [ $# -ge 1 ] || usage
+    build_only=1
+    FUZZ_PREBUILT=0 # --build always builds
+    targets=("$@")
+    target=$1
+    seconds=0
+else
+    [ $# -eq 2 ] || usage
+    target=$1
+    seconds=$2
+    targets=("$target")
+fi
+case "$seconds" in '' | *[!0-9]*) usage ;; esac
+for t in "${targets[@]}"; do
+    [ -f "$fuzz_dir/fuzz_$t.c" ] || { echo "run.sh: unknown target '$t'" >&2; usage; }
+done
 
 cc=afl-clang-fast
 for tool in afl-fuzz "$cc" cmake; do
@@ -57,17 +76,25 @@ case "$target" in
     dispatcher) tmo=${FUZZ_TIMEOUT_MS:-3000} ;;
     *) tmo=${FUZZ_TIMEOUT_MS:-1000} ;;
 esac
-case "$(cd "$(dirname "$out")" 2>/dev/null && pwd || echo "$out")/" in
-    "$fuzz_dir"/*) echo "run.sh: refusing to write campaign output under fuzz/" >&2; exit 2 ;;
-esac
+[ "$build_only" -eq 1 ] ||
+    case "$(cd "$(dirname "$out")" 2>/dev/null && pwd || echo "$out")/" in
+        "$fuzz_dir"/*) echo "run.sh: refusing to write campaign output under fuzz/" >&2; exit 2 ;;
+    esac
 
 mkdir -p "$build"
-log=$build/run-$target.log
+if [ "$build_only" -eq 1 ]; then log=$build/run-build.log; else log=$build/run-$target.log; fi
 : >"$log"
 
 # ---- build ----
 export AFL_QUIET=1
-if [ ! -f "$build/CMakeCache.txt" ]; then
+fuzzer=$build/fuzz/fuzz_${target}_afl
+replay=$build/fuzz/fuzz_${target}
+if [ "${FUZZ_PREBUILT:-0}" = 1 ]; then
+    for f in "$fuzzer" "$replay"; do
+        [ -x "$f" ] ||
+            { echo "run.sh: FUZZ_PREBUILT=1 but $f is not built (run.sh --build)" >&2; exit 1; }
+    done
+elif [ ! -f "$build/CMakeCache.txt" ]; then
     echo "run.sh: configuring $build ($cc, ASan+UBSan)"
     CC=$cc cmake -S "$src_dir" -B "$build" \
         -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=Fuzz \
@@ -78,12 +105,22 @@ else
     # make fails on an unknown target before CMake could regenerate
     cmake "$build" >>"$log" 2>&1 || { tail -30 "$log"; echo "run.sh: reconfigure failed" >&2; exit 1; }
 fi
-echo "run.sh: building fuzz_${target}_afl"
-cmake --build "$build" -j"$jobs" --target "fuzz_${target}_afl" "fuzz_${target}" >>"$log" 2>&1 ||
-    { tail -40 "$log"; echo "run.sh: build failed (log: $log)" >&2; exit 1; }
+if [ "${FUZZ_PREBUILT:-0}" != 1 ]; then
+    names=()
+    for t in "${targets[@]}"; do names+=("fuzz_${t}_afl" "fuzz_${t}"); done
+    echo "run.sh: building ${names[*]}"
+    cmake --build "$build" -j"$jobs" --target "${names[@]}" >>"$log" 2>&1 ||
+        { tail -40 "$log"; echo "run.sh: build failed (log: $log)" >&2; exit 1; }
+fi
 unset AFL_QUIET
-fuzzer=$build/fuzz/fuzz_${target}_afl
-replay=$build/fuzz/fuzz_${target}
+if [ "$build_only" -eq 1 ]; then
+    summary=$build/campaigns/summary.tsv
+    mkdir -p "$(dirname "$summary")"
+    [ -f "$summary" ] ||
+        printf 'target\tseconds\texecs\texecs_per_sec\tcorpus\tedges\tbitmap_cvg\tcrashes\thangs\twhen\n' >"$summary"
+    echo "run.sh: built ${#targets[@]} target(s) in $build"
+    exit 0
+fi
 
 # ---- seeds ----
 rm -rf "$out"

@@ -95,7 +95,8 @@ int baton_graph_validate(const struct baton_graph *g, uint32_t max_nodes,
  * node runs, when a leaf a node reads or writes has NULL or not 4-byte
  * aligned memory, or a needed scratch arena is NULL or misaligned. */
 /* Taking turns with other sessions (src/server: compute_slice): between
- * nodes (and between the pieces of a large MUL_MAT), execution calls
+ * nodes (and between the pieces of a large MUL_MAT or group of MUL_MATs
+ * over one input), execution calls
  * between(arg), which may block while another session computes; when it
  * returns nonzero (the client is gone, the server stops) execution stops
  * there with BATON_E_IO. */
@@ -104,10 +105,11 @@ struct baton_exec_turns {
     void *arg;
 };
 
-/* A MUL_MAT estimated above this many FLOPs is run in pieces of rows of W
- * of at most about this many (at least 16 rows each) when executed with
- * turns: 2.5 ms at 100 GFLOP/s (Q8_0 prefill on one Zen 4 core), 25 ms at
- * 10 GFLOP/s (F32 there); a piece costs one more pool hand-off (tens of
+/* A MUL_MAT (or a group of them over one input, counted together)
+ * estimated above this many FLOPs is run in pieces of rows of W of at most
+ * about this many (at least 16 rows each) when executed with turns: 2.5
+ * ms at 100 GFLOP/s (Q8_0 prefill on one Zen 4 core), 25 ms at 10 GFLOP/s
+ * (F32 there); a piece costs one more pool hand-off (tens of
  * microseconds). */
 #define BATON_GRAPH_TURN_FLOPS 250000000ull
 

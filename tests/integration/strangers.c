@@ -179,8 +179,11 @@ int main(int argc, char **argv)
     make_hello();
     struct stranger *s = calloc((size_t)n, sizeof *s);
     struct pollfd *p = calloc((size_t)n, sizeof *p);
-    if (!s || !p)
+    if (!s || !p) {
+        free(s);
+        free(p);
         return 1;
+    }
     uint32_t base = ntohl(first.s_addr);
     for (int i = 0; i < n; i++) {
         s[i].kind = i % N_KINDS;
@@ -231,5 +234,10 @@ int main(int argc, char **argv)
     }
     printf("opened %lu closed %lu limit %lu timeout %lu hello_replies %lu ready %d\n", g_opened,
            g_closed, g_limit, g_timeout, g_replies, ready);
+    for (int i = 0; i < n; i++)
+        if (s[i].fd >= 0)
+            close(s[i].fd);
+    free(s);
+    free(p);
     return 0;
 }
