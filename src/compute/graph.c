@@ -883,11 +883,11 @@ static int exec_node(const struct exec_ctx *x, uint32_t i, struct baton_pool *po
 }
 
 /* MUL_MAT node i, or the group of len products over one input that
- * mul_mat_group_len put in parts (len > 1), in pieces of rows of W, each
- * at most about BATON_GRAPH_TURN_FLOPS, with turns->between between them:
- * the input is quantized once (baton_cpu_mul_mat_prepare) and each piece
- * writes its rows of its product's y in place (column stride: all the
- * rows). Rows of a product do not depend on which rows are computed with
+ * mul_mat_group_len put in parts (len > 1), in pieces of rows of W (the
+ * group's rows laid end to end), each at most about BATON_GRAPH_TURN_FLOPS,
+ * with turns->between between them: the input is quantized once
+ * (baton_cpu_mul_mat_prepare) and each piece writes its rows of its
+ * products' y in place (column stride: all the rows). Rows of a product do not depend on which rows are computed with
  * them (the determinism rule), so the bits equal one whole call. No memory
  * is taken here: a transient buffer per piece cost a fresh mapping (page
  * faults and an munmap) per piece under batond's malloc settings
@@ -907,7 +907,7 @@ static int mul_mat_in_turns(const struct exec_ctx *x, uint32_t i,
     const uint64_t row_bytes = baton_cpu_weight_row_bytes(wtype, k);
     const float *in = tensor_data(x, n->src[1]);
     void *work = baton_cpu_mul_mat_work_bytes(wtype, k, m) ? node_work(x, i) : NULL;
-    uint64_t piece = per_row ? BATON_GRAPH_TURN_FLOPS / per_row : UINT64_MAX;
+    uint64_t piece = per_row ? BATON_GRAPH_TURN_FLOPS / per_row : UINT64_MAX, total = 0;
     uint32_t p;
 
     if (len <= 1) { /* node i alone: its result may be an out leaf */
@@ -921,20 +921,32 @@ static int mul_mat_in_turns(const struct exec_ctx *x, uint32_t i,
     }
     if (piece < 16)
         piece = 16; /* pool runs of a few rows cost more than they give back */
+    for (p = 0; p < len; p++)
+        total += parts[p].n; /* validated sizes: no wrap */
     baton_cpu_mul_mat_prepare(pool, wtype, in, k, m, work);
-    for (p = 0; p < len; p++) {
-        const uint8_t *w = parts[p].w;
-        const uint64_t rows = parts[p].n;
+    /* pieces of the products' rows laid end to end: a piece that spans two
+     * products runs as a group of their two row ranges */
+    for (uint64_t g0 = 0; g0 < total; g0 += piece) {
+        const uint64_t g1 = total - g0 < piece ? total : g0 + piece;
+        struct baton_cpu_mm_part sub[BATON_CPU_MM_MAX_PARTS];
+        uint64_t lo = 0;
+        uint32_t n_sub = 0;
 
-        for (uint64_t r0 = 0; r0 < rows; r0 += piece) {
-            const struct baton_cpu_mm_part part = {w + r0 * row_bytes, parts[p].y + r0,
-                                                   rows - r0 < piece ? rows - r0 : piece,
-                                                   parts[p].ldy};
+        for (p = 0; p < len; lo += parts[p].n, p++) {
+            const uint64_t a = g0 > lo ? g0 : lo;
+            const uint64_t b = g1 < lo + parts[p].n ? g1 : lo + parts[p].n;
 
-            if ((p > 0 || r0 > 0) && turns->between(turns->arg) != 0)
-                return BATON_E_IO;
-            baton_cpu_mul_mat_group_prepared(pool, wtype, &part, 1, in, k, m, work);
+            if (a >= b)
+                continue;
+            sub[n_sub].w = (const uint8_t *)parts[p].w + (a - lo) * row_bytes;
+            sub[n_sub].y = parts[p].y + (a - lo);
+            sub[n_sub].n = b - a;
+            sub[n_sub].ldy = parts[p].ldy;
+            n_sub++;
         }
+        if (g0 > 0 && turns->between(turns->arg) != 0)
+            return BATON_E_IO;
+        baton_cpu_mul_mat_group_prepared(pool, wtype, sub, n_sub, in, k, m, work);
     }
     return 0;
 }

@@ -933,23 +933,11 @@ void baton_cpu_mul_mat_prepare(struct baton_pool *pool, uint32_t wtype, const fl
 {
     if (k == 0 || m == 0)
         return;
-    switch (wtype) {
-    case BATON_TYPE_Q8_0:
-    case BATON_TYPE_Q4_0:
-    case BATON_TYPE_Q5_0:
-    case BATON_TYPE_Q5_1:
-        baton_cpu_quantize_act(pool, wtype, x, k, m, work);
-        break;
-    case BATON_TYPE_Q2_K:
-    case BATON_TYPE_Q3_K:
-    case BATON_TYPE_Q4_K:
-    case BATON_TYPE_Q5_K:
-    case BATON_TYPE_Q6_K:
+    if (baton_cpu_type_is_k(wtype))
         baton_cpu_quantize_act_k(pool, x, k, m, work);
-        break;
-    default: /* F32 and F16 read x itself */
-        break;
-    }
+    else if (baton_cpu_mul_mat_work_bytes(wtype, k, m) > 0) /* Q8_0, Q4_0, Q5_0, Q5_1 */
+        baton_cpu_quantize_act(pool, wtype, x, k, m, work);
+    /* F32 and F16 read x itself */
 }
 
 void baton_cpu_mul_mat_group(struct baton_pool *pool, uint32_t wtype,
