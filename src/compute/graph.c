@@ -887,13 +887,13 @@ static int exec_node(const struct exec_ctx *x, uint32_t i, struct baton_pool *po
  * group's rows laid end to end), each at most about BATON_GRAPH_TURN_FLOPS,
  * with turns->between between them: the input is quantized once
  * (baton_cpu_mul_mat_prepare) and each piece writes its rows of its
- * products' y in place (column stride: all the rows). Rows of a product do not depend on which rows are computed with
- * them (the determinism rule), so the bits equal one whole call. No memory
- * is taken here: a transient buffer per piece cost a fresh mapping (page
- * faults and an munmap) per piece under batond's malloc settings
- * (src/server/sandbox.c fixes the mmap threshold), about a third of a
- * prefill's time on one core. Returns 0 or BATON_E_IO (turns->between
- * asked to stop). */
+ * products' y in place (column stride: all the rows). Rows of a product do
+ * not depend on which rows are computed with them (the determinism rule), so
+ * the bits equal one whole call. No memory is taken here: a transient buffer
+ * per piece cost a fresh mapping (page faults and an munmap) per piece under
+ * batond's malloc settings (src/server/sandbox.c fixes the mmap threshold),
+ * about a third of a prefill's time on one core. Returns 0 or BATON_E_IO
+ * (turns->between asked to stop). */
 static int mul_mat_in_turns(const struct exec_ctx *x, uint32_t i,
                             struct baton_cpu_mm_part *parts, uint32_t len,
                             struct baton_pool *pool, const struct baton_exec_turns *turns)

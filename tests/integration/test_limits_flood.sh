@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Connection caps under a flood (issues 3 and 15): 200 silent connections
 # against a batond with a 1 s handshake deadline, a lobby of 8
-# unauthenticated connections, 3 per address, and 12 connections in all (tests/integration/limits_flood.c has
-# the checks), then one client that sends a byte per second is cut off at
-# its deadline. Error and connection log lines are rate-limited, each on
-# its own budget. The server runs with seccomp on, on an ephemeral loopback
-# port, and is stopped by its PID.
+# unauthenticated connections, 3 per address, and 12 connections in all
+# (tests/integration/limits_flood.c has the checks), then one client that
+# sends a byte per second is cut off at its deadline. Error and connection log
+# lines are rate-limited, each on its own budget. The server runs with seccomp
+# on, on an ephemeral loopback port, and is stopped by its PID.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 : "${BUILD_DIR:?}"

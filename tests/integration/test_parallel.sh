@@ -11,12 +11,11 @@
 # alone (none starves, none comes back empty); the prompts include ones
 # longer than the ubatch (full ubatches and a rest in powers of two) and one
 # of one token; continuous batching (prompts admitted while others decode
-# ride in the decode steps) gives the same ids. Output: "[N] text" lines (N: the prompt's number, blank
-# lines skipped), or --output-dir files; and the
-# usage errors (exit 2) and unreadable files (exit 1); --parallel x --ctx
-# past a server's scratch limit says which limit and what asked for it;
-# baton bench --npl prints a row per batch size (N_KV = B x (PP + TG)) and
-# its JSON.
+# ride in the decode steps) gives the same ids. Output: "[N] text" lines (N:
+# the prompt's number, blank lines skipped), or --output-dir files; and the
+# usage errors (exit 2) and unreadable files (exit 1); --parallel x --ctx past
+# a server's scratch limit says which limit and what asked for it; baton bench
+# --npl prints a row per batch size (N_KV = B x (PP + TG)) and its JSON.
 source "$(dirname "$0")/lib.sh"
 need_model
 

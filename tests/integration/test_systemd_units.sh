@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # packaging/batond.service and batond@.service: systemd-analyze verify finds
-# nothing to say (their man: pages included, from a staged install); the hardening an exposed daemon needs is there; their
-# SystemCallFilter= admits every call of batond's own seccomp list and its
-# setup (syscall_filter_check.py); `systemd-analyze security --offline`
-# scores them (printed, and held at "OK" or better: exposure <= 2.0). Then
-# batond's side of LoadCredential=: keys from $CREDENTIALS_DIRECTORY.
+# nothing to say (their man: pages included, from a staged install); the
+# hardening an exposed daemon needs is there; their SystemCallFilter= admits
+# every call of batond's own seccomp list and its setup
+# (syscall_filter_check.py); `systemd-analyze security --offline` scores them
+# (printed, and held at "OK" or better: exposure <= 2.0). Then batond's side
+# of LoadCredential=: keys from $CREDENTIALS_DIRECTORY.
 . "$(dirname "$0")/lib.sh"
 : "${SRC_DIR:?}"
 
