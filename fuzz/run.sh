@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # fuzz/run.sh TARGET SECONDS — one AFL++ campaign, non-interactive.
 # fuzz/run.sh --build TARGET... — step 1 only, for all the TARGETs at once.
+# TARGET: one of the fuzz/fuzz_TARGET.c files (--help lists them); SECONDS: a
+# whole number of seconds (afl-fuzz -V takes no fractions).
 #
 # 1. Configures (once) and builds a separate CMake tree with afl-clang-fast,
 #    ASan+UBSan (BATON_SANITIZE=ON) and BATON_FUZZ_ENGINE=afl, and builds
@@ -31,14 +33,35 @@
 # Nothing is written to the source tree.
 set -euo pipefail
 
-usage() {
-    echo "usage: $0 TARGET SECONDS" >&2
-    echo "       $0 --build TARGET..." >&2
-    echo "targets: the fuzz/fuzz_<target>.c files (wire_header ... dispatcher, policy, cli_args, meminfo, wire_run)" >&2
-    exit 2
-}
 src_dir=$(cd "$(dirname "$0")/.." && pwd)
 fuzz_dir=$src_dir/fuzz
+# every target, from the fuzz/fuzz_TARGET.c files, so the list cannot go stale
+all_targets=()
+for f in "$fuzz_dir"/fuzz_*.c; do
+    [ -f "$f" ] || continue
+    t=${f##*/fuzz_}
+    all_targets+=("${t%.c}")
+done
+# usage [STATUS]: the usage on stderr, exit 2; usage 0 (--help): on stdout, exit 0
+usage() {
+    local rc=${1:-2} line=" " t
+    {
+        echo "usage: $0 TARGET SECONDS"
+        echo "       $0 --build TARGET..."
+        echo "SECONDS is a whole number of seconds (afl-fuzz -V). TARGET is one of"
+        echo "the fuzz/fuzz_TARGET.c files:"
+        for t in $(printf '%s\n' "${all_targets[@]}" | sort); do
+            if [ $((${#line} + ${#t})) -gt 76 ]; then
+                echo "$line"
+                line=" "
+            fi
+            line="$line $t"
+        done
+        echo "$line"
+    } >&"$([ "$rc" -eq 0 ] && echo 1 || echo 2)"
+    exit "$rc"
+}
+case "${1:-}" in -h | --help) usage 0 ;; esac
 build_only=0
 if [ "${1:-}" = "--build" ]; then
     shift
@@ -54,7 +77,13 @@ else
     seconds=$2
     targets=("$target")
 fi
-case "$seconds" in '' | *[!0-9]*) usage ;; esac
+case "$seconds" in
+    '' | *[!0-9]*)
+        echo "run.sh: SECONDS must be a whole number of seconds, not '$seconds'" >&2
+        usage
+        ;;
+esac
+seconds=$((10#$seconds)) # 010 is ten seconds, not octal
 for t in "${targets[@]}"; do
     [ -f "$fuzz_dir/fuzz_$t.c" ] || { echo "run.sh: unknown target '$t'" >&2; usage; }
 done
