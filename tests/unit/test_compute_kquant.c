@@ -406,7 +406,9 @@ static void destroy_pools(struct baton_pool **pools)
         baton_pool_destroy(pools[i]);
 }
 
-/* (a), (b), (c) on random shapes: k 256..4096, 1..40 rows, 1..9 columns;
+/* (a), (b), (c) on random shapes: k 256..4096, 1..40 rows, 1..9 columns
+ * (then 6 cases of 16..79 rows and 16..32 columns: the AVX-512 prefill
+ * panels of 16 rows, with rows and columns left over);
  * weights at an odd address (rows may start anywhere). The SIMD decode
  * takes the super-blocks of a row 8 at a time, the AVX-512 one two rows at
  * a time up to 4 and up to 8 super-blocks, so k covers 1..4 (256..1024),
@@ -419,9 +421,11 @@ static void random_type(uint32_t t, int n_cases)
     int i;
 
     create_pools(pools);
-    for (i = 0; i < n_cases; i++) {
-        const uint64_t k = ks[rng32() % (sizeof(ks) / sizeof(ks[0]))], n = 1 + rng32() % 40,
-                       m = 1 + (uint64_t)(i % 9);
+    for (i = 0; i < n_cases + 6; i++) {
+        const int panel = i >= n_cases;
+        const uint64_t k = ks[rng32() % (sizeof(ks) / sizeof(ks[0]))],
+                       n = panel ? 16 + rng32() % 64 : 1 + rng32() % 40,
+                       m = panel ? 16 + rng32() % 17 : 1 + (uint64_t)(i % 9);
         const uint64_t rb = k / 256 * sb_bytes(t);
         uint8_t *alloc = malloc(rb * n + 1), *w = alloc + 1;
         float *x = malloc(k * m * sizeof(float)), *want = malloc(n * m * sizeof(float));
@@ -679,6 +683,30 @@ static void test_large_sums(void **state)
             expect_bits(got, want, 3, tname(t));
         }
         baton_cpu_isa_set(BATON_CPU_ISA_AVX512);
+        { /* the same rows 16 times (rows 0..2, 0..2, ...: one AVX-512 panel) and
+           * 16 columns of x: every element of y is one of want */
+            const uint64_t n = 16, m = 16;
+            uint8_t *w16 = malloc(n * rb), *work = aligned_alloc(64, m * 2 * 320);
+            float *x8 = malloc(m * k * sizeof(float)), *got = malloc(n * m * sizeof(float));
+            uint64_t c;
+
+            assert_non_null(w16);
+            assert_non_null(work);
+            assert_non_null(x8);
+            assert_non_null(got);
+            for (r = 0; r < n; r++)
+                memcpy(w16 + r * rb, w + r % 3 * rb, rb);
+            for (c = 0; c < m; c++)
+                memcpy(x8 + c * k, x, sizeof(x));
+            baton_cpu_mul_mat_typed(pools[1], t, w16, x8, got, k, n, m, work);
+            for (c = 0; c < m; c++)
+                for (r = 0; r < n; r++)
+                    expect_bits(&got[c * n + r], &want[r % 3], 1, tname(t));
+            free(w16);
+            free(work);
+            free(x8);
+            free(got);
+        }
         if (t == BATON_TYPE_Q6_K) {
             /* the figures claimed above, from this file's reading */
             struct ref_act a;

@@ -1806,6 +1806,281 @@ static AI T5 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
         mm->y[(c + j) * mm->ldy + r] = acc[j];
 }
 
+/* ---- Prefill panels: 16 rows at once, one row per 32-bit lane ----
+ *
+ * k_row works a row at a time: each 512-bit register holds 64 quants of
+ * one row, and per super-block and column its integer sums cost the
+ * packing, the scale products and a cross-lane sum besides the 4 vpdpbusd
+ * (about 15 vector operations per 256 products). A panel turns that
+ * around: 16 rows, lane i = row i, the 4 quants of elements 4e..4e+3 of
+ * each row in one register (w[e]), and the column's 4 activation bytes of
+ * those elements broadcast to every lane (vpdpbusd's embedded broadcast).
+ * A lane then accumulates its own row's products, so no cross-lane sum is
+ * needed: per group of 16 or 32 elements and column, 4 or 8 vpdpbusd, one
+ * vpmulld by the rows' group scales and one add; the mins (or the bias
+ * correction) 8 vpdpwssd per super-block (about 95 vector operations per
+ * 4096 products of a Q4_K super-block). The rows are unpacked and
+ * transposed once per K_PANEL_SB super-blocks into struct k_panel_sb (on
+ * the stack, in L1), and every column of the product passes over them.
+ *
+ * Same bits as k_row and the decode: the integers isum and msum of a
+ * (row, super-block, column) are exact whatever their order, and lane i
+ * does row i's float steps in the same order (acc = fma(d * dx, isum,
+ * acc), then acc = fma(-(dmin * dx), msum, acc), super-blocks ascending;
+ * between passes the accumulators wait in y, floats stored and reloaded
+ * exactly). */
+
+#define K_PANEL_ROWS 16u
+/* super-blocks unpacked per pass: 4 * 5760 bytes, with the 8 columns'
+ * activations of a pass (9 KiB) inside L1 */
+#define K_PANEL_SB 4u
+/* products with at least this many columns take panels (fewer cannot
+ * repay the unpacking; the decode never does) */
+#define K_PANEL_MIN_M 16u
+
+/* One super-block of a panel's 16 rows, lane i = row i: w[e] the unsigned
+ * quants (Qw + bias) of elements 4e..4e+3, sc[g] the integer scale Sc of
+ * group g (elements 16g..16g+15), mc[t] the int16 pair of factors of
+ * bsums 2t and 2t + 1 (the mins M, or -bias * Sc for the biased types),
+ * d and dmin (0: none) as floats. */
+struct k_panel_sb {
+    __m512i w[64];
+    __m512i sc[16];
+    __m512i mc[8];
+    __m512 d, dmin;
+};
+
+/* Transposes 16 x 16 int32 (r[i] lane j -> r[j] lane i). */
+static AI T5 void k_transpose16(__m512i r[16])
+{
+    __m512i t[16], u[16];
+    int k;
+
+#pragma GCC unroll 8
+    for (k = 0; k < 8; k++) {
+        t[2 * k] = _mm512_unpacklo_epi32(r[2 * k], r[2 * k + 1]);
+        t[2 * k + 1] = _mm512_unpackhi_epi32(r[2 * k], r[2 * k + 1]);
+    }
+    /* u[4q + b], 128-bit lane L: rows 4q..4q+3 of element 4L + b */
+#pragma GCC unroll 4
+    for (k = 0; k < 4; k++) {
+        u[4 * k] = _mm512_unpacklo_epi64(t[4 * k], t[4 * k + 2]);
+        u[4 * k + 1] = _mm512_unpackhi_epi64(t[4 * k], t[4 * k + 2]);
+        u[4 * k + 2] = _mm512_unpacklo_epi64(t[4 * k + 1], t[4 * k + 3]);
+        u[4 * k + 3] = _mm512_unpackhi_epi64(t[4 * k + 1], t[4 * k + 3]);
+    }
+    /* element 4L + b: 128-bit lane L of u[b], u[4 + b], u[8 + b], u[12 + b] */
+#pragma GCC unroll 4
+    for (k = 0; k < 4; k++) {
+        const __m512i v0 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0x88);
+        const __m512i v1 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0xDD);
+        const __m512i v2 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0x88);
+        const __m512i v3 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0xDD);
+
+        r[k] = _mm512_shuffle_i32x4(v0, v2, 0x88);
+        r[4 + k] = _mm512_shuffle_i32x4(v1, v3, 0x88);
+        r[8 + k] = _mm512_shuffle_i32x4(v0, v2, 0xDD);
+        r[12 + k] = _mm512_shuffle_i32x4(v1, v3, 0xDD);
+    }
+}
+
+/* Super-block s of rows [r, r + 16) into *p. */
+static AI T5 void k_panel_pack(const struct baton_mm *mm, uint32_t type, uint64_t r, uint64_t s,
+                               struct k_panel_sb *p)
+{
+    uint32_t bbytes;
+    int d_off, dmin_off, q, i;
+    __m512i rows[16], mcs[16];
+
+    k_layout(type, &bbytes, &d_off, &dmin_off);
+    const uint8_t *wb0 = mm->w + r * mm->w_row_bytes + s * bbytes;
+
+    for (q = 0; q < 4; q++) {
+#pragma GCC unroll 16
+        for (i = 0; i < 16; i++)
+            rows[i] = k_chunk(type, wb0 + (uint64_t)i * mm->w_row_bytes, q);
+        k_transpose16(rows);
+        memcpy(&p->w[16 * q], rows, sizeof(rows));
+    }
+    for (i = 0; i < 16; i++) {
+        const uint8_t *wb = wb0 + (uint64_t)i * mm->w_row_bytes;
+        __m128i scb;
+        __m256i mn;
+        const int bias = k_scales_v(type, wb, &scb, &mn);
+
+        rows[i] = _mm512_cvtepi8_epi32(scb);
+        if (bias)
+            mn = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(scb), _mm256_set1_epi16((short)-bias));
+        mcs[i] = _mm512_zextsi256_si512(mn);
+    }
+    k_transpose16(rows);
+    memcpy(p->sc, rows, sizeof(p->sc));
+    k_transpose16(mcs);
+    memcpy(p->mc, mcs, sizeof(p->mc));
+    { /* d (and dmin) of the 16 rows by one gather of the dword holding them:
+       * d | dmin << 16 at d_off, or for the types without dmin (d is their last 2
+       * bytes) d as the high half of the dword at d_off - 2. Offsets in int32:
+       * 15 * w_row_bytes <= INT32_MAX (k_panels' callers check). */
+        const __m512i idx = _mm512_mullo_epi32(
+            _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+            _mm512_set1_epi32((int)mm->w_row_bytes));
+        const __m512i h =
+            _mm512_i32gather_epi32(idx, wb0 + (dmin_off >= 0 ? d_off : d_off - 2), 1);
+        const __m512 hi = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(h, 16)));
+
+        p->d = dmin_off >= 0 ? _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h)) : hi;
+        p->dmin = dmin_off >= 0 ? hi : _mm512_setzero_ps();
+    }
+}
+
+/* The 4 activation bytes at xb in every lane (folded into vpdpbusd's
+ * embedded broadcast). */
+static AI T5 __m512i k_bcast4(const uint8_t *xb)
+{
+    return _mm512_set1_epi32(load_i32(xb));
+}
+
+/* Rows [r, r + 16) of columns [c, c + nc) (1 <= nc <= K_COLS) over the ns
+ * super-blocks from s0 packed in p: the accumulators start at zero (first)
+ * or from y, and go back to y. G: elements per scale group the kernel
+ * takes (32 for Q4_K / Q5_K, whose groups 2j and 2j + 1 share a scale). */
+static AI T5 void k_panel_cols(const struct baton_mm *mm, uint32_t type, const int G,
+                               const struct k_panel_sb *p, uint32_t ns, uint64_t r, uint64_t s0,
+                               uint64_t c, uint32_t nc, int first)
+{
+    const int has_min = type == BATON_TYPE_Q2_K || type == BATON_TYPE_Q4_K ||
+                        type == BATON_TYPE_Q5_K;
+    const int E = G / 4; /* vpdpbusd per group and column */
+    __m512 acc[K_COLS];
+    uint32_t j, t;
+    int g, e;
+
+#pragma GCC unroll 8
+    for (j = 0; j < K_COLS; j++)
+        acc[j] = j < nc && !first ? _mm512_loadu_ps(mm->y + (c + j) * mm->ldy + r)
+                                  : _mm512_setzero_ps();
+    for (t = 0; t < ns; t++) {
+        const struct k_panel_sb *b = &p[t];
+        const uint8_t *x0 = mm->act + c * mm->act_col_bytes + (s0 + t) * BATON_ACT_K_BLOCK_BYTES;
+        __m512i is[K_COLS];
+
+#pragma GCC unroll 8
+        for (j = 0; j < K_COLS; j++)
+            is[j] = _mm512_setzero_si512();
+        for (g = 0; g < 256 / G; g++) {
+            const __m512i *w = &b->w[E * g];
+            const __m512i sc = b->sc[G / 16 * g];
+
+#pragma GCC unroll 8
+            for (j = 0; j < K_COLS; j++) {
+                if (j < nc) {
+                    const uint8_t *xb = x0 + j * mm->act_col_bytes + G * g;
+                    __m512i a = _mm512_setzero_si512();
+
+#pragma GCC unroll 8
+                    for (e = 0; e < E; e++)
+                        a = _mm512_dpbusd_epi32(a, w[e], k_bcast4(xb + 4 * e));
+                    is[j] = _mm512_add_epi32(is[j], _mm512_mullo_epi32(a, sc));
+                }
+            }
+        }
+#pragma GCC unroll 8
+        for (j = 0; j < K_COLS; j++) {
+            if (j < nc) {
+                const uint8_t *xb = x0 + j * mm->act_col_bytes;
+                __m512i m = _mm512_setzero_si512();
+                float dxf;
+                __m512 dx;
+
+#pragma GCC unroll 8
+                for (e = 0; e < 8; e++)
+                    m = _mm512_dpwssd_epi32(m, b->mc[e], k_bcast4(xb + 256 + 4 * e));
+                memcpy(&dxf, xb + 288, sizeof(dxf));
+                dx = _mm512_set1_ps(dxf);
+                if (!has_min)
+                    is[j] = _mm512_add_epi32(is[j], m);
+                acc[j] = _mm512_fmadd_ps(_mm512_mul_ps(b->d, dx), _mm512_cvtepi32_ps(is[j]), acc[j]);
+                if (has_min)
+                    acc[j] = _mm512_fnmadd_ps(_mm512_mul_ps(b->dmin, dx), _mm512_cvtepi32_ps(m),
+                                              acc[j]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (j = 0; j < K_COLS; j++)
+        if (j < nc)
+            _mm512_storeu_ps(mm->y + (c + j) * mm->ldy + r, acc[j]);
+}
+
+/* Prefetches into L2 the weights of the panel of rows [r, r + 16) over
+ * super-blocks [s0, s0 + ns), the rows [i0, i1) of it. */
+static AI void k_panel_prefetch(const struct baton_mm *mm, uint32_t bbytes, uint64_t r,
+                                uint64_t s0, uint64_t ns, uint32_t i0, uint32_t i1)
+{
+    uint32_t i;
+    uint64_t o;
+
+    for (i = i0; i < i1; i++) {
+        const uint8_t *row = mm->w + (r + i) * mm->w_row_bytes + s0 * bbytes;
+
+        for (o = 0; o < ns * bbytes; o += 64)
+            __builtin_prefetch(row + o, 0, 2);
+        __builtin_prefetch(row + ns * bbytes - 1, 0, 2);
+    }
+}
+
+/* Rows [r0, r1) of every column (m >= K_PANEL_MIN_M): 16-row panels, a
+ * pass of K_PANEL_SB super-blocks at a time over all of the rows (the
+ * pass's activations, m * 4 * 320 bytes, stay in L2 while the panels go
+ * by), then the rows left over one at a time (k_row: same bits). */
+static AI T5 void k_panels(const struct baton_mm *mm, uint64_t r0, uint64_t r1, uint32_t type)
+{
+    const uint64_t nsb = mm->k / BATON_QK_K;
+    const uint64_t rp = r0 + (r1 - r0) / K_PANEL_ROWS * K_PANEL_ROWS;
+    const int G = type == BATON_TYPE_Q4_K || type == BATON_TYPE_Q5_K ? 32 : 16;
+    struct k_panel_sb p[K_PANEL_SB];
+    uint64_t s0, r, c;
+    uint32_t t, bbytes;
+    int d_off, dmin_off;
+
+    k_layout(type, &bbytes, &d_off, &dmin_off);
+
+    for (s0 = 0; s0 < nsb; s0 += K_PANEL_SB) {
+        const uint32_t ns = nsb - s0 < K_PANEL_SB ? (uint32_t)(nsb - s0) : K_PANEL_SB;
+
+        for (r = r0; r < rp; r += K_PANEL_ROWS) {
+            /* the next panel's weights (this pass's, else the next pass's
+             * first) come into L2 while the columns pass over this one, a
+             * slice of its rows per column group: packing waited for
+             * memory, at about a tenth of a 128-column product's time */
+            const int last = rp - r <= K_PANEL_ROWS;
+            const uint64_t nr = last ? r0 : r + K_PANEL_ROWS, ns0 = last ? s0 + ns : s0;
+            const uint64_t nns = nsb - ns0 < K_PANEL_SB ? nsb - ns0 : K_PANEL_SB;
+            const uint64_t n_groups = (mm->m + K_COLS - 1) / K_COLS;
+            uint64_t gi = 0;
+
+            for (t = 0; t < ns; t++)
+                k_panel_pack(mm, type, r, s0 + t, &p[t]);
+            for (c = 0; c < mm->m; c += K_COLS, gi++) {
+                const uint32_t nc = mm->m - c < K_COLS ? (uint32_t)(mm->m - c) : K_COLS;
+
+                if (ns0 < nsb && gi < K_PANEL_ROWS)
+                    k_panel_prefetch(mm, bbytes, nr, ns0, nns,
+                                     (uint32_t)(gi * K_PANEL_ROWS / n_groups),
+                                     (uint32_t)((gi + 1) * K_PANEL_ROWS / n_groups));
+
+                if (G == 32)
+                    k_panel_cols(mm, type, 32, p, ns, r, s0, c, nc, s0 == 0);
+                else
+                    k_panel_cols(mm, type, 16, p, ns, r, s0, c, nc, s0 == 0);
+            }
+        }
+    }
+    for (r = rp; r < r1; r++)
+        for (c = 0; c < mm->m; c += K_COLS)
+            k_row(mm, r, c, mm->m - c < K_COLS ? (uint32_t)(mm->m - c) : K_COLS, type);
+}
+
 #define K_KERNELS(name, type)                                                                      \
     static T5 void name##_krow(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)     \
     {                                                                                              \
@@ -1820,7 +2095,10 @@ static AI T5 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
     };                                                                                             \
     static T5 void avx512_##name(const struct baton_mm *mm, uint64_t r0, uint64_t r1)              \
     {                                                                                              \
-        baton_mm_drive(mm, r0, r1, &name##_ktiles);                                                \
+        if (mm->m >= K_PANEL_MIN_M && mm->w_row_bytes <= INT32_MAX / K_PANEL_ROWS)                 \
+            k_panels(mm, r0, r1, type);                                                            \
+        else                                                                                       \
+            baton_mm_drive(mm, r0, r1, &name##_ktiles);                                            \
     }
 
 K_KERNELS(q2_k, BATON_TYPE_Q2_K)
