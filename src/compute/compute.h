@@ -105,13 +105,16 @@ struct baton_exec_turns {
     void *arg;
 };
 
-/* A MUL_MAT (or a group of them over one input, counted together)
- * estimated above this many FLOPs is run in pieces of rows of W of at most
- * about this many (at least 16 rows each) when executed with turns: 2.5
- * ms at 100 GFLOP/s (Q8_0 prefill on one Zen 4 core), 25 ms at 10 GFLOP/s
- * (F32 there); a piece costs one more pool hand-off (tens of
- * microseconds). */
-#define BATON_GRAPH_TURN_FLOPS 250000000ull
+/* A turn's work per pool thread: with turns, a MUL_MAT (or a group of them
+ * over one input, counted together) estimated above this many FLOPs times
+ * the pool's threads runs in pieces of rows of W of at most about that
+ * many, each a multiple of 16 rows per thread (at least that): about 2 ms
+ * per thread at 500 GFLOP/s (AVX-512 K-quant prefill on one Zen 5 core),
+ * 10 ms at 100 GFLOP/s, 100 ms at 10. A piece costs one more pool hand-off
+ * and its threads' uneven finish (up to 16 rows' time); with 250 MFLOP
+ * pieces whatever the threads, and row counts not a multiple of the
+ * threads' units, those were 30 % of a 2-thread d4096 Q4_K_M prefill. */
+#define BATON_GRAPH_TURN_FLOPS 1000000000ull
 
 /* baton_graph_execute with turns (NULL: none, the same as
  * baton_graph_execute): the same results, bit for bit, with

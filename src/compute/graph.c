@@ -884,8 +884,9 @@ static int exec_node(const struct exec_ctx *x, uint32_t i, struct baton_pool *po
 
 /* MUL_MAT node i, or the group of len products over one input that
  * mul_mat_group_len put in parts (len > 1), in pieces of rows of W (the
- * group's rows laid end to end), each at most about BATON_GRAPH_TURN_FLOPS,
- * with turns->between between them: the input is quantized once
+ * group's rows laid end to end), each at most about BATON_GRAPH_TURN_FLOPS
+ * per pool thread and a multiple of 16 rows per thread (the pool's row
+ * units: the threads finish together), with turns->between between them: the input is quantized once
  * (baton_cpu_mul_mat_prepare) and each piece writes its rows of its
  * products' y in place (column stride: all the rows). Rows of a product do
  * not depend on which rows are computed with them (the determinism rule), so
@@ -907,7 +908,8 @@ static int mul_mat_in_turns(const struct exec_ctx *x, uint32_t i,
     const uint64_t row_bytes = baton_cpu_weight_row_bytes(wtype, k);
     const float *in = tensor_data(x, n->src[1]);
     void *work = baton_cpu_mul_mat_work_bytes(wtype, k, m) ? node_work(x, i) : NULL;
-    uint64_t piece = per_row ? BATON_GRAPH_TURN_FLOPS / per_row : UINT64_MAX, total = 0;
+    const uint64_t threads = baton_pool_threads(pool), unit = 16 * threads;
+    uint64_t piece = per_row ? BATON_GRAPH_TURN_FLOPS * threads / per_row : UINT64_MAX, total = 0;
     uint32_t p;
 
     if (len <= 1) { /* node i alone: its result may be an out leaf */
@@ -919,8 +921,8 @@ static int mul_mat_in_turns(const struct exec_ctx *x, uint32_t i,
         parts[0].n = tensor_ne(g, n->src[0])[1];
         parts[0].ldy = parts[0].n;
     }
-    if (piece < 16)
-        piece = 16; /* pool runs of a few rows cost more than they give back */
+    /* pool runs of a few rows cost more than they give back */
+    piece = piece < unit ? unit : piece / unit * unit;
     for (p = 0; p < len; p++)
         total += parts[p].n; /* validated sizes: no wrap */
     baton_cpu_mul_mat_prepare(pool, wtype, in, k, m, work);
@@ -952,8 +954,9 @@ static int mul_mat_in_turns(const struct exec_ctx *x, uint32_t i,
 }
 
 /* Nodes i..i+len-1 (one MUL_MAT, or a group of them) cost more than one
- * turn's worth: they run in pieces. */
-static int wants_pieces(const struct exec_ctx *x, uint32_t i, uint32_t len)
+ * turn's worth on pool: they run in pieces. */
+static int wants_pieces(const struct exec_ctx *x, uint32_t i, uint32_t len,
+                        const struct baton_pool *pool)
 {
     const struct baton_graph *g = x->g;
     uint64_t total = 0;
@@ -969,7 +972,7 @@ static int wants_pieces(const struct exec_ctx *x, uint32_t i, uint32_t len)
             __builtin_add_overflow(total, f, &total))
             return 1;
     }
-    return total > BATON_GRAPH_TURN_FLOPS;
+    return total > BATON_GRAPH_TURN_FLOPS * baton_pool_threads(pool);
 }
 
 int baton_graph_execute(const struct baton_graph *g, uint8_t *const *leaf_data,
@@ -1024,7 +1027,7 @@ int baton_graph_execute_turns(const struct baton_graph *g, uint8_t *const *leaf_
         if (turns && i > 0 && turns->between(turns->arg) != 0)
             return BATON_E_IO;
         len = mul_mat_group_len(&x, i, parts);
-        if (turns && wants_pieces(&x, i, len)) {
+        if (turns && wants_pieces(&x, i, len, pool)) {
             /* a large product or group: in pieces, its input quantized once */
             rc = mul_mat_in_turns(&x, i, parts, len, pool, turns);
             if (rc)

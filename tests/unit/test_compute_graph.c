@@ -831,12 +831,14 @@ static void test_mul_mat_group_same_bits(void **state)
         baton_pool_destroy(pools[th]);
 }
 
-/* Turns (baton_graph_execute_turns): a group above
- * BATON_GRAPH_TURN_FLOPS (K 256, 4100 + 48 rows, 512 columns: 1.09 GFLOP)
- * runs in pieces of its rows laid end to end (4 x 953 + 336 here; the last
- * piece spans both products), with the callback between nodes and pieces;
+/* Turns (baton_graph_execute_turns): a group above BATON_GRAPH_TURN_FLOPS
+ * per pool thread (K 1024, 4100 + 48 rows, 512 columns: 4.35 GFLOP; 2
+ * threads: 2 GFLOP) runs in pieces of its rows laid end to end, a multiple
+ * of 32 rows each (2 x 1888 + 372 here; the last piece spans both
+ * products), with the callback between nodes and pieces;
  * every result bit equals the run without turns (one group call), for F32,
  * Q8_0, Q4_0 and Q4_K weights, 2 threads. */
+#define TURN_K 1024u
 static int turns_count, turns_stop_at;
 static int count_turn(void *arg)
 {
@@ -853,9 +855,9 @@ static void run_turns_graph(uint32_t type, const void *wbig, const void *wsmall,
     uint32_t lb, ls, lx, lyb, lys, nb, ns;
 
     tg_init(&t);
-    lx = tg_leaf(&t, BATON_TYPE_F32, 256, 512, 1, 1, (void *)x);
-    lb = tg_leaf(&t, type, 256, 4100, 1, 1, (void *)wbig);
-    ls = tg_leaf(&t, type, 256, 48, 1, 1, (void *)wsmall);
+    lx = tg_leaf(&t, BATON_TYPE_F32, TURN_K, 512, 1, 1, (void *)x);
+    lb = tg_leaf(&t, type, TURN_K, 4100, 1, 1, (void *)wbig);
+    ls = tg_leaf(&t, type, TURN_K, 48, 1, 1, (void *)wsmall);
     lyb = tg_leaf(&t, BATON_TYPE_F32, 4100, 512, 1, 1, ybig);
     lys = tg_leaf(&t, BATON_TYPE_F32, 48, 512, 1, 1, ysmall);
     nb = tg_node(&t, BATON_OP_MUL_MAT, BATON_TYPE_F32, 4100, 512, 1, 1, SRC2(lb, lx), NULL);
@@ -875,11 +877,11 @@ static void test_turns_same_bits(void **state)
                                      BATON_TYPE_Q4_K};
     const struct baton_exec_turns turns = {count_turn, NULL};
     struct baton_pool *pool;
-    float row[256];
+    float row[TURN_K];
 
     (void)state;
-    float *x = malloc(256 * 512 * sizeof(float));
-    uint8_t *wb = malloc(4100 * 256 * 4), *ws = malloc(48 * 256 * 4);
+    float *x = malloc(TURN_K * 512 * sizeof(float));
+    uint8_t *wb = malloc(4100 * TURN_K * 4), *ws = malloc(48 * TURN_K * 4);
     float *y1 = malloc(4100 * 512 * sizeof(float)), *y2 = malloc(4100 * 512 * sizeof(float));
     float *s1 = malloc(48 * 512 * sizeof(float)), *s2 = malloc(48 * 512 * sizeof(float));
     assert_non_null(x);
@@ -891,15 +893,15 @@ static void test_turns_same_bits(void **state)
     assert_non_null(s2);
     assert_int_equal(baton_pool_create(2, &pool), 0);
     lcg_state = 4242;
-    for (uint32_t i = 0; i < 256 * 512; i++)
+    for (uint32_t i = 0; i < TURN_K * 512; i++)
         x[i] = lcg_float();
     for (uint32_t ti = 0; ti < sizeof(types) / sizeof(types[0]); ti++) {
-        const uint64_t rb = baton_row_bytes(types[ti], 256);
+        const uint64_t rb = baton_row_bytes(types[ti], TURN_K);
         for (uint32_t r = 0; r < 4100 + 48; r++) {
-            for (uint32_t e = 0; e < 256; e++)
+            for (uint32_t e = 0; e < TURN_K; e++)
                 row[e] = lcg_float();
             uint8_t *dst = r < 4100 ? wb + r * rb : ws + (r - 4100) * rb;
-            assert_int_equal(baton_quantize_row(types[ti], row, dst, 256), 0);
+            assert_int_equal(baton_quantize_row(types[ti], row, dst, TURN_K), 0);
         }
         memset(y1, 0x5A, 4100 * 512 * sizeof(float));
         memset(y2, 0x3C, 4100 * 512 * sizeof(float));
@@ -911,9 +913,9 @@ static void test_turns_same_bits(void **state)
         assert_memory_equal(y1, y2, 4100 * 512 * sizeof(float));
         assert_memory_equal(s1, s2, 48 * 512 * sizeof(float));
         /* 3 steps (the group, two SCALEs): 2 turns between them; the
-         * group's 4148 rows in 5 pieces (the last: 288 rows of the big
-         * product and the 48 of the small one): 4 more */
-        assert_int_equal(turns_count, 6);
+         * group's 4148 rows in 3 pieces (the last: 324 rows of the big
+         * product and the 48 of the small one): 2 more */
+        assert_int_equal(turns_count, 4);
         /* a nonzero answer stops there: E_IO, nothing of the rest runs */
         struct tg t;
         turns_count = 0;
@@ -921,10 +923,10 @@ static void test_turns_same_bits(void **state)
         memset(s2, 0x3C, 48 * 512 * sizeof(float));
         tg_init(&t);
         {
-            uint32_t lx = tg_leaf(&t, BATON_TYPE_F32, 256, 512, 1, 1, x);
-            uint32_t lb = tg_leaf(&t, types[ti], 256, 4100, 1, 1, wb);
+            uint32_t lx = tg_leaf(&t, BATON_TYPE_F32, TURN_K, 512, 1, 1, x);
+            uint32_t lb = tg_leaf(&t, types[ti], TURN_K, 4100, 1, 1, wb);
             uint32_t lys = tg_leaf(&t, BATON_TYPE_F32, 48, 512, 1, 1, s2);
-            uint32_t ls = tg_leaf(&t, types[ti], 256, 48, 1, 1, ws);
+            uint32_t ls = tg_leaf(&t, types[ti], TURN_K, 48, 1, 1, ws);
             uint32_t nb = tg_node(&t, BATON_OP_MUL_MAT, BATON_TYPE_F32, 4100, 512, 1, 1,
                                   SRC2(lb, lx), NULL);
             (void)nb;
