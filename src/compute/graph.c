@@ -886,9 +886,10 @@ static int exec_node(const struct exec_ctx *x, uint32_t i, struct baton_pool *po
  * mul_mat_group_len put in parts (len > 1), in pieces of rows of W (the
  * group's rows laid end to end), each at most about BATON_GRAPH_TURN_FLOPS
  * per pool thread and a multiple of 16 rows per thread (the pool's row
- * units: the threads finish together), with turns->between between them: the input is quantized once
- * (baton_cpu_mul_mat_prepare) and each piece writes its rows of its
- * products' y in place (column stride: all the rows). Rows of a product do
+ * units: the threads finish together), with turns->between between them:
+ * the input is quantized once (baton_cpu_mul_mat_prepare) and each piece
+ * writes its rows of its products' y in place (column stride: all the
+ * rows). Rows of a product do
  * not depend on which rows are computed with them (the determinism rule), so
  * the bits equal one whole call. No memory is taken here: a transient buffer
  * per piece cost a fresh mapping (page faults and an munmap) per piece under

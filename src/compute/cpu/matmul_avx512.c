@@ -1814,7 +1814,7 @@ static AI T5 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
  * (about 15 vector operations per 256 products). A panel turns that
  * around: 16 rows, lane i = row i, the 4 quants of elements 4e..4e+3 of
  * each row in one register (w[e]), and the column's 4 activation bytes of
- * those elements broadcast to every lane (vpdpbusd's embedded broadcast).
+ * those elements broadcast to every lane (one vpbroadcastd load).
  * A lane then accumulates its own row's products, so no cross-lane sum is
  * needed: per group of 16 or 32 elements and column, 4 or 8 vpdpbusd, one
  * vpmulld by the rows' group scales and one add; the mins (or the bias
@@ -1933,8 +1933,8 @@ static AI T5 void k_panel_pack(const struct baton_mm *mm, uint32_t type, uint64_
     }
 }
 
-/* The 4 activation bytes at xb in every lane (folded into vpdpbusd's
- * embedded broadcast). */
+/* The 4 activation bytes at xb in every lane (GCC emits one vpbroadcastd
+ * load, a load-port operation). */
 static AI T5 __m512i k_bcast4(const uint8_t *xb)
 {
     return _mm512_set1_epi32(load_i32(xb));
@@ -1999,7 +1999,8 @@ static AI T5 void k_panel_cols(const struct baton_mm *mm, uint32_t type, const i
                 dx = _mm512_set1_ps(dxf);
                 if (!has_min)
                     is[j] = _mm512_add_epi32(is[j], m);
-                acc[j] = _mm512_fmadd_ps(_mm512_mul_ps(b->d, dx), _mm512_cvtepi32_ps(is[j]), acc[j]);
+                acc[j] = _mm512_fmadd_ps(_mm512_mul_ps(b->d, dx), _mm512_cvtepi32_ps(is[j]),
+                                         acc[j]);
                 if (has_min)
                     acc[j] = _mm512_fnmadd_ps(_mm512_mul_ps(b->dmin, dx), _mm512_cvtepi32_ps(m),
                                               acc[j]);
