@@ -299,7 +299,8 @@ int baton_cmd_quantize(int argc, char **argv)
              "\n"
              "Exit status: 0 written (also when nothing was converted), 1 IN cannot be\n"
              "read, a value cannot be converted (NaN, infinite, or too large for the\n"
-             "type's binary16 scale: the message names the tensor and element), or OUT\n"
+             "type's binary16 scale; for f16: finite but above 65504, as f16 keeps NaN\n"
+             "and infinities; the message names the tensor and element), or OUT\n"
              "cannot be written or is IN, 2 usage error.");
         return 0;
     }

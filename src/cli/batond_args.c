@@ -115,6 +115,20 @@ static void usage_after_error(void)
         fputs(synopsis, stderr);
 }
 
+/* An integer option's value (cli.h's rules), its error a usage line in the
+ * chosen log format (batond_say). */
+static int batond_parse_u64(const char *opt, const char *v, uint64_t min, uint64_t max,
+                            uint64_t *out)
+{
+    char msg[512];
+
+    if (baton_cli_parse_u64_msg(opt, v, min, max, out, msg, sizeof msg) != 0) {
+        batond_say("usage", "%s", msg);
+        return -1;
+    }
+    return 0;
+}
+
 /* The log format of the command line, before any other option is read, so
  * that their errors already take it: the last --log-format F (or
  * --log-format=F) with a valid F, else journal when stderr is the journal's
@@ -328,9 +342,9 @@ int batond_parse_options(int argc, char **argv, struct batond_options *o)
             }
             i++;
         } else if (!strcmp(a, "--port") && v) {
-            uint32_t p;
+            uint64_t p;
 
-            if (baton_cli_parse_u32("batond", "--port", v, 0, 65535, &p) != 0)
+            if (batond_parse_u64("--port", v, 0, 65535, &p) != 0)
                 return 2;
             o->pol->port = (uint16_t)p;
             i++;
@@ -338,9 +352,11 @@ int batond_parse_options(int argc, char **argv, struct batond_options *o)
             o->port_file = v;
             i++;
         } else if (!strcmp(a, "--threads") && v) {
-            if (baton_cli_parse_u32("batond", "--threads", v, 1, BATON_POOL_MAX_THREADS,
-                                    &o->pol->threads) != 0)
+            uint64_t t;
+
+            if (batond_parse_u64("--threads", v, 1, BATON_POOL_MAX_THREADS, &t) != 0)
                 return 2;
+            o->pol->threads = (uint32_t)t;
             i++;
         } else if (!strcmp(a, "--key") && v) {
             o->key_path = v;

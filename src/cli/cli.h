@@ -51,7 +51,11 @@ void baton_cli_put_string(FILE *f, const char *ptr, size_t len, int json);
  * and returns 0. (cli_args.c, linked into baton and batond) */
 int baton_cli_parse_u64(const char *prog, const char *opt, const char *s, uint64_t min,
                         uint64_t max, uint64_t *out);
-/* The same for a uint32_t (max at most UINT32_MAX). */
+/* The same, but the message (without "PROG: " and the newline) goes to
+ * msg (msg_len bytes, truncated to fit) instead of stderr: for batond, whose
+ * usage errors follow its --log-format. */
+int baton_cli_parse_u64_msg(const char *opt, const char *s, uint64_t min, uint64_t max,
+                            uint64_t *out, char *msg, size_t msg_len);
 /* "on" -> 1, "off" -> 0 into *out; anything else: "PROG: OPT: 'S' is not on or
  * off" to stderr and -1. */
 int baton_cli_parse_onoff(const char *prog, const char *opt, const char *s, int *out);
@@ -59,6 +63,7 @@ int baton_cli_parse_onoff(const char *prog, const char *opt, const char *s, int 
  * (--kv-type); anything else: "PROG: OPT: 'S' is not f32 or f16" to stderr
  * and -1. */
 int baton_cli_parse_kv_type(const char *prog, const char *opt, const char *s, uint32_t *out);
+/* baton_cli_parse_u64 for a uint32_t (max at most UINT32_MAX). */
 int baton_cli_parse_u32(const char *prog, const char *opt, const char *s, uint32_t min,
                         uint32_t max, uint32_t *out);
 

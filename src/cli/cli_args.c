@@ -8,8 +8,8 @@
 #include "cli/cli.h"
 #include "core/types.h"
 
-int baton_cli_parse_u64(const char *prog, const char *opt, const char *s, uint64_t min,
-                        uint64_t max, uint64_t *out)
+int baton_cli_parse_u64_msg(const char *opt, const char *s, uint64_t min, uint64_t max,
+                            uint64_t *out, char *msg, size_t msg_len)
 {
     const char *digits = s[0] == '-' ? s + 1 : s;
     uint64_t v = 0;
@@ -21,7 +21,7 @@ int baton_cli_parse_u64(const char *prog, const char *opt, const char *s, uint64
         if (digits[i] < '0' || digits[i] > '9')
             break;
     if (i == 0 || digits[i] != '\0') {
-        fprintf(stderr, "%s: %s: '%s' is not an integer\n", prog, opt, s);
+        snprintf(msg, msg_len, "%s: '%s' is not an integer", opt, s);
         return -1;
     }
     for (i = 0; digits[i] != '\0'; i++) {
@@ -34,18 +34,30 @@ int baton_cli_parse_u64(const char *prog, const char *opt, const char *s, uint64
         v = v * 10 + d;
     }
     if (digits != s && (too_large || v != 0)) { /* "-0" is 0 */
-        fprintf(stderr, "%s: %s: '%s' is too small (at least %" PRIu64 ")\n", prog, opt, s, min);
+        snprintf(msg, msg_len, "%s: '%s' is too small (at least %" PRIu64 ")", opt, s, min);
         return -1;
     }
     if (too_large || v > max) {
-        fprintf(stderr, "%s: %s: '%s' is too large (at most %" PRIu64 ")\n", prog, opt, s, max);
+        snprintf(msg, msg_len, "%s: '%s' is too large (at most %" PRIu64 ")", opt, s, max);
         return -1;
     }
     if (v < min) {
-        fprintf(stderr, "%s: %s: '%s' is too small (at least %" PRIu64 ")\n", prog, opt, s, min);
+        snprintf(msg, msg_len, "%s: '%s' is too small (at least %" PRIu64 ")", opt, s, min);
         return -1;
     }
     *out = v;
+    return 0;
+}
+
+int baton_cli_parse_u64(const char *prog, const char *opt, const char *s, uint64_t min,
+                        uint64_t max, uint64_t *out)
+{
+    char msg[512];
+
+    if (baton_cli_parse_u64_msg(opt, s, min, max, out, msg, sizeof msg) != 0) {
+        fprintf(stderr, "%s: %s\n", prog, msg);
+        return -1;
+    }
     return 0;
 }
 

@@ -752,7 +752,7 @@ int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type
             if (e < n) {
                 snprintf(err, err_len,
                          "%s: tensor '%s': element %llu (%g) is beyond the range of f16 "
-                         "(largest finite value 65504); keep this tensor in f32 or choose a "
+                         "(largest finite value 65504); keep the model in f32 or choose a "
                          "quantized type",
                          in_path, t.name, (unsigned long long)e, (double)f32[e]);
                 rc = BATON_E_INVAL;

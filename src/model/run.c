@@ -157,8 +157,11 @@ static int plan_layers(struct run *r, const double *props, int n_parts, uint32_t
     const struct baton_run_config *cfg = r->cfg;
 
     if (baton_split_plan(r->hp.n_layer, props, (size_t)n_parts, counts) != 0) {
-        run_msg(cfg, "cannot split %u layers into %d stages with --split %s\n", r->hp.n_layer,
-                n_parts, cfg->split ? cfg->split : "(default)");
+        run_msg(cfg, "cannot split %u layers into %d stages with --split %s: %s\n",
+                r->hp.n_layer, n_parts, cfg->split ? cfg->split : "(default)",
+                (uint32_t)n_parts > r->hp.n_layer
+                    ? "more stages than layers"
+                    : "the proportions leave a stage without a layer");
         return 2;
     }
     /* a KV cache no machine could hold is a usage error, found before any

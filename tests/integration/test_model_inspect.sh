@@ -192,8 +192,13 @@ grep -q "note: a context" "$TMP/ctx.err" && fail "a context note at the default 
 # a split the model cannot take is a usage error in bench as in run (exit 2)
 rc=0; "$BATON" bench --model "$MODEL" --servers local --split 1,1,1,1,1,1 -p 4 -n 2 --reps 1 \
     >/dev/null 2>"$TMP/split.err" || rc=$?
-[ "$rc" -eq 2 ] && grep -q "^baton bench: cannot split" "$TMP/split.err" ||
+[ "$rc" -eq 2 ] && grep -q "^baton bench: cannot split .*: more stages than layers$" "$TMP/split.err" ||
     fail "bench with an impossible split: rc $rc: $(cat "$TMP/split.err")"
+# proportions that leave a stage without a layer say so
+rc=0; "$BATON" run --model "$MODEL" --split 1000,1 --prompt hi -n 2 >/dev/null 2>"$TMP/split.err" ||
+    rc=$?
+[ "$rc" -eq 2 ] && grep -q "^baton run: cannot split .* --split 1000,1: the proportions leave a stage without a layer$" "$TMP/split.err" ||
+    fail "run with a split that starves a stage: rc $rc: $(cat "$TMP/split.err")"
 # (into a file first: `grep -q` on a pipe may exit before baton has written
 # all its help, which then dies of SIGPIPE and fails the pipeline)
 "$BATON" run --help >"$TMP/help.out" && grep -q -- "--servers" "$TMP/help.out" || fail "run --help"
@@ -323,7 +328,7 @@ poke "$TMP/c.gguf" blk.0.attn_q.weight 20 9976967e || fail "poke 1e38"
 quant_fails Q8_0 "baton quantize: $TMP/c.gguf: tensor 'blk.0.attn_q.weight': element 5 (1e+38) is too large for q8_0: a block's scale would not fit binary16"
 # ... and f16, which would have turned it into infinity without a word;
 # 65504 (binary16's largest) converts
-quant_fails f16 "baton quantize: $TMP/c.gguf: tensor 'blk.0.attn_q.weight': element 5 (1e+38) is beyond the range of f16 (largest finite value 65504); keep this tensor in f32 or choose a quantized type"
+quant_fails f16 "baton quantize: $TMP/c.gguf: tensor 'blk.0.attn_q.weight': element 5 (1e+38) is beyond the range of f16 (largest finite value 65504); keep the model in f32 or choose a quantized type"
 poke "$TMP/c.gguf" blk.0.attn_q.weight 20 00e07f47 || fail "poke 65504"
 "$BATON" quantize "$TMP/c.gguf" "$TMP/cq.gguf" f16 2>"$TMP/q.err" || fail "quantize f16 65504: $(cat "$TMP/q.err")"
 poke "$TMP/c.gguf" blk.0.attn_q.weight 20 0000c07f || fail "poke f32 again"
