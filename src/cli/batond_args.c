@@ -3,6 +3,7 @@
  * fuzz/fuzz_batond_args.c runs exactly the code batond runs. */
 #include "cli/batond_args.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,13 +121,19 @@ static void usage_after_error(void)
 static int batond_parse_u64(const char *opt, const char *v, uint64_t min, uint64_t max,
                             uint64_t *out)
 {
-    char msg[512];
-
-    if (baton_cli_parse_u64_msg(opt, v, min, max, out, msg, sizeof msg) != 0) {
-        batond_say("usage", "%s", msg);
+    switch (baton_cli_check_u64(v, min, max, out)) {
+    case 0:
+        return 0;
+    case BATON_CLI_NOT_INTEGER:
+        batond_say("usage", "%s: '%s' is not an integer", opt, v);
+        return -1;
+    case BATON_CLI_TOO_LARGE:
+        batond_say("usage", "%s: '%s' is too large (at most %" PRIu64 ")", opt, v, max);
+        return -1;
+    default:
+        batond_say("usage", "%s: '%s' is too small (at least %" PRIu64 ")", opt, v, min);
         return -1;
     }
-    return 0;
 }
 
 /* The log format of the command line, before any other option is read, so

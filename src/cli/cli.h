@@ -51,11 +51,12 @@ void baton_cli_put_string(FILE *f, const char *ptr, size_t len, int json);
  * and returns 0. (cli_args.c, linked into baton and batond) */
 int baton_cli_parse_u64(const char *prog, const char *opt, const char *s, uint64_t min,
                         uint64_t max, uint64_t *out);
-/* The same, but the message (without "PROG: " and the newline) goes to
- * msg (msg_len bytes, truncated to fit) instead of stderr: for batond, whose
- * usage errors follow its --log-format. */
-int baton_cli_parse_u64_msg(const char *opt, const char *s, uint64_t min, uint64_t max,
-                            uint64_t *out, char *msg, size_t msg_len);
+/* The same rules without a message: 0 (the value stored), or which of the
+ * three messages applies (batond words its own, in its --log-format). */
+#define BATON_CLI_NOT_INTEGER 1
+#define BATON_CLI_TOO_LARGE 2
+#define BATON_CLI_TOO_SMALL 3
+int baton_cli_check_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* "on" -> 1, "off" -> 0 into *out; anything else: "PROG: OPT: 'S' is not on or
  * off" to stderr and -1. */
 int baton_cli_parse_onoff(const char *prog, const char *opt, const char *s, int *out);

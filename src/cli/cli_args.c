@@ -8,8 +8,7 @@
 #include "cli/cli.h"
 #include "core/types.h"
 
-int baton_cli_parse_u64_msg(const char *opt, const char *s, uint64_t min, uint64_t max,
-                            uint64_t *out, char *msg, size_t msg_len)
+int baton_cli_check_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
     const char *digits = s[0] == '-' ? s + 1 : s;
     uint64_t v = 0;
@@ -20,10 +19,8 @@ int baton_cli_parse_u64_msg(const char *opt, const char *s, uint64_t min, uint64
     for (i = 0; digits[i] != '\0'; i++)
         if (digits[i] < '0' || digits[i] > '9')
             break;
-    if (i == 0 || digits[i] != '\0') {
-        snprintf(msg, msg_len, "%s: '%s' is not an integer", opt, s);
-        return -1;
-    }
+    if (i == 0 || digits[i] != '\0')
+        return BATON_CLI_NOT_INTEGER;
     for (i = 0; digits[i] != '\0'; i++) {
         const uint64_t d = (uint64_t)(digits[i] - '0');
 
@@ -33,18 +30,12 @@ int baton_cli_parse_u64_msg(const char *opt, const char *s, uint64_t min, uint64
         }
         v = v * 10 + d;
     }
-    if (digits != s && (too_large || v != 0)) { /* "-0" is 0 */
-        snprintf(msg, msg_len, "%s: '%s' is too small (at least %" PRIu64 ")", opt, s, min);
-        return -1;
-    }
-    if (too_large || v > max) {
-        snprintf(msg, msg_len, "%s: '%s' is too large (at most %" PRIu64 ")", opt, s, max);
-        return -1;
-    }
-    if (v < min) {
-        snprintf(msg, msg_len, "%s: '%s' is too small (at least %" PRIu64 ")", opt, s, min);
-        return -1;
-    }
+    if (digits != s && (too_large || v != 0)) /* "-0" is 0 */
+        return BATON_CLI_TOO_SMALL;
+    if (too_large || v > max)
+        return BATON_CLI_TOO_LARGE;
+    if (v < min)
+        return BATON_CLI_TOO_SMALL;
     *out = v;
     return 0;
 }
@@ -52,13 +43,19 @@ int baton_cli_parse_u64_msg(const char *opt, const char *s, uint64_t min, uint64
 int baton_cli_parse_u64(const char *prog, const char *opt, const char *s, uint64_t min,
                         uint64_t max, uint64_t *out)
 {
-    char msg[512];
-
-    if (baton_cli_parse_u64_msg(opt, s, min, max, out, msg, sizeof msg) != 0) {
-        fprintf(stderr, "%s: %s\n", prog, msg);
+    switch (baton_cli_check_u64(s, min, max, out)) {
+    case 0:
+        return 0;
+    case BATON_CLI_NOT_INTEGER:
+        fprintf(stderr, "%s: %s: '%s' is not an integer\n", prog, opt, s);
+        return -1;
+    case BATON_CLI_TOO_LARGE:
+        fprintf(stderr, "%s: %s: '%s' is too large (at most %" PRIu64 ")\n", prog, opt, s, max);
+        return -1;
+    default:
+        fprintf(stderr, "%s: %s: '%s' is too small (at least %" PRIu64 ")\n", prog, opt, s, min);
         return -1;
     }
-    return 0;
 }
 
 int baton_cli_parse_u32(const char *prog, const char *opt, const char *s, uint32_t min,
