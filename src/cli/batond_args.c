@@ -3,7 +3,6 @@
  * fuzz/fuzz_batond_args.c runs exactly the code batond runs. */
 #include "cli/batond_args.h"
 
-#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,19 +120,13 @@ static void usage_after_error(void)
 static int batond_parse_u64(const char *opt, const char *v, uint64_t min, uint64_t max,
                             uint64_t *out)
 {
-    switch (baton_cli_check_u64(v, min, max, out)) {
-    case 0:
+    const int why = baton_cli_check_u64(v, min, max, out);
+    char buf[BATON_CLI_WHY_LEN];
+
+    if (why == 0)
         return 0;
-    case BATON_CLI_NOT_INTEGER:
-        batond_say("usage", "%s: '%s' is not an integer", opt, v);
-        return -1;
-    case BATON_CLI_TOO_LARGE:
-        batond_say("usage", "%s: '%s' is too large (at most %" PRIu64 ")", opt, v, max);
-        return -1;
-    default:
-        batond_say("usage", "%s: '%s' is too small (at least %" PRIu64 ")", opt, v, min);
-        return -1;
-    }
+    batond_say("usage", "%s: '%s' %s", opt, v, baton_cli_u64_why(why, min, max, buf, sizeof buf));
+    return -1;
 }
 
 /* The log format of the command line, before any other option is read, so

@@ -57,6 +57,12 @@ int baton_cli_parse_u64(const char *prog, const char *opt, const char *s, uint64
 #define BATON_CLI_TOO_LARGE 2
 #define BATON_CLI_TOO_SMALL 3
 int baton_cli_check_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/* The words that follow 'S' in the message of a nonzero why ("is not an
+ * integer", "is too large (at most MAX)", "is too small (at least MIN)"),
+ * written to buf (len bytes; BATON_CLI_WHY_LEN holds any of them); returns
+ * buf. */
+#define BATON_CLI_WHY_LEN 48
+const char *baton_cli_u64_why(int why, uint64_t min, uint64_t max, char *buf, size_t len);
 /* "on" -> 1, "off" -> 0 into *out; anything else: "PROG: OPT: 'S' is not on or
  * off" to stderr and -1. */
 int baton_cli_parse_onoff(const char *prog, const char *opt, const char *s, int *out);

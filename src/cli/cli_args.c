@@ -40,22 +40,28 @@ int baton_cli_check_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out
     return 0;
 }
 
+const char *baton_cli_u64_why(int why, uint64_t min, uint64_t max, char *buf, size_t len)
+{
+    if (why == BATON_CLI_NOT_INTEGER)
+        snprintf(buf, len, "is not an integer");
+    else if (why == BATON_CLI_TOO_LARGE)
+        snprintf(buf, len, "is too large (at most %" PRIu64 ")", max);
+    else
+        snprintf(buf, len, "is too small (at least %" PRIu64 ")", min);
+    return buf;
+}
+
 int baton_cli_parse_u64(const char *prog, const char *opt, const char *s, uint64_t min,
                         uint64_t max, uint64_t *out)
 {
-    switch (baton_cli_check_u64(s, min, max, out)) {
-    case 0:
+    const int why = baton_cli_check_u64(s, min, max, out);
+    char buf[BATON_CLI_WHY_LEN];
+
+    if (why == 0)
         return 0;
-    case BATON_CLI_NOT_INTEGER:
-        fprintf(stderr, "%s: %s: '%s' is not an integer\n", prog, opt, s);
-        return -1;
-    case BATON_CLI_TOO_LARGE:
-        fprintf(stderr, "%s: %s: '%s' is too large (at most %" PRIu64 ")\n", prog, opt, s, max);
-        return -1;
-    default:
-        fprintf(stderr, "%s: %s: '%s' is too small (at least %" PRIu64 ")\n", prog, opt, s, min);
-        return -1;
-    }
+    fprintf(stderr, "%s: %s: '%s' %s\n", prog, opt, s,
+            baton_cli_u64_why(why, min, max, buf, sizeof buf));
+    return -1;
 }
 
 int baton_cli_parse_u32(const char *prog, const char *opt, const char *s, uint32_t min,
