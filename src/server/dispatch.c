@@ -359,11 +359,13 @@ static int cmd_alloc_buffer(struct conn *c, const struct baton_frame_header *h)
         return BATON_E_INVAL;
     if (size > total)
         return BATON_E_LIMIT;
-    /* per-session quota (buffers + scratch arena), then the total */
-    rc = baton_handles_alloc_capped(c->s->handles, c->sess.id, size,
-                                    session_memory_cap(c->s, &c->sess),
-                                    session_extra_bytes(&c->sess),
-                                    &handle);
+    /* per-session quota (buffers + scratch arena), then the total; an
+     * arena grown ahead of its runs gives way */
+    do {
+        rc = baton_handles_alloc_capped(c->s->handles, c->sess.id, size,
+                                        session_memory_cap(c->s, &c->sess),
+                                        session_extra_bytes(&c->sess), &handle);
+    } while (rc == BATON_E_QUOTA && session_yield_scratch(c->s, &c->sess));
     if (rc != 0)
         return rc;
     baton_wire_put_u64(buf, handle);
@@ -693,7 +695,9 @@ static int cmd_graph_register(struct conn *c, const struct baton_frame_header *h
         if (!ss->graphs)
             return BATON_E_NOMEM;
     }
-    rc = session_charge(c->s, ss, sg.charged_bytes);
+    do {
+        rc = session_charge(c->s, ss, sg.charged_bytes);
+    } while (rc == BATON_E_QUOTA && session_yield_scratch(c->s, ss));
     if (rc != 0)
         return rc;
     sg.leaves = malloc((size_t)g.n_leaves * sizeof *sg.leaves + 1);
@@ -723,6 +727,7 @@ static int cmd_graph_register(struct conn *c, const struct baton_frame_header *h
     sg.id = ss->next_graph_id;
     ss->graphs[ss->n_graphs++] = sg;
     ss->graph_bytes += sg.charged_bytes;
+    session_prepare_scratch(c->s, ss, scratch_bytes); /* server_internal.h says why */
     baton_wire_encode_graph_id(buf, sg.id);
     send_reply(c, h->cmd, h->seq, 0, buf, sizeof buf, NULL, 0);
     return 0;

@@ -194,6 +194,14 @@ int baton_handles_alloc(struct baton_handle_table *t, uint64_t session, uint64_t
 #endif
 #define BATON_POPULATE_MAX_BYTES (1ull << 30)
 
+void baton_handles_prefault(void *mem, uint64_t mapped)
+{
+    if (mapped >= (2u << 20))
+        (void)madvise(mem, mapped, MADV_HUGEPAGE); /* a hint; fails harmlessly */
+    if (mapped <= BATON_POPULATE_MAX_BYTES)
+        (void)madvise(mem, mapped, BATON_MADV_POPULATE_WRITE); /* why: at its #define */
+}
+
 int baton_handles_alloc_capped(struct baton_handle_table *t, uint64_t session, uint64_t size,
                                uint64_t session_cap, uint64_t extra_bytes, uint64_t *handle)
 {
@@ -231,10 +239,8 @@ int baton_handles_alloc_capped(struct baton_handle_table *t, uint64_t session, u
     pthread_mutex_unlock(&t->table_lock);
 
     void *mem = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mem != MAP_FAILED && mapped >= (2u << 20))
-        (void)madvise(mem, mapped, MADV_HUGEPAGE); /* a hint; fails harmlessly */
-    if (mem != MAP_FAILED && mapped <= BATON_POPULATE_MAX_BYTES)
-        (void)madvise(mem, mapped, BATON_MADV_POPULATE_WRITE); /* why: at its #define */
+    if (mem != MAP_FAILED)
+        baton_handles_prefault(mem, mapped);
 
     pthread_mutex_lock(&t->table_lock);
     struct handle_entry *e = &t->e[index];

@@ -45,6 +45,14 @@ void baton_handles_destroy(struct baton_handle_table *t);
 int baton_handles_alloc(struct baton_handle_table *t, uint64_t session, uint64_t size,
                         uint64_t *handle);
 
+/* Asks the kernel for mem's mapped bytes (a fresh anonymous mapping,
+ * whole pages) now: transparent huge pages where mapped is 2 MiB or more,
+ * and every page faulted in, zeroed (MADV_POPULATE_WRITE), where mapped is
+ * at most 1 GiB (handles.c says why, at BATON_MADV_POPULATE_WRITE). Both
+ * are hints: on a kernel without them the pages fault in on first touch.
+ * Used for buffers and for a session's scratch arena. */
+void baton_handles_prefault(void *mem, uint64_t mapped);
+
 /* baton_handles_alloc with a per-session cap: also BATON_E_QUOTA when the
  * session's mapped bytes (live buffers, and freed ones still pinned, page
  * rounded) plus extra_bytes (its scratch arena) plus this buffer's mapped

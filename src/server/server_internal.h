@@ -251,6 +251,10 @@ struct baton_session {
     int client; /* its connection's class (SERVER_CLASS_OTHER or a named client) */
     uint8_t *scratch; /* graph intermediates (mmap, charged to the quota) */
     uint64_t scratch_bytes;
+    /* the arena was grown at GRAPH_REGISTER and no run has reserved it
+     * since: it gives way to the session's later registrations and buffers
+     * (session_prepare_scratch) */
+    int scratch_ahead;
     uint8_t *req; /* received payloads that are decoded from memory (graphs, small commands) */
     size_t req_cap;
     struct baton_tensor_desc *leaves;
@@ -410,6 +414,20 @@ int session_reserve_graph(struct baton_session *sess, uint32_t n_leaves, uint32_
  * buffers + arena + registered graphs + staged copies above
  * session_memory_bytes), BATON_E_NOMEM. */
 int session_reserve_scratch(struct baton_server *s, struct baton_session *sess, uint64_t n);
+/* The arena of a graph's runs, reserved at its GRAPH_REGISTER (a coordinator
+ * registers at load), so that its pages are faulted in there and not inside
+ * the first run: n bytes exactly (whole pages), not grown geometrically,
+ * and quietly (a refusal is not logged: the run that needs the arena
+ * reserves it and reports the limit). Such an arena gives way: while no
+ * run has reserved it, a registration or buffer of the session that the
+ * session's memory would otherwise refuse frees it first
+ * (session_yield_scratch), so every request is answered as if the arena
+ * were reserved by the first run alone. */
+void session_prepare_scratch(struct baton_server *s, struct baton_session *sess, uint64_t n);
+/* Frees the arena when session_prepare_scratch made it and no run has
+ * reserved it since: 1 (the caller tries its charge again), else 0. Only on
+ * the session's connection thread, between commands. */
+int session_yield_scratch(struct baton_server *s, struct baton_session *sess);
 /* Charges bytes more of the session's own memory outside buffers and the
  * arena (registered graphs, staged copies) against session_memory_bytes
  * and the total: 0 or BATON_E_QUOTA. */

@@ -173,9 +173,12 @@ static void fmt_bytes(char *buf, size_t cap, uint64_t n)
         snprintf(buf, cap, "%llu bytes (%.1f MiB)", (unsigned long long)n, (double)n / 1048576.0);
 }
 
-int session_reserve_scratch(struct baton_server *s, struct baton_session *sess, uint64_t n)
+/* session_reserve_scratch; ahead: session_prepare_scratch's (n bytes
+ * exactly, refusals not logged). */
+static int reserve_scratch(struct baton_server *s, struct baton_session *sess, uint64_t n,
+                           int ahead)
 {
-    char need[48], lim[48];
+    char need[48], lim[48], have[48];
 
     uint64_t cap = s->cfg.max_scratch_bytes;
     if (n <= sess->scratch_bytes) {
@@ -187,17 +190,19 @@ int session_reserve_scratch(struct baton_server *s, struct baton_session *sess, 
     fmt_bytes(need, sizeof need, n);
     if (n > cap) {
         fmt_bytes(lim, sizeof lim, cap);
-        server_log_limited(s,
-                           "session %llu: a graph needs a scratch arena of %s, over the scratch "
-                           "limit of %s per session (max_scratch_bytes: 1 GiB, or the total "
-                           "memory where less; not a policy key)",
-                           (unsigned long long)sess->id, need, lim);
+        if (!ahead)
+            server_log_limited(s,
+                               "session %llu: a graph needs a scratch arena of %s, over the "
+                               "scratch limit of %s per session (max_scratch_bytes: 1 GiB, or "
+                               "the total memory where less; not a policy key)",
+                               (unsigned long long)sess->id, need, lim);
         return BATON_E_LIMIT;
     }
     /* grow geometrically so a session's graphs settle on one arena (whole
-     * pages, at least n: core/access.h, proven) */
+     * pages, at least n: core/access.h, proven); ahead of the runs, n
+     * exactly: the room left is the graphs' still to be registered */
     uint64_t want = 0;
-    if (baton_access_scratch_grow(sess->scratch_bytes, n, cap, &want) != 0)
+    if (baton_access_scratch_grow(ahead ? 0 : sess->scratch_bytes, n, cap, &want) != 0)
         return BATON_E_LIMIT;
     /* the arena counts against the session's memory as its buffers, its
      * registered graphs and its staged copies do */
@@ -207,14 +212,13 @@ int session_reserve_scratch(struct baton_server *s, struct baton_session *sess, 
     uint64_t session_cap = session_memory_cap(s, sess);
     uint64_t fit = 0;
     if (baton_access_scratch_fit(held, n, want, session_cap, &fit) != 0) {
-        char have[48];
-
         fmt_bytes(have, sizeof have, held);
         fmt_bytes(lim, sizeof lim, session_cap);
-        server_log_limited(s,
-                           "session %llu: a graph needs a scratch arena of %s; the session "
-                           "holds %s of its memory limit of %s (session_memory_bytes)",
-                           (unsigned long long)sess->id, need, have, lim);
+        if (!ahead)
+            server_log_limited(s,
+                               "session %llu: a graph needs a scratch arena of %s; the session "
+                               "holds %s of its memory limit of %s (session_memory_bytes)",
+                               (unsigned long long)sess->id, need, have, lim);
         return BATON_E_QUOTA;
     }
     want = fit; /* >= n: grow only up to the session's room */
@@ -222,10 +226,11 @@ int session_reserve_scratch(struct baton_server *s, struct baton_session *sess, 
     int rc = baton_handles_charge(s->handles, want);
     if (rc != 0) {
         fmt_bytes(lim, sizeof lim, want);
-        server_log_limited(s,
-                           "session %llu: a graph's scratch arena of %s does not fit the memory "
-                           "still free of all sessions (total_memory_bytes)",
-                           (unsigned long long)sess->id, lim);
+        if (!ahead)
+            server_log_limited(s,
+                               "session %llu: a graph's scratch arena of %s does not fit the "
+                               "memory still free of all sessions (total_memory_bytes)",
+                               (unsigned long long)sess->id, lim);
         return rc;
     }
     void *p = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -233,8 +238,35 @@ int session_reserve_scratch(struct baton_server *s, struct baton_session *sess, 
         baton_handles_uncharge(s->handles, want);
         return BATON_E_NOMEM;
     }
+    /* faulted in now, in one call: first touches inside the nodes cost a
+     * prefill of the d4096 model about a fifth of its time at 2 threads
+     * (bench/RESULTS.md, twenty-third session) */
+    baton_handles_prefault(p, want);
     sess->scratch = p;
     sess->scratch_bytes = want;
+    sess->scratch_ahead = ahead;
     scratch_mark_live(sess, n);
     return 0;
+}
+
+int session_reserve_scratch(struct baton_server *s, struct baton_session *sess, uint64_t n)
+{
+    int rc = reserve_scratch(s, sess, n, 0);
+    if (rc == 0)
+        sess->scratch_ahead = 0; /* a run's now */
+    return rc;
+}
+
+void session_prepare_scratch(struct baton_server *s, struct baton_session *sess, uint64_t n)
+{
+    (void)reserve_scratch(s, sess, n, 1);
+}
+
+int session_yield_scratch(struct baton_server *s, struct baton_session *sess)
+{
+    if (!sess->scratch_ahead || !sess->scratch)
+        return 0;
+    scratch_release(s, sess);
+    sess->scratch_ahead = 0;
+    return 1;
 }

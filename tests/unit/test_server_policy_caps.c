@@ -206,6 +206,84 @@ static void test_quota_and_budget(void **state)
     baton_server_destroy(s);
 }
 
+/* GRAPH_REGISTER grows the session's scratch arena to the graph's (so the
+ * first run takes no page faults), and that arena gives way to the
+ * session's own later buffers until a run reserves it. Graph: SCALE of
+ * leaf 0 into scratch (ARENA pages), SCALE of that into leaf 1. Session
+ * cap 64 pages, total 100: session A holds 32 pages of leaves + the graph's
+ * memory (under a page) + the arena. */
+#define ARENA 16
+static void test_register_grows_arena(void **state)
+{
+    struct baton_server_config cfg;
+    struct baton_server *s;
+    baton_server_config_default(&cfg);
+    cfg.total_memory_bytes = 100 * PAGE;
+    cfg.session_memory_bytes = 64 * PAGE;
+    cfg.quiet = 1;
+    assert_int_equal(baton_server_create(&cfg, &s), 0);
+    int rc;
+    struct baton_conn *a, *b;
+    assert_int_equal(baton_conn_adopt_fd(raw_conn(s, &rc), 10000, &a), 0);
+    assert_int_equal(baton_conn_adopt_fd(raw_conn(s, &rc), 10000, &b), 0);
+
+    const uint64_t n = ARENA * PAGE / sizeof(float);
+    uint64_t h, hx, hb;
+    assert_int_equal(baton_alloc_buffer(a, 2 * ARENA * PAGE, &h), 0);
+    struct baton_tensor_desc lv[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(
+            baton_tensor_init(&lv[i], h, (uint64_t)i * ARENA * PAGE, BATON_TYPE_F32, n, 1, 1, 1),
+            0);
+    float x[4] = {1, -2, 3.5f, 8};
+    assert_int_equal(baton_set_tensor(a, &lv[0], 0, x, sizeof x), 0);
+    struct baton_graph_node nodes[2];
+    memset(nodes, 0, sizeof nodes);
+    const float half = 0.5f, three = 3.0f;
+    for (int j = 0; j < 2; j++) {
+        for (int k = 0; k < BATON_MAX_SRC; k++)
+            nodes[j].src[k] = BATON_SRC_NONE;
+        nodes[j].op = BATON_OP_SCALE;
+        nodes[j].type = BATON_TYPE_F32;
+        nodes[j].ne[0] = n;
+        nodes[j].ne[1] = nodes[j].ne[2] = nodes[j].ne[3] = 1;
+        memcpy(&nodes[j].params[0], j ? &three : &half, 4);
+    }
+    nodes[0].src[0] = 0;
+    nodes[0].out_leaf = BATON_SRC_NONE;
+    nodes[1].src[0] = 2; /* node 0 */
+    nodes[1].out_leaf = 1;
+    struct baton_graph g = {.n_leaves = 2, .n_nodes = 2, .leaves = lv, .nodes = nodes};
+    uint32_t id;
+    assert_int_equal(baton_graph_register(a, &g, &id), 0);
+
+    /* the arena is held from registration: A has 32 + 16 pages and the
+     * graph's bytes, so 60 pages more do not fit the total of 100 (they
+     * would with the leaves alone) */
+    assert_int_equal(baton_alloc_buffer(b, 60 * PAGE, &hb), BATON_E_QUOTA);
+    assert_int_equal(baton_alloc_buffer(b, 40 * PAGE, &hb), 0);
+    assert_int_equal(baton_free_buffer(b, hb), 0);
+    /* A's own buffer of 24 pages fits beside the leaves, not beside the
+     * arena too: the arena, not yet a run's, gives way */
+    assert_int_equal(baton_alloc_buffer(a, 24 * PAGE, &hx), 0);
+    assert_int_equal(baton_free_buffer(a, hx), 0);
+    /* the run reserves its arena again and computes */
+    struct baton_graph_run run;
+    memset(&run, 0, sizeof run);
+    run.graph = id;
+    assert_int_equal(baton_graph_run(a, &run), 0);
+    float out[4];
+    assert_int_equal(baton_get_tensor(a, &lv[1], 0, out, sizeof out), 0);
+    const float want[4] = {1.5f, -3, 5.25f, 12};
+    assert_memory_equal(out, want, sizeof want);
+    /* now the arena is the run's: the same 24 pages are refused */
+    assert_int_equal(baton_alloc_buffer(a, 24 * PAGE, &hx), BATON_E_QUOTA);
+    assert_int_equal(baton_graph_run(a, &run), 0);
+    baton_conn_close(a);
+    baton_conn_close(b);
+    baton_server_destroy(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -213,6 +291,7 @@ int main(void)
         cmocka_unit_test(test_unauthenticated_cap),
         cmocka_unit_test(test_handshake_deadline),
         cmocka_unit_test(test_quota_and_budget),
+        cmocka_unit_test(test_register_grows_arena),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
