@@ -242,7 +242,12 @@ int main(int argc, char **argv)
          * only, and --encrypt adds to `encrypt` */
         struct baton_server_config flags = cfg;
         if (baton_policy_apply(&pol, &cfg, err, sizeof err) != 0) {
-            batond_say("startup", "policy: %s", err);
+            /* "policy:" only where a --policy file took part: a setting
+             * given on the command line alone is named as given */
+            int file = 0;
+            for (int i = 1; i < argc; i++)
+                file = file || strcmp(argv[i], "--policy") == 0;
+            batond_say("startup", "%s%s", file ? "policy: " : "", err);
             return 1;
         }
         cfg.quiet = flags.quiet;

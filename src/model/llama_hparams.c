@@ -197,6 +197,13 @@ int baton_llama_hparams_load(const struct baton_gguf *g, struct baton_llama_hpar
         struct baton_gguf_tensor last;
 
         snprintf(name, sizeof(name), "blk.%u.attn_norm.weight", hp->n_layer - 1);
+        if (baton_gguf_n_tensors(g) == 0) {
+            /* llama.cpp's vocab-only files (its tests' ggml-vocab-*.gguf) */
+            snprintf(err, err_len,
+                     "the file holds no tensors: a vocabulary-only GGUF (baton tokenize "
+                     "reads it; running needs a model with its weights)");
+            return BATON_E_FORMAT;
+        }
         if (hp->n_layer > (1u << 16) || baton_gguf_find_tensor(g, name, &last, NULL) != 0) {
             snprintf(err, err_len, "%s.block_count is %u but tensor '%s' is missing", a,
                      hp->n_layer, name);

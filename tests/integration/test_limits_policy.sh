@@ -36,6 +36,12 @@ printf 'max_connections = 2000\n' >"$TMP/bad4"
 expect_exit 1 "^batond: policy: $TMP/bad4:1: max_connections: '2000' is too large \(at most 1024\)\$" \
     --policy "$TMP/bad4"
 expect_exit 2 "unknown argument: --max-connectionz" --max-connectionz 3
+# a peer that does not resolve: named as given, "policy:" only with a --policy file
+expect_exit 1 "^batond: peer nosuchhost\.invalid:5000: cannot resolve nosuchhost\.invalid\$" \
+    --insecure-no-auth --port 0 --peer nosuchhost.invalid:5000
+printf 'peer = nosuchhost.invalid:5000\n' >"$TMP/badpeer"
+expect_exit 1 "^batond: policy: peer nosuchhost\.invalid:5000: cannot resolve nosuchhost\.invalid\$" \
+    --insecure-no-auth --port 0 --policy "$TMP/badpeer"
 
 # the example file documents the defaults
 "$BATOND" --print-policy >"$TMP/defaults"

@@ -106,4 +106,10 @@ experr 1 "$TMP/pre.gguf: tokenizer: key 'tokenizer.ggml.pre': pre-tokenizer 'gpt
 experr 1 "$TMP/merge.gguf: tokenizer: key 'tokenizer.ggml.merges': element 0 is not two parts" \
     -m "$TMP/merge.gguf" x
 "$BATON" tokenize --help | grep -q "^usage: baton tokenize" || fail "--help"
+# a vocabulary-only file given to run is called that (not a missing layer tensor)
+rc=0
+"$BATON" run --model "$V/ggml-vocab-llama-bpe.gguf" --servers local --prompt hi -n 2 \
+    >"$TMP/vo.out" 2>"$TMP/vo.err" || rc=$?
+[ "$rc" = 1 ] && grep -qxF "baton run: $V/ggml-vocab-llama-bpe.gguf: the file holds no tensors: a vocabulary-only GGUF (baton tokenize reads it; running needs a model with its weights)" "$TMP/vo.err" ||
+    fail "run of a vocabulary-only file: exit $rc: $(cat "$TMP/vo.err")"
 echo "ok: errors name the file and key; exit codes 1 and 2"
