@@ -418,11 +418,11 @@ int session_reserve_scratch(struct baton_server *s, struct baton_session *sess, 
  * registers at load), so that its pages are faulted in there and not inside
  * the first run: n bytes exactly (whole pages), not grown geometrically,
  * and quietly (a refusal is not logged: the run that needs the arena
- * reserves it and reports the limit). Such an arena gives way: while no
- * run has reserved it, a registration or buffer of the session that the
- * session's memory would otherwise refuse frees it first
- * (session_yield_scratch), so every request is answered as if the arena
- * were reserved by the first run alone. */
+ * reserves it and reports the limit). Only while no run has reserved an
+ * arena: a run's arena is left as it is. Such an arena gives way: a
+ * registration or buffer of the session refused for memory frees it
+ * (session_yield_scratch) and is tried again, so the session's requests
+ * are answered as if no run had come yet. */
 void session_prepare_scratch(struct baton_server *s, struct baton_session *sess, uint64_t n);
 /* Frees the arena when session_prepare_scratch made it and no run has
  * reserved it since: 1 (the caller tries its charge again), else 0. Only on

@@ -259,6 +259,11 @@ int session_reserve_scratch(struct baton_server *s, struct baton_session *sess, 
 
 void session_prepare_scratch(struct baton_server *s, struct baton_session *sess, uint64_t n)
 {
+    /* a run's arena is kept as it is: replacing it could lose it (the
+     * old one is released before the new one is charged) or let a yield
+     * free what a run had reserved; the next run grows it */
+    if (sess->scratch && !sess->scratch_ahead)
+        return;
     (void)reserve_scratch(s, sess, n, 1);
 }
 

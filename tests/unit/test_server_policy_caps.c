@@ -208,17 +208,32 @@ static void test_quota_and_budget(void **state)
 
 /* GRAPH_REGISTER grows the session's scratch arena to the graph's (so the
  * first run takes no page faults), and that arena gives way to the
- * session's own later buffers until a run reserves it. Graph: SCALE of
- * leaf 0 into scratch (ARENA pages), SCALE of that into leaf 1. Session
- * cap 64 pages, total 100: session A holds 32 pages of leaves + the graph's
- * memory (under a page) + the arena. */
-#define ARENA 16
+ * session's own later buffers until a run reserves it; a run's arena is
+ * then kept, also when a graph with more scratch is registered. Graph 1:
+ * SCALE of leaf 0 into scratch (ARENA pages), SCALE of that into leaf 1;
+ * graph 2 keeps two such intermediates live (2 x ARENA pages). Session
+ * cap 64 pages, total 70: session A holds 2 x ARENA pages of leaves + the
+ * graphs' memory (under a page) + the arena. */
+#define ARENA 8
+static void scale_node(struct baton_graph_node *n, uint64_t ne0, uint32_t op, float p)
+{
+    memset(n, 0, sizeof *n);
+    for (int k = 0; k < BATON_MAX_SRC; k++)
+        n->src[k] = BATON_SRC_NONE;
+    n->op = op;
+    n->type = BATON_TYPE_F32;
+    n->ne[0] = ne0;
+    n->ne[1] = n->ne[2] = n->ne[3] = 1;
+    n->out_leaf = BATON_SRC_NONE;
+    memcpy(&n->params[0], &p, 4);
+}
+
 static void test_register_grows_arena(void **state)
 {
     struct baton_server_config cfg;
     struct baton_server *s;
     baton_server_config_default(&cfg);
-    cfg.total_memory_bytes = 100 * PAGE;
+    cfg.total_memory_bytes = 70 * PAGE;
     cfg.session_memory_bytes = 64 * PAGE;
     cfg.quiet = 1;
     assert_int_equal(baton_server_create(&cfg, &s), 0);
@@ -237,35 +252,25 @@ static void test_register_grows_arena(void **state)
             0);
     float x[4] = {1, -2, 3.5f, 8};
     assert_int_equal(baton_set_tensor(a, &lv[0], 0, x, sizeof x), 0);
-    struct baton_graph_node nodes[2];
-    memset(nodes, 0, sizeof nodes);
-    const float half = 0.5f, three = 3.0f;
-    for (int j = 0; j < 2; j++) {
-        for (int k = 0; k < BATON_MAX_SRC; k++)
-            nodes[j].src[k] = BATON_SRC_NONE;
-        nodes[j].op = BATON_OP_SCALE;
-        nodes[j].type = BATON_TYPE_F32;
-        nodes[j].ne[0] = n;
-        nodes[j].ne[1] = nodes[j].ne[2] = nodes[j].ne[3] = 1;
-        memcpy(&nodes[j].params[0], j ? &three : &half, 4);
-    }
+    struct baton_graph_node nodes[3];
+    scale_node(&nodes[0], n, BATON_OP_SCALE, 0.5f);
+    scale_node(&nodes[1], n, BATON_OP_SCALE, 3.0f);
     nodes[0].src[0] = 0;
-    nodes[0].out_leaf = BATON_SRC_NONE;
     nodes[1].src[0] = 2; /* node 0 */
     nodes[1].out_leaf = 1;
     struct baton_graph g = {.n_leaves = 2, .n_nodes = 2, .leaves = lv, .nodes = nodes};
-    uint32_t id;
+    uint32_t id, id2;
     assert_int_equal(baton_graph_register(a, &g, &id), 0);
 
-    /* the arena is held from registration: A has 32 + 16 pages and the
-     * graph's bytes, so 60 pages more do not fit the total of 100 (they
+    /* the arena is held from registration: A has 16 + 8 pages and the
+     * graph's bytes, so 46 pages more do not fit the total of 70 (they
      * would with the leaves alone) */
-    assert_int_equal(baton_alloc_buffer(b, 60 * PAGE, &hb), BATON_E_QUOTA);
+    assert_int_equal(baton_alloc_buffer(b, 46 * PAGE, &hb), BATON_E_QUOTA);
     assert_int_equal(baton_alloc_buffer(b, 40 * PAGE, &hb), 0);
     assert_int_equal(baton_free_buffer(b, hb), 0);
-    /* A's own buffer of 24 pages fits beside the leaves, not beside the
+    /* A's own buffer of 41 pages fits beside the leaves, not beside the
      * arena too: the arena, not yet a run's, gives way */
-    assert_int_equal(baton_alloc_buffer(a, 24 * PAGE, &hx), 0);
+    assert_int_equal(baton_alloc_buffer(a, 41 * PAGE, &hx), 0);
     assert_int_equal(baton_free_buffer(a, hx), 0);
     /* the run reserves its arena again and computes */
     struct baton_graph_run run;
@@ -276,9 +281,25 @@ static void test_register_grows_arena(void **state)
     assert_int_equal(baton_get_tensor(a, &lv[1], 0, out, sizeof out), 0);
     const float want[4] = {1.5f, -3, 5.25f, 12};
     assert_memory_equal(out, want, sizeof want);
-    /* now the arena is the run's: the same 24 pages are refused */
-    assert_int_equal(baton_alloc_buffer(a, 24 * PAGE, &hx), BATON_E_QUOTA);
+    /* now the arena is the run's: the same 41 pages are refused */
+    assert_int_equal(baton_alloc_buffer(a, 41 * PAGE, &hx), BATON_E_QUOTA);
+    /* and a graph with more scratch registered now leaves it as it is (it
+     * is not replaced by one that would give way) */
+    scale_node(&nodes[1], n, BATON_OP_SCALE, 3.0f);
+    nodes[1].src[0] = 2;
+    scale_node(&nodes[2], n, BATON_OP_ADD, 0.0f);
+    nodes[2].src[0] = 2;
+    nodes[2].src[1] = 3; /* nodes 0 and 1, both live */
+    nodes[2].out_leaf = 1;
+    g.n_nodes = 3;
+    assert_int_equal(baton_graph_register(a, &g, &id2), 0);
+    assert_int_equal(baton_alloc_buffer(a, 41 * PAGE, &hx), BATON_E_QUOTA);
     assert_int_equal(baton_graph_run(a, &run), 0);
+    run.graph = id2; /* 0.5 x + 1.5 x */
+    assert_int_equal(baton_graph_run(a, &run), 0);
+    assert_int_equal(baton_get_tensor(a, &lv[1], 0, out, sizeof out), 0);
+    const float want2[4] = {2, -4, 7, 16};
+    assert_memory_equal(out, want2, sizeof want2);
     baton_conn_close(a);
     baton_conn_close(b);
     baton_server_destroy(s);
