@@ -67,6 +67,11 @@ int baton_key_generate_file(const char *path, char *err, size_t err_len)
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
         int e = errno;
+        struct stat st;
+        if (e == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+            set_err(err, err_len, "%s: is a directory; give the key file's path", path);
+            return BATON_E_INVAL;
+        }
         if (e == EEXIST) {
             set_err(err, err_len, "%s: exists; refusing to overwrite a key file", path);
             return BATON_E_INVAL;
@@ -135,8 +140,9 @@ int baton_key_check_file(const char *path, const struct baton_key_file_info *inf
     }
     if (credential && (info->mode & 0337) != 0) {
         set_err(err, err_len,
-                "%s: mode %04o: a credential must be read-only, with no access for others",
-                path, (unsigned)(info->mode & 07777));
+                "%s: mode %04o: a credential must be read-only, with no access for others "
+                "(chmod 400 %s; systemd's LoadCredential= gives 0400)",
+                path, (unsigned)(info->mode & 07777), path);
         return BATON_E_AUTH;
     }
     if (!credential && (info->mode & 077) != 0) {

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "auth/auth.h"
@@ -82,8 +83,10 @@ int baton_cmd_keygen(int argc, char **argv)
     }
     rc = baton_key_generate_file(path, err, sizeof err);
     if (rc != 0) {
-        fprintf(stderr, "baton keygen: %s%s\n", err,
-                errno == EEXIST || access(path, F_OK) == 0 ? " (--force replaces it)" : "");
+        struct stat st;
+        /* a file in the way can be replaced; a directory cannot */
+        const int file = stat(path, &st) == 0 && !S_ISDIR(st.st_mode);
+        fprintf(stderr, "baton keygen: %s%s\n", err, file ? " (--force replaces it)" : "");
         return 1;
     }
     fprintf(stderr, "baton keygen: wrote a new key to %s (mode 0600)\n", path);

@@ -101,7 +101,8 @@ static int check_auth_options(const char *key_path, const char *peer_key_path,
     /* a named client key (policy `client` lines) serves as a client key */
     const char *any_client = key_path ? key_path : n_clients ? "client" : NULL;
     if (peer_key_path && !any_client) {
-        batond_say("usage", "--peer-key (peer_key_file) needs --key (key_file), the client key");
+        batond_say("usage", "--peer-key (peer_key_file) needs a client key: --key (key_file) or a "
+                            "named client (--client or a policy `client` line)");
         return 2;
     }
     if (n_peers && !peer_key_path) {

@@ -237,14 +237,17 @@ static int copy_vocab(struct gen *g, const char *path, uint32_t *n_vocab)
     const struct baton_gguf_kv *tokens;
     uint64_t i, count = 0;
     uint32_t et;
-    int rc = baton_gguf_open(path, &src, g->err, g->err_len);
+    char why[400];
+    int rc = baton_gguf_open(path, &src, why, sizeof why);
 
-    if (rc != 0)
+    if (rc != 0) { /* why names the file */
+        snprintf(g->err, g->err_len, "--vocab-from %s", why);
         return rc;
+    }
     tokens = baton_gguf_find_key(src, "tokenizer.ggml.tokens");
     if (tokens == NULL || baton_gguf_kv_array(tokens, &et, &count) != 0 || count == 0 ||
         count > 0x7fffffffu) {
-        snprintf(g->err, g->err_len, "%s: no tokenizer.ggml.tokens array", path);
+        snprintf(g->err, g->err_len, "--vocab-from %s: no tokenizer.ggml.tokens array", path);
         rc = BATON_E_FORMAT;
         goto out;
     }

@@ -29,6 +29,10 @@ ls "$TMP" | grep -q 'keep.key.tmp' && fail "keygen --force left its temporary fi
 mkdir "$TMP/dir.key"
 rc=0; "$BATON" keygen -o "$TMP/dir.key" --force 2>"$TMP/err" || rc=$?
 [ "$rc" -eq 1 ] && grep -q "cannot replace it: Is a directory" "$TMP/err" || fail "keygen --force onto a directory: rc $rc"
+# ... and without --force it says so at once, not offering --force
+rc=0; "$BATON" keygen -o "$TMP/dir.key" 2>"$TMP/err" || rc=$?
+[ "$rc" -eq 1 ] && [ "$(cat "$TMP/err")" = "baton keygen: $TMP/dir.key: is a directory; give the key file's path" ] ||
+    fail "keygen onto a directory: rc $rc: $(cat "$TMP/err")"
 ln -s "$TMP/nowhere" "$TMP/link.key"
 rc=0; "$BATON" keygen -o "$TMP/link.key" 2>"$TMP/err" || rc=$?
 [ "$rc" -eq 1 ] && [ ! -e "$TMP/nowhere" ] || fail "keygen followed a symlink"
@@ -61,7 +65,7 @@ expect_batond 1 "--key: .*short.key" --port 0 --key "$TMP/short.key"
 expect_batond 1 "--key: .*sym.key.*link" --port 0 --key "$TMP/sym.key"
 expect_batond 1 "--key: .*missing.key" --port 0 --key "$TMP/missing.key"
 expect_batond 1 "--peer-key: .*loose.key" --port 0 --key "$K" --peer-key "$TMP/loose.key"
-expect_batond 2 "--peer-key .*needs --key" --port 0 --peer-key "$K"
+expect_batond 2 "--peer-key .*needs a client key: --key \(key_file\) or a named client" --port 0 --peer-key "$K"
 expect_batond 2 "--peer \(peer\) needs --peer-key" --port 0 --key "$K" --peer 127.0.0.1:9
 printf 'peer = 127.0.0.1:9\n' >"$TMP/peer.policy"
 expect_batond 2 "--peer \(peer\) needs --peer-key" --port 0 --key "$K" --policy "$TMP/peer.policy"

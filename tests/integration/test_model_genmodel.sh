@@ -60,6 +60,12 @@ rc=0; "$BATON" gen-model --layers 1 --dim 64 --ff 64 --heads 4 --vocab 400 --voc
 [ "$rc" -eq 2 ] && [ ! -e "$TMP/bad.gguf" ] &&
     [ "$(cat "$TMP/bad.err")" = "baton gen-model: --vocab and --vocab-from are alternatives; give one (the vocabulary of --vocab-from FILE has its own size)" ] ||
     fail "gen-model --vocab with --vocab-from: rc $rc: $(cat "$TMP/bad.err")"
+# a --vocab-from file that cannot be read is named with the option
+rc=0; "$BATON" gen-model --layers 1 --dim 64 --ff 64 --heads 4 --vocab-from "$TMP/none.gguf" \
+    -o "$TMP/bad.gguf" 2>"$TMP/bad.err" || rc=$?
+[ "$rc" -eq 1 ] && [ ! -e "$TMP/bad.gguf" ] &&
+    [ "$(cat "$TMP/bad.err")" = "baton gen-model: --vocab-from $TMP/none.gguf: cannot open: No such file or directory" ] ||
+    fail "gen-model --vocab-from a missing file: rc $rc: $(cat "$TMP/bad.err")"
 # quantize's usage errors say what was wrong, then the usage line
 usage_q="usage: baton quantize IN.gguf OUT.gguf q8_0|q4_0|q5_0|q5_1|f16|f32|q4_k_m|q5_k_m|q6_k|q3_k_m|q2_k"
 for c in "|missing IN.gguf, OUT.gguf and TYPE" "in.gguf|missing OUT.gguf and TYPE" \

@@ -34,16 +34,17 @@ grep -q "^baton run: $TMP/trunc.gguf: " "$TMP/run_trunc.err" ||
 # a FIFO as the model: refused at once as not a regular file (opening it
 # must not wait for a writer), by every command that reads a GGUF
 mkfifo "$TMP/fifo.gguf"
-for c in "inspect $TMP/fifo.gguf|inspect|: not a regular file (E_IO)" \
-    "run --model $TMP/fifo.gguf --prompt hi|run|: not a regular file" \
-    "bench --model $TMP/fifo.gguf -p 1 -n 2|bench|: not a regular file" \
-    "quantize $TMP/fifo.gguf $TMP/fq.gguf q8_0|quantize|: not a regular file" \
-    "gen-model --layers 1 --dim 64 --ff 64 --heads 4 --vocab-from $TMP/fifo.gguf -o $TMP/fg.gguf|gen-model|: not a regular file"; do
+# (the middle field: what the message starts with after "baton ")
+for c in "inspect $TMP/fifo.gguf|inspect:|: not a regular file (E_IO)" \
+    "run --model $TMP/fifo.gguf --prompt hi|run:|: not a regular file" \
+    "bench --model $TMP/fifo.gguf -p 1 -n 2|bench:|: not a regular file" \
+    "quantize $TMP/fifo.gguf $TMP/fq.gguf q8_0|quantize:|: not a regular file" \
+    "gen-model --layers 1 --dim 64 --ff 64 --heads 4 --vocab-from $TMP/fifo.gguf -o $TMP/fg.gguf|gen-model: --vocab-from|: not a regular file"; do
     IFS='|' read -r args cmd tail <<<"$c"
     rc=0
     # shellcheck disable=SC2086
     timeout 10 "$BATON" $args >/dev/null 2>"$TMP/fifo.err" || rc=$?
-    [ "$rc" -eq 1 ] && grep -qxF "baton $cmd: $TMP/fifo.gguf$tail" "$TMP/fifo.err" ||
+    [ "$rc" -eq 1 ] && grep -qxF "baton $cmd $TMP/fifo.gguf$tail" "$TMP/fifo.err" ||
         fail "a FIFO as the model ($cmd): rc $rc: $(cat "$TMP/fifo.err")"
 done
 # a missing model: named, after the command typed (not a bare "baton: ")

@@ -37,7 +37,7 @@ json_error 2 usage "--quiet takes no value (see --help)" --quiet=1 --log-format 
 json_error 2 usage "--max-connections (max_connections): 'x' is not an integer" --log-format json --max-connections x
 json_error 2 usage "--port: 'abc' is not an integer" --log-format json --port abc
 json_error 2 usage "--threads: '0' is too small (at least 1)" --threads 0 --log-format json
-json_error 2 usage "--peer-key (peer_key_file) needs --key (key_file), the client key" --log-format json --peer-key k
+json_error 2 usage "--peer-key (peer_key_file) needs a client key: --key (key_file) or a named client (--client or a policy \`client\` line)" --log-format json --peer-key k
 json_error 1 startup "policy: $TMP/none.policy: No such file or directory" --log-format json --policy "$TMP/none.policy"
 json_error 1 startup "--key: $TMP/none.key: no such key file" --log-format json --port 0 --key "$TMP/none.key"
 rc=0
