@@ -25,6 +25,7 @@
  * data, received into its validated range of this session's own buffer and
  * verified right after. A bad tag ends the connection without a reply.
  */
+#include <arpa/inet.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -939,6 +940,17 @@ static int check_run(struct conn *c, const struct run_request *rq, int64_t *gi)
     return 0;
 }
 
+/* d's address as the log shows it: "ADDR:PORT" ("[ADDR]:PORT" for IPv6). */
+static void dest_string(const struct baton_peer_dest *d, char *buf, size_t len)
+{
+    char a[INET6_ADDRSTRLEN];
+    const int v6 = d->family == BATON_PEER_FAMILY_IPV6;
+
+    if (!inet_ntop(v6 ? AF_INET6 : AF_INET, d->addr, a, sizeof a))
+        snprintf(a, sizeof a, "?");
+    snprintf(buf, len, v6 ? "[%s]:%u" : "%s:%u", a, (unsigned)d->port);
+}
+
 /* The hand-off of a run (docs/PROTOCOL.md "GRAPH_RUN"): after a successful
  * compute the route's bytes go as write seq; after a failed one the
  * destination is told that seq will not come. route_index is the route's
@@ -970,8 +982,11 @@ static void run_handoff(struct conn *c, const struct baton_run_handoff *ho, uint
         atomic_fetch_add(&ss->copies_done, 1);
     } else if (res->result != BATON_COPY_QUEUED && res->result != BATON_COPY_CANCELLED) {
         atomic_fetch_add(&ss->copies_not_done, 1);
-        server_log_limited(c->s, "session %llu GRAPH_RUN hand-off: not done (%s%s%s)",
-                           (unsigned long long)ss->id, server_copy_outcome_name(res->result),
+        char to[64];
+
+        dest_string(&rt->dest, to, sizeof to);
+        server_log_limited(c->s, "session %llu GRAPH_RUN hand-off to %s: not done (%s%s%s)",
+                           (unsigned long long)ss->id, to, server_copy_outcome_name(res->result),
                            st ? ": " : "", st ? baton_status_name(st) : "");
     }
     res->peer_bytes_sent = atomic_load(&ss->peer_bytes_sent);
@@ -1136,11 +1151,15 @@ static int cmd_copy_tensor_to(struct conn *c, const struct baton_frame_header *h
             atomic_fetch_add(&c->sess.copies_done, 1);
         } else if (res.result != BATON_COPY_QUEUED) {
             atomic_fetch_add(&c->sess.copies_not_done, 1);
-            if (res.result != BATON_COPY_CANCELLED)
-                server_log_limited(c->s, "session %llu COPY_TENSOR_TO: not done (%s%s%s)",
-                                   (unsigned long long)c->sess.id,
+            if (res.result != BATON_COPY_CANCELLED) {
+                char to[64];
+
+                dest_string(&d, to, sizeof to);
+                server_log_limited(c->s, "session %llu COPY_TENSOR_TO %s: not done (%s%s%s)",
+                                   (unsigned long long)c->sess.id, to,
                                    server_copy_outcome_name(res.result), st ? ": " : "",
                                    st ? baton_status_name(st) : "");
+            }
         }
     }
     baton_handles_release(c->s->handles, &ref);

@@ -64,6 +64,9 @@ run_arm notlisted "$A,$C"
 [ "$(steps notlisted hidden_gets)" = 47 ] || fail "notlisted: the hub path was not used"
 grep -q "direct copy: destination not on the source's allow-list" "$TMP/notlisted.err" ||
     fail "notlisted: no reason given"
+# A's log names the destination its allow-list lacks
+grep -qE "^batond: session [0-9]+ GRAPH_RUN hand-off to $C: not done \(destination not on the allow-list\)\$" \
+    "$TMP/batond.a.log" || fail "notlisted: A's log does not name $C: $(tail -5 "$TMP/batond.a.log")"
 echo "ok: not on the allow-list -> not done, hub path, reference ids"
 
 # --max-peer-links 0: a source that holds the peer key and has C on its
