@@ -43,14 +43,20 @@ done
 mkdir -p "$build"
 log=$build/coverage.log
 : >"$log"
+# -fprofile-update=atomic: the server's threads (connections, peer links) run
+# the same lines at once; with plain counters an update can be lost, and gcov
+# then derived a negative branch count that gcovr 5.2 refused ("branch 1 taken
+# -3578") and then hung on (a CI run, 2026-12-04)
+cflags="--coverage -O0 -fprofile-update=atomic"
 if [ ! -f "$build/CMakeCache.txt" ]; then
-    echo "coverage: configuring $build (gcc --coverage -O0)"
+    echo "coverage: configuring $build (gcc $cflags)"
     CC=gcc cmake -S "$src_dir" -B "$build" -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Debug \
-        -DCMAKE_C_FLAGS="--coverage -O0" -DCMAKE_EXE_LINKER_FLAGS="--coverage" \
+        -DCMAKE_C_FLAGS="$cflags" -DCMAKE_EXE_LINKER_FLAGS="--coverage" \
         -DBATON_BENCH=OFF >>"$log" 2>&1 ||
         { tail -30 "$log"; echo "coverage: configure failed" >&2; exit 1; }
 else
-    cmake "$build" >>"$log" 2>&1 || { tail -30 "$log"; echo "coverage: reconfigure failed" >&2; exit 1; }
+    cmake "$build" -DCMAKE_C_FLAGS="$cflags" >>"$log" 2>&1 ||
+        { tail -30 "$log"; echo "coverage: reconfigure failed" >&2; exit 1; }
 fi
 echo "coverage: building the replay drivers"
 cmake --build "$build" -j"$jobs" --target fuzz-replay-all >>"$log" 2>&1 ||
@@ -62,8 +68,9 @@ echo "coverage: replaying every target's corpus and regressions"
     >>"$log" 2>&1 || { tail -40 "$log"; echo "coverage: a replay failed (log: $log)" >&2; exit 1; }
 
 echo "coverage: gcovr"
-(cd "$src_dir" && gcovr -r "$src_dir" --object-directory "$build" -f "$src_dir/src/" \
-    -j "$jobs" --json-summary-pretty -o "$build/coverage.json") >>"$log" 2>&1 ||
+# bounded: gcovr 5.2 hangs (instead of exiting) after a worker's parse error
+(cd "$src_dir" && timeout 900 gcovr -r "$src_dir" --object-directory "$build" \
+    -f "$src_dir/src/" -j "$jobs" --json-summary-pretty -o "$build/coverage.json") >>"$log" 2>&1 ||
     { tail -20 "$log"; echo "coverage: gcovr failed (log: $log)" >&2; exit 1; }
 
 python3 - "$build/coverage.json" "$floors" "$build/coverage.txt" <<'EOF'
