@@ -441,8 +441,10 @@ void baton_mm_avx2_wsum_h(const void *v, uint64_t vs, const float *a, uint64_t n
 /* How far ahead of a decode loop, in bytes of its row's weights, the weights
  * are prefetched into L2 (prefetcht1), by the one-column loops that read a
  * row at a time (decode, or a batch's last single column): Q8_0, and the
- * K-quants' `k_row1` from 8 super-blocks (k >= 2048; AVX-512 decode takes
- * it above 2048), at the AVX2 and AVX-512 levels. Such a product reads its
+ * K-quants' `k_row1` from 8 super-blocks (k >= 2048), at the AVX2 and
+ * AVX-512 levels (AVX-512 decode takes 8 rows at a time, `k_rows8`, and
+ * prefetches the next 8 rows instead; its `k_row1` serves the rows left
+ * over). Such a product reads its
  * weights as one sequential stream (rows contiguous), yet with long rows
  * the hardware prefetchers fell behind it: at k = 14336 (the feed-forward down matrix of
  * Llama-3-8B-shaped layers) `bench_kernels --no-prefill` read Q8_0 at 16-25

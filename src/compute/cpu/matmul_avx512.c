@@ -1564,18 +1564,27 @@ static AI T5 float k_chain(const struct k_fl *f, uint32_t t, int has_min, float 
     return acc;
 }
 
+/* The 8 d | dmin << 16 halves dw[t] and the 8 dx dxs[t] of a group's slots
+ * as the vectors k_group_fl takes. */
+static AI T5 __m256i k_dw_vec(const uint32_t dw[K_GROUP])
+{
+    return _mm256_setr_epi32((int)dw[0], (int)dw[1], (int)dw[2], (int)dw[3], (int)dw[4],
+                             (int)dw[5], (int)dw[6], (int)dw[7]);
+}
+
+static AI T5 __m256 k_dx_vec(const float dxs[K_GROUP])
+{
+    return _mm256_setr_ps(dxs[0], dxs[1], dxs[2], dxs[3], dxs[4], dxs[5], dxs[6], dxs[7]);
+}
+
 /* A group's float operands (struct k_fl) from its integer lanes is, ms,
- * its d | dmin << 16 halves dw and its dx. */
-static AI T5 void k_group_fl(const __m256i is[K_GROUP], const __m256i ms[K_GROUP],
-                             const uint32_t dw[K_GROUP], const float dxs[K_GROUP], int has_min,
-                             struct k_fl *out)
+ * its d | dmin << 16 halves dwv (lane t: super-block t) and its dx (lane
+ * t). */
+static AI T5 void k_group_fl(const __m256i is[K_GROUP], const __m256i ms[K_GROUP], __m256i dwv,
+                             __m256 dx, int has_min, struct k_fl *out)
 {
     /* lanes 2t and 2t + 1: d and dmin of super-block t of the group */
-    const __m512 dd = _mm512_cvtph_ps(_mm256_setr_epi32(
-        (int)dw[0], (int)dw[1], (int)dw[2], (int)dw[3], (int)dw[4], (int)dw[5], (int)dw[6],
-        (int)dw[7]));
-    const __m256 dx = _mm256_setr_ps(dxs[0], dxs[1], dxs[2], dxs[3], dxs[4], dxs[5], dxs[6],
-                                     dxs[7]);
+    const __m512 dd = _mm512_cvtph_ps(dwv);
     const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
     const __m256 d8 = _mm512_castps512_ps256(_mm512_permutexvar_ps(ev, dd));
 
@@ -1594,6 +1603,92 @@ static AI T5 void k_group_fl(const __m256i is[K_GROUP], const __m256i ms[K_GROUP
     }
 }
 
+/* The scales of 8 Q4_K / Q5_K super-blocks at wb, wb + stride, ... (the 8
+ * of a group of one row in k_group1, stride the super-block's bytes; super-
+ * block s of 8 rows in k_rows8, stride the row's bytes), four super-blocks
+ * per vector, one per 128-bit lane: each
+ * lane loads the super-block's first 16 bytes (d, dmin, the 12 bytes of
+ * 6-bit fields: dwords D, u0, u1, u2) and k_scales_v's steps run on all
+ * four lanes at once, leaving per lane the bytes sc[0..3], m[0..3],
+ * sc[4..7], m[4..7] (k_scales_v's formulas; vshufps picks dwords 1, 2 of
+ * the low fields and 1, 2 of the high ones). sw[p] = those bytes widened to
+ * int16 for super-blocks 2p (words 0..15) and 2p + 1 (words 16..31), the
+ * tables k_slot_sw spreads its scales from; *dwv = the 8 D dwords (d | dmin
+ * << 16), lane t for super-block t. Per super-block, decoding the scales
+ * alone took about as many operations as its products, so doing it 4 at a
+ * time (and taking d, dmin from the same loads instead of 8 general
+ * registers moved into a vector) made AVX-512 Q4_K decode about 15 % faster
+ * (bench/RESULTS.md, twenty-fourth session). Same integers. */
+static AI T5 void k_scales8(const uint8_t *wb, uint64_t stride, __m512i sw[4], __m256i *dwv)
+{
+    const __m512i sh = _mm512_broadcast_i32x4(_mm_setr_epi32(0, 0, 4, 0));
+    __m512i u[2];
+    int h;
+
+    for (h = 0; h < 2; h++) {
+        const uint8_t *b = wb + 4 * (uint64_t)h * stride;
+        __m512i lo, hi, sm;
+
+        u[h] = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)b));
+        u[h] = _mm512_inserti32x4(u[h], _mm_loadu_si128((const __m128i *)(b + stride)), 1);
+        u[h] = _mm512_inserti32x4(u[h], _mm_loadu_si128((const __m128i *)(b + 2 * stride)), 2);
+        u[h] = _mm512_inserti32x4(u[h], _mm_loadu_si128((const __m128i *)(b + 3 * stride)), 3);
+        /* dwords 1, 2: sc[0..3] = u0 & 63, m[0..3] = u1 & 63 */
+        lo = _mm512_and_si512(u[h], _mm512_set1_epi8(63));
+        /* dwords 1, 2: sc[4..7] = (u2 & 15) | (u0 >> 6) << 4, m[4..7] =
+         * (u2 >> 4) | (u1 >> 6) << 4, per byte */
+        hi = _mm512_ternarylogic_epi32(
+            _mm512_and_si512(_mm512_srlv_epi32(_mm512_shuffle_epi32(u[h], 0xFF), sh),
+                             _mm512_set1_epi8(15)),
+            _mm512_srli_epi32(u[h], 2), _mm512_set1_epi8(0x30), 0xF8);
+        sm = _mm512_castps_si512(
+            _mm512_shuffle_ps(_mm512_castsi512_ps(lo), _mm512_castsi512_ps(hi), 0x99));
+        sw[2 * h] = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(sm));
+        sw[2 * h + 1] = _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(sm, 1));
+    }
+    *dwv = _mm512_castsi512_si256(_mm512_permutex2var_epi32(
+        u[0], _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0), u[1]));
+}
+
+/* k_sb_int1 for a Q4_K / Q5_K super-block (weights at wb) whose scales are
+ * words of w16 = sw[t / 2] of k_scales8, from word 16 * (t & 1): sc[j] at
+ * word j (j < 4) or 8 + j - 4, m[j] at word 4 + j or 12 + j - 4. The
+ * spreads are k_prep's (sv: word k of 128-bit lane L is group L (k < 4)
+ * or 4 + L of the pair, each sub-block of 32 being two groups; corr word g
+ * = the min of group g), taken from the table by one vpermw each. */
+static AI T5 void k_sb_int1_sw(uint32_t type, const uint8_t *wb, const uint8_t *xb, uint32_t t,
+                               __m512i w16, __m256i *is, __m256i *ms)
+{
+    /* [o][h]: sv[h] for odd o = 1 (the table's words 16..31) */
+    static const uint16_t isv[2][2][32] = {
+        {{0, 0, 0, 0, 2, 2, 2, 2, 0, 0, 0, 0, 2, 2, 2, 2,
+          1, 1, 1, 1, 3, 3, 3, 3, 1, 1, 1, 1, 3, 3, 3, 3},
+         {8, 8, 8, 8, 10, 10, 10, 10, 8, 8, 8, 8, 10, 10, 10, 10,
+          9, 9, 9, 9, 11, 11, 11, 11, 9, 9, 9, 9, 11, 11, 11, 11}},
+        {{16, 16, 16, 16, 18, 18, 18, 18, 16, 16, 16, 16, 18, 18, 18, 18,
+          17, 17, 17, 17, 19, 19, 19, 19, 17, 17, 17, 17, 19, 19, 19, 19},
+         {24, 24, 24, 24, 26, 26, 26, 26, 24, 24, 24, 24, 26, 26, 26, 26,
+          25, 25, 25, 25, 27, 27, 27, 27, 25, 25, 25, 25, 27, 27, 27, 27}}};
+    static const uint16_t imn[2][32] = {
+        {4, 4, 5, 5, 6, 6, 7, 7, 12, 12, 13, 13, 14, 14, 15, 15},
+        {20, 20, 21, 21, 22, 22, 23, 23, 28, 28, 29, 29, 30, 30, 31, 31}};
+    const uint32_t o = t & 1;
+    __m512i wq[4], sv[2], a;
+    __m256i corr;
+    int q;
+
+    sv[0] = _mm512_permutexvar_epi16(_mm512_loadu_si512((const void *)isv[o][0]), w16);
+    sv[1] = _mm512_permutexvar_epi16(_mm512_loadu_si512((const void *)isv[o][1]), w16);
+    corr = _mm512_castsi512_si256(
+        _mm512_permutexvar_epi16(_mm512_loadu_si512((const void *)imn[o]), w16));
+#pragma GCC unroll 4
+    for (q = 0; q < 4; q++)
+        wq[q] = k_chunk(type, wb, q);
+    a = k_dot(wq, sv, xb);
+    *is = _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
+    *ms = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
+}
+
 /* Super-blocks [s, s + nt) (1 <= nt <= K_GROUP) of the row at wrow against
  * the column at xcol: their integer lanes are kept and summed across in one
  * transposing reduction (instead of one per super-block), and their d, dmin
@@ -1604,32 +1699,43 @@ static AI T5 void k_group_fl(const __m256i is[K_GROUP], const __m256i ms[K_GROUP
  * (two dependent fused multiply-adds per super-block) then hides behind
  * that work instead of stalling the window after every group. The float
  * steps are the same operations on the same values in the same order (s
- * ascending), so the same bits. */
+ * ascending), so the same bits. A full group of Q4_K / Q5_K takes its
+ * scales and d, dmin from k_scales8. */
 static AI T5 void k_group1(uint32_t type, const uint8_t *wrow, const uint8_t *xcol, uint64_t s,
                            uint32_t nt, const struct k_fl *prev, uint32_t np, float *acc,
                            struct k_fl *out)
 {
     uint32_t bbytes, t;
     int d_off, dmin_off;
-    __m256i is[K_GROUP], ms[K_GROUP];
+    __m256i is[K_GROUP], ms[K_GROUP], dwv;
     uint32_t dw[K_GROUP];
     float dxs[K_GROUP];
+    __m512i sw[4];
+    const int by8 = (type == BATON_TYPE_Q4_K || type == BATON_TYPE_Q5_K) && nt == K_GROUP;
 
     k_layout(type, &bbytes, &d_off, &dmin_off);
+    if (by8)
+        k_scales8(wrow + s * bbytes, bbytes, sw, &dwv);
 #pragma GCC unroll 8
     for (t = 0; t < K_GROUP; t++) {
-        if (t < nt)
-            k_slot(type, wrow + (s + t) * bbytes, xcol + (s + t) * BATON_ACT_K_BLOCK_BYTES, t, is,
-                   ms, dw, dxs);
-        else
+        const uint8_t *xb = xcol + (s + t) * BATON_ACT_K_BLOCK_BYTES;
+
+        if (by8) {
+            k_sb_int1_sw(type, wrow + (s + t) * bbytes, xb, t, sw[t / 2], &is[t], &ms[t]);
+            memcpy(&dxs[t], xb + 288, sizeof(float));
+        } else if (t < nt) {
+            k_slot(type, wrow + (s + t) * bbytes, xb, t, is, ms, dw, dxs);
+        } else {
             k_slot_empty(t, is, ms, dw, dxs);
+        }
         if (t < np)
             *acc = k_chain(prev, t, dmin_off >= 0, *acc);
     }
-    k_group_fl(is, ms, dw, dxs, dmin_off >= 0, out);
+    k_group_fl(is, ms, by8 ? dwv : k_dw_vec(dw), k_dx_vec(dxs), dmin_off >= 0, out);
 }
 
-/* Decode: row r against column 0, K_GROUP super-blocks at a time. */
+/* Decode: row r against column 0, K_GROUP super-blocks at a time (the rows
+ * left over after k_rows8's tiles). */
 static AI T5 void k_row1(const struct baton_mm *mm, uint64_t r, uint32_t type)
 {
     const uint64_t nsb = mm->k / BATON_QK_K;
@@ -1659,122 +1765,93 @@ static AI T5 void k_row1(const struct baton_mm *mm, uint64_t r, uint32_t type)
     mm->y[r] = acc;
 }
 
-/* Decode of rows r and r + 1 when a row has at most 4 super-blocks (the
- * d768 model's k = 768 rows have 3): the two rows are contiguous, so their
- * 2 * nsb super-blocks are one group of k_group1 (one cross-lane sum and
- * one d / dx product for both rows instead of one per row of 3), read in
- * memory order (lanes 0..nsb-1 row r, then row r + 1: reading the two
- * rows' super-blocks alternately streamed Q6_K from memory at 17 GB/s
- * against 30). Then both rows' chains run in ascending s in lanes 0 and 1
- * of one register: step u permutes lanes u and nsb + u of the operands
- * down (off the chain's path) and does the fused multiply-adds
- * (vfmadd231ps rounds each lane once, as the scalar fmaf). Same steps per
- * row, same bits. The chains ran on scalars read back from the stored
- * vectors before: those loads and the chains' latency were about a
- * quarter of Q4_K decode's time at 768 inputs. */
-static AI T5 void k_rows2(const struct baton_mm *mm, uint64_t r, uint32_t type)
+/* Rows per decode tile of k_rows8: one row per lane of the chain. */
+#define K_DECODE_ROWS 8u
+
+/* Decode: rows [r, r + K_DECODE_ROWS) against column 0, super-block s of
+ * all 8 rows at a time, one row per lane. The integer lanes of the 8 rows'
+ * super-block s are summed across in one k_hsum8x (lane j: row j's isum,
+ * another for msum), their d, dmin widened together (k_scales8 across the
+ * rows for Q4_K / Q5_K, whose scales it decodes 4 rows at a time) and
+ * multiplied by the column's dx (the same for every row), and the 8 rows'
+ * chains advance in one register: lane j does exactly row j's steps in
+ * ascending s (vfmadd231ps rounds each lane once, as the scalar fmaf; vmulps
+ * each lane as mulss): same bits. A row walked alone (k_row1) spent about a
+ * quarter of its time in its chain (two dependent fused multiply-adds per
+ * super-block, 8 cycles) and in moving the chain's operands into scalars;
+ * here the chain costs 8 cycles per 8 rows' super-block. The 8 rows are read
+ * side by side (8 streams), so the next tile (the next 8 rows, one linear
+ * run) is prefetched into L2, a share of it per super-block. AVX-512 decode,
+ * 1 thread, Zen 5 (bench/RESULTS.md, twenty-fourth session), streamed from
+ * memory: Q4_K about 23 -> 28-31 GB/s at 4096 inputs, Q6_K 24-29 -> 34-39. */
+static AI T5 void k_rows8(const struct baton_mm *mm, uint64_t r, uint32_t type)
 {
-    const uint32_t nsb = (uint32_t)(mm->k / BATON_QK_K);
-    const uint8_t *w2 = mm->w + r * mm->w_row_bytes;
-    const __m256i pick = _mm256_setr_epi32(0, (int)nsb, 0, 0, 0, 0, 0, 0);
-    uint32_t bbytes, t;
+    const uint64_t nsb = mm->k / BATON_QK_K, rbytes = mm->w_row_bytes;
+    const uint8_t *w0 = mm->w + r * rbytes;
+    /* formed as an integer: a prefetch past the weights is harmless, the
+     * pointer never leaves its object */
+    const uintptr_t next = (uintptr_t)w0 + K_DECODE_ROWS * rbytes;
+    const uint64_t lines = (K_DECODE_ROWS * rbytes + 63) / 64;
+    const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i od = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0, 0);
+    const int by4 = type == BATON_TYPE_Q4_K || type == BATON_TYPE_Q5_K;
+    uint32_t bbytes, j;
     int d_off, dmin_off;
-    __m256i is[K_GROUP], ms[K_GROUP];
-    uint32_t dw[K_GROUP];
-    float dxs[K_GROUP];
-    struct k_fl f;
-    __m128 acc = _mm_setzero_ps();
+    uint64_t s, pf = 0;
+    __m256 acc = _mm256_setzero_ps();
 
     k_layout(type, &bbytes, &d_off, &dmin_off);
+    for (s = 0; s < nsb; s++) {
+        const uint8_t *xb = mm->act + s * BATON_ACT_K_BLOCK_BYTES;
+        const uint8_t *wb = w0 + s * bbytes;
+        const uint64_t pf_end = (s + 1) * lines / nsb;
+        __m256i dwv, is[K_DECODE_ROWS], ms[K_DECODE_ROWS];
+        float dx;
+
+        for (; pf < pf_end; pf++)
+            __builtin_prefetch((const void *)(next + 64 * pf), 0, 2);
+        if (by4) {
+            __m512i sw[4];
+
+            k_scales8(wb, rbytes, sw, &dwv);
 #pragma GCC unroll 8
-    for (t = 0; t < K_GROUP; t++) {
-        if (t < 2 * nsb)
-            k_slot(type, w2 + t * bbytes,
-                   mm->act + (t < nsb ? t : t - nsb) * BATON_ACT_K_BLOCK_BYTES, t, is, ms, dw,
-                   dxs);
-        else
-            k_slot_empty(t, is, ms, dw, dxs);
-    }
-    k_group_fl(is, ms, dw, dxs, dmin_off >= 0, &f);
-#pragma GCC unroll 4
-    for (t = 0; t < K_GROUP / 2; t++) {
-        if (t < nsb) {
-            const __m256i idx = _mm256_add_epi32(pick, _mm256_set1_epi32((int)t));
-
-            acc = _mm_fmadd_ps(_mm256_castps256_ps128(_mm256_permutexvar_ps(idx, f.a)),
-                               _mm256_castps256_ps128(_mm256_permutexvar_ps(idx, f.i)), acc);
-            if (dmin_off >= 0)
-                acc = _mm_fmadd_ps(_mm256_castps256_ps128(_mm256_permutexvar_ps(idx, f.b)),
-                                   _mm256_castps256_ps128(_mm256_permutexvar_ps(idx, f.m)), acc);
-        }
-    }
-    mm->y[r] = _mm_cvtss_f32(acc);
-    mm->y[r + 1] = _mm_cvtss_f32(_mm_movehdup_ps(acc));
-}
-
-/* Decode of rows r and r + 1 with 5..8 super-blocks each (k 1280..2048:
- * the d768 model's feed-forward down matrix): each row's super-blocks are
- * one group of k_group1's kind, row r first (memory order), and the two
- * chains run in lanes 0 and 1 of one register as in k_rows2, step u taking
- * lane u of each row's operands by a two-source permute. k_row1 ran each
- * row's 8 super-blocks and then its chain of 16 dependent fused
- * multiply-adds alone, on scalars read back from vectors stored at every
- * step. Same steps per row, same bits. */
-static AI T5 void k_rows2_long(const struct baton_mm *mm, uint64_t r, uint32_t type)
-{
-    const uint32_t nsb = (uint32_t)(mm->k / BATON_QK_K);
-    const __m256i pick = _mm256_setr_epi32(0, K_GROUP, 0, 0, 0, 0, 0, 0);
-    uint32_t bbytes, t, row;
-    int d_off, dmin_off;
-    struct k_fl f[2];
-    __m128 acc = _mm_setzero_ps();
-
-    k_layout(type, &bbytes, &d_off, &dmin_off);
-    for (row = 0; row < 2; row++) {
-        const uint8_t *wrow = mm->w + (r + row) * mm->w_row_bytes;
-        __m256i is[K_GROUP], ms[K_GROUP];
-        uint32_t dw[K_GROUP];
-        float dxs[K_GROUP];
+            for (j = 0; j < K_DECODE_ROWS; j++)
+                k_sb_int1_sw(type, wb + j * rbytes, xb, j, sw[j / 2], &is[j], &ms[j]);
+        } else {
+            uint32_t dw[K_DECODE_ROWS];
 
 #pragma GCC unroll 8
-        for (t = 0; t < K_GROUP; t++) {
-            if (t < nsb)
-                k_slot(type, wrow + t * bbytes, mm->act + t * BATON_ACT_K_BLOCK_BYTES, t, is, ms,
-                       dw, dxs);
-            else
-                k_slot_empty(t, is, ms, dw, dxs);
-        }
-        k_group_fl(is, ms, dw, dxs, dmin_off >= 0, &f[row]);
-    }
-#pragma GCC unroll 8
-    for (t = 0; t < K_GROUP; t++) {
-        if (t < nsb) {
-            const __m256i idx = _mm256_add_epi32(pick, _mm256_set1_epi32((int)t));
+            for (j = 0; j < K_DECODE_ROWS; j++) {
+                uint16_t h[2] = {0, 0};
 
-            acc = _mm_fmadd_ps(
-                _mm256_castps256_ps128(_mm256_permutex2var_ps(f[0].a, idx, f[1].a)),
-                _mm256_castps256_ps128(_mm256_permutex2var_ps(f[0].i, idx, f[1].i)), acc);
-            if (dmin_off >= 0)
-                acc = _mm_fmadd_ps(
-                    _mm256_castps256_ps128(_mm256_permutex2var_ps(f[0].b, idx, f[1].b)),
-                    _mm256_castps256_ps128(_mm256_permutex2var_ps(f[0].m, idx, f[1].m)), acc);
+                k_sb_int1(type, wb + j * rbytes, xb, &is[j], &ms[j]);
+                memcpy(&h[0], wb + j * rbytes + d_off, sizeof(h[0]));
+                if (dmin_off >= 0)
+                    memcpy(&h[1], wb + j * rbytes + dmin_off, sizeof(h[1]));
+                dw[j] = (uint32_t)h[0] | (uint32_t)h[1] << 16;
+            }
+            dwv = k_dw_vec(dw);
+        }
+        memcpy(&dx, xb + 288, sizeof(dx));
+        {
+            /* lanes 2j and 2j + 1: d and dmin of row j */
+            const __m512 dd = _mm512_cvtph_ps(dwv);
+            const __m256 dxv = _mm256_set1_ps(dx);
+            const __m256 a = _mm256_mul_ps(_mm512_castps512_ps256(_mm512_permutexvar_ps(ev, dd)),
+                                           dxv);
+
+            acc = _mm256_fmadd_ps(a, _mm256_cvtepi32_ps(k_hsum8x(is)), acc);
+            if (dmin_off >= 0) {
+                /* -(dmin * dx): the negation is exact */
+                const __m256 b = _mm256_xor_ps(
+                    _mm256_mul_ps(_mm512_castps512_ps256(_mm512_permutexvar_ps(od, dd)), dxv),
+                    _mm256_set1_ps(-0.0f));
+
+                acc = _mm256_fmadd_ps(b, _mm256_cvtepi32_ps(k_hsum8x(ms)), acc);
+            }
         }
     }
-    mm->y[r] = _mm_cvtss_f32(acc);
-    mm->y[r + 1] = _mm_cvtss_f32(_mm_movehdup_ps(acc));
-}
-
-/* Decode tile: rows r and r + 1. */
-static AI T5 void k_decode2(const struct baton_mm *mm, uint64_t r, uint32_t type)
-{
-    if (mm->k / BATON_QK_K <= K_GROUP / 2) {
-        k_rows2(mm, r, type);
-    } else if (mm->k / BATON_QK_K <= K_GROUP) {
-        k_rows2_long(mm, r, type);
-    } else {
-        k_row1(mm, r, type);
-        k_row1(mm, r + 1, type);
-    }
+    _mm256_storeu_ps(mm->y + r, acc);
 }
 
 /* Row r for columns [c, c + nc), nc <= K_COLS. */
@@ -2089,10 +2166,10 @@ static AI T5 void k_panels(const struct baton_mm *mm, uint64_t r0, uint64_t r1, 
     }                                                                                              \
     static T5 void name##_kdecode(const struct baton_mm *mm, uint64_t r)                           \
     {                                                                                              \
-        k_decode2(mm, r, type);                                                                    \
+        k_rows8(mm, r, type);                                                                      \
     }                                                                                              \
     static const struct baton_mm_tiles name##_ktiles = {                                           \
-        name##_kdecode, 2, name##_krow, 1, K_COLS, name##_krow, 0,                                 \
+        name##_kdecode, K_DECODE_ROWS, name##_krow, 1, K_COLS, name##_krow, 0,                     \
     };                                                                                             \
     static T5 void avx512_##name(const struct baton_mm *mm, uint64_t r0, uint64_t r1)              \
     {                                                                                              \
