@@ -149,23 +149,57 @@ static int is_command(const char *name)
     return 0;
 }
 
+/* rc, or 1 after a message when a command that succeeded wrote to stdout
+ * and not all of it got there (a full disk, a closed pipe): a script must
+ * not read success from lost output. A failed command has said why. */
+static int stdout_done(const char *prog, int rc)
+{
+    if (rc != 0)
+        return rc;
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "%s: standard output: %s\n", prog,
+                errno ? strerror(errno) : "write error");
+        return 1;
+    }
+    return 0;
+}
+
+static int dispatch(int argc, char **argv);
+
 int main(int argc, char **argv)
 {
-    static char prog[64];
-    const char *sub;
-
     if (argc < 2) {
         usage(stderr);
         return 2;
     }
+    if (strcmp(argv[1], "help") == 0 && argc > 2) {
+        /* `baton help run` = `baton run --help` */
+        char *help_argv[4] = {argv[0], argv[2], (char *)"--help", NULL};
+
+        if (!is_command(argv[2])) {
+            fprintf(stderr, "baton: unknown command '%s'\n", argv[2]);
+            usage(stderr);
+            return 2;
+        }
+        return dispatch(3, help_argv);
+    }
+    return dispatch(argc, argv);
+}
+
+static int dispatch(int argc, char **argv)
+{
+    static char prog[64];
+    const char *sub;
+
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         usage(stdout);
-        return 0;
+        return stdout_done("baton", 0);
     }
     if (strcmp(argv[1], "--version") == 0) {
         printf("baton %s\n", BATON_VERSION);
-        return 0;
+        return stdout_done("baton", 0);
     }
     /* getopt names the program by argv[0]: "baton run: unrecognized
      * option" reads better than "run: ..." */
@@ -174,7 +208,7 @@ int main(int argc, char **argv)
      * the command: later, "--version" may be an option's value) */
     if (argc > 2 && strcmp(argv[2], "--version") == 0 && is_command(sub)) {
         printf("baton %s\n", BATON_VERSION);
-        return 0;
+        return stdout_done("baton", 0);
     }
     snprintf(prog, sizeof(prog), "baton %s", sub);
     argv[1] = prog;
@@ -188,21 +222,21 @@ int main(int argc, char **argv)
                     getenv("BATON_CPU_ISA"), kernels);
     }
     if (strcmp(sub, "run") == 0)
-        return baton_cmd_run(argc - 1, argv + 1);
+        return stdout_done(prog, baton_cmd_run(argc - 1, argv + 1));
     if (strcmp(sub, "info") == 0)
-        return baton_cmd_info(argc - 1, argv + 1);
+        return stdout_done(prog, baton_cmd_info(argc - 1, argv + 1));
     if (strcmp(sub, "bench") == 0)
-        return baton_cmd_bench(argc - 1, argv + 1);
+        return stdout_done(prog, baton_cmd_bench(argc - 1, argv + 1));
     if (strcmp(sub, "gen-model") == 0)
-        return baton_cmd_gen_model(argc - 1, argv + 1);
+        return stdout_done(prog, baton_cmd_gen_model(argc - 1, argv + 1));
     if (strcmp(sub, "quantize") == 0)
-        return baton_cmd_quantize(argc - 1, argv + 1);
+        return stdout_done(prog, baton_cmd_quantize(argc - 1, argv + 1));
     if (strcmp(sub, "inspect") == 0)
-        return baton_cmd_inspect(argc - 1, argv + 1);
+        return stdout_done(prog, baton_cmd_inspect(argc - 1, argv + 1));
     if (strcmp(sub, "tokenize") == 0)
-        return baton_cmd_tokenize(argc - 1, argv + 1);
+        return stdout_done(prog, baton_cmd_tokenize(argc - 1, argv + 1));
     if (strcmp(sub, "keygen") == 0)
-        return baton_cmd_keygen(argc - 1, argv + 1);
+        return stdout_done(prog, baton_cmd_keygen(argc - 1, argv + 1));
     fprintf(stderr, "baton: unknown command '%s'\n", sub);
     usage(stderr);
     return 2;

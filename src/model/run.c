@@ -160,8 +160,9 @@ static int plan_layers(struct run *r, const double *props, int n_parts, uint32_t
         run_msg(cfg, "cannot split %u layers into %d stages with --split %s: %s\n",
                 r->hp.n_layer, n_parts, cfg->split ? cfg->split : "(default)",
                 (uint32_t)n_parts > r->hp.n_layer
-                    ? "more stages than layers"
-                    : "the proportions leave a stage without a layer");
+                    ? "more stages than layers (give at most one server per layer)"
+                    : "the proportions leave a stage without a layer (give each stage a "
+                      "larger share)");
         return 2;
     }
     /* a KV cache no machine could hold is a usage error, found before any

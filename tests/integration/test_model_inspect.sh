@@ -193,12 +193,12 @@ grep -q "note: a context" "$TMP/ctx.err" && fail "a context note at the default 
 # a split the model cannot take is a usage error in bench as in run (exit 2)
 rc=0; "$BATON" bench --model "$MODEL" --servers local --split 1,1,1,1,1,1 -p 4 -n 2 --reps 1 \
     >/dev/null 2>"$TMP/split.err" || rc=$?
-[ "$rc" -eq 2 ] && grep -q "^baton bench: cannot split .*: more stages than layers$" "$TMP/split.err" ||
+[ "$rc" -eq 2 ] && grep -q "^baton bench: cannot split .*: more stages than layers (give at most one server per layer)$" "$TMP/split.err" ||
     fail "bench with an impossible split: rc $rc: $(cat "$TMP/split.err")"
 # proportions that leave a stage without a layer say so
 rc=0; "$BATON" run --model "$MODEL" --split 1000,1 --prompt hi -n 2 >/dev/null 2>"$TMP/split.err" ||
     rc=$?
-[ "$rc" -eq 2 ] && grep -q "^baton run: cannot split .* --split 1000,1: the proportions leave a stage without a layer$" "$TMP/split.err" ||
+[ "$rc" -eq 2 ] && grep -q "^baton run: cannot split .* --split 1000,1: the proportions leave a stage without a layer (give each stage a larger share)$" "$TMP/split.err" ||
     fail "run with a split that starves a stage: rc $rc: $(cat "$TMP/split.err")"
 # (into a file first: `grep -q` on a pipe may exit before baton has written
 # all its help, which then dies of SIGPIPE and fails the pipeline)
@@ -271,6 +271,20 @@ for c in "run --prompt x -n 2 --quiet --stats-json|baton run: --stats-json" \
     [ "$rc" -eq 1 ] && [ "$(tail -n 1 "$TMP/o.err")" = "${c#*|} /dev/full: cannot write: No space left on device" ] ||
         fail "${c%%|*} /dev/full: rc $rc: $(cat "$TMP/o.err")"
 done
+# a command that succeeds but whose stdout could not be written exits 1 and says so
+for c in "run --prompt x -n 2 --model $MODEL|baton run" \
+         "bench -p 4 -n 2 --reps 1 --model $MODEL|baton bench" "--help|baton" "run --help|baton run"; do
+    rc=0
+    # shellcheck disable=SC2086
+    "$BATON" ${c%%|*} >/dev/full 2>"$TMP/o.err" || rc=$?
+    [ "$rc" -eq 1 ] && grep -q "^${c#*|}: standard output: " "$TMP/o.err" ||
+        fail "${c%%|*} >/dev/full: rc $rc: $(cat "$TMP/o.err")"
+done
+# `baton help COMMAND` is `baton COMMAND --help`; an unknown one is a usage error
+"$BATON" help run >"$TMP/help1.out" && "$BATON" run --help >"$TMP/help2.out" &&
+    cmp -s "$TMP/help1.out" "$TMP/help2.out" || fail "baton help run differs from baton run --help"
+rc=0; "$BATON" help nope >/dev/null 2>"$TMP/o.err" || rc=$?
+[ "$rc" -eq 2 ] && grep -qx "baton: unknown command 'nope'" "$TMP/o.err" || fail "baton help nope: rc $rc"
 
 # where the direct path is not planned, a plan line says so and why
 "$BATON" run --model "$MODEL" --prompt x -n 2 --servers local --split 1,1,1 --quiet 2>"$TMP/hub.err" ||

@@ -1606,26 +1606,28 @@ static AI T5 void k_group_fl(const __m256i is[K_GROUP], const __m256i ms[K_GROUP
 /* The scales of 8 Q4_K / Q5_K super-blocks at wb, wb + stride, ... (the 8
  * of a group of one row in k_group1, stride the super-block's bytes; super-
  * block s of 8 rows in k_rows8, stride the row's bytes), four super-blocks
- * per vector, one per 128-bit lane: each lane loads the super-block's first
- * 16 bytes (d, dmin, the 12 bytes of 6-bit fields: dwords D, u0, u1, u2)
- * and k_scales_v's steps run on all four lanes at once, leaving per lane
- * the bytes sc[0..3], m[0..3], sc[4..7], m[4..7] (k_scales_v's formulas;
- * vshufps picks dwords 1, 2 of the low fields and 1, 2 of the high ones):
- * sm[h] lane L for super-block 4h + L. *dwv = the 8 D dwords (d | dmin <<
- * 16), lane t for super-block t. Decoding each super-block's scales alone
- * took about as many operations as its products; 4 at a time, with d and
- * dmin from the same loads, AVX-512 Q4_K decode was about 15 % faster.
- * Same integers. */
-static AI T5 void k_scales8(const uint8_t *wb, uint64_t stride, __m512i sm[2], __m256i *dwv)
+ * per vector, one per 128-bit lane: each
+ * lane loads the super-block's first 16 bytes (d, dmin, the 12 bytes of
+ * 6-bit fields: dwords D, u0, u1, u2) and k_scales_v's steps run on all
+ * four lanes at once, leaving per lane the bytes sc[0..3], m[0..3],
+ * sc[4..7], m[4..7] (k_scales_v's formulas; vshufps picks dwords 1, 2 of
+ * the low fields and 1, 2 of the high ones). sw[p] = those bytes widened to
+ * int16 for super-blocks 2p (words 0..15) and 2p + 1 (words 16..31), the
+ * tables k_slot_sw spreads its scales from; *dwv = the 8 D dwords (d | dmin
+ * << 16), lane t for super-block t. Per super-block, decoding the scales
+ * alone took about as many operations as its products, so doing it 4 at a
+ * time (and taking d, dmin from the same loads instead of 8 general
+ * registers moved into a vector) made AVX-512 Q4_K decode about 15 % faster
+ * (bench/RESULTS.md, twenty-fourth session). Same integers. */
+static AI T5 void k_scales8(const uint8_t *wb, uint64_t stride, __m512i sw[4], __m256i *dwv)
 {
     const __m512i sh = _mm512_broadcast_i32x4(_mm_setr_epi32(0, 0, 4, 0));
     __m512i u[2];
     int h;
 
-#pragma GCC unroll 2
     for (h = 0; h < 2; h++) {
         const uint8_t *b = wb + 4 * (uint64_t)h * stride;
-        __m512i lo, hi;
+        __m512i lo, hi, sm;
 
         u[h] = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)b));
         u[h] = _mm512_inserti32x4(u[h], _mm_loadu_si128((const __m128i *)(b + stride)), 1);
@@ -1639,124 +1641,50 @@ static AI T5 void k_scales8(const uint8_t *wb, uint64_t stride, __m512i sm[2], _
             _mm512_and_si512(_mm512_srlv_epi32(_mm512_shuffle_epi32(u[h], 0xFF), sh),
                              _mm512_set1_epi8(15)),
             _mm512_srli_epi32(u[h], 2), _mm512_set1_epi8(0x30), 0xF8);
-        sm[h] = _mm512_castps_si512(
+        sm = _mm512_castps_si512(
             _mm512_shuffle_ps(_mm512_castsi512_ps(lo), _mm512_castsi512_ps(hi), 0x99));
+        sw[2 * h] = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(sm));
+        sw[2 * h + 1] = _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(sm, 1));
     }
     *dwv = _mm512_castsi512_si256(_mm512_permutex2var_epi32(
         u[0], _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0), u[1]));
 }
 
-/* 128-bit lane t % 4 of sm[t / 4] (k_scales8: super-block t's scale bytes)
- * in every lane. */
-static AI T5 __m512i k_scales_lane(const __m512i sm[2], uint32_t t)
+/* k_sb_int1 for a Q4_K / Q5_K super-block (weights at wb) whose scales are
+ * words of w16 = sw[t / 2] of k_scales8, from word 16 * (t & 1): sc[j] at
+ * word j (j < 4) or 8 + j - 4, m[j] at word 4 + j or 12 + j - 4. The
+ * spreads are k_prep's (sv: word k of 128-bit lane L is group L (k < 4)
+ * or 4 + L of the pair, each sub-block of 32 being two groups; corr word g
+ * = the min of group g), taken from the table by one vpermw each. */
+static AI T5 void k_sb_int1_sw(uint32_t type, const uint8_t *wb, const uint8_t *xb, uint32_t t,
+                               __m512i w16, __m256i *is, __m256i *ms)
 {
-    const __m512i v = sm[t / 4];
-
-    switch (t % 4) {
-    case 0:
-        return _mm512_shuffle_i32x4(v, v, 0x00);
-    case 1:
-        return _mm512_shuffle_i32x4(v, v, 0x55);
-    case 2:
-        return _mm512_shuffle_i32x4(v, v, 0xAA);
-    default:
-        return _mm512_shuffle_i32x4(v, v, 0xFF);
-    }
-}
-
-/* vpshufb controls: int16 word w of a 128-bit lane = byte i of the lane */
-#define KZ ((char)0x80)
-#define KW(i) (char)(i), KZ, (char)(i), KZ, (char)(i), KZ, (char)(i), KZ
-/* k_dot's sv from the scale bytes of k_scales8 (sc[j] at byte j for j < 4,
- * 8 + j - 4 else): word k of 128-bit lane L of packed pair h is group 8h +
- * L (k < 4) or 8h + 4 + L, a sub-block of 32 being two groups */
-static const char k_sv_ctl[2][64] = {
-    {KW(0), KW(2), KW(0), KW(2), KW(1), KW(3), KW(1), KW(3)},
-    {KW(8), KW(10), KW(8), KW(10), KW(9), KW(11), KW(9), KW(11)}};
-/* the same for chunks in nibble order (k_sb_q4_nib): pair h's lanes 0, 1
- * are sub-blocks 4h, 4h + 1, lanes 2, 3 sub-blocks 4h + 2, 4h + 3 */
-static const char k_sv_nib_ctl[2][64] = {
-    {KW(0), KW(1), KW(0), KW(1), KW(2), KW(3), KW(2), KW(3)},
-    {KW(8), KW(9), KW(8), KW(9), KW(10), KW(11), KW(10), KW(11)}};
-/* corr word g = m[g / 2] (m[j] at byte 4 + j for j < 4, 12 + j - 4 else) */
-static const char k_mn_ctl[32] = {4,  KZ, 4,  KZ, 5,  KZ, 5,  KZ, 6,  KZ, 6,  KZ, 7,  KZ, 7,  KZ,
-                                  12, KZ, 12, KZ, 13, KZ, 13, KZ, 14, KZ, 14, KZ, 15, KZ, 15, KZ};
-#undef KW
-#undef KZ
-
-/* The scale spreads of a Q4_K / Q5_K super-block whose scale bytes
- * (k_scales8) are in every 128-bit lane of b: sv by ctl (k_sv_ctl or
- * k_sv_nib_ctl), corr = the int16 mins of the 16 groups. One vpshufb each
- * (vpermw from a widened table was slower). */
-static AI T5 void k_spread(__m512i b, const char ctl[2][64], __m512i sv[2], __m256i *corr)
-{
-    sv[0] = _mm512_shuffle_epi8(b, _mm512_loadu_si512((const void *)ctl[0]));
-    sv[1] = _mm512_shuffle_epi8(b, _mm512_loadu_si512((const void *)ctl[1]));
-    *corr = _mm256_shuffle_epi8(_mm512_castsi512_si256(b),
-                                _mm256_loadu_si256((const __m256i *)k_mn_ctl));
-}
-
-/* *is, *ms of k_sb_int1 (Q4_K / Q5_K at wb against the activations at xb)
- * with the scale bytes b of k_scales_lane. */
-static AI T5 void k_sb_int1_sw(uint32_t type, const uint8_t *wb, const uint8_t *xb, __m512i b,
-                               __m256i *is, __m256i *ms)
-{
+    /* [o][h]: sv[h] for odd o = 1 (the table's words 16..31) */
+    static const uint16_t isv[2][2][32] = {
+        {{0, 0, 0, 0, 2, 2, 2, 2, 0, 0, 0, 0, 2, 2, 2, 2,
+          1, 1, 1, 1, 3, 3, 3, 3, 1, 1, 1, 1, 3, 3, 3, 3},
+         {8, 8, 8, 8, 10, 10, 10, 10, 8, 8, 8, 8, 10, 10, 10, 10,
+          9, 9, 9, 9, 11, 11, 11, 11, 9, 9, 9, 9, 11, 11, 11, 11}},
+        {{16, 16, 16, 16, 18, 18, 18, 18, 16, 16, 16, 16, 18, 18, 18, 18,
+          17, 17, 17, 17, 19, 19, 19, 19, 17, 17, 17, 17, 19, 19, 19, 19},
+         {24, 24, 24, 24, 26, 26, 26, 26, 24, 24, 24, 24, 26, 26, 26, 26,
+          25, 25, 25, 25, 27, 27, 27, 27, 25, 25, 25, 25, 27, 27, 27, 27}}};
+    static const uint16_t imn[2][32] = {
+        {4, 4, 5, 5, 6, 6, 7, 7, 12, 12, 13, 13, 14, 14, 15, 15},
+        {20, 20, 21, 21, 22, 22, 23, 23, 28, 28, 29, 29, 30, 30, 31, 31}};
+    const uint32_t o = t & 1;
     __m512i wq[4], sv[2], a;
     __m256i corr;
     int q;
 
-    k_spread(b, k_sv_ctl, sv, &corr);
+    sv[0] = _mm512_permutexvar_epi16(_mm512_loadu_si512((const void *)isv[o][0]), w16);
+    sv[1] = _mm512_permutexvar_epi16(_mm512_loadu_si512((const void *)isv[o][1]), w16);
+    corr = _mm512_castsi512_si256(
+        _mm512_permutexvar_epi16(_mm512_loadu_si512((const void *)imn[o]), w16));
 #pragma GCC unroll 4
     for (q = 0; q < 4; q++)
         wq[q] = k_chunk(type, wb, q);
     a = k_dot(wq, sv, xb);
-    *is = _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
-    *ms = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
-}
-
-/* The activations of a super-block (at xb) in the order of k_sb_q4_nib's
- * chunks: xq[2i] = elements 128i + 0..31 and 128i + 64..95, xq[2i + 1] =
- * 128i + 32..63 and 128i + 96..127 (one shuffle each, shared by the 8 rows
- * of k_rows8). */
-static AI T5 void k_act_nib(const uint8_t *xb, __m512i xq[4])
-{
-    int i;
-
-#pragma GCC unroll 2
-    for (i = 0; i < 2; i++) {
-        const __m512i a = _mm512_loadu_si512((const void *)(xb + 128 * i));
-        const __m512i c = _mm512_loadu_si512((const void *)(xb + 128 * i + 64));
-
-        xq[2 * i] = _mm512_shuffle_i64x2(a, c, 0x44);
-        xq[2 * i + 1] = _mm512_shuffle_i64x2(a, c, 0xEE);
-    }
-}
-
-/* k_sb_int1_sw for Q4_K with the chunks in nibble order: qs[64i..64i + 63]
- * (elements 128i..128i + 127) in one load, its low nibbles chunk 2i
- * (elements 128i + 0..31, then 128i + 64..95), its high nibbles chunk 2i +
- * 1 (the other 64), against the activations reordered alike (k_act_nib):
- * 3 operations per two chunks where k_chunk's took 4 and two broadcast
- * loads. The same products, summed per group: the same integers. */
-static AI T5 void k_sb_q4_nib(const uint8_t *wb, const __m512i xq[4], const uint8_t *xb,
-                              __m512i b, __m256i *is, __m256i *ms)
-{
-    const __m512i m15 = _mm512_set1_epi8(15), z = _mm512_setzero_si512();
-    __m512i sv[2], p[4], a;
-    __m256i corr;
-    int i;
-
-    k_spread(b, k_sv_nib_ctl, sv, &corr);
-#pragma GCC unroll 2
-    for (i = 0; i < 2; i++) {
-        const __m512i v = _mm512_loadu_si512((const void *)(wb + 16 + 64 * i));
-
-        p[2 * i] = _mm512_dpbusd_epi32(z, _mm512_and_si512(v, m15), xq[2 * i]);
-        p[2 * i + 1] =
-            _mm512_dpbusd_epi32(z, _mm512_and_si512(_mm512_srli_epi16(v, 4), m15), xq[2 * i + 1]);
-    }
-    a = _mm512_dpwssd_epi32(_mm512_madd_epi16(_mm512_packs_epi32(p[0], p[1]), sv[0]),
-                            _mm512_packs_epi32(p[2], p[3]), sv[1]);
     *is = _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
     *ms = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
 }
@@ -1782,18 +1710,18 @@ static AI T5 void k_group1(uint32_t type, const uint8_t *wrow, const uint8_t *xc
     __m256i is[K_GROUP], ms[K_GROUP], dwv;
     uint32_t dw[K_GROUP];
     float dxs[K_GROUP];
-    __m512i sm[2];
+    __m512i sw[4];
     const int by8 = (type == BATON_TYPE_Q4_K || type == BATON_TYPE_Q5_K) && nt == K_GROUP;
 
     k_layout(type, &bbytes, &d_off, &dmin_off);
     if (by8)
-        k_scales8(wrow + s * bbytes, bbytes, sm, &dwv);
+        k_scales8(wrow + s * bbytes, bbytes, sw, &dwv);
 #pragma GCC unroll 8
     for (t = 0; t < K_GROUP; t++) {
         const uint8_t *xb = xcol + (s + t) * BATON_ACT_K_BLOCK_BYTES;
 
         if (by8) {
-            k_sb_int1_sw(type, wrow + (s + t) * bbytes, xb, k_scales_lane(sm, t), &is[t], &ms[t]);
+            k_sb_int1_sw(type, wrow + (s + t) * bbytes, xb, t, sw[t / 2], &is[t], &ms[t]);
             memcpy(&dxs[t], xb + 288, sizeof(float));
         } else if (t < nt) {
             k_slot(type, wrow + (s + t) * bbytes, xb, t, is, ms, dw, dxs);
@@ -1853,9 +1781,11 @@ static AI T5 void k_row1(const struct baton_mm *mm, uint64_t r, uint32_t type)
  * super-block, 8 cycles) and in moving the chain's operands into scalars;
  * here the chain costs 8 cycles per 8 rows' super-block. The 8 rows are read
  * side by side (8 streams), so the next tile (the next 8 rows, one linear
- * run) is prefetched into L2, a share of it per super-block. AVX-512 decode,
- * 1 thread, Zen 5 (bench/RESULTS.md, twenty-fourth session), streamed from
- * memory: Q4_K about 23 -> 28-31 GB/s at 4096 inputs, Q6_K 24-29 -> 34-39. */
+ * run) is prefetched into L2, a share of it per super-block. 1 thread, Zen
+ * 5 (bench/kernel-ab.sh, bench/RESULTS.md, twenty-fourth session), medians
+ * of the old and new kernels alternating: Q4_K from cache 1.32-1.57x, from
+ * memory 1.01-1.31x; Q6_K from cache 1.09-1.28x, from memory 0.89-0.97x;
+ * the d4096 Q4_K_M model's decode 89-91 -> 97-103 tok/s. */
 static AI T5 void k_rows8(const struct baton_mm *mm, uint64_t r, uint32_t type)
 {
     const uint64_t nsb = mm->k / BATON_QK_K, rbytes = mm->w_row_bytes;
@@ -1883,22 +1813,12 @@ static AI T5 void k_rows8(const struct baton_mm *mm, uint64_t r, uint32_t type)
         for (; pf < pf_end; pf++)
             __builtin_prefetch((const void *)(next + 64 * pf), 0, 2);
         if (by4) {
-            __m512i sm[2];
+            __m512i sw[4];
 
-            k_scales8(wb, rbytes, sm, &dwv);
-            if (type == BATON_TYPE_Q4_K) {
-                __m512i xq[4];
-
-                k_act_nib(xb, xq);
+            k_scales8(wb, rbytes, sw, &dwv);
 #pragma GCC unroll 8
-                for (j = 0; j < K_DECODE_ROWS; j++)
-                    k_sb_q4_nib(wb + j * rbytes, xq, xb, k_scales_lane(sm, j), &is[j], &ms[j]);
-            } else {
-#pragma GCC unroll 8
-                for (j = 0; j < K_DECODE_ROWS; j++)
-                    k_sb_int1_sw(type, wb + j * rbytes, xb, k_scales_lane(sm, j), &is[j],
-                                 &ms[j]);
-            }
+            for (j = 0; j < K_DECODE_ROWS; j++)
+                k_sb_int1_sw(type, wb + j * rbytes, xb, j, sw[j / 2], &is[j], &ms[j]);
         } else {
             uint32_t dw[K_DECODE_ROWS];
 
