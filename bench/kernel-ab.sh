@@ -9,8 +9,8 @@
 # headers), arm B from the working tree, each table renamed (-D) to
 # baton_mm_ab_A / _B. The rest (baton_mm_drive, the activation quantizers)
 # comes from DIR's libbaton_compute.a (default $BUILD_DIR or build; built here
-# unless present), so REV must share the working tree's struct baton_mm and
-# kernel table layout. The arms alternate call by call: on a host whose speed
+# unless present; a plain build, not a sanitizer one), so REV must share the
+# working tree's struct baton_mm and kernel table layout. The arms alternate call by call: on a host whose speed
 # moves by 1.5x within minutes, only arms of one run compare.
 #
 # A CASE is TYPE:K:ROWS:MATRICES (kernel_ab's arguments; MATRICES > 1 reads

@@ -62,8 +62,10 @@ grep -q "^# llamacpp: not run (--no-llamacpp)" "$TMP/compare.out" ||
     fail "compare-llamacpp.sh: llama.cpp arm not reported as skipped"
 check_json "$TMP/compare.json" compare-llamacpp 3 stages threads prefill_tok_s decode_tok_s
 
-# kernel-ab: the working tree against HEAD, one tiny case (needs git and a clone)
-if git -C "$SRC_DIR" rev-parse --verify --quiet HEAD >/dev/null 2>&1; then
+# kernel-ab: the working tree against HEAD, one tiny case (needs git and a
+# clone; not in the sanitizer build, whose libraries need the sanitizer's
+# runtime that kernel-ab's plain link does not bring)
+if [ -z "${BATON_ASAN:-}" ] && git -C "$SRC_DIR" rev-parse --verify --quiet HEAD >/dev/null 2>&1; then
     "$SRC_DIR/bench/kernel-ab.sh" --build "$BUILD_DIR" --rev HEAD --calls 3 q4_k:512:9:2 q8_0:256:16:1 \
         >"$TMP/kab.out" 2>&1 || { cat "$TMP/kab.out" >&2; fail "kernel-ab.sh exited non-zero"; }
     for t in "q4_k k=512 rows=9 matrices=2" "q8_0 k=256 rows=16 matrices=1"; do
