@@ -17,8 +17,9 @@
 # beyond the caches when their total is). Default cases: Q4_K and Q6_K at
 # k 4096 (256 rows, from cache; 4096 rows x 8 matrices, streamed) and k 14336
 # (64 rows; 2048 rows x 4), and Q4_K at k 768 (768 rows).
-# Prints kernel_ab's line per case (A = REV, B = working tree). Figures only,
-# never a test.
+# Prints kernel_ab's line per case (A = REV, B = working tree). Exit status:
+# 0, 1 a build failed or some case's bits differ, 2 usage (a case kernel_ab
+# refuses too). Figures only, never a test.
 set -euo pipefail
 # shellcheck source=bench/lib.sh disable=SC2034  # BENCH_* are read by lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -47,6 +48,11 @@ src/compute/cpu/matmul_avx2.c) table=baton_mm_avx2 ;;
 esac
 [ ${#cases[@]} -gt 0 ] || cases=(q4_k:4096:256:1 q4_k:4096:4096:8 q4_k:14336:64:1 q4_k:14336:2048:4
     q4_k:768:768:1 q6_k:4096:256:1 q6_k:4096:4096:8 q6_k:14336:64:1 q6_k:14336:2048:4)
+[[ $calls =~ ^[1-9][0-9]{0,5}$ ]] || { echo "kernel-ab.sh: --calls wants 1..999999, not '$calls'" >&2; exit 2; }
+for c in "${cases[@]}"; do
+    [[ $c =~ ^(q8_0|q4_0|q2_k|q3_k|q4_k|q5_k|q6_k):[0-9]+:[0-9]+:[0-9]+$ ]] ||
+        { echo "kernel-ab.sh: case '$c': want TYPE:K:ROWS:MATRICES, TYPE one of q8_0 q4_0 q2_k..q6_k" >&2; exit 2; }
+done
 git -C "$BENCH_SRC" rev-parse --verify --quiet "$rev^{commit}" >/dev/null ||
     { echo "kernel-ab.sh: $rev is not a commit of $BENCH_SRC" >&2; exit 2; }
 
@@ -69,6 +75,7 @@ echo "# kernel-ab: A = $file at $(git -C "$BENCH_SRC" rev-parse --short "$rev"),
 status=0
 for c in "${cases[@]}"; do
     IFS=: read -r t k rows mats <<<"$c"
-    "$BENCH_TMP/kernel_ab" "$t" "$k" "$rows" "$mats" "$calls" || status=1
+    rc=0; "$BENCH_TMP/kernel_ab" "$t" "$k" "$rows" "$mats" "$calls" || rc=$?
+    [ "$rc" -eq 0 ] || [ "$status" -eq 2 ] || status=$rc
 done
 exit $status
