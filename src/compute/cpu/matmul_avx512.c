@@ -1821,17 +1821,11 @@ static AI T5 void k_rows8(const struct baton_mm *mm, uint64_t r, uint32_t type)
                 k_sb_int1_sw(type, wb + j * rbytes, xb, j, sw[j / 2], &is[j], &ms[j]);
         } else {
             uint32_t dw[K_DECODE_ROWS];
+            float dxs[K_DECODE_ROWS]; /* each the column's dx: unused */
 
 #pragma GCC unroll 8
-            for (j = 0; j < K_DECODE_ROWS; j++) {
-                uint16_t h[2] = {0, 0};
-
-                k_sb_int1(type, wb + j * rbytes, xb, &is[j], &ms[j]);
-                memcpy(&h[0], wb + j * rbytes + d_off, sizeof(h[0]));
-                if (dmin_off >= 0)
-                    memcpy(&h[1], wb + j * rbytes + dmin_off, sizeof(h[1]));
-                dw[j] = (uint32_t)h[0] | (uint32_t)h[1] << 16;
-            }
+            for (j = 0; j < K_DECODE_ROWS; j++)
+                k_slot(type, wb + j * rbytes, xb, j, is, ms, dw, dxs);
             dwv = k_dw_vec(dw);
         }
         memcpy(&dx, xb + 288, sizeof(dx));
