@@ -965,29 +965,42 @@ static AI T5 __m512 q4_decode_group(const struct baton_mm *mm, const uint8_t *w,
 
 /* Rows [r, r + nr) of column 0: whole groups by q4_decode_group, the
  * last blocks (k / 32 % 4 of them) by q4_block. The strip's rows are one
- * contiguous range; as it starts, the next strip's range (the next rows
- * of the matrix, the same length) is prefetched into L2 line by line, a
- * linear stream where the 16 rows' interleaved reads would be 16 short
+ * contiguous range, and so is the strip that starts at least
+ * Q4_DECODE_PF_BYTES after this one's start (the next strip for rows of
+ * 928 inputs or more, for shorter rows a later one): it is prefetched into
+ * L2 line by line, a slice per group of 4 blocks and the rest at the end,
+ * a linear stream where the 16 rows' interleaved reads would be 16 short
  * ones (AMD EPYC Zen 5 host, 4096 x 4096 beyond the caches: 13 -> 22-25
- * GB/s; the old decode, two rows at a time, streams at 24-27). Measured
- * against it: prefetching every second line (its pair comes with it)
- * streamed slower at 768 inputs (22 against 26 GB/s), prefetching 16 KiB
- * or 32 KiB ahead instead of one strip slowed the d768 model's decode,
- * and prefetching a slice per group of 4 blocks cost the cached kernel up
- * to a third. */
+ * GB/s with the whole next strip prefetched as the strip started, the
+ * form until the twenty-fifth session). Against that burst (kernel alone,
+ * 1 thread, three rounds, GB/s): 4096 inputs 23-27 -> 29-34, 14336 inputs
+ * 24-28 -> 31-36 (slices of the next strip), from cache 36-41 -> 42-43
+ * (the burst stalled on its prefetches: about a fifth of the cached
+ * kernel's time in `perf annotate`); the d768 Q4_0 model decoded at
+ * 374-483 -> 516-534 tok/s (1 thread) and 547-560 -> 624-647 (2 threads),
+ * the next strip alone giving about the same. Measured before it:
+ * prefetching every second line (its pair comes with it) streamed slower
+ * at 768 inputs (22 against 26 GB/s), and 16-32 KiB ahead of the rows
+ * being read slowed the d768 model's decode. */
+#define Q4_DECODE_PF_BYTES 8192u
 static T5 void q4_decode_strip(const struct baton_mm *mm, uint64_t r, uint32_t nr)
 {
-    const uint64_t nb = mm->k / 32, lines = (Q4_ROWS * mm->w_row_bytes + 63) / 64;
+    const uint64_t nb = mm->k / 32, ng = nb / 4, sb = Q4_ROWS * mm->w_row_bytes;
+    const uint64_t lines = (sb + 63) / 64;
     uint64_t off[Q4_ROWS];
     const uint8_t *w = q4_offsets(mm, r, nr, off);
-    const char *pf = (const char *)w + Q4_ROWS * mm->w_row_bytes;
-    uint64_t g, b, l;
+    /* an address, never dereferenced: it may lie past the weights */
+    const uintptr_t pf = (uintptr_t)w + (1 + (Q4_DECODE_PF_BYTES - 1) / sb) * sb;
+    uint64_t g, b, l = 0, le;
     __m512 acc = _mm512_setzero_ps();
 
-    for (l = 0; l < lines; l++)
-        _mm_prefetch(pf + 64 * l, _MM_HINT_T1);
-    for (g = 0; g < nb / 4; g++)
+    for (g = 0; g < ng; g++) {
+        for (le = (g + 1) * lines / ng; l < le; l++)
+            _mm_prefetch((const char *)(pf + 64 * l), _MM_HINT_T1);
         acc = q4_decode_group(mm, w, off, g, acc);
+    }
+    for (; l < lines; l++)
+        _mm_prefetch((const char *)(pf + 64 * l), _MM_HINT_T1);
     for (b = nb / 4 * 4; b < nb; b++) {
         __m512i wq[8];
         __m512 dw;
