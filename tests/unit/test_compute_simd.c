@@ -510,10 +510,10 @@ static void shape_grid(uint32_t type, const uint64_t *ks, unsigned n_ks, const u
 /* The Q4_0 kernels go 16 (AVX-512) or 8 (AVX2) rows at a time; the
  * AVX-512 decode takes groups of 4 blocks, then the last blocks one by
  * one, and its batched products transpose chunks of 64 blocks and pass
- * over as many columns as have 512 KiB of activations. Lengths of 5 groups
+ * over as many columns as have 1 MiB of activations, at least 8. Lengths of 5 groups
  * (640), 6 (768), 6 and 1, 2 or 3 blocks (800, 832, 864), 7 (896), 9 and
  * a block (1184), past one chunk (2080: 65 blocks) and many (33280: 1040
- * blocks, 7 columns' activations per pass); 37 rows (two 16-row strips and
+ * blocks: 15 columns' activations in 1 MiB, so passes of 8); 37 rows (two 16-row strips and
  * a ragged end of 5), 1, 2 and 17 columns. */
 static void test_q4_0_decode_chunks(void **state)
 {

@@ -752,7 +752,14 @@ static T5 void avx512_q8_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
  * and stores only its own. */
 #define Q4_ROWS 16
 #define Q4_KC 64u   /* blocks per transposed chunk: 64 x 576 bytes, in L1 */
-#define Q4_ACT_BYTES (512u * 1024u) /* activations per pass over the rows (in L2) */
+/* Activations per pass over the rows (in L2). Each pass streams the whole
+ * matrix again, so passes cost most where the matrix is beyond L3: 512 KiB
+ * made 32 columns of 14336 inputs (28 KiB each) two passes, and 1 MiB
+ * (one) took bench_kernels' q4_0 at k 14336 from 353-359 to 420-440
+ * GFLOP/s at 32 columns and 350-364 -> 405-426 at 64 and 128 (Zen 5, 1 MiB
+ * of L2 per core; k 4096 at 128 columns, one pass of exactly 1 MiB
+ * instead of two, 493-502 -> 479-484, the matrix in L3 there). */
+#define Q4_ACT_BYTES (1024u * 1024u)
 #define Q4_COLS 8   /* columns per pass over a chunk */
 #define Q4_BLOCK_BYTES 576u /* 8 registers of weights, 16 binary32 scales */
 
