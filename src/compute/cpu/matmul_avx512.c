@@ -979,16 +979,14 @@ static AI T5 __m512 q4_decode_group(const struct baton_mm *mm, const uint8_t *w,
  * a linear stream where the 16 rows' interleaved reads would be 16 short
  * ones (AMD EPYC Zen 5 host, 4096 x 4096 beyond the caches: 13 -> 22-25
  * GB/s with the whole next strip prefetched as the strip started, the
- * form until the twenty-fifth session). Against that burst (kernel alone,
- * 1 thread, three rounds, GB/s): 4096 inputs 23-27 -> 29-34, 14336 inputs
- * 24-28 -> 31-36 (slices of the next strip), from cache 36-41 -> 42-43
- * (the burst stalled on its prefetches: about a fifth of the cached
- * kernel's time in `perf annotate`); the d768 Q4_0 model decoded at
- * 374-483 -> 516-534 tok/s (1 thread) and 547-560 -> 624-647 (2 threads),
- * the next strip alone giving about the same. Measured before it:
- * prefetching every second line (its pair comes with it) streamed slower
- * at 768 inputs (22 against 26 GB/s), and 16-32 KiB ahead of the rows
- * being read slowed the d768 model's decode. */
+ * form until the twenty-fifth session; that burst stalled on its own
+ * prefetches). Against the burst, 1 thread: bench_kernels' q4_0 at 4096
+ * inputs streamed 20.7-20.8 -> 23.4-24.9 GB/s but from L3 31.8-33.3 ->
+ * 28.2-29.5; the d4096 Q4_0 model of bench/roofline.sh decoded at 77-92 ->
+ * 111-115 tok/s, the d768 one within the noise (src/compute/cpu/README.md).
+ * Measured before: prefetching every second line (its pair comes with it)
+ * streamed slower at 768 inputs (22 against 26 GB/s), and 16-32 KiB ahead
+ * of the rows being read slowed the d768 model's decode. */
 #define Q4_DECODE_PF_BYTES 8192u
 static T5 void q4_decode_strip(const struct baton_mm *mm, uint64_t r, uint32_t nr)
 {
