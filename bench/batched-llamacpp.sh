@@ -34,6 +34,8 @@
 # (first and last L). --no-llamacpp: the baton arm alone. --json FILE:
 # the arm rows as JSON (bench_json_write).
 # Figures only, never a test.
+# Exit status: 0; 1 a build or a run failed; 2 usage (an unknown option, a
+# missing or bad value).
 set -euo pipefail
 # shellcheck source=bench/lib.sh disable=SC2034  # BENCH_* are read by lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -67,9 +69,9 @@ done
 case $build in /*) ;; *) build=$PWD/$build ;; esac
 [ -n "$llama_dir" ] || llama_dir=$build/llamacpp
 case $llama_dir in /*) ;; *) llama_dir=$PWD/$llama_dir ;; esac
-[ "$rounds" -ge 1 ] 2>/dev/null || bench_die "--rounds must be >= 1"
-[ "$n_gen" -ge 2 ] 2>/dev/null || bench_die "-n must be >= 2"
-[[ $npl =~ ^[0-9]+(,[0-9]+)*$ ]] || bench_die "--npl wants B,B,..."
+[ "$rounds" -ge 1 ] 2>/dev/null || bench_usage_die "--rounds must be >= 1"
+[ "$n_gen" -ge 2 ] 2>/dev/null || bench_usage_die "-n must be >= 2"
+[[ $npl =~ ^[0-9]+(,[0-9]+)*$ ]] || bench_usage_die "--npl wants B,B,..."
 command -v python3 >/dev/null 2>&1 || bench_die "python3 is needed to read the JSON lines"
 npl_list=${npl//,/ }
 npl_max=$(tr ',' '\n' <<<"$npl" | sort -n | tail -n 1)

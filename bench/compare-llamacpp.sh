@@ -56,6 +56,8 @@
 # --small: tiny model, one type (q8_0), 1 repetition, -p 8 -n 4; llama.cpp
 # neither built nor needed (run when already built), no network (for the
 # smoke test). Figures only, never a test.
+# Exit status: 0; 1 a build or a run failed; 2 usage (an unknown option, a
+# missing or bad value).
 set -euo pipefail
 # shellcheck source=bench/lib.sh disable=SC2034  # BENCH_* are read by lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -92,12 +94,12 @@ case $llama_dir in /*) ;; *) llama_dir=$PWD/$llama_dir ;; esac
 if [ -z "$types" ]; then
     if [ "$small" = 1 ] || [ -n "$model" ]; then types=q8_0; else types="q8_0 q4_0 f16"; fi
 fi
-[ -n "$model" ] && [ "$(wc -w <<<"$types")" != 1 ] && bench_die "--model takes one --type"
+[ -n "$model" ] && [ "$(wc -w <<<"$types")" != 1 ] && bench_usage_die "--model takes one --type"
 [ -n "$depth" ] || depth=$n_prompt
-[ "$reps" -ge 1 ] 2>/dev/null || bench_die "--reps must be >= 1"
-if [ "$small" = 0 ] && [ "$reps" -lt 5 ]; then bench_die "--reps must be >= 5"; fi
-[ "$n_gen" -ge 2 ] 2>/dev/null || bench_die "-n must be >= 2"
-[ "$depth" -ge 1 ] 2>/dev/null || bench_die "--depth must be >= 1"
+[ "$reps" -ge 1 ] 2>/dev/null || bench_usage_die "--reps must be >= 1"
+if [ "$small" = 0 ] && [ "$reps" -lt 5 ]; then bench_usage_die "--reps must be >= 5"; fi
+[ "$n_gen" -ge 2 ] 2>/dev/null || bench_usage_die "-n must be >= 2"
+[ "$depth" -ge 1 ] 2>/dev/null || bench_usage_die "--depth must be >= 1"
 
 if [ "$do_build" = 1 ]; then
     bench_build "$build" baton batond

@@ -27,6 +27,12 @@ bench_die() {
     exit 1
 }
 
+# bench_usage_die MESSAGE: a bad option value, exit 2 (as an unknown option).
+bench_usage_die() {
+    echo "$(basename "$0"): $* (see --help)" >&2
+    exit 2
+}
+
 # bench_build BUILD TARGET...: configures BUILD (RelWithDebInfo, benchmarks
 # on) when it has no cache yet, then builds the targets (-j2: the
 # development host has 2 cores).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Decode speed against the memory-bandwidth roofline (issue 7).
+# Decode speed against the memory-bandwidth roofline.
 #
 #   bench/roofline.sh [--build DIR] [--no-build] [--reps R] [--threads "1 2"]
 #                     [--types "f16 q8_0 q4_0"] [-n N] [--shape d768|d4096]
@@ -43,7 +43,8 @@
 # --small: a 2-layer dim-64 model, 1 repetition, n 4 (for the smoke test;
 # dim 64 holds no K-quant: q2_k..q6_k need rows of 256, the _m mixes fall
 # back to Q4_0/Q5_0/Q5_1/Q8_0 there).
-# Figures only, never a test.
+# Exit status: 0; 1 a build, a model or a run failed; 2 usage (an unknown
+# option, a missing or bad value). Figures only, never a test.
 set -euo pipefail
 # shellcheck source=bench/lib.sh disable=SC2034  # BENCH_* are read by lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -70,10 +71,10 @@ while [ $# -gt 0 ]; do
     esac
 done
 case $build in /*) ;; *) build=$PWD/$build ;; esac
-[ "$reps" -ge 1 ] 2>/dev/null || bench_die "--reps must be >= 1"
-[ "$n_gen" -ge 2 ] 2>/dev/null || bench_die "-n must be >= 2"
-case $shape in d768 | d4096) ;; *) bench_die "--shape must be d768 or d4096, not '$shape'" ;; esac
-[ "$small" = 1 ] && [ "$shape" != d768 ] && bench_die "--small and --shape $shape exclude each other"
+[ "$reps" -ge 1 ] 2>/dev/null || bench_usage_die "--reps must be >= 1"
+[ "$n_gen" -ge 2 ] 2>/dev/null || bench_usage_die "-n must be >= 2"
+case $shape in d768 | d4096) ;; *) bench_usage_die "--shape must be d768 or d4096, not '$shape'" ;; esac
+[ "$small" = 1 ] && [ "$shape" != d768 ] && bench_usage_die "--small and --shape $shape exclude each other"
 
 if [ "$do_build" = 1 ]; then
     bench_build "$build" baton bench_triad

@@ -45,6 +45,8 @@
 # --no-key: the keyed batond pair is not started (no key arm, no direct
 # hand-off). --small: 1 repetition, --mib-list 1, --call-kib-list 0,256,
 # --rtt-iters 40, --handoff-kib 16 (for the smoke test).
+# Exit status: 0; 1 a build or a run failed; 2 usage (an unknown option, a
+# missing or bad value).
 set -euo pipefail
 # shellcheck source=bench/lib.sh disable=SC2034  # BENCH_* are read by lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -73,7 +75,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 case $build in /*) ;; *) build=$PWD/$build ;; esac
-[ "$reps" -ge 1 ] 2>/dev/null || bench_die "--reps must be >= 1"
+[ "$reps" -ge 1 ] 2>/dev/null || bench_usage_die "--reps must be >= 1"
 if [ "$pin" = 1 ] && ! command -v taskset >/dev/null 2>&1; then
     echo "# taskset not found: not pinning"
     pin=0

@@ -169,6 +169,7 @@ static int bench_npl(struct baton_run_config *cfg, const uint32_t *npl, uint32_t
     int ring[NPL_MAX]; /* every repetition's tokens went around the decode ring */
     const uint32_t pp = (uint32_t)cfg->n_prompt_ids, tg = cfg->n_predict;
     struct baton_run_result *res = cfg->result;
+    const int local = strcmp(cfg->servers, "local") == 0;
     FILE *f;
 
     memset(fig, 0, sizeof fig);
@@ -180,13 +181,16 @@ static int bench_npl(struct baton_run_config *cfg, const uint32_t *npl, uint32_t
             snprintf(ub, sizeof ub, "%u", cfg->n_ubatch);
         for (uint32_t b = 0; b < n_npl; b++)
             at += (size_t)snprintf(list + at, sizeof list - at, "%s%u", b ? "," : "", npl[b]);
+        /* in-process stages have no peer links: neither path can be used */
+        const char *on = local ? "on (not used: in-process stages)" : "on";
+
         printf("bench: %s, servers %s, split %s, npl %s, prompt %u, generated %u, reps %u, "
-               "threads %u, ctx %u per sequence, groups %u (at most one per sequence), ubatch "
+               "threads %u, ctx %u per sequence, groups %u (never more than B), ubatch "
                "%s, pipeline %s, p2p %s, slots %u, ring %s%s\n",
                cfg->model_path, cfg->servers, cfg->split ? cfg->split : "(equal)", list, pp, tg,
                reps, cfg->n_threads, cfg->n_ctx, cfg->n_groups ? cfg->n_groups : 1,
                ub, cfg->pipeline ? "on" : "off",
-               cfg->p2p ? "on" : "off", cfg->n_slots, cfg->ring ? "on" : "off",
+               cfg->p2p ? on : "off", cfg->n_slots, cfg->ring ? on : "off",
                cfg->kv_type == BATON_TYPE_F16 ? ", kv f16" : "");
     }
     printf("  %5s %5s %4s %7s %9s %10s %9s %10s %9s %10s %9s %9s\n", "PP", "TG", "B", "N_KV",
@@ -242,7 +246,7 @@ static int bench_npl(struct baton_run_config *cfg, const uint32_t *npl, uint32_t
                fig[b][TPOT].med);
         fflush(stdout);
     }
-    if (cfg->ring) { /* "ring on" asks for it; where it went around */
+    if (cfg->ring && !local) { /* "ring on" asks for it; where it went around */
         printf("  decode ring used:");
         for (uint32_t b = 0; b < n_npl; b++)
             printf(" B=%u %s", npl[b], ring[b] ? "yes" : "no");

@@ -155,6 +155,14 @@ for sv in "roofline.sh --types" "transport.sh --reps" "compare-llamacpp.sh --typ
     [ "$rc" = 2 ] && grep -qx "${sv% *}: ${sv#* } needs a value (see --help)" "$TMP/help.err" ||
         fail "$sv: exit $rc: $(cat "$TMP/help.err")"
 done
+# a bad value is a usage error too (exit 2), named before anything builds
+for sv in "--shape|d999|roofline.sh: --shape must be d768 or d4096, not 'd999' (see --help)" \
+    "--reps|0|roofline.sh: --reps must be >= 1 (see --help)"; do
+    opt=${sv%%|*}; rest=${sv#*|}; val=${rest%%|*}; want=${rest#*|}
+    rc=0; "$SRC_DIR/bench/roofline.sh" "$opt" "$val" >/dev/null 2>"$TMP/help.err" || rc=$?
+    [ "$rc" = 2 ] && grep -qxF -- "$want" "$TMP/help.err" ||
+        fail "roofline.sh $opt $val: exit $rc: $(cat "$TMP/help.err")"
+done
 rc=0; "$SRC_DIR/bench/direct_path.sh" --help >"$TMP/help.out" 2>&1 || rc=$?
 [ "$rc" = 0 ] && grep -q "^# bench/direct_path.sh BUILD_DIR \[REPS\]" "$TMP/help.out" ||
     fail "direct_path.sh --help: exit $rc: $(cat "$TMP/help.out")"

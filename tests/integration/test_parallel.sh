@@ -457,6 +457,11 @@ done
     fail "bench --npl: json: $(cat "$TMP/npl.json")"
 [ "$(field "$TMP/npl.json" '[x["ring"] for x in j["npl"]]')" = "[False, False, False]" ] ||
     fail "bench --npl: in-process rows say the ring was used: $(cat "$TMP/npl.json")"
+# in-process stages have no peer links: the header says p2p and the ring are not used, and
+# there is no "decode ring used" line
+grep -q "^bench: .*, groups 1 (never more than B), .*, p2p on (not used: in-process stages), slots 2, ring on (not used: in-process stages)\$" \
+    "$TMP/npl.out" && ! grep -q "decode ring used" "$TMP/npl.out" ||
+    fail "bench --npl in-process: header / ring line: $(cat "$TMP/npl.out")"
 # ... and over 2 batond whose allow-lists make a ring, each row says it went around
 "$BATON" bench --model "$MODEL" --servers "$P,$Q" --key "$K" --npl 1,4 -p 6 -n 6 --reps 2 \
     --json "$TMP/nplr.json" >"$TMP/nplr.out" 2>"$TMP/nplr.err" || fail "bench --npl ring: $(cat "$TMP/nplr.err")"
