@@ -973,7 +973,8 @@ static AI T5 __m512 q4_decode_group(const struct baton_mm *mm, const uint8_t *w,
 /* Rows [r, r + nr) of column 0: whole groups by q4_decode_group, the
  * last blocks (k / 32 % 4 of them) by q4_block. The strip's rows are one
  * contiguous range, and so is the strip that starts at least
- * Q4_DECODE_PF_BYTES after this one's start (the next strip for rows of
+ * BATON_MM_DECODE_PF_BYTES (8 KiB, the one-row walks' distance, matmul.h)
+ * after this one's start (the next strip for rows of
  * 928 inputs or more, for shorter rows a later one): it is prefetched into
  * L2 line by line, a slice per group of 4 blocks and the rest at the end,
  * a linear stream where the 16 rows' interleaved reads would be 16 short
@@ -987,7 +988,6 @@ static AI T5 __m512 q4_decode_group(const struct baton_mm *mm, const uint8_t *w,
  * Measured before: prefetching every second line (its pair comes with it)
  * streamed slower at 768 inputs (22 against 26 GB/s), and 16-32 KiB ahead
  * of the rows being read slowed the d768 model's decode. */
-#define Q4_DECODE_PF_BYTES 8192u
 static T5 void q4_decode_strip(const struct baton_mm *mm, uint64_t r, uint32_t nr)
 {
     const uint64_t nb = mm->k / 32, ng = nb / 4, sb = Q4_ROWS * mm->w_row_bytes;
@@ -995,7 +995,7 @@ static T5 void q4_decode_strip(const struct baton_mm *mm, uint64_t r, uint32_t n
     uint64_t off[Q4_ROWS];
     const uint8_t *w = q4_offsets(mm, r, nr, off);
     /* an address, never dereferenced: it may lie past the weights */
-    const uintptr_t pf = (uintptr_t)w + (1 + (Q4_DECODE_PF_BYTES - 1) / sb) * sb;
+    const uintptr_t pf = (uintptr_t)w + (1 + (BATON_MM_DECODE_PF_BYTES - 1) / sb) * sb;
     uint64_t g, b, l = 0, le;
     __m512 acc = _mm512_setzero_ps();
 
