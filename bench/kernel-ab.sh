@@ -3,7 +3,9 @@
 #
 #   bench/kernel-ab.sh [--rev REV] [--file F] [--build DIR] [--calls N] [CASE...]
 #
-# Builds F (default src/compute/cpu/matmul_avx512.c; or matmul_avx2.c) twice
+# Builds F (default: src/compute/cpu/matmul_avx512.c on a CPU whose
+# /proc/cpuinfo flags name AVX-512 F, BW, DQ, VL and VNNI, else matmul_avx2.c;
+# or the one --file names) twice
 # into one program, bench/kernel_ab.c: arm A from REV (default HEAD; its
 # src/ and include/ extracted with git archive, so A compiles against its own
 # headers), arm B from the working tree, each table renamed (-D) to
@@ -19,13 +21,14 @@
 # (64 rows; 2048 rows x 4), and Q4_K at k 768 (768 rows).
 # Prints kernel_ab's line per case (A = REV, B = working tree). Exit status:
 # 0, 1 a build failed or some case's bits differ, 2 usage (a case kernel_ab
-# refuses too). Figures only, never a test.
+# refuses too), 3 the CPU lacks the file's level (kernel_ab checks with
+# baton_cpu_isa_detect before it calls a kernel). Figures only, never a test.
 set -euo pipefail
 # shellcheck source=bench/lib.sh disable=SC2034  # BENCH_* are read by lib.sh
 source "$(dirname "$0")/lib.sh"
 BENCH_COMMAND="bench/kernel-ab.sh $*"
 
-rev=HEAD file=src/compute/cpu/matmul_avx512.c build=${BUILD_DIR:-$BENCH_SRC/build} calls=200
+rev=HEAD file= build=${BUILD_DIR:-$BENCH_SRC/build} calls=200
 cases=()
 while [ $# -gt 0 ]; do
     case $1 in
@@ -41,9 +44,18 @@ while [ $# -gt 0 ]; do
     *) cases+=("$1"); shift ;;
     esac
 done
+if [ -z "$file" ]; then
+    file=src/compute/cpu/matmul_avx2.c
+    cpu_flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
+    all=1
+    for f in avx512f avx512bw avx512dq avx512vl avx512_vnni; do
+        [[ " $cpu_flags " == *" $f "* ]] || all=0
+    done
+    [ "$all" -eq 0 ] || file=src/compute/cpu/matmul_avx512.c
+fi
 case $file in
-src/compute/cpu/matmul_avx512.c) table=baton_mm_avx512 ;;
-src/compute/cpu/matmul_avx2.c) table=baton_mm_avx2 ;;
+src/compute/cpu/matmul_avx512.c) table=baton_mm_avx512 isa=BATON_CPU_ISA_AVX512 ;;
+src/compute/cpu/matmul_avx2.c) table=baton_mm_avx2 isa=BATON_CPU_ISA_AVX2 ;;
 *) echo "kernel-ab.sh: --file must be src/compute/cpu/matmul_avx512.c or matmul_avx2.c" >&2; exit 2 ;;
 esac
 [ ${#cases[@]} -gt 0 ] || cases=(q4_k:4096:256:1 q4_k:4096:4096:8 q4_k:14336:64:1 q4_k:14336:2048:4
@@ -66,7 +78,19 @@ cc=${CC:-cc}
     -c "$old/$file" -o "$BENCH_TMP/a.o" || bench_die "$file at $rev does not compile"
 "$cc" "${flags[@]}" -I"$BENCH_SRC/include" -I"$BENCH_SRC/src" "-D$table=baton_mm_ab_B" \
     -c "$BENCH_SRC/$file" -o "$BENCH_TMP/b.o" || bench_die "$file of the working tree does not compile"
-"$cc" "${flags[@]}" -I"$BENCH_SRC/include" -I"$BENCH_SRC/src" "$BENCH_SRC/bench/kernel_ab.c" \
+# the file's other external functions (matmul_avx2.c has some: the
+# activation quantizers, ...) get an arm suffix in each object, so the two
+# arms and the library's copy link side by side
+for arm in a b; do
+    renames=()
+    while read -r _ kind sym; do
+        [ "$kind" = T ] && [[ $sym != baton_mm_ab_* ]] && renames+=(--redefine-sym "$sym=${sym}_kab_$arm")
+    done < <(nm "$BENCH_TMP/$arm.o")
+    [ ${#renames[@]} -eq 0 ] || objcopy "${renames[@]}" "$BENCH_TMP/$arm.o" ||
+        bench_die "objcopy of arm $arm failed"
+done
+"$cc" "${flags[@]}" -I"$BENCH_SRC/include" -I"$BENCH_SRC/src" "-DKAB_ISA=$isa" \
+    "$BENCH_SRC/bench/kernel_ab.c" \
     "$BENCH_TMP/a.o" "$BENCH_TMP/b.o" "$build/libbaton_compute.a" "$build/libbaton_core.a" \
     -lm -lpthread -o "$BENCH_TMP/kernel_ab" || bench_die "linking kernel_ab failed"
 
@@ -76,6 +100,7 @@ status=0
 for c in "${cases[@]}"; do
     IFS=: read -r t k rows mats <<<"$c"
     rc=0; "$BENCH_TMP/kernel_ab" "$t" "$k" "$rows" "$mats" "$calls" || rc=$?
+    [ "$rc" -ne 3 ] || exit 3
     [ "$rc" -eq 0 ] || [ "$status" -eq 2 ] || status=$rc
 done
 exit $status

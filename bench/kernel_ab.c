@@ -17,8 +17,11 @@
  * Prints one line (GB = 1e9 bytes of weights per second):
  *   kernel_ab type=T k=K rows=R matrices=M calls=C A_best_GBs=X
  *   A_median_GBs=Y B_best_GBs=X B_median_GBs=Y B_over_A_median=Z bits=equal|differ
- * Exit status: 0, 1 the bits differ or memory failed, 2 usage. Figures
- * only, never a test. */
+ * Built with -DKAB_ISA=BATON_CPU_ISA_AVX2 or BATON_CPU_ISA_AVX512, the
+ * level of the file under test: on a CPU without that level it says so and
+ * exits 3 before calling a kernel (the instructions would fault).
+ * Exit status: 0, 1 the bits differ or memory failed, 2 usage, 3 the CPU
+ * lacks the level. Figures only, never a test. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +34,10 @@
 #include "core/types.h"
 
 extern const struct baton_mm_kernels baton_mm_ab_A, baton_mm_ab_B;
+
+#ifndef KAB_ISA
+#error "build with -DKAB_ISA=BATON_CPU_ISA_AVX2 or BATON_CPU_ISA_AVX512 (bench/kernel-ab.sh does)"
+#endif
 
 struct ab_type {
     const char *name;
@@ -125,6 +132,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: kernel_ab q8_0|q4_0|q2_k|q3_k|q4_k|q5_k|q6_k K ROWS MATRICES CALLS\n"
                         "  K a multiple of 256 (K-quants) or 32, up to 2^20\n");
         return 2;
+    }
+    if (baton_cpu_isa_detect() < KAB_ISA) {
+        fprintf(stderr, "kernel_ab: this CPU lacks the %s level (it has %s); nothing to compare\n",
+                baton_cpu_isa_name(KAB_ISA), baton_cpu_isa_name(baton_cpu_isa_detect()));
+        return 3;
     }
     nblk = k / t->block_elems;
     row_bytes = nblk * t->block_bytes;

@@ -72,6 +72,20 @@ if [ -z "${BATON_ASAN:-}" ] && git -C "$SRC_DIR" rev-parse --verify --quiet HEAD
         grep -Eq "^kernel_ab type=$t calls=3 A_best_GBs=$num A_median_GBs=$num B_best_GBs=$num B_median_GBs=$num B_over_A_median=$num bits=equal\$" \
             "$TMP/kab.out" || { cat "$TMP/kab.out" >&2; fail "kernel-ab.sh: no $t line"; }
     done
+    # both files: the level the CPU has runs, the one it lacks exits 3 (not
+    # SIGILL: kernel_ab checks before it calls a kernel)
+    has512=1
+    for f in avx512f avx512bw avx512dq avx512vl avx512_vnni; do
+        grep -m1 '^flags' /proc/cpuinfo | grep -qw "$f" || has512=0
+    done
+    for f in matmul_avx2.c:0 matmul_avx512.c:$((1 - has512)); do
+        want=$((${f#*:} * 3))
+        rc=0; "$SRC_DIR/bench/kernel-ab.sh" --build "$BUILD_DIR" --rev HEAD --calls 2 \
+            --file "src/compute/cpu/${f%:*}" q4_0:64:8:1 >"$TMP/kab2.out" 2>&1 || rc=$?
+        [ "$rc" -eq "$want" ] || { cat "$TMP/kab2.out" >&2; fail "kernel-ab.sh --file ${f%:*}: rc $rc, want $want"; }
+        [ "$want" -eq 0 ] || grep -q "^kernel_ab: this CPU lacks the avx512 level" "$TMP/kab2.out" ||
+            fail "kernel-ab.sh --file ${f%:*}: no 'lacks the level' message"
+    done
     rc=0; "$SRC_DIR/bench/kernel-ab.sh" --build "$BUILD_DIR" --rev no-such-rev >/dev/null 2>&1 || rc=$?
     [ "$rc" -eq 2 ] || fail "kernel-ab.sh --rev no-such-rev: rc $rc, want 2"
     for bad in "--calls 0" "q9_k:256:1:1" "q4_k:256:1"; do
