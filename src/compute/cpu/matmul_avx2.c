@@ -948,27 +948,53 @@ K_KERNELS(q5_k, BATON_TYPE_Q5_K)
 K_KERNELS(q6_k, BATON_TYPE_Q6_K)
 
 /* ---- Q4_0 (matmul.h: one chain per output over whole blocks) ----
- * Q4_ROWS rows at a time, one per 32-bit lane of the chains: each row's
- * block as its 32 unsigned nibbles times x (vpmaddubsw pairs below 2 * 15
- * * 127), two rows' pairs added by vphaddw and widened by vpmaddwd, then
- * vphaddd and a swap of 128-bit halves into one register whose lane i is
- * row i's sum, and lane 0 of the block's activation corr (-8 times the
- * block's sum of x) added to take the nibbles' offset back out: each lane
- * ends as the exact isum. A strip of fewer rows (the ragged end) reads its
- * first row in the missing lanes and stores only its own. */
+ * Q4_ROWS rows at a time, one per 32-bit lane of the chains. Rows i and
+ * i + 4 share a register: row i's 16 bytes in the low half, row i + 4's in
+ * the high half; masked, they are the low nibbles (elements 0..15), and
+ * shifted down 4 bits and masked, the high nibbles (16..31). Each nibble
+ * register times the matching 16 bytes of x in both halves (vpmaddubsw,
+ * unsigned nibbles times signed x, pair sums at most 2 * 15 * 127 = 3810),
+ * the two added (<= 7620): per half eight int16 sums of 4 products of one
+ * row. Two rounds of vphaddw over the four registers (<= 15240, then
+ * <= 30480: no int16 overflow) and a vpmaddwd by ones leave lane i (half
+ * 0) / i + 4 (half 1) with row i's / i + 4's whole-block sum, with no
+ * cross-half shuffle; lane 0 of the block's activation corr (-8 times the
+ * block's sum of x) takes the nibbles' offset back out, so each lane ends
+ * as the exact isum. A strip of fewer rows (the ragged end) reads its
+ * first row in the missing lanes and stores only its own. (Until the
+ * twenty-sixth session every row had its own register, nibbles by
+ * vpsrlvd, and the sums met through vphaddd and two vperm2i128: bench/
+ * RESULTS.md, "Twenty-sixth session", for the figures.) */
 #define Q4_ROWS 8
+
+/* binary16 scales of block offset bo of the 8 rows, as floats in lane
+ * order: formed in general-purpose registers (two 64-bit words) rather
+ * than by eight vpinsrw, which compete with the products for the vector
+ * ports. */
+static AI T2 __m256 q4_scales8(const uint8_t *const row[Q4_ROWS], uint64_t bo)
+{
+    uint64_t lo = (uint64_t)load_u16(row[0] + bo) | (uint64_t)load_u16(row[1] + bo) << 16 |
+                  (uint64_t)load_u16(row[2] + bo) << 32 | (uint64_t)load_u16(row[3] + bo) << 48;
+    uint64_t hi = (uint64_t)load_u16(row[4] + bo) | (uint64_t)load_u16(row[5] + bo) << 16 |
+                  (uint64_t)load_u16(row[6] + bo) << 32 | (uint64_t)load_u16(row[7] + bo) << 48;
+
+    /* keeps GCC's SLP vectorizer from turning the shifts back into
+     * vector operations (no instruction: only "the value is in a GPR") */
+    __asm__("" : "+r"(lo), "+r"(hi));
+    return _mm256_cvtph_ps(_mm_set_epi64x((long long)hi, (long long)lo));
+}
 
 static AI T2 void q4_strip(const struct baton_mm *mm, uint64_t r, uint32_t nr, uint64_t c,
                            const int NC)
 {
     const uint64_t nb = mm->k / 32;
     const __m256i ones16 = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0F);
-    const __m256i sh = _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4);
     const uint8_t *row[Q4_ROWS];
     /* the next strip's rows, one contiguous range: decode prefetches it
      * into L2 block by block as it goes (without, the 8 rows' interleaved
      * reads ran at a third of the speed; all of it at once, as the AVX-512
-     * decode does, measured 30-50 % slower here: d768 model, Zen 5) */
+     * decode did until the twenty-fifth session, measured 30-50 % slower
+     * here: d768 model, Zen 5) */
     const char *pf = (const char *)mm->w + (r + Q4_ROWS) * mm->w_row_bytes;
     __m256 acc[4];
     uint64_t b;
@@ -981,7 +1007,7 @@ static AI T2 void q4_strip(const struct baton_mm *mm, uint64_t r, uint32_t nr, u
         acc[j] = _mm256_setzero_ps();
     for (b = 0; b < nb; b++) {
         const uint64_t bo = b * BATON_Q4_0_BLOCK_BYTES;
-        __m256i w[Q4_ROWS];
+        __m256i wl[Q4_ROWS / 2], wh[Q4_ROWS / 2];
         __m256 dw;
 
         if (NC == 1) { /* decode: the next strip's 144 bytes per block */
@@ -989,48 +1015,38 @@ static AI T2 void q4_strip(const struct baton_mm *mm, uint64_t r, uint32_t nr, u
             _mm_prefetch(pf + Q4_ROWS * bo + 64, _MM_HINT_T1);
             _mm_prefetch(pf + Q4_ROWS * bo + 128, _MM_HINT_T1);
         }
-        dw = _mm256_cvtph_ps(_mm_setr_epi16(
-            (short)load_u16(row[0] + bo), (short)load_u16(row[1] + bo),
-            (short)load_u16(row[2] + bo), (short)load_u16(row[3] + bo),
-            (short)load_u16(row[4] + bo), (short)load_u16(row[5] + bo),
-            (short)load_u16(row[6] + bo), (short)load_u16(row[7] + bo)));
-#pragma GCC unroll 8
-        for (i = 0; i < Q4_ROWS; i++) {
-            /* the 16 bytes in both halves, the upper one shifted down a
-             * nibble: low nibbles (elements 0..15), then high (16..31) */
-            const __m256i v =
-                _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(row[i] + bo + 2)));
+        dw = q4_scales8(row, bo);
+#pragma GCC unroll 4
+        for (i = 0; i < Q4_ROWS / 2; i++) {
+            const __m256i v = _mm256_loadu2_m128i((const __m128i *)(row[i + 4] + bo + 2),
+                                                  (const __m128i *)(row[i] + bo + 2));
 
-            w[i] = _mm256_and_si256(_mm256_srlv_epi32(v, sh), m4);
+            wl[i] = _mm256_and_si256(v, m4);
+            wh[i] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
         }
 #pragma GCC unroll 4
         for (j = 0; j < NC; j++) {
             const uint8_t *xb = mm->act + (c + j) * mm->act_col_bytes +
                                 b / 4 * BATON_ACT_GROUP_BYTES + 16 * (b % 4);
-            const __m256i x =
-                _mm256_loadu2_m128i((const __m128i *)(xb + 64), (const __m128i *)xb);
+            const __m256i xl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)xb));
+            const __m256i xh =
+                _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(xb + 64)));
             int32_t corr;
             float dx;
-            __m256i v[Q4_ROWS / 2], u[2], isum;
+            __m256i s[Q4_ROWS / 2], isum;
 
             memcpy(&corr, xb + 128, sizeof(corr));
             memcpy(&dx, xb + 192, sizeof(dx));
-            /* rows 2i, 2i+1: their int16 pair sums added pairwise (each
-             * below 2 * 3810), widened to 32 bits by pairs: per 128-bit
-             * half, lanes 0, 1 row 2i's and 2, 3 row 2i+1's partial sums */
 #pragma GCC unroll 4
             for (i = 0; i < Q4_ROWS / 2; i++)
-                v[i] = _mm256_madd_epi16(
-                    _mm256_hadd_epi16(_mm256_maddubs_epi16(w[2 * i], x),
-                                      _mm256_maddubs_epi16(w[2 * i + 1], x)),
-                    ones16);
-            /* per half: rows 4i..4i+3's sums of that half's elements */
-            u[0] = _mm256_hadd_epi32(v[0], v[1]);
-            u[1] = _mm256_hadd_epi32(v[2], v[3]);
-            isum = _mm256_add_epi32(
-                _mm256_add_epi32(_mm256_permute2x128_si256(u[0], u[1], 0x20),
-                                 _mm256_permute2x128_si256(u[0], u[1], 0x31)),
-                _mm256_set1_epi32(corr));
+                s[i] = _mm256_add_epi16(_mm256_maddubs_epi16(wl[i], xl),
+                                        _mm256_maddubs_epi16(wh[i], xh));
+            /* per half: rows 0, 1 | 2, 3 (half 1: 4, 5 | 6, 7), four
+             * sums each; then all four rows, two sums each */
+            isum = _mm256_madd_epi16(_mm256_hadd_epi16(_mm256_hadd_epi16(s[0], s[1]),
+                                                       _mm256_hadd_epi16(s[2], s[3])),
+                                     ones16);
+            isum = _mm256_add_epi32(isum, _mm256_set1_epi32(corr));
             acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(dx)),
                                      _mm256_cvtepi32_ps(isum), acc[j]);
         }
