@@ -694,31 +694,61 @@ static AI T2 __m256i k_chunk(uint32_t type, const uint8_t *wb, int t)
     }
 }
 
+/* The int16 scale factors of chunk t (elements 32t..32t+31) from the 16
+ * scale bytes sc2 (k_scales_v's, in both halves): lane L of the chunk holds
+ * group 2t + L. Q2_K, Q4_K and Q5_K scales are unsigned: one vpshufb
+ * zero-extends them (index 0x80 clears the high byte); Q3_K's and Q6_K's
+ * are signed: the byte goes to the high half, then an arithmetic shift. */
+static AI T2 __m256i k_sv(uint32_t type, __m256i sc2, int t)
+{
+    const int g = 2 * t;
+
+    if (type == BATON_TYPE_Q2_K || type == BATON_TYPE_Q4_K || type == BATON_TYPE_Q5_K)
+        return _mm256_shuffle_epi8(
+            sc2, _mm256_setr_epi8((char)g, -128, (char)g, -128, (char)g, -128, (char)g, -128,
+                                  (char)g, -128, (char)g, -128, (char)g, -128, (char)g, -128,
+                                  (char)(g + 1), -128, (char)(g + 1), -128, (char)(g + 1), -128,
+                                  (char)(g + 1), -128, (char)(g + 1), -128, (char)(g + 1), -128,
+                                  (char)(g + 1), -128, (char)(g + 1), -128));
+    return _mm256_srai_epi16(
+        _mm256_shuffle_epi8(
+            sc2, _mm256_setr_epi8(-128, (char)g, -128, (char)g, -128, (char)g, -128, (char)g,
+                                  -128, (char)g, -128, (char)g, -128, (char)g, -128, (char)g,
+                                  -128, (char)(g + 1), -128, (char)(g + 1), -128, (char)(g + 1),
+                                  -128, (char)(g + 1), -128, (char)(g + 1), -128, (char)(g + 1),
+                                  -128, (char)(g + 1), -128, (char)(g + 1))),
+        8);
+}
+
+/* The scales of the super-block at wb in both halves of *sc2, *corr the
+ * int16 factors of its 16 bsums; returns the bias. */
+static AI T2 int k_scales2(uint32_t type, const uint8_t *wb, __m256i *sc2, __m256i *corr)
+{
+    __m128i scb;
+    __m256i mn;
+    const int bias = k_scales_v(type, wb, &scb, &mn);
+
+    *sc2 = _mm256_broadcastsi128_si256(scb);
+    if (bias)
+        *corr = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(scb), _mm256_set1_epi16((short)-bias));
+    else
+        *corr = mn;
+    return bias;
+}
+
 /* The unpacked weights wq and spread scales sv of the super-block at wb,
  * *corr the int16 factors of its 16 bsums; returns the bias. */
 static AI T2 int k_prep(uint32_t type, const uint8_t *wb, __m256i wq[8], __m256i sv[8],
                         __m256i *corr)
 {
-    __m128i scb;
-    __m256i mn;
-    const int bias = k_scales_v(type, wb, &scb, &mn);
-    const __m256i sc2 = _mm256_broadcastsi128_si256(scb);
-    /* lane L of chunk t holds group 2t + L: its scale byte in the high
-     * byte of each int16 (low byte zeroed by 0x80), then sign-extended */
-    const __m256i idx0 = _mm256_setr_epi8(-128, 0, -128, 0, -128, 0, -128, 0, -128, 0, -128, 0,
-                                          -128, 0, -128, 0, -128, 1, -128, 1, -128, 1, -128, 1,
-                                          -128, 1, -128, 1, -128, 1, -128, 1);
+    __m256i sc2;
+    const int bias = k_scales2(type, wb, &sc2, corr);
     int t;
 
-    if (bias)
-        *corr = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(scb), _mm256_set1_epi16((short)-bias));
-    else
-        *corr = mn;
 #pragma GCC unroll 8
     for (t = 0; t < 8; t++) {
         wq[t] = k_chunk(type, wb, t);
-        sv[t] = _mm256_srai_epi16(
-            _mm256_shuffle_epi8(sc2, _mm256_add_epi8(idx0, _mm256_set1_epi8((char)(2 * t)))), 8);
+        sv[t] = k_sv(type, sc2, t);
     }
     return bias;
 }
@@ -761,25 +791,33 @@ static AI T2 void k_group1(uint32_t type, const uint8_t *wrow, const uint8_t *xc
     int d_off, dmin_off, q;
     __m256i is[K_GROUP], ms[K_GROUP];
     uint32_t dw[K_GROUP];
-    float dxs[K_GROUP];
+    float dxs[K_GROUP], pa[K_GROUP], pi[K_GROUP], pb[K_GROUP], pm[K_GROUP];
 
     k_layout(type, &bbytes, &d_off, &dmin_off);
+    /* the previous group's operands as scalars, stored once (k_chain per
+     * step stored all four registers each time) */
+    _mm256_storeu_ps(pa, prev->a);
+    _mm256_storeu_ps(pi, prev->i);
+    _mm256_storeu_ps(pb, prev->b);
+    _mm256_storeu_ps(pm, prev->m);
     for (t = 0; t < K_GROUP; t++) {
         if (t < nt) {
             const uint8_t *wb = wrow + (s + t) * bbytes;
             const uint8_t *xb = xcol + (s + t) * BATON_ACT_K_BLOCK_BYTES;
             uint16_t h[2] = {0, 0};
-            __m256i wq[8], sv[8], corr, m, a;
-            const int bias = k_prep(type, wb, wq, sv, &corr);
+            __m256i sc2, corr, m, a;
+            const int bias = k_scales2(type, wb, &sc2, &corr);
 
             m = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
             a = bias ? m : _mm256_setzero_si256();
+            /* chunk by chunk (one column: nothing to keep; unpacking all
+             * eight first, as k_row does for its columns, spilled) */
 #pragma GCC unroll 8
             for (q = 0; q < 8; q++) {
                 const __m256i p = _mm256_maddubs_epi16(
-                    wq[q], _mm256_loadu_si256((const __m256i *)(xb + 32 * q)));
+                    k_chunk(type, wb, q), _mm256_loadu_si256((const __m256i *)(xb + 32 * q)));
 
-                a = _mm256_add_epi32(a, _mm256_madd_epi16(p, sv[q]));
+                a = _mm256_add_epi32(a, _mm256_madd_epi16(p, k_sv(type, sc2, q)));
             }
             is[t] = a;
             ms[t] = m;
@@ -793,8 +831,11 @@ static AI T2 void k_group1(uint32_t type, const uint8_t *wrow, const uint8_t *xc
             dw[t] = 0;
             dxs[t] = 0.0f;
         }
-        if (t < np)
-            *acc = k_chain(prev, t, dmin_off >= 0, *acc);
+        if (t < np) {
+            *acc = k_fma(pa[t], pi[t], *acc);
+            if (dmin_off >= 0)
+                *acc = k_fma(pb[t], pm[t], *acc);
+        }
     }
     {
         const __m256i dd = _mm256_setr_epi32((int)dw[0], (int)dw[1], (int)dw[2], (int)dw[3],
