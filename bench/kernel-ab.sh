@@ -28,7 +28,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 BENCH_COMMAND="bench/kernel-ab.sh $*"
 
-rev=HEAD file= build=${BUILD_DIR:-$BENCH_SRC/build} calls=200
+rev=HEAD file=auto build=${BUILD_DIR:-$BENCH_SRC/build} calls=200
 cases=()
 while [ $# -gt 0 ]; do
     case $1 in
@@ -44,26 +44,42 @@ while [ $# -gt 0 ]; do
     *) cases+=("$1"); shift ;;
     esac
 done
-if [ -z "$file" ]; then
+cpu_flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
+has512=1
+for f in avx512f avx512bw avx512dq avx512vl avx512_vnni; do
+    [[ " $cpu_flags " == *" $f "* ]] || has512=0
+done
+if [ "$file" = auto ]; then
     file=src/compute/cpu/matmul_avx2.c
-    cpu_flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
-    all=1
-    for f in avx512f avx512bw avx512dq avx512vl avx512_vnni; do
-        [[ " $cpu_flags " == *" $f "* ]] || all=0
-    done
-    [ "$all" -eq 0 ] || file=src/compute/cpu/matmul_avx512.c
+    [ "$has512" -eq 0 ] || file=src/compute/cpu/matmul_avx512.c
 fi
 case $file in
 src/compute/cpu/matmul_avx512.c) table=baton_mm_avx512 isa=BATON_CPU_ISA_AVX512 ;;
 src/compute/cpu/matmul_avx2.c) table=baton_mm_avx2 isa=BATON_CPU_ISA_AVX2 ;;
 *) echo "kernel-ab.sh: --file must be src/compute/cpu/matmul_avx512.c or matmul_avx2.c" >&2; exit 2 ;;
 esac
+# before the build when the flags already say so (kernel_ab checks again,
+# by CPUID, before it calls a kernel)
+if [ "$isa" = BATON_CPU_ISA_AVX512 ] && [ -n "$cpu_flags" ] && [ "$has512" -eq 0 ]; then
+    echo "kernel_ab: this CPU lacks the avx512 level (/proc/cpuinfo: no AVX-512 F, BW, DQ, VL and VNNI); nothing to compare" >&2
+    exit 3
+fi
 [ ${#cases[@]} -gt 0 ] || cases=(q4_k:4096:256:1 q4_k:4096:4096:8 q4_k:14336:64:1 q4_k:14336:2048:4
     q4_k:768:768:1 q6_k:4096:256:1 q6_k:4096:4096:8 q6_k:14336:64:1 q6_k:14336:2048:4)
 [[ $calls =~ ^[1-9][0-9]{0,5}$ ]] || { echo "kernel-ab.sh: --calls wants 1..999999, not '$calls'" >&2; exit 2; }
 for c in "${cases[@]}"; do
     [[ $c =~ ^(q8_0|q4_0|q2_k|q3_k|q4_k|q5_k|q6_k):[0-9]+:[0-9]+:[0-9]+$ ]] ||
         { echo "kernel-ab.sh: case '$c': want TYPE:K:ROWS:MATRICES, TYPE one of q8_0 q4_0 q2_k..q6_k" >&2; exit 2; }
+    IFS=: read -r t k rows mats <<<"$c"
+    blk=256
+    [[ $t != q8_0 && $t != q4_0 ]] || blk=32
+    # kernel_ab's own limits, checked before the build
+    [ "${#k}" -le 7 ] && [ "$k" -ge "$blk" ] && [ "$k" -le 1048576 ] && [ $((10#$k % blk)) -eq 0 ] ||
+        { echo "kernel-ab.sh: case '$c': K must be a multiple of $blk in $blk..1048576 for $t" >&2; exit 2; }
+    [ "${#rows}" -le 7 ] && [ "$rows" -ge 1 ] && [ "$rows" -le 1048576 ] ||
+        { echo "kernel-ab.sh: case '$c': ROWS must be 1..1048576" >&2; exit 2; }
+    [ "${#mats}" -le 4 ] && [ "$mats" -ge 1 ] && [ "$mats" -le 4096 ] ||
+        { echo "kernel-ab.sh: case '$c': MATRICES must be 1..4096" >&2; exit 2; }
 done
 git -C "$BENCH_SRC" rev-parse --verify --quiet "$rev^{commit}" >/dev/null ||
     { echo "kernel-ab.sh: $rev is not a commit of $BENCH_SRC" >&2; exit 2; }

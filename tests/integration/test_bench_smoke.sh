@@ -88,7 +88,7 @@ if [ -z "${BATON_ASAN:-}" ] && git -C "$SRC_DIR" rev-parse --verify --quiet HEAD
     done
     rc=0; "$SRC_DIR/bench/kernel-ab.sh" --build "$BUILD_DIR" --rev no-such-rev >/dev/null 2>&1 || rc=$?
     [ "$rc" -eq 2 ] || fail "kernel-ab.sh --rev no-such-rev: rc $rc, want 2"
-    for bad in "--calls 0" "q9_k:256:1:1" "q4_k:256:1"; do
+    for bad in "--calls 0" "q9_k:256:1:1" "q4_k:256:1" "q4_k:100:1:1" "q4_0:32:0:1"; do
         # shellcheck disable=SC2086
         rc=0; "$SRC_DIR/bench/kernel-ab.sh" --build "$BUILD_DIR" $bad >/dev/null 2>&1 || rc=$?
         [ "$rc" -eq 2 ] || fail "kernel-ab.sh $bad: rc $rc, want 2"

@@ -236,8 +236,15 @@ baton quantize: by type: f32 11 f16 37" ] ||
     # nothing to convert (all F32 already): exit 0 with a warning
     rc=0; "$BATON" quantize "$MODEL_DIR/stories260K.gguf" "$TMP/s_f32.gguf" f32 2>"$TMP/q.err" || rc=$?
     [ "$rc" -eq 0 ] && grep -q "0 tensors converted to f32, 48 kept" "$TMP/q.err" &&
-        grep -qxF "baton quantize: warning: no tensor was converted to f32; $TMP/s_f32.gguf holds the tensors of $MODEL_DIR/stories260K.gguf unchanged" "$TMP/q.err" ||
+        grep -qxF "baton quantize: warning: no tensor was converted to f32; $TMP/s_f32.gguf holds the tensors of $MODEL_DIR/stories260K.gguf unchanged" "$TMP/q.err" &&
+        grep -qx "baton quantize: by type: f32 48" "$TMP/q.err" ||
         fail "quantize f32: rc $rc: $(cat "$TMP/q.err")"
+    # a preset whose type no row can take (288 is not a multiple of 256):
+    # "by the preset", and the by-type line shows what the rows became
+    "$BATON" quantize "$MODEL_DIR/stories260K.gguf" "$TMP/s_q6.gguf" q6_k 2>"$TMP/q.err" || fail "quantize q6_k"
+    grep -qx "baton quantize: wrote $TMP/s_q6.gguf: 37 tensors converted by the q6_k preset, 11 kept (vectors, norms, or not f32/f16)" \
+        "$TMP/q.err" && grep -qx "baton quantize: by type: f32 11 f16 5 q8_0 32" "$TMP/q.err" ||
+        fail "quantize q6_k: $(cat "$TMP/q.err")"
     # an output in a missing directory is named as given, not as its temporary file
     rc=0; "$BATON" quantize "$MODEL_DIR/stories260K.gguf" "$TMP/nodir/o.gguf" q8_0 2>"$TMP/q.err" || rc=$?
     [ "$rc" -eq 1 ] && grep -qx "baton quantize: $TMP/nodir/o.gguf: cannot create a file in $TMP/nodir: No such file or directory" \

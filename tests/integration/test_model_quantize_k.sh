@@ -47,7 +47,7 @@ expect() {
 
 for p in q2_k q3_k_m q4_k_m q5_k_m q6_k; do
     "$BATON" quantize "$TMP/f32.gguf" "$TMP/$p.gguf" "$p" 2>"$TMP/q.err" || fail "quantize $p: $(cat "$TMP/q.err")"
-    grep -qx "baton quantize: wrote $TMP/$p.gguf: 58 tensors converted to $p, 17 kept (vectors, norms, or not f32/f16)" \
+    grep -qx "baton quantize: wrote $TMP/$p.gguf: 58 tensors converted by the $p preset, 17 kept (vectors, norms, or not f32/f16)" \
         "$TMP/q.err" || fail "quantize $p: $(cat "$TMP/q.err")"
     types "$TMP/$p.gguf" >"$TMP/got.txt"
     expect "$p" | LC_ALL=C sort >"$TMP/want.txt"
@@ -74,7 +74,7 @@ grep -Eq "blk\.1\.attn_v\.weight +q4_k +256 x 64 +[0-9]+ +9216$" "$TMP/inspect.t
 cmp -s "$TMP/alias.gguf" "$TMP/q4_k_m.gguf" || fail "Q4_K is not q4_k_m"
 # the summary names the preset an alias stands for, as baton spells it (it
 # said "converted to Q4_K", beside a by-type line without q4_k's fallbacks)
-grep -qx "baton quantize: wrote $TMP/alias.gguf: 58 tensors converted to q4_k_m, 17 kept (vectors, norms, or not f32/f16)" \
+grep -qx "baton quantize: wrote $TMP/alias.gguf: 58 tensors converted by the q4_k_m preset, 17 kept (vectors, norms, or not f32/f16)" \
     "$TMP/q.err" || fail "quantize Q4_K: $(cat "$TMP/q.err")"
 
 # gen-model: a mix gives the types quantize gives; a K-quant every matrix
