@@ -64,7 +64,7 @@ static AI T2 void f16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, co
                            const int NC)
 {
     const uint64_t k = mm->k, ldy = mm->ldy;
-    __m256 a[2][2][4];
+    __m256 a[2][3][4];
     uint64_t i, kk;
     int rr, j, q;
 
@@ -78,7 +78,7 @@ static AI T2 void f16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, co
     for (i = 0; i + 32 <= k; i += 32) {
 #pragma GCC unroll 4
         for (q = 0; q < 4; q++) {
-            __m256 xv[2];
+            __m256 xv[3];
 
 #pragma GCC unroll 8
             for (j = 0; j < NC; j++)
@@ -132,8 +132,10 @@ static T2 void f16_tile_n(const struct baton_mm *mm, uint64_t r, uint64_t c, uin
 {
     if (nc == 1)
         f16_tile(mm, r, c, 1, 1);
-    else
+    else if (nc == 2)
         f16_tile(mm, r, c, 1, 2);
+    else
+        f16_tile(mm, r, c, 1, 3);
 }
 
 static T2 void f16_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)
@@ -145,7 +147,7 @@ static T2 void f16_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32
 }
 
 static const struct baton_mm_tiles f16_tiles = {
-    f16_decode, 1, f16_tile_n, 1, 2, f16_row, 0,
+    f16_decode, 1, f16_tile_n, 1, 3, f16_row, 0,
 };
 
 static T2 void avx2_f16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
