@@ -30,7 +30,10 @@ file, and a summary per file.
 --check FILE (the committed verify/REACHABLE.md): exit 1 when a function the
 file calls proven or fuzzed is now less (fuzzed or neither, or not reached
 by the corpus at all), so the committed table never claims more than holds;
-functions that gained, or are new, only print a note to regenerate it.
+functions that gained, or are new, only print a note to regenerate it. A
+"fuzzed" claim of a SIMD kernel whose level this CPU lacks (an AVX-512 file
+on an AVX2-only CPU: the replay dispatches to the CPU's own level) is not
+checked, and a line says how many were skipped.
 """
 import argparse
 import glob
@@ -269,6 +272,39 @@ it (lines run / lines of the function); **neither** otherwise.
 
 """
 RANK = {"proven": 2, "fuzzed": 1}
+
+# CPU kernel levels (src/compute/cpu/matmul.h): the /proc/cpuinfo flags each
+# needs. The corpus replay runs only the kernels of the level this CPU has,
+# so a "fuzzed" claim of a higher level's function is not checked here.
+LEVEL_FLAGS = {
+    "avx2": ("avx2", "fma", "f16c"),
+    "avx512": ("avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni"),
+}
+
+
+def kernel_level(rel, name):
+    """The SIMD level whose code (rel, name) is, or None: the _avx2.c /
+    _avx512.c files, and matmul_f32.h's functions by their prefix."""
+    for level in LEVEL_FLAGS:
+        if rel.startswith("src/compute/cpu/") and rel.endswith("_%s.c" % level):
+            return level
+        if rel == "src/compute/cpu/matmul_f32.h" and name.startswith(level + "_"):
+            return level
+    return None
+
+
+def cpu_levels():
+    """The levels this CPU's /proc/cpuinfo flags allow (None: unreadable,
+    every claim is then checked)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return {lv for lv, need in LEVEL_FLAGS.items() if flags.issuperset(need)}
+    except OSError:
+        pass
+    return None
 ROW = re.compile(r"^\| (\S+) \| `([^`]+)` \| [^|]* \| ([^|]+?) \|")
 
 
@@ -284,14 +320,23 @@ def check(path, rows):
     with open(path) as f:
         old = statuses(f.read().splitlines())
     new = statuses(rows)
-    worse, better = [], 0
+    worse, better, skipped = [], 0, {}
+    levels = cpu_levels()
     for key, status in old.items():
         now = new.get(key, "not reached")
+        lv = kernel_level(key[0], key[1])
+        if (status == "fuzzed" and RANK.get(now, 0) < RANK.get(status, 0) and lv is not None
+                and levels is not None and lv not in levels):
+            skipped[lv] = skipped.get(lv, 0) + 1
+            continue
         if RANK.get(now, 0) < RANK.get(status, 0):
             worse.append("%s %s: %s in %s, now %s" % (key[0], key[1], status, path, now))
     for key, status in new.items():
         if RANK.get(status, 0) > RANK.get(old.get(key, ""), 0) or key not in old:
             better += 1
+    for lv in sorted(skipped):
+        print("reach: %d fuzzed claim(s) of %s kernels not checked: this CPU lacks the %s "
+              "level (/proc/cpuinfo), so the replay cannot run them" % (skipped[lv], lv, lv))
     for w in worse:
         print("reach: claims more than holds: " + w)
     if better:
