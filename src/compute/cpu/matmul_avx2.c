@@ -763,21 +763,22 @@ struct k_fl {
     __m256 a, i, b, m;
 };
 
-/* Super-block t of group f's steps of the chain. */
-static AI T2 float k_chain(const struct k_fl *f, uint32_t t, int has_min, float acc)
+/* Group f's operands as scalars (p[0..3] = a, i, b, m), stored once per
+ * group rather than once per chain step. */
+static AI T2 void k_fl_store(const struct k_fl *f, float p[4][K_GROUP])
 {
-    float a[K_GROUP], i[K_GROUP];
+    _mm256_storeu_ps(p[0], f->a);
+    _mm256_storeu_ps(p[1], f->i);
+    _mm256_storeu_ps(p[2], f->b);
+    _mm256_storeu_ps(p[3], f->m);
+}
 
-    _mm256_storeu_ps(a, f->a);
-    _mm256_storeu_ps(i, f->i);
-    acc = k_fma(a[t], i[t], acc);
-    if (has_min) {
-        float b[K_GROUP], m[K_GROUP];
-
-        _mm256_storeu_ps(b, f->b);
-        _mm256_storeu_ps(m, f->m);
-        acc = k_fma(b[t], m[t], acc);
-    }
+/* Super-block t's steps of the chain, from k_fl_store's scalars. */
+static AI T2 float k_chain(const float p[4][K_GROUP], uint32_t t, int has_min, float acc)
+{
+    acc = k_fma(p[0][t], p[1][t], acc);
+    if (has_min)
+        acc = k_fma(p[2][t], p[3][t], acc);
     return acc;
 }
 
@@ -793,15 +794,10 @@ static AI T2 void k_group1(uint32_t type, const uint8_t *wrow, const uint8_t *xc
     int d_off, dmin_off, q;
     __m256i is[K_GROUP], ms[K_GROUP];
     uint32_t dw[K_GROUP];
-    float dxs[K_GROUP], pa[K_GROUP], pi[K_GROUP], pb[K_GROUP], pm[K_GROUP];
+    float dxs[K_GROUP], pf[4][K_GROUP];
 
     k_layout(type, &bbytes, &d_off, &dmin_off);
-    /* the previous group's operands as scalars, stored once (k_chain per
-     * step stored all four registers each time) */
-    _mm256_storeu_ps(pa, prev->a);
-    _mm256_storeu_ps(pi, prev->i);
-    _mm256_storeu_ps(pb, prev->b);
-    _mm256_storeu_ps(pm, prev->m);
+    k_fl_store(prev, pf);
     for (t = 0; t < K_GROUP; t++) {
         if (t < nt) {
             const uint8_t *wb = wrow + (s + t) * bbytes;
@@ -833,11 +829,8 @@ static AI T2 void k_group1(uint32_t type, const uint8_t *wrow, const uint8_t *xc
             dw[t] = 0;
             dxs[t] = 0.0f;
         }
-        if (t < np) {
-            *acc = k_fma(pa[t], pi[t], *acc);
-            if (dmin_off >= 0)
-                *acc = k_fma(pb[t], pm[t], *acc);
-        }
+        if (t < np)
+            *acc = k_chain(pf, t, dmin_off >= 0, *acc);
     }
     {
         const __m256i dd = _mm256_setr_epi32((int)dw[0], (int)dw[1], (int)dw[2], (int)dw[3],
@@ -873,7 +866,7 @@ static AI T2 void k_row1(const struct baton_mm *mm, uint64_t r, uint32_t type)
     uint32_t bbytes, np = 0, t;
     int d_off, dmin_off;
     uint64_t s = 0;
-    float acc = 0.0f;
+    float acc = 0.0f, p[4][K_GROUP];
     struct k_fl f[2];
 
     f[0].a = f[0].i = f[0].b = f[0].m = _mm256_setzero_ps();
@@ -890,8 +883,9 @@ static AI T2 void k_row1(const struct baton_mm *mm, uint64_t r, uint32_t type)
         f[0] = f[1];
         np = (uint32_t)(nsb - s);
     }
+    k_fl_store(&f[0], p);
     for (t = 0; t < np; t++)
-        acc = k_chain(&f[0], t, dmin_off >= 0, acc);
+        acc = k_chain(p, t, dmin_off >= 0, acc);
     mm->y[r] = acc;
 }
 
