@@ -255,9 +255,17 @@ void baton_hs_destroy(struct baton_hs *hs);
 
 /* ---- frames ---- */
 
+/* A MAC-mode frame of at most this many bytes is tagged in one call of
+ * libsodium's Poly1305 at the end, from a copy in struct baton_mac, instead
+ * of a libcrypto context made and freed for it (a few microseconds a frame:
+ * most frames of a decode step are requests and replies under 200 bytes, and
+ * a d768 hidden state is 3 KiB). Same tag either way. */
+#define BATON_MAC_SMALL_BYTES 4096u
+
 /* Per-frame MAC/AEAD state; lives on the stack or in the connection.
  * Fields are private. Idle when zeroed; a begin allocates two libcrypto
- * contexts (one in MAC mode), which baton_mac_final_tag,
+ * contexts (MAC mode: one, and only once the frame passes
+ * BATON_MAC_SMALL_BYTES), which baton_mac_final_tag,
  * baton_mac_final_verify and baton_mac_abort free: every begun frame must
  * end in one of them, and a begin must start from an idle m. */
 struct evp_mac_ctx_st;
@@ -269,6 +277,10 @@ struct baton_mac {
     uint64_t ct_bytes;                /* bytes of ciphertext so far */
     uint8_t phase;                    /* 0 idle, 1 AD, 2 ciphertext */
     uint8_t encrypt;
+    uint8_t small;                    /* MAC mode, poly NULL: bytes kept in buf */
+    uint32_t buf_len;                 /* bytes in buf (wiped at release) */
+    uint8_t poly_key[32];             /* while small: the frame's Poly1305 key */
+    uint8_t buf[BATON_MAC_SMALL_BYTES + 32]; /* while small: AD, then pad and lengths */
 };
 
 /* Loads libcrypto's Poly1305 and ChaCha20 (once; baton_auth_init calls it,
@@ -286,17 +298,19 @@ void baton_frame_key_wipe(struct baton_frame_key *k);
 
 /* MAC mode: starts the tag of frame `counter` under k. Every byte passed to
  * baton_mac_update (header first, then the payload) is authenticated.
- * Returns 0, BATON_E_LIMIT (counter == 2^64 - 1), BATON_E_NOMEM or
- * BATON_E_IO (libcrypto failed; m stays idle). */
+ * Returns 0, BATON_E_LIMIT (counter == 2^64 - 1) or BATON_E_IO (libcrypto
+ * lacks its algorithms; m stays idle). */
 int baton_mac_begin(struct baton_mac *m, const struct baton_frame_key *k, uint64_t counter);
 
 /* Adds n bytes of the frame (any chunking). Returns 0, BATON_E_PROTO
  * when m is not in MAC mode's AD phase (not begun, or encrypt mode after
- * its header), or BATON_E_IO (libcrypto failed). */
+ * its header), or BATON_E_NOMEM / BATON_E_IO (libcrypto failed, once the
+ * frame passes BATON_MAC_SMALL_BYTES). */
 int baton_mac_update(struct baton_mac *m, const void *p, size_t n);
 
 /* Writes the 16-byte tag and releases m (idle again). Returns 0,
- * BATON_E_PROTO (not begun) or BATON_E_IO. Works for both modes. */
+ * BATON_E_PROTO (not begun), BATON_E_NOMEM or BATON_E_IO. Works for both
+ * modes. */
 int baton_mac_final_tag(struct baton_mac *m, uint8_t tag[BATON_TAG_BYTES]);
 
 /* Compares the computed tag with tag in constant time and releases m.

@@ -13,10 +13,18 @@
  * "ChaCha20"), whose x86-64 code has AVX2 and AVX-512 paths where libsodium
  * 1.0.18 has SSE2 only: about 3x the MAC throughput on an AVX-512 host
  * (bench/mac_speed.c). The bytes are the same either way; the tests compare
- * every tag and ciphertext with libsodium's one-shot AEAD. */
+ * every tag and ciphertext with libsodium's one-shot AEAD.
+ *
+ * A MAC-mode frame stays in m->buf until it passes BATON_MAC_SMALL_BYTES:
+ * a small frame (a request or reply of a decode step) is tagged at the end
+ * by one call of libsodium's crypto_onetimeauth_poly1305 over AD, pad and
+ * lengths, without a libcrypto context (making, keying and freeing one
+ * costs microseconds a frame); a larger one moves to libcrypto at the
+ * update that passes the size, the kept bytes first. */
 #include "auth/auth.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 
 #include <openssl/crypto.h>
@@ -76,16 +84,46 @@ void baton_frame_key_wipe(struct baton_frame_key *k)
         sodium_memzero(k, sizeof *k);
 }
 
-/* Frees the contexts (OpenSSL cleanses their key material) and zeroes m. */
+/* Frees the contexts (OpenSSL cleanses their key material) and zeroes m:
+ * the fields before buf, and the part of buf that held frame bytes. */
 static void release(struct baton_mac *m)
 {
     EVP_MAC_CTX_free(m->poly);
     EVP_CIPHER_CTX_free(m->stream);
-    sodium_memzero(m, sizeof *m);
+    sodium_memzero(m->buf, m->buf_len);
+    sodium_memzero(m, offsetof(struct baton_mac, buf));
+}
+
+/* A small frame outgrew m->buf: a libcrypto context keyed with the frame's
+ * Poly1305 key takes the kept bytes. 0, BATON_E_NOMEM or BATON_E_IO. */
+static int go_large(struct baton_mac *m)
+{
+    m->poly = EVP_MAC_CTX_new(alg_poly1305);
+    if (m->poly == NULL)
+        return BATON_E_NOMEM;
+    if (EVP_MAC_init(m->poly, m->poly_key, sizeof m->poly_key, NULL) != 1 ||
+        EVP_MAC_update(m->poly, m->buf, m->buf_len) != 1)
+        return BATON_E_IO;
+    sodium_memzero(m->poly_key, sizeof m->poly_key);
+    sodium_memzero(m->buf, m->buf_len);
+    m->buf_len = 0;
+    m->small = 0;
+    return 0;
 }
 
 static int poly_update(struct baton_mac *m, const void *p, size_t n)
 {
+    if (m->small) {
+        if (n <= sizeof m->buf - m->buf_len) {
+            if (n > 0)
+                memcpy(m->buf + m->buf_len, p, n);
+            m->buf_len += (uint32_t)n;
+            return 0;
+        }
+        int rc = go_large(m);
+        if (rc != 0)
+            return rc;
+    }
     return EVP_MAC_update(m->poly, p, n) == 1 ? 0 : BATON_E_IO;
 }
 
@@ -99,9 +137,15 @@ static int start(struct baton_mac *m, const uint8_t key[BATON_KEY_BYTES], const 
     uint8_t iv[16] = {1, 0, 0, 0}; /* LE32 block counter 1, then the nonce */
     int rc = baton_frame_crypto_init();
 
-    memset(m, 0, sizeof *m);
+    memset(m, 0, offsetof(struct baton_mac, buf));
     if (rc != 0)
         return rc;
+    if (!encrypt) { /* MAC mode: kept in buf until it outgrows it */
+        crypto_stream_chacha20_ietf(m->poly_key, sizeof m->poly_key, nonce, key);
+        m->small = 1;
+        m->phase = PHASE_AD;
+        return 0;
+    }
     m->poly = EVP_MAC_CTX_new(alg_poly1305);
     if (m->poly == NULL || (encrypt && (m->stream = EVP_CIPHER_CTX_new()) == NULL)) {
         release(m);
@@ -163,8 +207,10 @@ static int finish(struct baton_mac *m, uint8_t tag[BATON_TAG_BYTES])
     put_le64(lens + 8, m->ct_bytes);
     if (rc == 0)
         rc = poly_update(m, lens, sizeof lens);
-    if (rc == 0 && (EVP_MAC_final(m->poly, tag, &tag_len, BATON_TAG_BYTES) != 1 ||
-                    tag_len != BATON_TAG_BYTES))
+    if (rc == 0 && m->small)
+        crypto_onetimeauth_poly1305(tag, m->buf, m->buf_len, m->poly_key);
+    else if (rc == 0 && (EVP_MAC_final(m->poly, tag, &tag_len, BATON_TAG_BYTES) != 1 ||
+                         tag_len != BATON_TAG_BYTES))
         rc = BATON_E_IO;
     release(m);
     return rc;
