@@ -553,10 +553,11 @@ int baton_cmd_bench(int argc, char **argv)
         baton_cli_put_string(f, cfg.servers, strlen(cfg.servers), 1);
         fprintf(f, ", \"prompt\": %u, \"generated\": %u, \"ctx\": %u, \"ubatch\": %u, "
                    "\"reps\": %u, \"threads\": %u, \"pipeline\": %s, \"p2p\": %s, "
-                   "\"slots\": %u, \"ring\": %s, \"waits_per_step\": %.4g",
+                   "\"p2p_used\": %s, \"slots\": %u, \"ring\": %s, \"waits_per_step\": %.4g",
                 n_prompt, n_gen, cfg.n_ctx, res->n_ubatch, reps, cfg.n_threads,
-                cfg.pipeline ? "true" : "false", cfg.p2p ? "true" : "false", cfg.n_slots,
-                res->ring ? "true" : "false", res->decode_steps ? (double)res->waits / res->decode_steps : 0.0);
+                cfg.pipeline ? "true" : "false", cfg.p2p ? "true" : "false",
+                res->n_direct ? "true" : "false", cfg.n_slots, res->ring ? "true" : "false",
+                res->decode_steps ? (double)res->waits / res->decode_steps : 0.0);
         for (i = 0; i < 5; i++)
             fprintf(f, ", \"%s\": {\"unit\": \"%s\", \"median\": %.6g, \"min\": %.6g, "
                        "\"max\": %.6g}",

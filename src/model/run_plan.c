@@ -262,6 +262,25 @@ int baton_run_precheck(const struct baton_run_config *cfg, const char *servers_n
     return rc;
 }
 
+/* A warning when stage i's endpoint, as written, is an earlier stage's
+ * too: the run works (each stage is its own session on that server), but
+ * those stages share the server's cores and memory, which is seldom what
+ * a layer split is for. Printed once per repeated entry. */
+static void warn_repeated_server(struct run *r, uint32_t i)
+{
+    const char *ep = r->stages[i].endpoint;
+
+    for (uint32_t j = 0; j < i; j++) {
+        if (strcmp(r->stages[j].endpoint, ep) == 0) {
+            run_msg(r->cfg,
+                    "warning: --servers names %s for stage %u and stage %u: those stages "
+                    "share that server's cores and memory\n",
+                    ep, j + 1, i + 1);
+            return;
+        }
+    }
+}
+
 int run_connect_stages(struct run *r)
 {
     const uint32_t n_stages = r->n_stages;
@@ -322,6 +341,7 @@ int run_connect_stages(struct run *r)
             memcpy(s->endpoint, e.endpoint, sizeof(s->endpoint));
             memcpy(s->peer_endpoint, e.peer_endpoint, sizeof(s->peer_endpoint));
             p += p[len] == ',' ? len + 1 : len;
+            warn_repeated_server(r, i);
             /* the TCP connection, then the handshake: each failure gets
              * its own hint */
             int fd = -1;

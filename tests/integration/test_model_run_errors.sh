@@ -223,4 +223,29 @@ want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$MODEL" \
     --servers "127.0.0.1:$PORT_one" --prompt x -n 2
 [ "$(tail -n 1 "$TMP/run.err")" = "baton run: stage 1 (127.0.0.1:$PORT_one): connect failed: E_LIMIT (limit exceeded); the server is at its connection limit (batond --max-connections, or the max_connections of this client key's client line), or newer connections still in their handshake pushed this one out of its lobby (--max-unauthenticated, --max-unauthenticated-per-ip); batond --print-policy shows them" ] ||
     fail "connect at the connection limit: $(cat "$TMP/run.err")"
+
+# --- run: one server named twice: a warning, and the run still works ---
+start_server dup
+dup=127.0.0.1:$PORT_dup
+"$BATON" run --model "$MODEL" --servers "$dup,$dup" --prompt "Once upon" -n 4 \
+    >"$TMP/dup.out" 2>"$TMP/dup.err" || fail "a server named twice: $(cat "$TMP/dup.err")"
+has_line "$TMP/dup.err" "baton run: warning: --servers names $dup for stage 1 and stage 2: those stages share that server's cores and memory"
+[ "$(grep -c "warning:" "$TMP/dup.err")" -eq 1 ] || fail "the warning repeats: $(cat "$TMP/dup.err")"
+"$BATON" run --model "$MODEL" --servers "$dup" --prompt "Once upon" -n 4 >"$TMP/one.out" 2>"$TMP/one.err" ||
+    fail "one stage: $(cat "$TMP/one.err")"
+! grep -q "warning:" "$TMP/one.err" || fail "a warning without a repeated server: $(cat "$TMP/one.err")"
+cmp -s "$TMP/dup.out" "$TMP/one.out" || fail "two stages on one server: other text: $(cat "$TMP/dup.out")"
+# bench --json: the direct path was asked (the default) but not used (no peer key)
+"$BATON" bench --model "$MODEL" --servers "$dup,$dup" -p 4 -n 2 --reps 1 --json "$TMP/dup.json" \
+    >/dev/null 2>&1 || fail "bench over a server named twice"
+python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); sys.exit(not (j["p2p"] is True and j["p2p_used"] is False and j["ring"] is False))' \
+    "$TMP/dup.json" || fail "bench --json p2p / p2p_used / ring: $(cat "$TMP/dup.json")"
+
+# --- run, bench: "-n=4" (getopt hands "=4" to -n) says how to write it ---
+want_fail 2 "$TMP/n.out" "$TMP/n.err" "$BATON" run --model "$MODEL" --servers local --prompt x -n=4
+has_line "$TMP/n.err" "baton run: -n: '=4' is not an integer (write -n 4, without '=')"
+want_fail 2 "$TMP/n.out" "$TMP/n.err" "$BATON" bench --model "$MODEL" --servers local -p=4
+has_line "$TMP/n.err" "baton bench: -p: '=4' is not an integer (write -p 4, without '=')"
+want_fail 2 "$TMP/n.out" "$TMP/n.err" "$BATON" run --model "$MODEL" --servers local --prompt x -n x4
+has_line "$TMP/n.err" "baton run: -n: 'x4' is not an integer"
 echo PASS

@@ -469,6 +469,11 @@ grep -q "^bench: .*, groups 1 (never more than B), .*, p2p on (not used: in-proc
     fail "bench --npl ring: $(cat "$TMP/nplr.json")"
 grep -q "^bench: .*, slots 2, ring on\$" "$TMP/nplr.out" || fail "bench --npl ring: header: $(cat "$TMP/nplr.out")"
 grep -qx "  decode ring used: B=1 yes B=4 yes" "$TMP/nplr.out" || fail "bench --npl ring: used line: $(cat "$TMP/nplr.out")"
+# without --npl, --json says what was asked (p2p) and what was used (p2p_used, ring)
+"$BATON" bench --model "$MODEL" --servers "$P,$Q" --key "$K" -p 6 -n 4 --reps 1 \
+    --json "$TMP/b2.json" >"$TMP/b2.out" 2>"$TMP/b2.err" || fail "bench over 2 batond: $(cat "$TMP/b2.err")"
+[ "$(field "$TMP/b2.json" '(j["p2p"], j["p2p_used"], j["ring"])')" = "(True, True, True)" ] ||
+    fail "bench --json over a ring: p2p / p2p_used / ring: $(cat "$TMP/b2.json")"
 # a batch size whose groups outnumber the slots runs without the ring, and says why
 "$BATON" bench --model "$MODEL" --servers "$P,$Q" --key "$K" --npl 1,6 --groups 3 -p 6 -n 6 --reps 1 \
     >"$TMP/nplg.out" 2>"$TMP/nplg.err" || fail "bench --npl --groups 3: $(cat "$TMP/nplg.err")"
