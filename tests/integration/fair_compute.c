@@ -293,21 +293,33 @@ static int cmd_keys(const char *a_path, const char *b_path)
     int64_t t_one = long_run(&g_ka[0], out);
     check(t_one >= 80, "one team-a graph alone: %lld ms (at least 8 default slices)",
           (long long)t_one);
-    pthread_t th[A_CONNS];
-    g_k_running = A_CONNS;
-    for (int i = 0; i < A_CONNS; i++)
-        if (pthread_create(&th[i], NULL, ka_thread, (void *)(intptr_t)i) != 0)
-            return 1;
-    sleep_ms((int)(t_one / 8));
-    struct waits wt = measure_waits(&b, all_a_running);
-    int64_t worst = wt.worst, sum = wt.sum;
-    int steps = wt.steps, failed = wt.failed;
-    for (int i = 0; i < A_CONNS; i++)
-        pthread_join(th[i], NULL);
-    printf("# team-b's wait while team-a's 3 sessions compute: longest %lld ms, mean %.1f ms "
-           "(%d steps); one team-a graph alone %lld ms, the three together %lld/%lld/%lld ms\n",
-           (long long)worst, steps ? (double)sum / steps : 0.0, steps, (long long)t_one,
-           (long long)g_kms[0], (long long)g_kms[1], (long long)g_kms[2]);
+    /* A wait is a time on a shared host: a scheduling stall of the test's
+     * own threads can pass a quarter graph once. Up to 3 attempts; a server
+     * without turns across keys (team-b behind all three team-a sessions)
+     * fails every one. */
+    int64_t worst = 0;
+    int steps = 0, failed = 0;
+    for (int attempt = 1; attempt <= 3; attempt++) {
+        pthread_t th[A_CONNS];
+        g_k_running = A_CONNS;
+        for (int i = 0; i < A_CONNS; i++)
+            if (pthread_create(&th[i], NULL, ka_thread, (void *)(intptr_t)i) != 0)
+                return 1;
+        sleep_ms((int)(t_one / 8));
+        struct waits wt = measure_waits(&b, all_a_running);
+        worst = wt.worst;
+        steps = wt.steps;
+        failed = wt.failed;
+        for (int i = 0; i < A_CONNS; i++)
+            pthread_join(th[i], NULL);
+        printf("# attempt %d: team-b's wait while team-a's 3 sessions compute: longest %lld ms, "
+               "mean %.1f ms (%d steps); one team-a graph alone %lld ms, the three together "
+               "%lld/%lld/%lld ms\n",
+               attempt, (long long)worst, steps ? (double)wt.sum / steps : 0.0, steps,
+               (long long)t_one, (long long)g_kms[0], (long long)g_kms[1], (long long)g_kms[2]);
+        if (failed != 0 || (steps >= 1 && worst < t_one / 4))
+            break;
+    }
     check(failed == 0 && steps >= 1 && worst < t_one / 4,
           "team-b's longest wait (%lld ms) is under a quarter of one team-a graph (%lld ms)",
           (long long)worst, (long long)t_one);
