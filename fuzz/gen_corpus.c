@@ -1760,6 +1760,20 @@ static void gen_dispatcher_keyed(void)
     emit_buf("dispatcher", &b);
     b.len = 0;
 
+    /* frames past BATON_MAC_SMALL_BYTES, which src/auth/frame.c moves from
+     * struct baton_mac's copy to libcrypto: an 8 KiB SET and its GET, then
+     * the SET again with its last data byte flipped */
+    struct baton_tensor_desc tb = tensor(H0, 0, BATON_TYPE_F32, 2048, 1, 1, 1);
+    bu8(&b, DSP_KEYED);
+    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 8192);
+    rec_set(&b, &tb, 0, 8192, 7);
+    rec_get(&b, &tb, 0, 8192);
+    rec_set(&r, &tb, 0, 8192, 9);
+    rec_with_op(&b, OP_FLIP | OP_FLIP_BODY, &r);
+    r.len = 0;
+    emit_buf("dispatcher", &b);
+    b.len = 0;
+
     /* encrypted: two buffers, SET, COPY, GET, then MUL_MAT + ADD + ARGMAX */
     bu8(&b, DSP_KEYED | DSP_ENCRYPT);
     rec_u64(&b, BATON_CMD_ALLOC_BUFFER, 1024);
@@ -2847,6 +2861,8 @@ static void gen_cli_args(void)
     cli_seed(any64, "1.5");
     cli_seed(any64, "");
     cli_seed(any64, "-");
+    cli_seed(any64, "=4");                         /* "-n=4": write -n 4 */
+    cli_seed(cli_int(1, 0, 2), "=");
 
     /* decimal values (bits 7-6 = 11; bits 0-1: [0, 100], (0, 1], [-1, 1],
      * (1e-3, 1e3]) */

@@ -255,7 +255,8 @@ void baton_hs_destroy(struct baton_hs *hs);
 
 /* ---- frames ---- */
 
-/* A MAC-mode frame of at most this many bytes is tagged in one call of
+/* A MAC-mode frame of at most this many bytes (up to 32 more in fact: the
+ * copy has room for the pad and lengths) is tagged in one call of
  * libsodium's Poly1305 at the end, from a copy in struct baton_mac, instead
  * of a libcrypto context made and freed for it (a few microseconds a frame:
  * most frames of a decode step are requests and replies under 200 bytes, and

@@ -15,7 +15,8 @@
  * (bench/mac_speed.c). The bytes are the same either way; the tests compare
  * every tag and ciphertext with libsodium's one-shot AEAD.
  *
- * A MAC-mode frame stays in m->buf until it passes BATON_MAC_SMALL_BYTES:
+ * A MAC-mode frame stays in m->buf until it passes BATON_MAC_SMALL_BYTES
+ * (up to 32 bytes more stay: buf has room for the pad and lengths):
  * a small frame (a request or reply of a decode step) is tagged at the end
  * by one call of libsodium's crypto_onetimeauth_poly1305 over AD, pad and
  * lengths, without a libcrypto context (making, keying and freeing one
@@ -95,15 +96,19 @@ static void release(struct baton_mac *m)
 }
 
 /* A small frame outgrew m->buf: a libcrypto context keyed with the frame's
- * Poly1305 key takes the kept bytes. 0, BATON_E_NOMEM or BATON_E_IO. */
+ * Poly1305 key takes the kept bytes. 0, BATON_E_NOMEM or BATON_E_IO (m
+ * stays small, without a context: the caller aborts the frame). */
 static int go_large(struct baton_mac *m)
 {
     m->poly = EVP_MAC_CTX_new(alg_poly1305);
     if (m->poly == NULL)
         return BATON_E_NOMEM;
     if (EVP_MAC_init(m->poly, m->poly_key, sizeof m->poly_key, NULL) != 1 ||
-        EVP_MAC_update(m->poly, m->buf, m->buf_len) != 1)
+        EVP_MAC_update(m->poly, m->buf, m->buf_len) != 1) {
+        EVP_MAC_CTX_free(m->poly);
+        m->poly = NULL;
         return BATON_E_IO;
+    }
     sodium_memzero(m->poly_key, sizeof m->poly_key);
     sodium_memzero(m->buf, m->buf_len);
     m->buf_len = 0;
