@@ -42,7 +42,9 @@
  *       the reference decimal conversion and lies in [min, max] and nothing
  *       is printed; on failure *out is untouched and exactly the documented
  *       message "fuzz: -n: 'S' is not an integer | is too large (at most MAX)
- *       | is too small (at least MIN)" is printed; parse_u32 agrees with
+ *       | is too small (at least MIN)" is printed (for an S of '=' and more,
+ *       "-n=4" as getopt hands it over, "'S' is not an integer (write
+ *       -n REST, without '=')"); parse_u32 agrees with
  *       parse_u64 on the same bounds (result, value and message).
  *   (c) decimal values: the result is 0 or -1 and is the reference's: the
  *       grammar is a POSIX regular expression written from cli.h
@@ -232,7 +234,10 @@ static void check_integer(uint8_t mode, const char *s)
         FUZZ_CHECK(msg[0] == '\0', "success printed '%s'", msg);
     } else {
         FUZZ_CHECK(got == untouched, "failure wrote %" PRIu64 " to *out", got);
-        if (ref == INT_NOT_INTEGER)
+        if (ref == INT_NOT_INTEGER && s[0] == '=' && s[1]) /* "-n=4": getopt's "=4" */
+            expect = str_printf("fuzz: -n: '%s' is not an integer (write -n %s, without '=')\n",
+                                s, s + 1);
+        else if (ref == INT_NOT_INTEGER)
             expect = str_printf("fuzz: -n: '%s' is not an integer\n", s);
         else if (ref == INT_TOO_LARGE)
             expect = str_printf("fuzz: -n: '%s' is too large (at most %" PRIu64 ")\n", s, max);

@@ -60,8 +60,8 @@ int baton_cli_parse_u64(const char *prog, const char *opt, const char *s, uint64
     if (why == 0)
         return 0;
     /* getopt hands "-n=3" to -n as "=3": say how a short option is written */
-    if (why == BATON_CLI_NOT_INTEGER && s[0] == '=' && opt[0] == '-' && opt[1] != '-' &&
-        opt[1] != '\0' && opt[2] == '\0') {
+    if (why == BATON_CLI_NOT_INTEGER && s[0] == '=' && s[1] != '\0' && opt[0] == '-' &&
+        opt[1] != '-' && opt[1] != '\0' && opt[2] == '\0') {
         fprintf(stderr, "%s: %s: '%s' is not an integer (write %s %s, without '=')\n", prog, opt,
                 s, opt, s + 1);
         return -1;
