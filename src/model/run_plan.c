@@ -262,20 +262,45 @@ int baton_run_precheck(const struct baton_run_config *cfg, const char *servers_n
     return rc;
 }
 
-/* A warning when stage i's endpoint, as written, is an earlier stage's
- * too: the run works (each stage is its own session on that server), but
- * those stages share the server's cores and memory, which is seldom what
- * a layer split is for. Printed once per repeated entry. */
+/* The numeric address and port that connection fd reached, into s->addr
+ * ("" when the system cannot say). */
+static void note_peer_addr(struct stage_rt *s, int fd)
+{
+    struct sockaddr_storage sa;
+    socklen_t len = sizeof(sa);
+    char host[INET6_ADDRSTRLEN], serv[8];
+
+    s->addr[0] = '\0';
+    if (getpeername(fd, (struct sockaddr *)&sa, &len) == 0 &&
+        getnameinfo((struct sockaddr *)&sa, len, host, sizeof(host), serv, sizeof(serv),
+                    NI_NUMERICHOST | NI_NUMERICSERV) == 0)
+        snprintf(s->addr, sizeof(s->addr), "%s port %s", host, serv);
+}
+
+/* A warning when connected stage i's server is an earlier stage's too: its
+ * endpoint as written, or the address it reached (localhost:P and
+ * 127.0.0.1:P). The run works (each stage is its own session on that
+ * server), but those stages share the server's cores and memory, which is
+ * seldom what a layer split is for. Printed once per repeated stage. */
 static void warn_repeated_server(struct run *r, uint32_t i)
 {
-    const char *ep = r->stages[i].endpoint;
+    const struct stage_rt *s = &r->stages[i];
 
     for (uint32_t j = 0; j < i; j++) {
-        if (strcmp(r->stages[j].endpoint, ep) == 0) {
+        const struct stage_rt *o = &r->stages[j];
+
+        if (strcmp(o->endpoint, s->endpoint) == 0) {
             run_msg(r->cfg,
                     "warning: --servers names %s for stage %u and stage %u: those stages "
                     "share that server's cores and memory\n",
-                    ep, j + 1, i + 1);
+                    s->endpoint, j + 1, i + 1);
+            return;
+        }
+        if (s->addr[0] != '\0' && strcmp(o->addr, s->addr) == 0) {
+            run_msg(r->cfg,
+                    "warning: --servers: stage %u (%s) and stage %u (%s) reach one server (%s): "
+                    "those stages share its cores and memory\n",
+                    j + 1, o->endpoint, i + 1, s->endpoint, s->addr);
             return;
         }
     }
@@ -341,7 +366,6 @@ int run_connect_stages(struct run *r)
             memcpy(s->endpoint, e.endpoint, sizeof(s->endpoint));
             memcpy(s->peer_endpoint, e.peer_endpoint, sizeof(s->peer_endpoint));
             p += p[len] == ',' ? len + 1 : len;
-            warn_repeated_server(r, i);
             /* the TCP connection, then the handshake: each failure gets
              * its own hint */
             int fd = -1;
@@ -349,6 +373,8 @@ int run_connect_stages(struct run *r)
             rc = baton_net_connect(e.host, e.port, co.timeout_ms, &fd);
             if (rc != 0)
                 return connect_fail(r, s, rc, 1);
+            note_peer_addr(s, fd);
+            warn_repeated_server(r, i);
             rc = baton_conn_adopt_fd_ex(fd, &co, &s->conn);
         }
         if (rc != 0)
@@ -521,7 +547,11 @@ int run_setup_direct(struct run *r)
             /* an end without peer support: batond without --peer-key (or older) */
             const struct stage_rt *no = s_peer ? nx : s;
 
-            if (!s_peer && !nx_peer)
+            if (!s_peer && !nx_peer && strcmp(s->endpoint, nx->endpoint) == 0)
+                fprintf(r->cfg->log, "plan: stage %u -> %u hub (%s does not offer the direct "
+                                     "path: batond without --peer-key)\n",
+                        i + 1, i + 2, s->endpoint);
+            else if (!s_peer && !nx_peer)
                 fprintf(r->cfg->log, "plan: stage %u -> %u hub (neither %s nor %s offers the "
                                      "direct path: batond without --peer-key)\n",
                         i + 1, i + 2, s->endpoint, nx->endpoint);

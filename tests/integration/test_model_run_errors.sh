@@ -231,6 +231,13 @@ dup=127.0.0.1:$PORT_dup
     >"$TMP/dup.out" 2>"$TMP/dup.err" || fail "a server named twice: $(cat "$TMP/dup.err")"
 has_line "$TMP/dup.err" "baton run: warning: --servers names $dup for stage 1 and stage 2: those stages share that server's cores and memory"
 [ "$(grep -c "warning:" "$TMP/dup.err")" -eq 1 ] || fail "the warning repeats: $(cat "$TMP/dup.err")"
+has_line "$TMP/dup.err" "plan: stage 1 -> 2 hub ($dup does not offer the direct path: batond without --peer-key)"
+# ... also under another name for the same address (where localhost is 127.0.0.1)
+if [ "$(getent ahostsv4 localhost | awk 'NR == 1 { print $1 }')" = 127.0.0.1 ]; then
+    "$BATON" run --model "$MODEL" --servers "localhost:$PORT_dup,$dup" --prompt "Once upon" -n 4 \
+        >"$TMP/dup2.out" 2>"$TMP/dup2.err" || fail "a server under two names: $(cat "$TMP/dup2.err")"
+    has_line "$TMP/dup2.err" "baton run: warning: --servers: stage 1 (localhost:$PORT_dup) and stage 2 ($dup) reach one server (127.0.0.1 port $PORT_dup): those stages share its cores and memory"
+fi
 "$BATON" run --model "$MODEL" --servers "$dup" --prompt "Once upon" -n 4 >"$TMP/one.out" 2>"$TMP/one.err" ||
     fail "one stage: $(cat "$TMP/one.err")"
 ! grep -q "warning:" "$TMP/one.err" || fail "a warning without a repeated server: $(cat "$TMP/one.err")"
