@@ -305,6 +305,8 @@ def cpu_levels():
     except OSError:
         pass
     return None
+
+
 ROW = re.compile(r"^\| (\S+) \| `([^`]+)` \| [^|]* \| ([^|]+?) \|")
 
 

@@ -245,8 +245,8 @@ cmp -s "$TMP/dup.out" "$TMP/one.out" || fail "two stages on one server: other te
 # bench --json: the direct path was asked (the default) but not used (no peer key)
 "$BATON" bench --model "$MODEL" --servers "$dup,$dup" -p 4 -n 2 --reps 1 --json "$TMP/dup.json" \
     >/dev/null 2>&1 || fail "bench over a server named twice"
-python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); sys.exit(not (j["p2p"] is True and j["p2p_used"] is False and j["ring"] is False))' \
-    "$TMP/dup.json" || fail "bench --json p2p / p2p_used / ring: $(cat "$TMP/dup.json")"
+[ "$(field "$TMP/dup.json" '(j["p2p"], j["p2p_used"], j["ring"])')" = "(True, False, False)" ] ||
+    fail "bench --json p2p / p2p_used / ring: $(cat "$TMP/dup.json")"
 
 # --- run, bench: "-n=4" (getopt hands "=4" to -n) says how to write it ---
 want_fail 2 "$TMP/n.out" "$TMP/n.err" "$BATON" run --model "$MODEL" --servers local --prompt x -n=4
