@@ -644,8 +644,10 @@ static AI T2 __m256i k_hsum8x(const __m256i v[8])
     const __m256i u1 = _mm256_add_epi32(_mm256_unpacklo_epi64(s45, s67),
                                         _mm256_unpackhi_epi64(s45, s67));
 
-    return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20),
-                            _mm256_permute2x128_si256(u0, u1, 0x31));
+    /* [u0.lo, u1.lo] + [u0.hi, u1.hi] by 128-bit inserts: vperm2i128 is
+     * about 5 cycles per instruction on Zen 1 (two lane moves, about 1) */
+    return _mm256_add_epi32(_mm256_inserti128_si256(u0, _mm256_castsi256_si128(u1), 1),
+                            _mm256_inserti128_si256(u1, _mm256_extracti128_si256(u0, 1), 0));
 }
 
 static AI T2 __m256i k_srl(__m256i v, int n)
