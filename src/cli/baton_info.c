@@ -6,6 +6,7 @@
  * usage error. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -100,10 +101,10 @@ static int info_one(const char *spec, const struct baton_conn_options *o)
             if (rc == BATON_E_INVAL)
                 fprintf(stderr, "baton info: cannot connect to %s: the host name does not "
                                 "resolve\n", spec);
-            else
+            else /* the system's reason (baton_net_connect leaves it in errno) */
                 fprintf(stderr, "baton info: cannot connect to %s: %s (is batond running and "
                                 "listening there?)\n",
-                        spec, baton_status_str(rc));
+                        spec, rc == BATON_E_IO ? strerror(errno) : baton_status_str(rc));
             return 1;
         }
         rc = baton_conn_adopt_fd_ex(fd, o, &c);

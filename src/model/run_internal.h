@@ -142,7 +142,10 @@ void stage_msg(struct run *r, const char *fmt, ...) __attribute__((format(printf
 /* "PROG: stage i (ENDPOINT): WHAT failed: E_X (text)" with what the user
  * can do. Returns 1. */
 int stage_fail(struct run *r, const struct stage_rt *s, const char *what, int rc);
-int connect_fail(struct run *r, const struct stage_rt *s, int rc, int tcp);
+/* The same for a connection (tcp: the TCP connect, else the handshake);
+ * os_err, when nonzero, is the TCP connect's errno, printed in place of
+ * E_IO's generic text. */
+int connect_fail(struct run *r, const struct stage_rt *s, int rc, int tcp, int os_err);
 /* A step on stage s (NULL: unknown) refused by a server limit: what it
  * asked for, or what grows with what. */
 void step_limit_hint(struct run *r, const struct stage_rt *s, int rc);

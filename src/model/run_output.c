@@ -162,13 +162,14 @@ int stage_fail(struct run *r, const struct stage_rt *s, const char *what, int rc
  * the phase that failed: the TCP connection (tcp: no listener, a name that
  * does not resolve, nothing answering within --timeout) or the handshake
  * after it (something that is not batond, a lobby that refused, a key).
- * Returns 1. */
-int connect_fail(struct run *r, const struct stage_rt *s, int rc, int tcp)
+ * text is the system's reason (strerror(os_err), e.g. "Connection
+ * refused") where os_err is nonzero, else the status's. Returns 1. */
+int connect_fail(struct run *r, const struct stage_rt *s, int rc, int tcp, int os_err)
 {
     const int proto = rc == BATON_E_PROTO || rc == BATON_E_MAGIC || rc == BATON_E_CMD;
 
     stage_msg(r, "stage %u (%s): connect failed: %s (%s)%s\n", s->index + 1, s->endpoint,
-              baton_status_name(rc), baton_status_str(rc),
+              baton_status_name(rc), os_err ? strerror(os_err) : baton_status_str(rc),
               tcp && rc == BATON_E_IO      ? "; is batond running and listening there?"
               : tcp && rc == BATON_E_INVAL ? "; the host name does not resolve"
               : tcp                        ? ""

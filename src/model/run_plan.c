@@ -372,13 +372,13 @@ int run_connect_stages(struct run *r)
 
             rc = baton_net_connect(e.host, e.port, co.timeout_ms, &fd);
             if (rc != 0)
-                return connect_fail(r, s, rc, 1);
+                return connect_fail(r, s, rc, 1, rc == BATON_E_IO ? errno : 0);
             note_peer_addr(s, fd);
             warn_repeated_server(r, i);
             rc = baton_conn_adopt_fd_ex(fd, &co, &s->conn);
         }
         if (rc != 0)
-            return connect_fail(r, s, rc, 0);
+            return connect_fail(r, s, rc, 0, 0);
         baton_conn_set_timeout(s->conn, cfg->timeout_ms);
     }
     return 0;

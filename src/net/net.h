@@ -61,13 +61,14 @@ int baton_net_accept(int listen_fd, int *fd_out);
  * is tried in order) with a non-blocking connect and poll, all within
  * timeout_ms (< 0: no limit). The returned socket is blocking, SOCK_CLOEXEC,
  * TCP_NODELAY; *fd_out owns it. Returns 0, BATON_E_INVAL (unresolvable),
- * BATON_E_TIMEOUT or BATON_E_IO (refused, unreachable). */
+ * BATON_E_TIMEOUT or BATON_E_IO (refused, unreachable); after BATON_E_IO
+ * errno holds the last address's reason (ECONNREFUSED, ENETUNREACH, ...). */
 int baton_net_connect(const char *host, uint16_t port, int timeout_ms, int *fd_out);
 
 /* Connects to one binary socket address (AF_INET or AF_INET6; no name
  * resolution, so it also works under the seccomp allow-list) as
  * baton_net_connect does. Returns 0, BATON_E_INVAL (another family),
- * BATON_E_TIMEOUT or BATON_E_IO. */
+ * BATON_E_TIMEOUT or BATON_E_IO (errno: the reason). */
 struct sockaddr;
 int baton_net_connect_addr(const struct sockaddr *sa, unsigned addr_len, int timeout_ms,
                            int *fd_out);

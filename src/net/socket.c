@@ -208,7 +208,9 @@ int baton_net_accept(int listen_fd, int *fd_out)
 }
 
 /* One non-blocking connect to one address, finished by the deadline. On
- * success the socket is switched back to blocking mode. */
+ * success the socket is switched back to blocking mode. On failure errno
+ * holds the reason (the socket's SO_ERROR for a connect that failed after
+ * EINPROGRESS, ETIMEDOUT for the deadline). */
 static int connect_one(const struct addrinfo *ai, uint64_t deadline, int *fd_out)
 {
     int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
@@ -228,14 +230,19 @@ static int connect_one(const struct addrinfo *ai, uint64_t deadline, int *fd_out
                 goto out;
             if (n == 0) {
                 rc = BATON_E_TIMEOUT;
+                errno = ETIMEDOUT;
                 goto out;
             }
             break;
         }
         int err = 0;
         socklen_t el = sizeof err;
-        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0 || err != 0)
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0)
             goto out;
+        if (err != 0) {
+            errno = err;
+            goto out;
+        }
     }
     int fl = fcntl(fd, F_GETFL);
     if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0)
@@ -245,8 +252,11 @@ static int connect_one(const struct addrinfo *ai, uint64_t deadline, int *fd_out
     fd = -1;
     rc = 0;
 out:
-    if (fd >= 0)
+    if (fd >= 0) {
+        const int saved = errno; /* the reason, not close's */
         close(fd);
+        errno = saved;
+    }
     return rc;
 }
 
@@ -263,7 +273,9 @@ int baton_net_connect(const char *host, uint16_t port, int timeout_ms, int *fd_o
         if (rc == 0 || rc == BATON_E_TIMEOUT)
             break;
     }
+    const int saved = errno; /* the last address's reason */
     freeaddrinfo(res);
+    errno = saved;
     return rc;
 }
 

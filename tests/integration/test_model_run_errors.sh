@@ -135,7 +135,7 @@ once=127.0.0.1:$PORT_once
 want_fail 1 "$TMP/b.out" "$TMP/b.err" "$BATON" bench --model "$MODEL" --servers "$once" \
     -p 4 -n 2 --reps 3 --json "$TMP/b.json"
 [ "$(grep -c "^summary:" "$TMP/b.err")" -eq 1 ] || fail "repetition 1 did not run: $(cat "$TMP/b.err")"
-[ "$(tail -n 2 "$TMP/b.err")" = "baton bench: stage 1 ($once): connect failed: E_IO (connection error or closed); is batond running and listening there?
+[ "$(tail -n 2 "$TMP/b.err")" = "baton bench: stage 1 ($once): connect failed: E_IO (Connection refused); is batond running and listening there?
 baton bench: repetition 2 of 3 failed; repetition 1 ran" ] ||
     fail "bench, repetition 2 refused: $(cat "$TMP/b.err")"
 [ "$(grep -c "^plan:" "$TMP/b.err")" -eq 1 ] || fail "repetition 2's plan lines printed: $(cat "$TMP/b.err")"
@@ -153,7 +153,7 @@ has_line "$TMP/b.out" "  per decode step (last repetition that finished, 1 steps
 stop_server b
 want_fail 1 "$TMP/b.out" "$TMP/b.err" "$BATON" bench --model "$MODEL" \
     --servers "127.0.0.1:$PORT_b" -p 4 -n 2 --reps 3 --timeout 5000
-[ "$(tail -n 1 "$TMP/b.err")" = "baton bench: stage 1 (127.0.0.1:$PORT_b): connect failed: E_IO (connection error or closed); is batond running and listening there?" ] ||
+[ "$(tail -n 1 "$TMP/b.err")" = "baton bench: stage 1 (127.0.0.1:$PORT_b): connect failed: E_IO (Connection refused); is batond running and listening there?" ] ||
     fail "bench, repetition 1 refused: $(cat "$TMP/b.err")"
 ! grep -q "repetition" "$TMP/b.err" || fail "a repetition line after repetition 1's error: $(cat "$TMP/b.err")"
 

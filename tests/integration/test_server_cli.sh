@@ -181,7 +181,7 @@ if [ -n "${BATON:-}" ] && [ -x "$BATON" ]; then
     rc=0
     timeout 20 "$BATON" info --servers "127.0.0.1:$porta" >"$tmp/info" 2>&1 || rc=$?
     [ "$rc" -eq 1 ] || fail "baton info on a closed port exited $rc, want 1"
-    grep -qx "baton info: cannot connect to 127.0.0.1:$porta: connection error or closed (is batond running and listening there?)" \
+    grep -qx "baton info: cannot connect to 127.0.0.1:$porta: Connection refused (is batond running and listening there?)" \
         "$tmp/info" || fail "baton info on a closed port: $(cat "$tmp/info")"
     rc=0
     timeout 20 "$BATON" info --servers "nosuch.invalid:7340" >"$tmp/info" 2>&1 || rc=$?

@@ -268,8 +268,11 @@ static void test_listen_connect(void **state)
     close(cfd);
     close(sfd);
     close(lfd);
-    /* nothing listens on the port any more: refused at once */
+    /* nothing listens on the port any more: refused at once, the reason in
+     * errno (the coordinator prints it) */
+    errno = 0;
     assert_int_equal(baton_net_connect("127.0.0.1", port, 5000, &cfd), BATON_E_IO);
+    assert_int_equal(errno, ECONNREFUSED);
     assert_int_equal(baton_net_connect("no such host.invalid", port, 1000, &cfd), BATON_E_INVAL);
 }
 
