@@ -4,9 +4,9 @@
  * server (the one `baton run --servers local` would use). Exit 0 when every
  * server answered, 1 when any failed (or the key file is refused), 2 on a
  * usage error. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -98,13 +98,15 @@ static int info_one(const char *spec, const struct baton_conn_options *o)
 
         rc = baton_net_connect(host, port, o->timeout_ms, &fd);
         if (rc != 0) {
+            const int os_err = rc == BATON_E_IO ? errno : 0;
+
             if (rc == BATON_E_INVAL)
                 fprintf(stderr, "baton info: cannot connect to %s: the host name does not "
                                 "resolve\n", spec);
             else /* the system's reason (baton_net_connect leaves it in errno) */
                 fprintf(stderr, "baton info: cannot connect to %s: %s (is batond running and "
                                 "listening there?)\n",
-                        spec, rc == BATON_E_IO ? strerror(errno) : baton_status_str(rc));
+                        spec, os_err ? strerror(os_err) : baton_status_str(rc));
             return 1;
         }
         rc = baton_conn_adopt_fd_ex(fd, o, &c);
