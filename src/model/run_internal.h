@@ -54,7 +54,8 @@ struct stage_rt {
     uint32_t index; /* 0-based */
     char endpoint[RUN_ENDPOINT_MAX];
     char peer_endpoint[RUN_ENDPOINT_MAX]; /* address other servers reach it at ("" = endpoint) */
-    char addr[64]; /* the connected server's numeric "address port" ("" unknown or local) */
+    char addr[64]; /* the connected server's numeric address (baton_net_peer_string: "addr:port",
+                      "[v6]:port", "unknown"; "" local) */
     struct baton_conn *conn;
     int need_reset; /* the next GRAPH_RUN clears the server's failed-run latch */
     /* statistics, decode window */

@@ -262,21 +262,6 @@ int baton_run_precheck(const struct baton_run_config *cfg, const char *servers_n
     return rc;
 }
 
-/* The numeric address and port that connection fd reached, into s->addr
- * ("" when the system cannot say). */
-static void note_peer_addr(struct stage_rt *s, int fd)
-{
-    struct sockaddr_storage sa;
-    socklen_t len = sizeof(sa);
-    char host[INET6_ADDRSTRLEN], serv[8];
-
-    s->addr[0] = '\0';
-    if (getpeername(fd, (struct sockaddr *)&sa, &len) == 0 &&
-        getnameinfo((struct sockaddr *)&sa, len, host, sizeof(host), serv, sizeof(serv),
-                    NI_NUMERICHOST | NI_NUMERICSERV) == 0)
-        snprintf(s->addr, sizeof(s->addr), "%s port %s", host, serv);
-}
-
 /* A warning when connected stage i's server is an earlier stage's too: its
  * endpoint as written, or the address it reached (localhost:P and
  * 127.0.0.1:P). The run works (each stage is its own session on that
@@ -296,7 +281,8 @@ static void warn_repeated_server(struct run *r, uint32_t i)
                     s->endpoint, j + 1, i + 1);
             return;
         }
-        if (s->addr[0] != '\0' && strcmp(o->addr, s->addr) == 0) {
+        if (s->addr[0] != '\0' && strcmp(s->addr, "unknown") != 0 &&
+            strcmp(o->addr, s->addr) == 0) {
             run_msg(r->cfg,
                     "warning: --servers: stage %u (%s) and stage %u (%s) reach one server (%s): "
                     "those stages share its cores and memory\n",
@@ -373,7 +359,7 @@ int run_connect_stages(struct run *r)
             rc = baton_net_connect(e.host, e.port, co.timeout_ms, &fd);
             if (rc != 0)
                 return connect_fail(r, s, rc, 1, rc == BATON_E_IO ? errno : 0);
-            note_peer_addr(s, fd);
+            baton_net_peer_string(fd, s->addr, sizeof(s->addr));
             warn_repeated_server(r, i);
             rc = baton_conn_adopt_fd_ex(fd, &co, &s->conn);
         }

@@ -236,7 +236,7 @@ has_line "$TMP/dup.err" "plan: stage 1 -> 2 hub ($dup does not offer the direct 
 if [ "$(getent ahostsv4 localhost | awk 'NR == 1 { print $1 }')" = 127.0.0.1 ]; then
     "$BATON" run --model "$MODEL" --servers "localhost:$PORT_dup,$dup" --prompt "Once upon" -n 4 \
         >"$TMP/dup2.out" 2>"$TMP/dup2.err" || fail "a server under two names: $(cat "$TMP/dup2.err")"
-    has_line "$TMP/dup2.err" "baton run: warning: --servers: stage 1 (localhost:$PORT_dup) and stage 2 ($dup) reach one server (127.0.0.1 port $PORT_dup): those stages share its cores and memory"
+    has_line "$TMP/dup2.err" "baton run: warning: --servers: stage 1 (localhost:$PORT_dup) and stage 2 ($dup) reach one server (127.0.0.1:$PORT_dup): those stages share its cores and memory"
 fi
 "$BATON" run --model "$MODEL" --servers "$dup" --prompt "Once upon" -n 4 >"$TMP/one.out" 2>"$TMP/one.err" ||
     fail "one stage: $(cat "$TMP/one.err")"
