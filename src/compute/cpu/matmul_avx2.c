@@ -246,9 +246,105 @@ static AI T2 void q_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, cons
         mm->y[(c + i % NC) * mm->ldy + r + i / NC] = hsum8(_mm256_add_ps(acc0[i], acc1[i]));
 }
 
+/* Decode (one row, column 0) in 128-bit registers, a register per block:
+ * the lanes and steps of q_tile's, so the same bits. On Zen 1 every 256-bit
+ * operation is two 128-bit ones, and this form drops q_pair's inserts and
+ * its per-pair scale shuffle. */
+
+/* Block t (0..3) of a group, weights at p: the exact int32 sums of its 4
+ * lanes, as q_pair's. */
+static AI T2 __m128i q_blk_isum(const uint8_t *p, const uint8_t *grp, int t)
+{
+    const __m128i ones16 = _mm_set1_epi16(1);
+    const __m128i wl = _mm_loadu_si128((const __m128i *)(p + 2));
+    const __m128i wh = _mm_loadu_si128((const __m128i *)(p + 18));
+    const __m128i xl = _mm_loadu_si128((const __m128i *)(grp + 16 * t));
+    const __m128i xh = _mm_loadu_si128((const __m128i *)(grp + 64 + 16 * t));
+    const __m128i plo = _mm_maddubs_epi16(_mm_abs_epi8(wl), _mm_sign_epi8(xl, wl));
+    const __m128i phi = _mm_maddubs_epi16(_mm_abs_epi8(wh), _mm_sign_epi8(xh, wh));
+
+    return _mm_add_epi32(_mm_madd_epi16(plo, ones16), _mm_madd_epi16(phi, ones16));
+}
+
+/* The 4 blocks of the group at p: isum[t] = q_blk_isum of block t. */
+static AI T2 void q_grp_isum(const uint8_t *p, const uint8_t *grp, __m128i isum[4])
+{
+    int t;
+
+#pragma GCC unroll 4
+    for (t = 0; t < 4; t++)
+        isum[t] = q_blk_isum(p + t * BATON_Q8_0_BLOCK_BYTES, grp, t);
+}
+
+/* Block t's float step: acc = fma(fp16(dW) * dx, float(isum), acc), dw
+ * holding fp16(dW) in every lane. */
+static AI T2 __m128 q_blk_step(__m128 dw, const uint8_t *grp, int t, __m128i isum, __m128 acc)
+{
+    return _mm_fmadd_ps(_mm_mul_ps(dw, _mm_loadu_ps((const float *)(grp + 192 + 16 * t))),
+                        _mm_cvtepi32_ps(isum), acc);
+}
+
+/* The group's 4 float steps, block t into acc[t]; the 4 binary16 scales
+ * gathered in a general-purpose register and widened by one conversion. */
+static AI T2 void q_grp_step(const uint8_t *p, const uint8_t *grp, const __m128i isum[4],
+                             __m128 acc[4])
+{
+    const uint64_t bb = BATON_Q8_0_BLOCK_BYTES;
+    uint64_t h = (uint64_t)load_u16(p) | (uint64_t)load_u16(p + bb) << 16 |
+                 (uint64_t)load_u16(p + 2 * bb) << 32 | (uint64_t)load_u16(p + 3 * bb) << 48;
+    __m128 d;
+
+    __asm__("" : "+r"(h)); /* stays in a GPR: see q4_scales8 */
+    d = _mm_cvtph_ps(_mm_cvtsi64_si128((long long)h));
+    acc[0] = q_blk_step(_mm_permute_ps(d, 0x00), grp, 0, isum[0], acc[0]);
+    acc[1] = q_blk_step(_mm_permute_ps(d, 0x55), grp, 1, isum[1], acc[1]);
+    acc[2] = q_blk_step(_mm_permute_ps(d, 0xAA), grp, 2, isum[2], acc[2]);
+    acc[3] = q_blk_step(_mm_permute_ps(d, 0xFF), grp, 3, isum[3], acc[3]);
+}
+
+/* q_tile(mm, r, 0, 1, 1), software-pipelined: each group of 4 blocks forms
+ * the next group's integer sums before its own float steps, so two
+ * groups' chains of dependent operations (load, sign, multiply-adds,
+ * convert, FMA) overlap. acc[t] is lanes 4t..4t+3 of q_tile's acc0 / acc1
+ * pair. Zen 1: 1.13-1.16x from cache (bench/RESULTS.md, twenty-ninth
+ * session). */
 static T2 void q8_0_decode(const struct baton_mm *mm, uint64_t r)
 {
-    q_tile(mm, r, 0, 1, 1);
+    const uint64_t nb = mm->k / 32, bb = BATON_Q8_0_BLOCK_BYTES, gb = BATON_ACT_GROUP_BYTES;
+    const uint8_t *w = mm->w + r * mm->w_row_bytes;
+    __m128 acc[4] = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps()};
+    __m128i isum[4], next[4];
+    __m256 acc0[1], acc1[1];
+    uint64_t b = 0;
+
+    if (nb < 4) {
+        q_tile(mm, r, 0, 1, 1);
+        return;
+    }
+    q_grp_isum(w, mm->act, isum);
+    for (;; b += 4) {
+        const uint8_t *p = w + b * bb, *grp = mm->act + b / 4 * gb;
+
+        baton_mm_decode_prefetch(p, 3); /* see BATON_MM_DECODE_PF_BYTES */
+        if (nb - b < 8) {
+            q_grp_step(p, grp, isum, acc);
+            b += 4;
+            break;
+        }
+        q_grp_isum(p + 4 * bb, grp + gb, next);
+        q_grp_step(p, grp, isum, acc);
+        memcpy(isum, next, sizeof(isum));
+    }
+    acc0[0] = _mm256_set_m128(acc[1], acc[0]);
+    acc1[0] = _mm256_set_m128(acc[3], acc[2]);
+    if (nb - b >= 2) {
+        q_pair(mm, r, 0, b, 1, 1, 1, acc0);
+        if (nb - b == 3)
+            q_pair(mm, r, 0, b + 2, 1, 1, 0, acc1);
+    } else if (nb - b == 1) {
+        q_pair(mm, r, 0, b, 1, 1, 0, acc0);
+    }
+    mm->y[r] = hsum8(_mm256_add_ps(acc0[0], acc1[0]));
 }
 
 static T2 void q8_0_tile_n(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)
