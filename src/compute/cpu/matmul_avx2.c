@@ -306,7 +306,7 @@ static AI T2 void q_grp_step(const uint8_t *p, const uint8_t *grp, const __m128i
  * the next group's integer sums before its own float steps, so two
  * groups' chains of dependent operations (load, sign, multiply-adds,
  * convert, FMA) overlap. acc[t] is lanes 4t..4t+3 of q_tile's acc0 / acc1
- * pair. Zen 1: 1.13-1.16x from cache (bench/RESULTS.md, twenty-ninth
+ * pair. Zen 1: 1.10-1.22x from cache, 1.01-1.03 streamed (bench/RESULTS.md, twenty-ninth
  * session). */
 static T2 void q8_0_decode(const struct baton_mm *mm, uint64_t r)
 {
