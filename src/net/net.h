@@ -76,8 +76,9 @@ int baton_net_connect_addr(const struct sockaddr *sa, unsigned addr_len, int tim
 /* Sets TCP_NODELAY where the socket is TCP (ignored for AF_UNIX). */
 void baton_net_set_nodelay(int fd);
 
-/* Writes "addr:port" ("[v6]:port", "local" for AF_UNIX) of the socket's
- * peer into buf (always NUL-terminated when len > 0). */
+/* Writes "addr:port" ("[v6]:port", "local" for AF_UNIX, "unknown" when the
+ * system cannot say) of the socket's peer into buf (always NUL-terminated
+ * when len > 0). */
 void baton_net_peer_string(int fd, char *buf, size_t len);
 
 
