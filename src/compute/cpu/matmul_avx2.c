@@ -704,10 +704,13 @@ static T2 void avx2_exp_shift(float *x, uint64_t n, float m)
  * A super-block is 8 chunks of 32 elements, one register each. The
  * weights are read as unsigned bytes Qw + bias (0..63); vpmaddubsw
  * multiplies them by the int8 activations and adds pairs into int16
- * (|.| <= 2 * 63 * 127 = 16002: no saturation), vpmaddwd multiplies
- * those by the int16 sub-block scale of their lane and adds pairs into
- * int32. The bias term (bias * sum_i sc_i * bsums_i) and the mins' sum
- * come from the activations' bsums with one more vpmaddwd. Every
+ * (|.| <= 2 * 63 * 127 = 16002: no saturation), a vphaddw adds pairs of
+ * those of two chunks (|.| <= 32004: no wrap), and vpmaddwd multiplies
+ * them by the int16 group scale of their lane and adds pairs into int32:
+ * one vpmaddwd per two chunks (Zen 1 runs vpmaddubsw and vpmaddwd on one
+ * pipe; measured faster there). The bias term (bias * sum_i sc_i *
+ * bsums_i) and the mins' sum come from the activations' bsums with one
+ * more vpmaddwd. Every
  * intermediate fits its lanes, so the sums equal the scalar kernel's
  * integers exactly, whatever order they are added in. */
 
@@ -754,7 +757,7 @@ static AI T2 __m256i k_srl(__m256i v, int n)
 /* Unsigned quant bytes (Qw + bias) of elements 32t..32t+31. */
 static AI T2 __m256i k_chunk(uint32_t type, const uint8_t *wb, int t)
 {
-    const __m256i m1 = _mm256_set1_epi8(1), m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi8(15);
+    const __m256i m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi8(15);
     const int h = t / 4, g = t % 4;
 
     switch (type) {
@@ -764,10 +767,14 @@ static AI T2 __m256i k_chunk(uint32_t type, const uint8_t *wb, int t)
     case BATON_TYPE_Q3_K: {
         const __m256i lo = _mm256_and_si256(
             k_srl(_mm256_loadu_si256((const __m256i *)(wb + 32 + 32 * h)), 2 * g), m3);
-        const __m256i hb =
-            _mm256_and_si256(k_srl(_mm256_loadu_si256((const __m256i *)wb), t), m1);
+        const __m256i hm = _mm256_loadu_si256((const __m256i *)wb);
+        /* bit t of each hmask byte moved to bit 2 with one shift (none
+         * for t = 2): the shift pipe is Zen 1's limit here */
+        const __m256i hb = _mm256_and_si256(
+            t < 2 ? _mm256_sll_epi16(hm, _mm_cvtsi32_si128(2 - t)) : k_srl(hm, t - 2),
+            _mm256_set1_epi8(4));
 
-        return _mm256_add_epi8(lo, _mm256_slli_epi16(hb, 2));
+        return _mm256_add_epi8(lo, hb);
     }
     case BATON_TYPE_Q4_K:
     case BATON_TYPE_Q5_K: {
@@ -776,47 +783,54 @@ static AI T2 __m256i k_chunk(uint32_t type, const uint8_t *wb, int t)
             k_srl(_mm256_loadu_si256((const __m256i *)(qs + 32 * (t / 2))), 4 * (t % 2)), m15);
 
         if (type == BATON_TYPE_Q5_K) {
+            const __m256i qh = _mm256_loadu_si256((const __m256i *)(wb + 16));
+            /* bit t of each qh byte moved to bit 4 with one shift (none
+             * for t = 4) */
             const __m256i hb = _mm256_and_si256(
-                k_srl(_mm256_loadu_si256((const __m256i *)(wb + 16)), t), m1);
+                t < 4 ? _mm256_sll_epi16(qh, _mm_cvtsi32_si128(4 - t)) : k_srl(qh, t - 4),
+                _mm256_set1_epi8(16));
 
-            q = _mm256_add_epi8(q, _mm256_slli_epi16(hb, 4));
+            q = _mm256_add_epi8(q, hb);
         }
         return q;
     }
     default: { /* Q6_K: t = 4h + g, g the quarter of the half */
         const __m256i b = _mm256_loadu_si256((const __m256i *)(wb + 64 * h + 32 * (g % 2)));
         const __m256i lo4 = _mm256_and_si256(k_srl(b, 4 * (g / 2)), m15);
+        const __m256i qh = _mm256_loadu_si256((const __m256i *)(wb + 128 + 32 * h));
+        /* bits 2g, 2g + 1 of each qh byte moved to bits 4, 5 with one
+         * shift (none for g = 2): the shift pipe is Zen 1's limit here */
         const __m256i hi2 = _mm256_and_si256(
-            k_srl(_mm256_loadu_si256((const __m256i *)(wb + 128 + 32 * h)), 2 * g), m3);
+            g < 2 ? _mm256_sll_epi16(qh, _mm_cvtsi32_si128(4 - 2 * g)) : k_srl(qh, 2 * g - 4),
+            _mm256_set1_epi8(0x30));
 
-        return _mm256_or_si256(lo4, _mm256_slli_epi16(hi2, 4));
+        return _mm256_or_si256(lo4, hi2);
     }
     }
 }
 
-/* The int16 scale factors of chunk t (elements 32t..32t+31) from the 16
- * scale bytes sc2 (k_scales_v's, in both halves): lane L of the chunk holds
- * group 2t + L. Q2_K, Q4_K and Q5_K scales are unsigned: one vpshufb
+/* The int16 scale factors of chunks t and t + 1 (elements 32t..32t+63)
+ * from the 16 scale bytes sc2 (k_scales_v's, in both halves), for the
+ * vphaddw of the two chunks' vpmaddubsw sums: half h of that holds, in
+ * int16 lanes 0..3, group 2t + h's pair sums, in lanes 4..7 group
+ * 2t + 2 + h's. Q2_K, Q4_K and Q5_K scales are unsigned: one vpshufb
  * zero-extends them (index 0x80 clears the high byte); Q3_K's and Q6_K's
  * are signed: the byte goes to the high half, then an arithmetic shift. */
-static AI T2 __m256i k_sv(uint32_t type, __m256i sc2, int t)
+static AI T2 __m256i k_sv2(uint32_t type, __m256i sc2, int t)
 {
-    const int g = 2 * t;
+    const char g = (char)(2 * t);
+    const char a = g, b = (char)(g + 2), c = (char)(g + 1), d = (char)(g + 3);
 
     if (type == BATON_TYPE_Q2_K || type == BATON_TYPE_Q4_K || type == BATON_TYPE_Q5_K)
         return _mm256_shuffle_epi8(
-            sc2, _mm256_setr_epi8((char)g, -128, (char)g, -128, (char)g, -128, (char)g, -128,
-                                  (char)g, -128, (char)g, -128, (char)g, -128, (char)g, -128,
-                                  (char)(g + 1), -128, (char)(g + 1), -128, (char)(g + 1), -128,
-                                  (char)(g + 1), -128, (char)(g + 1), -128, (char)(g + 1), -128,
-                                  (char)(g + 1), -128, (char)(g + 1), -128));
+            sc2, _mm256_setr_epi8(a, -128, a, -128, a, -128, a, -128, b, -128, b, -128, b, -128,
+                                  b, -128, c, -128, c, -128, c, -128, c, -128, d, -128, d, -128,
+                                  d, -128, d, -128));
     return _mm256_srai_epi16(
-        _mm256_shuffle_epi8(
-            sc2, _mm256_setr_epi8(-128, (char)g, -128, (char)g, -128, (char)g, -128, (char)g,
-                                  -128, (char)g, -128, (char)g, -128, (char)g, -128, (char)g,
-                                  -128, (char)(g + 1), -128, (char)(g + 1), -128, (char)(g + 1),
-                                  -128, (char)(g + 1), -128, (char)(g + 1), -128, (char)(g + 1),
-                                  -128, (char)(g + 1), -128, (char)(g + 1))),
+        _mm256_shuffle_epi8(sc2, _mm256_setr_epi8(-128, a, -128, a, -128, a, -128, a, -128, b,
+                                                  -128, b, -128, b, -128, b, -128, c, -128, c,
+                                                  -128, c, -128, c, -128, d, -128, d, -128, d,
+                                                  -128, d)),
         8);
 }
 
@@ -838,7 +852,7 @@ static AI T2 int k_scales2(uint32_t type, const uint8_t *wb, __m256i *sc2, __m25
 
 /* The unpacked weights wq and spread scales sv of the super-block at wb,
  * *corr the int16 factors of its 16 bsums; returns the bias. */
-static AI T2 int k_prep(uint32_t type, const uint8_t *wb, __m256i wq[8], __m256i sv[8],
+static AI T2 int k_prep(uint32_t type, const uint8_t *wb, __m256i wq[8], __m256i sv[4],
                         __m256i *corr)
 {
     __m256i sc2;
@@ -846,10 +860,11 @@ static AI T2 int k_prep(uint32_t type, const uint8_t *wb, __m256i wq[8], __m256i
     int t;
 
 #pragma GCC unroll 8
-    for (t = 0; t < 8; t++) {
+    for (t = 0; t < 8; t++)
         wq[t] = k_chunk(type, wb, t);
-        sv[t] = k_sv(type, sc2, t);
-    }
+#pragma GCC unroll 4
+    for (t = 0; t < 4; t++)
+        sv[t] = k_sv2(type, sc2, 2 * t);
     return bias;
 }
 
@@ -893,27 +908,47 @@ static AI T2 void k_group1(uint32_t type, const uint8_t *wrow, const uint8_t *xc
     __m256i is[K_GROUP], ms[K_GROUP];
     uint32_t dw[K_GROUP];
     float dxs[K_GROUP], pf[4][K_GROUP];
+    __m256i sc2n = _mm256_setzero_si256(), corrn = _mm256_setzero_si256();
+    int biasn = 0;
 
     k_layout(type, &bbytes, &d_off, &dmin_off);
     k_fl_store(prev, pf);
+    if (nt > 0 && type != BATON_TYPE_Q3_K)
+        biasn = k_scales2(type, wrow + s * bbytes, &sc2n, &corrn);
     for (t = 0; t < K_GROUP; t++) {
         if (t < nt) {
             const uint8_t *wb = wrow + (s + t) * bbytes;
             const uint8_t *xb = xcol + (s + t) * BATON_ACT_K_BLOCK_BYTES;
             uint16_t h[2] = {0, 0};
-            __m256i sc2, corr, m, a;
-            const int bias = k_scales2(type, wb, &sc2, &corr);
+            __m256i sc2 = sc2n, corr = corrn, m, a;
+            int bias = biasn;
+
+            /* the next super-block's scales, one ahead (Q3_K's longer
+             * decode lost 2-5 % that way: in place) */
+            if (type == BATON_TYPE_Q3_K)
+                bias = k_scales2(type, wb, &sc2, &corr);
+            else if (t + 1 < nt)
+                biasn = k_scales2(type, wb + bbytes, &sc2n, &corrn);
+            /* see BATON_MM_DECODE_PF_BYTES: the super-block's bytes
+             * rounded up to lines, which with the next super-block's
+             * (contiguous) covers every line; one group's 18 lines at
+             * once held the loop at the prefetches */
+            baton_mm_decode_prefetch(wb, (int)((bbytes + 63) / 64));
 
             m = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
             a = bias ? m : _mm256_setzero_si256();
             /* chunk by chunk (one column: nothing to keep; unpacking all
              * eight first, as k_row does for its columns, spilled) */
-#pragma GCC unroll 8
-            for (q = 0; q < 8; q++) {
-                const __m256i p = _mm256_maddubs_epi16(
+#pragma GCC unroll 4
+            for (q = 0; q < 8; q += 2) {
+                const __m256i p0 = _mm256_maddubs_epi16(
                     k_chunk(type, wb, q), _mm256_loadu_si256((const __m256i *)(xb + 32 * q)));
+                const __m256i p1 = _mm256_maddubs_epi16(
+                    k_chunk(type, wb, q + 1),
+                    _mm256_loadu_si256((const __m256i *)(xb + 32 * q + 32)));
 
-                a = _mm256_add_epi32(a, _mm256_madd_epi16(p, k_sv(type, sc2, q)));
+                a = _mm256_add_epi32(
+                    a, _mm256_madd_epi16(_mm256_hadd_epi16(p0, p1), k_sv2(type, sc2, q)));
             }
             is[t] = a;
             ms[t] = m;
@@ -956,35 +991,46 @@ static AI T2 void k_group1(uint32_t type, const uint8_t *wrow, const uint8_t *xc
     }
 }
 
-/* Decode: row r against column 0, K_GROUP super-blocks at a time. */
-static AI T2 void k_row1(const struct baton_mm *mm, uint64_t r, uint32_t type)
+/* Rows per decode call: a divisor of matmul.c's row unit (16), so only a
+ * matrix's last rows go one at a time. */
+#define K_DEC_ROWS 8u
+
+/* Decode: rows [r, r + nr) against column 0, K_GROUP super-blocks at a
+ * time, each group's chain steps done during the next group's integer
+ * work, across the end of a row too (the next row's first group): alone,
+ * a row's last 16 dependent FMAs cost about a tenth of a row at k 4096. */
+static AI T2 void k_rows1(const struct baton_mm *mm, uint64_t r, uint32_t nr, uint32_t type)
 {
     const uint64_t nsb = mm->k / BATON_QK_K;
-    const uint8_t *wrow = mm->w + r * mm->w_row_bytes;
-    uint32_t bbytes, np = 0, t;
+    uint32_t bbytes, np = 0, t, i;
     int d_off, dmin_off;
-    uint64_t s = 0;
+    uint64_t s, arow = r;
     float acc = 0.0f, p[4][K_GROUP];
     struct k_fl f[2];
 
     f[0].a = f[0].i = f[0].b = f[0].m = _mm256_setzero_ps();
     k_layout(type, &bbytes, &d_off, &dmin_off);
-    for (; nsb - s >= K_GROUP; s += K_GROUP) {
-        /* see BATON_MM_DECODE_PF_BYTES: the group's bytes, rounded up to lines */
-        baton_mm_decode_prefetch(wrow + s * bbytes, (int)((K_GROUP * bbytes + 63) / 64));
-        k_group1(type, wrow, mm->act, s, K_GROUP, &f[0], np, &acc, &f[1]);
-        f[0] = f[1];
-        np = K_GROUP;
-    }
-    if (s < nsb) {
-        k_group1(type, wrow, mm->act, s, (uint32_t)(nsb - s), &f[0], np, &acc, &f[1]);
-        f[0] = f[1];
-        np = (uint32_t)(nsb - s);
+    for (i = 0; i < nr; i++) {
+        const uint8_t *wrow = mm->w + (r + i) * mm->w_row_bytes;
+
+        for (s = 0; s < nsb; s += K_GROUP) {
+            const uint32_t nt = nsb - s >= K_GROUP ? K_GROUP : (uint32_t)(nsb - s);
+
+            k_group1(type, wrow, mm->act, s, nt, &f[0], np, &acc, &f[1]);
+            if (s == 0 && i > 0) {
+                /* the steps just done were the previous row's last */
+                mm->y[arow] = acc;
+                acc = 0.0f;
+                arow = r + i;
+            }
+            f[0] = f[1];
+            np = nt;
+        }
     }
     k_fl_store(&f[0], p);
     for (t = 0; t < np; t++)
         acc = k_chain(p, t, dmin_off >= 0, acc);
-    mm->y[r] = acc;
+    mm->y[arow] = acc;
 }
 
 /* Row r of K weights for columns [c, c + nc), nc <= K_COLS. */
@@ -1005,7 +1051,7 @@ static AI T2 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
             mm->y + c * mm->ldy, mm->k, mm->n, 1, mm->ldy,
         };
 
-        k_row1(&one, r, type);
+        k_rows1(&one, r, 1, type);
         return;
     }
     k_layout(type, &bbytes, &d_off, &dmin_off);
@@ -1014,7 +1060,7 @@ static AI T2 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
     for (s = 0; s < nsb; s++) {
         const uint8_t *wb = mm->w + r * mm->w_row_bytes + s * bbytes;
         const float d = h2f(wb + d_off), dmin = dmin_off >= 0 ? h2f(wb + dmin_off) : 0.0f;
-        __m256i wq[8], sv[8], corr;
+        __m256i wq[8], sv[4], corr;
         const int bias = k_prep(type, wb, wq, sv, &corr);
 
         { /* every column's sums, then the float steps in lane j */
@@ -1033,12 +1079,15 @@ static AI T2 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
                     _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
                 __m256i a = bias ? m : _mm256_setzero_si256();
 
-#pragma GCC unroll 8
-                for (t = 0; t < 8; t++) {
-                    const __m256i p = _mm256_maddubs_epi16(
+#pragma GCC unroll 4
+                for (t = 0; t < 8; t += 2) {
+                    const __m256i p0 = _mm256_maddubs_epi16(
                         wq[t], _mm256_loadu_si256((const __m256i *)(xb + 32 * t)));
+                    const __m256i p1 = _mm256_maddubs_epi16(
+                        wq[t + 1], _mm256_loadu_si256((const __m256i *)(xb + 32 * t + 32)));
 
-                    a = _mm256_add_epi32(a, _mm256_madd_epi16(p, sv[t]));
+                    a = _mm256_add_epi32(
+                        a, _mm256_madd_epi16(_mm256_hadd_epi16(p0, p1), sv[t / 2]));
                 }
                 is[j] = a;
                 ms[j] = m;
@@ -1066,10 +1115,10 @@ static AI T2 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
     }                                                                                              \
     static T2 void name##_decode(const struct baton_mm *mm, uint64_t r)                            \
     {                                                                                              \
-        k_row1(mm, r, type);                                                                       \
+        k_rows1(mm, r, K_DEC_ROWS, type);                                                          \
     }                                                                                              \
     static const struct baton_mm_tiles name##_tiles = {                                            \
-        name##_decode, 1, name##_row, 1, K_COLS, name##_row, 0,                                    \
+        name##_decode, K_DEC_ROWS, name##_row, 1, K_COLS, name##_row, 0,                           \
     };                                                                                             \
     static T2 void avx2_##name(const struct baton_mm *mm, uint64_t r0, uint64_t r1)                \
     {                                                                                              \
