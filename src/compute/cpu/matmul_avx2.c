@@ -809,6 +809,24 @@ static AI T2 __m256i k_chunk(uint32_t type, const uint8_t *wb, int t)
     }
 }
 
+/* Chunks t and t + 1 (t even), as k_chunk. Q4_K's and Q5_K's share their
+ * 32 quant bytes (low and high nibbles): loaded once into a register (the
+ * empty asm keeps the compiler from folding a second load into the and). */
+static AI T2 void k_chunk2(uint32_t type, const uint8_t *wb, int t, __m256i *c0, __m256i *c1)
+{
+    if (type == BATON_TYPE_Q4_K) {
+        const __m256i m15 = _mm256_set1_epi8(15);
+        __m256i raw = _mm256_loadu_si256((const __m256i *)(wb + 16 + 16 * t));
+
+        __asm__("" : "+x"(raw));
+        *c0 = _mm256_and_si256(raw, m15);
+        *c1 = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m15);
+        return;
+    }
+    *c0 = k_chunk(type, wb, t);
+    *c1 = k_chunk(type, wb, t + 1);
+}
+
 /* The int16 scale factors of chunks t and t + 1 (elements 32t..32t+63)
  * from the 16 scale bytes sc2 (k_scales_v's, in both halves), for the
  * vphaddw of the two chunks' vpmaddubsw sums: half h of that holds, in
@@ -859,12 +877,11 @@ static AI T2 int k_prep(uint32_t type, const uint8_t *wb, __m256i wq[8], __m256i
     const int bias = k_scales2(type, wb, &sc2, corr);
     int t;
 
-#pragma GCC unroll 8
-    for (t = 0; t < 8; t++)
-        wq[t] = k_chunk(type, wb, t);
 #pragma GCC unroll 4
-    for (t = 0; t < 4; t++)
+    for (t = 0; t < 4; t++) {
+        k_chunk2(type, wb, 2 * t, &wq[2 * t], &wq[2 * t + 1]);
         sv[t] = k_sv2(type, sc2, 2 * t);
+    }
     return bias;
 }
 
@@ -941,11 +958,12 @@ static AI T2 void k_group1(uint32_t type, const uint8_t *wrow, const uint8_t *xc
              * eight first, as k_row does for its columns, spilled) */
 #pragma GCC unroll 4
             for (q = 0; q < 8; q += 2) {
-                const __m256i p0 = _mm256_maddubs_epi16(
-                    k_chunk(type, wb, q), _mm256_loadu_si256((const __m256i *)(xb + 32 * q)));
-                const __m256i p1 = _mm256_maddubs_epi16(
-                    k_chunk(type, wb, q + 1),
-                    _mm256_loadu_si256((const __m256i *)(xb + 32 * q + 32)));
+                __m256i c0, c1, p0, p1;
+
+                k_chunk2(type, wb, q, &c0, &c1);
+                p0 = _mm256_maddubs_epi16(c0, _mm256_loadu_si256((const __m256i *)(xb + 32 * q)));
+                p1 = _mm256_maddubs_epi16(c1,
+                                          _mm256_loadu_si256((const __m256i *)(xb + 32 * q + 32)));
 
                 a = _mm256_add_epi32(
                     a, _mm256_madd_epi16(_mm256_hadd_epi16(p0, p1), k_sv2(type, sc2, q)));
@@ -1043,6 +1061,13 @@ static AI T2 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
     uint64_t s;
     uint32_t j;
     float acc[K_COLS];
+    /* every column's sums of one super-block, then the float steps in
+     * lane j; the lanes of absent columns (j >= nc) stay zero, set once
+     * here and only for them: zeroing all 8 per super-block (a rep stos
+     * of 2 x 256 bytes) was a fifth of the Q4_K prefill's time on Zen 1 */
+    __m256i is[K_COLS], ms[K_COLS];
+    float dxs[K_COLS];
+    __m256 accv = _mm256_setzero_ps();
 
     if (nc == 1) {
         /* the one-column path of the decode (same bits either way) */
@@ -1055,55 +1080,48 @@ static AI T2 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
         return;
     }
     k_layout(type, &bbytes, &d_off, &dmin_off);
-    for (j = 0; j < K_COLS; j++)
-        acc[j] = 0.0f;
+    for (j = nc; j < K_COLS; j++) {
+        is[j] = ms[j] = _mm256_setzero_si256();
+        dxs[j] = 0.0f;
+    }
     for (s = 0; s < nsb; s++) {
         const uint8_t *wb = mm->w + r * mm->w_row_bytes + s * bbytes;
         const float d = h2f(wb + d_off), dmin = dmin_off >= 0 ? h2f(wb + dmin_off) : 0.0f;
         __m256i wq[8], sv[4], corr;
         const int bias = k_prep(type, wb, wq, sv, &corr);
+        __m256 dxv;
 
-        { /* every column's sums, then the float steps in lane j */
-            __m256i is[K_COLS], ms[K_COLS];
-            float dxs[K_COLS];
-            __m256 dxv, accv;
-
-            for (j = 0; j < K_COLS; j++) {
-                is[j] = ms[j] = _mm256_setzero_si256();
-                dxs[j] = 0.0f;
-            }
-            for (j = 0; j < nc; j++) {
-                const uint8_t *xb =
-                    mm->act + (c + j) * mm->act_col_bytes + s * BATON_ACT_K_BLOCK_BYTES;
-                const __m256i m =
-                    _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
-                __m256i a = bias ? m : _mm256_setzero_si256();
+        for (j = 0; j < nc; j++) {
+            const uint8_t *xb =
+                mm->act + (c + j) * mm->act_col_bytes + s * BATON_ACT_K_BLOCK_BYTES;
+            const __m256i m =
+                _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
+            __m256i a = bias ? m : _mm256_setzero_si256();
 
 #pragma GCC unroll 4
-                for (t = 0; t < 8; t += 2) {
-                    const __m256i p0 = _mm256_maddubs_epi16(
-                        wq[t], _mm256_loadu_si256((const __m256i *)(xb + 32 * t)));
-                    const __m256i p1 = _mm256_maddubs_epi16(
-                        wq[t + 1], _mm256_loadu_si256((const __m256i *)(xb + 32 * t + 32)));
+            for (t = 0; t < 8; t += 2) {
+                const __m256i p0 = _mm256_maddubs_epi16(
+                    wq[t], _mm256_loadu_si256((const __m256i *)(xb + 32 * t)));
+                const __m256i p1 = _mm256_maddubs_epi16(
+                    wq[t + 1], _mm256_loadu_si256((const __m256i *)(xb + 32 * t + 32)));
 
-                    a = _mm256_add_epi32(
-                        a, _mm256_madd_epi16(_mm256_hadd_epi16(p0, p1), sv[t / 2]));
-                }
-                is[j] = a;
-                ms[j] = m;
-                memcpy(&dxs[j], xb + 288, sizeof(float));
+                a = _mm256_add_epi32(a,
+                                     _mm256_madd_epi16(_mm256_hadd_epi16(p0, p1), sv[t / 2]));
             }
-            /* not a vector load of the 8 scalar stores (a store-forwarding
-             * stall) */
-            dxv = _mm256_setr_ps(dxs[0], dxs[1], dxs[2], dxs[3], dxs[4], dxs[5], dxs[6], dxs[7]);
-            accv = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(d), dxv),
-                                   _mm256_cvtepi32_ps(k_hsum8x(is)), _mm256_loadu_ps(acc));
-            if (dmin_off >= 0)
-                accv = _mm256_fnmadd_ps(_mm256_mul_ps(_mm256_set1_ps(dmin), dxv),
-                                        _mm256_cvtepi32_ps(k_hsum8x(ms)), accv);
-            _mm256_storeu_ps(acc, accv);
+            is[j] = a;
+            ms[j] = m;
+            memcpy(&dxs[j], xb + 288, sizeof(float));
         }
+        /* not a vector load of the 8 scalar stores (a store-forwarding
+         * stall) */
+        dxv = _mm256_setr_ps(dxs[0], dxs[1], dxs[2], dxs[3], dxs[4], dxs[5], dxs[6], dxs[7]);
+        accv = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(d), dxv),
+                               _mm256_cvtepi32_ps(k_hsum8x(is)), accv);
+        if (dmin_off >= 0)
+            accv = _mm256_fnmadd_ps(_mm256_mul_ps(_mm256_set1_ps(dmin), dxv),
+                                    _mm256_cvtepi32_ps(k_hsum8x(ms)), accv);
     }
+    _mm256_storeu_ps(acc, accv);
     for (j = 0; j < nc; j++)
         mm->y[(c + j) * mm->ldy + r] = acc[j];
 }
