@@ -51,6 +51,7 @@ static AI T2 float hsum8(__m256 c)
 
 #define F32_TARGET T2
 #define F32_PREFIX avx2_
+#define F32_T8_HALVES
 #include "compute/cpu/matmul_f32.h"
 
 static T2 void avx2_f32(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
@@ -561,15 +562,20 @@ static AI T2 void wsum_block(const void *v, uint64_t vs, const float *a, uint64_
     uint64_t s;
     int j;
 
+    /* unrolled, so the accumulators stay in registers (rolled, they were
+     * an array in memory, zeroed by a rep stos per block) */
+#pragma GCC unroll 8
     for (j = 0; j < NA; j++)
         acc[j] = _mm256_setzero_ps();
     for (s = 0; s < n; s++) {
         const __m256 w = _mm256_broadcast_ss(a + s);
         const uint8_t *vr = (const uint8_t *)v + s * vs * eb;
 
+#pragma GCC unroll 8
         for (j = 0; j < NA; j++)
             acc[j] = _mm256_add_ps(acc[j], _mm256_mul_ps(w, wsum_load(vr + 8 * j * eb, half)));
     }
+#pragma GCC unroll 8
     for (j = 0; j < NA; j++)
         _mm256_storeu_ps(out + 8 * j, acc[j]);
 }

@@ -27,7 +27,36 @@
     F32_LOAD_T8P((w), (w) + (ws), (w) + 2 * (ws), (w) + 3 * (ws), (w) + 4 * (ws), (w) + 5 * (ws),  \
                  (w) + 6 * (ws), (w) + 7 * (ws), i)
 
-/* The same from 8 row pointers. */
+/* The same from 8 row pointers. With F32_T8_HALVES defined (the AVX2
+ * level) each register is built from two 128-bit loads, rows j and j + 4
+ * in its two halves, and two in-lane 4 x 4 transposes finish it: no
+ * vperm2f128, which Zen 1 runs at about 5 cycles each (8 per block), and
+ * 16 shuffles per 8 x 8 block instead of 24. Same lanes, same values. */
+#ifdef F32_T8_HALVES
+#define F32_LOAD_T8P(p0, p1, p2, p3, p4, p5, p6, p7, i)                                            \
+    do {                                                                                           \
+        F32_T4X2(p0, p1, p2, p3, p4, p5, p6, p7, (i), t0, t1, t2, t3);                             \
+        F32_T4X2(p0, p1, p2, p3, p4, p5, p6, p7, (i) + 4, t4, t5, t6, t7);                         \
+    } while (0)
+
+/* Row pair (p_j, p_{j+4}) at k index i as one register, j = 0..3. */
+#define F32_LOAD_2H(pa, pb, i)                                                                     \
+    _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps((pa) + (i))),                         \
+                         _mm_loadu_ps((pb) + (i)), 1)
+
+/* u_q lane j = row j's element i + q, q = 0..3. */
+#define F32_T4X2(p0, p1, p2, p3, p4, p5, p6, p7, i, u0, u1, u2, u3)                                \
+    do {                                                                                           \
+        const __m256 h0 = F32_LOAD_2H(p0, p4, i), h1 = F32_LOAD_2H(p1, p5, i);                     \
+        const __m256 h2 = F32_LOAD_2H(p2, p6, i), h3 = F32_LOAD_2H(p3, p7, i);                     \
+        const __m256 c0 = _mm256_unpacklo_ps(h0, h1), c1 = _mm256_unpackhi_ps(h0, h1);             \
+        const __m256 c2 = _mm256_unpacklo_ps(h2, h3), c3 = _mm256_unpackhi_ps(h2, h3);             \
+        u0 = _mm256_shuffle_ps(c0, c2, 0x44);                                                      \
+        u1 = _mm256_shuffle_ps(c0, c2, 0xEE);                                                      \
+        u2 = _mm256_shuffle_ps(c1, c3, 0x44);                                                      \
+        u3 = _mm256_shuffle_ps(c1, c3, 0xEE);                                                      \
+    } while (0)
+#else
 #define F32_LOAD_T8P(p0, p1, p2, p3, p4, p5, p6, p7, i)                                            \
     do {                                                                                           \
         const __m256 r0 = _mm256_loadu_ps((p0) + (i)), r1 = _mm256_loadu_ps((p1) + (i));           \
@@ -51,6 +80,7 @@
         t6 = _mm256_permute2f128_ps(b2, b6, 0x31);                                                 \
         t7 = _mm256_permute2f128_ps(b3, b7, 0x31);                                                 \
     } while (0)
+#endif
 
 /* acc = acc + t * x[i + q], each product rounded, then each sum: run.c's
  * s += w * x for 8 rows at once. */
