@@ -918,13 +918,46 @@ static AI T2 float k_chain(const float p[4][K_GROUP], uint32_t t, int has_min, f
     return acc;
 }
 
-/* Decode, as the AVX-512 level's k_group1 (matmul_avx512.c): super-blocks
- * [s, s + nt) of the row at wrow against the column at xcol, their lanes
- * summed across 8 at a time into *out, the previous group's chain steps
- * (np super-blocks) done on *acc between them. Same bits. */
-static AI T2 void k_group1(uint32_t type, const uint8_t *wrow, const uint8_t *xcol, uint64_t s,
-                           uint32_t nt, const struct k_fl *prev, uint32_t np, float *acc,
-                           struct k_fl *out)
+/* The float chain of a decode call's current row: acc, that row's index in
+ * y (column 0). */
+struct k_chain_state {
+    float acc;
+    uint64_t row;
+    float *y;
+};
+
+/* Where a decode call's sequence of super-blocks stands: block s of row
+ * `row` (counted from the call's first), whose weights start at wrow. */
+struct k_cursor {
+    const uint8_t *wrow, *act;
+    uint64_t s, nsb, row, row_bytes;
+};
+
+/* Super-block t's chain steps (k_chain); bit t of starts set: t is the
+ * first super-block of a row after the call's first, so the row before it
+ * is done. */
+static AI T2 void k_chain_step(struct k_chain_state *st, const float p[4][K_GROUP], uint32_t t,
+                               uint32_t starts, int has_min)
+{
+    if (starts >> t & 1u) {
+        st->y[st->row++] = st->acc;
+        st->acc = 0.0f;
+    }
+    st->acc = k_chain(p, t, has_min, st->acc);
+}
+
+/* Decode, as the AVX-512 level's k_group1 (matmul_avx512.c): the nt
+ * super-blocks at the cursor against the column at cur->act, the cursor
+ * advanced past them, their lanes summed across 8 at a time into *out,
+ * the previous group's chain steps (np super-blocks, row starts pstarts)
+ * done on *st between them; *starts gets this group's row starts. flat
+ * (a constant): the group may span rows; else it lies in one row (nsb a
+ * multiple of K_GROUP), which saves the cursor's step per super-block
+ * (about 4 % on rows of k 4096). Same bits. */
+static AI T2 void k_group1(uint32_t type, struct k_cursor *cur, uint32_t nt,
+                           const struct k_fl *prev, uint32_t np, uint32_t pstarts,
+                           uint32_t *starts, struct k_chain_state *st, struct k_fl *out,
+                           const int flat)
 {
     uint32_t bbytes, t;
     int d_off, dmin_off, q;
@@ -936,12 +969,15 @@ static AI T2 void k_group1(uint32_t type, const uint8_t *wrow, const uint8_t *xc
 
     k_layout(type, &bbytes, &d_off, &dmin_off);
     k_fl_store(prev, pf);
+    /* not flat: the group lies in one row (nsb % K_GROUP == 0) */
+    *starts = !flat && cur->s == 0 && cur->row > 0;
     if (nt > 0 && type != BATON_TYPE_Q3_K)
-        biasn = k_scales2(type, wrow + s * bbytes, &sc2n, &corrn);
+        biasn = k_scales2(type, cur->wrow + cur->s * bbytes, &sc2n, &corrn);
     for (t = 0; t < K_GROUP; t++) {
         if (t < nt) {
-            const uint8_t *wb = wrow + (s + t) * bbytes;
-            const uint8_t *xb = xcol + (s + t) * BATON_ACT_K_BLOCK_BYTES;
+            const uint64_t sb = flat ? cur->s : cur->s + t;
+            const uint8_t *wb = cur->wrow + sb * bbytes;
+            const uint8_t *xb = cur->act + sb * BATON_ACT_K_BLOCK_BYTES;
             uint16_t h[2] = {0, 0};
             __m256i sc2 = sc2n, corr = corrn, m, a;
             int bias = biasn;
@@ -950,8 +986,18 @@ static AI T2 void k_group1(uint32_t type, const uint8_t *wrow, const uint8_t *xc
              * decode lost 2-5 % that way: in place) */
             if (type == BATON_TYPE_Q3_K)
                 bias = k_scales2(type, wb, &sc2, &corr);
-            else if (t + 1 < nt)
-                biasn = k_scales2(type, wb + bbytes, &sc2n, &corrn);
+            if (flat) {
+                if (cur->s == 0 && cur->row > 0)
+                    *starts |= 1u << t;
+                if (++cur->s == cur->nsb) {
+                    cur->s = 0;
+                    cur->row++;
+                    cur->wrow += cur->row_bytes;
+                }
+            }
+            if (type != BATON_TYPE_Q3_K && t + 1 < nt)
+                biasn = k_scales2(type, flat ? cur->wrow + cur->s * bbytes : wb + bbytes, &sc2n,
+                                  &corrn);
             /* see BATON_MM_DECODE_PF_BYTES: the super-block's bytes
              * rounded up to lines, which with the next super-block's
              * (contiguous) covers every line; one group's 18 lines at
@@ -987,7 +1033,12 @@ static AI T2 void k_group1(uint32_t type, const uint8_t *wrow, const uint8_t *xc
             dxs[t] = 0.0f;
         }
         if (t < np)
-            *acc = k_chain(pf, t, dmin_off >= 0, *acc);
+            k_chain_step(st, pf, t, pstarts, dmin_off >= 0);
+    }
+    if (!flat && (cur->s += nt) == cur->nsb) {
+        cur->s = 0;
+        cur->row++;
+        cur->wrow += cur->row_bytes;
     }
     {
         const __m256i dd = _mm256_setr_epi32((int)dw[0], (int)dw[1], (int)dw[2], (int)dw[3],
@@ -1019,42 +1070,41 @@ static AI T2 void k_group1(uint32_t type, const uint8_t *wrow, const uint8_t *xc
  * matrix's last rows go one at a time. */
 #define K_DEC_ROWS 8u
 
-/* Decode: rows [r, r + nr) against column 0, K_GROUP super-blocks at a
- * time, each group's chain steps done during the next group's integer
- * work, across the end of a row too (the next row's first group): alone,
- * a row's last 16 dependent FMAs cost about a tenth of a row at k 4096. */
+/* Decode: rows [r, r + nr) against column 0, their super-blocks taken in
+ * order as one sequence, K_GROUP at a time (a group may end one row and
+ * begin the next: rows of k 768 fill whole groups), each group's chain
+ * steps done during the next group's integer work. Alone, a row's last
+ * group's chain steps (16 dependent FMAs) cost about a tenth of a row at
+ * k 4096; a partial group per row of 3 super-blocks cost its sums and
+ * conversions for 3. */
 static AI T2 void k_rows1(const struct baton_mm *mm, uint64_t r, uint32_t nr, uint32_t type)
 {
-    const uint64_t nsb = mm->k / BATON_QK_K;
-    uint32_t bbytes, np = 0, t, i;
+    const uint64_t nsb = mm->k / BATON_QK_K, total = nr * nsb;
+    uint32_t bbytes, np = 0, pstarts = 0, starts, t;
     int d_off, dmin_off;
-    uint64_t s, arow = r;
-    float acc = 0.0f, p[4][K_GROUP];
+    uint64_t u;
+    float p[4][K_GROUP];
     struct k_fl f[2];
+    struct k_chain_state st = {0.0f, r, mm->y};
+    struct k_cursor cur = {mm->w + r * mm->w_row_bytes, mm->act, 0, nsb, 0, mm->w_row_bytes};
 
     f[0].a = f[0].i = f[0].b = f[0].m = _mm256_setzero_ps();
     k_layout(type, &bbytes, &d_off, &dmin_off);
-    for (i = 0; i < nr; i++) {
-        const uint8_t *wrow = mm->w + (r + i) * mm->w_row_bytes;
+    for (u = 0; u < total; u += K_GROUP) {
+        const uint32_t nt = total - u >= K_GROUP ? K_GROUP : (uint32_t)(total - u);
 
-        for (s = 0; s < nsb; s += K_GROUP) {
-            const uint32_t nt = nsb - s >= K_GROUP ? K_GROUP : (uint32_t)(nsb - s);
-
-            k_group1(type, wrow, mm->act, s, nt, &f[0], np, &acc, &f[1]);
-            if (s == 0 && i > 0) {
-                /* the steps just done were the previous row's last */
-                mm->y[arow] = acc;
-                acc = 0.0f;
-                arow = r + i;
-            }
-            f[0] = f[1];
-            np = nt;
-        }
+        if (nsb % K_GROUP == 0) /* the same groups, fewer steps */
+            k_group1(type, &cur, nt, &f[0], np, pstarts, &starts, &st, &f[1], 0);
+        else
+            k_group1(type, &cur, nt, &f[0], np, pstarts, &starts, &st, &f[1], 1);
+        f[0] = f[1];
+        np = nt;
+        pstarts = starts;
     }
     k_fl_store(&f[0], p);
     for (t = 0; t < np; t++)
-        acc = k_chain(p, t, dmin_off >= 0, acc);
-    mm->y[arow] = acc;
+        k_chain_step(&st, p, t, pstarts, dmin_off >= 0);
+    mm->y[st.row] = st.acc;
 }
 
 /* Row r of K weights for columns [c, c + nc), nc <= K_COLS. */
