@@ -367,8 +367,8 @@ int baton_cmd_inspect(int argc, char **argv)
         } else if (strcmp(argv[i], "--") == 0 && i + 1 < argc && path == NULL && i + 2 == argc) {
             path = argv[++i];
         } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            fprintf(stderr, "baton inspect: unknown option '%s'\n", argv[i]);
-            usage(stderr);
+            fprintf(stderr, "baton inspect: unknown option '%s'\n(see `baton inspect --help`)\n",
+                    argv[i]);
             return 2;
         } else if (path == NULL) {
             path = argv[i];
@@ -378,8 +378,7 @@ int baton_cmd_inspect(int argc, char **argv)
         }
     }
     if (path == NULL) {
-        fputs("baton inspect: missing FILE\n", stderr);
-        usage(stderr);
+        fputs("baton inspect: missing FILE\n(see `baton inspect --help`)\n", stderr);
         return 2;
     }
     if (json && check) {

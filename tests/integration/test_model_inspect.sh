@@ -22,6 +22,15 @@ s = json.dumps(d)
 assert "token_embd.weight" in s and "llama.embedding_length" in s, s[:200]
 PY
 
+# usage errors: exit 2, the error and a pointer to --help, as run's (no
+# page of usage text)
+rc=0; "$BATON" inspect --bogus "$MODEL" >/dev/null 2>"$TMP/bogus.err" || rc=$?
+[ "$rc" -eq 2 ] && [ "$(cat "$TMP/bogus.err")" = "baton inspect: unknown option '--bogus'
+(see \`baton inspect --help\`)" ] || fail "inspect --bogus: rc $rc: $(cat "$TMP/bogus.err")"
+rc=0; "$BATON" inspect >/dev/null 2>"$TMP/nofile.err" || rc=$?
+[ "$rc" -eq 2 ] && [ "$(cat "$TMP/nofile.err")" = "baton inspect: missing FILE
+(see \`baton inspect --help\`)" ] || fail "inspect without FILE: rc $rc: $(cat "$TMP/nofile.err")"
+
 # a truncated copy: clear error naming the file, exit 1, for inspect and run
 head -c 14000 "$MODEL" >"$TMP/trunc.gguf"
 rc=0; "$BATON" inspect "$TMP/trunc.gguf" >/dev/null 2>"$TMP/trunc.err" || rc=$?

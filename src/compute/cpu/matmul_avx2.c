@@ -716,9 +716,8 @@ static T2 void avx2_exp_shift(float *x, uint64_t n, float m)
  * one vpmaddwd per two chunks (Zen 1 runs vpmaddubsw and vpmaddwd on one
  * pipe; measured faster there). The bias term (bias * sum_i sc_i *
  * bsums_i) and the mins' sum come from the activations' bsums with one
- * more vpmaddwd. Every
- * intermediate fits its lanes, so the sums equal the scalar kernel's
- * integers exactly, whatever order they are added in. */
+ * more vpmaddwd. Every intermediate fits its lanes, so the sums equal the
+ * scalar kernel's integers exactly, whatever order they are added in. */
 
 #define K_COLS 8u /* columns sharing one decode of a weight super-block */
 
