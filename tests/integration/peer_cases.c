@@ -345,7 +345,8 @@ static int cmd_inflight(uint16_t port, uint16_t relay_port, const char *mark, co
     check(rc == 0, "FREE_BUFFER while the PEER_WRITE lands in it: %s", baton_status_name(rc));
     rc = baton_device_info(c, &after);
     check(rc == 0 && after.free_memory < before.free_memory,
-          "the freed buffer stays counted while pinned");
+          "the freed buffer stays counted while pinned (free %llu, before %llu)",
+          (unsigned long long)after.free_memory, (unsigned long long)before.free_memory);
     pthread_join(t, NULL);
     check(w.rc == 0 || w.rc == BATON_E_NOT_FOUND || w.rc == BATON_E_STALE_HANDLE,
           "the in-flight PEER_WRITE ended: %s", baton_status_name(w.rc));

@@ -3,7 +3,7 @@
  *
  *   peer_relay --to PORT --port-file FILE [--port N] [--mode MODE]
  *              [--after BYTES] [--chunk BYTES --delay-ms MS]
- *              [--mark-after BYTES --mark-file FILE]
+ *              [--mark-after BYTES --mark-file FILE [--hold-ms MS]]
  *
  * Listens on 127.0.0.1 (port N, default 0 = ephemeral; written to FILE once
  * listening) and relays every accepted connection to 127.0.0.1:PORT, both
@@ -25,7 +25,9 @@
  *            arrived (a link with that one-way latency; bandwidth is not
  *            limited): the latency netem would add, in user space.
  * --mark-file FILE is created once --mark-after bytes have gone towards
- * the destination (so a test can act while a transfer is in flight).
+ * the destination (so a test can act while a transfer is in flight); in
+ * slow mode --hold-ms makes the first pause after that MS instead of
+ * --delay-ms (time for the test to act before the next bytes go).
  * SIGTERM ends the relay. Exit 2 on a usage error, 1 if it cannot listen. */
 #include <errno.h>
 #include <fcntl.h>
@@ -52,6 +54,8 @@ static uint64_t g_after, g_mark_after;
 static size_t g_chunk = 16384;
 static int g_delay_ms;
 static const char *g_mark_file;
+static int g_hold_ms;
+static atomic_int g_held;
 static atomic_uint_fast64_t g_forwarded; /* bytes sent towards the destination */
 static atomic_int g_stalled, g_marked, g_cut_taken;
 
@@ -213,7 +217,9 @@ static void *pair_main(void *arg)
             if (cut && mine >= g_after)
                 break; /* both sockets close below */
             if (g_mode == MODE_SLOW && g_delay_ms > 0)
-                sleep_ms(g_delay_ms);
+                sleep_ms(g_hold_ms > 0 && atomic_load(&g_marked) && !atomic_exchange(&g_held, 1)
+                             ? g_hold_ms
+                             : g_delay_ms);
         }
         if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
             ssize_t r = recv(sfd, buf, sizeof buf, 0);
@@ -264,6 +270,8 @@ int main(int argc, char **argv)
             g_mark_after = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--mark-file"))
             g_mark_file = v;
+        else if (!strcmp(a, "--hold-ms"))
+            g_hold_ms = atoi(v);
         else if (!strcmp(a, "--mode")) {
             if (!strcmp(v, "forward"))
                 g_mode = MODE_FORWARD;
@@ -310,6 +318,6 @@ int main(int argc, char **argv)
 usage:
     fprintf(stderr, "usage: peer_relay --to PORT --port-file FILE [--port N] "
                     "[--mode forward|stall|die|slow|cut|delay] [--after BYTES] [--chunk BYTES "
-                    "--delay-ms MS] [--mark-after BYTES --mark-file FILE]\n");
+                    "--delay-ms MS] [--mark-after BYTES --mark-file FILE [--hold-ms MS]]\n");
     return 2;
 }

@@ -23,9 +23,12 @@ BATOND_EXTRA="${BATOND_EXTRA:-} --key $K --peer-key $P --max-grants-per-session 
 cat "$TMP/grants.out"
 grep -q "PEER_WRITE: E_NOT_FOUND, closing" "$TMP/batond.d.log" || fail "no log line for a refused PEER_WRITE"
 
-# a slow peer: 16 KiB every 5 ms towards the destination
+# a slow peer: 16 KiB every 5 ms towards the destination, held for 2 s
+# once 1 MiB has passed, so the case's FREE_BUFFER and DEVICE_INFO come
+# while the write still holds its pin (the next piece ends the write: under
+# ASan load the 20 ms to it were once too short)
 "$RELAY" --to "$PORT_d" --port-file "$TMP/port.relay" --mode slow --chunk 16384 --delay-ms 5 \
-    --mark-after 1048576 --mark-file "$TMP/inflight" 2>"$TMP/relay.log" &
+    --mark-after 1048576 --mark-file "$TMP/inflight" --hold-ms 2000 2>"$TMP/relay.log" &
 PIDS+=("$!")
 for _ in $(seq 200); do [ -s "$TMP/port.relay" ] && break; sleep 0.025; done
 [ -s "$TMP/port.relay" ] || fail "relay did not start"
