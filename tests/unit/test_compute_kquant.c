@@ -408,7 +408,9 @@ static void destroy_pools(struct baton_pool **pools)
 
 /* (a), (b), (c) on random shapes: k 256..4096, 1..40 rows, 1..9 columns
  * (then 6 cases of 16..79 rows and 16..32 columns: the AVX-512 prefill
- * panels of 16 rows, with rows and columns left over);
+ * panels of 16 rows, with rows and columns left over; and 2 of 9..24 rows
+ * and 65..80 columns: the AVX2 panels of 8 rows take 64 columns at a
+ * time);
  * weights at an odd address (rows may start anywhere). The SIMD decode
  * takes the super-blocks of a row 8 at a time, the AVX-512 one two rows at
  * a time up to 4 and up to 8 super-blocks, so k covers 1..4 (256..1024),
@@ -421,11 +423,15 @@ static void random_type(uint32_t t, int n_cases)
     int i;
 
     create_pools(pools);
-    for (i = 0; i < n_cases + 6; i++) {
-        const int panel = i >= n_cases;
+    for (i = 0; i < n_cases + 8; i++) {
+        const int panel = i >= n_cases, wide = i >= n_cases + 6;
         const uint64_t k = ks[rng32() % (sizeof(ks) / sizeof(ks[0]))],
-                       n = panel ? 16 + rng32() % 64 : 1 + rng32() % 40,
-                       m = panel ? 16 + rng32() % 17 : 1 + (uint64_t)(i % 9);
+                       n = wide    ? 9 + rng32() % 16
+                           : panel ? 16 + rng32() % 64
+                                   : 1 + rng32() % 40,
+                       m = wide    ? 65 + rng32() % 16
+                           : panel ? 16 + rng32() % 17
+                                   : 1 + (uint64_t)(i % 9);
         const uint64_t rb = k / 256 * sb_bytes(t);
         uint8_t *alloc = malloc(rb * n + 1), *w = alloc + 1;
         float *x = malloc(k * m * sizeof(float)), *want = malloc(n * m * sizeof(float));

@@ -33,6 +33,14 @@ static AI uint16_t load_u16(const uint8_t *p)
     return v;
 }
 
+static AI uint32_t load_u32(const uint8_t *p)
+{
+    uint32_t v;
+
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
 static AI T2 float h2f(const uint8_t *p)
 {
     return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(load_u16(p))));
@@ -1181,7 +1189,7 @@ static AI T2 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
         mm->y[(c + j) * mm->ldy + r] = acc[j];
 }
 
-#define K_KERNELS(name, type)                                                                      \
+#define K_ROW_DECODE(name, type)                                                                   \
     static T2 void name##_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)      \
     {                                                                                              \
         k_row(mm, r, c, nc, type);                                                                 \
@@ -1189,20 +1197,318 @@ static AI T2 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
     static T2 void name##_decode(const struct baton_mm *mm, uint64_t r)                            \
     {                                                                                              \
         k_rows1(mm, r, K_DEC_ROWS, type);                                                          \
-    }                                                                                              \
+    }
+#define K_DRIVE(name, tiles)                                                                       \
+    static T2 void avx2_##name(const struct baton_mm *mm, uint64_t r0, uint64_t r1)                \
+    {                                                                                              \
+        baton_mm_drive(mm, r0, r1, &tiles);                                                        \
+    }
+#define K_KERNELS(name, type)                                                                      \
+    K_ROW_DECODE(name, type)                                                                       \
     static const struct baton_mm_tiles name##_tiles = {                                            \
         name##_decode, K_DEC_ROWS, name##_row, 1, K_COLS, name##_row, 0,                           \
     };                                                                                             \
-    static T2 void avx2_##name(const struct baton_mm *mm, uint64_t r0, uint64_t r1)                \
-    {                                                                                              \
-        baton_mm_drive(mm, r0, r1, &name##_tiles);                                                 \
-    }
+    K_DRIVE(name, name##_tiles)
 
 K_KERNELS(q2_k, BATON_TYPE_Q2_K)
 K_KERNELS(q3_k, BATON_TYPE_Q3_K)
-K_KERNELS(q4_k, BATON_TYPE_Q4_K)
-K_KERNELS(q5_k, BATON_TYPE_Q5_K)
 K_KERNELS(q6_k, BATON_TYPE_Q6_K)
+
+/* ---- AVX2 K-quant prefill panels (Q4_K, Q5_K): 8 rows, one per 32-bit
+ * lane ----
+ *
+ * k_row keeps one row per register: per super-block and column 8
+ * vpmaddubsw, 4 vphaddw and 5 vpmaddwd, then a share of the cross-lane sum
+ * (k_hsum8x); Zen 1 runs vpmaddubsw and vpmaddwd on one pipe, and that
+ * pipe is the limit. A panel turns the register around, as the AVX-512
+ * panels do (matmul_avx512.c, k_panels): lane i holds row i of 8
+ * consecutive rows. Register w[t][e] holds the 4 unsigned quants of
+ * elements 32t + 4e..32t + 4e + 3 (sub-block t) of each row; the column's
+ * 4 activation bytes of those elements are broadcast to every lane, so
+ * one vpmaddubsw gives each row two int16 sums of 2 products, all of one
+ * sub-block. Runs of kp_run of them are added in int16 (the activations
+ * are in [-127, 127]: Q4_K 8 x 2 x 15 x 127 = 30480, Q5_K 4 x 2 x 31 x
+ * 127 = 31496; no wrap) and one vpmaddwd by the rows' sub-block scales
+ * (both int16 halves of lane i: row i's) leaves lane i with Sc times the
+ * run's sum, in int32. Per super-block and column, for 8 rows: 64
+ * vpmaddubsw and 8 (Q4_K) or 16 (Q5_K) vpmaddwd, where the tile took 104
+ * operations on that pipe, and no cross-lane sum. The mins: the column's
+ * 16 bsums added in pairs (one vphaddw: the 8 sub-blocks' sums, |.| <= 32
+ * * 127) and 4 vpmaddwd by the rows' pairs of mins. The rows' super-block
+ * is unpacked and transposed into struct kp_sb once for up to KP_COLS
+ * columns: 128-bit halves of rows i and i + 4 in one register, then 4 x 4
+ * transposes of 32-bit lanes within each half (no lane-crossing shuffle:
+ * about 5 cycles each on Zen 1). Same bits: isum and msum are exact
+ * integers whatever their grouping, and lane i does row i's float steps of
+ * k_row in the same order (d * dx, then fma; dmin * dx, then fnma).
+ * Q6_K stays on k_row: its 6-bit quants allow only 2 vpmaddubsw per
+ * vpmaddwd (2 x 2 x 63 x 127 = 32004), 104 operations on the pipe as in
+ * the tile, and a variant with signed quants (|Qw| by x with Qw's sign,
+ * runs of 4) was no faster either (vpsignb per product; bench_kernels,
+ * Zen 1: 26-35 GFLOP/s against the tile's 32-34). */
+
+#define KP_COLS 64u /* columns per panel (t->cols) */
+#define KP_MIN_M 1u /* up to this many columns the rows go by k_row (t->row_max_m) */
+
+struct kp_sb {
+    __m256i w[8][8]; /* [t][e]: lane i = row i's quants 32t + 4e..32t + 4e + 3 */
+    __m256i sc[8];   /* [t]: lane i = row i's scale of sub-block t, in both int16 halves */
+    __m256i mn[4];   /* [h]: lane i = row i's mins of sub-blocks 2h, 2h + 1 (int16) */
+    __m256 d, dmin; /* lane i: row i's d, dmin */
+};
+
+/* vpmaddubsw sums added in int16 per vpmaddwd (see above): a sub-block's
+ * 8 (Q4_K) or half of them (Q5_K) */
+static AI int kp_run(uint32_t type)
+{
+    return type == BATON_TYPE_Q4_K ? 8 : 4;
+}
+
+/* 4 x 4 transpose of the 32-bit lanes within each 128-bit half: half h of
+ * out[e] = lane e of half h of in[0..3]. */
+static AI T2 void kp_t4(const __m256i in[4], __m256i out[4])
+{
+    const __m256i t0 = _mm256_unpacklo_epi32(in[0], in[1]);
+    const __m256i t1 = _mm256_unpackhi_epi32(in[0], in[1]);
+    const __m256i t2 = _mm256_unpacklo_epi32(in[2], in[3]);
+    const __m256i t3 = _mm256_unpackhi_epi32(in[2], in[3]);
+
+    out[0] = _mm256_unpacklo_epi64(t0, t2);
+    out[1] = _mm256_unpackhi_epi64(t0, t2);
+    out[2] = _mm256_unpacklo_epi64(t1, t3);
+    out[3] = _mm256_unpackhi_epi64(t1, t3);
+}
+
+/* lo in the low half, hi in the high half */
+static AI T2 __m256i kp_pair(__m128i lo, __m128i hi)
+{
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+}
+
+static AI T2 __m128i kp_load128(const uint8_t *p)
+{
+    return _mm_loadu_si128((const __m128i *)p);
+}
+
+/* z[e] (e = 0..7), lane i = bytes off + 4e..off + 4e + 3 of wb[i]. */
+static AI T2 void kp_region(const uint8_t *const wb[8], uint32_t off, __m256i z[8])
+{
+    __m256i y[4];
+    int h, i;
+
+#pragma GCC unroll 2
+    for (h = 0; h < 2; h++) {
+#pragma GCC unroll 4
+        for (i = 0; i < 4; i++)
+            y[i] = kp_pair(kp_load128(wb[i] + off + 16 * h), kp_load128(wb[i + 4] + off + 16 * h));
+        kp_t4(y, z + 4 * h);
+    }
+}
+
+/* out[0..3], lane i = dword j of half[i] (j = 0..3): 8 rows' 128-bit values
+ * transposed by 32-bit lanes. */
+static AI T2 void kp_t8x4(const __m128i half[8], __m256i out[4])
+{
+    __m256i y[4];
+    int i;
+
+#pragma GCC unroll 4
+    for (i = 0; i < 4; i++)
+        y[i] = kp_pair(half[i], half[i + 4]);
+    kp_t4(y, out);
+}
+
+/* Bit b of each byte of v moved to bit 4 (b < 8) by one 16-bit shift (the
+ * bits moved across bytes are masked off by the caller). */
+static AI T2 __m256i kp_bit4(__m256i v, int b)
+{
+    return b < 4 ? _mm256_sll_epi16(v, _mm_cvtsi32_si128(4 - b)) : b > 4 ? k_srl(v, b - 4) : v;
+}
+
+/* The panel of super-block s of rows r..r + 7. */
+static AI T2 void kp_build(uint32_t type, const struct baton_mm *mm, uint64_t r, uint64_t s,
+                           struct kp_sb *p)
+{
+    const __m256i m15 = _mm256_set1_epi8(15), m16 = _mm256_set1_epi8(16);
+    /* chunk 2q in the low nibbles of the 32 bytes at qs + 32q, 2q + 1 in
+     * the high; Q5_K's fifth bit of sub-block t is bit t of its element's
+     * byte of the 32 at 16 */
+    const uint32_t qs = type == BATON_TYPE_Q4_K ? 16 : 48;
+    uint32_t bbytes;
+    int d_off, dmin_off, i, q, e;
+    const uint8_t *wb[8];
+    __m128i a[8], b[8];
+    __m256i z[8], hz[8];
+    uint32_t dw[8];
+
+    k_layout(type, &bbytes, &d_off, &dmin_off);
+    for (i = 0; i < 8; i++) {
+        wb[i] = mm->w + (r + (uint64_t)i) * mm->w_row_bytes + s * bbytes;
+        dw[i] = load_u16(wb[i] + d_off);
+        if (dmin_off >= 0)
+            dw[i] |= (uint32_t)load_u16(wb[i] + dmin_off) << 16;
+    }
+    if (type == BATON_TYPE_Q5_K)
+        kp_region(wb, 16, hz);
+#pragma GCC unroll 4
+    for (q = 0; q < 4; q++) {
+        kp_region(wb, qs + 32u * (uint32_t)q, z);
+#pragma GCC unroll 8
+        for (e = 0; e < 8; e++) {
+            __m256i lo = _mm256_and_si256(z[e], m15),
+                    hi = _mm256_and_si256(_mm256_srli_epi16(z[e], 4), m15);
+
+            if (type == BATON_TYPE_Q5_K) {
+                lo = _mm256_or_si256(lo, _mm256_and_si256(kp_bit4(hz[e], 2 * q), m16));
+                hi = _mm256_or_si256(hi,
+                                     _mm256_and_si256(kp_bit4(hz[e], 2 * q + 1), m16));
+            }
+            p->w[2 * q][e] = lo;
+            p->w[2 * q + 1][e] = hi;
+        }
+    }
+    for (i = 0; i < 8; i++) {
+        const __m128i sm = k_q45_sm(wb[i]);
+
+        a[i] = _mm_unpacklo_epi8(sm, _mm_setzero_si128()); /* int16 scales of 0..7 */
+        b[i] = _mm_unpackhi_epi8(sm, _mm_setzero_si128()); /* int16 mins of 0..7 */
+    }
+    for (q = 0; q < 2; q++) {
+        __m128i u[8];
+
+        for (i = 0; i < 8; i++)
+            u[i] = q ? _mm_unpackhi_epi16(a[i], a[i]) : _mm_unpacklo_epi16(a[i], a[i]);
+        kp_t8x4(u, p->sc + 4 * q);
+    }
+    kp_t8x4(b, p->mn);
+    {
+        const __m256i dd = _mm256_setr_epi32((int)dw[0], (int)dw[1], (int)dw[2], (int)dw[3],
+                                             (int)dw[4], (int)dw[5], (int)dw[6], (int)dw[7]);
+        const __m256i lo = _mm256_and_si256(dd, _mm256_set1_epi32(0xFFFF));
+        const __m256i hi = _mm256_srli_epi32(dd, 16);
+
+        /* the 8 halves in order (values <= 0xFFFF: the packs are exact) */
+        p->d = _mm256_cvtph_ps(
+            _mm_packus_epi32(_mm256_castsi256_si128(lo), _mm256_extracti128_si256(lo, 1)));
+        p->dmin = _mm256_cvtph_ps(
+            _mm_packus_epi32(_mm256_castsi256_si128(hi), _mm256_extracti128_si256(hi, 1)));
+    }
+}
+
+/* nc columns (1..4, a constant) of a panel: xs[j] the column's super-block
+ * of activations, acc[j] its 8 rows' chains, advanced by the super-block's
+ * steps. */
+static AI T2 void kp_cols(uint32_t type, const struct kp_sb *p, const uint8_t *const xs[4],
+                          __m256 acc[], const int nc)
+{
+    const int run = kp_run(type);
+    __m256i is[4];
+    int t, e, j;
+
+#pragma GCC unroll 4
+    for (j = 0; j < nc; j++)
+        is[j] = _mm256_setzero_si256();
+    for (t = 0; t < 8; t++) {
+        __m256i s16[4];
+
+#pragma GCC unroll 8
+        for (e = 0; e < 8; e++) {
+            const __m256i w = p->w[t][e];
+
+#pragma GCC unroll 4
+            for (j = 0; j < nc; j++) {
+                const __m256i pr = _mm256_maddubs_epi16(
+                    w, _mm256_set1_epi32((int)load_u32(xs[j] + 32 * t + 4 * e)));
+
+                s16[j] = e % run ? _mm256_add_epi16(s16[j], pr) : pr;
+                /* added in order: gcc otherwise keeps the 32 products of
+                 * a sub-block for an adder tree, spilling most of them */
+                __asm__("" : "+x"(s16[j]));
+                if (e % run == run - 1)
+                    is[j] = _mm256_add_epi32(is[j], _mm256_madd_epi16(s16[j], p->sc[t]));
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (j = 0; j < nc; j++) {
+        const __m256 dx = _mm256_broadcast_ss((const float *)(const void *)(xs[j] + 288));
+        /* the sub-blocks' sums of q: int16 lanes 0..7, in both halves */
+        const __m256i b32 = _mm256_broadcastsi128_si256(
+            _mm_hadd_epi16(kp_load128(xs[j] + 256), kp_load128(xs[j] + 272)));
+        __m256i ms;
+
+        ms = _mm256_madd_epi16(p->mn[0], _mm256_shuffle_epi32(b32, 0x00));
+        ms = _mm256_add_epi32(ms, _mm256_madd_epi16(p->mn[1], _mm256_shuffle_epi32(b32, 0x55)));
+        ms = _mm256_add_epi32(ms, _mm256_madd_epi16(p->mn[2], _mm256_shuffle_epi32(b32, 0xAA)));
+        ms = _mm256_add_epi32(ms, _mm256_madd_epi16(p->mn[3], _mm256_shuffle_epi32(b32, 0xFF)));
+        acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(p->d, dx), _mm256_cvtepi32_ps(is[j]), acc[j]);
+        acc[j] = _mm256_fnmadd_ps(_mm256_mul_ps(p->dmin, dx), _mm256_cvtepi32_ps(ms), acc[j]);
+    }
+}
+
+/* Rows r..r + 7 for columns [c, c + nc), nc <= KP_COLS. */
+static AI T2 void kp_tile(uint32_t type, const struct baton_mm *mm, uint64_t r, uint64_t c,
+                          uint32_t nc)
+{
+    const uint64_t nsb = mm->k / BATON_QK_K;
+    struct kp_sb p;
+    __m256 acc[KP_COLS];
+    const uint8_t *xs[4];
+    uint64_t s;
+    uint32_t j, i;
+
+    for (j = 0; j < nc; j++)
+        acc[j] = _mm256_setzero_ps();
+    for (s = 0; s < nsb; s++) {
+        kp_build(type, mm, r, s, &p);
+        for (j = 0; j < nc; j += 4) {
+            const uint32_t n4 = nc - j < 4 ? nc - j : 4;
+
+            for (i = 0; i < n4; i++)
+                xs[i] = mm->act + (c + j + i) * mm->act_col_bytes + s * BATON_ACT_K_BLOCK_BYTES;
+            switch (n4) {
+            case 4:
+                kp_cols(type, &p, xs, acc + j, 4);
+                break;
+            case 3:
+                kp_cols(type, &p, xs, acc + j, 3);
+                break;
+            case 2:
+                kp_cols(type, &p, xs, acc + j, 2);
+                break;
+            default:
+                kp_cols(type, &p, xs, acc + j, 1);
+                break;
+            }
+        }
+    }
+    for (j = 0; j < nc; j++)
+        _mm256_storeu_ps(mm->y + (c + j) * mm->ldy + r, acc[j]);
+}
+
+/* Q4_K, Q5_K: panels of 8 rows (kp_tile) from KP_MIN_M + 1 columns on,
+ * the rows left over one at a time for up to KP_COLS columns, K_COLS at a
+ * time (k_row). */
+#define KP_KERNELS(name, type)                                                                     \
+    K_ROW_DECODE(name, type)                                                                       \
+    static T2 void name##_panel(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)    \
+    {                                                                                              \
+        kp_tile(type, mm, r, c, nc);                                                               \
+    }                                                                                              \
+    static T2 void name##_prow(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)     \
+    {                                                                                              \
+        uint32_t j;                                                                                \
+                                                                                                   \
+        for (j = 0; j < nc; j += K_COLS)                                                           \
+            name##_row(mm, r, c + j, nc - j < K_COLS ? nc - j : K_COLS);                           \
+    }                                                                                              \
+    static const struct baton_mm_tiles name##_tiles = {                                            \
+        name##_decode, K_DEC_ROWS, name##_panel, 8, KP_COLS, name##_prow, KP_MIN_M,                \
+    };                                                                                             \
+    K_DRIVE(name, name##_tiles)
+
+KP_KERNELS(q4_k, BATON_TYPE_Q4_K)
+KP_KERNELS(q5_k, BATON_TYPE_Q5_K)
 
 /* ---- Q4_0 (matmul.h: one chain per output over whole blocks) ----
  * Q4_ROWS rows at a time, one per 32-bit lane of the chains. Rows i and

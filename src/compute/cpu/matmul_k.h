@@ -103,19 +103,39 @@ static inline void k_layout(uint32_t type, uint32_t *bytes, int *d_off, int *dmi
 #include <immintrin.h>
 #include <string.h>
 
+/* Q4_K / Q5_K: bytes 0..7 of the result are the 6-bit scales of
+ * sub-blocks 0..7 of the super-block at wb, bytes 8..15 their mins
+ * (k_scales' integers). The fields are read four at a time from the 12
+ * bytes as three 32-bit words u0, u1, u2 (byte b of a word is the field of
+ * sub-block b, resp. b + 4): sc[0..3] = u0 & 63, m[0..3] = u1 & 63,
+ * sc[4..7] = (u2 & 15) | (u0 >> 6) << 4, m[4..7] = (u2 >> 4) | (u1 >> 6)
+ * << 4, per byte; that is quant.h's formula with j - 4 = b. The words are
+ * lanes of one vector load, not general registers: moving them from
+ * general registers into a vector (vmovd, vpinsrd) cost about a quarter
+ * of AVX-512 Q4_K decode's time. */
+static inline __attribute__((always_inline)) K_VEC_TARGET __m128i k_q45_sm(const uint8_t *wb)
+{
+    /* dwords u0, u1, u2 (bytes 4..15; the load's last 4 bytes are the
+     * quants, unused) */
+    const __m128i u = _mm_loadu_si128((const __m128i *)(wb + 4));
+    /* dwords 0, 1: s8[0], m8[0] */
+    const __m128i lo = _mm_and_si128(u, _mm_set1_epi8(63));
+    /* dwords 0, 1: u2 & 15, (u2 >> 4) & 15 per byte, or'ed with
+     * (u0 >> 6) << 4, (u1 >> 6) << 4: s8[1], m8[1] */
+    const __m128i hi = _mm_or_si128(
+        _mm_and_si128(_mm_srlv_epi32(_mm_shuffle_epi32(u, 0xAA), _mm_setr_epi32(0, 4, 0, 0)),
+                      _mm_set1_epi8(15)),
+        _mm_and_si128(_mm_srli_epi32(u, 2), _mm_set1_epi8(0x30)));
+
+    return _mm_unpacklo_epi32(lo, hi);
+}
+
 /* k_scales in registers (the SIMD levels; K_VEC_TARGET is the including
  * file's target attribute): *sc = the 16 int8 sc[i], *mn = the 16 int16
  * mn[i], the same integers as k_scales (tested equal through the kernels'
  * bits); returns the bias. Writing them to memory byte by byte and
  * reading them back as a vector cost a store-forwarding stall per
- * super-block. The Q4_K / Q5_K 6-bit fields are read four at a time from
- * the 12 bytes as three 32-bit words u0, u1, u2 (byte b of a word is the
- * field of sub-block b, resp. b + 4): sc[0..3] = u0 & 63, m[0..3] = u1 &
- * 63, sc[4..7] = (u2 & 15) | (u0 >> 6) << 4, m[4..7] = (u2 >> 4) |
- * (u1 >> 6) << 4, per byte; that is quant.h's formula with j - 4 = b.
- * The words are lanes of one vector load, not general registers: moving
- * them from general registers into a vector (vmovd, vpinsrd) cost about a
- * quarter of AVX-512 Q4_K decode's time. */
+ * super-block. Q4_K / Q5_K: k_q45_sm. */
 static inline __attribute__((always_inline)) K_VEC_TARGET int
 k_scales_v(uint32_t type, const uint8_t *wb, __m128i *sc, __m256i *mn)
 {
@@ -145,19 +165,7 @@ k_scales_v(uint32_t type, const uint8_t *wb, __m128i *sc, __m256i *mn)
     }
     case BATON_TYPE_Q4_K:
     case BATON_TYPE_Q5_K: {
-        /* dwords u0, u1, u2 (bytes 4..15; the load's last 4 bytes are
-         * the quants, unused) */
-        const __m128i u = _mm_loadu_si128((const __m128i *)(wb + 4));
-        /* dwords 0, 1: s8[0], m8[0] */
-        const __m128i lo = _mm_and_si128(u, _mm_set1_epi8(63));
-        /* dwords 0, 1: u2 & 15, (u2 >> 4) & 15 per byte, or'ed with
-         * (u0 >> 6) << 4, (u1 >> 6) << 4: s8[1], m8[1] */
-        const __m128i hi = _mm_or_si128(
-            _mm_and_si128(_mm_srlv_epi32(_mm_shuffle_epi32(u, 0xAA), _mm_setr_epi32(0, 4, 0, 0)),
-                          _mm_set1_epi8(15)),
-            _mm_and_si128(_mm_srli_epi32(u, 2), _mm_set1_epi8(0x30)));
-        /* bytes 0..7: sc of sub-blocks 0..7, 8..15: their mins */
-        const __m128i sm = _mm_unpacklo_epi32(lo, hi);
+        const __m128i sm = k_q45_sm(wb);
 
         *sc = _mm_unpacklo_epi8(sm, sm); /* sub-block j of 32 = groups 2j, 2j + 1 */
         *mn = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
