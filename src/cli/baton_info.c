@@ -179,7 +179,8 @@ int baton_cmd_info(int argc, char **argv)
             fprintf(stderr, "baton info: %s: %s\n", a,
                     (!strcmp(a, "--servers") || !strcmp(a, "--timeout") || !strcmp(a, "--key"))
                         ? "needs a value"
-                        : "unknown argument");
+                    : a[0] != '-' ? "unknown argument (the servers go after --servers)"
+                                  : "unknown argument");
             info_usage(stderr);
             return 2;
         }

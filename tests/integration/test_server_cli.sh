@@ -162,6 +162,12 @@ if [ -n "${BATON:-}" ] && [ -x "$BATON" ]; then
         [ "$rc" -eq 2 ] && grep -q "^baton info: --servers: " "$tmp/info" ||
             fail "baton info --servers '$spec': rc $rc: $(cat "$tmp/info")"
     done
+    # the servers given without --servers: the error says where they go
+    rc=0
+    "$BATON" info "127.0.0.1:$porta" >"$tmp/info" 2>&1 || rc=$?
+    [ "$rc" -eq 2 ] && [ "$(head -1 "$tmp/info")" = \
+        "baton info: 127.0.0.1:$porta: unknown argument (the servers go after --servers)" ] ||
+        fail "baton info ADDR: rc $rc: $(cat "$tmp/info")"
     rc=0
     "$BATON" info --servers "127.0.0.1:$porta" --timeout 99999999999999999999 >"$tmp/info" 2>&1 || rc=$?
     [ "$rc" -eq 2 ] && grep -qx "baton info: --timeout: '99999999999999999999' is too large (at most 86400000)" \
