@@ -367,13 +367,16 @@ int baton_cmd_inspect(int argc, char **argv)
         } else if (strcmp(argv[i], "--") == 0 && i + 1 < argc && path == NULL && i + 2 == argc) {
             path = argv[++i];
         } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            fprintf(stderr, "baton inspect: unknown option '%s'\n(see `baton inspect --help`)\n",
+            fprintf(stderr,
+                    "baton inspect: unrecognized option '%s'\n(see `baton inspect --help`)\n",
                     argv[i]);
             return 2;
         } else if (path == NULL) {
             path = argv[i];
         } else {
-            fprintf(stderr, "baton inspect: more than one FILE ('%s')\n", argv[i]);
+            fprintf(stderr,
+                    "baton inspect: more than one FILE ('%s')\n(see `baton inspect --help`)\n",
+                    argv[i]);
             return 2;
         }
     }

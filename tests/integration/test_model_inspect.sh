@@ -25,8 +25,11 @@ PY
 # usage errors: exit 2, the error and a pointer to --help, as run's (no
 # page of usage text)
 rc=0; "$BATON" inspect --bogus "$MODEL" >/dev/null 2>"$TMP/bogus.err" || rc=$?
-[ "$rc" -eq 2 ] && [ "$(cat "$TMP/bogus.err")" = "baton inspect: unknown option '--bogus'
+[ "$rc" -eq 2 ] && [ "$(cat "$TMP/bogus.err")" = "baton inspect: unrecognized option '--bogus'
 (see \`baton inspect --help\`)" ] || fail "inspect --bogus: rc $rc: $(cat "$TMP/bogus.err")"
+rc=0; "$BATON" inspect "$MODEL" "$MODEL" >/dev/null 2>"$TMP/two.err" || rc=$?
+[ "$rc" -eq 2 ] && [ "$(cat "$TMP/two.err")" = "baton inspect: more than one FILE ('$MODEL')
+(see \`baton inspect --help\`)" ] || fail "inspect with two FILEs: rc $rc: $(cat "$TMP/two.err")"
 rc=0; "$BATON" inspect >/dev/null 2>"$TMP/nofile.err" || rc=$?
 [ "$rc" -eq 2 ] && [ "$(cat "$TMP/nofile.err")" = "baton inspect: missing FILE
 (see \`baton inspect --help\`)" ] || fail "inspect without FILE: rc $rc: $(cat "$TMP/nofile.err")"
