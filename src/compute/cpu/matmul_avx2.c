@@ -1245,7 +1245,7 @@ K_KERNELS(q6_k, BATON_TYPE_Q6_K)
  * vpmaddwd (2 x 2 x 63 x 127 = 32004), 104 operations on the pipe as in
  * the tile, and a variant with signed quants (|Qw| by x with Qw's sign,
  * runs of 4) was no faster either (vpsignb per product; bench_kernels,
- * Zen 1: 26-35 GFLOP/s against the tile's 32-34). */
+ * Zen 1: 26-35 GFLOP/s against the tile's 31-34). */
 
 #define KP_COLS 64u /* columns per panel (t->cols) */
 #define KP_MIN_M 1u /* up to this many columns the rows go by k_row (t->row_max_m) */
