@@ -767,6 +767,17 @@ static AI T2 __m256i k_srl(__m256i v, int n)
     return _mm256_srl_epi16(v, _mm_cvtsi32_si128(n));
 }
 
+/* Bit `from` of each byte of v moved to bit `to` (and its neighbours
+ * alike) by one 16-bit shift, none when they are equal: the shift pipe is
+ * Zen 1's limit in the high-bit unpacking. Bits moved across bytes are the
+ * caller's to mask off. */
+static AI T2 __m256i k_move_bits(__m256i v, int from, int to)
+{
+    return from < to   ? _mm256_sll_epi16(v, _mm_cvtsi32_si128(to - from))
+           : from > to ? k_srl(v, from - to)
+                       : v;
+}
+
 /* Unsigned quant bytes (Qw + bias) of elements 32t..32t+31. */
 static AI T2 __m256i k_chunk(uint32_t type, const uint8_t *wb, int t)
 {
@@ -780,12 +791,9 @@ static AI T2 __m256i k_chunk(uint32_t type, const uint8_t *wb, int t)
     case BATON_TYPE_Q3_K: {
         const __m256i lo = _mm256_and_si256(
             k_srl(_mm256_loadu_si256((const __m256i *)(wb + 32 + 32 * h)), 2 * g), m3);
-        const __m256i hm = _mm256_loadu_si256((const __m256i *)wb);
-        /* bit t of each hmask byte moved to bit 2 with one shift (none
-         * for t = 2): the shift pipe is Zen 1's limit here */
+        /* bit t of each hmask byte moved to bit 2 */
         const __m256i hb = _mm256_and_si256(
-            t < 2 ? _mm256_sll_epi16(hm, _mm_cvtsi32_si128(2 - t)) : k_srl(hm, t - 2),
-            _mm256_set1_epi8(4));
+            k_move_bits(_mm256_loadu_si256((const __m256i *)wb), t, 2), _mm256_set1_epi8(4));
 
         return _mm256_add_epi8(lo, hb);
     }
@@ -796,12 +804,10 @@ static AI T2 __m256i k_chunk(uint32_t type, const uint8_t *wb, int t)
             k_srl(_mm256_loadu_si256((const __m256i *)(qs + 32 * (t / 2))), 4 * (t % 2)), m15);
 
         if (type == BATON_TYPE_Q5_K) {
-            const __m256i qh = _mm256_loadu_si256((const __m256i *)(wb + 16));
-            /* bit t of each qh byte moved to bit 4 with one shift (none
-             * for t = 4) */
-            const __m256i hb = _mm256_and_si256(
-                t < 4 ? _mm256_sll_epi16(qh, _mm_cvtsi32_si128(4 - t)) : k_srl(qh, t - 4),
-                _mm256_set1_epi8(16));
+            /* bit t of each qh byte moved to bit 4 */
+            const __m256i hb =
+                _mm256_and_si256(k_move_bits(_mm256_loadu_si256((const __m256i *)(wb + 16)), t, 4),
+                                 _mm256_set1_epi8(16));
 
             q = _mm256_add_epi8(q, hb);
         }
@@ -810,11 +816,9 @@ static AI T2 __m256i k_chunk(uint32_t type, const uint8_t *wb, int t)
     default: { /* Q6_K: t = 4h + g, g the quarter of the half */
         const __m256i b = _mm256_loadu_si256((const __m256i *)(wb + 64 * h + 32 * (g % 2)));
         const __m256i lo4 = _mm256_and_si256(k_srl(b, 4 * (g / 2)), m15);
-        const __m256i qh = _mm256_loadu_si256((const __m256i *)(wb + 128 + 32 * h));
-        /* bits 2g, 2g + 1 of each qh byte moved to bits 4, 5 with one
-         * shift (none for g = 2): the shift pipe is Zen 1's limit here */
+        /* bits 2g, 2g + 1 of each qh byte moved to bits 4, 5 */
         const __m256i hi2 = _mm256_and_si256(
-            g < 2 ? _mm256_sll_epi16(qh, _mm_cvtsi32_si128(4 - 2 * g)) : k_srl(qh, 2 * g - 4),
+            k_move_bits(_mm256_loadu_si256((const __m256i *)(wb + 128 + 32 * h)), 2 * g, 4),
             _mm256_set1_epi8(0x30));
 
         return _mm256_or_si256(lo4, hi2);
@@ -896,6 +900,22 @@ static AI T2 int k_prep(uint32_t type, const uint8_t *wb, __m256i wq[8], __m256i
         sv[t] = k_sv2(type, sc2, 2 * t);
     }
     return bias;
+}
+
+/* dw[j] = the binary16 d | dmin << 16 of super-block j (j = 0..7): *d
+ * and *dmin, lane j. */
+static AI T2 void k_dmin8(const uint32_t dw[8], __m256 *d, __m256 *dmin)
+{
+    const __m256i dd = _mm256_setr_epi32((int)dw[0], (int)dw[1], (int)dw[2], (int)dw[3],
+                                         (int)dw[4], (int)dw[5], (int)dw[6], (int)dw[7]);
+    const __m256i lo = _mm256_and_si256(dd, _mm256_set1_epi32(0xFFFF));
+    const __m256i hi = _mm256_srli_epi32(dd, 16);
+
+    /* the 8 halves in order (values <= 0xFFFF: the packs are exact) */
+    *d = _mm256_cvtph_ps(
+        _mm_packus_epi32(_mm256_castsi256_si128(lo), _mm256_extracti128_si256(lo, 1)));
+    *dmin = _mm256_cvtph_ps(
+        _mm_packus_epi32(_mm256_castsi256_si128(hi), _mm256_extracti128_si256(hi, 1)));
 }
 
 #define K_GROUP 8u
@@ -1048,22 +1068,14 @@ static AI T2 void k_group1(uint32_t type, struct k_cursor *cur, uint32_t nt,
         cur->wrow += cur->row_bytes;
     }
     {
-        const __m256i dd = _mm256_setr_epi32((int)dw[0], (int)dw[1], (int)dw[2], (int)dw[3],
-                                             (int)dw[4], (int)dw[5], (int)dw[6], (int)dw[7]);
-        const __m256i lo = _mm256_and_si256(dd, _mm256_set1_epi32(0xFFFF));
-        /* the 8 d halves in order (values <= 0xFFFF: the pack is exact) */
-        const __m256 d8 = _mm256_cvtph_ps(
-            _mm_packus_epi32(_mm256_castsi256_si128(lo), _mm256_extracti128_si256(lo, 1)));
         const __m256 dx = _mm256_setr_ps(dxs[0], dxs[1], dxs[2], dxs[3], dxs[4], dxs[5], dxs[6],
                                          dxs[7]);
+        __m256 d8, m8;
 
+        k_dmin8(dw, &d8, &m8);
         out->a = _mm256_mul_ps(d8, dx);
         out->i = _mm256_cvtepi32_ps(k_hsum8x(is));
         if (dmin_off >= 0) {
-            const __m256i hi = _mm256_srli_epi32(dd, 16);
-            const __m256 m8 = _mm256_cvtph_ps(
-                _mm_packus_epi32(_mm256_castsi256_si128(hi), _mm256_extracti128_si256(hi, 1)));
-
             /* -(dmin * dx): the negation is exact */
             out->b = _mm256_xor_ps(_mm256_mul_ps(m8, dx), _mm256_set1_ps(-0.0f));
             out->m = _mm256_cvtepi32_ps(k_hsum8x(ms));
@@ -1318,13 +1330,6 @@ static AI T2 void kp_t8x4(const __m128i half[8], __m256i out[4])
     kp_t4(y, out);
 }
 
-/* Bit b of each byte of v moved to bit 4 (b < 8) by one 16-bit shift (the
- * bits moved across bytes are masked off by the caller). */
-static AI T2 __m256i kp_bit4(__m256i v, int b)
-{
-    return b < 4 ? _mm256_sll_epi16(v, _mm_cvtsi32_si128(4 - b)) : b > 4 ? k_srl(v, b - 4) : v;
-}
-
 /* The panel of super-block s of rows r..r + 7. */
 static AI T2 void kp_build(uint32_t type, const struct baton_mm *mm, uint64_t r, uint64_t s,
                            struct kp_sb *p)
@@ -1344,9 +1349,7 @@ static AI T2 void kp_build(uint32_t type, const struct baton_mm *mm, uint64_t r,
     k_layout(type, &bbytes, &d_off, &dmin_off);
     for (i = 0; i < 8; i++) {
         wb[i] = mm->w + (r + (uint64_t)i) * mm->w_row_bytes + s * bbytes;
-        dw[i] = load_u16(wb[i] + d_off);
-        if (dmin_off >= 0)
-            dw[i] |= (uint32_t)load_u16(wb[i] + dmin_off) << 16;
+        dw[i] = load_u32(wb[i] + d_off); /* d, then dmin at d_off + 2 */
     }
     if (type == BATON_TYPE_Q5_K)
         kp_region(wb, 16, hz);
@@ -1359,9 +1362,9 @@ static AI T2 void kp_build(uint32_t type, const struct baton_mm *mm, uint64_t r,
                     hi = _mm256_and_si256(_mm256_srli_epi16(z[e], 4), m15);
 
             if (type == BATON_TYPE_Q5_K) {
-                lo = _mm256_or_si256(lo, _mm256_and_si256(kp_bit4(hz[e], 2 * q), m16));
+                lo = _mm256_or_si256(lo, _mm256_and_si256(k_move_bits(hz[e], 2 * q, 4), m16));
                 hi = _mm256_or_si256(hi,
-                                     _mm256_and_si256(kp_bit4(hz[e], 2 * q + 1), m16));
+                                     _mm256_and_si256(k_move_bits(hz[e], 2 * q + 1, 4), m16));
             }
             p->w[2 * q][e] = lo;
             p->w[2 * q + 1][e] = hi;
@@ -1381,18 +1384,7 @@ static AI T2 void kp_build(uint32_t type, const struct baton_mm *mm, uint64_t r,
         kp_t8x4(u, p->sc + 4 * q);
     }
     kp_t8x4(b, p->mn);
-    {
-        const __m256i dd = _mm256_setr_epi32((int)dw[0], (int)dw[1], (int)dw[2], (int)dw[3],
-                                             (int)dw[4], (int)dw[5], (int)dw[6], (int)dw[7]);
-        const __m256i lo = _mm256_and_si256(dd, _mm256_set1_epi32(0xFFFF));
-        const __m256i hi = _mm256_srli_epi32(dd, 16);
-
-        /* the 8 halves in order (values <= 0xFFFF: the packs are exact) */
-        p->d = _mm256_cvtph_ps(
-            _mm_packus_epi32(_mm256_castsi256_si128(lo), _mm256_extracti128_si256(lo, 1)));
-        p->dmin = _mm256_cvtph_ps(
-            _mm_packus_epi32(_mm256_castsi256_si128(hi), _mm256_extracti128_si256(hi, 1)));
-    }
+    k_dmin8(dw, &p->d, &p->dmin);
 }
 
 /* nc columns (1..4, a constant) of a panel: xs[j] the column's super-block
