@@ -140,6 +140,11 @@ void run_msg(const struct baton_run_config *cfg, const char *fmt, ...)
 /* run_msg once text may have been streamed: an open line of text on
  * cfg->out is ended first. */
 void stage_msg(struct run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Where a server limit a hint names is set: " (batond FLAG)" for stages
+ * on batond; "" for the in-process stages (--servers local), which run
+ * with batond's default limits and have no flag to pass. */
+const char *run_limit_flag(const struct run *r, const char *flag_text);
 /* "PROG: stage i (ENDPOINT): WHAT failed: E_X (text)" with what the user
  * can do. Returns 1. */
 int stage_fail(struct run *r, const struct stage_rt *s, const char *what, int rc);

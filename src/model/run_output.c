@@ -210,9 +210,9 @@ void weights_alloc_hint(struct run *r, const struct stage_rt *s,
                                const struct baton_device_info *info, int rc)
 {
     const uint32_t n_layers = s->st.layer_end - s->st.layer_begin;
-    const char *const total_flag = r->local ? "" : " (batond --total-memory-bytes)";
-    const char *const session_flag = r->local ? "" : " (batond --session-memory-bytes)";
-    const char *const see = r->local ? "" : "; batond --print-policy shows the server's limits";
+    const char *const total_flag = run_limit_flag(r, " (batond --total-memory-bytes)");
+    const char *const session_flag = run_limit_flag(r, " (batond --session-memory-bytes)");
+    const char *const see = run_limit_flag(r, "; batond --print-policy shows the server's limits");
     char want[32], total[32], session[32], free_now[32];
 
     run_format_bytes(want, sizeof want, s->weights_bytes);
@@ -235,6 +235,11 @@ void weights_alloc_hint(struct run *r, const struct stage_rt *s,
                   "for all sessions%s; fewer layers on the stage (--split) need less%s\n",
                   s->index + 1, want, s->weights_bytes, n_layers, n_layers == 1 ? "" : "s",
                   session, session_flag, free_now, total, total_flag, see);
+}
+
+const char *run_limit_flag(const struct run *r, const char *flag_text)
+{
+    return r->local ? "" : flag_text;
 }
 
 /* A step on stage s refused by a server limit. The ATTENTION work area is
@@ -283,22 +288,23 @@ void step_limit_hint(struct run *r, const struct stage_rt *s, int rc)
         stage_msg(r,
                   "a step's scratch and compute on the server grow with the KV-cache cells "
                   "(%s%s) and the tokens of a step (--ubatch %u%s), its nodes with the stage's "
-                  "layers (--split); the scratch arena is at most %s per session (fixed)%s; "
-                  "batond --print-policy shows the server's other limits "
-                  "(session_memory_bytes, max_graph_flops, max_graph_nodes)\n",
+                  "layers (--split); the scratch arena is at most %s per session (fixed)%s%s%s; "
+                  "%s (session_memory_bytes, max_graph_flops, max_graph_nodes)\n",
                   ctx, many, r->n_ubatch,
                   r->n_seq > 1 ? ", or one token per sequence in a decode step" : "", limit,
-                  rc == BATON_E_QUOTA ? " and shares the session's memory (batond "
-                                        "--session-memory-bytes) with the stage's weights and "
-                                        "KV cache"
-                                      : "");
+                  rc == BATON_E_QUOTA ? " and shares the session's memory" : "",
+                  rc == BATON_E_QUOTA ? run_limit_flag(r, " (batond --session-memory-bytes)") : "",
+                  rc == BATON_E_QUOTA ? " with the stage's weights and KV cache" : "",
+                  r->local ? "the in-process stages run with batond's default limits, which "
+                             "batond --print-policy prints"
+                           : "batond --print-policy shows the server's other limits");
     }
     if (r->n_stages > 1)
         stage_msg(r,
                   "in a split run a ubatch's hidden state (%" PRIu64
                   " bytes) also goes in one message, which must fit the server's "
-                  "max message size (batond --max-message-bytes)\n",
-                  run_hidden_state_bytes(r));
+                  "max message size%s\n",
+                  run_hidden_state_bytes(r), run_limit_flag(r, " (batond --max-message-bytes)"));
 }
 
 const char *run_outcome_name(uint32_t outcome)

@@ -502,14 +502,15 @@ static int register_shapes(struct run *r, const uint32_t *counts, const uint32_t
                         stage_msg(r,
                                   "the run registers %u graphs on stage %u (%u step shape%s x "
                                   "%u input slot%s); a server keeps at most "
-                                  "max_graphs_per_session of them (batond "
-                                  "--max-graphs-per-session, default 32), and refuses a graph "
+                                  "max_graphs_per_session of them (%s), and refuses a graph "
                                   "over its node or compute limits too\n",
                                   run_graphs_needed(r, counts, outs, n_counts, s), si + 1,
                                   n_shapes(s, counts, outs, n_counts),
                                   n_shapes(s, counts, outs, n_counts) == 1 ? "" : "s",
                                   run_stage_slots(r, s),
-                                  run_stage_slots(r, s) == 1 ? "" : "s");
+                                  run_stage_slots(r, s) == 1 ? "" : "s",
+                                  r->local ? "32 for the in-process stages"
+                                           : "batond --max-graphs-per-session, default 32");
                     step_limit_hint(r, s, rc);
                     return 1;
                 }

@@ -17,7 +17,8 @@
 #   - run: ALLOC_BUFFER of the weights refused for memory (E_LIMIT: past
 #     --total-memory-bytes; E_QUOTA: past --session-memory-bytes) names the
 #     bytes and the limits; a full table of buffers (E_LIMIT) does not;
-#   - run: connect refused at the server's connection limit says so.
+#   - run: connect refused at the server's connection limit says so;
+#   - run: a limit met by an in-process stage names no batond flag.
 source "$(dirname "$0")/lib.sh"
 need_model
 HOG="$BUILD_DIR/tests/buffer_hog"
@@ -78,6 +79,20 @@ want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$MODEL" --server
     fail "graphs line: $(cat "$TMP/run.err")"
 [ "$(tail -n 1 "$TMP/run.err")" = "baton run: a step's scratch and compute on the server grow with the KV-cache cells (the default --ctx 512) and the tokens of a step (--ubatch 5), its nodes with the stage's layers (--split); the scratch arena is at most 1.0 GiB per session (fixed); batond --print-policy shows the server's other limits (session_memory_bytes, max_graph_flops, max_graph_nodes)" ] ||
     fail "last stderr line (flops): $(cat "$TMP/run.err")"
+
+# --- run: the same refusal by an in-process stage names no batond flag it
+# could not be given: 400 layers are more nodes than the default
+# max_graph_nodes (8192) ---
+"$BATON" gen-model --layers 400 --dim 32 --ff 32 --heads 2 -o "$TMP/deep.gguf" 2>/dev/null ||
+    fail "gen-model of the 400-layer model"
+want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$TMP/deep.gguf" --servers local \
+    --prompt "Once" -n 2
+[ "$(tail -n 3 "$TMP/run.err" | head -n 1)" = "baton run: stage 1 (local): GRAPH_REGISTER failed: E_LIMIT (limit exceeded)" ] ||
+    fail "in-process stderr: $(cat "$TMP/run.err")"
+[ "$(tail -n 2 "$TMP/run.err" | head -n 1)" = "baton run: the run registers 2 graphs on stage 1 (2 step shapes x 1 input slot); a server keeps at most max_graphs_per_session of them (32 for the in-process stages), and refuses a graph over its node or compute limits too" ] ||
+    fail "in-process graphs line: $(cat "$TMP/run.err")"
+[ "$(tail -n 1 "$TMP/run.err")" = "baton run: a step's scratch and compute on the server grow with the KV-cache cells (the default --ctx 512) and the tokens of a step (--ubatch 5), its nodes with the stage's layers (--split); the scratch arena is at most 1.0 GiB per session (fixed); the in-process stages run with batond's default limits, which batond --print-policy prints (session_memory_bytes, max_graph_flops, max_graph_nodes)" ] ||
+    fail "in-process last stderr line: $(cat "$TMP/run.err")"
 
 # --- run: a SET_TENSOR over the server's max message size names the limit ---
 # stories260K's largest tensor (token_embd, 512 x 64 f32) is one message of
