@@ -18,7 +18,8 @@
 static void bench_usage(FILE *f)
 {
     fputs("usage: baton bench --model FILE [--servers LIST] [--split P,...] [-p N] [-n N]\n"
-          "                   [--ctx N] [--reps R] [--threads N] [--ubatch N] [--timeout MS]\n"
+          "                   [--ctx N] [--reps R] [--threads N] [--ubatch N]\n"
+          "                   [--timeout MS]\n"
           "                   [--key FILE] [--p2p on|off] [--pipeline on|off] [--slots N]\n"
           "                   [--ring on|off] [--kv-type f32|f16]\n"
           "                   [--npl B,B,... [--groups G]] [--json FILE]\n"
@@ -35,16 +36,16 @@ static void bench_usage(FILE *f)
           "  --reps R      repetitions (default 5)\n"
           "  --timeout MS  deadline of every server call (default 30000)\n"
           "  --json FILE   also write the figures as JSON\n"
-          "  --npl B,...   batched decoding instead (up to 16 values, each 1..256): for each\n"
-          "                B, B sequences of the same -p prompt (each prefilled alone) then\n"
-          "                -n - 1 decode steps of B tokens (baton run --parallel B); prints\n"
-          "                a row per B as llama-batched-bench does: PP, TG (-n), B, N_KV\n"
-          "                (B x (PP + TG)), T_PP (every sequence's prefill, s), S_PP (B x PP\n"
-          "                / T_PP), T_TG (the decode steps, s), S_TG (B x (TG - 1) / T_TG:\n"
-          "                the first token comes from the prefill), T and S (all tokens /\n"
-          "                T), TTFT (T_PP, ms: the last sequence's first token) and TPOT\n"
-          "                (T_TG / (TG - 1), ms), medians over --reps; --ctx is per\n"
-          "                sequence\n"
+          "  --npl B,...   batched decoding instead (up to 16 values, each 1..256): for\n"
+          "                each B, B sequences of the same -p prompt (each prefilled alone)\n"
+          "                then -n - 1 decode steps of B tokens (baton run --parallel B);\n"
+          "                prints a row per B as llama-batched-bench does: PP, TG (-n), B,\n"
+          "                N_KV (B x (PP + TG)), T_PP (every sequence's prefill, s), S_PP\n"
+          "                (B x PP / T_PP), T_TG (the decode steps, s), S_TG (B x (TG - 1)\n"
+          "                / T_TG: the first token comes from the prefill), T and S (all\n"
+          "                tokens / T), TTFT (T_PP, ms: the last sequence's first token)\n"
+          "                and TPOT (T_TG / (TG - 1), ms), medians over --reps; --ctx is\n"
+          "                per sequence\n"
           "  --groups G    with --npl: pipeline groups, as for `baton run`\n"
           "  --servers, --split, --threads, --ubatch, --key, --p2p, --pipeline, --slots,\n"
           "  --ring, --kv-type  as for `baton run` (BATON_SERVERS and BATON_KEY_FILE\n"
@@ -310,6 +311,7 @@ int baton_cmd_bench(int argc, char **argv)
     uint32_t n_done;     /* repetitions that finished */
     int failed_rc = 0;   /* a later repetition's exit code; 0: every one finished */
     char reps_text[64];  /* "5", or "1 of 5 (repetition 2 failed)" */
+    const char *unused;  /* the header's word for an asked path that no step used */
     uint32_t n_ctx = 0; /* --ctx; 0: not given */
     struct baton_llama_hparams hp; /* hp.n_ctx_train: the context -p + -n may fill */
     const char *json = NULL, *servers_name = "--servers"; /* where cfg.servers came from */
@@ -513,12 +515,16 @@ int baton_cmd_bench(int argc, char **argv)
     else
         snprintf(reps_text, sizeof reps_text, "%u of %u (repetition %u failed)", n_done, reps,
                  n_done + 1);
+    /* as the --npl header: in-process stages have no peer links; for servers
+     * the plan lines above said why a path went unused */
+    unused = strcmp(cfg.servers, "local") == 0 ? "on (not used: in-process stages)"
+                                                : "on (not used)";
     printf("bench: %s, servers %s, split %s, prompt %u, generated %u, reps %s, threads %u, "
            "ctx %u, ubatch %u, pipeline %s, p2p %s, slots %u, ring %s%s\n",
            cfg.model_path, cfg.servers, cfg.split ? cfg.split : "(equal)", n_prompt, n_gen,
            reps_text, cfg.n_threads, cfg.n_ctx, res->n_ubatch, cfg.pipeline ? "on" : "off",
-           !cfg.p2p ? "off" : res->n_direct ? "on" : "on (not used)", cfg.n_slots,
-           !cfg.ring ? "off" : res->ring ? "on" : "on (not used)",
+           !cfg.p2p ? "off" : res->n_direct ? "on" : unused, cfg.n_slots,
+           !cfg.ring ? "off" : res->ring ? "on" : unused,
            cfg.kv_type == BATON_TYPE_F16 ? ", kv f16" : "");
     printf("  %-8s %12s %12s %12s  %s\n", "figure", "median", "min", "max", "unit");
     for (i = 0; i < 5; i++)

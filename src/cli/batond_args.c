@@ -21,7 +21,8 @@
 static const char synopsis[] =
     "usage: batond [--host ADDR] [--port N] [--port-file FILE] [--threads N]\n"
     "              [--key FILE [--peer-key FILE] [--encrypt]] [--insecure-no-auth]\n"
-    "              [--client 'NAME KEYFILE [OPTION=VALUE]...']... [--peer HOST:PORT]...\n"
+    "              [--client 'NAME KEYFILE [OPTION=VALUE]...']...\n"
+    "              [--peer HOST:PORT]...\n"
     "              [--max-peer-links N] [--max-peer-links-per-session N]\n"
     "              [--policy FILE] [--SETTING VALUE]... [--print-policy]\n"
     "              [--no-seccomp] [--quiet] [--log-format text|json|journal]\n"

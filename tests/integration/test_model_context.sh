@@ -205,7 +205,7 @@ odd="$TMP/a\"b\\c.gguf"
 cp "$MODEL" "$odd"
 "$BATON" bench --model "$odd" -p 4 -n 2 --reps 1 --json "$TMP/b.json" >"$TMP/b.out" 2>/dev/null ||
     fail "bench of $odd failed"
-grep -qF "bench: $odd, servers local, split (equal), prompt 4, generated 2, reps 1, threads 1, ctx 14, ubatch 4, pipeline on, p2p on (not used), slots 2" \
+grep -qF "bench: $odd, servers local, split (equal), prompt 4, generated 2, reps 1, threads 1, ctx 14, ubatch 4, pipeline on, p2p on (not used: in-process stages), slots 2" \
     "$TMP/b.out" || fail "bench line: $(cat "$TMP/b.out")"
 python3 - "$TMP/b.json" "$odd" <<'PY' || fail "bench JSON: $(cat "$TMP/b.json")"
 import json, sys

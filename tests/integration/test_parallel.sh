@@ -462,6 +462,11 @@ done
 grep -q "^bench: .*, groups 1 (never more than B), .*, p2p on (not used: in-process stages), slots 2, ring on (not used: in-process stages)\$" \
     "$TMP/npl.out" && ! grep -q "decode ring used" "$TMP/npl.out" ||
     fail "bench --npl in-process: header / ring line: $(cat "$TMP/npl.out")"
+# ... and so does the header without --npl
+"$BATON" bench --model "$MODEL" --servers local -p 4 -n 3 --reps 1 >"$TMP/one.out" 2>/dev/null ||
+    fail "bench in-process without --npl"
+grep -q "^bench: .*, p2p on (not used: in-process stages), slots 2, ring on (not used: in-process stages)\$" \
+    "$TMP/one.out" || fail "bench in-process: header: $(cat "$TMP/one.out")"
 # ... and over 2 batond whose allow-lists make a ring, each row says it went around
 "$BATON" bench --model "$MODEL" --servers "$P,$Q" --key "$K" --npl 1,4 -p 6 -n 6 --reps 2 \
     --json "$TMP/nplr.json" >"$TMP/nplr.out" 2>"$TMP/nplr.err" || fail "bench --npl ring: $(cat "$TMP/nplr.err")"

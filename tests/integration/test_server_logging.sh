@@ -44,12 +44,12 @@ rc=0
 "$BATOND" --log-format journal --bogus >/dev/null 2>"$TMP/err.journal" || rc=$?
 [ "$rc" -eq 2 ] && [ "$(cat "$TMP/err.journal")" = "<3>unknown argument: --bogus (see batond --help)" ] ||
     fail "journal usage error: exit $rc: $(cat "$TMP/err.journal")"
-# as text: the line, then the synopsis only (7 lines: the whole usage
+# as text: the line, then the synopsis only (8 lines: the whole usage
 # scrolled the error line off the terminal)
 rc=0
 "$BATOND" --bogus >/dev/null 2>"$TMP/err.text" || rc=$?
 [ "$rc" -eq 2 ] && [ "$(head -1 "$TMP/err.text")" = "batond: unknown argument: --bogus (see batond --help)" ] &&
-    grep -q "^usage: batond" "$TMP/err.text" && [ "$(wc -l <"$TMP/err.text")" -eq 8 ] ||
+    grep -q "^usage: batond" "$TMP/err.text" && [ "$(wc -l <"$TMP/err.text")" -eq 9 ] ||
     fail "text usage error: exit $rc: $(cat "$TMP/err.text")"
 echo "ok: usage and setup errors in the chosen format"
 
