@@ -1,6 +1,7 @@
 /* Llama-family hyperparameters from GGUF metadata (keys as written by
  * llama.cpp's converters: "<arch>.embedding_length" etc., see ggml's
  * docs/gguf.md). */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -219,12 +220,15 @@ int baton_llama_hparams_load(const struct baton_gguf *g, struct baton_llama_hpar
                                     "attention.key_length)");
         return BATON_E_FORMAT;
     }
-    if (!(hp->rms_eps >= 0.0f) || !(hp->rope_base > 0.0f)) {
+    /* NaN fails both comparisons; +inf passed them and made every graph
+     * fail the server's checks later (GRAPH_REGISTER E_INVAL, no key named) */
+    const int bad_eps = !(hp->rms_eps >= 0.0f && isfinite(hp->rms_eps));
+    if (bad_eps || !(hp->rope_base > 0.0f && isfinite(hp->rope_base))) {
         snprintf(err, err_len, "%s.%s is %g: %s", a,
-                 !(hp->rms_eps >= 0.0f) ? "attention.layer_norm_rms_epsilon" : "rope.freq_base",
-                 !(hp->rms_eps >= 0.0f) ? (double)hp->rms_eps : (double)hp->rope_base,
-                 !(hp->rms_eps >= 0.0f) ? "the epsilon must be at least 0"
-                                        : "the rope base must be above 0");
+                 bad_eps ? "attention.layer_norm_rms_epsilon" : "rope.freq_base",
+                 bad_eps ? (double)hp->rms_eps : (double)hp->rope_base,
+                 bad_eps ? "the epsilon must be finite and at least 0"
+                         : "the rope base must be finite and above 0");
         return BATON_E_FORMAT;
     }
     if (baton_gguf_find_tensor(g, "rope_freqs.weight", &rf, NULL) == 0) {

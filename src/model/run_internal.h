@@ -145,6 +145,10 @@ void stage_msg(struct run *r, const char *fmt, ...) __attribute__((format(printf
  * on batond; "" for the in-process stages (--servers local), which run
  * with batond's default limits and have no flag to pass. */
 const char *run_limit_flag(const struct run *r, const char *flag_text);
+
+/* The option that set the sequences at a time: "--npl" for baton bench,
+ * else "--parallel". */
+const char *run_seq_flag(const struct baton_run_config *cfg);
 /* "PROG: stage i (ENDPOINT): WHAT failed: E_X (text)" with what the user
  * can do. Returns 1. */
 int stage_fail(struct run *r, const struct stage_rt *s, const char *what, int rc);

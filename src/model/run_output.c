@@ -120,7 +120,7 @@ int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const ch
     run_format_bytes(size, sizeof size, kv_bytes);
     run_ctx_name(r->cfg, ctx, sizeof ctx);
     if (r->n_seq > 1) /* several sequences: a range of cells each */
-        snprintf(many, sizeof many, " x %u sequences (--parallel)", r->n_seq);
+        snprintf(many, sizeof many, " x %u sequences (%s)", r->n_seq, run_seq_flag(r->cfg));
     stage_msg(r, "%s%s needs %s of KV cache on stage %u (%s, %u layer%s); %s\n", ctx, many, size,
               s->index + 1, s->endpoint, s->st.layer_end - s->st.layer_begin,
               s->st.layer_end - s->st.layer_begin == 1 ? "" : "s", why);
@@ -242,6 +242,11 @@ const char *run_limit_flag(const struct run *r, const char *flag_text)
     return r->local ? "" : flag_text;
 }
 
+const char *run_seq_flag(const struct baton_run_config *cfg)
+{
+    return cfg->prog && strcmp(cfg->prog, "baton bench") == 0 ? "--npl" : "--parallel";
+}
+
 /* A step on stage s refused by a server limit. The ATTENTION work area is
  * what grows past the scratch limit: min(heads x tokens, 64) rows of every
  * KV-cache cell (baton_attention_work_bytes), and the cells are --ctx x the
@@ -260,7 +265,8 @@ void step_limit_hint(struct run *r, const struct stage_rt *s, int rc)
         return;
     run_ctx_name(r->cfg, ctx, sizeof ctx);
     if (r->n_seq > 1)
-        snprintf(many, sizeof many, " x %u sequences at a time (--parallel)", r->n_seq);
+        snprintf(many, sizeof many, " x %u sequences at a time (%s)", r->n_seq,
+                 run_seq_flag(r->cfg));
     for (uint32_t g = 0; s != NULL && g < s->n_graphs; g++)
         if (s->graphs[g].n_tokens > nt)
             nt = s->graphs[g].n_tokens;
@@ -279,10 +285,10 @@ void step_limit_hint(struct run *r, const struct stage_rt *s, int rc)
                   "of %s per session (fixed; the server's total memory where that is less): "
                   "its ATTENTION work area alone is %" PRIu64 " rows (%u heads x %u tokens, "
                   "at most %u) x %u KV-cache cells x 4 bytes = %s, the cells being %s%s; a "
-                  "smaller --ctx%s%s needs less\n",
+                  "smaller --ctx%s%s%s needs less\n",
                   s->index + 1, nt, nt == 1 ? "" : "s", limit, rows, hp->n_head, nt,
                   BATON_POOL_MAX_THREADS, r->n_cells, size, ctx, many,
-                  r->n_seq > 1 ? " or --parallel" : "",
+                  r->n_seq > 1 ? " or " : "", r->n_seq > 1 ? run_seq_flag(r->cfg) : "",
                   nt > r->n_seq ? " or --ubatch (the prefill steps' tokens)" : "");
     } else {
         stage_msg(r,
@@ -299,7 +305,9 @@ void step_limit_hint(struct run *r, const struct stage_rt *s, int rc)
                              "batond --print-policy prints"
                            : "batond --print-policy shows the server's other limits");
     }
-    if (r->n_stages > 1)
+    /* not after the scratch figures above, nor for a quota: neither is the
+     * message's size */
+    if (r->n_stages > 1 && rc == BATON_E_LIMIT && work <= BATON_SCRATCH_LIMIT_BYTES)
         stage_msg(r,
                   "in a split run a ubatch's hidden state (%" PRIu64
                   " bytes) also goes in one message, which must fit the server's "

@@ -72,13 +72,19 @@ flops=127.0.0.1:$PORT_flops
 want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$MODEL" --servers "$flops" \
     --prompt "Once upon a time" -n 4
 [ ! -s "$TMP/run.out" ] || fail "text streamed before the graphs were accepted: $(od -c "$TMP/run.out")"
-[ "$(tail -n 3 "$TMP/run.err" | head -n 1)" = "baton run: stage 1 ($flops): GRAPH_REGISTER failed: E_LIMIT (limit exceeded)" ] ||
-    fail "stderr: $(cat "$TMP/run.err")"
-# ... naming both limits a refused registration can come from
-[ "$(tail -n 2 "$TMP/run.err" | head -n 1)" = "baton run: the run registers 2 graphs on stage 1 (2 step shapes x 1 input slot); a server keeps at most max_graphs_per_session of them (batond --max-graphs-per-session, default 32), and refuses a graph over its node or compute limits too" ] ||
-    fail "graphs line: $(cat "$TMP/run.err")"
-[ "$(tail -n 1 "$TMP/run.err")" = "baton run: a step's scratch and compute on the server grow with the KV-cache cells (the default --ctx 512) and the tokens of a step (--ubatch 5), its nodes with the stage's layers (--split); the scratch arena is at most 1.0 GiB per session (fixed); batond --print-policy shows the server's other limits (session_memory_bytes, max_graph_flops, max_graph_nodes)" ] ||
-    fail "last stderr line (flops): $(cat "$TMP/run.err")"
+# register_refused WHO ENDPOINT GRAPHS-LIMIT POLICY-TEXT: run.err ends with
+# the refusal, the line naming both limits a refused registration can come
+# from, and where the server's limits are
+register_refused() {
+    [ "$(tail -n 3 "$TMP/run.err" | head -n 1)" = "baton run: stage 1 ($2): GRAPH_REGISTER failed: E_LIMIT (limit exceeded)" ] ||
+        fail "$1 stderr: $(cat "$TMP/run.err")"
+    [ "$(tail -n 2 "$TMP/run.err" | head -n 1)" = "baton run: the run registers 2 graphs on stage 1 (2 step shapes x 1 input slot); a server keeps at most max_graphs_per_session of them ($3), and refuses a graph over its node or compute limits too" ] ||
+        fail "$1 graphs line: $(cat "$TMP/run.err")"
+    [ "$(tail -n 1 "$TMP/run.err")" = "baton run: a step's scratch and compute on the server grow with the KV-cache cells (the default --ctx 512) and the tokens of a step (--ubatch 5), its nodes with the stage's layers (--split); the scratch arena is at most 1.0 GiB per session (fixed); $4 (session_memory_bytes, max_graph_flops, max_graph_nodes)" ] ||
+        fail "$1 last stderr line: $(cat "$TMP/run.err")"
+}
+register_refused flops "$flops" "batond --max-graphs-per-session, default 32" \
+    "batond --print-policy shows the server's other limits"
 
 # --- run: the same refusal by an in-process stage names no batond flag it
 # could not be given: 400 layers are more nodes than the default
@@ -87,12 +93,15 @@ want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$MODEL" --server
     fail "gen-model of the 400-layer model"
 want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$TMP/deep.gguf" --servers local \
     --prompt "Once" -n 2
-[ "$(tail -n 3 "$TMP/run.err" | head -n 1)" = "baton run: stage 1 (local): GRAPH_REGISTER failed: E_LIMIT (limit exceeded)" ] ||
-    fail "in-process stderr: $(cat "$TMP/run.err")"
-[ "$(tail -n 2 "$TMP/run.err" | head -n 1)" = "baton run: the run registers 2 graphs on stage 1 (2 step shapes x 1 input slot); a server keeps at most max_graphs_per_session of them (32 for the in-process stages), and refuses a graph over its node or compute limits too" ] ||
-    fail "in-process graphs line: $(cat "$TMP/run.err")"
-[ "$(tail -n 1 "$TMP/run.err")" = "baton run: a step's scratch and compute on the server grow with the KV-cache cells (the default --ctx 512) and the tokens of a step (--ubatch 5), its nodes with the stage's layers (--split); the scratch arena is at most 1.0 GiB per session (fixed); the in-process stages run with batond's default limits, which batond --print-policy prints (session_memory_bytes, max_graph_flops, max_graph_nodes)" ] ||
-    fail "in-process last stderr line: $(cat "$TMP/run.err")"
+register_refused in-process local "32 for the in-process stages" \
+    "the in-process stages run with batond's default limits, which batond --print-policy prints"
+# ... split over two in-process stages (the second over the node limit), with
+# the hidden state's message named, no batond flag either
+want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$TMP/deep.gguf" --servers local \
+    --split 1,399 --prompt "Once" -n 2
+[ "$(tail -n 1 "$TMP/run.err")" = "baton run: in a split run a ubatch's hidden state (640 bytes) also goes in one message, which must fit the server's max message size" ] &&
+    grep -qxF "baton run: stage 2 (local): GRAPH_REGISTER failed: E_LIMIT (limit exceeded)" "$TMP/run.err" ||
+    fail "in-process split: $(cat "$TMP/run.err")"
 
 # --- run: a SET_TENSOR over the server's max message size names the limit ---
 # stories260K's largest tensor (token_embd, 512 x 64 f32) is one message of

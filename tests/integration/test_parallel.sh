@@ -436,6 +436,12 @@ rc=0
     --servers "127.0.0.1:$PORT_scratch" --key "$K" >/dev/null 2>"$TMP/att.err" || rc=$?
 [ $rc = 1 ] && grep -qxF "baton run: stage 1's step of 8 tokens needs more scratch than the server's limit of 1.0 GiB per session (fixed; the server's total memory where that is less): its ATTENTION work area alone is 64 rows (8 heads x 8 tokens, at most 64) x 4800000 KV-cache cells x 4 bytes = 1.1 GiB, the cells being --ctx 600000 x 8 sequences at a time (--parallel); a smaller --ctx or --parallel needs less" "$TMP/att.err" ||
     fail "--parallel 8 --ctx 600000: exit $rc: $(cat "$TMP/att.err")"
+# ... bench names its own option for the sequences at a time
+rc=0
+"$BATON" bench --model "$TMP/att.gguf" --servers local --npl 8 --ctx 600000 -p 4 -n 2 --reps 1 \
+    >/dev/null 2>"$TMP/attb.err" || rc=$?
+[ $rc = 1 ] && grep -qF "the cells being --ctx 600000 x 8 sequences at a time (--npl); a smaller --ctx or --npl needs less" "$TMP/attb.err" ||
+    fail "bench --npl 8 --ctx 600000: exit $rc: $(cat "$TMP/attb.err")"
 grep -q "^batond: session [0-9]*: a graph needs a scratch arena of 1228802176 bytes (1171.9 MiB), over the scratch limit of 1073741824 bytes (1024.0 MiB) per session (max_scratch_bytes" \
     "$TMP/batond.scratch.log" || fail "batond's log does not name the limit: $(cat "$TMP/batond.scratch.log")"
 # half the context fits (64 x 2400000 x 4 = 614400000 bytes)

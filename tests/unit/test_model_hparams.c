@@ -2,6 +2,7 @@
  * llama, qwen2 (Q/K/V biases, NeoX RoPE), qwen3 (Q/K norms, its own head
  * size) and Llama 3.1's rope_freqs.weight, read from small GGUF files written
  * here; and every refusal names the key or tensor at fault. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,6 +28,8 @@ struct spec {
     int qk_norm;       /* blk.N.attn_{q,k}_norm.weight */
     int rope_freqs;    /* rope_freqs.weight of this many floats (0: none) */
     const char *skip;  /* a tensor or key left out (NULL: none) */
+    int floats;        /* write rms_eps and rope_base below (0: neither) */
+    float rms_eps, rope_base;
 };
 
 static char path[128];
@@ -77,6 +80,12 @@ static int load(const struct spec *s, struct baton_llama_hparams *hp, char *err,
         assert_int_equal(add_u32(w, s, "attention.key_length", s->key_length), 0);
     if (s->value_length)
         assert_int_equal(add_u32(w, s, "attention.value_length", s->value_length), 0);
+    if (s->floats) {
+        snprintf(name, sizeof name, "%s.attention.layer_norm_rms_epsilon", s->arch);
+        assert_int_equal(baton_gguf_w_f32(w, name, s->rms_eps), 0);
+        snprintf(name, sizeof name, "%s.rope.freq_base", s->arch);
+        assert_int_equal(baton_gguf_w_f32(w, name, s->rope_base), 0);
+    }
     assert_true(s->n_embd <= 256);
     assert_int_equal(baton_gguf_w_tensor(w, "token_embd.weight", BATON_TYPE_F32, 2, ne_embd, embd,
                                          300ull * s->n_embd * sizeof(float)),
@@ -113,7 +122,7 @@ static int load(const struct spec *s, struct baton_llama_hparams *hp, char *err,
 
 static void test_llama(void **state)
 {
-    const struct spec s = {"llama", 128, 4, 2, 2, 0, 0, 0, 0, 0, NULL};
+    const struct spec s = {"llama", 128, 4, 2, 2, 0, 0, 0, 0, 0, NULL, 0, 0, 0};
     struct baton_llama_hparams hp;
     char err[256];
 
@@ -133,7 +142,7 @@ static void test_llama(void **state)
 
 static void test_qwen2(void **state)
 {
-    const struct spec s = {"qwen2", 128, 4, 2, 2, 0, 0, 1, 0, 0, NULL};
+    const struct spec s = {"qwen2", 128, 4, 2, 2, 0, 0, 1, 0, 0, NULL, 0, 0, 0};
     struct spec miss = s;
     struct baton_llama_hparams hp;
     char err[256];
@@ -158,7 +167,7 @@ static void test_qwen2(void **state)
 static void test_qwen3(void **state)
 {
     /* heads 4 x key_length 64 = 256 wide queries over n_embd 128 */
-    const struct spec s = {"qwen3", 128, 4, 2, 2, 64, 64, 0, 1, 0, NULL};
+    const struct spec s = {"qwen3", 128, 4, 2, 2, 64, 64, 0, 1, 0, NULL, 0, 0, 0};
     struct spec bad = s;
     struct baton_llama_hparams hp;
     char err[256];
@@ -186,7 +195,7 @@ static void test_qwen3(void **state)
 
 static void test_rope_freqs(void **state)
 {
-    const struct spec s = {"llama", 128, 4, 4, 1, 0, 0, 0, 0, 16, NULL};
+    const struct spec s = {"llama", 128, 4, 4, 1, 0, 0, 0, 0, 16, NULL, 0, 0, 0};
     struct spec bad = s;
     struct baton_llama_hparams hp;
     char err[256];
@@ -202,7 +211,7 @@ static void test_rope_freqs(void **state)
 
 static void test_refusals(void **state)
 {
-    struct spec s = {"phi3", 128, 4, 4, 1, 0, 0, 0, 0, 0, NULL};
+    struct spec s = {"phi3", 128, 4, 4, 1, 0, 0, 0, 0, 0, NULL, 0, 0, 0};
     struct baton_llama_hparams hp;
     char err[256];
 
@@ -218,6 +227,31 @@ static void test_refusals(void **state)
     assert_string_equal(err, "llama.embedding_length 100 is not a multiple of "
                              "llama.attention.head_count 3 (and the file has no "
                              "llama.attention.key_length)");
+    /* the float keys: finite, epsilon >= 0, rope base > 0 (inf and NaN too) */
+    s.n_embd = 128;
+    s.n_head = s.n_head_kv = 4;
+    s.floats = 1;
+    s.rms_eps = 1e-5f;
+    s.rope_base = 10000.0f;
+    assert_int_equal(load(&s, &hp, err, sizeof err), 0);
+    assert_true(hp.rms_eps == 1e-5f && hp.rope_base == 10000.0f);
+    s.rms_eps = INFINITY;
+    assert_int_equal(load(&s, &hp, err, sizeof err), BATON_E_FORMAT);
+    assert_string_equal(err, "llama.attention.layer_norm_rms_epsilon is inf: the epsilon must "
+                             "be finite and at least 0");
+    s.rms_eps = -1.0f;
+    assert_int_equal(load(&s, &hp, err, sizeof err), BATON_E_FORMAT);
+    assert_string_equal(err, "llama.attention.layer_norm_rms_epsilon is -1: the epsilon must "
+                             "be finite and at least 0");
+    s.rms_eps = 0.0f;
+    s.rope_base = INFINITY;
+    assert_int_equal(load(&s, &hp, err, sizeof err), BATON_E_FORMAT);
+    assert_string_equal(err, "llama.rope.freq_base is inf: the rope base must be finite and "
+                             "above 0");
+    s.rope_base = NAN;
+    assert_int_equal(load(&s, &hp, err, sizeof err), BATON_E_FORMAT);
+    assert_string_equal(err, "llama.rope.freq_base is nan: the rope base must be finite and "
+                             "above 0");
 }
 
 int main(void)
