@@ -148,13 +148,27 @@ int baton_llama_hparams_load(const struct baton_gguf *g, struct baton_llama_hpar
     hp->rope_base = 10000.0f;
     (void)baton_gguf_get_f32(g, key(k, sizeof k, a, "rope.freq_base"), &hp->rope_base);
 
-    if (hp->n_embd == 0 || hp->n_layer == 0 || hp->n_head == 0 || hp->n_head_kv == 0 ||
-        hp->n_ff == 0 || hp->n_head % hp->n_head_kv != 0) {
-        snprintf(err, err_len,
-                 "inconsistent hyperparameters: n_embd %u, n_head %u, n_head_kv %u, "
-                 "n_layer %u, n_ff %u",
-                 hp->n_embd, hp->n_head, hp->n_head_kv, hp->n_layer, hp->n_ff);
-        return BATON_E_FORMAT;
+    {
+        /* the key at fault, by name */
+        const char *zero = hp->n_embd == 0      ? "embedding_length"
+                           : hp->n_layer == 0   ? "block_count"
+                           : hp->n_head == 0    ? "attention.head_count"
+                           : hp->n_head_kv == 0 ? "attention.head_count_kv"
+                           : hp->n_ff == 0      ? "feed_forward_length"
+                                                : NULL;
+
+        if (zero != NULL) {
+            snprintf(err, err_len, "%s.%s is 0", a, zero);
+            return BATON_E_FORMAT;
+        }
+        if (hp->n_head % hp->n_head_kv != 0) {
+            snprintf(err, err_len,
+                     "%s.attention.head_count %u is not a multiple of "
+                     "%s.attention.head_count_kv %u (grouped-query attention shares each "
+                     "key/value head among the same number of query heads)",
+                     a, hp->n_head, a, hp->n_head_kv);
+            return BATON_E_FORMAT;
+        }
     }
     /* the head size: attention.key_length when the file has it (Qwen 3's
      * heads are wider than n_embd / n_head), which value_length must equal */

@@ -227,6 +227,18 @@ static void test_refusals(void **state)
     assert_string_equal(err, "llama.embedding_length 100 is not a multiple of "
                              "llama.attention.head_count 3 (and the file has no "
                              "llama.attention.key_length)");
+    /* the key at fault named */
+    s.n_embd = 128;
+    s.n_head = 3;
+    s.n_head_kv = 2;
+    assert_int_equal(load(&s, &hp, err, sizeof err), BATON_E_FORMAT);
+    assert_string_equal(err, "llama.attention.head_count 3 is not a multiple of "
+                             "llama.attention.head_count_kv 2 (grouped-query attention shares "
+                             "each key/value head among the same number of query heads)");
+    s.n_head = 4;
+    s.n_head_kv = 0;
+    assert_int_equal(load(&s, &hp, err, sizeof err), BATON_E_FORMAT);
+    assert_string_equal(err, "llama.attention.head_count_kv is 0");
     /* the float keys: finite, epsilon >= 0, rope base > 0 (inf and NaN too) */
     s.n_embd = 128;
     s.n_head = s.n_head_kv = 4;
