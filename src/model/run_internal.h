@@ -146,6 +146,10 @@ void stage_msg(struct run *r, const char *fmt, ...) __attribute__((format(printf
  * with batond's default limits and have no flag to pass. */
 const char *run_limit_flag(const struct run *r, const char *flag_text);
 
+/* Where the graphs a stage may register are capped: the batond flag with
+ * its default, or the in-process stages' fixed 32. */
+const char *run_graphs_limit(const struct run *r);
+
 /* The option that set the sequences at a time: "--npl" for baton bench,
  * else "--parallel". */
 const char *run_seq_flag(const struct baton_run_config *cfg);

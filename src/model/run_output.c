@@ -242,6 +242,12 @@ const char *run_limit_flag(const struct run *r, const char *flag_text)
     return r->local ? "" : flag_text;
 }
 
+const char *run_graphs_limit(const struct run *r)
+{
+    return r->local ? "32 for the in-process stages"
+                    : "batond --max-graphs-per-session, default 32";
+}
+
 const char *run_seq_flag(const struct baton_run_config *cfg)
 {
     return cfg->prog && strcmp(cfg->prog, "baton bench") == 0 ? "--npl" : "--parallel";

@@ -965,8 +965,7 @@ int run_par_generate(struct run *r, double t_load, double bytes)
                 "sequences decoded: the graph limits (%s) left no room for the smaller step "
                 "shapes\n",
                 ps.unshrunk_steps, ps.decode_steps, ps.decode_steps == 1 ? "" : "s",
-                r->local ? "32 for the in-process stages"
-                         : "batond --max-graphs-per-session, default 32");
+                run_graphs_limit(r));
     if (cfg->stats)
         run_print_stats(r, ps.decode_steps);
     if (cfg->stats_json && run_write_stats_json(r, cfg->stats_json, ps.decode_steps) != 0) {

@@ -508,9 +508,7 @@ static int register_shapes(struct run *r, const uint32_t *counts, const uint32_t
                                   n_shapes(s, counts, outs, n_counts),
                                   n_shapes(s, counts, outs, n_counts) == 1 ? "" : "s",
                                   run_stage_slots(r, s),
-                                  run_stage_slots(r, s) == 1 ? "" : "s",
-                                  r->local ? "32 for the in-process stages"
-                                           : "batond --max-graphs-per-session, default 32");
+                                  run_stage_slots(r, s) == 1 ? "" : "s", run_graphs_limit(r));
                     step_limit_hint(r, s, rc);
                     return 1;
                 }

@@ -209,6 +209,16 @@ static void test_rope_freqs(void **state)
     assert_string_equal(err, "tensor 'rope_freqs.weight': shape {8} but the model needs {16}");
 }
 
+/* s's file is refused as E_FORMAT with the message want. */
+static void format_refused(const struct spec *s, const char *want)
+{
+    struct baton_llama_hparams hp;
+    char err[256];
+
+    assert_int_equal(load(s, &hp, err, sizeof err), BATON_E_FORMAT);
+    assert_string_equal(err, want);
+}
+
 static void test_refusals(void **state)
 {
     struct spec s = {"phi3", 128, 4, 4, 1, 0, 0, 0, 0, 0, NULL, 0, 0, 0};
@@ -223,24 +233,20 @@ static void test_refusals(void **state)
     s.n_embd = 100;
     s.n_head = 3;
     s.n_head_kv = 3;
-    assert_int_equal(load(&s, &hp, err, sizeof err), BATON_E_FORMAT);
-    assert_string_equal(err, "llama.embedding_length 100 is not a multiple of "
-                             "llama.attention.head_count 3 (and the file has no "
-                             "llama.attention.key_length)");
+    format_refused(&s, "llama.embedding_length 100 is not a multiple of "
+                   "llama.attention.head_count 3 (and the file has no "
+                   "llama.attention.key_length)");
     /* the key at fault named */
     s.n_embd = 128;
     s.n_head = 3;
     s.n_head_kv = 2;
-    assert_int_equal(load(&s, &hp, err, sizeof err), BATON_E_FORMAT);
-    assert_string_equal(err, "llama.attention.head_count 3 is not a multiple of "
-                             "llama.attention.head_count_kv 2 (grouped-query attention shares "
-                             "each key/value head among the same number of query heads)");
+    format_refused(&s, "llama.attention.head_count 3 is not a multiple of "
+                   "llama.attention.head_count_kv 2 (grouped-query attention shares "
+                   "each key/value head among the same number of query heads)");
     s.n_head = 4;
     s.n_head_kv = 0;
-    assert_int_equal(load(&s, &hp, err, sizeof err), BATON_E_FORMAT);
-    assert_string_equal(err, "llama.attention.head_count_kv is 0");
+    format_refused(&s, "llama.attention.head_count_kv is 0");
     /* the float keys: finite, epsilon >= 0, rope base > 0 (inf and NaN too) */
-    s.n_embd = 128;
     s.n_head = s.n_head_kv = 4;
     s.floats = 1;
     s.rms_eps = 1e-5f;
@@ -248,22 +254,18 @@ static void test_refusals(void **state)
     assert_int_equal(load(&s, &hp, err, sizeof err), 0);
     assert_true(hp.rms_eps == 1e-5f && hp.rope_base == 10000.0f);
     s.rms_eps = INFINITY;
-    assert_int_equal(load(&s, &hp, err, sizeof err), BATON_E_FORMAT);
-    assert_string_equal(err, "llama.attention.layer_norm_rms_epsilon is inf: the epsilon must "
-                             "be finite and at least 0");
+    format_refused(&s, "llama.attention.layer_norm_rms_epsilon is inf: the epsilon must "
+                   "be finite and at least 0");
     s.rms_eps = -1.0f;
-    assert_int_equal(load(&s, &hp, err, sizeof err), BATON_E_FORMAT);
-    assert_string_equal(err, "llama.attention.layer_norm_rms_epsilon is -1: the epsilon must "
-                             "be finite and at least 0");
+    format_refused(&s, "llama.attention.layer_norm_rms_epsilon is -1: the epsilon must "
+                   "be finite and at least 0");
     s.rms_eps = 0.0f;
     s.rope_base = INFINITY;
-    assert_int_equal(load(&s, &hp, err, sizeof err), BATON_E_FORMAT);
-    assert_string_equal(err, "llama.rope.freq_base is inf: the rope base must be finite and "
-                             "above 0");
+    format_refused(&s, "llama.rope.freq_base is inf: the rope base must be finite and "
+                   "above 0");
     s.rope_base = NAN;
-    assert_int_equal(load(&s, &hp, err, sizeof err), BATON_E_FORMAT);
-    assert_string_equal(err, "llama.rope.freq_base is nan: the rope base must be finite and "
-                             "above 0");
+    format_refused(&s, "llama.rope.freq_base is nan: the rope base must be finite and "
+                   "above 0");
 }
 
 int main(void)
