@@ -16,6 +16,10 @@
 #define BATON_MAX_MESSAGE_BYTES (1ull << 32) /* 4 GiB ceiling for one payload */
 #define BATON_MAX_GRAPH_NODES 16384u
 #define BATON_MAX_GRAPH_LEAVES 16384u
+/* the server's defaults for its policy's max_graph_nodes and max_graph_flops
+ * (src/server/policy.h), which a coordinator names when a graph is refused */
+#define BATON_DEFAULT_MAX_GRAPH_NODES 8192u
+#define BATON_DEFAULT_MAX_GRAPH_FLOPS 50000000000000ull /* 5 x 10^13 */
 #define BATON_MAX_DIM_ELEMS (1ull << 40) /* per dimension */
 #define BATON_MAX_BUFFERS 4096u          /* server-wide handle table size */
 #define BATON_BUFFER_ALIGN 64u

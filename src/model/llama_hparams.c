@@ -1,6 +1,7 @@
 /* Llama-family hyperparameters from GGUF metadata (keys as written by
  * llama.cpp's converters: "<arch>.embedding_length" etc., see ggml's
  * docs/gguf.md). */
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -219,7 +220,17 @@ int baton_llama_hparams_load(const struct baton_gguf *g, struct baton_llama_hpar
                      "reads it; running needs a model with its weights)");
             return BATON_E_FORMAT;
         }
-        if (hp->n_layer > (1u << 16) || baton_gguf_find_tensor(g, name, &last, NULL) != 0) {
+        /* each layer has tensors of its own, so a count past the file's
+         * tensors (or past 65536) is the key's fault, not a tensor's */
+        if (hp->n_layer > (1u << 16) || hp->n_layer >= baton_gguf_n_tensors(g)) {
+            snprintf(err, err_len,
+                     "%s.block_count %u is more layers than the file's %" PRIu64
+                     " tensors can hold (each layer has tensors of its own%s)",
+                     a, hp->n_layer, baton_gguf_n_tensors(g),
+                     hp->n_layer > (1u << 16) ? "; at most 65536 layers" : "");
+            return BATON_E_FORMAT;
+        }
+        if (baton_gguf_find_tensor(g, name, &last, NULL) != 0) {
             snprintf(err, err_len, "%s.block_count is %u but tensor '%s' is missing", a,
                      hp->n_layer, name);
             return BATON_E_FORMAT;

@@ -160,7 +160,9 @@ static int plan_layers(struct run *r, const double *props, int n_parts, uint32_t
         run_msg(cfg, "cannot split %u layers into %d stages with --split %s: %s\n",
                 r->hp.n_layer, n_parts, cfg->split ? cfg->split : "(default)",
                 (uint32_t)n_parts > r->hp.n_layer
-                    ? "more stages than layers (give at most one server per layer)"
+                    ? (strcmp(cfg->servers, "local") == 0
+                           ? "more stages than layers (give at most one stage per layer)"
+                           : "more stages than layers (give at most one server per layer)")
                     : "the proportions leave a stage without a layer (give each stage a "
                       "larger share)");
         return 2;
@@ -172,7 +174,7 @@ static int plan_layers(struct run *r, const double *props, int n_parts, uint32_t
 
         if (baton_run_kv_cache_bytes(r->hp.head_dim, r->hp.n_head_kv, r->n_cells, counts[i],
                                      cfg->kv_type == BATON_TYPE_F16 ? 2 : 4, &kv_bytes) != 0) {
-            char ctx[96];
+            char ctx[RUN_CTX_NAME_CAP];
 
             run_ctx_name(cfg, ctx, sizeof ctx);
             run_msg(cfg, "%s needs more than 2^64 bytes of KV cache on stage %d (%u layers)\n",

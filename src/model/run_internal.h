@@ -132,7 +132,10 @@ double run_now_s(void);
 uint64_t run_align_up(uint64_t v);
 /* "N bytes", or one decimal in the largest binary unit ("5.9 GiB"). */
 void run_format_bytes(char *buf, size_t cap, uint64_t n);
-/* The context as the user set it ("--ctx 8000", "the default --ctx 512"). */
+/* The context as the user set it ("--ctx 8000", "the default --ctx 512",
+ * bench's "-p P + -n N (a KV cache of C positions: ...)"), truncated to
+ * cap; RUN_CTX_NAME_CAP holds every form. */
+#define RUN_CTX_NAME_CAP 160
 void run_ctx_name(const struct baton_run_config *cfg, char *buf, size_t cap);
 /* "PROG: " + the rest, to cfg->log. */
 void run_msg(const struct baton_run_config *cfg, const char *fmt, ...)

@@ -100,8 +100,8 @@ void run_ctx_name(const struct baton_run_config *cfg, char *buf, size_t cap)
         snprintf(buf, cap, "the default --ctx %u", cfg->n_ctx);
         break;
     case BATON_CTX_BENCH:
-        snprintf(buf, cap, "-p %zu + -n %u (a KV cache of %u positions)", cfg->n_prompt_ids,
-                 cfg->n_predict, cfg->n_ctx);
+        snprintf(buf, cap, "-p %zu + -n %u (a KV cache of %u positions: -p + -n + 8, or the "
+                 "model's context length if less)", cfg->n_prompt_ids, cfg->n_predict, cfg->n_ctx);
         break;
     default:
         snprintf(buf, cap, "--ctx %u", cfg->n_ctx);
@@ -115,15 +115,30 @@ void run_ctx_name(const struct baton_run_config *cfg, char *buf, size_t cap)
  * Returns 1. */
 int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const char *why)
 {
-    char size[32], ctx[96], many[64] = "";
+    char size[32], ctx[RUN_CTX_NAME_CAP], many[64] = "";
 
     run_format_bytes(size, sizeof size, kv_bytes);
     run_ctx_name(r->cfg, ctx, sizeof ctx);
     if (r->n_seq > 1) /* several sequences: a range of cells each */
         snprintf(many, sizeof many, " x %u sequences (%s)", r->n_seq, run_seq_flag(r->cfg));
+    const uint32_t n_layers = s->st.layer_end - s->st.layer_begin;
+    char fewer_seq[48] = "", half[48] = "", fewer_layers[96] = "";
+
     stage_msg(r, "%s%s needs %s of KV cache on stage %u (%s, %u layer%s); %s\n", ctx, many, size,
-              s->index + 1, s->endpoint, s->st.layer_end - s->st.layer_begin,
-              s->st.layer_end - s->st.layer_begin == 1 ? "" : "s", why);
+              s->index + 1, s->endpoint, n_layers, n_layers == 1 ? "" : "s", why);
+    /* what shrinks it: the bytes are positions x sequences x layers x
+     * (K + V) x the element size (baton_run_kv_cache_bytes) */
+    if (r->n_seq > 1)
+        snprintf(fewer_seq, sizeof fewer_seq, ", fewer sequences (%s)", run_seq_flag(r->cfg));
+    if (r->cfg->kv_type != BATON_TYPE_F16)
+        snprintf(half, sizeof half, ", --kv-type f16 (half the bytes)");
+    if (n_layers > 1)
+        snprintf(fewer_layers, sizeof fewer_layers, ", fewer layers on stage %u (--split%s)",
+                 s->index + 1, r->local ? "" : ", or one more server in --servers");
+    stage_msg(r, "to fit: %s%s%s%s\n",
+              r->cfg->ctx_origin == BATON_CTX_BENCH ? "a smaller -p or -n"
+                                                    : "a smaller --ctx",
+              fewer_seq, half, fewer_layers);
     return 1;
 }
 
@@ -265,7 +280,7 @@ void step_limit_hint(struct run *r, const struct stage_rt *s, int rc)
     const struct baton_llama_hparams *hp = &r->hp;
     uint32_t nt = 0;
     uint64_t work = 0;
-    char ctx[96], many[64] = "", size[32], limit[32];
+    char ctx[RUN_CTX_NAME_CAP], many[64] = "", size[32], limit[32];
 
     if (rc != BATON_E_LIMIT && rc != BATON_E_QUOTA)
         return;

@@ -158,7 +158,7 @@ int run_par_prepare(struct run *r, size_t *max_prompt)
     }
     if (n_over > 0) {
         const unsigned long long need = (unsigned long long)q[over].n_prompt + cfg->n_predict;
-        char ctx[96], hint[64], more[64] = "";
+        char ctx[RUN_CTX_NAME_CAP], hint[64], more[64] = "";
 
         /* as the one-prompt run says it (run.c): "the default --ctx 512"
          * when --ctx was not given */

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include "baton/status.h"
+#include "compute/compute.h"
+#include "core/limits.h"
 #include "model/gguf.h"
 #include "model/graph_builder.h"
 #include "model/run_internal.h"
@@ -498,6 +500,17 @@ static int register_shapes(struct run *r, const uint32_t *counts, const uint32_t
                     return 0;
                 if (rc != 0) {
                     stage_fail(r, s, "GRAPH_REGISTER", rc);
+                    if (rc == BATON_E_LIMIT) /* which limit: the graph's figures */
+                        stage_msg(r,
+                                  "stage %u's graph for a step of %u token%s has %u nodes "
+                                  "and %" PRIu64 " FLOPs (%s: max_graph_nodes %u, "
+                                  "max_graph_flops %llu)\n",
+                                  si + 1, counts[c], counts[c] == 1 ? "" : "s", gb.g.n_nodes,
+                                  baton_graph_flops(&gb.g),
+                                  r->local ? "the in-process stages' limits"
+                                           : "batond's defaults",
+                                  BATON_DEFAULT_MAX_GRAPH_NODES,
+                                  (unsigned long long)BATON_DEFAULT_MAX_GRAPH_FLOPS);
                     if (rc == BATON_E_LIMIT)
                         stage_msg(r,
                                   "the run registers %u graphs on stage %u (%u step shape%s x "

@@ -93,8 +93,8 @@ void baton_policy_default(struct baton_policy *p)
     p->max_message_bytes = 1ull << 30;
     p->session_memory_bytes = 0;
     p->total_memory_bytes = 0;
-    p->max_graph_nodes = 8192;
-    p->max_graph_flops = 50000000000000ull; /* 5 x 10^13 */
+    p->max_graph_nodes = BATON_DEFAULT_MAX_GRAPH_NODES;
+    p->max_graph_flops = BATON_DEFAULT_MAX_GRAPH_FLOPS;
     p->max_graphs_per_session = 32;
     p->fence_timeout_ms = 20000;
     p->compute_slice_ms = 10;

@@ -33,7 +33,7 @@ void baton_server_config_default(struct baton_server_config *cfg)
     memset(cfg, 0, sizeof *cfg);
     cfg->n_threads = 1;
     cfg->max_message_bytes = 1ull << 30;
-    cfg->max_graph_nodes = 8192;
+    cfg->max_graph_nodes = BATON_DEFAULT_MAX_GRAPH_NODES;
     cfg->total_memory_bytes = ram / 4 * 3;
     cfg->max_connections = 64;
     cfg->frame_timeout_ms = 10000;
@@ -45,7 +45,7 @@ void baton_server_config_default(struct baton_server_config *cfg)
     cfg->max_unauthenticated_per_ip = 1024;
     cfg->handshake_timeout_ms = 5000;
     cfg->session_memory_bytes = cfg->total_memory_bytes; /* 0 also means "the total" */
-    cfg->max_graph_flops = 50000000000000ull; /* 5 x 10^13: policy.h */
+    cfg->max_graph_flops = BATON_DEFAULT_MAX_GRAPH_FLOPS;
     cfg->max_graphs_per_session = 32;
     cfg->fence_timeout_ms = 20000;
     cfg->compute_slice_ms = 10;

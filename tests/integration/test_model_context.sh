@@ -37,6 +37,8 @@ for cmd in run bench; do
     if [ "$cmd" = run ]; then args+=(--prompt "Once upon a time" -n 4); else args+=(-p 4 -n 2 --reps 1); fi
     want_fail 1 "$TMP/kv.err" "$BATON" "$cmd" "${args[@]}"
     has_match "$TMP/kv.err" "baton $cmd: --ctx 4000000000 needs 4\.7 TiB of KV cache on stage 1 \(local, 5 layers\); $allows"
+    # what shrinks it, without the server list of batond stages
+    has_line "$TMP/kv.err" "baton $cmd: to fit: a smaller --ctx, --kv-type f16 (half the bytes), fewer layers on stage 1 (--split)"
     ! grep -q "^upload:" "$TMP/kv.err" || fail "baton $cmd: weights uploaded before the KV check"
 done
 # split: the stage's own layers (3 of 5: 3.072e12 bytes)
@@ -51,6 +53,11 @@ BATOND_EXTRA="${BATOND_EXTRA:-} --session-memory-bytes 8M" start_server q8
 q8=127.0.0.1:$PORT_q8
 want_fail 1 "$TMP/kv.err" "$BATON" run --model "$MODEL" --servers "$q8" --ctx 8000 --prompt x -n 2
 has_line "$TMP/kv.err" "baton run: --ctx 8000 needs 9.8 MiB of KV cache on stage 1 ($q8, 5 layers); the server allows at most 8.0 MiB in one buffer"
+has_line "$TMP/kv.err" "baton run: to fit: a smaller --ctx, --kv-type f16 (half the bytes), fewer layers on stage 1 (--split, or one more server in --servers)"
+# an f16 cache is not offered f16 again
+want_fail 1 "$TMP/kv.err" "$BATON" run --model "$MODEL" --servers "$q8" --ctx 16000 --kv-type f16 \
+    --prompt x -n 2
+has_line "$TMP/kv.err" "baton run: to fit: a smaller --ctx, fewer layers on stage 1 (--split, or one more server in --servers)"
 ! grep -q "^upload:" "$TMP/kv.err" || fail "weights uploaded before the KV check"
 for cmd in run bench; do
     args=(--model "$MODEL" --servers "$q8" --ctx 6000)
@@ -65,13 +72,14 @@ q512k=127.0.0.1:$PORT_q512k
 want_fail 1 "$TMP/kv.err" "$BATON" run --model "$MODEL" --servers "$q512k" --prompt x -n 2
 has_line "$TMP/kv.err" "baton run: the default --ctx 512 needs 640.0 KiB of KV cache on stage 1 ($q512k, 5 layers); the server allows at most 512.0 KiB in one buffer"
 want_fail 1 "$TMP/kv.err" "$BATON" bench --model "$MODEL" --servers "$q512k" -p 400 -n 100 --reps 1
-has_line "$TMP/kv.err" "baton bench: -p 400 + -n 100 (a KV cache of 508 positions) needs 635.0 KiB of KV cache on stage 1 ($q512k, 5 layers); the server allows at most 512.0 KiB in one buffer"
+has_line "$TMP/kv.err" "baton bench: -p 400 + -n 100 (a KV cache of 508 positions: -p + -n + 8, or the model's context length if less) needs 635.0 KiB of KV cache on stage 1 ($q512k, 5 layers); the server allows at most 512.0 KiB in one buffer"
+has_line "$TMP/kv.err" "baton bench: to fit: a smaller -p or -n, --kv-type f16 (half the bytes), fewer layers on stage 1 (--split, or one more server in --servers)"
 ! grep -q -- "--ctx" "$TMP/kv.err" || fail "bench without --ctx names --ctx: $(cat "$TMP/kv.err")"
 # (past the quota, with the weights: 948 positions, 1.2 MiB, and 1.1 MiB held)
 BATOND_EXTRA="${BATOND_EXTRA:-} --session-memory-bytes 2M" start_server q2m
 q2m=127.0.0.1:$PORT_q2m
 want_fail 1 "$TMP/kv.err" "$BATON" bench --model "$MODEL" --servers "$q2m" -p 900 -n 40 --reps 1
-has_line "$TMP/kv.err" "baton bench: -p 900 + -n 40 (a KV cache of 948 positions) needs 1.2 MiB of KV cache on stage 1 ($q2m, 5 layers); the server refused it: E_QUOTA (memory quota exhausted), with 1.1 MiB of weights held"
+has_line "$TMP/kv.err" "baton bench: -p 900 + -n 40 (a KV cache of 948 positions: -p + -n + 8, or the model's context length if less) needs 1.2 MiB of KV cache on stage 1 ($q2m, 5 layers); the server refused it: E_QUOTA (memory quota exhausted), with 1.1 MiB of weights held"
 # the same server runs a context it can hold
 "$BATON" run --model "$MODEL" --servers "$q8" --ctx 512 --prompt x -n 2 --quiet 2>"$TMP/ok.err" ||
     fail "--ctx 512 on the 8 MiB server: $(cat "$TMP/ok.err")"

@@ -205,8 +205,14 @@ grep -q "note: a context" "$TMP/ctx.err" && fail "a context note at the default 
 # a split the model cannot take is a usage error in bench as in run (exit 2)
 rc=0; "$BATON" bench --model "$MODEL" --servers local --split 1,1,1,1,1,1 -p 4 -n 2 --reps 1 \
     >/dev/null 2>"$TMP/split.err" || rc=$?
-[ "$rc" -eq 2 ] && grep -q "^baton bench: cannot split .*: more stages than layers (give at most one server per layer)$" "$TMP/split.err" ||
+[ "$rc" -eq 2 ] && grep -q "^baton bench: cannot split .*: more stages than layers (give at most one stage per layer)$" "$TMP/split.err" ||
     fail "bench with an impossible split: rc $rc: $(cat "$TMP/split.err")"
+# six servers for five layers: refused before any connection (nothing listens on port 9 here)
+s6=127.0.0.1:9,127.0.0.1:9,127.0.0.1:9,127.0.0.1:9,127.0.0.1:9,127.0.0.1:9
+rc=0; "$BATON" run --model "$MODEL" --servers "$s6" --prompt hi -n 2 >/dev/null 2>"$TMP/split.err" ||
+    rc=$?
+[ "$rc" -eq 2 ] && grep -qx "baton run: cannot split 5 layers into 6 stages with --split (default): more stages than layers (give at most one server per layer)" "$TMP/split.err" ||
+    fail "run with six servers for five layers: rc $rc: $(cat "$TMP/split.err")"
 # proportions that leave a stage without a layer say so
 rc=0; "$BATON" run --model "$MODEL" --split 1000,1 --prompt hi -n 2 >/dev/null 2>"$TMP/split.err" ||
     rc=$?

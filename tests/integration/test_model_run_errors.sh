@@ -76,8 +76,10 @@ want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$MODEL" --server
 # the refusal, the line naming both limits a refused registration can come
 # from, and where the server's limits are
 register_refused() {
-    [ "$(tail -n 3 "$TMP/run.err" | head -n 1)" = "baton run: stage 1 ($2): GRAPH_REGISTER failed: E_LIMIT (limit exceeded)" ] ||
+    [ "$(tail -n 4 "$TMP/run.err" | head -n 1)" = "baton run: stage 1 ($2): GRAPH_REGISTER failed: E_LIMIT (limit exceeded)" ] ||
         fail "$1 stderr: $(cat "$TMP/run.err")"
+    tail -n 3 "$TMP/run.err" | head -n 1 | grep -qE "^baton run: stage 1's graph for a step of [0-9]+ tokens? has [0-9]+ nodes and [0-9]+ FLOPs \\(" ||
+        fail "$1: no graph figures: $(cat "$TMP/run.err")"
     [ "$(tail -n 2 "$TMP/run.err" | head -n 1)" = "baton run: the run registers 2 graphs on stage 1 (2 step shapes x 1 input slot); a server keeps at most max_graphs_per_session of them ($3), and refuses a graph over its node or compute limits too" ] ||
         fail "$1 graphs line: $(cat "$TMP/run.err")"
     [ "$(tail -n 1 "$TMP/run.err")" = "baton run: a step's scratch and compute on the server grow with the KV-cache cells (the default --ctx 512) and the tokens of a step (--ubatch 5), its nodes with the stage's layers (--split); the scratch arena is at most 1.0 GiB per session (fixed); $4 (session_memory_bytes, max_graph_flops, max_graph_nodes)" ] ||
@@ -85,6 +87,8 @@ register_refused() {
 }
 register_refused flops "$flops" "batond --max-graphs-per-session, default 32" \
     "batond --print-policy shows the server's other limits"
+flops_n=$(sed -n "s/^baton run: stage 1's graph for a step of [0-9]* tokens\{0,1\} has [0-9]* nodes and \([0-9]*\) FLOPs (batond's defaults: max_graph_nodes 8192, max_graph_flops 50000000000000)\$/\1/p" "$TMP/run.err")
+[ -n "$flops_n" ] && [ "$flops_n" -gt 1000 ] || fail "no FLOPs over 1000: $(cat "$TMP/run.err")"
 
 # --- run: the same refusal by an in-process stage names no batond flag it
 # could not be given: 400 layers are more nodes than the default
@@ -95,6 +99,9 @@ want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$TMP/deep.gguf" 
     --prompt "Once" -n 2
 register_refused in-process local "32 for the in-process stages" \
     "the in-process stages run with batond's default limits, which batond --print-policy prints"
+# ... and the refused graph's node count, over the limit it names
+nodes=$(sed -n "s/^baton run: stage 1's graph for a step of 5 tokens has \([0-9]*\) nodes and [0-9]* FLOPs (the in-process stages' limits: max_graph_nodes 8192, max_graph_flops 50000000000000)\$/\1/p" "$TMP/run.err")
+[ -n "$nodes" ] && [ "$nodes" -gt 8192 ] || fail "no node count over 8192: $(cat "$TMP/run.err")"
 # ... split over two in-process stages (the second over the node limit), with
 # the hidden state's message named, no batond flag either
 want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$TMP/deep.gguf" --servers local \

@@ -33,6 +33,7 @@ struct spec {
 };
 
 static char path[128];
+static uint32_t block_count; /* written as block_count instead of n_layer (0: n_layer) */
 
 static int add_vec(struct baton_gguf_writer *w, const struct spec *s, const char *name, uint64_t n)
 {
@@ -72,7 +73,7 @@ static int load(const struct spec *s, struct baton_llama_hparams *hp, char *err,
     assert_int_equal(baton_gguf_writer_create(&w), 0);
     assert_int_equal(baton_gguf_w_string(w, "general.architecture", s->arch, strlen(s->arch)), 0);
     assert_int_equal(add_u32(w, s, "embedding_length", s->n_embd), 0);
-    assert_int_equal(add_u32(w, s, "block_count", s->n_layer), 0);
+    assert_int_equal(add_u32(w, s, "block_count", block_count ? block_count : s->n_layer), 0);
     assert_int_equal(add_u32(w, s, "feed_forward_length", 64), 0);
     assert_int_equal(add_u32(w, s, "attention.head_count", s->n_head), 0);
     assert_int_equal(add_u32(w, s, "attention.head_count_kv", s->n_head_kv), 0);
@@ -266,6 +267,22 @@ static void test_refusals(void **state)
     s.rope_base = NAN;
     format_refused(&s, "llama.rope.freq_base is nan: the rope base must be finite and "
                    "above 0");
+    /* a layer count past the file's tensors names the key, not a tensor
+     * (the file: token_embd and one attn_norm a layer, 2 tensors here) */
+    s.rope_base = 10000.0f;
+    block_count = 2147483647u;
+    format_refused(&s, "llama.block_count 2147483647 is more layers than the file's 2 tensors "
+                   "can hold (each layer has tensors of its own; at most 65536 layers)");
+    block_count = 2;
+    format_refused(&s, "llama.block_count 2 is more layers than the file's 2 tensors can "
+                   "hold (each layer has tensors of its own)");
+    block_count = 0;
+    /* one layer more than the file has, with tensors enough for it (the
+     * biases: 4 tensors a layer) */
+    s.n_layer = 3;
+    s.biases = 1;
+    s.skip = "blk.2.attn_norm.weight";
+    format_refused(&s, "llama.block_count is 3 but tensor 'blk.2.attn_norm.weight' is missing");
 }
 
 int main(void)
