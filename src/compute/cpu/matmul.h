@@ -439,7 +439,7 @@ void baton_mm_avx2_wsum_h(const void *v, uint64_t vs, const float *a, uint64_t n
                           float *out);
 
 /* How far ahead of a decode loop, in bytes of its row's weights, the weights
- * are prefetched into L2 (prefetcht1), by the one-column loops that read a
+ * are prefetched into L2 (prefetcht1; AVX-512: into L1, below), by the one-column loops that read a
  * row at a time (decode, or a batch's last single column): Q8_0, and the
  * K-quants' `k_row1` from 8 super-blocks (k >= 2048), at the AVX2 and
  * AVX-512 levels (AVX-512 decode takes 8 rows at a time, `k_rows8`, and
@@ -472,6 +472,25 @@ static inline __attribute__((always_inline)) void baton_mm_decode_prefetch(const
         __builtin_prefetch((const void *)((uintptr_t)p + BATON_MM_DECODE_PF_BYTES +
                                           64u * (unsigned)l),
                            0, 2);
+}
+
+/* baton_mm_decode_prefetch into L1 (prefetcht0), which the AVX-512 level's
+ * decode loops use: on the Zen 5 host of the thirty-third session (L1d 48
+ * KiB) the same prefetches into L1 instead of L2 read the weights faster
+ * (`bench_kernels --no-prefill`, 1 thread, the two hints alternating: Q8_0
+ * at k = 14336 29-30 -> 34-35 GB/s, Q4_0 29-31 -> 36-38, Q4_K 34-37 ->
+ * 38-39; no loss elsewhere) and the d4096 models decoded 3-15 % faster
+ * (bench/RESULTS.md, thirty-third session). AVX2 keeps L2: measured on Zen
+ * 1, where it was chosen. */
+static inline __attribute__((always_inline)) void baton_mm_decode_prefetch_l1(const uint8_t *p,
+                                                                              int lines)
+{
+    int l;
+
+    for (l = 0; l < lines; l++)
+        __builtin_prefetch((const void *)((uintptr_t)p + BATON_MM_DECODE_PF_BYTES +
+                                          64u * (unsigned)l),
+                           0, 3);
 }
 
 #endif

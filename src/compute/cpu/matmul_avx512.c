@@ -195,8 +195,9 @@ static AI T5 void f16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, co
  * as f16_tile's (1 row, 1 column) loop makes them; the masked tail only
  * where i1 == k is not a multiple of 32. While it reads, the run at the
  * address pf (the next chunk in the order of the reads, as long as this
- * one; an integer, as it may lie past the matrix) is prefetched into L2
- * line by line. */
+ * one; an integer, as it may lie past the matrix) is prefetched into L1
+ * line by line (into L2 until the thirty-third session: matmul.h,
+ * baton_mm_decode_prefetch_l1). */
 static AI T5 void f16_dec_run(const struct baton_mm *mm, uint64_t r, uint64_t i0, uint64_t i1,
                               uintptr_t pf, __m512 *s0, __m512 *s1)
 {
@@ -208,7 +209,7 @@ static AI T5 void f16_dec_run(const struct baton_mm *mm, uint64_t r, uint64_t i0
         const __m512 w0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + 2 * i)));
         const __m512 w1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + 2 * i + 32)));
 
-        __builtin_prefetch((const void *)(pf + 2 * (i - i0)), 0, 2);
+        __builtin_prefetch((const void *)(pf + 2 * (i - i0)), 0, 3);
         a0 = _mm512_fmadd_ps(w0, _mm512_loadu_ps(mm->x + i), a0);
         a1 = _mm512_fmadd_ps(w1, _mm512_loadu_ps(mm->x + i + 16), a1);
     }
@@ -433,7 +434,7 @@ static AI T5 void q_group(const struct baton_mm *mm, uint64_t r, uint64_t c, uin
     int rr;
 
     if (NR == 1 && NC == 1) /* one column: see BATON_MM_DECODE_PF_BYTES */
-        baton_mm_decode_prefetch(mm->w + r * mm->w_row_bytes + 4 * g * 34, 3);
+        baton_mm_decode_prefetch_l1(mm->w + r * mm->w_row_bytes + 4 * g * 34, 3);
 #pragma GCC unroll 4
     for (rr = 0; rr < NR; rr++)
         q_weights(mm->w + (r + rr) * mm->w_row_bytes + 4 * g * 34, full, nblk, &lo[rr], &hi[rr],
@@ -976,7 +977,8 @@ static AI T5 __m512 q4_decode_group(const struct baton_mm *mm, const uint8_t *w,
  * BATON_MM_DECODE_PF_BYTES (8 KiB, the one-row walks' distance, matmul.h)
  * after this one's start (the next strip for rows of
  * 928 inputs or more, for shorter rows a later one): it is prefetched into
- * L2 line by line, a slice per group of 4 blocks and the rest at the end,
+ * L1 (L2 until the thirty-third session: matmul.h,
+ * baton_mm_decode_prefetch_l1) line by line, a slice per group of 4 blocks and the rest at the end,
  * a linear stream where the 16 rows' interleaved reads would be 16 short
  * ones (AMD EPYC Zen 5 host, 4096 x 4096 beyond the caches: 13 -> 22-25
  * GB/s with the whole next strip prefetched as the strip started, the
@@ -1001,11 +1003,11 @@ static T5 void q4_decode_strip(const struct baton_mm *mm, uint64_t r, uint32_t n
 
     for (g = 0; g < ng; g++) {
         for (le = (g + 1) * lines / ng; l < le; l++)
-            _mm_prefetch((const char *)(pf + 64 * l), _MM_HINT_T1);
+            _mm_prefetch((const char *)(pf + 64 * l), _MM_HINT_T0);
         acc = q4_decode_group(mm, w, off, g, acc);
     }
     for (; l < lines; l++)
-        _mm_prefetch((const char *)(pf + 64 * l), _MM_HINT_T1);
+        _mm_prefetch((const char *)(pf + 64 * l), _MM_HINT_T0);
     for (b = nb / 4 * 4; b < nb; b++) {
         __m512i wq[8];
         __m512 dw;
@@ -1768,7 +1770,7 @@ static AI T5 void k_row1(const struct baton_mm *mm, uint64_t r, uint32_t type)
     k_layout(type, &bbytes, &d_off, &dmin_off);
     for (; nsb - s >= K_GROUP; s += K_GROUP) {
         /* see BATON_MM_DECODE_PF_BYTES: the group's bytes, rounded up to lines */
-        baton_mm_decode_prefetch(wrow + s * bbytes, (int)((K_GROUP * bbytes + 63) / 64));
+        baton_mm_decode_prefetch_l1(wrow + s * bbytes, (int)((K_GROUP * bbytes + 63) / 64));
         k_group1(type, wrow, mm->act, s, K_GROUP, &f[0], np, &acc, &f[1]);
         f[0] = f[1];
         np = K_GROUP;
@@ -1799,7 +1801,8 @@ static AI T5 void k_row1(const struct baton_mm *mm, uint64_t r, uint32_t type)
  * super-block, 8 cycles) and in moving the chain's operands into scalars;
  * here the chain costs 8 cycles per 8 rows' super-block. The 8 rows are read
  * side by side (8 streams), so the next tile (the next 8 rows, one linear
- * run) is prefetched into L2, a share of it per super-block. 1 thread, Zen
+ * run) is prefetched into L1 (L2 until the thirty-third session: matmul.h,
+ * baton_mm_decode_prefetch_l1), a share of it per super-block. 1 thread, Zen
  * 5 (bench/kernel-ab.sh, bench/RESULTS.md, twenty-fourth session), medians
  * of the old and new kernels alternating: Q4_K from cache 1.32-1.57x, from
  * memory 1.01-1.31x; Q6_K from cache 1.09-1.28x, from memory 0.89-0.97x;
@@ -1829,7 +1832,7 @@ static AI T5 void k_rows8(const struct baton_mm *mm, uint64_t r, uint32_t type)
         float dx;
 
         for (; pf < pf_end; pf++)
-            __builtin_prefetch((const void *)(next + 64 * pf), 0, 2);
+            __builtin_prefetch((const void *)(next + 64 * pf), 0, 3);
         if (by4) {
             __m512i sw[4];
 
