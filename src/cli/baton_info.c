@@ -100,13 +100,13 @@ static int info_one(const char *spec, const struct baton_conn_options *o)
         if (rc != 0) {
             const int os_err = rc == BATON_E_IO ? errno : 0;
 
-            if (rc == BATON_E_INVAL)
-                fprintf(stderr, "baton info: cannot connect to %s: the host name does not "
-                                "resolve\n", spec);
-            else /* the system's reason (baton_net_connect leaves it in errno) */
-                fprintf(stderr, "baton info: cannot connect to %s: %s (is batond running and "
-                                "listening there?)\n",
-                        spec, os_err ? strerror(os_err) : baton_status_str(rc));
+            /* worded as baton run words it (run_output.c, connect_fail);
+             * the system's reason where baton_net_connect left one in errno */
+            fprintf(stderr, "baton info: %s: connect failed: %s (%s)%s\n", spec,
+                    baton_status_name(rc), os_err ? strerror(os_err) : baton_status_str(rc),
+                    rc == BATON_E_IO      ? "; is batond running and listening there?"
+                    : rc == BATON_E_INVAL ? "; the host name does not resolve"
+                                          : "");
             return 1;
         }
         rc = baton_conn_adopt_fd_ex(fd, o, &c);
@@ -132,14 +132,17 @@ static int info_one(const char *spec, const struct baton_conn_options *o)
                                                   : "yes (GRAPH_REGISTER / GRAPH_RUN, fences)");
     }
     else
-        fprintf(stderr, "baton info: %s: %s (%s)%s\n", spec, baton_status_str(rc),
-                baton_status_name(rc),
+        fprintf(stderr, "baton info: %s: %s (%s)%s\n", spec, baton_status_name(rc),
+                baton_status_str(rc),
                 rc == BATON_E_PROTO || rc == BATON_E_MAGIC || rc == BATON_E_CMD
                     ? "; what answered there does not speak batond's protocol: is it a batond "
                       "port?"
                 : rc == BATON_E_TIMEOUT
                     ? "; no reply within --timeout: is it a batond port, or a batond too busy "
                       "to answer?"
+                : rc == BATON_E_IO
+                    ? "; the connection closed during the handshake: is it a batond port (or "
+                      "a batond that was stopping)?"
                 : rc != BATON_E_AUTH ? ""
                 : o->key      ? "; the server has another key, or requires none"
                               : "; the server requires a key: give --key FILE or BATON_KEY_FILE");

@@ -191,6 +191,10 @@ int connect_fail(struct run *r, const struct stage_rt *s, int rc, int tcp, int o
               /* its first bytes were not a batond HELLO reply */
               : proto ? "; what answered there does not speak batond's protocol: is it a batond "
                         "port?"
+              /* the TCP connection was taken, then closed (or reset) with no
+               * HELLO reply: not a batond, or one that was stopping */
+              : rc == BATON_E_IO ? "; the connection closed during the handshake: is it a "
+                                   "batond port (or a batond that was stopping)?"
               /* the refusal frame of the server's lobby (src/server/lobby.c) */
               : rc == BATON_E_LIMIT
                   ? "; the server is at its connection limit (batond --max-connections, or the "

@@ -199,7 +199,17 @@ want_fail 1 "$TMP/t.err" "$BATON" bench --model "$MODEL" --servers "127.0.0.1:$P
 [ "$(tail -n 1 "$TMP/t.err")" = "baton bench: stage 1 (127.0.0.1:$PORT_full) timed out: no TCP connection within --timeout 300 ms: is the host up and the port open?" ] ||
     fail "full accept queue: $(cat "$TMP/t.err")"
 want_fail 1 "$TMP/t.err" "$BATON" info --servers "127.0.0.1:$PORT_http"
-has_line "$TMP/t.err" "baton info: 127.0.0.1:$PORT_http: protocol violation (E_PROTO); what answered there does not speak batond's protocol: is it a batond port?"
+has_line "$TMP/t.err" "baton info: 127.0.0.1:$PORT_http: E_PROTO (protocol violation); what answered there does not speak batond's protocol: is it a batond port?"
+# a port that takes the connection and closes it at once: said as a closed
+# handshake, with the batond question, by bench and info alike
+start_py_listener closer '
+while True:
+    s.accept()[0].close()'
+want_fail 1 "$TMP/t.err" "$BATON" bench --model "$MODEL" --servers "127.0.0.1:$PORT_closer" -p 4 \
+    -n 2 --reps 1
+has_match "$TMP/t.err" "baton bench: stage 1 \(127\.0\.0\.1:$PORT_closer\): connect failed: E_IO \(.*\); the connection closed during the handshake: is it a batond port \(or a batond that was stopping\)\?"
+want_fail 1 "$TMP/t.err" "$BATON" info --servers "127.0.0.1:$PORT_closer"
+has_match "$TMP/t.err" "baton info: 127\.0\.0\.1:$PORT_closer: E_IO \(.*\); the connection closed during the handshake: is it a batond port \(or a batond that was stopping\)\?"
 
 # the help texts say so
 "$BATON" bench --help >"$TMP/help"
