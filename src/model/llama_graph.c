@@ -115,9 +115,19 @@ static uint32_t proj(struct baton_gb *gb, const struct baton_llama_hparams *hp,
     return node(gb, BATON_OP_ADD, BATON_TYPE_F32, w->ne[1], n, 1, y, leaf(gb, b), NULL);
 }
 
+/* One layer over n tokens. With sel != BATON_SRC_NONE (the model's last
+ * layer, when only n_out < n rows reach the output head), the rows sel
+ * names (n_out indices) are taken right after ATTENTION, which still runs
+ * over all n tokens and writes all n into the KV cache: the attention
+ * output projection and the feed-forward then run on n_out rows, as
+ * llama.cpp's graphs do (its inp_out_ids). Every op after the selection
+ * works row by row, and a row's MUL_MAT result is the same in a product of
+ * any number of columns (src/compute/cpu/README.md), so the selected rows
+ * hold the same bits as when every row went through. */
 static uint32_t build_layer(struct baton_gb *gb, const struct baton_llama_hparams *hp,
                             const struct baton_llama_layer *L, uint32_t x, uint32_t pos,
-                            uint32_t att_pos, uint32_t freqs, uint32_t n)
+                            uint32_t att_pos, uint32_t freqs, uint32_t n, uint32_t sel,
+                            uint32_t n_out)
 {
     const uint32_t hd = hp->head_dim;
     uint32_t rope_p[BATON_N_PARAMS] = {0};
@@ -152,6 +162,11 @@ static uint32_t build_layer(struct baton_gb *gb, const struct baton_llama_hparam
         a = baton_gb_node(gb, BATON_OP_ATTENTION, BATON_TYPE_F32, ne, src, attn_p);
     }
     a = node(gb, BATON_OP_RESHAPE, BATON_TYPE_F32, hp->n_embd_q, n, 1, a, BATON_SRC_NONE, NULL);
+    if (sel != BATON_SRC_NONE) {
+        a = node(gb, BATON_OP_GET_ROWS, BATON_TYPE_F32, hp->n_embd_q, n_out, 1, a, sel, NULL);
+        x = node(gb, BATON_OP_GET_ROWS, BATON_TYPE_F32, hp->n_embd, n_out, 1, x, sel, NULL);
+        n = n_out;
+    }
     o = mul_mat(gb, &L->wo, a, n);
     x = node(gb, BATON_OP_ADD, BATON_TYPE_F32, hp->n_embd, n, 1, x, o, NULL);
 
@@ -180,7 +195,7 @@ int baton_llama_build_stage_out(const struct baton_llama_hparams *hp,
     const uint32_t n = n_tokens;
     struct baton_llama_graph_inputs none = {BATON_SRC_NONE, BATON_SRC_NONE, BATON_SRC_NONE,
                                             BATON_SRC_NONE};
-    uint32_t x, pos, att_pos, l, freqs = BATON_SRC_NONE;
+    uint32_t x, pos, att_pos, l, freqs = BATON_SRC_NONE, sel = BATON_SRC_NONE;
 
     if (in == NULL)
         in = &none;
@@ -206,8 +221,19 @@ int baton_llama_build_stage_out(const struct baton_llama_hparams *hp,
     }
     if (hp->rope_freqs && st->layer_end > st->layer_begin)
         freqs = leaf(gb, &st->rope_freqs);
+    /* the rows the output head reads (the last token's, or the last n_out
+     * of a step that mixes a prompt's chunk with decode tokens): their
+     * indices are a per-step input, applied in the last layer when this
+     * stage has it, else before the head */
+    if (st->last && n_out < n) {
+        sel = leaf_view(gb, &st->io.last_idx, n_out, 1, 1);
+        in->last_idx = sel;
+    }
     for (l = st->layer_begin; l < st->layer_end; l++)
-        x = build_layer(gb, hp, &st->layers[l - st->layer_begin], x, pos, att_pos, freqs, n);
+        x = build_layer(gb, hp, &st->layers[l - st->layer_begin], x, pos, att_pos, freqs, n,
+                        l + 1 == st->layer_end ? sel : BATON_SRC_NONE, n_out);
+    if (sel != BATON_SRC_NONE && st->layer_end > st->layer_begin)
+        sel = BATON_SRC_NONE; /* taken in the last layer */
 
     if (!st->last) {
         /* The last layer's residual add writes straight into hidden_out;
@@ -226,15 +252,8 @@ int baton_llama_build_stage_out(const struct baton_llama_hparams *hp,
     } else {
         uint32_t logits, am;
 
-        if (n_out < n) {
-            /* the last token's row, or (a step that mixes a prompt's chunk
-             * with decode tokens) the last n_out rows: their indices are a
-             * per-step input */
-            uint32_t idx = leaf_view(gb, &st->io.last_idx, n_out, 1, 1);
-
-            in->last_idx = idx;
-            x = node(gb, BATON_OP_GET_ROWS, BATON_TYPE_F32, hp->n_embd, n_out, 1, x, idx, NULL);
-        }
+        if (sel != BATON_SRC_NONE) /* a stage with no layer: the rows here */
+            x = node(gb, BATON_OP_GET_ROWS, BATON_TYPE_F32, hp->n_embd, n_out, 1, x, sel, NULL);
         x = rms_norm_mul(gb, hp, x, &st->output_norm, n_out);
         logits = mul_mat(gb, &st->output, x, n_out);
         if (want_logits)
