@@ -563,6 +563,25 @@ static void test_f16_decode_chunks(void **state)
     shape_grid(BATON_TYPE_F16, ks, 6, ms, 2);
 }
 
+/* AVX-512 F16 products of several columns with rows of 2048 inputs or
+ * more go by blocks of 32 rows, column groups of 6 and k-chunks of 1024,
+ * the row pairs' lanes kept between chunks: exactly 2048 (two chunks),
+ * 2049 (a third chunk of one input), 3079 (three chunks and a ragged one
+ * of 7 inputs), 4096; 37 rows (a block and a ragged one of 5, whose
+ * fifth row goes alone), 2 columns, 6 (one whole group), 7 and 13 (whole
+ * groups and a group of 1). */
+static void test_f16_prefill_chunks(void **state)
+{
+    static const uint64_t ks[] = {2048, 2049, 3079, 4096};
+    static const uint64_t ms[] = {2, 6, 7, 13};
+
+    (void)state;
+    rng_state = 13;
+    if (baton_cpu_isa_set(BATON_CPU_ISA_AVX512) != BATON_CPU_ISA_AVX512)
+        print_message("no AVX-512 here: its k-chunked F16 prefill is not exercised\n");
+    shape_grid(BATON_TYPE_F16, ks, 4, ms, 4);
+}
+
 /* binary32 -> binary16 rows (ATTENTION's writes into an F16 KV cache) at
  * every level give baton_fp32_to_fp16's bits: zeros, infinities, quiet
  * and signalling NaNs with payloads, the overflow threshold (65504 stays,
@@ -993,7 +1012,7 @@ int main(void)
         cmocka_unit_test(test_q5_1_random),          cmocka_unit_test(test_large_shapes),
         cmocka_unit_test(test_q4_0_decode_chunks),
         cmocka_unit_test(test_q8_0_packed),
-        cmocka_unit_test(test_f16_decode_chunks),
+        cmocka_unit_test(test_f16_decode_chunks),   cmocka_unit_test(test_f16_prefill_chunks),
         cmocka_unit_test(test_f32_to_f16_row),
         cmocka_unit_test(test_nonfinite_activation),
         cmocka_unit_test(test_act_levels_equal),

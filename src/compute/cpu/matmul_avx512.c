@@ -101,8 +101,15 @@ static AI T5 void f16_store_2x6(const __m512 b[2][F16_COLS], float *y, uint64_t 
     }
 }
 
-static AI T5 void f16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, const int NR,
-                           const int NC)
+/* NR rows x NC columns over inputs [i0, i1) (i0 a multiple of 32; i1 a
+ * multiple of 32 or k). With sv == NULL the tile covers all of k (i0 = 0,
+ * i1 = k) and writes its outputs. Otherwise it is one k-chunk of
+ * f16_prefill's: the accumulators start at zero (first) or from sv, and
+ * end in sv, or (last) reduced into the outputs. Each accumulator lane
+ * takes the same terms in the same order either way: the same bits. */
+static AI T5 void f16_tile_k(const struct baton_mm *mm, uint64_t r, uint64_t c, const int NR,
+                             const int NC, uint64_t i0, uint64_t i1, __m512 *sv, int first,
+                             int last)
 {
     const uint64_t k = mm->k, ldy = mm->ldy;
     __m512 a0[2][F16_COLS], a1[2][F16_COLS];
@@ -113,10 +120,10 @@ static AI T5 void f16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, co
     for (rr = 0; rr < NR; rr++)
 #pragma GCC unroll 6
         for (j = 0; j < NC; j++) {
-            a0[rr][j] = _mm512_setzero_ps();
-            a1[rr][j] = _mm512_setzero_ps();
+            a0[rr][j] = first ? _mm512_setzero_ps() : sv[2 * (rr * F16_COLS + j)];
+            a1[rr][j] = first ? _mm512_setzero_ps() : sv[2 * (rr * F16_COLS + j) + 1];
         }
-    for (i = 0; i + 32 <= k; i += 32) {
+    for (i = i0; i + 32 <= i1; i += 32) {
         __m512 w0[4], w1[4];
 
 #pragma GCC unroll 4
@@ -142,8 +149,8 @@ static AI T5 void f16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, co
             }
         }
     }
-    if (i < k) { /* ragged k: masked lanes stay as they are */
-        const uint64_t t = k - i;
+    if (i < i1) { /* ragged k (i1 == k): masked lanes stay as they are */
+        const uint64_t t = i1 - i;
         const __mmask16 m0 = t >= 16 ? 0xFFFF : (__mmask16)((1u << t) - 1);
         const __mmask16 m1 = t > 16 ? (__mmask16)((1u << (t - 16)) - 1) : 0;
 
@@ -163,6 +170,16 @@ static AI T5 void f16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, co
             }
         }
     }
+    if (!last) {
+#pragma GCC unroll 4
+        for (rr = 0; rr < NR; rr++)
+#pragma GCC unroll 6
+            for (j = 0; j < NC; j++) {
+                sv[2 * (rr * F16_COLS + j)] = a0[rr][j];
+                sv[2 * (rr * F16_COLS + j) + 1] = a1[rr][j];
+            }
+        return;
+    }
     if (NR == 2 && NC == F16_COLS) {
         __m512 b[2][F16_COLS];
 
@@ -179,6 +196,12 @@ static AI T5 void f16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, co
 #pragma GCC unroll 6
         for (j = 0; j < NC; j++) /* b[l] = a[l] + a[l+16], then hsum16 */
             mm->y[(c + j) * ldy + r + rr] = hsum16(_mm512_add_ps(a0[rr][j], a1[rr][j]));
+}
+
+static AI T5 void f16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, const int NR,
+                           const int NC)
+{
+    f16_tile_k(mm, r, c, NR, NC, 0, mm->k, NULL, 1, 1);
 }
 
 /* Rows per decode call; rows of up to F16_DEC_ROW_MAX inputs go a row at a
@@ -327,9 +350,83 @@ static const struct baton_mm_tiles f16_tiles = {
     f16_decode, F16_DEC_ROWS, f16_tile_n, 2, F16_COLS, f16_row, 0,
 };
 
+/* Columns' inputs per k-chunk of f16_prefill (6 columns: 24 KiB of binary32
+ * in L1), the rows of its blocks (their accumulators: 24 KiB), and the
+ * shortest rows it takes (below, 6 columns' whole inputs fit L1: at k = 768
+ * the plain tiles ran at 229 GFLOP/s, at k = 4096 and 14336 at 150). */
+#define F16_PRE_KC 1024u
+#define F16_PRE_ROWS 32u
+#define F16_PRE_KMIN 2048u
+
+/* NC (1..6) columns from c against the row pairs [r, re) of a block, over
+ * inputs [i0, i1), the accumulators of pair p at sv + 24 p. */
+static AI T5 void f16_pre_pass(const struct baton_mm *mm, uint64_t r, uint64_t re, uint64_t c,
+                               const int NC, uint64_t i0, uint64_t i1, __m512 *sv, int first,
+                               int last)
+{
+    for (; r + 2 <= re; r += 2, sv += 4 * F16_COLS)
+        f16_tile_k(mm, r, c, 2, NC, i0, i1, sv, first, last);
+}
+
+/* Several columns with rows of F16_PRE_KMIN inputs or more: the row blocks
+ * of F16_PRE_ROWS rows are walked a column group (6 columns) at a time,
+ * and each group k-chunk by k-chunk, every row pair of the block over the
+ * chunk before the next chunk, so the group's chunk of activations is read
+ * from L1 by every pair (the plain tiles read each pair's whole inputs,
+ * 6 x 16 KiB at k = 4096, from L2 for every pair, which bound them: the
+ * loads, not the FMAs). The accumulators of the block's pairs wait in sv
+ * between chunks; each lane takes the same terms in the same order as in
+ * f16_tile: the same bits. A block's odd last row goes through f16_row. */
+static T5 void f16_prefill(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    __m512 sv[F16_PRE_ROWS / 2 * 4 * F16_COLS];
+    const uint64_t k = mm->k;
+    uint64_t rs, c, i0;
+
+    for (rs = r0; rs < r1; rs += F16_PRE_ROWS) {
+        const uint64_t re = r1 - rs > F16_PRE_ROWS ? rs + F16_PRE_ROWS : r1;
+
+        for (c = 0; c < mm->m; c += F16_COLS) {
+            const uint32_t nc = mm->m - c < F16_COLS ? (uint32_t)(mm->m - c) : F16_COLS;
+            uint64_t r;
+
+            for (i0 = 0; i0 < k; i0 += F16_PRE_KC) {
+                const uint64_t i1 = k - i0 > F16_PRE_KC ? i0 + F16_PRE_KC : k;
+                const int first = i0 == 0, last = i1 == k;
+
+                switch (nc) {
+                case 1:
+                    f16_pre_pass(mm, rs, re, c, 1, i0, i1, sv, first, last);
+                    break;
+                case 2:
+                    f16_pre_pass(mm, rs, re, c, 2, i0, i1, sv, first, last);
+                    break;
+                case 3:
+                    f16_pre_pass(mm, rs, re, c, 3, i0, i1, sv, first, last);
+                    break;
+                case 4:
+                    f16_pre_pass(mm, rs, re, c, 4, i0, i1, sv, first, last);
+                    break;
+                case 5:
+                    f16_pre_pass(mm, rs, re, c, 5, i0, i1, sv, first, last);
+                    break;
+                default:
+                    f16_pre_pass(mm, rs, re, c, 6, i0, i1, sv, first, last);
+                    break;
+                }
+            }
+            for (r = rs + (re - rs) / 2 * 2; r < re; r++)
+                f16_row(mm, r, c, nc);
+        }
+    }
+}
+
 static T5 void avx512_f16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 {
-    baton_mm_drive(mm, r0, r1, &f16_tiles);
+    if (mm->m > 1 && mm->k >= F16_PRE_KMIN)
+        f16_prefill(mm, r0, r1);
+    else
+        baton_mm_drive(mm, r0, r1, &f16_tiles);
 }
 
 /* ---- Q8_0 ----
