@@ -102,14 +102,27 @@ static int info_one(const char *spec, const struct baton_conn_options *o)
 
             /* worded as baton run words it (run_output.c, connect_fail);
              * the system's reason where baton_net_connect left one in errno */
-            fprintf(stderr, "baton info: %s: connect failed: %s (%s)%s\n", spec,
-                    baton_status_name(rc), os_err ? strerror(os_err) : baton_status_str(rc),
-                    rc == BATON_E_IO      ? "; is batond running and listening there?"
-                    : rc == BATON_E_INVAL ? "; the host name does not resolve"
-                                          : "");
+            if (rc == BATON_E_INVAL)
+                fprintf(stderr, "baton info: %s: connect failed: the host name does not "
+                                "resolve\n", spec);
+            else
+                fprintf(stderr, "baton info: %s: connect failed: %s (%s)%s\n", spec,
+                        baton_status_name(rc), os_err ? strerror(os_err) : baton_status_str(rc),
+                        baton_run_connect_hint(rc, 1, os_err, o->key != NULL));
             return 1;
         }
         rc = baton_conn_adopt_fd_ex(fd, o, &c);
+        if (rc != 0) { /* the handshake */
+            fprintf(stderr, "baton info: %s: connect failed: %s (%s)%s\n", spec,
+                    baton_status_name(rc), baton_status_str(rc),
+                    baton_run_connect_hint(rc, 0, 0, o->key != NULL));
+            if (rc == BATON_E_TIMEOUT)
+                fprintf(stderr, "baton info: %s timed out: it took the TCP connection but sent "
+                                "no batond HELLO reply within --timeout %d ms: is it a batond "
+                                "port? (a busy batond gets more time from a larger --timeout)\n",
+                        spec, o->timeout_ms);
+            return 1;
+        }
     }
     if (rc == 0)
         rc = baton_device_info(c, &d);
@@ -131,21 +144,17 @@ static int info_one(const char *spec, const struct baton_conn_options *o)
                                                     "into it)"
                                                   : "yes (GRAPH_REGISTER / GRAPH_RUN, fences)");
     }
+    else if (c == NULL) /* the in-process server's connection */
+        fprintf(stderr, "baton info: %s: connect failed: %s (%s)%s\n", spec,
+                baton_status_name(rc), baton_status_str(rc),
+                baton_run_connect_hint(rc, 0, 0, o->key != NULL));
     else
-        fprintf(stderr, "baton info: %s: %s (%s)%s\n", spec, baton_status_name(rc),
-                baton_status_str(rc),
-                rc == BATON_E_PROTO || rc == BATON_E_MAGIC || rc == BATON_E_CMD
-                    ? "; what answered there does not speak batond's protocol: is it a batond "
-                      "port?"
-                : rc == BATON_E_TIMEOUT
-                    ? "; no reply within --timeout: is it a batond port, or a batond too busy "
-                      "to answer?"
-                : rc == BATON_E_IO
-                    ? "; the connection closed during the handshake: is it a batond port (or "
-                      "a batond that was stopping)?"
-                : rc != BATON_E_AUTH ? ""
-                : o->key      ? "; the server has another key, or requires none"
-                              : "; the server requires a key: give --key FILE or BATON_KEY_FILE");
+        fprintf(stderr, "baton info: %s: DEVICE_INFO failed: %s (%s)%s\n", spec,
+                baton_status_name(rc), baton_status_str(rc),
+                rc == BATON_E_TIMEOUT ? "; no reply within --timeout: a batond too busy to "
+                                        "answer? (a larger --timeout gives it more time)"
+                : rc == BATON_E_IO    ? "; the server closed the connection"
+                                      : "");
     baton_conn_close(c);
     baton_server_destroy(srv);
     return rc == 0 ? 0 : 1;

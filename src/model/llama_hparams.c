@@ -235,6 +235,16 @@ int baton_llama_hparams_load(const struct baton_gguf *g, struct baton_llama_hpar
                      hp->n_layer, name);
             return BATON_E_FORMAT;
         }
+        /* ... and a layer past the count means the count is short: its
+         * tensors would be left out without a word (llama.cpp refuses such
+         * a file for its tensor count) */
+        snprintf(name, sizeof(name), "blk.%u.attn_norm.weight", hp->n_layer);
+        if (baton_gguf_find_tensor(g, name, &last, NULL) == 0) {
+            snprintf(err, err_len,
+                     "%s.block_count is %u but the file holds tensor '%s' of a layer past it",
+                     a, hp->n_layer, name);
+            return BATON_E_FORMAT;
+        }
     }
     hp->n_rot = hp->head_dim;
     (void)baton_gguf_get_u32(g, key(k, sizeof k, a, "rope.dimension_count"), &hp->n_rot);

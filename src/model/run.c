@@ -157,8 +157,9 @@ static int plan_layers(struct run *r, const double *props, int n_parts, uint32_t
     const struct baton_run_config *cfg = r->cfg;
 
     if (baton_split_plan(r->hp.n_layer, props, (size_t)n_parts, counts) != 0) {
-        run_msg(cfg, "cannot split %u layers into %d stages with --split %s: %s\n",
-                r->hp.n_layer, n_parts, cfg->split ? cfg->split : "(default)",
+        run_msg(cfg, "cannot split %u layer%s into %d stages with --split %s: %s\n",
+                r->hp.n_layer, r->hp.n_layer == 1 ? "" : "s", n_parts,
+                cfg->split ? cfg->split : "(default)",
                 (uint32_t)n_parts > r->hp.n_layer
                     ? (strcmp(cfg->servers, "local") == 0
                            ? "more stages than layers (give at most one stage per layer)"

@@ -176,6 +176,14 @@ int baton_run_check_stages(const struct baton_run_config *cfg, const char *serve
  * naming cfg->key_name). 0 when both are fine. */
 int baton_run_precheck(const struct baton_run_config *cfg, const char *servers_name);
 
+/* What the user can do about a failed connection to a server, as baton run
+ * and baton info say it after "connect failed: E_X (text)": rc the status,
+ * tcp nonzero when the TCP connection itself failed (else the handshake
+ * after it), os_err the system's errno (0: none), have_key whether a
+ * client key was given. A static string, "" when there is nothing to add;
+ * begins with "; ". */
+const char *baton_run_connect_hint(int rc, int tcp, int os_err, int have_key);
+
 /* Size in bytes of one stage's KV cache buffer as baton_run lays it out: for
  * each of n_layers layers a K and a V tensor, F32 or F16 {head_dim, n_ctx,
  * n_head_kv} (elem_bytes = 4 or 2: elem_bytes * head_dim * n_ctx *

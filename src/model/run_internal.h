@@ -166,8 +166,11 @@ int connect_fail(struct run *r, const struct stage_rt *s, int rc, int tcp, int o
 /* A step on stage s (NULL: unknown) refused by a server limit: what it
  * asked for, or what grows with what. */
 void step_limit_hint(struct run *r, const struct stage_rt *s, int rc);
-/* A KV cache a server cannot hold, in terms of --ctx. Returns 1. */
-int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const char *why);
+/* A KV cache a server cannot hold, in terms of --ctx, then what would fit
+ * it (quota: the allocation was refused for the session's memory). Returns
+ * 1. */
+int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const char *why,
+            int quota);
 /* After a refused weights ALLOC_BUFFER: the limits that apply. */
 void weights_alloc_hint(struct run *r, const struct stage_rt *s,
                         const struct baton_device_info *info, int rc);

@@ -1,5 +1,6 @@
 /* The coordinator's messages (run_internal.h): every error names the
  * command the user typed, the stage and its endpoint, and what to change. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -113,7 +114,8 @@ void run_ctx_name(const struct baton_run_config *cfg, char *buf, size_t cap)
  * -p + -n): a server that cannot hold it for its size is reported in those
  * terms, with the bytes the stage needs, and why ("; the server ...").
  * Returns 1. */
-int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const char *why)
+int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const char *why,
+            int quota)
 {
     char size[32], ctx[RUN_CTX_NAME_CAP], many[64] = "";
 
@@ -132,13 +134,19 @@ int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const ch
         snprintf(fewer_seq, sizeof fewer_seq, ", fewer sequences (%s)", run_seq_flag(r->cfg));
     if (r->cfg->kv_type != BATON_TYPE_F16)
         snprintf(half, sizeof half, ", --kv-type f16 (half the bytes)");
-    if (n_layers > 1)
-        snprintf(fewer_layers, sizeof fewer_layers, ", fewer layers on stage %u (--split%s)",
-                 s->index + 1, r->local ? "" : ", or one more server in --servers");
-    stage_msg(r, "to fit: %s%s%s%s\n",
+    /* in-process stages share this machine's memory: a split moves
+     * nothing off it */
+    if (n_layers > 1 && !r->local)
+        snprintf(fewer_layers, sizeof fewer_layers,
+                 ", fewer layers on stage %u (--split, or one more server in --servers)",
+                 s->index + 1);
+    stage_msg(r, "to fit: %s%s%s%s%s\n",
               r->cfg->ctx_origin == BATON_CTX_BENCH ? "a smaller -p or -n"
                                                     : "a smaller --ctx",
-              fewer_seq, half, fewer_layers);
+              fewer_seq, half, fewer_layers,
+              /* refused at the allocation: the session's memory, which the
+               * stage's weights share */
+              quota && !r->local ? ", or a batond with a larger --session-memory-bytes" : "");
     return 1;
 }
 
@@ -146,10 +154,7 @@ int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const ch
  * the server wants, or the right one; "" for any other status. */
 static const char *auth_hint(const struct run *r, int rc)
 {
-    if (rc != BATON_E_AUTH)
-        return "";
-    return r->key ? "; the server has another key, or requires none"
-                  : "; the server requires a key: give --key FILE or BATON_KEY_FILE";
+    return rc == BATON_E_AUTH ? baton_run_connect_hint(rc, 0, 0, r->key != NULL) : "";
 }
 
 /* "PROG: stage i (ENDPOINT): WHAT failed: E_X (text)", with what the user
@@ -173,36 +178,46 @@ int stage_fail(struct run *r, const struct stage_rt *s, const char *what, int rc
     return 1;
 }
 
+const char *baton_run_connect_hint(int rc, int tcp, int os_err, int have_key)
+{
+    /* a connection taken and then closed or reset with no HELLO reply
+     * (during the handshake, or already as the TCP connection opened):
+     * not a batond, or one that was stopping */
+    if (rc == BATON_E_IO && (!tcp || os_err == ECONNRESET))
+        return "; the connection closed during the handshake: is it a batond port (or a "
+               "batond that was stopping)?";
+    if (tcp)
+        return rc == BATON_E_IO ? "; is batond running and listening there?" : "";
+    /* its first bytes were not a batond HELLO reply */
+    if (rc == BATON_E_PROTO || rc == BATON_E_MAGIC || rc == BATON_E_CMD)
+        return "; what answered there does not speak batond's protocol: is it a batond port?";
+    /* the refusal frame of the server's lobby (src/server/lobby.c) */
+    if (rc == BATON_E_LIMIT)
+        return "; the server is at its connection limit (batond --max-connections, or the "
+               "max_connections of this client key's client line), or newer connections "
+               "still in their handshake pushed this one out of its lobby "
+               "(--max-unauthenticated, --max-unauthenticated-per-ip); batond --print-policy "
+               "shows them";
+    if (rc != BATON_E_AUTH)
+        return "";
+    return have_key ? "; the server has another key, or requires none"
+                    : "; the server requires a key: give --key FILE or BATON_KEY_FILE";
+}
+
 /* "PROG: stage i (ENDPOINT): connect failed: E_X (text)" with the hint of
- * the phase that failed: the TCP connection (tcp: no listener, a name that
- * does not resolve, nothing answering within --timeout) or the handshake
- * after it (something that is not batond, a lobby that refused, a key).
- * text is the system's reason (strerror(os_err), e.g. "Connection
- * refused") where os_err is nonzero, else the status's. Returns 1. */
+ * the phase that failed (baton_run_connect_hint), or "... connect failed:
+ * the host name does not resolve". text is the system's reason
+ * (strerror(os_err), e.g. "Connection refused") where os_err is nonzero,
+ * else the status's. Returns 1. */
 int connect_fail(struct run *r, const struct stage_rt *s, int rc, int tcp, int os_err)
 {
-    const int proto = rc == BATON_E_PROTO || rc == BATON_E_MAGIC || rc == BATON_E_CMD;
-
-    stage_msg(r, "stage %u (%s): connect failed: %s (%s)%s\n", s->index + 1, s->endpoint,
-              baton_status_name(rc), os_err ? strerror(os_err) : baton_status_str(rc),
-              tcp && rc == BATON_E_IO      ? "; is batond running and listening there?"
-              : tcp && rc == BATON_E_INVAL ? "; the host name does not resolve"
-              : tcp                        ? ""
-              /* its first bytes were not a batond HELLO reply */
-              : proto ? "; what answered there does not speak batond's protocol: is it a batond "
-                        "port?"
-              /* the TCP connection was taken, then closed (or reset) with no
-               * HELLO reply: not a batond, or one that was stopping */
-              : rc == BATON_E_IO ? "; the connection closed during the handshake: is it a "
-                                   "batond port (or a batond that was stopping)?"
-              /* the refusal frame of the server's lobby (src/server/lobby.c) */
-              : rc == BATON_E_LIMIT
-                  ? "; the server is at its connection limit (batond --max-connections, or the "
-                    "max_connections of this client key's client line), or "
-                    "newer connections still in their handshake pushed this one out of its "
-                    "lobby (--max-unauthenticated, --max-unauthenticated-per-ip); batond "
-                    "--print-policy shows them"
-                                   : auth_hint(r, rc));
+    if (tcp && rc == BATON_E_INVAL)
+        stage_msg(r, "stage %u (%s): connect failed: the host name does not resolve\n",
+                  s->index + 1, s->endpoint);
+    else
+        stage_msg(r, "stage %u (%s): connect failed: %s (%s)%s\n", s->index + 1, s->endpoint,
+                  baton_status_name(rc), os_err ? strerror(os_err) : baton_status_str(rc),
+                  baton_run_connect_hint(rc, tcp, os_err, r->key != NULL));
     if (rc == BATON_E_TIMEOUT && tcp)
         stage_msg(r,
                   "stage %u (%s) timed out: no TCP connection within --timeout %d ms: is the "

@@ -137,11 +137,15 @@ int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
     /* a KV cache larger than any buffer the server grants is said now, in
      * terms of --ctx, before the weights are uploaded */
     if (info.max_buffer_bytes != 0 && kv_bytes > info.max_buffer_bytes) {
-        char limit[32], why[96];
+        char limit[32], why[160];
 
         run_format_bytes(limit, sizeof limit, info.max_buffer_bytes);
-        snprintf(why, sizeof why, "the server allows at most %s in one buffer", limit);
-        ret = kv_fail(r, s, kv_bytes, why);
+        snprintf(why, sizeof why, "%s at most %s in one buffer",
+                 r->local ? "the in-process stages (3/4 of this machine's memory, shared by "
+                            "every stage) allow"
+                          : "the server allows",
+                 limit);
+        ret = kv_fail(r, s, kv_bytes, why, 0);
         goto out;
     }
     if (st->first && place(r, items, &n_items, &off, "token_embd.weight", hp->n_embd,
@@ -320,7 +324,7 @@ int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
             run_format_bytes(held, sizeof held, s->weights_bytes);
             snprintf(why, sizeof why, "the server refused it: %s (%s), with %s of weights held",
                      baton_status_name(rc), baton_status_str(rc), held);
-            ret = kv_fail(r, s, s->kv_bytes, why);
+            ret = kv_fail(r, s, s->kv_bytes, why, rc == BATON_E_QUOTA);
             goto out;
         }
         if (rc != 0) {
@@ -508,7 +512,7 @@ static int register_shapes(struct run *r, const uint32_t *counts, const uint32_t
                                   si + 1, counts[c], counts[c] == 1 ? "" : "s", gb.g.n_nodes,
                                   baton_graph_flops(&gb.g),
                                   r->local ? "the in-process stages' limits"
-                                           : "batond's defaults",
+                                           : "batond's defaults, which its policy may lower",
                                   BATON_DEFAULT_MAX_GRAPH_NODES,
                                   (unsigned long long)BATON_DEFAULT_MAX_GRAPH_FLOPS);
                     if (rc == BATON_E_LIMIT)

@@ -31,14 +31,14 @@ has_match() { grep -qxE -- "$2" "$1" || fail "no line matching '$2' in: $(cat "$
 
 # --ctx 4000000000: 5 layers * 2 * 4e9 * 128 bytes = 5.12e12 = 4.7 TiB, more
 # than any in-process server grants (3/4 of RAM): said before the upload
-allows='the server allows at most [0-9]+\.[0-9] [KMGTPE]iB in one buffer'
+allows="the in-process stages \\(3/4 of this machine's memory, shared by every stage\\) allow at most [0-9]+\\.[0-9] [KMGTPE]iB in one buffer"
 for cmd in run bench; do
     args=(--model "$MODEL" --servers local --ctx 4000000000)
     if [ "$cmd" = run ]; then args+=(--prompt "Once upon a time" -n 4); else args+=(-p 4 -n 2 --reps 1); fi
     want_fail 1 "$TMP/kv.err" "$BATON" "$cmd" "${args[@]}"
     has_match "$TMP/kv.err" "baton $cmd: --ctx 4000000000 needs 4\.7 TiB of KV cache on stage 1 \(local, 5 layers\); $allows"
     # what shrinks it, without the server list of batond stages
-    has_line "$TMP/kv.err" "baton $cmd: to fit: a smaller --ctx, --kv-type f16 (half the bytes), fewer layers on stage 1 (--split)"
+    has_line "$TMP/kv.err" "baton $cmd: to fit: a smaller --ctx, --kv-type f16 (half the bytes)"
     ! grep -q "^upload:" "$TMP/kv.err" || fail "baton $cmd: weights uploaded before the KV check"
 done
 # split: the stage's own layers (3 of 5: 3.072e12 bytes)
@@ -64,6 +64,7 @@ for cmd in run bench; do
     if [ "$cmd" = run ]; then args+=(--prompt x -n 2); else args+=(-p 4 -n 2 --reps 1); fi
     want_fail 1 "$TMP/kv.err" "$BATON" "$cmd" "${args[@]}"
     has_line "$TMP/kv.err" "baton $cmd: --ctx 6000 needs 7.3 MiB of KV cache on stage 1 ($q8, 5 layers); the server refused it: E_QUOTA (memory quota exhausted), with 1.1 MiB of weights held"
+    has_line "$TMP/kv.err" "baton $cmd: to fit: a smaller --ctx, --kv-type f16 (half the bytes), fewer layers on stage 1 (--split, or one more server in --servers), or a batond with a larger --session-memory-bytes"
 done
 # without --ctx, the message names what set the context: run's default,
 # bench's -p + -n (+ 8 positions)
@@ -199,7 +200,7 @@ want_fail 1 "$TMP/t.err" "$BATON" bench --model "$MODEL" --servers "127.0.0.1:$P
 [ "$(tail -n 1 "$TMP/t.err")" = "baton bench: stage 1 (127.0.0.1:$PORT_full) timed out: no TCP connection within --timeout 300 ms: is the host up and the port open?" ] ||
     fail "full accept queue: $(cat "$TMP/t.err")"
 want_fail 1 "$TMP/t.err" "$BATON" info --servers "127.0.0.1:$PORT_http"
-has_line "$TMP/t.err" "baton info: 127.0.0.1:$PORT_http: E_PROTO (protocol violation); what answered there does not speak batond's protocol: is it a batond port?"
+has_line "$TMP/t.err" "baton info: 127.0.0.1:$PORT_http: connect failed: E_PROTO (protocol violation); what answered there does not speak batond's protocol: is it a batond port?"
 # a port that takes the connection and closes it at once: said as a closed
 # handshake, with the batond question, by bench and info alike
 start_py_listener closer '
@@ -209,7 +210,7 @@ want_fail 1 "$TMP/t.err" "$BATON" bench --model "$MODEL" --servers "127.0.0.1:$P
     -n 2 --reps 1
 has_match "$TMP/t.err" "baton bench: stage 1 \(127\.0\.0\.1:$PORT_closer\): connect failed: E_IO \(.*\); the connection closed during the handshake: is it a batond port \(or a batond that was stopping\)\?"
 want_fail 1 "$TMP/t.err" "$BATON" info --servers "127.0.0.1:$PORT_closer"
-has_match "$TMP/t.err" "baton info: 127\.0\.0\.1:$PORT_closer: E_IO \(.*\); the connection closed during the handshake: is it a batond port \(or a batond that was stopping\)\?"
+has_match "$TMP/t.err" "baton info: 127\.0\.0\.1:$PORT_closer: connect failed: E_IO \(.*\); the connection closed during the handshake: is it a batond port \(or a batond that was stopping\)\?"
 
 # the help texts say so
 "$BATON" bench --help >"$TMP/help"

@@ -191,7 +191,7 @@ if [ -n "${BATON:-}" ] && [ -x "$BATON" ]; then
         "$tmp/info" || fail "baton info on a closed port: $(cat "$tmp/info")"
     rc=0
     timeout 20 "$BATON" info --servers "nosuch.invalid:7340" >"$tmp/info" 2>&1 || rc=$?
-    [ "$rc" -eq 1 ] && grep -qx "baton info: nosuch.invalid:7340: connect failed: E_INVAL (.*); the host name does not resolve" \
+    [ "$rc" -eq 1 ] && grep -qx "baton info: nosuch.invalid:7340: connect failed: the host name does not resolve" \
         "$tmp/info" || fail "baton info on an unresolvable name: rc $rc: $(cat "$tmp/info")"
     "$BATON" info --help >"$tmp/info"
     grep -q "^Exit status: 0 every server answered" "$tmp/info" || fail "baton info --help: exit status"

@@ -276,6 +276,11 @@ static void test_refusals(void **state)
     block_count = 2;
     format_refused(&s, "llama.block_count 2 is more layers than the file's 2 tensors can "
                    "hold (each layer has tensors of its own)");
+    /* a count short of the file's layers: blk.1 would be left out */
+    s.n_layer = 2;
+    block_count = 1;
+    format_refused(&s, "llama.block_count is 1 but the file holds tensor "
+                   "'blk.1.attn_norm.weight' of a layer past it");
     block_count = 0;
     /* one layer more than the file has, with tensors enough for it (the
      * biases: 4 tensors a layer) */
