@@ -150,7 +150,10 @@ struct baton_llama_graph_inputs {
  * positions are in io.pos (and token ids in io.tokens[slot] on the first
  * stage, or the previous stage's hidden state in io.hidden_in[slot]) when it
  * runs (slot < io.n_slots).
- * The last stage computes the output head for the last token only and
+ * The last stage computes the output head for the last token only (and,
+ * in the model's last layer, the attention output projection and the
+ * feed-forward for that row only, after ATTENTION has written every
+ * token's K and V, as llama.cpp's graphs do: the same bits) and
  * writes its argmax into io.argmax and, when want_logits, its logits into
  * io.logits; other stages write their hidden state into io.hidden_out. gb
  * must have been initialised with at least baton_llama_max_leaves/_nodes

@@ -460,37 +460,45 @@ void baton_mm_avx2_wsum_h(const void *v, uint64_t vs, const float *a, uint64_t n
  * prefetches each run of weights one run ahead. */
 #define BATON_MM_DECODE_PF_BYTES 8192u
 
-/* Prefetches `lines` cache lines from p + BATON_MM_DECODE_PF_BYTES into L2.
- * A prefetch past the end of the weights is harmless (it never faults); the
- * address is formed as an integer, so no pointer leaves its object. */
+/* Prefetches `lines` cache lines from p + BATON_MM_DECODE_PF_BYTES into L1
+ * (l1 nonzero: prefetcht0) or L2 (prefetcht1); l1 must be a constant, as
+ * __builtin_prefetch's locality is. A prefetch past the end of the weights
+ * is harmless (it never faults); the address is formed as an integer, so no
+ * pointer leaves its object. */
+static inline __attribute__((always_inline)) void baton_mm_decode_prefetch_to(const uint8_t *p,
+                                                                              int lines, int l1)
+{
+    int l;
+
+    for (l = 0; l < lines; l++) {
+        const void *a =
+            (const void *)((uintptr_t)p + BATON_MM_DECODE_PF_BYTES + 64u * (unsigned)l);
+
+        if (l1)
+            __builtin_prefetch(a, 0, 3);
+        else
+            __builtin_prefetch(a, 0, 2);
+    }
+}
+
+/* Into L2: the AVX2 level's decode loops. */
 static inline __attribute__((always_inline)) void baton_mm_decode_prefetch(const uint8_t *p,
                                                                            int lines)
 {
-    int l;
-
-    for (l = 0; l < lines; l++)
-        __builtin_prefetch((const void *)((uintptr_t)p + BATON_MM_DECODE_PF_BYTES +
-                                          64u * (unsigned)l),
-                           0, 2);
+    baton_mm_decode_prefetch_to(p, lines, 0);
 }
 
-/* baton_mm_decode_prefetch into L1 (prefetcht0), which the AVX-512 level's
- * decode loops use: on the Zen 5 host of the thirty-third session (L1d 48
- * KiB) the same prefetches into L1 instead of L2 read the weights faster
- * (`bench_kernels --no-prefill`, 1 thread, the two hints alternating: Q8_0
- * at k = 14336 29-30 -> 34-35 GB/s, Q4_0 29-31 -> 36-38, Q4_K 34-37 ->
- * 38-39; no loss elsewhere) and the d4096 models decoded 3-15 % faster
- * (bench/RESULTS.md, thirty-third session). AVX2 keeps L2: measured on Zen
- * 1, where it was chosen. */
+/* Into L1: the AVX-512 level's decode loops. On the Zen 5 host of the
+ * thirty-third session (L1d 48 KiB) the same prefetches into L1 instead of
+ * L2 read the weights faster (`bench_kernels --no-prefill`, 1 thread, the
+ * two hints alternating: Q8_0 at k = 14336 29-30 -> 34-35 GB/s, Q4_0 29-31
+ * -> 36-38, Q4_K 34-37 -> 38-39; no loss elsewhere) and the d4096 models
+ * decoded up to 24 % faster (bench/RESULTS.md, thirty-third session). AVX2
+ * keeps L2: measured on Zen 1, where it was chosen. */
 static inline __attribute__((always_inline)) void baton_mm_decode_prefetch_l1(const uint8_t *p,
                                                                               int lines)
 {
-    int l;
-
-    for (l = 0; l < lines; l++)
-        __builtin_prefetch((const void *)((uintptr_t)p + BATON_MM_DECODE_PF_BYTES +
-                                          64u * (unsigned)l),
-                           0, 3);
+    baton_mm_decode_prefetch_to(p, lines, 1);
 }
 
 #endif
