@@ -232,6 +232,23 @@ int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
         }
     }
     s->weights_bytes = run_align_up(off);
+    /* the weights and the KV cache share the session's memory: a sum past
+     * it is said now, before the weights go up for nothing (a weights
+     * buffer past it alone gets weights_alloc_hint's figures below) */
+    if (info.max_buffer_bytes != 0 && s->weights_bytes <= info.max_buffer_bytes &&
+        kv_bytes > info.max_buffer_bytes - s->weights_bytes) {
+        char limit[32], held[32], why[224];
+
+        run_format_bytes(limit, sizeof limit, info.max_buffer_bytes);
+        run_format_bytes(held, sizeof held, s->weights_bytes);
+        snprintf(why, sizeof why, "with the stage's %s of weights that is more than the %s %s",
+                 held, limit,
+                 r->local ? "the in-process stages allow one session (3/4 of this machine's "
+                            "memory)"
+                          : "the server allows one session (batond --session-memory-bytes)");
+        ret = kv_fail(r, s, kv_bytes, why, 1);
+        goto out;
+    }
     rc = baton_alloc_buffer(s->conn, s->weights_bytes, &s->weights_buf);
     if (rc != 0) {
         ret = stage_fail(r, s, "ALLOC_BUFFER (weights)", rc);

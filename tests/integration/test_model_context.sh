@@ -48,7 +48,7 @@ has_match "$TMP/kv.err" "baton run: --ctx 4000000000 needs 2\.8 TiB of KV cache 
 
 # a batond whose session may hold 8 MiB: --ctx 8000 (9.8 MiB) is more than
 # its largest buffer; --ctx 6000 (7680000 bytes) is not, but with the 1.1
-# MiB of weights it is past the quota, refused at the allocation
+# MiB of weights it is past the quota, refused before the upload
 BATOND_EXTRA="${BATOND_EXTRA:-} --session-memory-bytes 8M" start_server q8
 q8=127.0.0.1:$PORT_q8
 want_fail 1 "$TMP/kv.err" "$BATON" run --model "$MODEL" --servers "$q8" --ctx 8000 --prompt x -n 2
@@ -63,7 +63,8 @@ for cmd in run bench; do
     args=(--model "$MODEL" --servers "$q8" --ctx 6000)
     if [ "$cmd" = run ]; then args+=(--prompt x -n 2); else args+=(-p 4 -n 2 --reps 1); fi
     want_fail 1 "$TMP/kv.err" "$BATON" "$cmd" "${args[@]}"
-    has_line "$TMP/kv.err" "baton $cmd: --ctx 6000 needs 7.3 MiB of KV cache on stage 1 ($q8, 5 layers); the server refused it: E_QUOTA (memory quota exhausted), with 1.1 MiB of weights held"
+    has_line "$TMP/kv.err" "baton $cmd: --ctx 6000 needs 7.3 MiB of KV cache on stage 1 ($q8, 5 layers); with the stage's 1.1 MiB of weights that is more than the 8.0 MiB the server allows one session (batond --session-memory-bytes)"
+    ! grep -q "^upload:" "$TMP/kv.err" || fail "baton $cmd: weights uploaded before the session check"
     has_line "$TMP/kv.err" "baton $cmd: to fit: a smaller --ctx, --kv-type f16 (half the bytes), fewer layers on stage 1 (--split, or one more server in --servers), or a batond with a larger --session-memory-bytes"
 done
 # without --ctx, the message names what set the context: run's default,
@@ -80,7 +81,7 @@ has_line "$TMP/kv.err" "baton bench: to fit: a smaller -p or -n, --kv-type f16 (
 BATOND_EXTRA="${BATOND_EXTRA:-} --session-memory-bytes 2M" start_server q2m
 q2m=127.0.0.1:$PORT_q2m
 want_fail 1 "$TMP/kv.err" "$BATON" bench --model "$MODEL" --servers "$q2m" -p 900 -n 40 --reps 1
-has_line "$TMP/kv.err" "baton bench: -p 900 + -n 40 (a KV cache of 948 positions: -p + -n + 8, or the model's context length if less) needs 1.2 MiB of KV cache on stage 1 ($q2m, 5 layers); the server refused it: E_QUOTA (memory quota exhausted), with 1.1 MiB of weights held"
+has_line "$TMP/kv.err" "baton bench: -p 900 + -n 40 (a KV cache of 948 positions: -p + -n + 8, or the model's context length if less) needs 1.2 MiB of KV cache on stage 1 ($q2m, 5 layers); with the stage's 1.1 MiB of weights that is more than the 2.0 MiB the server allows one session (batond --session-memory-bytes)"
 # the same server runs a context it can hold
 "$BATON" run --model "$MODEL" --servers "$q8" --ctx 512 --prompt x -n 2 --quiet 2>"$TMP/ok.err" ||
     fail "--ctx 512 on the 8 MiB server: $(cat "$TMP/ok.err")"
