@@ -118,12 +118,15 @@ int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const ch
             int quota)
 {
     const uint32_t n_layers = s->st.layer_end - s->st.layer_begin;
-    char size[32], ctx[RUN_CTX_NAME_CAP], many[64] = "";
+    char size[32], ctx[RUN_CTX_NAME_CAP], many[96] = "";
     char fewer_seq[48] = "", half[48] = "", fewer_layers[96] = "";
 
     run_format_bytes(size, sizeof size, kv_bytes);
     run_ctx_name(r->cfg, ctx, sizeof ctx);
-    if (r->n_seq > 1) /* several sequences: a range of cells each */
+    if (r->n_seq > 1 && r->cfg->n_parallel > r->n_seq) /* no more slots than prompts */
+        snprintf(many, sizeof many, " x %u sequences (%s %u, %u prompts)", r->n_seq,
+                 run_seq_flag(r->cfg), r->cfg->n_parallel, r->n_seq);
+    else if (r->n_seq > 1) /* several sequences: a range of cells each */
         snprintf(many, sizeof many, " x %u sequences (%s)", r->n_seq, run_seq_flag(r->cfg));
     stage_msg(r, "%s%s needs %s of KV cache on stage %u (%s, %u layer%s); %s\n", ctx, many, size,
               s->index + 1, s->endpoint, n_layers, n_layers == 1 ? "" : "s", why);

@@ -417,6 +417,9 @@ want 1 "--ctx 512 x 8 sequences (--parallel) needs" --prompt-file "$TMP/prompts.
 grep -q "the server allows at most 4.0 MiB in one buffer" "$TMP/err" || fail "--parallel 8 on a small server: $(cat "$TMP/err")"
 grep -qx "baton run: to fit: a smaller --ctx, fewer sequences (--parallel), --kv-type f16 (half the bytes), fewer layers on stage 1 (--split, or one more server in --servers)" "$TMP/err" ||
     fail "--parallel 8 on a small server, no hint: $(cat "$TMP/err")"
+# --parallel past the prompts: as many sequences as prompts, and the message says why
+want 1 "--ctx 512 x 10 sequences (--parallel 64, 10 prompts) needs" --prompt-file "$TMP/prompts.txt" \
+    --parallel 64 --ctx 512 --servers "127.0.0.1:$PORT_small" --key "$K"
 par small1 "$TMP/prompts.txt" --parallel 1 --servers "127.0.0.1:$PORT_small" --key "$K"
 same small1 one 10
 echo "ok: usage errors and unreadable files; --parallel past a server's memory is said as such"
