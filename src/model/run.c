@@ -582,6 +582,7 @@ int baton_run(const struct baton_run_config *cfg)
         ret = rc;
         goto out;
     }
+    r.n_prompt_max = n_prompt;
     /* a context past the one the model was trained for still runs (RoPE
      * extrapolates), but the output degrades: say so once */
     if (cfg->n_ctx > r.hp.n_ctx_train) {

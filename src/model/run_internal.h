@@ -107,6 +107,7 @@ struct run {
     uint32_t n_cells;           /* KV-cache cells per layer: n_ctx per sequence x n_seq */
     struct par_seq *par;        /* cfg->prompts: one per prompt (run_parallel.c) */
     size_t n_par;               /* ... n_par of them (cfg->n_prompts or cfg->n_copies) */
+    size_t n_prompt_max;        /* the longest prompt's tokens (kv_fail's hint) */
     uint32_t n_slots;           /* boundary input slots per stage */
     uint32_t tok_slots;         /* stage 1's token input slots in use: 1, or n_slots when
                                    the decode ring runs over pipeline groups (run_plan.c) */

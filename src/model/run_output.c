@@ -118,6 +118,9 @@ int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const ch
             int quota)
 {
     const uint32_t n_layers = s->st.layer_end - s->st.layer_begin;
+    /* a --ctx that is already the longest prompt + -n cannot shrink */
+    const int ctx_min = (uint64_t)r->n_prompt_max + r->cfg->n_predict >= r->cfg->n_ctx;
+    const int bench = strcmp(run_seq_flag(r->cfg), "--npl") == 0;
     char size[32], ctx[RUN_CTX_NAME_CAP], many[96] = "";
     char fewer_seq[48] = "", half[48] = "", fewer_layers[96] = "";
 
@@ -143,8 +146,10 @@ int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const ch
                  ", fewer layers on stage %u (--split, or one more server in --servers)",
                  s->index + 1);
     stage_msg(r, "to fit: %s%s%s%s%s\n",
-              r->cfg->ctx_origin == BATON_CTX_BENCH ? "a smaller -p or -n"
-                                                    : "a smaller --ctx",
+              r->cfg->ctx_origin == BATON_CTX_BENCH || (ctx_min && bench)
+                  ? "a smaller -p or -n"
+              : ctx_min ? "a shorter prompt or a smaller -n (--ctx is already the prompt + -n)"
+                        : "a smaller --ctx",
               fewer_seq, half, fewer_layers,
               /* refused at the allocation: the session's memory, which the
                * stage's weights share */

@@ -54,6 +54,11 @@ q8=127.0.0.1:$PORT_q8
 want_fail 1 "$TMP/kv.err" "$BATON" run --model "$MODEL" --servers "$q8" --ctx 8000 --prompt x -n 2
 has_line "$TMP/kv.err" "baton run: --ctx 8000 needs 9.8 MiB of KV cache on stage 1 ($q8, 5 layers); the server allows at most 8.0 MiB in one buffer"
 has_line "$TMP/kv.err" "baton run: to fit: a smaller --ctx, --kv-type f16 (half the bytes), fewer layers on stage 1 (--split, or one more server in --servers)"
+# a --ctx that is already the prompt + -n: the hint names the prompt and -n
+ids7000=$(python3 -c 'print(",".join(["5"] * 7000))')
+want_fail 1 "$TMP/kv.err" "$BATON" run --model "$MODEL" --servers "$q8" --ctx 8000 \
+    --prompt-ids "$ids7000" -n 1000
+has_line "$TMP/kv.err" "baton run: to fit: a shorter prompt or a smaller -n (--ctx is already the prompt + -n), --kv-type f16 (half the bytes), fewer layers on stage 1 (--split, or one more server in --servers)"
 # an f16 cache is not offered f16 again
 want_fail 1 "$TMP/kv.err" "$BATON" run --model "$MODEL" --servers "$q8" --ctx 16000 --kv-type f16 \
     --prompt x -n 2
