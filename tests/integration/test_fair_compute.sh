@@ -14,12 +14,15 @@ set -euo pipefail
 
 if [ "${BATON_ASAN:-}" = "1" ]; then
     # a sanitizer build computes a hundred times slower: one short chain, for
-    # the memory safety of the turns path only (its waits are not judged)
+    # the memory safety of the turns path only (its waits are not judged, nor
+    # whether the chain lasts the 8 slices that judging them needs: on a Zen 5
+    # host the 2 products took 72 ms under the sanitizer)
     start_server a
     rc=0
     timeout 300 "$BUILD_DIR/tests/fair_compute" "$PORT_a" 10 2 >"$TMP/turns.out" 2>&1 || rc=$?
     cat "$TMP/turns.out"
-    [ "$(grep '^not ok' "$TMP/turns.out" | grep -vc "B's longest wait")" -eq 0 ] ||
+    [ "$(grep '^not ok' "$TMP/turns.out" | grep -v "B's longest wait" |
+        grep -vc "lasts at least 8 default slices")" -eq 0 ] ||
         fail "fair_compute under the sanitizer (rc $rc)"
     stop_server a
     echo "PASS"
