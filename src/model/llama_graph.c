@@ -232,8 +232,6 @@ int baton_llama_build_stage_out(const struct baton_llama_hparams *hp,
     for (l = st->layer_begin; l < st->layer_end; l++)
         x = build_layer(gb, hp, &st->layers[l - st->layer_begin], x, pos, att_pos, freqs, n,
                         l + 1 == st->layer_end ? sel : BATON_SRC_NONE, n_out);
-    if (sel != BATON_SRC_NONE && st->layer_end > st->layer_begin)
-        sel = BATON_SRC_NONE; /* taken in the last layer */
 
     if (!st->last) {
         /* The last layer's residual add writes straight into hidden_out;
@@ -252,7 +250,7 @@ int baton_llama_build_stage_out(const struct baton_llama_hparams *hp,
     } else {
         uint32_t logits, am;
 
-        if (sel != BATON_SRC_NONE) /* a stage with no layer: the rows here */
+        if (sel != BATON_SRC_NONE && st->layer_end == st->layer_begin) /* else in the layer */
             x = node(gb, BATON_OP_GET_ROWS, BATON_TYPE_F32, hp->n_embd, n_out, 1, x, sel, NULL);
         x = rms_norm_mul(gb, hp, x, &st->output_norm, n_out);
         logits = mul_mat(gb, &st->output, x, n_out);

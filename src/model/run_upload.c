@@ -134,20 +134,6 @@ int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
     /* fits in 64 bits: baton_run checked every stage before connecting */
     (void)baton_run_kv_cache_bytes(hp->head_dim, hp->n_head_kv, r->n_cells, n_local,
                                    r->cfg->kv_type == BATON_TYPE_F16 ? 2 : 4, &kv_bytes);
-    /* a KV cache larger than any buffer the server grants is said now, in
-     * terms of --ctx, before the weights are uploaded */
-    if (info.max_buffer_bytes != 0 && kv_bytes > info.max_buffer_bytes) {
-        char limit[32], why[160];
-
-        run_format_bytes(limit, sizeof limit, info.max_buffer_bytes);
-        snprintf(why, sizeof why, "%s at most %s in one buffer",
-                 r->local ? "the in-process stages (3/4 of this machine's memory, shared by "
-                            "every stage) allow"
-                          : "the server allows",
-                 limit);
-        ret = kv_fail(r, s, kv_bytes, why, 0);
-        goto out;
-    }
     if (st->first && place(r, items, &n_items, &off, "token_embd.weight", hp->n_embd,
                            hp->n_vocab, &st->tok_embd) != 0)
         goto out;
@@ -232,21 +218,32 @@ int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
         }
     }
     s->weights_bytes = run_align_up(off);
-    /* the weights and the KV cache share the session's memory: a sum past
-     * it is said now, before the weights go up for nothing (a weights
-     * buffer past it alone gets weights_alloc_hint's figures below) */
-    if (info.max_buffer_bytes != 0 && s->weights_bytes <= info.max_buffer_bytes &&
-        kv_bytes > info.max_buffer_bytes - s->weights_bytes) {
+    /* a KV cache that no buffer of the server can hold, or that the
+     * session's memory cannot hold beside the stage's weights, is said now,
+     * in terms of --ctx, before the weights are uploaded for nothing (a
+     * weights buffer past it alone gets weights_alloc_hint's figures below) */
+    if (info.max_buffer_bytes != 0 &&
+        (kv_bytes > info.max_buffer_bytes ||
+         (s->weights_bytes <= info.max_buffer_bytes &&
+          kv_bytes > info.max_buffer_bytes - s->weights_bytes))) {
+        const int alone = kv_bytes > info.max_buffer_bytes;
         char limit[32], held[32], why[224];
 
         run_format_bytes(limit, sizeof limit, info.max_buffer_bytes);
         run_format_bytes(held, sizeof held, s->weights_bytes);
-        snprintf(why, sizeof why, "with the stage's %s of weights that is more than the %s %s",
-                 held, limit,
-                 r->local ? "the in-process stages allow one session (3/4 of this machine's "
-                            "memory)"
-                          : "the server allows one session (batond --session-memory-bytes)");
-        ret = kv_fail(r, s, kv_bytes, why, 1);
+        if (alone)
+            snprintf(why, sizeof why, "%s at most %s in one buffer",
+                     r->local ? "the in-process stages (3/4 of this machine's memory, shared "
+                                "by every stage) allow"
+                              : "the server allows",
+                     limit);
+        else
+            snprintf(why, sizeof why,
+                     "with the stage's %s of weights that is more than the %s %s", held, limit,
+                     r->local ? "the in-process stages allow one session (3/4 of this "
+                                "machine's memory)"
+                              : "the server allows one session (batond --session-memory-bytes)");
+        ret = kv_fail(r, s, kv_bytes, why, !alone);
         goto out;
     }
     rc = baton_alloc_buffer(s->conn, s->weights_bytes, &s->weights_buf);
