@@ -67,6 +67,7 @@ struct stage_rt {
     struct baton_llama_stage st;
     uint64_t weights_buf, kv_buf, io_buf;
     uint64_t weights_bytes, kv_bytes, io_bytes;
+    uint64_t session_limit; /* DEVICE_INFO max_buffer_bytes: what one session may hold */
     struct baton_tensor_desc *leaves; /* graph building */
     struct baton_graph_node *nodes;
     uint32_t cap_leaves, cap_nodes;
@@ -131,6 +132,13 @@ struct run {
 /* ---- run_output.c ---- */
 double run_now_s(void);
 uint64_t run_align_up(uint64_t v);
+/* Bytes a server charges a session for a buffer of n bytes, at least: whole
+ * pages (server/handles.c; 4 KiB, the smallest page of its hosts);
+ * UINT64_MAX past that. */
+static inline uint64_t run_page_up(uint64_t n)
+{
+    return n > UINT64_MAX - 4095 ? UINT64_MAX : (n + 4095) & ~(uint64_t)4095;
+}
 /* "N bytes", or one decimal in the largest binary unit ("5.9 GiB"). */
 void run_format_bytes(char *buf, size_t cap, uint64_t n);
 /* The context as the user set it ("--ctx 8000", "the default --ctx 512",
@@ -167,11 +175,25 @@ int connect_fail(struct run *r, const struct stage_rt *s, int rc, int tcp, int o
 /* A step on stage s (NULL: unknown) refused by a server limit: what it
  * asked for, or what grows with what. */
 void step_limit_hint(struct run *r, const struct stage_rt *s, int rc);
+/* What would fit a stage's session (run_upload.c: session_check): the most
+ * positions per sequence (--ctx) at this run's sequences, the most
+ * sequences at its --ctx (0: none, or one sequence), and whether an F16
+ * KV cache would at its --ctx. */
+struct run_kv_fits {
+    uint32_t ctx, seqs;
+    int f16;
+};
 /* A KV cache a server cannot hold, in terms of --ctx, then what would fit
- * it (quota: the allocation was refused for the session's memory). Returns
- * 1. */
+ * it (quota: the session's memory limit is what it is past). fits: what
+ * would (NULL: not known, e.g. a server's refusal); where known, the hint
+ * names the largest --ctx and --parallel that fit, and offers --kv-type f16
+ * only where it fits. Returns 1. */
 int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const char *why,
-            int quota);
+            int quota, const struct run_kv_fits *fits);
+/* The tokens of a prefill step, named as the user set them: "--ubatch 64",
+ * "the default --ubatch 512", or "the prompt's 5 tokens; the default
+ * --ubatch is 512". */
+void run_ubatch_name(const struct run *r, char *buf, size_t cap);
 /* After a refused weights ALLOC_BUFFER: the limits that apply. */
 void weights_alloc_hint(struct run *r, const struct stage_rt *s,
                         const struct baton_device_info *info, int rc);

@@ -115,46 +115,89 @@ void run_ctx_name(const struct baton_run_config *cfg, char *buf, size_t cap)
  * terms, with the bytes the stage needs, and why ("; the server ...").
  * Returns 1. */
 int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const char *why,
-            int quota)
+            int quota, const struct run_kv_fits *fits)
 {
+    const struct baton_run_config *cfg = r->cfg;
     const uint32_t n_layers = s->st.layer_end - s->st.layer_begin;
     /* a --ctx that is already the longest prompt + -n cannot shrink */
-    const int ctx_min = (uint64_t)r->n_prompt_max + r->cfg->n_predict >= r->cfg->n_ctx;
-    const int bench = strcmp(run_seq_flag(r->cfg), "--npl") == 0;
-    char size[32], ctx[RUN_CTX_NAME_CAP], many[96] = "";
-    char fewer_seq[48] = "", half[48] = "", fewer_layers[96] = "";
+    const int ctx_min = (uint64_t)r->n_prompt_max + cfg->n_predict >= cfg->n_ctx;
+    const int bench = strcmp(run_seq_flag(cfg), "--npl") == 0;
+    const int known = fits != NULL;
+    const uint32_t ctx_fit = known ? fits->ctx : 0, seq_fit = known ? fits->seqs : 0;
+    /* a context that holds the longest prompt and one token more */
+    const int ctx_useful = known && ctx_fit > r->n_prompt_max;
+    char size[32], ctx[RUN_CTX_NAME_CAP], many[96] = "", shrink[160] = "";
+    char fewer_seq[64] = "", half[48] = "", fewer_layers[96] = "";
 
     run_format_bytes(size, sizeof size, kv_bytes);
-    run_ctx_name(r->cfg, ctx, sizeof ctx);
-    if (r->n_seq > 1 && r->cfg->n_parallel > r->n_seq) /* no more slots than prompts */
+    run_ctx_name(cfg, ctx, sizeof ctx);
+    if (r->n_seq > 1 && cfg->n_parallel > r->n_seq) /* no more slots than prompts */
         snprintf(many, sizeof many, " x %u sequences (%s %u, %u prompts)", r->n_seq,
-                 run_seq_flag(r->cfg), r->cfg->n_parallel, r->n_seq);
+                 run_seq_flag(cfg), cfg->n_parallel, r->n_seq);
     else if (r->n_seq > 1) /* several sequences: a range of cells each */
-        snprintf(many, sizeof many, " x %u sequences (%s)", r->n_seq, run_seq_flag(r->cfg));
+        snprintf(many, sizeof many, " x %u sequences (%s)", r->n_seq, run_seq_flag(cfg));
     stage_msg(r, "%s%s needs %s of KV cache on stage %u (%s, %u layer%s); %s\n", ctx, many, size,
               s->index + 1, s->endpoint, n_layers, n_layers == 1 ? "" : "s", why);
     /* what shrinks it: the bytes are positions x sequences x layers x
      * (K + V) x the element size (baton_run_kv_cache_bytes) */
-    if (r->n_seq > 1)
-        snprintf(fewer_seq, sizeof fewer_seq, ", fewer sequences (%s)", run_seq_flag(r->cfg));
-    if (r->cfg->kv_type != BATON_TYPE_F16)
-        snprintf(half, sizeof half, ", --kv-type f16 (half the bytes)");
+    if (cfg->ctx_origin == BATON_CTX_BENCH || (ctx_min && bench))
+        snprintf(shrink, sizeof shrink, ctx_fit > 0 ? "a smaller -p or -n (a KV cache of at "
+                                                     "most %u positions%s)"
+                                                   : "a smaller -p or -n",
+                 ctx_fit, r->n_seq > 1 ? " each" : "");
+    else if (ctx_min)
+        snprintf(shrink, sizeof shrink,
+                 ctx_fit > 0 ? "a shorter prompt or a smaller -n (at most %u positions%s with "
+                               "the prompt; --ctx is already the prompt + -n)"
+                             : "a shorter prompt or a smaller -n (--ctx is already the prompt "
+                               "+ -n)",
+                 ctx_fit, r->n_seq > 1 ? " each" : "");
+    else if (ctx_useful)
+        snprintf(shrink, sizeof shrink, "--ctx %u or less", ctx_fit);
+    else if (!known)
+        snprintf(shrink, sizeof shrink, "a smaller --ctx");
+    if (r->n_seq > 1 && (!known || seq_fit >= 1))
+        snprintf(fewer_seq, sizeof fewer_seq,
+                 !known         ? "%sfewer sequences (%s)"
+                 : seq_fit == 1 ? "%s%s %u"
+                                : "%s%s %u or fewer",
+                 shrink[0] ? ", " : "", run_seq_flag(cfg), seq_fit);
+    /* half the bytes: offered where they fit at this --ctx */
+    if (cfg->kv_type != BATON_TYPE_F16 && (!known || fits->f16))
+        snprintf(half, sizeof half, "%s--kv-type f16 (half the bytes)",
+                 shrink[0] || fewer_seq[0] ? ", " : "");
     /* in-process stages share this machine's memory: a split moves
      * nothing off it */
     if (n_layers > 1 && !r->local)
         snprintf(fewer_layers, sizeof fewer_layers,
-                 ", fewer layers on stage %u (--split, or one more server in --servers)",
-                 s->index + 1);
-    stage_msg(r, "to fit: %s%s%s%s%s\n",
-              r->cfg->ctx_origin == BATON_CTX_BENCH || (ctx_min && bench)
-                  ? "a smaller -p or -n"
-              : ctx_min ? "a shorter prompt or a smaller -n (--ctx is already the prompt + -n)"
-                        : "a smaller --ctx",
-              fewer_seq, half, fewer_layers,
-              /* refused at the allocation: the session's memory, which the
-               * stage's weights share */
-              quota && !r->local ? ", or a batond with a larger --session-memory-bytes" : "");
+                 "%sfewer layers on stage %u (--split, or one more server in --servers)",
+                 shrink[0] || fewer_seq[0] || half[0] ? ", " : "", s->index + 1);
+    /* past the session's memory, which the stage's weights share, or (a
+     * known room) the server's memory for all sessions */
+    if ((quota || known) && !r->local)
+        stage_msg(r, "to fit: %s%s%s%s%sa batond with a larger %s\n", shrink, fewer_seq, half,
+                  fewer_layers,
+                  shrink[0] || fewer_seq[0] || half[0] || fewer_layers[0] ? ", or " : "",
+                  quota ? "--session-memory-bytes" : "--total-memory-bytes");
+    else if (shrink[0] || fewer_seq[0] || half[0] || fewer_layers[0])
+        stage_msg(r, "to fit: %s%s%s%s\n", shrink, fewer_seq, half, fewer_layers);
+    else if (r->local)
+        stage_msg(r, "to fit: servers with more memory (--servers)\n");
     return 1;
+}
+
+void run_ubatch_name(const struct run *r, char *buf, size_t cap)
+{
+    const uint32_t dflt = baton_run_default_ubatch((uint32_t)r->n_prompt_max, r->n_stages,
+                                                   r->cfg->pipeline);
+
+    if (r->cfg->n_ubatch != 0)
+        snprintf(buf, cap, "--ubatch %u", r->n_ubatch);
+    else if (r->n_ubatch < dflt)
+        snprintf(buf, cap, "the prompt's %u token%s; the default --ubatch is %u", r->n_ubatch,
+                 r->n_ubatch == 1 ? "" : "s", dflt);
+    else
+        snprintf(buf, cap, "the default --ubatch %u", r->n_ubatch);
 }
 
 /* What the user can do about a refused handshake (E_AUTH): give the key
@@ -338,12 +381,15 @@ void step_limit_hint(struct run *r, const struct stage_rt *s, int rc)
                   r->n_seq > 1 ? " or " : "", r->n_seq > 1 ? run_seq_flag(r->cfg) : "",
                   nt > r->n_seq ? " or --ubatch (the prefill steps' tokens)" : "");
     } else {
+        char ub[96];
+
+        run_ubatch_name(r, ub, sizeof ub);
         stage_msg(r,
                   "a step's scratch and compute on the server grow with the KV-cache cells "
-                  "(%s%s) and the tokens of a step (--ubatch %u%s), its nodes with the stage's "
+                  "(%s%s) and the tokens of a step (%s%s), its nodes with the stage's "
                   "layers (--split); the scratch arena is at most %s per session (fixed)%s%s%s; "
                   "%s (session_memory_bytes, max_graph_flops, max_graph_nodes)\n",
-                  ctx, many, r->n_ubatch,
+                  ctx, many, ub,
                   r->n_seq > 1 ? ", or one token per sequence in a decode step" : "", limit,
                   rc == BATON_E_QUOTA ? " and shares the session's memory" : "",
                   rc == BATON_E_QUOTA ? run_limit_flag(r, " (batond --session-memory-bytes)") : "",
@@ -351,6 +397,24 @@ void step_limit_hint(struct run *r, const struct stage_rt *s, int rc)
                   r->local ? "the in-process stages run with batond's default limits, which "
                              "batond --print-policy prints"
                            : "batond --print-policy shows the server's other limits");
+    }
+    /* the session's memory: what its buffers hold of it, the rest being
+     * the graphs' and the scratch arena's */
+    if (rc == BATON_E_QUOTA && s != NULL && s->session_limit != 0) {
+        char w[32], kv[32], io[32], lim[32];
+
+        run_format_bytes(w, sizeof w, s->weights_bytes);
+        run_format_bytes(kv, sizeof kv, s->kv_bytes);
+        run_format_bytes(io, sizeof io, s->io_bytes);
+        run_format_bytes(lim, sizeof lim, s->session_limit);
+        stage_msg(r,
+                  "stage %u's session holds %s of weights, %s of KV cache and %s of I/O "
+                  "buffers of the %s %s; its registered graphs and a step's scratch arena "
+                  "need more than the rest, or than other sessions leave free of the "
+                  "server's memory\n",
+                  s->index + 1, w, kv, io, lim,
+                  r->local ? "the in-process stages allow one session"
+                           : "the server allows one session");
     }
     /* not after the scratch figures above, nor for a quota: neither is the
      * message's size */

@@ -93,6 +93,273 @@ uint64_t run_hidden_state_bytes(const struct run *r)
     return (uint64_t)r->hp.n_embd * r->n_tok_max * sizeof(float);
 }
 
+/* Until a stage's buffers are allocated, its tensors name these in their
+ * place (the weights 0), so that a graph built to size a step (step_bytes)
+ * tells its buffers apart; each is replaced by the handle ALLOC_BUFFER
+ * returns before any graph goes to the server. */
+#define KV_BUF_UNSET (UINT64_MAX - 1)
+#define IO_BUF_UNSET (UINT64_MAX - 2)
+
+/* The KV cache's tensors of stage s, buffer KV_BUF_UNSET until it is
+ * allocated: per local layer k and v, of type (F32 or F16: --kv-type)
+ * {head_dim, n_cells, n_head_kv} (kv-head-major, as ATTENTION defines them:
+ * core/ops.h), one after the other; s->kv_bytes is their extent (==
+ * baton_run_kv_cache_bytes). 0 or baton_tensor_init's status. */
+static int kv_descs(struct run *r, struct stage_rt *s, uint32_t type, uint32_t n_cells)
+{
+    const struct baton_llama_hparams *hp = &r->hp;
+    const uint32_t n_local = s->st.layer_end - s->st.layer_begin;
+    uint64_t koff = 0;
+
+    for (uint32_t l = 0; l < n_local; l++) {
+        struct baton_llama_layer *L = &s->st.layers[l];
+        int rc = baton_tensor_init(&L->k_cache, KV_BUF_UNSET, koff, type, hp->head_dim, n_cells,
+                                   hp->n_head_kv, 1);
+
+        koff = run_align_up(koff + L->k_cache.nbytes);
+        if (rc == 0)
+            rc = baton_tensor_init(&L->v_cache, KV_BUF_UNSET, koff, type, hp->head_dim, n_cells,
+                                   hp->n_head_kv, 1);
+        koff = run_align_up(koff + L->v_cache.nbytes);
+        if (rc != 0)
+            return rc;
+    }
+    s->kv_bytes = koff ? koff : ALIGN;
+    return 0;
+}
+
+/* The most I/O tensors a stage has: positions, last indices, logits,
+ * argmax, SAMPLE's parameters, the hidden state out, and an input per
+ * slot. */
+#define IO_MAX (6 + BATON_LLAMA_MAX_SLOTS)
+
+/* The I/O tensors of stage s, buffer IO_BUF_UNSET until it is allocated: the hidden
+ * state comes in through n_slots slots (not on the first stage) and goes
+ * out of hidden_out (not on the last); d[] gets each tensor, s->io_bytes
+ * their extent. Returns how many (at most IO_MAX), 0 after a message. */
+static uint32_t io_descs(struct run *r, struct stage_rt *s, struct baton_tensor_desc *d[IO_MAX])
+{
+    const struct baton_llama_hparams *hp = &r->hp;
+    struct baton_llama_stage *st = &s->st;
+    struct baton_llama_io *io = &st->io;
+    const uint32_t u = r->n_tok_max;
+    /* input slots: the hidden state's (not on the first stage), or the
+     * token ids' (the first stage of several: the decode ring over
+     * pipeline groups writes them ahead, run_plan.c) */
+    const uint32_t n_in = st->first && st->last ? 1 : r->n_slots;
+    uint64_t ioff = 0;
+    uint32_t types[IO_MAX] = {BATON_TYPE_I32, BATON_TYPE_I32, BATON_TYPE_F32,
+                              BATON_TYPE_I32, BATON_TYPE_I32, BATON_TYPE_F32};
+    /* several sequences: {n,3} positions, an argmax per token; SAMPLE's
+     * parameters: 6 words per output token */
+    uint64_t ne0[IO_MAX] = {r->seqs ? 3ull * u : u, r->seqs ? u : 1, hp->n_vocab,
+                            r->seqs ? u : 1,        6ull * (r->seqs ? u : 1), hp->n_embd};
+    uint64_t ne1[IO_MAX] = {1, 1, 1, 1, 1, u};
+    uint32_t n_io = st->last ? 5 : 6, k;
+
+    d[0] = &io->pos;
+    d[1] = &io->last_idx;
+    d[2] = &io->logits;
+    d[3] = &io->argmax;
+    d[4] = &io->sample;
+    d[5] = &io->hidden_out;
+    io->n_slots = n_in;
+    for (k = 0; k < n_in; k++) {
+        d[n_io] = st->first ? &io->tokens[k] : &io->hidden_in[k];
+        types[n_io] = st->first ? BATON_TYPE_I32 : BATON_TYPE_F32;
+        ne0[n_io] = st->first ? u : hp->n_embd;
+        ne1[n_io] = st->first ? 1 : u;
+        n_io++;
+    }
+    for (k = 0; k < n_io; k++) {
+        int rc = baton_tensor_init(d[k], IO_BUF_UNSET, ioff, types[k], ne0[k], ne1[k], 1, 1);
+
+        if (rc != 0) {
+            stage_msg(r, "I/O tensor size: %s\n", baton_status_str(rc));
+            return 0;
+        }
+        ioff = run_align_up(ioff + d[k]->nbytes);
+    }
+    s->io_bytes = ioff;
+    return n_io;
+}
+
+/* Adds what the graph of a step of n tokens (one output, input slot) on stage s holds
+ * on the server to *graphs (server: cmd_graph_register's charge, its
+ * leaves, nodes and plan) and raises *scratch to its scratch arena
+ * (baton_graph_validate). 0, or nonzero where the graph does not build or
+ * validate here (its registration then says why). The graph is built in
+ * s->leaves / s->nodes, which registration reuses. */
+static int step_graph_bytes(struct run *r, struct stage_rt *s, uint32_t n, uint32_t slot,
+                            uint64_t *graphs, uint64_t *scratch)
+{
+    struct baton_llama_graph_inputs in;
+    struct baton_node_plan *plan;
+    struct baton_gb gb;
+    uint64_t need = 0;
+    int rc;
+
+    baton_gb_init(&gb, s->leaves, s->cap_leaves, s->nodes, s->cap_nodes);
+    rc = baton_llama_build_stage_out(&r->hp, &s->st, n, 1, slot, r->want_logits, &gb, &in);
+    if (rc != 0)
+        return rc;
+    plan = calloc(gb.g.n_nodes ? gb.g.n_nodes : 1, sizeof *plan);
+    rc = plan ? baton_graph_validate(&gb.g, s->cap_nodes, plan, &need) : BATON_E_NOMEM;
+    free(plan);
+    if (rc != 0)
+        return rc;
+    *graphs += (uint64_t)gb.g.n_leaves * sizeof(struct baton_tensor_desc) +
+               (uint64_t)gb.g.n_nodes *
+                   (sizeof(struct baton_graph_node) + sizeof(struct baton_node_plan));
+    if (need > *scratch)
+        *scratch = need;
+    return 0;
+}
+
+/* What stage s's steps need on the server beyond its buffers: the graphs
+ * the run registers and the scratch arena of the largest. One sequence: the
+ * step shapes baton_run registers (full prefill ubatches, the prompt's rest,
+ * the decode step), each once per input slot, so the figure is the
+ * server's own. Several sequences: the prefill ubatch's graph only, a
+ * floor (their other shapes are registered as the run needs them). 0 where
+ * a graph does not build or validate here. */
+static uint64_t step_bytes(struct run *r, struct stage_rt *s)
+{
+    const uint32_t n_prompt = (uint32_t)r->n_prompt_max;
+    const uint32_t shapes[3] = {n_prompt >= r->n_ubatch ? r->n_ubatch : 0,
+                                r->seqs ? 0 : n_prompt % r->n_ubatch,
+                                !r->seqs && r->cfg->n_predict > 1 ? 1 : 0};
+    uint64_t graphs = 0, scratch = 0;
+
+    for (uint32_t i = 0; i < 3; i++) {
+        uint32_t j;
+
+        for (j = 0; j < i && shapes[j] != shapes[i]; j++)
+            ;
+        if (shapes[i] == 0 || j < i)
+            continue;
+        for (uint32_t slot = 0; slot < (r->seqs ? 1 : run_stage_slots(r, s)); slot++)
+            if (step_graph_bytes(r, s, shapes[i], slot, &graphs, &scratch) != 0)
+                return 0;
+    }
+    return graphs + scratch;
+}
+
+/* What stage s's session holds on the server, at least, with a KV cache of
+ * n_cells cells of type: its weights, KV cache and I/O buffers (whole
+ * pages) and step_bytes. Leaves the KV-cache tensors at (type, n_cells);
+ * *step gets step_bytes. UINT64_MAX where that does not fit in 64 bits or a
+ * graph does not build. */
+static uint64_t session_need(struct run *r, struct stage_rt *s, uint32_t type, uint32_t n_cells,
+                             uint64_t *step)
+{
+    uint64_t n = run_page_up(s->weights_bytes), part[3];
+
+    *step = 0;
+    if (kv_descs(r, s, type, n_cells) != 0)
+        return UINT64_MAX;
+    *step = step_bytes(r, s);
+    part[0] = run_page_up(s->kv_bytes);
+    part[1] = run_page_up(s->io_bytes);
+    part[2] = *step;
+    for (int i = 0; i < 3; i++)
+        n = part[i] > UINT64_MAX - n ? UINT64_MAX : n + part[i];
+    return n;
+}
+
+/* The largest k in [1, hi] for which session_need with k x mult cells of
+ * type is within lim (it grows with k); 0 when none is. */
+static uint32_t session_fit(struct run *r, struct stage_rt *s, uint32_t type, uint32_t hi,
+                            uint32_t mult, uint64_t lim)
+{
+    uint32_t lo = 0;
+    uint64_t step;
+
+    while (lo < hi) {
+        const uint32_t mid = lo + (hi - lo + 1) / 2;
+        const uint64_t cells = (uint64_t)mid * mult;
+
+        if (cells > UINT32_MAX || session_need(r, s, type, (uint32_t)cells, &step) > lim)
+            hi = mid - 1;
+        else
+            lo = mid;
+    }
+    return lo;
+}
+
+/* Before the weights go up: does stage s's session hold its weights, KV
+ * cache, I/O buffers and its steps' graphs and scratch arena (step_bytes)
+ * within lim, the most the server lets one session hold (DEVICE_INFO
+ * max_buffer_bytes, the smaller of its total memory and the session quota;
+ * 0: no figure)? A weights buffer past the limit alone is left to its
+ * ALLOC_BUFFER, which weights_alloc_hint explains. 0 when it fits, 1 after
+ * a message in terms of what the user sets (--ctx, --parallel, --kv-type,
+ * --ubatch, --split), with the largest --ctx and --parallel that fit. */
+static int session_check(struct run *r, struct stage_rt *s, const struct baton_device_info *info)
+{
+    const struct baton_run_config *cfg = r->cfg;
+    const uint64_t lim = info->max_buffer_bytes;
+    const uint32_t n_layers = s->st.layer_end - s->st.layer_begin;
+    /* the quota, not the server's whole memory, sets the session's limit */
+    const int quota = lim < info->total_memory;
+    const char *const who = r->local ? "the in-process stages allow one session (3/4 of this "
+                                       "machine's memory)"
+                          : quota ? "the server allows one session (batond --session-memory-bytes)"
+                                  : "the server has for all sessions (batond --total-memory-bytes)";
+    char limit[32], held[32], ios[32], steps[32], why[512], ub[96];
+    struct run_kv_fits fits;
+    uint64_t step, kv_bytes;
+
+    if (lim == 0 || run_page_up(s->weights_bytes) > lim ||
+        session_need(r, s, cfg->kv_type, r->n_cells, &step) <= lim)
+        return 0;
+    kv_bytes = s->kv_bytes;
+    run_format_bytes(limit, sizeof limit, lim);
+    run_format_bytes(held, sizeof held, s->weights_bytes);
+    run_format_bytes(ios, sizeof ios, s->io_bytes);
+    run_format_bytes(steps, sizeof steps, step);
+    run_ubatch_name(r, ub, sizeof ub);
+    /* what fits: positions per sequence, sequences at this --ctx, half
+     * the bytes at this --ctx */
+    fits.ctx = session_fit(r, s, cfg->kv_type, cfg->n_ctx, r->n_seq, lim);
+    fits.seqs = r->n_seq > 1 ? session_fit(r, s, cfg->kv_type, r->n_seq, cfg->n_ctx, lim) : 0;
+    fits.f16 = cfg->kv_type != BATON_TYPE_F16 &&
+               session_need(r, s, BATON_TYPE_F16, r->n_cells, &step) <= lim;
+    if (fits.ctx == 0) { /* not even one position: not the KV cache's fault */
+        (void)session_need(r, s, cfg->kv_type, r->n_seq, &step);
+        run_format_bytes(steps, sizeof steps, step);
+        stage_msg(r,
+                  "stage %u (%s, %u layer%s) needs %s of weights, %s of I/O buffers and %s "
+                  "for its graphs and a step's scratch arena (%s) with a KV cache of one "
+                  "position: more than the %s %s\n",
+                  s->index + 1, s->endpoint, n_layers, n_layers == 1 ? "" : "s", held, ios,
+                  steps, ub, limit, who);
+        stage_msg(r, "to fit: %s%s%s\n", r->n_ubatch > 1 ? "a smaller --ubatch, " : "",
+                  n_layers > 1 && !r->local ? "fewer layers on the stage (--split, or one more "
+                                              "server in --servers), "
+                                            : "",
+                  r->local ? "or servers with more memory (--servers)"
+                  : quota  ? "or a batond with a larger --session-memory-bytes"
+                           : "or a batond with a larger --total-memory-bytes");
+        return 1;
+    }
+    if (run_page_up(kv_bytes) > lim)
+        snprintf(why, sizeof why, "%s at most %s in one buffer%s",
+                 r->local ? "the in-process stages (3/4 of this machine's memory, shared "
+                            "by every stage) allow"
+                          : "the server allows",
+                 limit,
+                 r->local || !quota ? ""
+                                    : " (its memory for one session, batond "
+                                      "--session-memory-bytes)");
+    else
+        snprintf(why, sizeof why,
+                 "with the stage's %s of weights, %s of I/O buffers and %s for its graphs and "
+                 "a step's scratch arena (%s), that is more than the %s %s",
+                 held, ios, steps, ub, limit, who);
+    return kv_fail(r, s, kv_bytes, why, quota, &fits);
+}
+
 int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
 {
     const struct baton_llama_hparams *hp = &r->hp;
@@ -101,7 +368,9 @@ int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
     const uint64_t kv_dim = (uint64_t)hp->head_dim * hp->n_head_kv;
     struct upload_item *items;
     uint32_t n_items = 0, i, l;
-    uint64_t off = 0, done = 0, kv_bytes = 0;
+    uint64_t off = 0, done = 0;
+    struct baton_tensor_desc *io_d[IO_MAX];
+    uint32_t n_io;
     int ret = 1, rc;
     char name[96];
     struct baton_device_info info;
@@ -131,9 +400,6 @@ int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
                   s->index + 1, s->endpoint);
         goto out;
     }
-    /* fits in 64 bits: baton_run checked every stage before connecting */
-    (void)baton_run_kv_cache_bytes(hp->head_dim, hp->n_head_kv, r->n_cells, n_local,
-                                   r->cfg->kv_type == BATON_TYPE_F16 ? 2 : 4, &kv_bytes);
     if (st->first && place(r, items, &n_items, &off, "token_embd.weight", hp->n_embd,
                            hp->n_vocab, &st->tok_embd) != 0)
         goto out;
@@ -218,34 +484,30 @@ int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
         }
     }
     s->weights_bytes = run_align_up(off);
-    /* a KV cache that no buffer of the server can hold, or that the
-     * session's memory cannot hold beside the stage's weights, is said now,
-     * in terms of --ctx, before the weights are uploaded for nothing (a
-     * weights buffer past it alone gets weights_alloc_hint's figures below) */
-    if (info.max_buffer_bytes != 0 &&
-        (kv_bytes > info.max_buffer_bytes ||
-         (s->weights_bytes <= info.max_buffer_bytes &&
-          kv_bytes > info.max_buffer_bytes - s->weights_bytes))) {
-        const int alone = kv_bytes > info.max_buffer_bytes;
-        char limit[32], held[32], why[224];
-
-        run_format_bytes(limit, sizeof limit, info.max_buffer_bytes);
-        run_format_bytes(held, sizeof held, s->weights_bytes);
-        if (alone)
-            snprintf(why, sizeof why, "%s at most %s in one buffer",
-                     r->local ? "the in-process stages (3/4 of this machine's memory, shared "
-                                "by every stage) allow"
-                              : "the server allows",
-                     limit);
-        else
-            snprintf(why, sizeof why,
-                     "with the stage's %s of weights that is more than the %s %s", held, limit,
-                     r->local ? "the in-process stages allow one session (3/4 of this "
-                                "machine's memory)"
-                              : "the server allows one session (batond --session-memory-bytes)");
-        ret = kv_fail(r, s, kv_bytes, why, !alone);
+    rc = kv_descs(r, s, r->cfg->kv_type, r->n_cells);
+    if (rc != 0) {
+        stage_msg(r, "KV cache size: %s\n", baton_status_str(rc));
         goto out;
     }
+    n_io = io_descs(r, s, io_d);
+    if (n_io == 0)
+        goto out;
+    s->cap_leaves = baton_llama_max_leaves(st);
+    s->cap_nodes = baton_llama_max_nodes(st);
+    s->leaves = calloc(s->cap_leaves, sizeof(*s->leaves));
+    s->nodes = calloc(s->cap_nodes, sizeof(*s->nodes));
+    if (s->leaves == NULL || s->nodes == NULL) {
+        stage_msg(r, "out of memory\n");
+        goto out;
+    }
+    /* what the session cannot hold is said now, in terms of --ctx and
+     * --ubatch, before the weights are uploaded for nothing */
+    if (session_check(r, s, &info) != 0)
+        goto out;
+    /* the KV cache's tensors as this run has them (session_check may have
+     * tried others); it fit in 64 bits above */
+    (void)kv_descs(r, s, r->cfg->kv_type, r->n_cells);
+    s->session_limit = info.max_buffer_bytes;
     rc = baton_alloc_buffer(s->conn, s->weights_bytes, &s->weights_buf);
     if (rc != 0) {
         ret = stage_fail(r, s, "ALLOC_BUFFER (weights)", rc);
@@ -306,109 +568,36 @@ int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
             s->index + 1, r->n_stages, s->endpoint, (double)done / 1048576.0, n_items);
     *bytes_total += (double)done;
 
-    /* KV cache: per local layer k and v, F32 or F16 (--kv-type) {head_dim,
-     * n_ctx, n_head_kv}
-     * (kv-head-major, as ATTENTION defines them: core/ops.h) */
-    {
-        uint64_t koff = 0;
+    /* the KV cache (kv_descs) */
+    rc = baton_alloc_buffer(s->conn, s->kv_bytes, &s->kv_buf);
+    /* only a refusal for memory is the size's fault; E_LIMIT here is the
+     * server's table of buffers, full (a size past the server's memory
+     * was refused above), and is reported as the server said it */
+    if (rc == BATON_E_QUOTA || rc == BATON_E_NOMEM) {
+        char why[160], held[32];
 
-        for (l = 0; l < n_local; l++) {
-            struct baton_llama_layer *L = &st->layers[l];
-
-            rc = baton_tensor_init(&L->k_cache, 0, koff, r->cfg->kv_type, hp->head_dim,
-                                   r->n_cells, hp->n_head_kv, 1);
-            koff = run_align_up(koff + L->k_cache.nbytes);
-            if (rc == 0)
-                rc = baton_tensor_init(&L->v_cache, 0, koff, r->cfg->kv_type, hp->head_dim,
-                                       r->n_cells, hp->n_head_kv, 1);
-            koff = run_align_up(koff + L->v_cache.nbytes);
-            if (rc != 0) {
-                stage_msg(r, "KV cache size: %s\n", baton_status_str(rc));
-                goto out;
-            }
-        }
-        s->kv_bytes = koff ? koff : ALIGN; /* == kv_bytes (baton_run_kv_cache_bytes) */
-        rc = baton_alloc_buffer(s->conn, s->kv_bytes, &s->kv_buf);
-        /* only a refusal for memory is the size's fault; E_LIMIT here is the
-         * server's table of buffers, full (a size past the server's memory
-         * was refused above), and is reported as the server said it */
-        if (rc == BATON_E_QUOTA || rc == BATON_E_NOMEM) {
-            char why[160], held[32];
-
-            run_format_bytes(held, sizeof held, s->weights_bytes);
-            snprintf(why, sizeof why, "the server refused it: %s (%s), with %s of weights held",
-                     baton_status_name(rc), baton_status_str(rc), held);
-            ret = kv_fail(r, s, s->kv_bytes, why, rc == BATON_E_QUOTA);
-            goto out;
-        }
-        if (rc != 0) {
-            ret = stage_fail(r, s, "ALLOC_BUFFER (KV cache)", rc);
-            goto out;
-        }
-        for (l = 0; l < n_local; l++) {
-            st->layers[l].k_cache.buffer = s->kv_buf;
-            st->layers[l].v_cache.buffer = s->kv_buf;
-        }
-    }
-
-    /* I/O tensors: the hidden state comes in through n_slots slots (not
-     * on the first stage) and goes out of hidden_out (not on the last) */
-    {
-        struct baton_llama_io *io = &st->io;
-        const uint32_t u = r->n_tok_max;
-        /* input slots: the hidden state's (not on the first stage), or the
-         * token ids' (the first stage of several: the decode ring over
-         * pipeline groups writes them ahead, run_plan.c) */
-        const uint32_t n_in = st->first && st->last ? 1 : r->n_slots;
-        uint64_t ioff = 0;
-        struct baton_tensor_desc *d[7 + BATON_LLAMA_MAX_SLOTS] = {
-            &io->pos, &io->last_idx, &io->logits, &io->argmax, &io->sample, &io->hidden_out};
-        uint32_t types[7 + BATON_LLAMA_MAX_SLOTS] = {BATON_TYPE_I32, BATON_TYPE_I32,
-                                                     BATON_TYPE_F32, BATON_TYPE_I32,
-                                                     BATON_TYPE_I32, BATON_TYPE_F32};
-        /* several sequences: {n,3} positions, an argmax per token; SAMPLE's
-         * parameters: 6 words per output token */
-        uint64_t ne0[7 + BATON_LLAMA_MAX_SLOTS] = {r->seqs ? 3ull * u : u, r->seqs ? u : 1,
-                                                   hp->n_vocab,
-                                                   r->seqs ? u : 1, 6ull * (r->seqs ? u : 1),
-                                                   hp->n_embd};
-        uint64_t ne1[7 + BATON_LLAMA_MAX_SLOTS] = {1, 1, 1, 1, 1, u};
-        uint32_t n_io = st->last ? 5 : 6, k;
-
-        io->n_slots = n_in;
-        for (k = 0; k < n_in; k++) {
-            d[n_io] = st->first ? &io->tokens[k] : &io->hidden_in[k];
-            types[n_io] = st->first ? BATON_TYPE_I32 : BATON_TYPE_F32;
-            ne0[n_io] = st->first ? u : hp->n_embd;
-            ne1[n_io] = st->first ? 1 : u;
-            n_io++;
-        }
-        for (k = 0; k < n_io; k++) {
-            rc = baton_tensor_init(d[k], 0, ioff, types[k], ne0[k], ne1[k], 1, 1);
-            if (rc != 0) {
-                stage_msg(r, "I/O tensor size: %s\n", baton_status_str(rc));
-                goto out;
-            }
-            ioff = run_align_up(ioff + d[k]->nbytes);
-        }
-        s->io_bytes = ioff;
-        rc = baton_alloc_buffer(s->conn, s->io_bytes, &s->io_buf);
-        if (rc != 0) {
-            ret = stage_fail(r, s, "ALLOC_BUFFER (I/O)", rc);
-            goto out;
-        }
-        for (k = 0; k < n_io; k++)
-            d[k]->buffer = s->io_buf;
-    }
-
-    s->cap_leaves = baton_llama_max_leaves(st);
-    s->cap_nodes = baton_llama_max_nodes(st);
-    s->leaves = calloc(s->cap_leaves, sizeof(*s->leaves));
-    s->nodes = calloc(s->cap_nodes, sizeof(*s->nodes));
-    if (s->leaves == NULL || s->nodes == NULL) {
-        stage_msg(r, "out of memory\n");
+        run_format_bytes(held, sizeof held, s->weights_bytes);
+        snprintf(why, sizeof why, "the server refused it: %s (%s), with %s of weights held",
+                 baton_status_name(rc), baton_status_str(rc), held);
+        ret = kv_fail(r, s, s->kv_bytes, why, rc == BATON_E_QUOTA, NULL);
         goto out;
     }
+    if (rc != 0) {
+        ret = stage_fail(r, s, "ALLOC_BUFFER (KV cache)", rc);
+        goto out;
+    }
+    for (l = 0; l < n_local; l++) {
+        st->layers[l].k_cache.buffer = s->kv_buf;
+        st->layers[l].v_cache.buffer = s->kv_buf;
+    }
+    /* the I/O tensors (io_descs) */
+    rc = baton_alloc_buffer(s->conn, s->io_bytes, &s->io_buf);
+    if (rc != 0) {
+        ret = stage_fail(r, s, "ALLOC_BUFFER (I/O)", rc);
+        goto out;
+    }
+    for (i = 0; i < n_io; i++)
+        io_d[i]->buffer = s->io_buf;
     ret = 0;
 out:
     free(items);

@@ -1,4 +1,5 @@
 /* buffer_hog PORT READY-FILE [SPARE]
+ * buffer_hog PORT READY-FILE --bytes N
  *
  * Fills a batond's server-wide table of buffers (BATON_MAX_BUFFERS): one
  * session on 127.0.0.1:PORT allocates 64-byte buffers until ALLOC_BUFFER
@@ -6,10 +7,13 @@
  * still holds to READY-FILE (a temporary file renamed into place), and then
  * keeps the session open until it is killed. A test can so make the
  * (SPARE + 1)-th ALLOC_BUFFER of another client fail with E_LIMIT while
- * memory is plentiful. Exit 1 when the table does not fill as expected, 2
- * on a usage error. */
+ * memory is plentiful. With --bytes N it allocates one buffer of N bytes
+ * instead (the server's memory for all sessions then has that much less
+ * free) and writes 1. Exit 1 when the table does not fill as expected (or
+ * the buffer is refused), 2 on a usage error. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "baton/client.h"
@@ -25,9 +29,13 @@ int main(int argc, char **argv)
     FILE *f;
     int rc = 0;
 
-    if (argc < 3 || argc > 4 || atoi(argv[1]) <= 0 || atoi(argv[1]) > 65535 ||
-        (argc == 4 && (atoi(argv[3]) < 0 || atoi(argv[3]) > 16))) {
-        fprintf(stderr, "usage: buffer_hog PORT READY-FILE [SPARE]\n");
+    const int by_bytes = argc == 5 && strcmp(argv[3], "--bytes") == 0;
+    const long long bytes = by_bytes ? atoll(argv[4]) : 0;
+
+    if (argc < 3 || argc > 5 || atoi(argv[1]) <= 0 || atoi(argv[1]) > 65535 ||
+        (argc == 4 && (atoi(argv[3]) < 0 || atoi(argv[3]) > 16)) ||
+        (argc == 5 && (!by_bytes || bytes <= 0))) {
+        fprintf(stderr, "usage: buffer_hog PORT READY-FILE [SPARE | --bytes N]\n");
         return 2;
     }
     if (argc == 4)
@@ -36,7 +44,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "buffer_hog: cannot connect to port %s\n", argv[1]);
         return 1;
     }
-    for (;;) {
+    if (by_bytes) {
+        uint64_t h;
+
+        rc = baton_alloc_buffer(c, (uint64_t)bytes, &h);
+        if (rc != 0) {
+            fprintf(stderr, "buffer_hog: ALLOC_BUFFER of %lld bytes: %s\n", bytes,
+                    baton_status_name(rc));
+            return 1;
+        }
+        n = 1;
+        spare = 0;
+    }
+    while (!by_bytes) {
         uint64_t h;
 
         rc = baton_alloc_buffer(c, 64, &h);
@@ -48,7 +68,7 @@ int main(int argc, char **argv)
         }
         handles[n++] = h;
     }
-    if (rc != BATON_E_LIMIT || n < spare) {
+    if (!by_bytes && (rc != BATON_E_LIMIT || n < spare)) {
         fprintf(stderr, "buffer_hog: after %u buffers: %s, not E_LIMIT\n", n,
                 baton_status_name(rc));
         return 1;

@@ -37,8 +37,9 @@ for cmd in run bench; do
     if [ "$cmd" = run ]; then args+=(--prompt "Once upon a time" -n 4); else args+=(-p 4 -n 2 --reps 1); fi
     want_fail 1 "$TMP/kv.err" "$BATON" "$cmd" "${args[@]}"
     has_match "$TMP/kv.err" "baton $cmd: --ctx 4000000000 needs 4\.7 TiB of KV cache on stage 1 \(local, 5 layers\); $allows"
-    # what shrinks it, without the server list of batond stages
-    has_line "$TMP/kv.err" "baton $cmd: to fit: a smaller --ctx, --kv-type f16 (half the bytes)"
+    # what shrinks it, without the server list of batond stages: the largest
+    # --ctx that fits (f16, 2.4 TiB, would not)
+    has_match "$TMP/kv.err" "baton $cmd: to fit: --ctx [0-9]{7,8} or less"
     ! grep -q "^upload:" "$TMP/kv.err" || fail "baton $cmd: weights uploaded before the KV check"
 done
 # split: the stage's own layers (3 of 5: 3.072e12 bytes)
@@ -48,45 +49,61 @@ has_match "$TMP/kv.err" "baton run: --ctx 4000000000 needs 2\.8 TiB of KV cache 
 
 # a batond whose session may hold 8 MiB: --ctx 8000 (9.8 MiB) is more than
 # its largest buffer; --ctx 6000 (7680000 bytes) is not, but with the 1.1
-# MiB of weights it is past the quota, refused before the upload
+# MiB of weights (and the I/O buffers, graphs and scratch arena) it is past
+# the quota, refused before the upload. The hint names the largest --ctx
+# that fits: 5209 positions (5210 is refused, 5209 runs: below)
 BATOND_EXTRA="${BATOND_EXTRA:-} --session-memory-bytes 8M" start_server q8
 q8=127.0.0.1:$PORT_q8
 want_fail 1 "$TMP/kv.err" "$BATON" run --model "$MODEL" --servers "$q8" --ctx 8000 --prompt x -n 2
-has_line "$TMP/kv.err" "baton run: --ctx 8000 needs 9.8 MiB of KV cache on stage 1 ($q8, 5 layers); the server allows at most 8.0 MiB in one buffer"
-has_line "$TMP/kv.err" "baton run: to fit: a smaller --ctx, --kv-type f16 (half the bytes), fewer layers on stage 1 (--split, or one more server in --servers)"
+has_line "$TMP/kv.err" "baton run: --ctx 8000 needs 9.8 MiB of KV cache on stage 1 ($q8, 5 layers); the server allows at most 8.0 MiB in one buffer (its memory for one session, batond --session-memory-bytes)"
+has_line "$TMP/kv.err" "baton run: to fit: --ctx 5209 or less, --kv-type f16 (half the bytes), fewer layers on stage 1 (--split, or one more server in --servers), or a batond with a larger --session-memory-bytes"
+want_fail 1 "$TMP/kv.err" "$BATON" run --model "$MODEL" --servers "$q8" --ctx 5210 --prompt x -n 2
+has_line "$TMP/kv.err" "baton run: to fit: --ctx 5209 or less, --kv-type f16 (half the bytes), fewer layers on stage 1 (--split, or one more server in --servers), or a batond with a larger --session-memory-bytes"
+"$BATON" run --model "$MODEL" --servers "$q8" --ctx 5209 --prompt x -n 2 --quiet 2>"$TMP/ok.err" ||
+    fail "--ctx 5209, named as fitting, on the 8 MiB server: $(cat "$TMP/ok.err")"
 # a --ctx that is already the prompt + -n: the hint names the prompt and -n
 ids7000=$(python3 -c 'print(",".join(["5"] * 7000))')
 want_fail 1 "$TMP/kv.err" "$BATON" run --model "$MODEL" --servers "$q8" --ctx 8000 \
     --prompt-ids "$ids7000" -n 1000
-has_line "$TMP/kv.err" "baton run: to fit: a shorter prompt or a smaller -n (--ctx is already the prompt + -n), --kv-type f16 (half the bytes), fewer layers on stage 1 (--split, or one more server in --servers)"
+has_line "$TMP/kv.err" "baton run: to fit: a shorter prompt or a smaller -n (at most 4227 positions with the prompt; --ctx is already the prompt + -n), fewer layers on stage 1 (--split, or one more server in --servers), or a batond with a larger --session-memory-bytes"
 # an f16 cache is not offered f16 again
 want_fail 1 "$TMP/kv.err" "$BATON" run --model "$MODEL" --servers "$q8" --ctx 16000 --kv-type f16 \
     --prompt x -n 2
-has_line "$TMP/kv.err" "baton run: to fit: a smaller --ctx, fewer layers on stage 1 (--split, or one more server in --servers)"
+has_line "$TMP/kv.err" "baton run: to fit: --ctx 9670 or less, fewer layers on stage 1 (--split, or one more server in --servers), or a batond with a larger --session-memory-bytes"
 ! grep -q "^upload:" "$TMP/kv.err" || fail "weights uploaded before the KV check"
 for cmd in run bench; do
     args=(--model "$MODEL" --servers "$q8" --ctx 6000)
     if [ "$cmd" = run ]; then args+=(--prompt x -n 2); else args+=(-p 4 -n 2 --reps 1); fi
     want_fail 1 "$TMP/kv.err" "$BATON" "$cmd" "${args[@]}"
-    has_line "$TMP/kv.err" "baton $cmd: --ctx 6000 needs 7.3 MiB of KV cache on stage 1 ($q8, 5 layers); with the stage's 1.1 MiB of weights that is more than the 8.0 MiB the server allows one session (batond --session-memory-bytes)"
+    # (run's prompt "x" is 3 tokens, bench's 4: their steps differ a little)
+    if [ "$cmd" = run ]; then step="605.0 KiB"; n=3; fit=5209; else step="793.7 KiB"; n=4; fit=5090; fi
+    has_line "$TMP/kv.err" "baton $cmd: --ctx 6000 needs 7.3 MiB of KV cache on stage 1 ($q8, 5 layers); with the stage's 1.1 MiB of weights, 2.3 KiB of I/O buffers and $step for its graphs and a step's scratch arena (the prompt's $n tokens; the default --ubatch is 512), that is more than the 8.0 MiB the server allows one session (batond --session-memory-bytes)"
     ! grep -q "^upload:" "$TMP/kv.err" || fail "baton $cmd: weights uploaded before the session check"
-    has_line "$TMP/kv.err" "baton $cmd: to fit: a smaller --ctx, --kv-type f16 (half the bytes), fewer layers on stage 1 (--split, or one more server in --servers), or a batond with a larger --session-memory-bytes"
+    has_line "$TMP/kv.err" "baton $cmd: to fit: --ctx $fit or less, --kv-type f16 (half the bytes), fewer layers on stage 1 (--split, or one more server in --servers), or a batond with a larger --session-memory-bytes"
 done
 # without --ctx, the message names what set the context: run's default,
-# bench's -p + -n (+ 8 positions)
-BATOND_EXTRA="${BATOND_EXTRA:-} --session-memory-bytes 512K" start_server q512k
-q512k=127.0.0.1:$PORT_q512k
-want_fail 1 "$TMP/kv.err" "$BATON" run --model "$MODEL" --servers "$q512k" --prompt x -n 2
-has_line "$TMP/kv.err" "baton run: the default --ctx 512 needs 640.0 KiB of KV cache on stage 1 ($q512k, 5 layers); the server allows at most 512.0 KiB in one buffer"
-want_fail 1 "$TMP/kv.err" "$BATON" bench --model "$MODEL" --servers "$q512k" -p 400 -n 100 --reps 1
-has_line "$TMP/kv.err" "baton bench: -p 400 + -n 100 (a KV cache of 508 positions: -p + -n + 8, or the model's context length if less) needs 635.0 KiB of KV cache on stage 1 ($q512k, 5 layers); the server allows at most 512.0 KiB in one buffer"
-has_line "$TMP/kv.err" "baton bench: to fit: a smaller -p or -n, --kv-type f16 (half the bytes), fewer layers on stage 1 (--split, or one more server in --servers)"
+# bench's -p + -n (+ 8 positions); a session of 1800 KiB holds the weights,
+# I/O buffers and graphs but not the KV cache of 512 positions
+BATOND_EXTRA="${BATOND_EXTRA:-} --session-memory-bytes 1800K" start_server q1800k
+q1800k=127.0.0.1:$PORT_q1800k
+want_fail 1 "$TMP/kv.err" "$BATON" run --model "$MODEL" --servers "$q1800k" --prompt x -n 2
+has_line "$TMP/kv.err" "baton run: the default --ctx 512 needs 640.0 KiB of KV cache on stage 1 ($q1800k, 5 layers); with the stage's 1.1 MiB of weights, 2.3 KiB of I/O buffers and 90.5 KiB for its graphs and a step's scratch arena (the prompt's 3 tokens; the default --ubatch is 512), that is more than the 1.8 MiB the server allows one session (batond --session-memory-bytes)"
+has_line "$TMP/kv.err" "baton run: to fit: --ctx 451 or less, --kv-type f16 (half the bytes), fewer layers on stage 1 (--split, or one more server in --servers), or a batond with a larger --session-memory-bytes"
+want_fail 1 "$TMP/kv.err" "$BATON" bench --model "$MODEL" --servers "$q1800k" -p 4 -n 500 --reps 1
+has_line "$TMP/kv.err" "baton bench: -p 4 + -n 500 (a KV cache of 512 positions: -p + -n + 8, or the model's context length if less) needs 640.0 KiB of KV cache on stage 1 ($q1800k, 5 layers); with the stage's 1.1 MiB of weights, 2.3 KiB of I/O buffers and 107.7 KiB for its graphs and a step's scratch arena (the prompt's 4 tokens; the default --ubatch is 512), that is more than the 1.8 MiB the server allows one session (batond --session-memory-bytes)"
+has_line "$TMP/kv.err" "baton bench: to fit: a smaller -p or -n (a KV cache of at most 441 positions), --kv-type f16 (half the bytes), fewer layers on stage 1 (--split, or one more server in --servers), or a batond with a larger --session-memory-bytes"
 ! grep -q -- "--ctx" "$TMP/kv.err" || fail "bench without --ctx names --ctx: $(cat "$TMP/kv.err")"
-# (past the quota, with the weights: 948 positions, 1.2 MiB, and 1.1 MiB held)
+# 441 positions (-p 4 + -n 429 + 8) run on it
+"$BATON" bench --model "$MODEL" --servers "$q1800k" -p 4 -n 429 --reps 1 >/dev/null 2>"$TMP/ok.err" ||
+    fail "bench -p 4 -n 429, named as fitting: $(cat "$TMP/ok.err")"
+# a prefill step of 512 tokens: its scratch arena alone is past a 2 MiB
+# session with the weights, whatever the context
 BATOND_EXTRA="${BATOND_EXTRA:-} --session-memory-bytes 2M" start_server q2m
 q2m=127.0.0.1:$PORT_q2m
 want_fail 1 "$TMP/kv.err" "$BATON" bench --model "$MODEL" --servers "$q2m" -p 900 -n 40 --reps 1
-has_line "$TMP/kv.err" "baton bench: -p 900 + -n 40 (a KV cache of 948 positions: -p + -n + 8, or the model's context length if less) needs 1.2 MiB of KV cache on stage 1 ($q2m, 5 layers); with the stage's 1.1 MiB of weights that is more than the 2.0 MiB the server allows one session (batond --session-memory-bytes)"
+has_line "$TMP/kv.err" "baton bench: stage 1 ($q2m, 5 layers) needs 1.1 MiB of weights, 6.2 KiB of I/O buffers and 1.4 MiB for its graphs and a step's scratch arena (the default --ubatch 512) with a KV cache of one position: more than the 2.0 MiB the server allows one session (batond --session-memory-bytes)"
+has_line "$TMP/kv.err" "baton bench: to fit: a smaller --ubatch, fewer layers on the stage (--split, or one more server in --servers), or a batond with a larger --session-memory-bytes"
+! grep -q "^upload:" "$TMP/kv.err" || fail "bench -p 900: weights uploaded before the session check"
 # the same server runs a context it can hold
 "$BATON" run --model "$MODEL" --servers "$q8" --ctx 512 --prompt x -n 2 --quiet 2>"$TMP/ok.err" ||
     fail "--ctx 512 on the 8 MiB server: $(cat "$TMP/ok.err")"

@@ -34,30 +34,40 @@ want_fail() {
 has_line() { grep -qxF -- "$2" "$1" || fail "no line '$2' in: $(cat "$1")"; }
 
 # --- run: the streamed prompt's line is ended before the error ---
-# a session memory of 1900 KiB holds stories260K's buffers (weights, KV
-# cache, I/O) and its registered graphs, but not the prefill's scratch: the
-# first GRAPH_RUN (after the prompt is written to stdout) is refused
-BATOND_EXTRA="${BATOND_EXTRA:-} --session-memory-bytes 1900K" start_server quota
+# a server with 3000000 bytes for all sessions, 1100000 of them held by
+# another session (buffer_hog --bytes), leaves stories260K's session its
+# buffers (weights, KV cache, I/O) and registered graphs, but not the
+# prefill's scratch arena: the first GRAPH_RUN (after the prompt is written
+# to stdout) is refused. Its own limit (the total) fits all of it, so the
+# check before the upload lets it through.
+BATOND_EXTRA="${BATOND_EXTRA:-} --total-memory-bytes 3000000" start_server quota
 quota=127.0.0.1:$PORT_quota
+"$HOG" "$PORT_quota" "$TMP/quota.ready" --bytes 1100000 &
+PIDS+=("$!")
+for _ in $(seq 100); do [ -s "$TMP/quota.ready" ] && break; sleep 0.05; done
+[ "$(cat "$TMP/quota.ready")" = 1 ] || fail "buffer_hog --bytes did not hold its buffer"
 want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$MODEL" --servers "$quota" \
     --prompt "Once upon a time" -n 4
 printf 'Once upon a time\n' >"$TMP/want.out"
 cmp -s "$TMP/want.out" "$TMP/run.out" ||
     fail "stdout is not the prompt and a newline: $(od -c "$TMP/run.out")"
-[ "$(tail -n 2 "$TMP/run.err" | head -n 1)" = "baton run: stage 1 ($quota): GRAPH_RUN failed: E_QUOTA (memory quota exhausted)" ] ||
+[ "$(tail -n 3 "$TMP/run.err" | head -n 1)" = "baton run: stage 1 ($quota): GRAPH_RUN failed: E_QUOTA (memory quota exhausted)" ] ||
     fail "stderr: $(cat "$TMP/run.err")"
-# ... and says what the user can lower, and what else the session's memory holds
-[ "$(tail -n 1 "$TMP/run.err")" = "baton run: a step's scratch and compute on the server grow with the KV-cache cells (the default --ctx 512) and the tokens of a step (--ubatch 5), its nodes with the stage's layers (--split); the scratch arena is at most 1.0 GiB per session (fixed) and shares the session's memory (batond --session-memory-bytes) with the stage's weights and KV cache; batond --print-policy shows the server's other limits (session_memory_bytes, max_graph_flops, max_graph_nodes)" ] ||
+# ... and says what the user can lower, and what else the session's memory
+# holds (no --ubatch was given: the step is the prompt's 5 tokens)
+[ "$(tail -n 2 "$TMP/run.err" | head -n 1)" = "baton run: a step's scratch and compute on the server grow with the KV-cache cells (the default --ctx 512) and the tokens of a step (the prompt's 5 tokens; the default --ubatch is 512), its nodes with the stage's layers (--split); the scratch arena is at most 1.0 GiB per session (fixed) and shares the session's memory (batond --session-memory-bytes) with the stage's weights and KV cache; batond --print-policy shows the server's other limits (session_memory_bytes, max_graph_flops, max_graph_nodes)" ] ||
+    fail "hint line: $(cat "$TMP/run.err")"
+[ "$(tail -n 1 "$TMP/run.err")" = "baton run: stage 1's session holds 1.1 MiB of weights, 640.0 KiB of KV cache and 2.3 KiB of I/O buffers of the 2.9 MiB the server allows one session; its registered graphs and a step's scratch arena need more than the rest, or than other sessions leave free of the server's memory" ] ||
     fail "last stderr line: $(cat "$TMP/run.err")"
 # batond's log names the limit, before the command's error line
-grep -A1 -E "^batond: session [0-9]+: a graph needs a scratch arena of [0-9]+ bytes; the session holds [0-9]+ bytes \([0-9.]+ MiB\) of its memory limit of 1945600 bytes \(1\.9 MiB\) \(session_memory_bytes\)\$" \
+grep -A1 -E "^batond: session [0-9]+: a graph's scratch arena of [0-9]+ bytes( \([0-9.]+ [KM]iB\))? does not fit the memory still free of all sessions \(total_memory_bytes\)\$" \
     "$TMP/batond.quota.log" | grep -qE "^batond: session [0-9]+ GRAPH_RUN: E_QUOTA\$" ||
-    fail "batond's log does not name session_memory_bytes: $(cat "$TMP/batond.quota.log")"
+    fail "batond's log does not name total_memory_bytes: $(cat "$TMP/batond.quota.log")"
 # stdout and stderr to one file, as a terminal shows them: two lines
 rc=0
 "$BATON" run --model "$MODEL" --servers "$quota" --prompt "Once upon a time" -n 4 \
     >"$TMP/both" 2>&1 || rc=$?
-[ "$rc" -eq 1 ] || fail "run on the 1900K-session server: exit $rc"
+[ "$rc" -eq 1 ] || fail "run on the server short of memory: exit $rc"
 has_line "$TMP/both" "Once upon a time"
 has_line "$TMP/both" "baton run: stage 1 ($quota): GRAPH_RUN failed: E_QUOTA (memory quota exhausted)"
 # --quiet streams nothing, so nothing is added to stdout
@@ -82,7 +92,7 @@ register_refused() {
         fail "$1: no graph figures: $(cat "$TMP/run.err")"
     [ "$(tail -n 2 "$TMP/run.err" | head -n 1)" = "baton run: the run registers 2 graphs on stage 1 (2 step shapes x 1 input slot); a server keeps at most max_graphs_per_session of them ($3), and refuses a graph over its node or compute limits too" ] ||
         fail "$1 graphs line: $(cat "$TMP/run.err")"
-    [ "$(tail -n 1 "$TMP/run.err")" = "baton run: a step's scratch and compute on the server grow with the KV-cache cells (the default --ctx 512) and the tokens of a step (--ubatch 5), its nodes with the stage's layers (--split); the scratch arena is at most 1.0 GiB per session (fixed); $4 (session_memory_bytes, max_graph_flops, max_graph_nodes)" ] ||
+    [ "$(tail -n 1 "$TMP/run.err")" = "baton run: a step's scratch and compute on the server grow with the KV-cache cells (the default --ctx 512) and the tokens of a step (the prompt's 5 tokens; the default --ubatch is 512), its nodes with the stage's layers (--split); the scratch arena is at most 1.0 GiB per session (fixed); $4 (session_memory_bytes, max_graph_flops, max_graph_nodes)" ] ||
         fail "$1 last stderr line: $(cat "$TMP/run.err")"
 }
 register_refused flops "$flops" "batond --max-graphs-per-session, default 32" \

@@ -415,7 +415,9 @@ BATOND_EXTRA="${BATOND_EXTRA:-} --key $K --session-memory-bytes 4M" start_server
 want 1 "--ctx 512 x 8 sequences (--parallel) needs" --prompt-file "$TMP/prompts.txt" --parallel 8 \
     --ctx 512 --servers "127.0.0.1:$PORT_small" --key "$K"
 grep -q "the server allows at most 4.0 MiB in one buffer" "$TMP/err" || fail "--parallel 8 on a small server: $(cat "$TMP/err")"
-grep -qx "baton run: to fit: a smaller --ctx, fewer sequences (--parallel), --kv-type f16 (half the bytes), fewer layers on stage 1 (--split, or one more server in --servers)" "$TMP/err" ||
+# the hint names the largest --ctx and --parallel that fit (f16 would not,
+# beside the prefill's scratch arena)
+grep -qxE "baton run: to fit: --ctx [0-9]+ or less, --parallel [1-7] or fewer, fewer layers on stage 1 \(--split, or one more server in --servers\), or a batond with a larger --session-memory-bytes" "$TMP/err" ||
     fail "--parallel 8 on a small server, no hint: $(cat "$TMP/err")"
 # --parallel past the prompts: as many sequences as prompts, and the message says why
 want 1 "--ctx 512 x 10 sequences (--parallel 64, 10 prompts) needs" --prompt-file "$TMP/prompts.txt" \
