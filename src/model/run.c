@@ -504,6 +504,7 @@ static void free_run(struct run *r)
             if (s->conn)
                 baton_conn_close(s->conn);
             free(s->st.layers);
+            free(s->items);
             free(s->leaves);
             free(s->nodes);
         }
@@ -644,9 +645,16 @@ int baton_run(const struct baton_run_config *cfg)
                       i + 1, r.stages[i].endpoint);
             goto out;
         }
-        if (run_upload_stage(&r, &r.stages[i], &bytes) != 0)
+        if (run_prepare_stage(&r, &r.stages[i]) != 0)
             goto out;
     }
+    /* what a session cannot hold is said now, for every stage, before any
+     * weights are uploaded for nothing */
+    if (run_check_sessions(&r) != 0)
+        goto out;
+    for (i = 0; i < r.n_stages; i++)
+        if (run_upload_stage(&r, &r.stages[i], &bytes) != 0)
+            goto out;
     if (run_setup_direct(&r) != 0)
         goto out;
     if (r.seqs) {

@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "baton/client.h"
+#include "model/gguf.h"
 #include "model/llama.h"
 #include "model/run.h"
 
@@ -50,6 +51,12 @@ struct boundary {
     float *host[BATON_LLAMA_MAX_SLOTS]; /* hub path: the hidden state through the coordinator */
 };
 
+/* One weight to upload: where it comes from and where it goes. */
+struct upload_item {
+    struct baton_gguf_tensor src;
+    struct baton_tensor_desc *dst;
+};
+
 struct stage_rt {
     uint32_t index; /* 0-based */
     char endpoint[RUN_ENDPOINT_MAX];
@@ -68,11 +75,16 @@ struct stage_rt {
     uint64_t weights_buf, kv_buf, io_buf;
     uint64_t weights_bytes, kv_bytes, io_bytes;
     uint64_t session_limit; /* DEVICE_INFO max_buffer_bytes: what one session may hold */
+    struct baton_device_info info; /* the server's, read by run_prepare_stage */
+    struct upload_item *items;     /* the stage's weights (run_prepare_stage), n_items */
+    uint32_t n_items;
     struct baton_tensor_desc *leaves; /* graph building */
     struct baton_graph_node *nodes;
     uint32_t cap_leaves, cap_nodes;
     struct stage_graph graphs[RUN_MAX_GRAPHS];
     uint32_t n_graphs;
+    uint64_t graphs_charged; /* what the registered graphs hold on the server */
+    uint64_t scratch_max;    /* the scratch arena of the largest of them */
 };
 
 struct run {
@@ -190,6 +202,13 @@ struct run_kv_fits {
  * only where it fits. Returns 1. */
 int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const char *why,
             int quota, const struct run_kv_fits *fits);
+/* kv_fail's first line alone: what the KV cache needs on stage s, and why
+ * it does not fit ("; " then why). */
+void kv_need_line(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const char *why);
+/* kv_fail's second line alone: what would fit. s names the stage whose
+ * layers a split could move (NULL: none). */
+void kv_fit_line(struct run *r, const struct stage_rt *s, int quota,
+                 const struct run_kv_fits *fits);
 /* The tokens of a prefill step, named as the user set them: "--ubatch 64",
  * "the default --ubatch 512", or "the prompt's 5 tokens; the default
  * --ubatch is 512". */
@@ -214,7 +233,22 @@ int run_setup_direct(struct run *r);
 int run_query_peer(struct stage_rt *s, uint64_t *sent, uint64_t *received);
 
 /* ---- run_upload.c ---- */
-/* Uploads stage s's weights, allocates its KV cache and I/O buffers. */
+/* Reads stage s's DEVICE_INFO, finds its weights in the GGUF and lays out
+ * its weights, KV cache and I/O buffers (nothing sent yet). 0 or 1 after a
+ * message. */
+int run_prepare_stage(struct run *r, struct stage_rt *s);
+/* After every stage is prepared, before any upload: do the stages'
+ * sessions hold their weights, KV caches, I/O buffers, and the graphs the
+ * run registers with the largest step's scratch arena? Each within its
+ * server's limit for one session (DEVICE_INFO max_buffer_bytes), and the
+ * scratch arena within the fixed limit (BATON_SCRATCH_LIMIT_BYTES);
+ * in-process stages, which share one machine's memory, all together within
+ * it. 0, or 1 after a message in terms of what the user sets (--ctx,
+ * --parallel, --kv-type, --ubatch, --split), with the largest --ctx and
+ * --parallel with which every stage fits. */
+int run_check_sessions(struct run *r);
+/* Uploads stage s's weights, allocates its KV cache and I/O buffers
+ * (run_prepare_stage first). */
 int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total);
 /* Bytes of the hidden state of one ubatch (n_embd x n_ubatch floats). */
 uint64_t run_hidden_state_bytes(const struct run *r);
@@ -278,6 +312,14 @@ struct par_seq;
 /* Tokenizes and checks every prompt, sets r->seqs, n_seq, n_cells and
  * *max_prompt (the longest prompt's tokens). 0, 1 or 2 (usage; said). */
 int run_par_prepare(struct run *r, size_t *max_prompt);
+/* The step shapes a run of several sequences registers before it starts
+ * (run_par_register): token counts and outputs of the prefill ubatch, each
+ * prompt's rest in powers of two, the decode step per group and the mixed
+ * steps of continuous batching; at most RUN_PAR_SHAPES. Returns how many.
+ * (The shrunk decode steps registered after them are optional: a server
+ * short of room for them runs without.) */
+#define RUN_PAR_SHAPES 40
+uint32_t run_par_shapes(const struct run *r, uint32_t *counts, uint32_t *outs);
 /* Registers the step shapes of every prompt and the decode step. 0 or 1. */
 int run_par_register(struct run *r);
 /* Admits, prefills and decodes every prompt; prints the summary, writes

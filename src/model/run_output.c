@@ -114,20 +114,11 @@ void run_ctx_name(const struct baton_run_config *cfg, char *buf, size_t cap)
  * -p + -n): a server that cannot hold it for its size is reported in those
  * terms, with the bytes the stage needs, and why ("; the server ...").
  * Returns 1. */
-int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const char *why,
-            int quota, const struct run_kv_fits *fits)
+void kv_need_line(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const char *why)
 {
     const struct baton_run_config *cfg = r->cfg;
     const uint32_t n_layers = s->st.layer_end - s->st.layer_begin;
-    /* a --ctx that is already the longest prompt + -n cannot shrink */
-    const int ctx_min = (uint64_t)r->n_prompt_max + cfg->n_predict >= cfg->n_ctx;
-    const int bench = strcmp(run_seq_flag(cfg), "--npl") == 0;
-    const int known = fits != NULL;
-    const uint32_t ctx_fit = known ? fits->ctx : 0, seq_fit = known ? fits->seqs : 0;
-    /* a context that holds the longest prompt and one token more */
-    const int ctx_useful = known && ctx_fit > r->n_prompt_max;
-    char size[32], ctx[RUN_CTX_NAME_CAP], many[96] = "", shrink[160] = "";
-    char fewer_seq[64] = "", half[48] = "", fewer_layers[96] = "";
+    char size[32], ctx[RUN_CTX_NAME_CAP], many[96] = "";
 
     run_format_bytes(size, sizeof size, kv_bytes);
     run_ctx_name(cfg, ctx, sizeof ctx);
@@ -138,20 +129,48 @@ int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const ch
         snprintf(many, sizeof many, " x %u sequences (%s)", r->n_seq, run_seq_flag(cfg));
     stage_msg(r, "%s%s needs %s of KV cache on stage %u (%s, %u layer%s); %s\n", ctx, many, size,
               s->index + 1, s->endpoint, n_layers, n_layers == 1 ? "" : "s", why);
+}
+
+void kv_fit_line(struct run *r, const struct stage_rt *s, int quota,
+                 const struct run_kv_fits *fits)
+{
+    const struct baton_run_config *cfg = r->cfg;
+    const uint32_t n_layers = s ? s->st.layer_end - s->st.layer_begin : 0;
+    const uint64_t n_prompt = r->n_prompt_max;
+    /* a --ctx that is already the longest prompt + -n cannot shrink */
+    const int ctx_min = n_prompt + cfg->n_predict >= cfg->n_ctx;
+    const int bench = cfg->ctx_origin == BATON_CTX_BENCH ||
+                      (ctx_min && strcmp(run_seq_flag(cfg), "--npl") == 0);
+    const int known = fits != NULL;
+    const uint32_t ctx_fit = known ? fits->ctx : 0, seq_fit = known ? fits->seqs : 0;
+    /* a context that holds the longest prompt and one token more (bench:
+     * -p 1 + -n 1 + its 8 positions) */
+    const int ctx_useful = known && (bench ? ctx_fit >= 10 : ctx_fit > n_prompt);
+    const char *const each = r->n_seq > 1 ? " each" : "", *const s_fit = ctx_fit == 1 ? "" : "s";
+    char shrink[192] = "", fewer_seq[64] = "", half[48] = "", ubatch[32] = "";
+    char fewer_layers[96] = "";
+
     /* what shrinks it: the bytes are positions x sequences x layers x
      * (K + V) x the element size (baton_run_kv_cache_bytes) */
-    if (cfg->ctx_origin == BATON_CTX_BENCH || (ctx_min && bench))
-        snprintf(shrink, sizeof shrink, ctx_fit > 0 ? "a smaller -p or -n (a KV cache of at "
-                                                     "most %u positions%s)"
-                                                   : "a smaller -p or -n",
-                 ctx_fit, r->n_seq > 1 ? " each" : "");
+    if (bench)
+        snprintf(shrink, sizeof shrink,
+                 ctx_useful ? "a smaller -p or -n (a KV cache of at most %u position%s%s)"
+                 : known    ? ""
+                            : "a smaller -p or -n",
+                 ctx_fit, s_fit, each);
+    else if (ctx_min && ctx_fit > 0)
+        snprintf(shrink, sizeof shrink,
+                 "a shorter prompt or a smaller -n (at most %u position%s%s with the prompt; "
+                 "--ctx is already the prompt + -n)",
+                 ctx_fit, s_fit, each);
+    else if (ctx_useful && ctx_fit < n_prompt + cfg->n_predict) /* -n must shrink too */
+        snprintf(shrink, sizeof shrink, "--ctx %u or less with -n %u or less (the %sprompt takes "
+                 "%u of its positions)",
+                 ctx_fit, ctx_fit - (uint32_t)n_prompt, r->seqs ? "longest " : "",
+                 (uint32_t)n_prompt);
     else if (ctx_min)
         snprintf(shrink, sizeof shrink,
-                 ctx_fit > 0 ? "a shorter prompt or a smaller -n (at most %u positions%s with "
-                               "the prompt; --ctx is already the prompt + -n)"
-                             : "a shorter prompt or a smaller -n (--ctx is already the prompt "
-                               "+ -n)",
-                 ctx_fit, r->n_seq > 1 ? " each" : "");
+                 "a shorter prompt or a smaller -n (--ctx is already the prompt + -n)");
     else if (ctx_useful)
         snprintf(shrink, sizeof shrink, "--ctx %u or less", ctx_fit);
     else if (!known)
@@ -166,23 +185,35 @@ int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const ch
     if (cfg->kv_type != BATON_TYPE_F16 && (!known || fits->f16))
         snprintf(half, sizeof half, "%s--kv-type f16 (half the bytes)",
                  shrink[0] || fewer_seq[0] ? ", " : "");
+    /* no context that holds the prompt fits: a smaller step's scratch may */
+    if (known && !ctx_useful && r->n_ubatch > 1)
+        snprintf(ubatch, sizeof ubatch, "%sa smaller --ubatch",
+                 shrink[0] || fewer_seq[0] || half[0] ? ", " : "");
     /* in-process stages share this machine's memory: a split moves
      * nothing off it */
     if (n_layers > 1 && !r->local)
         snprintf(fewer_layers, sizeof fewer_layers,
                  "%sfewer layers on stage %u (--split, or one more server in --servers)",
-                 shrink[0] || fewer_seq[0] || half[0] ? ", " : "", s->index + 1);
+                 shrink[0] || fewer_seq[0] || half[0] || ubatch[0] ? ", " : "", s->index + 1);
     /* past the session's memory, which the stage's weights share, or (a
      * known room) the server's memory for all sessions */
     if ((quota || known) && !r->local)
-        stage_msg(r, "to fit: %s%s%s%s%sa batond with a larger %s\n", shrink, fewer_seq, half,
-                  fewer_layers,
-                  shrink[0] || fewer_seq[0] || half[0] || fewer_layers[0] ? ", or " : "",
+        stage_msg(r, "to fit: %s%s%s%s%s%sa batond with a larger %s\n", shrink, fewer_seq, half,
+                  ubatch, fewer_layers,
+                  shrink[0] || fewer_seq[0] || half[0] || ubatch[0] || fewer_layers[0] ? ", or "
+                                                                                       : "",
                   quota ? "--session-memory-bytes" : "--total-memory-bytes");
-    else if (shrink[0] || fewer_seq[0] || half[0] || fewer_layers[0])
-        stage_msg(r, "to fit: %s%s%s%s\n", shrink, fewer_seq, half, fewer_layers);
+    else if (shrink[0] || fewer_seq[0] || half[0] || ubatch[0] || fewer_layers[0])
+        stage_msg(r, "to fit: %s%s%s%s%s\n", shrink, fewer_seq, half, ubatch, fewer_layers);
     else if (r->local)
         stage_msg(r, "to fit: servers with more memory (--servers)\n");
+}
+
+int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const char *why,
+            int quota, const struct run_kv_fits *fits)
+{
+    kv_need_line(r, s, kv_bytes, why);
+    kv_fit_line(r, s, quota, fits);
     return 1;
 }
 
@@ -191,11 +222,15 @@ void run_ubatch_name(const struct run *r, char *buf, size_t cap)
     const uint32_t dflt = baton_run_default_ubatch((uint32_t)r->n_prompt_max, r->n_stages,
                                                    r->cfg->pipeline);
 
-    if (r->cfg->n_ubatch != 0)
+    if (r->cfg->n_ubatch != 0 && r->cfg->n_ubatch != r->n_ubatch) /* no step is longer */
+        snprintf(buf, cap, "the %sprompt's %u token%s, under --ubatch %u",
+                 r->seqs ? "longest " : "", r->n_ubatch, r->n_ubatch == 1 ? "" : "s",
+                 r->cfg->n_ubatch);
+    else if (r->cfg->n_ubatch != 0)
         snprintf(buf, cap, "--ubatch %u", r->n_ubatch);
     else if (r->n_ubatch < dflt)
-        snprintf(buf, cap, "the prompt's %u token%s; the default --ubatch is %u", r->n_ubatch,
-                 r->n_ubatch == 1 ? "" : "s", dflt);
+        snprintf(buf, cap, "the %sprompt's %u token%s; the default --ubatch is %u",
+                 r->seqs ? "longest " : "", r->n_ubatch, r->n_ubatch == 1 ? "" : "s", dflt);
     else
         snprintf(buf, cap, "the default --ubatch %u", r->n_ubatch);
 }
@@ -360,6 +395,8 @@ void step_limit_hint(struct run *r, const struct stage_rt *s, int rc)
     for (uint32_t g = 0; s != NULL && g < s->n_graphs; g++)
         if (s->graphs[g].n_tokens > nt)
             nt = s->graphs[g].n_tokens;
+    if (s != NULL && s->n_graphs == 0) /* before registration: the largest step */
+        nt = r->n_tok_max;
     if (s != NULL && s->st.layer_end > s->st.layer_begin && nt > 0)
         work = baton_attention_work_bytes(hp->head_dim, hp->n_head, nt, r->n_cells,
                                           r->cfg->kv_type == BATON_TYPE_F16);

@@ -195,10 +195,10 @@ static uint32_t split_rest(uint32_t rem, uint32_t *parts)
     return n;
 }
 
-int run_par_register(struct run *r)
+uint32_t run_par_shapes(const struct run *r, uint32_t *counts, uint32_t *outs)
 {
     const struct par_seq *q = r->par;
-    uint32_t counts[40], outs[40], n = 0;
+    uint32_t n = 0;
 
     counts[n] = r->n_ubatch, outs[n++] = 1;
     for (size_t i = 0; i < r->n_par; i++) {
@@ -227,6 +227,14 @@ int run_par_register(struct run *r)
                 counts[n] = r->n_chunk + last, outs[n++] = last + 1;
         }
     }
+    return n;
+}
+
+int run_par_register(struct run *r)
+{
+    uint32_t counts[RUN_PAR_SHAPES], outs[RUN_PAR_SHAPES];
+    const uint32_t n = run_par_shapes(r, counts, outs);
+
     if (run_register_graphs_out(r, counts, outs, n) != 0)
         return 1;
     if (r->cfg->n_predict > 1) {
@@ -962,8 +970,8 @@ int run_par_generate(struct run *r, double t_load, double bytes)
     if (ps.unshrunk_steps)
         fprintf(cfg->log,
                 "summary: %u of %u decode step%s carried every slot's row though fewer "
-                "sequences decoded: the graph limits (%s) left no room for the smaller step "
-                "shapes\n",
+                "sequences decoded: the graph limits (%s), or the session's memory, left no "
+                "room for the smaller step shapes\n",
                 ps.unshrunk_steps, ps.decode_steps, ps.decode_steps == 1 ? "" : "s",
                 run_graphs_limit(r));
     if (cfg->stats)

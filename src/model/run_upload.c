@@ -59,11 +59,6 @@ static int find_weight(struct run *r, const char *name, uint64_t ne0, uint64_t n
     return 0;
 }
 
-/* One weight to upload: where it comes from and where it goes. */
-struct upload_item {
-    struct baton_gguf_tensor src;
-    struct baton_tensor_desc *dst;
-};
 
 static int place(struct run *r, struct upload_item *items, uint32_t *n_items, uint64_t *offset,
                  const char *name, uint64_t ne0, uint64_t ne1, struct baton_tensor_desc *dst)
@@ -184,81 +179,117 @@ static uint32_t io_descs(struct run *r, struct stage_rt *s, struct baton_tensor_
     return n_io;
 }
 
-/* Adds what the graph of a step of n tokens (one output, input slot) on stage s holds
- * on the server to *graphs (server: cmd_graph_register's charge, its
- * leaves, nodes and plan) and raises *scratch to its scratch arena
- * (baton_graph_validate). 0, or nonzero where the graph does not build or
- * validate here (its registration then says why). The graph is built in
- * s->leaves / s->nodes, which registration reuses. */
-static int step_graph_bytes(struct run *r, struct stage_rt *s, uint32_t n, uint32_t slot,
-                            uint64_t *graphs, uint64_t *scratch)
+/* What graph g holds on a server once registered (server:
+ * cmd_graph_register's charge: its leaves, nodes and plan), and in *scratch
+ * the scratch arena it needs (baton_graph_validate, at most max_nodes
+ * nodes). 0 or the validation's status. */
+static int graph_charge(const struct baton_graph *g, uint32_t max_nodes, uint64_t *charge,
+                        uint64_t *scratch)
+{
+    struct baton_node_plan *plan = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *plan);
+    int rc = plan ? baton_graph_validate(g, max_nodes, plan, scratch) : BATON_E_NOMEM;
+
+    free(plan);
+    *charge = (uint64_t)g->n_leaves * sizeof(struct baton_tensor_desc) +
+              (uint64_t)g->n_nodes * (sizeof(struct baton_graph_node) +
+                                      sizeof(struct baton_node_plan));
+    return rc;
+}
+
+/* Adds what the graph of a step of n tokens (n_out outputs, input slot) on
+ * stage s holds on the server to *graphs (server: cmd_graph_register's
+ * charge, its leaves, nodes and plan) and raises *scratch to its scratch
+ * arena (baton_graph_validate). 0, or nonzero where the graph does not
+ * build or validate here (its registration then says why). The graph is
+ * built in s->leaves / s->nodes, which registration reuses. */
+static int step_graph_bytes(struct run *r, struct stage_rt *s, uint32_t n, uint32_t n_out,
+                            uint32_t slot, uint64_t *graphs, uint64_t *scratch)
 {
     struct baton_llama_graph_inputs in;
-    struct baton_node_plan *plan;
     struct baton_gb gb;
-    uint64_t need = 0;
+    uint64_t need = 0, charge = 0;
     int rc;
 
     baton_gb_init(&gb, s->leaves, s->cap_leaves, s->nodes, s->cap_nodes);
-    rc = baton_llama_build_stage_out(&r->hp, &s->st, n, 1, slot, r->want_logits, &gb, &in);
+    rc = baton_llama_build_stage_out(&r->hp, &s->st, n, n_out, slot, r->want_logits, &gb, &in);
+    if (rc == 0)
+        rc = graph_charge(&gb.g, s->cap_nodes, &charge, &need);
     if (rc != 0)
         return rc;
-    plan = calloc(gb.g.n_nodes ? gb.g.n_nodes : 1, sizeof *plan);
-    rc = plan ? baton_graph_validate(&gb.g, s->cap_nodes, plan, &need) : BATON_E_NOMEM;
-    free(plan);
-    if (rc != 0)
-        return rc;
-    *graphs += (uint64_t)gb.g.n_leaves * sizeof(struct baton_tensor_desc) +
-               (uint64_t)gb.g.n_nodes *
-                   (sizeof(struct baton_graph_node) + sizeof(struct baton_node_plan));
+    *graphs += charge;
     if (need > *scratch)
         *scratch = need;
     return 0;
 }
 
 /* What stage s's steps need on the server beyond its buffers: the graphs
- * the run registers and the scratch arena of the largest. One sequence: the
- * step shapes baton_run registers (full prefill ubatches, the prompt's rest,
- * the decode step), each once per input slot, so the figure is the
- * server's own. Several sequences: the prefill ubatch's graph only, a
- * floor (their other shapes are registered as the run needs them). 0 where
- * a graph does not build or validate here. */
-static uint64_t step_bytes(struct run *r, struct stage_rt *s)
+ * the run registers before it starts, each once per input slot, told apart
+ * as register_shapes does (one sequence: the prompt's ubatches, its rest
+ * and the decode step; several: run_par_shapes), and the scratch arena of
+ * the largest: the server's own figures. *scratch gets the arena alone. 0
+ * where a graph does not build or validate here. */
+static uint64_t step_bytes(struct run *r, struct stage_rt *s, uint64_t *scratch)
 {
-    const uint32_t n_prompt = (uint32_t)r->n_prompt_max;
-    const uint32_t shapes[3] = {n_prompt >= r->n_ubatch ? r->n_ubatch : 0,
-                                r->seqs ? 0 : n_prompt % r->n_ubatch,
-                                !r->seqs && r->cfg->n_predict > 1 ? 1 : 0};
-    uint64_t graphs = 0, scratch = 0;
+    uint32_t counts[RUN_PAR_SHAPES], outs[RUN_PAR_SHAPES], n;
+    uint64_t graphs = 0;
 
-    for (uint32_t i = 0; i < 3; i++) {
+    *scratch = 0;
+    if (r->seqs) {
+        n = run_par_shapes(r, counts, outs);
+    } else {
+        const size_t n_prompt = r->n_prompt_max;
+
+        counts[0] = n_prompt >= r->n_ubatch ? r->n_ubatch : 0;
+        counts[1] = (uint32_t)(n_prompt % r->n_ubatch);
+        counts[2] = r->cfg->n_predict > 1 ? 1 : 0;
+        outs[0] = outs[1] = outs[2] = 1;
+        n = 3;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        /* only the last stage tells graphs apart by their outputs */
+        const uint32_t oi = s->st.last && outs[i] > 1 ? outs[i] : 1;
         uint32_t j;
 
-        for (j = 0; j < i && shapes[j] != shapes[i]; j++)
+        for (j = 0; j < i && !(counts[j] == counts[i] &&
+                               (s->st.last && outs[j] > 1 ? outs[j] : 1) == oi);
+             j++)
             ;
-        if (shapes[i] == 0 || j < i)
+        if (counts[i] == 0 || j < i)
             continue;
-        for (uint32_t slot = 0; slot < (r->seqs ? 1 : run_stage_slots(r, s)); slot++)
-            if (step_graph_bytes(r, s, shapes[i], slot, &graphs, &scratch) != 0)
+        for (uint32_t slot = 0; slot < run_stage_slots(r, s); slot++)
+            if (step_graph_bytes(r, s, counts[i], oi, slot, &graphs, scratch) != 0) {
+                *scratch = 0;
                 return 0;
+            }
     }
-    return graphs + scratch;
+    return graphs + *scratch;
+}
+
+/* The most scratch a server maps for one session: BATON_SCRATCH_LIMIT_BYTES,
+ * or its total memory where less (server.c; not a policy key). */
+static uint64_t scratch_cap(const struct stage_rt *s)
+{
+    return s->info.total_memory < BATON_SCRATCH_LIMIT_BYTES ? s->info.total_memory
+                                                            : BATON_SCRATCH_LIMIT_BYTES;
 }
 
 /* What stage s's session holds on the server, at least, with a KV cache of
  * n_cells cells of type: its weights, KV cache and I/O buffers (whole
  * pages) and step_bytes. Leaves the KV-cache tensors at (type, n_cells);
- * *step gets step_bytes. UINT64_MAX where that does not fit in 64 bits or a
- * graph does not build. */
+ * *step gets step_bytes. UINT64_MAX where that does not fit in 64 bits, or
+ * where the scratch arena is past the server's fixed limit for one session
+ * (BATON_SCRATCH_LIMIT_BYTES, or its total memory where less). */
 static uint64_t session_need(struct run *r, struct stage_rt *s, uint32_t type, uint32_t n_cells,
                              uint64_t *step)
 {
-    uint64_t n = run_page_up(s->weights_bytes), part[3];
+    uint64_t n = run_page_up(s->weights_bytes), part[3], scratch;
 
     *step = 0;
     if (kv_descs(r, s, type, n_cells) != 0)
         return UINT64_MAX;
-    *step = step_bytes(r, s);
+    *step = step_bytes(r, s, &scratch);
+    if (scratch > scratch_cap(s))
+        return UINT64_MAX;
     part[0] = run_page_up(s->kv_bytes);
     part[1] = run_page_up(s->io_bytes);
     part[2] = *step;
@@ -267,19 +298,51 @@ static uint64_t session_need(struct run *r, struct stage_rt *s, uint32_t type, u
     return n;
 }
 
-/* The largest k in [1, hi] for which session_need with k x mult cells of
- * type is within lim (it grows with k); 0 when none is. */
-static uint32_t session_fit(struct run *r, struct stage_rt *s, uint32_t type, uint32_t hi,
-                            uint32_t mult, uint64_t lim)
+/* Whether a stage's session is checked: its server gave a limit, and its
+ * weights alone are within it (past it, the weights' ALLOC_BUFFER is
+ * refused, and weights_alloc_hint explains). */
+static int checked(const struct stage_rt *s)
+{
+    return s->info.max_buffer_bytes != 0 &&
+           run_page_up(s->weights_bytes) <= s->info.max_buffer_bytes;
+}
+
+/* Whether every checked stage fits with KV caches of n_cells cells of type:
+ * each within its server's limit for one session; in-process stages (one
+ * server in this process) also all together within its memory. Leaves each
+ * stage's KV-cache tensors at (type, n_cells). */
+static int sessions_fit(struct run *r, uint32_t type, uint32_t n_cells)
+{
+    uint64_t sum = 0, step;
+    int ok = 1;
+
+    for (uint32_t i = 0; i < r->n_stages; i++) {
+        struct stage_rt *s = &r->stages[i];
+        uint64_t need;
+
+        if (!checked(s))
+            continue;
+        need = session_need(r, s, type, n_cells, &step);
+        if (need > s->info.max_buffer_bytes)
+            ok = 0;
+        sum = need > UINT64_MAX - sum ? UINT64_MAX : sum + need;
+    }
+    if (r->local && sum > r->stages[0].info.total_memory)
+        ok = 0;
+    return ok;
+}
+
+/* The largest k in [1, hi] with which sessions_fit holds for k x mult cells
+ * of type (it grows with k); 0 when none does. */
+static uint32_t sessions_fit_max(struct run *r, uint32_t type, uint32_t hi, uint32_t mult)
 {
     uint32_t lo = 0;
-    uint64_t step;
 
     while (lo < hi) {
         const uint32_t mid = lo + (hi - lo + 1) / 2;
         const uint64_t cells = (uint64_t)mid * mult;
 
-        if (cells > UINT32_MAX || session_need(r, s, type, (uint32_t)cells, &step) > lim)
+        if (cells > UINT32_MAX || !sessions_fit(r, type, (uint32_t)cells))
             hi = mid - 1;
         else
             lo = mid;
@@ -287,80 +350,142 @@ static uint32_t session_fit(struct run *r, struct stage_rt *s, uint32_t type, ui
     return lo;
 }
 
-/* Before the weights go up: does stage s's session hold its weights, KV
- * cache, I/O buffers and its steps' graphs and scratch arena (step_bytes)
- * within lim, the most the server lets one session hold (DEVICE_INFO
- * max_buffer_bytes, the smaller of its total memory and the session quota;
- * 0: no figure)? A weights buffer past the limit alone is left to its
- * ALLOC_BUFFER, which weights_alloc_hint explains. 0 when it fits, 1 after
- * a message in terms of what the user sets (--ctx, --parallel, --kv-type,
- * --ubatch, --split), with the largest --ctx and --parallel that fit. */
-static int session_check(struct run *r, struct stage_rt *s, const struct baton_device_info *info)
+/* The lines for checked stage s with the run's KV cache (one_pos: one
+ * position per sequence, as no --ctx fits): what its session needs and
+ * past which limit, as kv_fail's first line. In-process stages print even
+ * when each fits alone (their sum is what does not). Sets *quota when the
+ * session's quota, not the server's whole memory, is the limit. Returns
+ * whether it printed. */
+static int stage_need_lines(struct run *r, struct stage_rt *s, int one_pos, int *quota)
 {
     const struct baton_run_config *cfg = r->cfg;
-    const uint64_t lim = info->max_buffer_bytes;
+    const uint64_t lim = s->info.max_buffer_bytes;
     const uint32_t n_layers = s->st.layer_end - s->st.layer_begin;
-    /* the quota, not the server's whole memory, sets the session's limit */
-    const int quota = lim < info->total_memory;
-    const char *const who = r->local ? "the in-process stages allow one session (3/4 of this "
-                                       "machine's memory)"
-                          : quota ? "the server allows one session (batond --session-memory-bytes)"
-                                  : "the server has for all sessions (batond --total-memory-bytes)";
-    char limit[32], held[32], ios[32], steps[32], why[512], ub[96];
-    struct run_kv_fits fits;
-    uint64_t step, kv_bytes;
+    const int q = lim < s->info.total_memory;
+    const char *const who =
+        r->local ? "the in-process stages allow one session (3/4 of this machine's memory, "
+                   "shared by every stage)"
+        : q      ? (r->key ? "the server allows one session (batond --session-memory-bytes, or "
+                             "its --client's session_memory_bytes)"
+                           : "the server allows one session (batond --session-memory-bytes)")
+                 : "the server has for all sessions (batond --total-memory-bytes)";
+    char limit[32], held[32], ios[32], steps[32], why[512], ub[96], many[64] = "";
+    uint64_t step, need;
 
-    if (lim == 0 || run_page_up(s->weights_bytes) > lim ||
-        session_need(r, s, cfg->kv_type, r->n_cells, &step) <= lim)
+    need = session_need(r, s, cfg->kv_type, one_pos ? r->n_seq : r->n_cells, &step);
+    if (need <= lim && !r->local)
         return 0;
-    kv_bytes = s->kv_bytes;
+    *quota |= q;
     run_format_bytes(limit, sizeof limit, lim);
     run_format_bytes(held, sizeof held, s->weights_bytes);
     run_format_bytes(ios, sizeof ios, s->io_bytes);
     run_format_bytes(steps, sizeof steps, step);
     run_ubatch_name(r, ub, sizeof ub);
-    /* what fits: positions per sequence, sequences at this --ctx, half
-     * the bytes at this --ctx */
-    fits.ctx = session_fit(r, s, cfg->kv_type, cfg->n_ctx, r->n_seq, lim);
-    fits.seqs = r->n_seq > 1 ? session_fit(r, s, cfg->kv_type, r->n_seq, cfg->n_ctx, lim) : 0;
-    fits.f16 = cfg->kv_type != BATON_TYPE_F16 &&
-               session_need(r, s, BATON_TYPE_F16, r->n_cells, &step) <= lim;
-    if (fits.ctx == 0) { /* not even one position: not the KV cache's fault */
-        (void)session_need(r, s, cfg->kv_type, r->n_seq, &step);
-        run_format_bytes(steps, sizeof steps, step);
+    if (one_pos) {
+        if (r->n_seq > 1)
+            snprintf(many, sizeof many, " for each of %u sequences", r->n_seq);
         stage_msg(r,
                   "stage %u (%s, %u layer%s) needs %s of weights, %s of I/O buffers and %s "
                   "for its graphs and a step's scratch arena (%s) with a KV cache of one "
-                  "position: more than the %s %s\n",
+                  "position%s: more than the %s %s\n",
                   s->index + 1, s->endpoint, n_layers, n_layers == 1 ? "" : "s", held, ios,
-                  steps, ub, limit, who);
-        stage_msg(r, "to fit: %s%s%s\n", r->n_ubatch > 1 ? "a smaller --ubatch, " : "",
+                  steps, ub, many, limit, who);
+        return 1;
+    }
+    if (need == UINT64_MAX && run_page_up(s->kv_bytes) <= lim) {
+        /* the scratch arena past the fixed limit (ATTENTION's work area
+         * grows with the cells) */
+        char ctx[RUN_CTX_NAME_CAP], cap[32], arena[32];
+        uint64_t scratch;
+
+        if (n_layers > 0 &&
+            baton_attention_work_bytes(r->hp.head_dim, r->hp.n_head, r->n_tok_max, r->n_cells,
+                                       cfg->kv_type == BATON_TYPE_F16) >
+                BATON_SCRATCH_LIMIT_BYTES) {
+            step_limit_hint(r, s, BATON_E_LIMIT); /* the work area's own figures */
+            return 1;
+        }
+        (void)step_bytes(r, s, &scratch);
+        run_ctx_name(cfg, ctx, sizeof ctx);
+        run_format_bytes(arena, sizeof arena, scratch);
+        run_format_bytes(cap, sizeof cap, scratch_cap(s));
+        stage_msg(r,
+                  "%s needs a scratch arena of %s on stage %u (%s, %u layer%s) for a step (%s): "
+                  "more than the %s a server maps for one session (fixed; its total memory "
+                  "where less); ATTENTION's work area grows with the KV-cache cells\n",
+                  ctx, arena, s->index + 1, s->endpoint, n_layers, n_layers == 1 ? "" : "s", ub,
+                  cap);
+        return 1;
+    }
+    if (run_page_up(s->kv_bytes) > lim)
+        snprintf(why, sizeof why, "%s at most %s in one buffer%s",
+                 r->local ? "the in-process stages (3/4 of this machine's memory, shared "
+                            "by every stage) allow"
+                          : "the server allows",
+                 limit,
+                 r->local || !q ? ""
+                                : " (its memory for one session, batond "
+                                  "--session-memory-bytes)");
+    else
+        snprintf(why, sizeof why,
+                 "with the stage's %s of weights, %s of I/O buffers and %s for its graphs and "
+                 "a step's scratch arena (%s), that is more than the %s %s%s",
+                 held, ios, steps, ub, limit, who,
+                 r->local && r->n_stages > 1 ? ", with the other stages" : "");
+    kv_need_line(r, s, s->kv_bytes, why);
+    return 1;
+}
+
+int run_check_sessions(struct run *r)
+{
+    const struct baton_run_config *cfg = r->cfg;
+    struct run_kv_fits fits;
+    struct stage_rt *tight = NULL;
+    int quota = 0, ret = 0;
+
+    if (sessions_fit(r, cfg->kv_type, r->n_cells))
+        goto out;
+    ret = 1;
+    /* what fits, every stage at once: positions per sequence, sequences at
+     * this --ctx, half the bytes at this --ctx */
+    fits.ctx = sessions_fit_max(r, cfg->kv_type, cfg->n_ctx, r->n_seq);
+    fits.seqs = r->n_seq > 1 ? sessions_fit_max(r, cfg->kv_type, r->n_seq, cfg->n_ctx) : 0;
+    fits.f16 = cfg->kv_type != BATON_TYPE_F16 && sessions_fit(r, BATON_TYPE_F16, r->n_cells);
+    for (uint32_t i = 0; i < r->n_stages; i++) {
+        struct stage_rt *s = &r->stages[i];
+
+        if (checked(s) && stage_need_lines(r, s, fits.ctx == 0, &quota) && tight == NULL)
+            tight = s;
+    }
+    if (tight == NULL) /* not reached: sessions_fit failed on some stage */
+        tight = &r->stages[0];
+    if (fits.ctx == 0) { /* not even one position: not the KV cache's fault */
+        const uint32_t n_layers = tight->st.layer_end - tight->st.layer_begin;
+        char fewer[64] = "";
+
+        if (r->n_seq > 1 && fits.seqs >= 1)
+            snprintf(fewer, sizeof fewer, "%s %u%s, ", run_seq_flag(cfg), fits.seqs,
+                     fits.seqs == 1 ? "" : " or fewer");
+        else if (r->n_seq > 1)
+            snprintf(fewer, sizeof fewer, "fewer sequences (%s), ", run_seq_flag(cfg));
+        stage_msg(r, "to fit: %s%s%s%s\n", fewer, r->n_ubatch > 1 ? "a smaller --ubatch, " : "",
                   n_layers > 1 && !r->local ? "fewer layers on the stage (--split, or one more "
                                               "server in --servers), "
                                             : "",
                   r->local ? "or servers with more memory (--servers)"
                   : quota  ? "or a batond with a larger --session-memory-bytes"
                            : "or a batond with a larger --total-memory-bytes");
-        return 1;
+        goto out;
     }
-    if (run_page_up(kv_bytes) > lim)
-        snprintf(why, sizeof why, "%s at most %s in one buffer%s",
-                 r->local ? "the in-process stages (3/4 of this machine's memory, shared "
-                            "by every stage) allow"
-                          : "the server allows",
-                 limit,
-                 r->local || !quota ? ""
-                                    : " (its memory for one session, batond "
-                                      "--session-memory-bytes)");
-    else
-        snprintf(why, sizeof why,
-                 "with the stage's %s of weights, %s of I/O buffers and %s for its graphs and "
-                 "a step's scratch arena (%s), that is more than the %s %s",
-                 held, ios, steps, ub, limit, who);
-    return kv_fail(r, s, kv_bytes, why, quota, &fits);
+    kv_fit_line(r, tight, quota, &fits);
+out:
+    /* the KV caches as the run has them */
+    for (uint32_t i = 0; i < r->n_stages; i++)
+        (void)kv_descs(r, &r->stages[i], cfg->kv_type, r->n_cells);
+    return ret;
 }
 
-int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
+int run_prepare_stage(struct run *r, struct stage_rt *s)
 {
     const struct baton_llama_hparams *hp = &r->hp;
     struct baton_llama_stage *st = &s->st;
@@ -368,32 +493,29 @@ int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
     const uint64_t kv_dim = (uint64_t)hp->head_dim * hp->n_head_kv;
     struct upload_item *items;
     uint32_t n_items = 0, i, l;
-    uint64_t off = 0, done = 0;
+    uint64_t off = 0;
     struct baton_tensor_desc *io_d[IO_MAX];
-    uint32_t n_io;
     int ret = 1, rc;
     char name[96];
-    struct baton_device_info info;
-    const int tty = isatty(fileno(r->cfg->log));
 
-    items = calloc((size_t)n_local * 14 + 4, sizeof(*items));
+    items = s->items = calloc((size_t)n_local * 14 + 4, sizeof(*items));
     st->layers = calloc(n_local ? n_local : 1, sizeof(*st->layers));
     if (items == NULL || st->layers == NULL) {
         stage_msg(r, "out of memory\n");
         goto out;
     }
-    rc = baton_device_info(s->conn, &info);
+    rc = baton_device_info(s->conn, &s->info);
     if (rc != 0) {
         ret = stage_fail(r, s, "DEVICE_INFO", rc);
         goto out;
     }
-    if (st->sample && !(info.op_mask & (1ull << BATON_OP_SAMPLE))) {
+    if (st->sample && !(s->info.op_mask & (1ull << BATON_OP_SAMPLE))) {
         stage_msg(r, "stage %u (%s): the server does not sample on the stage (op SAMPLE), "
                      "which --temp needs: a batond of this version is needed\n",
                   s->index + 1, s->endpoint);
         goto out;
     }
-    if (hp->rope_freqs && n_local > 0 && !(info.op_mask & (1ull << BATON_OP_ROPE_FREQS))) {
+    if (hp->rope_freqs && n_local > 0 && !(s->info.op_mask & (1ull << BATON_OP_ROPE_FREQS))) {
         stage_msg(r, "stage %u (%s): the server has no op ROPE_FREQS, which the model's "
                      "rope_freqs.weight (Llama 3.1 rope scaling) needs: a batond of this "
                      "version is needed\n",
@@ -476,7 +598,7 @@ int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
                                 : "matrix (f32, f16, q8_0, q4_0, q5_0, q5_1, q2_k..q6_k)");
             goto out;
         }
-        if (items[i].src.type >= 64 || !(info.type_mask & (1ull << items[i].src.type))) {
+        if (items[i].src.type >= 64 || !(s->info.type_mask & (1ull << items[i].src.type))) {
             stage_msg(r, "%s: tensor '%s' has type %s, which stage %u (%s) cannot compute\n",
                       r->cfg->model_path, items[i].src.name, baton_type_name(items[i].src.type),
                       s->index + 1, s->endpoint);
@@ -489,8 +611,7 @@ int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
         stage_msg(r, "KV cache size: %s\n", baton_status_str(rc));
         goto out;
     }
-    n_io = io_descs(r, s, io_d);
-    if (n_io == 0)
+    if (io_descs(r, s, io_d) == 0)
         goto out;
     s->cap_leaves = baton_llama_max_leaves(st);
     s->cap_nodes = baton_llama_max_nodes(st);
@@ -500,18 +621,34 @@ int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
         stage_msg(r, "out of memory\n");
         goto out;
     }
-    /* what the session cannot hold is said now, in terms of --ctx and
-     * --ubatch, before the weights are uploaded for nothing */
-    if (session_check(r, s, &info) != 0)
-        goto out;
-    /* the KV cache's tensors as this run has them (session_check may have
-     * tried others); it fit in 64 bits above */
+    s->n_items = n_items;
+    s->session_limit = s->info.max_buffer_bytes;
+    ret = 0;
+out:
+    return ret;
+}
+
+int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
+{
+    struct baton_llama_stage *st = &s->st;
+    const uint32_t n_local = st->layer_end - st->layer_begin;
+    const struct upload_item *const items = s->items;
+    const uint32_t n_items = s->n_items;
+    uint32_t i, l, n_io;
+    uint64_t done = 0;
+    struct baton_tensor_desc *io_d[IO_MAX];
+    int ret = 1, rc;
+    const int tty = isatty(fileno(r->cfg->log));
+
+    /* the KV cache's and the I/O tensors as this run has them
+     * (run_check_sessions may have tried others); they fit in 64 bits
+     * (run_prepare_stage) */
     (void)kv_descs(r, s, r->cfg->kv_type, r->n_cells);
-    s->session_limit = info.max_buffer_bytes;
+    n_io = io_descs(r, s, io_d);
     rc = baton_alloc_buffer(s->conn, s->weights_bytes, &s->weights_buf);
     if (rc != 0) {
         ret = stage_fail(r, s, "ALLOC_BUFFER (weights)", rc);
-        weights_alloc_hint(r, s, &info, rc);
+        weights_alloc_hint(r, s, &s->info, rc);
         goto out;
     }
     for (i = 0; i < n_items; i++) {
@@ -600,7 +737,6 @@ int run_upload_stage(struct run *r, struct stage_rt *s, double *bytes_total)
         io_d[i]->buffer = s->io_buf;
     ret = 0;
 out:
-    free(items);
     return ret;
 }
 
@@ -658,8 +794,9 @@ int run_register_graphs(struct run *r, const uint32_t *counts, uint32_t n_counts
 }
 
 /* Registers the shapes; with optional set, a shape over a limit (this
- * coordinator's RUN_MAX_GRAPHS or the server's max_graphs_per_session) is
- * not an error: registration stops there quietly and returns 0. */
+ * coordinator's RUN_MAX_GRAPHS, the server's max_graphs_per_session, or the
+ * session's memory) is not an error: registration stops there quietly and
+ * returns 0. */
 static int register_shapes(struct run *r, const uint32_t *counts, const uint32_t *outs,
                            uint32_t n_counts, int optional)
 {
@@ -671,6 +808,7 @@ static int register_shapes(struct run *r, const uint32_t *counts, const uint32_t
             for (uint32_t slot = 0; counts[c] != 0 && slot < n_slots; slot++) {
                 struct stage_graph *sg;
                 struct baton_gb gb;
+                uint64_t charge = 0, scratch = 0;
                 int rc;
 
                 const uint32_t n_out = out_of(s, outs, c);
@@ -702,8 +840,24 @@ static int register_shapes(struct run *r, const uint32_t *counts, const uint32_t
                               baton_status_str(rc));
                     return 1;
                 }
+                /* what the session will hold with it: an optional shape
+                 * that would leave no room for the scratch arena of the
+                 * largest step is not registered (the server would make
+                 * room by letting the arena go, and the next run could not
+                 * map it again) */
+                if (graph_charge(&gb.g, s->cap_nodes, &charge, &scratch) != 0)
+                    charge = scratch = 0; /* GRAPH_REGISTER says why */
+                if (scratch < s->scratch_max)
+                    scratch = s->scratch_max;
+                if (optional && s->session_limit != 0 &&
+                    run_page_up(s->weights_bytes) + run_page_up(s->kv_bytes) +
+                            run_page_up(s->io_bytes) + s->graphs_charged + charge + scratch >
+                        s->session_limit)
+                    return 0;
                 rc = baton_graph_register(s->conn, &gb.g, &sg->id);
-                if (rc == BATON_E_LIMIT && optional)
+                /* an optional shape past the server's graphs or its
+                 * session's memory: the run goes on without it */
+                if ((rc == BATON_E_LIMIT || rc == BATON_E_QUOTA) && optional)
                     return 0;
                 if (rc != 0) {
                     stage_fail(r, s, "GRAPH_REGISTER", rc);
@@ -732,6 +886,8 @@ static int register_shapes(struct run *r, const uint32_t *counts, const uint32_t
                     step_limit_hint(r, s, rc);
                     return 1;
                 }
+                s->graphs_charged += charge;
+                s->scratch_max = scratch;
                 s->n_graphs++;
             }
         }

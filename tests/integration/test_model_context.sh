@@ -65,7 +65,7 @@ has_line "$TMP/kv.err" "baton run: to fit: --ctx 5209 or less, --kv-type f16 (ha
 ids7000=$(python3 -c 'print(",".join(["5"] * 7000))')
 want_fail 1 "$TMP/kv.err" "$BATON" run --model "$MODEL" --servers "$q8" --ctx 8000 \
     --prompt-ids "$ids7000" -n 1000
-has_line "$TMP/kv.err" "baton run: to fit: a shorter prompt or a smaller -n (at most 4227 positions with the prompt; --ctx is already the prompt + -n), fewer layers on stage 1 (--split, or one more server in --servers), or a batond with a larger --session-memory-bytes"
+has_line "$TMP/kv.err" "baton run: to fit: a shorter prompt or a smaller -n (at most 4227 positions with the prompt; --ctx is already the prompt + -n), a smaller --ubatch, fewer layers on stage 1 (--split, or one more server in --servers), or a batond with a larger --session-memory-bytes"
 # an f16 cache is not offered f16 again
 want_fail 1 "$TMP/kv.err" "$BATON" run --model "$MODEL" --servers "$q8" --ctx 16000 --kv-type f16 \
     --prompt x -n 2
@@ -107,6 +107,30 @@ has_line "$TMP/kv.err" "baton bench: to fit: a smaller --ubatch, fewer layers on
 # the same server runs a context it can hold
 "$BATON" run --model "$MODEL" --servers "$q8" --ctx 512 --prompt x -n 2 --quiet 2>"$TMP/ok.err" ||
     fail "--ctx 512 on the 8 MiB server: $(cat "$TMP/ok.err")"
+# two stages: every stage is checked before any weights go up, and the
+# --ctx named fits both (stage 1 of 3 layers on 1 MiB, stage 2 of 2 on 600
+# KiB); one more position does not
+BATOND_EXTRA="${BATOND_EXTRA:-} --session-memory-bytes 1M" start_server q1m
+BATOND_EXTRA="${BATOND_EXTRA:-} --session-memory-bytes 600K" start_server q600k
+two=127.0.0.1:$PORT_q1m,127.0.0.1:$PORT_q600k
+want_fail 1 "$TMP/kv.err" "$BATON" run --model "$MODEL" --servers "$two" --ctx 4000 \
+    --prompt "Once upon a time" -n 8 --p2p off
+has_line "$TMP/kv.err" "baton run: --ctx 4000 needs 2.9 MiB of KV cache on stage 1 (127.0.0.1:$PORT_q1m, 3 layers); the server allows at most 1.0 MiB in one buffer (its memory for one session, batond --session-memory-bytes)"
+has_line "$TMP/kv.err" "baton run: --ctx 4000 needs 2.0 MiB of KV cache on stage 2 (127.0.0.1:$PORT_q600k, 2 layers); the server allows at most 600.0 KiB in one buffer (its memory for one session, batond --session-memory-bytes)"
+has_line "$TMP/kv.err" "baton run: to fit: --ctx 104 or less, fewer layers on stage 1 (--split, or one more server in --servers), or a batond with a larger --session-memory-bytes"
+! grep -q "^upload:" "$TMP/kv.err" || fail "two stages: weights uploaded before every stage was checked"
+"$BATON" run --model "$MODEL" --servers "$two" --ctx 104 --prompt "Once upon a time" -n 8 --p2p off \
+    --quiet 2>"$TMP/ok.err" || fail "--ctx 104, named as fitting both stages: $(cat "$TMP/ok.err")"
+want_fail 1 "$TMP/kv.err" "$BATON" run --model "$MODEL" --servers "$two" --ctx 105 \
+    --prompt "Once upon a time" -n 8 --p2p off
+# a --ctx that fits but not the prompt + -n: the hint says -n must shrink
+# too (a session of 1238404 bytes holds 6 positions beside the rest)
+BATOND_EXTRA="${BATOND_EXTRA:-} --session-memory-bytes 1238404" start_server q1238k
+want_fail 1 "$TMP/kv.err" "$BATON" run --model "$MODEL" --servers "127.0.0.1:$PORT_q1238k" \
+    --ctx 100 --prompt "Once upon a time" -n 8
+has_line "$TMP/kv.err" "baton run: to fit: --ctx 6 or less with -n 1 or less (the prompt takes 5 of its positions), fewer layers on stage 1 (--split, or one more server in --servers), or a batond with a larger --session-memory-bytes"
+"$BATON" run --model "$MODEL" --servers "127.0.0.1:$PORT_q1238k" --ctx 6 --prompt "Once upon a time" \
+    -n 1 --quiet 2>"$TMP/ok.err" || fail "--ctx 6 -n 1, named as fitting: $(cat "$TMP/ok.err")"
 
 # bench: -p + -n past llama.context_length is a usage error, found before
 # the model loads, naming both, the context length and the --ctx to give

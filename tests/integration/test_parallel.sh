@@ -114,7 +114,7 @@ BATOND_EXTRA="--max-graphs-per-session 6" start_server g6
 par lim7 "$TMP/prompts.txt" --parallel 8 --servers "127.0.0.1:$PORT_g7"
 same lim7 one 10
 # the summary says the steps kept every row, and why (it said nothing)
-grep -Eq "^summary: [1-9][0-9]* of [0-9]+ decode steps carried every slot's row though fewer sequences decoded: the graph limits \(batond --max-graphs-per-session, default 32\) left no room for the smaller step shapes\$" \
+grep -Eq "^summary: [1-9][0-9]* of [0-9]+ decode steps carried every slot's row though fewer sequences decoded: the graph limits \(batond --max-graphs-per-session, default 32\), or the session's memory, left no room for the smaller step shapes\$" \
     "$TMP/lim7.err" && ! grep -q "carried fewer rows" "$TMP/lim7.err" ||
     fail "lim7: no line for the steps not shrunk: $(cat "$TMP/lim7.err")"
 grep -q "carried every slot's row" "$TMP/local1.err" && fail "local1: steps not shrunk: $(cat "$TMP/local1.err")"
@@ -419,6 +419,15 @@ grep -q "the server allows at most 4.0 MiB in one buffer" "$TMP/err" || fail "--
 # beside the prefill's scratch arena)
 grep -qxE "baton run: to fit: --ctx [0-9]+ or less, --parallel [1-7] or fewer, fewer layers on stage 1 \(--split, or one more server in --servers\), or a batond with a larger --session-memory-bytes" "$TMP/err" ||
     fail "--parallel 8 on a small server, no hint: $(cat "$TMP/err")"
+# ... and each runs (the steps' graphs of several sequences are counted as
+# the server counts them)
+fit_ctx=$(sed -n 's/^baton run: to fit: --ctx \([0-9]*\) or less.*/\1/p' "$TMP/err")
+fit_par=$(sed -n 's/^baton run: to fit: .*--parallel \([0-9]\) or fewer.*/\1/p' "$TMP/err")
+for a in "--ctx $fit_ctx --parallel 8" "--ctx 512 --parallel $fit_par"; do
+    # shellcheck disable=SC2086
+    "$BATON" run --model "$MODEL" --prompt-file "$TMP/prompts.txt" $a --quiet \
+        --servers "127.0.0.1:$PORT_small" --key "$K" 2>"$TMP/err" || fail "$a, named as fitting: $(cat "$TMP/err")"
+done
 # --parallel past the prompts: as many sequences as prompts, and the message says why
 want 1 "--ctx 512 x 10 sequences (--parallel 64, 10 prompts) needs" --prompt-file "$TMP/prompts.txt" \
     --parallel 64 --ctx 512 --servers "127.0.0.1:$PORT_small" --key "$K"
@@ -449,8 +458,15 @@ rc=0
     >/dev/null 2>"$TMP/attb.err" || rc=$?
 [ $rc = 1 ] && grep -qF "the cells being --ctx 600000 x 8 sequences at a time (--npl); a smaller --ctx or --npl needs less" "$TMP/attb.err" ||
     fail "bench --npl 8 --ctx 600000: exit $rc: $(cat "$TMP/attb.err")"
-grep -q "^batond: session [0-9]*: a graph needs a scratch arena of 1228802176 bytes (1171.9 MiB), over the scratch limit of 1073741824 bytes (1024.0 MiB) per session (max_scratch_bytes" \
-    "$TMP/batond.scratch.log" || fail "batond's log does not name the limit: $(cat "$TMP/batond.scratch.log")"
+# ... before anything is uploaded (the coordinator sizes the steps' graphs as
+# the server does), and with what fits: every stage's sessions at once
+grep -qxE "baton run: to fit: --ctx [0-9]+ or less, --parallel [1-7] or fewer, or a batond with a larger --total-memory-bytes" "$TMP/att.err" ||
+    fail "--parallel 8 --ctx 600000, no hint: $(cat "$TMP/att.err")"
+! grep -q "^upload:" "$TMP/att.err" || fail "--ctx 600000: weights uploaded before the check"
+ctx_fit=$(sed -n 's/^baton run: to fit: --ctx \([0-9]*\) or less.*/\1/p' "$TMP/att.err")
+"$BATON" run --model "$TMP/att.gguf" --prompt-file "$TMP/eight.txt" --parallel 8 --ctx "$ctx_fit" -n 4 \
+    --quiet --servers "127.0.0.1:$PORT_scratch" --key "$K" 2>"$TMP/att2.err" ||
+    fail "--ctx $ctx_fit, named as fitting: $(cat "$TMP/att2.err")"
 # half the context fits (64 x 2400000 x 4 = 614400000 bytes)
 "$BATON" run --model "$TMP/att.gguf" --prompt-file "$TMP/eight.txt" --parallel 8 --ctx 300000 -n 4 --quiet \
     --servers "127.0.0.1:$PORT_scratch" --key "$K" 2>"$TMP/att.err" || fail "--ctx 300000: $(cat "$TMP/att.err")"
