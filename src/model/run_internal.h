@@ -203,15 +203,17 @@ struct run_kv_fits {
 int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const char *why,
             int quota, const struct run_kv_fits *fits);
 /* kv_fail's first line alone: what the KV cache needs on stage s, and why
- * it does not fit ("; " then why). */
-void kv_need_line(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const char *why);
+ * it does not fit ("; " then why); exact: the bytes too (where rounded
+ * figures would look equal). */
+void kv_need_line(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const char *why,
+                  int exact);
 /* kv_fail's second line alone: what would fit. s names the stage whose
  * layers a split could move (NULL: none). */
 void kv_fit_line(struct run *r, const struct stage_rt *s, int quota,
                  const struct run_kv_fits *fits);
 /* The tokens of a prefill step, named as the user set them: "--ubatch 64",
- * "the default --ubatch 512", or "the prompt's 5 tokens; the default
- * --ubatch is 512". */
+ * "the default --ubatch 512", "the prompt's 5 tokens in one step; --ubatch
+ * sets fewer", or "the prompt's 5 tokens, under --ubatch 512". */
 void run_ubatch_name(const struct run *r, char *buf, size_t cap);
 /* After a refused weights ALLOC_BUFFER: the limits that apply. */
 void weights_alloc_hint(struct run *r, const struct stage_rt *s,

@@ -114,13 +114,21 @@ void run_ctx_name(const struct baton_run_config *cfg, char *buf, size_t cap)
  * -p + -n): a server that cannot hold it for its size is reported in those
  * terms, with the bytes the stage needs, and why ("; the server ...").
  * Returns 1. */
-void kv_need_line(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const char *why)
+void kv_need_line(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const char *why,
+                  int exact)
 {
     const struct baton_run_config *cfg = r->cfg;
     const uint32_t n_layers = s->st.layer_end - s->st.layer_begin;
-    char size[32], ctx[RUN_CTX_NAME_CAP], many[96] = "";
+    char size[64], ctx[RUN_CTX_NAME_CAP], many[96] = "";
 
     run_format_bytes(size, sizeof size, kv_bytes);
+    if (exact) {
+        char rounded[32];
+
+        memcpy(rounded, size, sizeof rounded);
+        rounded[sizeof rounded - 1] = '\0';
+        snprintf(size, sizeof size, "%" PRIu64 " bytes (%s)", kv_bytes, rounded);
+    }
     run_ctx_name(cfg, ctx, sizeof ctx);
     if (r->n_seq > 1 && cfg->n_parallel > r->n_seq) /* no more slots than prompts */
         snprintf(many, sizeof many, " x %u sequences (%s %u, %u prompts)", r->n_seq,
@@ -147,6 +155,7 @@ void kv_fit_line(struct run *r, const struct stage_rt *s, int quota,
      * -p 1 + -n 1 + its 8 positions) */
     const int ctx_useful = known && (bench ? ctx_fit >= 10 : ctx_fit > n_prompt);
     const char *const each = r->n_seq > 1 ? " each" : "", *const s_fit = ctx_fit == 1 ? "" : "s";
+    /* (bench: ctx_useful means ctx_fit >= 10, so ctx_fit - 8 >= 2) */
     char shrink[192] = "", fewer_seq[64] = "", half[48] = "", ubatch[32] = "";
     char fewer_layers[96] = "";
 
@@ -154,10 +163,11 @@ void kv_fit_line(struct run *r, const struct stage_rt *s, int quota,
      * (K + V) x the element size (baton_run_kv_cache_bytes) */
     if (bench)
         snprintf(shrink, sizeof shrink,
-                 ctx_useful ? "a smaller -p or -n (a KV cache of at most %u position%s%s)"
+                 ctx_useful ? "a smaller -p or -n (-p + -n at most %u: a KV cache of %u "
+                              "positions%s)"
                  : known    ? ""
                             : "a smaller -p or -n",
-                 ctx_fit, s_fit, each);
+                 ctx_fit - 8, ctx_fit, each);
     else if (ctx_min && ctx_fit > 0)
         snprintf(shrink, sizeof shrink,
                  "a shorter prompt or a smaller -n (at most %u position%s%s with the prompt; "
@@ -212,7 +222,7 @@ void kv_fit_line(struct run *r, const struct stage_rt *s, int quota,
 int kv_fail(struct run *r, const struct stage_rt *s, uint64_t kv_bytes, const char *why,
             int quota, const struct run_kv_fits *fits)
 {
-    kv_need_line(r, s, kv_bytes, why);
+    kv_need_line(r, s, kv_bytes, why, 0);
     kv_fit_line(r, s, quota, fits);
     return 1;
 }
@@ -229,8 +239,8 @@ void run_ubatch_name(const struct run *r, char *buf, size_t cap)
     else if (r->cfg->n_ubatch != 0)
         snprintf(buf, cap, "--ubatch %u", r->n_ubatch);
     else if (r->n_ubatch < dflt)
-        snprintf(buf, cap, "the %sprompt's %u token%s; the default --ubatch is %u",
-                 r->seqs ? "longest " : "", r->n_ubatch, r->n_ubatch == 1 ? "" : "s", dflt);
+        snprintf(buf, cap, "the %sprompt's %u token%s in one step; --ubatch sets fewer",
+                 r->seqs ? "longest " : "", r->n_ubatch, r->n_ubatch == 1 ? "" : "s");
     else
         snprintf(buf, cap, "the default --ubatch %u", r->n_ubatch);
 }

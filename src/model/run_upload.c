@@ -369,8 +369,9 @@ static int stage_need_lines(struct run *r, struct stage_rt *s, int one_pos, int 
                              "its --client's session_memory_bytes)"
                            : "the server allows one session (batond --session-memory-bytes)")
                  : "the server has for all sessions (batond --total-memory-bytes)";
-    char limit[32], held[32], ios[32], steps[32], why[512], ub[96], many[64] = "";
+    char limit[32], held[32], ios[32], steps[32], why[640], ub[96], many[64] = "";
     uint64_t step, need;
+    int exact = 0;
 
     need = session_need(r, s, cfg->kv_type, one_pos ? r->n_seq : r->n_cells, &step);
     if (need <= lim && !r->local)
@@ -417,22 +418,33 @@ static int stage_need_lines(struct run *r, struct stage_rt *s, int one_pos, int 
                   cap);
         return 1;
     }
-    if (run_page_up(s->kv_bytes) > lim)
-        snprintf(why, sizeof why, "%s at most %s in one buffer%s",
+    if (run_page_up(s->kv_bytes) > lim) {
+        char kv[32];
+
+        /* figures that round alike are given in bytes too */
+        run_format_bytes(kv, sizeof kv, s->kv_bytes);
+        exact = strcmp(kv, limit) == 0;
+        if (exact) {
+            run_format_bytes(kv, sizeof kv, lim);
+            snprintf(limit, sizeof limit, "%" PRIu64 " bytes", lim);
+        }
+        snprintf(why, sizeof why, "%s at most %s%s%s%s in one buffer%s",
                  r->local ? "the in-process stages (3/4 of this machine's memory, shared "
                             "by every stage) allow"
                           : "the server allows",
-                 limit,
+                 limit, exact ? " (" : "", exact ? kv : "", exact ? ")" : "",
                  r->local || !q ? ""
                                 : " (its memory for one session, batond "
                                   "--session-memory-bytes)");
-    else
+    } else {
         snprintf(why, sizeof why,
                  "with the stage's %s of weights, %s of I/O buffers and %s for its graphs and "
-                 "a step's scratch arena (%s), that is more than the %s %s%s",
-                 held, ios, steps, ub, limit, who,
+                 "a step's scratch arena (%s), that is %" PRIu64 " bytes in all (buffers in whole pages), "
+                 "more than the %" PRIu64 " bytes (%s) %s%s",
+                 held, ios, steps, ub, need, lim, limit, who,
                  r->local && r->n_stages > 1 ? ", with the other stages" : "");
-    kv_need_line(r, s, s->kv_bytes, why);
+    }
+    kv_need_line(r, s, s->kv_bytes, why, exact);
     return 1;
 }
 

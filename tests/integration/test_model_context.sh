@@ -77,7 +77,7 @@ for cmd in run bench; do
     want_fail 1 "$TMP/kv.err" "$BATON" "$cmd" "${args[@]}"
     # (run's prompt "x" is 3 tokens, bench's 4: their steps differ a little)
     if [ "$cmd" = run ]; then step="605.0 KiB"; n=3; fit=5209; else step="793.7 KiB"; n=4; fit=5090; fi
-    has_line "$TMP/kv.err" "baton $cmd: --ctx 6000 needs 7.3 MiB of KV cache on stage 1 ($q8, 5 layers); with the stage's 1.1 MiB of weights, 2.3 KiB of I/O buffers and $step for its graphs and a step's scratch arena (the prompt's $n tokens; the default --ubatch is 512), that is more than the 8.0 MiB the server allows one session (batond --session-memory-bytes)"
+    has_match "$TMP/kv.err" "baton $cmd: --ctx 6000 needs 7\.3 MiB of KV cache on stage 1 \($q8, 5 layers\); with the stage's 1\.1 MiB of weights, 2\.3 KiB of I/O buffers and $step for its graphs and a step's scratch arena \(the prompt's $n tokens in one step; --ubatch sets fewer\), that is (9[0-9]{6}) bytes in all \(buffers in whole pages\), more than the 8388608 bytes \(8\.0 MiB\) the server allows one session \(batond --session-memory-bytes\)"
     ! grep -q "^upload:" "$TMP/kv.err" || fail "baton $cmd: weights uploaded before the session check"
     has_line "$TMP/kv.err" "baton $cmd: to fit: --ctx $fit or less, --kv-type f16 (half the bytes), fewer layers on stage 1 (--split, or one more server in --servers), or a batond with a larger --session-memory-bytes"
 done
@@ -87,11 +87,11 @@ done
 BATOND_EXTRA="${BATOND_EXTRA:-} --session-memory-bytes 1800K" start_server q1800k
 q1800k=127.0.0.1:$PORT_q1800k
 want_fail 1 "$TMP/kv.err" "$BATON" run --model "$MODEL" --servers "$q1800k" --prompt x -n 2
-has_line "$TMP/kv.err" "baton run: the default --ctx 512 needs 640.0 KiB of KV cache on stage 1 ($q1800k, 5 layers); with the stage's 1.1 MiB of weights, 2.3 KiB of I/O buffers and 90.5 KiB for its graphs and a step's scratch arena (the prompt's 3 tokens; the default --ubatch is 512), that is more than the 1.8 MiB the server allows one session (batond --session-memory-bytes)"
+has_line "$TMP/kv.err" "baton run: the default --ctx 512 needs 640.0 KiB of KV cache on stage 1 ($q1800k, 5 layers); with the stage's 1.1 MiB of weights, 2.3 KiB of I/O buffers and 90.5 KiB for its graphs and a step's scratch arena (the prompt's 3 tokens in one step; --ubatch sets fewer), that is 1923552 bytes in all (buffers in whole pages), more than the 1843200 bytes (1.8 MiB) the server allows one session (batond --session-memory-bytes)"
 has_line "$TMP/kv.err" "baton run: to fit: --ctx 451 or less, --kv-type f16 (half the bytes), fewer layers on stage 1 (--split, or one more server in --servers), or a batond with a larger --session-memory-bytes"
 want_fail 1 "$TMP/kv.err" "$BATON" bench --model "$MODEL" --servers "$q1800k" -p 4 -n 500 --reps 1
-has_line "$TMP/kv.err" "baton bench: -p 4 + -n 500 (a KV cache of 512 positions: -p + -n + 8, or the model's context length if less) needs 640.0 KiB of KV cache on stage 1 ($q1800k, 5 layers); with the stage's 1.1 MiB of weights, 2.3 KiB of I/O buffers and 107.7 KiB for its graphs and a step's scratch arena (the prompt's 4 tokens; the default --ubatch is 512), that is more than the 1.8 MiB the server allows one session (batond --session-memory-bytes)"
-has_line "$TMP/kv.err" "baton bench: to fit: a smaller -p or -n (a KV cache of at most 441 positions), --kv-type f16 (half the bytes), fewer layers on stage 1 (--split, or one more server in --servers), or a batond with a larger --session-memory-bytes"
+has_match "$TMP/kv.err" "baton bench: -p 4 \+ -n 500 \(a KV cache of 512 positions: -p \+ -n \+ 8, or the model's context length if less\) needs 640\.0 KiB of KV cache on stage 1 \($q1800k, 5 layers\); with the stage's 1\.1 MiB of weights, 2\.3 KiB of I/O buffers and 107\.7 KiB for its graphs and a step's scratch arena \(the prompt's 4 tokens in one step; --ubatch sets fewer\), that is 19[0-9]{5} bytes in all \(buffers in whole pages\), more than the 1843200 bytes \(1\.8 MiB\) the server allows one session \(batond --session-memory-bytes\)"
+has_line "$TMP/kv.err" "baton bench: to fit: a smaller -p or -n (-p + -n at most 433: a KV cache of 441 positions), --kv-type f16 (half the bytes), fewer layers on stage 1 (--split, or one more server in --servers), or a batond with a larger --session-memory-bytes"
 ! grep -q -- "--ctx" "$TMP/kv.err" || fail "bench without --ctx names --ctx: $(cat "$TMP/kv.err")"
 # 441 positions (-p 4 + -n 429 + 8) run on it
 "$BATON" bench --model "$MODEL" --servers "$q1800k" -p 4 -n 429 --reps 1 >/dev/null 2>"$TMP/ok.err" ||

@@ -55,7 +55,7 @@ cmp -s "$TMP/want.out" "$TMP/run.out" ||
     fail "stderr: $(cat "$TMP/run.err")"
 # ... and says what the user can lower, and what else the session's memory
 # holds (no --ubatch was given: the step is the prompt's 5 tokens)
-[ "$(tail -n 2 "$TMP/run.err" | head -n 1)" = "baton run: a step's scratch and compute on the server grow with the KV-cache cells (the default --ctx 512) and the tokens of a step (the prompt's 5 tokens; the default --ubatch is 512), its nodes with the stage's layers (--split); the scratch arena is at most 1.0 GiB per session (fixed) and shares the session's memory (batond --session-memory-bytes) with the stage's weights and KV cache; batond --print-policy shows the server's other limits (session_memory_bytes, max_graph_flops, max_graph_nodes)" ] ||
+[ "$(tail -n 2 "$TMP/run.err" | head -n 1)" = "baton run: a step's scratch and compute on the server grow with the KV-cache cells (the default --ctx 512) and the tokens of a step (the prompt's 5 tokens in one step; --ubatch sets fewer), its nodes with the stage's layers (--split); the scratch arena is at most 1.0 GiB per session (fixed) and shares the session's memory (batond --session-memory-bytes) with the stage's weights and KV cache; batond --print-policy shows the server's other limits (session_memory_bytes, max_graph_flops, max_graph_nodes)" ] ||
     fail "hint line: $(cat "$TMP/run.err")"
 [ "$(tail -n 1 "$TMP/run.err")" = "baton run: stage 1's session holds 1.1 MiB of weights, 640.0 KiB of KV cache and 2.3 KiB of I/O buffers of the 2.9 MiB the server allows one session; its registered graphs and a step's scratch arena need more than the rest, or than other sessions leave free of the server's memory" ] ||
     fail "last stderr line: $(cat "$TMP/run.err")"
@@ -92,7 +92,7 @@ register_refused() {
         fail "$1: no graph figures: $(cat "$TMP/run.err")"
     [ "$(tail -n 2 "$TMP/run.err" | head -n 1)" = "baton run: the run registers 2 graphs on stage 1 (2 step shapes x 1 input slot); a server keeps at most max_graphs_per_session of them ($3), and refuses a graph over its node or compute limits too" ] ||
         fail "$1 graphs line: $(cat "$TMP/run.err")"
-    [ "$(tail -n 1 "$TMP/run.err")" = "baton run: a step's scratch and compute on the server grow with the KV-cache cells (the default --ctx 512) and the tokens of a step (the prompt's 5 tokens; the default --ubatch is 512), its nodes with the stage's layers (--split); the scratch arena is at most 1.0 GiB per session (fixed); $4 (session_memory_bytes, max_graph_flops, max_graph_nodes)" ] ||
+    [ "$(tail -n 1 "$TMP/run.err")" = "baton run: a step's scratch and compute on the server grow with the KV-cache cells (the default --ctx 512) and the tokens of a step (the prompt's 5 tokens in one step; --ubatch sets fewer), its nodes with the stage's layers (--split); the scratch arena is at most 1.0 GiB per session (fixed); $4 (session_memory_bytes, max_graph_flops, max_graph_nodes)" ] ||
         fail "$1 last stderr line: $(cat "$TMP/run.err")"
 }
 register_refused flops "$flops" "batond --max-graphs-per-session, default 32" \
