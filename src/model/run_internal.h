@@ -194,6 +194,7 @@ void step_limit_hint(struct run *r, const struct stage_rt *s, int rc);
 struct run_kv_fits {
     uint32_t ctx, seqs;
     int f16;
+    uint32_t ubatch; /* the largest smaller --ubatch that fits at this --ctx (0: none) */
 };
 /* A KV cache a server cannot hold, in terms of --ctx, then what would fit
  * it (quota: the session's memory limit is what it is past). fits: what
@@ -231,6 +232,11 @@ int run_connect_stages(struct run *r);
  * one grant per input slot of the next stage, one route per slot on the
  * source; prints one plan line per boundary. 0 or 1. */
 int run_setup_direct(struct run *r);
+/* Stage 1's token input slots the run will use (r->tok_slots once the
+ * decode ring is set up): its --slots where the ring will run over pipeline
+ * groups, else 1. The same conditions as the ring's setup, asked before
+ * any upload (the graphs a stage registers count them). */
+uint32_t run_planned_tok_slots(struct run *r);
 /* This session's peer counters on the server of s. 0 or the call's error. */
 int run_query_peer(struct stage_rt *s, uint64_t *sent, uint64_t *received);
 
@@ -322,6 +328,10 @@ int run_par_prepare(struct run *r, size_t *max_prompt);
  * short of room for them runs without.) */
 #define RUN_PAR_SHAPES 40
 uint32_t run_par_shapes(const struct run *r, uint32_t *counts, uint32_t *outs);
+/* Whether a step of count tokens and out outputs surely runs: a prompt
+ * prefilled alone takes it, or it is a group's full decode step (the mixed
+ * steps of continuous batching may not run). */
+int run_par_shape_runs(const struct run *r, uint32_t count, uint32_t out);
 /* Registers the step shapes of every prompt and the decode step. 0 or 1. */
 int run_par_register(struct run *r);
 /* Admits, prefills and decodes every prompt; prints the summary, writes

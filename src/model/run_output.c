@@ -161,13 +161,20 @@ void kv_fit_line(struct run *r, const struct stage_rt *s, int quota,
 
     /* what shrinks it: the bytes are positions x sequences x layers x
      * (K + V) x the element size (baton_run_kv_cache_bytes) */
-    if (bench)
+    if (bench && cfg->ctx_origin != BATON_CTX_BENCH && ctx_useful) /* bench --ctx N */
+        snprintf(shrink, sizeof shrink, "--ctx %u or less, with -p + -n at most %u", ctx_fit,
+                 ctx_fit);
+    else if (bench)
         snprintf(shrink, sizeof shrink,
                  ctx_useful ? "a smaller -p or -n (-p + -n at most %u: a KV cache of %u "
                               "positions%s)"
                  : known    ? ""
                             : "a smaller -p or -n",
                  ctx_fit - 8, ctx_fit, each);
+    else if (ctx_min && ctx_fit > 0 && ctx_fit <= n_prompt) /* the prompt alone is more */
+        snprintf(shrink, sizeof shrink,
+                 "a shorter prompt (at most %u position%s%s fit, the prompt's and -n's)",
+                 ctx_fit, s_fit, each);
     else if (ctx_min && ctx_fit > 0)
         snprintf(shrink, sizeof shrink,
                  "a shorter prompt or a smaller -n (at most %u position%s%s with the prompt; "
@@ -195,10 +202,10 @@ void kv_fit_line(struct run *r, const struct stage_rt *s, int quota,
     if (cfg->kv_type != BATON_TYPE_F16 && (!known || fits->f16))
         snprintf(half, sizeof half, "%s--kv-type f16 (half the bytes)",
                  shrink[0] || fewer_seq[0] ? ", " : "");
-    /* no context that holds the prompt fits: a smaller step's scratch may */
-    if (known && !ctx_useful && r->n_ubatch > 1)
-        snprintf(ubatch, sizeof ubatch, "%sa smaller --ubatch",
-                 shrink[0] || fewer_seq[0] || half[0] ? ", " : "");
+    /* a smaller step's scratch arena */
+    if (known && fits->ubatch > 0)
+        snprintf(ubatch, sizeof ubatch, "%s--ubatch %u or less",
+                 shrink[0] || fewer_seq[0] || half[0] ? ", " : "", fits->ubatch);
     /* in-process stages share this machine's memory: a split moves
      * nothing off it */
     if (n_layers > 1 && !r->local)
@@ -208,11 +215,12 @@ void kv_fit_line(struct run *r, const struct stage_rt *s, int quota,
     /* past the session's memory, which the stage's weights share, or (a
      * known room) the server's memory for all sessions */
     if ((quota || known) && !r->local)
-        stage_msg(r, "to fit: %s%s%s%s%s%sa batond with a larger %s\n", shrink, fewer_seq, half,
-                  ubatch, fewer_layers,
+        stage_msg(r, "to fit: %s%s%s%s%s%sa batond with a larger %s%s\n", shrink, fewer_seq,
+                  half, ubatch, fewer_layers,
                   shrink[0] || fewer_seq[0] || half[0] || ubatch[0] || fewer_layers[0] ? ", or "
                                                                                        : "",
-                  quota ? "--session-memory-bytes" : "--total-memory-bytes");
+                  quota ? "--session-memory-bytes" : "--total-memory-bytes",
+                  quota && r->key ? " (or its --client's session_memory_bytes)" : "");
     else if (shrink[0] || fewer_seq[0] || half[0] || ubatch[0] || fewer_layers[0])
         stage_msg(r, "to fit: %s%s%s%s%s\n", shrink, fewer_seq, half, ubatch, fewer_layers);
     else if (r->local)

@@ -230,6 +230,30 @@ uint32_t run_par_shapes(const struct run *r, uint32_t *counts, uint32_t *outs)
     return n;
 }
 
+int run_par_shape_runs(const struct run *r, uint32_t count, uint32_t out)
+{
+    const uint32_t gs = (r->n_seq + r->n_groups - 1) / r->n_groups;
+    const uint32_t last = r->n_seq - (r->n_groups - 1) * gs;
+    /* with continuous batching only the prompts that fill the slots at the
+     * start are prefilled alone; the others ride in mixed steps */
+    const size_t alone = r->n_chunk && r->n_seq < r->n_par ? r->n_seq : r->n_par;
+
+    if (r->cfg->n_predict > 1 && out == count && (count == gs || count == last))
+        return 1; /* a group's first decode step has every slot's token */
+    if (out != 1)
+        return 0;
+    for (size_t i = 0; i < alone; i++) {
+        uint32_t parts[32], k = split_rest((uint32_t)(r->par[i].n_prompt % r->n_ubatch), parts);
+
+        if (r->par[i].n_prompt >= r->n_ubatch && count == r->n_ubatch)
+            return 1;
+        for (uint32_t j = 0; j < k; j++)
+            if (parts[j] == count)
+                return 1;
+    }
+    return 0;
+}
+
 int run_par_register(struct run *r)
 {
     uint32_t counts[RUN_PAR_SHAPES], outs[RUN_PAR_SHAPES];

@@ -424,32 +424,30 @@ static int resolve_peer(const char *endpoint, struct baton_peer_dest *d)
  * comes from the coordinator); with G pipeline groups a step takes the
  * tokens of its group's step before (r->ring_gap = G), each step's into
  * its own token slot of stage 1, so G <= --slots. 0 or 1 (said). */
-static int setup_ring(struct run *r)
+/* Why the decode ring will not be set up (setup_ring), or NULL when it
+ * will: dest gets stage 1's peer address. whybuf (RUN_ENDPOINT_MAX + 64
+ * bytes) may hold the reason. Needs 2 or more stages and a decode step. */
+static const char *ring_off_reason(struct run *r, struct baton_peer_dest *dest, char *whybuf)
 {
     const struct baton_run_config *cfg = r->cfg;
     const uint32_t p = r->n_stages;
     struct stage_rt *s = &r->stages[p - 1], *nx = &r->stages[0];
-    struct boundary *b = &r->bounds[p - 1];
     const char *ep = nx->peer_endpoint[0] ? nx->peer_endpoint : nx->endpoint;
-    struct baton_peer_dest dest;
+    const size_t cap = RUN_ENDPOINT_MAX + 64;
     const char *why = NULL;
-    char whybuf[RUN_ENDPOINT_MAX + 64];
-    int rc;
 
-    if (p < 2 || cfg->n_predict < 2)
-        return 0; /* nothing to say: one stage, or no decode step */
     if (!cfg->ring)
         why = "--ring off";
     else if (r->seqs && r->n_chunk)
         why = "continuous batching: a step's prompt chunk comes from the coordinator";
     else if (r->seqs && r->n_groups > BATON_LLAMA_MAX_SLOTS) {
-        snprintf(whybuf, sizeof whybuf,
+        snprintf(whybuf, cap,
                  "--groups %u: a group needs an input slot of its own, and there are at most %u "
                  "(--slots)",
                  r->n_groups, BATON_LLAMA_MAX_SLOTS);
         why = whybuf;
     } else if (r->seqs && r->n_groups > r->n_slots) {
-        snprintf(whybuf, sizeof whybuf, "--groups %u needs as many input slots: --slots %u",
+        snprintf(whybuf, cap, "--groups %u needs as many input slots: --slots %u",
                  r->n_groups, r->n_groups);
         why = whybuf;
     }
@@ -465,12 +463,40 @@ static int setup_ring(struct run *r)
         why = "stage 1 and the last stage both need the peer key (batond --peer-key)";
     else if (!(baton_conn_server_hello(nx->conn)->features & BATON_FEATURE_OWNER_FENCE))
         why = "stage 1 is an older batond";
-    memset(&dest, 0, sizeof(dest));
-    if (why == NULL && resolve_peer(ep, &dest) != 0)
-    {
-        snprintf(whybuf, sizeof whybuf, "cannot resolve stage 1's peer address %s", ep);
+    memset(dest, 0, sizeof(*dest));
+    if (why == NULL && resolve_peer(ep, dest) != 0) {
+        snprintf(whybuf, cap, "cannot resolve stage 1's peer address %s", ep);
         why = whybuf;
     }
+    return why;
+}
+
+uint32_t run_planned_tok_slots(struct run *r)
+{
+    struct baton_peer_dest dest;
+    char whybuf[RUN_ENDPOINT_MAX + 64];
+
+    if (r->n_stages < 2 || r->cfg->n_predict < 2 || !r->seqs || r->n_groups <= 1 ||
+        ring_off_reason(r, &dest, whybuf) != NULL)
+        return 1;
+    return r->n_slots;
+}
+
+static int setup_ring(struct run *r)
+{
+    const struct baton_run_config *cfg = r->cfg;
+    const uint32_t p = r->n_stages;
+    struct stage_rt *s = &r->stages[p - 1], *nx = &r->stages[0];
+    struct boundary *b = &r->bounds[p - 1];
+    const char *ep = nx->peer_endpoint[0] ? nx->peer_endpoint : nx->endpoint;
+    struct baton_peer_dest dest;
+    const char *why;
+    char whybuf[RUN_ENDPOINT_MAX + 64];
+    int rc;
+
+    if (p < 2 || cfg->n_predict < 2)
+        return 0; /* nothing to say: one stage, or no decode step */
+    why = ring_off_reason(r, &dest, whybuf);
     if (why != NULL) {
         fprintf(cfg->log, "plan: decode ring off: tokens through the coordinator (%s)\n", why);
         return 0;

@@ -226,12 +226,13 @@ static int step_graph_bytes(struct run *r, struct stage_rt *s, uint32_t n, uint3
  * the run registers before it starts, each once per input slot, told apart
  * as register_shapes does (one sequence: the prompt's ubatches, its rest
  * and the decode step; several: run_par_shapes), and the scratch arena of
- * the largest: the server's own figures. *scratch gets the arena alone. 0
- * where a graph does not build or validate here. */
+ * the largest that surely runs (run_par_shape_runs): the server's own
+ * figures. *scratch gets the arena alone. 0 where a graph does not build or
+ * validate here. */
 static uint64_t step_bytes(struct run *r, struct stage_rt *s, uint64_t *scratch)
 {
     uint32_t counts[RUN_PAR_SHAPES], outs[RUN_PAR_SHAPES], n;
-    uint64_t graphs = 0;
+    uint64_t graphs = 0, unsure = 0;
 
     *scratch = 0;
     if (r->seqs) {
@@ -256,8 +257,13 @@ static uint64_t step_bytes(struct run *r, struct stage_rt *s, uint64_t *scratch)
             ;
         if (counts[i] == 0 || j < i)
             continue;
+        /* the arena of a step that may never run is not counted: a server
+         * maps it only when a run needs it */
         for (uint32_t slot = 0; slot < run_stage_slots(r, s); slot++)
-            if (step_graph_bytes(r, s, counts[i], oi, slot, &graphs, scratch) != 0) {
+            if (step_graph_bytes(r, s, counts[i], oi, slot, &graphs,
+                                 !r->seqs || run_par_shape_runs(r, counts[i], outs[i])
+                                     ? scratch
+                                     : &unsure) != 0) {
                 *scratch = 0;
                 return 0;
             }
@@ -350,12 +356,35 @@ static uint32_t sessions_fit_max(struct run *r, uint32_t type, uint32_t hi, uint
     return lo;
 }
 
+/* The largest ubatch below r->n_ubatch with which sessions_fit holds with
+ * KV caches of n_cells cells (prefill steps, their rests and continuous
+ * batching's chunks all follow it); 0 when none does. The I/O buffers stay
+ * as large as the run's ubatch makes them. */
+static uint32_t ubatch_fit_max(struct run *r, uint32_t n_cells)
+{
+    const uint32_t u = r->n_ubatch, chunk = r->n_chunk;
+    uint32_t lo = 0, hi = u - 1;
+
+    while (lo < hi) {
+        const uint32_t mid = lo + (hi - lo + 1) / 2;
+
+        r->n_ubatch = mid;
+        r->n_chunk = chunk ? mid : 0;
+        if (sessions_fit(r, r->cfg->kv_type, n_cells))
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    r->n_ubatch = u;
+    r->n_chunk = chunk;
+    return lo;
+}
+
 /* The lines for checked stage s with the run's KV cache (one_pos: one
  * position per sequence, as no --ctx fits): what its session needs and
- * past which limit, as kv_fail's first line. In-process stages print even
- * when each fits alone (their sum is what does not). Sets *quota when the
- * session's quota, not the server's whole memory, is the limit. Returns
- * whether it printed. */
+ * past which limit, as kv_fail's first line, where it is past it. Sets
+ * *quota when the session's quota, not the server's whole memory, is the
+ * limit. Returns whether it printed. */
 static int stage_need_lines(struct run *r, struct stage_rt *s, int one_pos, int *quota)
 {
     const struct baton_run_config *cfg = r->cfg;
@@ -374,7 +403,7 @@ static int stage_need_lines(struct run *r, struct stage_rt *s, int one_pos, int 
     int exact = 0;
 
     need = session_need(r, s, cfg->kv_type, one_pos ? r->n_seq : r->n_cells, &step);
-    if (need <= lim && !r->local)
+    if (need <= lim)
         return 0;
     *quota |= q;
     run_format_bytes(limit, sizeof limit, lim);
@@ -440,21 +469,62 @@ static int stage_need_lines(struct run *r, struct stage_rt *s, int one_pos, int 
         snprintf(why, sizeof why,
                  "with the stage's %s of weights, %s of I/O buffers and %s for its graphs and "
                  "a step's scratch arena (%s), that is %" PRIu64 " bytes in all (buffers in whole pages), "
-                 "more than the %" PRIu64 " bytes (%s) %s%s",
-                 held, ios, steps, ub, need, lim, limit, who,
-                 r->local && r->n_stages > 1 ? ", with the other stages" : "");
+                 "more than the %" PRIu64 " bytes (%s) %s",
+                 held, ios, steps, ub, need, lim, limit, who);
     }
     kv_need_line(r, s, s->kv_bytes, why, exact);
+    return 1;
+}
+
+/* Several in-process stages past the memory they share, each within it:
+ * one line with their sums. Returns 0 (nothing said) where a stage alone
+ * is past a limit, which stage_need_lines says. */
+static int local_sum_line(struct run *r)
+{
+    const struct baton_run_config *cfg = r->cfg;
+    const uint64_t lim = r->stages[0].info.total_memory;
+    uint64_t w = 0, kv = 0, io = 0, steps = 0, total = 0, step;
+    uint32_t n_layers = 0;
+    char ctx[RUN_CTX_NAME_CAP], sw[32], skv[32], sio[32], sst[32], slim[32];
+
+    for (uint32_t i = 0; i < r->n_stages; i++) {
+        struct stage_rt *s = &r->stages[i];
+        const uint64_t need = session_need(r, s, cfg->kv_type, r->n_cells, &step);
+
+        if (!checked(s) || need > s->info.max_buffer_bytes)
+            return 0;
+        w += s->weights_bytes;
+        kv += s->kv_bytes;
+        io += s->io_bytes;
+        steps += step;
+        total += need; /* each <= max_buffer_bytes: no wrap for a few stages */
+        n_layers += s->st.layer_end - s->st.layer_begin;
+    }
+    run_ctx_name(cfg, ctx, sizeof ctx);
+    run_format_bytes(sw, sizeof sw, w);
+    run_format_bytes(skv, sizeof skv, kv);
+    run_format_bytes(sio, sizeof sio, io);
+    run_format_bytes(sst, sizeof sst, steps);
+    run_format_bytes(slim, sizeof slim, lim);
+    stage_msg(r,
+              "%s needs %s of KV cache on the %u in-process stages (%u layers); with their %s of "
+              "weights, %s of I/O buffers and %s for their graphs and steps' scratch arenas, "
+              "that is %" PRIu64 " bytes in all, more than the %" PRIu64 " bytes (%s) of this "
+              "machine's memory they share (3/4 of it)\n",
+              ctx, skv, r->n_stages, n_layers, sw, sio, sst, total, lim, slim);
     return 1;
 }
 
 int run_check_sessions(struct run *r)
 {
     const struct baton_run_config *cfg = r->cfg;
+    const uint32_t tok_slots = r->tok_slots;
     struct run_kv_fits fits;
     struct stage_rt *tight = NULL;
     int quota = 0, ret = 0;
 
+    /* stage 1 registers its shapes once per token slot the ring will use */
+    r->tok_slots = run_planned_tok_slots(r);
     if (sessions_fit(r, cfg->kv_type, r->n_cells))
         goto out;
     ret = 1;
@@ -463,14 +533,22 @@ int run_check_sessions(struct run *r)
     fits.ctx = sessions_fit_max(r, cfg->kv_type, cfg->n_ctx, r->n_seq);
     fits.seqs = r->n_seq > 1 ? sessions_fit_max(r, cfg->kv_type, r->n_seq, cfg->n_ctx) : 0;
     fits.f16 = cfg->kv_type != BATON_TYPE_F16 && sessions_fit(r, BATON_TYPE_F16, r->n_cells);
-    for (uint32_t i = 0; i < r->n_stages; i++) {
+    /* (where no --ctx fits: with one position per sequence) */
+    fits.ubatch = r->n_ubatch > 1 ? ubatch_fit_max(r, fits.ctx ? r->n_cells : r->n_seq) : 0;
+    if (r->local && r->n_stages > 1 && local_sum_line(r))
+        tight = &r->stages[0];
+    for (uint32_t i = 0; tight == NULL && i < r->n_stages; i++) {
         struct stage_rt *s = &r->stages[i];
 
-        if (checked(s) && stage_need_lines(r, s, fits.ctx == 0, &quota) && tight == NULL)
+        if (checked(s) && stage_need_lines(r, s, fits.ctx == 0, &quota))
             tight = s;
     }
-    if (tight == NULL) /* not reached: sessions_fit failed on some stage */
-        tight = &r->stages[0];
+    /* the other stages past their limits say so too */
+    for (uint32_t i = tight ? tight->index + 1 : r->n_stages; !r->local && i < r->n_stages; i++)
+        if (checked(&r->stages[i]))
+            (void)stage_need_lines(r, &r->stages[i], fits.ctx == 0, &quota);
+    if (tight == NULL) /* a stage whose weights alone are past its limit: */
+        tight = &r->stages[0]; /* its ALLOC_BUFFER would say so */
     if (fits.ctx == 0) { /* not even one position: not the KV cache's fault */
         const uint32_t n_layers = tight->st.layer_end - tight->st.layer_begin;
         char fewer[64] = "";
@@ -480,20 +558,29 @@ int run_check_sessions(struct run *r)
                      fits.seqs == 1 ? "" : " or fewer");
         else if (r->n_seq > 1)
             snprintf(fewer, sizeof fewer, "fewer sequences (%s), ", run_seq_flag(cfg));
-        stage_msg(r, "to fit: %s%s%s%s\n", fewer, r->n_ubatch > 1 ? "a smaller --ubatch, " : "",
-                  n_layers > 1 && !r->local ? "fewer layers on the stage (--split, or one more "
-                                              "server in --servers), "
-                                            : "",
+        char ub[64] = "", layers[96] = "";
+
+        if (fits.ubatch)
+            snprintf(ub, sizeof ub, "--ubatch %u or less with a smaller %s, ", fits.ubatch,
+                     cfg->ctx_origin == BATON_CTX_BENCH ? "-p + -n" : "--ctx");
+        if (n_layers > 1 && !r->local)
+            snprintf(layers, sizeof layers,
+                     "fewer layers on stage %u (--split, or one more server in --servers), ",
+                     tight->index + 1);
+        stage_msg(r, "to fit: %s%s%s%s%s\n", fewer, ub, layers,
                   r->local ? "or servers with more memory (--servers)"
                   : quota  ? "or a batond with a larger --session-memory-bytes"
-                           : "or a batond with a larger --total-memory-bytes");
+                           : "or a batond with a larger --total-memory-bytes",
+                  quota && r->key && !r->local ? " (or its --client's session_memory_bytes)"
+                                               : "");
         goto out;
     }
     kv_fit_line(r, tight, quota, &fits);
 out:
-    /* the KV caches as the run has them */
+    /* the KV caches as the run has them; the ring sets its slots itself */
     for (uint32_t i = 0; i < r->n_stages; i++)
         (void)kv_descs(r, &r->stages[i], cfg->kv_type, r->n_cells);
+    r->tok_slots = tok_slots;
     return ret;
 }
 

@@ -417,7 +417,7 @@ want 1 "--ctx 512 x 8 sequences (--parallel) needs" --prompt-file "$TMP/prompts.
 grep -q "the server allows at most 4.0 MiB in one buffer" "$TMP/err" || fail "--parallel 8 on a small server: $(cat "$TMP/err")"
 # the hint names the largest --ctx and --parallel that fit (f16 would not,
 # beside the prefill's scratch arena)
-grep -qxE "baton run: to fit: --ctx [0-9]+ or less, --parallel [1-7] or fewer, fewer layers on stage 1 \(--split, or one more server in --servers\), or a batond with a larger --session-memory-bytes" "$TMP/err" ||
+grep -qxE "baton run: to fit: --ctx [0-9]+ or less, --parallel [1-7] or fewer, fewer layers on stage 1 \(--split, or one more server in --servers\), or a batond with a larger --session-memory-bytes \(or its --client's session_memory_bytes\)" "$TMP/err" ||
     fail "--parallel 8 on a small server, no hint: $(cat "$TMP/err")"
 # ... and each runs (the steps' graphs of several sequences are counted as
 # the server counts them)
