@@ -173,7 +173,8 @@ void kv_fit_line(struct run *r, const struct stage_rt *s, int quota,
                  ctx_fit - 8, ctx_fit, each);
     else if (ctx_min && ctx_fit > 0 && ctx_fit <= n_prompt) /* the prompt alone is more */
         snprintf(shrink, sizeof shrink,
-                 "a shorter prompt (at most %u position%s%s fit, the prompt's and -n's)",
+                 "a shorter prompt and a smaller -n (at most %u position%s%s fit, the "
+                 "prompt's and -n's together)",
                  ctx_fit, s_fit, each);
     else if (ctx_min && ctx_fit > 0)
         snprintf(shrink, sizeof shrink,
@@ -358,7 +359,7 @@ void weights_alloc_hint(struct run *r, const struct stage_rt *s,
     run_format_bytes(free_now, sizeof free_now, info->free_memory);
     if (rc == BATON_E_LIMIT && s->weights_bytes > info->total_memory)
         stage_msg(r,
-                  "stage %u asked for %s (%" PRIu64
+                  "stage %u needs %s (%" PRIu64
                   " bytes, which the server rounds up to whole pages) for the weights of its "
                   "%u layer%s, more than the server's memory for all sessions, %s%s; fewer "
                   "layers on the stage (--split) need less%s\n",
@@ -366,7 +367,7 @@ void weights_alloc_hint(struct run *r, const struct stage_rt *s,
                   total_flag, see);
     else if (rc == BATON_E_QUOTA)
         stage_msg(r,
-                  "stage %u asked for %s (%" PRIu64
+                  "stage %u needs %s (%" PRIu64
                   " bytes, which the server rounds up to whole pages) for the weights of its "
                   "%u layer%s; the server allows one session at most %s%s and had %s free of %s "
                   "for all sessions%s; fewer layers on the stage (--split) need less%s\n",

@@ -240,6 +240,15 @@ int run_par_shape_runs(const struct run *r, uint32_t count, uint32_t out)
 
     if (r->cfg->n_predict > 1 && out == count && (count == gs || count == last))
         return 1; /* a group's first decode step has every slot's token */
+    /* continuous batching with prompts waiting: a freed slot's next prompt
+     * rides beside the group's other rows, in the whole group's mixed step
+     * unless a smaller optional shape was registered; register_shapes
+     * registers those only with room left for every registered step's
+     * arena, this one's included */
+    if (r->n_chunk && r->n_par > r->n_seq && r->cfg->n_predict > 1 &&
+        ((count == r->n_chunk + gs && out == gs + 1) ||
+         (count == r->n_chunk + last && out == last + 1)))
+        return 1;
     if (out != 1)
         return 0;
     for (size_t i = 0; i < alone; i++) {

@@ -356,6 +356,35 @@ static uint32_t sessions_fit_max(struct run *r, uint32_t type, uint32_t hi, uint
     return lo;
 }
 
+/* The most sequences at a time, below r->n_seq, with which every session
+ * fits at this --ctx: each try is the run with that many (its KV cache,
+ * its groups, step shapes and ring slots). 0 when none does. */
+static uint32_t seqs_fit_max(struct run *r)
+{
+    const uint32_t n_seq = r->n_seq, groups = r->n_groups, cells = r->n_cells;
+    uint32_t lo = 0, hi = n_seq - 1;
+
+    while (lo < hi) {
+        const uint32_t mid = lo + (hi - lo + 1) / 2;
+        const uint64_t c = (uint64_t)r->cfg->n_ctx * mid;
+        int ok;
+
+        r->n_seq = mid;
+        r->n_groups = groups < mid ? groups : mid;
+        r->tok_slots = run_planned_tok_slots(r);
+        ok = c <= UINT32_MAX && sessions_fit(r, r->cfg->kv_type, (uint32_t)c);
+        if (ok)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    r->n_seq = n_seq;
+    r->n_groups = groups;
+    r->n_cells = cells;
+    r->tok_slots = run_planned_tok_slots(r);
+    return lo;
+}
+
 /* The largest ubatch below r->n_ubatch with which sessions_fit holds with
  * KV caches of n_cells cells (prefill steps, their rests and continuous
  * batching's chunks all follow it); 0 when none does. The I/O buffers stay
@@ -519,22 +548,42 @@ int run_check_sessions(struct run *r)
 {
     const struct baton_run_config *cfg = r->cfg;
     const uint32_t tok_slots = r->tok_slots;
+    const uint64_t min_ctx = cfg->ctx_origin == BATON_CTX_BENCH
+                                 ? cfg->n_ctx
+                                 : (uint64_t)r->n_prompt_max + cfg->n_predict;
+    const uint32_t min_cells =
+        (uint32_t)((min_ctx < cfg->n_ctx ? min_ctx : cfg->n_ctx) * r->n_seq); /* <= n_cells */
     struct run_kv_fits fits;
     struct stage_rt *tight = NULL;
     int quota = 0, ret = 0;
 
     /* stage 1 registers its shapes once per token slot the ring will use */
     r->tok_slots = run_planned_tok_slots(r);
-    if (sessions_fit(r, cfg->kv_type, r->n_cells))
+    /* a stage's weights past its limit: no --ctx helps, said first */
+    for (uint32_t i = 0; i < r->n_stages; i++) {
+        struct stage_rt *s = &r->stages[i];
+
+        if (s->info.max_buffer_bytes != 0 && !checked(s)) {
+            stage_msg(r, "stage %u (%s): its weights alone are more than a session may hold "
+                         "there (nothing was uploaded)\n",
+                      s->index + 1, s->endpoint);
+            weights_alloc_hint(r, s, &s->info,
+                               s->weights_bytes > s->info.total_memory ? BATON_E_LIMIT
+                                                                       : BATON_E_QUOTA);
+            ret = 1;
+        }
+    }
+    if (ret != 0 || sessions_fit(r, cfg->kv_type, r->n_cells))
         goto out;
     ret = 1;
     /* what fits, every stage at once: positions per sequence, sequences at
      * this --ctx, half the bytes at this --ctx */
     fits.ctx = sessions_fit_max(r, cfg->kv_type, cfg->n_ctx, r->n_seq);
-    fits.seqs = r->n_seq > 1 ? sessions_fit_max(r, cfg->kv_type, r->n_seq, cfg->n_ctx) : 0;
+    fits.seqs = r->n_seq > 1 ? seqs_fit_max(r) : 0;
     fits.f16 = cfg->kv_type != BATON_TYPE_F16 && sessions_fit(r, BATON_TYPE_F16, r->n_cells);
-    /* (where no --ctx fits: with one position per sequence) */
-    fits.ubatch = r->n_ubatch > 1 ? ubatch_fit_max(r, fits.ctx ? r->n_cells : r->n_seq) : 0;
+    /* (where no --ctx fits: at the smallest one the run allows, the longest
+     * prompt + -n, bench's own context already being that) */
+    fits.ubatch = r->n_ubatch > 1 ? ubatch_fit_max(r, fits.ctx ? r->n_cells : min_cells) : 0;
     if (r->local && r->n_stages > 1 && local_sum_line(r))
         tight = &r->stages[0];
     for (uint32_t i = 0; tight == NULL && i < r->n_stages; i++) {
@@ -553,16 +602,16 @@ int run_check_sessions(struct run *r)
         const uint32_t n_layers = tight->st.layer_end - tight->st.layer_begin;
         char fewer[64] = "";
 
+        char ub[64] = "", layers[96] = "";
+
         if (r->n_seq > 1 && fits.seqs >= 1)
             snprintf(fewer, sizeof fewer, "%s %u%s, ", run_seq_flag(cfg), fits.seqs,
                      fits.seqs == 1 ? "" : " or fewer");
-        else if (r->n_seq > 1)
-            snprintf(fewer, sizeof fewer, "fewer sequences (%s), ", run_seq_flag(cfg));
-        char ub[64] = "", layers[96] = "";
-
-        if (fits.ubatch)
-            snprintf(ub, sizeof ub, "--ubatch %u or less with a smaller %s, ", fits.ubatch,
-                     cfg->ctx_origin == BATON_CTX_BENCH ? "-p + -n" : "--ctx");
+        if (fits.ubatch && min_cells < r->n_cells)
+            snprintf(ub, sizeof ub, "--ubatch %u or less with --ctx %u, ", fits.ubatch,
+                     min_cells / r->n_seq);
+        else if (fits.ubatch)
+            snprintf(ub, sizeof ub, "--ubatch %u or less, ", fits.ubatch);
         if (n_layers > 1 && !r->local)
             snprintf(layers, sizeof layers,
                      "fewer layers on stage %u (--split, or one more server in --servers), ",

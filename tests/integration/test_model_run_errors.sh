@@ -225,21 +225,23 @@ want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$MODEL" \
 [ "$(tail -n 1 "$TMP/run.err")" = "baton run: stage 1 (127.0.0.1:$PORT_hog0): ALLOC_BUFFER (weights) failed: E_LIMIT (limit exceeded)" ] ||
     fail "weights E_LIMIT of a full table: $(cat "$TMP/run.err")"
 
-# --- run: a refused ALLOC_BUFFER of the weights names the bytes and limits ---
+# --- run: weights past a server's limit name the bytes and limits, before
+# anything is uploaded ---
 # stories260K's 48 tensors take 1171200 bytes (baton inspect's total), more
 # than a server with 1 MiB for all sessions (E_LIMIT) or for one (E_QUOTA)
 BATOND_EXTRA="${BATOND_EXTRA:-} --total-memory-bytes 1M" start_server tot
 BATOND_EXTRA="${BATOND_EXTRA:-} --session-memory-bytes 1M" start_server sess
 want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$MODEL" \
     --servers "127.0.0.1:$PORT_tot" --prompt x -n 2 --ctx 16
-[ "$(tail -n 2 "$TMP/run.err")" = "baton run: stage 1 (127.0.0.1:$PORT_tot): ALLOC_BUFFER (weights) failed: E_LIMIT (limit exceeded)
-baton run: stage 1 asked for 1.1 MiB (1171200 bytes, which the server rounds up to whole pages) for the weights of its 5 layers, more than the server's memory for all sessions, 1.0 MiB (batond --total-memory-bytes); fewer layers on the stage (--split) need less; batond --print-policy shows the server's limits" ] ||
+[ "$(tail -n 2 "$TMP/run.err")" = "baton run: stage 1 (127.0.0.1:$PORT_tot): its weights alone are more than a session may hold there (nothing was uploaded)
+baton run: stage 1 needs 1.1 MiB (1171200 bytes, which the server rounds up to whole pages) for the weights of its 5 layers, more than the server's memory for all sessions, 1.0 MiB (batond --total-memory-bytes); fewer layers on the stage (--split) need less; batond --print-policy shows the server's limits" ] ||
     fail "weights over --total-memory-bytes: $(cat "$TMP/run.err")"
 want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$MODEL" \
     --servers "127.0.0.1:$PORT_sess" --prompt x -n 2 --ctx 16
-has_line "$TMP/run.err" "baton run: stage 1 (127.0.0.1:$PORT_sess): ALLOC_BUFFER (weights) failed: E_QUOTA (memory quota exhausted)"
+has_line "$TMP/run.err" "baton run: stage 1 (127.0.0.1:$PORT_sess): its weights alone are more than a session may hold there (nothing was uploaded)"
+! grep -q "^upload:" "$TMP/run.err" || fail "weights over the session: uploaded: $(cat "$TMP/run.err")"
 [ "$(tail -n 1 "$TMP/run.err" | sed -E 's/had [0-9.]+ [KMGTPE]iB free of [0-9.]+ [KMGTPE]iB/had F free of T/')" = \
-    "baton run: stage 1 asked for 1.1 MiB (1171200 bytes, which the server rounds up to whole pages) for the weights of its 5 layers; the server allows one session at most 1.0 MiB (batond --session-memory-bytes) and had F free of T for all sessions (batond --total-memory-bytes); fewer layers on the stage (--split) need less; batond --print-policy shows the server's limits" ] ||
+    "baton run: stage 1 needs 1.1 MiB (1171200 bytes, which the server rounds up to whole pages) for the weights of its 5 layers; the server allows one session at most 1.0 MiB (batond --session-memory-bytes) and had F free of T for all sessions (batond --total-memory-bytes); fewer layers on the stage (--split) need less; batond --print-policy shows the server's limits" ] ||
     fail "weights over --session-memory-bytes: $(cat "$TMP/run.err")"
 
 # --- run: connect refused at the server's connection limit (E_LIMIT) ---
