@@ -246,8 +246,8 @@ int run_par_shape_runs(const struct run *r, uint32_t count, uint32_t out)
      * registers those only with room left for every registered step's
      * arena, this one's included */
     if (r->n_chunk && r->n_par > r->n_seq && r->cfg->n_predict > 1 &&
-        ((count == r->n_chunk + gs && out == gs + 1) ||
-         (count == r->n_chunk + last && out == last + 1)))
+        ((gs > 1 && count == r->n_chunk + gs && out == gs + 1) ||
+         (last > 1 && count == r->n_chunk + last && out == last + 1)))
         return 1;
     if (out != 1)
         return 0;
