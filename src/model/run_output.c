@@ -164,13 +164,14 @@ void kv_fit_line(struct run *r, const struct stage_rt *s, int quota,
     if (bench && cfg->ctx_origin != BATON_CTX_BENCH && ctx_useful) /* bench --ctx N */
         snprintf(shrink, sizeof shrink, "--ctx %u or less, with -p + -n at most %u", ctx_fit,
                  ctx_fit);
-    else if (bench)
+    else if (bench && ctx_useful)
         snprintf(shrink, sizeof shrink,
-                 ctx_useful ? "a smaller -p or -n (-p + -n at most %u: a KV cache of %u "
-                              "positions%s)"
-                 : known    ? ""
-                            : "a smaller -p or -n",
+                 "a smaller -p or -n (-p + -n at most %u: a KV cache of %u positions%s)",
                  ctx_fit - 8, ctx_fit, each);
+    else if (bench && !known)
+        snprintf(shrink, sizeof shrink, "a smaller -p or -n");
+    else if (bench)
+        shrink[0] = '\0'; /* no -p + -n fits: the other remedies below */
     else if (ctx_min && ctx_fit > 0 && ctx_fit <= n_prompt) /* the prompt alone is more */
         snprintf(shrink, sizeof shrink,
                  "a shorter prompt and a smaller -n (at most %u position%s%s fit, the "

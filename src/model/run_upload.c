@@ -596,13 +596,11 @@ int run_check_sessions(struct run *r)
     for (uint32_t i = tight ? tight->index + 1 : r->n_stages; !r->local && i < r->n_stages; i++)
         if (checked(&r->stages[i]))
             (void)stage_need_lines(r, &r->stages[i], fits.ctx == 0, &quota);
-    if (tight == NULL) /* a stage whose weights alone are past its limit: */
-        tight = &r->stages[0]; /* its ALLOC_BUFFER would say so */
+    if (tight == NULL) /* not reached: a stage, or the in-process stages' sum, was said */
+        tight = &r->stages[0];
     if (fits.ctx == 0) { /* not even one position: not the KV cache's fault */
         const uint32_t n_layers = tight->st.layer_end - tight->st.layer_begin;
-        char fewer[64] = "";
-
-        char ub[64] = "", layers[96] = "";
+        char fewer[64] = "", ub[64] = "", layers[96] = "";
 
         if (r->n_seq > 1 && fits.seqs >= 1)
             snprintf(fewer, sizeof fewer, "%s %u%s, ", run_seq_flag(cfg), fits.seqs,
