@@ -145,6 +145,12 @@ int baton_graph_execute(const struct baton_graph *g, uint8_t *const *leaf_data,
 uint64_t baton_attention_work_bytes(uint64_t hd, uint64_t nh, uint64_t nt, uint64_t n_ctx,
                                    int cache_f16);
 
+/* Bytes a server holds for graph g once it is registered (GRAPH_REGISTER:
+ * its leaves, nodes and per-node plan, charged to the session's memory);
+ * the coordinator counts the same before it uploads (src/model/run_upload.c).
+ * n_leaves and n_nodes are 32-bit counts: no overflow. */
+uint64_t baton_graph_stored_bytes(const struct baton_graph *g);
+
 /* Estimated floating-point operations of a validated graph (for the compute
  * budget of issue 3): MUL_MAT 2*K*N*M, ATTENTION 4*hd*nh*nt*n_ctx, SAMPLE 32 per
  * logit, ARGMAX its source's elements, RESHAPE 0, other ops their result's

@@ -601,6 +601,13 @@ static int check_written_leaves(const struct baton_graph *g)
 }
 
 /* See compute.h. */
+uint64_t baton_graph_stored_bytes(const struct baton_graph *g)
+{
+    return (uint64_t)g->n_leaves * sizeof(struct baton_tensor_desc) +
+           (uint64_t)g->n_nodes *
+               (sizeof(struct baton_graph_node) + sizeof(struct baton_node_plan));
+}
+
 int baton_graph_validate(const struct baton_graph *g, uint32_t max_nodes,
                          struct baton_node_plan *plan, uint64_t *scratch_bytes)
 {

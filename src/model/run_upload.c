@@ -179,8 +179,14 @@ static uint32_t io_descs(struct run *r, struct stage_rt *s, struct baton_tensor_
     return n_io;
 }
 
-/* What graph g holds on a server once registered (server:
- * cmd_graph_register's charge: its leaves, nodes and plan), and in *scratch
+/* The outputs stage s's graph for counts[i] has (outs NULL: 1). */
+static uint32_t out_of(const struct stage_rt *s, const uint32_t *outs, uint32_t i)
+{
+    return outs && outs[i] > 1 && s->st.last ? outs[i] : 1;
+}
+
+/* What graph g holds on a server once registered (baton_graph_stored_bytes),
+ * and in *scratch
  * the scratch arena it needs (baton_graph_validate, at most max_nodes
  * nodes). 0 or the validation's status. */
 static int graph_charge(const struct baton_graph *g, uint32_t max_nodes, uint64_t *charge,
@@ -190,9 +196,7 @@ static int graph_charge(const struct baton_graph *g, uint32_t max_nodes, uint64_
     int rc = plan ? baton_graph_validate(g, max_nodes, plan, scratch) : BATON_E_NOMEM;
 
     free(plan);
-    *charge = (uint64_t)g->n_leaves * sizeof(struct baton_tensor_desc) +
-              (uint64_t)g->n_nodes * (sizeof(struct baton_graph_node) +
-                                      sizeof(struct baton_node_plan));
+    *charge = baton_graph_stored_bytes(g);
     return rc;
 }
 
@@ -248,12 +252,10 @@ static uint64_t step_bytes(struct run *r, struct stage_rt *s, uint64_t *scratch)
     }
     for (uint32_t i = 0; i < n; i++) {
         /* only the last stage tells graphs apart by their outputs */
-        const uint32_t oi = s->st.last && outs[i] > 1 ? outs[i] : 1;
+        const uint32_t oi = out_of(s, outs, i);
         uint32_t j;
 
-        for (j = 0; j < i && !(counts[j] == counts[i] &&
-                               (s->st.last && outs[j] > 1 ? outs[j] : 1) == oi);
-             j++)
+        for (j = 0; j < i && !(counts[j] == counts[i] && out_of(s, outs, j) == oi); j++)
             ;
         if (counts[i] == 0 || j < i)
             continue;
@@ -898,12 +900,6 @@ static struct stage_graph *find_graph(struct stage_rt *s, uint32_t n, uint32_t n
             s->graphs[i].n_out == n_out)
             return &s->graphs[i];
     return NULL;
-}
-
-/* The outputs stage s's graph for counts[i] has (outs NULL: 1). */
-static uint32_t out_of(const struct stage_rt *s, const uint32_t *outs, uint32_t i)
-{
-    return outs && outs[i] > 1 && s->st.last ? outs[i] : 1;
 }
 
 /* The distinct non-zero shapes among counts[0..n) on stage s: token

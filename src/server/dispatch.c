@@ -689,8 +689,7 @@ static int cmd_graph_register(struct conn *c, const struct baton_frame_header *h
     sg.n_leaves = g.n_leaves;
     sg.n_nodes = g.n_nodes;
     sg.scratch_bytes = scratch_bytes;
-    sg.charged_bytes = (uint64_t)g.n_leaves * sizeof *sg.leaves +
-                       (uint64_t)g.n_nodes * (sizeof *sg.nodes + sizeof *sg.plan);
+    sg.charged_bytes = baton_graph_stored_bytes(&g);
     if (ss->n_graphs == 0 && ss->graphs == NULL) {
         ss->graphs = calloc(c->s->cfg.max_graphs_per_session, sizeof *ss->graphs);
         if (!ss->graphs)
