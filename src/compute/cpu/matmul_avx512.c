@@ -206,21 +206,25 @@ static AI T5 void f16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, co
 
 /* Rows per decode call; rows of up to F16_DEC_ROW_MAX inputs go a row at a
  * time, longer ones by chunks of F16_DEC_KC inputs (the column's chunk, 8
- * KiB of binary32, stays in L1 while the call's rows pass over it). At k =
- * 14336, `bench_kernels --no-prefill`, 1 thread: chunks of 2048 inputs
- * 24-26 GB/s, of 4096 22-24, of 1024 20-22, a row at a time 18-20; at k =
- * 4096 a row at a time 27-33, chunks of 2048 23-24 (so the threshold). */
+ * KiB of binary32, stays in L1 while the call's rows pass over it), two
+ * rows at once. At k = 14336, `bench_kernels --no-prefill`, 1 thread:
+ * chunks of 2048 inputs 24-26 GB/s, of 4096 22-24, of 1024 20-22, a row at
+ * a time 18-20 (Zen 4); on Zen 5 (thirty-fifth session) a row of a chunk
+ * at a time 29.5-30.4, two rows 32.7-34.2 (2 threads 57-58 -> 62-64), four
+ * 29.5-30.0, chunks of 1024 or 3072 with two rows 30-32; at k = 4096 a
+ * row at a time 27-33 (Zen 4), 37 (Zen 5), chunks of 2048 23-24 (Zen 4),
+ * 30-32 with two rows (Zen 5): so the threshold. */
 #define F16_DEC_ROWS 8
 #define F16_DEC_ROW_MAX 4096u
 #define F16_DEC_KC 2048u
+_Static_assert(F16_DEC_ROWS % 2 == 0, "f16_decode takes the rows in pairs");
 
 /* Row r's terms over inputs [i0, i1) (i0 a multiple of 32) into s0 and s1,
  * as f16_tile's (1 row, 1 column) loop makes them; the masked tail only
  * where i1 == k is not a multiple of 32. While it reads, the run at the
- * address pf (the next chunk in the order of the reads, as long as this
- * one; an integer, as it may lie past the matrix) is prefetched into L1
- * line by line (into L2 until the thirty-third session: matmul.h,
- * baton_mm_decode_prefetch_l1). */
+ * address pf (what is read next, as long as this run; an integer, as it
+ * may lie past the matrix) is prefetched into L1 line by line (into L2
+ * until the thirty-third session: matmul.h, baton_mm_decode_prefetch_l1). */
 static AI T5 void f16_dec_run(const struct baton_mm *mm, uint64_t r, uint64_t i0, uint64_t i1,
                               uintptr_t pf, __m512 *s0, __m512 *s1)
 {
@@ -250,16 +254,53 @@ static AI T5 void f16_dec_run(const struct baton_mm *mm, uint64_t r, uint64_t i0
     *s1 = a1;
 }
 
+/* Rows r and r + 1 over inputs [i0, i1) (i0 a multiple of 32) into s0[0..1]
+ * and s1[0..1]: f16_dec_run's terms, each row's in its order, with the
+ * column's loads shared (four chains in flight instead of two). pf is the
+ * first row's next run; the second row's is a row further. */
+static AI T5 void f16_dec_run2(const struct baton_mm *mm, uint64_t r, uint64_t i0, uint64_t i1,
+                               uintptr_t pf, __m512 *s0, __m512 *s1)
+{
+    const uint64_t wrb = mm->w_row_bytes;
+    const uint8_t *w = mm->w + r * wrb, *v = w + wrb;
+    __m512 a0 = s0[0], a1 = s1[0], b0 = s0[1], b1 = s1[1];
+    uint64_t i;
+
+    for (i = i0; i + 32 <= i1; i += 32) {
+        const __m512 x0 = _mm512_loadu_ps(mm->x + i), x1 = _mm512_loadu_ps(mm->x + i + 16);
+        const __m256i *pw = (const __m256i *)(w + 2 * i), *pv = (const __m256i *)(v + 2 * i);
+
+        __builtin_prefetch((const void *)(pf + 2 * (i - i0)), 0, 3);
+        __builtin_prefetch((const void *)(pf + wrb + 2 * (i - i0)), 0, 3);
+        a0 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256(pw)), x0, a0);
+        a1 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256(pw + 1)), x1, a1);
+        b0 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256(pv)), x0, b0);
+        b1 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256(pv + 1)), x1, b1);
+    }
+    s0[0] = a0;
+    s1[0] = a1;
+    s0[1] = b0;
+    s1[1] = b1;
+    if (i < i1) { /* ragged k: each row's masked tail as f16_dec_run takes it */
+        f16_dec_run(mm, r, i, i1, pf, &s0[0], &s1[0]);
+        f16_dec_run(mm, r + 1, i, i1, pf + wrb, &s0[1], &s1[1]);
+    }
+}
+
 /* One column, rows [r, r + F16_DEC_ROWS). Up to F16_DEC_ROW_MAX inputs a
  * row at a time, so the weights are read as one sequential stream (rows
  * are contiguous), which the hardware prefetchers follow best (several
- * rows at once measured up to 2x slower here). Longer rows go by chunks of
- * F16_DEC_KC inputs, each chunk of every row before the next chunk, so
- * that the chunk of the column is read from L1 (at k = 14336 the whole
- * column, 56 KiB, came from L2 for every row); the weights then come in
- * runs of 4 KiB, and each run prefetches the next. Each row's two
- * accumulators take the same terms in the same order as in f16_tile: the
- * same bits. */
+ * rows at once measured up to 2x slower here), each line also prefetched
+ * into L1 BATON_MM_DECODE_PF_BYTES ahead (until the thirty-fifth session
+ * this path prefetched nothing; on Zen 5, `bench_kernels --no-prefill`, 1
+ * thread: k 4096 36-37 -> 40 GB/s, 2048 37.6 -> 40.4-41.2, 768 37-38 ->
+ * 40-41; a row ahead instead lost at 768 and 16 KiB ahead at 4096).
+ * Longer rows go by chunks of F16_DEC_KC inputs, each chunk of every row
+ * before the next chunk, so that the chunk of the column is read from L1
+ * (at k = 14336 the whole column, 56 KiB, came from L2 for every row); the
+ * weights then come in runs of 4 KiB, two rows' at once, and each pair of
+ * runs prefetches the next pair. Each row's two accumulators take the same
+ * terms in the same order as in f16_tile: the same bits. */
 static T5 void f16_decode(const struct baton_mm *mm, uint64_t r)
 {
     const uint64_t k = mm->k, wrb = mm->w_row_bytes;
@@ -268,8 +309,14 @@ static T5 void f16_decode(const struct baton_mm *mm, uint64_t r)
     int rr;
 
     if (k <= F16_DEC_ROW_MAX) {
-        for (rr = 0; rr < F16_DEC_ROWS; rr++)
-            f16_tile(mm, r + (uint64_t)rr, 0, 1, 1);
+        for (rr = 0; rr < F16_DEC_ROWS; rr++) {
+            const uint64_t rw = r + (uint64_t)rr;
+            __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+
+            f16_dec_run(mm, rw, 0, k, (uintptr_t)mm->w + rw * wrb + BATON_MM_DECODE_PF_BYTES,
+                        &a0, &a1);
+            mm->y[rw] = hsum16(_mm512_add_ps(a0, a1)); /* as f16_tile's 1 x 1 */
+        }
         return;
     }
     for (rr = 0; rr < F16_DEC_ROWS; rr++)
@@ -277,16 +324,16 @@ static T5 void f16_decode(const struct baton_mm *mm, uint64_t r)
     for (i0 = 0; i0 < k; i0 += F16_DEC_KC) {
         const uint64_t i1 = k - i0 > F16_DEC_KC ? i0 + F16_DEC_KC : k;
 
-        for (rr = 0; rr < F16_DEC_ROWS; rr++) {
-            /* the next run: the next row's chunk, or the first row's next
-             * chunk, or the next call's first row (past the matrix: a
-             * prefetch never faults) */
-            const int last = rr + 1 == F16_DEC_ROWS;
-            const uint64_t nrow = !last ? r + (uint64_t)rr + 1 : i1 < k ? r : r + F16_DEC_ROWS;
+        for (rr = 0; rr < F16_DEC_ROWS; rr += 2) {
+            /* the next runs: the next pair's chunk, or the first pair's
+             * next chunk, or the next call's first pair (past the matrix:
+             * a prefetch never faults) */
+            const int last = rr + 2 == F16_DEC_ROWS;
+            const uint64_t nrow = !last ? r + (uint64_t)rr + 2 : i1 < k ? r : r + F16_DEC_ROWS;
             const uint64_t noff = !last ? 2 * i0 : i1 < k ? 2 * i1 : 0;
             const uintptr_t next = (uintptr_t)mm->w + nrow * wrb + noff;
 
-            f16_dec_run(mm, r + (uint64_t)rr, i0, i1, next, &s0[rr], &s1[rr]);
+            f16_dec_run2(mm, r + (uint64_t)rr, i0, i1, next, &s0[rr], &s1[rr]);
         }
     }
     for (rr = 0; rr < F16_DEC_ROWS; rr++) /* b[l] = a[l] + a[l+16], then hsum16 */
