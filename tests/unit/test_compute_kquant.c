@@ -407,8 +407,9 @@ static void destroy_pools(struct baton_pool **pools)
 }
 
 /* (a), (b), (c) on random shapes: k 256..4096, 1..40 rows, 1..9 columns
- * (then 6 cases of 16..79 rows and 16..32 columns: the AVX-512 prefill
- * panels of 16 rows, with rows and columns left over; and 2 of 9..24 rows
+ * (then 6 cases of 16..79 rows and 8..32 columns: the AVX-512 prefill
+ * panels of 16 rows, from 8 columns on at full width and 16 on 256-bit
+ * halves (Zen 4), with rows and columns left over; and 2 of 9..24 rows
  * and 65..80 columns: the AVX2 panels of 8 rows take 64 columns at a
  * time);
  * weights at an odd address (rows may start anywhere). The SIMD decode
@@ -430,7 +431,7 @@ static void random_type(uint32_t t, int n_cases)
                            : panel ? 16 + rng32() % 64
                                    : 1 + rng32() % 40,
                        m = wide    ? 65 + rng32() % 16
-                           : panel ? 16 + rng32() % 17
+                           : panel ? 8 + rng32() % 25
                                    : 1 + (uint64_t)(i % 9);
         const uint64_t rb = k / 256 * sb_bytes(t);
         uint8_t *alloc = malloc(rb * n + 1), *w = alloc + 1;

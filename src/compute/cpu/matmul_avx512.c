@@ -2072,9 +2072,21 @@ static AI T5 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
 /* super-blocks unpacked per pass: 4 * 5760 bytes, with the 8 columns'
  * activations of a pass (9 KiB) inside L1 */
 #define K_PANEL_SB 4u
-/* products with at least this many columns take panels (fewer cannot
- * repay the unpacking; the decode never does) */
-#define K_PANEL_MIN_M 16u
+/* Products with at least this many columns take panels (fewer cannot
+ * repay the unpacking; the decode never does): 8 where AVX-512 runs at
+ * full width, 16 where it runs on 256-bit halves (baton_cpu_avx512_split,
+ * Zen 4: not measured there, so the threshold of the twenty-second
+ * session stays). On Zen 5 (thirty-fifth session, `bench_kernels --threads
+ * 1 --reps 3 --k 4096`, panels from 4 columns against the tile, GFLOP/s):
+ * 8 columns Q4_K 196 -> 250, Q5_K 160 -> 228, Q6_K 137 -> 181, Q3_K 215 ->
+ * 236, Q2_K 304 -> 299; 12 columns +40-80 %; at k 14336 8 columns Q4_K 164
+ * -> 265, Q6_K 122 -> 176; 2 threads, 8 columns, Q4_K 431 -> 458, Q6_K 300
+ * -> 381; 7 columns about even; 4-5 columns the tile wins (Q6_K 198
+ * against 100 at 4). */
+static AI uint64_t k_panel_min_m(void)
+{
+    return baton_cpu_avx512_split() ? 16u : 8u;
+}
 
 /* One super-block of a panel's 16 rows, lane i = row i: w[e] the unsigned
  * quants (Qw + bias) of elements 4e..4e+3, sc[g] the integer scale Sc of
@@ -2268,7 +2280,7 @@ static AI void k_panel_prefetch(const struct baton_mm *mm, uint32_t bbytes, uint
     }
 }
 
-/* Rows [r0, r1) of every column (m >= K_PANEL_MIN_M): 16-row panels, a
+/* Rows [r0, r1) of every column (m >= k_panel_min_m()): 16-row panels, a
  * pass of K_PANEL_SB super-blocks at a time over all of the rows (the
  * pass's activations, m * 4 * 320 bytes, stay in L2 while the panels go
  * by), then the rows left over one at a time (k_row: same bits). */
@@ -2334,7 +2346,7 @@ static AI T5 void k_panels(const struct baton_mm *mm, uint64_t r0, uint64_t r1, 
     };                                                                                             \
     static T5 void avx512_##name(const struct baton_mm *mm, uint64_t r0, uint64_t r1)              \
     {                                                                                              \
-        if (mm->m >= K_PANEL_MIN_M && mm->w_row_bytes <= INT32_MAX / K_PANEL_ROWS)                 \
+        if (mm->m >= k_panel_min_m() && mm->w_row_bytes <= INT32_MAX / K_PANEL_ROWS)               \
             k_panels(mm, r0, r1, type);                                                            \
         else                                                                                       \
             baton_mm_drive(mm, r0, r1, &name##_ktiles);                                            \
