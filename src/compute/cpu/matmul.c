@@ -1129,11 +1129,23 @@ void baton_mm_drive(const struct baton_mm *mm, uint64_t r0, uint64_t r1,
 {
     uint64_t r, c, rs, rb;
 
-    if (mm->m == 1 && t->decode) {
+    if (t->decode &&
+        (mm->m == 1 || (mm->m <= t->decode_max_m && mm->m <= BATON_MM_DECODE_MAX_M))) {
+        struct baton_mm col[BATON_MM_DECODE_MAX_M];
+
+        for (c = 0; c < mm->m; c++) { /* column c as a product of one column */
+            col[c] = *mm;
+            col[c].x = mm->x ? mm->x + c * mm->k : NULL;
+            col[c].act = mm->act ? mm->act + c * mm->act_col_bytes : NULL;
+            col[c].y = mm->y + c * mm->ldy;
+            col[c].m = 1;
+        }
         for (r = r0; r1 - r >= t->decode_rows; r += t->decode_rows)
-            t->decode(mm, r);
+            for (c = 0; c < mm->m; c++)
+                t->decode(&col[c], r);
         for (; r < r1; r++)
-            t->row(mm, r, 0, 1);
+            for (c = 0; c < mm->m; c += t->cols)
+                t->row(mm, r, c, mm->m - c < t->cols ? (uint32_t)(mm->m - c) : t->cols);
         return;
     }
     rb = ROW_BLOCK_BYTES / (mm->w_row_bytes ? mm->w_row_bytes : 1);

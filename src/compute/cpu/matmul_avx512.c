@@ -45,6 +45,20 @@ static AI T5 float hsum16(__m512 a)
     return hsum8(_mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1)));
 }
 
+/* baton_mm_drive with t, its decode_max_m set to dmax, except where
+ * AVX-512 runs on 256-bit halves (baton_cpu_avx512_split, Zen 4): the
+ * column counts up to which the decode per column beats the tiles were
+ * measured on Zen 5 only (thirty-fifth session), so Zen 4 keeps the tiles
+ * it was tuned with. */
+static AI void avx512_drive(const struct baton_mm *mm, uint64_t r0, uint64_t r1,
+                            const struct baton_mm_tiles *t, uint32_t dmax)
+{
+    struct baton_mm_tiles td = *t;
+
+    td.decode_max_m = baton_cpu_avx512_split() ? 0 : dmax;
+    baton_mm_drive(mm, r0, r1, &td);
+}
+
 /* ---- F32 (matmul_f32.h) ---- */
 
 #define F32_TARGET T5
@@ -393,8 +407,17 @@ static T5 void f16_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32
     }
 }
 
+/* Up to this many columns (where AVX-512 runs at full width) each goes
+ * through f16_decode: a block of rows streams from memory once and the
+ * other columns read it from cache, where the 2 x 6 tiles and
+ * f16_prefill were built for more columns. bench_kernels (Zen 5, 1
+ * thread), GFLOP/s, tiles or f16_prefill against the decode per column: k
+ * 4096 2 columns 37 -> 54, 3 51 -> 61, 4 61 -> 64, 6 84 -> 67; k 14336 2
+ * 36 -> 52, 3 48 -> 61, 4 60 -> 70; k 768 2 61 -> 89, 3 86 -> 94, 4 even,
+ * 6 123 -> 98. */
+#define F16_DECODE_MAX_M 3u
 static const struct baton_mm_tiles f16_tiles = {
-    f16_decode, F16_DEC_ROWS, f16_tile_n, 2, F16_COLS, f16_row, 0,
+    f16_decode, F16_DEC_ROWS, f16_tile_n, 2, F16_COLS, f16_row, 0, 0,
 };
 
 /* Columns' inputs per k-chunk of f16_prefill (6 columns: 24 KiB of binary32
@@ -470,10 +493,11 @@ static T5 void f16_prefill(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 
 static T5 void avx512_f16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 {
-    if (mm->m > 1 && mm->k >= F16_PRE_KMIN)
+    if (mm->k >= F16_PRE_KMIN &&
+        mm->m > (baton_cpu_avx512_split() ? 1 : F16_DECODE_MAX_M))
         f16_prefill(mm, r0, r1);
     else
-        baton_mm_drive(mm, r0, r1, &f16_tiles);
+        avx512_drive(mm, r0, r1, &f16_tiles, F16_DECODE_MAX_M);
 }
 
 /* ---- Q8_0 ----
@@ -703,12 +727,16 @@ static T5 void q8_0_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
  * overlap the weight stream there (a batched decode of 4 sequences ran at
  * 255 tok/s against 420-500 a row at a time). On a Zen 5 it is the other
  * way round: the tiles, from 2 columns on, decoded 4 sequences at 665-690
- * tok/s against 529-538 a row at a time, 16 at 880-921 against 740-760. */
+ * tok/s against 529-538 a row at a time, 16 at 880-921 against 740-760.
+ * With 2 columns each goes through the decode (Q8_DECODE_MAX_M; Zen 5,
+ * bench_kernels 1 thread: k 4096 89 -> 103 GFLOP/s, k 14336 76 -> 89; 3
+ * columns 139 -> 116 and 106 -> 97, so there the tiles stay). */
+#define Q8_DECODE_MAX_M 2u
 static const struct baton_mm_tiles q8_0_tiles = {
-    q8_0_decode, Q_DECODE_ROWS, q8_0_tile_n, 4, 4, q8_0_row, 0,
+    q8_0_decode, Q_DECODE_ROWS, q8_0_tile_n, 4, 4, q8_0_row, 0, 0,
 };
 static const struct baton_mm_tiles q8_0_tiles_split = {
-    q8_0_decode, Q_DECODE_ROWS, q8_0_tile_n, 4, 4, q8_0_row, 16,
+    q8_0_decode, Q_DECODE_ROWS, q8_0_tile_n, 4, 4, q8_0_row, 16, 0,
 };
 
 /* Batched Q8_0 with packed weights. q_tile unpacks a group's weights
@@ -877,7 +905,8 @@ static T5 void avx512_q8_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
         q8_packed(mm, r0, r1);
         return;
     }
-    baton_mm_drive(mm, r0, r1, baton_cpu_avx512_split() ? &q8_0_tiles_split : &q8_0_tiles);
+    avx512_drive(mm, r0, r1, baton_cpu_avx512_split() ? &q8_0_tiles_split : &q8_0_tiles,
+                 Q8_DECODE_MAX_M);
 }
 
 /* ---- Q4_0 (matmul.h: one chain per output over whole blocks) ----
@@ -907,6 +936,14 @@ static T5 void avx512_q8_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 #define Q4_ACT_BYTES (1024u * 1024u)
 #define Q4_COLS 8   /* columns per pass over a chunk */
 #define Q4_BLOCK_BYTES 576u /* 8 registers of weights, 16 binary32 scales */
+/* Up to this many columns (where AVX-512 runs at full width) each goes
+ * through q4_decode_strip, strip by strip, so a strip's weights come from
+ * memory once and from cache for the other columns: the packing below
+ * does not pay for so few. bench_kernels (Zen 5, 1 thread), GFLOP/s,
+ * packed against strips: k 4096 2 columns 108 -> 174, 3 142 -> 189, 4
+ * 208 -> 190; k 14336 2 115 -> 176, 3 147 -> 186, 4 205 -> 191; 2
+ * threads, k 4096, 2 columns 190 -> 326, 3 261 -> 326. */
+#define Q4_STRIP_MAX_M 3u
 
 static AI uint16_t load_u16(const uint8_t *p)
 {
@@ -1068,10 +1105,10 @@ static AI T5 __m512i q4_row_sums(const uint8_t *pi, __m512i nidx, __m512i xlo, _
 
 /* Group g (blocks 4g..4g+3, all present) of the strip (rows at w + off[i])
  * against column 0: acc's chains over the 4 blocks in order. */
-static AI T5 __m512 q4_decode_group(const struct baton_mm *mm, const uint8_t *w,
+static AI T5 __m512 q4_decode_group(const uint8_t *col, const uint8_t *w,
                                     const uint64_t off[Q4_ROWS], uint64_t g, __m512 acc)
 {
-    const uint8_t *grp = mm->act + g * BATON_ACT_GROUP_BYTES;
+    const uint8_t *grp = col + g * BATON_ACT_GROUP_BYTES;
     const __m512i xlo = _mm512_loadu_si512(grp), xhi = _mm512_loadu_si512(grp + 64);
     const __m512i cv = _mm512_loadu_si512(grp + 128), nidx = _mm512_loadu_si512(q4_nib_idx);
     const uint8_t *p = w + g * 72;
@@ -1134,8 +1171,9 @@ static AI T5 __m512 q4_decode_group(const struct baton_mm *mm, const uint8_t *w,
  * Measured before: prefetching every second line (its pair comes with it)
  * streamed slower at 768 inputs (22 against 26 GB/s), and 16-32 KiB ahead
  * of the rows being read slowed the d768 model's decode. */
-static T5 void q4_decode_strip(const struct baton_mm *mm, uint64_t r, uint32_t nr)
+static T5 void q4_decode_strip(const struct baton_mm *mm, uint64_t r, uint32_t nr, uint64_t c)
 {
+    const uint8_t *col = mm->act + c * mm->act_col_bytes;
     const uint64_t nb = mm->k / 32, ng = nb / 4, sb = Q4_ROWS * mm->w_row_bytes;
     const uint64_t lines = (sb + 63) / 64;
     uint64_t off[Q4_ROWS];
@@ -1148,7 +1186,7 @@ static T5 void q4_decode_strip(const struct baton_mm *mm, uint64_t r, uint32_t n
     for (g = 0; g < ng; g++) {
         for (le = (g + 1) * lines / ng; l < le; l++)
             _mm_prefetch((const char *)(pf + 64 * l), _MM_HINT_T0);
-        acc = q4_decode_group(mm, w, off, g, acc);
+        acc = q4_decode_group(col, w, off, g, acc);
     }
     for (; l < lines; l++)
         _mm_prefetch((const char *)(pf + 64 * l), _MM_HINT_T0);
@@ -1157,9 +1195,9 @@ static T5 void q4_decode_strip(const struct baton_mm *mm, uint64_t r, uint32_t n
         __m512 dw;
 
         q4_block(w, off, b, wq, &dw);
-        acc = q4_step(q4_xb(mm->act, b), wq, dw, acc);
+        acc = q4_step(q4_xb(col, b), wq, dw, acc);
     }
-    _mm512_mask_storeu_ps(mm->y + r, q4_mask(nr), acc);
+    _mm512_mask_storeu_ps(mm->y + c * mm->ldy + r, q4_mask(nr), acc);
 }
 
 /* Blocks [b0, b1) of the strip at r into buf (Q4_BLOCK_BYTES each). */
@@ -1259,9 +1297,10 @@ static T5 void avx512_q4_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
     if (cgn < Q4_COLS)
         cgn = Q4_COLS;
 
-    if (mm->m == 1) {
+    if (mm->m == 1 || (mm->m <= Q4_STRIP_MAX_M && !baton_cpu_avx512_split())) {
         for (r = r0; r < r1; r += Q4_ROWS)
-            q4_decode_strip(mm, r, r1 - r < Q4_ROWS ? (uint32_t)(r1 - r) : Q4_ROWS);
+            for (c = 0; c < mm->m; c++)
+                q4_decode_strip(mm, r, r1 - r < Q4_ROWS ? (uint32_t)(r1 - r) : Q4_ROWS, c);
         return;
     }
     for (cg = 0; cg < mm->m; cg += cgn) {
@@ -2332,7 +2371,15 @@ static AI T5 void k_panels(const struct baton_mm *mm, uint64_t r0, uint64_t r1, 
             k_row(mm, r, c, mm->m - c < K_COLS ? (uint32_t)(mm->m - c) : K_COLS, type);
 }
 
-#define K_KERNELS(name, type)                                                                      \
+/* Rows of at least this many inputs take a K type's dmax (K_KERNELS). */
+#define K_LONG_ROW 4096u
+
+static AI uint32_t k_decode_max_m(uint64_t k, uint32_t dmax)
+{
+    return k >= K_LONG_ROW || dmax < 3 ? dmax : 3;
+}
+
+#define K_KERNELS(name, type, dmax)                                                                \
     static T5 void name##_krow(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)     \
     {                                                                                              \
         k_row(mm, r, c, nc, type);                                                                 \
@@ -2342,21 +2389,39 @@ static AI T5 void k_panels(const struct baton_mm *mm, uint64_t r0, uint64_t r1, 
         k_rows8(mm, r, type);                                                                      \
     }                                                                                              \
     static const struct baton_mm_tiles name##_ktiles = {                                           \
-        name##_kdecode, K_DECODE_ROWS, name##_krow, 1, K_COLS, name##_krow, 0,                     \
+        name##_kdecode, K_DECODE_ROWS, name##_krow, 1, K_COLS, name##_krow, 0, 0,                  \
     };                                                                                             \
     static T5 void avx512_##name(const struct baton_mm *mm, uint64_t r0, uint64_t r1)              \
     {                                                                                              \
         if (mm->m >= k_panel_min_m() && mm->w_row_bytes <= INT32_MAX / K_PANEL_ROWS)               \
             k_panels(mm, r0, r1, type);                                                            \
         else                                                                                       \
-            baton_mm_drive(mm, r0, r1, &name##_ktiles);                                            \
+            avx512_drive(mm, r0, r1, &name##_ktiles, k_decode_max_m(mm->k, dmax));                 \
     }
 
-K_KERNELS(q2_k, BATON_TYPE_Q2_K)
-K_KERNELS(q3_k, BATON_TYPE_Q3_K)
-K_KERNELS(q4_k, BATON_TYPE_Q4_K)
-K_KERNELS(q5_k, BATON_TYPE_Q5_K)
-K_KERNELS(q6_k, BATON_TYPE_Q6_K)
+/* dmax: up to this many columns each goes through the 8-row decode
+ * (decode_max_m, k_decode_max_m), below the panels' 8, for rows of
+ * K_LONG_ROW inputs or more; shorter rows up to 3 columns. The one-row
+ * tile streams a long row badly from memory: bench_kernels (Zen 5, 1
+ * thread), GFLOP/s, tile
+ * against the decode per column, k 14336 (beyond L3), 2 / 3 / 4 / 5 / 7
+ * columns: Q2_K 90 / 121 / 148 / 180 / 226 -> 208 / 215 / 216 / 216 /
+ * 219, Q3_K 73 / 102 / 127 / 154 / 184 -> 127 / 128 / 130 / 129 / 131,
+ * Q4_K 60 / 84 / 105 / 127 / 157 -> 167 / 175 / 180 / 182 / 184, Q5_K 48 /
+ * 70 / 86 / 109 / 138 -> 121 / 129 / 130 / 131 / 134, Q6_K 48 / 60 / 77 /
+ * 91 / 118 -> 131 / 146 / 157 / 163 / 172; at k 4096 (in L3) the tile
+ * was ahead for Q3_K from 3 columns and for Q5_K from 4. Batched decode
+ * (`baton bench --npl`, 1 thread) of the d4096 models, S_TG before and
+ * after: Q4_K_M 2 sequences 93-97 -> 177-181 tok/s (one alone: 148), 3
+ * 119-128 -> 189-191; Q6_K 93-95 -> 148-149, 117 -> 158-165; of the d768
+ * models (rows of 768 and 2048) 2 sequences Q4_K_M 498-520 -> 704-741,
+ * Q6_K 487-493 -> 675-682, 4 even, 6 slower by 4-12 % (so the short rows'
+ * 3). */
+K_KERNELS(q2_k, BATON_TYPE_Q2_K, 5)
+K_KERNELS(q3_k, BATON_TYPE_Q3_K, 3)
+K_KERNELS(q4_k, BATON_TYPE_Q4_K, 7)
+K_KERNELS(q5_k, BATON_TYPE_Q5_K, 5)
+K_KERNELS(q6_k, BATON_TYPE_Q6_K, 7)
 
 const struct baton_mm_kernels baton_mm_avx512 = {
     avx512_f32,      avx512_f16,         avx512_q8_0,           avx512_q4_0,
