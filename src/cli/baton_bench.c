@@ -168,6 +168,7 @@ static int bench_npl(struct baton_run_config *cfg, const uint32_t *npl, uint32_t
                                              "ttft_ms", "tpot_ms"};
     struct figure fig[NPL_MAX][N_FIG];
     int ring[NPL_MAX]; /* every repetition's tokens went around the decode ring */
+    int direct[NPL_MAX]; /* every repetition handed a hidden state over a peer link */
     const uint32_t pp = (uint32_t)cfg->n_prompt_ids, tg = cfg->n_predict;
     struct baton_run_result *res = cfg->result;
     const int local = strcmp(cfg->servers, "local") == 0;
@@ -197,7 +198,7 @@ static int bench_npl(struct baton_run_config *cfg, const uint32_t *npl, uint32_t
     printf("  %5s %5s %4s %7s %9s %10s %9s %10s %9s %10s %9s %9s\n", "PP", "TG", "B", "N_KV",
            "T_PP s", "S_PP t/s", "T_TG s", "S_TG t/s", "T s", "S t/s", "TTFT ms", "TPOT ms");
     for (uint32_t b = 0; b < n_npl; b++) {
-        ring[b] = 1;
+        ring[b] = direct[b] = 1;
         for (uint32_t r = 0; r < reps; r++) {
             char *log_text = NULL;
             size_t log_len = 0;
@@ -228,6 +229,7 @@ static int bench_npl(struct baton_run_config *cfg, const uint32_t *npl, uint32_t
             }
             free(log_text);
             ring[b] &= res->ring;
+            direct[b] &= res->n_direct > 0;
             for (int k = 0; k < N_FIG; k++)
                 v[k] = &fig[b][k].v[r];
             *v[T_PP] = res->t_prefill_s;
@@ -246,6 +248,12 @@ static int bench_npl(struct baton_run_config *cfg, const uint32_t *npl, uint32_t
                fig[b][S_TG].med, fig[b][T_ALL].med, fig[b][S_ALL].med, fig[b][TTFT].med,
                fig[b][TPOT].med);
         fflush(stdout);
+    }
+    if (cfg->p2p && !local) { /* "p2p on" asks for it; where it was taken */
+        printf("  direct path used:");
+        for (uint32_t b = 0; b < n_npl; b++)
+            printf(" B=%u %s", npl[b], direct[b] ? "yes" : "no");
+        printf("\n");
     }
     if (cfg->ring && !local) { /* "ring on" asks for it; where it went around */
         printf("  decode ring used:");
@@ -268,8 +276,9 @@ static int bench_npl(struct baton_run_config *cfg, const uint32_t *npl, uint32_t
                "\"threads\": %u, \"groups\": %u, \"npl\": [",
             pp, tg, cfg->n_ctx, reps, cfg->n_threads, cfg->n_groups ? cfg->n_groups : 1);
     for (uint32_t b = 0; b < n_npl; b++) {
-        fprintf(f, "%s{\"b\": %u, \"n_kv\": %u, \"ring\": %s", b ? ", " : "", npl[b],
-                npl[b] * (pp + tg), ring[b] ? "true" : "false");
+        fprintf(f, "%s{\"b\": %u, \"n_kv\": %u, \"p2p_used\": %s, \"ring\": %s", b ? ", " : "",
+                npl[b], npl[b] * (pp + tg), direct[b] && !local ? "true" : "false",
+                ring[b] ? "true" : "false");
         for (int k = 0; k < N_FIG; k++)
             fprintf(f, ", \"%s\": {\"median\": %.6g, \"min\": %.6g, \"max\": %.6g}", names[k],
                     fig[b][k].med, fig[b][k].lo, fig[b][k].hi);

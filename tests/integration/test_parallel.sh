@@ -484,12 +484,12 @@ for b in 1 3 8; do
 done
 [ "$(field "$TMP/npl.json" '[(x["b"], x["n_kv"]) for x in j["npl"]] == [(1, 18), (3, 54), (8, 144)] and all(x[k]["median"] > 0 for x in j["npl"] for k in ("t_pp", "s_pp", "t_tg", "s_tg", "t", "s", "ttft_ms", "tpot_ms"))')" = True ] ||
     fail "bench --npl: json: $(cat "$TMP/npl.json")"
-[ "$(field "$TMP/npl.json" '[x["ring"] for x in j["npl"]]')" = "[False, False, False]" ] ||
-    fail "bench --npl: in-process rows say the ring was used: $(cat "$TMP/npl.json")"
+[ "$(field "$TMP/npl.json" '[(x["ring"], x["p2p_used"]) for x in j["npl"]]')" = "[(False, False), (False, False), (False, False)]" ] ||
+    fail "bench --npl: in-process rows say the ring or a peer link was used: $(cat "$TMP/npl.json")"
 # in-process stages have no peer links: the header says p2p and the ring are not used, and
-# there is no "decode ring used" line
+# there is no "decode ring used" or "direct path used" line
 grep -q "^bench: .*, groups 1 (never more than B), .*, p2p on (not used: in-process stages), slots 2, ring on (not used: in-process stages)\$" \
-    "$TMP/npl.out" && ! grep -q "decode ring used" "$TMP/npl.out" ||
+    "$TMP/npl.out" && ! grep -q "decode ring used\|direct path used" "$TMP/npl.out" ||
     fail "bench --npl in-process: header / ring line: $(cat "$TMP/npl.out")"
 # ... and so does the header without --npl
 "$BATON" bench --model "$MODEL" --servers local -p 4 -n 3 --reps 1 >"$TMP/one.out" 2>/dev/null ||
@@ -503,6 +503,9 @@ grep -q "^bench: .*, p2p on (not used: in-process stages), slots 2, ring on (not
     fail "bench --npl ring: $(cat "$TMP/nplr.json")"
 grep -q "^bench: .*, slots 2, ring on\$" "$TMP/nplr.out" || fail "bench --npl ring: header: $(cat "$TMP/nplr.out")"
 grep -qx "  decode ring used: B=1 yes B=4 yes" "$TMP/nplr.out" || fail "bench --npl ring: used line: $(cat "$TMP/nplr.out")"
+grep -qx "  direct path used: B=1 yes B=4 yes" "$TMP/nplr.out" &&
+    [ "$(field "$TMP/nplr.json" '[x["p2p_used"] for x in j["npl"]]')" = "[True, True]" ] ||
+    fail "bench --npl: direct path line / p2p_used: $(cat "$TMP/nplr.out" "$TMP/nplr.json")"
 # without --npl, --json says what was asked (p2p) and what was used (p2p_used, ring)
 "$BATON" bench --model "$MODEL" --servers "$P,$Q" --key "$K" -p 6 -n 4 --reps 1 \
     --json "$TMP/b2.json" >"$TMP/b2.out" 2>"$TMP/b2.err" || fail "bench over 2 batond: $(cat "$TMP/b2.err")"
