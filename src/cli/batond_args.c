@@ -241,7 +241,8 @@ static int key_path_error(const char *flag, const char *key, const char *path,
  * the new vector is kept for the life of the process. NULL when out of
  * memory, or (*out_argc = -1, after saying so) when a flag that takes no
  * value is given one (--quiet=1). */
-static char **kept_args;
+static char **volatile kept_args; /* volatile: a store to a static never read
+                                    * could be dropped, and the vector with it */
 
 char **batond_split_eq_args(int argc, char **argv, int *out_argc)
 {
