@@ -133,12 +133,9 @@ static int prompt_tokens(struct run *r, int32_t **ids, size_t *n_ids)
     }
     if ((uint64_t)*n_ids + cfg->n_predict > cfg->n_ctx) {
         const unsigned long long need = (unsigned long long)*n_ids + cfg->n_predict;
-        char hint[64];
+        char hint[RUN_CTX_HINT_CAP];
 
-        if (need <= UINT32_MAX)
-            snprintf(hint, sizeof hint, "give --ctx %llu or more", need);
-        else
-            snprintf(hint, sizeof hint, "lower -n (--ctx is at most %u)", UINT32_MAX);
+        run_ctx_hint(r, need, hint, sizeof hint);
         run_msg(cfg, "prompt (%zu tokens) + -n %u = %llu exceeds %s %u%s; %s\n", *n_ids,
                 cfg->n_predict, need,
                 cfg->ctx_origin == BATON_CTX_DEFAULT ? "the default --ctx"

@@ -158,6 +158,12 @@ void run_format_bytes(char *buf, size_t cap, uint64_t n);
  * cap; RUN_CTX_NAME_CAP holds every form. */
 #define RUN_CTX_NAME_CAP 160
 void run_ctx_name(const struct baton_run_config *cfg, char *buf, size_t cap);
+/* What to do about a context too small for need positions: "give --ctx
+ * N or more", with "(more than the model was trained for: llama.context_length
+ * 2048)" where N is past the model's context, or "lower -n" where N cannot
+ * be a --ctx. Truncated to cap; RUN_CTX_HINT_CAP holds every form. */
+#define RUN_CTX_HINT_CAP 200
+void run_ctx_hint(const struct run *r, unsigned long long need, char *buf, size_t cap);
 /* "PROG: " + the rest, to cfg->log. */
 void run_msg(const struct baton_run_config *cfg, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -91,6 +91,23 @@ void run_format_bytes(char *buf, size_t cap, uint64_t n)
         snprintf(buf, cap, "%.1f %s", v, units[u]);
 }
 
+void run_ctx_hint(const struct run *r, unsigned long long need, char *buf, size_t cap)
+{
+    char trained[96];
+
+    if (need > UINT32_MAX) {
+        snprintf(buf, cap, "lower -n (--ctx is at most %u)", UINT32_MAX);
+        return;
+    }
+    if (need <= r->hp.n_ctx_train) {
+        snprintf(buf, cap, "give --ctx %llu or more", need);
+        return;
+    }
+    baton_llama_ctx_train_desc(&r->hp, trained, sizeof trained);
+    snprintf(buf, cap, "give --ctx %llu or more (more than the model was trained for: %s)", need,
+             trained);
+}
+
 /* The context (n_ctx) as the user set it, or did not (cfg->ctx_origin):
  * "--ctx 8000", "the default --ctx 512", "-p 50 + -n 4 (a KV cache of 62
  * positions)". */

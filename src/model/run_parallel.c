@@ -158,15 +158,12 @@ int run_par_prepare(struct run *r, size_t *max_prompt)
     }
     if (n_over > 0) {
         const unsigned long long need = (unsigned long long)q[over].n_prompt + cfg->n_predict;
-        char ctx[RUN_CTX_NAME_CAP], hint[64], more[64] = "";
+        char ctx[RUN_CTX_NAME_CAP], hint[RUN_CTX_HINT_CAP], more[64] = "";
 
         /* as the one-prompt run says it (run.c): "the default --ctx 512"
          * when --ctx was not given */
         run_ctx_name(cfg, ctx, sizeof ctx);
-        if (need <= UINT32_MAX)
-            snprintf(hint, sizeof hint, "give --ctx %llu or more", need);
-        else
-            snprintf(hint, sizeof hint, "lower -n (--ctx is at most %u)", UINT32_MAX);
+        run_ctx_hint(r, need, hint, sizeof hint);
         if (n_over > 1)
             snprintf(more, sizeof more, "; the longest of %zu prompts that do", n_over);
         run_msg(cfg,

@@ -162,6 +162,9 @@ has_line "$TMP/p.err" "baton bench: --ctx: '0' is too small (at least 1)"
 # run: a prompt (BOS + 4 tokens) + -n past the context, default or given
 want_fail 2 "$TMP/p.err" "$BATON" run --model "$MODEL" --prompt "Once upon a time" -n 600
 has_line "$TMP/p.err" "baton run: prompt (5 tokens) + -n 600 = 605 exceeds the default --ctx 512; give --ctx 605 or more"
+# ... and where the --ctx it would take is past the model's own context, it says so
+want_fail 2 "$TMP/p.err" "$BATON" run --model "$MODEL" --prompt "Once upon a time" -n 3000
+has_line "$TMP/p.err" "baton run: prompt (5 tokens) + -n 3000 = 3005 exceeds the default --ctx 512; give --ctx 3005 or more (more than the model was trained for: llama.context_length 2048)"
 want_fail 2 "$TMP/p.err" "$BATON" run --model "$MODEL" --prompt "Once upon a time" -n 10 --ctx 8
 has_line "$TMP/p.err" "baton run: prompt (5 tokens) + -n 10 = 15 exceeds the context --ctx 8; give --ctx 15 or more"
 

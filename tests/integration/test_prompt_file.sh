@@ -127,7 +127,7 @@ rc=0
     fail "a prompt of 1 MiB + 1: exit $rc: $(cat "$TMP/big.err")"
 rc=0
 "$BATON" run --model "$MODEL" --prompt-file "$TMP/mib.txt" >/dev/null 2>"$TMP/mib.err" || rc=$?
-[ $rc = 2 ] && grep -q "^baton run: prompt 2 ([0-9]* tokens) + -n 64 = [0-9]* exceeds the default --ctx 512 (the positions of one sequence); give --ctx [0-9]* or more\$" "$TMP/mib.err" ||
+[ $rc = 2 ] && grep -q "^baton run: prompt 2 ([0-9]* tokens) + -n 64 = [0-9]* exceeds the default --ctx 512 (the positions of one sequence); give --ctx [0-9]* or more (more than the model was trained for: llama.context_length 2048)\$" "$TMP/mib.err" ||
     fail "a prompt of 1 MiB: exit $rc: $(cat "$TMP/mib.err")"
 echo "ok: a prompt past 1 MiB names the limit"
 
