@@ -1127,10 +1127,16 @@ int baton_cpu_get_rows(const float *table, uint64_t k, uint64_t r, const int32_t
 void baton_mm_drive(const struct baton_mm *mm, uint64_t r0, uint64_t r1,
                     const struct baton_mm_tiles *t)
 {
+    baton_mm_drive_few(mm, r0, r1, t, 0);
+}
+
+void baton_mm_drive_few(const struct baton_mm *mm, uint64_t r0, uint64_t r1,
+                        const struct baton_mm_tiles *t, uint32_t decode_max_m)
+{
     uint64_t r, c, rs, rb;
 
     if (t->decode &&
-        (mm->m == 1 || (mm->m <= t->decode_max_m && mm->m <= BATON_MM_DECODE_MAX_M))) {
+        (mm->m == 1 || (mm->m <= decode_max_m && mm->m <= BATON_MM_DECODE_MAX_M))) {
         struct baton_mm col[BATON_MM_DECODE_MAX_M];
 
         for (c = 0; c < mm->m; c++) { /* column c as a product of one column */

@@ -405,27 +405,28 @@ struct baton_mm_tiles {
      * from 2 columns on (bench/RESULTS.md). Same bits: a tile's rows and
      * columns reduce each element alike. */
     uint32_t row_max_m;
-    /* With 2..decode_max_m columns (at most BATON_MM_DECODE_MAX_M; 0 or 1:
-     * never) each block of decode_rows rows goes through decode() once per
-     * column, the block's weights read from memory once and from cache
-     * for the other columns: with few columns the decode kernels'
-     * streaming beat the tiles, which are built to reuse weights across
-     * more columns (the AVX-512 K-quants' one-row tile read long rows from
-     * memory at a third of the decode's speed: matmul_avx512.c, K_KERNELS).
-     * Same bits (the decode and the tiles reduce alike). */
-    uint32_t decode_max_m;
 };
 
-#define BATON_MM_DECODE_MAX_M 8u
-
-/* Rows [r0, r1) of every column with t: one column (or up to
- * t->decode_max_m, one after the other per block of rows) streams the
- * rows in decode tiles; more columns go by row blocks of about 256 KiB of
+/* Rows [r0, r1) of every column with t: one column streams the rows in
+ * decode tiles; several columns go by row blocks of about 256 KiB of
  * weights (kept in L2 while every column group passes over them), each
  * weight tile serving up to t->cols columns (one row at a time up to
  * t->row_max_m columns). */
 void baton_mm_drive(const struct baton_mm *mm, uint64_t r0, uint64_t r1,
                     const struct baton_mm_tiles *t);
+
+#define BATON_MM_DECODE_MAX_M 8u
+
+/* baton_mm_drive, except that with 2..decode_max_m columns (at most
+ * BATON_MM_DECODE_MAX_M; 0 or 1: never) each block of t->decode_rows rows
+ * goes through t->decode once per column, the block's weights read from
+ * memory once and from cache for the other columns: with few columns the
+ * decode kernels' streaming beat the tiles, which are built to reuse
+ * weights across more columns (the AVX-512 K-quants' one-row tile read
+ * long rows from memory at a third of the decode's speed: matmul_avx512.c,
+ * K_KERNELS). Same bits (the decode and the tiles reduce alike). */
+void baton_mm_drive_few(const struct baton_mm *mm, uint64_t r0, uint64_t r1,
+                        const struct baton_mm_tiles *t, uint32_t decode_max_m);
 
 /* F32 row r for columns [c, c + nc), scalar (the ragged rows of the SIMD
  * F32 kernels, which work on 8 rows at a time). */

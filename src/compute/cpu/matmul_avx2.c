@@ -156,7 +156,7 @@ static T2 void f16_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32
 }
 
 static const struct baton_mm_tiles f16_tiles = {
-    f16_decode, 1, f16_tile_n, 1, 3, f16_row, 0, 0,
+    f16_decode, 1, f16_tile_n, 1, 3, f16_row, 0,
 };
 
 static T2 void avx2_f16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
@@ -375,7 +375,7 @@ static T2 void q8_0_tile_n(const struct baton_mm *mm, uint64_t r, uint64_t c, ui
 }
 
 static const struct baton_mm_tiles q8_0_tiles = {
-    q8_0_decode, 1, q8_0_tile_n, 1, 4, q8_0_tile_n, 0, 0,
+    q8_0_decode, 1, q8_0_tile_n, 1, 4, q8_0_tile_n, 0,
 };
 
 static T2 void avx2_q8_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
@@ -1218,7 +1218,7 @@ static AI T2 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
 #define K_KERNELS(name, type)                                                                      \
     K_ROW_DECODE(name, type)                                                                       \
     static const struct baton_mm_tiles name##_tiles = {                                            \
-        name##_decode, K_DEC_ROWS, name##_row, 1, K_COLS, name##_row, 0, 0,                        \
+        name##_decode, K_DEC_ROWS, name##_row, 1, K_COLS, name##_row, 0,                           \
     };                                                                                             \
     K_DRIVE(name, name##_tiles)
 
@@ -1495,7 +1495,7 @@ static AI T2 void kp_tile(uint32_t type, const struct baton_mm *mm, uint64_t r, 
             name##_row(mm, r, c + j, nc - j < K_COLS ? nc - j : K_COLS);                           \
     }                                                                                              \
     static const struct baton_mm_tiles name##_tiles = {                                            \
-        name##_decode, K_DEC_ROWS, name##_panel, 8, KP_COLS, name##_prow, KP_MIN_M, 0,             \
+        name##_decode, K_DEC_ROWS, name##_panel, 8, KP_COLS, name##_prow, KP_MIN_M,                \
     };                                                                                             \
     K_DRIVE(name, name##_tiles)
 
@@ -1656,7 +1656,7 @@ static T2 void q4_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_
 }
 
 static const struct baton_mm_tiles q4_0_tiles = {
-    q4_decode, Q4_ROWS, q4_tile_n, Q4_ROWS, 4, q4_row, 0, 0,
+    q4_decode, Q4_ROWS, q4_tile_n, Q4_ROWS, 4, q4_row, 0,
 };
 
 static T2 void avx2_q4_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)

@@ -45,18 +45,14 @@ static AI T5 float hsum16(__m512 a)
     return hsum8(_mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1)));
 }
 
-/* baton_mm_drive with t, its decode_max_m set to dmax, except where
- * AVX-512 runs on 256-bit halves (baton_cpu_avx512_split, Zen 4): the
- * column counts up to which the decode per column beats the tiles were
- * measured on Zen 5 only (thirty-fifth session), so Zen 4 keeps the tiles
- * it was tuned with. */
+/* baton_mm_drive_few with dmax, except where AVX-512 runs on 256-bit
+ * halves (baton_cpu_avx512_split, Zen 4): the column counts up to which
+ * the decode per column beats the tiles were measured on Zen 5 only
+ * (thirty-fifth session), so Zen 4 keeps the tiles it was tuned with. */
 static AI void avx512_drive(const struct baton_mm *mm, uint64_t r0, uint64_t r1,
                             const struct baton_mm_tiles *t, uint32_t dmax)
 {
-    struct baton_mm_tiles td = *t;
-
-    td.decode_max_m = baton_cpu_avx512_split() ? 0 : dmax;
-    baton_mm_drive(mm, r0, r1, &td);
+    baton_mm_drive_few(mm, r0, r1, t, baton_cpu_avx512_split() ? 0 : dmax);
 }
 
 /* ---- F32 (matmul_f32.h) ---- */
@@ -417,7 +413,7 @@ static T5 void f16_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32
  * 6 123 -> 98. */
 #define F16_DECODE_MAX_M 3u
 static const struct baton_mm_tiles f16_tiles = {
-    f16_decode, F16_DEC_ROWS, f16_tile_n, 2, F16_COLS, f16_row, 0, 0,
+    f16_decode, F16_DEC_ROWS, f16_tile_n, 2, F16_COLS, f16_row, 0,
 };
 
 /* Columns' inputs per k-chunk of f16_prefill (6 columns: 24 KiB of binary32
@@ -733,10 +729,10 @@ static T5 void q8_0_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
  * columns 139 -> 116 and 106 -> 97, so there the tiles stay). */
 #define Q8_DECODE_MAX_M 2u
 static const struct baton_mm_tiles q8_0_tiles = {
-    q8_0_decode, Q_DECODE_ROWS, q8_0_tile_n, 4, 4, q8_0_row, 0, 0,
+    q8_0_decode, Q_DECODE_ROWS, q8_0_tile_n, 4, 4, q8_0_row, 0,
 };
 static const struct baton_mm_tiles q8_0_tiles_split = {
-    q8_0_decode, Q_DECODE_ROWS, q8_0_tile_n, 4, 4, q8_0_row, 16, 0,
+    q8_0_decode, Q_DECODE_ROWS, q8_0_tile_n, 4, 4, q8_0_row, 16,
 };
 
 /* Batched Q8_0 with packed weights. q_tile unpacks a group's weights
@@ -2389,7 +2385,7 @@ static AI uint32_t k_decode_max_m(uint64_t k, uint32_t dmax)
         k_rows8(mm, r, type);                                                                      \
     }                                                                                              \
     static const struct baton_mm_tiles name##_ktiles = {                                           \
-        name##_kdecode, K_DECODE_ROWS, name##_krow, 1, K_COLS, name##_krow, 0, 0,                  \
+        name##_kdecode, K_DECODE_ROWS, name##_krow, 1, K_COLS, name##_krow, 0,                     \
     };                                                                                             \
     static T5 void avx512_##name(const struct baton_mm *mm, uint64_t r0, uint64_t r1)              \
     {                                                                                              \
@@ -2400,7 +2396,7 @@ static AI uint32_t k_decode_max_m(uint64_t k, uint32_t dmax)
     }
 
 /* dmax: up to this many columns each goes through the 8-row decode
- * (decode_max_m, k_decode_max_m), below the panels' 8, for rows of
+ * (baton_mm_drive_few, k_decode_max_m), below the panels' 8, for rows of
  * K_LONG_ROW inputs or more; shorter rows up to 3 columns. The one-row
  * tile streams a long row badly from memory: bench_kernels (Zen 5, 1
  * thread), GFLOP/s, tile

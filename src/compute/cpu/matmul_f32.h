@@ -303,5 +303,5 @@ static F32_TARGET void F32_NAME(f32_dots_multi)(const float *w, uint64_t ws, con
 }
 
 static const struct baton_mm_tiles F32_NAME(f32_tiles) = {
-    F32_NAME(f32_decode), 8, F32_NAME(f32_tile_n), 8, 4, baton_mm_f32_row, 0, 0,
+    F32_NAME(f32_decode), 8, F32_NAME(f32_tile_n), 8, 4, baton_mm_f32_row, 0,
 };

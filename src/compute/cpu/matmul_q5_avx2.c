@@ -174,7 +174,7 @@ static AI T2 void q5_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, con
         }                                                                                          \
     }                                                                                              \
     static const struct baton_mm_tiles name##_tiles = {                                            \
-        name##_decode, 1, name##_tile_n, 1, 4, name##_tile_n, 0, 0,                                \
+        name##_decode, 1, name##_tile_n, 1, 4, name##_tile_n, 0,                                   \
     };                                                                                             \
     T2 void baton_mm_avx2_##name(const struct baton_mm *mm, uint64_t r0, uint64_t r1)              \
     {                                                                                              \

@@ -249,7 +249,7 @@ static AI T5 void q5z_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, co
         }                                                                                          \
     }                                                                                              \
     static const struct baton_mm_tiles name##_z_tiles = {                                          \
-        name##_decode, 1, name##_tile_n, 1, 4, name##_tile_n, 0, 0,                                \
+        name##_decode, 1, name##_tile_n, 1, 4, name##_tile_n, 0,                                   \
     };                                                                                             \
     T5 void baton_mm_avx512_##name(const struct baton_mm *mm, uint64_t r0, uint64_t r1)            \
     {                                                                                              \
