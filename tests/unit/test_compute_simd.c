@@ -81,14 +81,14 @@ static float ref_f16(const uint8_t *w, const float *x, uint64_t k)
 }
 
 /* x quantized per block: d = max|x| / 127, q = nearest-even(x * (1/d));
- * a block with a non-finite value gives NaN. Q8_0: 16 lanes, 4 per block:
- * lane l of block b sums elements 4l..4l+3 and 16+4l..16+4l+3. Q4_0: one
- * chain, the block's 32 elements summed exactly, then one fma. */
+ * a block with a non-finite value gives NaN. Each block's 32 elements
+ * summed exactly, then one fma: Q4_0 into one chain, Q8_0 into chain
+ * b % 4 of four, summed (C0 + C2) + (C1 + C3) at the end. */
 static float ref_q(const uint8_t *w, int is_q4, const float *x, uint64_t k)
 {
-    float lanes[16] = {0}, c[8], acc = 0.0f;
+    float chain[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     uint64_t b;
-    int j, l;
+    int j;
 
     for (b = 0; b < k / 32; b++) {
         const uint8_t *wb = w + b * (is_q4 ? 18 : 34);
@@ -109,33 +109,23 @@ static float ref_q(const uint8_t *w, int is_q4, const float *x, uint64_t k)
         for (j = 0; j < 32; j++)
             xq[j] = finite ? (int)nearbyintf(xb[j] * id) : 0;
         d = h2f(wb) * dx;
-        if (is_q4) {
+        {
+            const int t = is_q4 ? 0 : (int)(b % 4);
             int isum = 0;
 
             for (j = 0; j < 32; j++)
                 isum += wq[j] * xq[j];
-            acc = fmaf(d, (float)isum, acc);
-            continue;
-        }
-        for (l = 0; l < 4; l++) {
-            int isum = 0;
-
-            for (j = 4 * l; j < 4 * l + 4; j++)
-                isum += wq[j] * xq[j] + wq[16 + j] * xq[16 + j];
-            lanes[4 * (b % 4) + l] = fmaf(d, (float)isum, lanes[4 * (b % 4) + l]);
+            chain[t] = fmaf(d, (float)isum, chain[t]);
         }
     }
-    if (is_q4)
-        return acc;
-    for (l = 0; l < 8; l++)
-        c[l] = lanes[l] + lanes[l + 8];
-    return ref_hsum8(c);
+    return is_q4 ? chain[0] : (chain[0] + chain[2]) + (chain[1] + chain[3]);
 }
 
 /* Q5_0 / Q5_1 weights, read from ggml's block_q5_0 / block_q5_1 layout:
  * u16 d, (Q5_1: u16 m), u32 qh, 16 bytes qs; element e's fifth bit is bit e
- * of qh, its nibble qs[e % 16] low (e < 16) or high. Same activations and
- * lanes as ref_q's Q8_0; Q5_0 sums (q - 16) * x, Q5_1 sums q * x, then adds its
+ * of qh, its nibble qs[e % 16] low (e < 16) or high. Same activations as
+ * ref_q; 16 lanes, 4 per block: lane l of block b sums elements 4l..4l+3
+ * and 16+4l..16+4l+3 (matmul.h's Q5_0 order). Q5_0 sums (q - 16) * x, Q5_1 sums q * x, then adds its
  * min term fma(m * dx, sum of x, lane) per lane (matmul.h). */
 static float ref_q5(const uint8_t *w, int is_q5_1, const float *x, uint64_t k)
 {
@@ -527,20 +517,21 @@ static void test_q4_0_decode_chunks(void **state)
     shape_grid(BATON_TYPE_Q4_0, ks, 9, ms, 3);
 }
 
-/* AVX-512 Q8_0 from 16 columns on packs each 4-row strip's groups into a
- * buffer, 32 groups per chunk, and passes over 64 columns at a time, the
- * lanes kept between chunks: one group and a short one (96: 3 blocks),
- * 6 and a short one (800), two chunks, the second ending short (4192: 131
- * blocks), three (8320: 65 groups); 37 rows (9 strips and a ragged row);
- * 16 columns and 67 (a second pass of 3). */
+/* AVX-512 Q8_0 from 12 columns on transposes chunks of 64 blocks of each
+ * 16-row strip and passes over at most 64 columns, 4 at a time, each
+ * output's 4 chains kept in a buffer between chunks: three blocks (96: a
+ * short group), 25 (800), two chunks, the second ending in 3 blocks past
+ * its whole groups (4192: 131 blocks), five (8320: 260); 37 rows (two
+ * strips and a ragged one of 5); 12 and 16 columns, and 67 (a pass of 60
+ * at 8320 inputs, of 64 below, and the rest, in calls of 4 and of 3). */
 static void test_q8_0_packed(void **state)
 {
     static const uint64_t ks[] = {96, 800, 4192, 8320};
-    static const uint64_t ms[] = {16, 67};
+    static const uint64_t ms[] = {12, 16, 67};
 
     (void)state;
     rng_state = 10;
-    shape_grid(BATON_TYPE_Q8_0, ks, 4, ms, 2);
+    shape_grid(BATON_TYPE_Q8_0, ks, 4, ms, 3);
 }
 
 /* AVX-512 F16 decode goes 8 rows at a time, and rows longer than 4096

@@ -285,50 +285,32 @@ static struct act_block act_block(const uint8_t *col, uint64_t b)
     return a;
 }
 
-/* Q8_0 against quantized activations: exact integer sums over the 8
- * elements of each lane, scaled and accumulated in 16 lanes, 4 per block
- * (see matmul.h). */
+/* Q8_0 against quantized activations: four chains per output, block b's
+ * exact integer sum scaled once into chain b % 4 (see matmul.h). */
 static void scalar_q8_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 {
     const uint64_t nb = mm->k / 32, ldy = mm->ldy, m = mm->m;
-    const uint64_t bbytes = BATON_Q8_0_BLOCK_BYTES;
     uint64_t r, c, b;
-    int l, j;
+    int j;
 
     for (r = r0; r < r1; r++) {
         const uint8_t *wr = mm->w + r * mm->w_row_bytes;
 
         for (c = 0; c < m; c++) {
             const uint8_t *col = mm->act + c * mm->act_col_bytes;
-            float lanes[16] = {0};
+            float chain[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 
             for (b = 0; b < nb; b++) {
-                const uint8_t *wb = wr + b * bbytes;
+                const uint8_t *wb = wr + b * BATON_Q8_0_BLOCK_BYTES;
                 const struct act_block xb = act_block(col, b);
-                const int8_t *x_lo = xb.lo, *x_hi = xb.hi;
-                const float dx = xb.dx;
-                const float d = baton_fp16_to_fp32(load_u16(wb)) * dx;
-                int w_lo[16], w_hi[16];
+                const float d = baton_fp16_to_fp32(load_u16(wb)) * xb.dx;
+                int32_t isum = 0;
 
-                for (j = 0; j < 16; j++) {
-                    w_lo[j] = (int8_t)wb[2 + j];
-                    w_hi[j] = (int8_t)wb[18 + j];
-                }
-                for (l = 0; l < 4; l++) {
-                    int32_t isum = 0;
-
-                    for (j = 4 * l; j < 4 * l + 4; j++)
-                        isum += w_lo[j] * x_lo[j] + w_hi[j] * x_hi[j];
-                    lanes[4 * xb.bj + l] = fmaf(d, (float)isum, lanes[4 * xb.bj + l]);
-                }
+                for (j = 0; j < 16; j++)
+                    isum += (int8_t)wb[2 + j] * xb.lo[j] + (int8_t)wb[18 + j] * xb.hi[j];
+                chain[b % 4] = fmaf(d, (float)isum, chain[b % 4]);
             }
-            {
-                float sum[8];
-
-                for (l = 0; l < 8; l++)
-                    sum[l] = lanes[l] + lanes[l + 8];
-                mm->y[c * ldy + r] = hsum8(sum);
-            }
+            mm->y[c * ldy + r] = (chain[0] + chain[2]) + (chain[1] + chain[3]);
         }
     }
 }
@@ -366,7 +348,7 @@ static void scalar_q4_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 }
 
 /* ---- Q5_0 / Q5_1: the reference of matmul.h's Q5 order ----
- * The activations of Q4_0 and the lanes of Q8_0; the 5-bit weights read element by
+ * The activations of Q4_0 and 16 lanes, 4 per block; the 5-bit weights read element by
  * element from quant.h's formulas. Q5_0 sums (q - 16) * x; Q5_1 sums q * x
  * and, for its min, the lane's sum of x. */
 static void scalar_q5(const struct baton_mm *mm, uint64_t r0, uint64_t r1, int is_q5_1)
@@ -500,7 +482,7 @@ static void scalar_act(const float *x, uint64_t k, uint8_t *act, uint64_t col_by
                                q[16 + 4 * l] + q[17 + 4 * l] + q[18 + 4 * l] + q[19 + 4 * l]);
             dd[l] = d;
         }
-        if (bias == 8) { /* Q4_0: the block's whole corr in lane 0 */
+        if (bias == 8 || bias == 128) { /* Q4_0, Q8_0: the block's whole corr in lane 0 */
             corr[0] += corr[1] + corr[2] + corr[3];
             corr[1] = corr[2] = corr[3] = 0;
         }

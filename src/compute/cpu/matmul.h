@@ -22,23 +22,33 @@
  *   F16   32 lanes a[0..31] = +0; for k ascending: a[k%32] =
  *         fma(fp16->f32(W), x, a[k%32]); then y = hsum32(a).
  *   Q8_0  with x quantized per block of 32 to int8 with a float scale
- *         dx (baton_cpu_quantize_act): 16 lanes L[0..15] = +0; for block b
- *         and l = 0..3, isum = the exact integer sum of W_q * x_q over the
- *         8 elements {4l..4l+3} and {16+4l..16+4l+3} of the block, d =
- *         fp16->f32(dW) * dx (rounded), L[4(b%4) + l] = fma(d, (float)isum,
- *         L[4(b%4) + l]); then y = hsum16(L). (Grouping an element with the
- *         one 16 places on matches Q4_0's nibble layout and gives 4 lanes
- *         per block, so a 512-bit register holds 4 blocks.)
+ *         dx (baton_cpu_quantize_act): four chains C[0..3] = +0; for
+ *         block b ascending: isum = the exact integer sum of W_q * x_q
+ *         over the block's 32 elements, d = fp16->f32(dW) * dx (rounded),
+ *         C[b%4] = fma(d, (float)isum, C[b%4]); then y = (C[0] + C[2]) +
+ *         (C[1] + C[3]). (One multiply-add per block and output, as Q4_0:
+ *         batched kernels put 16 rows in a register's lanes; a one-row
+ *         decode keeps the 4 chains in the lanes of its 4 blocks of a
+ *         group. Until the thirty-sixth session Q8_0 kept the 16 lanes that
+ *         Q5_0 keeps below, 3 float operations per 2 vpdpbusd in batched
+ *         products, which ran at about half Q4_0's rate.)
  *   Q4_0  with x quantized as for Q8_0: one chain acc = +0; for block b
  *         ascending: isum = the exact integer sum of W_q * x_q over the
- *         block's 32 elements, d = fp16->f32(dW) * dx (rounded), acc =
- *         fma(d, (float)isum, acc); then y = acc. (One multiply-add per
- *         block and output, as the K types below: 16 rows' chains fill a
- *         512-bit register, and the batched kernels feed vpdpbusd weights
- *         transposed so that its lanes are rows. Until the sixteenth
- *         session Q4_0 took Q8_0's lanes, four float chains per block.)
- *   Q5_0  as Q8_0, with isum over the 5-bit quants minus 16 (-16..15).
- *   Q5_1  as Q8_0's lanes and Q4_0's activations, with isum = the exact integer
+ *         block's 32 elements (the 4-bit quants minus 8), d =
+ *         fp16->f32(dW) * dx (rounded), acc = fma(d, (float)isum, acc);
+ *         then y = acc. (One multiply-add per block and output, as the K
+ *         types below: 16 rows' chains fill a 512-bit register, and the
+ *         batched kernels feed vpdpbusd weights transposed so that its
+ *         lanes are rows. Until the sixteenth session Q4_0 took the 16
+ *         lanes, four float chains per block.)
+ *   Q5_0  with x quantized as for Q8_0: 16 lanes L[0..15] = +0; for block
+ *         b and l = 0..3, isum = the exact integer sum of (W_q - 16) * x_q
+ *         over the 8 elements {4l..4l+3} and {16+4l..16+4l+3} of the
+ *         block, d = fp16->f32(dW) * dx (rounded), L[4(b%4) + l] = fma(d,
+ *         (float)isum, L[4(b%4) + l]); then y = hsum16(L). (Grouping an
+ *         element with the one 16 places on matches the nibble layout and
+ *         gives 4 lanes per block, so a 512-bit register holds 4 blocks.)
+ *   Q5_1  as Q5_0's lanes and activations, with isum = the exact integer
  *         sum of Wq * x_q over the lane's 8 elements (Wq 0..31, no offset)
  *         and xsum = the exact sum of x_q over the same 8 elements:
  *         d = fp16->f32(dW) * dx, dm = fp16->f32(mW) * dx (each rounded),
@@ -131,9 +141,10 @@ const char *baton_cpu_isa_name(enum baton_cpu_isa isa);
  *                   (kernels that read the weight bytes as unsigned add
  *                   the bias back through it) and -1 for Q5_1 (corr is
  *                   then the lane's sum of q, its min term's xsum); for
- *                   Q4_0 (bias 8) lane 4j holds the sum of block j's four
- *                   and lanes 4j+1..4j+3 hold 0 (its order sums whole
- *                   blocks: one broadcast gives a kernel the block's corr)
+ *                   Q8_0 and Q4_0 (bias 128, 8) lane 4j holds the sum of
+ *                   block j's four and lanes 4j+1..4j+3 hold 0 (their
+ *                   orders sum whole blocks: one broadcast gives a kernel
+ *                   the block's corr)
  *   bytes 192..255  float d of block j, 4 times, at 4j
  * Column c starts at byte c * baton_cpu_act_col_bytes(k) (a multiple of
  * 64). */

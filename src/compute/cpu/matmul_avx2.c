@@ -164,9 +164,28 @@ static T2 void avx2_f16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
     baton_mm_drive(mm, r0, r1, &f16_tiles);
 }
 
-/* ---- Q8_0 against quantized activations ----
- * A 256-bit accumulator holds the 4 lanes of each of two blocks: blocks
- * 4g, 4g+1 go to acc[0] (L[0..7]) and 4g+2, 4g+3 to acc[1] (L[8..15]). */
+/* ---- Q8_0 against quantized activations (matmul.h: four chains) ----
+ * A 256-bit accumulator holds two chains, each in the 4 lanes of a 128-bit
+ * half: blocks 4g, 4g+1 (chains 0, 1) go to acc[0] and 4g+2, 4g+3 (chains
+ * 2, 3) to acc[1]. A block's 4 partial sums are added across the half
+ * (two in-lane shuffles) before its multiply-add, so every lane of a half
+ * holds the same chain. */
+
+/* y = (C0 + C2) + (C1 + C3) from acc0 + acc1 (C0 + C2 in lane 0, C1 + C3
+ * in lane 4). */
+static AI T2 float q8_chains_sum(__m256 acc0, __m256 acc1)
+{
+    const __m256 v = _mm256_add_ps(acc0, acc1);
+
+    return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)));
+}
+
+/* Each 32-bit lane of a 128-bit half: the sum of the half's 4 lanes. */
+static AI T2 __m256i q8_half_sums(__m256i v)
+{
+    v = _mm256_add_epi32(v, _mm256_shuffle_epi32(v, 0x4E));
+    return _mm256_add_epi32(v, _mm256_shuffle_epi32(v, 0xB1));
+}
 
 /* binary16 scales of blocks b, b+1 as [d0 x4, d1 x4] (d1 = 0 without pair). */
 static AI T2 __m256 scales2(const uint8_t *p, uint64_t bb, const int pair)
@@ -178,16 +197,20 @@ static AI T2 __m256 scales2(const uint8_t *p, uint64_t bb, const int pair)
 }
 
 /* Blocks b, b+1 (pair 1) or b alone (pair 0: lanes 4..7 left as they are)
- * of NR rows against NC columns into acc[rr * NC + j], by the sign trick
- * (|w| unsigned times x with w's sign, so maddubs's int16 pair sums stay
- * below 2 * 128 * 127). */
+ * of NR rows against NC columns into acc[rr] (chain b % 4 in the low half,
+ * the next in the high half), by the sign trick (|w| unsigned times x with
+ * w's sign, so maddubs's int16 pair sums stay below 2 * 128 * 127). With
+ * one column a block's 4 partial sums are added across its half, so each
+ * lane of the half holds the chain; with 2..4 columns two rounds of
+ * vphaddd over the columns' sums leave lane u of each half with column
+ * u's block sum (3 operations for 4 columns where the former took 8). */
 static AI T2 void q_pair(const struct baton_mm *mm, uint64_t r, uint64_t c, uint64_t b,
                          const int NR, const int NC, const int pair, __m256 *acc)
 {
     const uint64_t bb = BATON_Q8_0_BLOCK_BYTES, half = 16 * (b % 4); /* 0 or 32 */
     const __m256i ones16 = _mm256_set1_epi16(1);
-    __m256i lo[2], hi[2];
-    __m256 dw[2];
+    __m256i lo[2], hi[2], xlo[4], xhi[4];
+    __m256 dw[2], dx[4], dxc;
     int rr, j;
 
 #pragma GCC unroll 8
@@ -201,27 +224,64 @@ static AI T2 void q_pair(const struct baton_mm *mm, uint64_t r, uint64_t c, uint
         hi[rr] = _mm256_set_m128i(pair ? _mm_loadu_si128((const __m128i *)(p + 52)) : z,
                                   _mm_loadu_si128((const __m128i *)(p + 18)));
     }
-#pragma GCC unroll 8
+#pragma GCC unroll 4
     for (j = 0; j < NC; j++) {
         const uint8_t *grp = mm->act + (c + j) * mm->act_col_bytes + b / 4 * BATON_ACT_GROUP_BYTES;
-        const __m256i xlo = _mm256_loadu_si256((const __m256i *)(grp + half));
-        const __m256i xhi = _mm256_loadu_si256((const __m256i *)(grp + 64 + half));
-        const __m256 dxv = _mm256_loadu_ps((const float *)(grp + 192 + half));
 
-#pragma GCC unroll 8
-        for (rr = 0; rr < NR; rr++) {
-            const __m256i plo =
-                _mm256_maddubs_epi16(_mm256_abs_epi8(lo[rr]), _mm256_sign_epi8(xlo, lo[rr]));
-            const __m256i phi =
-                _mm256_maddubs_epi16(_mm256_abs_epi8(hi[rr]), _mm256_sign_epi8(xhi, hi[rr]));
-            const __m256i i32 =
-                _mm256_add_epi32(_mm256_madd_epi16(plo, ones16), _mm256_madd_epi16(phi, ones16));
-            const __m256 v = _mm256_fmadd_ps(_mm256_mul_ps(dw[rr], dxv), _mm256_cvtepi32_ps(i32),
-                                             acc[rr * NC + j]);
-
-            acc[rr * NC + j] = pair ? v : _mm256_blend_ps(v, acc[rr * NC + j], 0xF0);
-        }
+        xlo[j] = _mm256_loadu_si256((const __m256i *)(grp + half));
+        xhi[j] = _mm256_loadu_si256((const __m256i *)(grp + 64 + half));
+        dx[j] = _mm256_loadu_ps((const float *)(grp + 192 + half));
     }
+    dxc = dx[0];
+    if (NC > 1)
+        dxc = _mm256_blend_ps(dxc, dx[1], 0x22);
+    if (NC > 2)
+        dxc = _mm256_blend_ps(dxc, dx[2], 0x44);
+    if (NC > 3)
+        dxc = _mm256_blend_ps(dxc, dx[3], 0x88);
+#pragma GCC unroll 8
+    for (rr = 0; rr < NR; rr++) {
+        __m256i v[4], i32;
+        __m256 t;
+
+#pragma GCC unroll 4
+        for (j = 0; j < 4; j++) {
+            if (j < NC) {
+                const __m256i plo = _mm256_maddubs_epi16(_mm256_abs_epi8(lo[rr]),
+                                                         _mm256_sign_epi8(xlo[j], lo[rr]));
+                const __m256i phi = _mm256_maddubs_epi16(_mm256_abs_epi8(hi[rr]),
+                                                         _mm256_sign_epi8(xhi[j], hi[rr]));
+
+                v[j] = _mm256_add_epi32(_mm256_madd_epi16(plo, ones16),
+                                        _mm256_madd_epi16(phi, ones16));
+            } else {
+                v[j] = _mm256_setzero_si256();
+            }
+        }
+        i32 = NC == 1 ? q8_half_sums(v[0])
+                      : _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]),
+                                          _mm256_hadd_epi32(v[2], v[3]));
+        t = _mm256_fmadd_ps(_mm256_mul_ps(dw[rr], dxc), _mm256_cvtepi32_ps(i32), acc[rr]);
+        acc[rr] = pair ? t : _mm256_blend_ps(t, acc[rr], 0xF0);
+    }
+}
+
+/* The outputs of q_pair's chains (acc0: chains 0 and 1, acc1: 2 and 3) of
+ * one row and NC columns into y[j * ldy]: (C0 + C2) + (C1 + C3). */
+static AI T2 void q8_store_cols(__m256 acc0, __m256 acc1, const int NC, float *y, uint64_t ldy)
+{
+    const __m256 v = _mm256_add_ps(acc0, acc1);
+    float o[4];
+    int j;
+
+    if (NC == 1) {
+        y[0] = q8_chains_sum(acc0, acc1);
+        return;
+    }
+    _mm_storeu_ps(o, _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)));
+#pragma GCC unroll 4
+    for (j = 0; j < NC; j++)
+        y[j * ldy] = o[j];
 }
 
 static AI T2 void q_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, const int NR,
@@ -233,7 +293,7 @@ static AI T2 void q_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, cons
     int i;
 
 #pragma GCC unroll 8
-    for (i = 0; i < NR * NC; i++) {
+    for (i = 0; i < NR; i++) {
         acc0[i] = _mm256_setzero_ps();
         acc1[i] = _mm256_setzero_ps();
     }
@@ -251,17 +311,18 @@ static AI T2 void q_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, cons
         q_pair(mm, r, c, b, NR, NC, 0, acc0);
     }
 #pragma GCC unroll 8
-    for (i = 0; i < NR * NC; i++) /* c[k] = L[k] + L[k+8], then hsum8 */
-        mm->y[(c + i % NC) * mm->ldy + r + i / NC] = hsum8(_mm256_add_ps(acc0[i], acc1[i]));
+    for (i = 0; i < NR; i++)
+        q8_store_cols(acc0[i], acc1[i], NC, mm->y + c * mm->ldy + r + i, mm->ldy);
 }
 
-/* Decode (one row, column 0) in 128-bit registers, a register per block:
- * the lanes and steps of q_tile's, so the same bits. On Zen 1 every 256-bit
- * operation is two 128-bit ones, and this form drops q_pair's inserts and
- * its per-pair scale shuffle. */
+/* Decode (one row, column 0) in 128-bit registers: a group's 4 blocks give
+ * 4 registers of partial sums, two rounds of vphaddd make them one whose
+ * lane t is block t's exact sum, and one multiply-add takes the 4 blocks
+ * into the 4 chains (lane t: chain t). On Zen 1 every 256-bit operation is
+ * two 128-bit ones. */
 
-/* Block t (0..3) of a group, weights at p: the exact int32 sums of its 4
- * lanes, as q_pair's. */
+/* Block t (0..3) of a group, weights at p: the 4 partial sums of its
+ * elements 4l..4l+3 and 16+4l..16+4l+3. */
 static AI T2 __m128i q_blk_isum(const uint8_t *p, const uint8_t *grp, int t)
 {
     const __m128i ones16 = _mm_set1_epi16(1);
@@ -275,54 +336,45 @@ static AI T2 __m128i q_blk_isum(const uint8_t *p, const uint8_t *grp, int t)
     return _mm_add_epi32(_mm_madd_epi16(plo, ones16), _mm_madd_epi16(phi, ones16));
 }
 
-/* The 4 blocks of the group at p: isum[t] = q_blk_isum of block t. */
-static AI T2 void q_grp_isum(const uint8_t *p, const uint8_t *grp, __m128i isum[4])
-{
-    int t;
-
-#pragma GCC unroll 4
-    for (t = 0; t < 4; t++)
-        isum[t] = q_blk_isum(p + t * BATON_Q8_0_BLOCK_BYTES, grp, t);
-}
-
-/* Block t's float step: acc = fma(fp16(dW) * dx, float(isum), acc), dw
- * holding fp16(dW) in every lane. */
-static AI T2 __m128 q_blk_step(__m128 dw, const uint8_t *grp, int t, __m128i isum, __m128 acc)
-{
-    return _mm_fmadd_ps(_mm_mul_ps(dw, _mm_loadu_ps((const float *)(grp + 192 + 16 * t))),
-                        _mm_cvtepi32_ps(isum), acc);
-}
-
-/* The group's 4 float steps, block t into acc[t]; the 4 binary16 scales
- * gathered in a general-purpose register and widened by one conversion. */
-static AI T2 void q_grp_step(const uint8_t *p, const uint8_t *grp, const __m128i isum[4],
-                             __m128 acc[4])
+/* The exact sums of the 4 blocks of the group at p, lane t: block t. */
+static AI T2 __m128i q_grp_isum(const uint8_t *p, const uint8_t *grp)
 {
     const uint64_t bb = BATON_Q8_0_BLOCK_BYTES;
+
+    return _mm_hadd_epi32(_mm_hadd_epi32(q_blk_isum(p, grp, 0), q_blk_isum(p + bb, grp, 1)),
+                          _mm_hadd_epi32(q_blk_isum(p + 2 * bb, grp, 2),
+                                         q_blk_isum(p + 3 * bb, grp, 3)));
+}
+
+/* The group's 4 float steps: chain t = fma(fp16(dW_t) * dx_t, isum_t,
+ * chain t); the 4 binary16 scales gathered in a general-purpose register
+ * and widened by one conversion. */
+static AI T2 __m128 q_grp_step(const uint8_t *p, const uint8_t *grp, __m128i isum, __m128 acc)
+{
+    const uint64_t bb = BATON_Q8_0_BLOCK_BYTES;
+    const float *dx = (const float *)(grp + 192);
     uint64_t h = (uint64_t)load_u16(p) | (uint64_t)load_u16(p + bb) << 16 |
                  (uint64_t)load_u16(p + 2 * bb) << 32 | (uint64_t)load_u16(p + 3 * bb) << 48;
-    __m128 d;
+    __m128 d, x;
 
     __asm__("" : "+r"(h)); /* stays in a GPR: see q4_scales8 */
     d = _mm_cvtph_ps(_mm_cvtsi64_si128((long long)h));
-    acc[0] = q_blk_step(_mm_permute_ps(d, 0x00), grp, 0, isum[0], acc[0]);
-    acc[1] = q_blk_step(_mm_permute_ps(d, 0x55), grp, 1, isum[1], acc[1]);
-    acc[2] = q_blk_step(_mm_permute_ps(d, 0xAA), grp, 2, isum[2], acc[2]);
-    acc[3] = q_blk_step(_mm_permute_ps(d, 0xFF), grp, 3, isum[3], acc[3]);
+    x = _mm_blend_ps(_mm_loadu_ps(dx), _mm_loadu_ps(dx + 4), 0x2);
+    x = _mm_blend_ps(x, _mm_loadu_ps(dx + 8), 0x4);
+    x = _mm_blend_ps(x, _mm_loadu_ps(dx + 12), 0x8);
+    return _mm_fmadd_ps(_mm_mul_ps(d, x), _mm_cvtepi32_ps(isum), acc);
 }
 
 /* q_tile(mm, r, 0, 1, 1), software-pipelined: each group of 4 blocks forms
- * the next group's integer sums before its own float steps, so two
- * groups' chains of dependent operations (load, sign, multiply-adds,
- * convert, FMA) overlap. acc[t] is lanes 4t..4t+3 of q_tile's acc0 / acc1
- * pair. Zen 1: 1.10-1.22x from cache, 1.01-1.03 streamed (bench/RESULTS.md, twenty-ninth
- * session). */
+ * the next group's integer sums before its own float step, so two groups'
+ * chains of dependent operations overlap; the last blocks (k / 32 % 4)
+ * through q_pair, the 4 chains spread to its layout. */
 static T2 void q8_0_decode(const struct baton_mm *mm, uint64_t r)
 {
     const uint64_t nb = mm->k / 32, bb = BATON_Q8_0_BLOCK_BYTES, gb = BATON_ACT_GROUP_BYTES;
     const uint8_t *w = mm->w + r * mm->w_row_bytes;
-    __m128 acc[4] = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps()};
-    __m128i isum[4], next[4];
+    __m128 acc = _mm_setzero_ps();
+    __m128i isum, next;
     __m256 acc0[1], acc1[1];
     uint64_t b = 0;
 
@@ -330,30 +382,36 @@ static T2 void q8_0_decode(const struct baton_mm *mm, uint64_t r)
         q_tile(mm, r, 0, 1, 1);
         return;
     }
-    q_grp_isum(w, mm->act, isum);
+    isum = q_grp_isum(w, mm->act);
     for (;; b += 4) {
         const uint8_t *p = w + b * bb, *grp = mm->act + b / 4 * gb;
 
         baton_mm_decode_prefetch(p, 3); /* see BATON_MM_DECODE_PF_BYTES */
         if (nb - b < 8) {
-            q_grp_step(p, grp, isum, acc);
+            acc = q_grp_step(p, grp, isum, acc);
             b += 4;
             break;
         }
-        q_grp_isum(p + 4 * bb, grp + gb, next);
-        q_grp_step(p, grp, isum, acc);
-        memcpy(isum, next, sizeof(isum));
+        next = q_grp_isum(p + 4 * bb, grp + gb);
+        acc = q_grp_step(p, grp, isum, acc);
+        isum = next;
     }
-    acc0[0] = _mm256_set_m128(acc[1], acc[0]);
-    acc1[0] = _mm256_set_m128(acc[3], acc[2]);
+    if (nb == b) {
+        const __m128 t = _mm_add_ps(acc, _mm_movehl_ps(acc, acc));
+
+        mm->y[r] = _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
+        return;
+    }
+    acc0[0] = _mm256_set_m128(_mm_permute_ps(acc, 0x55), _mm_permute_ps(acc, 0x00));
+    acc1[0] = _mm256_set_m128(_mm_permute_ps(acc, 0xFF), _mm_permute_ps(acc, 0xAA));
     if (nb - b >= 2) {
         q_pair(mm, r, 0, b, 1, 1, 1, acc0);
         if (nb - b == 3)
             q_pair(mm, r, 0, b + 2, 1, 1, 0, acc1);
-    } else if (nb - b == 1) {
+    } else {
         q_pair(mm, r, 0, b, 1, 1, 0, acc0);
     }
-    mm->y[r] = hsum8(_mm256_add_ps(acc0[0], acc1[0]));
+    mm->y[r] = q8_chains_sum(acc0[0], acc1[0]);
 }
 
 static T2 void q8_0_tile_n(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)
@@ -452,7 +510,7 @@ T2 void baton_mm_avx2_act(const float *x, uint64_t k, uint8_t *act, uint64_t col
         c4 = _mm_mullo_epi32(
             _mm_add_epi32(_mm256_castsi256_si128(s4), _mm256_extracti128_si256(s4, 1)),
             _mm_set1_epi32(-bias));
-        if (bias == 8) { /* Q4_0: the block's whole corr in lane 0 (matmul.h) */
+        if (bias == 8 || bias == 128) { /* Q4_0, Q8_0: the whole corr in lane 0 (matmul.h) */
             c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0x4E));
             c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0xB1));
             c4 = _mm_blend_epi32(_mm_setzero_si128(), c4, 1);

@@ -4,10 +4,10 @@
  * chosen at run time. Same reduction orders as matmul.h, so the results
  * equal the scalar and AVX2 kernels' bit for bit.
  *
- * For Q8_0 one 512-bit register holds a group of 4 blocks, 4 lanes each,
- * exactly the 16 lanes L of the reduction order; for Q4_0 a register holds
- * the chains of 16 rows; for F16 the two registers of a row hold lanes
- * 0..15 and 16..31.
+ * For Q8_0's decode one 512-bit register holds a group of 4 blocks, 4
+ * lanes each, and a row's 4 chains; for Q4_0, and Q8_0's batched products,
+ * a register holds the chains of 16 rows; for F16 the two registers of a
+ * row hold lanes 0..15 and 16..31.
  *
  * On Zen 4 (the development host) a 512-bit operation occupies its pipe
  * for two cycles, so what counts is the number of vector operations per
@@ -496,13 +496,18 @@ static T5 void avx512_f16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
         avx512_drive(mm, r0, r1, &f16_tiles, F16_DECODE_MAX_M);
 }
 
-/* ---- Q8_0 ----
- * One 512-bit register per group of 4 blocks: lane 4j + l is lane l of the
- * group's block j, exactly L[4(b%4) + l] of the reduction order. Weights
- * are fed to vpdpbusd as unsigned bytes w + 128 (w xor 0x80); the
- * activation group's corr (-128 times x's lane sums) starts the integer
- * sum and takes that offset back out, so each 32-bit lane ends as the
- * exact isum. */
+/* ---- Q8_0 (matmul.h: four chains per output) ----
+ * Decode and the tiles of few columns: one 512-bit register per group of 4
+ * blocks and row, lane 4j + l the partial sum of block j over its elements
+ * 4l..4l+3 and 16+4l..16+4l+3. Weights are fed to vpdpbusd as unsigned
+ * bytes w + 128 (w xor 0x80); lane 4j of the activation group's corr (-128
+ * times block j's sum of x) starts the integer sum and takes that offset
+ * back out, so the 4 lanes of block j add up to its exact isum (q_cols
+ * adds them), and block j of a group is chain j. (Until the thirty-sixth
+ * session the 16 lanes were the order itself, each scaled on its own:
+ * adding them first cost the one-column decode nothing measurable, k 4096
+ * and 14336, and gave the batched products below Q4_0's form.) Many
+ * columns: q8_batched, after Q4_0's code. */
 
 static const uint16_t q8_d_idx[16] = {0, 0, 0, 0, 17, 17, 17, 17, 34, 34, 34, 34, 51, 51, 51, 51};
 /* 128-bit halves: the first 16 bytes of each block, then the last 16 */
@@ -561,37 +566,88 @@ static AI __mmask16 q_lanes(uint64_t nblk)
     return (__mmask16)((1u << (4 * nblk)) - 1);
 }
 
+/* lane 2m + s = (s ? b : a)[2m] + (s ? b : a)[2m + 1] */
+static AI T5 __m512i q4_sum2(__m512i a, __m512i b)
+{
+    return _mm512_add_epi32(_mm512_mask_blend_epi32(0xAAAA, a, b),
+                            _mm512_shuffle_epi32(_mm512_mask_blend_epi32(0xAAAA, b, a), 0xB1));
+}
+
+/* lane 4j + u (u < 2: a, else b) = the sum of lanes 4j + u % 2 and 4j + 2 +
+ * u % 2 of that register */
+static AI T5 __m512i q4_sum4(__m512i a, __m512i b)
+{
+    return _mm512_add_epi32(_mm512_mask_blend_epi64(0xAA, a, b),
+                            _mm512_shuffle_epi32(_mm512_mask_blend_epi64(0xAA, b, a), 0x4E));
+}
+
+/* Each 32-bit lane of a 128-bit piece: the sum of the piece's 4 lanes (a
+ * block's exact isum from its 4 partial sums). */
+static AI T5 __m512i q8_piece_sums(__m512i v)
+{
+    v = _mm512_add_epi32(v, _mm512_shuffle_epi32(v, 0x4E));
+    return _mm512_add_epi32(v, _mm512_shuffle_epi32(v, 0xB1));
+}
+
+/* y = (C0 + C2) + (C1 + C3) of a register whose piece t holds chain t. */
+static AI T5 float q8_chains_sum(__m512 a)
+{
+    const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1));
+
+    return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+}
+
 /* Group g's unpacked weights of NR rows (lo, hi, dw) against NC columns
- * from c: acc[rr][j]'s lanes (only those of lanes: a short last group's
- * blocks) take the group's terms. */
+ * from c, into acc[rr]. With one column the row's 4 chains each fill the
+ * 4 lanes of a piece (a block's 4 partial sums added across the piece);
+ * with 2..4 columns lane 4t + u holds chain t of column u (q4_sum2 and
+ * q4_sum4 add the columns' partial sums as q4_decode_group adds rows'), 8
+ * vpdpbusd, 12 integer and 3 float operations per row and 4 columns where
+ * a register per column took 24 and 12. Only the lanes of `lanes` (a
+ * short last group's blocks) take terms. */
 static AI T5 void q_cols(const struct baton_mm *mm, uint64_t c, uint64_t g, const int NR,
                          const int NC, __mmask16 lanes, const __m512i lo[4], const __m512i hi[4],
-                         const __m512 dw[4], __m512 acc[4][4])
+                         const __m512 dw[4], __m512 acc[4])
 {
+    __m512i xlo[4], xhi[4], cv[4];
+    __m512 dx[4], dxc;
     int rr, j;
 
 #pragma GCC unroll 4
     for (j = 0; j < NC; j++) {
         const uint8_t *grp = mm->act + (c + j) * mm->act_col_bytes + g * BATON_ACT_GROUP_BYTES;
-        const __m512i xlo = _mm512_loadu_si512(grp), xhi = _mm512_loadu_si512(grp + 64);
-        const __m512i cv = _mm512_loadu_si512(grp + 128);
-        const __m512 dxv = _mm512_loadu_ps(grp + 192);
+
+        xlo[j] = _mm512_loadu_si512(grp);
+        xhi[j] = _mm512_loadu_si512(grp + 64);
+        cv[j] = _mm512_loadu_si512(grp + 128);
+        dx[j] = _mm512_loadu_ps(grp + 192);
+    }
+    dxc = dx[0];
+    if (NC > 1)
+        dxc = _mm512_mask_blend_ps(0x2222, dxc, dx[1]);
+    if (NC > 2)
+        dxc = _mm512_mask_blend_ps(0x4444, dxc, dx[2]);
+    if (NC > 3)
+        dxc = _mm512_mask_blend_ps(0x8888, dxc, dx[3]);
+#pragma GCC unroll 4
+    for (rr = 0; rr < NR; rr++) {
+        __m512i v[4], isum;
 
 #pragma GCC unroll 4
-        for (rr = 0; rr < NR; rr++) {
-            const __m512i isum =
-                _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(cv, lo[rr], xlo), hi[rr], xhi);
-
-            acc[rr][j] = _mm512_mask3_fmadd_ps(_mm512_mul_ps(dw[rr], dxv),
-                                               _mm512_cvtepi32_ps(isum), acc[rr][j], lanes);
-        }
+        for (j = 0; j < 4; j++)
+            v[j] = j < NC ? _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(cv[j], lo[rr], xlo[j]), hi[rr],
+                                                xhi[j])
+                          : _mm512_setzero_si512();
+        isum = NC == 1 ? q8_piece_sums(v[0]) : q4_sum4(q4_sum2(v[0], v[1]), q4_sum2(v[2], v[3]));
+        acc[rr] = _mm512_mask3_fmadd_ps(_mm512_mul_ps(dw[rr], dxc), _mm512_cvtepi32_ps(isum),
+                                        acc[rr], lanes);
     }
 }
 
 /* Group g (blocks 4g.., nblk of them) of NR rows against NC columns. */
 static AI T5 void q_group(const struct baton_mm *mm, uint64_t r, uint64_t c, uint64_t g,
                           const int NR, const int NC, const int full, uint64_t nblk,
-                          __m512 acc[4][4])
+                          __m512 acc[4])
 {
     __m512i lo[4], hi[4];
     __m512 dw[4];
@@ -606,73 +662,56 @@ static AI T5 void q_group(const struct baton_mm *mm, uint64_t r, uint64_t c, uin
     q_cols(mm, c, g, NR, NC, q_lanes(full ? 4 : nblk), lo, hi, dw, acc);
 }
 
-/* hsum16 of the 16 vectors a[rr][j] (4 rows, 4 columns; columns j >= NC
- * are not read), the same additions in the same pairs, done 16 lanes at a
- * time as f16_store_2x6 does; writes y[j * ldy + rr] for j < NC with one
- * 128-bit store per column. With vector i = 4 rr + j: pairs of vectors
- * give [c(i) | c(i + 1)] (c(l) = b(l) + b(l + 8)), pairs of those the
- * 128-bit lanes e(i..i + 3) (e(l) = c(l) + c(l + 4)), then per 128-bit
- * lane L the f(l) = e(l) + e(l + 2) of vectors L and 4 + L beside those of
- * 8 + L and 12 + L, and last f(0) + f(1): lane L holds column L's 4 rows in
- * order. At k 768 (6 groups) one hsum16 per output was about a fifth of
- * a 4 x 4 tile's operations. */
-static AI T5 void q8_store_4x4(const __m512 a[4][4], const int NC, float *y, uint64_t ldy)
+/* (C0 + C2) + (C1 + C3) of q_cols' 2..4 columns: lane u, column u. */
+static AI T5 __m128 q8_cols_sum(__m512 a)
 {
-    __m512 v[16], u[8], w[4], x[2], t;
-    int i;
+    const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1));
 
-#pragma GCC unroll 16
-    for (i = 0; i < 16; i++)
-        v[i] = i % 4 < NC ? a[i / 4][i % 4] : _mm512_setzero_ps();
-#pragma GCC unroll 8
-    for (i = 0; i < 8; i++)
-        u[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
-                             _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
-#pragma GCC unroll 4
-    for (i = 0; i < 4; i++)
-        w[i] = _mm512_add_ps(_mm512_shuffle_f32x4(u[2 * i], u[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
-                             _mm512_shuffle_f32x4(u[2 * i], u[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
-#pragma GCC unroll 2
-    for (i = 0; i < 2; i++)
-        x[i] = _mm512_add_ps(_mm512_shuffle_ps(w[2 * i], w[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
-                             _mm512_shuffle_ps(w[2 * i], w[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
-    t = _mm512_add_ps(_mm512_shuffle_ps(x[0], x[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                      _mm512_shuffle_ps(x[0], x[1], _MM_SHUFFLE(3, 1, 3, 1)));
-    _mm_storeu_ps(y, _mm512_castps512_ps128(t));
-    if (NC > 1)
-        _mm_storeu_ps(y + ldy, _mm512_extractf32x4_ps(t, 1));
-    if (NC > 2)
-        _mm_storeu_ps(y + 2 * ldy, _mm512_extractf32x4_ps(t, 2));
-    if (NC > 3)
-        _mm_storeu_ps(y + 3 * ldy, _mm512_extractf32x4_ps(t, 3));
+    return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
 static AI T5 void q_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, const int NR,
                          const int NC)
 {
     const uint64_t nb = mm->k / 32;
-    __m512 acc[4][4];
+    float *y = mm->y + c * mm->ldy + r;
+    __m512 acc[4];
+    __m128 s[4];
     uint64_t g;
     int rr, j;
 
 #pragma GCC unroll 4
     for (rr = 0; rr < NR; rr++)
-#pragma GCC unroll 4
-        for (j = 0; j < NC; j++)
-            acc[rr][j] = _mm512_setzero_ps();
+        acc[rr] = _mm512_setzero_ps();
     for (g = 0; g < nb / 4; g++)
         q_group(mm, r, c, g, NR, NC, 1, 4, acc);
     if (nb % 4)
         q_group(mm, r, c, g, NR, NC, 0, nb % 4, acc);
-    if (NR == 4) {
-        q8_store_4x4(acc, NC, mm->y + c * mm->ldy + r, mm->ldy);
+    if (NC == 1) {
+#pragma GCC unroll 4
+        for (rr = 0; rr < NR; rr++)
+            y[rr] = q8_chains_sum(acc[rr]);
         return;
     }
 #pragma GCC unroll 4
-    for (rr = 0; rr < NR; rr++)
+    for (rr = 0; rr < 4; rr++)
+        s[rr] = rr < NR ? q8_cols_sum(acc[rr]) : _mm_setzero_ps();
+    if (NR == 4) {
+        _MM_TRANSPOSE4_PS(s[0], s[1], s[2], s[3]); /* s[u]: column u's 4 rows */
 #pragma GCC unroll 4
         for (j = 0; j < NC; j++)
-            mm->y[(c + j) * mm->ldy + r + rr] = hsum16(acc[rr][j]);
+            _mm_storeu_ps(y + j * mm->ldy, s[j]);
+        return;
+    }
+#pragma GCC unroll 4
+    for (rr = 0; rr < NR; rr++) {
+        float o[4];
+
+        _mm_storeu_ps(o, s[rr]);
+#pragma GCC unroll 4
+        for (j = 0; j < NC; j++)
+            y[j * mm->ldy + rr] = o[j];
+    }
 }
 
 static T5 void q8_0_decode(const struct baton_mm *mm, uint64_t r)
@@ -726,7 +765,9 @@ static T5 void q8_0_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
  * tok/s against 529-538 a row at a time, 16 at 880-921 against 740-760.
  * With 2 columns each goes through the decode (Q8_DECODE_MAX_M; Zen 5,
  * bench_kernels 1 thread: k 4096 89 -> 103 GFLOP/s, k 14336 76 -> 89; 3
- * columns 139 -> 116 and 106 -> 97, so there the tiles stay). */
+ * columns 139 -> 116 and 106 -> 97, so there the tiles stay). From
+ * Q8_PACK_MIN_M columns q8_batched takes over (not where AVX-512 runs on
+ * 256-bit halves: not measured there). */
 #define Q8_DECODE_MAX_M 2u
 static const struct baton_mm_tiles q8_0_tiles = {
     q8_0_decode, Q_DECODE_ROWS, q8_0_tile_n, 4, 4, q8_0_row, 0,
@@ -734,176 +775,6 @@ static const struct baton_mm_tiles q8_0_tiles = {
 static const struct baton_mm_tiles q8_0_tiles_split = {
     q8_0_decode, Q_DECODE_ROWS, q8_0_tile_n, 4, 4, q8_0_row, 16,
 };
-
-/* Batched Q8_0 with packed weights. q_tile unpacks a group's weights
- * (q_weights: loads, two permutes, xors, the scales' permute and
- * conversion) for every 4 columns; with many columns that unpacking, not
- * the multiply-adds, bounded the tiles. Here a 4-row strip's chunk of
- * groups is unpacked once per pass of columns into a buffer in L1
- * (Q8_PACK_BYTES per group: lo, hi and dw of each row), and every 4
- * columns of the pass read it back: the same lanes, the same operations in
- * the same order per output (q_group's), so the same bits. Chunks of Q8_KC
- * groups; across chunks each output's 16 lanes wait in acc (Q8_PASS
- * columns of the pass). Below Q8_PACK_MIN_M columns q_tile stays: the
- * packing loop leaves the multiply ports idle while it runs, and at 8
- * columns of k 2048 that cost more than unpacking twice inside the tiles
- * (bench_kernels --m 8: 200-220 against 220-235 GFLOP/s; from 16 columns
- * the packed strips are ahead, 280-290 against 215-265, and 320-350
- * against 240-285 at 64). Where AVX-512 runs on 256-bit halves
- * (baton_cpu_avx512_split, Zen 4) the tiles stay: not measured there. */
-#define Q8_ROWS 4
-#define Q8_KC 32u          /* groups per packed chunk: 32 x 768 bytes */
-#define Q8_PACK_BYTES 768u /* one group of 4 rows: (lo, hi, dw) x 4 */
-#define Q8_PASS 64u        /* columns per pass over a chunk */
-#define Q8_PACK_MIN_M 16u  /* fewer columns: q_tile */
-#define Q8_ROW_BLOCK_BYTES (256u * 1024u) /* weights per prefetched block of rows */
-
-/* Groups [g0, g1) of rows [r, r + 4) unpacked into buf. */
-static T5 void q8_pack(const struct baton_mm *mm, uint64_t r, uint64_t g0, uint64_t g1,
-                       uint8_t *buf)
-{
-    const uint64_t nb = mm->k / 32;
-    uint64_t g;
-    int rr;
-
-    for (g = g0; g < g1; g++) {
-        const int full = 4 * g + 4 <= nb;
-        uint8_t *o = buf + (g - g0) * Q8_PACK_BYTES;
-
-#pragma GCC unroll 4
-        for (rr = 0; rr < Q8_ROWS; rr++) {
-            __m512i lo, hi;
-            __m512 dw;
-
-            q_weights(mm->w + (r + rr) * mm->w_row_bytes + 4 * g * 34, full, full ? 4 : nb - 4 * g,
-                      &lo, &hi, &dw);
-            _mm512_store_si512(o + 192 * rr, lo);
-            _mm512_store_si512(o + 192 * rr + 64, hi);
-            _mm512_store_ps(o + 192 * rr + 128, dw);
-        }
-    }
-}
-
-/* Columns [c, c + NC) of rows [r, r + 4) over the packed groups [g0,
- * g1): the lanes start at 0 (first) or from acc, and end in y (last:
- * hsum16) or in acc. */
-static AI T5 void q8_packed_cols(const struct baton_mm *mm, const uint8_t *buf, uint64_t r,
-                                 uint64_t g0, uint64_t g1, uint64_t c, float *acc, int first,
-                                 int last, const int NC)
-{
-    const uint64_t nb = mm->k / 32;
-    __m512 a[Q8_ROWS][4];
-    uint64_t g;
-    int rr, j;
-
-#pragma GCC unroll 4
-    for (rr = 0; rr < Q8_ROWS; rr++)
-#pragma GCC unroll 4
-        for (j = 0; j < NC; j++)
-            a[rr][j] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + 16 * (4 * j + rr));
-    for (g = g0; g < g1; g++) {
-        const uint8_t *o = buf + (g - g0) * Q8_PACK_BYTES;
-        const __mmask16 lanes = q_lanes(4 * g + 4 <= nb ? 4 : nb - 4 * g);
-        __m512i lo[Q8_ROWS], hi[Q8_ROWS];
-        __m512 dw[Q8_ROWS];
-
-#pragma GCC unroll 4
-        for (rr = 0; rr < Q8_ROWS; rr++) {
-            lo[rr] = _mm512_load_si512(o + 192 * rr);
-            hi[rr] = _mm512_load_si512(o + 192 * rr + 64);
-            dw[rr] = _mm512_load_ps(o + 192 * rr + 128);
-        }
-        q_cols(mm, c, g, Q8_ROWS, NC, lanes, lo, hi, dw, a);
-    }
-    if (last) {
-        q8_store_4x4(a, NC, mm->y + c * mm->ldy + r, mm->ldy);
-        return;
-    }
-#pragma GCC unroll 4
-    for (rr = 0; rr < Q8_ROWS; rr++)
-#pragma GCC unroll 4
-        for (j = 0; j < NC; j++)
-            _mm512_storeu_ps(acc + 16 * (4 * j + rr), a[rr][j]);
-}
-
-static T5 void q8_packed_n(const struct baton_mm *mm, const uint8_t *buf, uint64_t r, uint64_t g0,
-                           uint64_t g1, uint64_t c, uint64_t nc, float *acc, int first, int last)
-{
-    switch (nc) {
-    case 1:
-        q8_packed_cols(mm, buf, r, g0, g1, c, acc, first, last, 1);
-        break;
-    case 2:
-        q8_packed_cols(mm, buf, r, g0, g1, c, acc, first, last, 2);
-        break;
-    case 3:
-        q8_packed_cols(mm, buf, r, g0, g1, c, acc, first, last, 3);
-        break;
-    default:
-        q8_packed_cols(mm, buf, r, g0, g1, c, acc, first, last, 4);
-        break;
-    }
-}
-
-/* Rows [r0, r1) of mm->m >= Q8_PACK_MIN_M columns: passes of Q8_PASS
- * columns; in each, blocks of rows of about Q8_ROW_BLOCK_BYTES, whose
- * 4-row strips' chunks are unpacked once and serve the pass's columns 4
- * at a time; the last (r1 - r0) % 4 rows go through q8_0_row. */
-static T5 void q8_packed(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
-{
-    const uint64_t ng = (mm->k / 32 + 3) / 4, chunks = (ng + Q8_KC - 1) / Q8_KC;
-    _Alignas(64) uint8_t buf[Q8_KC * Q8_PACK_BYTES];
-    _Alignas(64) float acc[Q8_PASS * Q8_ROWS * 16];
-    uint64_t rb = Q8_ROW_BLOCK_BYTES / mm->w_row_bytes / Q8_ROWS * Q8_ROWS;
-    uint64_t cp, rs, r, g0, c;
-
-    if (rb == 0)
-        rb = Q8_ROWS;
-    for (cp = 0; cp < mm->m; cp += Q8_PASS) {
-        const uint64_t ce = mm->m - cp < Q8_PASS ? mm->m : cp + Q8_PASS;
-
-        for (rs = r0; rs < r1; rs += rb) {
-            /* While the strips of a block of rows are computed, the next
-             * block is prefetched into L2 a slice per column group, as
-             * baton_mm_drive does. */
-            const uint64_t re = r1 - rs > rb ? rs + rb : r1;
-            const uint64_t next_end = r1 - re > rb ? re + rb : r1;
-            const char *next = (const char *)mm->w + re * mm->w_row_bytes;
-            const uint64_t next_bytes = (next_end - re) * mm->w_row_bytes;
-            const uint64_t calls =
-                (re - rs + Q8_ROWS - 1) / Q8_ROWS * chunks * ((ce - cp + 3) / 4);
-            const uint64_t slice = (next_bytes / calls + 63) & ~(uint64_t)63;
-            uint64_t pf = 0, pe;
-
-            for (r = rs; re - r >= Q8_ROWS; r += Q8_ROWS)
-                for (g0 = 0; g0 < ng; g0 += Q8_KC) {
-                    const uint64_t g1 = ng - g0 < Q8_KC ? ng : g0 + Q8_KC;
-
-                    q8_pack(mm, r, g0, g1, buf);
-                    for (c = cp; c < ce; c += 4) {
-                        for (pe = pf + slice < next_bytes ? pf + slice : next_bytes; pf < pe;
-                             pf += 64)
-                            _mm_prefetch(next + pf, _MM_HINT_T1);
-                        q8_packed_n(mm, buf, r, g0, g1, c, ce - c,
-                                    acc + Q8_ROWS * 16 * (c - cp), g0 == 0, g1 == ng);
-                    }
-                }
-            for (; r < re; r++)
-                for (c = cp; c < ce; c += 4)
-                    q8_0_row(mm, r, c, ce - c < 4 ? (uint32_t)(ce - c) : 4);
-        }
-    }
-}
-
-static T5 void avx512_q8_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
-{
-    if (mm->m >= Q8_PACK_MIN_M && !baton_cpu_avx512_split()) {
-        q8_packed(mm, r0, r1);
-        return;
-    }
-    avx512_drive(mm, r0, r1, baton_cpu_avx512_split() ? &q8_0_tiles_split : &q8_0_tiles,
-                 Q8_DECODE_MAX_M);
-}
 
 /* ---- Q4_0 (matmul.h: one chain per output over whole blocks) ----
  * 16 rows at a time, row i in 32-bit lane i of every register: a block's
@@ -957,6 +828,19 @@ static AI int32_t load_i32(const uint8_t *p)
     return v;
 }
 
+/* The binary16 scales at p + off[i] of the strip's 16 rows, widened
+ * (lane i: row i). */
+static AI T5 __m512 q_scales16(const uint8_t *p, const uint64_t off[Q4_ROWS])
+{
+    return _mm512_cvtph_ps(_mm256_setr_epi16(
+        (short)load_u16(p + off[0]), (short)load_u16(p + off[1]), (short)load_u16(p + off[2]),
+        (short)load_u16(p + off[3]), (short)load_u16(p + off[4]), (short)load_u16(p + off[5]),
+        (short)load_u16(p + off[6]), (short)load_u16(p + off[7]), (short)load_u16(p + off[8]),
+        (short)load_u16(p + off[9]), (short)load_u16(p + off[10]), (short)load_u16(p + off[11]),
+        (short)load_u16(p + off[12]), (short)load_u16(p + off[13]), (short)load_u16(p + off[14]),
+        (short)load_u16(p + off[15])));
+}
+
 /* Block b of the strip's rows (row i at w + off[i]): w[0..7] as above,
  * *dw the 16 rows' binary16 scales widened. */
 static AI T5 void q4_block(const uint8_t *w, const uint64_t off[Q4_ROWS], uint64_t b,
@@ -989,13 +873,7 @@ static AI T5 void q4_block(const uint8_t *w, const uint64_t off[Q4_ROWS], uint64
         wq[t] = _mm512_and_si512(x[t], m4);
         wq[4 + t] = _mm512_and_si512(_mm512_srli_epi16(x[t], 4), m4);
     }
-    *dw = _mm512_cvtph_ps(_mm256_setr_epi16(
-        (short)load_u16(p + off[0]), (short)load_u16(p + off[1]), (short)load_u16(p + off[2]),
-        (short)load_u16(p + off[3]), (short)load_u16(p + off[4]), (short)load_u16(p + off[5]),
-        (short)load_u16(p + off[6]), (short)load_u16(p + off[7]), (short)load_u16(p + off[8]),
-        (short)load_u16(p + off[9]), (short)load_u16(p + off[10]), (short)load_u16(p + off[11]),
-        (short)load_u16(p + off[12]), (short)load_u16(p + off[13]), (short)load_u16(p + off[14]),
-        (short)load_u16(p + off[15])));
+    *dw = q_scales16(p, off);
 }
 
 /* The activations of block b of a column at col. */
@@ -1068,21 +946,6 @@ static const uint16_t q4_w4b[32] = {16, 17, 18, 19, 20, 21, 22, 23, 48, 49, 50, 
 static AI T5 __m512i q4_words(__m512i a, const uint16_t *idx, __m512i b)
 {
     return _mm512_permutex2var_epi16(a, _mm512_loadu_si512(idx), b);
-}
-
-/* lane 2m + s = (s ? b : a)[2m] + (s ? b : a)[2m + 1] */
-static AI T5 __m512i q4_sum2(__m512i a, __m512i b)
-{
-    return _mm512_add_epi32(_mm512_mask_blend_epi32(0xAAAA, a, b),
-                            _mm512_shuffle_epi32(_mm512_mask_blend_epi32(0xAAAA, b, a), 0xB1));
-}
-
-/* lane 4j + u (u < 2: a, else b) = the sum of lanes 4j + u % 2 and 4j + 2 +
- * u % 2 of that register */
-static AI T5 __m512i q4_sum4(__m512i a, __m512i b)
-{
-    return _mm512_add_epi32(_mm512_mask_blend_epi64(0xAA, a, b),
-                            _mm512_shuffle_epi32(_mm512_mask_blend_epi64(0xAA, b, a), 0x4E));
 }
 
 /* Row i's partial sums of group g (lanes 4j + l) and its first 64 bytes. */
@@ -1327,6 +1190,218 @@ static T5 void avx512_q4_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
             }
         }
     }
+}
+
+/* ---- Q8_0 batched: Q4_0's transposed chunks, four chains per output ----
+ * A chunk of blocks of a 16-row strip is transposed into Q4_BLOCK_BYTES
+ * per block (q8_block: the registers q4_block gives Q4_0, lane i of w[q]
+ * holding bytes 4q..4q+3 of row i's elements 0..15 and w[4 + q] of its
+ * elements 16..31, as unsigned bytes w + 128, which lane 0 of the
+ * activation's corr, -128 times the block's sum of x, takes back out), and
+ * q4_step adds block b into chain b % 4 of each of Q8_COLS columns: 8
+ * vpdpbusd and 3 float operations per block, 16 rows and column, where the
+ * 16-lane order of the one-row tiles took 8 and 12. The chains wait in a
+ * buffer between chunks (y has room for one). (Until the thirty-sixth
+ * session the batched products kept Q5_0's 16 lanes: bench_kernels, k
+ * 4096, 1 thread, 289-307 GFLOP/s at 32 columns, 352 at 128.) */
+#define Q8_COLS 4 /* 16 chains in registers; 5 or 6 columns measured the same */
+#define Q8_PASS_MAX 64u /* columns per pass at most: the chains' buffer */
+/* Fewer columns go through the tiles. bench_kernels (Zen 5, 1 thread,
+ * GFLOP/s, k 4096 / 14336), tiles against q8_batched: 4 columns 190 / 137
+ * against 148 / 149, 8 254 / 236 against 215 / 230, 12 266 / 262 against
+ * 277 / 278; 16 and 32 columns, old tiles and packed strips against
+ * q8_batched, 241 -> 315 and 285 -> 424 at k 4096. */
+#define Q8_PACK_MIN_M 12u
+
+/* Block b of the strip's rows (row i at w + off[i]) into the registers
+ * q4_block gives Q4_0's. */
+static AI T5 void q8_block(const uint8_t *w, const uint64_t off[Q4_ROWS], uint64_t b,
+                           __m512i wq[8], __m512 *dw)
+{
+    const uint8_t *p = w + b * BATON_Q8_0_BLOCK_BYTES;
+    const __m512i sign = _mm512_set1_epi8((char)0x80);
+    __m512i x[4], a[4];
+    int h, t;
+
+#pragma GCC unroll 2
+    for (h = 0; h < 2; h++) {
+        const uint8_t *q = p + 2 + 16 * h;
+
+#pragma GCC unroll 4
+        for (t = 0; t < 4; t++) {
+            __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(q + off[t])));
+
+            v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(q + off[4 + t])), 1);
+            v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(q + off[8 + t])), 2);
+            x[t] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(q + off[12 + t])), 3);
+        }
+        a[0] = _mm512_unpacklo_epi32(x[0], x[1]);
+        a[1] = _mm512_unpackhi_epi32(x[0], x[1]);
+        a[2] = _mm512_unpacklo_epi32(x[2], x[3]);
+        a[3] = _mm512_unpackhi_epi32(x[2], x[3]);
+        wq[4 * h] = _mm512_xor_si512(_mm512_unpacklo_epi64(a[0], a[2]), sign);
+        wq[4 * h + 1] = _mm512_xor_si512(_mm512_unpackhi_epi64(a[0], a[2]), sign);
+        wq[4 * h + 2] = _mm512_xor_si512(_mm512_unpacklo_epi64(a[1], a[3]), sign);
+        wq[4 * h + 3] = _mm512_xor_si512(_mm512_unpackhi_epi64(a[1], a[3]), sign);
+    }
+    *dw = q_scales16(p, off);
+}
+
+/* Blocks [b0, b1) of the strip at r into buf (Q4_BLOCK_BYTES each). */
+static T5 void q8_pack(const struct baton_mm *mm, uint64_t r, uint32_t nr, uint64_t b0,
+                       uint64_t b1, uint8_t *buf)
+{
+    uint64_t off[Q4_ROWS];
+    const uint8_t *w = q4_offsets(mm, r, nr, off);
+    uint64_t b;
+    int q;
+
+    for (b = b0; b < b1; b++) {
+        __m512i wq[8];
+        __m512 dw;
+        uint8_t *o = buf + (b - b0) * Q4_BLOCK_BYTES;
+
+        q8_block(w, off, b, wq, &dw);
+#pragma GCC unroll 8
+        for (q = 0; q < 8; q++)
+            _mm512_store_si512(o + 64 * q, wq[q]);
+        _mm512_store_ps(o + 512, dw);
+    }
+}
+
+/* Packed block b (of the chunk from b0) into chain t of NC columns. */
+static AI T5 void q8_cols_block(const struct baton_mm *mm, const uint8_t *buf, uint64_t b0,
+                                uint64_t b, const uint8_t *col, const int NC, int t,
+                                __m512 acc[Q8_COLS][4])
+{
+    const uint8_t *o = buf + (b - b0) * Q4_BLOCK_BYTES, *xb = q4_xb(col, b);
+    const __m512 dw = _mm512_load_ps(o + 512);
+    __m512i wq[8];
+    int j, q;
+
+#pragma GCC unroll 8
+    for (q = 0; q < 8; q++)
+        wq[q] = _mm512_load_si512(o + 64 * q);
+#pragma GCC unroll 4
+    for (j = 0; j < NC; j++)
+        acc[j][t] = q4_step(xb + j * mm->act_col_bytes, wq, dw, acc[j][t]);
+}
+
+/* Columns [c, c + NC) of the strip at r over the packed blocks [b0, b1)
+ * (b0 a multiple of 4): the chains start at 0 (b0 == 0) or from st (16
+ * floats per column and chain), and end in st or, after the row's last
+ * block, summed into y. */
+static AI T5 void q8_cols(const struct baton_mm *mm, const uint8_t *buf, uint64_t r, uint32_t nr,
+                          uint64_t b0, uint64_t b1, uint64_t c, float *st, const int NC)
+{
+    const __mmask16 mask = q4_mask(nr);
+    const uint8_t *col = mm->act + c * mm->act_col_bytes;
+    __m512 acc[Q8_COLS][4];
+    uint64_t b;
+    int j, t;
+
+#pragma GCC unroll 4
+    for (j = 0; j < NC; j++)
+#pragma GCC unroll 4
+        for (t = 0; t < 4; t++)
+            acc[j][t] = b0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(st + 16 * (4 * j + t));
+    for (b = b0; b1 - b >= 4; b += 4)
+#pragma GCC unroll 4
+        for (t = 0; t < 4; t++)
+            q8_cols_block(mm, buf, b0, b + (uint64_t)t, col, NC, t, acc);
+    if (b < b1)
+        q8_cols_block(mm, buf, b0, b, col, NC, 0, acc);
+    if (b + 1 < b1)
+        q8_cols_block(mm, buf, b0, b + 1, col, NC, 1, acc);
+    if (b + 2 < b1)
+        q8_cols_block(mm, buf, b0, b + 2, col, NC, 2, acc);
+    if (b1 < mm->k / 32) {
+#pragma GCC unroll 4
+        for (j = 0; j < NC; j++)
+#pragma GCC unroll 4
+            for (t = 0; t < 4; t++)
+                _mm512_store_ps(st + 16 * (4 * j + t), acc[j][t]);
+        return;
+    }
+#pragma GCC unroll 4
+    for (j = 0; j < NC; j++)
+        _mm512_mask_storeu_ps(mm->y + (c + j) * mm->ldy + r, mask,
+                              _mm512_add_ps(_mm512_add_ps(acc[j][0], acc[j][2]),
+                                            _mm512_add_ps(acc[j][1], acc[j][3])));
+}
+
+static T5 void q8_cols_n(const struct baton_mm *mm, const uint8_t *buf, uint64_t r, uint32_t nr,
+                         uint64_t b0, uint64_t b1, uint64_t c, uint32_t nc, float *st)
+{
+    switch (nc) {
+    case 1:
+        q8_cols(mm, buf, r, nr, b0, b1, c, st, 1);
+        break;
+    case 2:
+        q8_cols(mm, buf, r, nr, b0, b1, c, st, 2);
+        break;
+    case 3:
+        q8_cols(mm, buf, r, nr, b0, b1, c, st, 3);
+        break;
+    default:
+        q8_cols(mm, buf, r, nr, b0, b1, c, st, 4);
+        break;
+    }
+}
+
+/* Rows [r0, r1) of Q8_0 weights against mm->m >= Q8_PACK_MIN_M columns:
+ * avx512_q4_0's passes, strips and chunks, Q8_COLS columns at a time. */
+static T5 void q8_batched(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    const uint64_t nb = mm->k / 32;
+    _Alignas(64) uint8_t buf[Q4_KC * Q4_BLOCK_BYTES];
+    _Alignas(64) float st[Q8_PASS_MAX * 4 * 16];
+    /* columns per pass: their activations within Q4_ACT_BYTES (in L2),
+     * their chains within st */
+    uint64_t cgn = Q4_ACT_BYTES / mm->act_col_bytes / Q8_COLS * Q8_COLS;
+    uint64_t r, cg, b0, c;
+
+    if (cgn < Q8_COLS)
+        cgn = Q8_COLS;
+    if (cgn > Q8_PASS_MAX)
+        cgn = Q8_PASS_MAX;
+    for (cg = 0; cg < mm->m; cg += cgn) {
+        const uint64_t ce = mm->m - cg < cgn ? mm->m : cg + cgn;
+
+        for (r = r0; r < r1; r += Q4_ROWS) {
+            const uint32_t nr = r1 - r < Q4_ROWS ? (uint32_t)(r1 - r) : Q4_ROWS;
+            /* the next strip prefetched into L2 as avx512_q4_0 does */
+            const uint64_t nx = r1 - r - nr < Q4_ROWS ? r1 - r - nr : Q4_ROWS;
+            const char *pf = (const char *)mm->w + (r + nr) * mm->w_row_bytes;
+            const uint64_t pf_lines = (nx * mm->w_row_bytes + 63) / 64;
+            const uint64_t passes = (nb + Q4_KC - 1) / Q4_KC * ((ce - cg + Q8_COLS - 1) / Q8_COLS);
+            const uint64_t pf_step = (pf_lines + passes - 1) / passes;
+            uint64_t pl = 0, pe;
+
+            for (b0 = 0; b0 < nb; b0 += Q4_KC) {
+                const uint64_t b1 = nb - b0 < Q4_KC ? nb : b0 + Q4_KC;
+
+                q8_pack(mm, r, nr, b0, b1, buf);
+                for (c = cg; c < ce; c += Q8_COLS) {
+                    for (pe = pl + pf_step < pf_lines ? pl + pf_step : pf_lines; pl < pe; pl++)
+                        _mm_prefetch(pf + 64 * pl, _MM_HINT_T1);
+                    q8_cols_n(mm, buf, r, nr, b0, b1, c,
+                              ce - c < Q8_COLS ? (uint32_t)(ce - c) : Q8_COLS,
+                              st + 64 * (c - cg));
+                }
+            }
+        }
+    }
+}
+
+static T5 void avx512_q8_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    if (mm->m >= Q8_PACK_MIN_M && !baton_cpu_avx512_split()) {
+        q8_batched(mm, r0, r1);
+        return;
+    }
+    avx512_drive(mm, r0, r1, baton_cpu_avx512_split() ? &q8_0_tiles_split : &q8_0_tiles,
+                 Q8_DECODE_MAX_M);
 }
 
 /* ---- exp, SILU (expf.h's steps on 8 binary64 lanes, as baton_cpu_expf) ---- */
