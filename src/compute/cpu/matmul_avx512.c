@@ -1059,28 +1059,6 @@ static T5 void q4_decode_strip(const struct baton_mm *mm, uint64_t r, uint32_t n
     _mm512_mask_storeu_ps(mm->y + c * mm->ldy + r, q4_mask(nr), acc);
 }
 
-/* Blocks [b0, b1) of the strip at r into buf (Q4_BLOCK_BYTES each). */
-static T5 void q4_pack(const struct baton_mm *mm, uint64_t r, uint32_t nr, uint64_t b0,
-                       uint64_t b1, uint8_t *buf)
-{
-    uint64_t off[Q4_ROWS];
-    const uint8_t *w = q4_offsets(mm, r, nr, off);
-    uint64_t b;
-    int q;
-
-    for (b = b0; b < b1; b++) {
-        __m512i wq[8];
-        __m512 dw;
-        uint8_t *o = buf + (b - b0) * Q4_BLOCK_BYTES;
-
-        q4_block(w, off, b, wq, &dw);
-#pragma GCC unroll 8
-        for (q = 0; q < 8; q++)
-            _mm512_store_si512(o + 64 * q, wq[q]);
-        _mm512_store_ps(o + 512, dw);
-    }
-}
-
 /* Columns [c, c + NC) of the strip at r over the packed blocks [b0, b1):
  * the chains start at 0 (b0 == 0) or from y. */
 static AI T5 void q4_cols(const struct baton_mm *mm, const uint8_t *buf, uint64_t r, uint32_t nr,
@@ -1145,52 +1123,6 @@ static T5 void q4_cols_n(const struct baton_mm *mm, const uint8_t *buf, uint64_t
     }
 }
 
-static T5 void avx512_q4_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
-{
-    const uint64_t nb = mm->k / 32;
-    _Alignas(64) uint8_t buf[Q4_KC * Q4_BLOCK_BYTES];
-    /* columns per pass: their activations within Q4_ACT_BYTES (in L2) */
-    uint64_t cgn = Q4_ACT_BYTES / mm->act_col_bytes / Q4_COLS * Q4_COLS;
-    uint64_t r, cg, b0, c;
-
-    if (cgn < Q4_COLS)
-        cgn = Q4_COLS;
-
-    if (mm->m == 1 || (mm->m <= Q4_STRIP_MAX_M && !baton_cpu_avx512_split())) {
-        for (r = r0; r < r1; r += Q4_ROWS)
-            for (c = 0; c < mm->m; c++)
-                q4_decode_strip(mm, r, r1 - r < Q4_ROWS ? (uint32_t)(r1 - r) : Q4_ROWS, c);
-        return;
-    }
-    for (cg = 0; cg < mm->m; cg += cgn) {
-        const uint64_t ce = mm->m - cg < cgn ? mm->m : cg + cgn;
-
-        for (r = r0; r < r1; r += Q4_ROWS) {
-            const uint32_t nr = r1 - r < Q4_ROWS ? (uint32_t)(r1 - r) : Q4_ROWS;
-            /* the next strip's rows, one contiguous range, prefetched into
-             * L2 a slice per column pass: q4_pack reads 16 rows at once,
-             * which the hardware's stream prefetch does not follow */
-            const uint64_t nx = r1 - r - nr < Q4_ROWS ? r1 - r - nr : Q4_ROWS;
-            const char *pf = (const char *)mm->w + (r + nr) * mm->w_row_bytes;
-            const uint64_t pf_lines = (nx * mm->w_row_bytes + 63) / 64;
-            const uint64_t passes = (nb + Q4_KC - 1) / Q4_KC * ((ce - cg + Q4_COLS - 1) / Q4_COLS);
-            const uint64_t pf_step = (pf_lines + passes - 1) / passes;
-            uint64_t pl = 0, pe;
-
-            for (b0 = 0; b0 < nb; b0 += Q4_KC) {
-                const uint64_t b1 = nb - b0 < Q4_KC ? nb : b0 + Q4_KC;
-
-                q4_pack(mm, r, nr, b0, b1, buf);
-                for (c = cg; c < ce; c += Q4_COLS) {
-                    for (pe = pl + pf_step < pf_lines ? pl + pf_step : pf_lines; pl < pe; pl++)
-                        _mm_prefetch(pf + 64 * pl, _MM_HINT_T1);
-                    q4_cols_n(mm, buf, r, nr, b0, b1, c,
-                              ce - c < Q4_COLS ? (uint32_t)(ce - c) : Q4_COLS);
-                }
-            }
-        }
-    }
-}
 
 /* ---- Q8_0 batched: Q4_0's transposed chunks, four chains per output ----
  * A chunk of blocks of a 16-row strip is transposed into Q4_BLOCK_BYTES
@@ -1247,9 +1179,10 @@ static AI T5 void q8_block(const uint8_t *w, const uint64_t off[Q4_ROWS], uint64
     *dw = q_scales16(p, off);
 }
 
-/* Blocks [b0, b1) of the strip at r into buf (Q4_BLOCK_BYTES each). */
-static T5 void q8_pack(const struct baton_mm *mm, uint64_t r, uint32_t nr, uint64_t b0,
-                       uint64_t b1, uint8_t *buf)
+/* Blocks [b0, b1) of the strip at r into buf (Q4_BLOCK_BYTES each), by
+ * q8_block (Q8) or q4_block. */
+static AI T5 void q_pack(const struct baton_mm *mm, uint64_t r, uint32_t nr, uint64_t b0,
+                         uint64_t b1, uint8_t *buf, const int Q8)
 {
     uint64_t off[Q4_ROWS];
     const uint8_t *w = q4_offsets(mm, r, nr, off);
@@ -1261,12 +1194,28 @@ static T5 void q8_pack(const struct baton_mm *mm, uint64_t r, uint32_t nr, uint6
         __m512 dw;
         uint8_t *o = buf + (b - b0) * Q4_BLOCK_BYTES;
 
-        q8_block(w, off, b, wq, &dw);
+        if (Q8)
+            q8_block(w, off, b, wq, &dw);
+        else
+            q4_block(w, off, b, wq, &dw);
 #pragma GCC unroll 8
         for (q = 0; q < 8; q++)
             _mm512_store_si512(o + 64 * q, wq[q]);
         _mm512_store_ps(o + 512, dw);
     }
+}
+
+/* q_pack out of line (called once per chunk, beside the column loop) */
+static T5 void q4_pack(const struct baton_mm *mm, uint64_t r, uint32_t nr, uint64_t b0,
+                       uint64_t b1, uint8_t *buf)
+{
+    q_pack(mm, r, nr, b0, b1, buf, 0);
+}
+
+static T5 void q8_pack(const struct baton_mm *mm, uint64_t r, uint32_t nr, uint64_t b0,
+                       uint64_t b1, uint8_t *buf)
+{
+    q_pack(mm, r, nr, b0, b1, buf, 1);
 }
 
 /* Packed block b (of the chunk from b0) into chain t of NC columns. */
@@ -1349,49 +1298,81 @@ static T5 void q8_cols_n(const struct baton_mm *mm, const uint8_t *buf, uint64_t
     }
 }
 
-/* Rows [r0, r1) of Q8_0 weights against mm->m >= Q8_PACK_MIN_M columns:
- * avx512_q4_0's passes, strips and chunks, Q8_COLS columns at a time. */
-static T5 void q8_batched(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+
+/* Rows [r0, r1) against every column: passes of cgn columns; in each,
+ * 16-row strips, whose chunks of Q4_KC blocks are packed once (q8_pack or
+ * q4_pack) and read by cols columns at a time (q8_cols_n, its
+ * chains in st, or q4_cols_n). The next strip's rows, one contiguous
+ * range, are prefetched into L2 a slice per call: the packing reads 16
+ * rows at once, which the hardware's stream prefetch does not follow. */
+static AI T5 void q_chunks(const struct baton_mm *mm, uint64_t r0, uint64_t r1, uint64_t cgn,
+                           const uint32_t cols, const int Q8, float *st)
 {
     const uint64_t nb = mm->k / 32;
     _Alignas(64) uint8_t buf[Q4_KC * Q4_BLOCK_BYTES];
-    _Alignas(64) float st[Q8_PASS_MAX * 4 * 16];
-    /* columns per pass: their activations within Q4_ACT_BYTES (in L2),
-     * their chains within st */
-    uint64_t cgn = Q4_ACT_BYTES / mm->act_col_bytes / Q8_COLS * Q8_COLS;
     uint64_t r, cg, b0, c;
 
-    if (cgn < Q8_COLS)
-        cgn = Q8_COLS;
-    if (cgn > Q8_PASS_MAX)
-        cgn = Q8_PASS_MAX;
     for (cg = 0; cg < mm->m; cg += cgn) {
         const uint64_t ce = mm->m - cg < cgn ? mm->m : cg + cgn;
 
         for (r = r0; r < r1; r += Q4_ROWS) {
             const uint32_t nr = r1 - r < Q4_ROWS ? (uint32_t)(r1 - r) : Q4_ROWS;
-            /* the next strip prefetched into L2 as avx512_q4_0 does */
             const uint64_t nx = r1 - r - nr < Q4_ROWS ? r1 - r - nr : Q4_ROWS;
             const char *pf = (const char *)mm->w + (r + nr) * mm->w_row_bytes;
             const uint64_t pf_lines = (nx * mm->w_row_bytes + 63) / 64;
-            const uint64_t passes = (nb + Q4_KC - 1) / Q4_KC * ((ce - cg + Q8_COLS - 1) / Q8_COLS);
+            const uint64_t passes = (nb + Q4_KC - 1) / Q4_KC * ((ce - cg + cols - 1) / cols);
             const uint64_t pf_step = (pf_lines + passes - 1) / passes;
             uint64_t pl = 0, pe;
 
             for (b0 = 0; b0 < nb; b0 += Q4_KC) {
                 const uint64_t b1 = nb - b0 < Q4_KC ? nb : b0 + Q4_KC;
 
-                q8_pack(mm, r, nr, b0, b1, buf);
-                for (c = cg; c < ce; c += Q8_COLS) {
+                if (Q8)
+                    q8_pack(mm, r, nr, b0, b1, buf);
+                else
+                    q4_pack(mm, r, nr, b0, b1, buf);
+                for (c = cg; c < ce; c += cols) {
+                    const uint32_t nc = ce - c < cols ? (uint32_t)(ce - c) : cols;
+
                     for (pe = pl + pf_step < pf_lines ? pl + pf_step : pf_lines; pl < pe; pl++)
                         _mm_prefetch(pf + 64 * pl, _MM_HINT_T1);
-                    q8_cols_n(mm, buf, r, nr, b0, b1, c,
-                              ce - c < Q8_COLS ? (uint32_t)(ce - c) : Q8_COLS,
-                              st + 64 * (c - cg));
+                    if (Q8) /* 4 chains x 16 floats per column */
+                        q8_cols_n(mm, buf, r, nr, b0, b1, c, nc, st + 64 * (c - cg));
+                    else
+                        q4_cols_n(mm, buf, r, nr, b0, b1, c, nc);
                 }
             }
         }
     }
+}
+
+static T5 void avx512_q4_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    /* columns per pass: their activations within Q4_ACT_BYTES (in L2) */
+    uint64_t cgn = Q4_ACT_BYTES / mm->act_col_bytes / Q4_COLS * Q4_COLS;
+    uint64_t r, c;
+
+    if (mm->m == 1 || (mm->m <= Q4_STRIP_MAX_M && !baton_cpu_avx512_split())) {
+        for (r = r0; r < r1; r += Q4_ROWS)
+            for (c = 0; c < mm->m; c++)
+                q4_decode_strip(mm, r, r1 - r < Q4_ROWS ? (uint32_t)(r1 - r) : Q4_ROWS, c);
+        return;
+    }
+    q_chunks(mm, r0, r1, cgn < Q4_COLS ? Q4_COLS : cgn, Q4_COLS, 0, NULL);
+}
+
+/* Rows [r0, r1) of Q8_0 weights against mm->m >= Q8_PACK_MIN_M columns:
+ * avx512_q4_0's passes, strips and chunks, Q8_COLS columns at a time, at
+ * most Q8_PASS_MAX a pass (the activations within Q4_ACT_BYTES, the
+ * chains within st). */
+static T5 void q8_batched(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    _Alignas(64) float st[Q8_PASS_MAX * 4 * 16];
+    uint64_t cgn = Q4_ACT_BYTES / mm->act_col_bytes / Q8_COLS * Q8_COLS;
+
+    if (cgn < Q8_COLS)
+        cgn = Q8_COLS;
+    q_chunks(mm, r0, r1, cgn > Q8_PASS_MAX ? Q8_PASS_MAX : cgn, Q8_COLS, 1, st);
 }
 
 static T5 void avx512_q8_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
