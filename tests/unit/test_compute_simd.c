@@ -17,6 +17,8 @@
 
 #include "baton/status.h"
 #include "compute/compute.h"
+#include "compute/cpu/kernels.h"
+#include "compute/pool.h"
 #include "compute/cpu/matmul.h"
 #include "compute/cpu/quant.h"
 #include "core/types.h"
@@ -827,6 +829,114 @@ static void test_attention_helpers_levels(void **state)
     free(cache);
 }
 
+/* The whole ATTENTION (baton_cpu_attention) at every level against the
+ * scalar level, bit for bit: prefill blocks of one sequence (the AVX-512
+ * level's block kernel, baton_cpu_att_block: 16 tokens in the lanes), ragged
+ * block and head sizes, a head size past the block kernel's limit (the
+ * per-token path), grouped-query heads, a start past cell 0, two sequences
+ * in one batch (per-token windows), scores large enough that most weights
+ * underflow to 0, a NaN query, on 1 and 3 threads; the caches end the same. */
+static void test_attention_levels(void **state)
+{
+    static const uint64_t hds[] = {1, 8, 15, 16, 36, 64, 80, 128, 200, 256, 264};
+    static const uint32_t nts[] = {1, 5, 16, 17, 40};
+    enum { NH = 4, NKV = 2, NCTX = 90, MAXT = 40, MAXHD = 264 };
+    const size_t ncache = (size_t)MAXHD * NCTX * NKV;
+    float *q = malloc(sizeof(float) * MAXHD * NH * MAXT),
+          *k = malloc(sizeof(float) * MAXHD * NKV * MAXT),
+          *v = malloc(sizeof(float) * MAXHD * NKV * MAXT), *kc0 = malloc(sizeof(float) * ncache),
+          *vc0 = malloc(sizeof(float) * ncache), *kc = malloc(sizeof(float) * ncache),
+          *vc = malloc(sizeof(float) * ncache), *kw = malloc(sizeof(float) * ncache),
+          *vw = malloc(sizeof(float) * ncache), *want = malloc(sizeof(float) * MAXHD * NH * MAXT),
+          *got = malloc(sizeof(float) * MAXHD * NH * MAXT),
+          *work = malloc(sizeof(float) * 64 * NCTX);
+    static const uint32_t pools_n[] = {1, 3};
+    struct baton_pool *pools[2];
+    int32_t pos[MAXT], first[MAXT];
+    size_t i;
+
+    (void)state;
+    assert_non_null(q && k && v && kc0 && vc0 && kc && vc && kw && vw && want && got && work);
+    for (i = 0; i < 2; i++)
+        assert_int_equal(baton_pool_create(pools_n[i], &pools[i]), 0);
+    rng_state = 2024;
+    for (i = 0; i < ncache; i++) {
+        kc0[i] = rng_unit();
+        vc0[i] = rng_unit();
+    }
+    for (size_t h = 0; h < sizeof hds / sizeof hds[0]; h++)
+        for (size_t t = 0; t < sizeof nts / sizeof nts[0]; t++)
+            for (int kind = 0; kind < 4; kind++) {
+                /* 0: from cell 0; 1: from cell 37; 2: two sequences (cells 0.. and
+                 * 45..) with their tokens interleaved; 3: from cell 3, large
+                 * scores, token 2's query NaN */
+                const uint64_t hd = hds[h];
+                const uint32_t nt = kind == 1 && nts[t] > NCTX - 37 ? NCTX - 37 : nts[t];
+                const float qscale = kind == 3 ? 40.0f : 1.0f;
+
+                for (i = 0; i < hd * NH * nt; i++)
+                    q[i] = rng_unit() * qscale;
+                if (kind == 3 && nt > 2)
+                    q[2 * NH * hd] = NAN;
+                for (i = 0; i < hd * NKV * nt; i++) {
+                    k[i] = rng_unit();
+                    v[i] = rng_unit();
+                }
+                for (i = 0; i < nt; i++) {
+                    first[i] = kind == 2 && i % 2 ? 45 : 0;
+                    pos[i] = kind == 0   ? (int32_t)i
+                             : kind == 1 ? (int32_t)(37 + i)
+                             : kind == 2 ? first[i] + (int32_t)(i / 2)
+                                         : (int32_t)(3 + i);
+                }
+                for (size_t p = 0; p < 2; p++)
+                    for (int lvl = BATON_CPU_ISA_SCALAR; lvl <= BATON_CPU_ISA_AVX512; lvl++) {
+                        struct baton_cpu_attention a = {q,      k,   v,   kc,  vc,  pos,
+                                                        kind == 2 ? first : NULL,
+                                                        got,    work, hd, NH,  NKV, nt,
+                                                        NCTX,   0.125f, 0,  0};
+                        char what[96];
+
+                        if ((int)baton_cpu_isa_set((enum baton_cpu_isa)lvl) != lvl)
+                            continue;
+                        memcpy(kc, kc0, sizeof(float) * hd * NCTX * NKV);
+                        memcpy(vc, vc0, sizeof(float) * hd * NCTX * NKV);
+                        memset(got, 0x55, sizeof(float) * hd * NH * nt);
+                        a.divide = 0;
+                        if (kind == 1)
+                            a.divide = 1, a.scale = 8.0f;
+                        assert_int_equal(baton_cpu_attention(pools[p], &a), 0);
+                        if (lvl == BATON_CPU_ISA_SCALAR) {
+                            memcpy(want, got, sizeof(float) * hd * NH * nt);
+                            memcpy(kw, kc, sizeof(float) * hd * NCTX * NKV);
+                            memcpy(vw, vc, sizeof(float) * hd * NCTX * NKV);
+                            continue;
+                        }
+                        snprintf(what, sizeof what, "attention %s hd=%llu nt=%u case %d pool %u",
+                                 baton_cpu_isa_name((enum baton_cpu_isa)lvl),
+                                 (unsigned long long)hd, nt, kind, pools_n[p]);
+                        expect_same(got, want, hd * NH * nt, what);
+                        assert_memory_equal(kc, kw, sizeof(float) * hd * NCTX * NKV);
+                        assert_memory_equal(vc, vw, sizeof(float) * hd * NCTX * NKV);
+                    }
+            }
+    baton_cpu_isa_set(BATON_CPU_ISA_AVX512);
+    for (i = 0; i < 2; i++)
+        baton_pool_destroy(pools[i]);
+    free(q);
+    free(k);
+    free(v);
+    free(kc0);
+    free(vc0);
+    free(kc);
+    free(vc);
+    free(kw);
+    free(vw);
+    free(want);
+    free(got);
+    free(work);
+}
+
 /* baton_cpu_expf against the binary64 exp of libm rounded once to binary32
  * (the value it is built to give, expf.h) on every 997th bit pattern (about
  * 4.3 million inputs, every sign and exponent) and on the edges: equal bit
@@ -1008,6 +1118,7 @@ int main(void)
         cmocka_unit_test(test_nonfinite_activation),
         cmocka_unit_test(test_act_levels_equal),
         cmocka_unit_test(test_attention_helpers_levels),
+        cmocka_unit_test(test_attention_levels),
         cmocka_unit_test(test_expf_values),
         cmocka_unit_test(test_exp_kernels_levels),
     };

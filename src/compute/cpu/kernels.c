@@ -293,10 +293,14 @@ static void scale_all(float *x, uint64_t n, float d, int divide)
 }
 
 _Static_assert(BATON_CPU_ATT_QUERIES <= BATON_CPU_DOTS_MAX_X, "one dots_multi call per block");
+_Static_assert(BATON_CPU_ATT_QUERIES <= BATON_CPU_ATT_BLOCK, "a block fits the token arrays");
 
 struct attention_job {
     const struct baton_cpu_attention *a;
-    uint64_t block; /* tokens per block, 1..BATON_CPU_ATT_QUERIES (kernels.h) */
+    uint64_t block; /* tokens per block, 1..BATON_CPU_ATT_QUERIES, or ..BATON_CPU_ATT_BLOCK
+                       with use_block (kernels.h) */
+    int use_block;  /* the level's block kernel takes a block over one window of an F32
+                       cache (baton_cpu_att_block) */
 };
 
 /* Softmax of one query's scores att[0, n_slots) in place, as run.c: the
@@ -395,7 +399,8 @@ static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
         const uint64_t u = lr / nh, h = lr % nh, kvh = h / group;
         const uint64_t b = u % 2 == 0 ? u / 2 : n_units - 1 - u / 2;
         const uint64_t t0 = b * block, nx = nt - t0 < block ? nt - t0 : block;
-        uint64_t n_slots[BATON_CPU_ATT_QUERIES], lo[BATON_CPU_ATT_QUERIES], max_slots = 0;
+        uint64_t n_slots[BATON_CPU_ATT_BLOCK], lo[BATON_CPU_ATT_BLOCK], max_slots = 0;
+        uint64_t min_slots = UINT64_MAX;
         int one_window = 1;
 
         for (c = 0; c < nx; c++) {
@@ -411,15 +416,32 @@ static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
             lo[c] = n_slots[c] ? (uint64_t)f : 0;
             if (n_slots[c] > max_slots)
                 max_slots = n_slots[c];
+            if (n_slots[c] < min_slots)
+                min_slots = n_slots[c];
             if (lo[c] != lo[0])
                 one_window = 0;
         }
-        /* the block's tokens read one window of cells (one sequence): one
-         * scoring call; tokens of different sequences: one call each (a
-         * token's scores are the same bits either way, matmul.h) */
-        if (max_slots > 0 && one_window)
-            attention_scores(a, kvh, lo[0], a->q + (t0 * nh + h) * hd, (uint32_t)nx, max_slots,
-                             att, conv);
+        /* the block's tokens read one window of cells (one sequence): the
+         * block kernel where it may write BATON_CPU_ATT_BLOCK scores a slot
+         * in the chunk's rows, or one scoring call per
+         * BATON_CPU_DOTS_MAX_X tokens; tokens of different sequences: one
+         * call each (a token's bits are the same every way, matmul.h) */
+        if (j->use_block && nx > 1 && one_window && min_slots > 0 &&
+            block * a->n_ctx >= BATON_CPU_ATT_BLOCK * max_slots) {
+            const uint64_t first = (kvh * a->n_ctx + lo[0]) * hd;
+            const struct baton_att_block bb = {
+                a->q + (t0 * nh + h) * hd, nh * hd, (uint32_t)nx, n_slots,
+                (const float *)a->k_cache + first, (const float *)a->v_cache + first, hd,
+                a->scale, a->divide, att, a->out + (t0 * nh + h) * hd, nh * hd};
+
+            baton_cpu_att_block(&bb);
+            continue;
+        }
+        for (c = 0; max_slots > 0 && one_window && c < nx; c += BATON_CPU_DOTS_MAX_X)
+            attention_scores(a, kvh, lo[0], a->q + ((t0 + c) * nh + h) * hd,
+                             (uint32_t)(nx - c < BATON_CPU_DOTS_MAX_X ? nx - c
+                                                                      : BATON_CPU_DOTS_MAX_X),
+                             max_slots, att + c * a->n_ctx, conv);
         for (c = 0; c < nx; c++) {
             float *out = a->out + ((t0 + c) * nh + h) * hd;
             float *sc = att + c * a->n_ctx;
@@ -441,7 +463,7 @@ static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
 int baton_cpu_attention(struct baton_pool *pool, const struct baton_cpu_attention *a)
 {
     const uint64_t row = a->nkv * a->hd;
-    struct attention_job j = {a, 1};
+    struct attention_job j = {a, 1, 0};
     uint64_t t, max_slots = 0;
 
     for (t = 0; t < a->nt; t++) {
@@ -491,9 +513,13 @@ int baton_cpu_attention(struct baton_pool *pool, const struct baton_cpu_attentio
         if (max_chunks > BATON_POOL_MAX_THREADS)
             max_chunks = BATON_POOL_MAX_THREADS;
         threads = baton_pool_threads(pool) < max_chunks ? baton_pool_threads(pool) : max_chunks;
+        /* the block kernel: F32 caches, hd and slot counts within its
+         * bounds (matmul.h) */
+        j.use_block = !a->cache_f16 && a->hd <= BATON_CPU_ATT_HD_MAX &&
+                      max_slots < (1ull << 31) && baton_cpu_has_att_block();
         j.block = rows / threads; /* rows < threads only when rows = nh*nt (see kernels.h) */
-        if (j.block > BATON_CPU_ATT_QUERIES)
-            j.block = BATON_CPU_ATT_QUERIES;
+        if (j.block > (j.use_block ? BATON_CPU_ATT_BLOCK : BATON_CPU_ATT_QUERIES))
+            j.block = j.use_block ? BATON_CPU_ATT_BLOCK : BATON_CPU_ATT_QUERIES;
         if (j.block > a->nt)
             j.block = a->nt;
         if (j.block == 0)

@@ -88,7 +88,9 @@ struct baton_cpu_attention {
  * the work area stays min(nh*nt, BATON_POOL_MAX_THREADS) rows whatever the
  * thread count (a larger one counts against the server's scratch limit and
  * the session's memory quota), and a pool of more than R / 4 threads scores
- * fewer tokens at once. The blocks change no result. */
+ * fewer tokens at once. The blocks change no result. Where the level has
+ * the block kernel (matmul.h, baton_cpu_att_block: AVX-512, F32 caches)
+ * a block has up to BATON_CPU_ATT_BLOCK tokens instead, on the same rule. */
 #define BATON_CPU_ATT_QUERIES 4u
 
 /* Fused causal grouped-query attention (ops.h): token t writes its k and v

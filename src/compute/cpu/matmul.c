@@ -763,7 +763,7 @@ const struct baton_mm_kernels baton_mm_scalar = {
     scalar_f32, scalar_f16, scalar_q8_0, scalar_q4_0, scalar_act, scalar_dots, scalar_wsum,
     scalar_dots_multi, scalar_silu, scalar_exp_shift, scalar_q2_k, scalar_q3_k, scalar_q4_k,
     scalar_q5_k, scalar_q6_k, baton_mm_act_k, scalar_q5_0, scalar_q5_1, baton_fp16_to_fp32_row,
-    scalar_wsum_h, baton_fp32_to_fp16_row,
+    scalar_wsum_h, baton_fp32_to_fp16_row, NULL,
 };
 
 /* ---- drivers ---- */
@@ -1032,6 +1032,16 @@ void baton_cpu_f32_wsum(const float *v, uint64_t vs, const float *a, uint64_t n,
                         float *out)
 {
     kernels()->wsum(v, vs, a, n, k, out);
+}
+
+int baton_cpu_has_att_block(void)
+{
+    return kernels()->att_block != NULL;
+}
+
+void baton_cpu_att_block(const struct baton_att_block *b)
+{
+    kernels()->att_block(b);
 }
 
 void baton_cpu_f16_wsum(const void *v, uint64_t vs, const float *a, uint64_t n, uint64_t k,

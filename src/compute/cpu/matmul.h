@@ -298,6 +298,42 @@ void baton_cpu_f16_row(const void *src, float *dst, uint64_t n);
  * not overlap src. */
 void baton_cpu_f32_to_f16_row(const float *src, void *dst, uint64_t n);
 
+/* ATTENTION for one head of a block of nx tokens of one sequence, over one
+ * window of F32 cache rows (kernels.c's attention_task): token c scores the
+ * key rows k[s * hd ..] of slots s in [0, n_slots[c]) against its query
+ * q[c * qs ..] (hd floats), takes the softmax of those scores and writes
+ * the weighted sum of the value rows v[s * hd ..] to out[c * os ..] (hd
+ * floats). Every token's bits are those the per-token steps give at any
+ * level (baton_cpu_f32_dots, the scale by scale (divide: / scale), the
+ * first maximum, baton_cpu_exp_shift, a float sum from +0 in ascending s,
+ * the divide, baton_cpu_f32_wsum), since each lane keeps its token's order:
+ * the AVX-512 level holds 16 tokens in the lanes of one register for the
+ * scores and the softmax, and 4 tokens' sums share each value row's loads.
+ * work holds BATON_CPU_ATT_BLOCK floats per slot up to the largest
+ * n_slots[c] (the scores, slot-major). */
+#define BATON_CPU_ATT_BLOCK 16u
+struct baton_att_block {
+    const float *q;          /* token c's query at q + c * qs */
+    uint64_t qs;             /* floats */
+    uint32_t nx;             /* 1 .. BATON_CPU_ATT_BLOCK */
+    const uint64_t *n_slots; /* nx counts, each in [1, 2^31) */
+    const float *k, *v;      /* the window's first key and value rows; rows hd floats apart */
+    uint64_t hd;             /* 1 .. BATON_CPU_ATT_HD_MAX */
+    float scale;
+    int divide;              /* 0: score * scale; 1: score / scale */
+    float *work;             /* BATON_CPU_ATT_BLOCK * max n_slots floats */
+    float *out;              /* token c's output at out + c * os */
+    uint64_t os;             /* floats */
+};
+#define BATON_CPU_ATT_HD_MAX 256u
+/* Whether the current level has the block kernel (the AVX-512 level);
+ * without it attention_task scores BATON_CPU_ATT_QUERIES tokens at a time
+ * and takes each token's softmax and sum alone. */
+int baton_cpu_has_att_block(void);
+/* The block at the current level; the caller checked baton_cpu_has_att_block
+ * and the bounds above (out must not overlap the inputs or work). */
+void baton_cpu_att_block(const struct baton_att_block *b);
+
 /* exp(x) rounded to binary32 by baton's own algorithm (expf.h: binary64
  * table-driven evaluation, then one rounding), the scalar reference of the
  * two array kernels below. Not libm's expf: libm's differs between C
@@ -365,6 +401,8 @@ typedef void (*baton_dots_multi_fn)(const float *w, uint64_t ws, const float *x,
 /* baton_cpu_silu_n and baton_cpu_exp_shift at one level. */
 typedef void (*baton_silu_fn)(const float *x, float *y, uint64_t n);
 typedef void (*baton_exp_shift_fn)(float *x, uint64_t n, float m);
+/* baton_cpu_att_block at one level (NULL: none). */
+typedef void (*baton_att_block_fn)(const struct baton_att_block *b);
 
 struct baton_mm_kernels {
     baton_mm_rows_fn f32, f16, q8_0, q4_0;
@@ -385,6 +423,8 @@ struct baton_mm_kernels {
     baton_wsum_h_fn wsum_h;
     /* baton_cpu_f32_to_f16_row (writes into an F16 KV cache) */
     baton_f32_to_f16_row_fn f32_to_f16_row;
+    /* baton_cpu_att_block (NULL where the level has none) */
+    baton_att_block_fn att_block;
 };
 
 /* The K activation quantizer, scalar (the reference): super-blocks

@@ -1536,6 +1536,187 @@ static T5 void avx512_exp_shift(float *x, uint64_t n, float m)
     }
 }
 
+/* ---- ATTENTION, a block of up to 16 tokens of one head (matmul.h,
+ * baton_cpu_att_block) ----
+ * Lane c of a register is token c. The scores: the tokens' queries
+ * transposed once (qt: element i of every token in one register), then 8
+ * key rows at a time, each row's 16 scores one chain acc + qt[i] * k[i]
+ * (multiply, then add) in ascending i from +0, as baton_cpu_f32_dots sums
+ * one row for one token; 8 rows are 8 independent chains, where the
+ * per-token kernels' 4 chains waited on the add's latency. The softmax
+ * runs on the slot-major scores with a lane mask per slot (slot s counts
+ * for token c while s < n_slots[c]): the same scale, first maximum, exp
+ * (exp16, baton_cpu_expf's steps), sum from +0 in ascending s and divide
+ * as attention_softmax for each token alone, with no scalar loop. The
+ * weighted sums: 4 tokens at a time over 64 elements (16 chains), each
+ * element acc + a[s] * v[s] in ascending s from +0 as baton_cpu_f32_wsum,
+ * every value row loaded once for the 4; the slots past the 4 tokens'
+ * smallest count go per token. bench/RESULTS.md "Thirty-seventh session"
+ * has the figures. */
+#define ATT_ROWS 8 /* key rows per pass of the scores */
+
+/* Scores of the slots [s0, s0 + 8) (slots past n - 1 read row n - 1 and are
+ * not stored) into work (16 floats a slot). */
+static AI T5 void att_scores8(const float *qt, const float *k, uint64_t hd, uint64_t s0,
+                              uint64_t n, float *work)
+{
+    const float *kr[ATT_ROWS];
+    __m512 acc[ATT_ROWS];
+    uint64_t i;
+    int r;
+
+#pragma GCC unroll 8
+    for (r = 0; r < ATT_ROWS; r++) {
+        kr[r] = k + (s0 + (uint64_t)r < n ? s0 + (uint64_t)r : n - 1) * hd;
+        acc[r] = _mm512_setzero_ps();
+    }
+    for (i = 0; i < hd; i++) {
+        const __m512 x = _mm512_load_ps(qt + 16 * i);
+
+#pragma GCC unroll 8
+        for (r = 0; r < ATT_ROWS; r++)
+            acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(x, _mm512_set1_ps(kr[r][i])));
+    }
+#pragma GCC unroll 8
+    for (r = 0; r < ATT_ROWS; r++)
+        if (s0 + (uint64_t)r < n)
+            _mm512_storeu_ps(work + 16 * (s0 + (uint64_t)r), acc[r]);
+}
+
+/* The weighted sums of tokens [c0, c0 + NT) over elements [i0, i0 + 16 NU)
+ * (lanes past hd masked by tail), slots [0, lo) for all NT tokens, then
+ * each token's own [lo, n_slots[c]). */
+static AI T5 void att_wsum(const struct baton_att_block *b, uint32_t c0, uint64_t i0,
+                           __mmask16 tail, uint64_t lo, const int NT, const int NU)
+{
+    const float *w = b->work;
+    __m512 acc[4][4];
+    uint64_t s;
+    int t, u;
+
+#pragma GCC unroll 4
+    for (t = 0; t < NT; t++)
+#pragma GCC unroll 4
+        for (u = 0; u < NU; u++)
+            acc[t][u] = _mm512_setzero_ps();
+    for (s = 0; s < lo; s++) {
+        const float *vr = b->v + s * b->hd + i0;
+        __m512 x[4];
+
+#pragma GCC unroll 4
+        for (u = 0; u < NU; u++)
+            x[u] = u + 1 < NU ? _mm512_loadu_ps(vr + 16 * u)
+                              : _mm512_maskz_loadu_ps(tail, vr + 16 * u);
+#pragma GCC unroll 4
+        for (t = 0; t < NT; t++) {
+            const __m512 a = _mm512_set1_ps(w[16 * s + c0 + (uint32_t)t]);
+
+#pragma GCC unroll 4
+            for (u = 0; u < NU; u++)
+                acc[t][u] = _mm512_add_ps(acc[t][u], _mm512_mul_ps(a, x[u]));
+        }
+    }
+#pragma GCC unroll 4
+    for (t = 0; t < NT; t++) {
+        const uint32_t c = c0 + (uint32_t)t;
+        float *o = b->out + c * b->os + i0;
+
+        for (s = lo; s < b->n_slots[c]; s++) {
+            const float *vr = b->v + s * b->hd + i0;
+            const __m512 a = _mm512_set1_ps(w[16 * s + c]);
+
+#pragma GCC unroll 4
+            for (u = 0; u < NU; u++)
+                acc[t][u] = _mm512_add_ps(
+                    acc[t][u],
+                    _mm512_mul_ps(a, u + 1 < NU ? _mm512_loadu_ps(vr + 16 * u)
+                                                : _mm512_maskz_loadu_ps(tail, vr + 16 * u)));
+        }
+#pragma GCC unroll 4
+        for (u = 0; u < NU; u++) {
+            if (u + 1 < NU)
+                _mm512_storeu_ps(o + 16 * u, acc[t][u]);
+            else
+                _mm512_mask_storeu_ps(o + 16 * u, tail, acc[t][u]);
+        }
+    }
+}
+
+/* att_wsum for NT tokens over every element: 64 at a time, then the
+ * rest in 16s (the last one masked). */
+static AI T5 void att_wsum_tokens(const struct baton_att_block *b, uint32_t c0, const int NT)
+{
+    const uint64_t hd = b->hd;
+    uint64_t lo = b->n_slots[c0], i0;
+    int t;
+
+    for (t = 1; t < NT; t++)
+        if (b->n_slots[c0 + (uint32_t)t] < lo)
+            lo = b->n_slots[c0 + (uint32_t)t];
+    for (i0 = 0; hd - i0 >= 64; i0 += 64)
+        att_wsum(b, c0, i0, 0xFFFF, lo, NT, 4);
+    for (; i0 < hd; i0 += 16) {
+        const __mmask16 tail =
+            hd - i0 >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (hd - i0)) - 1);
+
+        att_wsum(b, c0, i0, tail, lo, NT, 1);
+    }
+}
+
+static T5 void avx512_att_block(const struct baton_att_block *b)
+{
+    _Alignas(64) float qt[BATON_CPU_ATT_HD_MAX * 16];
+    _Alignas(64) int32_t nsl[16];
+    const uint64_t hd = b->hd;
+    const __m512 scale = _mm512_set1_ps(b->scale);
+    float *w = b->work;
+    uint64_t n = 0, s, i;
+    __m512i ns;
+    __m512 m, sum;
+    uint32_t c;
+
+    for (c = 0; c < 16; c++) {
+        const uint64_t nc = c < b->nx ? b->n_slots[c] : 0;
+
+        nsl[c] = (int32_t)nc; /* < 2^31 (matmul.h) */
+        if (nc > n)
+            n = nc;
+        for (i = 0; i < hd; i++)
+            qt[16 * i + c] = c < b->nx ? b->q[c * b->qs + i] : 0.0f;
+    }
+    ns = _mm512_load_si512(nsl);
+    for (s = 0; s < n; s += ATT_ROWS)
+        att_scores8(qt, b->k, hd, s, n, w);
+    /* softmax: scale, first maximum, exp, sum, divide */
+    for (s = 0; s < n; s++) {
+        const __m512 x = _mm512_loadu_ps(w + 16 * s);
+
+        _mm512_storeu_ps(w + 16 * s, b->divide ? _mm512_div_ps(x, scale) : _mm512_mul_ps(x, scale));
+    }
+    m = _mm512_loadu_ps(w);
+    for (s = 1; s < n; s++) {
+        const __m512 x = _mm512_loadu_ps(w + 16 * s);
+        const __mmask16 in = _mm512_cmpgt_epi32_mask(ns, _mm512_set1_epi32((int32_t)s));
+
+        m = _mm512_mask_mov_ps(m, _mm512_mask_cmp_ps_mask(in, x, m, _CMP_GT_OQ), x);
+    }
+    sum = _mm512_setzero_ps();
+    for (s = 0; s < n; s++) {
+        const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(w + 16 * s), m));
+
+        _mm512_storeu_ps(w + 16 * s, e);
+        sum = _mm512_mask_add_ps(sum, _mm512_cmpgt_epi32_mask(ns, _mm512_set1_epi32((int32_t)s)),
+                                 sum, e);
+    }
+    for (s = 0; s < n; s++)
+        _mm512_storeu_ps(w + 16 * s, _mm512_div_ps(_mm512_loadu_ps(w + 16 * s), sum));
+    /* the weighted sums, 4 tokens at a time */
+    for (c = 0; b->nx - c >= 4; c += 4)
+        att_wsum_tokens(b, c, 4);
+    for (; c < b->nx; c++)
+        att_wsum_tokens(b, c, 1);
+}
+
 /* ---- K-quants: the AVX2 level's integer sums (matmul_avx2.c) on
  * 512-bit registers, a chunk of 64 elements each, formed with VNNI
  * (vpdpbusd sums of 4, packed to int16, scaled by vpmaddwd / vpdpwssd:
@@ -2481,7 +2662,7 @@ const struct baton_mm_kernels baton_mm_avx512 = {
     avx512_silu,     avx512_exp_shift,   avx512_q2_k,           avx512_q3_k,
     avx512_q4_k,     avx512_q5_k,        avx512_q6_k,           baton_mm_avx2_act_k,
     baton_mm_avx512_q5_0, baton_mm_avx512_q5_1, baton_mm_avx2_f16_row, avx512_wsum_h,
-    baton_mm_avx2_f32_to_f16_row,
+    baton_mm_avx2_f32_to_f16_row, avx512_att_block,
 };
 
 #else
