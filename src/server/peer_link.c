@@ -27,6 +27,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -75,6 +76,14 @@ struct peer_link {
     struct baton_conn *conn; /* the sender thread's alone once it runs */
     pthread_t thread;
 };
+
+void server_yield_to_sender(struct baton_session *sess)
+{
+    if (!sess->sender_woken)
+        return;
+    sess->sender_woken = 0;
+    sched_yield();
+}
 
 const char *server_copy_outcome_name(uint32_t outcome)
 {
@@ -625,6 +634,7 @@ uint32_t server_peer_copy(struct baton_server *s, struct baton_session *sess,
     pthread_cond_broadcast(&l->cv);
     if (!job->sync) {
         pthread_mutex_unlock(&l->mu);
+        sess->sender_woken = 1;
         return cancel ? BATON_COPY_CANCELLED : BATON_COPY_QUEUED;
     }
     while (!job->done)
