@@ -830,8 +830,8 @@ static void test_attention_helpers_levels(void **state)
 }
 
 /* The whole ATTENTION (baton_cpu_attention) at every level against the
- * scalar level, bit for bit: prefill blocks of one sequence (the AVX-512
- * level's block kernel, baton_cpu_att_block: 16 tokens in the lanes), ragged
+ * scalar level, bit for bit: prefill blocks of one sequence (the block
+ * kernel of the AVX2 and AVX-512 levels, baton_cpu_att_block), ragged
  * block and head sizes, a head size past the block kernel's limit (the
  * per-token path), grouped-query heads, a start past cell 0, two sequences
  * in one batch (per-token windows), scores large enough that most weights

@@ -89,7 +89,7 @@ struct baton_cpu_attention {
  * thread count (a larger one counts against the server's scratch limit and
  * the session's memory quota), and a pool of more than R / 4 threads scores
  * fewer tokens at once. The blocks change no result. Where the level has
- * the block kernel (matmul.h, baton_cpu_att_block: AVX-512, F32 caches)
+ * the block kernel (matmul.h, baton_cpu_att_block: AVX2 and AVX-512, F32 caches)
  * a block has up to BATON_CPU_ATT_BLOCK tokens instead, on the same rule. */
 #define BATON_CPU_ATT_QUERIES 4u
 

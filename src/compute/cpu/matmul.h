@@ -308,7 +308,8 @@ void baton_cpu_f32_to_f16_row(const float *src, void *dst, uint64_t n);
  * first maximum, baton_cpu_exp_shift, a float sum from +0 in ascending s,
  * the divide, baton_cpu_f32_wsum), since each lane keeps its token's order:
  * the AVX-512 level holds 16 tokens in the lanes of one register for the
- * scores and the softmax, and 4 tokens' sums share each value row's loads.
+ * scores and the softmax (AVX2: two registers of 8), and 4 tokens' sums
+ * share each value row's loads.
  * work holds BATON_CPU_ATT_BLOCK floats per slot up to the largest
  * n_slots[c] (the scores, slot-major). */
 #define BATON_CPU_ATT_BLOCK 16u
@@ -326,7 +327,7 @@ struct baton_att_block {
     uint64_t os;             /* floats */
 };
 #define BATON_CPU_ATT_HD_MAX 256u
-/* Whether the current level has the block kernel (the AVX-512 level);
+/* Whether the current level has the block kernel (AVX2 and AVX-512);
  * without it attention_task scores BATON_CPU_ATT_QUERIES tokens at a time
  * and takes each token's softmax and sum alone. */
 int baton_cpu_has_att_block(void);

@@ -770,6 +770,194 @@ static T2 void avx2_exp_shift(float *x, uint64_t n, float m)
         x[i] = baton_cpu_expf(x[i] - m);
 }
 
+/* ---- ATTENTION, a block of up to 16 tokens of one head (matmul.h,
+ * baton_cpu_att_block; matmul_avx512.c has the 16-lane form) ----
+ * Lane c of a register is token 8 h + c of half h. Scores: the queries
+ * transposed once, then 8 key rows at a time per half, each row's 8
+ * scores one chain acc + q[i] * k[i] in ascending i from +0 (8 chains);
+ * the softmax on the slot-major scores with a lane mask per slot (the
+ * same scale, first maximum, exp, sum in ascending slots and divide as
+ * each token alone); the weighted sums 4 tokens x 16 elements at a time
+ * (8 chains), each value row's loads shared by the 4. Each token keeps its
+ * order: the per-token path's bits. */
+#define ATT2_ROWS 8
+
+static AI T2 __m256i att2_lanes(uint64_t hd_left)
+{
+    const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)(hd_left < 8 ? hd_left : 8)), idx);
+}
+
+/* Scores of half h (work + 8 h, 16 floats a slot) for slots [s0, s0 + 8)
+ * (past n - 1: row n - 1 read, not stored). */
+static AI T2 void att2_scores8(const float *qt, const float *k, uint64_t hd, uint64_t s0,
+                               uint64_t n, float *work)
+{
+    const float *kr[ATT2_ROWS];
+    __m256 acc[ATT2_ROWS];
+    uint64_t i;
+    int r;
+
+#pragma GCC unroll 8
+    for (r = 0; r < ATT2_ROWS; r++) {
+        kr[r] = k + (s0 + (uint64_t)r < n ? s0 + (uint64_t)r : n - 1) * hd;
+        acc[r] = _mm256_setzero_ps();
+    }
+    for (i = 0; i < hd; i++) {
+        const __m256 x = _mm256_loadu_ps(qt + 8 * i);
+
+        acc[0] = _mm256_add_ps(acc[0], _mm256_mul_ps(x, _mm256_broadcast_ss(kr[0] + i)));
+        acc[1] = _mm256_add_ps(acc[1], _mm256_mul_ps(x, _mm256_broadcast_ss(kr[1] + i)));
+        acc[2] = _mm256_add_ps(acc[2], _mm256_mul_ps(x, _mm256_broadcast_ss(kr[2] + i)));
+        acc[3] = _mm256_add_ps(acc[3], _mm256_mul_ps(x, _mm256_broadcast_ss(kr[3] + i)));
+        acc[4] = _mm256_add_ps(acc[4], _mm256_mul_ps(x, _mm256_broadcast_ss(kr[4] + i)));
+        acc[5] = _mm256_add_ps(acc[5], _mm256_mul_ps(x, _mm256_broadcast_ss(kr[5] + i)));
+        acc[6] = _mm256_add_ps(acc[6], _mm256_mul_ps(x, _mm256_broadcast_ss(kr[6] + i)));
+        acc[7] = _mm256_add_ps(acc[7], _mm256_mul_ps(x, _mm256_broadcast_ss(kr[7] + i)));
+    }
+#pragma GCC unroll 8
+    for (r = 0; r < ATT2_ROWS; r++)
+        if (s0 + (uint64_t)r < n)
+            _mm256_storeu_ps(work + 16 * (s0 + (uint64_t)r), acc[r]);
+}
+
+/* The lanes whose slot count ns exceeds s (all ones), as floats. */
+static AI T2 __m256 att2_in(__m256i ns, uint64_t s)
+{
+    return _mm256_castsi256_ps(_mm256_cmpgt_epi32(ns, _mm256_set1_epi32((int32_t)s)));
+}
+
+/* The softmax of half h's lanes (slot counts ns) over slots [0, n). */
+static AI T2 void att2_softmax(const struct baton_att_block *b, float *w, __m256i ns, uint64_t n)
+{
+    const __m256 scale = _mm256_set1_ps(b->scale);
+    __m256 m, sum = _mm256_setzero_ps();
+    uint64_t s;
+
+    for (s = 0; s < n; s++) {
+        const __m256 x = _mm256_loadu_ps(w + 16 * s);
+
+        _mm256_storeu_ps(w + 16 * s, b->divide ? _mm256_div_ps(x, scale) : _mm256_mul_ps(x, scale));
+    }
+    m = _mm256_loadu_ps(w);
+    for (s = 1; s < n; s++) {
+        const __m256 x = _mm256_loadu_ps(w + 16 * s);
+        const __m256 in = att2_in(ns, s);
+
+        m = _mm256_blendv_ps(m, x, _mm256_and_ps(in, _mm256_cmp_ps(x, m, _CMP_GT_OQ)));
+    }
+    for (s = 0; s < n; s++) {
+        const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(w + 16 * s), m));
+        const __m256 in = att2_in(ns, s);
+
+        _mm256_storeu_ps(w + 16 * s, e);
+        sum = _mm256_blendv_ps(sum, _mm256_add_ps(sum, e), in);
+    }
+    for (s = 0; s < n; s++)
+        _mm256_storeu_ps(w + 16 * s, _mm256_div_ps(_mm256_loadu_ps(w + 16 * s), sum));
+}
+
+/* Weighted sums of tokens [c0, c0 + NT) over elements [i0, i0 + 8 NU) (the
+ * last register's lanes by tail): slots [0, lo) for all, then each token's
+ * own rest. */
+static AI T2 void att2_wsum(const struct baton_att_block *b, uint32_t c0, uint64_t i0,
+                            __m256i tail, uint64_t lo, const int NT, const int NU)
+{
+    __m256 acc[4][2];
+    uint64_t s;
+    int t, u;
+
+#pragma GCC unroll 4
+    for (t = 0; t < NT; t++)
+#pragma GCC unroll 2
+        for (u = 0; u < NU; u++)
+            acc[t][u] = _mm256_setzero_ps();
+    for (s = 0; s < lo; s++) {
+        const float *vr = b->v + s * b->hd + i0;
+        __m256 x[2];
+
+#pragma GCC unroll 2
+        for (u = 0; u < NU; u++)
+            x[u] = u + 1 < NU ? _mm256_loadu_ps(vr + 8 * u) : _mm256_maskload_ps(vr + 8 * u, tail);
+#pragma GCC unroll 4
+        for (t = 0; t < NT; t++) {
+            const __m256 a = _mm256_broadcast_ss(b->work + 16 * s + c0 + (uint32_t)t);
+
+#pragma GCC unroll 2
+            for (u = 0; u < NU; u++)
+                acc[t][u] = _mm256_add_ps(acc[t][u], _mm256_mul_ps(a, x[u]));
+        }
+    }
+#pragma GCC unroll 4
+    for (t = 0; t < NT; t++) {
+        const uint32_t c = c0 + (uint32_t)t;
+        float *o = b->out + c * b->os + i0;
+
+        for (s = lo; s < b->n_slots[c]; s++) {
+            const float *vr = b->v + s * b->hd + i0;
+            const __m256 a = _mm256_broadcast_ss(b->work + 16 * s + c);
+
+#pragma GCC unroll 2
+            for (u = 0; u < NU; u++)
+                acc[t][u] = _mm256_add_ps(
+                    acc[t][u], _mm256_mul_ps(a, u + 1 < NU ? _mm256_loadu_ps(vr + 8 * u)
+                                                           : _mm256_maskload_ps(vr + 8 * u, tail)));
+        }
+#pragma GCC unroll 2
+        for (u = 0; u < NU; u++) {
+            if (u + 1 < NU)
+                _mm256_storeu_ps(o + 8 * u, acc[t][u]);
+            else
+                _mm256_maskstore_ps(o + 8 * u, tail, acc[t][u]);
+        }
+    }
+}
+
+static AI T2 void att2_wsum_tokens(const struct baton_att_block *b, uint32_t c0, const int NT)
+{
+    const uint64_t hd = b->hd;
+    uint64_t lo = b->n_slots[c0], i0;
+    int t;
+
+    for (t = 1; t < NT; t++)
+        if (b->n_slots[c0 + (uint32_t)t] < lo)
+            lo = b->n_slots[c0 + (uint32_t)t];
+    for (i0 = 0; hd - i0 >= 16; i0 += 16)
+        att2_wsum(b, c0, i0, att2_lanes(8), lo, NT, 2);
+    for (; i0 < hd; i0 += 8)
+        att2_wsum(b, c0, i0, att2_lanes(hd - i0), lo, NT, 1);
+}
+
+static T2 void avx2_att_block(const struct baton_att_block *b)
+{
+    float qt[2][BATON_CPU_ATT_HD_MAX * 8];
+    int32_t nsl[16];
+    const uint64_t hd = b->hd;
+    uint64_t n = 0, nh_n[2] = {0, 0}, s, i;
+    uint32_t c, h;
+
+    for (c = 0; c < 16; c++) {
+        const uint64_t nc = c < b->nx ? b->n_slots[c] : 0;
+
+        nsl[c] = (int32_t)nc; /* < 2^31 (matmul.h) */
+        if (nc > nh_n[c / 8])
+            nh_n[c / 8] = nc;
+        for (i = 0; i < hd; i++)
+            qt[c / 8][8 * i + c % 8] = c < b->nx ? b->q[c * b->qs + i] : 0.0f;
+    }
+    n = nh_n[0] > nh_n[1] ? nh_n[0] : nh_n[1];
+    for (h = 0; h < 2 && 8 * h < b->nx; h++) {
+        for (s = 0; s < n; s += ATT2_ROWS)
+            att2_scores8(qt[h], b->k, hd, s, n, b->work + 8 * h);
+        att2_softmax(b, b->work + 8 * h, _mm256_loadu_si256((const __m256i *)(nsl + 8 * h)), n);
+    }
+    for (c = 0; b->nx - c >= 4; c += 4)
+        att2_wsum_tokens(b, c, 4);
+    for (; c < b->nx; c++)
+        att2_wsum_tokens(b, c, 1);
+}
+
 /* ---- K-quants: exact integer sums per super-block, then matmul.h's two
  * fused multiply-adds per super-block, as the scalar kernel ----
  *
@@ -1727,7 +1915,7 @@ const struct baton_mm_kernels baton_mm_avx2 = {
     baton_mm_avx2_wsum, avx2_f32_dots_multi, avx2_silu, avx2_exp_shift, avx2_q2_k, avx2_q3_k,
     avx2_q4_k,          avx2_q5_k, avx2_q6_k, baton_mm_avx2_act_k,
     baton_mm_avx2_q5_0, baton_mm_avx2_q5_1, baton_mm_avx2_f16_row, baton_mm_avx2_wsum_h,
-    baton_mm_avx2_f32_to_f16_row, NULL,
+    baton_mm_avx2_f32_to_f16_row, avx2_att_block,
 };
 
 #else /* not x86-64: the level is never chosen; keep the table defined */
