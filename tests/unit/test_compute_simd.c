@@ -835,13 +835,16 @@ static void test_attention_helpers_levels(void **state)
  * block and head sizes, a head size past the block kernel's limit (the
  * per-token path), grouped-query heads, a start past cell 0, two sequences
  * in one batch (per-token windows), scores large enough that most weights
- * underflow to 0, a NaN query, on 1 and 3 threads; the caches end the same. */
+ * underflow to 0, a NaN query, binary16 caches, on 1 and 3 threads; the
+ * caches end the same. */
 static void test_attention_levels(void **state)
 {
     static const uint64_t hds[] = {1, 8, 15, 16, 36, 64, 80, 128, 200, 256, 264};
     static const uint32_t nts[] = {1, 5, 16, 17, 40};
     enum { NH = 4, NKV = 2, NCTX = 90, MAXT = 40, MAXHD = 264 };
     const size_t ncache = (size_t)MAXHD * NCTX * NKV;
+    /* the F16 work area's conversion windows: 64 rows of hd floats per chunk */
+    const size_t nwork = 64 * NCTX + 64 * (size_t)BATON_CPU_ATT_F16_ROWS * MAXHD;
     float *q = malloc(sizeof(float) * MAXHD * NH * MAXT),
           *k = malloc(sizeof(float) * MAXHD * NKV * MAXT),
           *v = malloc(sizeof(float) * MAXHD * NKV * MAXT), *kc0 = malloc(sizeof(float) * ncache),
@@ -849,7 +852,7 @@ static void test_attention_levels(void **state)
           *vc = malloc(sizeof(float) * ncache), *kw = malloc(sizeof(float) * ncache),
           *vw = malloc(sizeof(float) * ncache), *want = malloc(sizeof(float) * MAXHD * NH * MAXT),
           *got = malloc(sizeof(float) * MAXHD * NH * MAXT),
-          *work = malloc(sizeof(float) * 64 * NCTX);
+          *work = malloc(sizeof(float) * nwork);
     static const uint32_t pools_n[] = {1, 3};
     struct baton_pool *pools[2];
     int32_t pos[MAXT], first[MAXT];
@@ -866,10 +869,10 @@ static void test_attention_levels(void **state)
     }
     for (size_t h = 0; h < sizeof hds / sizeof hds[0]; h++)
         for (size_t t = 0; t < sizeof nts / sizeof nts[0]; t++)
-            for (int kind = 0; kind < 4; kind++) {
+            for (int kind = 0; kind < 5; kind++) {
                 /* 0: from cell 0; 1: from cell 37; 2: two sequences (cells 0.. and
                  * 45..) with their tokens interleaved; 3: from cell 3, large
-                 * scores, token 2's query NaN */
+                 * scores, token 2's query NaN; 4: binary16 caches from cell 5 */
                 const uint64_t hd = hds[h];
                 const uint32_t nt = kind == 1 && nts[t] > NCTX - 37 ? NCTX - 37 : nts[t];
                 const float qscale = kind == 3 ? 40.0f : 1.0f;
@@ -887,7 +890,8 @@ static void test_attention_levels(void **state)
                     pos[i] = kind == 0   ? (int32_t)i
                              : kind == 1 ? (int32_t)(37 + i)
                              : kind == 2 ? first[i] + (int32_t)(i / 2)
-                                         : (int32_t)(3 + i);
+                             : kind == 3 ? (int32_t)(3 + i)
+                                         : (int32_t)(5 + i);
                 }
                 for (size_t p = 0; p < 2; p++)
                     for (int lvl = BATON_CPU_ISA_SCALAR; lvl <= BATON_CPU_ISA_AVX512; lvl++) {
@@ -901,6 +905,11 @@ static void test_attention_levels(void **state)
                             continue;
                         memcpy(kc, kc0, sizeof(float) * hd * NCTX * NKV);
                         memcpy(vc, vc0, sizeof(float) * hd * NCTX * NKV);
+                        a.cache_f16 = kind == 4; /* the first half of each cache, as binary16 */
+                        for (i = 0; a.cache_f16 && i < hd * NCTX * NKV; i++) {
+                            ((uint16_t *)kc)[i] = baton_fp32_to_fp16(kc0[i]);
+                            ((uint16_t *)vc)[i] = baton_fp32_to_fp16(vc0[i]);
+                        }
                         memset(got, 0x55, sizeof(float) * hd * NH * nt);
                         a.divide = 0;
                         if (kind == 1)

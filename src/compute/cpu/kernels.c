@@ -294,13 +294,14 @@ static void scale_all(float *x, uint64_t n, float d, int divide)
 
 _Static_assert(BATON_CPU_ATT_QUERIES <= BATON_CPU_DOTS_MAX_X, "one dots_multi call per block");
 _Static_assert(BATON_CPU_ATT_QUERIES <= BATON_CPU_ATT_BLOCK, "a block fits the token arrays");
+_Static_assert(BATON_CPU_ATT_CONV_ROWS == BATON_CPU_ATT_F16_ROWS, "one conversion window");
 
 struct attention_job {
     const struct baton_cpu_attention *a;
     uint64_t block; /* tokens per block, 1..BATON_CPU_ATT_QUERIES, or ..BATON_CPU_ATT_BLOCK
                        with use_block (kernels.h) */
-    int use_block;  /* the level's block kernel takes a block over one window of an F32
-                       cache (baton_cpu_att_block) */
+    int use_block;  /* the level's block kernel takes a block over one window of cells
+                       (baton_cpu_att_block) */
 };
 
 /* Softmax of one query's scores att[0, n_slots) in place, as run.c: the
@@ -429,10 +430,12 @@ static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
         if (j->use_block && nx > 1 && one_window && min_slots > 0 &&
             block * a->n_ctx >= BATON_CPU_ATT_BLOCK * max_slots) {
             const uint64_t first = (kvh * a->n_ctx + lo[0]) * hd;
+            const size_t eb = a->cache_f16 ? 2 : 4;
             const struct baton_att_block bb = {
                 a->q + (t0 * nh + h) * hd, nh * hd, (uint32_t)nx, n_slots,
-                (const float *)a->k_cache + first, (const float *)a->v_cache + first, hd,
-                a->scale, a->divide, att, a->out + (t0 * nh + h) * hd, nh * hd};
+                (const uint8_t *)a->k_cache + first * eb, (const uint8_t *)a->v_cache + first * eb,
+                a->cache_f16, conv, hd, a->scale, a->divide, att,
+                a->out + (t0 * nh + h) * hd, nh * hd};
 
             baton_cpu_att_block(&bb);
             continue;
@@ -513,9 +516,9 @@ int baton_cpu_attention(struct baton_pool *pool, const struct baton_cpu_attentio
         if (max_chunks > BATON_POOL_MAX_THREADS)
             max_chunks = BATON_POOL_MAX_THREADS;
         threads = baton_pool_threads(pool) < max_chunks ? baton_pool_threads(pool) : max_chunks;
-        /* the block kernel: F32 caches, hd and slot counts within its
-         * bounds (matmul.h) */
-        j.use_block = !a->cache_f16 && a->hd <= BATON_CPU_ATT_HD_MAX &&
+        /* the block kernel: hd and slot counts within its bounds
+         * (matmul.h) */
+        j.use_block = a->hd <= BATON_CPU_ATT_HD_MAX &&
                       max_slots < (1ull << 31) && baton_cpu_has_att_block();
         j.block = rows / threads; /* rows < threads only when rows = nh*nt (see kernels.h) */
         if (j.block > (j.use_block ? BATON_CPU_ATT_BLOCK : BATON_CPU_ATT_QUERIES))

@@ -318,7 +318,12 @@ struct baton_att_block {
     uint64_t qs;             /* floats */
     uint32_t nx;             /* 1 .. BATON_CPU_ATT_BLOCK */
     const uint64_t *n_slots; /* nx counts, each in [1, 2^31) */
-    const float *k, *v;      /* the window's first key and value rows; rows hd floats apart */
+    const void *k, *v;       /* the window's first key and value rows, hd elements apart:
+                                floats, or binary16 (half) */
+    int half;                /* F16 caches: key rows converted exactly into conv
+                                BATON_CPU_ATT_CONV_ROWS at a time, value rows as
+                                they are loaded: the bits of F32 rows of the same values */
+    float *conv;             /* half: BATON_CPU_ATT_CONV_ROWS * hd floats */
     uint64_t hd;             /* 1 .. BATON_CPU_ATT_HD_MAX */
     float scale;
     int divide;              /* 0: score * scale; 1: score / scale */
@@ -327,6 +332,7 @@ struct baton_att_block {
     uint64_t os;             /* floats */
 };
 #define BATON_CPU_ATT_HD_MAX 256u
+#define BATON_CPU_ATT_CONV_ROWS 64u /* kernels.h's BATON_CPU_ATT_F16_ROWS */
 /* Whether the current level has the block kernel (AVX2 and AVX-512);
  * without it attention_task scores BATON_CPU_ATT_QUERIES tokens at a time
  * and takes each token's softmax and sum alone. */

@@ -858,12 +858,32 @@ static AI T2 void att2_softmax(const struct baton_att_block *b, float *w, __m256
         _mm256_storeu_ps(w + 16 * s, _mm256_div_ps(_mm256_loadu_ps(w + 16 * s), sum));
 }
 
+/* Elements [i, i + 8) of value row s, the lanes of tail (others 0;
+ * binary16 rows converted exactly). */
+static AI T2 __m256 att2_v8(const struct baton_att_block *b, uint64_t s, uint64_t i, __m256i tail,
+                            int full)
+{
+    const uint64_t at = s * b->hd + i;
+
+    if (b->half) {
+        uint16_t h[8] = {0};
+
+        if (full)
+            return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)b->v + at)));
+        memcpy(h, (const uint16_t *)b->v + at, 2 * (size_t)(b->hd - i));
+        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
+    }
+    return full ? _mm256_loadu_ps((const float *)b->v + at)
+                : _mm256_maskload_ps((const float *)b->v + at, tail);
+}
+
 /* Weighted sums of tokens [c0, c0 + NT) over elements [i0, i0 + 8 NU) (the
  * last register's lanes by tail): slots [0, lo) for all, then each token's
  * own rest. */
 static AI T2 void att2_wsum(const struct baton_att_block *b, uint32_t c0, uint64_t i0,
                             __m256i tail, uint64_t lo, const int NT, const int NU)
 {
+    const int full = b->hd - i0 >= 8 * (uint64_t)NU; /* the last register whole */
     __m256 acc[4][2];
     uint64_t s;
     int t, u;
@@ -874,12 +894,11 @@ static AI T2 void att2_wsum(const struct baton_att_block *b, uint32_t c0, uint64
         for (u = 0; u < NU; u++)
             acc[t][u] = _mm256_setzero_ps();
     for (s = 0; s < lo; s++) {
-        const float *vr = b->v + s * b->hd + i0;
         __m256 x[2];
 
 #pragma GCC unroll 2
         for (u = 0; u < NU; u++)
-            x[u] = u + 1 < NU ? _mm256_loadu_ps(vr + 8 * u) : _mm256_maskload_ps(vr + 8 * u, tail);
+            x[u] = att2_v8(b, s, i0 + 8 * (uint64_t)u, tail, u + 1 < NU || full);
 #pragma GCC unroll 4
         for (t = 0; t < NT; t++) {
             const __m256 a = _mm256_broadcast_ss(b->work + 16 * s + c0 + (uint32_t)t);
@@ -895,18 +914,18 @@ static AI T2 void att2_wsum(const struct baton_att_block *b, uint32_t c0, uint64
         float *o = b->out + c * b->os + i0;
 
         for (s = lo; s < b->n_slots[c]; s++) {
-            const float *vr = b->v + s * b->hd + i0;
             const __m256 a = _mm256_broadcast_ss(b->work + 16 * s + c);
 
 #pragma GCC unroll 2
             for (u = 0; u < NU; u++)
                 acc[t][u] = _mm256_add_ps(
-                    acc[t][u], _mm256_mul_ps(a, u + 1 < NU ? _mm256_loadu_ps(vr + 8 * u)
-                                                           : _mm256_maskload_ps(vr + 8 * u, tail)));
+                    acc[t][u],
+                    _mm256_mul_ps(a, att2_v8(b, s, i0 + 8 * (uint64_t)u, tail,
+                                             u + 1 < NU || full)));
         }
 #pragma GCC unroll 2
         for (u = 0; u < NU; u++) {
-            if (u + 1 < NU)
+            if (u + 1 < NU || full)
                 _mm256_storeu_ps(o + 8 * u, acc[t][u]);
             else
                 _mm256_maskstore_ps(o + 8 * u, tail, acc[t][u]);
@@ -947,11 +966,20 @@ static T2 void avx2_att_block(const struct baton_att_block *b)
             qt[c / 8][8 * i + c % 8] = c < b->nx ? b->q[c * b->qs + i] : 0.0f;
     }
     n = nh_n[0] > nh_n[1] ? nh_n[0] : nh_n[1];
-    for (h = 0; h < 2 && 8 * h < b->nx; h++) {
-        for (s = 0; s < n; s += ATT2_ROWS)
-            att2_scores8(qt[h], b->k, hd, s, n, b->work + 8 * h);
-        att2_softmax(b, b->work + 8 * h, _mm256_loadu_si256((const __m256i *)(nsl + 8 * h)), n);
+    for (s = 0; s < n; s += BATON_CPU_ATT_CONV_ROWS) {
+        /* F32 key rows in place; binary16 ones a window at a time
+         * converted exactly */
+        const uint64_t wn = n - s < BATON_CPU_ATT_CONV_ROWS ? n - s : BATON_CPU_ATT_CONV_ROWS;
+        const float *k = b->half ? b->conv : (const float *)b->k + s * hd;
+
+        if (b->half)
+            baton_mm_avx2_f16_row((const uint16_t *)b->k + s * hd, b->conv, wn * hd);
+        for (h = 0; h < 2 && 8 * h < b->nx; h++)
+            for (i = 0; i < wn; i += ATT2_ROWS)
+                att2_scores8(qt[h], k, hd, i, wn, b->work + 16 * s + 8 * h);
     }
+    for (h = 0; h < 2 && 8 * h < b->nx; h++)
+        att2_softmax(b, b->work + 8 * h, _mm256_loadu_si256((const __m256i *)(nsl + 8 * h)), n);
     for (c = 0; b->nx - c >= 4; c += 4)
         att2_wsum_tokens(b, c, 4);
     for (; c < b->nx; c++)

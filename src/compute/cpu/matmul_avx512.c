@@ -1583,6 +1583,19 @@ static AI T5 void att_scores8(const float *qt, const float *k, uint64_t hd, uint
             _mm512_storeu_ps(work + 16 * (s0 + (uint64_t)r), acc[r]);
 }
 
+/* Elements [i, i + 16) of value row s (lanes outside mask 0; binary16
+ * rows converted exactly). */
+static AI T5 __m512 att_v16(const struct baton_att_block *b, uint64_t s, uint64_t i,
+                            __mmask16 mask)
+{
+    const uint64_t at = s * b->hd + i;
+
+    if (b->half)
+        return _mm512_cvtph_ps(
+            _mm256_maskz_loadu_epi16(mask, (const uint16_t *)b->v + at));
+    return _mm512_maskz_loadu_ps(mask, (const float *)b->v + at);
+}
+
 /* The weighted sums of tokens [c0, c0 + NT) over elements [i0, i0 + 16 NU)
  * (lanes past hd masked by tail), slots [0, lo) for all NT tokens, then
  * each token's own [lo, n_slots[c]). */
@@ -1600,13 +1613,11 @@ static AI T5 void att_wsum(const struct baton_att_block *b, uint32_t c0, uint64_
         for (u = 0; u < NU; u++)
             acc[t][u] = _mm512_setzero_ps();
     for (s = 0; s < lo; s++) {
-        const float *vr = b->v + s * b->hd + i0;
         __m512 x[4];
 
 #pragma GCC unroll 4
         for (u = 0; u < NU; u++)
-            x[u] = u + 1 < NU ? _mm512_loadu_ps(vr + 16 * u)
-                              : _mm512_maskz_loadu_ps(tail, vr + 16 * u);
+            x[u] = att_v16(b, s, i0 + 16 * (uint64_t)u, u + 1 < NU ? (__mmask16)0xFFFF : tail);
 #pragma GCC unroll 4
         for (t = 0; t < NT; t++) {
             const __m512 a = _mm512_set1_ps(w[16 * s + c0 + (uint32_t)t]);
@@ -1622,15 +1633,14 @@ static AI T5 void att_wsum(const struct baton_att_block *b, uint32_t c0, uint64_
         float *o = b->out + c * b->os + i0;
 
         for (s = lo; s < b->n_slots[c]; s++) {
-            const float *vr = b->v + s * b->hd + i0;
             const __m512 a = _mm512_set1_ps(w[16 * s + c]);
 
 #pragma GCC unroll 4
             for (u = 0; u < NU; u++)
                 acc[t][u] = _mm512_add_ps(
                     acc[t][u],
-                    _mm512_mul_ps(a, u + 1 < NU ? _mm512_loadu_ps(vr + 16 * u)
-                                                : _mm512_maskz_loadu_ps(tail, vr + 16 * u)));
+                    _mm512_mul_ps(a, att_v16(b, s, i0 + 16 * (uint64_t)u,
+                                             u + 1 < NU ? (__mmask16)0xFFFF : tail)));
         }
 #pragma GCC unroll 4
         for (u = 0; u < NU; u++) {
@@ -1685,8 +1695,17 @@ static T5 void avx512_att_block(const struct baton_att_block *b)
             qt[16 * i + c] = c < b->nx ? b->q[c * b->qs + i] : 0.0f;
     }
     ns = _mm512_load_si512(nsl);
-    for (s = 0; s < n; s += ATT_ROWS)
-        att_scores8(qt, b->k, hd, s, n, w);
+    if (!b->half)
+        for (s = 0; s < n; s += ATT_ROWS)
+            att_scores8(qt, (const float *)b->k, hd, s, n, w);
+    for (i = 0; b->half && i < n; i += BATON_CPU_ATT_CONV_ROWS) {
+        /* a window of key rows converted (kernels.h), then scored */
+        const uint64_t wn = n - i < BATON_CPU_ATT_CONV_ROWS ? n - i : BATON_CPU_ATT_CONV_ROWS;
+
+        baton_mm_avx2_f16_row((const uint16_t *)b->k + i * hd, b->conv, wn * hd);
+        for (s = 0; s < wn; s += ATT_ROWS)
+            att_scores8(qt, b->conv, hd, s, wn, w + 16 * i);
+    }
     /* softmax: scale, first maximum, exp, sum, divide */
     for (s = 0; s < n; s++) {
         const __m512 x = _mm512_loadu_ps(w + 16 * s);
