@@ -1057,7 +1057,6 @@ static int cmd_graph_run(struct conn *c, const struct baton_frame_header *h)
     }
     for (uint32_t i = 0; i < n_pinned; i++)
         baton_handles_release(c->s->handles, &ss->leaf_refs[i]);
-    server_yield_to_sender(ss);
     return rc;
 }
 
@@ -1169,7 +1168,6 @@ static int cmd_copy_tensor_to(struct conn *c, const struct baton_frame_header *h
     res.copies_not_done = atomic_load(&c->sess.copies_not_done);
     baton_wire_encode_copy_result(buf, &res);
     send_reply(c, h->cmd, h->seq, 0, buf, sizeof buf, NULL, 0);
-    server_yield_to_sender(&c->sess);
     return 0;
 }
 
@@ -1441,6 +1439,7 @@ static int serve_loop(struct conn *c, const char **reason)
                 return BATON_E_IO;
             }
         }
+        server_yield_to_sender(&c->sess); /* the reply is out: a queued copy goes now */
     }
 }
 

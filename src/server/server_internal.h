@@ -283,9 +283,9 @@ struct baton_session {
     uint32_t next_graph_id;
     uint64_t graph_bytes; /* held by the registered graphs (charged) */
     int run_failed;
-    /* server_peer_copy queued a write for the link's sender and returned:
+    /* server_peer_copy queued a job for the link's sender and returned:
      * the connection thread yields its core once its reply is out
-     * (server_yield_to_sender) */
+     * (server_yield_to_sender); this thread's alone */
     int sender_woken;
 };
 
@@ -388,17 +388,19 @@ void grants_fence_release(struct grant_table *g, const uint8_t id[BATON_GRANT_ID
  * code, or 0) sends PEER_FENCE(seq, cancel) instead of the data and
  * returns BATON_COPY_CANCELLED once queued (or sent). Returns the outcome
  * (enum baton_copy_outcome) and, when not done, *status = the baton status
- * that caused it (0 when none). Never fails the caller's connection. An
- * asynchronous write left to the sender sets sess->sender_woken. */
+ * that caused it (0 when none). Never fails the caller's connection. A
+ * job left to the sender without waiting sets sess->sender_woken. */
 uint32_t server_peer_copy(struct baton_server *s, struct baton_session *sess,
                           const struct baton_peer_dest *dest, const struct baton_copy_options *opt,
                           uint32_t cancel, const uint8_t *data, uint64_t n, int *status);
-/* After the reply to a command whose copy server_peer_copy queued
- * (sess->sender_woken): sched_yield once, so the link's sender, woken on
- * this connection thread's core, sends now instead of when the scheduler
- * ends this thread's time slice (a stage pinned to one core computes the
- * next ubatch at once: the hand-off waited 1-5 ms, bench/RESULTS.md
- * "Thirty-seventh session"). With an idle core elsewhere it costs one
+/* Called by the connection thread after each request's reply (dispatch.c):
+ * where the request's copy was queued (sess->sender_woken, set by
+ * server_peer_copy, read and cleared on this thread only), sched_yield
+ * once, so the link's sender, woken on this thread's core, sends now
+ * instead of when the scheduler ends this thread's time slice (a stage
+ * pinned to one core computes the next ubatch at once: the next stage
+ * waited up to 6 ms for the hand-off, bench/RESULTS.md "Thirty-seventh
+ * session"). Where the sender runs on another, idle core it costs one
  * system call. */
 void server_yield_to_sender(struct baton_session *sess);
 

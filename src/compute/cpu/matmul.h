@@ -299,19 +299,20 @@ void baton_cpu_f16_row(const void *src, float *dst, uint64_t n);
 void baton_cpu_f32_to_f16_row(const float *src, void *dst, uint64_t n);
 
 /* ATTENTION for one head of a block of nx tokens of one sequence, over one
- * window of F32 cache rows (kernels.c's attention_task): token c scores the
- * key rows k[s * hd ..] of slots s in [0, n_slots[c]) against its query
- * q[c * qs ..] (hd floats), takes the softmax of those scores and writes
- * the weighted sum of the value rows v[s * hd ..] to out[c * os ..] (hd
- * floats). Every token's bits are those the per-token steps give at any
- * level (baton_cpu_f32_dots, the scale by scale (divide: / scale), the
- * first maximum, baton_cpu_exp_shift, a float sum from +0 in ascending s,
- * the divide, baton_cpu_f32_wsum), since each lane keeps its token's order:
- * the AVX-512 level holds 16 tokens in the lanes of one register for the
- * scores and the softmax (AVX2: two registers of 8), and 4 tokens' sums
- * share each value row's loads.
- * work holds BATON_CPU_ATT_BLOCK floats per slot up to the largest
- * n_slots[c] (the scores, slot-major). */
+ * window of cache rows (F32, or binary16: half; kernels.c's
+ * attention_task): token c scores the key rows k[s * hd ..] of slots s in
+ * [0, n_slots[c]) against its query q[c * qs ..] (hd floats), takes the
+ * softmax of those scores and writes the weighted sum of the value rows
+ * v[s * hd ..] to out[c * os ..] (hd floats). Every token's bits are those
+ * the per-token steps give at any level (baton_cpu_f32_dots, the scale by
+ * scale (divide: / scale), the first maximum, baton_cpu_exp_shift, a float
+ * sum from +0 in ascending s, the divide, baton_cpu_f32_wsum), since each
+ * lane keeps its token's order: the AVX-512 level holds 16 tokens in the
+ * lanes of one register for the scores and the softmax (AVX2: two
+ * registers of 8), and 4 tokens' sums share each value row's loads. work
+ * holds BATON_CPU_ATT_BLOCK floats per slot up to the largest n_slots[c]
+ * (the scores, slot-major); nothing is allocated; the caller owns every
+ * buffer. */
 #define BATON_CPU_ATT_BLOCK 16u
 struct baton_att_block {
     const float *q;          /* token c's query at q + c * qs */
