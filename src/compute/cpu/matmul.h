@@ -332,6 +332,18 @@ struct baton_att_block {
     float *out;              /* token c's output at out + c * os */
     uint64_t os;             /* floats */
 };
+/* The smallest slot count of tokens [c0, c0 + n) of b (n >= 1): the slots
+ * a block kernel's weighted sums add for all n tokens at once. */
+static inline uint64_t baton_att_block_min_slots(const struct baton_att_block *b, uint32_t c0,
+                                                 uint32_t n)
+{
+    uint64_t lo = b->n_slots[c0];
+
+    for (uint32_t t = 1; t < n; t++)
+        if (b->n_slots[c0 + t] < lo)
+            lo = b->n_slots[c0 + t];
+    return lo;
+}
 #define BATON_CPU_ATT_HD_MAX 256u
 #define BATON_CPU_ATT_CONV_ROWS 64u /* kernels.h's BATON_CPU_ATT_F16_ROWS */
 /* Whether the current level has the block kernel (AVX2 and AVX-512);

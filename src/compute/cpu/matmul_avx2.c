@@ -935,13 +935,8 @@ static AI T2 void att2_wsum(const struct baton_att_block *b, uint32_t c0, uint64
 
 static AI T2 void att2_wsum_tokens(const struct baton_att_block *b, uint32_t c0, const int NT)
 {
-    const uint64_t hd = b->hd;
-    uint64_t lo = b->n_slots[c0], i0;
-    int t;
-
-    for (t = 1; t < NT; t++)
-        if (b->n_slots[c0 + (uint32_t)t] < lo)
-            lo = b->n_slots[c0 + (uint32_t)t];
+    const uint64_t hd = b->hd, lo = baton_att_block_min_slots(b, c0, (uint32_t)NT);
+    uint64_t i0;
     for (i0 = 0; hd - i0 >= 16; i0 += 16)
         att2_wsum(b, c0, i0, att2_lanes(8), lo, NT, 2);
     for (; i0 < hd; i0 += 8)
