@@ -79,9 +79,9 @@ struct peer_link {
 
 void server_yield_to_sender(struct baton_session *sess)
 {
-    if (!sess->sender_woken)
+    if (!sess->sender_queued)
         return;
-    sess->sender_woken = 0;
+    sess->sender_queued = 0;
     sched_yield();
 }
 
@@ -634,7 +634,7 @@ uint32_t server_peer_copy(struct baton_server *s, struct baton_session *sess,
     pthread_cond_broadcast(&l->cv);
     if (!job->sync) {
         pthread_mutex_unlock(&l->mu);
-        sess->sender_woken = 1;
+        sess->sender_queued = 1;
         return cancel ? BATON_COPY_CANCELLED : BATON_COPY_QUEUED;
     }
     while (!job->done)

@@ -286,7 +286,7 @@ struct baton_session {
     /* server_peer_copy queued a job for the link's sender and returned:
      * the connection thread yields its core once its reply is out
      * (server_yield_to_sender); this thread's alone */
-    int sender_woken;
+    int sender_queued;
 };
 
 /* grants.c: the server-wide grant table. A copy of one entry: */
@@ -389,19 +389,22 @@ void grants_fence_release(struct grant_table *g, const uint8_t id[BATON_GRANT_ID
  * returns BATON_COPY_CANCELLED once queued (or sent). Returns the outcome
  * (enum baton_copy_outcome) and, when not done, *status = the baton status
  * that caused it (0 when none). Never fails the caller's connection. A
- * job left to the sender without waiting sets sess->sender_woken. */
+ * job left to the sender without waiting sets sess->sender_queued. */
 uint32_t server_peer_copy(struct baton_server *s, struct baton_session *sess,
                           const struct baton_peer_dest *dest, const struct baton_copy_options *opt,
                           uint32_t cancel, const uint8_t *data, uint64_t n, int *status);
 /* Called by the connection thread after each request's reply (dispatch.c):
- * where the request's copy was queued (sess->sender_woken, set by
- * server_peer_copy, read and cleared on this thread only), sched_yield
- * once, so the link's sender, woken on this thread's core, sends now
+ * where the request queued a job for a link's sender (sess->sender_queued,
+ * set by server_peer_copy, read and cleared on this thread only),
+ * sched_yield once, so a sender that shares this thread's core sends now
  * instead of when the scheduler ends this thread's time slice (a stage
  * pinned to one core computes the next ubatch at once: the next stage
  * waited up to 6 ms for the hand-off, bench/RESULTS.md "Thirty-seventh
  * session"). Where the sender runs on another, idle core it costs one
- * system call. */
+ * system call. The cost otherwise: other runnable threads of this core (a
+ * second session's compute, more threads than cores) may run first, as
+ * they would at the end of the slice; the scheduler shares the core among
+ * them either way. */
 void server_yield_to_sender(struct baton_session *sess);
 
 /* The backoff after `fails` connect/handshake failures in a row (>= 1):

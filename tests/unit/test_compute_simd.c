@@ -833,8 +833,9 @@ static void test_attention_helpers_levels(void **state)
  * scalar level, bit for bit: prefill blocks of one sequence (the block
  * kernel of the AVX2 and AVX-512 levels, baton_cpu_att_block), ragged
  * block and head sizes, a head size past the block kernel's limit (the
- * per-token path), grouped-query heads, a start past cell 0, two sequences
- * in one batch (per-token windows), scores large enough that most weights
+ * per-token path), grouped-query heads, positions and windows past cell 0,
+ * two sequences in one batch interleaved (per-token windows) and back to
+ * back (runs of one window within a block), scores large enough that most weights
  * underflow to 0, a NaN query, binary16 caches, on 1 and 3 threads; the
  * caches end the same. */
 static void test_attention_levels(void **state)
@@ -869,10 +870,13 @@ static void test_attention_levels(void **state)
     }
     for (size_t h = 0; h < sizeof hds / sizeof hds[0]; h++)
         for (size_t t = 0; t < sizeof nts / sizeof nts[0]; t++)
-            for (int kind = 0; kind < 5; kind++) {
+            for (int kind = 0; kind < 7; kind++) {
                 /* 0: from cell 0; 1: from cell 37; 2: two sequences (cells 0.. and
                  * 45..) with their tokens interleaved; 3: from cell 3, large
-                 * scores, token 2's query NaN; 4: binary16 caches from cell 5 */
+                 * scores, token 2's query NaN; 4: binary16 caches from cell 5;
+                 * 5: one sequence in cells 45.. (its window starts there); 6: two
+                 * sequences back to back (the first half of the tokens in cells
+                 * 0.., the rest in cells 45..: runs of one window in a block) */
                 const uint64_t hd = hds[h];
                 const uint32_t nt = kind == 1 && nts[t] > NCTX - 37 ? NCTX - 37 : nts[t];
                 const float qscale = kind == 3 ? 40.0f : 1.0f;
@@ -886,17 +890,23 @@ static void test_attention_levels(void **state)
                     v[i] = rng_unit();
                 }
                 for (i = 0; i < nt; i++) {
-                    first[i] = kind == 2 && i % 2 ? 45 : 0;
+                    const uint32_t half = (nt + 1) / 2;
+
+                    first[i] = (kind == 2 && i % 2) || kind == 5 || (kind == 6 && i >= half)
+                                   ? 45
+                                   : 0;
                     pos[i] = kind == 0   ? (int32_t)i
                              : kind == 1 ? (int32_t)(37 + i)
                              : kind == 2 ? first[i] + (int32_t)(i / 2)
                              : kind == 3 ? (int32_t)(3 + i)
-                                         : (int32_t)(5 + i);
+                             : kind == 4 ? (int32_t)(5 + i)
+                             : kind == 5 ? (int32_t)(45 + i)
+                                         : first[i] + (int32_t)(i >= half ? i - half : i);
                 }
                 for (size_t p = 0; p < 2; p++)
                     for (int lvl = BATON_CPU_ISA_SCALAR; lvl <= BATON_CPU_ISA_AVX512; lvl++) {
                         struct baton_cpu_attention a = {q,      k,   v,   kc,  vc,  pos,
-                                                        kind == 2 ? first : NULL,
+                                                        kind == 2 || kind >= 5 ? first : NULL,
                                                         got,    work, hd, NH,  NKV, nt,
                                                         NCTX,   0.125f, 0,  0};
                         char what[96];

@@ -292,7 +292,8 @@ static void scale_all(float *x, uint64_t n, float d, int divide)
         x[i] = divide ? x[i] / d : x[i] * d;
 }
 
-_Static_assert(BATON_CPU_ATT_QUERIES <= BATON_CPU_DOTS_MAX_X, "one dots_multi call per block");
+_Static_assert(BATON_CPU_ATT_QUERIES <= BATON_CPU_DOTS_MAX_X,
+               "without the block kernel, one dots_multi call per run of a block");
 _Static_assert(BATON_CPU_ATT_QUERIES <= BATON_CPU_ATT_BLOCK, "a block fits the token arrays");
 _Static_assert(BATON_CPU_ATT_CONV_ROWS == BATON_CPU_ATT_F16_ROWS, "one conversion window");
 
@@ -360,25 +361,79 @@ static void attention_wsum(const struct baton_cpu_attention *a, uint64_t kvh, ui
         baton_cpu_f32_wsum((const float *)a->v_cache + first, hd, sc, n, hd, out);
 }
 
+/* n tokens from token t of the batch, head h (kv head kvh), which all read
+ * the window of cells from lo (one sequence; token c: n_slots[c] cells, 0
+ * for a token whose position was out of range: output 0). With the
+ * level's block kernel (matmul.h, baton_cpu_att_block) when there are 2 or
+ * more, each has a cell, and the chunk's score rows att (j->block rows of
+ * n_ctx floats) hold BATON_CPU_ATT_BLOCK scores per cell of the largest
+ * count; else the scores of up to BATON_CPU_DOTS_MAX_X tokens per
+ * baton_cpu_f32_dots_multi call over the largest count (a token's scores
+ * past its own cells are computed and never read), which reads each cache
+ * row once for the call's tokens, then each token's softmax as run.c (max
+ * subtracted, exp, float sum, divide) and weighted sum of value rows in
+ * cell order. Every kernel keeps run.c's order in every lane (matmul.h),
+ * so the bits are those of the plain loops on every level either way.
+ * The caches are kv-head-major (core/ops.h), so the scores and the sums
+ * read one sequential stream of rows each. */
+static void attention_run(const struct attention_job *j, uint64_t t, uint64_t h, uint64_t kvh,
+                          const uint64_t *n_slots, uint64_t lo, uint64_t n, float *att,
+                          float *conv)
+{
+    const struct baton_cpu_attention *a = j->a;
+    const uint64_t hd = a->hd, nh = a->nh;
+    uint64_t max_slots = 0, min_slots = UINT64_MAX, c, i;
+
+    for (c = 0; c < n; c++) {
+        if (n_slots[c] > max_slots)
+            max_slots = n_slots[c];
+        if (n_slots[c] < min_slots)
+            min_slots = n_slots[c];
+    }
+    if (j->use_block && n > 1 && min_slots > 0 &&
+        j->block * a->n_ctx >= BATON_CPU_ATT_BLOCK * max_slots) {
+        const uint64_t first = (kvh * a->n_ctx + lo) * hd;
+        const size_t eb = a->cache_f16 ? 2 : 4;
+        const struct baton_att_block bb = {
+            a->q + (t * nh + h) * hd, nh * hd, (uint32_t)n, n_slots,
+            (const uint8_t *)a->k_cache + first * eb, (const uint8_t *)a->v_cache + first * eb,
+            a->cache_f16, conv, hd, a->scale, a->divide, att, a->out + (t * nh + h) * hd,
+            nh * hd};
+
+        baton_cpu_att_block(&bb);
+        return;
+    }
+    for (c = 0; max_slots > 0 && c < n; c += BATON_CPU_DOTS_MAX_X)
+        attention_scores(a, kvh, lo, a->q + ((t + c) * nh + h) * hd,
+                         (uint32_t)(n - c < BATON_CPU_DOTS_MAX_X ? n - c : BATON_CPU_DOTS_MAX_X),
+                         max_slots, att + c * a->n_ctx, conv);
+    for (c = 0; c < n; c++) {
+        float *out = a->out + ((t + c) * nh + h) * hd;
+        float *sc = att + c * a->n_ctx;
+
+        if (n_slots[c] == 0) {
+            for (i = 0; i < hd; i++)
+                out[i] = 0.0f;
+            continue;
+        }
+        attention_softmax(a, sc, n_slots[c]);
+        attention_wsum(a, kvh, lo, sc, n_slots[c], out);
+    }
+}
+
 /* Units [r0, r1) of nh * n_units (unit = u * nh + h): head h of the tokens
  * of token block u (tokens [j->block * b, ...) of the batch, at most
- * j->block of them, kernels.h; b as below). Each token scores cache slots
- * 0..pos[t], takes the softmax as run.c (max subtracted, exp, float sum,
- * divide), then the weighted sum of value rows in slot order. The scores
- * of a block's tokens come from one baton_cpu_f32_dots_multi call over the
- * block's largest slot count (a token's scores past its own slots are
- * computed and never read), which reads each cache row once for the whole
- * block; the weighted sums run per token. Every kernel keeps run.c's order
- * in every lane (matmul.h), so the bits are those of the plain loops on
- * every level, for any block. The caches are kv-head-major (core/ops.h),
- * so both read one sequential stream of rows.
+ * j->block of them, kernels.h; b as below), each run of consecutive tokens
+ * that read one window of cells (one sequence) through attention_run.
+ * Each token scores cache cells first..pos[t].
  *
  * [r0, r1) indexes the blocks in a zig-zag order (blocks 0, last, 1,
  * last - 1, ...): in a batch a token at a later position attends to more
  * slots, and contiguous ranges of that order pair cheap blocks with dear
  * ones, so the threads of a prefill ubatch get about equal work (with plain
  * order the second of 2 threads had 3/4 of it). Each token's row is
- * computed alone, so neither the blocks nor their order change a result. */
+ * computed alone, so neither the blocks, the runs nor their order change a
+ * result. */
 static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
 {
     const struct attention_job *j = ctx;
@@ -394,15 +449,13 @@ static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
                                                                         : BATON_POOL_MAX_THREADS) *
                                           a->n_ctx +
                                       (uint64_t)chunk * BATON_CPU_ATT_F16_ROWS * hd;
-    uint64_t lr, i, c;
+    uint64_t lr, c, c1;
 
     for (lr = r0; lr < r1; lr++) {
         const uint64_t u = lr / nh, h = lr % nh, kvh = h / group;
         const uint64_t b = u % 2 == 0 ? u / 2 : n_units - 1 - u / 2;
         const uint64_t t0 = b * block, nx = nt - t0 < block ? nt - t0 : block;
-        uint64_t n_slots[BATON_CPU_ATT_BLOCK], lo[BATON_CPU_ATT_BLOCK], max_slots = 0;
-        uint64_t min_slots = UINT64_MAX;
-        int one_window = 1;
+        uint64_t n_slots[BATON_CPU_ATT_BLOCK], lo[BATON_CPU_ATT_BLOCK];
 
         for (c = 0; c < nx; c++) {
             const int32_t p = a->pos[t0 + c]; /* read once, checked where it is used */
@@ -415,50 +468,11 @@ static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
                              ? 0
                              : (uint64_t)(p - f) + 1;
             lo[c] = n_slots[c] ? (uint64_t)f : 0;
-            if (n_slots[c] > max_slots)
-                max_slots = n_slots[c];
-            if (n_slots[c] < min_slots)
-                min_slots = n_slots[c];
-            if (lo[c] != lo[0])
-                one_window = 0;
         }
-        /* the block's tokens read one window of cells (one sequence): the
-         * block kernel where it may write BATON_CPU_ATT_BLOCK scores a slot
-         * in the chunk's rows, or one scoring call per
-         * BATON_CPU_DOTS_MAX_X tokens; tokens of different sequences: one
-         * call each (a token's bits are the same every way, matmul.h) */
-        if (j->use_block && nx > 1 && one_window && min_slots > 0 &&
-            block * a->n_ctx >= BATON_CPU_ATT_BLOCK * max_slots) {
-            const uint64_t first = (kvh * a->n_ctx + lo[0]) * hd;
-            const size_t eb = a->cache_f16 ? 2 : 4;
-            const struct baton_att_block bb = {
-                a->q + (t0 * nh + h) * hd, nh * hd, (uint32_t)nx, n_slots,
-                (const uint8_t *)a->k_cache + first * eb, (const uint8_t *)a->v_cache + first * eb,
-                a->cache_f16, conv, hd, a->scale, a->divide, att,
-                a->out + (t0 * nh + h) * hd, nh * hd};
-
-            baton_cpu_att_block(&bb);
-            continue;
-        }
-        for (c = 0; max_slots > 0 && one_window && c < nx; c += BATON_CPU_DOTS_MAX_X)
-            attention_scores(a, kvh, lo[0], a->q + ((t0 + c) * nh + h) * hd,
-                             (uint32_t)(nx - c < BATON_CPU_DOTS_MAX_X ? nx - c
-                                                                      : BATON_CPU_DOTS_MAX_X),
-                             max_slots, att + c * a->n_ctx, conv);
-        for (c = 0; c < nx; c++) {
-            float *out = a->out + ((t0 + c) * nh + h) * hd;
-            float *sc = att + c * a->n_ctx;
-
-            if (n_slots[c] == 0) {
-                for (i = 0; i < hd; i++)
-                    out[i] = 0.0f;
-                continue;
-            }
-            if (!one_window)
-                attention_scores(a, kvh, lo[c], a->q + ((t0 + c) * nh + h) * hd, 1, n_slots[c],
-                                 sc, conv);
-            attention_softmax(a, sc, n_slots[c]);
-            attention_wsum(a, kvh, lo[c], sc, n_slots[c], out);
+        for (c = 0; c < nx; c = c1) {
+            for (c1 = c + 1; c1 < nx && lo[c1] == lo[c]; c1++)
+                ;
+            attention_run(j, t0 + c, h, kvh, n_slots + c, lo[c], c1 - c, att, conv);
         }
     }
 }

@@ -89,8 +89,12 @@ struct baton_cpu_attention {
  * thread count (a larger one counts against the server's scratch limit and
  * the session's memory quota), and a pool of more than R / 4 threads scores
  * fewer tokens at once. The blocks change no result. Where the level has
- * the block kernel (matmul.h, baton_cpu_att_block: AVX2 and AVX-512, F32 caches)
- * a block has up to BATON_CPU_ATT_BLOCK tokens instead, on the same rule. */
+ * the block kernel (matmul.h, baton_cpu_att_block: AVX2 and AVX-512) a
+ * block has up to BATON_CPU_ATT_BLOCK tokens instead, on the same rule (so
+ * fewer from R / 16 threads), and a run of its tokens in one sequence goes
+ * through that kernel while its rows hold BATON_CPU_ATT_BLOCK scores for
+ * each cell the run reads (early in a long context with many threads, not
+ * later: then the 4-token scoring). */
 #define BATON_CPU_ATT_QUERIES 4u
 
 /* Fused causal grouped-query attention (ops.h): token t writes its k and v

@@ -351,7 +351,9 @@ static inline uint64_t baton_att_block_min_slots(const struct baton_att_block *b
  * and takes each token's softmax and sum alone. */
 int baton_cpu_has_att_block(void);
 /* The block at the current level; the caller checked baton_cpu_has_att_block
- * and the bounds above (out must not overlap the inputs or work). */
+ * and the bounds above (out must not overlap the inputs, work or conv).
+ * Writes out's nx rows and uses work (and conv with half) as scratch; no
+ * errors, nothing allocated. */
 void baton_cpu_att_block(const struct baton_att_block *b);
 
 /* exp(x) rounded to binary32 by baton's own algorithm (expf.h: binary64
