@@ -347,7 +347,7 @@ static uint32_t sessions_fit_max(struct run *r, uint32_t type, uint32_t hi, uint
     uint32_t lo = 0;
 
     while (lo < hi) {
-        const uint32_t mid = lo + (hi - lo + 1) / 2;
+        const uint32_t mid = lo + (uint32_t)(((uint64_t)hi - lo + 1) / 2); /* hi may be 2^32 - 1 */
         const uint64_t cells = (uint64_t)mid * mult;
 
         if (cells > UINT32_MAX || !sessions_fit(r, type, (uint32_t)cells))
@@ -367,7 +367,7 @@ static uint32_t seqs_fit_max(struct run *r)
     uint32_t lo = 0, hi = n_seq - 1;
 
     while (lo < hi) {
-        const uint32_t mid = lo + (hi - lo + 1) / 2;
+        const uint32_t mid = lo + (uint32_t)(((uint64_t)hi - lo + 1) / 2); /* hi may be 2^32 - 1 */
         const uint64_t c = (uint64_t)r->cfg->n_ctx * mid;
         int ok;
 
@@ -397,7 +397,7 @@ static uint32_t ubatch_fit_max(struct run *r, uint32_t n_cells)
     uint32_t lo = 0, hi = u - 1;
 
     while (lo < hi) {
-        const uint32_t mid = lo + (hi - lo + 1) / 2;
+        const uint32_t mid = lo + (uint32_t)(((uint64_t)hi - lo + 1) / 2); /* hi may be 2^32 - 1 */
 
         r->n_ubatch = mid;
         r->n_chunk = chunk ? mid : 0;

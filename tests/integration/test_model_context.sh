@@ -42,6 +42,14 @@ for cmd in run bench; do
     has_match "$TMP/kv.err" "baton $cmd: to fit: --ctx [0-9]{7,8} or less"
     ! grep -q "^upload:" "$TMP/kv.err" || fail "baton $cmd: weights uploaded before the KV check"
 done
+# --ctx 4294967295 (2^32 - 1, the largest it takes): the search for the
+# largest --ctx that fits ends (its midpoint wrapped to 0 there and spun)
+for cmd in run bench; do
+    args=(--model "$MODEL" --servers local --ctx 4294967295)
+    if [ "$cmd" = run ]; then args+=(--prompt x -n 2); else args+=(-p 4 -n 2 --reps 1); fi
+    want_fail 1 "$TMP/kv.err" timeout 60 "$BATON" "$cmd" "${args[@]}"
+    has_match "$TMP/kv.err" "baton $cmd: to fit: --ctx [0-9]{7,8} or less"
+done
 # split: the stage's own layers (3 of 5: 3.072e12 bytes)
 want_fail 1 "$TMP/kv.err" "$BATON" run --model "$MODEL" --servers local --split 1,1 \
     --ctx 4000000000 --prompt x -n 2
