@@ -861,11 +861,11 @@ static AI T2 void att2_softmax(const struct baton_att_block *b, float *w, __m256
 /* Elements [i, i + 8) of value row s, the lanes of tail (others 0;
  * binary16 rows converted exactly). */
 static AI T2 __m256 att2_v8(const struct baton_att_block *b, uint64_t s, uint64_t i, __m256i tail,
-                            int full)
+                            int full, const int HALF)
 {
     const uint64_t at = s * b->hd + i;
 
-    if (b->half) {
+    if (HALF) {
         uint16_t h[8] = {0};
 
         if (full)
@@ -881,7 +881,8 @@ static AI T2 __m256 att2_v8(const struct baton_att_block *b, uint64_t s, uint64_
  * last register's lanes by tail): slots [0, lo) for all, then each token's
  * own rest. */
 static AI T2 void att2_wsum(const struct baton_att_block *b, uint32_t c0, uint64_t i0,
-                            __m256i tail, uint64_t lo, const int NT, const int NU)
+                            __m256i tail, uint64_t lo, const int NT, const int NU,
+                            const int HALF)
 {
     const int full = b->hd - i0 >= 8 * (uint64_t)NU; /* the last register whole */
     __m256 acc[4][2];
@@ -898,7 +899,7 @@ static AI T2 void att2_wsum(const struct baton_att_block *b, uint32_t c0, uint64
 
 #pragma GCC unroll 2
         for (u = 0; u < NU; u++)
-            x[u] = att2_v8(b, s, i0 + 8 * (uint64_t)u, tail, u + 1 < NU || full);
+            x[u] = att2_v8(b, s, i0 + 8 * (uint64_t)u, tail, u + 1 < NU || full, HALF);
 #pragma GCC unroll 4
         for (t = 0; t < NT; t++) {
             const __m256 a = _mm256_broadcast_ss(b->work + 16 * s + c0 + (uint32_t)t);
@@ -921,7 +922,7 @@ static AI T2 void att2_wsum(const struct baton_att_block *b, uint32_t c0, uint64
                 acc[t][u] = _mm256_add_ps(
                     acc[t][u],
                     _mm256_mul_ps(a, att2_v8(b, s, i0 + 8 * (uint64_t)u, tail,
-                                             u + 1 < NU || full)));
+                                             u + 1 < NU || full, HALF)));
         }
 #pragma GCC unroll 2
         for (u = 0; u < NU; u++) {
@@ -933,14 +934,16 @@ static AI T2 void att2_wsum(const struct baton_att_block *b, uint32_t c0, uint64
     }
 }
 
-static AI T2 void att2_wsum_tokens(const struct baton_att_block *b, uint32_t c0, const int NT)
+static AI T2 void att2_wsum_tokens(const struct baton_att_block *b, uint32_t c0, const int NT,
+                                   const int HALF)
 {
     const uint64_t hd = b->hd, lo = baton_att_block_min_slots(b, c0, (uint32_t)NT);
     uint64_t i0;
+
     for (i0 = 0; hd - i0 >= 16; i0 += 16)
-        att2_wsum(b, c0, i0, att2_lanes(8), lo, NT, 2);
+        att2_wsum(b, c0, i0, att2_lanes(8), lo, NT, 2, HALF);
     for (; i0 < hd; i0 += 8)
-        att2_wsum(b, c0, i0, att2_lanes(hd - i0), lo, NT, 1);
+        att2_wsum(b, c0, i0, att2_lanes(hd - i0), lo, NT, 1, HALF);
 }
 
 static T2 void avx2_att_block(const struct baton_att_block *b)
@@ -975,10 +978,11 @@ static T2 void avx2_att_block(const struct baton_att_block *b)
     }
     for (h = 0; h < 2 && 8 * h < b->nx; h++)
         att2_softmax(b, b->work + 8 * h, _mm256_loadu_si256((const __m256i *)(nsl + 8 * h)), n);
+    /* the cache type fixed per call, out of the loads */
     for (c = 0; b->nx - c >= 4; c += 4)
-        att2_wsum_tokens(b, c, 4);
+        b->half ? att2_wsum_tokens(b, c, 4, 1) : att2_wsum_tokens(b, c, 4, 0);
     for (; c < b->nx; c++)
-        att2_wsum_tokens(b, c, 1);
+        b->half ? att2_wsum_tokens(b, c, 1, 1) : att2_wsum_tokens(b, c, 1, 0);
 }
 
 /* ---- K-quants: exact integer sums per super-block, then matmul.h's two

@@ -1586,11 +1586,11 @@ static AI T5 void att_scores8(const float *qt, const float *k, uint64_t hd, uint
 /* Elements [i, i + 16) of value row s (lanes outside mask 0; binary16
  * rows converted exactly). */
 static AI T5 __m512 att_v16(const struct baton_att_block *b, uint64_t s, uint64_t i,
-                            __mmask16 mask)
+                            __mmask16 mask, const int HALF)
 {
     const uint64_t at = s * b->hd + i;
 
-    if (b->half)
+    if (HALF)
         return _mm512_cvtph_ps(
             _mm256_maskz_loadu_epi16(mask, (const uint16_t *)b->v + at));
     return _mm512_maskz_loadu_ps(mask, (const float *)b->v + at);
@@ -1600,7 +1600,8 @@ static AI T5 __m512 att_v16(const struct baton_att_block *b, uint64_t s, uint64_
  * (lanes past hd masked by tail), slots [0, lo) for all NT tokens, then
  * each token's own [lo, n_slots[c]). */
 static AI T5 void att_wsum(const struct baton_att_block *b, uint32_t c0, uint64_t i0,
-                           __mmask16 tail, uint64_t lo, const int NT, const int NU)
+                           __mmask16 tail, uint64_t lo, const int NT, const int NU,
+                           const int HALF)
 {
     const float *w = b->work;
     __m512 acc[4][4];
@@ -1617,7 +1618,8 @@ static AI T5 void att_wsum(const struct baton_att_block *b, uint32_t c0, uint64_
 
 #pragma GCC unroll 4
         for (u = 0; u < NU; u++)
-            x[u] = att_v16(b, s, i0 + 16 * (uint64_t)u, u + 1 < NU ? (__mmask16)0xFFFF : tail);
+            x[u] = att_v16(b, s, i0 + 16 * (uint64_t)u, u + 1 < NU ? (__mmask16)0xFFFF : tail,
+                           HALF);
 #pragma GCC unroll 4
         for (t = 0; t < NT; t++) {
             const __m512 a = _mm512_set1_ps(w[16 * s + c0 + (uint32_t)t]);
@@ -1640,7 +1642,7 @@ static AI T5 void att_wsum(const struct baton_att_block *b, uint32_t c0, uint64_
                 acc[t][u] = _mm512_add_ps(
                     acc[t][u],
                     _mm512_mul_ps(a, att_v16(b, s, i0 + 16 * (uint64_t)u,
-                                             u + 1 < NU ? (__mmask16)0xFFFF : tail)));
+                                             u + 1 < NU ? (__mmask16)0xFFFF : tail, HALF)));
         }
 #pragma GCC unroll 4
         for (u = 0; u < NU; u++) {
@@ -1654,17 +1656,19 @@ static AI T5 void att_wsum(const struct baton_att_block *b, uint32_t c0, uint64_
 
 /* att_wsum for NT tokens over every element: 64 at a time, then the
  * rest in 16s (the last one masked). */
-static AI T5 void att_wsum_tokens(const struct baton_att_block *b, uint32_t c0, const int NT)
+static AI T5 void att_wsum_tokens(const struct baton_att_block *b, uint32_t c0, const int NT,
+                                  const int HALF)
 {
     const uint64_t hd = b->hd, lo = baton_att_block_min_slots(b, c0, (uint32_t)NT);
     uint64_t i0;
+
     for (i0 = 0; hd - i0 >= 64; i0 += 64)
-        att_wsum(b, c0, i0, 0xFFFF, lo, NT, 4);
+        att_wsum(b, c0, i0, 0xFFFF, lo, NT, 4, HALF);
     for (; i0 < hd; i0 += 16) {
         const __mmask16 tail =
             hd - i0 >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (hd - i0)) - 1);
 
-        att_wsum(b, c0, i0, tail, lo, NT, 1);
+        att_wsum(b, c0, i0, tail, lo, NT, 1, HALF);
     }
 }
 
@@ -1724,11 +1728,11 @@ static T5 void avx512_att_block(const struct baton_att_block *b)
     }
     for (s = 0; s < n; s++)
         _mm512_storeu_ps(w + 16 * s, _mm512_div_ps(_mm512_loadu_ps(w + 16 * s), sum));
-    /* the weighted sums, 4 tokens at a time */
+    /* the weighted sums, 4 tokens at a time; the cache type fixed per call */
     for (c = 0; b->nx - c >= 4; c += 4)
-        att_wsum_tokens(b, c, 4);
+        b->half ? att_wsum_tokens(b, c, 4, 1) : att_wsum_tokens(b, c, 4, 0);
     for (; c < b->nx; c++)
-        att_wsum_tokens(b, c, 1);
+        b->half ? att_wsum_tokens(b, c, 1, 1) : att_wsum_tokens(b, c, 1, 0);
 }
 
 /* ---- K-quants: the AVX2 level's integer sums (matmul_avx2.c) on
