@@ -92,8 +92,9 @@ static int write_port_file(const char *path, uint16_t port)
     return 0;
 }
 
-/* Usage rules of the key options, and the secure default: a non-loopback
- * address needs a key, or --insecure-no-auth. Returns 0 or exit code 2. */
+/* Usage rules of the key options, and (host != NULL: after it resolved)
+ * the secure default: a non-loopback address needs a key, or
+ * --insecure-no-auth. Returns 0 or exit code 2. */
 static int check_auth_options(const char *key_path, const char *peer_key_path,
                               const struct baton_server_config *cfg, const char *host,
                               uint32_t n_peers, uint32_t n_clients)
@@ -118,7 +119,7 @@ static int check_auth_options(const char *key_path, const char *peer_key_path,
         batond_say("usage", "--insecure-no-auth contradicts --key (and client lines)");
         return 2;
     }
-    if (!any_client && !cfg->insecure_no_auth && !baton_net_host_is_loopback(host)) {
+    if (host && !any_client && !cfg->insecure_no_auth && !baton_net_host_is_loopback(host)) {
         batond_say("usage",
             "refusing to listen on %s: it is not a loopback address and no key was given "
             "(anyone who reaches the port could use this server's memory); use --key FILE "
@@ -238,6 +239,30 @@ int main(int argc, char **argv)
         free(text);
         return 0;
     }
+    host = pol.bind;
+    port = pol.port;
+    if (!key_path && pol.key_file[0])
+        key_path = pol.key_file;
+    if (!peer_key_path && pol.peer_key_file[0])
+        peer_key_path = pol.peer_key_file;
+    /* no key configured: the service manager's credentials, if any */
+    if (!key_path && credential_path("client.key", cred_key, sizeof cred_key)) {
+        key_path = cred_key;
+        key_is_credential = 1;
+    }
+    if (!peer_key_path && credential_path("peer.key", cred_peer_key, sizeof cred_peer_key)) {
+        peer_key_path = cred_peer_key;
+        peer_key_is_credential = 1;
+    }
+    {
+        /* the options' usage errors first, before baton_policy_apply looks
+         * up the peers' names (and check_host_resolves the host's) */
+        struct baton_server_config pre = cfg;
+        pre.encrypt = pre.encrypt || pol.encrypt;
+        rc = check_auth_options(key_path, peer_key_path, &pre, NULL, pol.n_peers, pol.n_clients);
+        if (rc != 0)
+            return rc;
+    }
     {
         /* the policy gives every limit; quiet and insecure_no_auth are flags
          * only, and --encrypt adds to `encrypt` */
@@ -254,21 +279,6 @@ int main(int argc, char **argv)
         cfg.quiet = flags.quiet;
         cfg.insecure_no_auth = flags.insecure_no_auth;
         cfg.encrypt = cfg.encrypt || flags.encrypt;
-    }
-    host = pol.bind;
-    port = pol.port;
-    if (!key_path && pol.key_file[0])
-        key_path = pol.key_file;
-    if (!peer_key_path && pol.peer_key_file[0])
-        peer_key_path = pol.peer_key_file;
-    /* no key configured: the service manager's credentials, if any */
-    if (!key_path && credential_path("client.key", cred_key, sizeof cred_key)) {
-        key_path = cred_key;
-        key_is_credential = 1;
-    }
-    if (!peer_key_path && credential_path("peer.key", cred_peer_key, sizeof cred_peer_key)) {
-        peer_key_path = cred_peer_key;
-        peer_key_is_credential = 1;
     }
 
     /* process hardening that needs nothing else */

@@ -416,7 +416,13 @@ static void entry_readable(struct server_lobby *L, uint32_t i)
         if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return;
         if (r <= 0) {
-            entry_close(L, i, 0, 0, 0, 1, "closed by peer");
+            /* after HELLO's reply asked for AUTH, a close is most often a
+             * client without this server's key giving up (it says so on
+             * its side) */
+            entry_close(L, i, 0, 0, 0, 1,
+                        x->state == WANT_AUTH && x->have == 0
+                            ? "closed by peer before AUTH, as a client without the key does"
+                            : "closed by peer");
             return;
         }
         x->have += (uint32_t)r;

@@ -168,4 +168,7 @@ info 0 "$TMP/i8" --servers "127.0.0.1:$PORT_pol" --key "$K"
 grep -q "auth        key, frames MAC'd and encrypted" "$TMP/i8" || fail "policy key_file/encrypt: $(cat "$TMP/i8")"
 grep -q "session .* authenticated (client role)" "$TMP/batond.keyed.log" || fail "no authenticated line"
 grep -q "authentication failed (client role)" "$TMP/batond.keyed.log" || fail "no failed-auth line"
+# the keyless client (i4) gave up after HELLO: the server's log says so
+grep -q "closed (closed by peer before AUTH, as a client without the key does, peer 127.0.0.1:" \
+    "$TMP/batond.keyed.log" || fail "no line for the keyless client: $(cat "$TMP/batond.keyed.log")"
 echo "PASS"

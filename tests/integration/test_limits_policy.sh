@@ -37,11 +37,19 @@ expect_exit 1 "^batond: policy: $TMP/bad4:1: max_connections: '2000' is too larg
     --policy "$TMP/bad4"
 expect_exit 2 "unknown argument: --max-connectionz" --max-connectionz 3
 # a peer that does not resolve: named as given, "policy:" only with a --policy file
+"$BATON" keygen -o "$TMP/client.key" >/dev/null 2>&1
+"$BATON" keygen -o "$TMP/peer.key" >/dev/null 2>&1
 expect_exit 1 "^batond: peer nosuchhost\.invalid:5000: cannot resolve nosuchhost\.invalid\$" \
-    --insecure-no-auth --port 0 --peer nosuchhost.invalid:5000
+    --key "$TMP/client.key" --peer-key "$TMP/peer.key" --port 0 --peer nosuchhost.invalid:5000
 printf 'peer = nosuchhost.invalid:5000\n' >"$TMP/badpeer"
 expect_exit 1 "^batond: policy: peer nosuchhost\.invalid:5000: cannot resolve nosuchhost\.invalid\$" \
-    --insecure-no-auth --port 0 --policy "$TMP/badpeer"
+    --key "$TMP/client.key" --peer-key "$TMP/peer.key" --port 0 --policy "$TMP/badpeer"
+# a usage error is said before any name is looked up: a peer without the
+# peer key (exit 2), whether the peer's name or the host's resolves or not
+expect_exit 2 "^batond: --peer \(peer\) needs --peer-key" \
+    --insecure-no-auth --port 0 --peer nosuchhost.invalid:5000
+expect_exit 2 "^batond: --peer \(peer\) needs --peer-key" \
+    --insecure-no-auth --host nosuchhost.invalid --port 0 --peer 127.0.0.1:9
 
 # the example file documents the defaults
 "$BATOND" --print-policy >"$TMP/defaults"
