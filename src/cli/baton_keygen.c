@@ -63,7 +63,10 @@ int baton_cmd_keygen(int argc, char **argv)
         fprintf(stderr, "baton keygen: no usable random source (libsodium)\n");
         return 1;
     }
-    if (force && access(path, F_OK) == 0) {
+    struct stat st;
+    /* lstat, not access(): a symbolic link (even a dangling one) is
+     * replaced itself, its target left alone */
+    if (force && lstat(path, &st) == 0) {
         if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
             fprintf(stderr, "baton keygen: %s: path too long\n", path);
             return 1;
@@ -83,9 +86,8 @@ int baton_cmd_keygen(int argc, char **argv)
     }
     rc = baton_key_generate_file(path, err, sizeof err);
     if (rc != 0) {
-        struct stat st;
-        /* a file in the way can be replaced; a directory cannot */
-        const int file = stat(path, &st) == 0 && !S_ISDIR(st.st_mode);
+        /* a file or link in the way can be replaced; a directory cannot */
+        const int file = lstat(path, &st) == 0 && !S_ISDIR(st.st_mode);
         fprintf(stderr, "baton keygen: %s%s\n", err, file ? " (--force replaces it)" : "");
         return 1;
     }
