@@ -56,6 +56,12 @@ struct baton_conn_options {
      * during the call (borrowed). */
     const struct baton_key *key;
     uint8_t role;                /* BATON_ROLE_CLIENT (also when 0) or BATON_ROLE_PEER */
+    /* When not NULL, set by the call whatever it returns: 1 if the
+     * server's HELLO reply offered authentication (BATON_FEATURE_AUTH), 0
+     * if it did not, -1 if no valid HELLO reply came. It tells the two
+     * BATON_E_AUTH cases of a keyed client apart (a server without a key,
+     * or one with another key). */
+    int *server_auth;
 };
 
 /* baton_conn_connect / baton_conn_adopt_fd with options (see above). Also

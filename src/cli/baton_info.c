@@ -108,14 +108,18 @@ static int info_one(const char *spec, const struct baton_conn_options *o)
             else
                 fprintf(stderr, "baton info: %s: connect failed: %s (%s)%s\n", spec,
                         baton_status_name(rc), os_err ? strerror(os_err) : baton_status_str(rc),
-                        baton_run_connect_hint(rc, 1, os_err, o->key != NULL));
+                        baton_run_connect_hint(rc, 1, os_err, o->key != NULL, -1));
             return 1;
         }
-        rc = baton_conn_adopt_fd_ex(fd, o, &c);
+        int server_auth = -1;
+        struct baton_conn_options oa = *o;
+
+        oa.server_auth = &server_auth;
+        rc = baton_conn_adopt_fd_ex(fd, &oa, &c);
         if (rc != 0) { /* the handshake */
             fprintf(stderr, "baton info: %s: connect failed: %s (%s)%s\n", spec,
                     baton_status_name(rc), baton_status_str(rc),
-                    baton_run_connect_hint(rc, 0, 0, o->key != NULL));
+                    baton_run_connect_hint(rc, 0, 0, o->key != NULL, server_auth));
             if (rc == BATON_E_TIMEOUT)
                 fprintf(stderr, "baton info: %s timed out: it took the TCP connection but sent "
                                 "no batond HELLO reply within --timeout %d ms: is it a batond "
@@ -147,7 +151,7 @@ static int info_one(const char *spec, const struct baton_conn_options *o)
     else if (c == NULL) /* the in-process server's connection */
         fprintf(stderr, "baton info: %s: connect failed: %s (%s)%s\n", spec,
                 baton_status_name(rc), baton_status_str(rc),
-                baton_run_connect_hint(rc, 0, 0, o->key != NULL));
+                baton_run_connect_hint(rc, 0, 0, o->key != NULL, -1));
     else
         fprintf(stderr, "baton info: %s: DEVICE_INFO failed: %s (%s)%s\n", spec,
                 baton_status_name(rc), baton_status_str(rc),

@@ -676,6 +676,8 @@ int baton_conn_adopt_fd_ex(int fd, const struct baton_conn_options *o, struct ba
     struct baton_conn *c;
     uint8_t role = o->role ? o->role : BATON_ROLE_CLIENT;
     int rc;
+    if (o->server_auth)
+        *o->server_auth = -1;
     if ((role != BATON_ROLE_CLIENT && role != BATON_ROLE_PEER) ||
         (o->key && baton_auth_init() != 0)) {
         close(fd);
@@ -694,6 +696,9 @@ int baton_conn_adopt_fd_ex(int fd, const struct baton_conn_options *o, struct ba
     c->timeout_ms = o->timeout_ms;
     c->next_seq = 1;
     rc = handshake(c, o->key, role);
+    if (o->server_auth) /* a HELLO reply was taken iff its role was checked */
+        *o->server_auth = c->server_hello.role != BATON_ROLE_SERVER ? -1
+                          : (c->server_hello.features & BATON_FEATURE_AUTH) != 0;
     if (rc != 0) {
         baton_conn_close(c);
         return rc;

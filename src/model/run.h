@@ -180,9 +180,11 @@ int baton_run_precheck(const struct baton_run_config *cfg, const char *servers_n
  * and baton info say it after "connect failed: E_X (text)": rc the status,
  * tcp nonzero when the TCP connection itself failed (else the handshake
  * after it), os_err the system's errno (0: none), have_key whether a
- * client key was given. A static string, "" when there is nothing to add;
- * begins with "; ". */
-const char *baton_run_connect_hint(int rc, int tcp, int os_err, int have_key);
+ * client key was given, server_auth what the server's HELLO reply said
+ * (struct baton_conn_options's server_auth: 1 it authenticates, 0 it
+ * does not, -1 unknown). A static string, "" when there is nothing to
+ * add; begins with "; ". */
+const char *baton_run_connect_hint(int rc, int tcp, int os_err, int have_key, int server_auth);
 
 /* Size in bytes of one stage's KV cache buffer as baton_run lays it out: for
  * each of n_layers layers a K and a V tensor, F32 or F16 {head_dim, n_ctx,

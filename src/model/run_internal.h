@@ -188,8 +188,9 @@ const char *run_seq_flag(const struct baton_run_config *cfg);
 int stage_fail(struct run *r, const struct stage_rt *s, const char *what, int rc);
 /* The same for a connection (tcp: the TCP connect, else the handshake);
  * os_err, when nonzero, is the TCP connect's errno, printed in place of
- * E_IO's generic text. */
-int connect_fail(struct run *r, const struct stage_rt *s, int rc, int tcp, int os_err);
+ * E_IO's generic text; server_auth as baton_run_connect_hint's. */
+int connect_fail(struct run *r, const struct stage_rt *s, int rc, int tcp, int os_err,
+                 int server_auth);
 /* A step on stage s (NULL: unknown) refused by a server limit: what it
  * asked for, or what grows with what. */
 void step_limit_hint(struct run *r, const struct stage_rt *s, int rc);

@@ -74,6 +74,16 @@ void stage_msg(struct run *r, const char *fmt, ...)
     va_end(ap);
 }
 
+int run_flush_out(struct run *r, FILE *f, const char *what)
+{
+    errno = 0;
+    if (fflush(f) == 0 && !ferror(f))
+        return 0;
+    r->text_open = 0; /* nothing more goes to f */
+    run_msg(r->cfg, "%s: cannot write: %s\n", what, errno ? strerror(errno) : "write error");
+    return 1;
+}
+
 /* "N bytes", or one decimal in the largest binary unit below it ("5.9 GiB"). */
 void run_format_bytes(char *buf, size_t cap, uint64_t n)
 {
@@ -276,7 +286,7 @@ void run_ubatch_name(const struct run *r, char *buf, size_t cap)
  * the server wants, or the right one; "" for any other status. */
 static const char *auth_hint(const struct run *r, int rc)
 {
-    return rc == BATON_E_AUTH ? baton_run_connect_hint(rc, 0, 0, r->key != NULL) : "";
+    return rc == BATON_E_AUTH ? baton_run_connect_hint(rc, 0, 0, r->key != NULL, -1) : "";
 }
 
 /* "PROG: stage i (ENDPOINT): WHAT failed: E_X (text)", with what the user
@@ -300,7 +310,7 @@ int stage_fail(struct run *r, const struct stage_rt *s, const char *what, int rc
     return 1;
 }
 
-const char *baton_run_connect_hint(int rc, int tcp, int os_err, int have_key)
+const char *baton_run_connect_hint(int rc, int tcp, int os_err, int have_key, int server_auth)
 {
     /* a connection taken and then closed or reset with no HELLO reply
      * (during the handshake, or already as the TCP connection opened):
@@ -322,8 +332,13 @@ const char *baton_run_connect_hint(int rc, int tcp, int os_err, int have_key)
                "shows them";
     if (rc != BATON_E_AUTH)
         return "";
-    return have_key ? "; the server has another key, or requires none"
-                    : "; the server requires a key: give --key FILE or BATON_KEY_FILE";
+    if (!have_key)
+        return "; the server requires a key: give --key FILE or BATON_KEY_FILE";
+    if (server_auth == 0)
+        return "; the server was started without a key and takes no client key: drop --key "
+               "(and BATON_KEY_FILE), or start it with --key FILE";
+    return server_auth == 1 ? "; the server has another key (its --key file differs from yours)"
+                            : "; the server has another key, or requires none";
 }
 
 /* "PROG: stage i (ENDPOINT): connect failed: E_X (text)" with the hint of
@@ -331,7 +346,8 @@ const char *baton_run_connect_hint(int rc, int tcp, int os_err, int have_key)
  * the host name does not resolve". text is the system's reason
  * (strerror(os_err), e.g. "Connection refused") where os_err is nonzero,
  * else the status's. Returns 1. */
-int connect_fail(struct run *r, const struct stage_rt *s, int rc, int tcp, int os_err)
+int connect_fail(struct run *r, const struct stage_rt *s, int rc, int tcp, int os_err,
+                 int server_auth)
 {
     if (tcp && rc == BATON_E_INVAL)
         stage_msg(r, "stage %u (%s): connect failed: the host name does not resolve\n",
@@ -339,7 +355,7 @@ int connect_fail(struct run *r, const struct stage_rt *s, int rc, int tcp, int o
     else
         stage_msg(r, "stage %u (%s): connect failed: %s (%s)%s\n", s->index + 1, s->endpoint,
                   baton_status_name(rc), os_err ? strerror(os_err) : baton_status_str(rc),
-                  baton_run_connect_hint(rc, tcp, os_err, r->key != NULL));
+                  baton_run_connect_hint(rc, tcp, os_err, r->key != NULL, server_auth));
     if (rc == BATON_E_TIMEOUT && tcp)
         stage_msg(r,
                   "stage %u (%s) timed out: no TCP connection within --timeout %d ms: is the "

@@ -299,7 +299,8 @@ int run_connect_stages(struct run *r)
     const char *p = cfg->servers;
     uint32_t i;
     int local = strcmp(cfg->servers, "local") == 0;
-    struct baton_conn_options co = {.timeout_ms = cfg->timeout_ms};
+    int server_auth = -1;
+    struct baton_conn_options co = {.timeout_ms = cfg->timeout_ms, .server_auth = &server_auth};
 
     if (cfg->key_path && *cfg->key_path) {
         if (open_client_key(cfg, &r->key) != 0)
@@ -358,13 +359,13 @@ int run_connect_stages(struct run *r)
 
             rc = baton_net_connect(e.host, e.port, co.timeout_ms, &fd);
             if (rc != 0)
-                return connect_fail(r, s, rc, 1, rc == BATON_E_IO ? errno : 0);
+                return connect_fail(r, s, rc, 1, rc == BATON_E_IO ? errno : 0, -1);
             baton_net_peer_string(fd, s->addr, sizeof(s->addr));
             warn_repeated_server(r, i);
             rc = baton_conn_adopt_fd_ex(fd, &co, &s->conn);
         }
         if (rc != 0)
-            return connect_fail(r, s, rc, 0, 0);
+            return connect_fail(r, s, rc, 0, 0, server_auth);
         baton_conn_set_timeout(s->conn, cfg->timeout_ms);
     }
     return 0;

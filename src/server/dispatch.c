@@ -74,6 +74,7 @@ struct conn {
     int silent;            /* bad tag: close without an error frame */
     uint8_t *enc;          /* encrypt mode: BATON_SEND_PIECE_BYTES of ciphertext */
     struct conn_slot *slot; /* the listener's slot (NULL: serve_transport) */
+    uint64_t n_requests;    /* frame headers read on this connection */
 };
 
 
@@ -1375,7 +1376,14 @@ static int serve_loop(struct conn *c, const char **reason)
             idle = c->hs_deadline; /* the whole handshake has one deadline */
         int rc = baton_transport_wait_readable(c->t, idle);
         if (rc != 0) {
-            *reason = atomic_load(&c->s->stopping)               ? "server stopping"
+            /* READY without a key and not one request: what a client
+             * with a key does on meeting a server without one (it says
+             * so on its side) */
+            *reason = atomic_load(&c->s->stopping) ? "server stopping"
+                      : rc != BATON_E_TIMEOUT && c->state == STATE_READY && !c->tagged &&
+                              c->n_requests == 0
+                          ? "closed by peer before any request, as a client with a key does "
+                            "on a server without one"
                       : rc != BATON_E_TIMEOUT      ? "closed by peer"
                       : c->state == STATE_NEW      ? "no HELLO in time"
                       : pre_auth                   ? "no AUTH in time"
@@ -1404,6 +1412,7 @@ static int serve_loop(struct conn *c, const char **reason)
             return rc;
         }
         memcpy(c->hdr, hb, sizeof hb);
+        c->n_requests++;
         c->left = h.len;
         c->fatal = 0;
         rc = c->tagged ? begin_tag(c) : 0;

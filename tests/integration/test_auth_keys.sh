@@ -36,6 +36,12 @@ rc=0; "$BATON" keygen -o "$TMP/dir.key" 2>"$TMP/err" || rc=$?
 ln -s "$TMP/nowhere" "$TMP/link.key"
 rc=0; "$BATON" keygen -o "$TMP/link.key" 2>"$TMP/err" || rc=$?
 [ "$rc" -eq 1 ] && [ ! -e "$TMP/nowhere" ] || fail "keygen followed a symlink"
+grep -q "(--force replaces it)" "$TMP/err" || fail "keygen onto a dangling link does not name --force"
+# --force replaces the (dangling) link itself with a key file, never its target
+rc=0; "$BATON" keygen -o "$TMP/link.key" --force 2>"$TMP/err" || rc=$?
+[ "$rc" -eq 0 ] && [ ! -L "$TMP/link.key" ] && [ ! -e "$TMP/nowhere" ] &&
+    [ "$(stat -c %s,%a "$TMP/link.key")" = 32,600 ] ||
+    fail "keygen --force onto a dangling link: rc $rc: $(cat "$TMP/err")"
 rc=0; "$BATON" keygen 2>"$TMP/err" || rc=$?
 [ "$rc" -eq 2 ] && grep -q "\-o FILE is required" "$TMP/err" || fail "keygen without -o: rc $rc"
 "$BATON" keygen --help >"$TMP/keygen.help"
@@ -156,9 +162,15 @@ grep -q "auth        key, frames MAC'd" "$TMP/i3l" || fail "info: keyed in-proce
 info 1 "$TMP/i4" --servers "$KEYED"
 grep -q "E_AUTH.*requires a key: give --key FILE or BATON_KEY_FILE" "$TMP/i4" || fail "info without a key: $(cat "$TMP/i4")"
 info 1 "$TMP/i5" --servers "$KEYED" --key "$TMP/other.key"
-grep -q "E_AUTH.*another key" "$TMP/i5" || fail "info with the wrong key: $(cat "$TMP/i5")"
+grep -q "E_AUTH.*; the server has another key (its --key file differs from yours)\$" "$TMP/i5" ||
+    fail "info with the wrong key: $(cat "$TMP/i5")"
 info 1 "$TMP/i6" --servers "$PLAIN" --key "$K"
-grep -q "E_AUTH" "$TMP/i6" || fail "a keyed client must refuse an unkeyed server: $(cat "$TMP/i6")"
+grep -q "E_AUTH.*; the server was started without a key and takes no client key: drop --key" \
+    "$TMP/i6" || fail "a keyed client must refuse an unkeyed server, saying why: $(cat "$TMP/i6")"
+# ... and that server's log says what the closed connection likely was
+for _ in $(seq 50); do grep -q "before any request" "$TMP/batond.plain.log" && break; sleep 0.1; done
+grep -q "closed (closed by peer before any request, as a client with a key does on a server without one, peer 127.0.0.1:" \
+    "$TMP/batond.plain.log" || fail "no line for the keyed client: $(cat "$TMP/batond.plain.log")"
 info 1 "$TMP/i7" --servers "$KEYED" --key "$TMP/loose.key"
 grep -q "loose.key" "$TMP/i7" || fail "info with a refused key file: $(cat "$TMP/i7")"
 # the policy file's key_file and encrypt work like --key and --encrypt
@@ -169,6 +181,7 @@ grep -q "auth        key, frames MAC'd and encrypted" "$TMP/i8" || fail "policy 
 grep -q "session .* authenticated (client role)" "$TMP/batond.keyed.log" || fail "no authenticated line"
 grep -q "authentication failed (client role)" "$TMP/batond.keyed.log" || fail "no failed-auth line"
 # the keyless client (i4) gave up after HELLO: the server's log says so
+for _ in $(seq 50); do grep -q "before AUTH" "$TMP/batond.keyed.log" && break; sleep 0.1; done
 grep -q "closed (closed by peer before AUTH, as a client without the key does, peer 127.0.0.1:" \
     "$TMP/batond.keyed.log" || fail "no line for the keyless client: $(cat "$TMP/batond.keyed.log")"
 echo "PASS"
