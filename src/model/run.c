@@ -284,24 +284,26 @@ void run_stats_window(struct run *r, int begin)
     }
 }
 
-/* Streams the text of token id (after prev) to cfg->out. */
-static void stream_token(struct run *r, int32_t id, int32_t prev)
+/* Streams the text of token id (after prev) to cfg->out. 0, or 1 after a
+ * message when the text could not be written (run_flush_out). */
+static int stream_token(struct run *r, int32_t id, int32_t prev)
 {
     char piece[256];
     size_t plen = 0;
 
     if (r->cfg->quiet)
-        return;
+        return 0;
     if (baton_token_to_piece(r->tok, id, prev, piece, sizeof(piece), &plen) == 0 && plen > 0) {
         fwrite(piece, 1, plen, r->cfg->out);
         r->text_open = 1;
     }
-    fflush(r->cfg->out);
+    return run_flush_out(r, r->cfg->out,
+                         r->cfg->out == stdout ? "standard output" : "the text's output");
 }
 
 /* Takes a generated token: checked, kept in gen, streamed. Returns 1 when
  * decoding ends with it (EOS, -n, or -1: a token outside the vocabulary,
- * said), else 0. */
+ * or text that could not be written, said), else 0. */
 static int take_token(struct run *r, const int32_t *prompt, size_t n_prompt, int32_t next,
                       int32_t *gen, size_t *n_gen)
 {
@@ -314,7 +316,8 @@ static int take_token(struct run *r, const int32_t *prompt, size_t n_prompt, int
     gen[(*n_gen)++] = next;
     if (baton_tokenizer_is_eog(r->tok, next) && !cfg->ignore_eos)
         return 1;
-    stream_token(r, next, *n_gen >= 2 ? gen[*n_gen - 2] : prompt[n_prompt - 1]);
+    if (stream_token(r, next, *n_gen >= 2 ? gen[*n_gen - 2] : prompt[n_prompt - 1]) != 0)
+        return -1;
     return *n_gen == cfg->n_predict;
 }
 
@@ -393,7 +396,8 @@ static int decode(struct run *r, const int32_t *prompt, size_t n_prompt, int32_t
         gen[(*n_gen)++] = next;
         if (baton_tokenizer_is_eog(r->tok, next) && !cfg->ignore_eos)
             break;
-        stream_token(r, next, *n_gen >= 2 ? gen[*n_gen - 2] : prompt[n_prompt - 1]);
+        if (stream_token(r, next, *n_gen >= 2 ? gen[*n_gen - 2] : prompt[n_prompt - 1]) != 0)
+            return 1;
         if (*n_gen == cfg->n_predict)
             break;
         cur = next;

@@ -186,6 +186,10 @@ const char *run_seq_flag(const struct baton_run_config *cfg);
 /* "PROG: stage i (ENDPOINT): WHAT failed: E_X (text)" with what the user
  * can do. Returns 1. */
 int stage_fail(struct run *r, const struct stage_rt *s, const char *what, int rc);
+/* Flushes f, which takes generated text: 0, or 1 after "WHAT: cannot
+ * write: REASON" when a write to it failed (a full disk, a closed pipe),
+ * so a run stops at its first lost text rather than at its end. */
+int run_flush_out(struct run *r, FILE *f, const char *what);
 /* The same for a connection (tcp: the TCP connect, else the handshake);
  * os_err, when nonzero, is the TCP connect's errno, printed in place of
  * E_IO's generic text; server_auth as baton_run_connect_hint's. */

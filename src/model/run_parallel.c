@@ -301,22 +301,38 @@ static int text_add(struct par_seq *q, const char *p, size_t len)
     return 0;
 }
 
+/* "--output-dir DIR/N.txt" of sequence i, for messages. */
+static const char *output_name(const struct run *r, size_t i, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "--output-dir %s/%zu.txt", r->cfg->output_dir, i + 1);
+    return buf;
+}
+
 /* Sequence i (prompt number i + 1) has ended: its text goes out, its file
- * is closed. */
-static void finish(struct run *r, size_t i)
+ * is closed. 0, or -1 after a message when the text could not be written
+ * (run_flush_out). */
+static int finish(struct run *r, size_t i)
 {
     struct par_seq *q = &r->par[i];
     const char *p;
+    char name[4200];
 
     q->done = 1;
     if (q->out) { /* --output-dir: written with --quiet too */
-        fputc('\n', q->out);
-        fclose(q->out);
+        FILE *f = q->out;
+        int rc;
+
         q->out = NULL;
-        return;
+        fputc('\n', f);
+        rc = run_flush_out(r, f, output_name(r, i, name, sizeof name));
+        if (fclose(f) != 0 && rc == 0) {
+            run_msg(r->cfg, "%s: cannot write: %s\n", name, strerror(errno));
+            rc = 1;
+        }
+        return rc ? -1 : 0;
     }
     if (r->cfg->quiet)
-        return;
+        return 0;
     /* prefixed lines: "[N] " and each line of the prompt and its text (N:
      * the prompt's number in the file, blank lines not counted) */
     p = q->text ? q->text : "";
@@ -329,7 +345,10 @@ static void finish(struct run *r, size_t i)
             break;
         p = nl + 1;
     }
-    fflush(r->cfg->out);
+    return run_flush_out(r, r->cfg->out,
+                         r->cfg->out == stdout ? "standard output" : "the text's output")
+               ? -1
+               : 0;
 }
 
 /* Takes token t of sequence i: kept, its text added. Returns 1 when the
@@ -353,8 +372,11 @@ static int take(struct run *r, size_t i, int32_t t)
                              &plen) == 0 &&
         plen > 0) {
         if (q->out) {
+            char name[4200];
+
             fwrite(piece, 1, plen, q->out);
-            fflush(q->out);
+            if (run_flush_out(r, q->out, output_name(r, i, name, sizeof name)) != 0)
+                return -1;
         } else if (text_add(q, piece, plen) != 0) {
             stage_msg(r, "out of memory\n");
             return -1;
@@ -467,8 +489,11 @@ static int open_output(struct run *r, size_t i)
         }
     }
     fputs(r->cfg->prompts[i], q->out);
-    fflush(q->out);
-    return 0;
+    {
+        char name[4200];
+
+        return run_flush_out(r, q->out, output_name(r, i, name, sizeof name));
+    }
 }
 
 /* The decode state: which sequence each slot holds, and per group the
@@ -667,9 +692,10 @@ static int take_slot(struct par_state *ps, uint32_t j, size_t i, int32_t t)
     if (rc < 0)
         return -1;
     if (rc > 0) {
-        finish(ps->r, i);
         ps->slot_seq[j] = 0;
         ps->n_ended++;
+        if (finish(ps->r, i) != 0)
+            return -1;
     }
     return 0;
 }

@@ -298,6 +298,18 @@ for c in "run --prompt x -n 2 --model $MODEL|baton run" \
     [ "$rc" -eq 1 ] && grep -q "^${c#*|}: standard output: " "$TMP/o.err" ||
         fail "${c%%|*} >/dev/full: rc $rc: $(cat "$TMP/o.err")"
 done
+# generated text that cannot be written stops the run at once (no summary
+# line, which comes after the last token), naming the reason; so do the
+# prefixed lines of --parallel
+printf 'Once\nA cat\n' >"$TMP/two.txt"
+for c in "run --prompt Once -n 64 --ignore-eos" "run --prompt-file $TMP/two.txt --parallel 2 -n 8"; do
+    rc=0
+    # shellcheck disable=SC2086
+    "$BATON" $c --model "$MODEL" >/dev/full 2>"$TMP/o.err" || rc=$?
+    [ "$rc" -eq 1 ] && grep -qx "baton run: standard output: cannot write: No space left on device" \
+        "$TMP/o.err" && ! grep -q "^summary:" "$TMP/o.err" ||
+        fail "$c >/dev/full: rc $rc: $(cat "$TMP/o.err")"
+done
 # `baton help COMMAND` is `baton COMMAND --help`; an unknown one is a usage error
 "$BATON" help run >"$TMP/help1.out" && "$BATON" run --help >"$TMP/help2.out" &&
     cmp -s "$TMP/help1.out" "$TMP/help2.out" || fail "baton help run differs from baton run --help"
