@@ -350,7 +350,7 @@ int baton_cmd_run(int argc, char **argv)
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "baton run: unexpected argument '%s'\n", argv[optind]);
+        fprintf(stderr, "baton run: unexpected argument '%s' (see --help)\n", argv[optind]);
         return 2;
     }
     if (cfg.prompt && prompt_file) {

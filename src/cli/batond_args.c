@@ -339,7 +339,8 @@ int batond_parse_options(int argc, char **argv, struct batond_options *o)
             i++;
         } else if (!strcmp(a, "--host") && v) {
             if (baton_policy_set(o->pol, "bind", v, err, sizeof err) != 0) {
-                batond_say("usage", "--host: not an address: %s", v);
+                batond_say("usage", "--host: '%s' is not an address (give a host name or an "
+                                    "IPv4 or IPv6 address)", v);
                 return 2;
             }
             i++;

@@ -104,6 +104,9 @@ expect_exit 1 "^batond: --port-file $tmp/port\.fifo: not a regular file \(the po
 # a name that does not resolve is said so (not "not a loopback address")
 expect_exit 1 "^batond: cannot listen on nosuch\.invalid: the name does not resolve" \
     --host nosuch.invalid --port 0 --port-file "$tmp/never"
+# an empty --host is named, quoted
+expect_exit 2 "^batond: --host: '' is not an address \(give a host name or an IPv4 or IPv6 address\)\$" \
+    --host "" --port 0 --port-file "$tmp/never"
 # --peer without --peer-key is a usage error, not a silently idle allow-list
 expect_exit 2 "--peer \(peer\) needs --peer-key" --port 0 --peer 127.0.0.1:9 --port-file "$tmp/never"
 # a bad setting is named as typed, with its policy key where spelled otherwise
