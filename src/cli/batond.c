@@ -94,16 +94,19 @@ static int write_port_file(const char *path, uint16_t port)
 
 /* Usage rules of the key options, and (host != NULL: after it resolved)
  * the secure default: a non-loopback address needs a key, or
- * --insecure-no-auth. Returns 0 or exit code 2. */
-static int check_auth_options(const char *key_path, const char *peer_key_path,
-                              const struct baton_server_config *cfg, const char *host,
-                              uint32_t n_peers, uint32_t n_clients)
+ * --insecure-no-auth. key_cred / peer_key_cred: that key is the service
+ * manager's credential (named so, as the user gave no option). Returns 0
+ * or exit code 2. */
+static int check_auth_options(const char *key_path, const char *peer_key_path, int key_cred,
+                              int peer_key_cred, const struct baton_server_config *cfg,
+                              const char *host, uint32_t n_peers, uint32_t n_clients)
 {
     /* a named client key (policy `client` lines) serves as a client key */
     const char *any_client = key_path ? key_path : n_clients ? "client" : NULL;
     if (peer_key_path && !any_client) {
-        batond_say("usage", "--peer-key (peer_key_file) needs a client key: --key (key_file) or a "
-                            "named client (--client or a policy `client` line)");
+        batond_say("usage", "%s needs a client key: --key (key_file) or a named client "
+                            "(--client or a policy `client` line)",
+                   peer_key_cred ? "the credential peer.key" : "--peer-key (peer_key_file)");
         return 2;
     }
     if (n_peers && !peer_key_path) {
@@ -116,7 +119,8 @@ static int check_auth_options(const char *key_path, const char *peer_key_path,
         return 2;
     }
     if (cfg->insecure_no_auth && any_client) {
-        batond_say("usage", "--insecure-no-auth contradicts --key (and client lines)");
+        batond_say("usage", "--insecure-no-auth contradicts %s",
+                   key_cred ? "the credential client.key" : "--key (and client lines)");
         return 2;
     }
     if (host && !any_client && !cfg->insecure_no_auth && !baton_net_host_is_loopback(host)) {
@@ -259,39 +263,13 @@ int main(int argc, char **argv)
          * up the peers' names (and check_host_resolves the host's) */
         struct baton_server_config pre = cfg;
         pre.encrypt = pre.encrypt || pol.encrypt;
-        rc = check_auth_options(key_path, peer_key_path, &pre, NULL, pol.n_peers, pol.n_clients);
+        rc = check_auth_options(key_path, peer_key_path, key_is_credential,
+                                peer_key_is_credential, &pre, NULL, pol.n_peers, pol.n_clients);
         if (rc != 0)
             return rc;
     }
-    {
-        /* the policy gives every limit; quiet and insecure_no_auth are flags
-         * only, and --encrypt adds to `encrypt` */
-        struct baton_server_config flags = cfg;
-        if (baton_policy_apply(&pol, &cfg, err, sizeof err) != 0) {
-            /* "policy:" only where a --policy file took part: a setting
-             * given on the command line alone is named as given */
-            int file = 0;
-            for (int i = 1; i < argc; i++)
-                file = file || strcmp(argv[i], "--policy") == 0;
-            batond_say("startup", "%s%s", file ? "policy: " : "", err);
-            return 1;
-        }
-        cfg.quiet = flags.quiet;
-        cfg.insecure_no_auth = flags.insecure_no_auth;
-        cfg.encrypt = cfg.encrypt || flags.encrypt;
-    }
-
-    /* process hardening that needs nothing else */
-    struct rlimit no_core = {0, 0};
-    setrlimit(RLIMIT_CORE, &no_core);
-    signal(SIGPIPE, SIG_IGN);
-
-    /* keys: checked and loaded before anything listens */
-    if (check_host_resolves(host) != 0)
-        return 1;
-    rc = check_auth_options(key_path, peer_key_path, &cfg, host, pol.n_peers, pol.n_clients);
-    if (rc != 0)
-        return rc;
+    /* keys: loaded and compared (usage errors too) before any name is
+     * looked up and anything listens */
     if (key_path && load_key(key_is_credential ? "credential client.key" : "--key", key_path,
                              key_is_credential, &client_key) != 0)
         goto out;
@@ -317,7 +295,6 @@ int main(int argc, char **argv)
         snprintf(opt, sizeof opt, "client %s", pol.clients[i].name);
         if (load_key(opt, pol.clients[i].key_file, 0, &named_keys[i]) != 0)
             goto out;
-        cfg.clients[i].key = named_keys[i];
         const uint8_t *kb = baton_key_bytes(named_keys[i]);
         const char *same = NULL;
         for (uint32_t j = 0; j < i && !same; j++)
@@ -341,6 +318,40 @@ int main(int argc, char **argv)
             goto out;
         }
     }
+    {
+        /* the policy gives every limit; quiet and insecure_no_auth are flags
+         * only, and --encrypt adds to `encrypt` */
+        struct baton_server_config flags = cfg;
+        if (baton_policy_apply(&pol, &cfg, err, sizeof err) != 0) {
+            /* "policy:" only where a --policy file took part: a setting
+             * given on the command line alone is named as given */
+            int file = 0;
+            for (int i = 1; i < argc; i++)
+                file = file || strcmp(argv[i], "--policy") == 0;
+            batond_say("startup", "%s%s", file ? "policy: " : "", err);
+            goto out;
+        }
+        cfg.quiet = flags.quiet;
+        cfg.insecure_no_auth = flags.insecure_no_auth;
+        cfg.encrypt = cfg.encrypt || flags.encrypt;
+    }
+
+    /* process hardening that needs nothing else */
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    signal(SIGPIPE, SIG_IGN);
+
+    /* the host's name, then the secure default for its address */
+    if (check_host_resolves(host) != 0)
+        goto out;
+    rc = check_auth_options(key_path, peer_key_path, key_is_credential, peer_key_is_credential,
+                            &cfg, host, pol.n_peers, pol.n_clients);
+    if (rc != 0) {
+        code = rc;
+        goto out;
+    }
+    for (uint32_t i = 0; i < pol.n_clients; i++)
+        cfg.clients[i].key = named_keys[i]; /* baton_policy_apply set the rest */
     cfg.client_key = client_key;
     cfg.peer_key = peer_key;
     if (cfg.insecure_no_auth)

@@ -50,6 +50,18 @@ expect_exit 2 "^batond: --peer \(peer\) needs --peer-key" \
     --insecure-no-auth --port 0 --peer nosuchhost.invalid:5000
 expect_exit 2 "^batond: --peer \(peer\) needs --peer-key" \
     --insecure-no-auth --host nosuchhost.invalid --port 0 --peer 127.0.0.1:9
+# ... and so are those that need the key files read: one key for two roles
+expect_exit 2 "^batond: --peer-key: $TMP/client.key holds the same key as --key $TMP/client.key" \
+    --key "$TMP/client.key" --peer-key "$TMP/client.key" --port 0 --peer nosuchhost.invalid:5000
+printf 'client = a %s\n' "$TMP/client.key" >"$TMP/samekey"
+expect_exit 2 "^batond: client a: $TMP/client.key holds the same key as the --key \(key_file\)" \
+    --key "$TMP/client.key" --peer-key "$TMP/peer.key" --policy "$TMP/samekey" --port 0 \
+    --host nosuchhost.invalid
+# a key the service manager gave (a credential) is named as such
+mkdir -p "$TMP/cred" && cp "$TMP/peer.key" "$TMP/cred/peer.key" && chmod 400 "$TMP/cred/peer.key"
+rc=0; CREDENTIALS_DIRECTORY="$TMP/cred" timeout 10 "$BATOND" --port 0 >"$TMP/out" 2>&1 || rc=$?
+[ "$rc" -eq 2 ] && grep -q "^batond: the credential peer.key needs a client key" "$TMP/out" ||
+    fail "a credential peer.key alone: rc $rc: $(cat "$TMP/out")"
 
 # the example file documents the defaults
 "$BATOND" --print-policy >"$TMP/defaults"
