@@ -268,6 +268,12 @@ int main(int argc, char **argv)
         if (rc != 0)
             return rc;
     }
+    /* process hardening that needs nothing else: no core file can hold a
+     * key from here on */
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    signal(SIGPIPE, SIG_IGN);
+
     /* keys: loaded and compared (usage errors too) before any name is
      * looked up and anything listens */
     if (key_path && load_key(key_is_credential ? "credential client.key" : "--key", key_path,
@@ -335,11 +341,6 @@ int main(int argc, char **argv)
         cfg.insecure_no_auth = flags.insecure_no_auth;
         cfg.encrypt = cfg.encrypt || flags.encrypt;
     }
-
-    /* process hardening that needs nothing else */
-    struct rlimit no_core = {0, 0};
-    setrlimit(RLIMIT_CORE, &no_core);
-    signal(SIGPIPE, SIG_IGN);
 
     /* the host's name, then the secure default for its address */
     if (check_host_resolves(host) != 0)
