@@ -15,9 +15,9 @@ int baton_send_tagged_frame(struct baton_transport *t, struct baton_frame_key *k
     const uint8_t *piece[2] = {p1, p2};
     uint64_t piece_n[2] = {n1, n2};
     struct baton_mac m;
-    struct iovec iov[3];
+    struct iovec iov[4]; /* header, a small p1, one piece, the tag (below) */
     uint8_t tag[BATON_TAG_BYTES];
-    uint64_t ctr;
+    uint64_t ctr, queued = 0;
     int niov = 0, pending = 0, rc;
 
     memset(&m, 0, sizeof m);
@@ -38,13 +38,17 @@ int baton_send_tagged_frame(struct baton_transport *t, struct baton_frame_key *k
             uint64_t k = piece_n[i] - off < BATON_SEND_PIECE_BYTES ? piece_n[i] - off
                                                                   : BATON_SEND_PIECE_BYTES;
             const uint8_t *src = piece[i] + off;
-            if (pending) {
-                /* the previous piece goes out first (*enc_buf is reused) */
+            /* the previous pieces go out first when *enc_buf is reused, or
+             * once they hold a whole piece; until then they wait, so a
+             * small frame (a decode step's hand-off, a GRAPH_RUN) is one
+             * send: one segment, one wake of the receiver */
+            if (pending && (encrypt || queued >= BATON_SEND_PIECE_BYTES)) {
                 rc = baton_transport_send_all(t, iov, niov, deadline);
                 if (rc != 0)
                     goto out;
                 niov = 0;
                 pending = 0;
+                queued = 0;
             }
             if (encrypt) {
                 rc = baton_aead_encrypt(&m, *enc_buf, src, (size_t)k);
@@ -56,6 +60,7 @@ int baton_send_tagged_frame(struct baton_transport *t, struct baton_frame_key *k
                 goto out;
             iov[niov++] = (struct iovec){(void *)src, (size_t)k};
             pending = 1;
+            queued += k;
             off += k;
         }
     }

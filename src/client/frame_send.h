@@ -9,7 +9,9 @@
 #include "net/transport.h"
 
 /* Payload pieces are MAC'd or encrypted and sent in pieces of this size, each
- * right after it is processed, while it is still in cache. */
+ * right after it is processed, while it is still in cache (an encrypted piece
+ * at once, as its buffer is reused; a MAC'd one with the pieces after it
+ * until they hold this many bytes, so a small frame goes in one send). */
 #define BATON_SEND_PIECE_BYTES (1u << 20)
 
 /* Sends the 24-byte header hdr, payload pieces p1 (n1 bytes) and p2 (n2
