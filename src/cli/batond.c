@@ -288,9 +288,11 @@ int main(int argc, char **argv)
     if (client_key && peer_key &&
         sodium_memcmp(baton_key_bytes(client_key), baton_key_bytes(peer_key), BATON_KEY_BYTES) ==
             0) {
-        batond_say("usage", "--peer-key: %s holds the same key as --key %s; the peer key must be its own "
-                     "(baton keygen)",
-            peer_key_path, key_path);
+        batond_say("usage", "%s: %s holds the same key as %s %s; the peer key must be its own "
+                            "(baton keygen)",
+                   peer_key_is_credential ? "the credential peer.key" : "--peer-key",
+                   peer_key_path, key_is_credential ? "the credential client.key" : "--key",
+                   key_path);
         code = 2;
         goto out;
     }
@@ -310,11 +312,11 @@ int main(int argc, char **argv)
         if (!same && client_key &&
             sodium_memcmp(kb, baton_key_bytes(client_key), BATON_KEY_BYTES) == 0) {
             same = key_path;
-            what = "--key (key_file)";
+            what = key_is_credential ? "credential client.key" : "--key (key_file)";
         }
         if (!same && peer_key && sodium_memcmp(kb, baton_key_bytes(peer_key), BATON_KEY_BYTES) == 0) {
             same = peer_key_path;
-            what = "--peer-key (peer_key_file)";
+            what = peer_key_is_credential ? "credential peer.key" : "--peer-key (peer_key_file)";
         }
         if (same) {
             batond_say("usage", "client %s: %s holds the same key as the %s %s; every client key must "

@@ -700,8 +700,10 @@ int baton_run(const struct baton_run_config *cfg)
     run_stats_window(&r, 0);
     if (!cfg->quiet) {
         fputc('\n', cfg->out);
-        fflush(cfg->out);
         r.text_open = 0;
+        if (run_flush_out(&r, cfg->out,
+                          cfg->out == stdout ? "standard output" : "the text's output") != 0)
+            goto out;
     }
     {
         uint32_t decode_steps = n_gen > 0 ? (uint32_t)(n_gen - 1) : 0;

@@ -337,7 +337,8 @@ const char *baton_run_connect_hint(int rc, int tcp, int os_err, int have_key, in
     if (server_auth == 0)
         return "; the server was started without a key and takes no client key: drop --key "
                "(and BATON_KEY_FILE), or start it with --key FILE";
-    return server_auth == 1 ? "; the server has another key (its --key file differs from yours)"
+    return server_auth == 1 ? "; the server has other keys: yours is not its --key nor one of "
+                              "its client keys"
                             : "; the server has another key, or requires none";
 }
 

@@ -1378,11 +1378,12 @@ static int serve_loop(struct conn *c, const char **reason)
         if (rc != 0) {
             /* READY without a key and not one request: what a client
              * with a key does on meeting a server without one (it says
-             * so on its side) */
+             * so on its side), among others (a coordinator that could not
+             * reach its next server) */
             *reason = atomic_load(&c->s->stopping) ? "server stopping"
                       : rc != BATON_E_TIMEOUT && c->state == STATE_READY && !c->tagged &&
                               c->n_requests == 0
-                          ? "closed by peer before any request, as a client with a key does "
+                          ? "closed by peer before any request; a client with a key does this "
                             "on a server without one"
                       : rc != BATON_E_TIMEOUT      ? "closed by peer"
                       : c->state == STATE_NEW      ? "no HELLO in time"

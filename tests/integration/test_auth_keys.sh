@@ -162,14 +162,14 @@ grep -q "auth        key, frames MAC'd" "$TMP/i3l" || fail "info: keyed in-proce
 info 1 "$TMP/i4" --servers "$KEYED"
 grep -q "E_AUTH.*requires a key: give --key FILE or BATON_KEY_FILE" "$TMP/i4" || fail "info without a key: $(cat "$TMP/i4")"
 info 1 "$TMP/i5" --servers "$KEYED" --key "$TMP/other.key"
-grep -q "E_AUTH.*; the server has another key (its --key file differs from yours)\$" "$TMP/i5" ||
+grep -q "E_AUTH.*; the server has other keys: yours is not its --key nor one of its client keys\$" "$TMP/i5" ||
     fail "info with the wrong key: $(cat "$TMP/i5")"
 info 1 "$TMP/i6" --servers "$PLAIN" --key "$K"
 grep -q "E_AUTH.*; the server was started without a key and takes no client key: drop --key" \
     "$TMP/i6" || fail "a keyed client must refuse an unkeyed server, saying why: $(cat "$TMP/i6")"
 # ... and that server's log says what the closed connection likely was
 for _ in $(seq 50); do grep -q "before any request" "$TMP/batond.plain.log" && break; sleep 0.1; done
-grep -q "closed (closed by peer before any request, as a client with a key does on a server without one, peer 127.0.0.1:" \
+grep -q "closed (closed by peer before any request; a client with a key does this on a server without one, peer 127.0.0.1:" \
     "$TMP/batond.plain.log" || fail "no line for the keyed client: $(cat "$TMP/batond.plain.log")"
 info 1 "$TMP/i7" --servers "$KEYED" --key "$TMP/loose.key"
 grep -q "loose.key" "$TMP/i7" || fail "info with a refused key file: $(cat "$TMP/i7")"

@@ -62,6 +62,10 @@ mkdir -p "$TMP/cred" && cp "$TMP/peer.key" "$TMP/cred/peer.key" && chmod 400 "$T
 rc=0; CREDENTIALS_DIRECTORY="$TMP/cred" timeout 10 "$BATOND" --port 0 >"$TMP/out" 2>&1 || rc=$?
 [ "$rc" -eq 2 ] && grep -q "^batond: the credential peer.key needs a client key" "$TMP/out" ||
     fail "a credential peer.key alone: rc $rc: $(cat "$TMP/out")"
+cp "$TMP/peer.key" "$TMP/cred/client.key" && chmod 400 "$TMP/cred/client.key"
+rc=0; CREDENTIALS_DIRECTORY="$TMP/cred" timeout 10 "$BATOND" --port 0 >"$TMP/out" 2>&1 || rc=$?
+[ "$rc" -eq 2 ] && grep -q "^batond: the credential peer.key: $TMP/cred/peer.key holds the same key as the credential client.key" "$TMP/out" ||
+    fail "credentials with one key for both roles: rc $rc: $(cat "$TMP/out")"
 
 # the example file documents the defaults
 "$BATOND" --print-policy >"$TMP/defaults"
