@@ -418,10 +418,11 @@ static void entry_readable(struct server_lobby *L, uint32_t i)
         if (r <= 0) {
             /* after HELLO's reply asked for AUTH, a close is most often a
              * client without this server's key giving up (it says so on
-             * its side) */
+             * its side); any client that sends HELLO and leaves looks the
+             * same here */
             entry_close(L, i, 0, 0, 0, 1,
                         x->state == WANT_AUTH && x->have == 0
-                            ? "closed by peer before AUTH, as a client without the key does"
+                            ? "closed by peer before AUTH; a client without the key does this"
                             : "closed by peer");
             return;
         }

@@ -182,6 +182,6 @@ grep -q "session .* authenticated (client role)" "$TMP/batond.keyed.log" || fail
 grep -q "authentication failed (client role)" "$TMP/batond.keyed.log" || fail "no failed-auth line"
 # the keyless client (i4) gave up after HELLO: the server's log says so
 for _ in $(seq 50); do grep -q "before AUTH" "$TMP/batond.keyed.log" && break; sleep 0.1; done
-grep -q "closed (closed by peer before AUTH, as a client without the key does, peer 127.0.0.1:" \
+grep -q "closed (closed by peer before AUTH; a client without the key does this, peer 127.0.0.1:" \
     "$TMP/batond.keyed.log" || fail "no line for the keyless client: $(cat "$TMP/batond.keyed.log")"
 echo "PASS"
