@@ -92,14 +92,12 @@ static int write_port_file(const char *path, uint16_t port)
     return 0;
 }
 
-/* Usage rules of the key options, and (host != NULL: after it resolved)
- * the secure default: a non-loopback address needs a key, or
- * --insecure-no-auth. key_cred / peer_key_cred: that key is the service
- * manager's credential (named so, as the user gave no option). Returns 0
- * or exit code 2. */
+/* Usage rules of the key options. key_cred / peer_key_cred: that key is
+ * the service manager's credential (named so, as the user gave no option).
+ * Returns 0 or exit code 2. */
 static int check_auth_options(const char *key_path, const char *peer_key_path, int key_cred,
                               int peer_key_cred, const struct baton_server_config *cfg,
-                              const char *host, uint32_t n_peers, uint32_t n_clients)
+                              uint32_t n_peers, uint32_t n_clients)
 {
     /* a named client key (policy `client` lines) serves as a client key */
     const char *any_client = key_path ? key_path : n_clients ? "client" : NULL;
@@ -123,7 +121,15 @@ static int check_auth_options(const char *key_path, const char *peer_key_path, i
                    key_cred ? "the credential client.key" : "--key (and client lines)");
         return 2;
     }
-    if (host && !any_client && !cfg->insecure_no_auth && !baton_net_host_is_loopback(host)) {
+    return 0;
+}
+
+/* The secure default, once host resolved: a non-loopback address needs a
+ * client key (--key or a client line), or --insecure-no-auth. Returns 0 or
+ * exit code 2. */
+static int check_listen_address(const char *host, int any_client, int insecure_no_auth)
+{
+    if (!any_client && !insecure_no_auth && !baton_net_host_is_loopback(host)) {
         batond_say("usage",
             "refusing to listen on %s: it is not a loopback address and no key was given "
             "(anyone who reaches the port could use this server's memory); use --key FILE "
@@ -260,11 +266,12 @@ int main(int argc, char **argv)
     }
     {
         /* the options' usage errors first, before baton_policy_apply looks
-         * up the peers' names (and check_host_resolves the host's) */
+         * up the peers' names (and check_host_resolves the host's; the
+         * address's rule, check_listen_address, comes after it) */
         struct baton_server_config pre = cfg;
         pre.encrypt = pre.encrypt || pol.encrypt;
         rc = check_auth_options(key_path, peer_key_path, key_is_credential,
-                                peer_key_is_credential, &pre, NULL, pol.n_peers, pol.n_clients);
+                                peer_key_is_credential, &pre, pol.n_peers, pol.n_clients);
         if (rc != 0)
             return rc;
     }
@@ -347,8 +354,7 @@ int main(int argc, char **argv)
     /* the host's name, then the secure default for its address */
     if (check_host_resolves(host) != 0)
         goto out;
-    rc = check_auth_options(key_path, peer_key_path, key_is_credential, peer_key_is_credential,
-                            &cfg, host, pol.n_peers, pol.n_clients);
+    rc = check_listen_address(host, key_path != NULL || pol.n_clients > 0, cfg.insecure_no_auth);
     if (rc != 0) {
         code = rc;
         goto out;

@@ -297,8 +297,7 @@ static int stream_token(struct run *r, int32_t id, int32_t prev)
         fwrite(piece, 1, plen, r->cfg->out);
         r->text_open = 1;
     }
-    return run_flush_out(r, r->cfg->out,
-                         r->cfg->out == stdout ? "standard output" : "the text's output");
+    return run_flush_text(r);
 }
 
 /* Takes a generated token: checked, kept in gen, streamed. Returns 1 when
@@ -701,8 +700,7 @@ int baton_run(const struct baton_run_config *cfg)
     if (!cfg->quiet) {
         fputc('\n', cfg->out);
         r.text_open = 0;
-        if (run_flush_out(&r, cfg->out,
-                          cfg->out == stdout ? "standard output" : "the text's output") != 0)
+        if (run_flush_text(&r) != 0)
             goto out;
     }
     {

@@ -190,6 +190,8 @@ int stage_fail(struct run *r, const struct stage_rt *s, const char *what, int rc
  * write: REASON" when a write to it failed (a full disk, a closed pipe),
  * so a run stops at its first lost text rather than at its end. */
 int run_flush_out(struct run *r, FILE *f, const char *what);
+/* run_flush_out of cfg->out, named "standard output" when it is stdout. */
+int run_flush_text(struct run *r);
 /* The same for a connection (tcp: the TCP connect, else the handshake);
  * os_err, when nonzero, is the TCP connect's errno, printed in place of
  * E_IO's generic text; server_auth as baton_run_connect_hint's. */

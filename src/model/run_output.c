@@ -84,6 +84,12 @@ int run_flush_out(struct run *r, FILE *f, const char *what)
     return 1;
 }
 
+int run_flush_text(struct run *r)
+{
+    return run_flush_out(r, r->cfg->out,
+                         r->cfg->out == stdout ? "standard output" : "the text's output");
+}
+
 /* "N bytes", or one decimal in the largest binary unit below it ("5.9 GiB"). */
 void run_format_bytes(char *buf, size_t cap, uint64_t n)
 {

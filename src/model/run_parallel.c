@@ -308,6 +308,14 @@ static const char *output_name(const struct run *r, size_t i, char *buf, size_t 
     return buf;
 }
 
+/* run_flush_out of sequence i's --output-dir file f. */
+static int flush_output(struct run *r, size_t i, FILE *f)
+{
+    char name[4200];
+
+    return run_flush_out(r, f, output_name(r, i, name, sizeof name));
+}
+
 /* Sequence i (prompt number i + 1) has ended: its text goes out, its file
  * is closed. 0, or -1 after a message when the text could not be written
  * (run_flush_out). */
@@ -324,9 +332,12 @@ static int finish(struct run *r, size_t i)
 
         q->out = NULL;
         fputc('\n', f);
-        rc = run_flush_out(r, f, output_name(r, i, name, sizeof name));
+        rc = flush_output(r, i, f);
         if (fclose(f) != 0 && rc == 0) {
-            run_msg(r->cfg, "%s: cannot write: %s\n", name, strerror(errno));
+            const int e = errno;
+
+            run_msg(r->cfg, "%s: cannot write: %s\n", output_name(r, i, name, sizeof name),
+                    strerror(e));
             rc = 1;
         }
         return rc ? -1 : 0;
@@ -345,10 +356,7 @@ static int finish(struct run *r, size_t i)
             break;
         p = nl + 1;
     }
-    return run_flush_out(r, r->cfg->out,
-                         r->cfg->out == stdout ? "standard output" : "the text's output")
-               ? -1
-               : 0;
+    return run_flush_text(r) ? -1 : 0;
 }
 
 /* Takes token t of sequence i: kept, its text added. Returns 1 when the
@@ -372,10 +380,8 @@ static int take(struct run *r, size_t i, int32_t t)
                              &plen) == 0 &&
         plen > 0) {
         if (q->out) {
-            char name[4200];
-
             fwrite(piece, 1, plen, q->out);
-            if (run_flush_out(r, q->out, output_name(r, i, name, sizeof name)) != 0)
+            if (flush_output(r, i, q->out) != 0)
                 return -1;
         } else if (text_add(q, piece, plen) != 0) {
             stage_msg(r, "out of memory\n");
@@ -489,11 +495,7 @@ static int open_output(struct run *r, size_t i)
         }
     }
     fputs(r->cfg->prompts[i], q->out);
-    {
-        char name[4200];
-
-        return run_flush_out(r, q->out, output_name(r, i, name, sizeof name));
-    }
+    return flush_output(r, i, q->out);
 }
 
 /* The decode state: which sequence each slot holds, and per group the

@@ -340,6 +340,13 @@ static int sessions_fit(struct run *r, uint32_t type, uint32_t n_cells)
     return ok;
 }
 
+/* The upper midpoint of lo < hi for the searches below, in 64 bits: hi may
+ * be 2^32 - 1 (--ctx 4294967295), where hi - lo + 1 wrapped to 0. */
+static uint32_t upper_mid(uint32_t lo, uint32_t hi)
+{
+    return lo + (uint32_t)(((uint64_t)hi - lo + 1) / 2);
+}
+
 /* The largest k in [1, hi] with which sessions_fit holds for k x mult cells
  * of type (it grows with k); 0 when none does. */
 static uint32_t sessions_fit_max(struct run *r, uint32_t type, uint32_t hi, uint32_t mult)
@@ -347,7 +354,7 @@ static uint32_t sessions_fit_max(struct run *r, uint32_t type, uint32_t hi, uint
     uint32_t lo = 0;
 
     while (lo < hi) {
-        const uint32_t mid = lo + (uint32_t)(((uint64_t)hi - lo + 1) / 2); /* hi may be 2^32 - 1 */
+        const uint32_t mid = upper_mid(lo, hi);
         const uint64_t cells = (uint64_t)mid * mult;
 
         if (cells > UINT32_MAX || !sessions_fit(r, type, (uint32_t)cells))
@@ -367,7 +374,7 @@ static uint32_t seqs_fit_max(struct run *r)
     uint32_t lo = 0, hi = n_seq - 1;
 
     while (lo < hi) {
-        const uint32_t mid = lo + (uint32_t)(((uint64_t)hi - lo + 1) / 2); /* hi may be 2^32 - 1 */
+        const uint32_t mid = upper_mid(lo, hi);
         const uint64_t c = (uint64_t)r->cfg->n_ctx * mid;
         int ok;
 
@@ -397,7 +404,7 @@ static uint32_t ubatch_fit_max(struct run *r, uint32_t n_cells)
     uint32_t lo = 0, hi = u - 1;
 
     while (lo < hi) {
-        const uint32_t mid = lo + (uint32_t)(((uint64_t)hi - lo + 1) / 2); /* hi may be 2^32 - 1 */
+        const uint32_t mid = upper_mid(lo, hi);
 
         r->n_ubatch = mid;
         r->n_chunk = chunk ? mid : 0;
