@@ -66,6 +66,15 @@ int baton_cmd_keygen(int argc, char **argv)
     struct stat st;
     /* lstat, not access(): a symbolic link (even a dangling one) is
      * replaced itself, its target left alone */
+    /* --force replaces a file, never a device, FIFO or socket (as root,
+     * --force -o /dev/full removed /dev/full), nor a link to one */
+    if (force && ((lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode) &&
+                   !S_ISDIR(st.st_mode)) ||
+                  (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)))) {
+        fprintf(stderr, "baton keygen: %s: not a regular file; --force replaces only a key "
+                        "file\n", path);
+        return 1;
+    }
     if (force && lstat(path, &st) == 0) {
         if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
             fprintf(stderr, "baton keygen: %s: path too long\n", path);

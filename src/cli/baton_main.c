@@ -78,8 +78,10 @@ int baton_cli_check_output(const char *prog, const char *what, const char *path,
         int fd;
 
         /* the write renames a new file over path: a device or a FIFO there
-         * would be replaced (as root, -o /dev/null removed /dev/null) */
-        if (lstat(path, &lst) == 0 && !S_ISREG(lst.st_mode) && !S_ISLNK(lst.st_mode)) {
+         * would be replaced (as root, -o /dev/null removed /dev/null), and
+         * so would a link to one (-o /dev/stdout on a pipe) */
+        if ((lstat(path, &lst) == 0 && !S_ISREG(lst.st_mode) && !S_ISLNK(lst.st_mode)) ||
+            (stat(path, &lst) == 0 && !S_ISREG(lst.st_mode))) {
             fprintf(stderr,
                     "%s: %s%s%s: not a regular file (the output replaces the file at its path, "
                     "so it is written only to a regular file or a new one)\n",

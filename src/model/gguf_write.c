@@ -346,8 +346,10 @@ int baton_gguf_writer_write(struct baton_gguf_writer *w, const char *path, char 
     }
     fd = -1;
     /* rename would replace whatever is at path: never a device, FIFO,
-     * socket or directory (as root, a GGUF once replaced /dev/full) */
-    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+     * socket or directory, nor a link to one (as root, a GGUF once
+     * replaced /dev/full, and -o /dev/stdout the /dev/stdout link) */
+    if ((lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) ||
+        (stat(path, &st) == 0 && !S_ISREG(st.st_mode))) {
         snprintf(err, err_len, "%s: not a regular file; the GGUF is written only to a regular "
                                "file or a new one", path);
         rc = BATON_E_IO;

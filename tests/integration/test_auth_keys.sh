@@ -37,6 +37,15 @@ ln -s "$TMP/nowhere" "$TMP/link.key"
 rc=0; "$BATON" keygen -o "$TMP/link.key" 2>"$TMP/err" || rc=$?
 [ "$rc" -eq 1 ] && [ ! -e "$TMP/nowhere" ] || fail "keygen followed a symlink"
 grep -q "(--force replaces it)" "$TMP/err" || fail "keygen onto a dangling link does not name --force"
+# --force never replaces a FIFO (or a device), nor a link to one
+mkfifo "$TMP/k.fifo"
+ln -s "$TMP/k.fifo" "$TMP/fifo_link.key"
+for f in "$TMP/k.fifo" "$TMP/fifo_link.key"; do
+    rc=0; "$BATON" keygen -o "$f" --force 2>"$TMP/err" || rc=$?
+    [ "$rc" -eq 1 ] && [ -p "$TMP/k.fifo" ] && [ -L "$TMP/fifo_link.key" ] &&
+        grep -qx "baton keygen: $f: not a regular file; --force replaces only a key file" "$TMP/err" ||
+        fail "keygen --force onto $f: rc $rc: $(cat "$TMP/err")"
+done
 # --force replaces the (dangling) link itself with a key file, never its target
 rc=0; "$BATON" keygen -o "$TMP/link.key" --force 2>"$TMP/err" || rc=$?
 [ "$rc" -eq 0 ] && [ ! -L "$TMP/link.key" ] && [ ! -e "$TMP/nowhere" ] &&

@@ -93,6 +93,11 @@ rc=0; timeout 10 "$BATON" gen-model --layers 1 --dim 64 --ff 64 --heads 4 -o "$T
 [ "$rc" -eq 1 ] && [ -p "$TMP/out.fifo" ] &&
     [ "$(cat "$TMP/bad.err")" = "baton gen-model: -o $TMP/out.fifo: not a regular file (the output replaces the file at its path, so it is written only to a regular file or a new one)" ] ||
     fail "gen-model -o FIFO: rc $rc: $(cat "$TMP/bad.err")"
+# ... and so is a link to one (-o /dev/stdout on a pipe replaced the link)
+ln -s "$TMP/out.fifo" "$TMP/fifo_link.gguf"
+rc=0; timeout 10 "$BATON" gen-model --layers 1 --dim 64 --ff 64 --heads 4 -o "$TMP/fifo_link.gguf" 2>"$TMP/bad.err" || rc=$?
+[ "$rc" -eq 1 ] && [ -L "$TMP/fifo_link.gguf" ] && grep -q "fifo_link.gguf: not a regular file" "$TMP/bad.err" ||
+    fail "gen-model -o link to a FIFO: rc $rc: $(cat "$TMP/bad.err")"
 rc=0; timeout 10 "$BATON" quantize "$TMP/g1.gguf" "$TMP/out.fifo" f16 2>"$TMP/bad.err" || rc=$?
 [ "$rc" -eq 1 ] && [ -p "$TMP/out.fifo" ] &&
     [ "$(cat "$TMP/bad.err")" = "baton quantize: $TMP/out.fifo: not a regular file (the output replaces the file at its path, so it is written only to a regular file or a new one)" ] ||
