@@ -79,7 +79,7 @@ static int connect_local(const struct baton_conn_options *o, struct baton_server
     return baton_conn_adopt_fd_ex(sv[1], o, c);
 }
 
-static int info_one(const char *spec, const struct baton_conn_options *o)
+static int info_one(const char *spec, const struct baton_conn_options *o, int key_from)
 {
     char host[256];
     uint16_t port;
@@ -108,7 +108,7 @@ static int info_one(const char *spec, const struct baton_conn_options *o)
             else
                 fprintf(stderr, "baton info: %s: connect failed: %s (%s)%s\n", spec,
                         baton_status_name(rc), os_err ? strerror(os_err) : baton_status_str(rc),
-                        baton_run_connect_hint(rc, 1, os_err, o->key != NULL, -1));
+                        baton_run_connect_hint(rc, 1, os_err, key_from, -1));
             return 1;
         }
         int server_auth = -1;
@@ -119,7 +119,7 @@ static int info_one(const char *spec, const struct baton_conn_options *o)
         if (rc != 0) { /* the handshake */
             fprintf(stderr, "baton info: %s: connect failed: %s (%s)%s\n", spec,
                     baton_status_name(rc), baton_status_str(rc),
-                    baton_run_connect_hint(rc, 0, 0, o->key != NULL, server_auth));
+                    baton_run_connect_hint(rc, 0, 0, key_from, server_auth));
             if (rc == BATON_E_TIMEOUT)
                 fprintf(stderr, "baton info: %s timed out: it took the TCP connection but sent "
                                 "no batond HELLO reply within --timeout %d ms: is it a batond "
@@ -151,7 +151,7 @@ static int info_one(const char *spec, const struct baton_conn_options *o)
     else if (c == NULL) /* the in-process server's connection */
         fprintf(stderr, "baton info: %s: connect failed: %s (%s)%s\n", spec,
                 baton_status_name(rc), baton_status_str(rc),
-                baton_run_connect_hint(rc, 0, 0, o->key != NULL, -1));
+                baton_run_connect_hint(rc, 0, 0, key_from, -1));
     else
         fprintf(stderr, "baton info: %s: DEVICE_INFO failed: %s (%s)%s\n", spec,
                 baton_status_name(rc), baton_status_str(rc),
@@ -244,7 +244,7 @@ int baton_cmd_info(int argc, char **argv)
 
         if (at)
             *at = '\0';
-        r = info_one(tok, &o);
+        r = info_one(tok, &o, key == NULL ? 0 : strcmp(key_name, "--key") == 0 ? 1 : 2);
         if (r > code)
             code = r;
     }

@@ -3,6 +3,7 @@
  * with --check, reads every tensor's values instead and reports those that
  * hold NaN or infinities (a damaged or badly converted file, which would
  * otherwise give NaN logits and a silent token 0). */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -404,8 +405,10 @@ int baton_cmd_inspect(int argc, char **argv)
     else
         print_text(stdout, path, g);
     baton_gguf_close(g);
-    if (fflush(stdout) != 0) {
-        fprintf(stderr, "baton inspect: write error on stdout\n");
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "baton inspect: standard output: cannot write: %s\n",
+                errno ? strerror(errno) : "write error");
         return 1;
     }
     return bad;

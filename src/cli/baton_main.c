@@ -160,7 +160,7 @@ static int stdout_done(const char *prog, int rc)
         return rc;
     errno = 0;
     if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "%s: standard output: %s\n", prog,
+        fprintf(stderr, "%s: standard output: cannot write: %s\n", prog,
                 errno ? strerror(errno) : "write error");
         return 1;
     }

@@ -172,8 +172,10 @@ int baton_cmd_tokenize(int argc, char **argv)
     for (size_t i = 0; i < n; i++)
         printf(i ? " %d" : "%d", ids[i]);
     putchar('\n');
+    errno = 0;
     if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "%s: standard output: %s\n", PROG, strerror(errno));
+        fprintf(stderr, "%s: standard output: cannot write: %s\n", PROG,
+                errno ? strerror(errno) : "write error");
         goto out;
     }
     rc = 0;

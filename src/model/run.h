@@ -179,8 +179,10 @@ int baton_run_precheck(const struct baton_run_config *cfg, const char *servers_n
 /* What the user can do about a failed connection to a server, as baton run
  * and baton info say it after "connect failed: E_X (text)": rc the status,
  * tcp nonzero when the TCP connection itself failed (else the handshake
- * after it), os_err the system's errno (0: none), have_key whether a
- * client key was given, server_auth what the server's HELLO reply said
+ * after it), os_err the system's errno (0: none), have_key 0 when no
+ * client key was given, 1 when --key gave it, 2 when BATON_KEY_FILE did
+ * (the hint then names it: a user may not know the variable is set),
+ * server_auth what the server's HELLO reply said
  * (struct baton_conn_options's server_auth: 1 it authenticates, 0 it
  * does not, -1 unknown). A static string, "" when there is nothing to
  * add; begins with "; ". */

@@ -288,11 +288,20 @@ void run_ubatch_name(const struct run *r, char *buf, size_t cap)
         snprintf(buf, cap, "the default --ubatch %u", r->n_ubatch);
 }
 
+/* baton_run_connect_hint's have_key: 0 no client key, 1 --key's, 2
+ * BATON_KEY_FILE's (run.c's cfg->key_name). */
+static int run_key_from(const struct run *r)
+{
+    if (r->key == NULL)
+        return 0;
+    return r->cfg->key_name != NULL && strcmp(r->cfg->key_name, "BATON_KEY_FILE") == 0 ? 2 : 1;
+}
+
 /* What the user can do about a refused handshake (E_AUTH): give the key
  * the server wants, or the right one; "" for any other status. */
 static const char *auth_hint(const struct run *r, int rc)
 {
-    return rc == BATON_E_AUTH ? baton_run_connect_hint(rc, 0, 0, r->key != NULL, -1) : "";
+    return rc == BATON_E_AUTH ? baton_run_connect_hint(rc, 0, 0, run_key_from(r), -1) : "";
 }
 
 /* "PROG: stage i (ENDPOINT): WHAT failed: E_X (text)", with what the user
@@ -343,6 +352,11 @@ const char *baton_run_connect_hint(int rc, int tcp, int os_err, int have_key, in
     if (server_auth == 0)
         return "; the server was started without a key and takes no client key: drop --key "
                "(and BATON_KEY_FILE), or start it with --key FILE";
+    if (have_key == 2)
+        return server_auth == 1 ? "; the server has other keys: the one BATON_KEY_FILE names is "
+                                  "not its --key nor one of its client keys"
+                                : "; the server has another key than the one BATON_KEY_FILE "
+                                  "names, or requires none";
     return server_auth == 1 ? "; the server has other keys: yours is not its --key nor one of "
                               "its client keys"
                             : "; the server has another key, or requires none";
@@ -362,7 +376,7 @@ int connect_fail(struct run *r, const struct stage_rt *s, int rc, int tcp, int o
     else
         stage_msg(r, "stage %u (%s): connect failed: %s (%s)%s\n", s->index + 1, s->endpoint,
                   baton_status_name(rc), os_err ? strerror(os_err) : baton_status_str(rc),
-                  baton_run_connect_hint(rc, tcp, os_err, r->key != NULL, server_auth));
+                  baton_run_connect_hint(rc, tcp, os_err, run_key_from(r), server_auth));
     if (rc == BATON_E_TIMEOUT && tcp)
         stage_msg(r,
                   "stage %u (%s) timed out: no TCP connection within --timeout %d ms: is the "

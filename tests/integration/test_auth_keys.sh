@@ -36,7 +36,8 @@ rc=0; "$BATON" keygen -o "$TMP/dir.key" 2>"$TMP/err" || rc=$?
 ln -s "$TMP/nowhere" "$TMP/link.key"
 rc=0; "$BATON" keygen -o "$TMP/link.key" 2>"$TMP/err" || rc=$?
 [ "$rc" -eq 1 ] && [ ! -e "$TMP/nowhere" ] || fail "keygen followed a symlink"
-grep -q "(--force replaces it)" "$TMP/err" || fail "keygen onto a dangling link does not name --force"
+grep -q "link.key: is a symbolic link to nothing; refusing to write a key file through it (--force replaces it)" "$TMP/err" ||
+    fail "keygen onto a dangling link: $(cat "$TMP/err")"
 # --force never replaces a FIFO (or a device), nor a link to one
 mkfifo "$TMP/k.fifo"
 ln -s "$TMP/k.fifo" "$TMP/fifo_link.key"
@@ -173,6 +174,16 @@ grep -q "E_AUTH.*requires a key: give --key FILE or BATON_KEY_FILE" "$TMP/i4" ||
 info 1 "$TMP/i5" --servers "$KEYED" --key "$TMP/other.key"
 grep -q "E_AUTH.*; the server has other keys: yours is not its --key nor one of its client keys\$" "$TMP/i5" ||
     fail "info with the wrong key: $(cat "$TMP/i5")"
+# ... a wrong key from the environment is named as such (a user may not know it is set)
+BATON_KEY_FILE="$TMP/other.key" info 1 "$TMP/i5e" --servers "$KEYED"
+grep -q "E_AUTH.*; the server has other keys: the one BATON_KEY_FILE names is not its --key nor one of its client keys\$" \
+    "$TMP/i5e" || fail "info with a wrong BATON_KEY_FILE: $(cat "$TMP/i5e")"
+if [ -f "$MODEL_DIR/stories260K.gguf" ]; then
+    rc=0; BATON_KEY_FILE="$TMP/other.key" timeout 20 "$BATON" run --servers "$KEYED" \
+        --model "$MODEL_DIR/stories260K.gguf" --prompt x -n 1 >"$TMP/r5e" 2>&1 || rc=$?
+    [ "$rc" -eq 1 ] && grep -q "E_AUTH.*; the server has other keys: the one BATON_KEY_FILE names is not" "$TMP/r5e" ||
+        fail "run with a wrong BATON_KEY_FILE: rc $rc: $(cat "$TMP/r5e")"
+fi
 info 1 "$TMP/i6" --servers "$PLAIN" --key "$K"
 grep -q "E_AUTH.*; the server was started without a key and takes no client key: drop --key" \
     "$TMP/i6" || fail "a keyed client must refuse an unkeyed server, saying why: $(cat "$TMP/i6")"

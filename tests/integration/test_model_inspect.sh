@@ -291,11 +291,12 @@ for c in "run --prompt x -n 2 --quiet --stats-json|baton run: --stats-json" \
 done
 # a command that succeeds but whose stdout could not be written exits 1 and says so
 for c in "run --prompt x -n 2 --model $MODEL|baton run" \
-         "bench -p 4 -n 2 --reps 1 --model $MODEL|baton bench" "--help|baton" "run --help|baton run"; do
+         "bench -p 4 -n 2 --reps 1 --model $MODEL|baton bench" "--help|baton" "run --help|baton run" \
+         "inspect $MODEL|baton inspect" "tokenize --model $MODEL Once|baton tokenize"; do
     rc=0
     # shellcheck disable=SC2086
     "$BATON" ${c%%|*} >/dev/full 2>"$TMP/o.err" || rc=$?
-    [ "$rc" -eq 1 ] && grep -q "^${c#*|}: standard output: " "$TMP/o.err" ||
+    [ "$rc" -eq 1 ] && grep -q "^${c#*|}: standard output: cannot write: " "$TMP/o.err" ||
         fail "${c%%|*} >/dev/full: rc $rc: $(cat "$TMP/o.err")"
 done
 # generated text that cannot be written stops the run at once (no summary

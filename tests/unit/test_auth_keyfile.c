@@ -135,7 +135,15 @@ static void test_generate_refuses_existing(void **state)
     path_of(target, sizeof target, "target-not-created");
     assert_int_equal(symlink(target, link), 0);
     assert_int_equal(baton_key_generate_file(link, err, sizeof err), BATON_E_INVAL);
+    assert_non_null(strstr(err, "is a symbolic link to nothing"));
     assert_int_equal(lstat(target, &st), -1);
+    /* a link to an existing file: named as a link, the file untouched */
+    assert_int_equal(unlink(link), 0);
+    assert_int_equal(symlink(p, link), 0);
+    assert_int_equal(baton_key_generate_file(link, err, sizeof err), BATON_E_INVAL);
+    assert_non_null(strstr(err, "is a symbolic link; refusing"));
+    assert_int_equal(read_file(p, after, sizeof after), 32);
+    assert_memory_equal(before, after, 32);
 }
 
 static void test_load_symlink(void **state)
