@@ -15,6 +15,9 @@ if [ -z "$model" ]; then
             "or run: make demo MODEL=/path/to/model.gguf" >&2
         exit 2
     fi
+elif [ -d "$model" ]; then
+    echo "demo: MODEL=$model: is a directory: $(realpath -m -- "$model"); pass MODEL=/path/to/model.gguf" >&2
+    exit 2
 elif [ ! -f "$model" ]; then
     echo "demo: MODEL=$model: no such file: $(realpath -m -- "$model"); pass MODEL=/path/to/model.gguf" >&2
     exit 2

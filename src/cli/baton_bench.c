@@ -29,6 +29,7 @@ static void bench_usage(FILE *f)
           "tokens/s, decode tokens/s, TTFT, TPOT and load time, and the per-step command\n"
           "and byte table of the decode window.\n"
           "\n"
+          "  -m FILE       the same as --model FILE\n"
           "  -p N          prompt tokens (default 128)\n"
           "  -n N          generated tokens (default 64, at least 2)\n"
           "  --ctx N       KV cache positions (default -p + -n + 8, at most the model's\n"
@@ -331,8 +332,9 @@ int baton_cmd_bench(int argc, char **argv)
     cfg.prog = PROG;
     baton_run_config_env(&cfg, &servers_name);
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "p:n:h", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "m:p:n:h", opts, NULL)) != -1) {
         switch (ch) {
+        case 'm':
         case O_MODEL: cfg.model_path = optarg; break;
         case O_SERVERS: cfg.servers = optarg; servers_name = "--servers"; break;
         case O_SPLIT: cfg.split = optarg; break;

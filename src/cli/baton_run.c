@@ -19,7 +19,7 @@ static void run_usage(FILE *f)
           "Generates text with a llama GGUF model whose layers are split across batond\n"
           "servers (or in-process stages), streaming it to stdout.\n"
           "\n"
-          "  --model FILE         GGUF model (architecture llama, qwen2 or qwen3)\n"
+          "  -m, --model FILE     GGUF model (architecture llama, qwen2 or qwen3)\n"
           "  --prompt TEXT        prompt text\n"
           "  --prompt-ids LIST    the prompt as token ids instead of text, separated by\n"
           "                       commas or spaces (\"1,17,42\"); no BOS is added\n"
@@ -261,9 +261,10 @@ int baton_cmd_run(int argc, char **argv)
     if (getenv("BATON_P2P") && *getenv("BATON_P2P")) {
         const char *v = getenv("BATON_P2P");
 
-        if (!strcmp(v, "0") || !strcmp(v, "off"))
+        if (!strcmp(v, "0") || !strcmp(v, "off")) {
             cfg.p2p = 0;
-        else if (!strcmp(v, "1") || !strcmp(v, "on"))
+            cfg.p2p_off_name = !strcmp(v, "0") ? "BATON_P2P=0" : "BATON_P2P=off";
+        } else if (!strcmp(v, "1") || !strcmp(v, "on"))
             cfg.p2p = 1;
         else {
             fprintf(stderr, "baton run: BATON_P2P: '%s' is not 0, 1, on or off\n", v);
@@ -271,8 +272,9 @@ int baton_cmd_run(int argc, char **argv)
         }
     }
     optind = 1;
-    while ((c = getopt_long(argc, argv, "n:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "m:n:h", opts, NULL)) != -1) {
         switch (c) {
+        case 'm': /* llama.cpp's short form, as baton tokenize takes it */
         case O_MODEL: cfg.model_path = optarg; break;
         case O_PROMPT: cfg.prompt = optarg; break;
         case O_SERVERS: cfg.servers = optarg; servers_name = "--servers"; break;
@@ -314,7 +316,11 @@ int baton_cmd_run(int argc, char **argv)
         case O_IGNORE_EOS: cfg.ignore_eos = 1; break;
         case O_GAP: cfg.report_gap = 1; break;
         case O_KEY: cfg.key_path = optarg; cfg.key_name = "--key"; break;
-        case O_P2P: if (baton_cli_parse_onoff(PROG, "--p2p", optarg, &cfg.p2p)) return 2; break;
+        case O_P2P:
+            if (baton_cli_parse_onoff(PROG, "--p2p", optarg, &cfg.p2p))
+                return 2;
+            cfg.p2p_off_name = NULL;
+            break;
         case O_PIPELINE:
             if (baton_cli_parse_onoff(PROG, "--pipeline", optarg, &cfg.pipeline)) return 2;
             break;

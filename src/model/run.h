@@ -100,6 +100,9 @@ struct baton_run_config {
     const char *stats_json; /* when set, write the same statistics as JSON */
     int p2p;              /* 1 (default): direct path where both ends support it;
                              0: hub path only */
+    const char *p2p_off_name; /* what set p2p 0, for the plan lines: NULL means
+                                 "--p2p off"; baton run sets "BATON_P2P=VALUE"
+                                 when the environment did */
     int ring;             /* 1 (default): the decode ring where it can be used (direct
                              path to stage 1): the last stage hands each step's tokens
                              straight to stage 1; 0: every token through the coordinator */

@@ -458,7 +458,7 @@ static const char *ring_off_reason(struct run *r, struct baton_peer_dest *dest, 
         why = cfg->logits_path ? "the coordinator reads the logits (--logits-out)"
                                : "the coordinator reads the logits (--report-gap)";
     else if (!cfg->p2p || r->local)
-        why = cfg->p2p ? "in-process stages" : "--p2p off";
+        why = cfg->p2p ? "in-process stages" : cfg->p2p_off_name ? cfg->p2p_off_name : "--p2p off";
     else if (!(baton_conn_server_hello(s->conn)->features & BATON_FEATURE_PEER_COPY) ||
              !(baton_conn_server_hello(nx->conn)->features & BATON_FEATURE_PEER_COPY))
         why = "stage 1 and the last stage both need the peer key (batond --peer-key)";
@@ -549,7 +549,8 @@ int run_setup_direct(struct run *r)
         int rc;
 
         if (!r->cfg->p2p) {
-            fprintf(r->cfg->log, "plan: stage %u -> %u hub (--p2p off)\n", i + 1, i + 2);
+            fprintf(r->cfg->log, "plan: stage %u -> %u hub (%s)\n", i + 1, i + 2,
+                    r->cfg->p2p_off_name ? r->cfg->p2p_off_name : "--p2p off");
             continue;
         }
         if (r->local) { /* in-process stages hold no peer key */

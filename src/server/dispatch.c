@@ -1378,13 +1378,14 @@ static int serve_loop(struct conn *c, const char **reason)
         if (rc != 0) {
             /* READY without a key and not one request: what a client
              * with a key does on meeting a server without one (it says
-             * so on its side), among others (a coordinator that could not
-             * reach its next server) */
+             * so on its side), and what a coordinator does that gave up
+             * before its first request (another of its servers failed) */
             *reason = atomic_load(&c->s->stopping) ? "server stopping"
                       : rc != BATON_E_TIMEOUT && c->state == STATE_READY && !c->tagged &&
                               c->n_requests == 0
-                          ? "closed by peer before any request; a client with a key does this "
-                            "on a server without one"
+                          ? "closed by peer before any request: a coordinator that gave up "
+                            "(another of its servers failed), or a client with a key, which "
+                            "refuses a server without one"
                       : rc != BATON_E_TIMEOUT      ? "closed by peer"
                       : c->state == STATE_NEW      ? "no HELLO in time"
                       : pre_auth                   ? "no AUTH in time"

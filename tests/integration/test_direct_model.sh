@@ -101,7 +101,7 @@ grep -q "plan: stage 1 -> 2 direct" "$TMP/p1_s3on.err" && grep -q "plan: stage 2
 grep -q "hub" "$TMP/p1_s3on.err" && fail "direct arm: a hub plan line"
 grep -qx "plan: stage 1 -> 2 hub (--p2p off)" "$TMP/p1_s3off.err" && grep -qx "plan: stage 2 -> 3 hub (--p2p off)" "$TMP/p1_s3off.err" ||
     fail "hub arm: plan lines: $(cat "$TMP/p1_s3off.err")"
-grep -qx "plan: stage 1 -> 2 hub (--p2p off)" "$TMP/p1_env.err" || fail "BATON_P2P=0: plan line"
+grep -qx "plan: stage 1 -> 2 hub (BATON_P2P=0)" "$TMP/p1_env.err" || fail "BATON_P2P=0: plan line"
 grep -q "authenticated (peer role" "$TMP/batond.b.log" && grep -q "authenticated (peer role" "$TMP/batond.c.log" ||
     fail "no peer-role sessions on B and C"
 echo "ok: direct arm: one GRAPH_RUN (<= 200 B) per stage, 1 wait, 0 hidden-state bytes through the coordinator; B received from A and sent to C"

@@ -311,6 +311,11 @@ for c in "run --prompt Once -n 64 --ignore-eos" "run --prompt-file $TMP/two.txt 
         "$TMP/o.err" && ! grep -q "^summary:" "$TMP/o.err" ||
         fail "$c >/dev/full: rc $rc: $(cat "$TMP/o.err")"
 done
+# -m FILE is --model FILE in run and bench (llama.cpp's short form, as tokenize takes it)
+"$BATON" run -m "$MODEL" --prompt Once -n 4 --quiet --ids-file "$TMP/m_ids.json" 2>/dev/null &&
+    "$BATON" run --model "$MODEL" --prompt Once -n 4 --quiet --ids-file "$TMP/model_ids.json" 2>/dev/null &&
+    cmp -s "$TMP/m_ids.json" "$TMP/model_ids.json" || fail "run -m differs from run --model"
+"$BATON" bench -m "$MODEL" -p 4 -n 2 --reps 1 >/dev/null 2>&1 || fail "bench -m"
 # `baton help COMMAND` is `baton COMMAND --help`; an unknown one is a usage error
 "$BATON" help run >"$TMP/help1.out" && "$BATON" run --help >"$TMP/help2.out" &&
     cmp -s "$TMP/help1.out" "$TMP/help2.out" || fail "baton help run differs from baton run --help"
@@ -418,6 +423,10 @@ done
 rc=0; (cd "$TMP" && MODEL=missing.gguf BUILD_DIR="$BUILD_DIR" "$SRC_DIR/scripts/demo.sh") >/dev/null 2>"$TMP/demo.err" || rc=$?
 [ "$rc" -eq 2 ] && grep -q "MODEL=missing.gguf: no such file: $TMP/missing.gguf" "$TMP/demo.err" ||
     fail "demo.sh without the model: rc $rc: $(cat "$TMP/demo.err")"
+mkdir -p "$TMP/modeldir"
+rc=0; (cd "$TMP" && MODEL=modeldir BUILD_DIR="$BUILD_DIR" "$SRC_DIR/scripts/demo.sh") >/dev/null 2>"$TMP/demo.err" || rc=$?
+[ "$rc" -eq 2 ] && grep -q "MODEL=modeldir: is a directory: $TMP/modeldir" "$TMP/demo.err" ||
+    fail "demo.sh with a directory: rc $rc: $(cat "$TMP/demo.err")"
 mkdir -p "$TMP/tree/repo/scripts"
 cp "$SRC_DIR/scripts/demo.sh" "$TMP/tree/repo/scripts/"
 rc=0; "$TMP/tree/repo/scripts/demo.sh" >/dev/null 2>"$TMP/demo.err" || rc=$?
