@@ -1,6 +1,7 @@
 /* `baton run`: options -> struct baton_run_config -> baton_run(). */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +122,109 @@ static void run_usage(FILE *f)
 }
 
 #define PROG "baton run"
+
+/* The files a run writes besides its text: --ids-file, --stats-json,
+ * --logits-out (NULL where not given). */
+#define RUN_OUTPUTS 3
+static const char *const output_names[RUN_OUTPUTS] = {"--ids-file", "--stats-json",
+                                                        "--logits-out"};
+
+/* path's directory, resolved, then "/" and its last component: two paths
+ * of one file yet to be created compare equal ("od/1.txt", "./od/1.txt").
+ * 0, or -1 when the directory does not resolve (the file cannot be
+ * created there either; the output checks say so). */
+static int canon_path(const char *path, char *out, size_t cap)
+{
+    char dir[PATH_MAX], real[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    const size_t n = slash == NULL ? 0 : slash == path ? 1 : (size_t)(slash - path);
+
+    if (n >= sizeof dir)
+        return -1;
+    memcpy(dir, slash ? path : ".", slash ? n : 1);
+    dir[slash ? n : 1] = '\0';
+    if (realpath(dir, real) == NULL)
+        return -1;
+    return (size_t)snprintf(out, cap, "%s/%s", real, base) < cap ? 0 : -1;
+}
+
+/* Whether a and b name one file: the same file where both exist (links
+ * included), the same resolved path where neither does yet. */
+static int same_target(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    const int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+    char ca[PATH_MAX + 256], cb[PATH_MAX + 256];
+
+    if (ea && eb)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    if (ea || eb)
+        return 0;
+    return canon_path(a, ca, sizeof ca) == 0 && canon_path(b, cb, sizeof cb) == 0 &&
+           strcmp(ca, cb) == 0;
+}
+
+/* No output of the run may be another, its --prompt-file, or one of the
+ * files --output-dir will get (DIR/N.txt, N = 1..n_prompts): each would
+ * overwrite the other (a break-it review: --ids-file equal to the prompt
+ * file replaced it, exit 0). Returns 0, or 1 after a message. */
+static int check_output_clashes(const char *const outs[RUN_OUTPUTS], const char *prompt_file,
+                                const char *dir, size_t n_prompts)
+{
+    for (int a = 0; a < RUN_OUTPUTS; a++) {
+        if (outs[a] == NULL)
+            continue;
+        if (prompt_file && same_target(outs[a], prompt_file)) {
+            fprintf(stderr, PROG ": %s %s and --prompt-file %s are the same file; write it "
+                                 "elsewhere\n",
+                    output_names[a], outs[a], prompt_file);
+            return 1;
+        }
+        for (int b = a + 1; b < RUN_OUTPUTS; b++)
+            if (outs[b] && same_target(outs[a], outs[b])) {
+                fprintf(stderr,
+                        PROG ": %s and %s are the same file (%s); one would overwrite the "
+                             "other\n",
+                        output_names[a], output_names[b], outs[a]);
+                return 1;
+            }
+        if (dir) {
+            /* DIR/N.txt for some N in 1..n_prompts: by name in DIR, or by
+             * the file it already is */
+            char co[PATH_MAX + 256], cd[PATH_MAX + 256], path[4096];
+            const char *slash = strrchr(outs[a], '/');
+            const char *base = slash ? slash + 1 : outs[a];
+            char *end;
+            unsigned long long k = strtoull(base, &end, 10);
+            size_t clash = 0;
+
+            if (base[0] >= '1' && base[0] <= '9' && strcmp(end, ".txt") == 0 && k <= n_prompts &&
+                (size_t)snprintf(path, sizeof path, "%s/%s", dir, base) < sizeof path &&
+                canon_path(outs[a], co, sizeof co) == 0 &&
+                canon_path(path, cd, sizeof cd) == 0 && strcmp(co, cd) == 0)
+                clash = (size_t)k;
+            for (size_t i = 0; clash == 0 && i < n_prompts; i++) {
+                struct stat so;
+
+                if (stat(outs[a], &so) != 0)
+                    break; /* a new file: only its name can clash, above */
+                if ((size_t)snprintf(path, sizeof path, "%s/%zu.txt", dir, i + 1) <
+                        sizeof path &&
+                    same_target(outs[a], path))
+                    clash = i + 1;
+            }
+            if (clash) {
+                fprintf(stderr,
+                        PROG ": %s %s is the file --output-dir %s gets for prompt %zu; one "
+                             "would overwrite the other\n",
+                        output_names[a], outs[a], dir, clash);
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
 
 /* Checks, before the model is loaded, every file the run will write in
  * --output-dir: DIR/N.txt for N = 1..n_prompts (run_parallel.c's
@@ -417,28 +521,12 @@ int baton_cmd_run(int argc, char **argv)
         (cfg.stats_json && cfg.ids_path &&
          baton_cli_check_output("baton run", "--ids-file", cfg.ids_path, 0, cfg.stats_json) != 0))
         return 1;
-    /* the same new path twice (the check above compares existing files) */
-    {
-        const char *outs[3] = {cfg.stats_json, cfg.ids_path, cfg.logits_path};
-        static const char *const names[3] = {"--stats-json", "--ids-file", "--logits-out"};
-        int a, b;
-
-        for (a = 0; a < 3; a++)
-            for (b = a + 1; b < 3; b++)
-                if (outs[a] && outs[b] && a + b > 1 && strcmp(outs[a], outs[b]) == 0) {
-                    fprintf(stderr,
-                            "baton run: %s and %s are the same file (%s); one would overwrite "
-                            "the other\n",
-                            names[a], names[b], outs[a]);
-                    return 1;
-                }
-    }
-    if (cfg.stats_json && cfg.ids_path && strcmp(cfg.stats_json, cfg.ids_path) == 0) {
-        fprintf(stderr, "baton run: --ids-file and --stats-json are the same file (%s); one "
-                        "would overwrite the other\n",
-                cfg.ids_path);
+    /* one output for another, or for the prompt file (the output dir's
+     * files once the prompts are counted, below) */
+    if (check_output_clashes((const char *const[RUN_OUTPUTS]){cfg.ids_path, cfg.stats_json,
+                                                               cfg.logits_path},
+                             prompt_file, NULL, 0) != 0)
         return 1;
-    }
     if (cfg.n_ubatch > cfg.n_ctx)
         cfg.n_ubatch = cfg.n_ctx;
     if (prompt_file) {
@@ -460,7 +548,10 @@ int baton_cmd_run(int argc, char **argv)
         /* every output file, found unwritable now, not after the model has
          * loaded and some of them are written */
         if (cfg.output_dir &&
-            check_output_files(cfg.output_dir, lines.n, cfg.model_path, prompt_file) != 0) {
+            (check_output_files(cfg.output_dir, lines.n, cfg.model_path, prompt_file) != 0 ||
+             check_output_clashes((const char *const[RUN_OUTPUTS]){cfg.ids_path, cfg.stats_json,
+                                                                    cfg.logits_path},
+                                  NULL, cfg.output_dir, lines.n) != 0)) {
             baton_cli_lines_free(&lines);
             return 1;
         }

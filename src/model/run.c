@@ -85,6 +85,29 @@ uint32_t baton_run_default_ubatch(uint32_t n_prompt, uint32_t n_stages, int pipe
     return u < 32 ? 32 : u > 512 ? 512 : u;
 }
 
+int run_tokenize_prompt(struct run *r, const char *text, size_t len, int32_t **ids,
+                        size_t *n_ids)
+{
+    size_t cap = len + 8; /* enough for most vocabularies: one try */
+    int rc;
+
+    for (int pass = 0; pass < 2; pass++) {
+        *ids = calloc(cap, sizeof(**ids));
+        if (*ids == NULL)
+            return BATON_E_NOMEM;
+        rc = baton_tokenize(r->tok, text, len, baton_tokenizer_add_bos(r->tok), *ids, cap,
+                            n_ids);
+        if (rc == 0)
+            return 0;
+        free(*ids);
+        *ids = NULL;
+        if (rc != BATON_E_LIMIT || *n_ids <= cap)
+            return rc;
+        cap = *n_ids; /* the whole count, which baton_tokenize reports */
+    }
+    return rc;
+}
+
 /* The prompt's token ids: cfg->prompt_ids, or the tokenized text. Returns
  * 0, or the exit code after a message (2: a usage error). */
 static int prompt_tokens(struct run *r, int32_t **ids, size_t *n_ids)
@@ -115,13 +138,11 @@ static int prompt_tokens(struct run *r, int32_t **ids, size_t *n_ids)
                     len, BATON_TOKENIZER_MAX_TEXT_BYTES, BATON_TOKENIZER_MAX_TEXT_BYTES >> 20);
             return 2;
         }
-        *ids = calloc(len + 8, sizeof(**ids));
-        if (*ids == NULL) {
+        rc = run_tokenize_prompt(r, cfg->prompt, len, ids, n_ids);
+        if (rc == BATON_E_NOMEM) {
             run_msg(cfg, "out of memory\n");
             return 1;
         }
-        rc = baton_tokenize(r->tok, cfg->prompt, len, baton_tokenizer_add_bos(r->tok), *ids,
-                            len + 8, n_ids);
     }
     if (rc == 0 && *n_ids == 0) {
         run_msg(cfg, "the prompt gives no tokens (and the model has no BOS)\n");

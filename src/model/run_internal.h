@@ -164,6 +164,16 @@ void run_ctx_name(const struct baton_run_config *cfg, char *buf, size_t cap);
  * be a --ctx. Truncated to cap; RUN_CTX_HINT_CAP holds every form. */
 #define RUN_CTX_HINT_CAP 200
 void run_ctx_hint(const struct run *r, unsigned long long need, char *buf, size_t cap);
+
+/* Tokenizes text[0..len) (len <= BATON_TOKENIZER_MAX_TEXT_BYTES), with BOS
+ * as the model's tokenizer.ggml.add_bos_token says, into *ids: calloc'd,
+ * room for max(len + 8, *n_ids) ids, the caller frees it. A vocabulary
+ * without a piece for some text falls back to bytes, up to 3 ids for a
+ * space ("▁" is 3 bytes): then a second pass with the whole count that
+ * the first reported. 0, BATON_E_NOMEM, or baton_tokenize's error (*ids
+ * NULL then). */
+int run_tokenize_prompt(struct run *r, const char *text, size_t len, int32_t **ids,
+                        size_t *n_ids);
 /* "PROG: " + the rest, to cfg->log. */
 void run_msg(const struct baton_run_config *cfg, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

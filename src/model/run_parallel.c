@@ -121,14 +121,17 @@ int run_par_prepare(struct run *r, size_t *max_prompt)
                     i + 1, len, BATON_TOKENIZER_MAX_TEXT_BYTES, BATON_TOKENIZER_MAX_TEXT_BYTES >> 20);
             return 2;
         }
-        q[i].ids = calloc(len + 8 + cfg->n_predict, sizeof(int32_t));
-        if (q[i].ids == NULL) {
+        /* the prompt's ids first; room for the generated ones once -n is
+         * known to fit --ctx (below: -n may be up to 2^32 - 1) */
+        if (cfg->prompts) {
+            rc = run_tokenize_prompt(r, cfg->prompts[i], len, &q[i].ids, &q[i].n_prompt);
+            if (rc == BATON_E_NOMEM) {
+                run_msg(cfg, "out of memory\n");
+                return 1;
+            }
+        } else if ((q[i].ids = calloc(len ? len : 1, sizeof(int32_t))) == NULL) {
             run_msg(cfg, "out of memory\n");
             return 1;
-        }
-        if (cfg->prompts) {
-            rc = baton_tokenize(r->tok, cfg->prompts[i], len, baton_tokenizer_add_bos(r->tok),
-                                q[i].ids, len + 8, &q[i].n_prompt);
         } else { /* the same ids for every copy (baton bench --npl) */
             for (size_t k = 0; k < len; k++)
                 if (cfg->prompt_ids[k] < 0 || (uint32_t)cfg->prompt_ids[k] >= r->hp.n_vocab) {
@@ -171,6 +174,16 @@ int run_par_prepare(struct run *r, size_t *max_prompt)
                 "sequence%s); %s\n",
                 over + 1, q[over].n_prompt, cfg->n_predict, need, ctx, more, hint);
         return 2;
+    }
+    for (size_t i = 0; i < r->n_par; i++) { /* the generated ids' room: within --ctx */
+        int32_t *ids = realloc(q[i].ids, ((size_t)q[i].n_prompt + cfg->n_predict) *
+                                             sizeof(int32_t));
+
+        if (ids == NULL) {
+            run_msg(cfg, "out of memory\n");
+            return 1;
+        }
+        q[i].ids = ids;
     }
     return 0;
 }

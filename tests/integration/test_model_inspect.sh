@@ -311,6 +311,29 @@ for c in "run --prompt Once -n 64 --ignore-eos" "run --prompt-file $TMP/two.txt 
         "$TMP/o.err" && ! grep -q "^summary:" "$TMP/o.err" ||
         fail "$c >/dev/full: rc $rc: $(cat "$TMP/o.err")"
 done
+# a prompt whose ids outnumber its bytes (a vocabulary without "\u2581" pieces:
+# every space falls back to 3 byte tokens) is tokenized whole, alone or in a
+# prompt file (a break-it review: "cannot tokenize the prompt: limit exceeded")
+python3 - "$MODEL" "$TMP/nosp.gguf" <<'PY'
+import sys
+src = open(sys.argv[1], "rb").read()
+at = src.index(b"token_embd.weight")  # the tensor table follows the metadata
+open(sys.argv[2], "wb").write(src[:at].replace("\u2581".encode(), b"~~~") + src[at:])
+PY
+T="x x x x x x x x x x x x x x x x x x x x"
+n=$("$BATON" tokenize -m "$TMP/nosp.gguf" "$T" | wc -w)
+[ "$n" -gt $((${#T} + 8)) ] || fail "the byte-fallback vocabulary gives only $n ids"
+"$BATON" run -m "$TMP/nosp.gguf" --prompt "$T" -n 2 --quiet --ids-file "$TMP/nosp.json" 2>"$TMP/nosp.err" &&
+    python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(len(j["prompt"]) != int(sys.argv[2]))' \
+        "$TMP/nosp.json" "$n" || fail "run with $n prompt ids: $(cat "$TMP/nosp.err")"
+printf '%s\n%s\n' "$T" "$T" >"$TMP/nosp.txt"
+"$BATON" run -m "$TMP/nosp.gguf" --prompt-file "$TMP/nosp.txt" -n 2 --quiet 2>"$TMP/nosp.err" ||
+    fail "prompt file with $n ids a prompt: $(cat "$TMP/nosp.err")"
+# -n is checked against --ctx before any room is made for it: a usage error, not
+# "out of memory" (a break-it review)
+for _ in $(seq 200); do echo "a b"; done >"$TMP/p200.txt"
+rc=0; "$BATON" run -m "$MODEL" --prompt-file "$TMP/p200.txt" -n 4294967295 2>"$TMP/p200.err" || rc=$?
+[ "$rc" -eq 2 ] && grep -q "exceeds the default --ctx" "$TMP/p200.err" || fail "-n 2^32-1: rc $rc: $(cat "$TMP/p200.err")"
 # -m FILE is --model FILE in run and bench (llama.cpp's short form, as tokenize takes it)
 "$BATON" run -m "$MODEL" --prompt Once -n 4 --quiet --ids-file "$TMP/m_ids.json" 2>/dev/null &&
     "$BATON" run --model "$MODEL" --prompt Once -n 4 --quiet --ids-file "$TMP/model_ids.json" 2>/dev/null &&

@@ -106,6 +106,32 @@ rc=0
 [ $rc = 1 ] && grep -qxF "baton run: --output-dir $TMP/d3/4.txt and --prompt-file $TMP/d3/4.txt are the same file; write it elsewhere" "$TMP/od.err" &&
     cmp -s "$TMP/ten.txt" "$TMP/d3/4.txt" && [ "$(ls "$TMP/d3")" = 4.txt ] ||
     fail "--output-dir holding the prompt file: exit $rc: $(cat "$TMP/od.err")"
+# no other output may be the prompt file, another output, or one of the
+# --output-dir files (a break-it review: --ids-file equal to the prompt file
+# replaced it, exit 0; --ids-file DIR/1.txt took prompt 1's text's place)
+cp "$TMP/ten.txt" "$TMP/q.txt"
+mkdir "$TMP/d5"
+clash() { # clash MESSAGE ARGS...
+    local want=$1 rc=0
+    shift
+    (cd "$TMP" && "$BATON" run --model "$MODEL" -n 2 --quiet "$@") >/dev/null 2>"$TMP/clash.err" || rc=$?
+    [ $rc = 1 ] && grep -qxF "baton run: $want" "$TMP/clash.err" && cmp -s "$TMP/ten.txt" "$TMP/q.txt" &&
+        [ -z "$(ls "$TMP/d5")" ] || fail "$*: exit $rc: $(cat "$TMP/clash.err")"
+}
+clash "--ids-file q.txt and --prompt-file q.txt are the same file; write it elsewhere" \
+    --prompt-file q.txt --ids-file q.txt
+clash "--stats-json ./q.txt and --prompt-file q.txt are the same file; write it elsewhere" \
+    --prompt-file q.txt --stats-json ./q.txt
+clash "--ids-file d5/1.txt is the file --output-dir d5 gets for prompt 1; one would overwrite the other" \
+    --prompt-file q.txt --output-dir d5 --ids-file d5/1.txt
+clash "--stats-json ./d5/10.txt is the file --output-dir d5 gets for prompt 10; one would overwrite the other" \
+    --prompt-file q.txt --output-dir d5 --stats-json ./d5/10.txt
+clash "--ids-file and --logits-out are the same file (o.json); one would overwrite the other" \
+    --prompt Once --ids-file o.json --logits-out ./o.json
+# ... while DIR/11.txt (no such prompt) and DIR/01.txt are other files
+(cd "$TMP" && "$BATON" run --model "$MODEL" -n 2 --quiet --prompt-file q.txt --output-dir d5 \
+    --ids-file d5/11.txt --stats-json d5/01.txt) 2>"$TMP/clash.err" && [ -s "$TMP/d5/11.txt" ] &&
+    [ -s "$TMP/d5/01.txt" ] && [ -s "$TMP/d5/10.txt" ] || fail "d5/11.txt, d5/01.txt: $(cat "$TMP/clash.err")"
 # a file already there is replaced; all 10 written
 mkdir "$TMP/d4"
 echo old >"$TMP/d4/10.txt"
