@@ -14,8 +14,9 @@
  * string values and array strings lie inside the file; every tensor has a
  * known type, n_dims <= 4 with ne[i] = 1 beyond it, nbytes equal to the
  * 128-bit product of its shape by the type's block size, an aligned offset,
- * data inside the file at data_offset + offset, and find_tensor finds it.
- * Index accessors reject i == n.
+ * data inside the file at data_offset + offset, and find_tensor finds it;
+ * no two tensors' data ranges share a byte (checked pairwise among the first
+ * OVERLAP_CHECKED tensors). Index accessors reject i == n.
  */
 #include "fuzz_common.h"
 
@@ -25,7 +26,8 @@
 #include "model/llama.h"
 #include "model/tokenizer.h"
 
-#define ELEMS_CHECKED 64u /* per array: the first ones and the last */
+#define ELEMS_CHECKED 64u    /* per array: the first ones and the last */
+#define OVERLAP_CHECKED 512u /* tensors compared pairwise for overlapping data */
 
 static volatile uint8_t sink;
 
@@ -149,6 +151,19 @@ static void check_tensors(const struct baton_gguf *g)
         inside(g, t.data, t.nbytes, "tensor data");
         FUZZ_CHECK(baton_gguf_find_tensor(g, t.name, &t2, &idx) == 0 && idx == i,
                    "find_tensor('%s')", t.name);
+    }
+    /* an oracle that shares nothing with the reader's sort: every pair */
+    for (uint64_t i = 0; i < n && i < OVERLAP_CHECKED; i++) {
+        struct baton_gguf_tensor a, b;
+        FUZZ_CHECK(baton_gguf_tensor_at(g, i, &a) == 0, "tensor_at");
+        for (uint64_t j = i + 1; j < n && j < OVERLAP_CHECKED; j++) {
+            FUZZ_CHECK(baton_gguf_tensor_at(g, j, &b) == 0, "tensor_at");
+            /* both ranges lie inside the file (checked above): no wrap */
+            FUZZ_CHECK(a.nbytes == 0 || b.nbytes == 0 || a.offset + a.nbytes <= b.offset ||
+                           b.offset + b.nbytes <= a.offset,
+                       "tensors %llu and %llu overlap", (unsigned long long)i,
+                       (unsigned long long)j);
+        }
     }
     struct baton_gguf_tensor t;
     FUZZ_CHECK(baton_gguf_tensor_at(g, n, &t) == BATON_E_BOUNDS, "tensor_at(n)");

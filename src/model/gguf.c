@@ -519,6 +519,75 @@ static int build_index(struct parse *ps, struct name_index **out, uint64_t n, co
     return 0;
 }
 
+/* One tensor's data range, for the overlap check. */
+struct data_range {
+    uint64_t offset;
+    uint64_t nbytes;
+    uint64_t idx;
+};
+
+static int cmp_range(const void *a, const void *b)
+{
+    const struct data_range *x = a, *y = b;
+    if (x->offset != y->offset)
+        return x->offset < y->offset ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Refuses two tensors whose data ranges [offset, offset + nbytes) share a
+ * byte: each would be read (by inspect, quantize, a stage's upload) as the
+ * other's data. An empty tensor holds no byte. The ranges, sorted by offset,
+ * overlap somewhere only if two neighbours do: O(n log n) for the 2^20
+ * tensors a file may have. Every range already lies inside the data section,
+ * and the message names the later tensor in file order first. */
+static int check_overlaps(struct parse *ps)
+{
+    const struct baton_gguf *g = ps->g;
+    struct data_range *r;
+    uint64_t n = 0;
+    int st = 0;
+
+    if (g->n_tensors < 2)
+        return 0;
+    r = malloc((size_t)g->n_tensors * sizeof *r);
+    if (r == NULL)
+        return fail(ps, BATON_E_NOMEM, "out of memory");
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        if (g->tensors[i].nbytes == 0)
+            continue;
+        r[n].offset = g->tensors[i].offset;
+        r[n].nbytes = g->tensors[i].nbytes;
+        r[n].idx = i;
+        n++;
+    }
+    qsort(r, (size_t)n, sizeof *r, cmp_range);
+    for (uint64_t i = 1; i < n; i++) {
+        /* sorted: r[i].offset >= r[i - 1].offset, so the difference cannot wrap */
+        if (r[i].offset - r[i - 1].offset >= r[i - 1].nbytes)
+            continue;
+        const struct data_range *first = r[i - 1].idx < r[i].idx ? &r[i - 1] : &r[i];
+        const struct data_range *later = first == &r[i] ? &r[i - 1] : &r[i];
+        const char *first_name = g->names + g->tensors[first->idx].name_off;
+        const char *later_name = g->names + g->tensors[later->idx].name_off;
+        char first_shown[80], later_shown[80];
+        printable(first_shown, sizeof first_shown, (const uint8_t *)first_name,
+                  strlen(first_name));
+        printable(later_shown, sizeof later_shown, (const uint8_t *)later_name,
+                  strlen(later_name));
+        snprintf(ps->where, sizeof ps->where, "tensor %llu '%s'",
+                 (unsigned long long)later->idx, later_shown);
+        st = fail(ps, BATON_E_FORMAT,
+                  "data (offset %llu, %llu bytes) overlaps that of tensor %llu '%s' (offset "
+                  "%llu, %llu bytes)",
+                  (unsigned long long)later->offset, (unsigned long long)later->nbytes,
+                  (unsigned long long)first->idx, first_shown, (unsigned long long)first->offset,
+                  (unsigned long long)first->nbytes);
+        break;
+    }
+    free(r);
+    return st;
+}
+
 static const char *kv_name(const struct baton_gguf *g, uint64_t i)
 {
     return g->kvs[i].key;
@@ -672,6 +741,9 @@ static int parse(struct parse *ps)
                         (unsigned long long)t->offset, (unsigned long long)t->nbytes,
                         (unsigned long long)data_bytes);
     }
+    st = check_overlaps(ps);
+    if (st != 0)
+        return st;
     ps->where[0] = '\0';
     return 0;
 }

@@ -20,8 +20,8 @@
  * against the type's block size, the byte size of each tensor with checked
  * multiplication, and each tensor's data range against the file size.
  * Keys and tensor names must be unique, non-empty and free of NUL bytes.
- * Not checked: that tensors do not overlap, or lie in file order (ggml's
- * writer packs them; a reader of read-only data need not care).
+ * No two tensors' data ranges [offset, offset + nbytes) may share a byte
+ * (an empty tensor holds none); the tensors may lie in any order.
  * Version 1 (u32 counts) and big-endian files are rejected.
  *
  * Errors: every function that can fail returns 0 or a negative enum
@@ -30,7 +30,8 @@
  *   "model.gguf: tensor 3 'blk.0.attn_q.weight': data past end of file".
  * Codes used: BATON_E_IO (open/stat/mmap), BATON_E_NOMEM, BATON_E_TRUNCATED
  * (a field runs past the end of the file), BATON_E_FORMAT (bad magic,
- * version, value type, alignment, bool, duplicate, misaligned offset, ...),
+ * version, value type, alignment, bool, duplicate, misaligned offset,
+ * overlapping tensor data, ...),
  * BATON_E_LIMIT (a count or length above a limit below), BATON_E_TYPE
  * (unknown tensor type), BATON_E_SHAPE (ne[0] not a multiple of the block
  * size), BATON_E_OVERFLOW (element count or byte size does not fit in 63

@@ -442,7 +442,13 @@ static void test_corrupt_tensor(void **state)
     const uint64_t data_bytes = MODEL_BYTES - MODEL_DATA_OFFSET;
     expect_patch(q + 43, MODEL_BYTES, 8, BATON_E_BOUNDS,
                  "model.gguf: tensor 3 'blk.0.attn_q.weight': data past end of file");
-    expect_patch(q + 43, data_bytes - 16384, 8, 0, NULL); /* ends exactly at EOF */
+    /* at the end of the file, over the last two tensors (tensor 46 is the
+     * neighbour that shows it); ending exactly at EOF is tested in
+     * test_overlaps */
+    expect_patch(q + 43, data_bytes - 16384, 8, BATON_E_FORMAT,
+                 "model.gguf: tensor 46 'blk.4.ffn_up.weight': data (offset 1126912, 44032 "
+                 "bytes) overlaps that of tensor 3 'blk.0.attn_q.weight' (offset 1154816, "
+                 "16384 bytes)");
     expect_patch(q + 43, data_bytes - 16384 + 32, 8, BATON_E_BOUNDS, "data past end of file");
     expect_patch(q + 43, UINT64_MAX - 31, 8, BATON_E_BOUNDS, "data past end of file"); /* no wrap */
     expect_patch(
@@ -466,6 +472,18 @@ static void test_corrupt_tensor(void **state)
     expect_patch(q - 8, 0, 8, BATON_E_FORMAT, "tensor 3: empty name");
     expect_patch(q - 8, 256, 8, BATON_E_LIMIT, "tensor 3: name length 256 over limit");
     expect_patch(q - 8, 1ull << 62, 8, BATON_E_LIMIT, "name length");
+
+    /* Tensor 4 'blk.0.attn_k.weight' (8192 bytes @ 278784) moved onto
+     * tensor 3 (16384 bytes @ 262400), at its start and inside it. */
+    const size_t k4 = find_in_header("blk.0.attn_k.weight");
+    expect_patch(k4 + 43, 262400, 8, BATON_E_FORMAT,
+                 "model.gguf: tensor 4 'blk.0.attn_k.weight': data (offset 262400, 8192 bytes) "
+                 "overlaps that of tensor 3 'blk.0.attn_q.weight' (offset 262400, 16384 bytes)");
+    expect_patch(k4 + 43, 262400 + 8192, 8, BATON_E_FORMAT,
+                 "tensor 4 'blk.0.attn_k.weight': data (offset 270592, 8192 bytes) overlaps "
+                 "that of tensor 3");
+    expect_patch(k4 + 43, 262400 + 16384 - 32, 8, BATON_E_FORMAT, "overlaps");
+    expect_patch(k4 + 43, 262400 + 16384, 8, 0, NULL); /* where it is */
 
     /* ffn_down has ne[0] = 172: not a multiple of Q4_0's 32. */
     const size_t d = find_in_header("blk.0.ffn_down.weight");
@@ -843,6 +861,95 @@ static void test_k_quant_tensors(void **state)
                              "baton runs (f32, f16, q8_0, q4_0, q5_0, q5_1, q2_k..q6_k)");
 }
 
+/* One F32 tensor info: name, ne[0] floats, offset in the data section. */
+static void gw_f32_info(struct gw *w, const char *name, uint64_t n, uint64_t offset)
+{
+    gw_str(w, name), gw_le(w, 1, 4), gw_le(w, n, 8), gw_le(w, BATON_TYPE_F32, 4),
+        gw_le(w, offset, 8);
+}
+
+/* A file of n F32 tensors (names, float counts and offsets from the
+ * arrays) and data_bytes of data; returns the status of opening it. */
+static int open_infos(size_t n, const char *const *names, const uint64_t *floats,
+                      const uint64_t *offsets, size_t data_bytes, char *err, size_t err_len)
+{
+    struct gw w;
+    struct baton_gguf *g = NULL;
+    gw_header(&w, 3, n, 0);
+    for (size_t i = 0; i < n; i++)
+        gw_f32_info(&w, names[i], floats[i], offsets[i]);
+    gw_pad(&w, 32);
+    const size_t data = w.len;
+    for (size_t b = 0; b < data_bytes; b++)
+        gw_le(&w, b & 0xff, 1);
+    err[0] = '\0';
+    int st = gw_open(&w, &g, err, err_len);
+    if (st == 0) {
+        /* every tensor's data is where its offset says, and the last byte of
+         * the file is the last byte of one of them */
+        struct baton_gguf_tensor t;
+        uint64_t end = 0;
+        for (size_t i = 0; i < n; i++) {
+            assert_int_equal(baton_gguf_find_tensor(g, names[i], &t, NULL), 0);
+            assert_int_equal(t.file_offset, data + offsets[i]);
+            assert_int_equal(t.nbytes, floats[i] * 4);
+            if (t.nbytes > 0 && t.offset + t.nbytes > end)
+                end = t.offset + t.nbytes;
+        }
+        assert_int_equal(end, data_bytes);
+        baton_gguf_close(g);
+    }
+    return st;
+}
+
+/* Tensors whose data ranges share a byte are refused, naming the file and
+ * both tensors, whatever order the table lists them in. */
+static void test_overlaps(void **state)
+{
+    (void)state;
+    char err[512];
+    static const char *const abc[] = {"a", "b", "c"};
+
+    /* every tensor at offset 0 */
+    const uint64_t eight[] = {8, 8, 8}, zero[] = {0, 0, 0};
+    assert_int_equal(open_infos(3, abc, eight, zero, 32, err, sizeof err), BATON_E_FORMAT);
+    assert_string_equal(err, "syn.gguf: tensor 1 'b': data (offset 0, 32 bytes) overlaps that of "
+                             "tensor 0 'a' (offset 0, 32 bytes)");
+
+    /* b starts half way into a (64 bytes each) */
+    const uint64_t sixteen[] = {16, 16, 16}, half[] = {0, 32, 96};
+    assert_int_equal(open_infos(3, abc, sixteen, half, 160, err, sizeof err), BATON_E_FORMAT);
+    assert_string_equal(err, "syn.gguf: tensor 1 'b': data (offset 32, 64 bytes) overlaps that "
+                             "of tensor 0 'a' (offset 0, 64 bytes)");
+    /* the same, listed the other way round: the later one in the table is
+     * named first */
+    const uint64_t half_rev[] = {96, 32, 0};
+    assert_int_equal(open_infos(3, abc, sixteen, half_rev, 160, err, sizeof err),
+                     BATON_E_FORMAT);
+    assert_string_equal(err, "syn.gguf: tensor 2 'c': data (offset 0, 64 bytes) overlaps that "
+                             "of tensor 1 'b' (offset 32, 64 bytes)");
+    /* the last 32 bytes of a 96-byte tensor under a 32-byte one listed far
+     * from it in the table */
+    static const char *const five[] = {"big", "x", "y", "z", "small"};
+    const uint64_t five_n[] = {24, 8, 8, 8, 8}, five_off[] = {0, 96, 128, 160, 64};
+    assert_int_equal(open_infos(5, five, five_n, five_off, 192, err, sizeof err),
+                     BATON_E_FORMAT);
+    assert_string_equal(err, "syn.gguf: tensor 4 'small': data (offset 64, 32 bytes) overlaps "
+                             "that of tensor 0 'big' (offset 0, 96 bytes)");
+
+    /* legal: listed out of offset order, back to back, the last ending
+     * exactly at the end of the file; an empty tensor holds no byte, so it
+     * may sit at any offset, even inside another */
+    const uint64_t legal_n[] = {8, 16, 8, 0}, legal_off[] = {96, 0, 64, 32};
+    static const char *const legal[] = {"last", "first", "middle", "empty"};
+    assert_int_equal(open_infos(4, legal, legal_n, legal_off, 128, err, sizeof err), 0);
+    assert_string_equal(err, "");
+    /* one byte short of the file for the last one: past its end, not an overlap */
+    assert_int_equal(open_infos(4, legal, legal_n, legal_off, 127, err, sizeof err),
+                     BATON_E_BOUNDS);
+    assert_non_null(strstr(err, "tensor 0 'last': data past end of file"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -851,6 +958,7 @@ int main(void)
         cmocka_unit_test(test_corrupt_metadata), cmocka_unit_test(test_corrupt_tensor),
         cmocka_unit_test(test_all_types),        cmocka_unit_test(test_alignment),
         cmocka_unit_test(test_synthetic_misc),   cmocka_unit_test(test_k_quant_tensors),
+        cmocka_unit_test(test_overlaps),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     free(model);
