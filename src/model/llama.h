@@ -70,9 +70,14 @@ enum baton_llama_ctx_src {
 /* Reads and checks the hyperparameters of a llama-family GGUF
  * (general.architecture "llama", "qwen2" or "qwen3"; "<arch>.*" keys as
  * llama.cpp's converters write them, vocabulary size from
- * tokenizer.ggml.tokens or token_embd.weight). Errors name the key or tensor
- * in err. Returns 0 or BATON_E_FORMAT / BATON_E_NOT_FOUND /
- * BATON_E_UNSUPPORTED. */
+ * tokenizer.ggml.tokens or token_embd.weight). An optional key that is
+ * absent takes its default; one present with another type (a string
+ * epsilon, an f32 rope.dimension_count), an integer out of 0..2^32-1, or a
+ * value_length other than the head size is an error naming the key and the
+ * type found (context_length alone is taken as missing when unusable: see
+ * enum baton_llama_ctx_src). Errors name the key or tensor in err, without
+ * the file (the caller adds it). Returns 0 or BATON_E_FORMAT /
+ * BATON_E_NOT_FOUND / BATON_E_UNSUPPORTED. */
 int baton_llama_hparams_load(const struct baton_gguf *gguf, struct baton_llama_hparams *hp,
                              char *err, size_t err_len);
 

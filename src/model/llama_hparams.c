@@ -10,17 +10,70 @@
 #include "model/gguf.h"
 #include "model/llama.h"
 
+/* The error for kv (key) that baton_gguf_kv_u32 refused with rc: the type
+ * found against the integer expected, or the value out of range. */
+static int u32_error(const struct baton_gguf_kv *kv, const char *key, int rc, char *err,
+                     size_t err_len)
+{
+    struct baton_gguf_scalar v;
+
+    if (rc == BATON_E_TYPE)
+        snprintf(err, err_len, "metadata key '%s': not an integer (type %s)", key,
+                 baton_gguf_type_name(baton_gguf_kv_type(kv)));
+    else if (baton_gguf_kv_scalar(kv, &v) == 0 && v.type != BATON_GGUF_U8 &&
+             v.type != BATON_GGUF_U16 && v.type != BATON_GGUF_U32 && v.type != BATON_GGUF_U64)
+        snprintf(err, err_len, "metadata key '%s': value %lld out of range (0..4294967295)", key,
+                 (long long)v.v.i);
+    else
+        snprintf(err, err_len, "metadata key '%s': value %llu out of range (0..4294967295)", key,
+                 (unsigned long long)v.v.u);
+    return BATON_E_FORMAT;
+}
+
 static int need_u32(const struct baton_gguf *g, const char *key, uint32_t *out, char *err,
                     size_t err_len)
 {
-    int rc = baton_gguf_get_u32(g, key, out);
+    const struct baton_gguf_kv *kv = baton_gguf_find_key(g, key);
+    int rc;
 
-    if (rc != 0)
-        snprintf(err, err_len, "metadata key '%s': %s", key,
-                 rc == BATON_E_NOT_FOUND ? "missing"
-                 : rc == BATON_E_TYPE    ? "not an integer"
-                                         : "value out of range");
-    return rc;
+    if (kv == NULL) {
+        snprintf(err, err_len, "metadata key '%s': missing", key);
+        return BATON_E_FORMAT;
+    }
+    rc = baton_gguf_kv_u32(kv, out);
+    return rc == 0 ? 0 : u32_error(kv, key, rc, err, err_len);
+}
+
+/* An optional integer key: absent, *out keeps its default (and *found, when
+ * not NULL, is 0); present, it must be an integer in 0..2^32-1, else an
+ * error names the key and what it holds (a default in its place would run
+ * another model than the file describes). */
+static int opt_u32(const struct baton_gguf *g, const char *key, uint32_t *out, int *found,
+                   char *err, size_t err_len)
+{
+    const struct baton_gguf_kv *kv = baton_gguf_find_key(g, key);
+    int rc;
+
+    if (found != NULL)
+        *found = kv != NULL;
+    if (kv == NULL)
+        return 0;
+    rc = baton_gguf_kv_u32(kv, out);
+    return rc == 0 ? 0 : u32_error(kv, key, rc, err, err_len);
+}
+
+/* The same for a float key (f32, or f64 rounded to float, as
+ * baton_gguf_kv_f32 reads them). */
+static int opt_f32(const struct baton_gguf *g, const char *key, float *out, char *err,
+                   size_t err_len)
+{
+    const struct baton_gguf_kv *kv = baton_gguf_find_key(g, key);
+
+    if (kv == NULL || baton_gguf_kv_f32(kv, out) == 0)
+        return 0;
+    snprintf(err, err_len, "metadata key '%s': not a float (type %s; f32 or f64 expected)", key,
+             baton_gguf_type_name(baton_gguf_kv_type(kv)));
+    return BATON_E_FORMAT;
 }
 
 /* "<prefix>.<rest>" into buf. */
@@ -101,12 +154,17 @@ int baton_llama_hparams_load(const struct baton_gguf *g, struct baton_llama_hpar
     struct baton_gguf_tensor embd, rf;
     char k[96];
     uint32_t key_len = 0, val_len = 0;
-    int rc, has_key_len;
+    int rc, has_key_len = 0, has_val_len = 0;
 
     memset(hp, 0, sizeof(*hp));
-    rc = baton_gguf_get_string(g, "general.architecture", &arch, &arch_len);
-    if (rc != 0) {
+    kv = baton_gguf_find_key(g, "general.architecture");
+    if (kv == NULL) {
         snprintf(err, err_len, "metadata key 'general.architecture': missing");
+        return BATON_E_FORMAT;
+    }
+    if (baton_gguf_kv_string(kv, &arch, &arch_len) != 0) {
+        snprintf(err, err_len, "metadata key 'general.architecture': not a string (type %s)",
+                 baton_gguf_type_name(baton_gguf_kv_type(kv)));
         return BATON_E_FORMAT;
     }
     for (i = 0; i < sizeof(archs) / sizeof(archs[0]); i++)
@@ -132,7 +190,19 @@ int baton_llama_hparams_load(const struct baton_gguf *g, struct baton_llama_hpar
                        err_len)) != 0)
         return BATON_E_FORMAT;
     hp->n_head_kv = hp->n_head;
-    (void)baton_gguf_get_u32(g, key(k, sizeof k, a, "attention.head_count_kv"), &hp->n_head_kv);
+    hp->rms_eps = 1e-5f;
+    hp->rope_base = 10000.0f;
+    if ((rc = opt_u32(g, key(k, sizeof k, a, "attention.head_count_kv"), &hp->n_head_kv, NULL,
+                      err, err_len)) != 0 ||
+        (rc = opt_f32(g, key(k, sizeof k, a, "attention.layer_norm_rms_epsilon"), &hp->rms_eps,
+                      err, err_len)) != 0 ||
+        (rc = opt_f32(g, key(k, sizeof k, a, "rope.freq_base"), &hp->rope_base, err,
+                      err_len)) != 0 ||
+        (rc = opt_u32(g, key(k, sizeof k, a, "attention.key_length"), &key_len, &has_key_len,
+                      err, err_len)) != 0 ||
+        (rc = opt_u32(g, key(k, sizeof k, a, "attention.value_length"), &val_len, &has_val_len,
+                      err, err_len)) != 0)
+        return rc;
     /* a model without its trained context (or with one of 0) is taken to
      * have llama2's 2048, and messages say it was assumed */
     hp->n_ctx_train = 2048;
@@ -143,11 +213,6 @@ int baton_llama_hparams_load(const struct baton_gguf *g, struct baton_llama_hpar
         hp->n_ctx_train = 2048;
         hp->n_ctx_train_src = BATON_LLAMA_CTX_UNUSABLE;
     }
-    hp->rms_eps = 1e-5f;
-    (void)baton_gguf_get_f32(g, key(k, sizeof k, a, "attention.layer_norm_rms_epsilon"),
-                             &hp->rms_eps);
-    hp->rope_base = 10000.0f;
-    (void)baton_gguf_get_f32(g, key(k, sizeof k, a, "rope.freq_base"), &hp->rope_base);
 
     {
         /* the key at fault, by name */
@@ -173,15 +238,9 @@ int baton_llama_hparams_load(const struct baton_gguf *g, struct baton_llama_hpar
     }
     /* the head size: attention.key_length when the file has it (Qwen 3's
      * heads are wider than n_embd / n_head), which value_length must equal */
-    rc = baton_gguf_get_u32(g, key(k, sizeof k, a, "attention.key_length"), &key_len);
-    has_key_len = rc == 0;
-    if (rc != 0 && rc != BATON_E_NOT_FOUND) {
-        snprintf(err, err_len, "metadata key '%s': not an integer", k);
-        return BATON_E_FORMAT;
-    }
     if (has_key_len) {
-        val_len = key_len;
-        (void)baton_gguf_get_u32(g, key(k, sizeof k, a, "attention.value_length"), &val_len);
+        if (!has_val_len)
+            val_len = key_len;
         if (key_len == 0 || key_len > 65536 || val_len != key_len) {
             snprintf(err, err_len,
                      "%s.attention.key_length %u and value_length %u: baton needs equal "
@@ -199,6 +258,15 @@ int baton_llama_hparams_load(const struct baton_gguf *g, struct baton_llama_hpar
             return BATON_E_FORMAT;
         }
         hp->head_dim = hp->n_embd / hp->n_head;
+        /* baton's attention has value heads as wide as the key heads */
+        if (has_val_len && val_len != hp->head_dim) {
+            snprintf(err, err_len,
+                     "%s.attention.value_length %u is not the head size %u (embedding_length / "
+                     "head_count: the file has no %s.attention.key_length); baton needs value "
+                     "heads as wide as the key heads",
+                     a, val_len, hp->head_dim, a);
+            return BATON_E_FORMAT;
+        }
     }
     hp->n_embd_q = hp->n_head * hp->head_dim; /* head_count <= 2^32 / 65536 checked below */
     if ((uint64_t)hp->n_head * hp->head_dim > 0x7fffffffu) {
@@ -247,7 +315,9 @@ int baton_llama_hparams_load(const struct baton_gguf *g, struct baton_llama_hpar
         }
     }
     hp->n_rot = hp->head_dim;
-    (void)baton_gguf_get_u32(g, key(k, sizeof k, a, "rope.dimension_count"), &hp->n_rot);
+    if ((rc = opt_u32(g, key(k, sizeof k, a, "rope.dimension_count"), &hp->n_rot, NULL, err,
+                      err_len)) != 0)
+        return rc;
     if (hp->n_rot == 0 || hp->n_rot > hp->head_dim || hp->n_rot % 2 != 0) {
         snprintf(err, err_len, "%s.rope.dimension_count %u does not fit head size %u%s", a,
                  hp->n_rot, hp->head_dim,

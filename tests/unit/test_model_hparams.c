@@ -30,6 +30,8 @@ struct spec {
     const char *skip;  /* a tensor or key left out (NULL: none) */
     int floats;        /* write rms_eps and rope_base below (0: neither) */
     float rms_eps, rope_base;
+    const char *odd_key; /* "<arch>.<odd_key>" written with odd_type instead (NULL: none) */
+    uint32_t odd_type;   /* BATON_GGUF_STRING ("8"), _F32 (8.0), _I32 (-1) or _U64 (2^32) */
 };
 
 static char path[128];
@@ -51,9 +53,29 @@ static int add_u32(struct baton_gguf_writer *w, const struct spec *s, const char
     char key[96];
 
     snprintf(key, sizeof key, "%s.%s", s->arch, rest);
-    if (s->skip && strcmp(s->skip, key) == 0)
+    if ((s->skip && strcmp(s->skip, key) == 0) || (s->odd_key && strcmp(s->odd_key, rest) == 0))
         return 0;
     return baton_gguf_w_u32(w, key, v);
+}
+
+/* Writes "<arch>.<odd_key>" with the odd type of s. */
+static int add_odd(struct baton_gguf_writer *w, const struct spec *s)
+{
+    char key[96];
+    static const uint8_t minus_one[4] = {0xff, 0xff, 0xff, 0xff}; /* i32 -1 */
+    static const uint8_t big[8] = {0, 0, 0, 0, 1, 0, 0, 0};        /* u64 2^32 */
+
+    snprintf(key, sizeof key, "%s.%s", s->arch, s->odd_key);
+    switch (s->odd_type) {
+    case BATON_GGUF_STRING:
+        return baton_gguf_w_string(w, key, "8", 1);
+    case BATON_GGUF_F32:
+        return baton_gguf_w_f32(w, key, 8.0f);
+    case BATON_GGUF_I32:
+        return baton_gguf_w_raw(w, key, BATON_GGUF_I32, minus_one, sizeof minus_one);
+    default:
+        return baton_gguf_w_raw(w, key, BATON_GGUF_U64, big, sizeof big);
+    }
 }
 
 /* Writes the file of s and loads its hyperparameters; returns the status. */
@@ -87,6 +109,8 @@ static int load(const struct spec *s, struct baton_llama_hparams *hp, char *err,
         snprintf(name, sizeof name, "%s.rope.freq_base", s->arch);
         assert_int_equal(baton_gguf_w_f32(w, name, s->rope_base), 0);
     }
+    if (s->odd_key)
+        assert_int_equal(add_odd(w, s), 0);
     assert_true(s->n_embd <= 256);
     assert_int_equal(baton_gguf_w_tensor(w, "token_embd.weight", BATON_TYPE_F32, 2, ne_embd, embd,
                                          300ull * s->n_embd * sizeof(float)),
@@ -123,7 +147,7 @@ static int load(const struct spec *s, struct baton_llama_hparams *hp, char *err,
 
 static void test_llama(void **state)
 {
-    const struct spec s = {"llama", 128, 4, 2, 2, 0, 0, 0, 0, 0, NULL, 0, 0, 0};
+    const struct spec s = {"llama", 128, 4, 2, 2, 0, 0, 0, 0, 0, NULL, 0, 0, 0, NULL, 0};
     struct baton_llama_hparams hp;
     char err[256];
 
@@ -143,7 +167,7 @@ static void test_llama(void **state)
 
 static void test_qwen2(void **state)
 {
-    const struct spec s = {"qwen2", 128, 4, 2, 2, 0, 0, 1, 0, 0, NULL, 0, 0, 0};
+    const struct spec s = {"qwen2", 128, 4, 2, 2, 0, 0, 1, 0, 0, NULL, 0, 0, 0, NULL, 0};
     struct spec miss = s;
     struct baton_llama_hparams hp;
     char err[256];
@@ -168,7 +192,7 @@ static void test_qwen2(void **state)
 static void test_qwen3(void **state)
 {
     /* heads 4 x key_length 64 = 256 wide queries over n_embd 128 */
-    const struct spec s = {"qwen3", 128, 4, 2, 2, 64, 64, 0, 1, 0, NULL, 0, 0, 0};
+    const struct spec s = {"qwen3", 128, 4, 2, 2, 64, 64, 0, 1, 0, NULL, 0, 0, 0, NULL, 0};
     struct spec bad = s;
     struct baton_llama_hparams hp;
     char err[256];
@@ -196,7 +220,7 @@ static void test_qwen3(void **state)
 
 static void test_rope_freqs(void **state)
 {
-    const struct spec s = {"llama", 128, 4, 4, 1, 0, 0, 0, 0, 16, NULL, 0, 0, 0};
+    const struct spec s = {"llama", 128, 4, 4, 1, 0, 0, 0, 0, 16, NULL, 0, 0, 0, NULL, 0};
     struct spec bad = s;
     struct baton_llama_hparams hp;
     char err[256];
@@ -222,7 +246,7 @@ static void format_refused(const struct spec *s, const char *want)
 
 static void test_refusals(void **state)
 {
-    struct spec s = {"phi3", 128, 4, 4, 1, 0, 0, 0, 0, 0, NULL, 0, 0, 0};
+    struct spec s = {"phi3", 128, 4, 4, 1, 0, 0, 0, 0, 0, NULL, 0, 0, 0, NULL, 0};
     struct baton_llama_hparams hp;
     char err[256];
 
@@ -290,12 +314,108 @@ static void test_refusals(void **state)
     format_refused(&s, "llama.block_count is 3 but tensor 'blk.2.attn_norm.weight' is missing");
 }
 
+/* An optional key of the wrong type, or with a value out of range, is an
+ * error that names the key, the type found and the type expected: the
+ * default in its place ran another model than the file describes (an
+ * epsilon or rotary width of the default), or failed later on a tensor
+ * shape without naming the key (head_count_kv). */
+static void test_key_types(void **state)
+{
+    struct spec s = {.arch = "llama", .n_embd = 128, .n_head = 4, .n_head_kv = 4, .n_layer = 1};
+    struct baton_llama_hparams hp;
+    char err[256];
+
+    (void)state;
+    s.odd_key = "attention.layer_norm_rms_epsilon";
+    s.odd_type = BATON_GGUF_STRING;
+    format_refused(&s, "metadata key 'llama.attention.layer_norm_rms_epsilon': not a float "
+                   "(type string; f32 or f64 expected)");
+    s.odd_type = BATON_GGUF_F32; /* 8.0: a float, read */
+    assert_int_equal(load(&s, &hp, err, sizeof err), 0);
+    assert_true(hp.rms_eps == 8.0f);
+    s.odd_key = "rope.freq_base";
+    s.odd_type = BATON_GGUF_U64;
+    format_refused(&s, "metadata key 'llama.rope.freq_base': not a float (type u64; f32 or f64 "
+                   "expected)");
+
+    s.odd_key = "rope.dimension_count";
+    s.odd_type = BATON_GGUF_STRING;
+    format_refused(&s, "metadata key 'llama.rope.dimension_count': not an integer (type string)");
+    s.odd_type = BATON_GGUF_F32;
+    format_refused(&s, "metadata key 'llama.rope.dimension_count': not an integer (type f32)");
+    s.odd_type = BATON_GGUF_U64;
+    format_refused(&s, "metadata key 'llama.rope.dimension_count': value 4294967296 out of range "
+                   "(0..4294967295)");
+
+    /* it said "tensor 'blk.0.attn_k.weight': shape ..." at upload, or ran */
+    s.odd_key = "attention.head_count_kv";
+    s.odd_type = BATON_GGUF_STRING;
+    format_refused(&s,
+                   "metadata key 'llama.attention.head_count_kv': not an integer (type string)");
+    s.odd_type = BATON_GGUF_I32;
+    format_refused(&s, "metadata key 'llama.attention.head_count_kv': value -1 out of range "
+                   "(0..4294967295)");
+
+    /* the other architectures' keys, with their prefixes */
+    s.arch = "qwen2";
+    s.biases = 1;
+    s.odd_key = "attention.layer_norm_rms_epsilon";
+    s.odd_type = BATON_GGUF_STRING;
+    format_refused(&s, "metadata key 'qwen2.attention.layer_norm_rms_epsilon': not a float "
+                   "(type string; f32 or f64 expected)");
+    s.arch = "qwen3";
+    s.biases = 0;
+    s.qk_norm = 1;
+    s.key_length = 64;
+    s.odd_key = "attention.value_length";
+    format_refused(&s,
+                   "metadata key 'qwen3.attention.value_length': not an integer (type string)");
+    s.odd_key = "attention.key_length";
+    s.odd_type = BATON_GGUF_F32;
+    format_refused(&s, "metadata key 'qwen3.attention.key_length': not an integer (type f32)");
+    /* a required key too names the type it found */
+    s.odd_key = "block_count";
+    format_refused(&s, "metadata key 'qwen3.block_count': not an integer (type f32)");
+}
+
+/* value_length without key_length was ignored: the head size is then
+ * embedding_length / head_count, which value_length must equal. */
+static void test_value_length_alone(void **state)
+{
+    struct spec s = {.arch = "llama", .n_embd = 128, .n_head = 4, .n_head_kv = 4, .n_layer = 1};
+    struct baton_llama_hparams hp;
+    char err[256];
+
+    (void)state;
+    s.value_length = 16;
+    format_refused(&s, "llama.attention.value_length 16 is not the head size 32 "
+                   "(embedding_length / head_count: the file has no "
+                   "llama.attention.key_length); baton needs value heads as wide as the key "
+                   "heads");
+    s.value_length = 64;
+    format_refused(&s, "llama.attention.value_length 64 is not the head size 32 "
+                   "(embedding_length / head_count: the file has no "
+                   "llama.attention.key_length); baton needs value heads as wide as the key "
+                   "heads");
+    s.value_length = 32; /* what llama.cpp's converters write */
+    assert_int_equal(load(&s, &hp, err, sizeof err), 0);
+    assert_int_equal(hp.head_dim, 32);
+    s.arch = "qwen2";
+    s.biases = 1;
+    s.value_length = 8;
+    format_refused(&s, "qwen2.attention.value_length 8 is not the head size 32 "
+                   "(embedding_length / head_count: the file has no "
+                   "qwen2.attention.key_length); baton needs value heads as wide as the key "
+                   "heads");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama),     cmocka_unit_test(test_qwen2),
         cmocka_unit_test(test_qwen3),     cmocka_unit_test(test_rope_freqs),
-        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_refusals),  cmocka_unit_test(test_key_types),
+        cmocka_unit_test(test_value_length_alone),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
