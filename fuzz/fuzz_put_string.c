@@ -15,12 +15,19 @@
  *     unescaped it is the string's first min(len, 160) bytes, byte for byte;
  *   - JSON: one RFC 8259 string; decoded, it is the string with each byte
  *     that does not begin a valid UTF-8 sequence as U+FFFD, never cut.
+ *
+ * The same string goes through baton_gguf_escape (src/model/gguf.h), the
+ * escaping of every message that quotes a model file, at several sizes:
+ * the output is NUL-terminated inside cap, clean as above, and unescapes
+ * (\\ and \xHH) to the string, or, cut with "..." where it does not fit,
+ * to a prefix of it; at 4 x len + 1 bytes it is never cut.
  */
 #include <stdio.h>
 
 #include "fuzz_common.h"
 
 #include "cli/cli.h"
+#include "model/gguf.h"
 
 #define TEXT_MAX 160u
 
@@ -205,6 +212,57 @@ static void check_json(const uint8_t *s, size_t len, const uint8_t *o, size_t n)
     free(got);
 }
 
+/* Unescapes baton_gguf_escape's o[0..n) into u; returns its length, or
+ * SIZE_MAX at an escape it does not write. */
+static size_t unescape_message(const uint8_t *o, size_t n, uint8_t *u)
+{
+    size_t un = 0;
+    for (size_t i = 0; i < n;) {
+        if (o[i] != '\\') {
+            u[un++] = o[i++];
+        } else if (i + 1 < n && o[i + 1] == '\\') {
+            u[un++] = '\\';
+            i += 2;
+        } else if (i + 3 < n && o[i + 1] == 'x' && hexval(o[i + 2]) >= 0 &&
+                   hexval(o[i + 3]) >= 0) {
+            u[un++] = (uint8_t)(hexval(o[i + 2]) << 4 | hexval(o[i + 3]));
+            i += 4;
+        } else {
+            return SIZE_MAX;
+        }
+    }
+    return un;
+}
+
+static void check_escape(const uint8_t *s, size_t len, size_t cap)
+{
+    char *dst = malloc(cap + 1);
+    uint8_t *u = malloc(cap + 1);
+    FUZZ_CHECK(dst != NULL && u != NULL, "malloc");
+    dst[cap] = 'z';
+    FUZZ_CHECK(baton_gguf_escape(dst, cap, s, len) == dst, "escape's result is not dst");
+    FUZZ_CHECK(dst[cap] == 'z', "escape wrote past cap %zu", cap);
+    const size_t n = strnlen(dst, cap);
+    FUZZ_CHECK(n < cap, "escape's output of cap %zu is not terminated", cap);
+    check_clean((const uint8_t *)dst, n);
+    size_t un = unescape_message((const uint8_t *)dst, n, u);
+    if (un == len && memcmp(u, s, len) == 0)
+        goto out; /* whole */
+    FUZZ_CHECK(cap < 4 * len + 1, "cut at cap %zu, enough for every escape", cap);
+    if (cap < 4) {
+        FUZZ_CHECK(n == 0, "cut below 4 bytes but not empty");
+        goto out;
+    }
+    FUZZ_CHECK(n >= 3 && memcmp(dst + n - 3, "...", 3) == 0, "cut without \"...\" at cap %zu",
+               cap);
+    un = unescape_message((const uint8_t *)dst, n - 3, u);
+    FUZZ_CHECK(un != SIZE_MAX && un < len && memcmp(u, s, un) == 0,
+               "cut output is not a prefix of the string (cap %zu)", cap);
+out:
+    free(dst);
+    free(u);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size == 0)
@@ -224,6 +282,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_json(s, len, (const uint8_t *)out, n);
     else
         check_text(s, len, (const uint8_t *)out, n);
+    static const size_t caps[] = {1, 3, 4, 5, 8, 11, 48, 80};
+    for (size_t k = 0; k < sizeof caps / sizeof caps[0]; k++)
+        check_escape(s, len, caps[k]);
+    check_escape(s, len, 4 * len + 1);
     free(out);
     free(s);
     return 0;

@@ -37,32 +37,6 @@ static void usage(FILE *f)
           f);
 }
 
-/* Length of a valid UTF-8 sequence at s (at most n bytes), or 0. */
-static size_t utf8_valid(const unsigned char *s, size_t n)
-{
-    size_t len;
-    unsigned char c = s[0];
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf)
-        len = 2;
-    else if (c >= 0xe0 && c <= 0xef)
-        len = 3;
-    else if (c >= 0xf0 && c <= 0xf4)
-        len = 4;
-    else
-        return 0;
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++)
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-    if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0) || (c == 0xf0 && s[1] < 0x90) ||
-        (c == 0xf4 && s[1] >= 0x90))
-        return 0; /* overlong, surrogate, above U+10FFFF */
-    return len;
-}
-
 /* cli.h; text mode shows at most INSPECT_TEXT_STRING_MAX bytes. */
 void baton_cli_put_string(FILE *f, const char *ptr, size_t len, int json)
 {
@@ -87,7 +61,7 @@ void baton_cli_put_string(FILE *f, const char *ptr, size_t len, int json)
             fputc(c, f);
             i++;
         } else {
-            size_t l = utf8_valid(s + i, len - i);
+            size_t l = baton_gguf_utf8_len(s + i, len - i);
             if (l == 2 && l <= shown - i && c == 0xc2 && s[i + 1] < 0xa0) {
                 /* a C1 control (U+0080..U+009F; U+009B is CSI, which some
                  * terminals act on), escaped like the C0 ones */
@@ -113,20 +87,14 @@ void baton_cli_put_string(FILE *f, const char *ptr, size_t len, int json)
         fprintf(f, "...(%zu bytes)", len);
 }
 
-/* Copies a key or tensor name for text output, control bytes as \xNN (a
- * file cannot send escape sequences to the terminal); cut to fit cap. */
-static const char *text_name(char *dst, size_t cap, const char *s)
+/* A key or tensor name for text output, through the escaping of every
+ * message that quotes the file (gguf.h): a file cannot send control
+ * sequences, C1 ones included, to the terminal. cap holds the longest key
+ * (1024 bytes) escaped whole. */
+#define TEXT_NAME_CAP (4 * BATON_GGUF_MAX_KEY_BYTES + 1)
+static const char *text_name(char *dst, const char *s)
 {
-    size_t n = 0;
-    for (; *s != '\0' && n + 5 < cap; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c < 0x20 || c == 0x7f)
-            n += (size_t)snprintf(dst + n, cap - n, "\\x%02x", c);
-        else
-            dst[n++] = (char)c;
-    }
-    dst[n] = '\0';
-    return dst;
+    return baton_gguf_escape(dst, TEXT_NAME_CAP, s, strlen(s));
 }
 
 static void put_scalar(FILE *f, const struct baton_gguf_scalar *v, int json)
@@ -202,8 +170,8 @@ static void put_kv(FILE *f, const struct baton_gguf_kv *kv, int json)
         }
         return;
     }
-    char name[1100];
-    fprintf(f, "  %s = ", text_name(name, sizeof name, key));
+    char name[TEXT_NAME_CAP];
+    fprintf(f, "  %s = ", text_name(name, key));
     if (baton_gguf_kv_array(kv, &elem_type, &count) == 0) {
         fprintf(f, "%s[%" PRIu64 "] ", baton_gguf_type_name(elem_type), count);
         put_array_head(f, kv, count, 0);
@@ -245,8 +213,8 @@ static void print_text(FILE *f, const char *path, const struct baton_gguf *g)
         struct baton_gguf_tensor t;
         if (baton_gguf_tensor_at(g, i, &t) != 0)
             continue;
-        char name[1100];
-        fprintf(f, "  %5" PRIu64 "  %-32s %-6s ", i, text_name(name, sizeof name, t.name),
+        char name[TEXT_NAME_CAP];
+        fprintf(f, "  %5" PRIu64 "  %-32s %-6s ", i, text_name(name, t.name),
                 baton_type_name(t.type));
         put_shape(f, &t, 0);
         fprintf(f, " %12" PRIu64 " %12" PRIu64 "\n", t.offset, t.nbytes);

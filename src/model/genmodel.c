@@ -649,13 +649,15 @@ static void describe_unconvertible(const float *x, uint64_t n, uint32_t type, co
 {
     uint64_t i, at = 0;
     float big = 0.0f;
+    char shown[128];
 
+    baton_gguf_escape(shown, sizeof shown, name, strlen(name));
     for (i = 0; i < n; i++) {
         if (!isfinite(x[i])) {
             snprintf(err, err_len,
                      "%s: tensor '%s': element %llu is %s, which %s cannot hold (baton inspect "
                      "--check names every tensor with NaN or infinite values)",
-                     in_path, name, (unsigned long long)i, isnan(x[i]) ? "NaN" : "infinite",
+                     in_path, shown, (unsigned long long)i, isnan(x[i]) ? "NaN" : "infinite",
                      baton_type_name(type));
             return;
         }
@@ -667,7 +669,7 @@ static void describe_unconvertible(const float *x, uint64_t n, uint32_t type, co
     snprintf(err, err_len,
              "%s: tensor '%s': element %llu (%g) is too large for %s: a block's scale would "
              "not fit binary16",
-             in_path, name, (unsigned long long)at, (double)x[at], baton_type_name(type));
+             in_path, shown, (unsigned long long)at, (double)x[at], baton_type_name(type));
 }
 
 int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type, int preset,
@@ -753,11 +755,14 @@ int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type
             for (e = 0; e < n && !(isfinite(f32[e]) && fabsf(f32[e]) >= 65520.0f); e++)
                 ;
             if (e < n) {
+                char shown[128];
+
                 snprintf(err, err_len,
                          "%s: tensor '%s': element %llu (%g) is beyond the range of f16 "
                          "(largest finite value 65504); keep the model in f32 or choose a "
                          "quantized type",
-                         in_path, t.name, (unsigned long long)e, (double)f32[e]);
+                         in_path, baton_gguf_escape(shown, sizeof shown, t.name, strlen(t.name)),
+                         (unsigned long long)e, (double)f32[e]);
                 rc = BATON_E_INVAL;
                 break;
             }
@@ -769,8 +774,13 @@ int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type
         }
         if (rc == 0)
             rc = baton_gguf_w_tensor(w, t.name, out_type, 2, t.ne, conv, bytes);
-        if (rc != 0)
-            snprintf(err, err_len, "%s: tensor '%s': %s", in_path, t.name, baton_status_str(rc));
+        if (rc != 0) {
+            char shown[128];
+
+            snprintf(err, err_len, "%s: tensor '%s': %s", in_path,
+                     baton_gguf_escape(shown, sizeof shown, t.name, strlen(t.name)),
+                     baton_status_str(rc));
+        }
     }
     if (rc == 0 && preset != BATON_PRESET_NONE) {
         rc = baton_gguf_w_u32(w, "general.file_type", baton_quant_preset_ftype(preset));

@@ -134,20 +134,104 @@ struct parse {
     char where[160]; /* "key 'general.name'", "tensor 3 'x'", ... */
 };
 
-/* Copies at most max bytes of s into dst as printable ASCII ('?' for the
- * rest), for error messages about names that come from the file. */
-static void printable(char *dst, size_t cap, const uint8_t *s, uint64_t len)
+/* gguf.h */
+size_t baton_gguf_utf8_len(const void *p, size_t n)
 {
-    size_t n = 0;
-    const size_t max = 64;
-    for (uint64_t i = 0; i < len && n + 1 < cap && n < max; i++)
-        dst[n++] = (s[i] >= 0x20 && s[i] < 0x7f) ? (char)s[i] : '?';
-    if (len > max && n + 4 < cap) {
-        memcpy(dst + n, "...", 3);
+    const uint8_t *s = p;
+    size_t len;
+    if (n == 0)
+        return 0;
+    if (s[0] < 0x80)
+        return 1;
+    if (s[0] >= 0xc2 && s[0] <= 0xdf)
+        len = 2;
+    else if (s[0] >= 0xe0 && s[0] <= 0xef)
+        len = 3;
+    else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+        len = 4;
+    else
+        return 0; /* a continuation byte, an overlong lead (C0, C1) or past U+10FFFF */
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0) ||
+        (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))
+        return 0; /* overlong, surrogate, above U+10FFFF */
+    return len;
+}
+
+/* The escaped form of the character or byte at s[0..n) (n >= 1) into unit
+ * (at most 8 bytes, not terminated): its length in *unit_len; returns the
+ * bytes of s it stands for. */
+static size_t escape_unit(const uint8_t *s, size_t n, char unit[8], size_t *unit_len)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t l;
+    if (s[0] == '\\') {
+        memcpy(unit, "\\\\", 2);
+        *unit_len = 2;
+        return 1;
+    }
+    if (s[0] >= 0x20 && s[0] < 0x7f) {
+        unit[0] = (char)s[0];
+        *unit_len = 1;
+        return 1;
+    }
+    l = s[0] < 0x80 ? 0 : baton_gguf_utf8_len(s, n); /* C0 and DEL: 0 */
+    if (l == 2 && s[0] == 0xc2 && s[1] < 0xa0) {
+        /* a C1 control, U+0080..U+009F (U+009B is CSI, which terminals act on) */
+        memcpy(unit, "\\xc2\\x", 6);
+        unit[6] = hex[s[1] >> 4];
+        unit[7] = hex[s[1] & 0xf];
+        *unit_len = 8;
+        return 2;
+    }
+    if (l == 0) {
+        /* C0, DEL, or a byte that is not part of valid UTF-8 (0x80..0x9f
+         * among them: C1 controls to a terminal that reads 8-bit bytes) */
+        unit[0] = '\\';
+        unit[1] = 'x';
+        unit[2] = hex[s[0] >> 4];
+        unit[3] = hex[s[0] & 0xf];
+        *unit_len = 4;
+        return 1;
+    }
+    memcpy(unit, s, l);
+    *unit_len = l;
+    return l;
+}
+
+/* gguf.h */
+const char *baton_gguf_escape(char *dst, size_t cap, const void *src, size_t len)
+{
+    const uint8_t *s = src;
+    char unit[8];
+    size_t unit_len, need = 0, room, n = 0, i;
+    if (cap == 0)
+        return dst;
+    /* the escaped length, counted only as far as cap: a string that fits
+     * is written whole; one that does not is cut to leave room for "..." */
+    for (i = 0; i < len && need < cap;) {
+        i += escape_unit(s + i, len - i, unit, &unit_len);
+        need += unit_len;
+    }
+    room = need < cap ? cap - 1 : (cap > 4 ? cap - 4 : 0);
+    for (i = 0; i < len;) {
+        size_t took = escape_unit(s + i, len - i, unit, &unit_len);
+        if (unit_len > room - n)
+            break;
+        memcpy(dst + n, unit, unit_len);
+        n += unit_len;
+        i += took;
+    }
+    if (i < len && cap >= 4) {
+        memcpy(dst + n, "...", 3); /* n <= cap - 4 when cut */
         n += 3;
     }
-    if (cap > 0)
-        dst[n] = '\0';
+    dst[n] = '\0';
+    return dst;
 }
 
 __attribute__((format(printf, 3, 4))) static int fail(struct parse *ps, int st, const char *fmt,
@@ -385,7 +469,7 @@ static int read_kv(struct parse *ps, uint64_t i, struct baton_gguf_kv *kv)
     if (st != 0)
         return st;
     char shown[80];
-    printable(shown, sizeof shown, key, key_len);
+    baton_gguf_escape(shown, sizeof shown, key, (size_t)key_len);
     snprintf(ps->where, sizeof ps->where, "key '%s'", shown);
     st = arena_add(ps->g, key, key_len, &kv->key_off);
     if (st != 0)
@@ -421,7 +505,7 @@ static int read_tensor_info(struct parse *ps, uint64_t i, struct tensor_rec *t)
     if (st != 0)
         return st;
     char shown[80];
-    printable(shown, sizeof shown, name, name_len);
+    baton_gguf_escape(shown, sizeof shown, name, (size_t)name_len);
     snprintf(ps->where, sizeof ps->where, "tensor %llu '%s'", (unsigned long long)i, shown);
     st = arena_add(ps->g, name, name_len, &t->name_off);
     if (st != 0)
@@ -512,7 +596,7 @@ static int build_index(struct parse *ps, struct name_index **out, uint64_t n, co
     for (uint64_t i = 1; i < n; i++) {
         if (strcmp(ix[i - 1].name, ix[i].name) == 0) {
             char shown[80];
-            printable(shown, sizeof shown, (const uint8_t *)ix[i].name, strlen(ix[i].name));
+            baton_gguf_escape(shown, sizeof shown, ix[i].name, strlen(ix[i].name));
             return fail(ps, BATON_E_FORMAT, "duplicate %s '%s'", what, shown);
         }
     }
@@ -570,10 +654,8 @@ static int check_overlaps(struct parse *ps)
         const char *first_name = g->names + g->tensors[first->idx].name_off;
         const char *later_name = g->names + g->tensors[later->idx].name_off;
         char first_shown[80], later_shown[80];
-        printable(first_shown, sizeof first_shown, (const uint8_t *)first_name,
-                  strlen(first_name));
-        printable(later_shown, sizeof later_shown, (const uint8_t *)later_name,
-                  strlen(later_name));
+        baton_gguf_escape(first_shown, sizeof first_shown, first_name, strlen(first_name));
+        baton_gguf_escape(later_shown, sizeof later_shown, later_name, strlen(later_name));
         snprintf(ps->where, sizeof ps->where, "tensor %llu '%s'",
                  (unsigned long long)later->idx, later_shown);
         st = fail(ps, BATON_E_FORMAT,
@@ -717,7 +799,7 @@ static int parse(struct parse *ps)
         const struct tensor_rec *t = &g->tensors[i];
         char shown[80];
         const char *name = g->names + t->name_off;
-        printable(shown, sizeof shown, (const uint8_t *)name, strlen(name));
+        baton_gguf_escape(shown, sizeof shown, name, strlen(name));
         snprintf(ps->where, sizeof ps->where, "tensor %llu '%s'", (unsigned long long)i, shown);
         if (t->offset % g->alignment != 0)
             return fail(ps, BATON_E_FORMAT,

@@ -26,7 +26,8 @@
  *
  * Errors: every function that can fail returns 0 or a negative enum
  * baton_status. The open functions also write a one-line message that names
- * the file and the field, e.g.
+ * the file and the field (keys and tensor names escaped by baton_gguf_escape
+ * below), e.g.
  *   "model.gguf: tensor 3 'blk.0.attn_q.weight': data past end of file".
  * Codes used: BATON_E_IO (open/stat/mmap), BATON_E_NOMEM, BATON_E_TRUNCATED
  * (a field runs past the end of the file), BATON_E_FORMAT (bad magic,
@@ -209,6 +210,24 @@ int baton_gguf_get_string(const struct baton_gguf *g, const char *key, const cha
 
 /* Name of a value type ("u32", "string", ...), "?" if unknown. Never NULL. */
 const char *baton_gguf_type_name(uint32_t type);
+
+/* ---- strings from the file, for messages ---- */
+
+/* Writes len bytes of s (a key, tensor name or string value: anything from
+ * a model file) into dst as text that cannot drive a terminal, for every
+ * message that quotes such a string: printable ASCII and valid UTF-8 pass
+ * as they are; a backslash becomes \\; C0 controls, DEL and each byte that
+ * is not part of valid UTF-8 (raw 0x80..0x9f, the C1 controls of an 8-bit
+ * terminal, among them) become \xNN; the C1 controls U+0080..U+009F in
+ * UTF-8 (U+009B is CSI) become \xc2\xNN. A string whose escaped form does
+ * not fit in cap - 1 bytes is cut before a whole character or escape and
+ * ends with "..." (cap >= 4). dst is always NUL-terminated when cap > 0;
+ * reads at most cap + 3 bytes of s. Returns dst. */
+const char *baton_gguf_escape(char *dst, size_t cap, const void *s, size_t len);
+
+/* Length of the valid UTF-8 sequence (RFC 3629: no overlong form, no
+ * surrogate, at most U+10FFFF) that starts s[0..n), or 0 (also for n 0). */
+size_t baton_gguf_utf8_len(const void *s, size_t n);
 
 /* ---- tensors ---- */
 

@@ -171,9 +171,10 @@ int baton_llama_hparams_load(const struct baton_gguf *g, struct baton_llama_hpar
         if (arch_len == strlen(archs[i].name) && memcmp(arch, archs[i].name, arch_len) == 0)
             break;
     if (i == sizeof(archs) / sizeof(archs[0])) {
-        snprintf(err, err_len,
-                 "general.architecture '%.*s' is not supported (llama, qwen2, qwen3)",
-                 (int)(arch_len > 64 ? 64 : arch_len), arch);
+        char shown[80];
+
+        snprintf(err, err_len, "general.architecture '%s' is not supported (llama, qwen2, qwen3)",
+                 baton_gguf_escape(shown, sizeof shown, arch, arch_len));
         return BATON_E_UNSUPPORTED;
     }
     a = archs[i].name;

@@ -231,15 +231,16 @@ static int load_bpe(const struct baton_gguf *g, struct baton_tokenizer *tok, cha
     if (st != 0)
         return tfail(err, err_len, BATON_E_FORMAT, "key 'tokenizer.ggml.pre': not a string");
     int kind = baton_pretok_kind(pre, pre_len);
+    char shown[48];
+    baton_gguf_escape(shown, sizeof shown, pre, pre_len);
     if (kind == 0)
         return tfail(err, err_len, BATON_E_UNSUPPORTED,
-                     "key 'tokenizer.ggml.pre': pre-tokenizer '%.*s' is not supported "
-                     "(only 'llama-bpe', 'qwen2' and 'gpt-2')",
-                     (int)(pre_len > 32 ? 32 : pre_len), pre);
+                     "key 'tokenizer.ggml.pre': pre-tokenizer '%s' is not supported "
+                     "(only 'llama-bpe', 'qwen2' and 'gpt-2')", shown);
     st = baton_pretok_create(kind, &tok->pre);
     if (st != 0)
-        return tfail(err, err_len, st, "key 'tokenizer.ggml.pre': cannot compile the '%.*s' "
-                     "expression (PCRE2 without Unicode?)", (int)pre_len, pre);
+        return tfail(err, err_len, st, "key 'tokenizer.ggml.pre': cannot compile the '%s' "
+                     "expression (PCRE2 without Unicode?)", shown);
     tok->ignore_merges = kind == BATON_PRETOK_LLAMA3;
     tok->add_bos = kind == BATON_PRETOK_LLAMA3;
 
@@ -378,9 +379,10 @@ int baton_tokenizer_from_gguf(const struct baton_gguf *g, struct baton_tokenizer
     if (st == 0 && model_len == 4 && memcmp(model, "gpt2", 4) == 0)
         is_bpe = 1;
     else if (st == 0 && !(model_len == 5 && memcmp(model, "llama", 5) == 0)) {
+        char shown[48];
         st = tfail(err, err_len, BATON_E_UNSUPPORTED,
-                   "key 'tokenizer.ggml.model': '%.*s' is not supported (only 'llama' and 'gpt2')",
-                   (int)(model_len > 32 ? 32 : model_len), model);
+                   "key 'tokenizer.ggml.model': '%s' is not supported (only 'llama' and 'gpt2')",
+                   baton_gguf_escape(shown, sizeof shown, model, model_len));
         goto out;
     }
     if (st != 0 && st != BATON_E_NOT_FOUND) {

@@ -6,9 +6,9 @@ docs/gguf.md; shares no code with src/model/gguf.c).
 usage: gguf_edit.py IN OUT [--set KEY TYPE VALUE]... [--del KEY]...
                            [--rename-tensor OLD NEW]...
 
-TYPE is str, u32, i32, u64, f32 or bool. A str VALUE takes Python escapes
-(\\x1b, \\xc2\\x9b, \\n, ...) and becomes those bytes, so a test can put
-control bytes into a string. A key that is set keeps its place; a new one
+TYPE is str, u32, i32, u64, f32 or bool. KEY, a str VALUE and tensor names
+take Python escapes (\\x1b, \\xc2\\x9b, \\n, ...) and become those bytes, so
+a test can put control bytes into them. A key that is set keeps its place; a new one
 is appended. The tensor infos and data are copied unchanged (their offsets
 are relative to the data section, which is padded again to the file's
 alignment).
@@ -43,11 +43,15 @@ def skip_value(data, at, typ):
 def encode(key, typ, value):
     out = struct.pack("<Q", len(key)) + key
     if typ == "str":
-        raw = codecs.escape_decode(value.encode())[0]
+        raw = unescape(value)
         return out + struct.pack("<IQ", STRING, len(raw)) + raw
     code, fmt = TYPES[typ]
     num = float(value) if typ == "f32" else int(value, 0)
     return out + struct.pack("<I", code) + struct.pack(fmt, num)
+
+
+def unescape(arg):
+    return codecs.escape_decode(arg.encode())[0]
 
 
 def main(argv):
@@ -55,14 +59,13 @@ def main(argv):
     sets, dels, renames = {}, set(), {}
     while args:
         if args[0] == "--set":
-            sets[args[1].encode()] = (args[2], args[3])
+            sets[unescape(args[1])] = (args[2], args[3])
             args = args[4:]
         elif args[0] == "--del":
-            dels.add(args[1].encode())
+            dels.add(unescape(args[1]))
             args = args[2:]
         elif args[0] == "--rename-tensor":
-            renames[codecs.escape_decode(args[1].encode())[0]] = \
-                codecs.escape_decode(args[2].encode())[0]
+            renames[unescape(args[1])] = unescape(args[2])
             args = args[3:]
         else:
             sys.exit("gguf_edit.py: unknown argument " + args[0])

@@ -5,8 +5,13 @@
 #     string) makes `baton run` and `baton bench` exit 1 naming the file,
 #     the key, the type found and the type expected (the run went on with
 #     the default, or failed later on a tensor shape without naming the key);
-#   - attention.value_length without key_length must equal the head size.
-# Files are copies of stories260K with pairs retyped by gguf_edit.py.
+#   - attention.value_length without key_length must equal the head size;
+#   - strings of the file quoted in messages (general.architecture,
+#     tokenizer.ggml.model, tokenizer.ggml.pre) and the key and tensor names
+#     of `baton inspect` reach the terminal escaped: no ESC, no other C0 or
+#     DEL, no C1 control (U+0080..U+009F in UTF-8, or a raw byte 0x80..0x9f).
+# Files are copies of stories260K (and of llama.cpp's gpt-2 vocabulary) with
+# pairs set, retyped or renamed by gguf_edit.py.
 source "$(dirname "$0")/lib.sh"
 need_model
 EDIT="$SRC_DIR/tests/integration/gguf_edit.py"
@@ -53,4 +58,74 @@ for f in none v8; do
         fail "run $f: $(cat "$TMP/err")"
     cmp -s "$TMP/want" "$TMP/out" || fail "run $f: '$(cat "$TMP/out")', want '$(cat "$TMP/want")'"
 done
-echo "ok: optional metadata keys of the wrong type or size are named"
+
+# clean FILE: valid UTF-8 without a control character but newlines
+clean() {
+    python3 - "$1" <<'PY' || fail "control characters in $1: $(od -c "$1" | head -20)"
+import sys
+text = open(sys.argv[1], "rb").read().decode("utf-8")  # strict: raw 0x80..0x9f fails
+bad = [c for c in text if (ord(c) < 0x20 and c != "\n") or 0x7f <= ord(c) <= 0x9f]
+sys.exit(1 if bad else 0)
+PY
+}
+# says WHAT FILE LINE: FILE (a command's output) holds LINE, and is clean
+says() {
+    grep -qxF -- "$3" "$2" || fail "$1: no line '$3' in: $(od -c "$2" | head -20)"
+    clean "$2"
+}
+# in the files, raw: ESC, BEL, CSI in UTF-8 and as a raw byte
+python3 "$EDIT" "$MODEL" "$TMP/arch.gguf" \
+    --set general.architecture str '\x1b[2Jllama\xc2\x9b1m\x9b\x07' || fail "arch: gguf_edit.py"
+rc=0
+"$BATON" run --model "$TMP/arch.gguf" --prompt hi -n 1 >"$TMP/out" 2>"$TMP/err" || rc=$?
+[ "$rc" -eq 1 ] || fail "run arch: exit $rc"
+says "run arch" "$TMP/err" "baton run: $TMP/arch.gguf: general.architecture '\x1b[2Jllama\xc2\x9b1m\x9b\x07' is not supported (llama, qwen2, qwen3)"
+python3 "$EDIT" "$MODEL" "$TMP/model.gguf" \
+    --set tokenizer.ggml.model str '\x1b]0;title\x07\xc2\x9b' || fail "model: gguf_edit.py"
+want="$TMP/model.gguf: tokenizer: key 'tokenizer.ggml.model': '\x1b]0;title\x07\xc2\x9b' is not supported (only 'llama' and 'gpt2')"
+rc=0
+"$BATON" tokenize -m "$TMP/model.gguf" x >"$TMP/out" 2>"$TMP/err" || rc=$?
+[ "$rc" -eq 1 ] || fail "tokenize model: exit $rc"
+says "tokenize model" "$TMP/err" "baton tokenize: $want"
+rc=0
+"$BATON" run --model "$TMP/model.gguf" --prompt hi -n 1 >"$TMP/out" 2>"$TMP/err" || rc=$?
+[ "$rc" -eq 1 ] || fail "run model: exit $rc"
+says "run model" "$TMP/err" "baton run: $want"
+# the pre-tokenizer: of a BPE vocabulary, and of the model made BPE (its
+# pre-tokenizer is read before the merges it lacks)
+G2="$MODEL_DIR/vocab/ggml-vocab-gpt-2.gguf"
+if [ -f "$G2" ]; then
+    python3 "$EDIT" "$G2" "$TMP/pre.gguf" --set tokenizer.ggml.pre str 'gpt\x1b[31m\xc2\x9b' ||
+        fail "pre: gguf_edit.py"
+    rc=0
+    "$BATON" tokenize -m "$TMP/pre.gguf" x >"$TMP/out" 2>"$TMP/err" || rc=$?
+    [ "$rc" -eq 1 ] || fail "tokenize pre: exit $rc"
+    says "tokenize pre" "$TMP/err" "baton tokenize: $TMP/pre.gguf: tokenizer: key 'tokenizer.ggml.pre': pre-tokenizer 'gpt\x1b[31m\xc2\x9b' is not supported (only 'llama-bpe', 'qwen2' and 'gpt-2')"
+elif [ "${CI:-}" = "true" ]; then
+    fail "$G2 missing under CI"
+fi
+python3 "$EDIT" "$MODEL" "$TMP/pre2.gguf" --set tokenizer.ggml.model str gpt2 \
+    --set tokenizer.ggml.pre str 'x\x1b[2J\x9b' || fail "pre2: gguf_edit.py"
+rc=0
+"$BATON" run --model "$TMP/pre2.gguf" --prompt hi -n 1 >"$TMP/out" 2>"$TMP/err" || rc=$?
+[ "$rc" -eq 1 ] || fail "run pre: exit $rc"
+says "run pre" "$TMP/err" "baton run: $TMP/pre2.gguf: tokenizer: key 'tokenizer.ggml.pre': pre-tokenizer 'x\x1b[2J\x9b' is not supported (only 'llama-bpe', 'qwen2' and 'gpt-2')"
+# inspect's text: a key and a tensor name with C1 (and C0) controls, shown
+# escaped as its string values are
+python3 "$EDIT" "$MODEL" "$TMP/names.gguf" --set 'x.k\xc2\x9b2J' u32 7 \
+    --set general.name str 'n\xc2\x9b\x1b' \
+    --rename-tensor output_norm.weight 'out\xc2\x9b2J\x1b\x9b' || fail "names: gguf_edit.py"
+"$BATON" inspect "$TMP/names.gguf" >"$TMP/out" 2>"$TMP/err" || fail "inspect names: $(cat "$TMP/err")"
+says "inspect key" "$TMP/out" '  x.k\xc2\x9b2J = 7 (u32)'
+says "inspect value" "$TMP/out" '  general.name = "n\xc2\x9b\x1b"'
+grep -qF ' out\xc2\x9b2J\x1b\x9b ' "$TMP/out" || fail "inspect tensor name: $(cat "$TMP/out")"
+"$BATON" inspect --json "$TMP/names.gguf" >"$TMP/out" 2>"$TMP/err" || fail "inspect --json names"
+clean "$TMP/out"
+# ... and the reader's own messages about them (a duplicate name)
+python3 "$EDIT" "$MODEL" "$TMP/dup.gguf" --rename-tensor output_norm.weight 'o\xc2\x9b' \
+    --rename-tensor blk.0.attn_norm.weight 'o\xc2\x9b' || fail "dup: gguf_edit.py"
+rc=0
+"$BATON" inspect "$TMP/dup.gguf" >"$TMP/out" 2>"$TMP/err" || rc=$?
+[ "$rc" -eq 1 ] || fail "inspect dup: exit $rc"
+says "inspect dup" "$TMP/err" "baton inspect: $TMP/dup.gguf: duplicate tensor name 'o\xc2\x9b' (E_FORMAT)"
+echo "ok: optional metadata keys of the wrong type or size are named; file strings are escaped"

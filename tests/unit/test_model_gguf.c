@@ -761,8 +761,7 @@ static void test_synthetic_misc(void **state)
     gw_header(&w, 3, 0, 1);
     gw_key(&w, "a\x01\xff", 77);
     assert_int_equal(gw_open(&w, &g, err, sizeof err), BATON_E_FORMAT);
-    assert_string_equal(err, "syn.gguf: key 'a?"
-                             "?': unknown value type 77");
+    assert_string_equal(err, "syn.gguf: key 'a\\x01\\xff': unknown value type 77");
 
     /* Scalar value cut short. */
     gw_header(&w, 3, 0, 1);
@@ -950,6 +949,87 @@ static void test_overlaps(void **state)
     assert_non_null(strstr(err, "tensor 0 'last': data past end of file"));
 }
 
+/* baton_gguf_escape(cap, s) is want. */
+static void expect_escape(size_t cap, const char *s, size_t len, const char *want)
+{
+    char dst[64];
+    memset(dst, 'z', sizeof dst);
+    assert_true(cap <= sizeof dst);
+    assert_ptr_equal(baton_gguf_escape(dst, cap, s, len), dst);
+    if (strcmp(dst, want) != 0)
+        fail_msg("escape(%zu, %zu bytes): '%s', want '%s'", cap, len, dst, want);
+    assert_true(strlen(dst) < cap);
+    if (cap < sizeof dst)
+        assert_int_equal(dst[cap], 'z'); /* nothing past cap */
+}
+
+#define ESC(cap, lit, want) expect_escape(cap, lit, sizeof lit - 1, want)
+
+/* The escaping of every message that quotes a string from a model file:
+ * C0, DEL, backslash, C1 (in UTF-8 and raw) and invalid UTF-8 escaped,
+ * other UTF-8 kept, cut whole with "..." to fit. */
+static void test_escape(void **state)
+{
+    (void)state;
+    ESC(64, "blk.0.attn_q.weight", "blk.0.attn_q.weight");
+    ESC(64, "", "");
+    ESC(64, "\x1b[2Jx\x07", "\\x1b[2Jx\\x07");
+    ESC(64, "a\x00" "b\x7f\n", "a\\x00b\\x7f\\x0a");
+    ESC(64, "a\\x1b", "a\\\\x1b"); /* a literal backslash is not an escape */
+    /* C1 in UTF-8 (U+0080, U+009B CSI, U+009F); U+00A0 and up are text */
+    ESC(64, "\xc2\x80\xc2\x9b\xc2\x9f", "\\xc2\\x80\\xc2\\x9b\\xc2\\x9f");
+    ESC(64, "\xc2\xa0\xc3\xa9\xe2\x96\x81\xf0\x9f\x98\x80",
+        "\xc2\xa0\xc3\xa9\xe2\x96\x81\xf0\x9f\x98\x80");
+    /* bytes outside valid UTF-8: raw C1, 0xff, a cut sequence, overlong,
+     * surrogate, past U+10FFFF */
+    ESC(64, "\x9b[2J", "\\x9b[2J");
+    ESC(64, "\x80\xff", "\\x80\\xff");
+    ESC(64, "x\xe2\x96", "x\\xe2\\x96");
+    ESC(64, "\xc0\x80\xc1\x9b", "\\xc0\\x80\\xc1\\x9b");
+    ESC(64, "\xed\xa0\x80", "\\xed\\xa0\\x80");
+    ESC(64, "\xf4\x90\x80\x80", "\\xf4\\x90\\x80\\x80");
+    ESC(64, "\xc2", "\\xc2");
+    /* cut to fit cap - 1 bytes, at a whole character or escape, "..." */
+    ESC(8, "abcdefg", "abcdefg");
+    ESC(8, "abcdefgh", "abcd...");
+    ESC(9, "\x1b\x1b", "\\x1b\\x1b");
+    ESC(8, "\x1b\x1b", "\\x1b...");
+    ESC(7, "\x1b\x1b", "...");
+    ESC(11, "a\xe2\x96\x81\xe2\x96\x81\xe2\x96\x81", "a\xe2\x96\x81\xe2\x96\x81\xe2\x96\x81");
+    ESC(10, "a\xe2\x96\x81\xe2\x96\x81\xe2\x96\x81", "a\xe2\x96\x81...");
+    ESC(7, "a\xe2\x96\x81\xe2\x96\x81\xe2\x96\x81", "a...");
+    ESC(12, "\xc2\x9b\xc2\x9b", "\\xc2\\x9b...");
+    ESC(11, "\xc2\x9b\xc2\x9b", "...");
+    ESC(4, "abcd", "...");
+    ESC(4, "abc", "abc");
+    ESC(3, "abc", "");
+    ESC(1, "abc", "");
+    char one = 'q';
+    assert_ptr_equal(baton_gguf_escape(&one, 0, "abc", 3), &one);
+    assert_int_equal(one, 'q');
+
+    assert_int_equal(baton_gguf_utf8_len("a", 1), 1);
+    assert_int_equal(baton_gguf_utf8_len("\xc2\x9b", 2), 2);
+    assert_int_equal(baton_gguf_utf8_len("\xc2\x9b", 1), 0);
+    assert_int_equal(baton_gguf_utf8_len("\xe2\x96\x81", 3), 3);
+    assert_int_equal(baton_gguf_utf8_len("\xf0\x9f\x98\x80", 4), 4);
+    assert_int_equal(baton_gguf_utf8_len("\x9b", 1), 0);
+    assert_int_equal(baton_gguf_utf8_len("", 0), 0);
+
+    /* the reader's messages quote keys and tensor names through it */
+    struct gw w;
+    struct baton_gguf *g = NULL;
+    char err[512];
+    gw_header(&w, 3, 0, 1);
+    gw_key(&w, "k\x1b[2J\xc2\x9b", 77);
+    assert_int_equal(gw_open(&w, &g, err, sizeof err), BATON_E_FORMAT);
+    assert_string_equal(err, "syn.gguf: key 'k\\x1b[2J\\xc2\\x9b': unknown value type 77");
+    gw_header(&w, 3, 1, 0);
+    gw_str(&w, "t\x9b"), gw_le(&w, 1, 4), gw_le(&w, 1, 8), gw_le(&w, 99, 4), gw_le(&w, 0, 8);
+    assert_int_equal(gw_open(&w, &g, err, sizeof err), BATON_E_TYPE);
+    assert_string_equal(err, "syn.gguf: tensor 0 't\\x9b': unknown tensor type 99");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -958,7 +1038,7 @@ int main(void)
         cmocka_unit_test(test_corrupt_metadata), cmocka_unit_test(test_corrupt_tensor),
         cmocka_unit_test(test_all_types),        cmocka_unit_test(test_alignment),
         cmocka_unit_test(test_synthetic_misc),   cmocka_unit_test(test_k_quant_tensors),
-        cmocka_unit_test(test_overlaps),
+        cmocka_unit_test(test_overlaps),         cmocka_unit_test(test_escape),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     free(model);
