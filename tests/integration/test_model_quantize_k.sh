@@ -6,7 +6,8 @@
 # mix gives the same types, and with a K-quant every matrix that type;
 # rows not a multiple of 256 fall back (Q4_0 / Q5_0 / Q5_1 / Q8_0 / F16);
 # gen-model and quantize write Q5_0 / Q5_1 directly; the files load
-# in baton inspect with the tensor sizes of the formats.
+# in baton inspect with the tensor sizes of the formats. A 4096-layer model
+# is quantized in seconds (the ranks of attn_v and ffn_down, found once).
 source "$(dirname "$0")/lib.sh"
 
 # 8 layers, dim 256, ff 512, 4 query heads sharing 1 key/value head (GQA 4)
@@ -122,6 +123,19 @@ done
 types "$TMP/odd-q.gguf" >"$TMP/got.txt"
 grep -qx "blk.0.ffn_down.weight f16" "$TMP/got.txt" && grep -qx "blk.0.ffn_up.weight q5_0" "$TMP/got.txt" &&
     grep -qx "output.weight q8_0" "$TMP/got.txt" || fail "quantize odd shapes: $(cat "$TMP/got.txt")"
+# 4096 layers (rows of 32: Q4_K falls back to Q5_0, Q6_K to Q8_0): the
+# attn_v / ffn_down ranks are found once, not by a scan of the file per
+# matrix, which took 36 s here (the limit is the test); use_more_bits picks
+# 2048 of each (the first and last 512 layers, every third between), plus
+# the output head
+"$BATON" gen-model --layers 4096 --dim 32 --ff 32 --heads 1 -o "$TMP/deep.gguf" 2>/dev/null ||
+    fail "gen-model 4096 layers"
+more=$(python3 -c 'n = 4096
+print(sum(1 for i in range(n) if i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2))')
+rc=0; timeout 20 "$BATON" quantize "$TMP/deep.gguf" "$TMP/deep-q.gguf" q4_k_m 2>"$TMP/q.err" || rc=$?
+[ "$rc" -eq 0 ] && grep -qx "baton quantize: by type: f32 8193 q5_0 $((7 * 4096 + 1 - 2 * more)) q8_0 $((2 * more + 1))" "$TMP/q.err" ||
+    fail "quantize 4096 layers q4_k_m: rc $rc: $(cat "$TMP/q.err")"
+rm -f "$TMP/deep.gguf" "$TMP/deep-q.gguf"
 # Q5_0 / Q5_1 written directly: gen-model --type (rows of 96, a multiple of
 # 32 only) gives every matrix that type; quantize of the 8-layer f32 model
 # to q5_0 / q5_1: attn_q (256 x 256: 8 blocks of 32 per row) is 256 * 8 *
