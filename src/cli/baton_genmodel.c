@@ -297,11 +297,17 @@ int baton_cmd_quantize(int argc, char **argv)
              "q8_0 or f16 (docs/QUANTIZE.md).\n"
              "general.file_type is set as llama-quantize sets it.\n"
              "\n"
+             "The converted tensors are held in memory until OUT is written: a\n"
+             "conversion that would take more than the memory available now\n"
+             "(MemAvailable in /proc/meminfo, or the machine's RAM where that cannot be\n"
+             "read) is refused before it starts.\n"
+             "\n"
              "Exit status: 0 written (also when nothing was converted), 1 IN cannot be\n"
              "read, a value cannot be converted (NaN, infinite, or too large for the\n"
              "type's binary16 scale; for f16: finite but above 65504, as f16 keeps NaN\n"
-             "and infinities; the message names the tensor and element), or OUT\n"
-             "cannot be written or is IN, 2 usage error.");
+             "and infinities; the message names the tensor and element), the\n"
+             "conversion would not fit in the memory available, or OUT cannot be\n"
+             "written or is IN, 2 usage error.");
         return 0;
     }
     n = argc - optind;

@@ -57,6 +57,39 @@ static double memory_available(void)
     return (double)bytes;
 }
 
+#define GIB 1073741824.0
+
+/* Whether need bytes fit in the memory available now (memory_available),
+ * or in the machine's RAM where that cannot be read: 0 when they fit (or
+ * neither figure is known); else 1 (more than MemAvailable) or 2 (more than
+ * the RAM), with the comparison for the refusal in what: "more than the
+ * 3.1 GiB of memory available now (MemAvailable in /proc/meminfo; this
+ * machine has 23.4 GiB of RAM)" or "more than this machine's 23.4 GiB of
+ * RAM". */
+static int memory_exceeded(double need, char *what, size_t what_len)
+{
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    const double ram = pages > 0 && page > 0 ? (double)pages * (double)page : 0.0;
+    const double avail = memory_available();
+
+    if (avail >= 0.0 && need > avail) {
+        char of_ram[64] = "";
+
+        if (ram > 0.0)
+            snprintf(of_ram, sizeof of_ram, "; this machine has %.1f GiB of RAM", ram / GIB);
+        snprintf(what, what_len,
+                 "more than the %.1f GiB of memory available now (MemAvailable in "
+                 "/proc/meminfo%s)",
+                 avail / GIB, of_ram);
+        return 1;
+    }
+    if (avail < 0.0 && ram > 0.0 && need > ram) {
+        snprintf(what, what_len, "more than this machine's %.1f GiB of RAM", ram / GIB);
+        return 2;
+    }
+    return 0;
+}
+
 /* ---- conversion ---- */
 
 static uint64_t row_bytes(uint32_t type, uint64_t row_len)
@@ -490,31 +523,16 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
                                     (cfg->arch == BATON_ARCH_QWEN2   ? 4.0 * (QD + 2.0 * kv_dim)
                                      : cfg->arch == BATON_ARCH_QWEN3 ? 8.0 * hd
                                                                      : 0.0));
-        const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-        const double ram = pages > 0 && page > 0 ? (double)pages * (double)page : 0.0;
-        const double avail = memory_available();
+        char what[200];
+        const int over = memory_exceeded(total, what, sizeof what);
 
-        if (avail >= 0.0 && total > avail) {
-            char of_ram[64] = "";
-
-            if (ram > 0.0)
-                snprintf(of_ram, sizeof of_ram, "; this machine has %.1f GiB of RAM",
-                         ram / 1073741824.0);
+        if (over != 0) {
             rc = BATON_E_LIMIT;
-            snprintf(err, err_len,
-                     "the model would take %.1f GiB, more than the %.1f GiB of memory available "
-                     "now (MemAvailable in /proc/meminfo%s); gen-model builds the file in "
-                     "memory: use fewer --layers or a smaller --dim, --ff or vocabulary",
-                     total / 1073741824.0, avail / 1073741824.0, of_ram);
-            goto out;
-        }
-        if (avail < 0.0 && ram > 0.0 && total > ram) {
-            rc = BATON_E_LIMIT;
-            snprintf(err, err_len,
-                     "the model would take %.1f GiB, more than this machine's %.1f GiB of RAM "
-                     "(gen-model builds the file in memory); use fewer --layers or a smaller "
-                     "--dim, --ff or vocabulary",
-                     total / 1073741824.0, ram / 1073741824.0);
+            snprintf(err, err_len, "the model would take %.1f GiB, %s%s", total / GIB, what,
+                     over == 1 ? "; gen-model builds the file in memory: use fewer --layers or "
+                                 "a smaller --dim, --ff or vocabulary"
+                               : " (gen-model builds the file in memory); use fewer --layers or "
+                                 "a smaller --dim, --ff or vocabulary");
             goto out;
         }
     }
@@ -663,35 +681,125 @@ static void plan_from_file(const struct baton_gguf *src, int preset, struct bato
                 ((strcmp(a, "llama") == 0 && n_head != n_head_kv) || strcmp(a, "qwen2") == 0);
 }
 
-/* Why the quantizer refused tensor name's n values (BATON_E_INVAL): the
- * first value that is NaN or infinite, else the largest magnitude, which
- * gives a block a scale that binary16 cannot hold (compute/cpu/quant.h). */
-static void describe_unconvertible(const float *x, uint64_t n, uint32_t type, const char *in_path,
-                                   const char *name, char *err, size_t err_len)
+/* A tensor name from the input file as messages quote it: control bytes
+ * escaped (baton_gguf_escape), so a crafted name cannot drive the
+ * terminal. */
+static const char *shown_name(const char *name, char *buf, size_t cap)
 {
+    return baton_gguf_escape(buf, cap, name, strlen(name));
+}
+
+/* Why the quantizer refused tensor t's values (BATON_E_INVAL): the first
+ * value that is NaN or infinite, else the largest magnitude, which gives a
+ * block a scale that binary16 cannot hold (compute/cpu/quant.h). t is 2-D,
+ * F32 or F16; its values are read a chunk at a time. */
+static void describe_unconvertible(const struct baton_gguf_tensor *t, uint32_t type,
+                                   const char *in_path, char *err, size_t err_len)
+{
+    enum { CHUNK = 1024 };
+    const uint8_t *base = t->data; /* (F32 data need not be aligned for float) */
+    const uint64_t n = t->ne[0] * t->ne[1];
+    float x[CHUNK], big = 0.0f, big_value = 0.0f;
     uint64_t i, at = 0;
-    float big = 0.0f;
     char shown[128];
 
-    baton_gguf_escape(shown, sizeof shown, name, strlen(name));
     for (i = 0; i < n; i++) {
-        if (!isfinite(x[i])) {
+        float v;
+
+        if (i % CHUNK == 0) {
+            const uint64_t k = n - i < CHUNK ? n - i : CHUNK;
+
+            if (t->type == BATON_TYPE_F32)
+                memcpy(x, base + i * 4, k * sizeof(float));
+            else
+                baton_fp16_to_fp32_row(base + i * 2, x, k);
+        }
+        v = x[i % CHUNK];
+        if (!isfinite(v)) {
             snprintf(err, err_len,
                      "%s: tensor '%s': element %llu is %s, which %s cannot hold (baton inspect "
                      "--check names every tensor with NaN or infinite values)",
-                     in_path, shown, (unsigned long long)i, isnan(x[i]) ? "NaN" : "infinite",
+                     in_path, shown_name(t->name, shown, sizeof shown), (unsigned long long)i,
+                     isnan(v) ? "NaN" : "infinite",
                      baton_type_name(type));
             return;
         }
-        if (fabsf(x[i]) > big) {
-            big = fabsf(x[i]);
+        if (i == 0 || fabsf(v) > big) {
+            big = fabsf(v);
+            big_value = v;
             at = i;
         }
     }
     snprintf(err, err_len,
              "%s: tensor '%s': element %llu (%g) is too large for %s: a block's scale would "
              "not fit binary16",
-             in_path, shown, (unsigned long long)at, (double)x[at], baton_type_name(type));
+             in_path, shown_name(t->name, shown, sizeof shown), (unsigned long long)at,
+             (double)big_value, baton_type_name(type));
+}
+
+/* Converts tensor t (2-D, F32 or F16) to out_type into dst, rb bytes per
+ * row, a row at a time through row (t->ne[0] floats). Returns 0, or an
+ * error with a message in err naming in_path, the tensor and, for a value
+ * out_type cannot hold, the element. */
+static int convert_tensor(const struct baton_gguf_tensor *t, uint32_t out_type, float *row,
+                          uint8_t *dst, uint64_t rb, const char *in_path, char *err,
+                          size_t err_len)
+{
+    const uint64_t ne0 = t->ne[0];
+    const uint8_t *base = t->data; /* (F32 data need not be aligned for float) */
+    uint64_t r;
+    char shown[128];
+    int rc = 0;
+
+    for (r = 0; rc == 0 && r < t->ne[1]; r++) {
+        if (t->type == BATON_TYPE_F32)
+            memcpy(row, base + r * ne0 * 4, ne0 * sizeof(float));
+        else
+            baton_fp16_to_fp32_row(base + r * ne0 * 2, row, ne0);
+        if (out_type == BATON_TYPE_F16) {
+            /* a finite value binary16 cannot hold would become infinite:
+             * |x| >= 65520 rounds past 65504, its largest finite value */
+            uint64_t e;
+
+            for (e = 0; e < ne0 && !(isfinite(row[e]) && fabsf(row[e]) >= 65520.0f); e++)
+                ;
+            if (e < ne0) {
+                snprintf(err, err_len,
+                         "%s: tensor '%s': element %llu (%g) is beyond the range of f16 "
+                         "(largest finite value 65504); keep the model in f32 or choose a "
+                         "quantized type",
+                         in_path, shown_name(t->name, shown, sizeof shown),
+                         (unsigned long long)(r * ne0 + e), (double)row[e]);
+                return BATON_E_INVAL;
+            }
+        }
+        rc = baton_quantize_row(out_type, row, dst + r * rb, ne0);
+    }
+    if (rc == BATON_E_INVAL)
+        describe_unconvertible(t, out_type, in_path, err, err_len);
+    else if (rc != 0)
+        snprintf(err, err_len, "%s: tensor '%s': %s", in_path,
+                 shown_name(t->name, shown, sizeof shown), baton_status_str(rc));
+    return rc;
+}
+
+/* The type tensor i (t) gets in the output: t's own type when it is kept. */
+static uint32_t out_type_of(const struct baton_gguf_tensor *t, uint64_t i, uint32_t type,
+                            struct baton_quant_plan *plan, const uint32_t *attn_v_rank,
+                            const uint32_t *ffn_down_rank)
+{
+    if (t->n_dims != 2 || (t->type != BATON_TYPE_F32 && t->type != BATON_TYPE_F16))
+        return t->type;
+    if (plan != NULL) {
+        if (!baton_quant_preset_applies(t->name, t->n_dims))
+            return t->type;
+        plan->attn_v_rank = attn_v_rank[i];
+        plan->ffn_down_rank = ffn_down_rank[i];
+        return baton_quant_preset_type(plan, t->name, t->ne[0]);
+    }
+    if (type == BATON_TYPE_F32 || type == BATON_TYPE_F16 || t->ne[0] % 32 == 0)
+        return type;
+    return t->type;
 }
 
 int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type, int preset,
@@ -700,17 +808,18 @@ int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type
     struct baton_quant_plan plan;
     struct baton_gguf *src = NULL;
     struct baton_gguf_writer *w = NULL;
-    float *f32 = NULL;
-    uint8_t *conv = NULL;
-    uint32_t *attn_v_rank = NULL, *ffn_down_rank = NULL, n_ffn_down;
-    uint64_t i;
+    float *row = NULL;
+    uint32_t *out_types = NULL, *attn_v_rank = NULL, *ffn_down_rank = NULL, n_ffn_down;
+    uint64_t i, n_tensors, max_ne0 = 0;
+    double need;
     int rc = baton_gguf_open(in_path, &src, err, err_len);
 
     if (rc != 0)
         return rc;
-    if (preset != BATON_PRESET_NONE) {
-        const uint64_t n_tensors = baton_gguf_n_tensors(src);
-
+    n_tensors = baton_gguf_n_tensors(src);
+    out_types = calloc(n_tensors ? n_tensors : 1, sizeof *out_types);
+    rc = out_types ? 0 : BATON_E_NOMEM;
+    if (rc == 0 && preset != BATON_PRESET_NONE) {
         plan_from_file(src, preset, &plan);
         attn_v_rank = calloc(n_tensors ? n_tensors : 1, sizeof *attn_v_rank);
         ffn_down_rank = calloc(n_tensors ? n_tensors : 1, sizeof *ffn_down_rank);
@@ -719,6 +828,46 @@ int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type
             rc = rank_all(src, baton_quant_preset_is_attn_v, attn_v_rank, &plan.n_attn_v);
         if (rc == 0)
             rc = rank_all(src, baton_quant_preset_is_ffn_down, ffn_down_rank, &n_ffn_down);
+    }
+    /* what quantize holds at its peak, beyond what is allocated now: each
+     * converted tensor's output (the writer keeps it until the file is
+     * written), a row of floats, and the metadata and tensor infos, which
+     * the writer copies and copies again into the header it builds, each
+     * buffer up to twice its length as it grows (4 x the input's header).
+     * The tensors kept are written from the input's mapping: file pages,
+     * which the kernel may reclaim, as MemAvailable counts them. */
+    need = 4.0 * (double)baton_gguf_data_offset(src);
+    for (i = 0; rc == 0 && i < n_tensors; i++) {
+        struct baton_gguf_tensor t;
+
+        rc = baton_gguf_tensor_at(src, i, &t);
+        if (rc != 0)
+            break;
+        out_types[i] = out_type_of(&t, i, type, preset != BATON_PRESET_NONE ? &plan : NULL,
+                                   attn_v_rank, ffn_down_rank);
+        if (out_types[i] != t.type) {
+            need += (double)row_bytes(out_types[i], t.ne[0]) * (double)t.ne[1];
+            max_ne0 = t.ne[0] > max_ne0 ? t.ne[0] : max_ne0;
+        }
+    }
+    need += 4.0 * (double)max_ne0;
+    if (rc == 0) {
+        char what[200];
+
+        if (memory_exceeded(need, what, sizeof what) != 0) {
+            rc = BATON_E_LIMIT;
+            snprintf(err, err_len,
+                     "%s: quantizing to %s would take %.1f GiB, %s; quantize holds the "
+                     "converted tensors in memory until %s is written",
+                     in_path,
+                     preset != BATON_PRESET_NONE ? baton_quant_preset_name(preset)
+                                                 : baton_type_name(type),
+                     need / GIB, what, out_path);
+        }
+    }
+    if (rc == 0 && max_ne0 > 0) {
+        row = malloc(max_ne0 * sizeof(float));
+        rc = row ? 0 : BATON_E_NOMEM;
     }
     if (rc == 0)
         rc = baton_gguf_writer_create(&w);
@@ -737,82 +886,35 @@ int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type
         if (rc == 0)
             rc = baton_gguf_w_raw(w, baton_gguf_kv_key(kv), baton_gguf_kv_type(kv), raw, len);
     }
-    for (i = 0; rc == 0 && i < baton_gguf_n_tensors(src); i++) {
+    for (i = 0; rc == 0 && i < n_tensors; i++) {
         struct baton_gguf_tensor t;
-        uint32_t out_type;
-        uint64_t n, bytes;
+        uint64_t rb;
+        void *dst;
 
         rc = baton_gguf_tensor_at(src, i, &t);
         if (rc != 0)
             break;
-        out_type = t.type;
-        if (preset != BATON_PRESET_NONE) {
-            if (t.n_dims == 2 && (t.type == BATON_TYPE_F32 || t.type == BATON_TYPE_F16) &&
-                baton_quant_preset_applies(t.name, t.n_dims)) {
-                plan.attn_v_rank = attn_v_rank[i];
-                plan.ffn_down_rank = ffn_down_rank[i];
-                out_type = baton_quant_preset_type(&plan, t.name, t.ne[0]);
-            }
-        } else if (t.n_dims == 2 && (t.type == BATON_TYPE_F32 || t.type == BATON_TYPE_F16) &&
-                   (type == BATON_TYPE_F32 || type == BATON_TYPE_F16 || t.ne[0] % 32 == 0))
-            out_type = type;
-        if (out_type == t.type) {
+        if (out_types[i] == t.type) {
             if (n_kept)
                 (*n_kept)++;
-            rc = baton_gguf_w_tensor(w, t.name, t.type, t.n_dims ? t.n_dims : 1, t.ne, t.data,
-                                     t.nbytes);
+            rc = baton_gguf_w_tensor_ref(w, t.name, t.type, t.n_dims ? t.n_dims : 1, t.ne,
+                                         t.data, t.nbytes);
             continue;
         }
-        n = t.ne[0] * t.ne[1];
-        free(f32);
-        free(conv);
-        f32 = malloc(n * sizeof(float));
-        conv = malloc(n * sizeof(float));
-        if (f32 == NULL || conv == NULL) {
-            rc = BATON_E_NOMEM;
-            break;
-        }
-        if (t.type == BATON_TYPE_F32)
-            memcpy(f32, t.data, n * sizeof(float));
-        else
-            baton_fp16_to_fp32_row(t.data, f32, n);
-        bytes = row_bytes(out_type, t.ne[0]) * t.ne[1];
         if (n_converted)
             (*n_converted)++;
-        if (out_type == BATON_TYPE_F16) {
-            /* a finite value binary16 cannot hold would become infinite:
-             * |x| >= 65520 rounds past 65504, its largest finite value */
-            uint64_t e;
-
-            for (e = 0; e < n && !(isfinite(f32[e]) && fabsf(f32[e]) >= 65520.0f); e++)
-                ;
-            if (e < n) {
-                char shown[128];
-
-                snprintf(err, err_len,
-                         "%s: tensor '%s': element %llu (%g) is beyond the range of f16 "
-                         "(largest finite value 65504); keep the model in f32 or choose a "
-                         "quantized type",
-                         in_path, baton_gguf_escape(shown, sizeof shown, t.name, strlen(t.name)),
-                         (unsigned long long)e, (double)f32[e]);
-                rc = BATON_E_INVAL;
-                break;
-            }
-        }
-        rc = baton_convert_rows(out_type, f32, t.ne[1], t.ne[0], conv);
-        if (rc == BATON_E_INVAL) {
-            describe_unconvertible(f32, n, out_type, in_path, t.name, err, err_len);
-            break;
-        }
-        if (rc == 0)
-            rc = baton_gguf_w_tensor(w, t.name, out_type, 2, t.ne, conv, bytes);
+        rb = row_bytes(out_types[i], t.ne[0]);
+        rc = rb == 0 ? BATON_E_SHAPE
+                     : baton_gguf_w_tensor_alloc(w, t.name, out_types[i], 2, t.ne, rb * t.ne[1],
+                                                 &dst);
         if (rc != 0) {
             char shown[128];
 
             snprintf(err, err_len, "%s: tensor '%s': %s", in_path,
-                     baton_gguf_escape(shown, sizeof shown, t.name, strlen(t.name)),
-                     baton_status_str(rc));
+                     shown_name(t.name, shown, sizeof shown), baton_status_str(rc));
+            break;
         }
+        rc = convert_tensor(&t, out_types[i], row, dst, rb, in_path, err, err_len);
     }
     if (rc == 0 && preset != BATON_PRESET_NONE) {
         rc = baton_gguf_w_u32(w, "general.file_type", baton_quant_preset_ftype(preset));
@@ -823,8 +925,8 @@ int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type
         rc = baton_gguf_writer_write(w, out_path, err, err_len);
     else if (err[0] == '\0')
         snprintf(err, err_len, "%s: %s", in_path, baton_status_str(rc));
-    free(f32);
-    free(conv);
+    free(row);
+    free(out_types);
     free(attn_v_rank);
     free(ffn_down_rank);
     baton_gguf_writer_free(w);

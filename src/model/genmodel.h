@@ -48,6 +48,11 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
  * value for the preset and general.quantization_version to 2. Other tensors
  * and all other metadata are copied unchanged. *n_converted / *n_kept (may
  * be NULL; the caller zeroes them) count converted and unchanged tensors.
+ * The converted tensors are held in memory until out_path is written (the
+ * kept ones are written from the input's mapping, a row of floats is the
+ * only scratch): a conversion whose estimate exceeds the memory available
+ * now (as for baton_gen_model) is refused with BATON_E_LIMIT before any
+ * tensor is converted.
  * Returns 0 or a negative status with a message in err. */
 int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type, int preset,
                         char *err, size_t err_len, uint64_t *n_converted, uint64_t *n_kept);

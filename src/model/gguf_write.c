@@ -25,7 +25,8 @@ struct wtensor {
     char *name;
     uint32_t type, n_dims;
     uint64_t ne[4];
-    uint8_t *data;
+    const uint8_t *data; /* owned, or the caller's (baton_gguf_w_tensor_ref) */
+    uint8_t *owned;      /* data when the writer frees it; NULL when borrowed */
     uint64_t nbytes;
 };
 
@@ -107,7 +108,7 @@ void baton_gguf_writer_free(struct baton_gguf_writer *w)
         return;
     for (i = 0; i < w->n_tensors; i++) {
         free(w->tensors[i].name);
-        free(w->tensors[i].data);
+        free(w->tensors[i].owned);
     }
     free(w->tensors);
     free(w->kv.p);
@@ -199,8 +200,10 @@ int baton_gguf_w_str_array(struct baton_gguf_writer *w, const char *key, const c
     return rc;
 }
 
-int baton_gguf_w_tensor(struct baton_gguf_writer *w, const char *name, uint32_t type,
-                        uint32_t n_dims, const uint64_t *ne, const void *data, uint64_t nbytes)
+/* Appends a tensor's info; its data is the caller's to set. nbytes must be
+ * the size that type and ne give. */
+static int add_tensor(struct baton_gguf_writer *w, const char *name, uint32_t type,
+                      uint32_t n_dims, const uint64_t *ne, uint64_t nbytes, struct wtensor **out)
 {
     struct wtensor *t;
     uint64_t full[4] = {1, 1, 1, 1}, nb[4], size;
@@ -229,19 +232,71 @@ int baton_gguf_w_tensor(struct baton_gguf_writer *w, const char *name, uint32_t 
     t = &w->tensors[w->n_tensors];
     memset(t, 0, sizeof(*t));
     t->name = strdup(name);
-    t->data = malloc(nbytes ? nbytes : 1);
-    if (t->name == NULL || t->data == NULL) {
-        free(t->name);
-        free(t->data);
+    if (t->name == NULL)
         return BATON_E_NOMEM;
-    }
-    memcpy(t->data, data, nbytes);
     t->type = type;
     t->n_dims = n_dims;
     memcpy(t->ne, full, sizeof(full));
     t->nbytes = nbytes;
-    w->n_tensors++;
+    *out = t;
     return 0;
+}
+
+/* Allocates t's data (nbytes) and makes it the writer's; frees t's name on
+ * failure. */
+static int own_data(struct wtensor *t)
+{
+    t->owned = malloc(t->nbytes ? t->nbytes : 1);
+    if (t->owned == NULL) {
+        free(t->name);
+        return BATON_E_NOMEM;
+    }
+    t->data = t->owned;
+    return 0;
+}
+
+int baton_gguf_w_tensor(struct baton_gguf_writer *w, const char *name, uint32_t type,
+                        uint32_t n_dims, const uint64_t *ne, const void *data, uint64_t nbytes)
+{
+    struct wtensor *t;
+    int rc = add_tensor(w, name, type, n_dims, ne, nbytes, &t);
+
+    if (rc == 0)
+        rc = own_data(t);
+    if (rc == 0) {
+        memcpy(t->owned, data, nbytes);
+        w->n_tensors++;
+    }
+    return rc;
+}
+
+int baton_gguf_w_tensor_alloc(struct baton_gguf_writer *w, const char *name, uint32_t type,
+                              uint32_t n_dims, const uint64_t *ne, uint64_t nbytes, void **data)
+{
+    struct wtensor *t;
+    int rc = add_tensor(w, name, type, n_dims, ne, nbytes, &t);
+
+    if (rc == 0)
+        rc = own_data(t);
+    if (rc == 0) {
+        *data = t->owned;
+        w->n_tensors++;
+    }
+    return rc;
+}
+
+int baton_gguf_w_tensor_ref(struct baton_gguf_writer *w, const char *name, uint32_t type,
+                            uint32_t n_dims, const uint64_t *ne, const void *data,
+                            uint64_t nbytes)
+{
+    struct wtensor *t;
+    int rc = add_tensor(w, name, type, n_dims, ne, nbytes, &t);
+
+    if (rc == 0) {
+        t->data = data;
+        w->n_tensors++;
+    }
+    return rc;
 }
 
 static uint64_t pad_to(uint64_t v)

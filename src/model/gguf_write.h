@@ -8,7 +8,8 @@
  *
  * Errors: 0 or a negative enum baton_status (BATON_E_NOMEM, BATON_E_INVAL for
  * a bad argument, BATON_E_IO with a message for file errors).
- * Ownership: the writer copies keys, names, values and tensor data.
+ * Ownership: the writer copies keys, names, values and tensor data, except
+ * the data given to baton_gguf_w_tensor_ref, which it borrows.
  */
 #ifndef BATON_MODEL_GGUF_WRITE_H
 #define BATON_MODEL_GGUF_WRITE_H
@@ -39,6 +40,20 @@ int baton_gguf_w_str_array(struct baton_gguf_writer *w, const char *key, const c
  * size that type and ne give). The data is copied. */
 int baton_gguf_w_tensor(struct baton_gguf_writer *w, const char *name, uint32_t type,
                         uint32_t n_dims, const uint64_t *ne, const void *data, uint64_t nbytes);
+
+/* Adds a tensor as baton_gguf_w_tensor does, with nbytes of uninitialized
+ * data that the writer owns: *data, for the caller to fill before
+ * baton_gguf_writer_write (a conversion writes its output there, with no
+ * copy of its own). */
+int baton_gguf_w_tensor_alloc(struct baton_gguf_writer *w, const char *name, uint32_t type,
+                              uint32_t n_dims, const uint64_t *ne, uint64_t nbytes, void **data);
+
+/* Adds a tensor whose data is NOT copied: data stays the caller's and must
+ * stay valid and unchanged until the writer is freed (a tensor copied from
+ * a mapped input file costs no memory of its own). */
+int baton_gguf_w_tensor_ref(struct baton_gguf_writer *w, const char *name, uint32_t type,
+                            uint32_t n_dims, const uint64_t *ne, const void *data,
+                            uint64_t nbytes);
 
 /* The temporary file baton_gguf_writer_write writes before it renames it
  * onto path: "PATH.tmp.PID" into tmp[0..len). Returns 0, or -1 when it

@@ -7,7 +7,8 @@
 # gen-model's integer options: too large (also past 2^64), not an integer,
 # too small, each a usage error that writes nothing; a shape that breaks a
 # rule names it; --vocab with --vocab-from. quantize's usage errors name
-# what was wrong. An empty output path, and one no one can create (also for
+# what was wrong; a conversion larger than the memory available is refused.
+# An empty output path, and one no one can create (also for
 # root), are refused before any work; success lines start "baton CMD:".
 source "$(dirname "$0")/lib.sh"
 
@@ -204,6 +205,52 @@ if unshare -m true 2>/dev/null; then
 else
     echo "note: no mount namespace here (not root): the RAM fallback is not checked" >&2
 fi
+# quantize holds the converted tensors until OUT is written: an F16 matrix
+# whose F32 copy is more than this machine's RAM (in a sparse file of about
+# half the RAM) is refused before anything is converted, naming the
+# estimate (4 bytes per element, a row of floats, 4 x the input's header,
+# as genmodel.c counts it) and the memory available. ulimit -v (the file's
+# mapping and 1 GiB) keeps a quantizer that took it from filling the
+# machine; 20 s bound a regression.
+read -r wide_bytes want_gib ram_gib <<<"$(python3 - "$TMP/wide.gguf" <<'PY'
+import os, struct, sys
+ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+ne0 = 32768
+ne1 = ram * 9 // 8 // (4 * ne0) + 1
+def s(x):
+    return struct.pack("<Q", len(x)) + x.encode()
+head = b"GGUF" + struct.pack("<IQQ", 3, 1, 1) + s("general.architecture") + struct.pack("<I", 8)
+head += s("llama") + s("wide.weight") + struct.pack("<IQQIQ", 2, ne0, ne1, 1, 0)
+head += bytes(-len(head) % 32)
+with open(sys.argv[1], "wb") as f:
+    f.write(head)
+    f.truncate(len(head) + 2 * ne0 * ne1)
+need = 4 * ne0 * ne1 + 4 * ne0 + 4 * len(head)
+print(len(head) + 2 * ne0 * ne1, "%.1f" % (need / 2**30), "%.1f" % (ram / 2**30))
+PY
+)"
+quant_tail="quantize holds the converted tensors in memory until $TMP/wide32.gguf is written"
+vlimit=$((wide_bytes / 1024 + 1048576))
+[ "${BATON_ASAN:-}" = "1" ] && vlimit=unlimited
+rc=0
+(ulimit -v "$vlimit"; exec timeout 20 "$BATON" quantize "$TMP/wide.gguf" "$TMP/wide32.gguf" f32) \
+    2>"$TMP/bad.err" || rc=$?
+[ "$rc" -eq 1 ] && [ ! -e "$TMP/wide32.gguf" ] &&
+    [ "$(sed -E "s/ the $gib of memory/ the A GiB of memory/" "$TMP/bad.err")" = "baton quantize: $TMP/wide.gguf: quantizing to f32 would take $want_gib GiB, more than the A GiB of memory available now (MemAvailable in /proc/meminfo; this machine has $ram_gib GiB of RAM); $quant_tail" ] ||
+    fail "quantize of $want_gib GiB (RAM $ram_gib GiB): rc $rc: $(cat "$TMP/bad.err")"
+# (without a MemAvailable line, the RAM is the limit)
+printf 'MemTotal:       24684096 kB\nMemFree:        20314060 kB\n' >"$TMP/meminfo"
+if unshare -m true 2>/dev/null; then
+    rc=0
+    (ulimit -v "$vlimit"
+     exec unshare -m sh -c 'mount --bind "$1" /proc/meminfo && shift && exec "$@"' sh \
+        "$TMP/meminfo" timeout 20 "$BATON" quantize "$TMP/wide.gguf" "$TMP/wide32.gguf" f32) \
+        2>"$TMP/bad.err" || rc=$?
+    [ "$rc" -eq 1 ] && [ ! -e "$TMP/wide32.gguf" ] &&
+        [ "$(cat "$TMP/bad.err")" = "baton quantize: $TMP/wide.gguf: quantizing to f32 would take $want_gib GiB, more than this machine's $ram_gib GiB of RAM; $quant_tail" ] ||
+        fail "quantize without MemAvailable: rc $rc: $(cat "$TMP/bad.err")"
+fi
+rm -f "$TMP/wide.gguf"
 rc=0; "$BATON" gen-model --layers 1 --dim 64 --ff 64 --heads 4 -o "$TMP/nodir/g.gguf" 2>"$TMP/bad.err" || rc=$?
 [ "$rc" -eq 1 ] && grep -qx "baton gen-model: -o $TMP/nodir/g.gguf: cannot create a file in $TMP/nodir: No such file or directory" \
     "$TMP/bad.err" || fail "gen-model into a missing directory: rc $rc: $(cat "$TMP/bad.err")"

@@ -1,5 +1,6 @@
 /* GGUF writer: files written by gguf_write.c read back exactly with the
- * reader, and metadata copied raw round-trips byte for byte. */
+ * reader, metadata copied raw round-trips byte for byte, and tensors
+ * allocated by the writer or borrowed are written as copied ones are. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -125,6 +126,81 @@ static void round_trip(void **state)
     unlink(path);
 }
 
+/* Reads the whole file at path into a new buffer; its length in *len. */
+static uint8_t *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    uint8_t *buf = NULL;
+    long n;
+
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 0, SEEK_END), 0);
+    n = ftell(f);
+    assert_true(n > 0);
+    rewind(f);
+    buf = malloc((size_t)n);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
+}
+
+/* A tensor added by baton_gguf_w_tensor_alloc (filled after the call) or
+ * by baton_gguf_w_tensor_ref (borrowed, not copied) is written as the same
+ * bytes as one copied in by baton_gguf_w_tensor; a size that does not
+ * match the shape is refused by each. */
+static void alloc_and_ref_write_the_same_bytes(void **state)
+{
+    const float m[6] = {1, -2, 3.5f, 4, 5, -6.25f};
+    const int32_t v[3] = {7, 8, 9};
+    const uint64_t ne2[2] = {3, 2}, ne1[1] = {3};
+    char path[2][128], err[256] = "";
+    uint8_t *file[2];
+    size_t len[2];
+    int k;
+
+    (void)state;
+    for (k = 0; k < 2; k++) {
+        struct baton_gguf_writer *w;
+        float borrowed[6];
+        void *dst = NULL;
+
+        tmp_path(path[k], sizeof(path[k]), k == 0 ? "copy" : "alloc");
+        assert_int_equal(baton_gguf_writer_create(&w), 0);
+        assert_int_equal(baton_gguf_w_u32(w, "k.u32", 5), 0);
+        if (k == 0) {
+            assert_int_equal(baton_gguf_w_tensor(w, "m", BATON_TYPE_F32, 2, ne2, m, sizeof m), 0);
+            assert_int_equal(baton_gguf_w_tensor(w, "v", BATON_TYPE_I32, 1, ne1, v, sizeof v), 0);
+        } else {
+            assert_int_equal(baton_gguf_w_tensor_alloc(w, "bad", BATON_TYPE_F32, 2, ne2, 20,
+                                                       &dst),
+                             BATON_E_INVAL);
+            assert_int_equal(baton_gguf_w_tensor_ref(w, "bad", BATON_TYPE_F32, 2, ne2, m, 20),
+                             BATON_E_INVAL);
+            assert_int_equal(baton_gguf_w_tensor_alloc(w, "m", BATON_TYPE_F32, 2, ne2, sizeof m,
+                                                       &dst),
+                             0);
+            assert_non_null(dst);
+            memcpy(dst, m, sizeof m);
+            /* borrowed: what the buffer holds when the file is written */
+            memset(borrowed, 0, sizeof borrowed);
+            assert_int_equal(baton_gguf_w_tensor_ref(w, "v", BATON_TYPE_I32, 1, ne1, borrowed,
+                                                     sizeof v),
+                             0);
+            memcpy(borrowed, v, sizeof v);
+        }
+        assert_int_equal(baton_gguf_writer_write(w, path[k], err, sizeof(err)), 0);
+        baton_gguf_writer_free(w); /* frees the allocated data, not the borrowed */
+        file[k] = slurp(path[k], &len[k]);
+        unlink(path[k]);
+    }
+    assert_int_equal(len[0], len[1]);
+    assert_memory_equal(file[0], file[1], len[0]);
+    free(file[0]);
+    free(file[1]);
+}
+
 static void write_error_names_path(void **state)
 {
     struct baton_gguf_writer *w;
@@ -164,6 +240,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(round_trip),
+        cmocka_unit_test(alloc_and_ref_write_the_same_bytes),
         cmocka_unit_test(write_error_names_path),
         cmocka_unit_test(write_refuses_non_regular),
     };
