@@ -878,9 +878,8 @@ int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type
 
         if (strcmp(baton_gguf_kv_key(kv), "general.alignment") == 0)
             continue; /* the writer uses the default alignment */
-        if (preset != BATON_PRESET_NONE &&
-            (strcmp(baton_gguf_kv_key(kv), "general.file_type") == 0 ||
-             strcmp(baton_gguf_kv_key(kv), "general.quantization_version") == 0))
+        if (strcmp(baton_gguf_kv_key(kv), "general.file_type") == 0 ||
+            strcmp(baton_gguf_kv_key(kv), "general.quantization_version") == 0)
             continue; /* written below, as llama-quantize writes them */
         rc = baton_gguf_kv_raw(kv, &raw, &len);
         if (rc == 0)
@@ -916,8 +915,17 @@ int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type
         }
         rc = convert_tensor(&t, out_types[i], row, dst, rb, in_path, err, err_len);
     }
-    if (rc == 0 && preset != BATON_PRESET_NONE) {
-        rc = baton_gguf_w_u32(w, "general.file_type", baton_quant_preset_ftype(preset));
+    /* llama-quantize marks its output with the type or preset it was asked
+     * for (a plain type used to keep the input's mark: ALL_F32 on a q8_0) */
+    if (rc == 0) {
+        uint32_t ftype = 0;
+
+        if (preset != BATON_PRESET_NONE)
+            ftype = baton_quant_preset_ftype(preset);
+        else if (baton_quant_type_ftype(type, &ftype) != 0)
+            rc = BATON_E_INVAL;
+        if (rc == 0)
+            rc = baton_gguf_w_u32(w, "general.file_type", ftype);
         if (rc == 0)
             rc = baton_gguf_w_u32(w, "general.quantization_version", 2);
     }

@@ -44,9 +44,11 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
  * tensor whose ne[0] is a multiple of 32 to type (Q8_0 or Q4_0, or F16/F32).
  * With a preset (model/quant_preset.h; type is then ignored): converts each
  * 2-D F32/F16 matrix llama.cpp's preset quantizes to the type that preset
- * picks for it (docs/QUANTIZE.md), and sets general.file_type to llama.cpp's
- * value for the preset and general.quantization_version to 2. Other tensors
- * and all other metadata are copied unchanged. *n_converted / *n_kept (may
+ * picks for it (docs/QUANTIZE.md). Either way general.file_type is set to
+ * llama.cpp's value for the type or preset (baton_quant_type_ftype,
+ * baton_quant_preset_ftype) and general.quantization_version to 2, as
+ * llama-quantize sets them. Other tensors and all other metadata are copied
+ * unchanged. *n_converted / *n_kept (may
  * be NULL; the caller zeroes them) count converted and unchanged tensors.
  * The converted tensors are held in memory until out_path is written (the
  * kept ones are written from the input's mapping, a row of floats is the

@@ -47,6 +47,23 @@ uint32_t baton_quant_preset_ftype(int preset)
     return 0;
 }
 
+int baton_quant_type_ftype(uint32_t type, uint32_t *ftype)
+{
+    static const struct {
+        uint32_t type, ftype;
+    } ftypes[] = {
+        {BATON_TYPE_F32, 0},  {BATON_TYPE_F16, 1},  {BATON_TYPE_Q4_0, 2},
+        {BATON_TYPE_Q8_0, 7}, {BATON_TYPE_Q5_0, 8}, {BATON_TYPE_Q5_1, 9},
+    };
+
+    for (size_t i = 0; i < sizeof ftypes / sizeof ftypes[0]; i++)
+        if (ftypes[i].type == type) {
+            *ftype = ftypes[i].ftype;
+            return 0;
+        }
+    return -1;
+}
+
 static uint32_t base_type(int preset)
 {
     for (size_t i = 0; i < N_PRESETS; i++)

@@ -8,6 +8,7 @@
 # gen-model and quantize write Q5_0 / Q5_1 directly; the files load
 # in baton inspect with the tensor sizes of the formats. A 4096-layer model
 # is quantized in seconds (the ranks of attn_v and ffn_down, found once).
+# A single type sets general.file_type to llama.cpp's number for it.
 source "$(dirname "$0")/lib.sh"
 
 # 8 layers, dim 256, ff 512, 4 query heads sharing 1 key/value head (GQA 4)
@@ -149,6 +150,23 @@ for t in q5_0 q5_1; do
     "$BATON" inspect "$TMP/$t.gguf" >"$TMP/inspect.txt" || fail "inspect $t"
     case $t in q5_0) b=45056 ;; q5_1) b=49152 ;; esac
     grep -Eq "blk\.1\.attn_q\.weight +$t +256 x 256 +[0-9]+ +$b\$" "$TMP/inspect.txt" || fail "$t size"
+done
+# a single type marks the file as llama-quantize does (LLAMA_FTYPE_*, from
+# llama.h), and replaces the input's mark: the 8-layer F32 model (no mark)
+# to each type, then its f16 copy (marked 1) to q8_0; the mark used to be
+# copied unchanged (ALL_F32 on a q8_0 file)
+for c in "f32 0" "f16 1" "q4_0 2" "q8_0 7" "q5_0 8" "q5_1 9" "f16:q8_0 7"; do
+    set -- $c
+    in="$TMP/f32.gguf"
+    case $1 in *:*) in="$TMP/ft-${1%%:*}.gguf" ;; esac
+    "$BATON" quantize "$in" "$TMP/ft-${1#*:}.gguf" "${1#*:}" 2>/dev/null || fail "quantize $1"
+    "$BATON" inspect --json "$TMP/ft-${1#*:}.gguf" >"$TMP/ft.json" || fail "inspect --json $1"
+    python3 - "$TMP/ft.json" "$2" <<'PY' || fail "quantize $1: general.file_type is not $2"
+import json, sys
+m = json.load(open(sys.argv[1]))["metadata"]
+assert m["general.file_type"] == {"type": "u32", "value": int(sys.argv[2])}, m
+assert m["general.quantization_version"] == {"type": "u32", "value": 2}, m
+PY
 done
 # usage: an unknown preset name
 rc=0; "$BATON" quantize "$TMP/f32.gguf" "$TMP/x.gguf" q4_k_s 2>"$TMP/bad.err" || rc=$?
