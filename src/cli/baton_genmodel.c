@@ -93,8 +93,9 @@ static void gen_usage(FILE *f)
           "where that cannot be read) is refused.\n"
           "\n"
           "Exit status: 0 written, 1 the file cannot be written (or --vocab-from\n"
-          "cannot be read, or the model would not fit in the memory available), 2 usage\n"
-          "error or an impossible shape.\n",
+          "cannot be read or its tokenizer arrays are not of llama.cpp's element types,\n"
+          "or the model would not fit in the memory available), 2 usage error or an\n"
+          "impossible shape.\n",
           f);
 }
 

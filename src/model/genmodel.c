@@ -263,13 +263,29 @@ out:
     return rc;
 }
 
-/* Copies every tokenizer.* key of path; *n_vocab gets the token count. */
+/* The tokenizer arrays --vocab-from copies, with the element type llama.cpp
+ * writes and reads for each (llama-vocab.cpp) and baton's tokenizer takes,
+ * and whether they hold one value per token. tokens comes first: the others
+ * are counted against it. */
+static const struct {
+    const char *key;
+    uint32_t elem_type;
+    int per_token;
+} vocab_arrays[] = {
+    {"tokenizer.ggml.tokens", BATON_GGUF_STRING, 1},
+    {"tokenizer.ggml.scores", BATON_GGUF_F32, 1},
+    {"tokenizer.ggml.token_type", BATON_GGUF_I32, 1},
+    {"tokenizer.ggml.merges", BATON_GGUF_STRING, 0},
+};
+
+/* Copies every tokenizer.* key of path; *n_vocab gets the token count. A
+ * tokenizer array of another element type (or, for scores and token_type,
+ * another length) is refused, naming the file and the key: the model would
+ * be written, and its tokenizer refused by baton tokenize and run. */
 static int copy_vocab(struct gen *g, const char *path, uint32_t *n_vocab)
 {
     struct baton_gguf *src = NULL;
-    const struct baton_gguf_kv *tokens;
     uint64_t i, count = 0;
-    uint32_t et;
     char why[400];
     int rc = baton_gguf_open(path, &src, why, sizeof why);
 
@@ -277,9 +293,45 @@ static int copy_vocab(struct gen *g, const char *path, uint32_t *n_vocab)
         snprintf(g->err, g->err_len, "--vocab-from %s", why);
         return rc;
     }
-    tokens = baton_gguf_find_key(src, "tokenizer.ggml.tokens");
-    if (tokens == NULL || baton_gguf_kv_array(tokens, &et, &count) != 0 || count == 0 ||
-        count > 0x7fffffffu) {
+    if (baton_gguf_find_key(src, "tokenizer.ggml.tokens") == NULL) {
+        snprintf(g->err, g->err_len, "--vocab-from %s: no tokenizer.ggml.tokens array", path);
+        rc = BATON_E_FORMAT;
+        goto out;
+    }
+    for (i = 0; i < sizeof vocab_arrays / sizeof vocab_arrays[0]; i++) {
+        const char *key = vocab_arrays[i].key;
+        const uint32_t want = vocab_arrays[i].elem_type;
+        const struct baton_gguf_kv *kv = baton_gguf_find_key(src, key);
+        uint32_t et = 0;
+        uint64_t n = 0;
+
+        if (kv == NULL)
+            continue; /* only tokens is required */
+        rc = BATON_E_FORMAT;
+        if (baton_gguf_kv_array(kv, &et, &n) != 0) {
+            snprintf(g->err, g->err_len, "--vocab-from %s: key '%s' is a %s, not an array of %s",
+                     path, key, baton_gguf_type_name(baton_gguf_kv_type(kv)),
+                     baton_gguf_type_name(want));
+            goto out;
+        }
+        if (et != want) {
+            snprintf(g->err, g->err_len,
+                     "--vocab-from %s: key '%s' is an array of %s, not of %s (as llama.cpp "
+                     "writes and reads it)",
+                     path, key, baton_gguf_type_name(et), baton_gguf_type_name(want));
+            goto out;
+        }
+        if (i == 0)
+            count = n;
+        if (vocab_arrays[i].per_token && n != count) {
+            snprintf(g->err, g->err_len,
+                     "--vocab-from %s: key '%s' holds %llu values, not one per token (%llu)",
+                     path, key, (unsigned long long)n, (unsigned long long)count);
+            goto out;
+        }
+        rc = 0;
+    }
+    if (count == 0 || count > 0x7fffffffu) {
         snprintf(g->err, g->err_len, "--vocab-from %s: no tokenizer.ggml.tokens array", path);
         rc = BATON_E_FORMAT;
         goto out;

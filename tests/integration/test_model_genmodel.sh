@@ -6,7 +6,8 @@
 # warning when none is, and refusals (input as output, a missing directory).
 # gen-model's integer options: too large (also past 2^64), not an integer,
 # too small, each a usage error that writes nothing; a shape that breaks a
-# rule names it; --vocab with --vocab-from. quantize's usage errors name
+# rule names it; --vocab with --vocab-from, and a --vocab-from file whose
+# tokenizer arrays have the wrong element types. quantize's usage errors name
 # what was wrong; a conversion larger than the memory available is refused.
 # An empty output path, and one no one can create (also for
 # root), are refused before any work; success lines start "baton CMD:".
@@ -67,6 +68,55 @@ rc=0; "$BATON" gen-model --layers 1 --dim 64 --ff 64 --heads 4 --vocab-from "$TM
 [ "$rc" -eq 1 ] && [ ! -e "$TMP/bad.gguf" ] &&
     [ "$(cat "$TMP/bad.err")" = "baton gen-model: --vocab-from $TMP/none.gguf: cannot open: No such file or directory" ] ||
     fail "gen-model --vocab-from a missing file: rc $rc: $(cat "$TMP/bad.err")"
+# a --vocab-from file whose tokenizer arrays have other element types (or
+# scores / token types not one per token) is refused, naming the file and
+# the key: the model was written and baton tokenize refused it. A good
+# vocabulary of 300 pieces, then each array made wrong in turn (GGUF value
+# types: 0 u8, 4 u32, 5 i32, 6 f32, 8 string, 9 array).
+python3 - "$TMP" <<'PY' || fail "writing the vocabularies"
+import struct, sys
+def s(x):
+    b = x.encode()
+    return struct.pack("<Q", len(b)) + b
+def arr(et, fmt, vals):
+    return struct.pack("<IIQ", 9, et, len(vals)) + b"".join(struct.pack(fmt, v) for v in vals)
+def sarr(vals):
+    return struct.pack("<IIQ", 9, 8, len(vals)) + b"".join(s(v) for v in vals)
+pieces = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % i for i in range(256)] + ["\u2581"]
+pieces += [chr(97 + i % 26) * (1 + i // 26) for i in range(300 - len(pieces))]
+n = len(pieces)
+good = {"tokenizer.ggml.tokens": sarr(pieces), "tokenizer.ggml.scores": arr(6, "<f", [0.0] * n),
+        "tokenizer.ggml.token_type": arr(5, "<i", [1] * n)}
+bad = {"good": {},
+       "tokens-u32": {"tokenizer.ggml.tokens": arr(4, "<I", range(n))},
+       "tokens-scalar": {"tokenizer.ggml.tokens": struct.pack("<II", 4, 7)},
+       "scores-i32": {"tokenizer.ggml.scores": arr(5, "<i", [0] * n)},
+       "scores-short": {"tokenizer.ggml.scores": arr(6, "<f", [0.0] * (n - 1))},
+       "types-f32": {"tokenizer.ggml.token_type": arr(6, "<f", [1.0] * n)},
+       "merges-u8": {"tokenizer.ggml.merges": arr(0, "<B", [1, 2])}}
+for name, change in bad.items():
+    kv = dict(good, **change)
+    kv = [("general.architecture", struct.pack("<I", 8) + s("llama")),
+          ("tokenizer.ggml.model", struct.pack("<I", 8) + s("llama"))] + list(kv.items())
+    b = b"GGUF" + struct.pack("<IQQ", 3, 0, len(kv)) + b"".join(s(k) + v for k, v in kv)
+    open("%s/v-%s.gguf" % (sys.argv[1], name), "wb").write(b)
+PY
+"$BATON" gen-model --layers 1 --dim 64 --ff 64 --heads 4 --vocab-from "$TMP/v-good.gguf" \
+    -o "$TMP/vg.gguf" 2>/dev/null && [ "$("$BATON" tokenize --model "$TMP/vg.gguf" ab)" = "1 259 260 261" ] ||
+    fail "gen-model --vocab-from a good vocabulary"
+for c in "tokens-u32|key 'tokenizer.ggml.tokens' is an array of u32, not of string (as llama.cpp writes and reads it)" \
+         "tokens-scalar|key 'tokenizer.ggml.tokens' is a u32, not an array of string" \
+         "scores-i32|key 'tokenizer.ggml.scores' is an array of i32, not of f32 (as llama.cpp writes and reads it)" \
+         "scores-short|key 'tokenizer.ggml.scores' holds 299 values, not one per token (300)" \
+         "types-f32|key 'tokenizer.ggml.token_type' is an array of f32, not of i32 (as llama.cpp writes and reads it)" \
+         "merges-u8|key 'tokenizer.ggml.merges' is an array of u8, not of string (as llama.cpp writes and reads it)"; do
+    rc=0
+    "$BATON" gen-model --layers 1 --dim 64 --ff 64 --heads 4 --vocab-from "$TMP/v-${c%%|*}.gguf" \
+        -o "$TMP/vb.gguf" 2>"$TMP/bad.err" || rc=$?
+    [ "$rc" -eq 1 ] && [ ! -e "$TMP/vb.gguf" ] &&
+        [ "$(cat "$TMP/bad.err")" = "baton gen-model: --vocab-from $TMP/v-${c%%|*}.gguf: ${c#*|}" ] ||
+        fail "gen-model --vocab-from ${c%%|*}: rc $rc: $(cat "$TMP/bad.err")"
+done
 # quantize's usage errors say what was wrong, then the usage line
 usage_q="usage: baton quantize IN.gguf OUT.gguf q8_0|q4_0|q5_0|q5_1|f16|f32|q4_k_m|q5_k_m|q6_k|q3_k_m|q2_k"
 for c in "|missing IN.gguf, OUT.gguf and TYPE" "in.gguf|missing OUT.gguf and TYPE" \
