@@ -383,6 +383,8 @@ int baton_cmd_bench(int argc, char **argv)
         fprintf(stderr, "baton bench: --model FILE is required (see --help)\n");
         return 2;
     }
+    if (baton_cli_empty_output("baton bench", "--json", json))
+        return 2;
     /* n_prompt, n_gen <= 2^20: no sum below wraps */
     if (n_ctx != 0 && n_prompt + n_gen > n_ctx) {
         fprintf(stderr,

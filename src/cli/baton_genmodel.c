@@ -204,6 +204,8 @@ int baton_cmd_gen_model(int argc, char **argv)
                 cfg.out_path ? "" : " -o");
         return 2;
     }
+    if (baton_cli_empty_output("baton gen-model", "-o", cfg.out_path))
+        return 2;
     /* the vocabulary is either synthetic (--vocab) or copied (--vocab-from):
      * one would silently override the other */
     if (vocab_given && cfg.vocab_from) {
@@ -325,6 +327,10 @@ int baton_cmd_quantize(int argc, char **argv)
     in = argv[optind];
     out = argv[optind + 1];
     type_name = argv[optind + 2];
+    if (baton_cli_empty_output("baton quantize", "OUT.gguf", out)) {
+        fputs(usage_line, stderr);
+        return 2;
+    }
     if (parse_type(type_name, &type) != 0 || type == BATON_TYPE_Q2_K ||
         (type >= BATON_TYPE_Q3_K && type <= BATON_TYPE_Q6_K)) {
         /* the K names are llama-quantize's presets (q3_k, q4_k, q5_k: its

@@ -33,6 +33,14 @@ static void usage(FILE *f)
           f);
 }
 
+int baton_cli_empty_output(const char *prog, const char *what, const char *path)
+{
+    if (path == NULL || path[0] != '\0')
+        return 0;
+    fprintf(stderr, "%s: %s: an empty path (see `%s --help`)\n", prog, what, prog);
+    return 1;
+}
+
 int baton_cli_check_output(const char *prog, const char *what, const char *path,
                            int replaced_atomically, const char *input)
 {

@@ -478,6 +478,10 @@ int baton_cmd_run(int argc, char **argv)
                         "--prompt-file FILE are required (see --help)\n");
         return 2;
     }
+    if (baton_cli_empty_output("baton run", "--stats-json", cfg.stats_json) ||
+        baton_cli_empty_output("baton run", "--ids-file", cfg.ids_path) ||
+        baton_cli_empty_output("baton run", "--logits-out", cfg.logits_path))
+        return 2;
     if (cfg.logits_path && prompt_file) {
         fprintf(stderr, "baton run: --logits-out writes the logits of one sequence: not with "
                         "--prompt-file\n");

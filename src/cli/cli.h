@@ -18,6 +18,11 @@ int baton_cmd_quantize(int argc, char **argv);  /* baton_genmodel.c */
 int baton_cmd_bench(int argc, char **argv);     /* baton_bench.c */
 int baton_cmd_tokenize(int argc, char **argv);  /* baton_tokenize.c */
 
+/* An empty output path (-o '', --json '') is a usage error: prints "PROG:
+ * WHAT: an empty path (see `PROG --help`)" and returns 1 (the caller exits
+ * 2); 0 for a NULL or non-empty path. (baton_main.c) */
+int baton_cli_empty_output(const char *prog, const char *what, const char *path);
+
 /* Checks, before any long work, that an output file can be written: path
  * is not empty, is not the file input (the model the command reads; NULL:
  * none) and is not a directory. Then it does what the write will do, as

@@ -304,8 +304,13 @@ for opt in --ids-file --stats-json; do
     has_line "$TMP/o.err" "baton run: $opt $TMP/own.gguf and $TMP/own.gguf are the same file; write it elsewhere"
 done
 cmp -s "$MODEL" "$TMP/own.gguf" || fail "the model file was changed"
-want_fail 1 "$TMP/o.err" "$BATON" bench --model "$MODEL" -p 4 -n 2 --reps 1 --json ''
-has_line "$TMP/o.err" "baton bench: --json: an empty path"
+# (an empty path is a usage error, exit 2; it was exit 1)
+want_fail 2 "$TMP/o.err" "$BATON" bench --model "$MODEL" -p 4 -n 2 --reps 1 --json ''
+has_line "$TMP/o.err" "baton bench: --json: an empty path (see \`baton bench --help\`)"
+for opt in --stats-json --ids-file --logits-out; do
+    want_fail 2 "$TMP/o.err" "$BATON" run --model "$MODEL" --prompt x -n 2 "$opt" ''
+    has_line "$TMP/o.err" "baton run: $opt: an empty path (see \`baton run --help\`)"
+done
 # a stray word is named, not taken for a missing --model
 want_fail 2 "$TMP/o.err" "$BATON" bench --model "$MODEL" extra
 has_line "$TMP/o.err" "baton bench: unexpected argument 'extra' (see --help)"

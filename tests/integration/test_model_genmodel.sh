@@ -129,13 +129,14 @@ for c in "|missing IN.gguf, OUT.gguf and TYPE" "in.gguf|missing OUT.gguf and TYP
     [ "$rc" -eq 2 ] && [ "$(cat "$TMP/bad.err")" = "baton quantize: ${c#*|}
 $usage_q" ] && [ ! -e "$TMP/out.gguf" ] || fail "quantize ${c%%|*}: rc $rc: $(cat "$TMP/bad.err")"
 done
-# an empty output path: a file error (exit 1), as in baton run and bench
+# an empty output path: a usage error (exit 2), as in baton run and bench
+# (it was exit 1, a file error)
 rc=0; "$BATON" gen-model --layers 1 --dim 64 --ff 64 --heads 4 -o '' 2>"$TMP/bad.err" || rc=$?
-[ "$rc" -eq 1 ] && [ "$(cat "$TMP/bad.err")" = "baton gen-model: -o: an empty path" ] ||
+[ "$rc" -eq 2 ] && [ "$(cat "$TMP/bad.err")" = "baton gen-model: -o: an empty path (see \`baton gen-model --help\`)" ] ||
     fail "gen-model -o '': rc $rc: $(cat "$TMP/bad.err")"
 rc=0; "$BATON" quantize "$TMP/g1.gguf" '' f16 2>"$TMP/bad.err" || rc=$?
-[ "$rc" -eq 1 ] && [ "$(cat "$TMP/bad.err")" = "baton quantize: an empty path" ] ||
-    fail "quantize to '': rc $rc: $(cat "$TMP/bad.err")"
+[ "$rc" -eq 2 ] && [ "$(cat "$TMP/bad.err")" = "baton quantize: OUT.gguf: an empty path (see \`baton quantize --help\`)
+$usage_q" ] || fail "quantize to '': rc $rc: $(cat "$TMP/bad.err")"
 # a FIFO (or a device) as the output: refused, and left as it was (the
 # write renames a new file over its path; as root, -o /dev/full once
 # replaced the device)
