@@ -30,7 +30,10 @@
  * baton_key_open / baton_key_open_credential) must give what the oracle
  * gives for the file's real fstat (a symbolic link: AUTH before any other
  * rule), the key bytes equal to the content on success and untouched on
- * failure.
+ * failure. Then baton_key_generate_file on that path must refuse whatever
+ * is there (E_INVAL, the file or the link's target unchanged; a link whose
+ * target is then removed: still refused, nothing created through it), and
+ * on a new path in the directory write 32 bytes with mode 0600.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -160,6 +163,48 @@ static void write_file(const char *path, const uint8_t *content, size_t n, mode_
     close(fd);
 }
 
+/* baton_key_generate_file onto what real_part made at file_path, then onto
+ * a new path (the oracle: O_EXCL refuses anything in the way). */
+static void generate_part(int link, int other, const uint8_t *content, size_t n, char *err,
+                          size_t err_len)
+{
+    char fresh[KF_PATH_MAX + 8];
+    struct stat st;
+    int rc = baton_key_generate_file(file_path, err, err_len);
+
+    FUZZ_CHECK(rc == BATON_E_INVAL, "generate over an existing path: %d", rc);
+    check_message(err, err_len, file_path, rc);
+    if (!other) { /* the file (or the link's target) keeps its bytes, where its
+                     mode lets us read them back */
+        uint8_t back[64];
+        int fd = open(link ? target_path : file_path, O_RDONLY | O_CLOEXEC);
+
+        if (fd >= 0) {
+            ssize_t got = read(fd, back, sizeof back);
+
+            close(fd);
+            FUZZ_CHECK(got == (ssize_t)(n < sizeof back ? n : sizeof back) &&
+                           memcmp(back, content, (size_t)got) == 0,
+                       "generate changed the file in the way");
+        }
+    }
+    if (link && !other) { /* the link, dangling now */
+        unlink(target_path);
+        rc = baton_key_generate_file(file_path, err, err_len);
+        FUZZ_CHECK(rc == BATON_E_INVAL, "generate through a dangling link: %d", rc);
+        check_message(err, err_len, file_path, rc);
+        FUZZ_CHECK(lstat(target_path, &st) != 0, "generate created the link's target");
+    }
+    snprintf(fresh, sizeof fresh, "%s/new.key", dir_path);
+    unlink(fresh);
+    rc = baton_key_generate_file(fresh, err, err_len);
+    FUZZ_CHECK(rc == 0, "generate on a new path: %d", rc);
+    FUZZ_CHECK(stat(fresh, &st) == 0 && st.st_size == BATON_KEY_BYTES &&
+                   (st.st_mode & 07777) == 0600,
+               "generated file: size or mode");
+    unlink(fresh);
+}
+
 static void real_part(const uint8_t *hdr, const uint8_t *content, size_t n, size_t err_len)
 {
     const int credential = hdr[0] & 1;
@@ -215,6 +260,7 @@ static void real_part(const uint8_t *hdr, const uint8_t *content, size_t n, size
         }
     }
     check_message(err, err_len, file_path, rc);
+    generate_part(link, other, content, n, err, err_len);
     free(err);
 }
 
