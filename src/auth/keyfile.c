@@ -79,7 +79,7 @@ int baton_key_generate_file(const char *path, char *err, size_t err_len)
             return BATON_E_INVAL;
         }
         if (e == EEXIST) {
-            set_err(err, err_len, "%s: exists; refusing to overwrite a key file", path);
+            set_err(err, err_len, "%s: exists; refusing to overwrite it with a key", path);
             return BATON_E_INVAL;
         }
         set_err(err, err_len, "%s: cannot create: %s", path, strerror(e));

@@ -401,7 +401,11 @@ int baton_cmd_bench(int argc, char **argv)
         if (pre != 0)
             return pre;
     }
-    if (json && baton_cli_check_output("baton bench", "--json", json, 0, cfg.model_path) != 0)
+    if (json && (baton_cli_check_output("baton bench", "--json", json, 0, cfg.model_path,
+                                        "--model") != 0 ||
+                 (cfg.key_path && baton_cli_check_output("baton bench", "--json", json, 0,
+                                                         cfg.key_path,
+                                                         cfg.key_name ? cfg.key_name : "--key") != 0)))
         return 1;
     {
         struct baton_gguf *g = NULL;

@@ -218,7 +218,8 @@ int baton_cmd_gen_model(int argc, char **argv)
                         "tokens + pieces)\n");
         return 2;
     }
-    if (baton_cli_check_output("baton gen-model", "-o", cfg.out_path, 1, cfg.vocab_from) != 0)
+    if (baton_cli_check_output("baton gen-model", "-o", cfg.out_path, 1, cfg.vocab_from,
+                               "--vocab-from") != 0)
         return 1;
     rc = baton_gen_model(&cfg, err, sizeof(err));
     if (rc != 0) {
@@ -354,7 +355,7 @@ int baton_cmd_quantize(int argc, char **argv)
         }
         type = BATON_TYPE_F32;
     }
-    if (baton_cli_check_output("baton quantize", "", out, 1, in) != 0)
+    if (baton_cli_check_output("baton quantize", "", out, 1, in, "") != 0)
         return 1;
     /* the lines below name the type or preset as baton spells it (Q4_K and
      * q4_k both say q4_k_m, the preset they stand for) */

@@ -18,7 +18,7 @@
 
 static void keygen_usage(FILE *f)
 {
-    fputs("usage: baton keygen -o FILE [--force]\n"
+    fputs("usage: baton keygen -o FILE [--force]      (-o FILE or --output FILE)\n"
           "  writes a new random 32-byte key to FILE (mode 0600; an existing FILE is\n"
           "  never overwritten unless --force: then it is replaced at once, by a\n"
           "  rename, with the new key). Give the client key to batond --key and to\n"

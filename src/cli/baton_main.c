@@ -42,7 +42,7 @@ int baton_cli_empty_output(const char *prog, const char *what, const char *path)
 }
 
 int baton_cli_check_output(const char *prog, const char *what, const char *path,
-                           int replaced_atomically, const char *input)
+                           int replaced_atomically, const char *input, const char *input_what)
 {
     char dir[PATH_MAX];
     const char *slash = strrchr(path, '/');
@@ -56,8 +56,8 @@ int baton_cli_check_output(const char *prog, const char *what, const char *path,
     }
     if (exists && input && stat(input, &in_st) == 0 && in_st.st_dev == st.st_dev &&
         in_st.st_ino == st.st_ino) {
-        fprintf(stderr, "%s: %s%s%s and %s are the same file; write it elsewhere\n", prog, what,
-                sep, path, input);
+        fprintf(stderr, "%s: %s%s%s and %s%s%s are the same file; write it elsewhere\n", prog,
+                what, sep, path, input_what, input_what[0] ? " " : "", input);
         return -1;
     }
 

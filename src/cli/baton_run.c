@@ -165,22 +165,39 @@ static int same_target(const char *a, const char *b)
            strcmp(ca, cb) == 0;
 }
 
-/* No output of the run may be another, its --prompt-file, or one of the
+/* The files a run reads: --model, --prompt-file, the client key (--key or
+ * BATON_KEY_FILE); path NULL where not given. */
+#define RUN_INPUTS 3
+struct run_input {
+    const char *name, *path;
+};
+
+/* Whether path is one of the inputs: 0, or 1 after "PROG: WHAT PATH and
+ * INPUT-NAME INPUT are the same file" (an output there would destroy it: a
+ * fresh-user walkthrough's --ids-file equal to --key replaced the key). */
+static int clashes_input(const char *what, const char *path, const struct run_input *in)
+{
+    for (int i = 0; i < RUN_INPUTS; i++)
+        if (in[i].path && same_target(path, in[i].path)) {
+            fprintf(stderr, PROG ": %s %s and %s %s are the same file; write it elsewhere\n",
+                    what, path, in[i].name, in[i].path);
+            return 1;
+        }
+    return 0;
+}
+
+/* No output of the run may be an input, another output, or one of the
  * files --output-dir will get (DIR/N.txt, N = 1..n_prompts): each would
  * overwrite the other (a break-it review: --ids-file equal to the prompt
  * file replaced it, exit 0). Returns 0, or 1 after a message. */
-static int check_output_clashes(const char *const outs[RUN_OUTPUTS], const char *prompt_file,
+static int check_output_clashes(const char *const outs[RUN_OUTPUTS], const struct run_input *in,
                                 const char *dir, size_t n_prompts)
 {
     for (int a = 0; a < RUN_OUTPUTS; a++) {
         if (outs[a] == NULL)
             continue;
-        if (prompt_file && same_target(outs[a], prompt_file)) {
-            fprintf(stderr, PROG ": %s %s and --prompt-file %s are the same file; write it "
-                                 "elsewhere\n",
-                    output_names[a], outs[a], prompt_file);
+        if (in && clashes_input(output_names[a], outs[a], in))
             return 1;
-        }
         for (int b = a + 1; b < RUN_OUTPUTS; b++)
             if (outs[b] && same_target(outs[a], outs[b])) {
                 fprintf(stderr,
@@ -235,11 +252,13 @@ static int check_output_clashes(const char *const outs[RUN_OUTPUTS], const char 
  * --prompt-file, and must be creatable (baton_cli_check_output, which
  * leaves nothing behind). Returns 0, or 1 after a message naming the
  * file. */
-static int check_output_files(const char *dir, size_t n_prompts, const char *model,
-                              const char *prompt_file)
+static int check_output_files(const char *dir, size_t n_prompts, const struct run_input *in)
 {
-    struct stat in_st;
-    const int have_in = stat(prompt_file, &in_st) == 0;
+    struct stat in_st[RUN_INPUTS];
+    int have_in[RUN_INPUTS];
+
+    for (int k = 0; k < RUN_INPUTS; k++)
+        have_in[k] = in[k].path != NULL && stat(in[k].path, &in_st[k]) == 0;
 
     for (size_t i = 0; i < n_prompts; i++) {
         char path[4096];
@@ -257,15 +276,15 @@ static int check_output_files(const char *dir, size_t n_prompts, const char *mod
                     path);
             return 1;
         }
-        if (have_in && stat(path, &st) == 0 && st.st_dev == in_st.st_dev &&
-            st.st_ino == in_st.st_ino) {
-            fprintf(stderr,
-                    PROG ": --output-dir %s and --prompt-file %s are the same file; write it "
-                         "elsewhere\n",
-                    path, prompt_file);
-            return 1;
-        }
-        if (baton_cli_check_output(PROG, "--output-dir", path, 0, model) != 0)
+        for (int k = 0; k < RUN_INPUTS && stat(path, &st) == 0; k++)
+            if (have_in[k] && st.st_dev == in_st[k].st_dev && st.st_ino == in_st[k].st_ino) {
+                fprintf(stderr,
+                        PROG ": --output-dir %s and %s %s are the same file; write it "
+                             "elsewhere\n",
+                        path, in[k].name, in[k].path);
+                return 1;
+            }
+        if (baton_cli_check_output(PROG, "--output-dir", path, 0, NULL, "") != 0)
             return 1;
     }
     return 0;
@@ -514,23 +533,21 @@ int baton_cmd_run(int argc, char **argv)
         if (pre != 0)
             return pre;
     }
-    /* output files: found unwritable now, not after the whole generation */
-    if ((cfg.stats_json &&
-         baton_cli_check_output("baton run", "--stats-json", cfg.stats_json, 0,
-                                cfg.model_path) != 0) ||
-        (cfg.ids_path && baton_cli_check_output("baton run", "--ids-file", cfg.ids_path, 0,
-                                              cfg.model_path) != 0) ||
-        (cfg.logits_path && baton_cli_check_output("baton run", "--logits-out",
-                                                 cfg.logits_path, 0, cfg.model_path) != 0) ||
-        (cfg.stats_json && cfg.ids_path &&
-         baton_cli_check_output("baton run", "--ids-file", cfg.ids_path, 0, cfg.stats_json) != 0))
+    /* one output for another or for an input (the output dir's files once
+     * the prompts are counted, below); then each found unwritable now, not
+     * after the whole generation */
+    const struct run_input inputs[RUN_INPUTS] = {
+        {"--model", cfg.model_path},
+        {"--prompt-file", prompt_file},
+        {cfg.key_name ? cfg.key_name : "--key", cfg.key_path}};
+    const char *const outputs[RUN_OUTPUTS] = {cfg.ids_path, cfg.stats_json, cfg.logits_path};
+
+    if (check_output_clashes(outputs, inputs, NULL, 0) != 0)
         return 1;
-    /* one output for another, or for the prompt file (the output dir's
-     * files once the prompts are counted, below) */
-    if (check_output_clashes((const char *const[RUN_OUTPUTS]){cfg.ids_path, cfg.stats_json,
-                                                               cfg.logits_path},
-                             prompt_file, NULL, 0) != 0)
-        return 1;
+    for (int o = 0; o < RUN_OUTPUTS; o++)
+        if (outputs[o] &&
+            baton_cli_check_output(PROG, output_names[o], outputs[o], 0, NULL, "") != 0)
+            return 1;
     if (cfg.n_ubatch > cfg.n_ctx)
         cfg.n_ubatch = cfg.n_ctx;
     if (prompt_file) {
@@ -552,10 +569,8 @@ int baton_cmd_run(int argc, char **argv)
         /* every output file, found unwritable now, not after the model has
          * loaded and some of them are written */
         if (cfg.output_dir &&
-            (check_output_files(cfg.output_dir, lines.n, cfg.model_path, prompt_file) != 0 ||
-             check_output_clashes((const char *const[RUN_OUTPUTS]){cfg.ids_path, cfg.stats_json,
-                                                                    cfg.logits_path},
-                                  NULL, cfg.output_dir, lines.n) != 0)) {
+            (check_output_files(cfg.output_dir, lines.n, inputs) != 0 ||
+             check_output_clashes(outputs, NULL, cfg.output_dir, lines.n) != 0)) {
             baton_cli_lines_free(&lines);
             return 1;
         }

@@ -32,11 +32,11 @@ int baton_cli_empty_output(const char *prog, const char *what, const char *path)
  * (O_NONBLOCK, no O_TRUNC), creating it if missing, and removes a file it
  * created. Leaves nothing behind. On failure prints "PROG: WHAT PATH:
  * reason", "PROG: WHAT PATH: cannot create a file in DIR: reason" or "PROG:
- * WHAT PATH and INPUT are the same file; ..." (what: the option, e.g.
- * "--stats-json", or "" for none) and returns -1 (the caller exits 1); else
- * 0. (baton_main.c) */
+ * WHAT PATH and INPUT_WHAT INPUT are the same file; ..." (what, input_what:
+ * the options, e.g. "--stats-json" and "--model", or "" for none) and
+ * returns -1 (the caller exits 1); else 0. (baton_main.c) */
 int baton_cli_check_output(const char *prog, const char *what, const char *path,
-                           int replaced_atomically, const char *input);
+                           int replaced_atomically, const char *input, const char *input_what);
 
 /* Prints ptr[0..len) as a quoted string. json: JSON escapes (RFC 8259),
  * invalid UTF-8 as U+FFFD, no truncation; text: C-style escapes for control

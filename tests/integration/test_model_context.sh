@@ -298,11 +298,26 @@ PY
 cp "$MODEL" "$TMP/own.gguf"
 want_fail 1 "$TMP/o.err" "$BATON" bench --model "$TMP/own.gguf" -p 4 -n 2 --reps 1 \
     --json "$TMP/own.gguf"
-has_line "$TMP/o.err" "baton bench: --json $TMP/own.gguf and $TMP/own.gguf are the same file; write it elsewhere"
+has_line "$TMP/o.err" "baton bench: --json $TMP/own.gguf and --model $TMP/own.gguf are the same file; write it elsewhere"
 for opt in --ids-file --stats-json; do
     want_fail 1 "$TMP/o.err" "$BATON" run --model "$TMP/own.gguf" --prompt x -n 2 "$opt" "$TMP/own.gguf"
-    has_line "$TMP/o.err" "baton run: $opt $TMP/own.gguf and $TMP/own.gguf are the same file; write it elsewhere"
+    has_line "$TMP/o.err" "baton run: $opt $TMP/own.gguf and --model $TMP/own.gguf are the same file; write it elsewhere"
 done
+# ... or the client key (a fresh-user walkthrough: --ids-file K replaced the key)
+"$BATON" keygen -o "$TMP/own.key" 2>/dev/null || fail "keygen"
+cp -p "$TMP/own.key" "$TMP/own.key.orig"
+for opt in --ids-file --stats-json --logits-out; do
+    want_fail 1 "$TMP/o.err" "$BATON" run --model "$MODEL" --servers local --key "$TMP/own.key" \
+        --prompt x -n 2 "$opt" "$TMP/own.key"
+    has_line "$TMP/o.err" "baton run: $opt $TMP/own.key and --key $TMP/own.key are the same file; write it elsewhere"
+done
+want_fail 1 "$TMP/o.err" env BATON_KEY_FILE="$TMP/own.key" "$BATON" run --model "$MODEL" --servers local \
+    --prompt x -n 2 --ids-file "$TMP/own.key"
+has_line "$TMP/o.err" "baton run: --ids-file $TMP/own.key and BATON_KEY_FILE $TMP/own.key are the same file; write it elsewhere"
+want_fail 1 "$TMP/o.err" "$BATON" bench --model "$MODEL" --servers local --key "$TMP/own.key" -p 4 -n 2 \
+    --reps 1 --json "$TMP/own.key"
+has_line "$TMP/o.err" "baton bench: --json $TMP/own.key and --key $TMP/own.key are the same file; write it elsewhere"
+cmp -s "$TMP/own.key" "$TMP/own.key.orig" || fail "the key file was changed"
 cmp -s "$MODEL" "$TMP/own.gguf" || fail "the model file was changed"
 # (an empty path is a usage error, exit 2; it was exit 1)
 want_fail 2 "$TMP/o.err" "$BATON" bench --model "$MODEL" -p 4 -n 2 --reps 1 --json ''

@@ -128,6 +128,14 @@ clash "--stats-json ./d5/10.txt is the file --output-dir d5 gets for prompt 10; 
     --prompt-file q.txt --output-dir d5 --stats-json ./d5/10.txt
 clash "--ids-file and --logits-out are the same file (o.json); one would overwrite the other" \
     --prompt Once --ids-file o.json --logits-out ./o.json
+"$BATON" keygen -o "$TMP/d5k.key" 2>/dev/null && mkdir "$TMP/d6" && mv "$TMP/d5k.key" "$TMP/d6/2.txt" ||
+    fail "keygen"
+rc=0
+(cd "$TMP" && "$BATON" run --model "$MODEL" -n 2 --quiet --servers local --key d6/2.txt \
+    --prompt-file q.txt --output-dir d6) >/dev/null 2>"$TMP/clash.err" || rc=$?
+[ $rc = 1 ] && grep -qxF "baton run: --output-dir d6/2.txt and --key d6/2.txt are the same file; write it elsewhere" \
+    "$TMP/clash.err" && [ "$(stat -c %s "$TMP/d6/2.txt")" = 32 ] ||
+    fail "--output-dir holding the key: exit $rc: $(cat "$TMP/clash.err")"
 # ... while DIR/11.txt (no such prompt) and DIR/01.txt are other files
 (cd "$TMP" && "$BATON" run --model "$MODEL" -n 2 --quiet --prompt-file q.txt --output-dir d5 \
     --ids-file d5/11.txt --stats-json d5/01.txt) 2>"$TMP/clash.err" && [ -s "$TMP/d5/11.txt" ] &&
