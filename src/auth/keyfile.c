@@ -68,14 +68,14 @@ int baton_key_generate_file(const char *path, char *err, size_t err_len)
     if (fd < 0) {
         int e = errno;
         struct stat st;
-        if (e == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-            set_err(err, err_len, "%s: is a directory; give the key file's path", path);
-            return BATON_E_INVAL;
-        }
         if (e == EEXIST && lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
             /* O_EXCL refuses a link even when it points nowhere */
             set_err(err, err_len, "%s: is a symbolic link%s; refusing to write a key file "
                     "through it", path, stat(path, &st) != 0 ? " to nothing" : "");
+            return BATON_E_INVAL;
+        }
+        if (e == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+            set_err(err, err_len, "%s: is a directory; give the key file's path", path);
             return BATON_E_INVAL;
         }
         if (e == EEXIST) {

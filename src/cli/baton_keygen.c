@@ -95,8 +95,13 @@ int baton_cmd_keygen(int argc, char **argv)
     }
     rc = baton_key_generate_file(path, err, sizeof err);
     if (rc != 0) {
-        /* a file or link in the way can be replaced; a directory cannot */
-        const int file = lstat(path, &st) == 0 && !S_ISDIR(st.st_mode);
+        /* what --force replaces: a file, or a link (dangling, or to a
+         * file); not a directory, FIFO or device, nor a link to one */
+        struct stat tst;
+        const int file = lstat(path, &st) == 0 &&
+                         (S_ISREG(st.st_mode) ||
+                          (S_ISLNK(st.st_mode) &&
+                           (stat(path, &tst) != 0 || S_ISREG(tst.st_mode))));
         fprintf(stderr, "baton keygen: %s%s\n", err, file ? " (--force replaces it)" : "");
         return 1;
     }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "compute/compute.h"
@@ -149,20 +150,62 @@ static int canon_path(const char *path, char *out, size_t cap)
     return (size_t)snprintf(out, cap, "%s/%s", real, base) < cap ? 0 : -1;
 }
 
-/* Whether a and b name one file: the same file where both exist (links
- * included), the same resolved path where neither does yet. */
+/* The path a write to path lands on: a dangling symbolic link (fopen "w"
+ * follows it) replaced by its target, relative to the link's directory,
+ * at most 8 links deep. Returns out, or path itself when it is no link or
+ * the result would not fit. */
+static const char *write_target(const char *path, char *out, size_t cap)
+{
+    char cur[PATH_MAX], link[PATH_MAX];
+    struct stat st;
+
+    if ((size_t)snprintf(cur, sizeof cur, "%s", path) >= sizeof cur)
+        return path;
+    for (int depth = 0; depth < 8 && lstat(cur, &st) == 0 && S_ISLNK(st.st_mode); depth++) {
+        const ssize_t n = readlink(cur, link, sizeof link - 1);
+        const char *slash = strrchr(cur, '/');
+
+        if (n <= 0)
+            break;
+        link[n] = '\0';
+        if (link[0] == '/' || slash == NULL) {
+            memcpy(cur, link, (size_t)n + 1);
+        } else {
+            char dir_link[PATH_MAX];
+            const size_t dn = (size_t)(slash - cur) + 1;
+
+            if (dn + (size_t)n >= sizeof dir_link)
+                return path;
+            memcpy(dir_link, cur, dn);
+            memcpy(dir_link + dn, link, (size_t)n + 1);
+            memcpy(cur, dir_link, dn + (size_t)n + 1);
+        }
+    }
+    return (size_t)snprintf(out, cap, "%s", cur) < cap ? out : path;
+}
+
+/* Whether writing a and b would write one file: the same regular file
+ * where both exist (links included; a terminal, FIFO or device is not
+ * overwritten, so /dev/stdout twice is no clash), else the same resolved
+ * path (a dangling link by its target), or where a path cannot be
+ * resolved (its directory is missing, or longer than PATH_MAX) the same
+ * text. */
 static int same_target(const char *a, const char *b)
 {
     struct stat sa, sb;
     const int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
-    char ca[PATH_MAX + 256], cb[PATH_MAX + 256];
+    char ta[PATH_MAX], tb[PATH_MAX], ca[PATH_MAX + 256], cb[PATH_MAX + 256];
+    const char *wa, *wb;
 
     if (ea && eb)
-        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+        return S_ISREG(sa.st_mode) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
     if (ea || eb)
         return 0;
-    return canon_path(a, ca, sizeof ca) == 0 && canon_path(b, cb, sizeof cb) == 0 &&
-           strcmp(ca, cb) == 0;
+    wa = write_target(a, ta, sizeof ta);
+    wb = write_target(b, tb, sizeof tb);
+    if (canon_path(wa, ca, sizeof ca) == 0 && canon_path(wb, cb, sizeof cb) == 0)
+        return strcmp(ca, cb) == 0;
+    return strcmp(wa, wb) == 0;
 }
 
 /* The files a run reads: --model, --prompt-file, the client key (--key or
@@ -209,17 +252,17 @@ static int check_output_clashes(const char *const outs[RUN_OUTPUTS], const struc
         if (dir) {
             /* DIR/N.txt for some N in 1..n_prompts: by name in DIR, or by
              * the file it already is */
-            char co[PATH_MAX + 256], cd[PATH_MAX + 256], path[4096];
-            const char *slash = strrchr(outs[a], '/');
-            const char *base = slash ? slash + 1 : outs[a];
+            char tw[PATH_MAX], path[4096];
+            const char *w = write_target(outs[a], tw, sizeof tw);
+            const char *slash = strrchr(w, '/');
+            const char *base = slash ? slash + 1 : w;
             char *end;
             unsigned long long k = strtoull(base, &end, 10);
             size_t clash = 0;
 
             if (base[0] >= '1' && base[0] <= '9' && strcmp(end, ".txt") == 0 && k <= n_prompts &&
                 (size_t)snprintf(path, sizeof path, "%s/%s", dir, base) < sizeof path &&
-                canon_path(outs[a], co, sizeof co) == 0 &&
-                canon_path(path, cd, sizeof cd) == 0 && strcmp(co, cd) == 0)
+                same_target(w, path))
                 clash = (size_t)k;
             for (size_t i = 0; clash == 0 && i < n_prompts; i++) {
                 struct stat so;

@@ -864,6 +864,7 @@ int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type
     uint32_t *out_types = NULL, *attn_v_rank = NULL, *ffn_down_rank = NULL, n_ffn_down;
     uint64_t i, n_tensors, max_ne0 = 0;
     double need;
+    int full_precision = 1;
     int rc = baton_gguf_open(in_path, &src, err, err_len);
 
     if (rc != 0)
@@ -923,6 +924,17 @@ int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type
     }
     if (rc == 0)
         rc = baton_gguf_writer_create(&w);
+    /* the output is marked as llama-quantize marks it (below) when the
+     * input held only F32 / F16 tensors, which quantize converts; an input
+     * with quantized tensors keeps its own mark, as they stay as they are
+     * (a q4_k_m file "to f32" keeps its Q5_0 and Q8_0 tensors) */
+    for (i = 0; rc == 0 && i < n_tensors; i++) {
+        struct baton_gguf_tensor t;
+
+        if (baton_gguf_tensor_at(src, i, &t) == 0 && t.type != BATON_TYPE_F32 &&
+            t.type != BATON_TYPE_F16)
+            full_precision = 0;
+    }
     for (i = 0; rc == 0 && i < baton_gguf_n_kv(src); i++) {
         const struct baton_gguf_kv *kv = baton_gguf_kv_at(src, i);
         const void *raw;
@@ -930,8 +942,8 @@ int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type
 
         if (strcmp(baton_gguf_kv_key(kv), "general.alignment") == 0)
             continue; /* the writer uses the default alignment */
-        if (strcmp(baton_gguf_kv_key(kv), "general.file_type") == 0 ||
-            strcmp(baton_gguf_kv_key(kv), "general.quantization_version") == 0)
+        if (full_precision && (strcmp(baton_gguf_kv_key(kv), "general.file_type") == 0 ||
+                               strcmp(baton_gguf_kv_key(kv), "general.quantization_version") == 0))
             continue; /* written below, as llama-quantize writes them */
         rc = baton_gguf_kv_raw(kv, &raw, &len);
         if (rc == 0)
@@ -969,7 +981,7 @@ int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type
     }
     /* llama-quantize marks its output with the type or preset it was asked
      * for (a plain type used to keep the input's mark: ALL_F32 on a q8_0) */
-    if (rc == 0) {
+    if (rc == 0 && full_precision) {
         uint32_t ftype = 0;
 
         if (preset != BATON_PRESET_NONE)

@@ -350,8 +350,11 @@ const char *baton_run_connect_hint(int rc, int tcp, int os_err, int have_key, in
     if (!have_key)
         return "; the server requires a key: give --key FILE or BATON_KEY_FILE";
     if (server_auth == 0)
-        return "; the server was started without a key and takes no client key: drop --key "
-               "(and BATON_KEY_FILE), or start it with --key FILE";
+        return have_key == 2 ? "; the server was started without a key and takes no client "
+                               "key: unset BATON_KEY_FILE, or start it with --key FILE"
+                             : "; the server was started without a key and takes no client "
+                               "key: drop --key (and BATON_KEY_FILE), or start it with --key "
+                               "FILE";
     if (have_key == 2)
         return server_auth == 1 ? "; the server has other keys: the one BATON_KEY_FILE names is "
                                   "not its --key nor one of its client keys"

@@ -46,7 +46,15 @@ for f in "$TMP/k.fifo" "$TMP/fifo_link.key"; do
     [ "$rc" -eq 1 ] && [ -p "$TMP/k.fifo" ] && [ -L "$TMP/fifo_link.key" ] &&
         grep -qx "baton keygen: $f: not a regular file; --force replaces only a key file" "$TMP/err" ||
         fail "keygen --force onto $f: rc $rc: $(cat "$TMP/err")"
+    # ... so without --force the refusal does not offer it
+    rc=0; "$BATON" keygen -o "$f" 2>"$TMP/err" || rc=$?
+    [ "$rc" -eq 1 ] && ! grep -q -- "--force" "$TMP/err" || fail "keygen onto $f offers --force: $(cat "$TMP/err")"
 done
+# a link to a directory is named as a link (--force would replace the link, not the directory)
+mkdir "$TMP/kdir" && ln -s "$TMP/kdir" "$TMP/dir_link.key"
+rc=0; "$BATON" keygen -o "$TMP/dir_link.key" 2>"$TMP/err" || rc=$?
+[ "$rc" -eq 1 ] && grep -qx "baton keygen: $TMP/dir_link.key: is a symbolic link; refusing to write a key file through it" \
+    "$TMP/err" || fail "keygen onto a link to a directory: rc $rc: $(cat "$TMP/err")"
 # --force replaces the (dangling) link itself with a key file, never its target
 rc=0; "$BATON" keygen -o "$TMP/link.key" --force 2>"$TMP/err" || rc=$?
 [ "$rc" -eq 0 ] && [ ! -L "$TMP/link.key" ] && [ ! -e "$TMP/nowhere" ] &&

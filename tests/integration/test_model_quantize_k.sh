@@ -168,6 +168,14 @@ assert m["general.file_type"] == {"type": "u32", "value": int(sys.argv[2])}, m
 assert m["general.quantization_version"] == {"type": "u32", "value": 2}, m
 PY
 done
+# ... but an input that already holds quantized tensors keeps its mark: they
+# stay as they are (a break-it review: the q8_0 file "to f32" was marked ALL_F32)
+for t in f32 q4_0; do
+    "$BATON" quantize "$TMP/ft-q8_0.gguf" "$TMP/ft-keep.gguf" "$t" 2>/dev/null || fail "quantize q8_0 -> $t"
+    "$BATON" inspect --json "$TMP/ft-keep.gguf" >"$TMP/ft.json" || fail "inspect --json (keep)"
+    python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["metadata"]; assert m["general.file_type"]["value"] == 7, m' \
+        "$TMP/ft.json" || fail "q8_0 -> $t: the input's general.file_type (7) was not kept"
+done
 # usage: an unknown preset name
 rc=0; "$BATON" quantize "$TMP/f32.gguf" "$TMP/x.gguf" q4_k_s 2>"$TMP/bad.err" || rc=$?
 [ "$rc" -eq 2 ] && [ ! -e "$TMP/x.gguf" ] &&

@@ -136,6 +136,16 @@ rc=0
 [ $rc = 1 ] && grep -qxF "baton run: --output-dir d6/2.txt and --key d6/2.txt are the same file; write it elsewhere" \
     "$TMP/clash.err" && [ "$(stat -c %s "$TMP/d6/2.txt")" = 32 ] ||
     fail "--output-dir holding the key: exit $rc: $(cat "$TMP/clash.err")"
+# a dangling link is the file it points to (fopen follows it)
+mkdir "$TMP/d7" && ln -s d7/1.txt "$TMP/dang.txt" && ln -s st.json "$TMP/dang2"
+clash "--ids-file dang.txt is the file --output-dir d7 gets for prompt 1; one would overwrite the other" \
+    --prompt-file q.txt --output-dir d7 --ids-file dang.txt
+clash "--ids-file and --stats-json are the same file (dang2); one would overwrite the other" \
+    --prompt-file q.txt --ids-file dang2 --stats-json st.json
+[ ! -e "$TMP/st.json" ] && [ -z "$(ls "$TMP/d7")" ] || fail "a refused run wrote through the dangling links"
+# a device is not overwritten: /dev/null twice is no clash
+"$BATON" run --model "$MODEL" -n 2 --quiet --prompt Once --ids-file /dev/null --stats-json /dev/null \
+    2>"$TMP/clash.err" || fail "/dev/null twice: $(cat "$TMP/clash.err")"
 # ... while DIR/11.txt (no such prompt) and DIR/01.txt are other files
 (cd "$TMP" && "$BATON" run --model "$MODEL" -n 2 --quiet --prompt-file q.txt --output-dir d5 \
     --ids-file d5/11.txt --stats-json d5/01.txt) 2>"$TMP/clash.err" && [ -s "$TMP/d5/11.txt" ] &&
