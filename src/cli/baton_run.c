@@ -291,10 +291,10 @@ static int check_output_clashes(const char *const outs[RUN_OUTPUTS], const struc
  * open_output opens each with O_NOFOLLOW | O_CREAT | O_TRUNC as its prompt
  * is admitted, so one that cannot be written would otherwise stop the run
  * midway, after the upload and with the files before it cut short). Each
- * must not be a symbolic link (not followed), a directory, the model or the
- * --prompt-file, and must be creatable (baton_cli_check_output, which
- * leaves nothing behind). Returns 0, or 1 after a message naming the
- * file. */
+ * must not be a symbolic link (not followed), a directory or an input (the
+ * model, the --prompt-file, the client key), and must be creatable
+ * (baton_cli_check_output, which leaves nothing behind). Returns 0, or 1
+ * after a message naming the file. */
 static int check_output_files(const char *dir, size_t n_prompts, const struct run_input *in)
 {
     struct stat in_st[RUN_INPUTS];
