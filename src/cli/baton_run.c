@@ -259,21 +259,20 @@ static int check_output_clashes(const char *const outs[RUN_OUTPUTS], const struc
             char *end;
             unsigned long long k = strtoull(base, &end, 10);
             size_t clash = 0;
+            struct stat so;
+            /* an output that exists already can be DIR/N.txt under another
+             * name (a hard link); a new one only by its name, above */
+            const int exists = stat(outs[a], &so) == 0;
 
             if (base[0] >= '1' && base[0] <= '9' && strcmp(end, ".txt") == 0 && k <= n_prompts &&
                 (size_t)snprintf(path, sizeof path, "%s/%s", dir, base) < sizeof path &&
                 same_target(w, path))
                 clash = (size_t)k;
-            for (size_t i = 0; clash == 0 && i < n_prompts; i++) {
-                struct stat so;
-
-                if (stat(outs[a], &so) != 0)
-                    break; /* a new file: only its name can clash, above */
+            for (size_t i = 0; exists && clash == 0 && i < n_prompts; i++)
                 if ((size_t)snprintf(path, sizeof path, "%s/%zu.txt", dir, i + 1) <
                         sizeof path &&
                     same_target(outs[a], path))
                     clash = i + 1;
-            }
             if (clash) {
                 fprintf(stderr,
                         PROG ": %s %s is the file --output-dir %s gets for prompt %zu; one "

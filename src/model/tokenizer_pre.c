@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "baton/status.h"
+#include "model/gguf.h"
 
 struct baton_pretok {
     pcre2_code *code;
@@ -133,45 +134,12 @@ out:
     return st;
 }
 
-/* Length of the well-formed UTF-8 sequence at s[0..n) (RFC 3629, table 3-7
- * of the Unicode standard), or 0 if there is none. */
-static size_t utf8_valid_len(const uint8_t *s, size_t n)
-{
-    uint8_t b = s[0];
-    size_t need;
-    uint8_t lo = 0x80, hi = 0xbf; /* range of the second byte */
-    if (b < 0x80)
-        return 1;
-    if (b >= 0xc2 && b <= 0xdf)
-        need = 2;
-    else if (b >= 0xe0 && b <= 0xef) {
-        need = 3;
-        if (b == 0xe0)
-            lo = 0xa0;
-        else if (b == 0xed)
-            hi = 0x9f;
-    } else if (b >= 0xf0 && b <= 0xf4) {
-        need = 4;
-        if (b == 0xf0)
-            lo = 0x90;
-        else if (b == 0xf4)
-            hi = 0x8f;
-    } else
-        return 0;
-    if (n < need || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t i = 2; i < need; i++)
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-    return need;
-}
-
 size_t baton_utf8_sanitize(const char *text, size_t len, char *out)
 {
     const uint8_t *s = (const uint8_t *)text;
     size_t o = 0;
     for (size_t i = 0; i < len;) {
-        size_t cl = utf8_valid_len(s + i, len - i);
+        size_t cl = baton_gguf_utf8_len(s + i, len - i);
         if (cl == 0) {
             memcpy(out + o, "\xef\xbf\xbd", 3);
             o += 3;
