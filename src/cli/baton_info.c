@@ -5,6 +5,7 @@
  * server answered, 1 when any failed (or the key file is refused), 2 on a
  * usage error. */
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,40 +171,49 @@ int baton_cmd_info(int argc, char **argv)
     const char *key_name = "BATON_KEY_FILE"; /* where key_path came from */
     const char *servers_name = "BATON_SERVERS"; /* ... and servers: named in its errors */
     struct baton_key *key = NULL;
-    int timeout_ms = 5000;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            info_usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--servers") && v) {
-            servers = v;
-            servers_name = "--servers";
-            i++;
-        } else if (!strcmp(a, "--key") && v) {
-            key_path = v;
-            key_name = "--key";
-            i++;
-        } else if (!strcmp(a, "--timeout") && v) {
-            uint32_t t;
+    int timeout_ms = 5000, c;
+    enum { O_SERVERS = 256, O_KEY, O_TIMEOUT };
+    static const struct option opts[] = {{"servers", required_argument, 0, O_SERVERS},
+                                         {"key", required_argument, 0, O_KEY},
+                                         {"timeout", required_argument, 0, O_TIMEOUT},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
 
-            if (baton_cli_parse_u32("baton info", "--timeout", v, 1, 86400000, &t) != 0)
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        uint32_t t;
+
+        switch (c) {
+        case 'h': info_usage(stdout); return 0;
+        case O_SERVERS:
+            servers = optarg;
+            servers_name = "--servers";
+            break;
+        case O_KEY:
+            key_path = optarg;
+            key_name = "--key";
+            break;
+        case O_TIMEOUT:
+            if (baton_cli_parse_u32("baton info", "--timeout", optarg, 1, 86400000, &t) != 0)
                 return 2;
             timeout_ms = (int)t;
-            i++;
-        } else {
-            fprintf(stderr, "baton info: %s: %s\n", a,
-                    (!strcmp(a, "--servers") || !strcmp(a, "--timeout") || !strcmp(a, "--key"))
-                        ? "needs a value"
-                    : a[0] != '-' ? "unknown argument (the servers go after --servers)"
-                                  : "unknown argument");
-            info_usage(stderr);
+            break;
+        default: /* getopt said which option */
+            fputs("(see `baton info --help`)\n", stderr);
             return 2;
         }
     }
+    if (optind < argc) {
+        fprintf(stderr,
+                "baton info: %s: unknown argument (the servers go after --servers)\n"
+                "(see `baton info --help`)\n",
+                argv[optind]);
+        return 2;
+    }
     if (!servers || !*servers) {
-        fprintf(stderr, "baton info: --servers (or BATON_SERVERS) is required\n");
-        info_usage(stderr);
+        fputs("baton info: --servers (or BATON_SERVERS) is required\n"
+              "(see `baton info --help`)\n",
+              stderr);
         return 2;
     }
     {

@@ -4,6 +4,7 @@
  * hold NaN or infinities (a damaged or badly converted file, which would
  * otherwise give NaN logits and a silent token 0). */
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -323,31 +324,31 @@ static int check_values(const char *path, const struct baton_gguf *g)
 
 int baton_cmd_inspect(int argc, char **argv)
 {
+    enum { O_JSON = 256, O_CHECK };
+    static const struct option opts[] = {{"json", no_argument, 0, O_JSON},
+                                         {"check", no_argument, 0, O_CHECK},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     const char *path = NULL;
-    int json = 0, check = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-        } else if (strcmp(argv[i], "--check") == 0) {
-            check = 1;
-        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (strcmp(argv[i], "--") == 0 && i + 1 < argc && path == NULL && i + 2 == argc) {
-            path = argv[++i];
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            fprintf(stderr,
-                    "baton inspect: unrecognized option '%s'\n(see `baton inspect --help`)\n",
-                    argv[i]);
-            return 2;
-        } else if (path == NULL) {
-            path = argv[i];
-        } else {
-            fprintf(stderr,
-                    "baton inspect: more than one FILE ('%s')\n(see `baton inspect --help`)\n",
-                    argv[i]);
+    int json = 0, check = 0, c;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_JSON: json = 1; break;
+        case O_CHECK: check = 1; break;
+        case 'h': usage(stdout); return 0;
+        default: /* getopt said which option */
+            fputs("(see `baton inspect --help`)\n", stderr);
             return 2;
         }
+    }
+    if (optind < argc)
+        path = argv[optind];
+    if (optind + 1 < argc) {
+        fprintf(stderr, "baton inspect: more than one FILE ('%s')\n(see `baton inspect --help`)\n",
+                argv[optind + 1]);
+        return 2;
     }
     if (path == NULL) {
         fputs("baton inspect: missing FILE\n(see `baton inspect --help`)\n", stderr);

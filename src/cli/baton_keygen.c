@@ -8,6 +8,7 @@
  * new one.
  * Exit 0 on success, 1 when the file cannot be created, 2 on a usage error. */
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -33,29 +34,40 @@ int baton_cmd_keygen(int argc, char **argv)
 {
     const char *path = NULL;
     char err[256], tmp[4096];
-    int rc, force = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            keygen_usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--force")) {
-            force = 1;
-        } else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && v && !path) {
-            path = v;
-            i++;
-        } else {
-            fprintf(stderr, "baton keygen: %s: %s\n", a,
-                    (!strcmp(a, "-o") || !strcmp(a, "--output"))
-                        ? (path ? "given twice" : "needs a value")
-                        : "unknown argument");
-            keygen_usage(stderr);
+    int rc, force = 0, c;
+    enum { O_FORCE = 256 };
+    static const struct option opts[] = {{"output", required_argument, 0, 'o'},
+                                         {"force", no_argument, 0, O_FORCE},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'h': keygen_usage(stdout); return 0;
+        case O_FORCE: force = 1; break;
+        case 'o':
+            if (path != NULL) {
+                fputs("baton keygen: -o/--output given twice (one key file a run)\n"
+                      "(see `baton keygen --help`)\n",
+                      stderr);
+                return 2;
+            }
+            path = optarg;
+            break;
+        default: /* getopt said which option */
+            fputs("(see `baton keygen --help`)\n", stderr);
             return 2;
         }
     }
+    if (optind < argc) {
+        fprintf(stderr, "baton keygen: %s: unknown argument (the file goes after -o)\n"
+                        "(see `baton keygen --help`)\n",
+                argv[optind]);
+        return 2;
+    }
     if (!path || !*path) {
-        fprintf(stderr, "baton keygen: -o FILE is required\n");
-        keygen_usage(stderr);
+        fputs("baton keygen: -o FILE is required\n(see `baton keygen --help`)\n", stderr);
         return 2;
     }
     rc = baton_auth_init();

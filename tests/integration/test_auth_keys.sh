@@ -38,6 +38,19 @@ rc=0; "$BATON" keygen -o "$TMP/link.key" 2>"$TMP/err" || rc=$?
 [ "$rc" -eq 1 ] && [ ! -e "$TMP/nowhere" ] || fail "keygen followed a symlink"
 grep -q "link.key: is a symbolic link to nothing; refusing to write a key file through it (--force replaces it)" "$TMP/err" ||
     fail "keygen onto a dangling link: $(cat "$TMP/err")"
+# options as every baton command takes them: --output=FILE, a prefix; usage
+# errors in a line and a pointer to --help, exit 2
+rc=0; "$BATON" keygen --out="$TMP/eq.key" 2>"$TMP/err" || rc=$?
+[ "$rc" -eq 0 ] && [ "$(stat -c %s "$TMP/eq.key")" -eq 32 ] || fail "keygen --out=FILE: rc $rc: $(cat "$TMP/err")"
+rc=0; "$BATON" keygen -o "$TMP/eq.key" --forc 2>"$TMP/err" || rc=$?
+[ "$rc" -eq 0 ] && grep -q "replaced $TMP/eq.key" "$TMP/err" || fail "keygen --forc: rc $rc: $(cat "$TMP/err")"
+rc=0; "$BATON" keygen -o "$TMP/a.key" -o "$TMP/b.key" 2>"$TMP/err" || rc=$?
+[ "$rc" -eq 2 ] && [ ! -e "$TMP/a.key" ] && [ "$(cat "$TMP/err")" = "baton keygen: -o/--output given twice (one key file a run)
+(see \`baton keygen --help\`)" ] || fail "keygen -o twice: rc $rc: $(cat "$TMP/err")"
+rc=0; "$BATON" keygen "$TMP/a.key" 2>"$TMP/err" || rc=$?
+[ "$rc" -eq 2 ] && [ ! -e "$TMP/a.key" ] && [ "$(head -1 "$TMP/err")" = \
+    "baton keygen: $TMP/a.key: unknown argument (the file goes after -o)" ] ||
+    fail "keygen FILE without -o: rc $rc: $(cat "$TMP/err")"
 # --force never replaces a FIFO (or a device), nor a link to one
 mkfifo "$TMP/k.fifo"
 ln -s "$TMP/k.fifo" "$TMP/fifo_link.key"

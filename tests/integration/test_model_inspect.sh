@@ -34,6 +34,14 @@ rc=0; "$BATON" inspect >/dev/null 2>"$TMP/nofile.err" || rc=$?
 [ "$rc" -eq 2 ] && [ "$(cat "$TMP/nofile.err")" = "baton inspect: missing FILE
 (see \`baton inspect --help\`)" ] || fail "inspect without FILE: rc $rc: $(cat "$TMP/nofile.err")"
 
+# a long option by a prefix, the file before the options (as getopt takes them)
+rc=0; "$BATON" inspect "$MODEL" --che >"$TMP/pre.out" 2>&1 || rc=$?
+[ "$rc" -eq 0 ] && grep -q "every value is finite" "$TMP/pre.out" ||
+    fail "inspect FILE --che: rc $rc: $(cat "$TMP/pre.out")"
+rc=0; "$BATON" inspect --js --check "$MODEL" >/dev/null 2>"$TMP/pre.err" || rc=$?
+[ "$rc" -eq 2 ] && [ "$(cat "$TMP/pre.err")" = "baton inspect: --json and --check do not go together" ] ||
+    fail "inspect --js --check: rc $rc: $(cat "$TMP/pre.err")"
+
 # a truncated copy: clear error naming the file, exit 1, for inspect and run
 head -c 14000 "$MODEL" >"$TMP/trunc.gguf"
 rc=0; "$BATON" inspect "$TMP/trunc.gguf" >/dev/null 2>"$TMP/trunc.err" || rc=$?

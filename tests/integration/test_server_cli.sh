@@ -154,6 +154,11 @@ if [ -n "${BATON:-}" ] && [ -x "$BATON" ]; then
     [ "$(grep -c 'name        batond cpu' "$tmp/info")" -eq 2 ] || fail "baton info: no device names"
     grep -q "threads     2" "$tmp/info" || fail "baton info: --threads 2 not reported"
     grep -q "types       f32 f16 q4_0 q5_0 q5_1 q8_0 q2_k q3_k q4_k q5_k q6_k i32" "$tmp/info" || fail "baton info: types"
+    # options as every baton command takes them: a prefix, --opt=value
+    rc=0
+    timeout 20 "$BATON" info --serv="127.0.0.1:$porta" --time 5000 >"$tmp/info" 2>&1 || rc=$?
+    [ "$rc" -eq 0 ] && [ "$(grep -c 'name        batond cpu' "$tmp/info")" -eq 1 ] ||
+        fail "baton info --serv=ADDR --time 5000: rc $rc: $(cat "$tmp/info")"
     rc=0
     timeout 20 "$BATON" info --servers "127.0.0.1:$porta,nonsense" >"$tmp/info" 2>&1 || rc=$?
     [ "$rc" -eq 2 ] || fail "baton info with a bad server spec exited $rc, want 2"
@@ -168,8 +173,9 @@ if [ -n "${BATON:-}" ] && [ -x "$BATON" ]; then
     # the servers given without --servers: the error says where they go
     rc=0
     "$BATON" info "127.0.0.1:$porta" >"$tmp/info" 2>&1 || rc=$?
-    [ "$rc" -eq 2 ] && [ "$(head -1 "$tmp/info")" = \
-        "baton info: 127.0.0.1:$porta: unknown argument (the servers go after --servers)" ] ||
+    [ "$rc" -eq 2 ] && [ "$(cat "$tmp/info")" = \
+        "baton info: 127.0.0.1:$porta: unknown argument (the servers go after --servers)
+(see \`baton info --help\`)" ] ||
         fail "baton info ADDR: rc $rc: $(cat "$tmp/info")"
     rc=0
     "$BATON" info --servers "127.0.0.1:$porta" --timeout 99999999999999999999 >"$tmp/info" 2>&1 || rc=$?
