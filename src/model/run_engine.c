@@ -466,6 +466,54 @@ static void note_outcome(struct run *r, uint32_t i, uint32_t outcome, uint32_t s
     b->last_outcome = outcome;
 }
 
+int run_open_links(struct run *r)
+{
+    struct baton_copy_result res[BATON_MAX_STAGES];
+    int status[BATON_MAX_STAGES];
+    const double t0 = run_now_s();
+    uint32_t i, n_open = 0;
+    int rc;
+
+    for (i = 0; i < r->n_stages; i++) {
+        struct boundary *b = &r->bounds[i];
+        struct stage_rt *s = &r->stages[i];
+        const struct baton_copy_options opt = {.seq = ++b->seq, .flags = 0};
+
+        if (!b->direct)
+            continue;
+        baton_conn_track(s->conn, &status[i]);
+        rc = baton_submit_copy_tensor_to(s->conn,
+                                         i + 1 == r->n_stages ? &s->st.io.argmax
+                                                              : &s->st.io.hidden_out,
+                                         0, 4, &b->dest0, &opt, &res[i]);
+        if (rc != 0)
+            return stage_fail(r, s, "COPY_TENSOR_TO", rc);
+    }
+    for (i = 0; i < r->n_stages; i++) {
+        struct stage_rt *s = &r->stages[i];
+
+        if (!r->bounds[i].direct)
+            continue;
+        while (baton_conn_outstanding(s->conn) > 0)
+            (void)baton_conn_read_reply(s->conn); /* the status goes to status[i] */
+        if (status[i] != 0)
+            return stage_fail(r, s, "COPY_TENSOR_TO", status[i]);
+        note_outcome(r, i, res[i].result, res[i].status);
+        r->bounds[i].proven = res[i].result == BATON_COPY_DONE;
+    }
+    for (i = 0; i < r->n_stages; i++) {
+        if (!r->bounds[i].direct || !r->bounds[i].proven)
+            continue;
+        if (n_open++ == 0)
+            fputs("plan: peer links open before the first step:", r->cfg->log);
+        fprintf(r->cfg->log, "%s %u -> %u%s", n_open > 1 ? "," : "", i + 1,
+                (i + 1) % r->n_stages + 1, i + 1 == r->n_stages ? " (decode ring)" : "");
+    }
+    if (n_open > 0)
+        fprintf(r->cfg->log, " (%.1f ms)\n", (run_now_s() - t0) * 1e3);
+    return 0;
+}
+
 /* A copy over boundary i did not go: the boundary goes through the hub and
  * is tried again after 1, 2, 4 ... 64 steps. */
 static void boundary_failed(struct run *r, uint32_t i, uint64_t number)

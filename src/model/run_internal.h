@@ -42,6 +42,7 @@ struct boundary {
     uint32_t route[BATON_LLAMA_MAX_SLOTS];                 /* on stage i, per slot of i + 1 */
     uint32_t n_grants;  /* grants and routes set up (slots; 1 for the ring) */
     uint8_t grant[BATON_LLAMA_MAX_SLOTS][BATON_GRANT_ID_BYTES]; /* on stage i + 1 */
+    struct baton_peer_dest dest0; /* slot 0's destination (run_open_links' copy) */
     uint64_t seq;       /* the last sequence number used (grows over the run) */
     int proven;         /* a copy went through since the last failure: copies go async */
     uint32_t fails;     /* copies not done, forgotten after RUN_CLEAN_STEPS clean steps */
@@ -255,6 +256,17 @@ int run_connect_stages(struct run *r);
  * one grant per input slot of the next stage, one route per slot on the
  * source; prints one plan line per boundary. 0 or 1. */
 int run_setup_direct(struct run *r);
+/* Opens the peer link of every direct boundary (the decode ring's too)
+ * before the first step: one synchronous COPY_TENSOR_TO on each source, all
+ * at once, of the first 4 bytes of the route's tensor into slot 0's grant
+ * as the boundary's next sequence number (nothing reads that slot before
+ * the first step's write, whose number is higher). The dial, the peer
+ * handshake and the destination's new connection then cost the setup, not
+ * the first step, and a boundary whose copy was done starts with
+ * asynchronous hand-offs. A copy not done is said as a step's would be,
+ * and the boundary is left to the engine (its first step tries again, then
+ * the hub path). 0, or 1 after a stage's error was said. (run_engine.c) */
+int run_open_links(struct run *r);
 /* Stage 1's token input slots the run will use (r->tok_slots once the
  * decode ring is set up): its --slots where the ring will run over pipeline
  * groups, else 1. The same conditions as the ring's setup, asked before

@@ -517,10 +517,11 @@ static int setup_ring(struct run *r)
         b->n_grants = j + 1;
     }
     snprintf(b->dest_name, sizeof b->dest_name, "%s", ep);
+    b->dest0 = dest;
+    memcpy(b->dest0.grant, b->grant[0], BATON_GRANT_ID_BYTES);
     b->direct = 1;
     fprintf(cfg->log, "plan: decode ring: stage %u -> 1 hands each token to %s (if its "
-                      "allow-list names it: the first step tells; else through the "
-                      "coordinator)\n",
+                      "allow-list names it; else through the coordinator)\n",
             p, ep);
     return 0;
 }
@@ -530,9 +531,8 @@ static int setup_ring(struct run *r)
  * the whole slot, for up to n_ubatch tokens), a route per slot on the
  * source (its hidden_out to that grant at the next stage's peer-facing
  * address). A boundary that cannot be set up stays on the hub path; its
- * plan line says why. (Whether the source's allow-list names the
- * destination shows only at the first copy, which the engine makes
- * synchronously.) */
+ * plan line says why. Then run_open_links opens the peer links (whether
+ * each source's allow-list names its destination shows there). */
 int run_setup_direct(struct run *r)
 {
     uint32_t i, k;
@@ -604,13 +604,17 @@ int run_setup_direct(struct run *r)
                 return stage_fail(r, s, "COPY_ROUTE", rc);
         }
         snprintf(b->dest_name, sizeof b->dest_name, "%s", ep);
+        b->dest0 = dest;
+        memcpy(b->dest0.grant, b->grant[0], BATON_GRANT_ID_BYTES);
         b->n_grants = r->n_slots;
         b->direct = 1;
         r->n_direct++;
         fprintf(r->cfg->log, "plan: stage %u -> %u direct (hand-off to %s)\n", i + 1, i + 2,
                 ep);
     }
-    return setup_ring(r);
+    if (setup_ring(r) != 0)
+        return 1;
+    return run_open_links(r);
 }
 
 /* This session's peer counters on the server of s (a COPY_TENSOR_TO with

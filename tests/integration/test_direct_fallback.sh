@@ -64,6 +64,8 @@ run_arm notlisted "$A,$C"
 [ "$(steps notlisted hidden_gets)" = 47 ] || fail "notlisted: the hub path was not used"
 grep -q "direct copy: destination not on the source's allow-list" "$TMP/notlisted.err" ||
     fail "notlisted: no reason given"
+# said when the link was to open, before the first step: no link is open
+! grep -q "peer links open" "$TMP/notlisted.err" || fail "notlisted: $(grep 'links open' "$TMP/notlisted.err")"
 # A's log names the destination its allow-list lacks
 grep -qE "^batond: session [0-9]+ GRAPH_RUN hand-off to $C: not done \(destination not on the allow-list\)\$" \
     "$TMP/batond.a.log" || fail "notlisted: A's log does not name $C: $(tail -5 "$TMP/batond.a.log")"

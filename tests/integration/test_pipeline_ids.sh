@@ -85,6 +85,13 @@ for servers in "2|127.0.0.1:$PORT_qa,127.0.0.1:$PORT_qb" "3|$RA,$RB,$RC"; do
             [ "$(field "$TMP/$name.json" 'j["generated"]')" = "$want" ] || fail "$name: ids"
             used=$(grep -c "plan: decode ring: stage ${servers%%|*} -> 1" "$TMP/$name.err" || true)
             [ "$used" = "$([ "$ring" = on ] && echo 1 || echo 0)" ] || fail "$name: ring plan line: $(cat "$TMP/$name.err")"
+            # every direct link (the ring's too) opens before the first step
+            links="1 -> 2"
+            [ "${servers%%|*}" = 3 ] && links="$links, 2 -> 3"
+            [ "$ring" = on ] && links="$links, ${servers%%|*} -> 1 (decode ring)"
+            grep -qE "^plan: peer links open before the first step: $(printf '%s' "$links" |
+                sed 's/[()]/\\&/g') \([0-9.]+ ms\)\$" "$TMP/$name.err" ||
+                fail "$name: links opened: $(grep 'links open' "$TMP/$name.err")"
             if [ "$ring" = off ]; then
                 grep -qx "plan: decode ring off: tokens through the coordinator (--ring off)" "$TMP/$name.err" &&
                     [ "$(field "$TMP/$name.stats" 'not j["ring"] and j["ring_tokens"] == 0')" = True ] ||
