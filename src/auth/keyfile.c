@@ -153,8 +153,8 @@ int baton_key_check_file(const char *path, const struct baton_key_file_info *inf
     }
     if (!credential && (info->mode & 077) != 0) {
         set_err(err, err_len,
-                "%s: mode %04o gives group or other access; a key file must be 0600 "
-                "(chmod 600 %s)",
+                "%s: mode %04o gives group or other access; a key file must be its "
+                "owner's alone, 0600 or 0400 (chmod 600 %s)",
                 path, (unsigned)(info->mode & 07777), path);
         return BATON_E_AUTH;
     }

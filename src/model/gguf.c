@@ -706,7 +706,9 @@ static int parse(struct parse *ps)
     int st;
 
     if (ps->c.size < GGUF_HEADER_BYTES)
-        return fail(ps, BATON_E_TRUNCATED, "file of %llu bytes is shorter than the %u-byte header",
+        return fail(ps, BATON_E_TRUNCATED,
+                    "file of %llu bytes is shorter than the %u-byte header: not a GGUF file, "
+                    "or a truncated one",
                     (unsigned long long)ps->c.size, GGUF_HEADER_BYTES);
     rd_u32(&ps->c, &magic);
     rd_u32(&ps->c, &g->version);
@@ -923,7 +925,9 @@ int baton_gguf_open(const char *path, struct baton_gguf **out, char *err, size_t
     if (sb.st_size < (off_t)GGUF_HEADER_BYTES) {
         st = BATON_E_TRUNCATED;
         if (err != NULL && err_len > 0)
-            snprintf(err, err_len, "%s: file of %lld bytes is shorter than the %u-byte header",
+            snprintf(err, err_len,
+                     "%s: file of %lld bytes is shorter than the %u-byte header: not a GGUF "
+                     "file, or a truncated one",
                      path, (long long)sb.st_size, GGUF_HEADER_BYTES);
         goto out;
     }

@@ -181,12 +181,14 @@ rc=0; "$BATON" run --model "$MODEL" --prompt x --servers local --split 1,1,1,1,1
 [ "$rc" -eq 2 ] || fail "6 stages for 5 layers exited $rc"
 rc=0; "$BATON" run --model "$MODEL" --prompt x --servers 127.0.0.1:1,127.0.0.1:2 --split 1,1,1 >/dev/null 2>&1 || rc=$?
 [ "$rc" -eq 2 ] || fail "split/servers count mismatch exited $rc"
-rc=0; "$BATON" run --model "$MODEL" --prompt x --servers 127.0.0.1:1 --timeout 2000 >/dev/null 2>"$TMP/conn.err" || rc=$?
+# a port nothing listens on (bound and closed again: port 1 may be taken)
+CLOSED=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+rc=0; "$BATON" run --model "$MODEL" --prompt x --servers 127.0.0.1:$CLOSED --timeout 2000 >/dev/null 2>"$TMP/conn.err" || rc=$?
 [ "$rc" -eq 1 ] || fail "unreachable server exited $rc"
-grep -q "^baton run: stage 1 (127.0.0.1:1): connect failed: E_IO .*; is batond running and listening there?" "$TMP/conn.err" ||
+grep -q "^baton run: stage 1 (127.0.0.1:$CLOSED): connect failed: E_IO .*; is batond running and listening there?" "$TMP/conn.err" ||
     fail "connect message: $(cat "$TMP/conn.err")"
-rc=0; "$BATON" bench --model "$MODEL" --servers 127.0.0.1:1 -p 4 -n 2 --reps 1 >/dev/null 2>"$TMP/conn.err" || rc=$?
-[ "$rc" -eq 1 ] && grep -q "^baton bench: stage 1 (127.0.0.1:1): connect failed: E_IO " "$TMP/conn.err" ||
+rc=0; "$BATON" bench --model "$MODEL" --servers 127.0.0.1:$CLOSED -p 4 -n 2 --reps 1 >/dev/null 2>"$TMP/conn.err" || rc=$?
+[ "$rc" -eq 1 ] && grep -q "^baton bench: stage 1 (127.0.0.1:$CLOSED): connect failed: E_IO " "$TMP/conn.err" ||
     fail "bench connect message: rc $rc: $(cat "$TMP/conn.err")"
 # a host name that cannot resolve (.invalid, RFC 6761) is called that, not
 # just "malformed field" (a fresh-user review)

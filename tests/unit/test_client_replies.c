@@ -2,6 +2,7 @@
  * server. Replies are written into a socketpair before the client runs (the
  * client's seq numbers are 1, 2, ... in order), and the requests it sent are
  * read back and checked byte by byte afterwards. */
+#include <netinet/in.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +22,20 @@ struct fake {
     int srv;  /* the fake server's end */
     int cli;  /* handed to baton_conn_adopt_fd */
 };
+
+/* A loopback TCP port nothing listens on: bound, read back and closed. */
+static uint16_t closed_port(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    assert_true(fd >= 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
 
 static void fake_open(struct fake *f)
 {
@@ -399,8 +414,9 @@ static void test_hello_refusals(void **state)
     read_n(f.srv, req, 72);
     assert_int_equal(read(f.srv, &b, 1), 0);
     close(f.srv);
-    /* nothing listens there */
-    assert_int_equal(baton_conn_connect("127.0.0.1", 1, 2000, &c), BATON_E_IO);
+    /* nothing listens there: a port bound and closed again (port 1 may be
+     * taken on a shared host) */
+    assert_int_equal(baton_conn_connect("127.0.0.1", closed_port(), 2000, &c), BATON_E_IO);
 }
 
 int main(void)
