@@ -18,7 +18,9 @@
 #     --total-memory-bytes; E_QUOTA: past --session-memory-bytes) names the
 #     bytes and the limits; a full table of buffers (E_LIMIT) does not;
 #   - run: connect refused at the server's connection limit says so;
-#   - run: a limit met by an in-process stage names no batond flag.
+#   - run: a limit met by an in-process stage names no batond flag;
+#   - run with stdout or stderr closed: a server connection does not take
+#     that descriptor, so the text and log lines do not go into it.
 source "$(dirname "$0")/lib.sh"
 need_model
 HOG="$BUILD_DIR/tests/buffer_hog"
@@ -290,6 +292,23 @@ cmp -s "$TMP/dup.out" "$TMP/one.out" || fail "two stages on one server: other te
     >/dev/null 2>&1 || fail "bench over a server named twice"
 [ "$(field "$TMP/dup.json" '(j["p2p"], j["p2p_used"], j["ring"])')" = "(True, False, False)" ] ||
     fail "bench --json p2p / p2p_used / ring: $(cat "$TMP/dup.json")"
+
+# --- run with stdout or stderr closed (a break-it review: the first
+# connection became fd 1 or 2, the text or the plan lines went into it, and
+# the server answered E_MAGIC) ---
+rc=0; "$BATON" run --model "$MODEL" --servers "$dup" --prompt "Once upon" -n 4 \
+    >&- 2>"$TMP/closed1.err" || rc=$?
+[ "$rc" -eq 1 ] || fail "stdout closed: exit $rc: $(cat "$TMP/closed1.err")"
+has_line "$TMP/closed1.err" "baton run: standard output: cannot write: Bad file descriptor"
+! grep -q "E_MAGIC" "$TMP/closed1.err" || fail "stdout closed: $(cat "$TMP/closed1.err")"
+"$BATON" run --model "$MODEL" --servers "$dup" --prompt "Once upon" -n 4 >"$TMP/closed2.out" 2>&- ||
+    fail "stderr closed: exit $?"
+cmp -s "$TMP/closed2.out" "$TMP/one.out" ||
+    fail "stderr closed: other text: $(cat "$TMP/closed2.out")"
+# stdin closed: -f - fails as it did, reading nothing else
+rc=0; "$BATON" tokenize --model "$MODEL" -f - <&- >/dev/null 2>"$TMP/closed3.err" || rc=$?
+[ "$rc" -eq 1 ] || fail "stdin closed: exit $rc"
+has_line "$TMP/closed3.err" "baton tokenize: -f -: Bad file descriptor"
 
 # --- run, bench: "-n=4" (getopt hands "=4" to -n) says how to write it ---
 want_fail 2 "$TMP/n.out" "$TMP/n.err" "$BATON" run --model "$MODEL" --servers local --prompt x -n=4
