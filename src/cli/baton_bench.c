@@ -216,7 +216,11 @@ static int bench_npl(struct baton_run_config *cfg, const uint32_t *npl, uint32_t
             if (rc != 0) {
                 print_run_errors(log_text);
                 free(log_text);
-                fprintf(stderr, "baton bench: --npl %u, repetition %u failed\n", npl[b], r + 1);
+                /* the first run's error went to stderr as it happened: as
+                 * without --npl, no line follows it */
+                if (rep_log)
+                    fprintf(stderr, "baton bench: --npl %u, repetition %u failed\n", npl[b],
+                            r + 1);
                 return rc;
             }
             /* the first repetition of a later batch size: its plan line

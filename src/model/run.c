@@ -157,8 +157,8 @@ static int prompt_tokens(struct run *r, int32_t **ids, size_t *n_ids)
         char hint[RUN_CTX_HINT_CAP];
 
         run_ctx_hint(r, need, hint, sizeof hint);
-        run_msg(cfg, "prompt (%zu tokens) + -n %u = %llu exceeds %s %u%s; %s\n", *n_ids,
-                cfg->n_predict, need,
+        run_msg(cfg, "prompt (%zu token%s) + -n %u = %llu exceeds %s %u%s; %s\n", *n_ids,
+                *n_ids == 1 ? "" : "s", cfg->n_predict, need,
                 cfg->ctx_origin == BATON_CTX_DEFAULT ? "the default --ctx"
                 : cfg->ctx_origin == BATON_CTX_BENCH ? "a KV cache of"
                                                      : "the context --ctx",

@@ -170,9 +170,10 @@ int run_par_prepare(struct run *r, size_t *max_prompt)
         if (n_over > 1)
             snprintf(more, sizeof more, "; the longest of %zu prompts that do", n_over);
         run_msg(cfg,
-                "prompt %zu (%zu tokens) + -n %u = %llu exceeds %s (the positions of one "
+                "prompt %zu (%zu token%s) + -n %u = %llu exceeds %s (the positions of one "
                 "sequence%s); %s\n",
-                over + 1, q[over].n_prompt, cfg->n_predict, need, ctx, more, hint);
+                over + 1, q[over].n_prompt, q[over].n_prompt == 1 ? "" : "s", cfg->n_predict,
+                need, ctx, more, hint);
         return 2;
     }
     for (size_t i = 0; i < r->n_par; i++) { /* the generated ids' room: within --ctx */

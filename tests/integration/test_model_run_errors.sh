@@ -199,6 +199,13 @@ want_fail 1 "$TMP/b.out" "$TMP/b.err" "$BATON" bench --model "$MODEL" \
 [ "$(tail -n 1 "$TMP/b.err")" = "baton bench: stage 1 (127.0.0.1:$PORT_b): connect failed: E_IO (Connection refused); is batond running and listening there?" ] ||
     fail "bench, repetition 1 refused: $(cat "$TMP/b.err")"
 ! grep -q "repetition" "$TMP/b.err" || fail "a repetition line after repetition 1's error: $(cat "$TMP/b.err")"
+# ... with --npl too (it printed "--npl 1, repetition 1 failed" after it)
+want_fail 1 "$TMP/b.out" "$TMP/b.err" "$BATON" bench --model "$MODEL" \
+    --servers "127.0.0.1:$PORT_b" -p 4 -n 2 --reps 3 --npl 1,2 --timeout 5000
+[ "$(tail -n 1 "$TMP/b.err")" = "baton bench: stage 1 (127.0.0.1:$PORT_b): connect failed: E_IO (Connection refused); is batond running and listening there?" ] ||
+    fail "bench --npl, repetition 1 refused: $(cat "$TMP/b.err")"
+! grep -q "repetition" "$TMP/b.err" ||
+    fail "bench --npl: a repetition line after repetition 1's error: $(cat "$TMP/b.err")"
 
 # --- run: E_LIMIT at the KV cache's ALLOC_BUFFER is not blamed on --ctx ---
 # another session holds every buffer the server has but one, which the
@@ -309,6 +316,13 @@ cmp -s "$TMP/closed2.out" "$TMP/one.out" ||
 rc=0; "$BATON" tokenize --model "$MODEL" -f - <&- >/dev/null 2>"$TMP/closed3.err" || rc=$?
 [ "$rc" -eq 1 ] || fail "stdin closed: exit $rc"
 has_line "$TMP/closed3.err" "baton tokenize: -f -: Bad file descriptor"
+
+# --- run: a one-token prompt past the context is "1 token" ---
+want_fail 2 "$TMP/t.out" "$TMP/t.err" "$BATON" run --model "$MODEL" --servers local \
+    --prompt-ids 1 -n 600
+grep -q "^baton run: prompt (1 token) + -n 600 = 601 exceeds the default --ctx 512; " \
+    "$TMP/t.err" ||
+    fail "one-token prompt: $(cat "$TMP/t.err")"
 
 # --- run, bench: "-n=4" (getopt hands "=4" to -n) says how to write it ---
 want_fail 2 "$TMP/n.out" "$TMP/n.err" "$BATON" run --model "$MODEL" --servers local --prompt x -n=4
