@@ -177,41 +177,9 @@ static int stdout_done(const char *prog, int rc)
 
 static int dispatch(int argc, char **argv);
 
-/* Fills each of descriptors 0, 1 and 2 that was closed (`baton run ... >&-`)
- * with /dev/null, so that the next socket or file opened does not become
- * stdout or stderr: the streamed text and the log lines went into a server's
- * connection (SET_TENSOR failed: E_MAGIC). /dev/null is opened against the
- * stream's direction (stdin write-only, stdout and stderr read-only), so
- * that using it still fails as a closed descriptor does (EBADF), and a lost
- * stdout is still reported. Returns 0, or -1 when /dev/null cannot be
- * opened. */
-static int hold_closed_std_fds(void)
-{
-    int fd;
-
-    for (fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++) {
-        int held;
-
-        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
-            continue;
-        /* the lowest free descriptor: fd itself, as those below it are open */
-        held = open("/dev/null", fd == STDIN_FILENO ? O_WRONLY : O_RDONLY);
-        if (held < 0)
-            return -1;
-        if (held != fd) {
-            const int moved = dup2(held, fd);
-
-            close(held);
-            if (moved < 0)
-                return -1;
-        }
-    }
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
-    if (hold_closed_std_fds() != 0) {
+    if (baton_cli_hold_std_fds() != 0) {
         fprintf(stderr, "baton: cannot open /dev/null for a closed stdin, stdout or stderr: %s\n",
                 strerror(errno));
         return 1;

@@ -214,6 +214,8 @@ int main(int argc, char **argv)
     struct baton_server_config cfg;
     const char *kernels;
     int rc, code = 1, isa_ignored = 0;
+    if (baton_cli_hold_std_fds() != 0)
+        return 1; /* no /dev/null: nowhere to say it either */
     baton_log_set_format(batond_log_format_from_args(argc, argv));
     argv = batond_split_eq_args(argc, argv, &argc);
     if (argv == NULL) {

@@ -46,6 +46,16 @@ int baton_cli_check_output(const char *prog, const char *what, const char *path,
  * bench's --json uses it too) */
 void baton_cli_put_string(FILE *f, const char *ptr, size_t len, int json);
 
+/* Fills each of descriptors 0, 1 and 2 that is closed (`baton run ... >&-`)
+ * with /dev/null, so that the next socket or file opened does not become
+ * stdout or stderr (baton run's streamed text went into a server's
+ * connection: SET_TENSOR failed: E_MAGIC). /dev/null is opened against the
+ * stream's direction (stdin write-only, stdout and stderr read-only), so
+ * that using it still fails as a closed descriptor does (EBADF) and a lost
+ * stdout is still reported. Call first in main (baton and batond). Returns 0,
+ * or -1 (errno set) when /dev/null cannot be opened. (cli_args.c) */
+int baton_cli_hold_std_fds(void);
+
 /* Parses the value s of integer option opt (as the user typed it, e.g. "-n",
  * "--ctx"): decimal digits only, in [min, max]. On failure prints to stderr
  * one of

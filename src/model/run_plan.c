@@ -85,7 +85,7 @@ static int parse_endpoint(const char *text, size_t len, char *host, size_t host_
     }
     if (i == 0)
         return BATON_E_INVAL;
-    if (p == 0 || p > 65535) {
+    if (p == 0 || p > 65535 || i > 5) { /* 5 digits at most, as batond and info read it */
         *why = "the port must be 1..65535";
         return BATON_E_INVAL;
     }

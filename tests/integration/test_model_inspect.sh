@@ -116,6 +116,14 @@ BATON_SERVERS=a:1,,b want_usage "$TMP/sv.err" "baton info: BATON_SERVERS: entry 
     "$BATON" info
 BATON_SERVERS=a:1 want_usage "$TMP/sv.err" "baton info: --servers: bad endpoint 'b:0' (the port must be 1..65535)" \
     "$BATON" info --servers a:1,b:0
+# a port of more than 5 digits (leading zeros) is refused by run, bench and
+# info alike (info refused it only when it came to connect, after the others)
+for cmd in run bench info; do
+    args=(); [ "$cmd" = info ] || args=(--model "$MODEL" --prompt x)
+    [ "$cmd" = bench ] && args=(--model "$MODEL")
+    want_usage "$TMP/sv.err" "baton $cmd: --servers: bad endpoint 'a:007341' (the port must be 1..65535)" \
+        "$BATON" "$cmd" "${args[@]}" --servers a:1,a:007341
+done
 # more entries than stages a run can have (once past the end of the plan's arrays)
 many=127.0.0.1:1; for _ in $(seq 64); do many+=,127.0.0.1:1; done
 want_usage "$TMP/sv.err" "baton run: --servers: more than 64 servers (the most stages a run can have)" \

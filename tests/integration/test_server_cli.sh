@@ -146,6 +146,18 @@ pb=$started_pid
 # the system's reason alone, not wrapped in a protocol status
 expect_exit 1 "^batond: cannot listen on 127.0.0.1:$porta: Address already in use\$" --port "$porta"
 
+# started with stdin, stdout and stderr closed (as some supervisors do): the
+# three are held with /dev/null, so no socket of the server becomes one
+"$BATOND" --port 0 --port-file "$tmp/closed.port" <&- >&- 2>&- &
+closed_pid=$!
+pids+=("$closed_pid")
+for _ in $(seq 100); do [ -s "$tmp/closed.port" ] && break; sleep 0.1; done
+[ -s "$tmp/closed.port" ] || fail "batond with closed stdio: no port file"
+for fd in 0 1 2; do
+    [ "$(readlink "/proc/$closed_pid/fd/$fd")" = /dev/null ] ||
+        fail "batond with closed stdio: fd $fd is $(readlink "/proc/$closed_pid/fd/$fd")"
+done
+
 # baton info against a live server (skipped if `baton` is not built)
 if [ -n "${BATON:-}" ] && [ -x "$BATON" ]; then
     rc=0
