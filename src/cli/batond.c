@@ -140,6 +140,60 @@ static int check_listen_address(const char *host, int any_client, int insecure_n
     return 0;
 }
 
+/* Whether the file at other (a key or a policy file batond reads) is the
+ * one port_st describes, a regular file at the port file's path, which
+ * write_port_file's rename replaces. (A link there is replaced itself, not
+ * what it points to: the caller takes lstat's view, so it is no clash.) */
+static int port_file_replaces(const struct stat *port_st, const char *other)
+{
+    struct stat st;
+
+    return other != NULL && stat(other, &st) == 0 && st.st_dev == port_st->st_dev &&
+           st.st_ino == port_st->st_ino;
+}
+
+/* --port-file must not name a file batond reads: the port file replaces
+ * the file at its path, so the key (its only copy, mode 0600) or the policy
+ * would become a line with the port. Checked before anything is read or
+ * bound. argv: as split (--policy FILE as two words); key_opt, peer_opt:
+ * how the messages name the keys' options. Returns 0, or exit code 2 after
+ * a message naming both options. */
+static int check_port_file(const char *port_file, int argc, char **argv, const char *key_path,
+                           const char *key_opt, const char *peer_key_path, const char *peer_opt,
+                           const struct baton_policy *pol)
+{
+    struct stat pst;
+    const char *opt = NULL, *name = NULL;
+    char client_opt[BATON_POLICY_CLIENT_NAME_BYTES + 16];
+
+    if (port_file == NULL || lstat(port_file, &pst) != 0 || !S_ISREG(pst.st_mode))
+        return 0;
+    if (port_file_replaces(&pst, key_path)) {
+        opt = key_opt;
+        name = key_path;
+    } else if (port_file_replaces(&pst, peer_key_path)) {
+        opt = peer_opt;
+        name = peer_key_path;
+    }
+    for (uint32_t i = 0; !opt && i < pol->n_clients && i < BATON_POLICY_MAX_CLIENTS; i++)
+        if (port_file_replaces(&pst, pol->clients[i].key_file)) {
+            snprintf(client_opt, sizeof client_opt, "client %s", pol->clients[i].name);
+            opt = client_opt;
+            name = pol->clients[i].key_file;
+        }
+    for (int i = 1; !opt && i + 1 < argc; i++)
+        if (strcmp(argv[i], "--policy") == 0 && port_file_replaces(&pst, argv[i + 1])) {
+            opt = "--policy";
+            name = argv[i + 1];
+        }
+    if (!opt)
+        return 0;
+    batond_say("usage", "--port-file %s and %s %s are the same file; the port file would "
+                        "replace it (give the port file a path of its own)",
+               port_file, opt, name);
+    return 2;
+}
+
 /* Opens a key file (auth.h refuses group/world-accessible, foreign,
  * symlinked or wrongly sized files; a systemd credential, with credential
  * set, by baton_key_open_credential's rules). Prints the reason and returns
@@ -277,6 +331,14 @@ int main(int argc, char **argv)
         if (rc != 0)
             return rc;
     }
+    rc = check_port_file(port_file, argc, argv, key_path,
+                         key_is_credential ? "the credential client.key" : "--key (key_file)",
+                         peer_key_path,
+                         peer_key_is_credential ? "the credential peer.key"
+                                                : "--peer-key (peer_key_file)",
+                         &pol);
+    if (rc != 0)
+        return rc;
     /* process hardening that needs nothing else: no core file can hold a
      * key from here on */
     struct rlimit no_core = {0, 0};

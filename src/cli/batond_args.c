@@ -36,6 +36,7 @@ static void usage(FILE *f)
             "                    needs --key or --client, or --insecure-no-auth)\n"
             "  --port N          TCP port (default %d; 0 picks a free port)\n"
             "  --port-file FILE  write the bound port to FILE (atomically) once listening\n"
+            "                    (not a key or policy file: it would replace it)\n"
             "  --threads N       compute threads per graph, 1..64 (default 1)\n"
             "  --key FILE        client key (baton keygen): every connection must\n"
             "                    authenticate; frames after AUTH carry a MAC. Without\n"

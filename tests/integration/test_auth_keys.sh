@@ -116,6 +116,25 @@ cp "$K" "$TMP/copy.key"; chmod 600 "$TMP/copy.key"
 expect_batond 2 "--peer-key: .*$K holds the same key as --key" --port 0 --key "$K" --peer-key "$K"
 expect_batond 2 "--peer-key: .*copy.key holds the same key as --key" --port 0 --key "$K" \
     --peer-key "$TMP/copy.key"
+# --port-file naming a file batond reads (a break-it review: the port file's
+# rename replaced the key with the port, mode 0644, and the policy alike):
+# refused before anything is bound, the files unchanged
+keep=$(od -An -tx1 "$K")
+keep_other=$(od -An -tx1 "$TMP/other.key")
+printf 'max_connections = 8\n' >"$TMP/own.policy"
+ln -s "$TMP/own.policy" "$TMP/own.policy.link"
+expect_batond 2 "^batond: --port-file $K and --key \(key_file\) $K are the same file; the port file would replace it" \
+    --port 0 --key "$K" --port-file "$K"
+expect_batond 2 "^batond: --port-file $TMP/other.key and --peer-key \(peer_key_file\) $TMP/other.key are" \
+    --port 0 --key "$K" --peer-key "$TMP/other.key" --port-file "$TMP/other.key"
+expect_batond 2 "^batond: --port-file $TMP/copy.key and client team-a $TMP/copy.key are the same file" \
+    --port 0 --client "team-a $TMP/copy.key" --port-file="$TMP/copy.key"
+expect_batond 2 "^batond: --port-file $TMP/own.policy and --policy $TMP/own.policy.link are the same file" \
+    --port 0 --policy "$TMP/own.policy.link" --port-file "$TMP/own.policy"
+[ "$(od -An -tx1 "$K")" = "$keep" ] && [ "$(stat -c %s,%a "$K")" = 32,600 ] &&
+    [ "$(od -An -tx1 "$TMP/other.key")" = "$keep_other" ] &&
+    [ "$(cat "$TMP/own.policy")" = "max_connections = 8" ] ||
+    fail "a refused --port-file changed the key or the policy"
 # a --key or --peer-key path the policy cannot hold: one message naming the
 # flag and the file (it was "--key: --key_file: expected a path, got ...",
 # and a bad --peer-key was called --key when --key was given too)
