@@ -319,7 +319,7 @@ static int set_field(struct baton_policy *p, const struct field *f, const char *
             !valid_host(e.host))
             goto bad;
         if (p->n_peers >= BATON_POLICY_MAX_PEERS) {
-            snprintf(why, why_len, "more than %u peer entries", BATON_POLICY_MAX_PEERS);
+            snprintf(why, why_len, "peer: more than %u entries", BATON_POLICY_MAX_PEERS);
             return BATON_E_FORMAT;
         }
         p->peers[p->n_peers++] = e;
@@ -489,7 +489,7 @@ static int set_client(struct baton_policy *p, const char *v, char *why, size_t w
         }
     }
     if (p->n_clients >= BATON_POLICY_MAX_CLIENTS) {
-        snprintf(why, why_len, "more than %u client entries", BATON_POLICY_MAX_CLIENTS);
+        snprintf(why, why_len, "client: more than %u entries", BATON_POLICY_MAX_CLIENTS);
         return BATON_E_FORMAT;
     }
     p->clients[p->n_clients++] = c;

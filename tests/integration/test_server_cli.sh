@@ -116,6 +116,12 @@ expect_exit 0 "^Exit status: 0 after SIGTERM" --help
 # --max-peer-links: what 0 means (tested in test_direct_fallback.sh)
 expect_exit 0 "^                    opens none \(every hand-off from it takes the hub path\);$" --help
 expect_exit 0 "^max_peer_links = 0$" --print-policy --max-peer-links 0
+# one list entry too many is named by its flag (it was "batond: --more than
+# 64 peer entries")
+many=(); for i in $(seq 65); do many+=(--peer "127.0.0.1:$i"); done
+expect_exit 2 "^batond: --peer: more than 64 entries\$" --print-policy "${many[@]}"
+many=(); for i in $(seq 17); do many+=(--client "c$i c$i.key"); done
+expect_exit 2 "^batond: --client: more than 16 entries\$" --print-policy "${many[@]}"
 [ ! -e "$tmp/never" ] || fail "a refused server wrote a port file"
 
 # the port file: exactly one line with the bound port, written atomically

@@ -332,7 +332,13 @@ static void test_too_many_peers(void **state)
     assert_int_equal(parse(&p, text), 0);
     assert_int_equal(p.n_peers, BATON_POLICY_MAX_PEERS);
     sprintf(q, "peer = 10.0.0.1:9999\n");
-    expect_error(text, "t.policy:65: more than 64 peer entries");
+    expect_error(text, "t.policy:65: peer: more than 64 entries");
+    /* the same limit as a flag names its key (it was "--more than 64 peer
+     * entries"), and leaves the list as it was */
+    assert_int_equal(baton_policy_set(&p, "peer", "10.0.0.1:9999", err, sizeof err),
+                     BATON_E_FORMAT);
+    assert_string_equal(err, "--peer: more than 64 entries");
+    assert_int_equal(p.n_peers, BATON_POLICY_MAX_PEERS);
     free(text);
 }
 
@@ -615,7 +621,7 @@ static void test_clients(void **state)
     text[0] = '\0';
     for (int i = 0; i < 17; i++)
         snprintf(text + strlen(text), sizeof text - strlen(text), "client = c%d k%d.key\n", i, i);
-    expect_error(text, "t.policy:17: more than 16 client entries");
+    expect_error(text, "t.policy:17: client: more than 16 entries");
 }
 
 int main(void)
