@@ -293,8 +293,12 @@ static int set_field(struct baton_policy *p, const struct field *f, const char *
         /* only what a file line can hold: no blank at either end, no '#'
          * at the start or after a blank (it would start a comment) */
         size_t len = strlen(v);
-        if (len == 0 || len >= BATON_POLICY_PATH_BYTES || is_blank(v[0]) ||
-            is_blank(v[len - 1]) || v[0] == '#')
+        if (len >= BATON_POLICY_PATH_BYTES) { /* the value shown is cut: say why */
+            snprintf(why, why_len, "%s: the path is %zu bytes; at most %u", f->key, len,
+                     BATON_POLICY_PATH_BYTES - 1);
+            return BATON_E_FORMAT;
+        }
+        if (len == 0 || is_blank(v[0]) || is_blank(v[len - 1]) || v[0] == '#')
             goto bad;
         for (size_t i = 1; i < len; i++)
             if (v[i] == '#' && is_blank(v[i - 1]))
@@ -305,6 +309,11 @@ static int set_field(struct baton_policy *p, const struct field *f, const char *
         return 0;
     }
     case K_HOST:
+        if (strlen(v) >= BATON_POLICY_HOST_BYTES) {
+            snprintf(why, why_len, "%s: the host name is %zu bytes; at most %u", f->key,
+                     strlen(v), BATON_POLICY_HOST_BYTES - 1);
+            return BATON_E_FORMAT;
+        }
         if (!valid_host(v))
             goto bad;
         memset(base, 0, BATON_POLICY_HOST_BYTES);
@@ -452,7 +461,12 @@ static int set_client(struct baton_policy *p, const char *v, char *why, size_t w
             return BATON_E_FORMAT;
         }
     memcpy(c.name, tok[0], strlen(tok[0]));
-    if (strlen(tok[1]) >= BATON_POLICY_PATH_BYTES || tok[1][0] == '#' || strchr(tok[1], '=')) {
+    if (strlen(tok[1]) >= BATON_POLICY_PATH_BYTES) {
+        snprintf(why, why_len, "client %s: the key file path is %zu bytes; at most %u", c.name,
+                 strlen(tok[1]), BATON_POLICY_PATH_BYTES - 1);
+        return BATON_E_FORMAT;
+    }
+    if (tok[1][0] == '#' || strchr(tok[1], '=')) {
         snprintf(why, why_len, "client %s: expected a key file after the name, got '%.64s'",
                  c.name, tok[1]);
         return BATON_E_FORMAT;
@@ -532,6 +546,12 @@ static int parse_line(struct baton_policy *p, char *line, size_t n, uint32_t lin
             snprintf(why, why_len, "control byte 0x%02x", c);
             return BATON_E_FORMAT;
         }
+    }
+    if (lineno == 1 && n >= 3 && memcmp(line, "\xef\xbb\xbf", 3) == 0) {
+        /* else "unknown key 'port'", the mark unseen before the name */
+        snprintf(why, why_len, "a UTF-8 byte order mark (BOM) starts the file; save it "
+                               "without one");
+        return BATON_E_FORMAT;
     }
     /* a comment: '#' at the start or after a blank */
     for (size_t i = 0; i < n; i++) {

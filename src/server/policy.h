@@ -7,7 +7,7 @@
  *   - UTF-8/ASCII text, at most BATON_POLICY_MAX_FILE_BYTES bytes, lines of
  *     at most BATON_POLICY_MAX_LINE_BYTES bytes ending in LF (a CR before the
  *     LF is ignored; the last line may lack its LF). No NUL or other control
- *     bytes except TAB.
+ *     bytes except TAB, and no UTF-8 byte order mark at the start.
  *   - Blank lines and lines whose first non-blank character is '#' are
  *     ignored. Elsewhere '#' preceded by a blank starts a comment that runs
  *     to the end of the line.

@@ -319,6 +319,27 @@ static void test_bad_values(void **state)
                      BATON_E_FORMAT);
     assert_non_null(strstr(err, "n:2: NUL byte"));
     assert_memory_equal(&p, &d, sizeof p);
+    /* a byte order mark is named (it was "unknown key '<BOM>port'", which
+     * reads "unknown key 'port'"); elsewhere than at the start it is text */
+    expect_error("\xef\xbb\xbfport = 1\n",
+                 "t.policy:1: a UTF-8 byte order mark (BOM) starts the file; save it without one");
+    expect_error("\xef\xbb\xbf# comment\n", "t.policy:1: a UTF-8 byte order mark (BOM)");
+    expect_error("port = 1\n\xef\xbb\xbfthreads = 2\n", "t.policy:2: unknown key");
+    /* a value past its size says so (the value shown is cut to 64 bytes) */
+    char text[BATON_POLICY_PATH_BYTES + 64];
+    snprintf(text, sizeof text, "key_file = /%0*d\n", (int)BATON_POLICY_PATH_BYTES - 1, 0);
+    expect_error(text, "t.policy:1: key_file: the path is 4096 bytes; at most 4095");
+    snprintf(text, sizeof text, "client = a /%0*d\n", (int)BATON_POLICY_PATH_BYTES - 1, 0);
+    expect_error(text, "t.policy:1: client a: the key file path is 4096 bytes; at most 4095");
+    snprintf(text, sizeof text, "bind = h%0*d\n", (int)BATON_POLICY_HOST_BYTES - 1, 0);
+    expect_error(text, "t.policy:1: bind: the host name is 256 bytes; at most 255");
+    /* one byte less is a path (a host name) */
+    snprintf(text, sizeof text, "key_file = /%0*d\n", (int)BATON_POLICY_PATH_BYTES - 2, 0);
+    assert_int_equal(parse(&p, text), 0);
+    assert_int_equal(strlen(p.key_file), BATON_POLICY_PATH_BYTES - 1);
+    snprintf(text, sizeof text, "bind = h%0*d\n", (int)BATON_POLICY_HOST_BYTES - 2, 0);
+    assert_int_equal(parse(&p, text), 0);
+    assert_int_equal(strlen(p.bind), BATON_POLICY_HOST_BYTES - 1);
 }
 
 static void test_too_many_peers(void **state)
