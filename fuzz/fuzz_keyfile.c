@@ -19,8 +19,9 @@
  * owner: the effective uid or, for a credential, root; mode: no group or
  * other bit, a credential no write, execute or other bit, mode & 0337;
  * size exactly 32) with their codes (AUTH, AUTH, AUTH, FORMAT); parse
- * succeeds exactly for 32 bytes, then the key is the bytes, else FORMAT
- * and the key untouched. The message is one line beginning "PATH: ",
+ * succeeds exactly for 32 bytes that are neither one byte repeated nor all
+ * text (a weak key: FORMAT, "not a random key"), then the key is
+ * the bytes, else FORMAT and the key untouched. The message is one line beginning "PATH: ",
  * never longer than the buffer (an exact-size heap block) and
  * NUL-terminated; the same call twice agrees.
  *
@@ -29,7 +30,7 @@
  * symbolic link to such a file, a directory or a FIFO; baton_key_load (or
  * baton_key_open / baton_key_open_credential) must give what the oracle
  * gives for the file's real fstat (a symbolic link: AUTH before any other
- * rule), the key bytes equal to the content on success and untouched on
+ * rule; a weak key that passes them: FORMAT), the key bytes equal to the content on success and untouched on
  * failure. Then baton_key_generate_file on that path must refuse whatever
  * is there (E_INVAL, the file or the link's target unchanged; a link whose
  * target is then removed: still refused, nothing created through it), and
@@ -73,6 +74,19 @@ static void setup(void)
     snprintf(target_path, sizeof target_path, "%s/target", dir_path);
     atexit(remove_dir);
     FUZZ_CHECK(baton_auth_init() == 0, "libsodium");
+}
+
+/* The content rule, written from auth.h: 32 bytes that are one byte
+ * repeated or all text (0x20..0x7e, TAB, LF, CR) are no key. */
+static int oracle_weak(const uint8_t *c, size_t n)
+{
+    int same = 1, text = 1;
+
+    for (size_t i = 0; i < n; i++) {
+        same &= c[i] == c[0];
+        text &= (c[i] >= 0x20 && c[i] <= 0x7e) || c[i] == 9 || c[i] == 10 || c[i] == 13;
+    }
+    return n == BATON_KEY_BYTES && (same || text);
 }
 
 /* auth.h's rules, written independently. */
@@ -132,7 +146,14 @@ static void pure_part(const uint8_t *hdr, const uint8_t *content, size_t n, size
     uint8_t key[BATON_KEY_BYTES];
     memset(key, 0xa5, sizeof key);
     rc = baton_key_parse(path, content, n, key, err, err_len);
-    if (n == BATON_KEY_BYTES) {
+    if (oracle_weak(content, n)) {
+        FUZZ_CHECK(rc == BATON_E_FORMAT, "a weak key accepted: %d", rc);
+        for (size_t i = 0; i < sizeof key; i++)
+            FUZZ_CHECK(key[i] == 0xa5, "key written on failure");
+        check_message(err, err_len, path, rc);
+        FUZZ_CHECK(err_len < 256 || strstr(err, "not a random key") != NULL,
+                   "message does not say why: %s", err);
+    } else if (n == BATON_KEY_BYTES) {
         FUZZ_CHECK(rc == 0, "32 bytes refused: %d", rc);
         FUZZ_CHECK(memcmp(key, content, BATON_KEY_BYTES) == 0, "key differs from its bytes");
     } else {
@@ -234,6 +255,8 @@ static void real_part(const uint8_t *hdr, const uint8_t *content, size_t n, size
                                          .mode = (uint32_t)(st.st_mode & 07777),
                                          .size = (int64_t)st.st_size};
         want = oracle_check(&in, credential);
+        if (want == 0 && oracle_weak(content, n))
+            want = BATON_E_FORMAT;
     }
     char *err = err_len ? malloc(err_len) : NULL;
     FUZZ_CHECK(err_len == 0 || err != NULL, "malloc");

@@ -158,11 +158,20 @@ int baton_key_check_file(const char *path, const struct baton_key_file_info *inf
                          int credential, char *err, size_t err_len);
 
 /* The key file format: data[0..n) is a key exactly when n is 32 (raw bytes,
- * no encoding, no trailing newline); then copies it to key and returns 0,
- * else BATON_E_FORMAT, key untouched, err naming path, n and the rule.
- * Pure: the parsing half of baton_key_load, fuzzed by fuzz/fuzz_keyfile.c. */
+ * no encoding, no trailing newline) and those bytes are not weak
+ * (baton_key_is_weak); then copies it to key and returns 0, else
+ * BATON_E_FORMAT, key untouched, err naming path and the rule (n where the
+ * size is wrong). Pure: the parsing half of baton_key_load, fuzzed by
+ * fuzz/fuzz_keyfile.c. */
 int baton_key_parse(const char *path, const uint8_t *data, size_t n,
                     uint8_t key[BATON_KEY_BYTES], char *err, size_t err_len);
+
+/* 1 when the 32 bytes cannot be a random key: one byte repeated (32 zero
+ * bytes) or all text, printable ASCII 0x20..0x7e with TAB, LF and CR (a
+ * passphrase written to the file, its newline too). A key from baton
+ * keygen (32 random bytes) is text with a chance of (98/256)^32, about
+ * 5e-14; keygen draws again then. */
+int baton_key_is_weak(const uint8_t key[BATON_KEY_BYTES]);
 
 /* A loaded key in libsodium guarded memory, read-only. */
 struct baton_key;

@@ -91,7 +91,9 @@ int baton_key_generate_file(const char *path, char *err, size_t err_len)
         rc = BATON_E_IO;
         goto out;
     }
-    randombytes_buf(key, sizeof key);
+    do /* a weak-looking draw: about 1 in 10^13 */
+        randombytes_buf(key, sizeof key);
+    while (baton_key_is_weak(key));
     if (write_all(fd, key, sizeof key) != 0) {
         set_err(err, err_len, "%s: write failed: %s", path, strerror(errno));
         rc = BATON_E_IO;
@@ -178,8 +180,28 @@ int baton_key_parse(const char *path, const uint8_t *data, size_t n,
                 path, n, BATON_KEY_BYTES);
         return BATON_E_FORMAT;
     }
+    if (baton_key_is_weak(data)) {
+        set_err(err, err_len,
+                "%s: %s, not a random key (make one with 'baton keygen')", path,
+                data[0] == data[1] && memcmp(data, data + 1, BATON_KEY_BYTES - 1) == 0
+                    ? "one byte repeated 32 times"
+                    : "32 bytes of text (a passphrase?)");
+        return BATON_E_FORMAT;
+    }
     memcpy(key, data, BATON_KEY_BYTES);
     return 0;
+}
+
+int baton_key_is_weak(const uint8_t key[BATON_KEY_BYTES])
+{
+    int same = 1, text = 1;
+
+    for (size_t i = 0; i < BATON_KEY_BYTES; i++) {
+        same &= key[i] == key[0];
+        text &= (key[i] >= 0x20 && key[i] <= 0x7e) || key[i] == '\t' || key[i] == '\n' ||
+                key[i] == '\r';
+    }
+    return same || text;
 }
 
 /* baton_key_load, and with credential set the owner and mode rules of

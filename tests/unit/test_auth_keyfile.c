@@ -41,13 +41,21 @@ static void path_of(char *out, size_t len, const char *name)
     snprintf(out, len, "%s/%s", dir, name);
 }
 
-/* Writes n bytes of value v into a fresh file with the given mode (exactly:
- * chmod after create, so the umask does not matter). */
+/* n bytes that look like a key (not one byte repeated, not text: see
+ * baton_key_is_weak), a different run for each v. */
+static void fill_key(uint8_t *buf, size_t n, uint8_t v)
+{
+    for (size_t i = 0; i < n; i++)
+        buf[i] = (uint8_t)(v + 0x9d * i);
+}
+
+/* Writes n bytes of fill_key(v) into a fresh file with the given mode
+ * (exactly: chmod after create, so the umask does not matter). */
 static void write_file(const char *path, size_t n, uint8_t v, mode_t mode)
 {
     uint8_t buf[64];
     assert_true(n <= sizeof buf);
-    memset(buf, v, n);
+    fill_key(buf, n, v);
     unlink(path);
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
     assert_true(fd >= 0);
@@ -172,7 +180,7 @@ static void test_load_modes(void **state)
     write_file(p, 32, 0x33, 0601);
     expect_refused(p, BATON_E_AUTH, "mode 0601");
     /* owner-only modes are fine, read-only ones included */
-    memset(want, 0x33, sizeof want);
+    fill_key(want, sizeof want, 0x33);
     write_file(p, 32, 0x33, 0400);
     assert_int_equal(baton_key_load(p, key, NULL, 0), 0);
     assert_memory_equal(key, want, sizeof key);
@@ -205,9 +213,63 @@ static void test_load_sizes(void **state)
     expect_refused(p, BATON_E_FORMAT, "no trailing newline");
 
     write_file(p, 32, 0x44, 0600);
-    memset(want, 0x44, sizeof want);
+    fill_key(want, sizeof want, 0x44);
     assert_int_equal(baton_key_load(p, key, NULL, 0), 0);
     assert_memory_equal(key, want, sizeof key);
+}
+
+/* Writes the 32 bytes of data into a fresh 0600 file. */
+static void write_bytes(const char *path, const void *data)
+{
+    unlink(path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, data, BATON_KEY_BYTES), (ssize_t)BATON_KEY_BYTES);
+    close(fd);
+}
+
+/* 32 bytes that cannot be a random key are refused: one byte repeated,
+ * text (a passphrase, its newline too); one byte off either rule is a key */
+static void test_load_weak(void **state)
+{
+    char p[128];
+    uint8_t b[BATON_KEY_BYTES], key[BATON_KEY_BYTES];
+    (void)state;
+    path_of(p, sizeof p, "weak.key");
+    memset(b, 0, sizeof b);
+    write_bytes(p, b);
+    expect_refused(p, BATON_E_FORMAT, "one byte repeated 32 times, not a random key (make one "
+                                      "with 'baton keygen')");
+    memset(b, 0xff, sizeof b);
+    write_bytes(p, b);
+    expect_refused(p, BATON_E_FORMAT, "one byte repeated");
+    memcpy(b, "correct horse battery staple 32b", 32);
+    write_bytes(p, b);
+    expect_refused(p, BATON_E_FORMAT, "32 bytes of text (a passphrase?), not a random key");
+    memcpy(b, "a 31-byte passphrase\tand\r more!\n", 32);
+    write_bytes(p, b);
+    expect_refused(p, BATON_E_FORMAT, "32 bytes of text");
+    assert_int_equal(baton_key_is_weak(b), 1);
+    /* one byte outside text: a key */
+    b[5] = 0x80;
+    assert_int_equal(baton_key_is_weak(b), 0);
+    write_bytes(p, b);
+    assert_int_equal(baton_key_load(p, key, NULL, 0), 0);
+    assert_memory_equal(key, b, sizeof key);
+    /* one byte repeated 31 times and another: a key */
+    memset(b, 0, sizeof b);
+    b[31] = 1;
+    assert_int_equal(baton_key_is_weak(b), 0);
+    memset(b, 'x', sizeof b);
+    assert_int_equal(baton_key_is_weak(b), 1);
+    /* the pure parser words it the same and leaves the key alone */
+    char err[256];
+    memset(key, 0xa5, sizeof key);
+    assert_int_equal(baton_key_parse("k", b, sizeof b, key, err, sizeof err), BATON_E_FORMAT);
+    assert_string_equal(err, "k: one byte repeated 32 times, not a random key (make one with "
+                             "'baton keygen')");
+    for (size_t i = 0; i < sizeof key; i++)
+        assert_int_equal(key[i], 0xa5);
 }
 
 static void test_load_not_regular(void **state)
@@ -257,7 +319,7 @@ static void test_credential_modes(void **state)
     uint8_t want[BATON_KEY_BYTES];
     (void)state;
     path_of(p, sizeof p, "cred.key");
-    memset(want, 0x66, sizeof want);
+    fill_key(want, sizeof want, 0x66);
     for (size_t i = 0; i < sizeof accepted / sizeof accepted[0]; i++) {
         write_file(p, 32, 0x66, accepted[i]);
         assert_int_equal(baton_key_open_credential(p, &k, err, sizeof err), 0);
@@ -294,6 +356,7 @@ int main(void)
         cmocka_unit_test(test_load_symlink),
         cmocka_unit_test(test_load_modes),
         cmocka_unit_test(test_load_sizes),
+        cmocka_unit_test(test_load_weak),
         cmocka_unit_test(test_load_not_regular),
         cmocka_unit_test(test_load_missing),
         cmocka_unit_test(test_load_not_owned),
