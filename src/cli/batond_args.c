@@ -171,6 +171,10 @@ int batond_load_policy_arg(int argc, char **argv, struct baton_policy *pol)
             batond_say("usage", "--policy needs a value (see batond --help)");
             return 2;
         }
+        if (argv[i + 1][0] == '\0') {
+            batond_say("usage", "--policy: an empty path (see batond --help)");
+            return 2;
+        }
         if (!strncmp(argv[i + 1], "--", 2)) { /* as batond_parse_options says it */
             batond_say("usage", "--policy needs a value; the next argument is the option %s",
                        argv[i + 1]);
@@ -339,6 +343,11 @@ int batond_parse_options(int argc, char **argv, struct batond_options *o)
             }
             i++;
         } else if (!strcmp(a, "--host") && v) {
+            if (v[0] == '[') { /* as in a URL: the resolver takes the address bare */
+                batond_say("usage", "--host: '%s': give an IPv6 address without brackets "
+                                    "(--host ::1)", v);
+                return 2;
+            }
             if (baton_policy_set(o->pol, "bind", v, err, sizeof err) != 0) {
                 batond_say("usage", "--host: '%s' is not an address (give a host name or an "
                                     "IPv4 or IPv6 address)", v);
@@ -353,6 +362,10 @@ int batond_parse_options(int argc, char **argv, struct batond_options *o)
             o->pol->port = (uint16_t)p;
             i++;
         } else if (!strcmp(a, "--port-file") && v) {
+            if (v[0] == '\0') { /* else found out only once the port is bound */
+                batond_say("usage", "--port-file: an empty path (see batond --help)");
+                return 2;
+            }
             o->port_file = v;
             i++;
         } else if (!strcmp(a, "--threads") && v) {

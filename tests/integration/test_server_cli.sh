@@ -107,6 +107,11 @@ expect_exit 1 "^batond: cannot listen on nosuch\.invalid: the name does not reso
 # an empty --host is named, quoted
 expect_exit 2 "^batond: --host: '' is not an address \(give a host name or an IPv4 or IPv6 address\)\$" \
     --host "" --port 0 --port-file "$tmp/never"
+# empty paths and a bracketed --host are usage errors, before anything is bound
+expect_exit 2 "^batond: --policy: an empty path \(see batond --help\)\$" --port 0 --policy ''
+expect_exit 2 "^batond: --port-file: an empty path \(see batond --help\)\$" --port 0 --port-file ''
+expect_exit 2 "^batond: --host: '\[::1\]': give an IPv6 address without brackets \(--host ::1\)\$" \
+    --port 0 --host '[::1]'
 # --peer without --peer-key is a usage error, not a silently idle allow-list
 expect_exit 2 "--peer \(peer\) needs --peer-key" --port 0 --peer 127.0.0.1:9 --port-file "$tmp/never"
 # a bad setting is named as typed, with its policy key where spelled otherwise
