@@ -53,7 +53,7 @@ void baton_cli_put_string(FILE *f, const char *ptr, size_t len, int json);
  * stream's direction (stdin write-only, stdout and stderr read-only), so
  * that using it still fails as a closed descriptor does (EBADF) and a lost
  * stdout is still reported. Call first in main (baton and batond). Returns 0,
- * or -1 (errno set) when /dev/null cannot be opened. (cli_args.c) */
+ * or -1 (errno set) when /dev/null cannot be opened. (cli_stdio.c) */
 int baton_cli_hold_std_fds(void);
 
 /* Parses the value s of integer option opt (as the user typed it, e.g. "-n",

@@ -1,11 +1,9 @@
 /* Integer and decimal option values, shared by `baton` and `batond` (see cli.h). */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
 #include "core/types.h"
@@ -178,30 +176,5 @@ int baton_cli_parse_float(const char *prog, const char *opt, const char *s, doub
         return -1;
     }
     *out = f;
-    return 0;
-}
-
-/* cli.h: closed standard descriptors held with /dev/null */
-int baton_cli_hold_std_fds(void)
-{
-    int fd;
-
-    for (fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++) {
-        int held;
-
-        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
-            continue;
-        /* the lowest free descriptor: fd itself, as those below it are open */
-        held = open("/dev/null", fd == STDIN_FILENO ? O_WRONLY : O_RDONLY);
-        if (held < 0)
-            return -1;
-        if (held != fd) {
-            const int moved = dup2(held, fd);
-
-            close(held);
-            if (moved < 0)
-                return -1;
-        }
-    }
     return 0;
 }
