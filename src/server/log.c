@@ -123,6 +123,33 @@ static void put_json_str(struct out *o, const char *s)
     }
 }
 
+/* s for a text or journal line: LF, CR and the other control bytes but TAB
+ * (C0, DEL) as \n, \r, \xNN, so no message can end its line early or
+ * start a forged one (a name from a peer, a path an operator typed) nor
+ * send a terminal an escape sequence. An escape is written whole or not at
+ * all. */
+static void put_text_str(struct out *o, const char *s)
+{
+    char esc[8];
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        const char *e = NULL;
+        size_t n;
+        if (c == '\n')
+            e = "\\n";
+        else if (c == '\r')
+            e = "\\r";
+        else if ((c < 0x20 && c != '\t') || c == 0x7f) {
+            snprintf(esc, sizeof esc, "\\x%02x", c);
+            e = esc;
+        }
+        n = e ? strlen(e) : 1;
+        if (o->used + o->reserve + 1 > o->len || n > o->len - 1 - o->reserve - o->used)
+            return;
+        put(o, e ? e : (const char *)&c, n);
+    }
+}
+
 /* s as a JSON string, quotes included: the closing quote is always
  * written once the opening one was (the content may be cut). */
 static void put_json_string(struct out *o, const char *s)
@@ -172,11 +199,11 @@ size_t baton_log_format_line(char *buf, size_t len, enum baton_log_format f, int
     o.reserve = f == BATON_LOG_JSON ? 2 : 1; /* "}\n" or "\n" */
     if (f == BATON_LOG_TEXT) {
         puts_(&o, "batond: ");
-        puts_(&o, msg);
+        put_text_str(&o, msg);
     } else if (f == BATON_LOG_JOURNAL) {
         snprintf(tmp, sizeof tmp, "<%d>", level);
         puts_(&o, tmp);
-        puts_(&o, msg);
+        put_text_str(&o, msg);
     } else {
         long long days = ts_ms / 86400000, ms_of_day = ts_ms % 86400000;
         int y;

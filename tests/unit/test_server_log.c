@@ -25,6 +25,22 @@ static void test_text_and_journal(void **state)
     assert_string_equal(buf, "<4>refused 10.0.0.1: E_LIMIT\n");
     baton_log_format_line(buf, sizeof buf, BATON_LOG_JOURNAL, BATON_LOG_ERR, NULL, NULL, 0, 0, "x");
     assert_string_equal(buf, "<3>x\n");
+    /* a line break, ESC or DEL in a message cannot end the line or reach a
+     * terminal raw; TAB and bytes over 0x7f pass */
+    n = baton_log_format_line(buf, sizeof buf, BATON_LOG_TEXT, BATON_LOG_INFO, NULL, NULL, 0, 0,
+                              "--port a\nbatond: forged\r\x1b[2J\x7f\tok \xc3\xa9");
+    assert_string_equal(buf, "batond: --port a\\nbatond: forged\\r\\x1b[2J\\x7f\tok \xc3\xa9\n");
+    assert_int_equal(n, strlen(buf));
+    baton_log_format_line(buf, sizeof buf, BATON_LOG_JOURNAL, BATON_LOG_ERR, NULL, NULL, 0, 0,
+                          "a\n<0>b");
+    assert_string_equal(buf, "<3>a\\n<0>b\n");
+    /* cut at an escape's start, never inside it: the line still ends */
+    char small[70];
+    memset(small, 0, sizeof small);
+    baton_log_format_line(small, sizeof small, BATON_LOG_TEXT, BATON_LOG_INFO, NULL, NULL, 0, 0,
+                          "0123456789012345678901234567890123456789012345678901234567\x01");
+    assert_string_equal(small, "batond: 0123456789012345678901234567890123456789012345678901234567"
+                               "\n");
 }
 
 static void test_json_fields_and_dates(void **state)
