@@ -625,7 +625,7 @@ int baton_policy_parse(struct baton_policy *p, const char *text, size_t len, con
         return BATON_E_FORMAT;
     }
     work = malloc(sizeof *work);
-    line = malloc(BATON_POLICY_MAX_LINE_BYTES + 1);
+    line = malloc(BATON_POLICY_MAX_LINE_BYTES + 2); /* a line, its CR and the NUL */
     if (!work || !line) {
         set_err(err, err_len, "%s: out of memory", name);
         rc = BATON_E_NOMEM;
@@ -636,7 +636,8 @@ int baton_policy_parse(struct baton_policy *p, const char *text, size_t len, con
         const char *nl = memchr(text + pos, '\n', len - pos);
         size_t n = nl ? (size_t)(nl - (text + pos)) : len - pos;
         lineno++;
-        if (n > BATON_POLICY_MAX_LINE_BYTES) {
+        /* the limit is on what the line holds: a CR before its LF is not counted */
+        if (n - (n > 0 && text[pos + n - 1] == '\r') > BATON_POLICY_MAX_LINE_BYTES) {
             set_err(err, err_len, "%s:%u: line longer than %u bytes", name, lineno,
                     BATON_POLICY_MAX_LINE_BYTES);
             goto out;

@@ -198,6 +198,18 @@ static void test_syntax(void **state)
     assert_int_equal(parse(&p, line), BATON_E_FORMAT);
     assert_non_null(strstr(err, "t.policy:1: line longer than 8192 bytes"));
     free(line);
+    /* ... and with CRLF: the CR is not counted, one byte more still is */
+    line = malloc(BATON_POLICY_MAX_LINE_BYTES + 4);
+    assert_non_null(line);
+    memset(line, ' ', BATON_POLICY_MAX_LINE_BYTES);
+    memcpy(line, "port = 6", 8);
+    memcpy(line + BATON_POLICY_MAX_LINE_BYTES, "\r\n", 3);
+    assert_int_equal(parse(&p, line), 0);
+    assert_int_equal(p.port, 6);
+    memcpy(line + BATON_POLICY_MAX_LINE_BYTES, " \r\n", 4);
+    assert_int_equal(parse(&p, line), BATON_E_FORMAT);
+    assert_non_null(strstr(err, "t.policy:1: line longer than 8192 bytes"));
+    free(line);
 }
 
 static void test_unknown_key_line(void **state)
