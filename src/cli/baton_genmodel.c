@@ -86,7 +86,7 @@ static void gen_usage(FILE *f)
           "                    q3_k_m, q4_k_m, q5_k_m (docs/QUANTIZE.md); names in any case\n"
           "  --seed S          weight seed (default 1)\n"
           "  --ctx N           llama.context_length (default 2048)\n"
-          "  -o FILE           output file, replaced if it exists (written atomically)\n"
+          "  -o, --output FILE output file, replaced if it exists (written atomically)\n"
           "\n"
           "The model is built in memory before it is written: a shape larger than the\n"
           "memory available now (MemAvailable in /proc/meminfo, or the machine's RAM\n"
@@ -111,7 +111,7 @@ int baton_cmd_gen_model(int argc, char **argv)
         {"seed", required_argument, 0, O_SEED},     {"ctx", required_argument, 0, O_CTX},
         {"arch", required_argument, 0, O_ARCH},     {"head-dim", required_argument, 0, O_HEAD_DIM},
         {"rope-base", required_argument, 0, O_ROPE_BASE},
-        {"rope-freqs", no_argument, 0, O_ROPE_FREQS},
+        {"rope-freqs", no_argument, 0, O_ROPE_FREQS}, {"output", required_argument, 0, 'o'},
         {"help", no_argument, 0, O_HELP},           {0, 0, 0, 0}};
     struct baton_gen_model_config cfg;
     char err[512] = "";

@@ -30,6 +30,7 @@ static void info_usage(FILE *f)
           "  --timeout MS   connect and reply deadline per server (default 5000)\n"
           "  --key FILE     client key for servers started with batond --key\n"
           "                 (default: $BATON_KEY_FILE)\n"
+          "  -h, --help     this text\n"
           "Exit status: 0 every server answered, 1 a server could not be reached or\n"
           "refused the handshake, or the key file was refused, 2 usage error.\n",
           f);

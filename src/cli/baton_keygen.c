@@ -25,6 +25,7 @@ static void keygen_usage(FILE *f)
           "  rename, with the new key). Give the client key to batond --key and to\n"
           "  baton run/bench/info --key (or BATON_KEY_FILE); a second key made the same\n"
           "  way is the peer key (batond --peer-key), held only by servers.\n"
+          "  -h, --help  this text\n"
           "Exit status: 0 written, 1 FILE cannot be created (it exists, its directory is\n"
           "missing, ...), 2 usage error.\n",
           f);
@@ -47,6 +48,12 @@ int baton_cmd_keygen(int argc, char **argv)
         case 'h': keygen_usage(stdout); return 0;
         case O_FORCE: force = 1; break;
         case 'o':
+            if (strcmp(optarg, "-") == 0) { /* '-' is stdin/stdout elsewhere */
+                fputs("baton keygen: -o -: a key goes to a file of its own (mode 0600), not "
+                      "to standard output; give a path (./- for a file named '-')\n",
+                      stderr);
+                return 2;
+            }
             if (path != NULL) {
                 fputs("baton keygen: -o/--output given twice (one key file a run)\n"
                       "(see `baton keygen --help`)\n",

@@ -113,7 +113,7 @@ int baton_cmd_tokenize(int argc, char **argv)
         }
     }
     if (model == NULL) {
-        fprintf(stderr, "%s: --model FILE is required (see --help)\n", PROG);
+        fprintf(stderr, "%s: --model FILE is required (see `baton tokenize --help`)\n", PROG);
         return 2;
     }
     if (file != NULL && optind < argc) {
@@ -121,7 +121,7 @@ int baton_cmd_tokenize(int argc, char **argv)
         return 2;
     }
     if (file == NULL && optind >= argc) {
-        fprintf(stderr, "%s: no text: give TEXT or -f FILE (see --help)\n", PROG);
+        fprintf(stderr, "%s: no text: give TEXT or -f FILE (see `baton tokenize --help`)\n", PROG);
         return 2;
     }
     if (optind + 1 < argc) {

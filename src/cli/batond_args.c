@@ -69,6 +69,9 @@ static void usage(FILE *f)
             "                    documents every key); flags override it\n"
             "  --SETTING VALUE   any policy key as a flag, '_' or '-' alike, e.g.\n"
             "                    --max-connections 16 --handshake-timeout 1s\n"
+            "                    --session-memory-bytes 8G --fence-timeout 30s\n"
+            "                    --peer-queue-depth 8 (every key: batond.policy(5),\n"
+            "                    --print-policy)\n"
             "  --print-policy    print the resulting policy (key and --encrypt flags\n"
             "                    included) and exit, without reading the key files or\n"
             "                    checking that the key options fit together\n"
@@ -187,6 +190,27 @@ int batond_load_policy_arg(int argc, char **argv, struct baton_policy *pol)
         i++;
     }
     return 0;
+}
+
+/* When a (--xyz) begins one or more of batond's own options (not the
+ * policy settings), as baton's commands would take it: that option when it
+ * is the only one, else ""; NULL when it begins none. */
+static const char *prefix_of_option(const char *a)
+{
+    static const char *const names[] = {
+        "--host",   "--port",         "--port-file",  "--threads",    "--key",
+        "--peer-key", "--encrypt",    "--client",     "--peer",       "--policy",
+        "--print-policy", "--no-seccomp", "--quiet",  "--log-format", "--help",
+        "--version", "--insecure-no-auth", "--max-peer-links", "--max-peer-links-per-session"};
+    const char *found = NULL;
+    size_t n = strlen(a);
+
+    if (n < 3 || strncmp(a, "--", 2) != 0 || strchr(a, '=') != NULL)
+        return NULL;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strncmp(names[i], a, n) == 0)
+            found = found == NULL ? names[i] : "";
+    return found;
 }
 
 /* Prints baton_policy_set's error for the flag `flag` as the user typed it
@@ -412,7 +436,14 @@ int batond_parse_options(int argc, char **argv, struct batond_options *o)
             usage_after_error();
             return 2;
         } else {
-            batond_say("usage", "unknown argument: %s (see batond --help)", a);
+            const char *full = prefix_of_option(a);
+
+            if (full != NULL)
+                batond_say("usage", "unknown argument: %s (batond takes its options spelled "
+                                    "out in full%s%s%s; see batond --help)",
+                           a, *full ? ": " : "", full, *full ? "?" : "");
+            else
+                batond_say("usage", "unknown argument: %s (see batond --help)", a);
             usage_after_error();
             return 2;
         }

@@ -418,6 +418,11 @@ static void note_outcome(struct run *r, uint32_t i, uint32_t outcome, uint32_t s
 
     if (outcome == b->last_outcome)
         return;
+    /* a link in backoff after a failure said already: the same failure
+     * (its first cause stays the one said) */
+    if (outcome == BATON_COPY_BACKOFF && b->last_outcome != BATON_COPY_DONE &&
+        b->last_outcome != BATON_COPY_OUTCOME_LIMIT)
+        return;
     if (i + 1 == r->n_stages) {
         /* the decode ring: one line, it is an optimisation */
         if (outcome == BATON_COPY_DONE)
@@ -432,8 +437,8 @@ static void note_outcome(struct run *r, uint32_t i, uint32_t outcome, uint32_t s
                       i + 1, run_outcome_name(outcome), status ? " (" : "",
                       status ? baton_status_name(-(int)status) : "", status ? ")" : "",
                       outcome == BATON_COPY_HANDSHAKE
-                          ? " (stage 1 and the last stage hold different peer keys, batond "
-                            "--peer-key, or stage 1 holds none)"
+                          ? " (stage 1 and the last stage hold different peer keys: give both "
+                            "the same batond --peer-key file)"
                           : "");
         b->last_outcome = outcome;
         return;
@@ -454,10 +459,10 @@ static void note_outcome(struct run *r, uint32_t i, uint32_t outcome, uint32_t s
         stage_msg(r, "stage %u (%s) cannot connect to %s: is stage %u listening there for the "
                      "other servers?\n",
                   i + 1, r->stages[i].endpoint, b->dest_name, d);
-    else if (outcome == BATON_COPY_HANDSHAKE)
-        stage_msg(r, "stages %u and %u hold different peer keys (batond --peer-key), or stage %u "
-                     "holds none\n",
-                  i + 1, d, d);
+    else if (outcome == BATON_COPY_HANDSHAKE) /* both offered the direct path: both hold one */
+        stage_msg(r, "stages %u and %u hold different peer keys: give both the same batond "
+                     "--peer-key file\n",
+                  i + 1, d);
     else if (outcome == BATON_COPY_LIMIT)
         stage_msg(r, "stage %u (%s) has all its peer links open (batond --max-peer-links, "
                      "--max-peer-links-per-session, or its client key's max_peer_links) or "

@@ -460,8 +460,18 @@ static const char *ring_off_reason(struct run *r, struct baton_peer_dest *dest, 
     else if (!cfg->p2p || r->local)
         why = cfg->p2p ? "in-process stages" : cfg->p2p_off_name ? cfg->p2p_off_name : "--p2p off";
     else if (!(baton_conn_server_hello(s->conn)->features & BATON_FEATURE_PEER_COPY) ||
-             !(baton_conn_server_hello(nx->conn)->features & BATON_FEATURE_PEER_COPY))
-        why = "stage 1 and the last stage both need the peer key (batond --peer-key)";
+             !(baton_conn_server_hello(nx->conn)->features & BATON_FEATURE_PEER_COPY)) {
+        const int last_has = (baton_conn_server_hello(s->conn)->features &
+                              BATON_FEATURE_PEER_COPY) != 0;
+        const int first_has = (baton_conn_server_hello(nx->conn)->features &
+                               BATON_FEATURE_PEER_COPY) != 0;
+
+        snprintf(whybuf, cap, "stage 1 and the last stage both need the peer key (batond "
+                              "--peer-key); %s",
+                 first_has ? "the last stage has none" : last_has ? "stage 1 has none"
+                                                                  : "neither has one");
+        why = whybuf;
+    }
     else if (!(baton_conn_server_hello(nx->conn)->features & BATON_FEATURE_OWNER_FENCE))
         why = "stage 1 is an older batond";
     memset(dest, 0, sizeof(*dest));

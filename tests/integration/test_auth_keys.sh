@@ -51,6 +51,11 @@ rc=0; "$BATON" keygen "$TMP/a.key" 2>"$TMP/err" || rc=$?
 [ "$rc" -eq 2 ] && [ ! -e "$TMP/a.key" ] && [ "$(head -1 "$TMP/err")" = \
     "baton keygen: $TMP/a.key: unknown argument (the file goes after -o)" ] ||
     fail "keygen FILE without -o: rc $rc: $(cat "$TMP/err")"
+# -o -: a key never goes to standard output, nor to a file named '-' unasked
+rc=0; (cd "$TMP" && "$BATON" keygen -o - >"$TMP/dash.out" 2>"$TMP/err") || rc=$?
+[ "$rc" -eq 2 ] && [ ! -e "$TMP/-" ] && [ ! -s "$TMP/dash.out" ] &&
+    grep -q "^baton keygen: -o -: a key goes to a file of its own" "$TMP/err" ||
+    fail "keygen -o -: rc $rc: $(cat "$TMP/err")"
 # --force never replaces a FIFO (or a device), nor a link to one
 mkfifo "$TMP/k.fifo"
 ln -s "$TMP/k.fifo" "$TMP/fifo_link.key"

@@ -115,6 +115,9 @@ check "$TMP/nopeer.stats" "j['direct_boundaries'] == 1 and $st[0]['direct_to_nex
 grep -q "^plan: stage 1 -> 2 direct" "$TMP/nopeer.err" &&
     grep -qx "plan: stage 2 -> 3 hub (stage 3 at 127.0.0.1:$PORT_nopeer does not offer the direct path: batond without --peer-key)" \
         "$TMP/nopeer.err" || fail "nopeer: plan lines: $(cat "$TMP/nopeer.err")"
+# ... and the decode ring's line names which end lacks the key
+grep -qx "plan: decode ring off: tokens through the coordinator (stage 1 and the last stage both need the peer key (batond --peer-key); the last stage has none)" \
+    "$TMP/nopeer.err" || fail "nopeer: ring line: $(grep 'decode ring' "$TMP/nopeer.err")"
 check "$TMP/nopeer.stats" 'j["per_step"]["hidden_state_bytes"] == 2 * 256' "nopeer: one hub boundary"
 echo "ok: a server without the peer key keeps its boundary on the hub path"
 

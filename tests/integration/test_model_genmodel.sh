@@ -16,7 +16,7 @@ source "$(dirname "$0")/lib.sh"
 "$BATON" gen-model --layers 3 --dim 64 --ff 96 --heads 4 --kv-heads 2 --vocab 400 --type q8_0 \
     --seed 11 -o "$TMP/g1.gguf" 2>"$TMP/g1.err" || fail "gen-model: $(cat "$TMP/g1.err")"
 "$BATON" gen-model --layers 3 --dim 64 --ff 96 --heads 4 --kv-heads 2 --vocab 400 --type q8_0 \
-    --seed 11 -o "$TMP/g2.gguf" 2>/dev/null || fail "gen-model (2)"
+    --seed 11 --out="$TMP/g2.gguf" 2>/dev/null || fail "gen-model (2), --output by a prefix"
 cmp -s "$TMP/g1.gguf" "$TMP/g2.gguf" || fail "gen-model is not deterministic"
 # type names in any case, as quantize takes them: Q8_0 is q8_0
 "$BATON" gen-model --layers 3 --dim 64 --ff 96 --heads 4 --kv-heads 2 --vocab 400 --type Q8_0 \

@@ -107,6 +107,11 @@ expect_exit 1 "^batond: cannot listen on nosuch\.invalid: the name does not reso
 # an empty --host is named, quoted
 expect_exit 2 "^batond: --host: '' is not an address \(give a host name or an IPv4 or IPv6 address\)\$" \
     --host "" --port 0 --port-file "$tmp/never"
+# a prefix of one of batond's options: named, as batond takes options in full
+expect_exit 2 "^batond: unknown argument: --thr \(batond takes its options spelled out in full: --threads\?; see batond --help\)\$" \
+    --port 0 --thr 2
+expect_exit 2 "^batond: unknown argument: --por \(batond takes its options spelled out in full; see batond --help\)\$" \
+    --por 0
 # empty paths and a bracketed --host are usage errors, before anything is bound
 expect_exit 2 "^batond: --policy: an empty path \(see batond --help\)\$" --port 0 --policy ''
 expect_exit 2 "^batond: --port-file: an empty path \(see batond --help\)\$" --port 0 --port-file ''
