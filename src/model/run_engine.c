@@ -471,6 +471,8 @@ static void note_outcome(struct run *r, uint32_t i, uint32_t outcome, uint32_t s
     b->last_outcome = outcome;
 }
 
+static void boundary_failed(struct run *r, uint32_t i, uint64_t number);
+
 int run_open_links(struct run *r)
 {
     struct baton_copy_result res[BATON_MAX_STAGES];
@@ -505,6 +507,11 @@ int run_open_links(struct run *r)
             return stage_fail(r, s, "COPY_TENSOR_TO", status[i]);
         note_outcome(r, i, res[i].result, res[i].status);
         r->bounds[i].proven = res[i].result == BATON_COPY_DONE;
+        /* not done: this copy was the boundary's first try, so the first
+         * step goes through the hub and the next try is a step later (a
+         * link whose write timed out would cost its peer_timeout again) */
+        if (!r->bounds[i].proven)
+            boundary_failed(r, i, r->n_steps);
     }
     for (i = 0; i < r->n_stages; i++) {
         if (!r->bounds[i].direct || !r->bounds[i].proven)

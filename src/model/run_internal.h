@@ -264,8 +264,9 @@ int run_setup_direct(struct run *r);
  * handshake and the destination's new connection then cost the setup, not
  * the first step, and a boundary whose copy was done starts with
  * asynchronous hand-offs. A copy not done is said as a step's would be,
- * and the boundary is left to the engine (its first step tries again, then
- * the hub path). 0, or 1 after a stage's error was said. (run_engine.c) */
+ * and counts as the boundary's first failure: the first step goes through
+ * the hub, the direct path is tried again after 1, 2, 4 ... steps. 0, or 1
+ * after a stage's error was said. (run_engine.c) */
 int run_open_links(struct run *r);
 /* Stage 1's token input slots the run will use (r->tok_slots once the
  * decode ring is set up): its --slots where the ring will run over pipeline

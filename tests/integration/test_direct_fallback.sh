@@ -55,9 +55,9 @@ steps() {
     field "$TMP/$1.stats" "round(j['per_step']['stages'][0]['$2'] * j['decode_steps'])"
 }
 
-# not on the allow-list: C's own port is not on A's list. Steps 0 (the
-# prefill), 1, 3, 7, 15, 31 try the direct path (the back-off doubles): 5 of
-# them in the 47 decode steps
+# not on the allow-list: C's own port is not on A's list. The link's
+# opening, then steps 1, 3, 7, 15, 31 try the direct path (the back-off
+# doubles): 5 of them in the 47 decode steps
 run_arm notlisted "$A,$C"
 [ "$(steps notlisted copies_not_done)" = 5 ] && [ "$(steps notlisted copies_done)" = 0 ] ||
     fail "notlisted: copies done $(steps notlisted copies_done), not done $(steps notlisted copies_not_done)"
@@ -69,6 +69,12 @@ grep -q "direct copy: destination not on the source's allow-list" "$TMP/notliste
 # A's log names the destination its allow-list lacks
 grep -qE "^batond: session [0-9]+ GRAPH_RUN hand-off to $C: not done \(destination not on the allow-list\)\$" \
     "$TMP/batond.a.log" || fail "notlisted: A's log does not name $C: $(tail -5 "$TMP/batond.a.log")"
+# the link's opening (one COPY_TENSOR_TO) was the first try: the prefill
+# (step 0) goes through the hub without trying again (a link whose write
+# timed out would cost its peer_timeout twice before the first token)
+[ "$(grep -c "COPY_TENSOR_TO $C: not done" "$TMP/batond.a.log")" = 1 ] &&
+    [ "$(grep -c "GRAPH_RUN hand-off to $C: not done" "$TMP/batond.a.log")" = 5 ] ||
+    fail "notlisted: tries: $(grep -c "$C: not done" "$TMP/batond.a.log") (want 1 + 5)"
 echo "ok: not on the allow-list -> not done, hub path, reference ids"
 
 # --max-peer-links 0: a source that holds the peer key and has C on its
