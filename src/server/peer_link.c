@@ -293,6 +293,17 @@ static void link_reap(struct peer_link *l, int wait)
     }
 }
 
+/* Whether the link's connection was closed at the other end: with no reply
+ * outstanding, anything readable (EOF, or bytes nobody asked for) means the
+ * destination is done with it (its idle timeout, a restart on the way).
+ * Sending on it would still succeed locally, and the write would be lost. */
+static int link_closed_by_peer(const struct peer_link *l)
+{
+    struct pollfd p = {baton_conn_fd(l->conn), POLLIN, 0};
+
+    return baton_conn_outstanding(l->conn) == 0 && poll(&p, 1, 0) == 1;
+}
+
 /* Runs one job on the sender thread: dial when there is no connection,
  * send, and on a stale cached connection (closed at the other end) retry
  * once, at once, on a fresh one. Sets job->outcome and job->status. */
@@ -570,6 +581,8 @@ uint32_t server_peer_copy(struct baton_server *s, struct baton_session *sess,
              * dials a fresh one (as run_job retries a stale link) */
             int rc;
             link_reap(l, 0);
+            if (l->conn && link_closed_by_peer(l))
+                link_disconnect(l);
             rc = l->conn ? baton_submit_peer_write(l->conn, job->grant, job->offset, job->seq,
                                                    job->data, job->n)
                          : BATON_E_IO;
