@@ -410,6 +410,15 @@ static int submit_block(struct engine *e, uint32_t s, uint32_t k)
     return 0;
 }
 
+/* Whether a failed peer handshake points at the peer keys: the destination
+ * refused the key (E_AUTH) or holds none (E_UNSUPPORTED: no PEER_COPY). A
+ * handshake that timed out or was closed (E_TIMEOUT, E_IO) says nothing
+ * about keys: a batond that stopped answering, or another program there. */
+static int handshake_is_keys(uint32_t status)
+{
+    return status == 0 || -(int)status == BATON_E_AUTH || -(int)status == BATON_E_UNSUPPORTED;
+}
+
 /* Says once per change how the copies over boundary i go. */
 static void note_outcome(struct run *r, uint32_t i, uint32_t outcome, uint32_t status)
 {
@@ -436,10 +445,15 @@ static void note_outcome(struct run *r, uint32_t i, uint32_t outcome, uint32_t s
                          "the coordinator for now%s\n",
                       i + 1, run_outcome_name(outcome), status ? " (" : "",
                       status ? baton_status_name(-(int)status) : "", status ? ")" : "",
-                      outcome == BATON_COPY_HANDSHAKE
+                      outcome != BATON_COPY_HANDSHAKE ? ""
+                      : -(int)status == BATON_E_UNSUPPORTED
+                          ? " (the server at stage 1's peer address holds no peer key: batond "
+                            "--peer-key)"
+                      : handshake_is_keys(status)
                           ? " (stage 1 and the last stage hold different peer keys: give both "
                             "the same batond --peer-key file)"
-                          : "");
+                          : " (stage 1's address for the other servers did not finish the "
+                            "peer handshake)");
         b->last_outcome = outcome;
         return;
     }
@@ -459,10 +473,18 @@ static void note_outcome(struct run *r, uint32_t i, uint32_t outcome, uint32_t s
         stage_msg(r, "stage %u (%s) cannot connect to %s: is stage %u listening there for the "
                      "other servers?\n",
                   i + 1, r->stages[i].endpoint, b->dest_name, d);
-    else if (outcome == BATON_COPY_HANDSHAKE) /* both offered the direct path: both hold one */
+    else if (outcome == BATON_COPY_HANDSHAKE && -(int)status == BATON_E_UNSUPPORTED)
+        stage_msg(r, "the server at %s (stage %u's peer address) holds no peer key (batond "
+                     "--peer-key)\n",
+                  b->dest_name, d);
+    else if (outcome == BATON_COPY_HANDSHAKE && handshake_is_keys(status))
         stage_msg(r, "stages %u and %u hold different peer keys: give both the same batond "
                      "--peer-key file\n",
                   i + 1, d);
+    else if (outcome == BATON_COPY_HANDSHAKE)
+        stage_msg(r, "stage %u (%s) reached %s, which did not finish the peer handshake: is it "
+                     "stage %u's batond, and answering?\n",
+                  i + 1, r->stages[i].endpoint, b->dest_name, d);
     else if (outcome == BATON_COPY_LIMIT)
         stage_msg(r, "stage %u (%s) has all its peer links open (batond --max-peer-links, "
                      "--max-peer-links-per-session, or its client key's max_peer_links) or "

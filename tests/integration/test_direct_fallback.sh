@@ -30,9 +30,14 @@ start_relay fwd --to "$PORT_c"
 # allowed ports where nobody listens (held, so no other process takes them)
 hold_port down
 hold_port down2
+# an allowed port that takes connections and never answers
+start_py_listener silent 'import time
+held = []
+while True:
+    held.append(s.accept()[0])'
 BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --log-rate 100000 --peer-timeout 1s --peer 127.0.0.1:$RPORT_die \
 --peer 127.0.0.1:$RPORT_stall --peer 127.0.0.1:$RPORT_fwd --peer 127.0.0.1:$PORT_down \
---peer 127.0.0.1:$PORT_down2" start_server a
+--peer 127.0.0.1:$PORT_down2 --peer 127.0.0.1:$PORT_silent" start_server a
 A=127.0.0.1:$PORT_a
 C=127.0.0.1:$PORT_c
 
@@ -98,6 +103,16 @@ grep -q "not done (connect failed" "$TMP/batond.a.log" ||
 grep -q "not done (destination in backoff" "$TMP/batond.a.log" ||
     fail "down: no backoff: $(grep "not done" "$TMP/batond.a.log" | head -5)"
 echo "ok: relay down -> not done (connect failed, then backoff), reference ids"
+
+# the peer address takes the connection and never answers: the handshake
+# times out, which is not said to be a matter of peer keys
+run_arm silent "$A,$C@127.0.0.1:$PORT_silent"
+grep -qxF "baton run: stage 1 -> 2: direct copy: handshake failed (or no peer support) (E_TIMEOUT)" \
+    "$TMP/silent.err" &&
+    grep -qF "reached 127.0.0.1:$PORT_silent, which did not finish the peer handshake" \
+        "$TMP/silent.err" && ! grep -q "peer key" "$TMP/silent.err" ||
+    fail "silent: $(grep -v '^plan\|^upload\|^model' "$TMP/silent.err")"
+echo "ok: a peer address that never answers -> handshake timed out, said so, reference ids"
 
 # the relay is killed mid-run
 run_arm die "$A,$C@127.0.0.1:$RPORT_die"
