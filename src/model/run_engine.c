@@ -494,6 +494,7 @@ static void note_outcome(struct run *r, uint32_t i, uint32_t outcome, uint32_t s
 }
 
 static void boundary_failed(struct run *r, uint32_t i, uint64_t number);
+static int seal_boundary(struct run *r, uint32_t i);
 
 int run_open_links(struct run *r)
 {
@@ -535,6 +536,14 @@ int run_open_links(struct run *r)
         if (!r->bounds[i].proven)
             boundary_failed(r, i, r->n_steps);
     }
+    /* a write that was refused or failed midway may still land late (its
+     * bytes were sent): void slot 0's grant before the hub path writes
+     * there; every reply has been read */
+    for (i = 0; i < r->n_stages; i++)
+        if (r->bounds[i].direct && !r->bounds[i].proven &&
+            (res[i].result == BATON_COPY_REFUSED || res[i].result == BATON_COPY_IO) &&
+            seal_boundary(r, i) != 0)
+            return 1;
     for (i = 0; i < r->n_stages; i++) {
         if (!r->bounds[i].direct || !r->bounds[i].proven)
             continue;

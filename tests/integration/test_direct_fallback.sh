@@ -27,6 +27,8 @@ BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --fence-timeout 2s" start_server c
 start_relay die --to "$PORT_c" --mode die --after 4000
 start_relay stall --to "$PORT_c" --mode stall --after 4000 --mark-after 4000 --mark-file "$TMP/stalled"
 start_relay fwd --to "$PORT_c"
+# dies inside the link-opening copy (past HELLO + AUTH, 128 bytes)
+start_relay die0 --to "$PORT_c" --mode die --after 140
 # allowed ports where nobody listens (held, so no other process takes them)
 hold_port down
 hold_port down2
@@ -37,7 +39,7 @@ while True:
     held.append(s.accept()[0])'
 BATOND_EXTRA="${BATOND_EXTRA:-} $KEYS --log-rate 100000 --peer-timeout 1s --peer 127.0.0.1:$RPORT_die \
 --peer 127.0.0.1:$RPORT_stall --peer 127.0.0.1:$RPORT_fwd --peer 127.0.0.1:$PORT_down \
---peer 127.0.0.1:$PORT_down2 --peer 127.0.0.1:$PORT_silent" start_server a
+--peer 127.0.0.1:$PORT_down2 --peer 127.0.0.1:$PORT_silent --peer 127.0.0.1:$RPORT_die0" start_server a
 A=127.0.0.1:$PORT_a
 C=127.0.0.1:$PORT_c
 
@@ -113,6 +115,16 @@ grep -qxF "baton run: stage 1 -> 2: direct copy: handshake failed (or no peer su
         "$TMP/silent.err" && ! grep -q "peer key" "$TMP/silent.err" ||
     fail "silent: $(grep -v '^plan\|^upload\|^model' "$TMP/silent.err")"
 echo "ok: a peer address that never answers -> handshake timed out, said so, reference ids"
+
+# the link fails inside the copy that opens it: said at setup, slot 0's
+# grant voided (the write may have been under way), the hub path from the
+# first step, reference ids
+run_arm die0 "$A,$C@127.0.0.1:$RPORT_die0"
+grep -qxF "baton run: stage 1 -> 2: direct copy: peer link failed (E_IO)" "$TMP/die0.err" &&
+    ! grep -q "peer links open" "$TMP/die0.err" &&
+    [ "$(field "$TMP/die0.stats" 'j["per_step"]["redone_steps"]')" = 0 ] ||
+    fail "die0: $(grep -v '^plan\|^upload\|^model' "$TMP/die0.err")"
+echo "ok: a link that fails while it opens -> said at setup, hub path, reference ids"
 
 # the relay is killed mid-run
 run_arm die "$A,$C@127.0.0.1:$RPORT_die"
