@@ -368,8 +368,15 @@ int batond_parse_options(int argc, char **argv, struct batond_options *o)
             i++;
         } else if (!strcmp(a, "--host") && v) {
             if (v[0] == '[') { /* as in a URL: the resolver takes the address bare */
-                batond_say("usage", "--host: '%s': give an IPv6 address without brackets "
-                                    "(--host ::1)", v);
+                const char *end = strchr(v, ']');
+                const int inner = end != NULL && end > v + 1 && end[1] == '\0'
+                                      ? (int)(end - v - 1) : 0;
+
+                if (inner > 0)
+                    batond_say("usage", "--host: '%s': give the address without brackets "
+                                        "(--host %.*s)", v, inner, v + 1);
+                else
+                    batond_say("usage", "--host: '%s': give the address without brackets", v);
                 return 2;
             }
             if (baton_policy_set(o->pol, "bind", v, err, sizeof err) != 0) {

@@ -115,8 +115,8 @@ expect_exit 2 "^batond: unknown argument: --por \(batond takes its options spell
 # empty paths and a bracketed --host are usage errors, before anything is bound
 expect_exit 2 "^batond: --policy: an empty path \(see batond --help\)\$" --port 0 --policy ''
 expect_exit 2 "^batond: --port-file: an empty path \(see batond --help\)\$" --port 0 --port-file ''
-expect_exit 2 "^batond: --host: '\[::1\]': give an IPv6 address without brackets \(--host ::1\)\$" \
-    --port 0 --host '[::1]'
+expect_exit 2 "^batond: --host: '\[fe80::5\]': give the address without brackets \(--host fe80::5\)\$" \
+    --port 0 --host '[fe80::5]'
 # --peer without --peer-key is a usage error, not a silently idle allow-list
 expect_exit 2 "--peer \(peer\) needs --peer-key" --port 0 --peer 127.0.0.1:9 --port-file "$tmp/never"
 # a bad setting is named as typed, with its policy key where spelled otherwise
