@@ -410,7 +410,7 @@ static int ipv6_ok(const char *s, size_t n)
 }
 
 /* The reasons (WHY_*) address text[0..n) is refused for, 0 when it is
- * host:port: port 1..65535 (digits, leading zeros allowed) after the last
+ * host:port: port 1..65535 (at most 5 digits, leading zeros among them) after the last
  * ':', the host before it a non-empty run of name characters or "[IPv6]". */
 static int ref_address(const char *s, size_t n)
 {
@@ -431,7 +431,7 @@ static int ref_address(const char *s, size_t n)
     size_t z = 0;
     while (z < pn && port[z] == '0')
         z++;
-    if (z == pn || pn - z > 5 || (pn - z == 5 && memcmp(port + z, "65535", 5) > 0))
+    if (z == pn || pn > 5 || (pn - z == 5 && memcmp(port + z, "65535", 5) > 0))
         why |= WHY_PORT;
     if (s[0] == '[') {
         if (colon < 3 || s[colon - 1] != ']')
