@@ -170,6 +170,20 @@ int baton_key_check_file(const char *path, const struct baton_key_file_info *inf
     return 0;
 }
 
+/* baton_key_is_weak's rules: 1 one byte repeated, 2 all text (printable
+ * ASCII, TAB, LF, CR), 0 neither. */
+static int weak_kind(const uint8_t key[BATON_KEY_BYTES])
+{
+    int same = 1, text = 1;
+
+    for (size_t i = 0; i < BATON_KEY_BYTES; i++) {
+        same &= key[i] == key[0];
+        text &= (key[i] >= 0x20 && key[i] <= 0x7e) || key[i] == '\t' || key[i] == '\n' ||
+                key[i] == '\r';
+    }
+    return same ? 1 : text ? 2 : 0;
+}
+
 int baton_key_parse(const char *path, const uint8_t *data, size_t n,
                     uint8_t key[BATON_KEY_BYTES], char *err, size_t err_len)
 {
@@ -180,12 +194,11 @@ int baton_key_parse(const char *path, const uint8_t *data, size_t n,
                 path, n, BATON_KEY_BYTES);
         return BATON_E_FORMAT;
     }
-    if (baton_key_is_weak(data)) {
-        set_err(err, err_len,
-                "%s: %s, not a random key (make one with 'baton keygen')", path,
-                data[0] == data[1] && memcmp(data, data + 1, BATON_KEY_BYTES - 1) == 0
-                    ? "one byte repeated 32 times"
-                    : "32 bytes of text (a passphrase?)");
+    const int weak = weak_kind(data);
+
+    if (weak != 0) {
+        set_err(err, err_len, "%s: %s, not a random key (make one with 'baton keygen')", path,
+                weak == 1 ? "one byte repeated 32 times" : "32 bytes of text (a passphrase?)");
         return BATON_E_FORMAT;
     }
     memcpy(key, data, BATON_KEY_BYTES);
@@ -194,14 +207,7 @@ int baton_key_parse(const char *path, const uint8_t *data, size_t n,
 
 int baton_key_is_weak(const uint8_t key[BATON_KEY_BYTES])
 {
-    int same = 1, text = 1;
-
-    for (size_t i = 0; i < BATON_KEY_BYTES; i++) {
-        same &= key[i] == key[0];
-        text &= (key[i] >= 0x20 && key[i] <= 0x7e) || key[i] == '\t' || key[i] == '\n' ||
-                key[i] == '\r';
-    }
-    return same || text;
+    return weak_kind(key) != 0;
 }
 
 /* baton_key_load, and with credential set the owner and mode rules of
