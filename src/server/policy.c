@@ -314,6 +314,18 @@ static int set_field(struct baton_policy *p, const struct field *f, const char *
                      strlen(v), BATON_POLICY_HOST_BYTES - 1);
             return BATON_E_FORMAT;
         }
+        if (v[0] == '[') { /* as in a URL: the resolver takes the address bare */
+            const char *end = strchr(v, ']');
+            const int inner = end != NULL && end > v + 1 && end[1] == '\0' ? (int)(end - v - 1)
+                                                                           : 0;
+            if (inner > 0)
+                snprintf(why, why_len, "%s: '%.64s': give the address without brackets (%s = "
+                         "%.*s)", f->key, v, f->key, inner, v + 1);
+            else
+                snprintf(why, why_len, "%s: '%.64s': give the address without brackets",
+                         f->key, v);
+            return BATON_E_FORMAT;
+        }
         if (!valid_host(v))
             goto bad;
         memset(base, 0, BATON_POLICY_HOST_BYTES);
@@ -741,9 +753,11 @@ int baton_policy_set(struct baton_policy *p, const char *key, const char *value,
         set_err(err, err_len, "--%s: unknown setting", key ? key : "(null)");
         return BATON_E_FORMAT;
     }
+    /* the bytes a policy file's line may hold (a TAB is a blank there) */
     for (const char *c = value; c && *c; c++) {
-        if ((unsigned char)*c < 0x20 || (unsigned char)*c == 0x7f) {
-            set_err(err, err_len, "--%s: control byte in the value", key);
+        const unsigned char b = (unsigned char)*c;
+        if ((b < 0x20 && b != '\t') || b == 0x7f) {
+            set_err(err, err_len, "--%s: control byte 0x%02x in the value", key, b);
             return BATON_E_FORMAT;
         }
     }

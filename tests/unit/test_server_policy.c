@@ -313,6 +313,9 @@ static void test_bad_values(void **state)
     expect_error("encrypt = YES\n", "expected yes or no");
     /* host, peer */
     expect_error("bind = a b\n", "bind: expected an address or host name");
+    expect_error("bind = [::1]\n", "t.policy:1: bind: '[::1]': give the address without brackets "
+                                    "(bind = ::1)");
+    expect_error("bind = [\n", "bind: '[': give the address without brackets");
     expect_error("peer = 1.2.3.4\n", "peer: expected ADDR:PORT or [IPv6]:PORT");
     expect_error("peer = 1.2.3.4:0\n", "peer: expected ADDR:PORT");
     expect_error("peer = 1.2.3.4:65536\n", "expected ADDR:PORT");
@@ -421,6 +424,7 @@ static void test_overrides(void **state)
     assert_int_equal(baton_policy_set(&p, "port", "", err, sizeof err), BATON_E_FORMAT);
     assert_non_null(strstr(err, "--port: missing value"));
     assert_int_equal(baton_policy_set(&p, "key_file", "a\nb", err, sizeof err), BATON_E_FORMAT);
+    assert_string_equal(err, "--key_file: control byte 0x0a in the value");
     assert_int_equal(baton_policy_set(&p, "encrypt", "maybe", err, sizeof err), BATON_E_FORMAT);
     /* a path the file format could not hold back */
     assert_int_equal(baton_policy_set(&p, "key_file", "/k ", err, sizeof err), BATON_E_FORMAT);
@@ -428,6 +432,13 @@ static void test_overrides(void **state)
     assert_int_equal(baton_policy_set(&p, "key_file", "/k #1", err, sizeof err), BATON_E_FORMAT);
     assert_int_equal(baton_policy_set(&p, "key_file", "#k", err, sizeof err), BATON_E_FORMAT);
     assert_memory_equal(&p, &before, sizeof p);
+    /* a TAB separates a client line's words, as it does in a file */
+    assert_int_equal(baton_policy_set(&p, "client", "ann\t/k/ann.key\tmax_connections=3", err,
+                                      sizeof err), 0);
+    assert_int_equal(p.n_clients, 1);
+    assert_string_equal(p.clients[0].name, "ann");
+    assert_string_equal(p.clients[0].key_file, "/k/ann.key");
+    assert_int_equal(p.clients[0].max_connections, 3);
     assert_true(baton_policy_key_known("max-unauthenticated-per-ip"));
     assert_true(baton_policy_key_known("peer_key_file"));
     assert_false(baton_policy_key_known("policy"));
