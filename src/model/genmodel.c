@@ -898,7 +898,9 @@ int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type
             break;
         out_types[i] = out_type_of(&t, i, type, preset != BATON_PRESET_NONE ? &plan : NULL,
                                    attn_v_rank, ffn_down_rank);
-        if (out_types[i] != t.type) {
+        /* an empty tensor (ne[0] or ne[1] 0) takes no memory and no row:
+         * [2^40, 0] asked for a row of 4 TiB and was refused */
+        if (out_types[i] != t.type && t.nbytes != 0) {
             need += (double)row_bytes(out_types[i], t.ne[0]) * (double)t.ne[1];
             max_ne0 = t.ne[0] > max_ne0 ? t.ne[0] : max_ne0;
         }
@@ -966,10 +968,14 @@ int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type
         }
         if (n_converted)
             (*n_converted)++;
-        rb = row_bytes(out_types[i], t.ne[0]);
-        rc = rb == 0 ? BATON_E_SHAPE
-                     : baton_gguf_w_tensor_alloc(w, t.name, out_types[i], 2, t.ne, rb * t.ne[1],
-                                                 &dst);
+        /* row_bytes is 0 for ne[0] 0 as for a shape it cannot hold: an
+         * empty tensor is written with its new type and no data (it said
+         * "inconsistent shape or strides") */
+        rb = t.nbytes == 0 ? 0 : row_bytes(out_types[i], t.ne[0]);
+        rc = rb == 0 && t.nbytes != 0
+                 ? BATON_E_SHAPE
+                 : baton_gguf_w_tensor_alloc(w, t.name, out_types[i], 2, t.ne, rb * t.ne[1],
+                                             &dst);
         if (rc != 0) {
             char shown[128];
 
@@ -977,7 +983,8 @@ int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type
                      shown_name(t.name, shown, sizeof shown), baton_status_str(rc));
             break;
         }
-        rc = convert_tensor(&t, out_types[i], row, dst, rb, in_path, err, err_len);
+        if (t.nbytes != 0)
+            rc = convert_tensor(&t, out_types[i], row, dst, rb, in_path, err, err_len);
     }
     /* llama-quantize marks its output with the type or preset it was asked
      * for (a plain type used to keep the input's mark: ALL_F32 on a q8_0) */

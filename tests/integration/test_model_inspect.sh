@@ -460,6 +460,38 @@ for f in wide0:4096 wide1:32; do
         fail "--check ${f%:*}: rc $rc: $(cat "$TMP/chk.out")"
 done
 
+# empty tensors (ne[0] = 0, or ne[1] = 0 with ne[0] = 2^40): --check reads
+# no values from them and skips none (it said "some skipped: no float
+# reading"); quantize gives them the new type and no data (it said
+# "inconsistent shape or strides" for ne[0] = 0, and refused [2^40, 0] as
+# a 4096 GiB conversion, for the one row of floats it would never read)
+python3 - "$TMP" <<'PY' || fail "write empty-tensor file"
+import struct, sys
+out = b"GGUF" + struct.pack("<IQQ", 3, 3, 0)
+for name, ne, typ in (("a", [0, 4], 0), ("e", [2**40, 0], 0), ("b", [32, 1], 1)):
+    out += struct.pack("<Q", len(name)) + name.encode() + struct.pack("<I", len(ne))
+    out += b"".join(struct.pack("<Q", n) for n in ne) + struct.pack("<IQ", typ, 0)
+data = struct.pack("<32e", *range(32))
+open(sys.argv[1] + "/empty.gguf", "wb").write(out + b"\0" * (-len(out) % 32) + data)
+PY
+rc=0; "$BATON" inspect --check "$TMP/empty.gguf" >"$TMP/chk.out" 2>&1 || rc=$?
+[ "$rc" -eq 0 ] &&
+    [ "$(cat "$TMP/chk.out")" = "$TMP/empty.gguf: 3 tensors, 32 values read: every value is finite" ] ||
+    fail "--check empty tensors: rc $rc: $(cat "$TMP/chk.out")"
+for t in q8_0:34 f32:128; do
+    rc=0; "$BATON" quantize "$TMP/empty.gguf" "$TMP/emptyq.gguf" "${t%:*}" 2>"$TMP/q.err" || rc=$?
+    [ "$rc" -eq 0 ] && grep -qx "baton quantize: by type: ${t%:*} 3" "$TMP/q.err" ||
+        fail "quantize empty tensors to ${t%:*}: rc $rc: $(cat "$TMP/q.err")"
+    "$BATON" inspect --json "$TMP/emptyq.gguf" >"$TMP/emptyq.json" || fail "inspect ${t%:*} output"
+    python3 - "$TMP/emptyq.json" "${t%:*}" "${t#*:}" <<'PY' || fail "quantize empty tensors to ${t%:*}: wrong tensors"
+import json, sys
+got = [(t["name"], t["type"], t["shape"], t["bytes"]) for t in json.load(open(sys.argv[1]))["tensors"]]
+ty, nb = sys.argv[2], int(sys.argv[3])
+want = [("a", ty, [0, 4], 0), ("e", ty, [2**40, 0], 0), ("b", ty, [32, 1], nb)]
+assert got == want, got
+PY
+done
+
 # scripts/demo.sh names the absolute path of a missing model
 rc=0; (cd "$TMP" && MODEL=missing.gguf BUILD_DIR="$BUILD_DIR" "$SRC_DIR/scripts/demo.sh") >/dev/null 2>"$TMP/demo.err" || rc=$?
 [ "$rc" -eq 2 ] && grep -q "MODEL=missing.gguf: no such file: $TMP/missing.gguf" "$TMP/demo.err" ||
