@@ -801,6 +801,22 @@ static int burst_retire(struct run *r, uint32_t k)
             ;
         return j == r->n_seq || (ps->n_ended > ended && ps->next_prompt < r->n_par) ? 2 : 0;
     }
+    /* the burst's rounds are the fewest left to -n, but a sequence can end
+     * sooner at EOS: once every slot is free, or one ended while a prompt
+     * waits that only the next burst admits (without continuous batching),
+     * the steps after this one would carry placeholders only (a 15-token
+     * sequence at -n 1000 ran 999 steps). The dropped steps of other groups
+     * are filled again, with the same inputs, by the next burst; with
+     * continuous batching a dropped step could hold a prompt's chunk, so
+     * there only an empty set of slots, which no chunk is for, stops it. */
+    if (ps->n_ended > ended) {
+        uint32_t j;
+
+        for (j = 0; j < r->n_seq && ps->slot_seq[j] == 0; j++)
+            ;
+        if (j == r->n_seq || (!r->n_chunk && ps->next_prompt < r->n_par))
+            return 2;
+    }
     if (k + ps->groups < ps->m)
         fill_group(ps, g, &ps->ub[k + ps->groups]);
     return 0;
