@@ -359,16 +359,21 @@ static int finish(struct run *r, size_t i)
     if (r->cfg->quiet)
         return 0;
     /* prefixed lines: "[N] " and each line of the prompt and its text (N:
-     * the prompt's number in the file, blank lines not counted) */
+     * the prompt's number in the file, blank lines not counted), byte for
+     * byte as one sequence streams it: a piece can hold a NUL (<0x00>), so
+     * by length, not as a C string (the text after one was lost) */
     p = q->text ? q->text : "";
-    for (;;) {
-        const char *nl = strchr(p, '\n');
-        const size_t len = nl ? (size_t)(nl - p) : strlen(p);
+    for (size_t left = q->text_len;;) {
+        const char *nl = memchr(p, '\n', left);
+        const size_t len = nl ? (size_t)(nl - p) : left;
 
-        fprintf(r->cfg->out, "[%zu] %.*s\n", i + 1, (int)len, p);
+        fprintf(r->cfg->out, "[%zu] ", i + 1);
+        fwrite(p, 1, len, r->cfg->out);
+        fputc('\n', r->cfg->out);
         if (nl == NULL)
             break;
         p = nl + 1;
+        left -= len + 1;
     }
     return run_flush_text(r) ? -1 : 0;
 }

@@ -202,4 +202,26 @@ grep -q "^summary: 1 sequence (1 at a time), prompt 5 tokens, generated 1 token,
 "$BATON" run --model "$MODEL" --prompt "Lily" -n 1 --quiet 2>"$TMP/sum.err" || fail "one token: $(cat "$TMP/sum.err")"
 grep -q "^summary: prompt [0-9]* tokens, generated 1 token, " "$TMP/sum.err" || fail "summary: $(grep summary "$TMP/sum.err")"
 echo "ok: the default context is named so; one of a kind is singular"
+
+# the "[N] " lines hold the text byte for byte as the prompt alone streams
+# it, NUL bytes included: at --temp 50 --seed 9 stories260K samples <0x00>
+# (id 3) as the 46th token of this prompt, and the text after it was lost
+# (the lines were printed as C strings); --output-dir kept it
+P="Once upon a time there was a little"
+SAMPLE=(-n 60 --temp 50 --seed 9)
+"$BATON" run --model "$MODEL" --prompt "$P" "${SAMPLE[@]}" --ids-file "$TMP/nul.json" \
+    >"$TMP/nul_alone.out" 2>"$TMP/nul.err" || fail "NUL alone: $(cat "$TMP/nul.err")"
+[ "$(field "$TMP/nul.json" 'j["generated"].index(3) < 59')" = True ] ||
+    fail "NUL alone: no <0x00> before the last token: $(cat "$TMP/nul.json")"
+printf '%s\nLily\n' "$P" >"$TMP/nul.txt"
+"$BATON" run --model "$MODEL" --prompt-file "$TMP/nul.txt" --parallel 2 "${SAMPLE[@]}" \
+    >"$TMP/nul_file.out" 2>"$TMP/nul.err" || fail "NUL file: $(cat "$TMP/nul.err")"
+python3 - "$TMP/nul_alone.out" "$TMP/nul_file.out" <<'PY' || fail "NUL: the [1] lines differ from the text alone"
+import sys
+alone = open(sys.argv[1], "rb").read()
+lines = open(sys.argv[2], "rb").read().split(b"\n")[:-1]
+one = b"\n".join(l[4:] for l in lines if l.startswith(b"[1] ")) + b"\n"
+assert b"\0" in alone and one == alone, (alone, one)
+PY
+echo "ok: the [N] lines keep a NUL byte of the text and what follows it"
 echo PASS
