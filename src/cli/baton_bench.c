@@ -159,6 +159,32 @@ static int parse_npl(const char *s, uint32_t *npl, uint32_t *n)
     }
 }
 
+/* The --npl table's header lines (cfg: the run's; local: in-process
+ * stages). */
+static void npl_header(const struct baton_run_config *cfg, const uint32_t *npl, uint32_t n_npl,
+                       uint32_t reps, int local)
+{
+    const uint32_t pp = (uint32_t)cfg->n_prompt_ids, tg = cfg->n_predict;
+    /* in-process stages have no peer links: neither path can be used */
+    const char *on = local ? "on (not used: in-process stages)" : "on";
+    char list[NPL_MAX * 5 + 1] = "", ub[16] = "auto";
+    size_t at = 0;
+
+    if (cfg->n_ubatch)
+        snprintf(ub, sizeof ub, "%u", cfg->n_ubatch);
+    for (uint32_t b = 0; b < n_npl; b++)
+        at += (size_t)snprintf(list + at, sizeof list - at, "%s%u", b ? "," : "", npl[b]);
+    printf("bench: %s, servers %s, split %s, npl %s, prompt %u, generated %u, reps %u, "
+           "threads %u, ctx %u per sequence, groups %u (never more than B), ubatch "
+           "%s, pipeline %s, p2p %s, slots %u, ring %s%s\n",
+           cfg->model_path, cfg->servers, cfg->split ? cfg->split : "(equal)", list, pp, tg,
+           reps, cfg->n_threads, cfg->n_ctx, cfg->n_groups ? cfg->n_groups : 1, ub,
+           cfg->pipeline ? "on" : "off", cfg->p2p ? on : "off", cfg->n_slots,
+           cfg->ring ? on : "off", cfg->kv_type == BATON_TYPE_F16 ? ", kv f16" : "");
+    printf("  %5s %5s %4s %7s %9s %10s %9s %10s %9s %10s %9s %9s\n", "PP", "TG", "B", "N_KV",
+           "T_PP s", "S_PP t/s", "T_TG s", "S_TG t/s", "T s", "S t/s", "TTFT ms", "TPOT ms");
+}
+
 /* The --npl table: a row per batch size, medians over reps. Returns the
  * exit code. */
 static int bench_npl(struct baton_run_config *cfg, const uint32_t *npl, uint32_t n_npl,
@@ -176,28 +202,6 @@ static int bench_npl(struct baton_run_config *cfg, const uint32_t *npl, uint32_t
     FILE *f;
 
     memset(fig, 0, sizeof fig);
-    {
-        char list[NPL_MAX * 5 + 1] = "", ub[16] = "auto";
-        size_t at = 0;
-
-        if (cfg->n_ubatch)
-            snprintf(ub, sizeof ub, "%u", cfg->n_ubatch);
-        for (uint32_t b = 0; b < n_npl; b++)
-            at += (size_t)snprintf(list + at, sizeof list - at, "%s%u", b ? "," : "", npl[b]);
-        /* in-process stages have no peer links: neither path can be used */
-        const char *on = local ? "on (not used: in-process stages)" : "on";
-
-        printf("bench: %s, servers %s, split %s, npl %s, prompt %u, generated %u, reps %u, "
-               "threads %u, ctx %u per sequence, groups %u (never more than B), ubatch "
-               "%s, pipeline %s, p2p %s, slots %u, ring %s%s\n",
-               cfg->model_path, cfg->servers, cfg->split ? cfg->split : "(equal)", list, pp, tg,
-               reps, cfg->n_threads, cfg->n_ctx, cfg->n_groups ? cfg->n_groups : 1,
-               ub, cfg->pipeline ? "on" : "off",
-               cfg->p2p ? on : "off", cfg->n_slots, cfg->ring ? on : "off",
-               cfg->kv_type == BATON_TYPE_F16 ? ", kv f16" : "");
-    }
-    printf("  %5s %5s %4s %7s %9s %10s %9s %10s %9s %10s %9s %9s\n", "PP", "TG", "B", "N_KV",
-           "T_PP s", "S_PP t/s", "T_TG s", "S_TG t/s", "T s", "S t/s", "TTFT ms", "TPOT ms");
     for (uint32_t b = 0; b < n_npl; b++) {
         ring[b] = direct[b] = 1;
         for (uint32_t r = 0; r < reps; r++) {
@@ -248,6 +252,11 @@ static int bench_npl(struct baton_run_config *cfg, const uint32_t *npl, uint32_t
         }
         for (int k = 0; k < N_FIG; k++)
             summarize(&fig[b][k], reps);
+        /* once the first batch size has run: a first run that fails (a
+         * --split that does not fit, a server's limit) leaves no empty
+         * table on stdout, as without --npl */
+        if (b == 0)
+            npl_header(cfg, npl, n_npl, reps, local);
         printf("  %5u %5u %4u %7u %9.3f %10.2f %9.3f %10.2f %9.3f %10.2f %9.2f %9.3f\n", pp, tg,
                npl[b], npl[b] * (pp + tg), fig[b][T_PP].med, fig[b][S_PP].med, fig[b][T_TG].med,
                fig[b][S_TG].med, fig[b][T_ALL].med, fig[b][S_ALL].med, fig[b][TTFT].med,

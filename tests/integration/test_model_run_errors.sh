@@ -206,6 +206,14 @@ want_fail 1 "$TMP/b.out" "$TMP/b.err" "$BATON" bench --model "$MODEL" \
     fail "bench --npl, repetition 1 refused: $(cat "$TMP/b.err")"
 ! grep -q "repetition" "$TMP/b.err" ||
     fail "bench --npl: a repetition line after repetition 1's error: $(cat "$TMP/b.err")"
+# ... and no table without a row: stdout stays empty, as without --npl (it
+# printed the header and the column names of an empty table)
+[ ! -s "$TMP/b.out" ] || fail "bench --npl, repetition 1 refused: stdout: $(cat "$TMP/b.out")"
+# a first batch size that cannot be planned (more stages than layers, exit
+# 2) likewise
+want_fail 2 "$TMP/b.out" "$TMP/b.err" "$BATON" bench --model "$MODEL" -p 4 -n 2 --reps 1 \
+    --npl 1,2 --split 1,1,1,1,1,1
+[ ! -s "$TMP/b.out" ] || fail "bench --npl --split 1,1,1,1,1,1: stdout: $(cat "$TMP/b.out")"
 
 # --- run: E_LIMIT at the KV cache's ALLOC_BUFFER is not blamed on --ctx ---
 # another session holds every buffer the server has but one, which the
