@@ -541,7 +541,8 @@ int baton_cmd_run(int argc, char **argv)
     }
     if (baton_cli_empty_output("baton run", "--stats-json", cfg.stats_json) ||
         baton_cli_empty_output("baton run", "--ids-file", cfg.ids_path) ||
-        baton_cli_empty_output("baton run", "--logits-out", cfg.logits_path))
+        baton_cli_empty_output("baton run", "--logits-out", cfg.logits_path) ||
+        baton_cli_empty_output("baton run", "--output-dir", cfg.output_dir))
         return 2;
     if (cfg.logits_path && prompt_file) {
         fprintf(stderr, "baton run: --logits-out writes the logits of one sequence: not with "

@@ -156,6 +156,13 @@ echo old >"$TMP/d4/10.txt"
 "$BATON" run --model "$MODEL" --prompt-file "$TMP/ten.txt" --parallel 3 -n 2 --quiet --output-dir "$TMP/d4" \
     2>"$TMP/od.err" || fail "--output-dir run: $(cat "$TMP/od.err")"
 [ "$(ls "$TMP/d4" | wc -l)" = 10 ] && [ "$(head -c 3 "$TMP/d4/10.txt")" = p10 ] || fail "--output-dir: $(ls "$TMP/d4")"
+# an empty --output-dir is a usage error, as an empty --ids-file is (it was
+# exit 1, "--output-dir : No such file or directory")
+rc=0
+"$BATON" run --model "$MODEL" --prompt-file "$TMP/ten.txt" -n 2 --output-dir '' >/dev/null \
+    2>"$TMP/od.err" || rc=$?
+[ $rc = 2 ] && grep -qxF "baton run: --output-dir: an empty path (see \`baton run --help\`)" \
+    "$TMP/od.err" || fail "--output-dir '': exit $rc: $(cat "$TMP/od.err")"
 echo "ok: every --output-dir file is checked before the model loads"
 
 # the tokenizer's limit, in bytes, at the caller (exit 2)
