@@ -22,7 +22,7 @@ static void run_usage(FILE *f)
           "servers (or in-process stages), streaming it to stdout.\n"
           "\n"
           "  -m, --model FILE     GGUF model (architecture llama, qwen2 or qwen3)\n"
-          "  --prompt TEXT        prompt text\n"
+          "  -p, --prompt TEXT    prompt text\n"
           "  --prompt-ids LIST    the prompt as token ids instead of text, separated by\n"
           "                       commas or spaces (\"1,17,42\"); no BOS is added\n"
           "  --prompt-file FILE   one prompt per line (blank lines skipped): each is its\n"
@@ -437,10 +437,11 @@ int baton_cmd_run(int argc, char **argv)
         }
     }
     optind = 1;
-    while ((c = getopt_long(argc, argv, "m:n:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "m:n:p:h", opts, NULL)) != -1) {
         switch (c) {
         case 'm': /* llama.cpp's short form, as baton tokenize takes it */
         case O_MODEL: cfg.model_path = optarg; break;
+        case 'p': /* llama.cpp's llama-cli short form */
         case O_PROMPT: cfg.prompt = optarg; break;
         case O_SERVERS: cfg.servers = optarg; servers_name = "--servers"; break;
         case O_SPLIT: cfg.split = optarg; break;

@@ -357,6 +357,9 @@ rc=0; "$BATON" run -m "$MODEL" --prompt-file "$TMP/p200.txt" -n 4294967295 2>"$T
     "$BATON" run --model "$MODEL" --prompt Once -n 4 --quiet --ids-file "$TMP/model_ids.json" 2>/dev/null &&
     cmp -s "$TMP/m_ids.json" "$TMP/model_ids.json" || fail "run -m differs from run --model"
 "$BATON" bench -m "$MODEL" -p 4 -n 2 --reps 1 >/dev/null 2>&1 || fail "bench -m"
+# -p TEXT is --prompt TEXT in run (llama-cli's short form; in bench -p N counts tokens)
+"$BATON" run -m "$MODEL" -p Once -n 4 --quiet --ids-file "$TMP/p_ids.json" 2>/dev/null &&
+    cmp -s "$TMP/p_ids.json" "$TMP/model_ids.json" || fail "run -p differs from run --prompt"
 # `baton help COMMAND` is `baton COMMAND --help`; an unknown one is a usage error
 "$BATON" help run >"$TMP/help1.out" && "$BATON" run --help >"$TMP/help2.out" &&
     cmp -s "$TMP/help1.out" "$TMP/help2.out" || fail "baton help run differs from baton run --help"
