@@ -921,19 +921,105 @@ static int frag_push(struct fragments *f, size_t off, size_t len, int32_t id)
     return 0;
 }
 
+/* Which special pieces occur in the text at all: a trie of the pieces the
+ * flags let through, walked from every position of the text, marks the
+ * node each piece ends at when the walk reaches it. A position costs the
+ * length of the longest piece that starts there (or of a prefix of one),
+ * not a search per piece. */
+struct st_node {
+    uint32_t child, sibling; /* node indices, 0: none (node 0 is the root) */
+    uint8_t byte, hit;
+};
+
+struct st_trie {
+    struct st_node *v;
+    size_t n;
+    uint32_t *end; /* per entry of tok->special: its piece's node, 0: not in the trie */
+};
+
+static void st_trie_free(struct st_trie *t)
+{
+    free(t->v);
+    free(t->end);
+}
+
+/* The child of node n on byte b, or 0. */
+static uint32_t st_child(const struct st_trie *t, uint32_t n, uint8_t b)
+{
+    uint32_t c;
+
+    for (c = t->v[n].child; c != 0 && t->v[c].byte != b; c = t->v[c].sibling)
+        ;
+    return c;
+}
+
+static int st_trie_build(const struct baton_tokenizer *tok, unsigned flags, const char *text,
+                         size_t len, struct st_trie *t)
+{
+    size_t cap = 1;
+
+    memset(t, 0, sizeof *t);
+    for (uint32_t k = 0; k < tok->n_special; k++)
+        cap += tok->piece_len[tok->special[k]];
+    if (cap > UINT32_MAX)
+        return BATON_E_LIMIT;
+    t->v = calloc(cap, sizeof *t->v);
+    t->end = calloc(tok->n_special ? tok->n_special : 1, sizeof *t->end);
+    if (t->v == NULL || t->end == NULL)
+        return BATON_E_NOMEM;
+    t->n = 1;
+    for (uint32_t k = 0; k < tok->n_special; k++) {
+        const int32_t id = tok->special[k];
+        const uint8_t *piece = (const uint8_t *)tok->text + tok->piece_off[id];
+        uint32_t n = 0;
+
+        if (tok->types[id] != BATON_TOKEN_USER_DEFINED && !(flags & BATON_TOKENIZE_PARSE_SPECIAL))
+            continue;
+        for (size_t i = 0; i < tok->piece_len[id]; i++) {
+            uint32_t c = st_child(t, n, piece[i]);
+
+            if (c == 0) { /* cap counts every byte of every piece: room */
+                c = (uint32_t)t->n++;
+                t->v[c].byte = piece[i];
+                t->v[c].sibling = t->v[n].child;
+                t->v[n].child = c;
+            }
+            n = c;
+        }
+        t->end[k] = n;
+    }
+    for (size_t p = 0; p < len; p++)
+        for (uint32_t n = 0, i = 0; p + i < len; i++) {
+            n = st_child(t, n, (uint8_t)text[p + i]);
+            if (n == 0)
+                break;
+            t->v[n].hit = 1;
+        }
+    return 0;
+}
+
 /* Splits the text at every occurrence of a special piece the flags let
  * through, taking the pieces longest first over the whole text (so a
  * longer piece wins over a shorter one inside it), as llama.cpp's
- * tokenizer_st_partition does. *f gets the fragments in order. */
+ * tokenizer_st_partition does. *f gets the fragments in order.
+ *
+ * Only the pieces that occur in the text somewhere (st_trie) are looked
+ * for, so a vocabulary's many pieces cost one walk of the text, not a
+ * search each: 20,000 user-defined pieces over a 200 KB text took 7 s
+ * before (a break-it review). */
 static int partition(const struct baton_tokenizer *tok, const char *text, size_t len,
                      unsigned flags, struct fragments *f)
 {
     struct fragments next = {0};
-    int st = frag_push(f, 0, len, BATON_TOKEN_NONE);
+    struct st_trie trie;
+    int st = st_trie_build(tok, flags, text, len, &trie);
+
+    if (st == 0)
+        st = frag_push(f, 0, len, BATON_TOKEN_NONE);
     for (uint32_t k = 0; st == 0 && k < tok->n_special; k++) {
         int32_t id = tok->special[k];
-        if (tok->types[id] != BATON_TOKEN_USER_DEFINED && !(flags & BATON_TOKENIZE_PARSE_SPECIAL))
-            continue;
+        if (trie.end[k] == 0 || !trie.v[trie.end[k]].hit)
+            continue; /* not let through by the flags, or nowhere in the text */
         const char *piece = tok->text + tok->piece_off[id];
         size_t plen = tok->piece_len[id];
         next.n = 0;
@@ -962,6 +1048,7 @@ static int partition(const struct baton_tokenizer *tok, const char *text, size_t
         *f = next;
         next = t;
     }
+    st_trie_free(&trie);
     free(next.v);
     return st;
 }

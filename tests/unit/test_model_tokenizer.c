@@ -628,6 +628,12 @@ static void test_bpe_merges(void **state)
     /* a user-defined piece is always taken whole */
     static const int32_t user[] = {0, 10, 1};
     expect_bpe(t, "a<x>b", 0, user, 3);
+    /* a shorter piece is still found in the plain text that a longer one
+     * left on either side of it, every time it occurs */
+    static const int32_t both[] = {10, 0, 8, 1, 10, 10};
+    expect_bpe(t, "<x>a<|endoftext|>b<x><x>", BATON_TOKENIZE_PARSE_SPECIAL, both, 6);
+    static const int32_t user_only[] = {10, 0, 9, 1, 10, 10};
+    expect_bpe(t, "<x>a<|endoftext|>b<x><x>", 0, user_only, 6);
     expect_bpe(t, "", BATON_TOKENIZE_ADD_BOS, NULL, 0); /* no BOS id */
 
     /* detokenize: bytes back through the mapping, control prints nothing,
