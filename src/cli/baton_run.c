@@ -598,7 +598,10 @@ int baton_cmd_run(int argc, char **argv)
         struct stat sb;
 
         if (cfg.output_dir && stat(cfg.output_dir, &sb) != 0) {
-            fprintf(stderr, "baton run: --output-dir %s: %s\n", cfg.output_dir, strerror(errno));
+            const int e = errno;
+
+            fprintf(stderr, "baton run: --output-dir %s: %s%s\n", cfg.output_dir, strerror(e),
+                    e == ENOENT ? " (create the directory first: mkdir -p)" : "");
             return 1;
         }
         if (cfg.output_dir && !S_ISDIR(sb.st_mode)) {

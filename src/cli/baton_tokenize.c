@@ -108,7 +108,9 @@ int baton_cmd_tokenize(int argc, char **argv)
         case O_NO_SPECIAL: no_special = 1; break;
         case 'h': usage(stdout); return 0;
         default:
-            fprintf(stderr, "(see `baton tokenize --help`)\n");
+            /* getopt said which; a text like "-x" reads as options too */
+            fprintf(stderr, "(a TEXT that starts with '-' goes after --: baton tokenize -m FILE "
+                            "-- TEXT; see `baton tokenize --help`)\n");
             return 2;
         }
     }

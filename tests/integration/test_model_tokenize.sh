@@ -81,6 +81,7 @@ experr 2 "no text" -m "$L3"
 experr 2 "not both" -m "$L3" -f "$TMP/case.llama-bpe.0" "Hello"
 experr 2 "unexpected argument 'b'" -m "$L3" a b
 experr 2 "see \`baton tokenize --help\`" -m "$L3" --bogus x
+experr 2 "a TEXT that starts with '-' goes after --" -m "$L3" "-x"
 experr 1 "$TMP/nope.gguf" -m "$TMP/nope.gguf" x
 experr 1 "-f $TMP/nope.txt" -m "$L3" -f "$TMP/nope.txt"
 printf 'not a gguf' >"$TMP/junk.gguf"

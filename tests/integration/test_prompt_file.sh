@@ -163,6 +163,12 @@ rc=0
     2>"$TMP/od.err" || rc=$?
 [ $rc = 2 ] && grep -qxF "baton run: --output-dir: an empty path (see \`baton run --help\`)" \
     "$TMP/od.err" || fail "--output-dir '': exit $rc: $(cat "$TMP/od.err")"
+# a directory that does not exist says to create it (exit 1)
+rc=0
+"$BATON" run --model "$MODEL" --prompt-file "$TMP/ten.txt" -n 2 --output-dir "$TMP/nodir" \
+    >/dev/null 2>"$TMP/od.err" || rc=$?
+[ $rc = 1 ] && grep -qxF "baton run: --output-dir $TMP/nodir: No such file or directory (create the \
+directory first: mkdir -p)" "$TMP/od.err" || fail "--output-dir missing: exit $rc: $(cat "$TMP/od.err")"
 echo "ok: every --output-dir file is checked before the model loads"
 
 # the tokenizer's limit, in bytes, at the caller (exit 2)
