@@ -656,6 +656,32 @@ static void test_bpe_merges(void **state)
     baton_gguf_close(g);
 }
 
+/* Special pieces longer than the prefilter's 32-byte prefix: a=0 b=1,
+ * 40 a's and b=2 (user-defined), 33 a's=3 (user-defined). The first
+ * 32 bytes of both occur in 45 a's and a b; only the longer piece does. */
+#define A8 "aaaaaaaa"
+static const char *const long_pieces[] = {"a", "b", A8 A8 A8 A8 A8 "b", A8 A8 A8 A8 "a"};
+static const int32_t long_types[] = {1, 1, 4, 4};
+static const char *const long_merges[] = {"a b"};
+
+static void test_long_special(void **state)
+{
+    (void)state;
+    struct gw w;
+    struct baton_gguf *g;
+    struct baton_tokenizer *t;
+    char err[256];
+    struct vocab v = {long_pieces, NULL, long_types, 4, "gpt2", -1, -1, "gpt-2", long_merges, 0};
+
+    assert_int_equal(build(&v, &w, &g, &t, err, sizeof err), 0);
+    static const int32_t want[] = {0, 0, 0, 0, 0, 2};
+    expect_bpe(t, "aaaaa" A8 A8 A8 A8 A8 "b", 0, want, 6);
+    static const int32_t want33[] = {3, 0, 1};
+    expect_bpe(t, A8 A8 A8 A8 "aab", 0, want33, 3);
+    baton_tokenizer_free(t);
+    baton_gguf_close(g);
+}
+
 static void test_bpe_errors(void **state)
 {
     (void)state;
@@ -723,6 +749,7 @@ int main(void)
         cmocka_unit_test(test_bpe_byte_map),
         cmocka_unit_test(test_bpe_merges),
         cmocka_unit_test(test_bpe_errors),
+        cmocka_unit_test(test_long_special),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     baton_tokenizer_free(tok);
