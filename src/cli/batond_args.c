@@ -367,11 +367,9 @@ int batond_parse_options(int argc, char **argv, struct batond_options *o)
             }
             i++;
         } else if (!strcmp(a, "--host") && v) {
-            if (v[0] == '[') { /* as in a URL: the resolver takes the address bare */
-                const char *end = strchr(v, ']');
-                const int inner = end != NULL && end > v + 1 && end[1] == '\0'
-                                      ? (int)(end - v - 1) : 0;
+            const int inner = baton_policy_host_bracketed(v);
 
+            if (inner >= 0) { /* as in a URL: the resolver takes the address bare */
                 if (inner > 0)
                     batond_say("usage", "--host: '%s': give the address without brackets "
                                         "(--host %.*s)", v, inner, v + 1);

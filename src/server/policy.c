@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -210,6 +211,18 @@ static const char *kind_expect(const struct field *f)
     return "?";
 }
 
+int baton_policy_host_bracketed(const char *v)
+{
+    const char *end;
+
+    if (v[0] != '[')
+        return -1;
+    end = strchr(v, ']');
+    return end != NULL && end > v + 1 && end[1] == '\0' && end - v - 1 <= INT_MAX
+               ? (int)(end - v - 1)
+               : 0;
+}
+
 /* A host: 1..255 printable non-blank ASCII bytes, no '#'. */
 static int valid_host(const char *v)
 {
@@ -315,9 +328,8 @@ static int set_field(struct baton_policy *p, const struct field *f, const char *
             return BATON_E_FORMAT;
         }
         if (v[0] == '[') { /* as in a URL: the resolver takes the address bare */
-            const char *end = strchr(v, ']');
-            const int inner = end != NULL && end > v + 1 && end[1] == '\0' ? (int)(end - v - 1)
-                                                                           : 0;
+            const int inner = baton_policy_host_bracketed(v);
+
             if (inner > 0)
                 snprintf(why, why_len, "%s: '%.64s': give the address without brackets (%s = "
                          "%.*s)", f->key, v, f->key, inner, v + 1);

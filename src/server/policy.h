@@ -130,6 +130,12 @@ int baton_policy_parse(struct baton_policy *p, const char *text, size_t len, con
  * read, not a regular file), BATON_E_LIMIT (too large); err names path. */
 int baton_policy_load(struct baton_policy *p, const char *path, char *err, size_t err_len);
 
+/* A host written as in a URL, "[ADDR]", which the resolver does not take
+ * (bind, batond --host): the length of ADDR when v is exactly "[ADDR]" with
+ * ADDR not empty, 0 when v starts with '[' otherwise, -1 when it does not
+ * start with '['. */
+int baton_policy_host_bracketed(const char *v);
+
 /* Sets one field from a command-line override: key as in the file
  * ("max_connections"; '-' is accepted for '_', so "max-connections" works
  * too) and its value in the file syntax. A `peer` value is appended to the
