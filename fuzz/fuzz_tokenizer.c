@@ -14,8 +14,8 @@
  * Input: byte 0 = flags (bit 0: add BOS; bit 1: synthetic SentencePiece
  * vocabulary; bit 2: also detokenize the input read as little-endian i32
  * ids; bit 3: BPE, with bits 5-6 choosing synthetic, gpt-2, llama-bpe or
- * qwen2 (bit 1 then unused); bit 4: parse special-token text), then the
- * text.
+ * qwen2 (bit 1 then unused); bit 4: parse special-token text; bit 7:
+ * also the spans checks below), then the text.
  *
  * Properties:
  *   - the size query (max_ids 0) and the real call agree, and a result of
@@ -34,12 +34,18 @@
  *     the BOS, detokenize(tokenize(text)) == the text with each byte that
  *     starts no valid UTF-8 sequence replaced by U+FFFD
  *     (baton_utf8_sanitize), byte for byte;
- *   - ids outside the vocabulary give BATON_E_BOUNDS, never a read.
+ *   - ids outside the vocabulary give BATON_E_BOUNDS, never a read;
+ *   - (bit 7) baton_tokenize_spans with no span gives the ids of
+ *     baton_tokenize_ex without special parsing, with one span over the
+ *     whole text those with it; the text as a user's message laid out with
+ *     a chat template (chat.h; template 1 + length % 4) tokenizes with its
+ *     spans, the size query and the call agreeing, every id in range.
  */
 #include "fuzz_common.h"
 
 #include "baton/status.h"
 #include "gguf_writer.h"
+#include "model/chat.h"
 #include "model/gguf.h"
 #include "model/tokenizer.h"
 #include "model/tokenizer_pre.h"
@@ -317,6 +323,57 @@ static void check_ids_detok(const struct vocab *v, const int32_t *ids, size_t n)
     free(out);
 }
 
+/* baton_tokenize_spans against baton_tokenize_ex (flags bos | extra):
+ * the same ids, or the same error. */
+static void check_spans_equal(const struct baton_tokenizer *tok, const char *text, size_t len,
+                              unsigned bos, const struct baton_text_span *spans, size_t n_spans,
+                              unsigned extra)
+{
+    size_t na = 0, nb = 0;
+    int ra = baton_tokenize_spans(tok, text, len, bos, spans, n_spans, NULL, 0, &na);
+    int rb = baton_tokenize_ex(tok, text, len, bos | extra, NULL, 0, &nb);
+
+    FUZZ_CHECK(ra == rb && na == nb, "spans %zu: rc %d / %d, %zu / %zu ids", n_spans, ra, rb, na,
+               nb);
+    if (ra != BATON_E_LIMIT || na == 0)
+        return;
+    int32_t *a = malloc(na * sizeof *a), *b = malloc(nb * sizeof *b);
+    if (!a || !b)
+        abort();
+    ra = baton_tokenize_spans(tok, text, len, bos, spans, n_spans, a, na, &na);
+    rb = baton_tokenize_ex(tok, text, len, bos | extra, b, nb, &nb);
+    FUZZ_CHECK(ra == 0 && rb == 0 && na == nb && memcmp(a, b, na * sizeof *a) == 0,
+               "spans %zu: different ids", n_spans);
+    free(a);
+    free(b);
+}
+
+/* Bit 7's checks (see the top). */
+static void check_spans(const struct baton_tokenizer *tok, const char *text, size_t len,
+                        unsigned bos)
+{
+    const struct baton_text_span all = {0, len};
+    struct baton_chat_prompt cp;
+    size_t n = 0, n2 = 0;
+    uint32_t nv = baton_tokenizer_n_vocab(tok);
+
+    check_spans_equal(tok, text, len, bos, NULL, 0, 0);
+    check_spans_equal(tok, text, len, bos, &all, 1, BATON_TOKENIZE_PARSE_SPECIAL);
+    if (baton_chat_format((enum baton_chat_template)(1 + len % 4), NULL, text, len, &cp) != 0)
+        return; /* too long: the text's own checks said so */
+    int rc = baton_tokenize_spans(tok, cp.text, cp.len, bos, cp.spans, cp.n_spans, NULL, 0, &n);
+    FUZZ_CHECK(rc == BATON_E_LIMIT && n > 0, "chat size query: rc %d, n %zu", rc, n);
+    int32_t *ids = malloc(n * sizeof *ids);
+    if (!ids)
+        abort();
+    rc = baton_tokenize_spans(tok, cp.text, cp.len, bos, cp.spans, cp.n_spans, ids, n, &n2);
+    FUZZ_CHECK(rc == 0 && n2 == n, "chat tokenize: rc %d, %zu ids then %zu", rc, n, n2);
+    for (size_t i = 0; i < n; i++)
+        FUZZ_CHECK(ids[i] >= 0 && (uint32_t)ids[i] < nv, "chat id %d of %u", ids[i], nv);
+    free(ids);
+    baton_chat_prompt_free(&cp);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!inited)
@@ -400,6 +457,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                    "round trip: %zu bytes in, %zu bytes back", len, dl);
     }
     free(back);
+
+    if (flags & 128)
+        check_spans(tok, text, len, add_bos ? BATON_TOKENIZE_ADD_BOS : 0u);
 
     if (flags & 4) {
         /* the text as ids: range -2 .. n_vocab + 1 */

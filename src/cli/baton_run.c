@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "compute/compute.h"
+#include "model/chat.h"
 #include "model/llama.h"
 #include "model/run.h"
 
@@ -49,6 +50,16 @@ static void run_usage(FILE *f)
           "                       the --parallel sequences in G groups whose decode steps\n"
           "                       overlap on the stages (group 2 at stage 1 while group 1\n"
           "                       is at stage 2)\n"
+          "  --chat               the prompt (each line of --prompt-file) is a user's\n"
+          "                       message: laid out with the model's chat template\n"
+          "                       (tokenizer.chat_template recognized as chatml, llama3,\n"
+          "                       llama2 or phi3), ending where the assistant's reply\n"
+          "                       begins; only the template's own markers become\n"
+          "                       control tokens (text in the message stays text)\n"
+          "  --system TEXT        with --chat: the system prompt (none by default, also\n"
+          "                       where the template's Jinja adds one of its own)\n"
+          "  --chat-template NAME with --chat: chatml, llama3, llama2 or phi3 instead of\n"
+          "                       the one the model names\n"
           "  --servers LIST       host:port,host:port,... or 'local' (default: local);\n"
           "                       host:port@peerhost:peerport also names the address the\n"
           "                       other servers reach that one at (direct path)\n"
@@ -387,7 +398,8 @@ int baton_cmd_run(int argc, char **argv)
         O_MODEL = 256, O_PROMPT, O_SERVERS, O_SPLIT, O_CTX, O_UBATCH, O_TEMP, O_TOPK, O_TOPP,
         O_SEED, O_THREADS, O_TIMEOUT, O_STATS, O_IDS, O_QUIET, O_IGNORE_EOS, O_GAP, O_HELP,
         O_KEY, O_P2P, O_STATS_JSON, O_PIPELINE, O_SLOTS, O_RING, O_PROMPT_FILE, O_PARALLEL, O_CONTINUOUS,
-        O_OUTPUT_DIR, O_GROUPS, O_PROMPT_IDS, O_LOGITS_OUT, O_KV_TYPE
+        O_OUTPUT_DIR, O_GROUPS, O_PROMPT_IDS, O_LOGITS_OUT, O_KV_TYPE, O_CHAT, O_SYSTEM,
+        O_CHAT_TEMPLATE
     };
     static const struct option opts[] = {
         {"model", required_argument, 0, O_MODEL},     {"prompt", required_argument, 0, O_PROMPT},
@@ -411,6 +423,9 @@ int baton_cmd_run(int argc, char **argv)
         {"prompt-ids", required_argument, 0, O_PROMPT_IDS},
         {"logits-out", required_argument, 0, O_LOGITS_OUT},
         {"kv-type", required_argument, 0, O_KV_TYPE},
+        {"chat", no_argument, 0, O_CHAT},
+        {"system", required_argument, 0, O_SYSTEM},
+        {"chat-template", required_argument, 0, O_CHAT_TEMPLATE},
         {0, 0, 0, 0}};
     struct baton_run_config cfg;
     const char *servers_name = "--servers"; /* where cfg.servers came from */
@@ -514,6 +529,17 @@ int baton_cmd_run(int argc, char **argv)
         case O_GROUPS:
             if (parse_u32("--groups", optarg, 1, 8, &cfg.n_groups)) return 2;
             break;
+        case O_CHAT: cfg.chat = 1; break;
+        case O_SYSTEM: cfg.chat_system = optarg; break;
+        case O_CHAT_TEMPLATE:
+            if (baton_chat_from_name(optarg) == BATON_CHAT_UNKNOWN) {
+                fprintf(stderr, "baton run: --chat-template '%s' is not chatml, llama3, llama2 "
+                                "or phi3\n",
+                        optarg);
+                return 2;
+            }
+            cfg.chat_template = optarg;
+            break;
         case 'h':
         case O_HELP: run_usage(stdout); return 0;
         default:
@@ -538,6 +564,16 @@ int baton_cmd_run(int argc, char **argv)
         (cfg.prompt == NULL && prompt_file == NULL && prompt_ids_arg == NULL)) {
         fprintf(stderr, "baton run: --model FILE and one of --prompt TEXT, --prompt-ids LIST or "
                         "--prompt-file FILE are required (see --help)\n");
+        return 2;
+    }
+    if ((cfg.chat_system || cfg.chat_template) && !cfg.chat) {
+        fprintf(stderr, "baton run: %s needs --chat\n",
+                cfg.chat_system ? "--system" : "--chat-template");
+        return 2;
+    }
+    if (cfg.chat && prompt_ids_arg) {
+        fprintf(stderr, "baton run: --chat lays out text: give --prompt TEXT or --prompt-file "
+                        "FILE, not --prompt-ids\n");
         return 2;
     }
     if (baton_cli_empty_output("baton run", "--stats-json", cfg.stats_json) ||

@@ -9,6 +9,7 @@
 
 #include "baton/status.h"
 #include "cli/cli.h"
+#include "model/chat.h"
 #include "model/gguf.h"
 #include "model/tokenizer.h"
 
@@ -17,6 +18,7 @@
 static void usage(FILE *f)
 {
     fputs("usage: baton tokenize --model FILE [--no-bos] [--no-parse-special]\n"
+          "                      [--chat [--system TEXT] [--chat-template NAME]]\n"
           "                      [-f FILE | [--] TEXT]\n"
           "\n"
           "Tokenizes TEXT, or the bytes of FILE, with the tokenizer of a GGUF model\n"
@@ -31,6 +33,13 @@ static void usage(FILE *f)
           "                        (tokenizer.ggml.add_bos_token)\n"
           "  --no-parse-special    take the text of control tokens ('<|eot_id|>', '<s>')\n"
           "                        as plain text; by default it is that token\n"
+          "  --chat                TEXT is a user's message: tokenize it laid out with\n"
+          "                        the model's chat template, as `baton run --chat` does\n"
+          "                        (only the template's markers become control tokens;\n"
+          "                        --no-parse-special does not apply)\n"
+          "  --system TEXT         with --chat: the system prompt (default none)\n"
+          "  --chat-template NAME  with --chat: chatml, llama3, llama2 or phi3 instead of\n"
+          "                        the one tokenizer.chat_template is recognized as\n"
           "  --                    ends the options: a TEXT may then start with '-'\n"
           "  -h, --help            this help\n"
           "\n"
@@ -83,15 +92,29 @@ static int read_text(const char *path, char **buf, size_t *len)
     return 0;
 }
 
+/* The text's ids: with a chat layout cp, its markers alone parsed. */
+static int tokenize(const struct baton_tokenizer *tok, const struct baton_chat_prompt *cp,
+                    const char *text, size_t len, unsigned flags, int32_t *ids, size_t max_ids,
+                    size_t *n)
+{
+    if (cp != NULL)
+        return baton_tokenize_spans(tok, text, len, flags & BATON_TOKENIZE_ADD_BOS, cp->spans,
+                                    cp->n_spans, ids, max_ids, n);
+    return baton_tokenize_ex(tok, text, len, flags, ids, max_ids, n);
+}
+
 int baton_cmd_tokenize(int argc, char **argv)
 {
-    enum { O_NO_BOS = 256, O_NO_SPECIAL };
+    enum { O_NO_BOS = 256, O_NO_SPECIAL, O_CHAT, O_SYSTEM, O_CHAT_TEMPLATE };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},      {"file", required_argument, 0, 'f'},
         {"no-bos", no_argument, 0, O_NO_BOS},      {"no-parse-special", no_argument, 0, O_NO_SPECIAL},
+        {"chat", no_argument, 0, O_CHAT},          {"system", required_argument, 0, O_SYSTEM},
+        {"chat-template", required_argument, 0, O_CHAT_TEMPLATE},
         {"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
-    const char *model = NULL, *file = NULL;
-    int no_bos = 0, no_special = 0, c, rc = 1;
+    const char *model = NULL, *file = NULL, *system = NULL, *chat_name = NULL;
+    int no_bos = 0, no_special = 0, chat = 0, c, rc = 1;
+    struct baton_chat_prompt cp = {0};
     struct baton_gguf *g = NULL;
     struct baton_tokenizer *tok = NULL;
     char *text_buf = NULL, err[512] = "";
@@ -106,6 +129,9 @@ int baton_cmd_tokenize(int argc, char **argv)
         case 'f': file = optarg; break;
         case O_NO_BOS: no_bos = 1; break;
         case O_NO_SPECIAL: no_special = 1; break;
+        case O_CHAT: chat = 1; break;
+        case O_SYSTEM: system = optarg; break;
+        case O_CHAT_TEMPLATE: chat_name = optarg; break;
         case 'h': usage(stdout); return 0;
         default:
             /* getopt said which; a text like "-x" reads as options too */
@@ -116,6 +142,21 @@ int baton_cmd_tokenize(int argc, char **argv)
     }
     if (model == NULL) {
         fprintf(stderr, "%s: --model FILE is required (see `baton tokenize --help`)\n", PROG);
+        return 2;
+    }
+    if ((system || chat_name) && !chat) {
+        fprintf(stderr, "%s: %s needs --chat\n", PROG, system ? "--system" : "--chat-template");
+        return 2;
+    }
+    if (chat && no_special) {
+        fprintf(stderr, "%s: --chat parses the template's markers only: not with "
+                        "--no-parse-special\n",
+                PROG);
+        return 2;
+    }
+    if (chat_name && baton_chat_from_name(chat_name) == BATON_CHAT_UNKNOWN) {
+        fprintf(stderr, "%s: --chat-template '%s' is not chatml, llama3, llama2 or phi3\n", PROG,
+                chat_name);
         return 2;
     }
     if (file != NULL && optind < argc) {
@@ -155,16 +196,35 @@ int baton_cmd_tokenize(int argc, char **argv)
         }
     }
 
+    if (chat) {
+        enum baton_chat_template t;
+        int cs = baton_chat_template_for(g, chat_name, &t, err, sizeof err);
+
+        if (cs == 0)
+            cs = baton_chat_format(t, system, text, len, &cp);
+        if (cs == BATON_E_LIMIT)
+            snprintf(err, sizeof err, "the message laid out as %s is longer than %u bytes (the "
+                                      "tokenizer's limit)",
+                     baton_chat_name(t), BATON_TOKENIZER_MAX_TEXT_BYTES);
+        else if (cs == BATON_E_NOMEM)
+            snprintf(err, sizeof err, "out of memory");
+        if (cs != 0) {
+            fprintf(stderr, "%s: %s: %s\n", PROG, model, err);
+            goto out;
+        }
+        text = cp.text;
+        len = cp.len;
+    }
     unsigned flags = (!no_bos && baton_tokenizer_add_bos(tok) ? BATON_TOKENIZE_ADD_BOS : 0u) |
                      (no_special ? 0u : BATON_TOKENIZE_PARSE_SPECIAL);
-    int st = baton_tokenize_ex(tok, text, len, flags, NULL, 0, &n);
+    int st = tokenize(tok, chat ? &cp : NULL, text, len, flags, NULL, 0, &n);
     if (st == BATON_E_LIMIT && n > 0) {
         ids = malloc(n * sizeof *ids);
         if (ids == NULL) {
             fprintf(stderr, "%s: out of memory for %zu ids\n", PROG, n);
             goto out;
         }
-        st = baton_tokenize_ex(tok, text, len, flags, ids, n, &n);
+        st = tokenize(tok, chat ? &cp : NULL, text, len, flags, ids, n, &n);
     }
     if (st != 0) {
         fprintf(stderr, "%s: %s: cannot tokenize: %s\n", PROG, file ? file : "TEXT",
@@ -184,6 +244,7 @@ int baton_cmd_tokenize(int argc, char **argv)
 out:
     free(ids);
     free(text_buf);
+    baton_chat_prompt_free(&cp);
     baton_tokenizer_free(tok);
     baton_gguf_close(g);
     return rc;

@@ -85,9 +85,11 @@ uint32_t baton_run_default_ubatch(uint32_t n_prompt, uint32_t n_stages, int pipe
     return u < 32 ? 32 : u > 512 ? 512 : u;
 }
 
-int run_tokenize_prompt(struct run *r, const char *text, size_t len, int32_t **ids,
-                        size_t *n_ids)
+int run_tokenize_prompt(struct run *r, size_t which, const char *text, size_t len,
+                        int32_t **ids, size_t *n_ids)
 {
+    const struct baton_chat_prompt *chat = r->chat && which < r->n_chat ? &r->chat[which] : NULL;
+    const unsigned bos = baton_tokenizer_add_bos(r->tok) ? BATON_TOKENIZE_ADD_BOS : 0u;
     size_t cap = len + 8; /* enough for most vocabularies: one try */
     int rc;
 
@@ -95,8 +97,9 @@ int run_tokenize_prompt(struct run *r, const char *text, size_t len, int32_t **i
         *ids = calloc(cap, sizeof(**ids));
         if (*ids == NULL)
             return BATON_E_NOMEM;
-        rc = baton_tokenize(r->tok, text, len, baton_tokenizer_add_bos(r->tok), *ids, cap,
-                            n_ids);
+        rc = chat ? baton_tokenize_spans(r->tok, text, len, bos, chat->spans, chat->n_spans,
+                                         *ids, cap, n_ids)
+                  : baton_tokenize_ex(r->tok, text, len, bos, *ids, cap, n_ids);
         if (rc == 0)
             return 0;
         free(*ids);
@@ -138,7 +141,7 @@ static int prompt_tokens(struct run *r, int32_t **ids, size_t *n_ids)
                     len, BATON_TOKENIZER_MAX_TEXT_BYTES, BATON_TOKENIZER_MAX_TEXT_BYTES >> 20);
             return 2;
         }
-        rc = run_tokenize_prompt(r, cfg->prompt, len, ids, n_ids);
+        rc = run_tokenize_prompt(r, 0, cfg->prompt, len, ids, n_ids);
         if (rc == BATON_E_NOMEM) {
             run_msg(cfg, "out of memory\n");
             return 1;
@@ -540,12 +543,69 @@ static void free_run(struct run *r)
     free(r->stages);
     free(r->bounds);
     free(r->logits);
+    for (size_t i = 0; i < r->n_chat; i++)
+        baton_chat_prompt_free(&r->chat[i]);
+    free(r->chat);
+    free(r->chat_texts);
     baton_tokenizer_free(r->tok);
     baton_gguf_close(r->gguf);
 }
 
+/* cfg->chat: lays out the prompt (or each of cfg->prompts) with the chat
+ * template cfg->chat_template names, or else the one the model's
+ * tokenizer.chat_template is recognized as, into r->chat, and *copy as cfg
+ * naming those texts. 0, or the exit code after a message. */
+static int run_chat_prepare(struct run *r, struct baton_run_config *copy)
+{
+    const struct baton_run_config *cfg = r->cfg;
+    enum baton_chat_template t;
+    size_t n = cfg->prompts ? cfg->n_prompts : 1;
+    char err[256];
+
+    if (baton_chat_template_for(r->gguf, cfg->chat_template, &t, err, sizeof err) != 0) {
+        run_msg(cfg, "%s: %s\n", cfg->model_path, err);
+        return 2;
+    }
+    r->chat = calloc(n, sizeof(*r->chat));
+    r->chat_texts = calloc(n, sizeof(*r->chat_texts));
+    if (r->chat == NULL || r->chat_texts == NULL) {
+        run_msg(cfg, "out of memory\n");
+        return 1;
+    }
+    r->n_chat = n;
+    for (size_t i = 0; i < n; i++) {
+        const char *user = cfg->prompts ? cfg->prompts[i] : cfg->prompt;
+        int rc = baton_chat_format(t, cfg->chat_system, user, user ? strlen(user) : 0,
+                                   &r->chat[i]);
+
+        if (rc == BATON_E_LIMIT) {
+            char which[40] = "the prompt";
+
+            if (cfg->prompts)
+                snprintf(which, sizeof which, "prompt %zu", i + 1);
+            run_msg(cfg, "%s laid out as %s is more than %u bytes (the tokenizer's limit)\n",
+                    which, baton_chat_name(t), BATON_TOKENIZER_MAX_TEXT_BYTES);
+            return 2;
+        }
+        if (rc != 0) {
+            run_msg(cfg, "cannot lay out the chat prompt: %s\n", baton_status_str(rc));
+            return 1;
+        }
+        r->chat_texts[i] = r->chat[i].text;
+    }
+    *copy = *cfg;
+    if (cfg->prompts)
+        copy->prompts = r->chat_texts;
+    else
+        copy->prompt = r->chat[0].text;
+    fprintf(cfg->log, "chat: template %s (%s)\n", baton_chat_name(t),
+            cfg->chat_template ? "--chat-template" : "the model's tokenizer.chat_template");
+    return 0;
+}
+
 int baton_run(const struct baton_run_config *cfg)
 {
+    struct baton_run_config chat_cfg;
     struct run r;
     char err[512];
     double props[BATON_MAX_STAGES];
@@ -584,6 +644,14 @@ int baton_run(const struct baton_run_config *cfg)
     if (rc != 0) {
         run_msg(cfg, "%s: %s\n", cfg->model_path, err);
         goto out;
+    }
+    if (cfg->chat) { /* from here on the prompts are the laid-out texts */
+        rc = run_chat_prepare(&r, &chat_cfg);
+        if (rc != 0) {
+            ret = rc;
+            goto out;
+        }
+        cfg = r.cfg = &chat_cfg;
     }
     gen_ids = calloc((size_t)cfg->n_predict + 1, sizeof(*gen_ids));
     if (gen_ids == NULL) {

@@ -138,6 +138,12 @@ struct baton_run_config {
     uint32_t n_copies;    /* without prompts: prompt_ids as n_copies sequences (baton
                              bench --npl); 0: one prompt, the usual run */
     const char *output_dir; /* with prompts: DIR/N.txt per prompt, else "[N] " lines */
+    int chat;             /* 1: prompt (or each of prompts) is a user's message, laid
+                             out with the model's chat template (model/chat.h) and
+                             chat_system; not with prompt_ids */
+    const char *chat_system;   /* with chat: the system prompt, or NULL */
+    const char *chat_template; /* with chat: a template name (baton_chat_from_name), or
+                                  NULL: the one tokenizer.chat_template is recognized as */
     const int32_t *prompt_ids; /* when set, these ids are the prompt (text is ignored) */
     size_t n_prompt_ids;
     struct baton_run_result *result; /* when set, filled on success */

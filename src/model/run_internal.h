@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "baton/client.h"
+#include "model/chat.h"
 #include "model/gguf.h"
 #include "model/llama.h"
 #include "model/run.h"
@@ -119,6 +120,10 @@ struct run {
     uint32_t n_seq;             /* sequences decoded together (1 unless seqs) */
     uint32_t n_groups;          /* pipeline groups of the n_seq slots (seqs) */
     uint32_t n_cells;           /* KV-cache cells per layer: n_ctx per sequence x n_seq */
+    struct baton_chat_prompt *chat; /* cfg->chat: each prompt laid out (run_chat_prepare);
+                                       cfg then points at a copy naming these texts */
+    size_t n_chat;
+    const char **chat_texts;    /* cfg->prompts with cfg->chat: the texts of chat */
     struct par_seq *par;        /* cfg->prompts: one per prompt (run_parallel.c) */
     size_t n_par;               /* ... n_par of them (cfg->n_prompts or cfg->n_copies) */
     size_t n_prompt_max;        /* the longest prompt's tokens (kv_fail's hint) */
@@ -172,9 +177,10 @@ void run_ctx_hint(const struct run *r, unsigned long long need, char *buf, size_
  * without a piece for some text falls back to bytes, up to 3 ids for a
  * space ("▁" is 3 bytes): then a second pass with the whole count that
  * the first reported. 0, BATON_E_NOMEM, or baton_tokenize's error (*ids
- * NULL then). */
-int run_tokenize_prompt(struct run *r, const char *text, size_t len, int32_t **ids,
-                        size_t *n_ids);
+ * NULL then). With cfg->chat, text is prompt which's layout (r->chat):
+ * the template's markers are control tokens, the rest is text. */
+int run_tokenize_prompt(struct run *r, size_t which, const char *text, size_t len,
+                        int32_t **ids, size_t *n_ids);
 /* "PROG: " + the rest, to cfg->log. */
 void run_msg(const struct baton_run_config *cfg, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -124,7 +124,7 @@ int run_par_prepare(struct run *r, size_t *max_prompt)
         /* the prompt's ids first; room for the generated ones once -n is
          * known to fit --ctx (below: -n may be up to 2^32 - 1) */
         if (cfg->prompts) {
-            rc = run_tokenize_prompt(r, cfg->prompts[i], len, &q[i].ids, &q[i].n_prompt);
+            rc = run_tokenize_prompt(r, i, cfg->prompts[i], len, &q[i].ids, &q[i].n_prompt);
             if (rc == BATON_E_NOMEM) {
                 run_msg(cfg, "out of memory\n");
                 return 1;

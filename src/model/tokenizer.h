@@ -40,7 +40,8 @@
  * that piece; the text of a control or unknown piece ("<|eot_id|>", "<s>")
  * is that token only with BATON_TOKENIZE_PARSE_SPECIAL (baton tokenize sets
  * it unless --no-parse-special, as llama-tokenize does; baton_tokenize and
- * baton run never do, so a prompt cannot forge control tokens). Pieces are
+ * baton run never do, so a prompt cannot forge control tokens; with --chat
+ * only the template's own markers are parsed, baton_tokenize_spans). Pieces are
  * matched longest first over the whole text, and the text between them is
  * tokenized on its own (SentencePiece: with the "▁" prefix after each
  * special, as llama.cpp). Not done: llama.cpp's lstrip/rstrip of spaces
@@ -160,6 +161,26 @@ int baton_tokenize(const struct baton_tokenizer *tok, const char *text, size_t l
  * baton_tokenize(.., add_bos, ..) is this with flags ADD_BOS or 0. */
 int baton_tokenize_ex(const struct baton_tokenizer *tok, const char *text, size_t len,
                       unsigned flags, int32_t *ids, size_t max_ids, size_t *n_ids);
+
+/* A byte range [off, off + len) of a text. */
+struct baton_text_span {
+    size_t off, len;
+};
+
+/* baton_tokenize_ex where the text of a control or unknown piece is that id
+ * only where it lies wholly inside one of spans[0, n_spans) (the chat
+ * template's own markers, chat.h), and plain text everywhere else (the
+ * user's message cannot forge "<|im_end|>"); user-defined pieces are taken
+ * whole everywhere, as always. The text between the ids so found is
+ * tokenized as one, so when no control-token text lies outside the spans
+ * the ids are those of baton_tokenize_ex with PARSE_SPECIAL (llama.cpp
+ * tokenizes a formatted chat so). flags: BATON_TOKENIZE_ADD_BOS or 0.
+ * spans: ascending, not overlapping, each inside the text (n_spans 0: no
+ * control token is parsed). Errors as baton_tokenize_ex, and BATON_E_INVAL
+ * for a span past the text, out of order or overlapping. */
+int baton_tokenize_spans(const struct baton_tokenizer *tok, const char *text, size_t len,
+                         unsigned flags, const struct baton_text_span *spans, size_t n_spans,
+                         int32_t *ids, size_t max_ids, size_t *n_ids);
 
 /* The text of token id as it should be printed, given the token before it
  * (prev_id, or BATON_TOKEN_NONE): one leading space is stripped when prev_id

@@ -1,0 +1,193 @@
+/* Chat templates (chat.h). */
+#include "model/chat.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baton/status.h"
+#include "model/gguf.h"
+
+static const char *const names[] = {"unknown", "chatml", "llama3", "llama2", "phi3"};
+
+/* Whether s[0, len) holds the NUL-terminated needle. */
+static int holds(const char *s, size_t len, const char *needle)
+{
+    return memmem(s, len, needle, strlen(needle)) != NULL;
+}
+
+enum baton_chat_template baton_chat_detect(const char *source, size_t len)
+{
+    if (source == NULL)
+        return BATON_CHAT_UNKNOWN;
+    if (holds(source, len, "<|im_start|>"))
+        return BATON_CHAT_CHATML;
+    if (holds(source, len, "<|start_header_id|>"))
+        return BATON_CHAT_LLAMA3;
+    if (holds(source, len, "[INST]"))
+        return BATON_CHAT_LLAMA2;
+    if (holds(source, len, "<|user|>") && holds(source, len, "<|end|>"))
+        return BATON_CHAT_PHI3;
+    return BATON_CHAT_UNKNOWN;
+}
+
+enum baton_chat_template baton_chat_from_name(const char *name)
+{
+    for (size_t i = 1; name != NULL && i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(name, names[i]) == 0)
+            return (enum baton_chat_template)i;
+    return BATON_CHAT_UNKNOWN;
+}
+
+const char *baton_chat_name(enum baton_chat_template t)
+{
+    return (size_t)t < sizeof names / sizeof names[0] ? names[t] : names[0];
+}
+
+/* The prompt under construction: with text NULL only the length counts. */
+struct builder {
+    struct baton_chat_prompt *p;
+    size_t len;
+};
+
+static void add(struct builder *b, const char *s, size_t n, int mark)
+{
+    if (b->p->text != NULL) {
+        memcpy(b->p->text + b->len, s, n);
+        if (mark && n > 0) {
+            struct baton_text_span *last =
+                b->p->n_spans ? &b->p->spans[b->p->n_spans - 1] : NULL;
+
+            if (last != NULL && last->off + last->len == b->len)
+                last->len += n; /* one span for adjacent markers */
+            else
+                b->p->spans[b->p->n_spans++] = (struct baton_text_span){b->len, n};
+        }
+    }
+    b->len += n;
+}
+
+static void mark(struct builder *b, const char *s)
+{
+    add(b, s, strlen(s), 1);
+}
+
+/* s[0, n), with Python's str.strip() on ASCII whitespace where trim is
+ * set, as the templates' trim. */
+static void content(struct builder *b, const char *s, size_t n, int trim)
+{
+    if (trim) {
+        while (n > 0 && strchr(" \t\n\r\v\f", s[0]) != NULL) {
+            s++;
+            n--;
+        }
+        while (n > 0 && strchr(" \t\n\r\v\f", s[n - 1]) != NULL)
+            n--;
+    }
+    add(b, s, n, 0);
+}
+
+static void lay_out(struct builder *b, enum baton_chat_template t, const char *sys,
+                    const char *user, size_t n)
+{
+    switch (t) {
+    case BATON_CHAT_CHATML:
+        if (sys) {
+            mark(b, "<|im_start|>system\n");
+            content(b, sys, strlen(sys), 0);
+            mark(b, "<|im_end|>\n");
+        }
+        mark(b, "<|im_start|>user\n");
+        content(b, user, n, 0);
+        mark(b, "<|im_end|>\n<|im_start|>assistant\n");
+        break;
+    case BATON_CHAT_LLAMA3:
+        if (sys) {
+            mark(b, "<|start_header_id|>system<|end_header_id|>\n\n");
+            content(b, sys, strlen(sys), 1);
+            mark(b, "<|eot_id|>");
+        }
+        mark(b, "<|start_header_id|>user<|end_header_id|>\n\n");
+        content(b, user, n, 1);
+        mark(b, "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+        break;
+    case BATON_CHAT_LLAMA2:
+        mark(b, "[INST] ");
+        if (sys) {
+            mark(b, "<<SYS>>\n");
+            content(b, sys, strlen(sys), 1);
+            mark(b, "\n<</SYS>>\n\n");
+        }
+        content(b, user, n, 1);
+        mark(b, " [/INST]");
+        break;
+    case BATON_CHAT_PHI3:
+        if (sys) {
+            mark(b, "<|system|>\n");
+            content(b, sys, strlen(sys), 0);
+            mark(b, "<|end|>\n");
+        }
+        mark(b, "<|user|>\n");
+        content(b, user, n, 0);
+        mark(b, "<|end|>\n<|assistant|>\n");
+        break;
+    default:
+        break;
+    }
+}
+
+int baton_chat_template_for(const struct baton_gguf *g, const char *name,
+                            enum baton_chat_template *t, char *err, size_t err_len)
+{
+    const char *src = NULL;
+    size_t len = 0;
+    int rc;
+
+    if (name != NULL) {
+        *t = baton_chat_from_name(name);
+        if (*t != BATON_CHAT_UNKNOWN)
+            return 0;
+        snprintf(err, err_len, "chat template '%s' is not chatml, llama3, llama2 or phi3", name);
+        return BATON_E_INVAL;
+    }
+    rc = baton_gguf_get_string(g, "tokenizer.chat_template", &src, &len);
+    if (rc != 0) {
+        snprintf(err, err_len, "%s key 'tokenizer.chat_template': name the layout with "
+                               "--chat-template chatml|llama3|llama2|phi3",
+                 rc == BATON_E_NOT_FOUND ? "no" : "a non-string");
+        return rc == BATON_E_NOT_FOUND ? BATON_E_NOT_FOUND : BATON_E_FORMAT;
+    }
+    *t = baton_chat_detect(src, len);
+    if (*t != BATON_CHAT_UNKNOWN)
+        return 0;
+    snprintf(err, err_len, "key 'tokenizer.chat_template' is none of the layouts baton writes "
+                           "(chatml, llama3, llama2, phi3): name one with --chat-template");
+    return BATON_E_UNSUPPORTED;
+}
+
+int baton_chat_format(enum baton_chat_template t, const char *system, const char *user,
+                      size_t user_len, struct baton_chat_prompt *out)
+{
+    struct builder b = {out, 0};
+
+    memset(out, 0, sizeof *out);
+    if (t == BATON_CHAT_UNKNOWN || (size_t)t >= sizeof names / sizeof names[0] || user == NULL)
+        return BATON_E_INVAL;
+    lay_out(&b, t, system, user, user_len); /* the length only */
+    if (b.len > BATON_TOKENIZER_MAX_TEXT_BYTES)
+        return BATON_E_LIMIT;
+    out->text = malloc(b.len + 1);
+    if (out->text == NULL)
+        return BATON_E_NOMEM;
+    b.len = 0;
+    lay_out(&b, t, system, user, user_len);
+    out->text[b.len] = '\0';
+    out->len = b.len;
+    return 0;
+}
+
+void baton_chat_prompt_free(struct baton_chat_prompt *p)
+{
+    free(p->text);
+    memset(p, 0, sizeof *p);
+}

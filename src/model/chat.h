@@ -1,0 +1,93 @@
+/* Chat templates: an optional system prompt and one user message laid out
+ * as the prompt an instruct model was trained on, ending with the opening
+ * of the assistant's turn (the "generation prompt"), for `baton run
+ * --chat` and `baton tokenize --chat`.
+ *
+ * A GGUF states its template as Jinja source in tokenizer.chat_template
+ * (as Hugging Face's tokenizer_config.json). baton does not run Jinja: it
+ * recognizes the layouts below by marker strings in that source, as
+ * llama.cpp's built-in templates do, and writes them itself. Names and
+ * layouts (S: the system prompt, U: the user message; "\n" a newline):
+ *
+ *   chatml  Qwen 2, 2.5 and 3 (and others): the source holds "<|im_start|>"
+ *           [<|im_start|>system\nS<|im_end|>\n]<|im_start|>user\nU<|im_end|>\n
+ *           <|im_start|>assistant\n
+ *   llama3  Llama 3.x: the source holds "<|start_header_id|>"; S and U trimmed
+ *           of leading and trailing whitespace, as the template's "| trim"
+ *           [<|start_header_id|>system<|end_header_id|>\n\nS<|eot_id|>]
+ *           <|start_header_id|>user<|end_header_id|>\n\nU<|eot_id|>
+ *           <|start_header_id|>assistant<|end_header_id|>\n\n
+ *   llama2  Llama 2 chat and Mistral 7B Instruct v0.1/v0.2: the source holds
+ *           "[INST]"; S and U trimmed (the template's .strip())
+ *           [INST] [<<SYS>>\nS\n<</SYS>>\n\n]U [/INST]
+ *   phi3    Phi-3: the source holds "<|user|>" and "<|end|>"
+ *           [<|system|>\nS<|end|>\n]<|user|>\nU<|end|>\n<|assistant|>\n
+ *
+ * The bracketed part is there only with a system prompt: a default one that
+ * a template's Jinja adds by itself (Qwen 2's "You are a helpful
+ * assistant") is not added, as llama.cpp's built-in templates do not; give
+ * it with --system. BOS is not part of the text: the tokenizer adds it
+ * where the model's tokenizer.ggml.add_bos_token says.
+ *
+ * The template's own markers are returned as spans: only there does
+ * control-token text become that token (baton_tokenize_spans), so text in
+ * S or U such as "<|im_end|>" stays text.
+ */
+#ifndef BATON_MODEL_CHAT_H
+#define BATON_MODEL_CHAT_H
+
+#include <stddef.h>
+
+#include "model/tokenizer.h"
+
+enum baton_chat_template {
+    BATON_CHAT_UNKNOWN = 0,
+    BATON_CHAT_CHATML,
+    BATON_CHAT_LLAMA3,
+    BATON_CHAT_LLAMA2,
+    BATON_CHAT_PHI3,
+};
+
+#define BATON_CHAT_MAX_SPANS 8 /* spans of a laid-out prompt (at most 4 used) */
+
+/* A formatted prompt: text (NUL-terminated, owned; free with
+ * baton_chat_prompt_free) and the template's spans in it, ascending. */
+struct baton_chat_prompt {
+    char *text;
+    size_t len;
+    struct baton_text_span spans[BATON_CHAT_MAX_SPANS];
+    size_t n_spans;
+};
+
+/* The layout a chat template's Jinja source (len bytes, need not be
+ * NUL-terminated) is recognized as, by the markers listed above (checked
+ * in that order), or BATON_CHAT_UNKNOWN. */
+enum baton_chat_template baton_chat_detect(const char *source, size_t len);
+
+/* The template named name ("chatml", "llama3", "llama2", "phi3"), or
+ * BATON_CHAT_UNKNOWN. */
+enum baton_chat_template baton_chat_from_name(const char *name);
+
+/* The name of t, or "unknown". */
+const char *baton_chat_name(enum baton_chat_template t);
+
+struct baton_gguf;
+
+/* The template for a model: the one name gives (when not NULL), else the
+ * one g's tokenizer.chat_template is recognized as, into *t. Errors:
+ * BATON_E_INVAL (name is none of the four), BATON_E_NOT_FOUND (no such
+ * key), BATON_E_FORMAT (the key is not a string), BATON_E_UNSUPPORTED (not
+ * recognized); err (if err_len > 0) then says which and what to give. */
+int baton_chat_template_for(const struct baton_gguf *g, const char *name,
+                            enum baton_chat_template *t, char *err, size_t err_len);
+
+/* Lays out system (NULL: none) and user (user_len bytes; may hold NUL) as
+ * template t, into *out.
+ * Errors: BATON_E_INVAL (t unknown), BATON_E_LIMIT (longer than
+ * BATON_TOKENIZER_MAX_TEXT_BYTES), BATON_E_NOMEM; *out is then empty. */
+int baton_chat_format(enum baton_chat_template t, const char *system, const char *user,
+                      size_t user_len, struct baton_chat_prompt *out);
+
+void baton_chat_prompt_free(struct baton_chat_prompt *p);
+
+#endif

@@ -1,0 +1,376 @@
+/* Chat templates (model/chat.h) and baton_tokenize_spans: the layouts as
+ * exact texts and spans; recognition of the templates in llama.cpp's own
+ * vocab GGUFs ($MODEL_DIR/vocab: qwen2's chatml, phi-3's); the ids of laid-
+ * out prompts on those real vocabularies (Qwen 2's and Llama 3's published
+ * special-token ids), and that text in a message never becomes a control
+ * token. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baton/status.h"
+#include "model/chat.h"
+#include "model/gguf.h"
+#include "model/tokenizer.h"
+
+#define N_IDS 256
+
+/* The vocab GGUF ggml-vocab-<name>.gguf and its tokenizer; skips (fails
+ * under CI=true) without it. */
+static void open_vocab(const char *name, struct baton_gguf **g, struct baton_tokenizer **tok)
+{
+    const char *dir = getenv("MODEL_DIR"), *ci = getenv("CI");
+    char path[4096], err[512] = "";
+
+    snprintf(path, sizeof path, "%s/vocab/ggml-vocab-%s.gguf", dir ? dir : "(MODEL_DIR unset)",
+             name);
+    if (dir == NULL || baton_gguf_open(path, g, err, sizeof err) != 0) {
+        if (ci != NULL && strcmp(ci, "true") == 0)
+            fail_msg("%s not usable (%s) and CI=true", path, err);
+        print_message("skipping: %s not found (set MODEL_DIR) %s\n", path, err);
+        skip();
+    }
+    assert_int_equal(baton_tokenizer_from_gguf(*g, tok, err, sizeof err), 0);
+}
+
+static void close_vocab(struct baton_gguf *g, struct baton_tokenizer *tok)
+{
+    baton_tokenizer_free(tok);
+    baton_gguf_close(g);
+}
+
+/* Lays out (sys, user) as t and checks the text and the spans (the
+ * marker strings, in order, adjacent ones as one). */
+static void expect_layout(enum baton_chat_template t, const char *sys, const char *user,
+                          const char *want, const char *const *marks, size_t n_marks)
+{
+    struct baton_chat_prompt p;
+
+    assert_int_equal(baton_chat_format(t, sys, user, strlen(user), &p), 0);
+    assert_string_equal(p.text, want);
+    assert_int_equal(p.len, strlen(want));
+    assert_int_equal(p.n_spans, n_marks);
+    for (size_t i = 0; i < n_marks; i++) {
+        assert_true(p.spans[i].off + p.spans[i].len <= p.len);
+        assert_int_equal(p.spans[i].len, strlen(marks[i]));
+        assert_memory_equal(p.text + p.spans[i].off, marks[i], strlen(marks[i]));
+    }
+    baton_chat_prompt_free(&p);
+}
+
+static void test_layouts(void **state)
+{
+    (void)state;
+    {
+        const char *const m[] = {"<|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n"};
+        expect_layout(BATON_CHAT_CHATML, NULL, " Hi\n",
+                      "<|im_start|>user\n Hi\n<|im_end|>\n<|im_start|>assistant\n", m, 2);
+    }
+    {
+        const char *const m[] = {"<|im_start|>system\n", "<|im_end|>\n<|im_start|>user\n",
+                                 "<|im_end|>\n<|im_start|>assistant\n"};
+        expect_layout(BATON_CHAT_CHATML, "Be brief.", "Hi",
+                      "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+                      "<|im_start|>assistant\n",
+                      m, 3);
+    }
+    {
+        /* trimmed, as the template's "| trim" */
+        const char *const m[] = {"<|start_header_id|>system<|end_header_id|>\n\n",
+                                 "<|eot_id|><|start_header_id|>user<|end_header_id|>\n\n",
+                                 "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"};
+        expect_layout(BATON_CHAT_LLAMA3, " S \n", "\t U u \r\n",
+                      "<|start_header_id|>system<|end_header_id|>\n\nS<|eot_id|>"
+                      "<|start_header_id|>user<|end_header_id|>\n\nU u<|eot_id|>"
+                      "<|start_header_id|>assistant<|end_header_id|>\n\n",
+                      m, 3);
+    }
+    {
+        const char *const m[] = {"[INST] ", " [/INST]"};
+        expect_layout(BATON_CHAT_LLAMA2, NULL, "  What is 2+2? ", "[INST] What is 2+2? [/INST]",
+                      m, 2);
+    }
+    {
+        const char *const m[] = {"[INST] <<SYS>>\n", "\n<</SYS>>\n\n", " [/INST]"};
+        expect_layout(BATON_CHAT_LLAMA2, "Be kind.", "Hi",
+                      "[INST] <<SYS>>\nBe kind.\n<</SYS>>\n\nHi [/INST]", m, 3);
+    }
+    {
+        const char *const m[] = {"<|system|>\n", "<|end|>\n<|user|>\n",
+                                 "<|end|>\n<|assistant|>\n"};
+        expect_layout(BATON_CHAT_PHI3, "S", "U",
+                      "<|system|>\nS<|end|>\n<|user|>\nU<|end|>\n<|assistant|>\n", m, 3);
+    }
+    {
+        /* an empty message, and one holding NUL (length-counted) */
+        struct baton_chat_prompt p;
+        const char *const m[] = {"<|user|>\n<|end|>\n<|assistant|>\n"}; /* adjacent: one */
+
+        expect_layout(BATON_CHAT_PHI3, NULL, "", "<|user|>\n<|end|>\n<|assistant|>\n", m, 1);
+        assert_int_equal(baton_chat_format(BATON_CHAT_CHATML, NULL, "a\0b", 3, &p), 0);
+        assert_int_equal(p.len, strlen("<|im_start|>user\n<|im_end|>\n<|im_start|>assistant\n") +
+                                    3);
+        assert_memory_equal(p.text + strlen("<|im_start|>user\n"), "a\0b", 3);
+        baton_chat_prompt_free(&p);
+        assert_int_equal(baton_chat_format(BATON_CHAT_UNKNOWN, NULL, "x", 1, &p), BATON_E_INVAL);
+        assert_null(p.text);
+    }
+}
+
+static void test_limit(void **state)
+{
+    struct baton_chat_prompt p;
+    const size_t n = BATON_TOKENIZER_MAX_TEXT_BYTES;
+    char *big = malloc(n);
+
+    (void)state;
+    assert_non_null(big);
+    memset(big, 'a', n);
+    /* the message alone fits the tokenizer; laid out it does not */
+    assert_int_equal(baton_chat_format(BATON_CHAT_LLAMA2, NULL, big, n, &p), BATON_E_LIMIT);
+    assert_null(p.text);
+    assert_int_equal(baton_chat_format(BATON_CHAT_LLAMA2, NULL, big, n - 20, &p), 0);
+    assert_int_equal(p.len, n - 20 + strlen("[INST] ") + strlen(" [/INST]"));
+    baton_chat_prompt_free(&p);
+    free(big);
+}
+
+static void test_detect(void **state)
+{
+    (void)state;
+    /* fragments of the templates' Jinja as their models ship them */
+    static const char llama3[] =
+        "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = "
+        "'<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] "
+        "| trim + '<|eot_id|>' %}";
+    static const char llama2[] = "{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }} "
+                                 "'<<SYS>>\\n' + system_message + '\\n<</SYS>>\\n\\n'";
+    static const char mistral[] = "{{ '[INST] ' + message['content'] + ' [/INST]' }}";
+    static const char phi3[] = "{{'<|user|>' + '\\n' + message['content'] + '<|end|>'}}";
+    static const char zephyr[] = "{{ '<|user|>\\n' + message['content'] + eos_token }}";
+
+    assert_int_equal(baton_chat_detect(llama3, strlen(llama3)), BATON_CHAT_LLAMA3);
+    assert_int_equal(baton_chat_detect(llama2, strlen(llama2)), BATON_CHAT_LLAMA2);
+    assert_int_equal(baton_chat_detect(mistral, strlen(mistral)), BATON_CHAT_LLAMA2);
+    assert_int_equal(baton_chat_detect(phi3, strlen(phi3)), BATON_CHAT_PHI3);
+    assert_int_equal(baton_chat_detect(zephyr, strlen(zephyr)), BATON_CHAT_UNKNOWN);
+    assert_int_equal(baton_chat_detect("{{ messages }}", 14), BATON_CHAT_UNKNOWN);
+    assert_int_equal(baton_chat_detect(NULL, 0), BATON_CHAT_UNKNOWN);
+    /* len bounds the search: the marker past it is not seen */
+    assert_int_equal(baton_chat_detect("ab<|im_start|>", 2), BATON_CHAT_UNKNOWN);
+    for (int t = BATON_CHAT_CHATML; t <= BATON_CHAT_PHI3; t++)
+        assert_int_equal(baton_chat_from_name(baton_chat_name((enum baton_chat_template)t)), t);
+    assert_int_equal(baton_chat_from_name("ChatML"), BATON_CHAT_UNKNOWN);
+    assert_int_equal(baton_chat_from_name(NULL), BATON_CHAT_UNKNOWN);
+    assert_string_equal(baton_chat_name((enum baton_chat_template)99), "unknown");
+}
+
+static void test_template_for(void **state)
+{
+    struct baton_gguf *g;
+    struct baton_tokenizer *tok;
+    enum baton_chat_template t = BATON_CHAT_UNKNOWN;
+    char err[256] = "";
+
+    (void)state;
+    open_vocab("qwen2", &g, &tok);
+    assert_int_equal(baton_chat_template_for(g, NULL, &t, err, sizeof err), 0);
+    assert_int_equal(t, BATON_CHAT_CHATML);
+    assert_int_equal(baton_chat_template_for(g, "llama3", &t, err, sizeof err), 0);
+    assert_int_equal(t, BATON_CHAT_LLAMA3);
+    assert_int_equal(baton_chat_template_for(g, "vicuna", &t, err, sizeof err), BATON_E_INVAL);
+    assert_non_null(strstr(err, "'vicuna'"));
+    close_vocab(g, tok);
+    open_vocab("phi-3", &g, &tok);
+    assert_int_equal(baton_chat_template_for(g, NULL, &t, err, sizeof err), 0);
+    assert_int_equal(t, BATON_CHAT_PHI3);
+    close_vocab(g, tok);
+    open_vocab("llama-bpe", &g, &tok); /* llama.cpp's file has no template */
+    assert_int_equal(baton_chat_template_for(g, NULL, &t, err, sizeof err), BATON_E_NOT_FOUND);
+    assert_non_null(strstr(err, "tokenizer.chat_template"));
+    assert_non_null(strstr(err, "--chat-template"));
+    close_vocab(g, tok);
+}
+
+/* The ids of (sys, user) laid out as t and tokenized with its spans (BOS as
+ * the vocabulary says) into ids; their count. */
+static size_t chat_ids(const struct baton_tokenizer *tok, enum baton_chat_template t,
+                       const char *sys, const char *user, int32_t *ids)
+{
+    struct baton_chat_prompt p;
+    size_t n = 0;
+    const unsigned bos = baton_tokenizer_add_bos(tok) ? BATON_TOKENIZE_ADD_BOS : 0u;
+
+    assert_int_equal(baton_chat_format(t, sys, user, strlen(user), &p), 0);
+    assert_int_equal(baton_tokenize_spans(tok, p.text, p.len, bos, p.spans, p.n_spans, ids, N_IDS,
+                                          &n),
+                     0);
+    /* a message without control-token text: as llama.cpp tokenizes the
+     * whole laid-out text with special parsing */
+    if (strchr(user, '<') == NULL && (sys == NULL || strchr(sys, '<') == NULL)) {
+        int32_t all[N_IDS];
+        size_t n_all = 0;
+
+        assert_int_equal(baton_tokenize_ex(tok, p.text, p.len, bos | BATON_TOKENIZE_PARSE_SPECIAL,
+                                           all, N_IDS, &n_all),
+                         0);
+        assert_int_equal(n_all, n);
+        assert_memory_equal(all, ids, n * sizeof *ids);
+    }
+    baton_chat_prompt_free(&p);
+    return n;
+}
+
+static void expect_seq(const int32_t *ids, size_t n, const int32_t *want, size_t n_want)
+{
+    if (n != n_want || memcmp(ids, want, n * sizeof *ids) != 0) {
+        for (size_t i = 0; i < n; i++)
+            print_message("%d ", ids[i]);
+        print_message("(%zu ids)\n", n);
+        fail_msg("ids differ from the %zu expected", n_want);
+    }
+}
+
+static void test_ids_qwen2(void **state)
+{
+    struct baton_gguf *g;
+    struct baton_tokenizer *tok;
+    int32_t ids[N_IDS], plain[N_IDS];
+    size_t n, n_plain = 0, n_end = 0;
+    /* Qwen 2's ids: <|im_start|> 151644, <|im_end|> 151645, "system" 8948,
+     * "user" 872, "assistant" 77091, "\n" 198 */
+    static const int32_t want[] = {151644, 8948, 198,    3430,   9814, 13,  151645, 198, 151644,
+                                   872,    198,  9707,   151645, 198,  151644, 77091, 198};
+
+    (void)state;
+    open_vocab("qwen2", &g, &tok);
+    n = chat_ids(tok, BATON_CHAT_CHATML, "Be brief.", "Hello", ids);
+    expect_seq(ids, n, want, sizeof want / sizeof want[0]);
+    /* the message's "<|im_end|>" is text: the ids between the markers are
+     * those of the plain text, and <|im_end|> occurs only where the
+     * template puts it */
+    n = chat_ids(tok, BATON_CHAT_CHATML, NULL, "Hello <|im_end|> there", ids);
+    assert_int_equal(baton_tokenize_ex(tok, "user\nHello <|im_end|> there", 27, 0, plain, N_IDS,
+                                       &n_plain),
+                     0);
+    assert_int_equal(n, n_plain + 6); /* 1 marker id before, 5 after */
+    assert_int_equal(ids[0], 151644);
+    assert_memory_equal(ids + 1, plain, n_plain * sizeof *ids);
+    for (size_t i = 0; i < n; i++)
+        n_end += ids[i] == 151645;
+    assert_int_equal(n_end, 1);
+    close_vocab(g, tok);
+}
+
+static void test_ids_llama3(void **state)
+{
+    struct baton_gguf *g;
+    struct baton_tokenizer *tok;
+    int32_t ids[N_IDS];
+    size_t n;
+    /* Llama 3's ids: <|begin_of_text|> 128000 (BOS), <|start_header_id|>
+     * 128006, <|end_header_id|> 128007, <|eot_id|> 128009, "user" 882,
+     * "assistant" 78191, "\n\n" 271, "Hello" 9906 */
+    static const int32_t want[] = {128000, 128006, 882,    128007, 271,   9906,
+                                   128009, 128006, 78191, 128007, 271};
+
+    (void)state;
+    open_vocab("llama-bpe", &g, &tok);
+    n = chat_ids(tok, BATON_CHAT_LLAMA3, NULL, " Hello\n", ids);
+    expect_seq(ids, n, want, sizeof want / sizeof want[0]);
+    n = chat_ids(tok, BATON_CHAT_LLAMA3, NULL, "<|eot_id|>", ids);
+    assert_true(n > 11);
+    for (size_t i = 5; i + 6 < n; i++) /* the message: no control id */
+        assert_true(ids[i] < 128000);
+    close_vocab(g, tok);
+}
+
+static void test_ids_spm(void **state)
+{
+    struct baton_gguf *g;
+    struct baton_tokenizer *tok;
+    int32_t ids[N_IDS];
+    size_t n;
+
+    (void)state;
+    /* a SentencePiece vocabulary: the same ids as the whole text with
+     * special parsing (chat_ids checks it), BOS first */
+    open_vocab("phi-3", &g, &tok);
+    n = chat_ids(tok, BATON_CHAT_PHI3, "Be brief.", "Hello", ids);
+    assert_true(n > 8);
+    assert_int_equal(ids[0], baton_tokenizer_bos(tok));
+    close_vocab(g, tok);
+    open_vocab("llama-spm", &g, &tok);
+    n = chat_ids(tok, BATON_CHAT_LLAMA2, "Be kind.", "Hello", ids);
+    assert_true(n > 8);
+    assert_int_equal(ids[0], baton_tokenizer_bos(tok));
+    close_vocab(g, tok);
+}
+
+static void test_spans(void **state)
+{
+    struct baton_gguf *g;
+    struct baton_tokenizer *tok;
+    int32_t a[N_IDS], b[N_IDS];
+    size_t na = 0, nb = 0;
+    static const char text[] = "<|im_start|>x<|im_end|>";
+    const size_t len = sizeof text - 1;
+
+    (void)state;
+    open_vocab("qwen2", &g, &tok);
+    /* no span: no control token; a span over the whole: every one */
+    assert_int_equal(baton_tokenize_spans(tok, text, len, 0, NULL, 0, a, N_IDS, &na), 0);
+    assert_int_equal(baton_tokenize_ex(tok, text, len, 0, b, N_IDS, &nb), 0);
+    assert_int_equal(na, nb);
+    assert_memory_equal(a, b, na * sizeof *a);
+    {
+        const struct baton_text_span all = {0, len};
+
+        assert_int_equal(baton_tokenize_spans(tok, text, len, 0, &all, 1, a, N_IDS, &na), 0);
+        assert_int_equal(na, 3);
+        assert_int_equal(a[0], 151644);
+        assert_int_equal(a[2], 151645);
+    }
+    {
+        /* a span that holds only part of a marker does not make it one */
+        const struct baton_text_span s[] = {{0, 12}, {13, 5}};
+
+        assert_int_equal(baton_tokenize_spans(tok, text, len, 0, s, 2, a, N_IDS, &na), 0);
+        assert_int_equal(a[0], 151644);
+        for (size_t i = 1; i < na; i++)
+            assert_true(a[i] != 151645);
+    }
+    {
+        const struct baton_text_span overlap[] = {{0, 5}, {4, 2}};
+        const struct baton_text_span order[] = {{6, 2}, {0, 2}};
+        const struct baton_text_span past[] = {{len, 1}};
+        const struct baton_text_span at_end[] = {{len, 0}};
+
+        assert_int_equal(baton_tokenize_spans(tok, text, len, 0, overlap, 2, a, N_IDS, &na),
+                         BATON_E_INVAL);
+        assert_int_equal(baton_tokenize_spans(tok, text, len, 0, order, 2, a, N_IDS, &na),
+                         BATON_E_INVAL);
+        assert_int_equal(baton_tokenize_spans(tok, text, len, 0, past, 1, a, N_IDS, &na),
+                         BATON_E_INVAL);
+        assert_int_equal(baton_tokenize_spans(tok, text, len, 0, at_end, 1, a, N_IDS, &na), 0);
+    }
+    close_vocab(g, tok);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_layouts),      cmocka_unit_test(test_limit),
+        cmocka_unit_test(test_detect),       cmocka_unit_test(test_template_for),
+        cmocka_unit_test(test_ids_qwen2),    cmocka_unit_test(test_ids_llama3),
+        cmocka_unit_test(test_ids_spm),      cmocka_unit_test(test_spans),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
