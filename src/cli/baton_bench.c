@@ -396,7 +396,11 @@ int baton_cmd_bench(int argc, char **argv)
         fprintf(stderr, "baton bench: --model FILE is required (see --help)\n");
         return 2;
     }
-    if (baton_cli_empty_output("baton bench", "--json", json))
+    /* an empty --key is a usage error, not "no key" (an empty
+     * BATON_KEY_FILE still means none) */
+    if (baton_cli_empty_output("baton bench", "--json", json) ||
+        (cfg.key_name && strcmp(cfg.key_name, "--key") == 0 &&
+         baton_cli_empty_output("baton bench", "--key", cfg.key_path)))
         return 2;
     /* n_prompt, n_gen <= 2^20: no sum below wraps */
     if (n_ctx != 0 && n_prompt + n_gen > n_ctx) {

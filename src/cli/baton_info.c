@@ -211,6 +211,10 @@ int baton_cmd_info(int argc, char **argv)
                 argv[optind]);
         return 2;
     }
+    /* an empty --key is a usage error, not "no key" (an empty
+     * BATON_KEY_FILE still means none) */
+    if (strcmp(key_name, "--key") == 0 && baton_cli_empty_output("baton info", "--key", key_path))
+        return 2;
     if (!servers || !*servers) {
         fputs("baton info: --servers (or BATON_SERVERS) is required\n"
               "(see `baton info --help`)\n",

@@ -576,6 +576,11 @@ int baton_cmd_run(int argc, char **argv)
                         "FILE, not --prompt-ids\n");
         return 2;
     }
+    /* an empty --key (--key "$UNSET") is not "no key": a usage error, as in
+     * batond (an empty BATON_KEY_FILE still means none) */
+    if (cfg.key_name && strcmp(cfg.key_name, "--key") == 0 &&
+        baton_cli_empty_output("baton run", "--key", cfg.key_path))
+        return 2;
     if (baton_cli_empty_output("baton run", "--stats-json", cfg.stats_json) ||
         baton_cli_empty_output("baton run", "--ids-file", cfg.ids_path) ||
         baton_cli_empty_output("baton run", "--logits-out", cfg.logits_path) ||

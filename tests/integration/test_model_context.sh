@@ -326,6 +326,16 @@ for opt in --stats-json --ids-file --logits-out; do
     want_fail 2 "$TMP/o.err" "$BATON" run --model "$MODEL" --prompt x -n 2 "$opt" ''
     has_line "$TMP/o.err" "baton run: $opt: an empty path (see \`baton run --help\`)"
 done
+# an empty --key (--key "$UNSET") is a usage error in run, bench and info as
+# in batond, not a run without a key (an empty BATON_KEY_FILE still is none)
+want_fail 2 "$TMP/o.err" "$BATON" run --model "$MODEL" --prompt x -n 2 --key ''
+has_line "$TMP/o.err" "baton run: --key: an empty path (see \`baton run --help\`)"
+want_fail 2 "$TMP/o.err" "$BATON" bench --model "$MODEL" -p 4 -n 2 --reps 1 --key ''
+has_line "$TMP/o.err" "baton bench: --key: an empty path (see \`baton bench --help\`)"
+want_fail 2 "$TMP/o.err" "$BATON" info --servers local --key ''
+has_line "$TMP/o.err" "baton info: --key: an empty path (see \`baton info --help\`)"
+BATON_KEY_FILE='' "$BATON" run --model "$MODEL" --prompt x -n 2 >/dev/null 2>"$TMP/o.err" ||
+    fail "run with an empty BATON_KEY_FILE: $(cat "$TMP/o.err")"
 # a stray word is named, not taken for a missing --model
 want_fail 2 "$TMP/o.err" "$BATON" bench --model "$MODEL" extra
 has_line "$TMP/o.err" "baton bench: unexpected argument 'extra' (see --help)"
