@@ -592,9 +592,23 @@ static int load_graph(struct conn *c, struct baton_graph *g, uint64_t *scratch_b
     g->leaves = ss->leaves;
     g->nodes = ss->nodes;
     rc = baton_graph_validate(g, max_nodes, ss->plan, scratch_bytes);
-    /* the compute budget, before any scratch is mapped or any node runs */
-    if (rc == 0 && baton_graph_flops(g) > session_flops_cap(c->s, &c->sess))
-        rc = BATON_E_LIMIT;
+    /* the compute budget, before any scratch is mapped or any node runs;
+     * the refusal names its limit on a line of its own, just before the
+     * command's error line (a reply carries only the status) */
+    if (rc == 0) {
+        const uint64_t flops = baton_graph_flops(g), cap = session_flops_cap(c->s, ss);
+        if (flops > cap) {
+            server_log_limited(c->s,
+                               "session %llu: a graph of %llu FLOPs is over the compute budget "
+                               "of %llu FLOPs a graph (%s)",
+                               (unsigned long long)ss->id, (unsigned long long)flops,
+                               (unsigned long long)cap,
+                               cap != c->s->cfg.max_graph_flops
+                                   ? "the max_graph_flops of its client key's client line"
+                                   : "max_graph_flops");
+            rc = BATON_E_LIMIT;
+        }
+    }
     if (rc == 0)
         return 0;
 fail:
@@ -684,8 +698,13 @@ static int cmd_graph_register(struct conn *c, const struct baton_frame_header *h
         baton_handles_release(c->s->handles, &ss->leaf_refs[i]);
     if (rc != 0)
         return rc;
-    if (ss->n_graphs >= c->s->cfg.max_graphs_per_session)
+    if (ss->n_graphs >= c->s->cfg.max_graphs_per_session) {
+        server_log_limited(c->s,
+                           "session %llu: a graph to register past the %u graphs a session "
+                           "may hold (max_graphs_per_session)",
+                           (unsigned long long)ss->id, c->s->cfg.max_graphs_per_session);
         return BATON_E_LIMIT;
+    }
     memset(&sg, 0, sizeof sg);
     sg.n_leaves = g.n_leaves;
     sg.n_nodes = g.n_nodes;

@@ -101,6 +101,17 @@ register_refused flops "$flops" "batond --max-graphs-per-session, default 32" \
     "batond --print-policy shows the server's other limits"
 flops_n=$(sed -n "s/^baton run: stage 1's graph for a step of [0-9]* tokens\{0,1\} has [0-9]* nodes and \([0-9]*\) FLOPs (batond's defaults, which its policy may lower: max_graph_nodes 8192, max_graph_flops 50000000000000)\$/\1/p" "$TMP/run.err")
 [ -n "$flops_n" ] && [ "$flops_n" -gt 1000 ] || fail "no FLOPs over 1000: $(cat "$TMP/run.err")"
+# batond's log names the limit, before the command's error line
+grep -A1 -E "^batond: session [0-9]+: a graph of [0-9]+ FLOPs is over the compute budget of 1000 FLOPs a graph \(max_graph_flops\)\$" \
+    "$TMP/batond.flops.log" | grep -qE "^batond: session [0-9]+ GRAPH_REGISTER: E_LIMIT\$" ||
+    fail "batond's log does not name max_graph_flops: $(cat "$TMP/batond.flops.log")"
+# ... and the graph count (max_graphs_per_session 0: not even one)
+BATOND_EXTRA="${BATOND_EXTRA:-} --max-graphs-per-session 0" start_server nographs
+want_fail 1 "$TMP/run.out" "$TMP/run.err" "$BATON" run --model "$MODEL" \
+    --servers 127.0.0.1:$PORT_nographs --prompt "Once upon a time" -n 4
+grep -A1 -E "^batond: session [0-9]+: a graph to register past the 0 graphs a session may hold \(max_graphs_per_session\)\$" \
+    "$TMP/batond.nographs.log" | grep -qE "^batond: session [0-9]+ GRAPH_REGISTER: E_LIMIT\$" ||
+    fail "batond's log does not name max_graphs_per_session: $(cat "$TMP/batond.nographs.log")"
 
 # --- run: the same refusal by an in-process stage names no batond flag it
 # could not be given: 400 layers are more nodes than the default
