@@ -307,10 +307,17 @@ int main(int argc, char **argv)
     }
     host = pol.bind;
     port = pol.port;
-    if (!key_path && pol.key_file[0])
+    /* a key file that the policy named is called by its key there, not
+     * --key, when it is refused */
+    const char *key_opt = "--key", *peer_key_opt = "--peer-key";
+    if (!key_path && pol.key_file[0]) {
         key_path = pol.key_file;
-    if (!peer_key_path && pol.peer_key_file[0])
+        key_opt = "key_file (policy)";
+    }
+    if (!peer_key_path && pol.peer_key_file[0]) {
         peer_key_path = pol.peer_key_file;
+        peer_key_opt = "peer_key_file (policy)";
+    }
     /* no key configured: the service manager's credentials, if any */
     if (!key_path && credential_path("client.key", cred_key, sizeof cred_key)) {
         key_path = cred_key;
@@ -347,11 +354,11 @@ int main(int argc, char **argv)
 
     /* keys: loaded and compared (usage errors too) before any name is
      * looked up and anything listens */
-    if (key_path && load_key(key_is_credential ? "credential client.key" : "--key", key_path,
+    if (key_path && load_key(key_is_credential ? "credential client.key" : key_opt, key_path,
                              key_is_credential, &client_key) != 0)
         goto out;
     if (peer_key_path &&
-        load_key(peer_key_is_credential ? "credential peer.key" : "--peer-key", peer_key_path,
+        load_key(peer_key_is_credential ? "credential peer.key" : peer_key_opt, peer_key_path,
                  peer_key_is_credential, &peer_key) != 0)
         goto out;
     /* one key for both roles would let every client open a peer-role link

@@ -107,6 +107,14 @@ expect_batond 1 "--key: .*short.key" --port 0 --key "$TMP/short.key"
 expect_batond 1 "--key: .*sym.key.*link" --port 0 --key "$TMP/sym.key"
 expect_batond 1 "--key: .*missing.key" --port 0 --key "$TMP/missing.key"
 expect_batond 1 "--peer-key: .*loose.key" --port 0 --key "$K" --peer-key "$TMP/loose.key"
+# a key file the policy names is called by its key there, not --key (a
+# break-it review: "--key: ..." though no --key was given)
+printf 'key_file = %s\n' "$TMP/loose.key" >"$TMP/key.policy"
+expect_batond 1 "^batond: key_file \(policy\): $TMP/loose.key: mode 0644" --port 0 \
+    --policy "$TMP/key.policy"
+printf 'key_file = %s\npeer_key_file = %s\n' "$K" "$TMP/missing.key" >"$TMP/key.policy"
+expect_batond 1 "^batond: peer_key_file \(policy\): $TMP/missing.key: no such key file" --port 0 \
+    --policy "$TMP/key.policy"
 expect_batond 2 "--peer-key .*needs a client key: --key \(key_file\) or a named client" --port 0 --peer-key "$K"
 expect_batond 2 "--peer \(peer\) needs --peer-key" --port 0 --key "$K" --peer 127.0.0.1:9
 printf 'peer = 127.0.0.1:9\n' >"$TMP/peer.policy"
