@@ -398,7 +398,8 @@ int baton_cmd_bench(int argc, char **argv)
     }
     /* an empty --key is a usage error, not "no key" (an empty
      * BATON_KEY_FILE still means none) */
-    if (baton_cli_empty_output("baton bench", "--json", json) ||
+    if (baton_cli_empty_output("baton bench", "--model", cfg.model_path) ||
+        baton_cli_empty_output("baton bench", "--json", json) ||
         (cfg.key_name && strcmp(cfg.key_name, "--key") == 0 &&
          baton_cli_empty_output("baton bench", "--key", cfg.key_path)))
         return 2;

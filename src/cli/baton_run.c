@@ -581,6 +581,8 @@ int baton_cmd_run(int argc, char **argv)
     if (cfg.key_name && strcmp(cfg.key_name, "--key") == 0 &&
         baton_cli_empty_output("baton run", "--key", cfg.key_path))
         return 2;
+    if (baton_cli_empty_output("baton run", "--model", cfg.model_path))
+        return 2; /* it was "baton run: : cannot open" */
     if (baton_cli_empty_output("baton run", "--stats-json", cfg.stats_json) ||
         baton_cli_empty_output("baton run", "--ids-file", cfg.ids_path) ||
         baton_cli_empty_output("baton run", "--logits-out", cfg.logits_path) ||

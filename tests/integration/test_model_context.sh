@@ -334,6 +334,11 @@ want_fail 2 "$TMP/o.err" "$BATON" bench --model "$MODEL" -p 4 -n 2 --reps 1 --ke
 has_line "$TMP/o.err" "baton bench: --key: an empty path (see \`baton bench --help\`)"
 want_fail 2 "$TMP/o.err" "$BATON" info --servers local --key ''
 has_line "$TMP/o.err" "baton info: --key: an empty path (see \`baton info --help\`)"
+# ... and an empty --model (it was "baton run: : cannot open", exit 1)
+want_fail 2 "$TMP/o.err" "$BATON" run --model '' --prompt x -n 2
+has_line "$TMP/o.err" "baton run: --model: an empty path (see \`baton run --help\`)"
+want_fail 2 "$TMP/o.err" "$BATON" bench --model '' -p 4 -n 2 --reps 1
+has_line "$TMP/o.err" "baton bench: --model: an empty path (see \`baton bench --help\`)"
 BATON_KEY_FILE='' "$BATON" run --model "$MODEL" --prompt x -n 2 >/dev/null 2>"$TMP/o.err" ||
     fail "run with an empty BATON_KEY_FILE: $(cat "$TMP/o.err")"
 # a stray word is named, not taken for a missing --model
