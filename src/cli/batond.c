@@ -23,7 +23,7 @@
  * (SECURITY.md). --port 0 picks a free port; the port actually bound is
  * written (atomically: temp file in
  * the same directory, then rename) to --port-file once listening, so a test
- * can start batond and wait for that file. SIGTERM/SIGINT drain the server
+ * can start batond and wait for that file. SIGTERM/SIGINT/SIGHUP drain the server
  * (no new connections, requests in flight finish) and exit 0. Exit 1 on a
  * runtime or file failure (a key file or the policy file refused, the
  * address does not resolve or cannot be bound), 2 on a usage error.
@@ -62,6 +62,37 @@ static void on_signal(int sig)
     (void)sig;
     if (g_server)
         baton_server_stop(g_server);
+}
+
+/* Memory settings that cannot work as written, said at startup (they are
+ * accepted: a quota above what exists only lets the kernel refuse first):
+ * total_memory_bytes above this machine's memory, a session's quota (the
+ * policy's or a client line's) above the total, which caps it. */
+static void warn_memory(const struct baton_server_config *cfg)
+{
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    const unsigned long long ram =
+        pages > 0 && page > 0 ? (unsigned long long)pages * (unsigned long long)page : 0;
+
+    if (ram != 0 && cfg->total_memory_bytes > ram)
+        baton_log(BATON_LOG_WARNING, "startup", NULL, 0,
+                  "total_memory_bytes (%llu MiB) is more than this machine's memory (%llu MiB): "
+                  "allocations may fail, or the kernel stop batond, before the quota refuses them",
+                  (unsigned long long)(cfg->total_memory_bytes >> 20), ram >> 20);
+    if (cfg->session_memory_bytes > cfg->total_memory_bytes)
+        baton_log(BATON_LOG_WARNING, "startup", NULL, 0,
+                  "session_memory_bytes (%llu MiB) is more than total_memory_bytes (%llu MiB), "
+                  "which caps every session",
+                  (unsigned long long)(cfg->session_memory_bytes >> 20),
+                  (unsigned long long)(cfg->total_memory_bytes >> 20));
+    for (uint32_t i = 0; i < cfg->n_clients; i++)
+        if (cfg->clients[i].session_memory_bytes > cfg->total_memory_bytes)
+            baton_log(BATON_LOG_WARNING, "startup", NULL, 0,
+                      "client key %s: session_memory_bytes (%llu MiB) is more than "
+                      "total_memory_bytes (%llu MiB), which caps every session",
+                      cfg->clients[i].name,
+                      (unsigned long long)(cfg->clients[i].session_memory_bytes >> 20),
+                      (unsigned long long)(cfg->total_memory_bytes >> 20));
 }
 
 /* Writes "<port>\n" to path via a temporary file in the same directory and
@@ -462,6 +493,7 @@ int main(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL); /* the terminal it was started from closed */
 
     if (port_file && lstat(port_file, &pst) == 0 && !S_ISREG(pst.st_mode) &&
         !S_ISLNK(pst.st_mode)) {
@@ -481,6 +513,7 @@ int main(int argc, char **argv)
         baton_log(BATON_LOG_WARNING, "startup", NULL, 0,
                   "BATON_CPU_ISA=%s ignored (not scalar, avx2 or avx512): kernels %s",
                   getenv("BATON_CPU_ISA"), kernels);
+    warn_memory(&cfg);
     /* last step of setup: from here on only the calls of policy/seccomp.list */
     if (use_seccomp && baton_sandbox_install(err, sizeof err) != 0) {
         baton_log(BATON_LOG_ERR, "startup", NULL, 0, "%s", err);
@@ -540,6 +573,7 @@ out:
         struct baton_server *s = g_server;
         signal(SIGTERM, SIG_IGN);
         signal(SIGINT, SIG_IGN);
+        signal(SIGHUP, SIG_IGN);
         g_server = NULL; /* a late signal must not touch a freed server */
         baton_server_destroy(s);
     }

@@ -216,8 +216,14 @@ exec 3<>"/dev/tcp/127.0.0.1/$porta"
 stop_with TERM "$pa"
 grep -q "batond: stopped" "$tmp/a.log" || fail "no stop line after SIGTERM"
 exec 3>&-
-# SIGINT works the same way
+# SIGINT works the same way, and SIGHUP (a closed terminal: the README's
+# batond started with & from a shell) too, where it killed batond
 stop_with INT "$pb"
+start hup --port 0
+exec 3<>"/dev/tcp/127.0.0.1/$started_port"
+stop_with HUP "$started_pid"
+grep -q "batond: stopped" "$tmp/hup.log" || fail "no stop line after SIGHUP: $(cat "$tmp/hup.log")"
+exec 3>&-
 
 # nobody listens on a's port any more: `baton info` names the endpoint and a hint
 if [ -n "${BATON:-}" ] && [ -x "$BATON" ]; then
@@ -247,6 +253,25 @@ for opt in --port-file --host --policy --key --peer-key --port --threads --log-f
     [ "$rc" -eq 2 ] && grep -q "batond: $opt needs a value; the next argument is the option --quiet" \
         "$tmp/noval.err" && [ ! -e "$tmp/--quiet" ] || fail "$opt --quiet: rc $rc: $(head -3 "$tmp/noval.err")"
 done
+
+# memory settings that cannot work as written start, with a warning each
+printf 'session_memory_bytes = 2G\ntotal_memory_bytes = 1G\n' >"$tmp/mem.policy"
+start mem --port 0 --policy "$tmp/mem.policy"
+stop_with TERM "$started_pid"
+grep -q "session_memory_bytes (2048 MiB) is more than total_memory_bytes (1024 MiB), which caps" \
+    "$tmp/mem.log" || fail "no session > total warning: $(cat "$tmp/mem.log")"
+if [ -n "${BATON:-}" ] && [ -x "$BATON" ]; then
+    "$BATON" keygen -o "$tmp/big.key" 2>/dev/null
+    start memc --port 0 --policy "$tmp/mem.policy" --client "big $tmp/big.key session_memory_bytes=3G"
+    stop_with TERM "$started_pid"
+    grep -q "client key big: session_memory_bytes (3072 MiB) is more than total_memory_bytes" \
+        "$tmp/memc.log" || fail "no client line warning: $(cat "$tmp/memc.log")"
+fi
+printf 'total_memory_bytes = 1048576G\n' >"$tmp/mem2.policy"
+start mem2 --port 0 --policy "$tmp/mem2.policy"
+stop_with TERM "$started_pid"
+grep -q "total_memory_bytes (1073741824 MiB) is more than this machine's memory" "$tmp/mem2.log" ||
+    fail "no total > RAM warning: $(cat "$tmp/mem2.log")"
 
 # --quiet: no per-connection lines
 start q --port 0 --quiet
