@@ -299,8 +299,11 @@ static int run_key_from(const struct run *r)
 
 /* What the user can do about a refused handshake (E_AUTH): give the key
  * the server wants, or the right one; "" for any other status. */
-static const char *auth_hint(const struct run *r, int rc)
+static const char *status_hint(const struct run *r, int rc)
 {
+    if (rc == BATON_E_IO) /* no notice tells a server stopping from one that died */
+        return "; the server closed the connection: it was stopped or it died (its log says "
+               "which: batond logs 'stopped' after a drain)";
     return rc == BATON_E_AUTH ? baton_run_connect_hint(rc, 0, 0, run_key_from(r), -1) : "";
 }
 
@@ -313,7 +316,7 @@ static const char *auth_hint(const struct run *r, int rc)
 int stage_fail(struct run *r, const struct stage_rt *s, const char *what, int rc)
 {
     stage_msg(r, "stage %u (%s): %s failed: %s (%s)%s\n", s->index + 1, s->endpoint, what,
-              baton_status_name(rc), baton_status_str(rc), auth_hint(r, rc));
+              baton_status_name(rc), baton_status_str(rc), status_hint(r, rc));
     if (rc == BATON_E_TIMEOUT)
         stage_msg(r,
                   "stage %u (%s) timed out: either it did not answer within --timeout %d ms "

@@ -25,6 +25,11 @@ wait "$run" || rc=$?
 [ "$rc" -ne 0 ] || fail "run exited 0 although stage 2 was killed (out: $(wc -c <"$TMP/kill.out") bytes)"
 [ $((SECONDS - start)) -le 10 ] || fail "run took longer than its deadline after the kill"
 grep -q "^baton run: stage 2 (127.0.0.1:$PORT_b)" "$TMP/kill.err" || { cat "$TMP/kill.err" >&2; fail "message does not name stage 2"; }
+# a closed connection says what may have closed it (no notice tells a stop from a death)
+if grep -q "^baton run: stage 2 (127.0.0.1:$PORT_b): .*E_IO" "$TMP/kill.err"; then
+    grep -q "E_IO (connection error or closed); the server closed the connection: it was stopped or it died (its log says which" \
+        "$TMP/kill.err" || fail "E_IO without its hint: $(cat "$TMP/kill.err")"
+fi
 echo "ok: killed stage named: $(grep '^baton run: stage 2' "$TMP/kill.err" | head -1)"
 
 # 2. silent: stage 3 stops answering (SIGSTOP); the deadline ends the run.
