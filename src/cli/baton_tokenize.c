@@ -36,14 +36,16 @@ static void usage(FILE *f)
           "  --chat                TEXT is a user's message: tokenize it laid out with\n"
           "                        the model's chat template, as `baton run --chat` does\n"
           "                        (only the template's markers become control tokens;\n"
-          "                        --no-parse-special does not apply)\n"
+          "                        not with --no-parse-special)\n"
           "  --system TEXT         with --chat: the system prompt (default none)\n"
           "  --chat-template NAME  with --chat: chatml, llama3, llama2 or phi3 instead of\n"
           "                        the one tokenizer.chat_template is recognized as\n"
           "  --                    ends the options: a TEXT may then start with '-'\n"
           "  -h, --help            this help\n"
           "\n"
-          "Exit status: 0 ok, 1 the model or file cannot be read or tokenized, 2 usage.\n",
+          "Exit status: 0 ok, 1 the model or file cannot be read or tokenized, 2 usage\n"
+          "(also --chat on a model whose template baton cannot lay out: the message says\n"
+          "what to give --chat-template).\n",
           f);
 }
 
@@ -199,9 +201,19 @@ int baton_cmd_tokenize(int argc, char **argv)
     if (chat) {
         enum baton_chat_template t;
         int cs = baton_chat_template_for(g, chat_name, &t, err, sizeof err);
+        const char *missing = cs == 0 ? baton_chat_missing_marker(t, system != NULL, tok) : NULL;
 
-        if (cs == 0)
-            cs = baton_chat_format(t, system, text, len, &cp);
+        if (cs != 0 || missing != NULL) { /* what --chat-template must change: a usage error */
+            if (missing != NULL)
+                snprintf(err, sizeof err, "the vocabulary has no token %s, which the %s layout "
+                                          "needs (its markers would be plain text): name the "
+                                          "model's own layout with --chat-template",
+                         missing, baton_chat_name(t));
+            fprintf(stderr, "%s: %s: %s\n", PROG, model, err);
+            rc = 2;
+            goto out;
+        }
+        cs = baton_chat_format(t, system, text, len, &cp);
         if (cs == BATON_E_LIMIT)
             snprintf(err, sizeof err, "the message laid out as %s is longer than %u bytes (the "
                                       "tokenizer's limit)",

@@ -87,53 +87,65 @@ static void content(struct builder *b, const char *s, size_t n, int trim)
     add(b, s, n, 0);
 }
 
+/* Each layout (chat.h) as its markers: the system part (only with a
+ * system prompt), the user's turn opened (without, and after, a system
+ * part), the user's turn closed with the assistant's opened; whether the
+ * texts are trimmed. */
+static const struct layout {
+    const char *sys_open, *sys_close, *user_open, *user_open_after_sys, *tail;
+    int trim;
+} layouts[] = {
+    [BATON_CHAT_CHATML] = {"<|im_start|>system\n", "<|im_end|>\n", "<|im_start|>user\n",
+                           "<|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n", 0},
+    [BATON_CHAT_LLAMA3] = {"<|start_header_id|>system<|end_header_id|>\n\n", "<|eot_id|>",
+                           "<|start_header_id|>user<|end_header_id|>\n\n",
+                           "<|start_header_id|>user<|end_header_id|>\n\n",
+                           "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n", 1},
+    [BATON_CHAT_LLAMA2] = {"[INST] <<SYS>>\n", "\n<</SYS>>\n\n", "[INST] ", "", " [/INST]", 1},
+    [BATON_CHAT_PHI3] = {"<|system|>\n", "<|end|>\n", "<|user|>\n", "<|user|>\n",
+                         "<|end|>\n<|assistant|>\n", 0},
+};
+
+_Static_assert(sizeof layouts / sizeof layouts[0] == sizeof names / sizeof names[0],
+               "a layout for every name");
+
 static void lay_out(struct builder *b, enum baton_chat_template t, const char *sys,
                     const char *user, size_t n)
 {
-    switch (t) {
-    case BATON_CHAT_CHATML:
-        if (sys) {
-            mark(b, "<|im_start|>system\n");
-            content(b, sys, strlen(sys), 0);
-            mark(b, "<|im_end|>\n");
-        }
-        mark(b, "<|im_start|>user\n");
-        content(b, user, n, 0);
-        mark(b, "<|im_end|>\n<|im_start|>assistant\n");
-        break;
-    case BATON_CHAT_LLAMA3:
-        if (sys) {
-            mark(b, "<|start_header_id|>system<|end_header_id|>\n\n");
-            content(b, sys, strlen(sys), 1);
-            mark(b, "<|eot_id|>");
-        }
-        mark(b, "<|start_header_id|>user<|end_header_id|>\n\n");
-        content(b, user, n, 1);
-        mark(b, "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
-        break;
-    case BATON_CHAT_LLAMA2:
-        mark(b, "[INST] ");
-        if (sys) {
-            mark(b, "<<SYS>>\n");
-            content(b, sys, strlen(sys), 1);
-            mark(b, "\n<</SYS>>\n\n");
-        }
-        content(b, user, n, 1);
-        mark(b, " [/INST]");
-        break;
-    case BATON_CHAT_PHI3:
-        if (sys) {
-            mark(b, "<|system|>\n");
-            content(b, sys, strlen(sys), 0);
-            mark(b, "<|end|>\n");
-        }
-        mark(b, "<|user|>\n");
-        content(b, user, n, 0);
-        mark(b, "<|end|>\n<|assistant|>\n");
-        break;
-    default:
-        break;
+    const struct layout *l = &layouts[t];
+
+    if (sys) {
+        mark(b, l->sys_open);
+        content(b, sys, strlen(sys), l->trim);
+        mark(b, l->sys_close);
     }
+    mark(b, sys ? l->user_open_after_sys : l->user_open);
+    content(b, user, n, l->trim);
+    mark(b, l->tail);
+}
+
+const char *baton_chat_missing_marker(enum baton_chat_template t, int has_system,
+                                      const struct baton_tokenizer *tok)
+{
+    /* each layout's control tokens; the first of phi3's only with a system part */
+    static const char *const markers[][4] = {
+        [BATON_CHAT_CHATML] = {"<|im_start|>", "<|im_end|>"},
+        [BATON_CHAT_LLAMA3] = {"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"},
+        [BATON_CHAT_PHI3] = {"<|system|>", "<|user|>", "<|end|>", "<|assistant|>"},
+    };
+
+    if ((size_t)t >= sizeof markers / sizeof markers[0])
+        return NULL;
+    for (size_t i = t == BATON_CHAT_PHI3 && !has_system ? 1 : 0; i < 4 && markers[t][i]; i++) {
+        int32_t id[2];
+        size_t n = 0;
+
+        if (baton_tokenize_ex(tok, markers[t][i], strlen(markers[t][i]),
+                              BATON_TOKENIZE_PARSE_SPECIAL, id, 2, &n) != 0 ||
+            n != 1)
+            return markers[t][i];
+    }
+    return NULL;
 }
 
 int baton_chat_template_for(const struct baton_gguf *g, const char *name,

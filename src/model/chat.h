@@ -81,6 +81,14 @@ struct baton_gguf;
 int baton_chat_template_for(const struct baton_gguf *g, const char *name,
                             enum baton_chat_template *t, char *err, size_t err_len);
 
+/* The first of template t's control-token markers (with a system prompt
+ * when has_system) that tok's vocabulary does not hold as one token, or
+ * NULL when it holds them all: laid out on such a vocabulary the markers
+ * would be plain text, and the model could not end its turn with them.
+ * llama2's markers ("[INST]") are plain text by design: always NULL. */
+const char *baton_chat_missing_marker(enum baton_chat_template t, int has_system,
+                                      const struct baton_tokenizer *tok);
+
 /* Lays out system (NULL: none) and user (user_len bytes; may hold NUL) as
  * template t, into *out.
  * Errors: BATON_E_INVAL (t unknown), BATON_E_LIMIT (longer than

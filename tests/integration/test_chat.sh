@@ -49,7 +49,14 @@ expect "128006 882 128007 271 9906 128009 128006 78191 128007 271" \
     -m "$L3" --no-bos --chat --chat-template llama3 -f "$TMP/msg"
 echo "ok: tokenize --chat"
 
-status 1 "no key 'tokenizer.chat_template'.*--chat-template" tokenize -m "$L3" --chat hi
+status 2 "no key 'tokenizer.chat_template'.*--chat-template" tokenize -m "$L3" --chat hi
+# a layout whose control tokens the vocabulary lacks: its markers would be text
+status 2 "has no token <|im_start|>, which the chatml layout needs" \
+    tokenize -m "$V/ggml-vocab-gpt-2.gguf" --chat --chat-template chatml hi
+status 2 "has no token <|user|>, which the phi3 layout needs" \
+    tokenize -m "$QW" --chat --chat-template phi3 hi
+expect "58 38604 60 23105 46581 38604 60" -m "$V/ggml-vocab-gpt-2.gguf" --chat \
+    --chat-template llama2 hi # [INST] is text by design
 status 2 "not chatml, llama3, llama2 or phi3" tokenize -m "$QW" --chat --chat-template vicuna hi
 status 2 "--system needs --chat" tokenize -m "$QW" --system S hi
 status 2 "not with --no-parse-special" tokenize -m "$QW" --chat --no-parse-special hi
@@ -92,6 +99,8 @@ status 2 "$L3M: no key 'tokenizer.chat_template'" run --model "$L3M" --chat -p h
 grep -q '"prompt": \[128000, 128006, 882, 128007, 271, 6151, 128009, 128006, 78191, 128007, 271\]' \
     "$TMP/ids3.json" || fail "llama3 prompt ids: $(cat "$TMP/ids3.json")"
 status 2 "--chat-template 'x' is not" run --model "$M" --chat --chat-template x -p hi
+status 2 "has no token <|start_header_id|>, which the llama3 layout needs" \
+    run --model "$M" --chat --chat-template llama3 -p hi
 status 2 "--system needs --chat" run --model "$M" --system S -p hi
 status 2 "not --prompt-ids" run --model "$M" --chat --prompt-ids 1,2
 echo "ok: run --chat errors"

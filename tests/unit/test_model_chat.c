@@ -191,8 +191,19 @@ static void test_template_for(void **state)
     open_vocab("phi-3", &g, &tok);
     assert_int_equal(baton_chat_template_for(g, NULL, &t, err, sizeof err), 0);
     assert_int_equal(t, BATON_CHAT_PHI3);
+    assert_null(baton_chat_missing_marker(BATON_CHAT_PHI3, 1, tok));
+    assert_string_equal(baton_chat_missing_marker(BATON_CHAT_CHATML, 0, tok), "<|im_start|>");
+    close_vocab(g, tok);
+    /* which layouts a vocabulary holds the control tokens of */
+    open_vocab("qwen2", &g, &tok);
+    assert_null(baton_chat_missing_marker(BATON_CHAT_CHATML, 1, tok));
+    assert_null(baton_chat_missing_marker(BATON_CHAT_LLAMA2, 1, tok)); /* [INST] is text */
+    assert_string_equal(baton_chat_missing_marker(BATON_CHAT_LLAMA3, 0, tok),
+                        "<|start_header_id|>");
+    assert_string_equal(baton_chat_missing_marker(BATON_CHAT_PHI3, 0, tok), "<|user|>");
     close_vocab(g, tok);
     open_vocab("llama-bpe", &g, &tok); /* llama.cpp's file has no template */
+    assert_null(baton_chat_missing_marker(BATON_CHAT_LLAMA3, 1, tok));
     assert_int_equal(baton_chat_template_for(g, NULL, &t, err, sizeof err), BATON_E_NOT_FOUND);
     assert_non_null(strstr(err, "tokenizer.chat_template"));
     assert_non_null(strstr(err, "--chat-template"));
