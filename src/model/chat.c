@@ -72,17 +72,58 @@ static void mark(struct builder *b, const char *s)
     add(b, s, strlen(s), 1);
 }
 
-/* s[0, n), with Python's str.strip() on ASCII whitespace where trim is
- * set, as the templates' trim. */
+/* The length of the whitespace character that s[0, n) starts with (at_end
+ * 0) or ends with (at_end 1), or 0: Python's str.isspace() set, which the
+ * templates' trim and strip() use: ASCII \t \n \v \f \r, 0x1c-0x1f and space,
+ * and in UTF-8 U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029,
+ * U+202F, U+205F and U+3000. A NUL is no whitespace. */
+static size_t space_len(const char *s, size_t n, int at_end)
+{
+    static const char *const wide[] = {
+        "\xc2\x85", "\xc2\xa0", "\xe1\x9a\x80", "\xe2\x80\xa8", "\xe2\x80\xa9", "\xe2\x80\xaf",
+        "\xe2\x81\x9f", "\xe3\x80\x80"};
+    const unsigned char c = (unsigned char)(at_end ? s[n - 1] : s[0]);
+
+    if (c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f))
+        return 1;
+    for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++) {
+        const size_t k = strlen(wide[i]);
+
+        if (n >= k && memcmp(at_end ? s + n - k : s, wide[i], k) == 0)
+            return k;
+    }
+    if (n >= 3) { /* U+2000-U+200A: e2 80 80-8a */
+        const unsigned char *u = (const unsigned char *)(at_end ? s + n - 3 : s);
+
+        if (u[0] == 0xe2 && u[1] == 0x80 && u[2] >= 0x80 && u[2] <= 0x8a)
+            return 3;
+    }
+    return 0;
+}
+
+/* s[0, n) with trailing whitespace (Python's str.rstrip()) dropped: its new
+ * length. */
+static size_t rstrip_len(const char *s, size_t n)
+{
+    size_t k;
+
+    while (n > 0 && (k = space_len(s, n, 1)) > 0)
+        n -= k;
+    return n;
+}
+
+/* s[0, n), with Python's str.strip() where trim is set, as the templates'
+ * trim. */
 static void content(struct builder *b, const char *s, size_t n, int trim)
 {
     if (trim) {
-        while (n > 0 && strchr(" \t\n\r\v\f", s[0]) != NULL) {
-            s++;
-            n--;
+        size_t k;
+
+        while (n > 0 && (k = space_len(s, n, 0)) > 0) {
+            s += k;
+            n -= k;
         }
-        while (n > 0 && strchr(" \t\n\r\v\f", s[n - 1]) != NULL)
-            n--;
+        n = rstrip_len(s, n);
     }
     add(b, s, n, 0);
 }

@@ -14,6 +14,7 @@
  *           <|im_start|>assistant\n
  *   llama3  Llama 3.x: the source holds "<|start_header_id|>"; S and U trimmed
  *           of leading and trailing whitespace, as the template's "| trim"
+ *           (Python's str.strip(): Unicode's whitespace too, never a NUL)
  *           [<|start_header_id|>system<|end_header_id|>\n\nS<|eot_id|>]
  *           <|start_header_id|>user<|end_header_id|>\n\nU<|eot_id|>
  *           <|start_header_id|>assistant<|end_header_id|>\n\n

@@ -375,6 +375,41 @@ static void test_spans(void **state)
     close_vocab(g, tok);
 }
 
+/* Trimming is Python's str.strip() (Jinja's trim): a NUL is kept, as are
+ * other control bytes; 0x1c-0x1f and Unicode whitespace (U+00A0, U+3000,
+ * U+2000-U+200A) go. */
+static void test_trim(void **state)
+{
+    static const struct {
+        const char *user;
+        size_t len;
+        const char *want; /* the message as laid out */
+        size_t want_len;
+    } cases[] = {
+        {"\0Hi\0", 5, "\0Hi\0", 5},
+        {"\0", 1, "\0", 1},
+        {" \x01Hi\x7f ", 6, "\x01Hi\x7f", 4},
+        {"\x1c\x1d\x1e\x1fHi\x1f", 7, "Hi", 2},
+        {"\xc2\xa0Hi\xe3\x80\x80 \xe2\x80\x8a", 11, "Hi", 2},
+        {"\xe2\x80\x8b" "Hi", 5, "\xe2\x80\x8b" "Hi", 5}, /* U+200B is no whitespace */
+        {"\xc2\x85\n", 3, "", 0},
+        {"\xa0", 1, "\xa0", 1}, /* a lone continuation byte stays */
+    };
+    const char *const head = "<|start_header_id|>user<|end_header_id|>\n\n";
+    const char *const tail = "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n";
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct baton_chat_prompt p;
+
+        assert_int_equal(
+            baton_chat_format(BATON_CHAT_LLAMA3, NULL, cases[i].user, cases[i].len, &p), 0);
+        assert_int_equal(p.len, strlen(head) + cases[i].want_len + strlen(tail));
+        assert_memory_equal(p.text + strlen(head), cases[i].want, cases[i].want_len);
+        baton_chat_prompt_free(&p);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -382,6 +417,7 @@ int main(void)
         cmocka_unit_test(test_detect),       cmocka_unit_test(test_template_for),
         cmocka_unit_test(test_ids_qwen2),    cmocka_unit_test(test_ids_llama3),
         cmocka_unit_test(test_ids_spm),      cmocka_unit_test(test_spans),
+        cmocka_unit_test(test_trim),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
