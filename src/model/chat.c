@@ -155,6 +155,19 @@ static void lay_out(struct builder *b, enum baton_chat_template t, const char *s
 {
     const struct layout *l = &layouts[t];
 
+    if (sys && t == BATON_CHAT_LLAMA2) {
+        /* Llama 2's template strips '<<SYS>>\n' + S + '\n<</SYS>>\n\n' + U
+         * as one string: S as given, U without its trailing whitespace, and
+         * the "\n\n" only before a U that is left */
+        const size_t un = rstrip_len(user, n);
+
+        mark(b, l->sys_open);
+        content(b, sys, strlen(sys), 0);
+        mark(b, un > 0 ? l->sys_close : "\n<</SYS>>");
+        content(b, user, un, 0);
+        mark(b, l->tail);
+        return;
+    }
     if (sys) {
         mark(b, l->sys_open);
         content(b, sys, strlen(sys), l->trim);

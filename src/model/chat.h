@@ -19,7 +19,9 @@
  *           <|start_header_id|>user<|end_header_id|>\n\nU<|eot_id|>
  *           <|start_header_id|>assistant<|end_header_id|>\n\n
  *   llama2  Llama 2 chat and Mistral 7B Instruct v0.1/v0.2: the source holds
- *           "[INST]"; S and U trimmed (the template's .strip())
+ *           "[INST]"; trimmed as Llama 2's template strips the system block
+ *           and U together: without S, U trimmed; with S, S as given and
+ *           only U's trailing whitespace (and the "\n\n" before an empty U)
  *           [INST] [<<SYS>>\nS\n<</SYS>>\n\n]U [/INST]
  *   phi3    Phi-3: the source holds "<|user|>" and "<|end|>"
  *           [<|system|>\nS<|end|>\n]<|user|>\nU<|end|>\n<|assistant|>\n

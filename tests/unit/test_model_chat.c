@@ -103,6 +103,19 @@ static void test_layouts(void **state)
                       "[INST] <<SYS>>\nBe kind.\n<</SYS>>\n\nHi [/INST]", m, 3);
     }
     {
+        /* Llama 2's template strips '<<SYS>>\n' + S + '\n<</SYS>>\n\n' + U
+         * as one: S's spaces and U's leading ones stay */
+        const char *const m[] = {"[INST] <<SYS>>\n", "\n<</SYS>>\n\n", " [/INST]"};
+        expect_layout(BATON_CHAT_LLAMA2, " Be kind.\n", "\n Hi \n",
+                      "[INST] <<SYS>>\n Be kind.\n\n<</SYS>>\n\n\n Hi [/INST]", m, 3);
+    }
+    {
+        /* an empty U: the "\n\n" after <</SYS>> goes too */
+        const char *const m[] = {"[INST] <<SYS>>\n", "\n<</SYS>> [/INST]"};
+        expect_layout(BATON_CHAT_LLAMA2, "S", " \n", "[INST] <<SYS>>\nS\n<</SYS>> [/INST]", m,
+                      2);
+    }
+    {
         const char *const m[] = {"<|system|>\n", "<|end|>\n<|user|>\n",
                                  "<|end|>\n<|assistant|>\n"};
         expect_layout(BATON_CHAT_PHI3, "S", "U",
