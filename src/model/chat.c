@@ -20,8 +20,8 @@ enum baton_chat_template baton_chat_detect(const char *source, size_t len)
 {
     if (source == NULL)
         return BATON_CHAT_UNKNOWN;
-    if (holds(source, len, "<|im_start|>"))
-        return BATON_CHAT_CHATML;
+    if (holds(source, len, "<|im_start|>")) /* Phi-4's "<|im_start|>user<|im_sep|>" is not */
+        return holds(source, len, "<|im_sep|>") ? BATON_CHAT_UNKNOWN : BATON_CHAT_CHATML;
     if (holds(source, len, "<|start_header_id|>"))
         return BATON_CHAT_LLAMA3;
     if (holds(source, len, "[INST]"))

@@ -10,6 +10,7 @@
  * layouts (S: the system prompt, U: the user message; "\n" a newline):
  *
  *   chatml  Qwen 2, 2.5 and 3 (and others): the source holds "<|im_start|>"
+ *           (but not "<|im_sep|>": Phi-4's role lines end with it, not "\n")
  *           [<|im_start|>system\nS<|im_end|>\n]<|im_start|>user\nU<|im_end|>\n
  *           <|im_start|>assistant\n
  *   llama3  Llama 3.x: the source holds "<|start_header_id|>"; S and U trimmed

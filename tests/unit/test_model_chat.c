@@ -174,6 +174,10 @@ static void test_detect(void **state)
     assert_int_equal(baton_chat_detect(mistral, strlen(mistral)), BATON_CHAT_LLAMA2);
     assert_int_equal(baton_chat_detect(phi3, strlen(phi3)), BATON_CHAT_PHI3);
     assert_int_equal(baton_chat_detect(zephyr, strlen(zephyr)), BATON_CHAT_UNKNOWN);
+    /* Phi-4: chatml's markers, but "<|im_sep|>" where chatml has "\n" */
+    static const char phi4[] = "{{'<|im_start|>' + message['role'] + '<|im_sep|>' + "
+                               "message['content'] + '<|im_end|>'}}";
+    assert_int_equal(baton_chat_detect(phi4, strlen(phi4)), BATON_CHAT_UNKNOWN);
     assert_int_equal(baton_chat_detect("{{ messages }}", 14), BATON_CHAT_UNKNOWN);
     assert_int_equal(baton_chat_detect(NULL, 0), BATON_CHAT_UNKNOWN);
     /* len bounds the search: the marker past it is not seen */
