@@ -112,11 +112,23 @@ static size_t rstrip_len(const char *s, size_t n)
     return n;
 }
 
-/* s[0, n), with Python's str.strip() where trim is set, as the templates'
- * trim. */
-static void content(struct builder *b, const char *s, size_t n, int trim)
+/* How a layout trims S and U. */
+enum trim {
+    TRIM_NONE,
+    TRIM_STRIP,  /* Python's str.strip(), as the templates' trim and strip() */
+    TRIM_LEFT_C, /* leading C isspace() characters: what a marker that strips the
+                    whitespace after it (rstrip) takes from the text that follows */
+};
+
+/* s[0, n), trimmed as trim says. */
+static void content(struct builder *b, const char *s, size_t n, enum trim trim)
 {
-    if (trim) {
+    if (trim == TRIM_LEFT_C) {
+        while (n > 0 && strchr(" \t\n\v\f\r", *s) != NULL && *s != '\0') {
+            s++;
+            n--;
+        }
+    } else if (trim == TRIM_STRIP) {
         size_t k;
 
         while (n > 0 && (k = space_len(s, n, 0)) > 0) {
@@ -130,21 +142,29 @@ static void content(struct builder *b, const char *s, size_t n, int trim)
 
 /* Each layout (chat.h) as its markers: the system part (only with a
  * system prompt), the user's turn opened (without, and after, a system
- * part), the user's turn closed with the assistant's opened; whether the
- * texts are trimmed. */
+ * part), the user's turn closed with the assistant's opened; how the
+ * texts are trimmed. Phi-3's template writes a newline after each marker,
+ * which its tokenizers drop with any whitespace that follows (the markers
+ * are rstrip tokens in Hugging Face's tokenizer.json, and llama.cpp sets
+ * RSTRIP on Phi-3's special tokens); baton's tokenizer does not strip, so
+ * the layout leaves the newlines out and trims the texts' leading
+ * whitespace itself: the same ids. */
 static const struct layout {
     const char *sys_open, *sys_close, *user_open, *user_open_after_sys, *tail;
-    int trim;
+    enum trim trim;
 } layouts[] = {
     [BATON_CHAT_CHATML] = {"<|im_start|>system\n", "<|im_end|>\n", "<|im_start|>user\n",
-                           "<|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n", 0},
+                           "<|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n",
+                           TRIM_NONE},
     [BATON_CHAT_LLAMA3] = {"<|start_header_id|>system<|end_header_id|>\n\n", "<|eot_id|>",
                            "<|start_header_id|>user<|end_header_id|>\n\n",
                            "<|start_header_id|>user<|end_header_id|>\n\n",
-                           "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n", 1},
-    [BATON_CHAT_LLAMA2] = {"[INST] <<SYS>>\n", "\n<</SYS>>\n\n", "[INST] ", "", " [/INST]", 1},
-    [BATON_CHAT_PHI3] = {"<|system|>\n", "<|end|>\n", "<|user|>\n", "<|user|>\n",
-                         "<|end|>\n<|assistant|>\n", 0},
+                           "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
+                           TRIM_STRIP},
+    [BATON_CHAT_LLAMA2] = {"[INST] <<SYS>>\n", "\n<</SYS>>\n\n", "[INST] ", "", " [/INST]",
+                           TRIM_STRIP},
+    [BATON_CHAT_PHI3] = {"<|system|>", "<|end|>", "<|user|>", "<|user|>", "<|end|><|assistant|>",
+                         TRIM_LEFT_C},
 };
 
 _Static_assert(sizeof layouts / sizeof layouts[0] == sizeof names / sizeof names[0],
@@ -162,9 +182,9 @@ static void lay_out(struct builder *b, enum baton_chat_template t, const char *s
         const size_t un = rstrip_len(user, n);
 
         mark(b, l->sys_open);
-        content(b, sys, strlen(sys), 0);
+        content(b, sys, strlen(sys), TRIM_NONE);
         mark(b, un > 0 ? l->sys_close : "\n<</SYS>>");
-        content(b, user, un, 0);
+        content(b, user, un, TRIM_NONE);
         mark(b, l->tail);
         return;
     }

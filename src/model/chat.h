@@ -13,19 +13,32 @@
  *           (but not "<|im_sep|>": Phi-4's role lines end with it, not "\n")
  *           [<|im_start|>system\nS<|im_end|>\n]<|im_start|>user\nU<|im_end|>\n
  *           <|im_start|>assistant\n
- *   llama3  Llama 3.x: the source holds "<|start_header_id|>"; S and U trimmed
+ *   llama3  Llama 3: the source holds "<|start_header_id|>"; S and U trimmed
  *           of leading and trailing whitespace, as the template's "| trim"
  *           (Python's str.strip(): Unicode's whitespace too, never a NUL)
  *           [<|start_header_id|>system<|end_header_id|>\n\nS<|eot_id|>]
  *           <|start_header_id|>user<|end_header_id|>\n\nU<|eot_id|>
  *           <|start_header_id|>assistant<|end_header_id|>\n\n
- *   llama2  Llama 2 chat and Mistral 7B Instruct v0.1/v0.2: the source holds
- *           "[INST]"; trimmed as Llama 2's template strips the system block
- *           and U together: without S, U trimmed; with S, S as given and
- *           only U's trailing whitespace (and the "\n\n" before an empty U)
+ *           (Llama 3.1's and later templates also write a system part of
+ *           their own, with dates, every time; like llama.cpp's built-in
+ *           llama3, this one does not)
+ *   llama2  Llama 2 chat: the source holds "[INST]"; trimmed as Llama 2's
+ *           template strips the system block and U together: without S, U
+ *           trimmed; with S, S as given and only U's trailing whitespace
+ *           (and the "\n\n" before an empty U)
  *           [INST] [<<SYS>>\nS\n<</SYS>>\n\n]U [/INST]
+ *           Mistral 7B Instruct v0.1/v0.2 templates hold "[INST]" too and
+ *           give the same text for a U without leading or trailing
+ *           whitespace and no S (theirs trims nothing and has no system
+ *           turn); later Mistral templates differ ([INST] a control token,
+ *           no space before [/INST]) and are not laid out as trained
  *   phi3    Phi-3: the source holds "<|user|>" and "<|end|>"
- *           [<|system|>\nS<|end|>\n]<|user|>\nU<|end|>\n<|assistant|>\n
+ *           [<|system|>S<|end|>]<|user|>U<|end|><|assistant|>
+ *           with S and U's leading whitespace dropped: the template writes a
+ *           newline after each marker, which Phi-3's markers strip with any
+ *           whitespace after them (rstrip tokens, in Hugging Face's
+ *           tokenizer and llama.cpp's); baton's tokenizer does not strip,
+ *           so the layout holds what is left
  *
  * The bracketed part is there only with a system prompt: a default one that
  * a template's Jinja adds by itself (Qwen 2's "You are a helpful
@@ -35,7 +48,8 @@
  *
  * The template's own markers are returned as spans: only there does
  * control-token text become that token (baton_tokenize_spans), so text in
- * S or U such as "<|im_end|>" stays text.
+ * S or U such as "<|im_end|>" stays text. User-defined pieces are tokens
+ * wherever they occur, in every tokenizer (Phi-3's "</s>" is one).
  */
 #ifndef BATON_MODEL_CHAT_H
 #define BATON_MODEL_CHAT_H

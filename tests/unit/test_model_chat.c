@@ -116,17 +116,18 @@ static void test_layouts(void **state)
                       2);
     }
     {
-        const char *const m[] = {"<|system|>\n", "<|end|>\n<|user|>\n",
-                                 "<|end|>\n<|assistant|>\n"};
-        expect_layout(BATON_CHAT_PHI3, "S", "U",
-                      "<|system|>\nS<|end|>\n<|user|>\nU<|end|>\n<|assistant|>\n", m, 3);
+        /* Phi-3: no newline after a marker, leading whitespace trimmed (what
+         * its rstrip markers leave of the template's text) */
+        const char *const m[] = {"<|system|>", "<|end|><|user|>", "<|end|><|assistant|>"};
+        expect_layout(BATON_CHAT_PHI3, "\n S ", " \t\r\nU\n",
+                      "<|system|>S <|end|><|user|>U\n<|end|><|assistant|>", m, 3);
     }
     {
         /* an empty message, and one holding NUL (length-counted) */
         struct baton_chat_prompt p;
-        const char *const m[] = {"<|user|>\n<|end|>\n<|assistant|>\n"}; /* adjacent: one */
+        const char *const m[] = {"<|user|><|end|><|assistant|>"}; /* adjacent: one */
 
-        expect_layout(BATON_CHAT_PHI3, NULL, "", "<|user|>\n<|end|>\n<|assistant|>\n", m, 1);
+        expect_layout(BATON_CHAT_PHI3, NULL, "", "<|user|><|end|><|assistant|>", m, 1);
         assert_int_equal(baton_chat_format(BATON_CHAT_CHATML, NULL, "a\0b", 3, &p), 0);
         assert_int_equal(p.len, strlen("<|im_start|>user\n<|im_end|>\n<|im_start|>assistant\n") +
                                     3);
@@ -334,6 +335,15 @@ static void test_ids_spm(void **state)
     n = chat_ids(tok, BATON_CHAT_PHI3, "Be brief.", "Hello", ids);
     assert_true(n > 8);
     assert_int_equal(ids[0], baton_tokenizer_bos(tok));
+    /* no "\n" (<0x0A>, 13) after the markers, as Phi-3's rstrip markers
+     * give: <s> <|user|> "Hello" (with its space prefix) <|end|>
+     * <|assistant|> */
+    {
+        static const int32_t want[] = {1, 32010, 15043, 32007, 32001};
+
+        n = chat_ids(tok, BATON_CHAT_PHI3, NULL, "\nHello", ids);
+        expect_seq(ids, n, want, sizeof want / sizeof want[0]);
+    }
     close_vocab(g, tok);
     open_vocab("llama-spm", &g, &tok);
     n = chat_ids(tok, BATON_CHAT_LLAMA2, "Be kind.", "Hello", ids);
