@@ -22,6 +22,7 @@
 
 #include "baton/status.h"
 #include "core/types.h"
+#include "model/chat.h"
 #include "model/gguf.h"
 #include "model/llama.h"
 #include "model/tokenizer.h"
@@ -189,6 +190,25 @@ static void check_tokenizer(const struct baton_gguf *g)
         for (size_t i = 0; i < n_ids; i++)
             FUZZ_CHECK(ids[i] >= 0 && (uint32_t)ids[i] < nv, "id %d of %u", ids[i], nv);
         (void)baton_detokenize(tok, ids, n_ids, out, sizeof out, &len);
+    }
+    /* --chat's reading of the file: the template key recognized (or a
+     * message naming it), the layout's control tokens looked up, a layout
+     * made and tokenized with its spans */
+    enum baton_chat_template t = BATON_CHAT_UNKNOWN;
+    char cerr[256] = "";
+    rc = baton_chat_template_for(g, NULL, &t, cerr, sizeof cerr);
+    FUZZ_CHECK(rc == 0 ? t != BATON_CHAT_UNKNOWN : cerr[0] != '\0', "chat template: rc %d", rc);
+    if (rc == 0) {
+        struct baton_chat_prompt cp;
+        (void)baton_chat_missing_marker(t, 0, tok);
+        (void)baton_chat_missing_marker(t, 1, tok);
+        FUZZ_CHECK(baton_chat_format(t, "S", "hi", 2, &cp) == 0, "chat layout");
+        rc = baton_tokenize_spans(tok, cp.text, cp.len, BATON_TOKENIZE_ADD_BOS, cp.spans,
+                                  cp.n_spans, ids, 256, &n_ids);
+        FUZZ_CHECK(rc == 0 || rc == BATON_E_LIMIT, "chat tokenize: rc %d", rc);
+        for (size_t i = 0; rc == 0 && i < n_ids; i++)
+            FUZZ_CHECK(ids[i] >= 0 && (uint32_t)ids[i] < nv, "chat id %d of %u", ids[i], nv);
+        baton_chat_prompt_free(&cp);
     }
     baton_tokenizer_free(tok);
 }

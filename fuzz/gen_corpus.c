@@ -1340,6 +1340,37 @@ static void gen_gguf(void)
         gw_free(&w);
     }
 
+    /* a vocabulary with a chat template (--chat: recognized, markers looked
+     * up), one per recognized layout and one that is none */
+    {
+        static const char *const tmpl[] = {
+            "{{ '<|im_start|>' + message['role'] }}",
+            "{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>' }}",
+            "{{ '[INST] ' + content.strip() + ' [/INST]' }}",
+            "{{ '<|user|>' + message['content'] + '<|end|>' }}",
+            "{{ messages }}",
+        };
+        static const char *const pieces[] = {"<unk>", "<s>", "</s>", "<|im_start|>",
+                                             "<|im_end|>", "\xe2\x96\x81hi", "S"};
+        static const int32_t types[] = {2, 3, 3, 3, 3, 1, 1};
+        for (size_t k = 0; k < sizeof tmpl / sizeof tmpl[0]; k++) {
+            gw_init(&w);
+            gw_header(&w, 3);
+            gw_kv_str(&w, "tokenizer.ggml.model", "llama");
+            gw_kv_array(&w, "tokenizer.ggml.tokens", BATON_GGUF_STRING, 7);
+            for (size_t i = 0; i < 7; i++)
+                gw_str(&w, pieces[i]);
+            gw_kv_array(&w, "tokenizer.ggml.token_type", BATON_GGUF_I32, 7);
+            for (size_t i = 0; i < 7; i++)
+                gw_u32(&w, (uint32_t)types[i]);
+            gw_kv_str(&w, "tokenizer.chat_template", tmpl[k]);
+            gw_data_begin(&w, 32);
+            gw_finish(&w);
+            emit("gguf", w.p, w.len);
+            gw_free(&w);
+        }
+    }
+
     /* version 1 (rejected) and a header alone */
     gw_init(&w);
     gw_header(&w, 1);
