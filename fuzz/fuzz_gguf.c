@@ -196,7 +196,7 @@ static void check_tokenizer(const struct baton_gguf *g)
      * made and tokenized with its spans */
     enum baton_chat_template t = BATON_CHAT_UNKNOWN;
     char cerr[256] = "";
-    rc = baton_chat_template_for(g, NULL, &t, cerr, sizeof cerr);
+    rc = baton_chat_template_for(g, NULL, NULL, 0, &t, cerr, sizeof cerr);
     FUZZ_CHECK(rc == 0 ? t != BATON_CHAT_UNKNOWN : cerr[0] != '\0', "chat template: rc %d", rc);
     if (rc == 0) {
         struct baton_chat_prompt cp;

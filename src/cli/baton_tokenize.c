@@ -200,15 +200,9 @@ int baton_cmd_tokenize(int argc, char **argv)
 
     if (chat) {
         enum baton_chat_template t;
-        int cs = baton_chat_template_for(g, chat_name, &t, err, sizeof err);
-        const char *missing = cs == 0 ? baton_chat_missing_marker(t, system != NULL, tok) : NULL;
+        int cs = baton_chat_template_for(g, chat_name, tok, system != NULL, &t, err, sizeof err);
 
-        if (cs != 0 || missing != NULL) { /* what --chat-template must change: a usage error */
-            if (missing != NULL)
-                snprintf(err, sizeof err, "the vocabulary has no token %s, which the %s layout "
-                                          "needs (its markers would be plain text): name the "
-                                          "model's own layout with --chat-template",
-                         missing, baton_chat_name(t));
+        if (cs != 0) { /* what --chat-template must change: a usage error */
             fprintf(stderr, "%s: %s: %s\n", PROG, model, err);
             rc = 2;
             goto out;

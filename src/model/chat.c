@@ -124,7 +124,7 @@ enum trim {
 static void content(struct builder *b, const char *s, size_t n, enum trim trim)
 {
     if (trim == TRIM_LEFT_C) {
-        while (n > 0 && strchr(" \t\n\v\f\r", *s) != NULL && *s != '\0') {
+        while (n > 0 && *s != '\0' && strchr(" \t\n\v\f\r", *s) != NULL) {
             s++;
             n--;
         }
@@ -223,32 +223,45 @@ const char *baton_chat_missing_marker(enum baton_chat_template t, int has_system
 }
 
 int baton_chat_template_for(const struct baton_gguf *g, const char *name,
+                            const struct baton_tokenizer *tok, int has_system,
                             enum baton_chat_template *t, char *err, size_t err_len)
 {
-    const char *src = NULL;
+    const char *src = NULL, *missing;
     size_t len = 0;
     int rc;
 
     if (name != NULL) {
         *t = baton_chat_from_name(name);
-        if (*t != BATON_CHAT_UNKNOWN)
-            return 0;
-        snprintf(err, err_len, "chat template '%s' is not chatml, llama3, llama2 or phi3", name);
-        return BATON_E_INVAL;
+        if (*t == BATON_CHAT_UNKNOWN) {
+            snprintf(err, err_len, "chat template '%s' is not chatml, llama3, llama2 or phi3",
+                     name);
+            return BATON_E_INVAL;
+        }
+    } else {
+        rc = baton_gguf_get_string(g, "tokenizer.chat_template", &src, &len);
+        if (rc != 0) {
+            snprintf(err, err_len, "%s key 'tokenizer.chat_template': name the layout with "
+                                   "--chat-template chatml|llama3|llama2|phi3",
+                     rc == BATON_E_NOT_FOUND ? "no" : "a non-string");
+            return rc == BATON_E_NOT_FOUND ? BATON_E_NOT_FOUND : BATON_E_FORMAT;
+        }
+        *t = baton_chat_detect(src, len);
+        if (*t == BATON_CHAT_UNKNOWN) {
+            snprintf(err, err_len, "key 'tokenizer.chat_template' is none of the layouts baton "
+                                   "writes (chatml, llama3, llama2, phi3): name one with "
+                                   "--chat-template");
+            return BATON_E_UNSUPPORTED;
+        }
     }
-    rc = baton_gguf_get_string(g, "tokenizer.chat_template", &src, &len);
-    if (rc != 0) {
-        snprintf(err, err_len, "%s key 'tokenizer.chat_template': name the layout with "
-                               "--chat-template chatml|llama3|llama2|phi3",
-                 rc == BATON_E_NOT_FOUND ? "no" : "a non-string");
-        return rc == BATON_E_NOT_FOUND ? BATON_E_NOT_FOUND : BATON_E_FORMAT;
+    missing = tok != NULL ? baton_chat_missing_marker(*t, has_system, tok) : NULL;
+    if (missing != NULL) {
+        snprintf(err, err_len, "the vocabulary has no token %s, which the %s layout needs (its "
+                               "markers would be plain text): name the model's own layout with "
+                               "--chat-template",
+                 missing, baton_chat_name(*t));
+        return BATON_E_UNSUPPORTED;
     }
-    *t = baton_chat_detect(src, len);
-    if (*t != BATON_CHAT_UNKNOWN)
-        return 0;
-    snprintf(err, err_len, "key 'tokenizer.chat_template' is none of the layouts baton writes "
-                           "(chatml, llama3, llama2, phi3): name one with --chat-template");
-    return BATON_E_UNSUPPORTED;
+    return 0;
 }
 
 int baton_chat_format(enum baton_chat_template t, const char *system, const char *user,

@@ -92,11 +92,14 @@ const char *baton_chat_name(enum baton_chat_template t);
 struct baton_gguf;
 
 /* The template for a model: the one name gives (when not NULL), else the
- * one g's tokenizer.chat_template is recognized as, into *t. Errors:
- * BATON_E_INVAL (name is none of the four), BATON_E_NOT_FOUND (no such
- * key), BATON_E_FORMAT (the key is not a string), BATON_E_UNSUPPORTED (not
- * recognized); err (if err_len > 0) then says which and what to give. */
+ * one g's tokenizer.chat_template is recognized as, into *t; with tok (not
+ * NULL), also one whose control tokens tok holds (baton_chat_missing_marker,
+ * with a system part when has_system). Errors: BATON_E_INVAL (name is none
+ * of the four), BATON_E_NOT_FOUND (no such key), BATON_E_FORMAT (the key is
+ * not a string), BATON_E_UNSUPPORTED (not recognized, or a marker tok lacks);
+ * err (if err_len > 0) then says which and what to give. */
 int baton_chat_template_for(const struct baton_gguf *g, const char *name,
+                            const struct baton_tokenizer *tok, int has_system,
                             enum baton_chat_template *t, char *err, size_t err_len);
 
 /* The first of template t's control-token markers (with a system prompt

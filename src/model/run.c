@@ -562,18 +562,9 @@ static int run_chat_prepare(struct run *r, struct baton_run_config *copy)
     size_t n = cfg->prompts ? cfg->n_prompts : 1;
     char err[256];
 
-    const char *missing;
-
-    if (baton_chat_template_for(r->gguf, cfg->chat_template, &t, err, sizeof err) != 0) {
+    if (baton_chat_template_for(r->gguf, cfg->chat_template, r->tok, cfg->chat_system != NULL,
+                                &t, err, sizeof err) != 0) {
         run_msg(cfg, "%s: %s\n", cfg->model_path, err);
-        return 2;
-    }
-    missing = baton_chat_missing_marker(t, cfg->chat_system != NULL, r->tok);
-    if (missing != NULL) {
-        run_msg(cfg, "%s: the vocabulary has no token %s, which the %s layout needs (its "
-                     "markers would be plain text): name the model's own layout with "
-                     "--chat-template\n",
-                cfg->model_path, missing, baton_chat_name(t));
         return 2;
     }
     r->chat = calloc(n, sizeof(*r->chat));

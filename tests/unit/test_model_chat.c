@@ -199,15 +199,15 @@ static void test_template_for(void **state)
 
     (void)state;
     open_vocab("qwen2", &g, &tok);
-    assert_int_equal(baton_chat_template_for(g, NULL, &t, err, sizeof err), 0);
+    assert_int_equal(baton_chat_template_for(g, NULL, NULL, 0, &t, err, sizeof err), 0);
     assert_int_equal(t, BATON_CHAT_CHATML);
-    assert_int_equal(baton_chat_template_for(g, "llama3", &t, err, sizeof err), 0);
+    assert_int_equal(baton_chat_template_for(g, "llama3", NULL, 0, &t, err, sizeof err), 0);
     assert_int_equal(t, BATON_CHAT_LLAMA3);
-    assert_int_equal(baton_chat_template_for(g, "vicuna", &t, err, sizeof err), BATON_E_INVAL);
+    assert_int_equal(baton_chat_template_for(g, "vicuna", NULL, 0, &t, err, sizeof err), BATON_E_INVAL);
     assert_non_null(strstr(err, "'vicuna'"));
     close_vocab(g, tok);
     open_vocab("phi-3", &g, &tok);
-    assert_int_equal(baton_chat_template_for(g, NULL, &t, err, sizeof err), 0);
+    assert_int_equal(baton_chat_template_for(g, NULL, NULL, 0, &t, err, sizeof err), 0);
     assert_int_equal(t, BATON_CHAT_PHI3);
     assert_null(baton_chat_missing_marker(BATON_CHAT_PHI3, 1, tok));
     assert_string_equal(baton_chat_missing_marker(BATON_CHAT_CHATML, 0, tok), "<|im_start|>");
@@ -219,10 +219,16 @@ static void test_template_for(void **state)
     assert_string_equal(baton_chat_missing_marker(BATON_CHAT_LLAMA3, 0, tok),
                         "<|start_header_id|>");
     assert_string_equal(baton_chat_missing_marker(BATON_CHAT_PHI3, 0, tok), "<|user|>");
+    /* with the tokenizer, template_for refuses such a layout, naming the token */
+    assert_int_equal(baton_chat_template_for(g, "llama3", tok, 0, &t, err, sizeof err),
+                     BATON_E_UNSUPPORTED);
+    assert_non_null(strstr(err, "no token <|start_header_id|>, which the llama3 layout needs"));
+    assert_int_equal(baton_chat_template_for(g, NULL, tok, 1, &t, err, sizeof err), 0);
+    assert_int_equal(t, BATON_CHAT_CHATML);
     close_vocab(g, tok);
     open_vocab("llama-bpe", &g, &tok); /* llama.cpp's file has no template */
     assert_null(baton_chat_missing_marker(BATON_CHAT_LLAMA3, 1, tok));
-    assert_int_equal(baton_chat_template_for(g, NULL, &t, err, sizeof err), BATON_E_NOT_FOUND);
+    assert_int_equal(baton_chat_template_for(g, NULL, NULL, 0, &t, err, sizeof err), BATON_E_NOT_FOUND);
     assert_non_null(strstr(err, "tokenizer.chat_template"));
     assert_non_null(strstr(err, "--chat-template"));
     close_vocab(g, tok);
