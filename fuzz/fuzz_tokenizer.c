@@ -38,8 +38,10 @@
  *   - (bit 7) baton_tokenize_spans with no span gives the ids of
  *     baton_tokenize_ex without special parsing, with one span over the
  *     whole text those with it; the text as a user's message laid out with
- *     a chat template (chat.h; template 1 + length % 4) tokenizes with its
- *     spans, the size query and the call agreeing, every id in range.
+ *     a chat template (chat.h; template 1 + length % 4; a conversation's
+ *     later turn, baton_chat_format_next, when length / 4 is odd) tokenizes
+ *     with its spans (ascending, inside the text), the size query and the
+ *     call agreeing, every id in range.
  */
 #include "fuzz_common.h"
 
@@ -359,8 +361,18 @@ static void check_spans(const struct baton_tokenizer *tok, const char *text, siz
 
     check_spans_equal(tok, text, len, bos, NULL, 0, 0);
     check_spans_equal(tok, text, len, bos, &all, 1, BATON_TOKENIZE_PARSE_SPECIAL);
-    if (baton_chat_format((enum baton_chat_template)(1 + len % 4), NULL, text, len, &cp) != 0)
+    const enum baton_chat_template t = (enum baton_chat_template)(1 + len % 4);
+
+    if ((len / 4) % 2 ? baton_chat_format_next(t, text, len, &cp) != 0
+                      : baton_chat_format(t, NULL, text, len, &cp) != 0)
         return; /* too long: the text's own checks said so */
+    for (size_t i = 0, end = 0; i < cp.n_spans; i++) {
+        FUZZ_CHECK(cp.spans[i].off >= end && cp.spans[i].len > 0 &&
+                       cp.spans[i].off + cp.spans[i].len <= cp.len,
+                   "chat span %zu: [%zu, +%zu) after %zu, text %zu", i, cp.spans[i].off,
+                   cp.spans[i].len, end, cp.len);
+        end = cp.spans[i].off + cp.spans[i].len;
+    }
     int rc = baton_tokenize_spans(tok, cp.text, cp.len, bos, cp.spans, cp.n_spans, NULL, 0, &n);
     FUZZ_CHECK(rc == BATON_E_LIMIT && n > 0, "chat size query: rc %d, n %zu", rc, n);
     int32_t *ids = malloc(n * sizeof *ids);

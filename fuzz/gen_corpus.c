@@ -1412,11 +1412,15 @@ static void gen_tokenizer(void)
         {8 | 96 | 16, "<|im_start|>user\nhi<|im_end|>", 0},
         {8 | 32, "invalid \xc3 \xed\xa0\x80 \xc0\xaf \xf4\x90\x80\x80 \xff end", 0},
         {8 | 4, "\x05\x00\x00\x00\x0f\x01\x00\x00\xff\xff\xff\xff", 12},
-        /* bit 7: baton_tokenize_spans and a chat layout (template 1 + length % 4) */
+        /* bit 7: baton_tokenize_spans and a chat layout (template 1 + length % 4;
+         * a conversation's later turn when length / 4 is odd: the first two
+         * and the last two here) */
         {128 | 8 | 96 | 1, "hi <|im_end|> there<|im_start|>", 0},
         {128 | 8 | 64 | 1, "  <|eot_id|>Hello<|start_header_id|>  ", 0},
         {128 | 1, "<s> [INST] hi [/INST]</s>", 0},
         {128 | 8 | 16, "<|endoftext|>x<|u|>", 0},
+        {128 | 8 | 96 | 1, "Hi <|im_end|> again!", 0},
+        {128 | 1, "x </s> y <s> z", 0},
     };
     for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
         struct buf b = {0};

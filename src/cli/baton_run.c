@@ -18,6 +18,7 @@ static void run_usage(FILE *f)
 {
     fputs("usage: baton run --model FILE --prompt TEXT [options]\n"
           "       baton run --model FILE --prompt-file FILE [--parallel N] [options]\n"
+          "       baton run --model FILE --chat --interactive [options]\n"
           "\n"
           "Generates text with a GGUF model (llama, qwen2 or qwen3) whose layers are split\n"
           "across batond servers (or in-process stages), streaming it to stdout.\n"
@@ -60,6 +61,18 @@ static void run_usage(FILE *f)
           "                       where the template's Jinja adds one of its own)\n"
           "  --chat-template NAME with --chat: chatml, llama3, llama2 or phi3 instead of\n"
           "                       the one the model names\n"
+          "  -i, --interactive    with --chat, instead of --prompt: a conversation. Reads\n"
+          "                       the user's messages from standard input, one a line,\n"
+          "                       and streams each reply (at most -n tokens) on its own\n"
+          "                       line; the turns before stay in the KV cache, so only\n"
+          "                       a message's own tokens are prefilled. Ends with the\n"
+          "                       input (Ctrl-D); exit 1 once the conversation fills\n"
+          "                       --ctx\n"
+          "  --keepalive S        with --interactive: while waiting for a message, a\n"
+          "                       no-op request to every server each S seconds, 1..86400\n"
+          "                       (default 30), so that its idle timeout (batond's\n"
+          "                       idle_timeout, default 300 s) does not close the\n"
+          "                       connection\n"
           "  --servers LIST       host:port,host:port,... or 'local' (default: local);\n"
           "                       host:port@peerhost:peerport also names the address the\n"
           "                       other servers reach that one at (direct path)\n"
@@ -399,7 +412,7 @@ int baton_cmd_run(int argc, char **argv)
         O_SEED, O_THREADS, O_TIMEOUT, O_STATS, O_IDS, O_QUIET, O_IGNORE_EOS, O_GAP, O_HELP,
         O_KEY, O_P2P, O_STATS_JSON, O_PIPELINE, O_SLOTS, O_RING, O_PROMPT_FILE, O_PARALLEL, O_CONTINUOUS,
         O_OUTPUT_DIR, O_GROUPS, O_PROMPT_IDS, O_LOGITS_OUT, O_KV_TYPE, O_CHAT, O_SYSTEM,
-        O_CHAT_TEMPLATE
+        O_CHAT_TEMPLATE, O_INTERACTIVE, O_KEEPALIVE
     };
     static const struct option opts[] = {
         {"model", required_argument, 0, O_MODEL},     {"prompt", required_argument, 0, O_PROMPT},
@@ -426,6 +439,8 @@ int baton_cmd_run(int argc, char **argv)
         {"chat", no_argument, 0, O_CHAT},
         {"system", required_argument, 0, O_SYSTEM},
         {"chat-template", required_argument, 0, O_CHAT_TEMPLATE},
+        {"interactive", no_argument, 0, O_INTERACTIVE},
+        {"keepalive", required_argument, 0, O_KEEPALIVE},
         {0, 0, 0, 0}};
     struct baton_run_config cfg;
     const char *servers_name = "--servers"; /* where cfg.servers came from */
@@ -434,6 +449,7 @@ int baton_cmd_run(int argc, char **argv)
     struct baton_cli_lines lines = {0};
     uint32_t u;
     int c, rc, top_k_given = 0, top_p_given = 0, seed_given = 0, continuous_given = 0;
+    int interactive = 0, keepalive_given = 0;
 
     baton_run_config_default(&cfg);
     cfg.prog = PROG;
@@ -452,7 +468,7 @@ int baton_cmd_run(int argc, char **argv)
         }
     }
     optind = 1;
-    while ((c = getopt_long(argc, argv, "m:n:p:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "m:n:p:hi", opts, NULL)) != -1) {
         switch (c) {
         case 'm': /* llama.cpp's short form, as baton tokenize takes it */
         case O_MODEL: cfg.model_path = optarg; break;
@@ -530,6 +546,12 @@ int baton_cmd_run(int argc, char **argv)
             if (parse_u32("--groups", optarg, 1, 8, &cfg.n_groups)) return 2;
             break;
         case O_CHAT: cfg.chat = 1; break;
+        case 'i':
+        case O_INTERACTIVE: interactive = 1; break;
+        case O_KEEPALIVE:
+            if (parse_u32("--keepalive", optarg, 1, 86400, &cfg.keepalive_s)) return 2;
+            keepalive_given = 1;
+            break;
         case O_SYSTEM: cfg.chat_system = optarg; break;
         case O_CHAT_TEMPLATE:
             if (baton_chat_from_name(optarg) == BATON_CHAT_UNKNOWN) {
@@ -560,10 +582,32 @@ int baton_cmd_run(int argc, char **argv)
                 cfg.prompt ? "--prompt TEXT" : "--prompt-file FILE");
         return 2;
     }
+    if (interactive && !cfg.chat) {
+        fprintf(stderr, "baton run: --interactive is a conversation with a chat model: it "
+                        "needs --chat\n");
+        return 2;
+    }
+    if (interactive && (cfg.prompt || prompt_file || prompt_ids_arg)) {
+        fprintf(stderr, "baton run: --interactive reads the messages from standard input: not "
+                        "with %s\n",
+                cfg.prompt ? "--prompt" : prompt_file ? "--prompt-file" : "--prompt-ids");
+        return 2;
+    }
+    if (interactive && (cfg.logits_path || cfg.report_gap)) {
+        fprintf(stderr, "baton run: %s: not with --interactive\n",
+                cfg.logits_path ? "--logits-out" : "--report-gap");
+        return 2;
+    }
+    if (keepalive_given && !interactive) {
+        fprintf(stderr, "baton run: --keepalive needs --interactive\n");
+        return 2;
+    }
+    if (interactive)
+        cfg.chat_fd = STDIN_FILENO;
     if (cfg.model_path == NULL ||
-        (cfg.prompt == NULL && prompt_file == NULL && prompt_ids_arg == NULL)) {
-        fprintf(stderr, "baton run: --model FILE and one of --prompt TEXT, --prompt-ids LIST or "
-                        "--prompt-file FILE are required (see --help)\n");
+        (cfg.prompt == NULL && prompt_file == NULL && prompt_ids_arg == NULL && !interactive)) {
+        fprintf(stderr, "baton run: --model FILE and one of --prompt TEXT, --prompt-ids LIST, "
+                        "--prompt-file FILE or --chat --interactive are required (see --help)\n");
         return 2;
     }
     if ((cfg.chat_system || cfg.chat_template) && !cfg.chat) {

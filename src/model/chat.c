@@ -151,30 +151,40 @@ static void content(struct builder *b, const char *s, size_t n, enum trim trim)
  * whitespace itself: the same ids. */
 static const struct layout {
     const char *sys_open, *sys_close, *user_open, *user_open_after_sys, *tail;
+    const char *reply_close; /* ends an assistant's reply, and opens the next user turn */
     enum trim trim;
 } layouts[] = {
     [BATON_CHAT_CHATML] = {"<|im_start|>system\n", "<|im_end|>\n", "<|im_start|>user\n",
                            "<|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n",
-                           TRIM_NONE},
+                           "<|im_end|>\n<|im_start|>user\n", TRIM_NONE},
     [BATON_CHAT_LLAMA3] = {"<|start_header_id|>system<|end_header_id|>\n\n", "<|eot_id|>",
                            "<|start_header_id|>user<|end_header_id|>\n\n",
                            "<|start_header_id|>user<|end_header_id|>\n\n",
                            "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
+                           "<|eot_id|><|start_header_id|>user<|end_header_id|>\n\n",
                            TRIM_STRIP},
     [BATON_CHAT_LLAMA2] = {"[INST] <<SYS>>\n", "\n<</SYS>>\n\n", "[INST] ", "", " [/INST]",
-                           TRIM_STRIP},
+                           " </s><s>[INST] ", TRIM_STRIP},
     [BATON_CHAT_PHI3] = {"<|system|>", "<|end|>", "<|user|>", "<|user|>", "<|end|><|assistant|>",
-                         TRIM_LEFT_C},
+                         "<|end|><|user|>", TRIM_LEFT_C},
 };
 
 _Static_assert(sizeof layouts / sizeof layouts[0] == sizeof names / sizeof names[0],
                "a layout for every name");
 
+/* Lays out a first turn (next 0: sys, when not NULL, and user) or a later
+ * one (next 1: the reply's close, then user; sys unused). */
 static void lay_out(struct builder *b, enum baton_chat_template t, const char *sys,
-                    const char *user, size_t n)
+                    const char *user, size_t n, int next)
 {
     const struct layout *l = &layouts[t];
 
+    if (next) {
+        mark(b, l->reply_close);
+        content(b, user, n, l->trim);
+        mark(b, l->tail);
+        return;
+    }
     if (sys && t == BATON_CHAT_LLAMA2) {
         /* Llama 2's template strips '<<SYS>>\n' + S + '\n<</SYS>>\n\n' + U
          * as one string: S as given, U without its trailing whitespace, and
@@ -264,25 +274,38 @@ int baton_chat_template_for(const struct baton_gguf *g, const char *name,
     return 0;
 }
 
-int baton_chat_format(enum baton_chat_template t, const char *system, const char *user,
-                      size_t user_len, struct baton_chat_prompt *out)
+/* baton_chat_format (next 0) and baton_chat_format_next (next 1). */
+static int format(enum baton_chat_template t, const char *system, const char *user,
+                  size_t user_len, int next, struct baton_chat_prompt *out)
 {
     struct builder b = {out, 0};
 
     memset(out, 0, sizeof *out);
     if (t == BATON_CHAT_UNKNOWN || (size_t)t >= sizeof names / sizeof names[0] || user == NULL)
         return BATON_E_INVAL;
-    lay_out(&b, t, system, user, user_len); /* the length only */
+    lay_out(&b, t, system, user, user_len, next); /* the length only */
     if (b.len > BATON_TOKENIZER_MAX_TEXT_BYTES)
         return BATON_E_LIMIT;
     out->text = malloc(b.len + 1);
     if (out->text == NULL)
         return BATON_E_NOMEM;
     b.len = 0;
-    lay_out(&b, t, system, user, user_len);
+    lay_out(&b, t, system, user, user_len, next);
     out->text[b.len] = '\0';
     out->len = b.len;
     return 0;
+}
+
+int baton_chat_format(enum baton_chat_template t, const char *system, const char *user,
+                      size_t user_len, struct baton_chat_prompt *out)
+{
+    return format(t, system, user, user_len, 0, out);
+}
+
+int baton_chat_format_next(enum baton_chat_template t, const char *user, size_t user_len,
+                           struct baton_chat_prompt *out)
+{
+    return format(t, NULL, user, user_len, 1, out);
 }
 
 void baton_chat_prompt_free(struct baton_chat_prompt *p)

@@ -1,7 +1,8 @@
 /* Chat templates: an optional system prompt and one user message laid out
  * as the prompt an instruct model was trained on, ending with the opening
  * of the assistant's turn (the "generation prompt"), for `baton run
- * --chat` and `baton tokenize --chat`.
+ * --chat` and `baton tokenize --chat`; and a conversation's later turns
+ * (baton_chat_format_next, for `baton run --chat --interactive`).
  *
  * A GGUF states its template as Jinja source in tokenizer.chat_template
  * (as Hugging Face's tokenizer_config.json). baton does not run Jinja: it
@@ -116,6 +117,26 @@ const char *baton_chat_missing_marker(enum baton_chat_template t, int has_system
  * BATON_TOKENIZER_MAX_TEXT_BYTES), BATON_E_NOMEM; *out is then empty. */
 int baton_chat_format(enum baton_chat_template t, const char *system, const char *user,
                       size_t user_len, struct baton_chat_prompt *out);
+
+/* A conversation's next turn: the text that follows an assistant's reply,
+ * kept as the ids the model generated without the end-of-generation token
+ * it ended with (as llama.cpp's conversation mode keeps a reply, rather
+ * than rendering it again): the end of the reply's turn, then user
+ * (user_len bytes; may hold NUL) laid out as template t lays out a user's
+ * turn after earlier ones, ending where the next reply begins:
+ *
+ *   chatml  <|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n
+ *   llama3  <|eot_id|><|start_header_id|>user<|end_header_id|>\n\nU<|eot_id|>
+ *           <|start_header_id|>assistant<|end_header_id|>\n\n
+ *   llama2  " </s><s>[INST] U [/INST]" (Llama 2's template: the reply, a
+ *           space and EOS, then BOS before every later [INST])
+ *   phi3    <|end|><|user|>U<|end|><|assistant|>
+ *
+ * U trimmed as in baton_chat_format's first turn. The markers are spans
+ * (on a vocabulary without "</s>" and "<s>" as tokens, llama2's are text).
+ * Errors as baton_chat_format's. */
+int baton_chat_format_next(enum baton_chat_template t, const char *user, size_t user_len,
+                           struct baton_chat_prompt *out);
 
 void baton_chat_prompt_free(struct baton_chat_prompt *p);
 

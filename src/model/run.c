@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "auth/auth.h"
 #include "baton/client.h"
@@ -53,6 +54,8 @@ void baton_run_config_default(struct baton_run_config *cfg)
     cfg->p2p = 1;
     cfg->ring = 1;
     cfg->continuous = 0; /* opt-in: see run.h */
+    cfg->chat_fd = -1;
+    cfg->keepalive_s = 30;
     cfg->out = stdout;
     cfg->log = stderr;
     cfg->prog = "baton";
@@ -85,11 +88,9 @@ uint32_t baton_run_default_ubatch(uint32_t n_prompt, uint32_t n_stages, int pipe
     return u < 32 ? 32 : u > 512 ? 512 : u;
 }
 
-int run_tokenize_prompt(struct run *r, size_t which, const char *text, size_t len,
-                        int32_t **ids, size_t *n_ids)
+int run_tokenize_text(struct run *r, const char *text, size_t len, unsigned flags,
+                      const struct baton_chat_prompt *chat, int32_t **ids, size_t *n_ids)
 {
-    const struct baton_chat_prompt *chat = r->chat && which < r->n_chat ? &r->chat[which] : NULL;
-    const unsigned bos = baton_tokenizer_add_bos(r->tok) ? BATON_TOKENIZE_ADD_BOS : 0u;
     size_t cap = len + 8; /* enough for most vocabularies: one try */
     int rc;
 
@@ -97,9 +98,9 @@ int run_tokenize_prompt(struct run *r, size_t which, const char *text, size_t le
         *ids = calloc(cap, sizeof(**ids));
         if (*ids == NULL)
             return BATON_E_NOMEM;
-        rc = chat ? baton_tokenize_spans(r->tok, text, len, bos, chat->spans, chat->n_spans,
+        rc = chat ? baton_tokenize_spans(r->tok, text, len, flags, chat->spans, chat->n_spans,
                                          *ids, cap, n_ids)
-                  : baton_tokenize_ex(r->tok, text, len, bos, *ids, cap, n_ids);
+                  : baton_tokenize_ex(r->tok, text, len, flags, *ids, cap, n_ids);
         if (rc == 0)
             return 0;
         free(*ids);
@@ -109,6 +110,15 @@ int run_tokenize_prompt(struct run *r, size_t which, const char *text, size_t le
         cap = *n_ids; /* the whole count, which baton_tokenize reports */
     }
     return rc;
+}
+
+int run_tokenize_prompt(struct run *r, size_t which, const char *text, size_t len,
+                        int32_t **ids, size_t *n_ids)
+{
+    const struct baton_chat_prompt *chat = r->chat && which < r->n_chat ? &r->chat[which] : NULL;
+    const unsigned bos = baton_tokenizer_add_bos(r->tok) ? BATON_TOKENIZE_ADD_BOS : 0u;
+
+    return run_tokenize_text(r, text, len, bos, chat, ids, n_ids);
 }
 
 /* The prompt's token ids: cfg->prompt_ids, or the tokenized text. Returns
@@ -567,6 +577,17 @@ static int run_chat_prepare(struct run *r, struct baton_run_config *copy)
         run_msg(cfg, "%s: %s\n", cfg->model_path, err);
         return 2;
     }
+    *copy = *cfg;
+    if (cfg->chat_fd >= 0) { /* a conversation: its turns are laid out as they come */
+        r->conv = 1;
+        r->chat_tmpl = t;
+        copy->prompt = NULL;
+        fprintf(cfg->log, "chat: template %s (%s), a conversation: one message a line%s\n",
+                baton_chat_name(t),
+                cfg->chat_template ? "--chat-template" : "the model's tokenizer.chat_template",
+                isatty(cfg->chat_fd) ? " (end it with Ctrl-D)" : "");
+        return 0;
+    }
     r->chat = calloc(n, sizeof(*r->chat));
     r->chat_texts = calloc(n, sizeof(*r->chat_texts));
     if (r->chat == NULL || r->chat_texts == NULL) {
@@ -594,7 +615,6 @@ static int run_chat_prepare(struct run *r, struct baton_run_config *copy)
         }
         r->chat_texts[i] = r->chat[i].text;
     }
-    *copy = *cfg;
     if (cfg->prompts)
         copy->prompts = r->chat_texts;
     else
@@ -646,6 +666,13 @@ int baton_run(const struct baton_run_config *cfg)
         run_msg(cfg, "%s: %s\n", cfg->model_path, err);
         goto out;
     }
+    if (cfg->chat_fd >= 0 && (!cfg->chat || cfg->prompt_ids || cfg->prompts || cfg->n_copies ||
+                              cfg->logits_path || cfg->report_gap)) {
+        run_msg(cfg, "a conversation needs --chat, and is one sequence of text: not with "
+                     "--prompt-ids, --prompt-file, --logits-out or --report-gap\n");
+        ret = 2;
+        goto out;
+    }
     if (cfg->chat) { /* from here on the prompts are the laid-out texts */
         rc = run_chat_prepare(&r, &chat_cfg);
         if (rc != 0) {
@@ -667,7 +694,7 @@ int baton_run(const struct baton_run_config *cfg)
     /* tokenize first: a prompt that does not fit is a usage error */
     r.n_seq = 1;
     r.n_cells = cfg->n_ctx;
-    rc = cfg->prompts || cfg->n_copies ? run_par_prepare(&r, &n_prompt)
+    rc = cfg->prompts || cfg->n_copies || r.conv ? run_par_prepare(&r, &n_prompt)
                                        : prompt_tokens(&r, &prompt_ids, &n_prompt);
     if (rc != 0) {
         ret = rc;
@@ -830,6 +857,7 @@ out:
     }
     if (r.par)
         run_par_free(&r);
+    run_conv_free(&r);
     free_run(&r);
     free(prompt_ids);
     free(gen_ids);

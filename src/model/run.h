@@ -144,6 +144,17 @@ struct baton_run_config {
     const char *chat_system;   /* with chat: the system prompt, or NULL */
     const char *chat_template; /* with chat: a template name (baton_chat_from_name), or
                                   NULL: the one tokenizer.chat_template is recognized as */
+    int chat_fd;          /* with chat: >= 0, a conversation: the user's messages are
+                             read from this descriptor, one a line, and each is
+                             answered (streamed to out, ending with a newline) with
+                             the turns before it in the KV cache, until the input
+                             ends; not with prompt_ids, prompts, n_copies or
+                             logits_path (prompt is ignored). -1 (default): none */
+    uint32_t keepalive_s; /* with chat_fd: while waiting for the next message, a
+                             DEVICE_INFO to every stage each keepalive_s seconds
+                             (default 30), so that a server's idle timeout
+                             (batond's idle_timeout, 300 s by default) does not
+                             close the connection while the user types */
     const int32_t *prompt_ids; /* when set, these ids are the prompt (text is ignored) */
     size_t n_prompt_ids;
     struct baton_run_result *result; /* when set, filled on success */

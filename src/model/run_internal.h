@@ -5,6 +5,8 @@
  *   run_plan.c    --servers / --split, connections, the direct path's set-up
  *   run_upload.c  weights, KV cache, I/O buffers, registered graphs and routes
  *   run_engine.c  the step engine: ubatches through the stages, pipelined
+ *   run_parallel.c several sequences (--prompt-file, --npl) and conversations
+ *   run_conv.c    a conversation's messages (--chat --interactive)
  *   run_stats.c   per-step statistics (--stats, --stats-json), --ids-file
  *   run_output.c  messages: errors that name the stage and what to change
  */
@@ -124,6 +126,10 @@ struct run {
                                        cfg then points at a copy naming these texts */
     size_t n_chat;
     const char **chat_texts;    /* cfg->prompts with cfg->chat: the texts of chat */
+    int conv;                   /* cfg->chat_fd >= 0: a conversation, one turn a sequence
+                                   (run_conv.c, run_parallel.c) */
+    enum baton_chat_template chat_tmpl; /* conv: the template its turns are laid out in */
+    struct run_conv *conv_in;   /* conv: the reader of the user's messages */
     struct par_seq *par;        /* cfg->prompts: one per prompt (run_parallel.c) */
     size_t n_par;               /* ... n_par of them (cfg->n_prompts or cfg->n_copies) */
     size_t n_prompt_max;        /* the longest prompt's tokens (kv_fail's hint) */
@@ -181,6 +187,11 @@ void run_ctx_hint(const struct run *r, unsigned long long need, char *buf, size_
  * the template's markers are control tokens, the rest is text. */
 int run_tokenize_prompt(struct run *r, size_t which, const char *text, size_t len,
                         int32_t **ids, size_t *n_ids);
+/* run_tokenize_prompt's work: text with baton_tokenize's flags (BOS only
+ * when flags say), and with chat (not NULL) its spans as the only places
+ * where control-token text becomes that token. */
+int run_tokenize_text(struct run *r, const char *text, size_t len, unsigned flags,
+                      const struct baton_chat_prompt *chat, int32_t **ids, size_t *n_ids);
 /* "PROG: " + the rest, to cfg->log. */
 void run_msg(const struct baton_run_config *cfg, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -356,6 +367,31 @@ struct run_ubatch {
  * last ubatch and, with r->want_logits, r->logits its logits. 0 or 1 (after
  * a message naming the stage). */
 int run_engine(struct run *r, const struct run_ubatch *ub, uint32_t m, int32_t *next);
+
+/* ---- run_conv.c: a conversation (cfg->chat_fd) ---- */
+
+/* Reads the user's next message from cfg->chat_fd: a line (ending at LF,
+ * its CR before the LF dropped; blank lines skipped; the last may lack its
+ * LF). *msg points into the reader's buffer (len bytes, may hold NUL),
+ * valid until the next call. When the input is a terminal, "> " on
+ * cfg->log asks for it. While it waits, a DEVICE_INFO to every stage each
+ * cfg->keepalive_s seconds keeps the connections inside the servers' idle
+ * timeout (batond's default is 300 s). 1: a message; 0: the input ended;
+ * -1: an error (said: the input unreadable, a message longer than
+ * BATON_TOKENIZER_MAX_TEXT_BYTES, a stage gone). */
+int run_conv_read(struct run *r, const char **msg, size_t *len);
+
+/* The ids of a conversation's next turn: prev[0, n_prev) (the turns so far,
+ * the last reply without the end-of-generation token it ended with; NULL
+ * and 0 for the first turn), then msg laid out in r->chat_tmpl: the first
+ * turn with cfg->chat_system and BOS as the model says
+ * (baton_chat_format), a later one closing the reply before it
+ * (baton_chat_format_next). *ids is malloc'd (the caller frees it). 0, or
+ * an exit code after a message. */
+int run_conv_turn(struct run *r, const int32_t *prev, size_t n_prev, const char *msg,
+                  size_t len, int32_t **ids, size_t *n_ids);
+
+void run_conv_free(struct run *r);
 
 /* ---- run_parallel.c: several sequences (cfg->prompts) ---- */
 struct par_seq;

@@ -301,6 +301,10 @@ static int run_key_from(const struct run *r)
  * the server wants, or the right one; "" for any other status. */
 static const char *status_hint(const struct run *r, int rc)
 {
+    if (rc == BATON_E_IO && r->conv && r->n_par > 1) /* it waited for a message */
+        return "; the server closed the connection: it was stopped, it died, or its idle "
+               "timeout passed while this conversation waited (its log says which; "
+               "--keepalive S below that timeout keeps it open)";
     if (rc == BATON_E_IO) /* no notice tells a server stopping from one that died */
         return "; the server closed the connection: it was stopped or it died (its log says "
                "which: batond logs 'stopped' after a drain)";

@@ -20,6 +20,12 @@
  * groups the slots are split into G groups whose decode steps overlap on
  * the stages (a group's step waits only for its own previous step).
  *
+ * A conversation (`--chat --interactive`, r->conv; run_conv.c reads the
+ * messages) is one slot whose sequences are its turns, read as they come:
+ * each turn's prompt is the conversation so far, and only its ids after
+ * those the previous turn's cells hold are prefilled (prefill_alone's
+ * `from`).
+ *
  * Each sequence's ids are those it gives alone: every kernel gives the same
  * bits for any ubatch size (docs/DESIGN.md's determinism rule), and a
  * token's attention reads only its own range. tests/integration/
@@ -47,6 +53,7 @@
 struct par_seq {
     int32_t *ids; /* prompt, then generated: n_prompt + n_gen */
     size_t n_prompt, n_gen;
+    size_t n_max; /* generated at most: -n, or a conversation's room left in --ctx */
     char *text; /* generated text, kept for prefixed output */
     size_t text_len, text_cap;
     FILE *out;  /* --output-dir: its own file */
@@ -72,6 +79,14 @@ int run_par_prepare(struct run *r, size_t *max_prompt)
     if (cfg->report_gap) {
         run_msg(cfg, "--report-gap reads one sequence's logits: not with --prompt-file\n");
         return 2;
+    }
+    if (r->conv) { /* a conversation: one slot, its turns read as they come */
+        r->seqs = 1;
+        r->n_seq = 1;
+        r->n_groups = 1;
+        r->n_cells = cfg->n_ctx;
+        *max_prompt = cfg->n_ctx; /* a turn's prompt is the conversation so far */
+        return 0;
     }
     r->n_par = cfg->prompts ? cfg->n_prompts : cfg->n_copies;
     if (r->n_par == 0 || (cfg->prompts == NULL && cfg->prompt_ids == NULL)) {
@@ -185,6 +200,7 @@ int run_par_prepare(struct run *r, size_t *max_prompt)
             return 1;
         }
         q[i].ids = ids;
+        q[i].n_max = cfg->n_predict;
     }
     return 0;
 }
@@ -212,6 +228,11 @@ uint32_t run_par_shapes(const struct run *r, uint32_t *counts, uint32_t *outs)
     uint32_t n = 0;
 
     counts[n] = r->n_ubatch, outs[n++] = 1;
+    /* a conversation's turns are not known yet: every power of two below
+     * n_ubatch (1 is the decode step's, below, when there is one) */
+    for (uint32_t p = 1; r->conv && p < r->n_ubatch; p *= 2)
+        if (p > 1 || r->cfg->n_predict == 1)
+            counts[n] = p, outs[n++] = 1;
     for (size_t i = 0; i < r->n_par; i++) {
         uint32_t parts[32], k = split_rest((uint32_t)(q[i].n_prompt % r->n_ubatch), parts);
 
@@ -262,6 +283,8 @@ int run_par_shape_runs(const struct run *r, uint32_t count, uint32_t out)
         return 1;
     if (out != 1)
         return 0;
+    if (r->conv) /* any of them may run */
+        return count <= r->n_ubatch;
     for (size_t i = 0; i < alone; i++) {
         uint32_t parts[32], k = split_rest((uint32_t)(r->par[i].n_prompt % r->n_ubatch), parts);
 
@@ -340,6 +363,19 @@ static int finish(struct run *r, size_t i)
     char name[4200];
 
     q->done = 1;
+    if (r->conv) { /* the reply ends its line */
+        if (!r->cfg->quiet) {
+            fputc('\n', r->cfg->out);
+            r->text_open = 0;
+            if (run_flush_text(r) != 0)
+                return -1;
+        }
+        if (q->n_gen < r->cfg->n_predict && q->n_gen == q->n_max &&
+            !baton_tokenizer_is_eog(r->tok, q->ids[q->n_prompt + q->n_gen - 1]))
+            fprintf(r->cfg->log, "(the reply was cut where the conversation filled --ctx %u)\n",
+                    r->cfg->n_ctx);
+        return 0;
+    }
     if (q->out) { /* --output-dir: written with --quiet too */
         FILE *f = q->out;
         int rc;
@@ -398,7 +434,12 @@ static int take(struct run *r, size_t i, int32_t t)
         baton_token_to_piece(r->tok, t, q->ids[q->n_prompt + q->n_gen - 2], piece, sizeof(piece),
                              &plen) == 0 &&
         plen > 0) {
-        if (q->out) {
+        if (r->conv) { /* a conversation's reply streams as it comes */
+            fwrite(piece, 1, plen, cfg->out);
+            r->text_open = 1;
+            if (run_flush_text(r) != 0)
+                return -1;
+        } else if (q->out) {
             fwrite(piece, 1, plen, q->out);
             if (flush_output(r, i, q->out) != 0)
                 return -1;
@@ -407,7 +448,7 @@ static int take(struct run *r, size_t i, int32_t t)
             return -1;
         }
     }
-    return q->n_gen == cfg->n_predict;
+    return q->n_gen == q->n_max;
 }
 
 /* Prefills sequence i into slot j from prompt token `from` on (a multiple
@@ -883,6 +924,71 @@ static int prefill_alone(struct par_state *ps, uint32_t j, size_t i, uint32_t fr
     return take_slot(ps, j, i, first) != 0;
 }
 
+/* A conversation's next turn (r->conv): reads the user's next message and
+ * makes it the next sequence, whose prompt is the conversation so far (the
+ * last reply without the end-of-generation token it ended with) and the
+ * message laid out; *from gets how many of its ids slot 0's cells hold
+ * already: the last turn's, but its last generated token, which was never
+ * fed back. 1: a turn; 0: the input ended; -1: an error (said), *code the
+ * exit code. */
+static int conv_next(struct par_state *ps, uint32_t *from, int *code)
+{
+    struct run *r = ps->r;
+    const struct baton_run_config *cfg = r->cfg;
+    const struct par_seq *prev = r->n_par ? &r->par[r->n_par - 1] : NULL;
+    size_t n_prev = 0, n_ids = 0, len = 0;
+    const char *msg = NULL;
+    int32_t *ids = NULL, *grown;
+    struct par_seq *q;
+    int rc = run_conv_read(r, &msg, &len);
+
+    *code = 1;
+    if (rc <= 0)
+        return rc;
+    *from = 0;
+    if (prev) {
+        n_prev = prev->n_prompt + prev->n_gen;
+        *from = (uint32_t)(n_prev - 1);
+        if (baton_tokenizer_is_eog(r->tok, prev->ids[n_prev - 1]))
+            n_prev--;
+    }
+    rc = run_conv_turn(r, prev ? prev->ids : NULL, n_prev, msg, len, &ids, &n_ids);
+    if (rc != 0) {
+        *code = rc;
+        return -1;
+    }
+    if (n_ids >= cfg->n_ctx) {
+        char ctx[RUN_CTX_NAME_CAP];
+
+        run_ctx_name(cfg, ctx, sizeof ctx);
+        stage_msg(r, "the conversation with this message is %zu tokens: %s holds no more (give "
+                     "a larger --ctx)\n",
+                  n_ids, ctx);
+        free(ids);
+        return -1;
+    }
+    q = realloc(r->par, (r->n_par + 1) * sizeof(*q));
+    if (q != NULL)
+        r->par = q;
+    {
+        const size_t n_max = cfg->n_ctx - n_ids < cfg->n_predict ? cfg->n_ctx - n_ids
+                                                                 : cfg->n_predict;
+
+        grown = q ? realloc(ids, (n_ids + n_max) * sizeof(*ids)) : NULL;
+        if (grown == NULL) {
+            free(ids);
+            stage_msg(r, "out of memory\n");
+            return -1;
+        }
+        q = &r->par[r->n_par++];
+        memset(q, 0, sizeof *q);
+        q->ids = grown;
+        q->n_prompt = n_ids;
+        q->n_max = n_max;
+    }
+    return 1;
+}
+
 int run_par_generate(struct run *r, double t_load, double bytes)
 {
     const struct baton_run_config *cfg = r->cfg;
@@ -917,7 +1023,13 @@ int run_par_generate(struct run *r, double t_load, double bytes)
         stage_msg(r, "out of memory\n");
         goto out;
     }
-    {
+    if (r->conv) {
+        fprintf(cfg->log,
+                "plan: a conversation: one sequence of %u KV-cache cells; each message is "
+                "answered with the turns before it in the cache (at most -n %u tokens a "
+                "reply)\n",
+                cfg->n_ctx, cfg->n_predict);
+    } else {
         char note[96] = "";
 
         if (cfg->n_groups > ps.groups) /* groups of ceil(N / G) sequences fill fewer */
@@ -937,8 +1049,20 @@ int run_par_generate(struct run *r, double t_load, double bytes)
                     r->n_chunk, r->n_chunk == 1 ? "" : "s");
     }
     for (;;) {
-        uint32_t active = 0, rounds = UINT32_MAX, m;
+        uint32_t active = 0, rounds = UINT32_MAX, m, from = 0;
         int32_t unused;
+
+        if (r->conv && ps.slot_seq[0] == 0) { /* the next message, once a reply has ended */
+            int code;
+            const int got = conv_next(&ps, &from, &code);
+
+            if (got < 0) {
+                ret = code;
+                goto out;
+            }
+            if (got == 0)
+                break;
+        }
 
         /* admit prompts into free slots: at the start, and whenever no
          * sequence decodes, each is prefilled alone; once decoding has
@@ -952,7 +1076,7 @@ int run_par_generate(struct run *r, double t_load, double bytes)
                 if (started && r->n_chunk && any_decoding(&ps)) {
                     ps.slot_seq[j] = i + 1;
                     ps.fed[j] = 0;
-                } else if (prefill_alone(&ps, j, i, 0, &t_prefill, &n_prompt_tokens) != 0) {
+                } else if (prefill_alone(&ps, j, i, from, &t_prefill, &n_prompt_tokens) != 0) {
                     goto out;
                 }
             }
@@ -966,7 +1090,7 @@ int run_par_generate(struct run *r, double t_load, double bytes)
         for (uint32_t j = 0; j < ns; j++) {
             if (decoding(&ps, j)) {
                 const struct par_seq *q = &r->par[ps.slot_seq[j] - 1];
-                const uint32_t left = (uint32_t)(cfg->n_predict - q->n_gen);
+                const uint32_t left = (uint32_t)(q->n_max - q->n_gen);
 
                 active++;
                 if (left < rounds)
@@ -974,7 +1098,7 @@ int run_par_generate(struct run *r, double t_load, double bytes)
             }
         }
         if (active == 0) {
-            if (ps.next_prompt < r->n_par)
+            if (ps.next_prompt < r->n_par || r->conv)
                 continue; /* every admitted prompt ended at its first token */
             break;
         }
@@ -1037,17 +1161,31 @@ int run_par_generate(struct run *r, double t_load, double bytes)
     }
     if (window)
         run_stats_window(r, 0);
-    fprintf(cfg->log,
-            "summary: %zu sequence%s (%u at a time), prompt %zu token%s, generated %zu token%s, "
-            "load %.2f s (%.1f MiB), prefill %.1f tok/s, decode %.1f tok/s (all sequences, %u "
-            "step%s), stages %u\n",
-            r->n_par, r->n_par == 1 ? "" : "s", ns, n_prompt_tokens + ps.mixed_tokens,
-            n_prompt_tokens + ps.mixed_tokens == 1 ? "" : "s", ps.n_gen, ps.n_gen == 1 ? "" : "s",
-            t_load,
-            bytes / 1048576.0, t_prefill > 0 ? (double)n_prompt_tokens / t_prefill : 0.0,
-            t_decode > 0 ? (double)(ps.n_gen - (ps.n_gen < r->n_par ? ps.n_gen : r->n_par)) / t_decode
-                         : 0.0,
-            ps.decode_steps, ps.decode_steps == 1 ? "" : "s", r->n_stages);
+    if (r->conv)
+        fprintf(cfg->log,
+                "summary: a conversation of %zu turn%s, %zu prompt token%s prefilled (each "
+                "turn's new ones: the turns before it were in the KV cache), generated %zu "
+                "token%s, load %.2f s, prefill %.1f tok/s, decode %.1f tok/s, stages %u\n",
+                r->n_par, r->n_par == 1 ? "" : "s", n_prompt_tokens,
+                n_prompt_tokens == 1 ? "" : "s", ps.n_gen, ps.n_gen == 1 ? "" : "s", t_load,
+                t_prefill > 0 ? (double)n_prompt_tokens / t_prefill : 0.0,
+                t_decode > 0 ? (double)(ps.n_gen - (ps.n_gen < r->n_par ? ps.n_gen : r->n_par)) /
+                                   t_decode
+                             : 0.0,
+                r->n_stages);
+    else
+        fprintf(cfg->log,
+                "summary: %zu sequence%s (%u at a time), prompt %zu token%s, generated %zu "
+                "token%s, load %.2f s (%.1f MiB), prefill %.1f tok/s, decode %.1f tok/s (all "
+                "sequences, %u step%s), stages %u\n",
+                r->n_par, r->n_par == 1 ? "" : "s", ns, n_prompt_tokens + ps.mixed_tokens,
+                n_prompt_tokens + ps.mixed_tokens == 1 ? "" : "s", ps.n_gen,
+                ps.n_gen == 1 ? "" : "s", t_load, bytes / 1048576.0,
+                t_prefill > 0 ? (double)n_prompt_tokens / t_prefill : 0.0,
+                t_decode > 0 ? (double)(ps.n_gen - (ps.n_gen < r->n_par ? ps.n_gen : r->n_par)) /
+                                   t_decode
+                             : 0.0,
+                ps.decode_steps, ps.decode_steps == 1 ? "" : "s", r->n_stages);
     if (ps.mixed_steps)
         fprintf(cfg->log,
                 "summary: continuous batching: %zu prompt token%s rode in %u decode step%s "

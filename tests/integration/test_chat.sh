@@ -104,3 +104,118 @@ status 2 "has no token <|start_header_id|>, which the llama3 layout needs" \
 status 2 "--system needs --chat" run --model "$M" --system S -p hi
 status 2 "not --prompt-ids" run --model "$M" --chat --prompt-ids 1,2
 echo "ok: run --chat errors"
+
+# --interactive: a conversation read from standard input, one message a
+# line (a blank line skipped, CR LF and a last line without LF taken), each
+# turn's prompt the conversation so far: the turns before (the last reply
+# without its end-of-generation token) kept as they were, then the reply's
+# turn closed and the message laid out; only the new tokens prefilled.
+printf 'Hello there\n\nHow are you?\r\nBye' >"$TMP/msgs"
+# conv NAME ARGS...: a conversation over $TMP/msgs, ids into $TMP/NAME.json
+conv() {
+    local name=$1
+    shift
+    "$BATON" run --model "$M" --chat -i -n 4 --ids-file "$TMP/$name.json" "$@" \
+        <"$TMP/msgs" >"$TMP/$name.out" 2>"$TMP/$name.err" ||
+        fail "conversation $name: exit $?: $(cat "$TMP/$name.err")"
+}
+conv c1
+python3 - "$TMP/c1.json" "$TMP/c1.out" "$TMP/c1.err" <<'PY' || fail "conversation c1: $(cat "$TMP/c1.err")"
+import json, re, sys
+seqs = json.load(open(sys.argv[1]))["sequences"]
+assert len(seqs) == 3, len(seqs)
+# Qwen 2: <|im_start|> 151644, <|im_end|> 151645, <|endoftext|> 151643
+# (end-of-generation), user 872, assistant 77091, "\n" 198
+msg = [[9707, 1052], [4340, 525, 498, 30], [1359, 68]]  # Hello there / How are you? / Bye
+opn, tail = [151644, 872, 198], [151645, 198, 151644, 77091, 198]
+assert seqs[0]["prompt"] == opn + msg[0] + tail, seqs[0]["prompt"]
+prefilled = len(seqs[0]["prompt"])
+for k in (1, 2):
+    prev = seqs[k - 1]["prompt"] + seqs[k - 1]["generated"]
+    fed = len(prev) - 1  # the last generated token was never fed back
+    if prev[-1] in (151643, 151645):
+        prev = prev[:-1]
+    assert seqs[k]["prompt"] == prev + [151645, 198] + opn + msg[k] + tail, (k, seqs[k]["prompt"])
+    prefilled += len(seqs[k]["prompt"]) - fed
+for s in seqs:
+    assert 1 <= len(s["generated"]) <= 4
+lines = open(sys.argv[2], "rb").read().split(b"\n")
+assert len(lines) == 4 and lines[3] == b"", lines  # a line per reply
+err = open(sys.argv[3]).read()
+m = re.search(r"a conversation of 3 turns, (\d+) prompt tokens prefilled", err)
+assert m and int(m.group(1)) == prefilled, (prefilled, err)
+PY
+# the last turn's reply is the one its whole prompt gives in a fresh run
+"$BATON" run --model "$M" -n 4 --quiet --ids-file "$TMP/fresh.json" \
+    --prompt-ids "$(field "$TMP/c1.json" '",".join(map(str, j["sequences"][2]["prompt"]))')" \
+    2>"$TMP/err" || fail "fresh run: $(cat "$TMP/err")"
+[ "$(field "$TMP/fresh.json" 'j["generated"]')" = \
+    "$(field "$TMP/c1.json" 'j["sequences"][2]["generated"]')" ] ||
+    fail "the third turn's reply differs from a fresh run of its prompt"
+echo "ok: run --chat --interactive: turns, ids, prefill from the KV cache"
+
+# the same ids on 2 in-process stages, and over 2 batond: the direct path
+# with the decode ring, and the hub path
+make_keys
+start_ring a b
+SRV="127.0.0.1:$PORT_a,127.0.0.1:$PORT_b"
+conv c2 --split 1,1
+conv cring --servers "$SRV" --key "$K"
+conv chub --servers "$SRV" --key "$K" --p2p off
+for n in c2 cring chub; do
+    cmp -s "$TMP/c1.json" "$TMP/$n.json" || fail "conversation $n: ids differ from in-process"
+done
+
+# sampled: the N-th turn's seed is --seed + N - 1, as the N-th prompt's of a file
+SAMPLE=(--temp 0.8 --top-k 40 --top-p 0.95 --seed 7)
+conv s1 "${SAMPLE[@]}"
+conv sring "${SAMPLE[@]}" --servers "$SRV" --key "$K"
+cmp -s "$TMP/s1.json" "$TMP/sring.json" || fail "sampled conversation: ids differ over batond"
+"$BATON" run --model "$M" -n 4 --quiet --ids-file "$TMP/sfresh.json" --temp 0.8 --top-k 40 \
+    --top-p 0.95 --seed 9 \
+    --prompt-ids "$(field "$TMP/s1.json" '",".join(map(str, j["sequences"][2]["prompt"]))')" \
+    2>"$TMP/err" || fail "fresh sampled run: $(cat "$TMP/err")"
+[ "$(field "$TMP/sfresh.json" 'j["generated"]')" = \
+    "$(field "$TMP/s1.json" 'j["sequences"][2]["generated"]')" ] ||
+    fail "the third sampled turn's reply differs from a fresh run of its prompt (seed 9)"
+echo "ok: run --chat --interactive: the same ids split, hub, direct and ring, sampled"
+
+# a conversation that fills --ctx: the reply cut (said), the next message
+# refused, exit 1; no input: no turn, exit 0
+rc=0
+"$BATON" run --model "$M" --chat -i -n 4 --ctx 12 --ids-file "$TMP/full.json" <"$TMP/msgs" \
+    >"$TMP/out" 2>"$TMP/err" || rc=$?
+[ "$rc" -eq 1 ] || fail "--ctx 12 conversation: exit $rc, want 1: $(cat "$TMP/err")"
+grep -q "the conversation with this message is .* tokens: --ctx 12 holds no more" "$TMP/err" ||
+    fail "no context-full message: $(cat "$TMP/err")"
+grep -q "(the reply was cut where the conversation filled --ctx 12)" "$TMP/err" ||
+    fail "no cut-reply note: $(cat "$TMP/err")"
+[ "$(wc -l <"$TMP/out")" -eq 1 ] || fail "--ctx 12: want one reply line: $(cat "$TMP/out")"
+"$BATON" run --model "$M" --chat -i </dev/null >"$TMP/out" 2>"$TMP/err" ||
+    fail "empty conversation: exit $?: $(cat "$TMP/err")"
+grep -q "a conversation of 0 turns" "$TMP/err" || fail "empty conversation: $(cat "$TMP/err")"
+[ ! -s "$TMP/out" ] || fail "empty conversation wrote: $(cat "$TMP/out")"
+status 2 "--interactive is a conversation with a chat model: it needs --chat" run --model "$M" -i
+status 2 "not with --prompt" run --model "$M" --chat -i -p hi
+status 2 "--keepalive needs --interactive" run --model "$M" --chat -p hi --keepalive 5
+status 2 "not with --interactive" run --model "$M" --chat -i --logits-out "$TMP/l.bin"
+echo "ok: run --chat --interactive: a full context, no input, errors"
+
+# while the user types, --keepalive keeps the connection inside the
+# server's idle timeout (2 s here); without it the server closes it
+printf 'idle_timeout = 2s\n' >"$TMP/idle.policy"
+BATOND_EXTRA="${BATOND_EXTRA:-} --policy $TMP/idle.policy" start_server idle
+# slow KEEPALIVE: a message, 3.5 s of nothing, a second one
+slow() {
+    { printf 'Hello there\n'; sleep 3.5; printf 'Bye\n'; } |
+        "$BATON" run --model "$M" --chat -i -n 2 --keepalive "$1" \
+            --servers "127.0.0.1:$PORT_idle" >"$TMP/slow.out" 2>"$TMP/slow.err"
+}
+slow 1 || fail "--keepalive 1 over a 2 s idle timeout: exit $?: $(cat "$TMP/slow.err")"
+grep -q "a conversation of 2 turns" "$TMP/slow.err" || fail "keepalive: $(cat "$TMP/slow.err")"
+rc=0
+slow 60 || rc=$?
+[ "$rc" -eq 1 ] || fail "--keepalive 60 over a 2 s idle timeout: exit $rc, want 1"
+grep -q "its idle timeout passed while this conversation waited" "$TMP/slow.err" ||
+    fail "keepalive 60: no hint: $(cat "$TMP/slow.err")"
+echo "ok: run --chat --interactive --keepalive"

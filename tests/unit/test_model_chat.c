@@ -46,14 +46,17 @@ static void close_vocab(struct baton_gguf *g, struct baton_tokenizer *tok)
     baton_gguf_close(g);
 }
 
-/* Lays out (sys, user) as t and checks the text and the spans (the
- * marker strings, in order, adjacent ones as one). */
-static void expect_layout(enum baton_chat_template t, const char *sys, const char *user,
-                          const char *want, const char *const *marks, size_t n_marks)
+/* Lays out (sys, user) as t (a conversation's later turn with next 1:
+ * baton_chat_format_next, sys unused) and checks the text and the spans
+ * (the marker strings, in order, adjacent ones as one). */
+static void expect_turn(enum baton_chat_template t, int next, const char *sys, const char *user,
+                        const char *want, const char *const *marks, size_t n_marks)
 {
     struct baton_chat_prompt p;
 
-    assert_int_equal(baton_chat_format(t, sys, user, strlen(user), &p), 0);
+    assert_int_equal(next ? baton_chat_format_next(t, user, strlen(user), &p)
+                          : baton_chat_format(t, sys, user, strlen(user), &p),
+                     0);
     assert_string_equal(p.text, want);
     assert_int_equal(p.len, strlen(want));
     assert_int_equal(p.n_spans, n_marks);
@@ -63,6 +66,48 @@ static void expect_layout(enum baton_chat_template t, const char *sys, const cha
         assert_memory_equal(p.text + p.spans[i].off, marks[i], strlen(marks[i]));
     }
     baton_chat_prompt_free(&p);
+}
+
+static void expect_layout(enum baton_chat_template t, const char *sys, const char *user,
+                          const char *want, const char *const *marks, size_t n_marks)
+{
+    expect_turn(t, 0, sys, user, want, marks, n_marks);
+}
+
+/* A conversation's later turns: the reply's turn closed, the message laid
+ * out and trimmed as in a first turn, the next reply opened. */
+static void test_next_layouts(void **state)
+{
+    struct baton_chat_prompt p;
+
+    (void)state;
+    {
+        const char *const m[] = {"<|im_end|>\n<|im_start|>user\n",
+                                 "<|im_end|>\n<|im_start|>assistant\n"};
+        expect_turn(BATON_CHAT_CHATML, 1, NULL, " Hi\n",
+                    "<|im_end|>\n<|im_start|>user\n Hi\n<|im_end|>\n<|im_start|>assistant\n", m,
+                    2);
+    }
+    {
+        const char *const m[] = {"<|eot_id|><|start_header_id|>user<|end_header_id|>\n\n",
+                                 "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"};
+        expect_turn(BATON_CHAT_LLAMA3, 1, NULL, "\t Hi \n",
+                    "<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+                    "<|start_header_id|>assistant<|end_header_id|>\n\n",
+                    m, 2);
+    }
+    {
+        const char *const m[] = {" </s><s>[INST] ", " [/INST]"};
+        expect_turn(BATON_CHAT_LLAMA2, 1, NULL, " Hi ", " </s><s>[INST] Hi [/INST]", m, 2);
+    }
+    {
+        const char *const m[] = {"<|end|><|user|>", "<|end|><|assistant|>"};
+        expect_turn(BATON_CHAT_PHI3, 1, NULL, "\n Hi", "<|end|><|user|>Hi<|end|><|assistant|>", m,
+                    2);
+    }
+    assert_int_equal(baton_chat_format_next(BATON_CHAT_UNKNOWN, "x", 1, &p), BATON_E_INVAL);
+    assert_null(p.text);
+    assert_int_equal(baton_chat_format_next(BATON_CHAT_CHATML, NULL, 0, &p), BATON_E_INVAL);
 }
 
 static void test_layouts(void **state)
@@ -355,6 +400,34 @@ static void test_ids_spm(void **state)
     n = chat_ids(tok, BATON_CHAT_LLAMA2, "Be kind.", "Hello", ids);
     assert_true(n > 8);
     assert_int_equal(ids[0], baton_tokenizer_bos(tok));
+    /* a later turn: the reply closed by EOS, BOS before the next [INST]
+     * (Llama 2's template), both control tokens from the markers */
+    {
+        struct baton_chat_prompt p;
+        int32_t plain[N_IDS];
+        size_t n_plain = 0;
+
+        assert_int_equal(baton_chat_format_next(BATON_CHAT_LLAMA2, "Hello", 5, &p), 0);
+        assert_int_equal(baton_tokenize_spans(tok, p.text, p.len, 0, p.spans, p.n_spans, ids,
+                                              N_IDS, &n),
+                         0);
+        assert_int_equal(baton_tokenize_ex(tok, p.text, p.len, BATON_TOKENIZE_PARSE_SPECIAL,
+                                           plain, N_IDS, &n_plain),
+                         0);
+        expect_seq(ids, n, plain, n_plain); /* as llama.cpp: the whole text, special parsing */
+        {
+            size_t eos = n, bos = n;
+
+            for (size_t i = 0; i < n; i++) {
+                if (ids[i] == baton_tokenizer_eos(tok) && eos == n)
+                    eos = i;
+                if (ids[i] == baton_tokenizer_bos(tok) && bos == n)
+                    bos = i;
+            }
+            assert_true(eos < n && bos == eos + 1); /* "</s><s>", each one id */
+        }
+        baton_chat_prompt_free(&p);
+    }
     close_vocab(g, tok);
 }
 
@@ -450,7 +523,7 @@ int main(void)
         cmocka_unit_test(test_detect),       cmocka_unit_test(test_template_for),
         cmocka_unit_test(test_ids_qwen2),    cmocka_unit_test(test_ids_llama3),
         cmocka_unit_test(test_ids_spm),      cmocka_unit_test(test_spans),
-        cmocka_unit_test(test_trim),
+        cmocka_unit_test(test_trim),         cmocka_unit_test(test_next_layouts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
