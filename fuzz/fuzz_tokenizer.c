@@ -39,9 +39,10 @@
  *     baton_tokenize_ex without special parsing, with one span over the
  *     whole text those with it; the text as a user's message laid out with
  *     a chat template (chat.h; template 1 + length % 4; a conversation's
- *     later turn, baton_chat_format_next, when length / 4 is odd) tokenizes
- *     with its spans (ascending, inside the text), the size query and the
- *     call agreeing, every id in range.
+ *     later turn, baton_chat_format_next, when length / 4 is odd, tokenized
+ *     as a continuation: BATON_TOKENIZE_CONTINUE, which changes no BPE
+ *     tokenizer's ids) tokenizes with its spans (ascending, inside the
+ *     text), the size query and the call agreeing, every id in range.
  */
 #include "fuzz_common.h"
 
@@ -362,9 +363,13 @@ static void check_spans(const struct baton_tokenizer *tok, const char *text, siz
     check_spans_equal(tok, text, len, bos, NULL, 0, 0);
     check_spans_equal(tok, text, len, bos, &all, 1, BATON_TOKENIZE_PARSE_SPECIAL);
     const enum baton_chat_template t = (enum baton_chat_template)(1 + len % 4);
+    const int next = (len / 4) % 2;
+    /* a later turn continues the conversation's text: no BOS, no space
+     * prefix before its first piece */
+    const unsigned fl = next ? BATON_TOKENIZE_CONTINUE : bos;
 
-    if ((len / 4) % 2 ? baton_chat_format_next(t, text, len, &cp) != 0
-                      : baton_chat_format(t, NULL, text, len, &cp) != 0)
+    if (next ? baton_chat_format_next(t, text, len, &cp) != 0
+             : baton_chat_format(t, NULL, text, len, &cp) != 0)
         return; /* too long: the text's own checks said so */
     for (size_t i = 0, end = 0; i < cp.n_spans; i++) {
         FUZZ_CHECK(cp.spans[i].off >= end && cp.spans[i].len > 0 &&
@@ -373,15 +378,28 @@ static void check_spans(const struct baton_tokenizer *tok, const char *text, siz
                    cp.spans[i].len, end, cp.len);
         end = cp.spans[i].off + cp.spans[i].len;
     }
-    int rc = baton_tokenize_spans(tok, cp.text, cp.len, bos, cp.spans, cp.n_spans, NULL, 0, &n);
+    int rc = baton_tokenize_spans(tok, cp.text, cp.len, fl, cp.spans, cp.n_spans, NULL, 0, &n);
     FUZZ_CHECK(rc == BATON_E_LIMIT && n > 0, "chat size query: rc %d, n %zu", rc, n);
     int32_t *ids = malloc(n * sizeof *ids);
     if (!ids)
         abort();
-    rc = baton_tokenize_spans(tok, cp.text, cp.len, bos, cp.spans, cp.n_spans, ids, n, &n2);
+    rc = baton_tokenize_spans(tok, cp.text, cp.len, fl, cp.spans, cp.n_spans, ids, n, &n2);
     FUZZ_CHECK(rc == 0 && n2 == n, "chat tokenize: rc %d, %zu ids then %zu", rc, n, n2);
     for (size_t i = 0; i < n; i++)
         FUZZ_CHECK(ids[i] >= 0 && (uint32_t)ids[i] < nv, "chat id %d of %u", ids[i], nv);
+    /* BPE has no space prefix: CONTINUE changes nothing there */
+    if (next && baton_tokenizer_is_bpe(tok)) {
+        int32_t *plain = malloc(n * sizeof *plain);
+        size_t n3 = 0;
+
+        if (!plain)
+            abort();
+        rc = baton_tokenize_spans(tok, cp.text, cp.len, 0, cp.spans, cp.n_spans, plain, n, &n3);
+        FUZZ_CHECK(rc == 0 && n3 == n && memcmp(plain, ids, n * sizeof *ids) == 0,
+                   "chat next turn, BPE: CONTINUE changed the ids (rc %d, %zu then %zu)", rc, n,
+                   n3);
+        free(plain);
+    }
     free(ids);
     baton_chat_prompt_free(&cp);
 }

@@ -728,6 +728,33 @@ int baton_run(const struct baton_run_config *cfg)
         r.n_ubatch = cfg->n_ctx;
     if (r.n_ubatch > n_prompt) /* no step is larger: smaller I/O buffers */
         r.n_ubatch = (uint32_t)n_prompt;
+    if (r.conv) {
+        /* a conversation registers a graph for the ubatch and for every
+         * power of two below it (a turn's rest), on every input slot of a
+         * stage after the first: as many as a stage may keep */
+        const uint32_t per = r.n_stages > 1 ? r.n_slots : 1, u0 = r.n_ubatch;
+        uint32_t shapes;
+
+        for (;;) {
+            shapes = 1;
+            for (uint32_t p = 1; p < r.n_ubatch; p *= 2)
+                shapes++;
+            if (r.n_ubatch == 1 || shapes * per <= RUN_MAX_GRAPHS)
+                break;
+            if (r.n_ubatch & (r.n_ubatch - 1)) { /* the power of two below it */
+                while (r.n_ubatch & (r.n_ubatch - 1))
+                    r.n_ubatch &= r.n_ubatch - 1;
+            } else {
+                r.n_ubatch /= 2;
+            }
+        }
+        if (cfg->n_ubatch != 0 && r.n_ubatch < u0)
+            fprintf(cfg->log,
+                    "plan: a conversation's ubatch is %u, not --ubatch %u: it registers a graph "
+                    "for each power of two up to it on each of %u input slot%s, at most %u a "
+                    "stage\n",
+                    r.n_ubatch, u0, per, per == 1 ? "" : "s", RUN_MAX_GRAPHS);
+    }
     r.n_tok_max = r.n_ubatch > r.n_seq ? r.n_ubatch : r.n_seq;
     /* continuous batching: a prompt admitted once decoding has begun rides
      * in its group's decode steps, n_ubatch tokens a step beside the

@@ -17,7 +17,18 @@ struct run_conv {
     char *buf;         /* bytes read and not yet returned: [start, len) */
     size_t start, len, cap;
     int eof;
+    int after_cr;      /* the last line ended at a CR: an LF right after it is its end too */
+    int begun;         /* the input's first bytes were looked at (a byte order mark) */
 };
+
+/* Whether p[0, n) is blank: spaces and tabs only (as --prompt-file's lines). */
+static int blank(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != ' ' && p[i] != '\t')
+            return 0;
+    return 1;
+}
 
 void run_conv_free(struct run *r)
 {
@@ -55,7 +66,7 @@ static int fill(struct run *r, struct run_conv *c)
         c->start = 0;
     }
     if (c->cap - c->len < 4096) {
-        const size_t cap = c->cap ? c->cap * 2 : 65536;
+        const size_t cap = c->cap * 2;
         char *b = realloc(c->buf, cap);
 
         if (b == NULL) {
@@ -98,7 +109,11 @@ int run_conv_read(struct run *r, const char **msg, size_t *len)
 
     if (c == NULL) {
         c = r->conv_in = calloc(1, sizeof(*c));
-        if (c == NULL) {
+        if (c != NULL) {
+            c->cap = 65536;
+            c->buf = malloc(c->cap);
+        }
+        if (c == NULL || c->buf == NULL) {
             stage_msg(r, "out of memory\n");
             return -1;
         }
@@ -107,12 +122,35 @@ int run_conv_read(struct run *r, const char **msg, size_t *len)
         fputs("> ", r->cfg->log);
         fflush(r->cfg->log);
     }
-    for (size_t seen = 0;;) { /* seen: bytes after start known to hold no LF */
+    for (size_t seen = 0;;) { /* seen: bytes after start known to hold no line end */
         const size_t have = c->len - c->start;
-        char *nl = have > seen ? memchr(c->buf + c->start + seen, '\n', have - seen) : NULL;
+        const char *p = c->buf + c->start;
         size_t n;
 
-        if (nl == NULL && !c->eof) {
+        if (!c->begun && have < 3 && !c->eof &&
+            (have == 0 || memcmp(p, "\xef\xbb\xbf", have) == 0)) {
+            /* enough to tell a byte order mark from a short first line */
+            if (fill(r, c) != 0)
+                return -1;
+            continue;
+        }
+        if (!c->begun) { /* a UTF-8 byte order mark at the start is skipped */
+            c->begun = 1;
+            if (have >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0) {
+                c->start += 3;
+                continue;
+            }
+        }
+        if (c->after_cr && have > 0) { /* CR LF: the LF ends the same line */
+            c->after_cr = 0;
+            if (*p == '\n') {
+                c->start++;
+                continue;
+            }
+        }
+        for (n = seen; n < have && p[n] != '\n' && p[n] != '\r'; n++)
+            ;
+        if (n == have && !c->eof) {
             if (have > BATON_TOKENIZER_MAX_TEXT_BYTES)
                 break;
             seen = have;
@@ -120,15 +158,13 @@ int run_conv_read(struct run *r, const char **msg, size_t *len)
                 return -1;
             continue;
         }
-        if (nl == NULL && have == 0)
+        if (n == have && have == 0)
             return 0; /* the input ended */
-        n = nl ? (size_t)(nl - (c->buf + c->start)) : have;
-        *msg = c->buf + c->start;
-        c->start += n + (nl ? 1 : 0);
+        *msg = p;
+        c->start += n < have ? n + 1 : n; /* a line ends at LF, CR LF or a CR alone */
+        c->after_cr = n < have && p[n] == '\r';
         seen = 0;
-        if (n > 0 && (*msg)[n - 1] == '\r')
-            n--;
-        if (n == 0)
+        if (blank(p, n))
             continue; /* a blank line */
         if (n > BATON_TOKENIZER_MAX_TEXT_BYTES)
             break;
@@ -152,9 +188,9 @@ int run_conv_turn(struct run *r, const int32_t *prev, size_t n_prev, const char 
 
     if (rc == 0)
         rc = run_tokenize_text(r, p.text, p.len,
-                               n_prev == 0 && baton_tokenizer_add_bos(r->tok)
-                                   ? BATON_TOKENIZE_ADD_BOS
-                                   : 0u,
+                               n_prev > 0                         ? BATON_TOKENIZE_CONTINUE
+                               : baton_tokenizer_add_bos(r->tok) ? BATON_TOKENIZE_ADD_BOS
+                                                                  : 0u,
                                &p, &turn, &n);
     baton_chat_prompt_free(&p);
     if (rc == BATON_E_LIMIT) {

@@ -997,7 +997,7 @@ int run_par_generate(struct run *r, double t_load, double bytes)
     struct run_ubatch *ub = NULL;
     size_t n_prompt_tokens = 0;
     double t_prefill = 0, t_decode = 0, t0;
-    int ret = 1, window = 0, started = 0;
+    int ret = 1, window = 0, started = 0, conv_code = 0;
 
     memset(&ps, 0, sizeof ps);
     ps.r = r;
@@ -1056,9 +1056,9 @@ int run_par_generate(struct run *r, double t_load, double bytes)
             int code;
             const int got = conv_next(&ps, &from, &code);
 
-            if (got < 0) {
-                ret = code;
-                goto out;
+            if (got < 0) { /* said; the turns so far are summed up and written */
+                conv_code = code;
+                break;
             }
             if (got == 0)
                 break;
@@ -1237,7 +1237,7 @@ int run_par_generate(struct run *r, double t_load, double bytes)
         run_msg(cfg, "--ids-file %s: cannot write: %s\n", cfg->ids_path, strerror(errno));
         goto out;
     }
-    ret = 0;
+    ret = conv_code; /* a conversation that could not go on: its exit code */
 out:
     free(ub);
     free(ps.slot_seq);

@@ -1106,7 +1106,9 @@ static int tokenize(const struct baton_tokenizer *tok, const char *text, size_t 
         goto done;
     if ((st = partition(tok, text, len, flags, spans, n_spans, &f)) != 0)
         goto out;
-    int prev_special = 1; /* SPM: the first fragment gets the space prefix too */
+    /* SPM: the first fragment gets the space prefix too, unless the text
+     * continues earlier text */
+    int prev_special = !(flags & BATON_TOKENIZE_CONTINUE);
     for (size_t i = 0; i < f.n && st == 0; i++) {
         const struct fragment *fr = &f.v[i];
         if (fr->id >= 0) {
@@ -1151,7 +1153,7 @@ int baton_tokenize_spans(const struct baton_tokenizer *tok, const char *text, si
             return BATON_E_INVAL;
         end = spans[i].off + spans[i].len;
     }
-    flags &= BATON_TOKENIZE_ADD_BOS;
+    flags &= BATON_TOKENIZE_ADD_BOS | BATON_TOKENIZE_CONTINUE;
     if (n_spans == 0) /* no control token anywhere (partition takes NULL as "as the flags say") */
         return tokenize(tok, text, len, flags, NULL, 0, ids, max_ids, n_ids);
     return tokenize(tok, text, len, flags | BATON_TOKENIZE_PARSE_SPECIAL, spans, n_spans, ids,

@@ -83,6 +83,11 @@ struct baton_tokenizer;
 /* Flags of baton_tokenize_ex. */
 #define BATON_TOKENIZE_ADD_BOS 1u       /* put BOS first (if the vocabulary has one) */
 #define BATON_TOKENIZE_PARSE_SPECIAL 2u /* control-token text in the input is that token */
+/* the text continues text tokenized before it (a conversation's later
+ * turn): SentencePiece's space prefix (add_space_prefix) is not put before
+ * its first piece, only after each control token in it, so its ids are
+ * those the whole text gives from there on */
+#define BATON_TOKENIZE_CONTINUE 4u
 
 /* Token types (tokenizer.ggml.token_type; llama.cpp's llama_token_type). */
 enum baton_token_type {
@@ -174,8 +179,8 @@ struct baton_text_span {
  * whole everywhere, as always. The text between the ids so found is
  * tokenized as one, so when no control-token text lies outside the spans
  * the ids are those of baton_tokenize_ex with PARSE_SPECIAL (llama.cpp
- * tokenizes a formatted chat so). flags: BATON_TOKENIZE_ADD_BOS or 0.
- * spans: ascending, not overlapping, each inside the text (n_spans 0: no
+ * tokenizes a formatted chat so). flags: BATON_TOKENIZE_ADD_BOS and
+ * BATON_TOKENIZE_CONTINUE, or 0. spans: ascending, not overlapping, each inside the text (n_spans 0: no
  * control token is parsed). Errors as baton_tokenize_ex, and BATON_E_INVAL
  * for a span past the text, out of order or overlapping. */
 int baton_tokenize_spans(const struct baton_tokenizer *tok, const char *text, size_t len,

@@ -106,11 +106,13 @@ status 2 "not --prompt-ids" run --model "$M" --chat --prompt-ids 1,2
 echo "ok: run --chat errors"
 
 # --interactive: a conversation read from standard input, one message a
-# line (a blank line skipped, CR LF and a last line without LF taken), each
+# line (as --prompt-file's: a byte order mark skipped, a line ending at LF,
+# CR LF or a CR alone, blank lines (spaces and tabs) skipped, a last line
+# without its end taken), each
 # turn's prompt the conversation so far: the turns before (the last reply
 # without its end-of-generation token) kept as they were, then the reply's
 # turn closed and the message laid out; only the new tokens prefilled.
-printf 'Hello there\n\nHow are you?\r\nBye' >"$TMP/msgs"
+printf '\xef\xbb\xbfHello there\r\n \t\n\nHow are you?\rBye' >"$TMP/msgs"
 # conv NAME ARGS...: a conversation over $TMP/msgs, ids into $TMP/NAME.json
 conv() {
     local name=$1
@@ -145,13 +147,25 @@ err = open(sys.argv[3]).read()
 m = re.search(r"a conversation of 3 turns, (\d+) prompt tokens prefilled", err)
 assert m and int(m.group(1)) == prefilled, (prefilled, err)
 PY
-# the last turn's reply is the one its whole prompt gives in a fresh run
-"$BATON" run --model "$M" -n 4 --quiet --ids-file "$TMP/fresh.json" \
-    --prompt-ids "$(field "$TMP/c1.json" '",".join(map(str, j["sequences"][2]["prompt"]))')" \
-    2>"$TMP/err" || fail "fresh run: $(cat "$TMP/err")"
-[ "$(field "$TMP/fresh.json" 'j["generated"]')" = \
-    "$(field "$TMP/c1.json" 'j["sequences"][2]["generated"]')" ] ||
-    fail "the third turn's reply differs from a fresh run of its prompt"
+# fresh NAME ARGS...: every turn's reply in $TMP/NAME.json is the one its
+# whole prompt gives in a fresh run with ARGS (with SEED set, turn N's with
+# --seed SEED + N - 1)
+fresh() {
+    local name=$1 k
+    shift
+    for k in 0 1 2; do
+        local seed=()
+        [ -z "${SEED:-}" ] || seed=(--seed $((SEED + k)))
+        "$BATON" run --model "$M" -n 4 --quiet --ids-file "$TMP/fresh.json" "$@" "${seed[@]}" \
+            --prompt-ids "$(field "$TMP/$name.json" \
+                "','.join(map(str, j['sequences'][$k]['prompt']))")" 2>"$TMP/err" ||
+            fail "fresh run of $name's turn $((k + 1)): $(cat "$TMP/err")"
+        [ "$(field "$TMP/fresh.json" 'j["generated"]')" = \
+            "$(field "$TMP/$name.json" "j['sequences'][$k]['generated']")" ] ||
+            fail "$name: turn $((k + 1))'s reply differs from a fresh run of its prompt"
+    done
+}
+fresh c1
 echo "ok: run --chat --interactive: turns, ids, prefill from the KV cache"
 
 # the same ids on 2 in-process stages, and over 2 batond: the direct path
@@ -160,9 +174,13 @@ make_keys
 start_ring a b
 SRV="127.0.0.1:$PORT_a,127.0.0.1:$PORT_b"
 conv c2 --split 1,1
+# 4 input slots: a graph for each power of two up to the ubatch on each
+conv c4 --split 1,1 --slots 4 --ctx 2048 --ubatch 1024
+grep -q "plan: a conversation's ubatch is 128, not --ubatch 1024" "$TMP/c4.err" ||
+    fail "c4: no ubatch line: $(cat "$TMP/c4.err")"
 conv cring --servers "$SRV" --key "$K"
 conv chub --servers "$SRV" --key "$K" --p2p off
-for n in c2 cring chub; do
+for n in c2 c4 cring chub; do
     cmp -s "$TMP/c1.json" "$TMP/$n.json" || fail "conversation $n: ids differ from in-process"
 done
 
@@ -171,13 +189,7 @@ SAMPLE=(--temp 0.8 --top-k 40 --top-p 0.95 --seed 7)
 conv s1 "${SAMPLE[@]}"
 conv sring "${SAMPLE[@]}" --servers "$SRV" --key "$K"
 cmp -s "$TMP/s1.json" "$TMP/sring.json" || fail "sampled conversation: ids differ over batond"
-"$BATON" run --model "$M" -n 4 --quiet --ids-file "$TMP/sfresh.json" --temp 0.8 --top-k 40 \
-    --top-p 0.95 --seed 9 \
-    --prompt-ids "$(field "$TMP/s1.json" '",".join(map(str, j["sequences"][2]["prompt"]))')" \
-    2>"$TMP/err" || fail "fresh sampled run: $(cat "$TMP/err")"
-[ "$(field "$TMP/sfresh.json" 'j["generated"]')" = \
-    "$(field "$TMP/s1.json" 'j["sequences"][2]["generated"]')" ] ||
-    fail "the third sampled turn's reply differs from a fresh run of its prompt (seed 9)"
+SEED=7 fresh s1 --temp 0.8 --top-k 40 --top-p 0.95
 echo "ok: run --chat --interactive: the same ids split, hub, direct and ring, sampled"
 
 # a conversation that fills --ctx: the reply cut (said), the next message
@@ -191,6 +203,9 @@ grep -q "the conversation with this message is .* tokens: --ctx 12 holds no more
 grep -q "(the reply was cut where the conversation filled --ctx 12)" "$TMP/err" ||
     fail "no cut-reply note: $(cat "$TMP/err")"
 [ "$(wc -l <"$TMP/out")" -eq 1 ] || fail "--ctx 12: want one reply line: $(cat "$TMP/out")"
+# the turns so far are summed up and written
+grep -q "a conversation of 1 turn," "$TMP/err" || fail "--ctx 12: no summary: $(cat "$TMP/err")"
+[ "$(field "$TMP/full.json" 'len(j["sequences"])')" = 1 ] || fail "--ctx 12: ids of 1 turn"
 "$BATON" run --model "$M" --chat -i </dev/null >"$TMP/out" 2>"$TMP/err" ||
     fail "empty conversation: exit $?: $(cat "$TMP/err")"
 grep -q "a conversation of 0 turns" "$TMP/err" || fail "empty conversation: $(cat "$TMP/err")"

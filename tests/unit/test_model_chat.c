@@ -401,31 +401,34 @@ static void test_ids_spm(void **state)
     assert_true(n > 8);
     assert_int_equal(ids[0], baton_tokenizer_bos(tok));
     /* a later turn: the reply closed by EOS, BOS before the next [INST]
-     * (Llama 2's template), both control tokens from the markers */
+     * (Llama 2's template), both control tokens from the markers; tokenized
+     * as a continuation (no space prefix before its first piece), its ids
+     * are those of the whole conversation's text after the reply's */
     {
         struct baton_chat_prompt p;
-        int32_t plain[N_IDS];
-        size_t n_plain = 0;
+        int32_t whole[N_IDS], reply[N_IDS];
+        size_t n_whole = 0, n_reply = 0;
+        char text[128];
 
         assert_int_equal(baton_chat_format_next(BATON_CHAT_LLAMA2, "Hello", 5, &p), 0);
-        assert_int_equal(baton_tokenize_spans(tok, p.text, p.len, 0, p.spans, p.n_spans, ids,
-                                              N_IDS, &n),
+        assert_int_equal(baton_tokenize_spans(tok, p.text, p.len, BATON_TOKENIZE_CONTINUE,
+                                              p.spans, p.n_spans, ids, N_IDS, &n),
                          0);
-        assert_int_equal(baton_tokenize_ex(tok, p.text, p.len, BATON_TOKENIZE_PARSE_SPECIAL,
-                                           plain, N_IDS, &n_plain),
+        snprintf(text, sizeof text, "Sure thing.%s", p.text);
+        assert_int_equal(baton_tokenize_ex(tok, text, strlen(text), BATON_TOKENIZE_PARSE_SPECIAL,
+                                           whole, N_IDS, &n_whole),
                          0);
-        expect_seq(ids, n, plain, n_plain); /* as llama.cpp: the whole text, special parsing */
-        {
-            size_t eos = n, bos = n;
-
-            for (size_t i = 0; i < n; i++) {
-                if (ids[i] == baton_tokenizer_eos(tok) && eos == n)
-                    eos = i;
-                if (ids[i] == baton_tokenizer_bos(tok) && bos == n)
-                    bos = i;
-            }
-            assert_true(eos < n && bos == eos + 1); /* "</s><s>", each one id */
-        }
+        assert_int_equal(baton_tokenize_ex(tok, "Sure thing.", 11, 0, reply, N_IDS, &n_reply), 0);
+        assert_int_equal(n_whole, n_reply + n);
+        assert_memory_equal(whole, reply, n_reply * sizeof *ids);
+        expect_seq(ids, n, whole + n_reply, n);
+        assert_int_equal(ids[1], baton_tokenizer_eos(tok)); /* " " then "</s><s>" */
+        assert_int_equal(ids[2], baton_tokenizer_bos(tok));
+        /* without CONTINUE the space before </s> took a space prefix too */
+        assert_int_equal(baton_tokenize_spans(tok, p.text, p.len, 0, p.spans, p.n_spans, reply,
+                                              N_IDS, &n_reply),
+                         0);
+        assert_true(reply[0] != ids[0]);
         baton_chat_prompt_free(&p);
     }
     close_vocab(g, tok);
