@@ -1,5 +1,7 @@
 /* Fuzz target prompt_lines: baton_cli_split_lines (src/cli/cli_lines.c,
- * compiled into this target), the splitter of `baton run --prompt-file`.
+ * compiled into this target), the splitter of `baton run --prompt-file`;
+ * and baton_lines_next (src/model/lines.c, compiled in too), which splits
+ * a conversation's messages as they arrive (`baton run --chat -i`).
  *
  * Input: the file's bytes, as is. The splitter gets an exact-size heap copy
  * with no terminator, so a read past len is a heap overflow under ASan.
@@ -17,12 +19,18 @@
  *   - the same call twice gives the same result;
  *   - the lines joined with LF, and joined with CR LF behind a BOM, split
  *     again give the same lines (joined with LF behind a BOM too when the
- *     first line begins with one).
+ *     first line begins with one);
+ *   - baton_lines_next over the input given whole, a byte at a time, and in
+ *     pieces of 1..8 bytes (sizes from the input's own bytes) finds every
+ *     line of the oracle's text, blank ones and ones with a NUL too, in
+ *     order, each as soon as its end has arrived (it asks for more bytes
+ *     only before the input's end), and consumes no byte twice.
  */
 #include "fuzz_common.h"
 
 #include "baton/status.h"
 #include "cli/cli.h"
+#include "model/lines.h"
 
 static int is_blank(const uint8_t *p, size_t n)
 {
@@ -119,6 +127,47 @@ static void rejoin(const struct baton_cli_lines *a, const char *sep, int bom)
     free(joined);
 }
 
+/* baton_lines_next over d[0, size) in pieces (mode 0: whole, 1: a byte at
+ * a time, 2: 1..8 bytes from d itself) against the normalized text
+ * t[0, tn): the same lines, all of them. */
+static void check_stream(const uint8_t *d, size_t size, const uint8_t *t, size_t tn, int mode)
+{
+    struct baton_lines s = {0};
+    size_t start = 0, delivered = 0, at = 0, k = 0, pieces = 0;
+
+    for (;;) {
+        size_t off = 0, len = 0, used = 0;
+        const int eof = delivered == size;
+        const int got = baton_lines_next(&s, (const char *)d + start, delivered - start, eof,
+                                         &off, &len, &used);
+
+        FUZZ_CHECK(used <= delivered - start, "stream %d: used %zu of %zu", mode, used,
+                   delivered - start);
+        if (got == 1) {
+            size_t end = at;
+
+            FUZZ_CHECK(at < tn, "stream %d: line %zu past the text's lines", mode, k + 1);
+            while (end < tn && t[end] != '\n')
+                end++;
+            FUZZ_CHECK(off + len <= used && end - at == len &&
+                           memcmp(t + at, d + start + off, len) == 0,
+                       "stream %d: line %zu differs", mode, k + 1);
+            at = end < tn ? end + 1 : tn;
+            k++;
+        }
+        start += used;
+        if (got < 0)
+            break;
+        if (got == 0) {
+            size_t piece = mode == 0 ? size : mode == 1 ? 1 : 1u + (size_t)(d[pieces++ % size] & 7);
+
+            FUZZ_CHECK(!eof, "stream %d: more bytes wanted at the end", mode);
+            delivered += piece < size - delivered ? piece : size - delivered;
+        }
+    }
+    FUZZ_CHECK(at == tn, "stream %d: %zu lines, the text has more", mode, k);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     uint8_t *exact = fuzz_dup(data, size);
@@ -130,6 +179,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int rc_b = baton_cli_split_lines((const char *)exact, size, &b, &bad_b);
 
     FUZZ_CHECK(rc_a == want, "status %d, oracle %d", rc_a, want);
+    for (int mode = 0; mode < 3; mode++)
+        check_stream(exact, size, t, tn, mode);
     FUZZ_CHECK(rc_a == rc_b && bad_a == bad_b && a.n == b.n, "not deterministic");
     if (rc_a != 0) {
         FUZZ_CHECK(a.n == 0 && a.line == NULL, "lines left on error");

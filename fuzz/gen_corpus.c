@@ -3046,6 +3046,11 @@ static void gen_prompt_lines(void)
         "\357\273\277\r\n\357\273\277second BOM stays\n",
         "\357\273 half a BOM\n",
         " \t\r\t \r\n",
+        /* shorter than a BOM: the streaming splitter (model/lines.h) waits
+         * for a third byte only while the bytes could still be one */
+        "\357\273",
+        "hi",
+        "\r",
     };
     static const char nul[] = "a\nb\0c\nd\n";
 

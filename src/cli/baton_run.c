@@ -62,12 +62,14 @@ static void run_usage(FILE *f)
           "  --chat-template NAME with --chat: chatml, llama3, llama2 or phi3 instead of\n"
           "                       the one the model names\n"
           "  -i, --interactive    with --chat, instead of --prompt: a conversation. Reads\n"
-          "                       the user's messages from standard input, one a line,\n"
-          "                       and streams each reply (at most -n tokens) on its own\n"
+          "                       the user's messages from standard input, one a line\n"
+          "                       (\"> \" on stderr asks for one on a terminal), and\n"
+          "                       streams each reply (at most -n tokens) on its own\n"
           "                       line; the turns before stay in the KV cache, so only\n"
-          "                       a message's own tokens are prefilled. Ends with the\n"
-          "                       input (Ctrl-D); exit 1 once the conversation fills\n"
-          "                       --ctx\n"
+          "                       a message's own tokens are prefilled; --system is the\n"
+          "                       first turn's. Ends with the input (Ctrl-D), exit 0; a\n"
+          "                       reply that reaches --ctx is cut, and a message that no\n"
+          "                       longer fits ends it, exit 1. Not with --stats\n"
           "  --keepalive S        with --interactive: while waiting for a message, a\n"
           "                       no-op request to every server each S seconds, 1..86400\n"
           "                       (default 30), so that its idle timeout (batond's\n"
@@ -596,6 +598,13 @@ int baton_cmd_run(int argc, char **argv)
     if (interactive && (cfg.logits_path || cfg.report_gap)) {
         fprintf(stderr, "baton run: %s: not with --interactive\n",
                 cfg.logits_path ? "--logits-out" : "--report-gap");
+        return 2;
+    }
+    if (interactive && (cfg.stats || cfg.stats_json)) {
+        fprintf(stderr, "baton run: %s: its figures are per decode step of one run of prompts, "
+                        "and a conversation prefills between its decode steps: not with "
+                        "--interactive\n",
+                cfg.stats ? "--stats" : "--stats-json");
         return 2;
     }
     if (keepalive_given && !interactive) {

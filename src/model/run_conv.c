@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "baton/status.h"
+#include "model/lines.h"
 #include "model/run_internal.h"
 #include "model/tokenizer.h"
 
@@ -17,8 +18,7 @@ struct run_conv {
     char *buf;         /* bytes read and not yet returned: [start, len) */
     size_t start, len, cap;
     int eof;
-    int after_cr;      /* the last line ended at a CR: an LF right after it is its end too */
-    int begun;         /* the input's first bytes were looked at (a byte order mark) */
+    struct baton_lines lines; /* as --prompt-file's lines */
 };
 
 /* Whether p[0, n) is blank: spaces and tabs only (as --prompt-file's lines). */
@@ -122,52 +122,29 @@ int run_conv_read(struct run *r, const char **msg, size_t *len)
         fputs("> ", r->cfg->log);
         fflush(r->cfg->log);
     }
-    for (size_t seen = 0;;) { /* seen: bytes after start known to hold no line end */
-        const size_t have = c->len - c->start;
+    for (;;) {
         const char *p = c->buf + c->start;
-        size_t n;
+        size_t off, n, used;
+        const int got = baton_lines_next(&c->lines, p, c->len - c->start, c->eof, &off, &n, &used);
 
-        if (!c->begun && have < 3 && !c->eof &&
-            (have == 0 || memcmp(p, "\xef\xbb\xbf", have) == 0)) {
-            /* enough to tell a byte order mark from a short first line */
-            if (fill(r, c) != 0)
-                return -1;
-            continue;
+        c->start += used;
+        if (got < 0) { /* the input ended: on a terminal, "> " ends its line */
+            if (isatty(r->cfg->chat_fd))
+                fputc('\n', r->cfg->log);
+            return 0;
         }
-        if (!c->begun) { /* a UTF-8 byte order mark at the start is skipped */
-            c->begun = 1;
-            if (have >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0) {
-                c->start += 3;
-                continue;
-            }
-        }
-        if (c->after_cr && have > 0) { /* CR LF: the LF ends the same line */
-            c->after_cr = 0;
-            if (*p == '\n') {
-                c->start++;
-                continue;
-            }
-        }
-        for (n = seen; n < have && p[n] != '\n' && p[n] != '\r'; n++)
-            ;
-        if (n == have && !c->eof) {
-            if (have > BATON_TOKENIZER_MAX_TEXT_BYTES)
+        if (got == 0) {
+            if (c->len - c->start > BATON_TOKENIZER_MAX_TEXT_BYTES)
                 break;
-            seen = have;
             if (fill(r, c) != 0) /* moves the bytes to the buffer's start */
                 return -1;
             continue;
         }
-        if (n == have && have == 0)
-            return 0; /* the input ended */
-        *msg = p;
-        c->start += n < have ? n + 1 : n; /* a line ends at LF, CR LF or a CR alone */
-        c->after_cr = n < have && p[n] == '\r';
-        seen = 0;
-        if (blank(p, n))
+        if (blank(p + off, n))
             continue; /* a blank line */
         if (n > BATON_TOKENIZER_MAX_TEXT_BYTES)
             break;
+        *msg = p + off;
         *len = n;
         return 1;
     }

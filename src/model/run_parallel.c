@@ -516,6 +516,8 @@ static int write_ids(const struct run *r, const char *path)
     for (size_t i = 0; i < r->n_par; i++) {
         const struct par_seq *q = &r->par[i];
 
+        if (r->conv && !q->done)
+            break; /* a conversation's turn that failed: not part of its output */
         fprintf(f, "%s\n {\"index\": %zu, \"prompt\": [", i ? "," : "", i + 1);
         for (size_t k = 0; k < q->n_prompt; k++)
             fprintf(f, "%s%d", k ? ", " : "", q->ids[k]);
@@ -998,6 +1000,7 @@ int run_par_generate(struct run *r, double t_load, double bytes)
     size_t n_prompt_tokens = 0;
     double t_prefill = 0, t_decode = 0, t0;
     int ret = 1, window = 0, started = 0, conv_code = 0;
+    size_t n_turns = 0; /* a conversation's turns that ended */
 
     memset(&ps, 0, sizeof ps);
     ps.r = r;
@@ -1077,6 +1080,8 @@ int run_par_generate(struct run *r, double t_load, double bytes)
                     ps.slot_seq[j] = i + 1;
                     ps.fed[j] = 0;
                 } else if (prefill_alone(&ps, j, i, from, &t_prefill, &n_prompt_tokens) != 0) {
+                    if (r->conv) /* said; the turns before it are summed up and written */
+                        goto conv_end;
                     goto out;
                 }
             }
@@ -1155,18 +1160,27 @@ int run_par_generate(struct run *r, double t_load, double bytes)
         ps.ub = NULL;
         if (ret != 0 || ps.failed) {
             ret = 1;
+            if (r->conv) /* said; the turns before this one are summed up and written */
+                goto conv_end;
             goto out;
         }
         ret = 1;
     }
+    if (0) {
+conv_end: /* a conversation's turn failed: the turns that ended are its output
+             (the summary's and --ids-file's) */
+        conv_code = 1;
+    }
     if (window)
         run_stats_window(r, 0);
+    for (size_t i = 0; r->conv && i < r->n_par; i++)
+        n_turns += r->par[i].done;
     if (r->conv)
         fprintf(cfg->log,
                 "summary: a conversation of %zu turn%s, %zu prompt token%s prefilled (each "
                 "turn's new ones: the turns before it were in the KV cache), generated %zu "
                 "token%s, load %.2f s, prefill %.1f tok/s, decode %.1f tok/s, stages %u\n",
-                r->n_par, r->n_par == 1 ? "" : "s", n_prompt_tokens,
+                n_turns, n_turns == 1 ? "" : "s", n_prompt_tokens,
                 n_prompt_tokens == 1 ? "" : "s", ps.n_gen, ps.n_gen == 1 ? "" : "s", t_load,
                 t_prefill > 0 ? (double)n_prompt_tokens / t_prefill : 0.0,
                 t_decode > 0 ? (double)(ps.n_gen - (ps.n_gen < r->n_par ? ps.n_gen : r->n_par)) /

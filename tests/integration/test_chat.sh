@@ -214,6 +214,7 @@ status 2 "--interactive is a conversation with a chat model: it needs --chat" ru
 status 2 "not with --prompt" run --model "$M" --chat -i -p hi
 status 2 "--keepalive needs --interactive" run --model "$M" --chat -p hi --keepalive 5
 status 2 "not with --interactive" run --model "$M" --chat -i --logits-out "$TMP/l.bin"
+status 2 "not with --interactive" run --model "$M" --chat -i --stats
 echo "ok: run --chat --interactive: a full context, no input, errors"
 
 # while the user types, --keepalive keeps the connection inside the
@@ -234,3 +235,21 @@ slow 60 || rc=$?
 grep -q "its idle timeout passed while this conversation waited" "$TMP/slow.err" ||
     fail "keepalive 60: no hint: $(cat "$TMP/slow.err")"
 echo "ok: run --chat --interactive --keepalive"
+
+# a server lost during a later turn: said, exit 1, and the turns before it
+# are still summed up and written
+start_server d1
+start_server d2
+{
+    printf 'Hello there\n'
+    for _ in $(seq 400); do [ -s "$TMP/drop.out" ] && break; sleep 0.025; done
+    kill -KILL "$PID_d2"
+    sleep 0.3
+    printf 'Bye\n'
+} | "$BATON" run --model "$M" --chat -i -n 2 --keepalive 60 --ids-file "$TMP/drop.json" \
+    --servers "127.0.0.1:$PORT_d1,127.0.0.1:$PORT_d2" >"$TMP/drop.out" 2>"$TMP/drop.err" && rc=0 || rc=$?
+[ "$rc" -eq 1 ] || fail "a server lost in turn 2: exit $rc, want 1: $(cat "$TMP/drop.err")"
+grep -q "stage 2 (127.0.0.1:$PORT_d2)" "$TMP/drop.err" || fail "drop: $(cat "$TMP/drop.err")"
+grep -q "a conversation of 1 turn," "$TMP/drop.err" || fail "drop: no summary: $(cat "$TMP/drop.err")"
+[ "$(field "$TMP/drop.json" 'len(j["sequences"])')" = 1 ] || fail "drop: want the ids of 1 turn"
+echo "ok: run --chat --interactive: a server lost in a later turn"
