@@ -18,6 +18,7 @@ struct run_conv {
     char *buf;         /* bytes read and not yet returned: [start, len) */
     size_t start, len, cap;
     int eof;
+    double last_call;  /* run_now_s() of the last request to the stages */
     struct baton_lines lines; /* as --prompt-file's lines */
 };
 
@@ -79,14 +80,18 @@ static int fill(struct run *r, struct run_conv *c)
     for (;;) {
         struct pollfd p = {fd, POLLIN, 0};
         const uint32_t ka = r->cfg->keepalive_s ? r->cfg->keepalive_s : 30;
-        const int n = poll(&p, 1, ka > 86400 ? 86400000 : (int)ka * 1000);
+        /* the keepalive is due ka seconds after the last request, however
+         * many bytes have come in meanwhile (a line typed slowly) */
+        const double left = c->last_call + (ka > 86400 ? 86400 : ka) - run_now_s();
+        const int n = left <= 0 ? 0 : poll(&p, 1, (int)(left * 1000.0) + 1);
         ssize_t got;
 
         if (n < 0 && errno == EINTR)
             continue;
-        if (n == 0) { /* nothing typed yet: the stages' connections kept open */
+        if (n == 0) { /* the stages' connections kept open */
             if (keepalive(r) != 0)
                 return -1;
+            c->last_call = run_now_s();
             continue;
         }
         got = n < 0 ? -1 : read(fd, c->buf + c->len, c->cap - c->len);
@@ -118,6 +123,7 @@ int run_conv_read(struct run *r, const char **msg, size_t *len)
             return -1;
         }
     }
+    c->last_call = run_now_s(); /* the turn before has just run */
     if (isatty(r->cfg->chat_fd)) {
         fputs("> ", r->cfg->log);
         fflush(r->cfg->log);
@@ -144,6 +150,10 @@ int run_conv_read(struct run *r, const char **msg, size_t *len)
             continue; /* a blank line */
         if (n > BATON_TOKENIZER_MAX_TEXT_BYTES)
             break;
+        if (memchr(p + off, '\0', n) != NULL) { /* as --prompt-file refuses one */
+            stage_msg(r, "a message holds a NUL byte: text cannot (the conversation ends)\n");
+            return -1;
+        }
         *msg = p + off;
         *len = n;
         return 1;

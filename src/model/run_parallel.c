@@ -1001,6 +1001,8 @@ int run_par_generate(struct run *r, double t_load, double bytes)
     double t_prefill = 0, t_decode = 0, t0;
     int ret = 1, window = 0, started = 0, conv_code = 0;
     size_t n_turns = 0; /* a conversation's turns that ended */
+    size_t turn0_prompt = 0, turn0_gen = 0; /* ... and their figures before its last turn */
+    double turn0_prefill = 0, turn0_decode = 0;
 
     memset(&ps, 0, sizeof ps);
     ps.r = r;
@@ -1065,6 +1067,11 @@ int run_par_generate(struct run *r, double t_load, double bytes)
             }
             if (got == 0)
                 break;
+            /* what the summary holds if this turn fails: the turns before it */
+            turn0_prompt = n_prompt_tokens;
+            turn0_gen = ps.n_gen;
+            turn0_prefill = t_prefill;
+            turn0_decode = t_decode;
         }
 
         /* admit prompts into free slots: at the start, and whenever no
@@ -1170,6 +1177,10 @@ int run_par_generate(struct run *r, double t_load, double bytes)
 conv_end: /* a conversation's turn failed: the turns that ended are its output
              (the summary's and --ids-file's) */
         conv_code = 1;
+        n_prompt_tokens = turn0_prompt;
+        ps.n_gen = turn0_gen;
+        t_prefill = turn0_prefill;
+        t_decode = turn0_decode;
     }
     if (window)
         run_stats_window(r, 0);
@@ -1183,7 +1194,7 @@ conv_end: /* a conversation's turn failed: the turns that ended are its output
                 n_turns, n_turns == 1 ? "" : "s", n_prompt_tokens,
                 n_prompt_tokens == 1 ? "" : "s", ps.n_gen, ps.n_gen == 1 ? "" : "s", t_load,
                 t_prefill > 0 ? (double)n_prompt_tokens / t_prefill : 0.0,
-                t_decode > 0 ? (double)(ps.n_gen - (ps.n_gen < r->n_par ? ps.n_gen : r->n_par)) /
+                t_decode > 0 ? (double)(ps.n_gen - (ps.n_gen < n_turns ? ps.n_gen : n_turns)) /
                                    t_decode
                              : 0.0,
                 r->n_stages);

@@ -215,23 +215,37 @@ status 2 "not with --prompt" run --model "$M" --chat -i -p hi
 status 2 "--keepalive needs --interactive" run --model "$M" --chat -p hi --keepalive 5
 status 2 "not with --interactive" run --model "$M" --chat -i --logits-out "$TMP/l.bin"
 status 2 "not with --interactive" run --model "$M" --chat -i --stats
+# a NUL byte in a message: refused as --prompt-file refuses it; the turns
+# before it are summed up
+rc=0
+printf 'Hi\na\0b\n' | "$BATON" run --model "$M" --chat -i -n 2 >"$TMP/out" 2>"$TMP/err" || rc=$?
+[ "$rc" -eq 1 ] || fail "a NUL in a message: exit $rc, want 1: $(cat "$TMP/err")"
+grep -q "a message holds a NUL byte" "$TMP/err" || fail "NUL: $(cat "$TMP/err")"
+grep -q "a conversation of 1 turn," "$TMP/err" || fail "NUL: no summary: $(cat "$TMP/err")"
 echo "ok: run --chat --interactive: a full context, no input, errors"
 
 # while the user types, --keepalive keeps the connection inside the
-# server's idle timeout (2 s here); without it the server closes it
-printf 'idle_timeout = 2s\n' >"$TMP/idle.policy"
+# server's idle timeout (3 s here), also while a line comes in slowly (a
+# byte each 1.2 s: the keepalive is due 2 s after the last request, not 2 s
+# after the last byte); without it the server closes the connection
+printf 'idle_timeout = 3s\n' >"$TMP/idle.policy"
 BATOND_EXTRA="${BATOND_EXTRA:-} --policy $TMP/idle.policy" start_server idle
-# slow KEEPALIVE: a message, 3.5 s of nothing, a second one
+# slow KEEPALIVE: a message, then "Bye" a byte at a time over 4.8 s
 slow() {
-    { printf 'Hello there\n'; sleep 3.5; printf 'Bye\n'; } |
-        "$BATON" run --model "$M" --chat -i -n 2 --keepalive "$1" \
-            --servers "127.0.0.1:$PORT_idle" >"$TMP/slow.out" 2>"$TMP/slow.err"
+    {
+        printf 'Hello there\n'
+        for c in B y e '\n'; do
+            sleep 1.2
+            printf '%b' "$c"
+        done
+    } | "$BATON" run --model "$M" --chat -i -n 2 --keepalive "$1" \
+        --servers "127.0.0.1:$PORT_idle" >"$TMP/slow.out" 2>"$TMP/slow.err"
 }
-slow 1 || fail "--keepalive 1 over a 2 s idle timeout: exit $?: $(cat "$TMP/slow.err")"
+slow 2 || fail "--keepalive 2 over a 3 s idle timeout: exit $?: $(cat "$TMP/slow.err")"
 grep -q "a conversation of 2 turns" "$TMP/slow.err" || fail "keepalive: $(cat "$TMP/slow.err")"
 rc=0
 slow 60 || rc=$?
-[ "$rc" -eq 1 ] || fail "--keepalive 60 over a 2 s idle timeout: exit $rc, want 1"
+[ "$rc" -eq 1 ] || fail "--keepalive 60 over a 3 s idle timeout: exit $rc, want 1"
 grep -q "its idle timeout passed while this conversation waited" "$TMP/slow.err" ||
     fail "keepalive 60: no hint: $(cat "$TMP/slow.err")"
 echo "ok: run --chat --interactive --keepalive"
@@ -252,4 +266,10 @@ start_server d2
 grep -q "stage 2 (127.0.0.1:$PORT_d2)" "$TMP/drop.err" || fail "drop: $(cat "$TMP/drop.err")"
 grep -q "a conversation of 1 turn," "$TMP/drop.err" || fail "drop: no summary: $(cat "$TMP/drop.err")"
 [ "$(field "$TMP/drop.json" 'len(j["sequences"])')" = 1 ] || fail "drop: want the ids of 1 turn"
+# ... and its figures are that turn's alone
+want=$(field "$TMP/drop.json" \
+    '"%d prompt tokens prefilled" % len(j["sequences"][0]["prompt"])')
+grep -q "1 turn, $want .* generated $(field "$TMP/drop.json" \
+    'len(j["sequences"][0]["generated"])') token" "$TMP/drop.err" ||
+    fail "drop: the summary counts more than turn 1 ($want): $(cat "$TMP/drop.err")"
 echo "ok: run --chat --interactive: a server lost in a later turn"
