@@ -6,6 +6,7 @@
 
 #include "baton/status.h"
 #include "cli/cli.h"
+#include "model/lines.h"
 
 void baton_cli_lines_free(struct baton_cli_lines *l)
 {
@@ -18,75 +19,52 @@ void baton_cli_lines_free(struct baton_cli_lines *l)
     }
 }
 
-/* Whether p[0, n) holds only spaces and tabs (or nothing). */
-static int blank(const char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i] != ' ' && p[i] != '\t')
-            return 0;
-    return 1;
-}
-
 int baton_cli_split_lines(const char *buf, size_t len, struct baton_cli_lines *out,
                           size_t *bad_line)
 {
-    size_t at = 0, lineno = 0, cap = 0;
+    struct baton_lines split = {0}; /* a BOM skipped; LF, CR LF or a CR alone (model/lines.h) */
+    size_t at = 0, lineno = 0, cap = 0, off, n, used;
 
     out->line = NULL;
     out->n = 0;
     *bad_line = 0;
-    /* a UTF-8 byte order mark that editors on Windows put first is not text
-     * of the first prompt */
-    if (len >= 3 && (unsigned char)buf[0] == 0xEF && (unsigned char)buf[1] == 0xBB &&
-        (unsigned char)buf[2] == 0xBF)
-        at = 3;
-    while (at < len) {
-        size_t end = at, n, next;
+    while (len > 0 && baton_lines_next(&split, buf + at, len - at, 1, &off, &n, &used) == 1) {
+        const char *p = buf + at + off;
         char *s;
 
-        /* a line ends at LF, CR LF, a CR alone (old Mac files) or the end */
-        while (end < len && buf[end] != '\n' && buf[end] != '\r')
-            end++;
-        n = end - at;
-        if (end == len)
-            next = len;
-        else if (buf[end] == '\r' && end + 1 < len && buf[end + 1] == '\n')
-            next = end + 2; /* CR LF */
-        else
-            next = end + 1;
+        at += used;
         lineno++;
-        if (memchr(buf + at, '\0', n) != NULL) {
+        if (memchr(p, '\0', n) != NULL) {
             *bad_line = lineno;
             baton_cli_lines_free(out);
             return BATON_E_FORMAT;
         }
-        if (!blank(buf + at, n)) {
-            if (out->n == BATON_CLI_MAX_LINES) {
-                *bad_line = lineno;
-                baton_cli_lines_free(out);
-                return BATON_E_LIMIT;
-            }
-            if (out->n == cap) {
-                size_t nc = cap ? cap * 2 : 16;
-                char **p = realloc(out->line, nc * sizeof(*p));
+        if (baton_lines_blank(p, n))
+            continue;
+        if (out->n == BATON_CLI_MAX_LINES) {
+            *bad_line = lineno;
+            baton_cli_lines_free(out);
+            return BATON_E_LIMIT;
+        }
+        if (out->n == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            char **l = realloc(out->line, nc * sizeof(*l));
 
-                if (p == NULL) {
-                    baton_cli_lines_free(out);
-                    return BATON_E_NOMEM;
-                }
-                out->line = p;
-                cap = nc;
-            }
-            s = malloc(n + 1);
-            if (s == NULL) {
+            if (l == NULL) {
                 baton_cli_lines_free(out);
                 return BATON_E_NOMEM;
             }
-            memcpy(s, buf + at, n);
-            s[n] = '\0';
-            out->line[out->n++] = s;
+            out->line = l;
+            cap = nc;
         }
-        at = next;
+        s = malloc(n + 1);
+        if (s == NULL) {
+            baton_cli_lines_free(out);
+            return BATON_E_NOMEM;
+        }
+        memcpy(s, p, n);
+        s[n] = '\0';
+        out->line[out->n++] = s;
     }
     return 0;
 }

@@ -37,3 +37,11 @@ int baton_lines_next(struct baton_lines *s, const char *p, size_t have, int eof,
     *used = end;
     return 1;
 }
+
+int baton_lines_blank(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != ' ' && p[i] != '\t')
+            return 0;
+    return 1;
+}

@@ -4,8 +4,9 @@
  * input. For a conversation's messages (`baton run --chat --interactive`,
  * run_conv.c), which arrive a few bytes at a time: a line is found as soon
  * as its end has arrived (a CR ends it at once; an LF right after it is
- * then dropped as the rest of that end). fuzz/fuzz_prompt_lines.c checks
- * that any split of the input into pieces gives cli_lines.c's lines. */
+ * then dropped as the rest of that end). cli_lines.c splits a whole file
+ * with it (eof from the start); fuzz/fuzz_prompt_lines.c checks both
+ * against its own oracle, over any split of the input into pieces. */
 #ifndef BATON_MODEL_LINES_H
 #define BATON_MODEL_LINES_H
 
@@ -26,5 +27,9 @@ struct baton_lines {
  * 0). */
 int baton_lines_next(struct baton_lines *s, const char *p, size_t have, int eof, size_t *off,
                      size_t *len, size_t *used);
+
+/* Whether p[0, n) is a blank line: empty, or spaces and tabs only (both
+ * splitters skip such lines). */
+int baton_lines_blank(const char *p, size_t n);
 
 #endif

@@ -730,23 +730,18 @@ int baton_run(const struct baton_run_config *cfg)
         r.n_ubatch = (uint32_t)n_prompt;
     if (r.conv) {
         /* a conversation registers a graph for the ubatch and for every
-         * power of two below it (a turn's rest), on every input slot of a
-         * stage after the first: as many as a stage may keep */
+         * power of two below it (a turn's rest, run_par_shapes), on every
+         * input slot of a stage after the first: as many as a stage may
+         * keep, or the power of two below the ubatch */
         const uint32_t per = r.n_stages > 1 ? r.n_slots : 1, u0 = r.n_ubatch;
-        uint32_t shapes;
+        uint32_t shape_n[RUN_PAR_SHAPES], shape_out[RUN_PAR_SHAPES];
 
-        for (;;) {
-            shapes = 1;
-            for (uint32_t p = 1; p < r.n_ubatch; p *= 2)
-                shapes++;
-            if (r.n_ubatch == 1 || shapes * per <= RUN_MAX_GRAPHS)
-                break;
-            if (r.n_ubatch & (r.n_ubatch - 1)) { /* the power of two below it */
-                while (r.n_ubatch & (r.n_ubatch - 1))
-                    r.n_ubatch &= r.n_ubatch - 1;
-            } else {
-                r.n_ubatch /= 2;
-            }
+        while (r.n_ubatch > 1 && run_par_shapes(&r, shape_n, shape_out) * per > RUN_MAX_GRAPHS) {
+            uint32_t p = 1;
+
+            while (p * 2 < r.n_ubatch)
+                p *= 2;
+            r.n_ubatch = p;
         }
         if (cfg->n_ubatch != 0 && r.n_ubatch < u0)
             fprintf(cfg->log,

@@ -22,14 +22,6 @@ struct run_conv {
     struct baton_lines lines; /* as --prompt-file's lines */
 };
 
-/* Whether p[0, n) is blank: spaces and tabs only (as --prompt-file's lines). */
-static int blank(const char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i] != ' ' && p[i] != '\t')
-            return 0;
-    return 1;
-}
 
 void run_conv_free(struct run *r)
 {
@@ -146,7 +138,7 @@ int run_conv_read(struct run *r, const char **msg, size_t *len)
                 return -1;
             continue;
         }
-        if (blank(p + off, n))
+        if (baton_lines_blank(p + off, n))
             continue; /* a blank line */
         if (n > BATON_TOKENIZER_MAX_TEXT_BYTES)
             break;

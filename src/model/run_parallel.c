@@ -1088,7 +1088,7 @@ int run_par_generate(struct run *r, double t_load, double bytes)
                     ps.fed[j] = 0;
                 } else if (prefill_alone(&ps, j, i, from, &t_prefill, &n_prompt_tokens) != 0) {
                     if (r->conv) /* said; the turns before it are summed up and written */
-                        goto conv_end;
+                        goto turn_failed;
                     goto out;
                 }
             }
@@ -1168,20 +1168,20 @@ int run_par_generate(struct run *r, double t_load, double bytes)
         if (ret != 0 || ps.failed) {
             ret = 1;
             if (r->conv) /* said; the turns before this one are summed up and written */
-                goto conv_end;
+                goto turn_failed;
             goto out;
         }
         ret = 1;
     }
-    if (0) {
-conv_end: /* a conversation's turn failed: the turns that ended are its output
-             (the summary's and --ids-file's) */
-        conv_code = 1;
-        n_prompt_tokens = turn0_prompt;
-        ps.n_gen = turn0_gen;
-        t_prefill = turn0_prefill;
-        t_decode = turn0_decode;
-    }
+    goto summary;
+turn_failed: /* a conversation's turn: the turns that ended are its output (the
+                summary's and --ids-file's), their figures as the turn began */
+    conv_code = 1;
+    n_prompt_tokens = turn0_prompt;
+    ps.n_gen = turn0_gen;
+    t_prefill = turn0_prefill;
+    t_decode = turn0_decode;
+summary:
     if (window)
         run_stats_window(r, 0);
     for (size_t i = 0; r->conv && i < r->n_par; i++)
