@@ -8,7 +8,9 @@ set -eu
 # Base: what building, `make demo` and `make check` need (groff-base and
 # mandoc for the manual page check, tests/integration/test_man_pages.sh;
 # libpcre2-dev for the BPE pre-tokenizers, src/model/tokenizer_pre.c;
-# libssl-dev: libcrypto runs the frame MACs, src/auth/frame.c).
+# libssl-dev: libcrypto runs the frame MACs, src/auth/frame.c;
+# libmicrohttpd-dev and libjansson-dev: `baton serve`'s HTTP and JSON,
+# src/model/serve.c).
 # --full adds the proof (Frama-C, why3, z3, cvc4), sanitizer (clang) and fuzzing (AFL++)
 # toolchains that `make test` needs, gcovr (the per-file line coverage of
 # `make coverage`, fuzz/coverage.sh), and systemd (systemd-analyze, for the
@@ -16,7 +18,7 @@ set -eu
 # --bench adds python3-matplotlib (bench/plot.py draws the PNG plots of
 # `make bench`); --full has it too, for the plot smoke test.
 PKGS="build-essential cmake pkg-config libsodium-dev libssl-dev libseccomp-dev libcmocka-dev iproute2
-groff-base mandoc libpcre2-dev"
+groff-base mandoc libpcre2-dev libmicrohttpd-dev libjansson-dev"
 BENCH_PKGS="python3 python3-matplotlib"
 case "${1:-}" in
 --full) PKGS="$PKGS clang libclang-rt-14-dev llvm afl++ gcovr frama-c-base why3 z3 cvc4 systemd $BENCH_PKGS" ;;

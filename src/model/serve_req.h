@@ -1,0 +1,104 @@
+/* The body of an HTTP request to `baton serve` (src/model/serve.c): an
+ * OpenAI-style completion ("POST /v1/completions": a prompt) or chat
+ * completion ("POST /v1/chat/completions": messages), parsed with jansson;
+ * and the UTF-8 rules of the text a reply carries (a JSON string must be
+ * valid UTF-8, and a token's piece may end inside a character).
+ *
+ * Fields read (OpenAI's API reference, "Completions" and "Chat"; any other
+ * field is ignored, as OpenAI-compatible servers do; a field given as JSON
+ * null is as if absent):
+ *   prompt       completions: a string, or an array of exactly one string
+ *   messages     chat: an array of 1..BATON_SERVE_MAX_MESSAGES objects
+ *                {"role": "system"|"user"|"assistant", "content": C}, C a
+ *                string or an array of {"type": "text", "text": string}
+ *                parts (joined without separator); a system message only
+ *                first; then user and assistant in turn, first and last a
+ *                user's
+ *   max_tokens   integer 1..2^31-1 (also "n_predict", llama.cpp's name; not
+ *                both); "max_completion_tokens" as max_tokens
+ *   temperature  number 0..100
+ *   top_p        number in (0, 1]
+ *   top_k        integer 0..2^31-1 (0: all)
+ *   seed         integer 0..2^63-1
+ *   stream       boolean
+ *   stop         only absent, null, "" or []: stop strings are not supported
+ *   n            only 1
+ *   logprobs     only false (or 0); echo only false
+ * Texts must not hold NUL (jansson refuses "\u0000" without JSON_ALLOW_NUL)
+ * and together hold at most BATON_TOKENIZER_MAX_TEXT_BYTES bytes. */
+#ifndef BATON_MODEL_SERVE_REQ_H
+#define BATON_MODEL_SERVE_REQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Largest request body read (bytes); more is refused before parsing. */
+#define BATON_SERVE_MAX_BODY (2u << 20)
+/* Most messages of one chat request. */
+#define BATON_SERVE_MAX_MESSAGES 1024u
+
+enum baton_serve_role {
+    BATON_SERVE_SYSTEM = 0,
+    BATON_SERVE_USER = 1,
+    BATON_SERVE_ASSISTANT = 2,
+};
+
+struct baton_serve_msg {
+    enum baton_serve_role role;
+    char *text; /* content, NUL-terminated, no NUL inside; owned */
+    size_t len;
+};
+
+/* A parsed request. has_*: the field was given (not null). */
+struct baton_serve_req {
+    int chat;                     /* messages (1) or prompt (0) */
+    char *prompt;                 /* !chat: NUL-terminated, owned */
+    size_t prompt_len;
+    struct baton_serve_msg *msgs; /* chat: n_msgs, owned */
+    size_t n_msgs;
+    uint32_t max_tokens;
+    int has_max_tokens;
+    float temperature;
+    int has_temperature;
+    float top_p;
+    int has_top_p;
+    uint32_t top_k;
+    int has_top_k;
+    uint64_t seed;
+    int has_seed;
+    int stream;
+};
+
+/* Parses body[0, len) (need not be NUL-terminated; may hold anything) as
+ * a completion request (chat 0) or a chat completion request (chat 1) into
+ * *req (zeroed first). Returns 0, or on error (nothing left allocated in
+ * *req) BATON_E_FORMAT (not a JSON object, a field of the wrong type or out
+ * of range, messages out of order), BATON_E_UNSUPPORTED (a feature this
+ * server lacks: stop strings, n > 1, logprobs, echo), BATON_E_LIMIT (more
+ * than BATON_SERVE_MAX_BODY bytes, BATON_SERVE_MAX_MESSAGES messages or
+ * BATON_TOKENIZER_MAX_TEXT_BYTES of text), BATON_E_NOMEM; err (when errcap
+ * > 0) then holds one NUL-terminated sentence naming the field (e.g.
+ * "\"temperature\" must be a number from 0 to 100"), never the body's bytes
+ * beyond a field's name. */
+int baton_serve_req_parse(const char *body, size_t len, int chat, struct baton_serve_req *req,
+                          char *err, size_t errcap);
+
+/* Frees what *req owns and zeroes it (a zeroed one is fine). */
+void baton_serve_req_free(struct baton_serve_req *req);
+
+/* The length of the longest prefix of p[0, n) that does not end inside a
+ * UTF-8 sequence which more bytes could still complete: what a stream can
+ * send now, keeping the rest until the next piece comes. Bytes that can
+ * never be valid UTF-8 count as complete (baton_serve_utf8_clean replaces
+ * them). */
+size_t baton_serve_utf8_complete(const char *p, size_t n);
+
+/* p[0, n) with every maximal ill-formed subsequence replaced by U+FFFD
+ * (Unicode's "substitution of maximal subparts", chapter 3.9: overlong
+ * forms, surrogates, code points past U+10FFFF, stray continuation bytes,
+ * truncated sequences), a NUL byte too (as U+FFFD, so that the text is a C
+ * string), into a new NUL-terminated block (*out_len bytes; free it), or
+ * NULL when out of memory. Valid UTF-8 without NUL comes back unchanged. */
+char *baton_serve_utf8_clean(const char *p, size_t n, size_t *out_len);
+
+#endif
