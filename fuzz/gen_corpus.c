@@ -3247,6 +3247,108 @@ static void gen_put_string(void)
     put_string_seed(0, big, 160);
 }
 
+/* ---- serve_req (fuzz_serve_req.c: byte 0 bit 0 chat, then the body) ---- */
+static void serve_req_seed(int chat, const char *body)
+{
+    struct buf b = {0};
+
+    bu8(&b, chat ? 1 : 0);
+    bput(&b, body, strlen(body));
+    emit_buf("serve_req", &b);
+    bfree(&b);
+}
+
+static void gen_serve_req(void)
+{
+    /* accepted: every field, the other names, null fields, text parts */
+    serve_req_seed(0, "{\"model\": \"stories260K\", \"prompt\": \"Once upon a time\","
+                      " \"max_tokens\": 32, \"temperature\": 0.8, \"top_p\": 0.95, \"top_k\": 40,"
+                      " \"seed\": 42, \"stream\": true, \"stop\": [], \"n\": 1,"
+                      " \"logprobs\": 0, \"echo\": false}");
+    serve_req_seed(0, "{\"prompt\": [\"caf\\u00e9 \\ud83d\\ude00\"], \"n_predict\": 1,"
+                      " \"temperature\": 0, \"top_p\": 1, \"seed\": 9223372036854775807}");
+    serve_req_seed(0, "{\"prompt\": \"\", \"max_completion_tokens\": 2147483647,"
+                      " \"temperature\": null, \"stop\": \"\", \"stream\": false}");
+    serve_req_seed(1, "{\"model\": \"m\", \"messages\": [{\"role\": \"system\","
+                      " \"content\": \"Be brief.\"}, {\"role\": \"user\", \"content\": \"Hi\"},"
+                      " {\"role\": \"assistant\", \"content\": \"Hello!\"},"
+                      " {\"role\": \"user\", \"content\": \"Tell me a story.\"}],"
+                      " \"max_tokens\": 64, \"temperature\": 1.5, \"top_k\": 0, \"stream\": true,"
+                      " \"logprobs\": false}");
+    serve_req_seed(1, "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"text\","
+                      " \"text\": \"Once \"}, {\"type\": \"text\", \"text\": \"upon\"}]}],"
+                      " \"top_p\": 1e-300, \"seed\": null}");
+    /* refused: order rules, a part of another type, unsupported fields,
+     * ranges, a duplicate key, not an object, an invalid UTF-8 string */
+    serve_req_seed(1, "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"},"
+                      " {\"role\": \"user\", \"content\": \"b\"}]}");
+    serve_req_seed(1, "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"},"
+                      " {\"role\": \"assistant\", \"content\": \"b\"}]}");
+    serve_req_seed(1, "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"text\","
+                      " \"text\": \"x\"}, {\"type\": \"image_url\", \"image_url\":"
+                      " {\"url\": \"u\"}}]}]}");
+    serve_req_seed(1, "{\"messages\": [{\"role\": \"tool\", \"content\": \"x\"}]}");
+    serve_req_seed(0, "{\"prompt\": \"a\", \"stop\": [\"\\n\"], \"n\": 2, \"echo\": true}");
+    serve_req_seed(0, "{\"prompt\": \"a\", \"max_tokens\": 5.0, \"top_p\": 0}");
+    serve_req_seed(0, "{\"prompt\": \"a\", \"max_tokens\": 5, \"n_predict\": 5}");
+    serve_req_seed(0, "{\"prompt\": \"a\", \"prompt\": \"b\"}");
+    serve_req_seed(0, "[\"prompt\", \"a\"]");
+    serve_req_seed(0, "{\"prompt\": \"a\xE2\x82\"}");
+    /* one refusal each: every field's rule (a body stops at its first) */
+    {
+        static const char *const completion[] = {
+            "{\"prompt\": \"a\", \"temperature\": 100.5}",
+            "{\"prompt\": \"a\", \"top_p\": \"1\"}",
+            "{\"prompt\": \"a\", \"top_k\": -1}",
+            "{\"prompt\": \"a\", \"seed\": -1}",
+            "{\"prompt\": \"a\", \"stream\": 1}",
+            "{\"prompt\": \"a\", \"stop\": 3}",
+            "{\"prompt\": \"a\", \"n\": 0}",
+            "{\"prompt\": \"a\", \"n\": 2}",
+            "{\"prompt\": \"a\", \"logprobs\": \"x\"}",
+            "{\"prompt\": \"a\", \"logprobs\": 5}",
+            "{\"prompt\": \"a\", \"echo\": 0}",
+            "{\"prompt\": \"a\", \"echo\": true}",
+            "{\"prompt\": [\"a\", \"b\"]}",
+        };
+        static const char *const chat[] = {
+            "{\"messages\": []}",
+            "{\"messages\": [\"hi\"]}",
+            "{\"messages\": [{\"content\": \"hi\"}]}",
+            "{\"messages\": [{\"role\": \"assistant\", \"content\": \"a\"}]}",
+            "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"},"
+            " {\"role\": \"system\", \"content\": \"s\"}]}",
+            "{\"messages\": [{\"role\": \"system\", \"content\": \"s\"}]}",
+            "{\"messages\": [{\"role\": \"user\", \"content\": 3}]}",
+            "{\"messages\": [{\"role\": \"user\", \"content\": [\"x\"]}]}",
+            "{\"messages\": [{\"role\": \"user\", \"content\": [{\"text\": \"x\"}]}]}",
+            "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"text\"}]}]}",
+        };
+
+        for (size_t i = 0; i < sizeof completion / sizeof completion[0]; i++)
+            serve_req_seed(0, completion[i]);
+        for (size_t i = 0; i < sizeof chat / sizeof chat[0]; i++)
+            serve_req_seed(1, chat[i]);
+    }
+    /* one message more than BATON_SERVE_MAX_MESSAGES (1024): E_LIMIT */
+    {
+        struct buf b = {0};
+
+        bu8(&b, 1);
+        bput(&b, "{\"messages\": [{}", 16);
+        for (int i = 1; i < 1025; i++)
+            bput(&b, ",{}", 3);
+        bput(&b, "]}", 2);
+        emit_buf("serve_req", &b);
+        bfree(&b);
+    }
+    /* the edges of Table 3-7: E0, ED, F0, F4 with their second bytes */
+    serve_req_seed(0, "\xE0\xA0\x80\xE0\x9F\xED\x9F\xBF\xED\xA0\xF0\x90\x80\x80\xF0\x8F"
+                      "\xF4\x8F\xBF\xBF\xF4\x90\xC2");
+    /* the UTF-8 rules: Unicode's example of maximal subparts (Table 3-8) */
+    serve_req_seed(0, "\x61\xF1\x80\x80\xE1\x80\xC2\x62\x80\x63\x80\xBF\x64\xF0\x9F");
+}
+
 /* ---- --check: every committed file named by its hash ---- */
 
 /* Inputs that fuzz/grow.sh added (fuzz/README.md) sit beside the generated
@@ -3338,6 +3440,7 @@ int main(int argc, char **argv)
     gen_put_string();
     gen_cli_args_onoff();
     gen_lobby();
+    gen_serve_req();
     if (check_mode) {
         if (n_missing) {
             fprintf(stderr,
