@@ -149,7 +149,8 @@ set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 # Depends from the binaries' and libbaton's needs (dpkg-shlibdeps): libc6,
 # libsodium23, libssl3 (libcrypto: the frames' Poly1305 / ChaCha20),
-# libseccomp2, libpcre2-8-0 (baton's BPE pre-tokenizers)
+# libseccomp2, libpcre2-8-0 (baton's BPE pre-tokenizers), libmicrohttpd12 and
+# libjansson4 (baton serve's HTTP and JSON)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${CMAKE_SOURCE_DIR}/packaging/debian/conffiles)

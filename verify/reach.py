@@ -15,7 +15,8 @@ usage: verify/reach.py [--build DIR] [--gcov DIR] [--proven FILE] [-o FILE]
    what a peer sent (batond's connections, the lobby, its peer links, the
    coordinator's replies and handshake), "file" the loaders of files a user
    or another program may have written (GGUF, key, policy, prompt, meminfo),
-   "cli" the two programs' main functions (every option parser).
+   "http" the handler of baton serve's HTTP requests, "cli" the two
+   programs' main functions (every option parser).
 3. Status of each reachable function:
    proven   its name is in the proof gate's list (--proven: verify/proven.list
             when present, else every function defined in a file of
@@ -59,6 +60,7 @@ ROOTS = {
         "baton_cli_read_lines", "baton_cli_split_lines", "baton_meminfo_parse",
         "baton_meminfo_available", "baton_tokenizer_from_gguf",
     ],
+    "http": ["serve_handle"],
     "cli": ["main"],
 }
 
@@ -262,7 +264,8 @@ checks that this file claims no more than the run shows; regenerate with
 verify/REACHABLE.md` after `make coverage`). Input kinds: **net** what a peer
 sends (batond's connections, the lobby, peer links, the coordinator's replies
 and handshake), **file** the loaders of files (GGUF and its tokenizer, key,
-policy, prompt, /proc/meminfo), **cli** the two programs' main functions
+policy, prompt, /proc/meminfo), **http** what an HTTP client sends to `baton
+serve` (src/model/serve.c's request handler), **cli** the two programs' main functions
 (every option parser, and so nearly everything). The call graph is GCC's
 (-fcallgraph-info at -O0) plus every function whose address reachable code or
 data takes (so it over-approximates). Status: **proven** Frama-C WP proves

@@ -18,6 +18,7 @@ static void usage(FILE *f)
           "\n"
           "commands:\n"
           "  run        generate text with a GGUF model split across batond servers\n"
+          "  serve      serve such a model over HTTP (OpenAI-style completions)\n"
           "  info       print DEVICE_INFO of servers\n"
           "  inspect    print a GGUF file's metadata and tensor table (--check: are all\n"
           "             its values finite?)\n"
@@ -149,8 +150,8 @@ int baton_cli_check_output(const char *prog, const char *what, const char *path,
 /* 1 if name is one of baton's commands. */
 static int is_command(const char *name)
 {
-    static const char *const cmds[] = {"run",      "info",     "bench",  "gen-model",
-                                       "quantize", "inspect",  "tokenize", "keygen"};
+    static const char *const cmds[] = {"run",     "serve",   "info",     "bench",  "gen-model",
+                                       "quantize", "inspect", "tokenize", "keygen"};
     size_t i;
 
     for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
@@ -238,6 +239,8 @@ static int dispatch(int argc, char **argv)
     }
     if (strcmp(sub, "run") == 0)
         return stdout_done(prog, baton_cmd_run(argc - 1, argv + 1));
+    if (strcmp(sub, "serve") == 0)
+        return stdout_done(prog, baton_cmd_serve(argc - 1, argv + 1));
     if (strcmp(sub, "info") == 0)
         return stdout_done(prog, baton_cmd_info(argc - 1, argv + 1));
     if (strcmp(sub, "bench") == 0)

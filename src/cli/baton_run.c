@@ -150,6 +150,66 @@ static void run_usage(FILE *f)
 
 #define PROG "baton run"
 
+static void serve_usage(FILE *f)
+{
+    fputs("usage: baton serve --model FILE [--servers LIST] [--listen HOST:PORT] [options]\n"
+          "\n"
+          "Serves a GGUF model (llama, qwen2 or qwen3), its layers split across batond\n"
+          "servers (or in-process stages) as with baton run, over HTTP: OpenAI-style\n"
+          "completion and chat completion requests, streamed (server-sent events) or\n"
+          "not. Each request is a sequence in one of --parallel KV-cache slots; a request\n"
+          "that finds no free slot waits in a queue, and one admitted while others decode\n"
+          "rides in their decode steps (continuous batching).\n"
+          "\n"
+          "  POST /v1/completions       {\"prompt\": TEXT, \"max_tokens\": N, \"temperature\": T,\n"
+          "                             \"top_p\": P, \"top_k\": K, \"seed\": S, \"stream\": B}\n"
+          "  POST /v1/chat/completions  {\"messages\": [{\"role\": \"system\"|\"user\"|\n"
+          "                             \"assistant\", \"content\": TEXT}, ...], ...}: laid out\n"
+          "                             with the model's chat template (as baton run --chat)\n"
+          "  GET /health                {\"status\": \"ok\", \"slots\": N, \"running\": R,\n"
+          "                             \"queued\": Q}\n"
+          "  GET /v1/models             the model (its file's name)\n"
+          "\n"
+          "  -m, --model FILE     GGUF model (architecture llama, qwen2 or qwen3)\n"
+          "  --listen HOST:PORT   where to listen (default 127.0.0.1:8080; [IPV6]:PORT;\n"
+          "                       port 0: a free one, which the log line names)\n"
+          "  --port-file FILE     write the port listened on to FILE once listening\n"
+          "  --api-key-file FILE  every request but GET /health must carry the key on\n"
+          "                       FILE's first line: \"Authorization: Bearer KEY\"\n"
+          "                       (else 401); without it anyone who reaches the port\n"
+          "                       may use the model\n"
+          "  --parallel N         KV-cache slots, sequences decoded together, 1..256\n"
+          "                       (default 4)\n"
+          "  --queue N            requests that may wait for a free slot, 1..65536\n"
+          "                       (default 64); more get 503\n"
+          "  --ctx N              KV cache positions per slot: a request's prompt and\n"
+          "                       reply (default 512)\n"
+          "  -n N                 the most tokens a reply may have, 2.. (default: the\n"
+          "                       slot's room); a request's max_tokens is capped by it\n"
+          "  --temp T, --top-k K, --top-p P, --seed S\n"
+          "                       what a request that does not say gets (default greedy,\n"
+          "                       seed 0); the last stage samples with the token's\n"
+          "                       position as the counter, so a seed gives the same\n"
+          "                       text whatever the split or the other requests\n"
+          "  --chat-template NAME chatml, llama3, llama2 or phi3 instead of the one the\n"
+          "                       model names (without either, no chat completions)\n"
+          "  --keepalive S        while no request runs, a no-op request to every server\n"
+          "                       each S seconds, 1..86400 (default 30), within batond's\n"
+          "                       idle_timeout\n"
+          "  --servers, --split, --key, --p2p, --pipeline, --slots, --kv-type, --groups,\n"
+          "  --ubatch, --threads, --timeout, --ignore-eos\n"
+          "                       as for baton run (see baton run --help)\n"
+          "  --help               this text\n"
+          "\n"
+          "Environment: BATON_SERVERS, BATON_KEY_FILE and BATON_P2P as for baton run.\n"
+          "Output (stderr): the plan, \"serve: listening on http://HOST:PORT\", a line per\n"
+          "request that ends, and a summary when SIGINT or SIGTERM stops the server\n"
+          "(requests still running then get 503).\n"
+          "Exit status: 0 stopped by a signal, 1 failure (a stage lost, the address in\n"
+          "use; the message says which), 2 usage error.\n",
+          f);
+}
+
 /* The files a run writes besides its text: --ids-file, --stats-json,
  * --logits-out (NULL where not given). */
 #define RUN_OUTPUTS 3
@@ -358,9 +418,13 @@ static int check_output_files(const char *dir, size_t n_prompts, const struct ru
     return 0;
 }
 
+/* "baton run" or "baton serve": what messages of the options both take
+ * start with */
+static const char *prog = PROG;
+
 static int parse_u32(const char *opt, const char *s, uint32_t min, uint32_t max, uint32_t *out)
 {
-    return baton_cli_parse_u32(PROG, opt, s, min, max, out);
+    return baton_cli_parse_u32(prog, opt, s, min, max, out);
 }
 
 /* --prompt-ids LIST: decimal ids 0..INT32_MAX separated by commas and/or
@@ -407,14 +471,76 @@ static int parse_ids(const char *s, int32_t **out, size_t *n)
     return 0;
 }
 
-int baton_cmd_run(int argc, char **argv)
+/* baton serve once its options are read: their checks and defaults, then
+ * the run. */
+static int serve_cmd(struct baton_run_config *cfg, struct baton_serve_config *sv,
+                     const char *servers_name, int n_given, int parallel_given)
+{
+    FILE *f;
+
+    if (cfg->model_path == NULL) {
+        fprintf(stderr, "baton serve: --model FILE is required (see --help)\n");
+        return 2;
+    }
+    if ((cfg->key_name && strcmp(cfg->key_name, "--key") == 0 &&
+         baton_cli_empty_output("baton serve", "--key", cfg->key_path)) ||
+        baton_cli_empty_output("baton serve", "--model", cfg->model_path) ||
+        baton_cli_empty_output("baton serve", "--api-key-file", sv->api_key_path) ||
+        baton_cli_empty_output("baton serve", "--listen", sv->listen) ||
+        baton_cli_empty_output("baton serve", "--port-file", sv->port_file))
+        return 2;
+    {
+        char err[400];
+
+        if (baton_serve_check_listen(sv->listen, err, sizeof err) != 0) {
+            fprintf(stderr, "baton serve: --listen %s\n", err);
+            return 2;
+        }
+    }
+    if (cfg->n_ctx < 2) {
+        fprintf(stderr, "baton serve: --ctx %u: a slot needs 2 positions at least (a prompt "
+                        "token and a reply)\n",
+                cfg->n_ctx);
+        return 2;
+    }
+    if (!parallel_given)
+        cfg->n_parallel = 4;
+    if (!n_given)
+        cfg->n_predict = cfg->n_ctx; /* a reply may fill its slot */
+    {
+        const int pre = baton_run_precheck(cfg, servers_name);
+
+        if (pre != 0)
+            return pre;
+    }
+    /* the key file found unreadable now, not after the model has loaded */
+    if (sv->api_key_path) {
+        f = fopen(sv->api_key_path, "r");
+        if (f == NULL) {
+            fprintf(stderr, "baton serve: --api-key-file %s: %s\n", sv->api_key_path,
+                    strerror(errno));
+            return 1;
+        }
+        fclose(f);
+    }
+    sv->max_conns = sv->queue + cfg->n_parallel + 16;
+    if (cfg->n_ubatch > cfg->n_ctx)
+        cfg->n_ubatch = cfg->n_ctx;
+    cfg->serve = sv;
+    cfg->quiet = 1;
+    return baton_run(cfg);
+}
+
+/* baton run (serve 0) or baton serve (1). */
+static int run_cmd(int argc, char **argv, int serve)
 {
     enum {
         O_MODEL = 256, O_PROMPT, O_SERVERS, O_SPLIT, O_CTX, O_UBATCH, O_TEMP, O_TOPK, O_TOPP,
         O_SEED, O_THREADS, O_TIMEOUT, O_STATS, O_IDS, O_QUIET, O_IGNORE_EOS, O_GAP, O_HELP,
         O_KEY, O_P2P, O_STATS_JSON, O_PIPELINE, O_SLOTS, O_RING, O_PROMPT_FILE, O_PARALLEL, O_CONTINUOUS,
         O_OUTPUT_DIR, O_GROUPS, O_PROMPT_IDS, O_LOGITS_OUT, O_KV_TYPE, O_CHAT, O_SYSTEM,
-        O_CHAT_TEMPLATE, O_INTERACTIVE, O_KEEPALIVE
+        O_CHAT_TEMPLATE, O_INTERACTIVE, O_KEEPALIVE, O_LISTEN, O_API_KEY_FILE, O_QUEUE,
+        O_PORT_FILE
     };
     static const struct option opts[] = {
         {"model", required_argument, 0, O_MODEL},     {"prompt", required_argument, 0, O_PROMPT},
@@ -443,6 +569,10 @@ int baton_cmd_run(int argc, char **argv)
         {"chat-template", required_argument, 0, O_CHAT_TEMPLATE},
         {"interactive", no_argument, 0, O_INTERACTIVE},
         {"keepalive", required_argument, 0, O_KEEPALIVE},
+        {"listen", required_argument, 0, O_LISTEN},
+        {"api-key-file", required_argument, 0, O_API_KEY_FILE},
+        {"queue", required_argument, 0, O_QUEUE},
+        {"port-file", required_argument, 0, O_PORT_FILE},
         {0, 0, 0, 0}};
     struct baton_run_config cfg;
     const char *servers_name = "--servers"; /* where cfg.servers came from */
@@ -451,10 +581,14 @@ int baton_cmd_run(int argc, char **argv)
     struct baton_cli_lines lines = {0};
     uint32_t u;
     int c, rc, top_k_given = 0, top_p_given = 0, seed_given = 0, continuous_given = 0;
-    int interactive = 0, keepalive_given = 0;
+    int interactive = 0, keepalive_given = 0, n_given = 0, parallel_given = 0;
+    /* options baton run takes and baton serve does not: the first given */
+    const char *run_only = NULL, *serve_only = NULL;
+    struct baton_serve_config sv = {"127.0.0.1:8080", NULL, NULL, 64, 0};
 
+    prog = serve ? "baton serve" : PROG;
     baton_run_config_default(&cfg);
-    cfg.prog = PROG;
+    cfg.prog = prog;
     baton_run_config_env(&cfg, &servers_name);
     if (getenv("BATON_P2P") && *getenv("BATON_P2P")) {
         const char *v = getenv("BATON_P2P");
@@ -465,7 +599,7 @@ int baton_cmd_run(int argc, char **argv)
         } else if (!strcmp(v, "1") || !strcmp(v, "on"))
             cfg.p2p = 1;
         else {
-            fprintf(stderr, "baton run: BATON_P2P: '%s' is not 0, 1, on or off\n", v);
+            fprintf(stderr, "%s: BATON_P2P: '%s' is not 0, 1, on or off\n", prog, v);
             return 2;
         }
     }
@@ -475,10 +609,13 @@ int baton_cmd_run(int argc, char **argv)
         case 'm': /* llama.cpp's short form, as baton tokenize takes it */
         case O_MODEL: cfg.model_path = optarg; break;
         case 'p': /* llama.cpp's llama-cli short form */
-        case O_PROMPT: cfg.prompt = optarg; break;
+        case O_PROMPT: cfg.prompt = optarg; run_only = run_only ? run_only : "--prompt"; break;
         case O_SERVERS: cfg.servers = optarg; servers_name = "--servers"; break;
         case O_SPLIT: cfg.split = optarg; break;
-        case 'n': if (parse_u32("-n", optarg, 1, UINT32_MAX, &cfg.n_predict)) return 2; break;
+        case 'n':
+            if (parse_u32("-n", optarg, serve ? 2 : 1, UINT32_MAX, &cfg.n_predict)) return 2;
+            n_given = 1;
+            break;
         case O_CTX:
             if (parse_u32("--ctx", optarg, 1, UINT32_MAX, &cfg.n_ctx)) return 2;
             cfg.ctx_origin = BATON_CTX_GIVEN;
@@ -487,18 +624,18 @@ int baton_cmd_run(int argc, char **argv)
             if (parse_u32("--ubatch", optarg, 1, UINT32_MAX, &cfg.n_ubatch)) return 2;
             break;
         case O_TEMP:
-            if (baton_cli_parse_float(PROG, "--temp", optarg, 0.0, 100.0, 0, &cfg.temp)) return 2;
+            if (baton_cli_parse_float(prog, "--temp", optarg, 0.0, 100.0, 0, &cfg.temp)) return 2;
             break;
         case O_TOPK:
             if (parse_u32("--top-k", optarg, 0, UINT32_MAX, &cfg.top_k)) return 2;
             top_k_given = 1;
             break;
         case O_TOPP:
-            if (baton_cli_parse_float(PROG, "--top-p", optarg, 0.0, 1.0, 1, &cfg.top_p)) return 2;
+            if (baton_cli_parse_float(prog, "--top-p", optarg, 0.0, 1.0, 1, &cfg.top_p)) return 2;
             top_p_given = 1;
             break;
         case O_SEED:
-            if (baton_cli_parse_u64(PROG, "--seed", optarg, 0, UINT64_MAX, &cfg.seed)) return 2;
+            if (baton_cli_parse_u64(prog, "--seed", optarg, 0, UINT64_MAX, &cfg.seed)) return 2;
             seed_given = 1;
             break;
         case O_THREADS:
@@ -509,72 +646,129 @@ int baton_cmd_run(int argc, char **argv)
             if (parse_u32("--timeout", optarg, 1, 86400000u, &u)) return 2;
             cfg.timeout_ms = (int)u;
             break;
-        case O_STATS: cfg.stats = 1; break;
-        case O_IDS: cfg.ids_path = optarg; break;
-        case O_QUIET: cfg.quiet = 1; break;
+        case O_STATS: cfg.stats = 1; run_only = run_only ? run_only : "--stats"; break;
+        case O_IDS: cfg.ids_path = optarg; run_only = run_only ? run_only : "--ids-file"; break;
+        case O_QUIET: cfg.quiet = 1; run_only = run_only ? run_only : "--quiet"; break;
         case O_IGNORE_EOS: cfg.ignore_eos = 1; break;
-        case O_GAP: cfg.report_gap = 1; break;
+        case O_GAP: cfg.report_gap = 1; run_only = run_only ? run_only : "--report-gap"; break;
         case O_KEY: cfg.key_path = optarg; cfg.key_name = "--key"; break;
         case O_P2P:
-            if (baton_cli_parse_onoff(PROG, "--p2p", optarg, &cfg.p2p))
+            if (baton_cli_parse_onoff(prog, "--p2p", optarg, &cfg.p2p))
                 return 2;
             cfg.p2p_off_name = NULL;
             break;
         case O_PIPELINE:
-            if (baton_cli_parse_onoff(PROG, "--pipeline", optarg, &cfg.pipeline)) return 2;
+            if (baton_cli_parse_onoff(prog, "--pipeline", optarg, &cfg.pipeline)) return 2;
             break;
         case O_RING:
-            if (baton_cli_parse_onoff(PROG, "--ring", optarg, &cfg.ring)) return 2;
+            if (baton_cli_parse_onoff(prog, "--ring", optarg, &cfg.ring)) return 2;
+            run_only = run_only ? run_only : "--ring"; /* a server's steps take prompts */
             break;
         case O_CONTINUOUS:
-            if (baton_cli_parse_onoff(PROG, "--continuous", optarg, &cfg.continuous)) return 2;
+            if (baton_cli_parse_onoff(prog, "--continuous", optarg, &cfg.continuous)) return 2;
             continuous_given = 1;
+            run_only = run_only ? run_only : "--continuous";
             break;
         case O_KV_TYPE:
-            if (baton_cli_parse_kv_type(PROG, "--kv-type", optarg, &cfg.kv_type)) return 2;
+            if (baton_cli_parse_kv_type(prog, "--kv-type", optarg, &cfg.kv_type)) return 2;
             break;
         case O_SLOTS:
             if (parse_u32("--slots", optarg, 1, BATON_LLAMA_MAX_SLOTS, &cfg.n_slots)) return 2;
             break;
-        case O_STATS_JSON: cfg.stats_json = optarg; break;
-        case O_PROMPT_FILE: prompt_file = optarg; break;
+        case O_STATS_JSON:
+            cfg.stats_json = optarg;
+            run_only = run_only ? run_only : "--stats-json";
+            break;
+        case O_PROMPT_FILE:
+            prompt_file = optarg;
+            run_only = run_only ? run_only : "--prompt-file";
+            break;
         case O_PARALLEL:
             if (parse_u32("--parallel", optarg, 1, 256, &cfg.n_parallel)) return 2;
+            parallel_given = 1;
             break;
-        case O_OUTPUT_DIR: cfg.output_dir = optarg; break;
-        case O_PROMPT_IDS: prompt_ids_arg = optarg; break;
-        case O_LOGITS_OUT: cfg.logits_path = optarg; break;
+        case O_OUTPUT_DIR:
+            cfg.output_dir = optarg;
+            run_only = run_only ? run_only : "--output-dir";
+            break;
+        case O_PROMPT_IDS:
+            prompt_ids_arg = optarg;
+            run_only = run_only ? run_only : "--prompt-ids";
+            break;
+        case O_LOGITS_OUT:
+            cfg.logits_path = optarg;
+            run_only = run_only ? run_only : "--logits-out";
+            break;
         case O_GROUPS:
             if (parse_u32("--groups", optarg, 1, 8, &cfg.n_groups)) return 2;
             break;
-        case O_CHAT: cfg.chat = 1; break;
+        case O_CHAT: cfg.chat = 1; run_only = run_only ? run_only : "--chat"; break;
         case 'i':
-        case O_INTERACTIVE: interactive = 1; break;
+        case O_INTERACTIVE:
+            interactive = 1;
+            run_only = run_only ? run_only : "--interactive";
+            break;
         case O_KEEPALIVE:
             if (parse_u32("--keepalive", optarg, 1, 86400, &cfg.keepalive_s)) return 2;
             keepalive_given = 1;
             break;
-        case O_SYSTEM: cfg.chat_system = optarg; break;
+        case O_SYSTEM:
+            cfg.chat_system = optarg;
+            run_only = run_only ? run_only : "--system";
+            break;
         case O_CHAT_TEMPLATE:
             if (baton_chat_from_name(optarg) == BATON_CHAT_UNKNOWN) {
-                fprintf(stderr, "baton run: --chat-template '%s' is not chatml, llama3, llama2 "
+                fprintf(stderr, "%s: --chat-template '%s' is not chatml, llama3, llama2 "
                                 "or phi3\n",
-                        optarg);
+                        prog, optarg);
                 return 2;
             }
             cfg.chat_template = optarg;
             break;
+        case O_LISTEN:
+            sv.listen = optarg;
+            serve_only = serve_only ? serve_only : "--listen";
+            break;
+        case O_API_KEY_FILE:
+            sv.api_key_path = optarg;
+            serve_only = serve_only ? serve_only : "--api-key-file";
+            break;
+        case O_PORT_FILE:
+            sv.port_file = optarg;
+            serve_only = serve_only ? serve_only : "--port-file";
+            break;
+        case O_QUEUE:
+            if (parse_u32("--queue", optarg, 1, 65536, &sv.queue)) return 2;
+            serve_only = serve_only ? serve_only : "--queue";
+            break;
         case 'h':
-        case O_HELP: run_usage(stdout); return 0;
+        case O_HELP:
+            if (serve)
+                serve_usage(stdout);
+            else
+                run_usage(stdout);
+            return 0;
         default:
-            fprintf(stderr, "(see `baton run --help`)\n");
+            fprintf(stderr, "(see `%s --help`)\n", prog);
             return 2;
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "baton run: unexpected argument '%s' (see --help)\n", argv[optind]);
+        fprintf(stderr, "%s: unexpected argument '%s' (see --help)\n", prog, argv[optind]);
         return 2;
     }
+    if (serve && run_only) {
+        fprintf(stderr, "baton serve: %s is baton run's: a server's prompts, sampling and "
+                        "chat messages come in its requests (see --help)\n",
+                run_only);
+        return 2;
+    }
+    if (!serve && serve_only) {
+        fprintf(stderr, "baton run: %s is baton serve's (an HTTP server)\n", serve_only);
+        return 2;
+    }
+    if (serve)
+        return serve_cmd(&cfg, &sv, servers_name, n_given, parallel_given);
     if (cfg.prompt && prompt_file) {
         fprintf(stderr, "baton run: give only one of --prompt TEXT and --prompt-file FILE\n");
         return 2;
@@ -729,4 +923,14 @@ int baton_cmd_run(int argc, char **argv)
     baton_cli_lines_free(&lines);
     free(prompt_ids);
     return rc;
+}
+
+int baton_cmd_run(int argc, char **argv)
+{
+    return run_cmd(argc, argv, 0);
+}
+
+int baton_cmd_serve(int argc, char **argv)
+{
+    return run_cmd(argc, argv, 1);
 }

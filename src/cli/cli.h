@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 int baton_cmd_run(int argc, char **argv);     /* baton_run.c */
+int baton_cmd_serve(int argc, char **argv);   /* baton_run.c */
 int baton_cmd_info(int argc, char **argv);    /* baton_info.c */
 int baton_cmd_inspect(int argc, char **argv); /* baton_inspect.c */
 int baton_cmd_keygen(int argc, char **argv);  /* baton_keygen.c */

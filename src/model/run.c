@@ -217,15 +217,21 @@ static int plan_layers(struct run *r, const double *props, int n_parts, uint32_t
     return 0;
 }
 
-void run_sample_params(const struct baton_run_config *cfg, uint64_t seed, uint32_t counter,
-                       int32_t p[6])
+void run_sample_params_of(float temp, float top_p, uint32_t top_k, uint64_t seed,
+                          uint32_t counter, int32_t p[6])
 {
-    memcpy(&p[0], &cfg->temp, 4);
-    memcpy(&p[1], &cfg->top_p, 4);
-    p[2] = (int32_t)cfg->top_k;
+    memcpy(&p[0], &temp, 4);
+    memcpy(&p[1], &top_p, 4);
+    p[2] = (int32_t)top_k;
     p[3] = (int32_t)(uint32_t)seed;
     p[4] = (int32_t)(uint32_t)(seed >> 32);
     p[5] = (int32_t)counter;
+}
+
+void run_sample_params(const struct baton_run_config *cfg, uint64_t seed, uint32_t counter,
+                       int32_t p[6])
+{
+    run_sample_params_of(cfg->temp, cfg->top_p, cfg->top_k, seed, counter, p);
 }
 
 /* A step list of m ubatches (zeroed) and SAMPLE's parameters for each
@@ -624,6 +630,15 @@ static int run_chat_prepare(struct run *r, struct baton_run_config *copy)
     return 0;
 }
 
+/* baton serve: the prompt tokens a request admitted while others decode
+ * adds to each of their steps (continuous batching). A short prompt's
+ * chunk is padded to it, and every sequence decoding waits for that step,
+ * so it stays small: RUN_SERVE_CHUNK, or the ubatch when that is less. */
+static uint32_t serve_chunk(uint32_t n_ubatch)
+{
+    return n_ubatch < RUN_SERVE_CHUNK ? n_ubatch : RUN_SERVE_CHUNK;
+}
+
 int baton_run(const struct baton_run_config *cfg)
 {
     struct baton_run_config chat_cfg;
@@ -673,6 +688,32 @@ int baton_run(const struct baton_run_config *cfg)
         ret = 2;
         goto out;
     }
+    r.serve = cfg->serve != NULL;
+    if (r.serve && (cfg->prompt_ids || cfg->prompts || cfg->n_copies || cfg->chat_fd >= 0 ||
+                    cfg->logits_path || cfg->report_gap || cfg->ids_path || cfg->stats ||
+                    cfg->stats_json || cfg->n_predict < 2)) {
+        run_msg(cfg, "baton serve takes its prompts from HTTP requests, and replies of up to "
+                     "-n tokens (at least 2): not with prompts, conversations or output "
+                     "files\n");
+        ret = 2;
+        goto out;
+    }
+    if (r.serve) { /* chat requests need a template: the model's, or --chat-template */
+        char terr[256];
+
+        r.chat_ok = baton_chat_template_for(r.gguf, cfg->chat_template, r.tok, 0, &r.chat_tmpl,
+                                            terr, sizeof terr) == 0;
+        if (r.chat_ok)
+            fprintf(cfg->log, "chat: template %s (%s) for /v1/chat/completions\n",
+                    baton_chat_name(r.chat_tmpl),
+                    cfg->chat_template ? "--chat-template" : "the model's tokenizer.chat_template");
+        else if (cfg->chat_template) {
+            run_msg(cfg, "%s: %s\n", cfg->model_path, terr);
+            ret = 2;
+            goto out;
+        } else
+            fprintf(cfg->log, "chat: no /v1/chat/completions: %s\n", terr);
+    }
     if (cfg->chat) { /* from here on the prompts are the laid-out texts */
         rc = run_chat_prepare(&r, &chat_cfg);
         if (rc != 0) {
@@ -694,7 +735,7 @@ int baton_run(const struct baton_run_config *cfg)
     /* tokenize first: a prompt that does not fit is a usage error */
     r.n_seq = 1;
     r.n_cells = cfg->n_ctx;
-    rc = cfg->prompts || cfg->n_copies || r.conv ? run_par_prepare(&r, &n_prompt)
+    rc = cfg->prompts || cfg->n_copies || r.conv || r.serve ? run_par_prepare(&r, &n_prompt)
                                        : prompt_tokens(&r, &prompt_ids, &n_prompt);
     if (rc != 0) {
         ret = rc;
@@ -720,7 +761,7 @@ int baton_run(const struct baton_run_config *cfg)
     r.n_slots = cfg->n_slots;
     /* sampling is the last stage's (SAMPLE) */
     r.want_logits = cfg->report_gap || cfg->logits_path != NULL;
-    r.sampling = cfg->temp > 0.0f;
+    r.sampling = cfg->temp > 0.0f || r.serve; /* a request may sample */
     r.n_ubatch = cfg->n_ubatch ? cfg->n_ubatch
                                : baton_run_default_ubatch((uint32_t)n_prompt, r.n_stages,
                                                           cfg->pipeline);
@@ -728,37 +769,44 @@ int baton_run(const struct baton_run_config *cfg)
         r.n_ubatch = cfg->n_ctx;
     if (r.n_ubatch > n_prompt) /* no step is larger: smaller I/O buffers */
         r.n_ubatch = (uint32_t)n_prompt;
-    if (r.conv) {
-        /* a conversation registers a graph for the ubatch and for every
-         * power of two below it (a turn's rest, run_par_shapes), on every
-         * input slot of a stage after the first: as many as a stage may
-         * keep, or the power of two below the ubatch */
+    if (r.conv || r.serve) {
+        /* a conversation (or a server, whose mixed steps carry a ubatch
+         * too) registers a graph for the ubatch and for every power of two
+         * below it (a turn's rest, run_par_shapes), on every input slot of
+         * a stage after the first: as many as a stage may keep, or the
+         * power of two below the ubatch */
         const uint32_t per = r.n_stages > 1 ? r.n_slots : 1, u0 = r.n_ubatch;
         uint32_t shape_n[RUN_PAR_SHAPES], shape_out[RUN_PAR_SHAPES];
 
+        r.n_chunk = r.serve ? serve_chunk(r.n_ubatch) : 0;
         while (r.n_ubatch > 1 && run_par_shapes(&r, shape_n, shape_out) * per > RUN_MAX_GRAPHS) {
             uint32_t p = 1;
 
             while (p * 2 < r.n_ubatch)
                 p *= 2;
             r.n_ubatch = p;
+            r.n_chunk = r.serve ? serve_chunk(p) : 0;
         }
+        r.n_chunk = 0; /* set below */
         if (cfg->n_ubatch != 0 && r.n_ubatch < u0)
             fprintf(cfg->log,
-                    "plan: a conversation's ubatch is %u, not --ubatch %u: it registers a graph "
+                    "plan: a %s's ubatch is %u, not --ubatch %u: it registers a graph "
                     "for each power of two up to it on each of %u input slot%s, at most %u a "
                     "stage\n",
-                    r.n_ubatch, u0, per, per == 1 ? "" : "s", RUN_MAX_GRAPHS);
+                    r.serve ? "server" : "conversation", r.n_ubatch, u0, per,
+                    per == 1 ? "" : "s", RUN_MAX_GRAPHS);
     }
     r.n_tok_max = r.n_ubatch > r.n_seq ? r.n_ubatch : r.n_seq;
     /* continuous batching: a prompt admitted once decoding has begun rides
-     * in its group's decode steps, n_ubatch tokens a step beside the
-     * group's tokens (run_parallel.c); only when some prompt waits for a
-     * slot and there is a decode step */
-    if (r.seqs && cfg->continuous && r.n_par > r.n_seq && cfg->n_predict > 1) {
-        const uint32_t mixed = r.n_ubatch + (r.n_seq + r.n_groups - 1) / r.n_groups;
+     * in its group's decode steps, n_ubatch tokens a step (a server's:
+     * serve_chunk) beside the group's tokens (run_parallel.c); only when
+     * some prompt waits for a slot (or may: a server) and there is a
+     * decode step */
+    if (r.seqs && ((cfg->continuous && r.n_par > r.n_seq) || r.serve) && cfg->n_predict > 1) {
+        const uint32_t chunk = r.serve ? serve_chunk(r.n_ubatch) : r.n_ubatch;
+        const uint32_t mixed = chunk + (r.n_seq + r.n_groups - 1) / r.n_groups;
 
-        r.n_chunk = r.n_ubatch;
+        r.n_chunk = chunk;
         if (mixed > r.n_tok_max)
             r.n_tok_max = mixed;
     }
@@ -879,6 +927,7 @@ out:
     }
     if (r.par)
         run_par_free(&r);
+    run_serve_stop(&r, NULL);
     run_conv_free(&r);
     free_run(&r);
     free(prompt_ids);

@@ -70,6 +70,21 @@ enum baton_ctx_origin {
                             (n_predict): "-p A + -n B (a KV cache of N positions)" */
 };
 
+/* `baton serve` (src/model/serve.c): the coordinator as an HTTP server
+ * whose requests are the sequences (docs/USAGE.md, "An HTTP server"). */
+struct baton_serve_config {
+    const char *listen;       /* "host:port" or "[v6]:port"; port 0: a free one (the log
+                                 line "serve: listening on http://HOST:PORT" names it) */
+    const char *api_key_path; /* a file whose first line is the key every request but
+                                 GET /health must carry ("Authorization: Bearer KEY");
+                                 NULL: none */
+    const char *port_file;    /* when set, the port listened on is written there (a
+                                 line; to a temporary file renamed over it), as batond
+                                 --port-file does */
+    uint32_t queue;           /* requests that may wait for a free slot; more get 503 */
+    uint32_t max_conns;       /* HTTP connections at once */
+};
+
 struct baton_run_config {
     const char *model_path;
     const char *servers;  /* "host:port,host:port" or "local"; an entry may add a
@@ -155,6 +170,11 @@ struct baton_run_config {
                              (default 30), so that a server's idle timeout
                              (batond's idle_timeout, 300 s by default) does not
                              close the connection while the user types */
+    const struct baton_serve_config *serve; /* when set: `baton serve`, the prompts are
+                                               HTTP requests' (n_parallel slots, each of
+                                               n_ctx positions; n_predict the most a
+                                               request may ask for); not with prompt,
+                                               prompt_ids, prompts, chat_fd or outputs */
     const int32_t *prompt_ids; /* when set, these ids are the prompt (text is ignored) */
     size_t n_prompt_ids;
     struct baton_run_result *result; /* when set, filled on success */
@@ -165,6 +185,11 @@ struct baton_run_config {
 };
 
 void baton_run_config_default(struct baton_run_config *cfg);
+
+/* Whether listen (baton_serve_config's) is HOST:PORT or [IPV6]:PORT, port
+ * 0..65535, and HOST resolves: 0, or -1 with one sentence in err (cap
+ * bytes). baton serve checks it before it reads the model. */
+int baton_serve_check_listen(const char *listen, char *err, size_t cap);
 
 /* The prompt tokens per prefill step when --ubatch is not given: 512 for
  * one stage or with the pipeline off; otherwise n_prompt / (4 n_stages),

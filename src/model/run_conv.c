@@ -31,16 +31,16 @@ void run_conv_free(struct run *r)
     r->conv_in = NULL;
 }
 
-/* A DEVICE_INFO to every stage (the keepalive). 0, or -1 after a message. */
-static int keepalive(struct run *r)
+int run_keepalive(struct run *r)
 {
     for (uint32_t i = 0; i < r->n_stages; i++) {
         struct baton_device_info info;
         const int rc = baton_device_info(r->stages[i].conn, &info);
 
         if (rc != 0) {
-            stage_msg(r, "stage %u (%s): lost while waiting for the next message: %s\n", i + 1,
-                      r->stages[i].endpoint, baton_status_str(rc));
+            stage_msg(r, "stage %u (%s): lost while waiting for the next %s: %s\n", i + 1,
+                      r->stages[i].endpoint, r->serve ? "request" : "message",
+                      baton_status_str(rc));
             return -1;
         }
     }
@@ -81,7 +81,7 @@ static int fill(struct run *r, struct run_conv *c)
         if (n < 0 && errno == EINTR)
             continue;
         if (n == 0) { /* the stages' connections kept open */
-            if (keepalive(r) != 0)
+            if (run_keepalive(r) != 0)
                 return -1;
             c->last_call = run_now_s();
             continue;

@@ -130,6 +130,9 @@ struct run {
                                    (run_conv.c, run_parallel.c) */
     enum baton_chat_template chat_tmpl; /* conv: the template its turns are laid out in */
     struct run_conv *conv_in;   /* conv: the reader of the user's messages */
+    int serve;                  /* cfg->serve: the sequences are HTTP requests' (serve.c) */
+    int chat_ok;                /* serve: chat_tmpl lays out chat requests */
+    struct run_serve *srv;      /* serve: the HTTP server and its request queue */
     struct par_seq *par;        /* cfg->prompts: one per prompt (run_parallel.c) */
     size_t n_par;               /* ... n_par of them (cfg->n_prompts or cfg->n_copies) */
     size_t n_prompt_max;        /* the longest prompt's tokens (kv_fail's hint) */
@@ -393,6 +396,59 @@ int run_conv_turn(struct run *r, const int32_t *prev, size_t n_prev, const char 
 
 void run_conv_free(struct run *r);
 
+/* A DEVICE_INFO to every stage, so that a server's idle timeout does not
+ * close a connection while the coordinator waits (for a message, or an
+ * HTTP request). 0, or -1 after a message naming the stage. */
+int run_keepalive(struct run *r);
+
+/* ---- serve.c: `baton serve` (cfg->serve) ---- */
+
+/* The prompt tokens of a request admitted while others decode that ride in
+ * each of their decode steps (run.c's serve_chunk). */
+#define RUN_SERVE_CHUNK 64u
+
+/* One HTTP request's sequence; shared by its connection's thread and the
+ * engine (reference-counted, under the server's lock). */
+struct serve_req;
+
+/* What the engine runs of a request: its prompt's ids (a block with room
+ * for n_prompt + n_max ids, which the engine then owns and frees),
+ * 1 <= n_prompt, n_prompt + n_max <= cfg->n_ctx, and SAMPLE's parameters
+ * (run_sample_params' fields: temperature 0 is greedy). */
+struct run_serve_seq {
+    int32_t *ids;
+    size_t n_prompt, n_max;
+    float temp, top_p;
+    uint32_t top_k;
+    uint64_t seed;
+};
+
+/* Starts the HTTP server on cfg->serve->listen (its threads tokenize and
+ * queue requests; the engine runs them). 0, or an exit code after a
+ * message. */
+int run_serve_start(struct run *r);
+/* The next queued request, its sequence into *seq; NULL when none is
+ * queued. wait: blocks until one is, keeping the stages' connections open
+ * (run_keepalive every cfg->keepalive_s seconds); NULL then means the
+ * server stops (a signal; run_serve_stopping) or a stage was lost (said). */
+struct serve_req *run_serve_take(struct run *r, int wait, struct run_serve_seq *seq);
+/* Whether the server stops: 0 no, 1 SIGINT or SIGTERM asked it to, 2 a
+ * stage was lost while it waited for a request (said). */
+int run_serve_stopping(struct run *r);
+/* A piece of q's reply (a token's text, len bytes, any bytes). 1 when q's
+ * client has gone (the sequence should end), else 0. */
+int run_serve_piece(struct serve_req *q, const char *piece, size_t len);
+/* q's reply has ended (eog: at an end-of-generation token, "stop"; else
+ * at its max_tokens or the context, "length") after n_gen tokens; the
+ * engine's reference is dropped. */
+void run_serve_done(struct serve_req *q, int eog, size_t n_gen);
+/* q fails with why (its client gets 503 and why); the engine's reference
+ * is dropped. */
+void run_serve_fail(struct serve_req *q, const char *why);
+/* Fails every queued request with why, stops the HTTP server (waiting for
+ * its connections to end) and frees it. Safe without a server. */
+void run_serve_stop(struct run *r, const char *why);
+
 /* ---- run_parallel.c: several sequences (cfg->prompts) ---- */
 struct par_seq;
 /* Tokenizes and checks every prompt, sets r->seqs, n_seq, n_cells and
@@ -422,6 +478,9 @@ void run_par_free(struct run *r);
  * the counter. */
 void run_sample_params(const struct baton_run_config *cfg, uint64_t seed, uint32_t counter,
                        int32_t p[6]);
+/* The same words from the parameters themselves (a request's, baton serve). */
+void run_sample_params_of(float temp, float top_p, uint32_t top_k, uint64_t seed,
+                          uint32_t counter, int32_t p[6]);
 
 /* run.c: the decode window's statistics begin (begin = 1) or end. */
 void run_stats_window(struct run *r, int begin);

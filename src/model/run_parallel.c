@@ -58,11 +58,15 @@ struct par_seq {
     size_t text_len, text_cap;
     FILE *out;  /* --output-dir: its own file */
     int done;
+    struct serve_req *req; /* baton serve: the HTTP request whose reply this is */
+    struct run_serve_seq smp; /* ... and its sampling (smp.ids unused) */
 };
 
 static void par_free_seqs(struct par_seq *q, size_t n)
 {
     for (size_t i = 0; q && i < n; i++) {
+        if (q[i].req && !q[i].done)
+            run_serve_fail(q[i].req, "the server stopped");
         free(q[i].ids);
         free(q[i].text);
         if (q[i].out)
@@ -89,13 +93,14 @@ int run_par_prepare(struct run *r, size_t *max_prompt)
         return 0;
     }
     r->n_par = cfg->prompts ? cfg->n_prompts : cfg->n_copies;
-    if (r->n_par == 0 || (cfg->prompts == NULL && cfg->prompt_ids == NULL)) {
+    if (!r->serve &&
+        (r->n_par == 0 || (cfg->prompts == NULL && cfg->prompt_ids == NULL))) {
         run_msg(cfg, "--prompt-file: no prompts (one per line; blank lines are skipped)\n");
         return 2;
     }
     r->seqs = 1;
     r->n_seq = cfg->n_parallel ? cfg->n_parallel : 1;
-    if (r->n_seq > r->n_par)
+    if (r->n_seq > r->n_par && !r->serve)
         r->n_seq = (uint32_t)r->n_par; /* no more slots than prompts */
     if ((uint64_t)cfg->n_ctx * r->n_seq > INT32_MAX) {
         run_msg(cfg, "--ctx %u x --parallel %u KV-cache cells exceed 2^31 - 1\n", cfg->n_ctx,
@@ -116,6 +121,11 @@ int run_par_prepare(struct run *r, size_t *max_prompt)
         const uint32_t gs = (r->n_seq + r->n_groups - 1) / r->n_groups;
 
         r->n_groups = (r->n_seq + gs - 1) / gs;
+    }
+    if (r->serve) { /* the requests come as it runs: any prompt that fits --ctx */
+        r->n_par = 0;
+        *max_prompt = cfg->n_ctx;
+        return 0;
     }
     q = calloc(r->n_par, sizeof(*q));
     if (q == NULL) {
@@ -230,7 +240,7 @@ uint32_t run_par_shapes(const struct run *r, uint32_t *counts, uint32_t *outs)
     counts[n] = r->n_ubatch, outs[n++] = 1;
     /* a conversation's turns are not known yet: every power of two below
      * n_ubatch (1 is the decode step's, below, when there is one) */
-    for (uint32_t p = 1; r->conv && p < r->n_ubatch; p *= 2)
+    for (uint32_t p = 1; (r->conv || r->serve) && p < r->n_ubatch; p *= 2)
         if (p > 1 || r->cfg->n_predict == 1)
             counts[n] = p, outs[n++] = 1;
     for (size_t i = 0; i < r->n_par; i++) {
@@ -277,13 +287,13 @@ int run_par_shape_runs(const struct run *r, uint32_t count, uint32_t out)
      * unless a smaller optional shape was registered; register_shapes
      * registers those only with room left for every registered step's
      * arena, this one's included */
-    if (r->n_chunk && r->n_par > r->n_seq && r->cfg->n_predict > 1 &&
+    if (r->n_chunk && (r->n_par > r->n_seq || r->serve) && r->cfg->n_predict > 1 &&
         ((gs > 1 && count == r->n_chunk + gs && out == gs + 1) ||
          (last > 1 && count == r->n_chunk + last && out == last + 1)))
         return 1;
     if (out != 1)
         return 0;
-    if (r->conv) /* any of them may run */
+    if (r->conv || r->serve) /* any of them may run */
         return count <= r->n_ubatch;
     for (size_t i = 0; i < alone; i++) {
         uint32_t parts[32], k = split_rest((uint32_t)(r->par[i].n_prompt % r->n_ubatch), parts);
@@ -318,6 +328,18 @@ int run_par_register(struct run *r)
         return run_register_graphs_optional(r, oc, oo, m);
     }
     return 0;
+}
+
+/* SAMPLE's parameters for sequence i's token at position counter: its
+ * request's (baton serve), else cfg's with the seed --seed + i. */
+static void seq_sample(const struct run *r, size_t i, uint32_t counter, int32_t p[6])
+{
+    const struct run_serve_seq *m = &r->par[i].smp;
+
+    if (r->serve)
+        run_sample_params_of(m->temp, m->top_p, m->top_k, m->seed, counter, p);
+    else
+        run_sample_params(r->cfg, r->cfg->seed + i, counter, p);
 }
 
 /* Appends len bytes to q's text. 0 or -1 (out of memory). */
@@ -363,6 +385,18 @@ static int finish(struct run *r, size_t i)
     char name[4200];
 
     q->done = 1;
+    if (q->req) { /* baton serve: the reply goes out */
+        struct serve_req *req = q->req;
+
+        q->req = NULL;
+        /* "stop" at an end-of-generation token it stopped at (not one
+         * --ignore-eos went past) */
+        run_serve_done(req,
+                       !r->cfg->ignore_eos && q->n_gen > 0 &&
+                           baton_tokenizer_is_eog(r->tok, q->ids[q->n_prompt + q->n_gen - 1]),
+                       q->n_gen);
+        return 0;
+    }
     if (r->conv) { /* the reply ends its line */
         if (!r->cfg->quiet) {
             fputc('\n', r->cfg->out);
@@ -430,6 +464,13 @@ static int take(struct run *r, size_t i, int32_t t)
     q->ids[q->n_prompt + q->n_gen++] = t;
     if (baton_tokenizer_is_eog(r->tok, t) && !cfg->ignore_eos)
         return 1;
+    if (q->req) { /* baton serve: its client gets the piece (one gone ends it) */
+        if (baton_token_to_piece(r->tok, t, q->ids[q->n_prompt + q->n_gen - 2], piece,
+                                 sizeof(piece), &plen) == 0 &&
+            plen > 0 && run_serve_piece(q->req, piece, plen) != 0)
+            return 1;
+        return q->n_gen == q->n_max;
+    }
     if ((q->out || !cfg->quiet) &&
         baton_token_to_piece(r->tok, t, q->ids[q->n_prompt + q->n_gen - 2], piece, sizeof(piece),
                              &plen) == 0 &&
@@ -487,7 +528,7 @@ static int prefill_one(struct run *r, size_t i, uint32_t j, uint32_t from, int32
         }
         ub[m].seqpos = sp + 3 * at;
         /* sampled: the sequence's seed, the ubatch's last position */
-        run_sample_params(r->cfg, r->cfg->seed + i, at + len - 1, smp + 6 * m);
+        seq_sample(r, i, at + len - 1, smp + 6 * m);
         ub[m].sample = r->sampling ? smp + 6 * m : NULL;
         at += len;
         /* a run of full ubatches and then at most 32 parts: flush a full list */
@@ -697,7 +738,7 @@ static void fill_group(struct par_state *ps, uint32_t g, struct run_ubatch *u)
         ps->mixed_tokens += len;
         /* output row 0: the chunk's last token (the first generated, once
          * the prompt is in) */
-        run_sample_params(r->cfg, r->cfg->seed + i, at + len - 1, smp);
+        seq_sample(r, i, at + len - 1, smp);
     }
     ps->rows[g] = rows;
     if (rows < n) {
@@ -732,7 +773,7 @@ static void fill_group(struct par_state *ps, uint32_t g, struct run_ubatch *u)
             sp[row] = p;
             sp[total + row] = base + p;
             sp[2 * total + row] = base;
-            run_sample_params(r->cfg, r->cfg->seed + (ps->slot_seq[j] - 1), (uint32_t)p, rs);
+            seq_sample(r, ps->slot_seq[j] - 1, (uint32_t)p, rs);
             ps->row_seq[j] = ps->slot_seq[j];
         } else {
             placeholder(ps, j != UINT32_MAX ? j : j0 + c, row, total, tok, sp);
@@ -805,6 +846,74 @@ static int admit_begin(struct run *r, size_t i)
     return 0;
 }
 
+/* baton serve: queued requests become the next sequences, as many as slots
+ * [j0, j0 + n) have free beyond the sequences already waiting for one;
+ * wait: blocks for the first when none is queued (run_serve_take). 0, or
+ * 1 (out of memory: said, the request failed). */
+static int serve_pull(struct par_state *ps, uint32_t j0, uint32_t n, int wait)
+{
+    struct run *r = ps->r;
+    size_t room = 0;
+
+    for (uint32_t k = 0; k < n; k++)
+        room += ps->slot_seq[j0 + k] == 0;
+    room = room > r->n_par - ps->next_prompt ? room - (r->n_par - ps->next_prompt) : 0;
+    for (; room > 0; room--, wait = 0) {
+        struct run_serve_seq seq;
+        struct serve_req *req = run_serve_take(r, wait, &seq);
+        struct par_seq *q;
+
+        if (req == NULL)
+            break;
+        q = realloc(r->par, (r->n_par + 1) * sizeof(*q));
+        if (q == NULL) {
+            free(seq.ids);
+            run_serve_fail(req, "out of memory");
+            stage_msg(r, "out of memory\n");
+            return 1;
+        }
+        r->par = q;
+        q = &r->par[r->n_par++];
+        memset(q, 0, sizeof *q);
+        q->ids = seq.ids;
+        q->n_prompt = seq.n_prompt;
+        q->n_max = seq.n_max;
+        q->req = req;
+        q->smp = seq;
+        q->smp.ids = NULL;
+    }
+    return 0;
+}
+
+/* baton serve, between bursts: the sequences that ended leave r->par (a
+ * server's requests would grow it without end); the others keep their
+ * order, and the slots their new numbers. */
+static void serve_compact(struct par_state *ps)
+{
+    struct run *r = ps->r;
+    size_t k = 0, next = 0;
+
+    for (size_t i = 0; i < r->n_par; i++) {
+        uint32_t j;
+
+        for (j = 0; j < r->n_seq && ps->slot_seq[j] != i + 1; j++)
+            ;
+        if (j == r->n_seq && r->par[i].done) {
+            free(r->par[i].ids);
+            free(r->par[i].text);
+            continue;
+        }
+        if (k != i)
+            r->par[k] = r->par[i];
+        if (j < r->n_seq)
+            ps->slot_seq[j] = k + 1;
+        next += i < ps->next_prompt;
+        k++;
+    }
+    r->n_par = k;
+    ps->next_prompt = next;
+}
+
 /* Continuous batching: the next prompts go into group g's free slots, to
  * ride in its decode steps. 0 or 1. */
 static int admit_mixed(struct par_state *ps, uint32_t g)
@@ -834,10 +943,14 @@ static int burst_retire(struct run *r, uint32_t k)
     const size_t ended = ps->n_ended;
 
     ps->decode_steps++;
-    if (take_group(ps, g, ps->ub[k].out) != 0 || (r->n_chunk && admit_mixed(ps, g) != 0)) {
+    if (take_group(ps, g, ps->ub[k].out) != 0 ||
+        (r->serve && serve_pull(ps, g * ps->gs, group_size(ps, g), 0) != 0) ||
+        (r->n_chunk && admit_mixed(ps, g) != 0)) {
         ps->failed = 1;
         return 1;
     }
+    if (r->serve && run_serve_stopping(r))
+        return 2; /* the steps after this one are dropped: the server stops */
     if (ps->ring) {
         /* the ring's steps are all queued: they stop early when no row's
          * sequence goes on, or when one ended and a prompt waits for its
@@ -897,8 +1010,7 @@ static void fill_ring(struct par_state *ps, uint32_t g, uint32_t rounds)
                 continue; /* a placeholder: the same cell every round */
             sp[c] += (int32_t)t;
             sp[n + c] += (int32_t)t;
-            run_sample_params(r->cfg, r->cfg->seed + (ps->row_seq[j] - 1), (uint32_t)sp[c],
-                              smp + 6 * (size_t)c);
+            seq_sample(r, ps->row_seq[j] - 1, (uint32_t)sp[c], smp + 6 * (size_t)c);
         }
         *u = *u0;
         u->tokens = t == 0 ? u0->tokens : NULL;
@@ -1028,7 +1140,18 @@ int run_par_generate(struct run *r, double t_load, double bytes)
         stage_msg(r, "out of memory\n");
         goto out;
     }
-    if (r->conv) {
+    if (r->serve) {
+        fprintf(cfg->log,
+                "plan: %u slot%s of %u KV-cache cells, %u group%s; a request waits in the "
+                "queue for a free slot, and rides in the decode steps of the others, %u "
+                "prompt tokens a step (continuous batching)\n",
+                ns, ns == 1 ? "" : "s", cfg->n_ctx, ps.groups, ps.groups == 1 ? "" : "s",
+                r->n_chunk);
+        ret = run_serve_start(r);
+        if (ret != 0)
+            goto out;
+        ret = 1;
+    } else if (r->conv) {
         fprintf(cfg->log,
                 "plan: a conversation: one sequence of %u KV-cache cells; each message is "
                 "answered with the turns before it in the cache (at most -n %u tokens a "
@@ -1056,6 +1179,18 @@ int run_par_generate(struct run *r, double t_load, double bytes)
     for (;;) {
         uint32_t active = 0, rounds = UINT32_MAX, m, from = 0;
         int32_t unused;
+
+        if (r->serve) { /* requests into free slots; with every slot free, wait for one */
+            uint32_t j;
+
+            serve_compact(&ps);
+            for (j = 0; j < ns && ps.slot_seq[j] == 0; j++)
+                ;
+            if (run_serve_stopping(r) || serve_pull(&ps, 0, ns, j == ns) != 0)
+                break;
+            if (j == ns && ps.next_prompt == r->n_par)
+                continue; /* woken with nothing to run: the server stops, or a stage is lost */
+        }
 
         if (r->conv && ps.slot_seq[0] == 0) { /* the next message, once a reply has ended */
             int code;
@@ -1110,7 +1245,7 @@ int run_par_generate(struct run *r, double t_load, double bytes)
             }
         }
         if (active == 0) {
-            if (ps.next_prompt < r->n_par || r->conv)
+            if (ps.next_prompt < r->n_par || r->conv || r->serve)
                 continue; /* every admitted prompt ended at its first token */
             break;
         }
@@ -1186,6 +1321,21 @@ summary:
         run_stats_window(r, 0);
     for (size_t i = 0; r->conv && i < r->n_par; i++)
         n_turns += r->par[i].done;
+    if (r->serve) {
+        const int why = run_serve_stopping(r);
+
+        fprintf(cfg->log,
+                "summary: served %zu request%s (%zu prompt token%s prefilled alone, %zu in "
+                "decode steps), generated %zu token%s, decode %.1f tok/s while decoding, "
+                "stages %u\n",
+                ps.n_ended, ps.n_ended == 1 ? "" : "s", n_prompt_tokens,
+                n_prompt_tokens == 1 ? "" : "s", ps.mixed_tokens, ps.n_gen,
+                ps.n_gen == 1 ? "" : "s",
+                t_decode > 0 ? (double)ps.n_gen / t_decode : 0.0,
+                r->n_stages);
+        ret = why == 1 ? 0 : 1; /* a signal stopped it; else a stage was lost (said) */
+        goto out;
+    }
     if (r->conv)
         fprintf(cfg->log,
                 "summary: a conversation of %zu turn%s, %zu prompt token%s prefilled (each "

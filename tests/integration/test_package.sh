@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # cpack -G DEB: the package's file list, control fields (Depends from
-# dpkg-shlibdeps: libc6, libsodium23, libseccomp2, libpcre2-8-0) and conffiles; then the
-# package unpacked with dpkg -x into a throwaway root, as on a machine
-# without the build tree: its batond and baton run (--help, --version), need
-# no library from the build tree, its manual pages are man/'s, and the
-# shipped policy parses.
+# dpkg-shlibdeps: libc6, libsodium23, libseccomp2, libpcre2-8-0, libmicrohttpd12,
+# libjansson4) and conffiles; then the package unpacked with dpkg -x into a
+# throwaway root, as on a machine without the build tree: its batond and baton
+# run (--help, --version), need no library from the build tree, its manual
+# pages are man/'s, and the shipped policy parses.
 . "$(dirname "$0")/lib.sh"
 : "${BUILD_DIR:?}" "${SRC_DIR:?}"
 if [ "${BATON_ASAN:-}" = "1" ]; then
@@ -69,12 +69,12 @@ field_is Architecture "$ARCH"
 field_is Section net
 [ -n "$(dpkg-deb -f "$DEB" Maintainer)" ] || fail "no Maintainer"
 DEPENDS=$(dpkg-deb -f "$DEB" Depends)
-for lib in libc6 libsodium23 libssl3 libseccomp2 libpcre2-8-0; do
+for lib in libc6 libsodium23 libssl3 libseccomp2 libpcre2-8-0 libmicrohttpd12 libjansson4; do
     grep -Eq "(^|, )$lib( \\(>= [0-9.]+\\))?(,|$)" <<<"$DEPENDS" ||
         fail "Depends lacks $lib: $DEPENDS"
 done
 # and nothing else: a dependency on a -dev package or the build tree would be wrong
-[ "$(tr ',' '\n' <<<"$DEPENDS" | grep -c .)" -eq 5 ] || fail "Depends has more than 5: $DEPENDS"
+[ "$(tr ',' '\n' <<<"$DEPENDS" | grep -c .)" -eq 7 ] || fail "Depends has more than 7: $DEPENDS"
 dpkg-deb --ctrl-tarfile "$DEB" | tar -xO ./conffiles >"$TMP/conffiles"
 [ "$(cat "$TMP/conffiles")" = /etc/baton/batond.policy ] ||
     fail "conffiles: $(cat "$TMP/conffiles")"
@@ -101,6 +101,7 @@ for prog in batond baton; do
         case $needed in
         libc.so.6 | libm.so.6 | libpthread.so.0 | ld-linux*) ;;
         libsodium.so.23 | libcrypto.so.3 | libseccomp.so.2 | libpcre2-8.so.0) ;;
+        libmicrohttpd.so.12 | libjansson.so.4) ;; # baton serve
         *) fail "$prog needs $needed, which Depends does not cover" ;;
         esac
     done

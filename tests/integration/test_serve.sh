@@ -1,0 +1,286 @@
+#!/bin/bash
+# baton serve (src/model/serve.c, serve_req.c; docs/USAGE.md "An HTTP
+# server"): OpenAI-style completions over HTTP on loopback, each request a
+# sequence in a KV-cache slot. Checks that every reply is the text baton run
+# gives the same prompt alone (greedy and seeded sampling), whatever the
+# other requests running beside it (more requests than slots: the queue and
+# continuous batching), in-process and over 2 batond (direct path, hub path,
+# two pipeline groups); that a chat request's prompt is its messages laid
+# out in the model's template; that streamed replies carry the same text;
+# every refusal (400 naming the field, 401, 404, 405, 413, 503 when the
+# queue is full or the server stops); a client that goes away mid-stream;
+# SIGTERM (exit 0, requests in flight fail with 503); and usage errors.
+source "$(dirname "$0")/lib.sh"
+QW="$MODEL_DIR/vocab/ggml-vocab-qwen2.gguf"
+if [ ! -f "$QW" ]; then
+    [ "${CI:-}" = "true" ] && fail "$QW missing under CI"
+    echo "SKIP: $QW not found" >&2
+    exit 77
+fi
+CLIENT="python3 $(dirname "$0")/serve_client.py"
+M="$TMP/qwen2.gguf"
+"$BATON" gen-model --arch qwen2 --layers 2 --dim 64 --ff 128 --heads 2 --type q8_0 \
+    --vocab-from "$QW" -o "$M" >/dev/null 2>&1 || fail "gen-model"
+
+# serve NAME ARGS...: baton serve on 127.0.0.1, a free port; sets SPORT and
+# SPID (stopped on exit, by PID); its log in $TMP/serve.NAME.log
+serve() {
+    local name=$1
+    shift
+    rm -f "$TMP/sport.$name"
+    "$BATON" serve --model "$M" --listen 127.0.0.1:0 --port-file "$TMP/sport.$name" "$@" \
+        >"$TMP/serve.$name.out" 2>"$TMP/serve.$name.log" &
+    SPID=$!
+    PIDS+=("$SPID")
+    for _ in $(seq 600); do
+        [ -s "$TMP/sport.$name" ] && break
+        kill -0 "$SPID" 2>/dev/null || fail "serve $name exited: $(cat "$TMP/serve.$name.log")"
+        sleep 0.05
+    done
+    [ -s "$TMP/sport.$name" ] || fail "serve $name did not listen: $(cat "$TMP/serve.$name.log")"
+    SPORT=$(cat "$TMP/sport.$name")
+    grep -q "^serve: listening on http://127.0.0.1:$SPORT " "$TMP/serve.$name.log" ||
+        fail "no listening line: $(cat "$TMP/serve.$name.log")"
+}
+# stop_serve NAME: SIGTERM; it must exit 0 with its summary line
+stop_serve() {
+    local rc=0
+    kill -TERM "$SPID"
+    wait "$SPID" || rc=$?
+    [ "$rc" -eq 0 ] || fail "serve $1 exited $rc after SIGTERM: $(tail -5 "$TMP/serve.$1.log")"
+    grep -q "^summary: served " "$TMP/serve.$1.log" || fail "no summary: $(cat "$TMP/serve.$1.log")"
+}
+# expect_status WANT PATTERN OUTPUT: "STATUS BODY" has status WANT and PATTERN
+expect_status() {
+    [ "${3%% *}" = "$1" ] || fail "want $1, got: $3"
+    grep -q -- "$2" <<<"$3" || fail "no '$2' in: $3"
+}
+
+# requests.jsonl: prompts, sampling and lengths of several requests; the
+# same with --temp 0 for some (greedy)
+python3 - "$TMP/requests.jsonl" <<'PY'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for i in range(10):
+        r = {"prompt": "Request %d: once upon a time" % i + " there" * i, "max_tokens": 3 + i}
+        if i % 3:
+            r.update(temperature=0.8, seed=100 + i, top_k=40 if i % 2 else 0, top_p=0.95)
+        f.write(json.dumps(r) + "\n")
+PY
+# alone: each request's text from baton run, one at a time (the reference)
+i=0
+while IFS= read -r line; do
+    args=$(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print(" ".join(["-n", str(r["max_tokens"])] + (["--temp", str(r["temperature"]), "--seed", str(r["seed"]), "--top-k", str(r["top_k"]), "--top-p", str(r["top_p"])] if "seed" in r else [])))' "$line")
+    prompt=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["prompt"])' "$line")
+    # shellcheck disable=SC2086
+    "$BATON" run --model "$M" -p "$prompt" $args >"$TMP/alone.$i" 2>/dev/null ||
+        fail "baton run alone $i"
+    i=$((i + 1))
+done <"$TMP/requests.jsonl"
+
+# check_many NAME: the requests at once; every reply's text is baton run's
+check_many() {
+    $CLIENT "$SPORT" many /v1/completions "$TMP/requests.jsonl" "$TMP/many.$1" ||
+        fail "client many $1"
+    python3 - "$TMP/requests.jsonl" "$TMP/many.$1" "$TMP/alone" <<'PY' || fail "many $1"
+import json, sys
+reqs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+for i, line in enumerate(open(sys.argv[2])):
+    status, body = line.split(" ", 1)
+    assert status == "200", (i, line)
+    j = json.loads(body)
+    # baton run prints the prompt, the text's bytes, "\n"; a reply's text is
+    # valid UTF-8: each ill-formed part (and NUL) one U+FFFD, as Python's
+    # "replace" decodes
+    alone = open("%s.%d" % (sys.argv[3], i), "rb").read()
+    want = alone[len(reqs[i]["prompt"].encode()):-1]
+    want = want.decode("utf-8", "replace").replace("\0", "\ufffd")
+    c = j["choices"][0]
+    assert c["text"] == want, (i, c["text"], want)
+    assert j["object"] == "text_completion" and j["model"] == "qwen2.gguf", j
+    u = j["usage"]
+    assert u["completion_tokens"] == reqs[i]["max_tokens"], (i, u)  # no EOS in these
+    assert c["finish_reason"] == "length", c
+    assert u["total_tokens"] == u["prompt_tokens"] + u["completion_tokens"], u
+PY
+}
+
+serve local --parallel 3 --queue 16
+out=$($CLIENT "$SPORT" get /health)
+expect_status 200 '"status":"ok","slots":3,"running":0,"queued":0' "$out"
+out=$($CLIENT "$SPORT" get /v1/models)
+expect_status 200 '"id":"qwen2.gguf"' "$out"
+check_many local
+echo "ok: 10 requests over 3 slots, in-process: each is baton run's text"
+
+# streamed: the same text in pieces, then the finish reason and [DONE]
+first=$(head -1 "$TMP/requests.jsonl")
+$CLIENT "$SPORT" stream /v1/completions "${first%\}}, \"stream\": true}" >"$TMP/stream" ||
+    fail "stream"
+python3 - "$TMP/stream" "$TMP/alone.0" "$first" <<'PY' || fail "stream: $(cat "$TMP/stream")"
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert lines[-1] == "[DONE]", lines[-1]
+ev = [json.loads(l) for l in lines[:-1]]
+text = "".join(e["choices"][0]["text"] for e in ev)
+req = json.loads(sys.argv[3])
+want = open(sys.argv[2], "rb").read()[len(req["prompt"].encode()):-1]
+want = want.decode("utf-8", "replace").replace("\0", "\ufffd")
+assert text == want, (text, want)
+assert all(e["choices"][0]["finish_reason"] is None for e in ev[:-1]), ev
+assert ev[-1]["choices"][0]["finish_reason"] == "length", ev[-1]
+assert ev[-1]["usage"]["completion_tokens"] == req["max_tokens"], ev[-1]
+PY
+echo "ok: a streamed reply is the same text, then finish_reason and [DONE]"
+
+# chat: system, user, assistant, user laid out in the model's template
+# (chatml): the first turn as baton tokenize --chat lays it out, the
+# assistant's text, then the next user's turn as a conversation's
+ids1=$("$BATON" tokenize -m "$M" --chat --system "Be brief." "Hello")
+ids2=$("$BATON" tokenize -m "$M" --no-bos "Hi there")
+printf '<|im_end|>\n<|im_start|>user\nAnd now?<|im_end|>\n<|im_start|>assistant\n' >"$TMP/turn"
+ids3=$("$BATON" tokenize -m "$M" --no-bos -f "$TMP/turn")
+all="$ids1 $ids2 $ids3"
+"$BATON" run --model "$M" --prompt-ids "${all// /,}" -n 5 --temp 0.7 --seed 9 \
+    --ids-file "$TMP/chat.ids" >"$TMP/chat.alone" 2>/dev/null || fail "run --prompt-ids"
+body='{"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content":
+ [{"type": "text", "text": "Hel"}, {"type": "text", "text": "lo"}]}, {"role": "assistant",
+ "content": "Hi there"}, {"role": "user", "content": "And now?"}], "max_tokens": 5,
+ "temperature": 0.7, "seed": 9}'
+out=$($CLIENT "$SPORT" post /v1/chat/completions "$body")
+python3 - "$out" "$TMP/chat.alone" "$all" <<'PY' || fail "chat: $out"
+import json, sys
+status, body = sys.argv[1].split(" ", 1)
+assert status == "200", sys.argv[1]
+j = json.loads(body)
+assert j["object"] == "chat.completion", j
+m = j["choices"][0]["message"]
+assert m["role"] == "assistant", m
+# baton run --prompt-ids prints no prompt: the text, then "\n"
+want = open(sys.argv[2], "rb").read()[:-1].decode("utf-8", "replace").replace("\0", "\ufffd")
+assert m["content"] == want, (m["content"], want)
+assert j["usage"]["prompt_tokens"] == len(sys.argv[3].split()), j["usage"]
+PY
+$CLIENT "$SPORT" stream /v1/chat/completions "${body%\}}, \"stream\": true}" >"$TMP/cstream" ||
+    fail "chat stream"
+python3 - "$TMP/cstream" "$TMP/chat.alone" <<'PY' || fail "chat stream: $(cat "$TMP/cstream")"
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert lines[-1] == "[DONE]", lines
+ev = [json.loads(l) for l in lines[:-1]]
+assert ev[0]["object"] == "chat.completion.chunk", ev[0]
+assert ev[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}, ev[0]
+text = "".join(e["choices"][0]["delta"].get("content", "") for e in ev)
+want = open(sys.argv[2], "rb").read()[:-1].decode("utf-8", "replace").replace("\0", "\ufffd")
+assert text == want, (text, want)
+assert ev[-1]["choices"][0]["finish_reason"] == "length", ev[-1]
+PY
+echo "ok: chat: the messages laid out (chatml), streamed and not"
+
+# refusals: each 400 names what was wrong; nothing else is disturbed
+expect_status 400 'max_tokens\\" must' "$($CLIENT "$SPORT" post /v1/completions '{"prompt": "a", "max_tokens": 0}')"
+expect_status 400 'temperature' "$($CLIENT "$SPORT" post /v1/completions '{"prompt": "a", "temperature": "hot"}')"
+expect_status 400 'prompt' "$($CLIENT "$SPORT" post /v1/completions '{"max_tokens": 3}')"
+expect_status 400 'stop' "$($CLIENT "$SPORT" post /v1/completions '{"prompt": "a", "stop": ["x"]}')"
+expect_status 400 'invalid_request_error' "$($CLIENT "$SPORT" post /v1/completions '{"prompt": ')"
+expect_status 400 'user' "$($CLIENT "$SPORT" post /v1/chat/completions '{"messages": [{"role": "assistant", "content": "a"}]}')"
+long=$(python3 -c 'print("word " * 700)')
+expect_status 400 'a sequence holds 512 positions' \
+    "$($CLIENT "$SPORT" post /v1/completions "{\"prompt\": \"$long\"}")"
+python3 -c 'import sys; sys.stdout.write("{\"prompt\": \"" + "a" * (2 << 20) + "\"}")' >"$TMP/big"
+expect_status 413 'more than 2097152 bytes' "$($CLIENT "$SPORT" raw /v1/completions "$TMP/big")"
+expect_status 404 'no such path' "$($CLIENT "$SPORT" get /v1/embeddings)"
+expect_status 405 'takes POST' "$($CLIENT "$SPORT" get /v1/completions)"
+expect_status 405 'takes GET' "$($CLIENT "$SPORT" post /health '{}')"
+echo "ok: refusals (400 naming the field, 404, 405, 413)"
+
+# a client that goes away mid-stream: its sequence ends, the server goes on
+out=$($CLIENT "$SPORT" drop /v1/completions '{"prompt": "x", "max_tokens": 400, "stream": true}' 2)
+[ "$out" = dropped ] || fail "drop: $out"
+for _ in $(seq 200); do
+    grep -q "its client went away" "$TMP/serve.local.log" && break
+    sleep 0.05
+done
+grep -q "(completion, streamed): .* generated [0-9]* (cut: its client went away)" \
+    "$TMP/serve.local.log" || fail "no line for the client that went away: $(cat "$TMP/serve.local.log")"
+# ... and one that closes its connection while it waits for a whole reply
+out=$($CLIENT "$SPORT" hangup /v1/completions '{"prompt": "x", "max_tokens": 500, "temperature": 1}')
+[ "$out" = closed ] || fail "hangup: $out"
+for _ in $(seq 200); do
+    grep -q "(completion): .* (cut: its client went away)" "$TMP/serve.local.log" && break
+    sleep 0.05
+done
+grep -q "(completion): .* (cut: its client went away)" "$TMP/serve.local.log" ||
+    fail "no line for the client that hung up: $(cat "$TMP/serve.local.log")"
+check_many local2
+echo "ok: a client gone (mid-stream, or waiting) ends its sequence; the others are unchanged"
+stop_serve local
+echo "ok: SIGTERM: exit 0 with a summary"
+
+# over 2 batond: direct path, hub path, two pipeline groups
+start_server s1
+start_server s2
+for arm in "--p2p on" "--p2p off" "--p2p on --groups 2"; do
+    # shellcheck disable=SC2086
+    serve split --servers "127.0.0.1:$PORT_s1,127.0.0.1:$PORT_s2" --parallel 4 $arm
+    check_many "split ${arm// /_}"
+    stop_serve split
+    echo "ok: 10 requests over 4 slots on 2 batond ($arm): each is baton run's text"
+done
+
+# a key: every request but GET /health must carry it
+printf 'sesame\n' >"$TMP/api.key"
+serve key --api-key-file "$TMP/api.key" --parallel 1
+expect_status 401 'Bearer' "$($CLIENT "$SPORT" post /v1/completions '{"prompt": "a"}')"
+expect_status 401 'Bearer' "$($CLIENT "$SPORT" post /v1/completions '{"prompt": "a"}' sesam)"
+expect_status 401 'Bearer' "$($CLIENT "$SPORT" get /v1/models sesamee)"
+expect_status 200 '"status":"ok"' "$($CLIENT "$SPORT" get /health)"
+expect_status 200 '"completion_tokens":2' \
+    "$($CLIENT "$SPORT" post /v1/completions '{"prompt": "a", "max_tokens": 2}' sesame)"
+grep -q "a key needed" "$TMP/serve.key.log" || fail "no key in the listening line"
+stop_serve key
+echo "ok: --api-key-file: 401 without the key, /health open"
+
+# a full queue: 503; then SIGTERM with a request running and one queued:
+# both get 503, the server exits 0
+serve queue --parallel 1 --queue 1 --ctx 16384 --ignore-eos
+$CLIENT "$SPORT" post /v1/completions '{"prompt": "a", "max_tokens": 16000}' >"$TMP/q1" &
+c1=$!
+# until_health PATTERN: waits up to 10 s for GET /health to match
+until_health() {
+    for _ in $(seq 200); do
+        grep -q "$1" <<<"$($CLIENT "$SPORT" get /health)" && return 0
+        sleep 0.05
+    done
+    fail "/health never matched $1: $($CLIENT "$SPORT" get /health)"
+}
+until_health '"running":1,"queued":0'
+$CLIENT "$SPORT" post /v1/completions '{"prompt": "b", "max_tokens": 16000}' >"$TMP/q2" &
+c2=$!
+until_health '"running":1,"queued":1'
+expect_status 503 'busy: 1 request waits' "$($CLIENT "$SPORT" post /v1/completions '{"prompt": "c"}')"
+stop_serve queue
+wait "$c1" "$c2"
+expect_status 503 'the server.*stop' "$(cat "$TMP/q1")"
+expect_status 503 'the server.*stop' "$(cat "$TMP/q2")"
+grep -q "^serve: SIGTERM: stopping" "$TMP/serve.queue.log" || fail "no SIGTERM line"
+echo "ok: 503 when the queue is full; SIGTERM fails the requests in flight and exits 0"
+
+# usage errors (2), before the model loads
+st() {
+    local want=$1 pat=$2 rc=0
+    shift 2
+    "$BATON" "$@" >"$TMP/out" 2>"$TMP/err" || rc=$?
+    [ "$rc" -eq "$want" ] || fail "baton $*: exit $rc, want $want ($(cat "$TMP/err"))"
+    grep -q -- "$pat" "$TMP/err" || fail "baton $*: no '$pat' in: $(cat "$TMP/err")"
+}
+st 2 "--model FILE is required" serve
+st 2 "--prompt is baton run's" serve -m "$M" -p hi
+st 2 "--listen is baton serve's" run -m "$M" -p hi --listen 127.0.0.1:1
+st 2 "is not HOST:PORT" serve -m "$M" --listen nowhere
+st 2 "-n" serve -m "$M" -n 1
+st 1 "--api-key-file $TMP/none: No such file" serve -m "$M" --api-key-file "$TMP/none"
+serve busy --parallel 1
+st 1 "cannot listen there" serve -m "$M" --listen "127.0.0.1:$SPORT"
+stop_serve busy
+echo "ok: usage errors"
