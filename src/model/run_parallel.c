@@ -65,8 +65,6 @@ struct par_seq {
 static void par_free_seqs(struct par_seq *q, size_t n)
 {
     for (size_t i = 0; q && i < n; i++) {
-        if (q[i].req && !q[i].done)
-            run_serve_fail(q[i].req, "the server stopped");
         free(q[i].ids);
         free(q[i].text);
         if (q[i].out)
@@ -217,6 +215,16 @@ int run_par_prepare(struct run *r, size_t *max_prompt)
 
 void run_par_free(struct run *r)
 {
+    /* baton serve: the requests still running fail, saying why */
+    const char *why = r->serve && r->srv && run_serve_stopping(r) == 1
+                          ? "the server stopped (SIGINT or SIGTERM)"
+                          : "the server stopped: a stage failed (baton serve's log says which)";
+
+    for (size_t i = 0; r->par && i < r->n_par; i++)
+        if (r->par[i].req && !r->par[i].done) {
+            run_serve_fail(r->par[i].req, why);
+            r->par[i].req = NULL;
+        }
     par_free_seqs(r->par, r->n_par);
     r->par = NULL;
 }

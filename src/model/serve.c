@@ -104,6 +104,22 @@ struct serve_conn {
     int counted; /* in srv->active */
 };
 
+/* pthread_cond_timedwait for at most seconds (> 0) from now. */
+static void wait_for(pthread_cond_t *cv, pthread_mutex_t *m, double seconds)
+{
+    const long long ns = seconds <= 0 ? 0 : (long long)(seconds * 1e9);
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += (time_t)(ns / 1000000000);
+    ts.tv_nsec += (long)(ns % 1000000000);
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(cv, m, &ts);
+}
+
 static void req_free(struct serve_req *q)
 {
     free(q->seq.ids);
@@ -618,15 +634,7 @@ static enum MHD_Result complete(struct run_serve *srv, struct MHD_Connection *c,
     }
     pthread_mutex_lock(&srv->lock);
     for (double next = run_now_s() + 0.2; q->done == 0;) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 200000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
-        pthread_cond_timedwait(&q->cond, &srv->lock, &ts);
+        wait_for(&q->cond, &srv->lock, 0.2);
         /* every 0.2 s (the text's pieces wake it far more often) */
         if (q->done == 0 && !q->gone && run_now_s() >= next) {
             next = run_now_s() + 0.2;
@@ -788,24 +796,11 @@ struct serve_req *run_serve_take(struct run *r, int wait, struct run_serve_seq *
     if (wait)
         srv->last_call = run_now_s();
     while (srv->q_len == 0 && wait && !stopping_locked(srv)) {
-        const double at = srv->last_call + ka;
-        struct timespec ts;
+        const double at = srv->last_call + ka, left = at - run_now_s();
 
-        clock_gettime(CLOCK_REALTIME, &ts);
-        {
-            /* a tenth of a second at most: a signal's flag is looked at */
-            const double left = at - run_now_s() < 0.1 ? at - run_now_s() : 0.1;
-            const long long ns = left <= 0 ? 0 : (long long)(left * 1e9);
-
-            ts.tv_sec += (time_t)(ns / 1000000000);
-            ts.tv_nsec += (long)(ns % 1000000000);
-            if (ts.tv_nsec >= 1000000000) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000;
-            }
-        }
-        if (pthread_cond_timedwait(&srv->work, &srv->lock, &ts) == ETIMEDOUT &&
-            srv->q_len == 0 && !stopping_locked(srv) && run_now_s() >= at) {
+        /* a tenth of a second at most: a signal's flag is looked at */
+        wait_for(&srv->work, &srv->lock, left < 0.1 ? left : 0.1);
+        if (srv->q_len == 0 && !stopping_locked(srv) && run_now_s() >= at) {
             int rc;
 
             pthread_mutex_unlock(&srv->lock);
@@ -1124,22 +1119,12 @@ void run_serve_stop(struct run *r, const char *why)
      * new connections are refused meanwhile, for 3 s at most */
     if (srv->d != NULL) {
         const double until = run_now_s() + 3.0;
-
         const MHD_socket ls = MHD_quiesce_daemon(srv->d); /* ours to close */
 
         if (ls != MHD_INVALID_SOCKET)
             close(ls);
-        while (srv->active > 0 && run_now_s() < until) {
-            struct timespec ts;
-
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += 50000000;
-            if (ts.tv_nsec >= 1000000000) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000;
-            }
-            pthread_cond_timedwait(&srv->work, &srv->lock, &ts);
-        }
+        while (srv->active > 0 && run_now_s() < until)
+            wait_for(&srv->work, &srv->lock, 0.05);
     }
     pthread_mutex_unlock(&srv->lock);
     if (srv->d != NULL)

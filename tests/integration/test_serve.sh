@@ -228,6 +228,27 @@ for arm in "--p2p on" "--p2p off" "--p2p on --groups 2"; do
     echo "ok: 10 requests over 4 slots on 2 batond ($arm): each is baton run's text"
 done
 
+# --keepalive: while idle, a no-op request to every server keeps its
+# connection inside the server's idle timeout (3 s here); without it (60 s)
+# the server closes it, and the next request fails: 503, exit 1
+printf 'idle_timeout = 3s\n' >"$TMP/idle.policy"
+BATOND_EXTRA="${BATOND_EXTRA:-} --policy $TMP/idle.policy" start_server idle
+serve ka --servers "127.0.0.1:$PORT_idle" --parallel 1 --keepalive 1
+sleep 4.5
+expect_status 200 '"completion_tokens":2' \
+    "$($CLIENT "$SPORT" post /v1/completions '{"prompt": "a", "max_tokens": 2}')"
+stop_serve ka
+serve noka --servers "127.0.0.1:$PORT_idle" --parallel 1 --keepalive 60
+sleep 4.5
+expect_status 503 'a stage failed' \
+    "$($CLIENT "$SPORT" post /v1/completions '{"prompt": "a", "max_tokens": 2}')"
+rc=0
+wait "$SPID" || rc=$?
+[ "$rc" -eq 1 ] || fail "a stage lost: exit $rc, want 1: $(cat "$TMP/serve.noka.log")"
+grep -q "stage 1 (127.0.0.1:$PORT_idle)" "$TMP/serve.noka.log" ||
+    fail "the stage is not named: $(cat "$TMP/serve.noka.log")"
+echo "ok: --keepalive keeps an idle server's connections; a stage lost fails the request, exit 1"
+
 # a key: every request but GET /health must carry it
 printf 'sesame\n' >"$TMP/api.key"
 serve key --api-key-file "$TMP/api.key" --parallel 1
