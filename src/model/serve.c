@@ -342,9 +342,9 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
             continue;
         }
         /* whole characters only: a piece may end inside one */
-        end = q->done > 0 ? q->len
-                          : q->sent + baton_serve_utf8_complete(q->text + q->sent,
-                                                                q->len - q->sent);
+        end = q->done > 0 || q->len == q->sent
+                  ? q->len
+                  : q->sent + baton_serve_utf8_complete(q->text + q->sent, q->len - q->sent);
         if (end > q->sent) {
             if (chunk(q, q->text + q->sent, end - q->sent, 0, 0) != 0) {
                 ret = MHD_CONTENT_READER_END_WITH_ERROR;
@@ -644,7 +644,9 @@ static enum MHD_Result complete(struct run_serve *srv, struct MHD_Connection *c,
     }
     pthread_mutex_unlock(&srv->lock);
     /* the engine no longer writes q */
-    if (q->done < 0)
+    if (q->done > 0 && q->gone)
+        ret = MHD_NO; /* cut short: its text is not the reply, the connection closes */
+    else if (q->done < 0)
         ret = reply_error(c, 503, "%s", q->why ? q->why : "failed");
     else {
         json_t *j = completion_json(q, srv->model);

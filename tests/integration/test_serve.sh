@@ -262,6 +262,51 @@ grep -q "a key needed" "$TMP/serve.key.log" || fail "no key in the listening lin
 stop_serve key
 echo "ok: --api-key-file: 401 without the key, /health open"
 
+# a client that half-closes its side after its request (shutdown(SHUT_WR))
+# is taken for gone: its sequence is cut, and it must not get the cut text
+# as a 200 reply ("length" after a few tokens): the connection closes. Then
+# a streamed request that waits in the queue (no text yet when its reply
+# begins) and whose client goes away: the server goes on, and stops clean
+serve halfclose --parallel 1 --ctx 16384 --ignore-eos
+out=$(python3 - "$SPORT" <<'PY'
+import json, socket, sys
+b = json.dumps({"prompt": "a", "max_tokens": 16000}).encode()
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=120)
+s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n"
+          b"Connection: close\r\n\r\n" % len(b) + b)
+s.shutdown(socket.SHUT_WR)
+out = b""
+while True:
+    x = s.recv(65536)
+    if not x:
+        break
+    out += x
+print(out.decode("utf-8", "replace").replace("\r\n", " "))
+PY
+)
+if grep -q '^HTTP/1.1 200' <<<"$out"; then
+    grep -q '"completion_tokens":16000' <<<"$out" || fail "half-closed client got the cut text: ${out:0:300}"
+fi
+$CLIENT "$SPORT" post /v1/completions '{"prompt": "a", "max_tokens": 16000}' >/dev/null &
+c1=$!
+for _ in $(seq 200); do
+    grep -q '"running":1' <<<"$($CLIENT "$SPORT" get /health)" && break
+    sleep 0.05
+done
+python3 - "$SPORT" <<'PY' || fail "streamed request in the queue"
+import json, socket, sys, time
+b = json.dumps({"prompt": "b", "max_tokens": 4, "stream": True}).encode()
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+          % len(b) + b)
+time.sleep(0.5)
+s.close()
+PY
+expect_status 200 '"queued":1' "$($CLIENT "$SPORT" get /health)"
+stop_serve halfclose
+wait "$c1" || true
+echo "ok: a half-closed client gets no cut reply; a queued stream's client gone"
+
 # a full queue: 503; then SIGTERM with a request running and one queued:
 # both get 503, the server exits 0
 serve queue --parallel 1 --queue 1 --ctx 16384 --ignore-eos
