@@ -205,8 +205,9 @@ static void serve_usage(FILE *f)
           "Output (stderr): the plan, \"serve: listening on http://HOST:PORT\", a line per\n"
           "request that ends, and a summary when SIGINT or SIGTERM stops the server\n"
           "(requests still running then get 503).\n"
-          "Exit status: 0 stopped by a signal, 1 failure (a stage lost, the address in\n"
-          "use; the message says which), 2 usage error.\n",
+          "Exit status: 0 stopped by a signal once listening (before that, SIGINT and\n"
+          "SIGTERM end the load as they end baton run: 130, 143), 1 failure (a stage\n"
+          "lost, the address in use; the message says which), 2 usage error.\n",
           f);
 }
 
@@ -476,8 +477,6 @@ static int parse_ids(const char *s, int32_t **out, size_t *n)
 static int serve_cmd(struct baton_run_config *cfg, struct baton_serve_config *sv,
                      const char *servers_name, int n_given, int parallel_given)
 {
-    FILE *f;
-
     if (cfg->model_path == NULL) {
         fprintf(stderr, "baton serve: --model FILE is required (see --help)\n");
         return 2;
@@ -515,13 +514,13 @@ static int serve_cmd(struct baton_run_config *cfg, struct baton_serve_config *sv
     }
     /* the key file found unreadable now, not after the model has loaded */
     if (sv->api_key_path) {
-        f = fopen(sv->api_key_path, "r");
-        if (f == NULL) {
-            fprintf(stderr, "baton serve: --api-key-file %s: %s\n", sv->api_key_path,
-                    strerror(errno));
+        unsigned char hash[32];
+        char err[256];
+
+        if (baton_serve_read_key(sv->api_key_path, hash, err, sizeof err) != 0) {
+            fprintf(stderr, "baton serve: --api-key-file %s: %s\n", sv->api_key_path, err);
             return 1;
         }
-        fclose(f);
     }
     sv->max_conns = sv->queue + cfg->n_parallel + 16;
     if (cfg->n_ubatch > cfg->n_ctx)

@@ -191,6 +191,12 @@ void baton_run_config_default(struct baton_run_config *cfg);
  * bytes). baton serve checks it before it reads the model. */
 int baton_serve_check_listen(const char *listen, char *err, size_t cap);
 
+/* The key of an --api-key-file: its first line without the line end, 1 to
+ * 1022 bytes, hashed with BLAKE2b-256 (crypto_generichash) into hash; the
+ * line is wiped. 0, or -1 with one sentence in err (cap bytes): the file
+ * cannot be read, the line is empty or too long. */
+int baton_serve_read_key(const char *path, unsigned char hash[32], char *err, size_t cap);
+
 /* The prompt tokens per prefill step when --ubatch is not given: 512 for
  * one stage or with the pipeline off; otherwise n_prompt / (4 n_stages),
  * rounded up, at least 32 and at most 512, so that the stages overlap over

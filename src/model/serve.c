@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -170,8 +171,8 @@ static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, jso
 }
 
 /* An error reply in OpenAI's form: {"error": {"message", "type", "code"}};
- * a 405 names the method the path takes (Allow), a 503 when to try again
- * (Retry-After: 1). */
+ * a 405 names the method the path takes (Allow), a 401 the scheme
+ * (WWW-Authenticate: Bearer), a 503 when to try again (Retry-After: 1). */
 static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *fmt,
                                    ...) __attribute__((format(printf, 3, 4)));
 static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *fmt,
@@ -196,10 +197,13 @@ static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, co
                   "code");
     free(clean);
     return reply_json_h(c, status, j,
-                        status == 405 ? MHD_HTTP_HEADER_ALLOW
+                        status == 405   ? MHD_HTTP_HEADER_ALLOW
+                        : status == 401 ? MHD_HTTP_HEADER_WWW_AUTHENTICATE
                         : status == 503 ? MHD_HTTP_HEADER_RETRY_AFTER
                                         : NULL,
-                        status == 405 ? (strstr(msg, "takes GET") ? "GET" : "POST") : "1");
+                        status == 405   ? (strstr(msg, "takes GET") ? "GET" : "POST")
+                        : status == 401 ? "Bearer"
+                                        : "1");
 }
 
 /* The reply's object of a request that ended (not streamed). */
@@ -669,7 +673,7 @@ static int authorized(const struct run_serve *srv, struct MHD_Connection *c)
 
     if (!srv->has_key)
         return 1;
-    if (h == NULL || strncmp(h, "Bearer ", 7) != 0)
+    if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0) /* a scheme's case does not count */
         return 0;
     h += 7;
     crypto_generichash(hash, sizeof hash, (const unsigned char *)h, strlen(h), NULL, 0);
@@ -700,7 +704,7 @@ static enum MHD_Result serve_handle(void *cls, struct MHD_Connection *c, const c
         if (sc == NULL)
             return MHD_NO;
         *con_cls = sc;
-        if (path >= 2 && !authorized(srv, c)) /* before any of its body is read */
+        if (path != 1 && !authorized(srv, c)) /* before any of its body is read */
             return reply_error(c, 401, "the key is missing or wrong: \"Authorization: "
                                        "Bearer KEY\" with the key of baton serve "
                                        "--api-key-file");
@@ -815,6 +819,18 @@ struct serve_req *run_serve_take(struct run *r, int wait, struct run_serve_seq *
             srv->last_call = run_now_s();
         }
     }
+    /* a queued request whose client went away is dropped, not run */
+    while (srv->q_len > 0 && srv->queue[srv->q_head]->gone) {
+        struct serve_req *g = srv->queue[srv->q_head];
+
+        srv->q_head = (srv->q_head + 1) % srv->q_cap;
+        srv->q_len--;
+        g->done = -1;
+        fprintf(r->cfg->log, "serve: request %llu: its client went away while it waited\n",
+                (unsigned long long)g->num);
+        pthread_cond_broadcast(&g->cond);
+        unref_locked(g);
+    }
     if (srv->q_len > 0 && !stopping_locked(srv)) {
         q = srv->queue[srv->q_head];
         srv->q_head = (srv->q_head + 1) % srv->q_cap;
@@ -874,9 +890,9 @@ void run_serve_done(struct serve_req *q, int eog, size_t n_gen)
     srv->running--;
     q->eog = eog;
     q->n_gen = n_gen;
-    fprintf(log, "serve: request %llu (%s%s): prompt %zu tokens, generated %zu (%s), %.2f s\n",
+    fprintf(log, "serve: request %llu (%s%s): prompt %zu token%s, generated %zu (%s), %.2f s\n",
             (unsigned long long)q->num, q->chat ? "chat" : "completion",
-            q->stream ? ", streamed" : "", q->n_prompt, n_gen,
+            q->stream ? ", streamed" : "", q->n_prompt, q->n_prompt == 1 ? "" : "s", n_gen,
             q->gone ? "cut: its client went away" : eog ? "stop" : "length",
             run_now_s() - q->t0);
     pthread_cond_broadcast(&q->cond);
@@ -893,6 +909,9 @@ void run_serve_fail(struct serve_req *q, const char *why)
     srv->running--;
     free(q->why);
     q->why = strdup(why);
+    fprintf(srv->r->cfg->log, "serve: request %llu (%s%s): prompt %zu token%s, failed: %s\n",
+            (unsigned long long)q->num, q->chat ? "chat" : "completion",
+            q->stream ? ", streamed" : "", q->n_prompt, q->n_prompt == 1 ? "" : "s", why);
     pthread_cond_broadcast(&q->cond);
     unref_locked(q);
     pthread_mutex_unlock(&srv->lock);
@@ -900,34 +919,48 @@ void run_serve_fail(struct serve_req *q, const char *why)
 
 /* ---- start and stop ---- */
 
-/* The key file's first line (without its line end), hashed into srv. 0,
- * or 1 after a message. */
-static int load_key(struct run_serve *srv, const char *path)
+int baton_serve_read_key(const char *path, unsigned char hash[32], char *err, size_t cap)
 {
-    const struct baton_run_config *cfg = srv->r->cfg;
     FILE *f = fopen(path, "r");
     char line[1024];
     size_t n;
+    int bad = 0;
 
     if (f == NULL) {
-        run_msg(cfg, "--api-key-file %s: %s\n", path, strerror(errno));
-        return 1;
+        snprintf(err, cap, "%s", strerror(errno));
+        return -1;
     }
-    if (fgets(line, sizeof line, f) == NULL)
+    if (fgets(line, sizeof line, f) == NULL) {
         line[0] = '\0';
+        if (ferror(f)) {
+            snprintf(err, cap, "%s", strerror(errno));
+            bad = 1;
+        }
+    }
     fclose(f);
     n = strcspn(line, "\r\n");
     line[n] = '\0';
-    if (n == 0 || n >= sizeof line - 1) {
-        run_msg(cfg, "--api-key-file %s: %s\n", path,
-                n == 0 ? "the first line (the key) is empty"
-                       : "the first line (the key) is longer than 1022 bytes");
-        sodium_memzero(line, sizeof line);
+    if (!bad && (n == 0 || n >= sizeof line - 1)) {
+        snprintf(err, cap, "%s",
+                 n == 0 ? "the first line (the key) is empty"
+                        : "the first line (the key) is longer than 1022 bytes");
+        bad = 1;
+    }
+    if (!bad)
+        crypto_generichash(hash, 32, (const unsigned char *)line, n, NULL, 0);
+    sodium_memzero(line, sizeof line);
+    return bad ? -1 : 0;
+}
+
+/* The key of --api-key-file, hashed into srv. 0, or 1 after a message. */
+static int load_key(struct run_serve *srv, const char *path)
+{
+    char err[256];
+
+    if (baton_serve_read_key(path, srv->key_hash, err, sizeof err) != 0) {
+        run_msg(srv->r->cfg, "--api-key-file %s: %s\n", path, err);
         return 1;
     }
-    crypto_generichash(srv->key_hash, sizeof srv->key_hash, (const unsigned char *)line, n,
-                       NULL, 0);
-    sodium_memzero(line, sizeof line);
     srv->has_key = 1;
     return 0;
 }
@@ -1105,6 +1138,10 @@ void run_serve_stop(struct run *r, const char *why)
     if (srv == NULL)
         return;
     pthread_mutex_lock(&srv->lock);
+    if (why == NULL) /* a signal, or the engine ended on an error (said) */
+        why = stopping_locked(srv) == 1
+                  ? "the server is stopping (SIGINT or SIGTERM)"
+                  : "the server stopped: a stage failed (baton serve's log says which)";
     if (!stopping_locked(srv))
         srv->stopping = 1;
     while (srv->q_len > 0) {
@@ -1113,7 +1150,7 @@ void run_serve_stop(struct run *r, const char *why)
         srv->q_head = (srv->q_head + 1) % srv->q_cap;
         srv->q_len--;
         q->done = -1;
-        q->why = strdup(why ? why : "the server is stopping");
+        q->why = strdup(why);
         pthread_cond_broadcast(&q->cond);
         unref_locked(q);
     }

@@ -428,6 +428,13 @@ int baton_serve_req_parse(const char *body, size_t len, int chat, struct baton_s
         else if (json_error_code(&jerr) == json_error_duplicate_key)
             rc = fail(err, errcap, BATON_E_FORMAT, "the body repeats a key (line %d, column %d)",
                       jerr.line, jerr.column);
+        else if (strstr(jerr.text, "\\u0000") != NULL) /* jansson's own words: no body */
+            rc = fail(err, errcap, BATON_E_FORMAT,
+                      "a string holds \\u0000 (NUL), which a text may not (line %d, column %d)",
+                      jerr.line, jerr.column);
+        else if (json_error_code(&jerr) == json_error_numeric_overflow)
+            rc = fail(err, errcap, BATON_E_FORMAT,
+                      "a number is out of range (line %d, column %d)", jerr.line, jerr.column);
         else
             rc = fail(err, errcap, BATON_E_FORMAT,
                       "the body is not valid JSON (line %d, column %d)", jerr.line, jerr.column);

@@ -18,6 +18,7 @@ library only: a fresh machine may lack curl).
 """
 import http.client
 import json
+import os
 import sys
 import threading
 import time
@@ -31,7 +32,8 @@ def request(port, method, path, body=None, key=None):
     c = conn(port)
     headers = {"Content-Type": "application/json"}
     if key is not None:
-        headers["Authorization"] = "Bearer " + key
+        # SERVE_SCHEME: the scheme's spelling (its case must not count)
+        headers["Authorization"] = os.environ.get("SERVE_SCHEME", "Bearer") + " " + key
     c.request(method, path, body=body, headers=headers)
     r = c.getresponse()
     data = r.read().decode("utf-8")

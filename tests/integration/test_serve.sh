@@ -181,6 +181,7 @@ echo "ok: chat: the messages laid out (chatml), streamed and not"
 expect_status 400 'max_tokens\\" must' "$($CLIENT "$SPORT" post /v1/completions '{"prompt": "a", "max_tokens": 0}')"
 expect_status 400 'temperature' "$($CLIENT "$SPORT" post /v1/completions '{"prompt": "a", "temperature": "hot"}')"
 expect_status 400 'prompt' "$($CLIENT "$SPORT" post /v1/completions '{"max_tokens": 3}')"
+expect_status 400 'NUL' "$($CLIENT "$SPORT" post /v1/completions '{"prompt": "a\u0000b"}')"
 expect_status 400 'stop' "$($CLIENT "$SPORT" post /v1/completions '{"prompt": "a", "stop": ["x"]}')"
 expect_status 400 'invalid_request_error' "$($CLIENT "$SPORT" post /v1/completions '{"prompt": ')"
 expect_status 400 'user' "$($CLIENT "$SPORT" post /v1/chat/completions '{"messages": [{"role": "assistant", "content": "a"}]}')"
@@ -256,6 +257,8 @@ expect_status 401 'Bearer' "$($CLIENT "$SPORT" post /v1/completions '{"prompt": 
 expect_status 401 'Bearer' "$($CLIENT "$SPORT" post /v1/completions '{"prompt": "a"}' sesam)"
 expect_status 401 'Bearer' "$($CLIENT "$SPORT" get /v1/models sesamee)"
 expect_status 200 '"status":"ok"' "$($CLIENT "$SPORT" get /health)"
+expect_status 401 'Bearer' "$($CLIENT "$SPORT" get /v1/embeddings)" # not 404: no key
+expect_status 200 '"id":"qwen2.gguf"' "$(SERVE_SCHEME=bearer $CLIENT "$SPORT" get /v1/models sesame)"
 expect_status 200 '"completion_tokens":2' \
     "$($CLIENT "$SPORT" post /v1/completions '{"prompt": "a", "max_tokens": 2}' sesame)"
 grep -q "a key needed" "$TMP/serve.key.log" || fail "no key in the listening line"
@@ -346,6 +349,12 @@ st 2 "--listen is baton serve's" run -m "$M" -p hi --listen 127.0.0.1:1
 st 2 "is not HOST:PORT" serve -m "$M" --listen nowhere
 st 2 "-n" serve -m "$M" -n 1
 st 1 "--api-key-file $TMP/none: No such file" serve -m "$M" --api-key-file "$TMP/none"
+: >"$TMP/empty.key"
+st 1 "--api-key-file $TMP/empty.key: the first line (the key) is empty" \
+    serve -m "$M" --api-key-file "$TMP/empty.key"
+if grep -q "^upload:" "$TMP/err"; then
+    fail "the key file was checked after the upload: $(cat "$TMP/err")"
+fi
 serve busy --parallel 1
 st 1 "cannot listen there" serve -m "$M" --listen "127.0.0.1:$SPORT"
 stop_serve busy

@@ -204,7 +204,9 @@ static void test_json_refusals(void **state)
     refuse("", 0, BATON_E_FORMAT, "JSON");
     refuse("{\"prompt\": \"a\"", 0, BATON_E_FORMAT, "JSON");
     refuse("{\"prompt\": \"a\", \"prompt\": \"b\"}", 0, BATON_E_FORMAT, "repeats a key");
-    refuse("{\"prompt\": \"a\\u0000b\"}", 0, BATON_E_FORMAT, "JSON");
+    refuse("{\"prompt\": \"a\\u0000b\"}", 0, BATON_E_FORMAT, "NUL");
+    refuse("{\"prompt\": \"a\", \"seed\": 9223372036854775808}", 0, BATON_E_FORMAT,
+           "a number is out of range");
     refuse("{\"prompt\": \"\xE2\x82\"}", 0, BATON_E_FORMAT, "JSON"); /* invalid UTF-8 */
     /* the message names a position, never the body's bytes */
     refuse("{\"prompt\": \"a\"} secret", 0, BATON_E_FORMAT, "line 1");
