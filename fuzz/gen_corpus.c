@@ -3316,8 +3316,8 @@ static void gen_serve_req(void)
             "{\"messages\": [\"hi\"]}",
             "{\"messages\": [{\"content\": \"hi\"}]}",
             "{\"messages\": [{\"role\": \"assistant\", \"content\": \"a\"}]}",
-            "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"},"
-            " {\"role\": \"system\", \"content\": \"s\"}]}",
+            ("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"},"
+             " {\"role\": \"system\", \"content\": \"s\"}]}"),
             "{\"messages\": [{\"role\": \"system\", \"content\": \"s\"}]}",
             "{\"messages\": [{\"role\": \"user\", \"content\": 3}]}",
             "{\"messages\": [{\"role\": \"user\", \"content\": [\"x\"]}]}",
