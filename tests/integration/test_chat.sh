@@ -256,7 +256,12 @@ start_server d1
 start_server d2
 {
     printf 'Hello there\n'
-    for _ in $(seq 400); do [ -s "$TMP/drop.out" ] && break; sleep 0.025; done
+    # turn 1 has ended once its reply's line has (its first token's text may
+    # come out while its last step still runs: slow under ASan)
+    for _ in $(seq 800); do
+        [ "$(wc -l <"$TMP/drop.out" 2>/dev/null || echo 0)" -ge 1 ] && break
+        sleep 0.025
+    done
     kill -KILL "$PID_d2"
     sleep 0.3
     printf 'Bye\n'
