@@ -348,8 +348,8 @@ static int infer(const struct baton_graph_node *n, const struct tview *s, struct
         res->ne[1] = 1;
         res->ne[2] = 1;
         res->ne[3] = 1;
-        /* SAMPLE: one row's candidates (kernels.h) */
-        if (sample && mul_u64(s[0].ne[0], sizeof(struct baton_cpu_sample_entry), work_bytes))
+        /* SAMPLE: one row's candidates, twice (kernels.h) */
+        if (sample && mul_u64(2 * s[0].ne[0], sizeof(struct baton_cpu_sample_entry), work_bytes))
             return BATON_E_OVERFLOW;
         return 0;
     }

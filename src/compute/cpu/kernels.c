@@ -606,49 +606,87 @@ static uint64_t mix64(uint64_t z)
     return z ^ (z >> 31);
 }
 
-/* Whether a comes before b: larger p first, then lower id (a total order:
- * p is never NaN here, ids are distinct). */
-static int sample_before(const struct baton_cpu_sample_entry *a,
-                         const struct baton_cpu_sample_entry *b)
+/* The candidates' order: larger p first, then lower id, a total order (p
+ * is never NaN here, ids are distinct). p >= 0, so its bits without the
+ * sign (a -0 is 0) as an unsigned integer order as p does: a stable radix
+ * sort on them, descending, of entries in id order gives exactly that order
+ * (the order is total, so the result does not depend on the method). */
+static uint32_t sample_key(const struct baton_cpu_sample_entry *e)
 {
-    return a->p != b->p ? a->p > b->p : a->id < b->id;
+    uint32_t key;
+
+    memcpy(&key, &e->p, 4);
+    return key & 0x7fffffffu;
 }
 
-static void sift_down(struct baton_cpu_sample_entry *v, uint64_t i, uint64_t n)
-{
-    for (;;) {
-        uint64_t c = 2 * i + 1;
-        struct baton_cpu_sample_entry t;
-
-        if (c >= n)
-            return;
-        /* a max-heap in "after" order: the root is the entry that comes last */
-        if (c + 1 < n && sample_before(&v[c], &v[c + 1]))
-            c++;
-        if (!sample_before(&v[i], &v[c]))
-            return;
-        t = v[i];
-        v[i] = v[c];
-        v[c] = t;
-        i = c;
-    }
-}
-
-/* Sorts v[0, n) in sample_before order: heapsort, in place, no allocation
+/* Sorts the n entries of v (in id order) into the candidates' order,
+ * using tmp (n entries) as the other buffer of an LSD radix sort of the
+ * 32 key bits, a byte a pass (a pass whose byte is the same in every entry
+ * is skipped). Returns v or tmp, whichever holds the result. No allocation
  * (libc's qsort may allocate and ask the system for its memory size, which
- * batond's seccomp filter refuses); the order is total, so the result is
- * the one sorted order. */
-static void sample_sort(struct baton_cpu_sample_entry *v, uint64_t n)
+ * batond's seccomp filter refuses). */
+static struct baton_cpu_sample_entry *sample_sort(struct baton_cpu_sample_entry *v,
+                                                  struct baton_cpu_sample_entry *tmp, uint64_t n)
 {
-    for (uint64_t i = n / 2; i-- > 0;)
-        sift_down(v, i, n);
-    for (uint64_t end = n; end > 1; end--) {
-        struct baton_cpu_sample_entry t = v[0];
+    uint64_t count[4][256];
+    uint64_t i;
 
-        v[0] = v[end - 1];
-        v[end - 1] = t;
-        sift_down(v, 0, end - 1);
+    memset(count, 0, sizeof count);
+    for (i = 0; i < n; i++) {
+        const uint32_t key = sample_key(&v[i]);
+
+        for (int b = 0; b < 4; b++)
+            count[b][(key >> (8 * b)) & 255u]++;
     }
+    for (int b = 0; b < 4; b++) {
+        const unsigned shift = 8u * (unsigned)b;
+        struct baton_cpu_sample_entry *t;
+        uint64_t at = 0;
+        int d;
+
+        if (n == 0 || count[b][(sample_key(&v[0]) >> shift) & 255u] == n)
+            continue; /* every entry has this byte: the pass would keep the order */
+        /* descending: the largest byte's entries first */
+        for (d = 255; d >= 0; d--) {
+            const uint64_t c = count[b][d];
+
+            count[b][d] = at;
+            at += c;
+        }
+        for (i = 0; i < n; i++)
+            tmp[count[b][(sample_key(&v[i]) >> shift) & 255u]++] = v[i];
+        t = v;
+        v = tmp;
+        tmp = t;
+    }
+    return v;
+}
+
+/* Keeps, in id order at the start of v, the entries of v[0, n) whose key's
+ * top SELECT_BITS bits are at least those of the n_keep-th largest key: a
+ * superset of the first n_keep entries in the candidates' order (every entry
+ * left out has a smaller key than every entry kept). Returns how many were
+ * kept (>= n_keep; 1 <= n_keep <= n). */
+#define SELECT_BITS 11u
+static uint64_t sample_select(struct baton_cpu_sample_entry *v, uint64_t n, uint64_t n_keep)
+{
+    uint32_t count[1u << SELECT_BITS];
+    uint64_t i, kept = 0, seen = 0;
+    uint32_t floor_bucket = (1u << SELECT_BITS) - 1u;
+
+    memset(count, 0, sizeof count);
+    for (i = 0; i < n; i++) /* n <= INT32_MAX: the counts fit */
+        count[sample_key(&v[i]) >> (32u - SELECT_BITS)]++;
+    for (;;) {
+        seen += count[floor_bucket];
+        if (seen >= n_keep || floor_bucket == 0)
+            break;
+        floor_bucket--;
+    }
+    for (i = 0; i < n; i++)
+        if (sample_key(&v[i]) >> (32u - SELECT_BITS) >= floor_bucket)
+            v[kept++] = v[i];
+    return kept;
 }
 
 /* The first maximum of x[0, k), NaN never winning (ARGMAX's rule); -1 when
@@ -686,6 +724,8 @@ int baton_cpu_sample(const float *logits, uint64_t k, uint64_t m, const int32_t 
         float t, top_p, mx, u;
         double sum = 0.0, acc = 0.0;
         uint64_t n = k;
+        const struct baton_cpu_sample_entry *v;
+        float *z;
 
         memcpy(&t, &pr[0], 4);
         memcpy(&top_p, &pr[1], 4);
@@ -694,18 +734,26 @@ int baton_cpu_sample(const float *logits, uint64_t k, uint64_t m, const int32_t 
             continue;
         }
         mx = x[best];
+        /* p_i = baton_cpu_expf((x_i - mx) / t): the quotients in the second
+         * half of work, then the exponentials in place at the CPU's level
+         * (every level gives baton_cpu_expf's bits) */
+        z = (float *)(void *)(work + k);
+        for (i = 0; i < k; i++)
+            z[i] = (x[i] - mx) / t;
+        baton_cpu_exp_shift(z, k, 0.0f);
         for (i = 0; i < k; i++) {
             work[i].id = (int32_t)i;
-            work[i].p = isnan(x[i]) ? 0.0f : baton_cpu_expf((x[i] - mx) / t);
+            work[i].p = isnan(x[i]) ? 0.0f : z[i];
         }
-        sample_sort(work, k);
         if (top_k > 0 && top_k < n)
             n = top_k;
+        /* only the first n in the candidates' order matter from here on */
+        v = sample_sort(work, work + k, n < k ? sample_select(work, k, n) : k);
         for (i = 0; i < n; i++)
-            sum += work[i].p;
+            sum += v[i].p;
         if (top_p < 1.0f) {
             for (i = 0; i < n; i++) {
-                acc += work[i].p / sum;
+                acc += v[i].p / sum;
                 if (acc >= top_p) {
                     n = i + 1;
                     break;
@@ -713,16 +761,16 @@ int baton_cpu_sample(const float *logits, uint64_t k, uint64_t m, const int32_t 
             }
             sum = 0.0;
             for (i = 0; i < n; i++)
-                sum += work[i].p;
+                sum += v[i].p;
         }
         /* 24 random bits: u in [0, 1), exactly a float */
         u = (float)(mix64(seed ^ mix64(counter)) >> 40) / 16777216.0f;
-        out[r] = work[n - 1].id;
+        out[r] = v[n - 1].id;
         acc = 0.0;
         for (i = 0; i < n; i++) {
-            acc += work[i].p / sum;
+            acc += v[i].p / sum;
             if ((double)u < acc) {
-                out[r] = work[i].id;
+                out[r] = v[i].id;
                 break;
             }
         }
