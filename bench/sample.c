@@ -103,7 +103,7 @@ int main(int argc, char **argv)
                 p[5] = r;
                 if (r % 2 == 0) {
                     t0 = now();
-                    (void)baton_cpu_sample(x, k, 1, p, &got, work);
+                    (void)baton_cpu_sample(NULL, x, k, 1, p, &got, work);
                     t1 = now();
                     want = sample_ref_row(x, k, p, work);
                     t2 = now();
@@ -113,7 +113,7 @@ int main(int argc, char **argv)
                     t0 = now();
                     want = sample_ref_row(x, k, p, work);
                     t1 = now();
-                    (void)baton_cpu_sample(x, k, 1, p, &got, work);
+                    (void)baton_cpu_sample(NULL, x, k, 1, p, &got, work);
                     t2 = now();
                     ms_ref[r] = 1e3 * (t1 - t0);
                     ms_new[r] = 1e3 * (t2 - t1);

@@ -348,8 +348,9 @@ static int infer(const struct baton_graph_node *n, const struct tview *s, struct
         res->ne[1] = 1;
         res->ne[2] = 1;
         res->ne[3] = 1;
-        /* SAMPLE: one row's candidates, twice (kernels.h) */
-        if (sample && mul_u64(2 * s[0].ne[0], sizeof(struct baton_cpu_sample_entry), work_bytes))
+        /* SAMPLE: the candidates of the rows drawn at once (kernels.h) */
+        if (sample && mul_u64(baton_cpu_sample_work_entries(s[0].ne[0], s[0].ne[1]),
+                              sizeof(struct baton_cpu_sample_entry), work_bytes))
             return BATON_E_OVERFLOW;
         return 0;
     }
@@ -882,8 +883,8 @@ static int exec_node(const struct exec_ctx *x, uint32_t i, struct baton_pool *po
         baton_cpu_argmax(pool, tensor_data(x, src[0]), ne0[0], ne0[1], (int32_t *)dst);
         return 0;
     case BATON_OP_SAMPLE:
-        return baton_cpu_sample(tensor_data(x, src[0]), ne0[0], ne0[1], tensor_data(x, src[1]),
-                                (int32_t *)dst, node_work(x, i));
+        return baton_cpu_sample(pool, tensor_data(x, src[0]), ne0[0], ne0[1],
+                                tensor_data(x, src[1]), (int32_t *)dst, node_work(x, i));
     default:
         return BATON_E_GRAPH; /* not reached on a validated graph */
     }

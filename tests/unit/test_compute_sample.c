@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "baton/status.h"
+#include "compute/compute.h"
 #include "sample_ref.h"
 
 static uint64_t rng_state = 0x5eed5a3b1e0full;
@@ -82,13 +83,16 @@ static void set_params(int32_t *p, float temp, float top_p, uint32_t top_k)
 static const float temps[] = {1e-30f, 0.01f, 0.7f, 1.0f, 5.0f, 1e30f};
 static const float top_ps[] = {1.0f, 0.95f, 0.5f, 1e-6f, 0.99999994f};
 
-/* rows of vocabulary k, each compared with the reference: M rows in one
- * call, then the same rows one at a time */
+/* rows of vocabulary k, each compared with the reference: the rows in
+ * one call on a pool of 3 threads (rows shared among them, each thread's
+ * part of the work area), then one at a time without a pool */
 static void compare_rows(uint64_t k, uint32_t rows)
 {
+    struct baton_pool *pool = NULL;
     float *x = malloc(k * rows * sizeof *x);
     int32_t *p = malloc(6 * (size_t)rows * sizeof *p), *y = malloc(rows * sizeof *y);
-    struct baton_cpu_sample_entry *work = malloc(2 * k * sizeof *work);
+    struct baton_cpu_sample_entry *work =
+        malloc(baton_cpu_sample_work_entries(k, rows) * sizeof *work);
     const uint32_t top_ks[] = {0, 1, 2, 40, (uint32_t)k - 1, (uint32_t)k, (uint32_t)k + 3,
                                UINT32_MAX, (uint32_t)(k / 2)};
 
@@ -96,6 +100,7 @@ static void compare_rows(uint64_t k, uint32_t rows)
     assert_non_null(p);
     assert_non_null(y);
     assert_non_null(work);
+    assert_int_equal(baton_pool_create(3, &pool), 0);
     for (uint32_t r = 0; r < rows; r++) {
         const int shape = (int)(rng64() % SHAPE_COUNT);
         const float scale = (float)pow(10.0, (double)(rng64() % 5) - 2.0);
@@ -105,7 +110,7 @@ static void compare_rows(uint64_t k, uint32_t rows)
                    top_ps[rng64() % (sizeof top_ps / sizeof top_ps[0])],
                    top_ks[rng64() % (sizeof top_ks / sizeof top_ks[0])]);
     }
-    assert_int_equal(baton_cpu_sample(x, k, rows, p, y, work), 0);
+    assert_int_equal(baton_cpu_sample(pool, x, k, rows, p, y, work), 0);
     for (uint32_t r = 0; r < rows; r++) {
         const int32_t want = sample_ref_row(x + r * k, k, p + 6 * r, work);
         int32_t one = -1;
@@ -115,9 +120,10 @@ static void compare_rows(uint64_t k, uint32_t rows)
                      "token %d, the reference %d",
                      (unsigned long long)k, r, (unsigned)p[6 * r], (unsigned)p[6 * r + 1],
                      (unsigned)p[6 * r + 2], y[r], want);
-        assert_int_equal(baton_cpu_sample(x + r * k, k, 1, p + 6 * r, &one, work), 0);
+        assert_int_equal(baton_cpu_sample(NULL, x + r * k, k, 1, p + 6 * r, &one, work), 0);
         assert_int_equal(one, want);
     }
+    baton_pool_destroy(pool);
     free(x);
     free(p);
     free(y);
@@ -160,7 +166,7 @@ static void test_sample_top_k_keeps_the_largest(void **state)
     for (uint32_t c = 0; c < DRAWS; c++) {
         set_params(p, 1.0f, 1.0f, 40);
         p[5] = (int32_t)c;
-        assert_int_equal(baton_cpu_sample(x, K, 1, p, &y, work), 0);
+        assert_int_equal(baton_cpu_sample(NULL, x, K, 1, p, &y, work), 0);
         assert_true(y >= K - 40 && y < K);
         if (seen[y]++ == 0)
             distinct++;

@@ -701,12 +701,98 @@ static int64_t first_max(const float *x, uint64_t k)
     return best;
 }
 
-int baton_cpu_sample(const float *logits, uint64_t k, uint64_t m, const int32_t *params,
-                     int32_t *out, struct baton_cpu_sample_entry *work)
+/* One row: x {k} with parameters pr[0..5] (valid) gives the token; work
+ * holds 2k entries. */
+static int32_t sample_row(const float *x, uint64_t k, const int32_t *pr,
+                          struct baton_cpu_sample_entry *work)
 {
-    uint64_t r, i;
+    const uint32_t top_k = (uint32_t)pr[2];
+    const uint64_t seed = (uint64_t)(uint32_t)pr[3] | (uint64_t)(uint32_t)pr[4] << 32;
+    const uint64_t counter = (uint64_t)(uint32_t)pr[5];
+    const int64_t best = first_max(x, k);
+    float t, top_p, mx, u;
+    double sum = 0.0, acc = 0.0;
+    uint64_t i, n = k;
+    const struct baton_cpu_sample_entry *v;
+    float *z;
 
-    for (r = 0; r < m; r++) {
+    memcpy(&t, &pr[0], 4);
+    memcpy(&top_p, &pr[1], 4);
+    if (t <= 0.0f || best < 0 || !isfinite(x[best]))
+        return best < 0 ? 0 : (int32_t)best; /* greedy, or nothing to weigh */
+    mx = x[best];
+    /* p_i = baton_cpu_expf((x_i - mx) / t): the quotients in the second
+     * half of work, then the exponentials in place at the CPU's level
+     * (every level gives baton_cpu_expf's bits) */
+    z = (float *)(void *)(work + k);
+    for (i = 0; i < k; i++)
+        z[i] = (x[i] - mx) / t;
+    baton_cpu_exp_shift(z, k, 0.0f);
+    for (i = 0; i < k; i++) {
+        work[i].id = (int32_t)i;
+        work[i].p = isnan(x[i]) ? 0.0f : z[i];
+    }
+    if (top_k > 0 && top_k < n)
+        n = top_k;
+    /* only the first n in the candidates' order matter from here on */
+    v = sample_sort(work, work + k, n < k ? sample_select(work, k, n) : k);
+    for (i = 0; i < n; i++)
+        sum += v[i].p;
+    if (top_p < 1.0f) {
+        for (i = 0; i < n; i++) {
+            acc += v[i].p / sum;
+            if (acc >= top_p) {
+                n = i + 1;
+                break;
+            }
+        }
+        sum = 0.0;
+        for (i = 0; i < n; i++)
+            sum += v[i].p;
+    }
+    /* 24 random bits: u in [0, 1), exactly a float */
+    u = (float)(mix64(seed ^ mix64(counter)) >> 40) / 16777216.0f;
+    acc = 0.0;
+    for (i = 0; i < n; i++) {
+        acc += v[i].p / sum;
+        if ((double)u < acc)
+            return v[i].id;
+    }
+    return v[n - 1].id;
+}
+
+struct sample_job {
+    const float *logits;
+    const int32_t *params;
+    int32_t *out;
+    struct baton_cpu_sample_entry *work;
+    uint64_t k;
+};
+
+/* Rows [r0, r1) with chunk c's part of the work area (calls with the same
+ * chunk never overlap). */
+static void sample_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
+{
+    const struct sample_job *j = ctx;
+
+    for (uint64_t r = r0; r < r1; r++)
+        j->out[r] = sample_row(j->logits + r * j->k, j->k, j->params + 6 * r,
+                               j->work + 2 * j->k * chunk);
+}
+
+uint64_t baton_cpu_sample_work_entries(uint64_t k, uint64_t m)
+{
+    const uint64_t chunks = m < BATON_CPU_SAMPLE_MAX_CHUNKS ? m : BATON_CPU_SAMPLE_MAX_CHUNKS;
+
+    return sat_mul(2 * k, chunks);
+}
+
+int baton_cpu_sample(struct baton_pool *pool, const float *logits, uint64_t k, uint64_t m,
+                     const int32_t *params, int32_t *out, struct baton_cpu_sample_entry *work)
+{
+    struct sample_job j = {logits, params, out, work, k};
+
+    for (uint64_t r = 0; r < m; r++) {
         float t, top_p;
 
         memcpy(&t, &params[6 * r], 4);
@@ -714,66 +800,6 @@ int baton_cpu_sample(const float *logits, uint64_t k, uint64_t m, const int32_t 
         if (!isfinite(t) || !isfinite(top_p) || !(top_p > 0.0f) || top_p > 1.0f)
             return BATON_E_INVAL;
     }
-    for (r = 0; r < m; r++) {
-        const float *x = logits + r * k;
-        const int32_t *pr = params + 6 * r;
-        const uint32_t top_k = (uint32_t)pr[2];
-        const uint64_t seed = (uint64_t)(uint32_t)pr[3] | (uint64_t)(uint32_t)pr[4] << 32;
-        const uint64_t counter = (uint64_t)(uint32_t)pr[5];
-        const int64_t best = first_max(x, k);
-        float t, top_p, mx, u;
-        double sum = 0.0, acc = 0.0;
-        uint64_t n = k;
-        const struct baton_cpu_sample_entry *v;
-        float *z;
-
-        memcpy(&t, &pr[0], 4);
-        memcpy(&top_p, &pr[1], 4);
-        if (t <= 0.0f || best < 0 || !isfinite(x[best])) {
-            out[r] = best < 0 ? 0 : (int32_t)best; /* greedy, or nothing to weigh */
-            continue;
-        }
-        mx = x[best];
-        /* p_i = baton_cpu_expf((x_i - mx) / t): the quotients in the second
-         * half of work, then the exponentials in place at the CPU's level
-         * (every level gives baton_cpu_expf's bits) */
-        z = (float *)(void *)(work + k);
-        for (i = 0; i < k; i++)
-            z[i] = (x[i] - mx) / t;
-        baton_cpu_exp_shift(z, k, 0.0f);
-        for (i = 0; i < k; i++) {
-            work[i].id = (int32_t)i;
-            work[i].p = isnan(x[i]) ? 0.0f : z[i];
-        }
-        if (top_k > 0 && top_k < n)
-            n = top_k;
-        /* only the first n in the candidates' order matter from here on */
-        v = sample_sort(work, work + k, n < k ? sample_select(work, k, n) : k);
-        for (i = 0; i < n; i++)
-            sum += v[i].p;
-        if (top_p < 1.0f) {
-            for (i = 0; i < n; i++) {
-                acc += v[i].p / sum;
-                if (acc >= top_p) {
-                    n = i + 1;
-                    break;
-                }
-            }
-            sum = 0.0;
-            for (i = 0; i < n; i++)
-                sum += v[i].p;
-        }
-        /* 24 random bits: u in [0, 1), exactly a float */
-        u = (float)(mix64(seed ^ mix64(counter)) >> 40) / 16777216.0f;
-        out[r] = v[n - 1].id;
-        acc = 0.0;
-        for (i = 0; i < n; i++) {
-            acc += v[i].p / sum;
-            if ((double)u < acc) {
-                out[r] = v[i].id;
-                break;
-            }
-        }
-    }
+    baton_pool_run_dynamic(pool, m, BATON_CPU_SAMPLE_MAX_CHUNKS, sample_task, &j);
     return 0;
 }

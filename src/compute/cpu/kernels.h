@@ -115,21 +115,26 @@ void baton_cpu_argmax(struct baton_pool *pool, const float *x, uint64_t k, uint6
                       int32_t *y);
 
 /* SAMPLE (core/ops.h): row r of logits {k,m} gives out[r], with the
- * parameters params[6r..6r+5]. work holds 2k entries (the caller's; the
- * graph's node work area). Returns BATON_E_INVAL, before writing anything,
- * when some row's temperature or top_p is not finite or top_p is outside
- * (0, 1]; else 0. Rows in order on the calling thread. The candidates'
+ * parameters params[6r..6r+5]. work holds baton_cpu_sample_work_entries(k,
+ * m) entries (the caller's; the graph's node work area): 2k for each of up
+ * to BATON_CPU_SAMPLE_MAX_CHUNKS rows at once. Returns BATON_E_INVAL, before
+ * writing anything, when some row's temperature or top_p is not finite or
+ * top_p is outside (0, 1]; else 0. Rows are shared among the pool's threads
+ * (a row's token does not depend on which thread draws it). The candidates'
  * order is that of ops.h; it is found by keeping those whose top 11 bits of
  * p reach the top_k-th's (all when top_k is 0) and radix-sorting those on
  * p's bits, not by a comparison sort of all k: at k = 152064 on one Zen 5
  * core, 1.2 ms a row with top_k 0 and 0.4 ms with top_k 40, where a heapsort
  * of every candidate took 18 ms (bench/sample.c; the same tokens,
  * tests/unit/test_compute_sample.c). */
+#define BATON_CPU_SAMPLE_MAX_CHUNKS 8u
 struct baton_cpu_sample_entry {
     float p;
     int32_t id;
 };
-int baton_cpu_sample(const float *logits, uint64_t k, uint64_t m, const int32_t *params,
-                     int32_t *out, struct baton_cpu_sample_entry *work);
+/* 2k * min(m, BATON_CPU_SAMPLE_MAX_CHUNKS), UINT64_MAX when it overflows. */
+uint64_t baton_cpu_sample_work_entries(uint64_t k, uint64_t m);
+int baton_cpu_sample(struct baton_pool *pool, const float *logits, uint64_t k, uint64_t m,
+                     const int32_t *params, int32_t *out, struct baton_cpu_sample_entry *work);
 
 #endif
