@@ -196,6 +196,12 @@ static void serve_usage(FILE *f)
           "  --keepalive S        while no request runs, a no-op request to every server\n"
           "                       each S seconds, 1..86400 (default 30), within batond's\n"
           "                       idle_timeout\n"
+          "  --prefix-cache on|off  a request goes into the free slot whose cells hold\n"
+          "                       the longest prefix of its prompt (a conversation's\n"
+          "                       earlier turns, a shared system message), and only the\n"
+          "                       rest of the prompt is computed (default on; the reply\n"
+          "                       is the same either way); usage.prompt_tokens_details.\n"
+          "                       cached_tokens counts what was not computed\n"
           "  --servers, --split, --key, --p2p, --pipeline, --slots, --kv-type, --groups,\n"
           "  --ubatch, --threads, --timeout, --ignore-eos\n"
           "                       as for baton run (see baton run --help)\n"
@@ -539,7 +545,7 @@ static int run_cmd(int argc, char **argv, int serve)
         O_KEY, O_P2P, O_STATS_JSON, O_PIPELINE, O_SLOTS, O_RING, O_PROMPT_FILE, O_PARALLEL, O_CONTINUOUS,
         O_OUTPUT_DIR, O_GROUPS, O_PROMPT_IDS, O_LOGITS_OUT, O_KV_TYPE, O_CHAT, O_SYSTEM,
         O_CHAT_TEMPLATE, O_INTERACTIVE, O_KEEPALIVE, O_LISTEN, O_API_KEY_FILE, O_QUEUE,
-        O_PORT_FILE
+        O_PORT_FILE, O_PREFIX_CACHE
     };
     static const struct option opts[] = {
         {"model", required_argument, 0, O_MODEL},     {"prompt", required_argument, 0, O_PROMPT},
@@ -572,6 +578,7 @@ static int run_cmd(int argc, char **argv, int serve)
         {"api-key-file", required_argument, 0, O_API_KEY_FILE},
         {"queue", required_argument, 0, O_QUEUE},
         {"port-file", required_argument, 0, O_PORT_FILE},
+        {"prefix-cache", required_argument, 0, O_PREFIX_CACHE},
         {0, 0, 0, 0}};
     struct baton_run_config cfg;
     const char *servers_name = "--servers"; /* where cfg.servers came from */
@@ -583,7 +590,7 @@ static int run_cmd(int argc, char **argv, int serve)
     int interactive = 0, keepalive_given = 0, n_given = 0, parallel_given = 0;
     /* options baton run takes and baton serve does not: the first given */
     const char *run_only = NULL, *serve_only = NULL;
-    struct baton_serve_config sv = {"127.0.0.1:8080", NULL, NULL, 64, 0};
+    struct baton_serve_config sv = {"127.0.0.1:8080", NULL, NULL, 64, 0, 1};
 
     prog = serve ? "baton serve" : PROG;
     baton_run_config_default(&cfg);
@@ -739,6 +746,10 @@ static int run_cmd(int argc, char **argv, int serve)
         case O_QUEUE:
             if (parse_u32("--queue", optarg, 1, 65536, &sv.queue)) return 2;
             serve_only = serve_only ? serve_only : "--queue";
+            break;
+        case O_PREFIX_CACHE:
+            if (baton_cli_parse_onoff(prog, "--prefix-cache", optarg, &sv.prefix_cache)) return 2;
+            serve_only = serve_only ? serve_only : "--prefix-cache";
             break;
         case 'h':
         case O_HELP:

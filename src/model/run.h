@@ -83,6 +83,9 @@ struct baton_serve_config {
                                  --port-file does */
     uint32_t queue;           /* requests that may wait for a free slot; more get 503 */
     uint32_t max_conns;       /* HTTP connections at once */
+    int prefix_cache;         /* a request goes into the free slot whose cells hold the
+                                 longest prefix of its prompt, and only the rest is
+                                 computed (run_parallel.c); 0: every prompt whole */
 };
 
 struct baton_run_config {

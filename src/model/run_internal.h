@@ -438,6 +438,9 @@ int run_serve_stopping(struct run *r);
 /* A piece of q's reply (a token's text, len bytes, any bytes). 1 when q's
  * client has gone (the sequence should end), else 0. */
 int run_serve_piece(struct serve_req *q, const char *piece, size_t len);
+/* q's first `cached` prompt ids were held by its slot's cells (the prefix
+ * cache): not computed, and counted in its reply's usage. */
+void run_serve_cached(struct serve_req *q, size_t cached);
 /* q's reply has ended (eog: at an end-of-generation token, "stop"; else
  * at its max_tokens or the context, "length") after n_gen tokens; the
  * engine's reference is dropped. */

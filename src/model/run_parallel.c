@@ -657,6 +657,15 @@ struct par_state {
      * servers' graph limit) */
     uint32_t unshrunk_steps;
     int failed;
+    /* baton serve's prefix cache (cfg->serve->prefix_cache): per slot, the
+     * ids whose K and V its cells [0, hist_n[j]) hold, from the last
+     * sequence that ended there (its prompt and every generated token but
+     * the last, which was never fed); 0 while a sequence holds the slot */
+    int32_t **hist;
+    uint32_t *hist_n;
+    uint64_t *last_use;   /* per slot: when a sequence last took it (admissions so far) */
+    uint64_t admissions;
+    size_t reused_tokens; /* prompt tokens not computed: their cells held them */
 };
 
 static uint32_t group_size(const struct par_state *ps, uint32_t g)
@@ -796,6 +805,59 @@ static void fill_group(struct par_state *ps, uint32_t g, struct run_ubatch *u)
     u->sample = r->sampling ? smp : NULL;
 }
 
+/* The prefix cache: slot j's cells now hold sequence q's ids but its last
+ * (generated, never fed). Out of memory keeps nothing (the slot's next
+ * sequence computes its whole prompt). */
+static void keep_history(struct par_state *ps, uint32_t j, const struct par_seq *q)
+{
+    const size_t n = q->n_prompt + q->n_gen - 1;
+    int32_t *h = realloc(ps->hist[j], (n ? n : 1) * sizeof(*h));
+
+    ps->hist_n[j] = 0;
+    if (h == NULL)
+        return;
+    ps->hist[j] = h;
+    memcpy(h, q->ids, n * sizeof(*h));
+    ps->hist_n[j] = (uint32_t)n; /* n < n_ctx */
+}
+
+/* The free slot of [j0, j0 + n) for sequence i: the one whose cells hold
+ * the longest prefix of its prompt, of equals the one least recently taken
+ * (the lowest free slot without the prefix cache), so that a request with
+ * nothing in common with the others leaves the longest-kept histories;
+ * UINT32_MAX when none is free. *from gets
+ * how many of the prompt's ids that slot holds, at most n_prompt - 1 (the
+ * prompt's last token is always computed: its logits give the first
+ * token). The slot's history is dropped: the sequence overwrites its cells
+ * from there on. */
+static uint32_t pick_slot(struct par_state *ps, uint32_t j0, uint32_t n, size_t i,
+                          uint32_t *from)
+{
+    const struct par_seq *q = &ps->r->par[i];
+    uint32_t best = UINT32_MAX, best_len = 0;
+
+    for (uint32_t j = j0; j < j0 + n; j++) {
+        uint32_t len = 0;
+
+        if (ps->slot_seq[j] != 0)
+            continue;
+        while (ps->hist != NULL && len < ps->hist_n[j] && len + 1 < q->n_prompt &&
+               ps->hist[j][len] == q->ids[len])
+            len++;
+        if (best == UINT32_MAX || len > best_len ||
+            (len == best_len && ps->hist != NULL && ps->last_use[j] < ps->last_use[best])) {
+            best = j;
+            best_len = len;
+        }
+    }
+    if (best != UINT32_MAX && ps->hist != NULL) {
+        ps->hist_n[best] = 0;
+        ps->last_use[best] = ++ps->admissions;
+    }
+    *from = best_len;
+    return best;
+}
+
 /* Sequence i takes token t; one that ends frees slot j. 0 or -1. */
 static int take_slot(struct par_state *ps, uint32_t j, size_t i, int32_t t)
 {
@@ -807,6 +869,8 @@ static int take_slot(struct par_state *ps, uint32_t j, size_t i, int32_t t)
     if (rc > 0) {
         ps->slot_seq[j] = 0;
         ps->n_ended++;
+        if (ps->hist != NULL)
+            keep_history(ps, j, &ps->r->par[i]);
         if (finish(ps->r, i) != 0)
             return -1;
     }
@@ -922,21 +986,33 @@ static void serve_compact(struct par_state *ps)
     ps->next_prompt = next;
 }
 
-/* Continuous batching: the next prompts go into group g's free slots, to
- * ride in its decode steps. 0 or 1. */
+/* Sequence i starts with `from` prompt ids its slot's cells held: counted,
+ * and told to its request. */
+static void admit_reused(struct par_state *ps, size_t i, uint32_t from)
+{
+    ps->reused_tokens += from;
+    if (ps->r->par[i].req != NULL)
+        run_serve_cached(ps->r->par[i].req, from);
+}
+
+/* Continuous batching: the next prompts go into group g's free slots (each
+ * the one holding the longest prefix of its prompt), to ride in its decode
+ * steps. 0 or 1. */
 static int admit_mixed(struct par_state *ps, uint32_t g)
 {
     const uint32_t n = group_size(ps, g), j0 = g * ps->gs;
 
-    for (uint32_t c = 0; c < n && ps->next_prompt < ps->r->n_par; c++) {
-        const uint32_t j = j0 + c;
+    while (ps->next_prompt < ps->r->n_par) {
+        uint32_t from;
+        const uint32_t j = pick_slot(ps, j0, n, ps->next_prompt, &from);
 
-        if (ps->slot_seq[j] != 0)
-            continue;
+        if (j == UINT32_MAX)
+            break;
         if (admit_begin(ps->r, ps->next_prompt) != 0)
             return 1;
+        admit_reused(ps, ps->next_prompt, from);
         ps->slot_seq[j] = ++ps->next_prompt; /* prompt next_prompt - 1, + 1 */
-        ps->fed[j] = 0;
+        ps->fed[j] = from;
     }
     return 0;
 }
@@ -1148,6 +1224,15 @@ int run_par_generate(struct run *r, double t_load, double bytes)
         stage_msg(r, "out of memory\n");
         goto out;
     }
+    if (r->serve && cfg->serve->prefix_cache) {
+        ps.hist = calloc(ns, sizeof(*ps.hist));
+        ps.hist_n = calloc(ns, sizeof(*ps.hist_n));
+        ps.last_use = calloc(ns, sizeof(*ps.last_use));
+        if (ps.hist == NULL || ps.hist_n == NULL || ps.last_use == NULL) {
+            stage_msg(r, "out of memory\n");
+            goto out;
+        }
+    }
     if (r->serve) {
         fprintf(cfg->log,
                 "plan: %u slot%s of %u KV-cache cells, %u group%s; a request waits in the "
@@ -1220,20 +1305,27 @@ int run_par_generate(struct run *r, double t_load, double bytes)
         /* admit prompts into free slots: at the start, and whenever no
          * sequence decodes, each is prefilled alone; once decoding has
          * begun, with continuous batching, it rides in the decode steps */
-        for (uint32_t j = 0; j < ns; j++) {
-            while (ps.slot_seq[j] == 0 && ps.next_prompt < r->n_par) {
-                const size_t i = ps.next_prompt++;
+        while (ps.next_prompt < r->n_par) {
+            uint32_t reused;
+            const uint32_t j = pick_slot(&ps, 0, ns, ps.next_prompt, &reused);
+            const size_t i = ps.next_prompt;
 
-                if (admit_begin(r, i) != 0)
-                    goto out;
-                if (started && r->n_chunk && any_decoding(&ps)) {
-                    ps.slot_seq[j] = i + 1;
-                    ps.fed[j] = 0;
-                } else if (prefill_alone(&ps, j, i, from, &t_prefill, &n_prompt_tokens) != 0) {
-                    if (r->conv) /* said; the turns before it are summed up and written */
-                        goto turn_failed;
-                    goto out;
-                }
+            if (j == UINT32_MAX)
+                break;
+            ps.next_prompt++;
+            if (admit_begin(r, i) != 0)
+                goto out;
+            if (!r->conv) { /* a conversation's turn: `from`, conv_next's */
+                from = reused;
+                admit_reused(&ps, i, from);
+            }
+            if (started && r->n_chunk && any_decoding(&ps)) {
+                ps.slot_seq[j] = i + 1;
+                ps.fed[j] = from;
+            } else if (prefill_alone(&ps, j, i, from, &t_prefill, &n_prompt_tokens) != 0) {
+                if (r->conv) /* said; the turns before it are summed up and written */
+                    goto turn_failed;
+                goto out;
             }
         }
         /* a prompt part-way in with nothing decoding beside it: the rest alone */
@@ -1334,10 +1426,10 @@ summary:
 
         fprintf(cfg->log,
                 "summary: served %zu request%s (%zu prompt token%s prefilled alone, %zu in "
-                "decode steps), generated %zu token%s, decode %.1f tok/s while decoding, "
-                "stages %u\n",
+                "decode steps, %zu held by the prefix cache), generated %zu token%s, decode "
+                "%.1f tok/s while decoding, stages %u\n",
                 ps.n_ended, ps.n_ended == 1 ? "" : "s", n_prompt_tokens,
-                n_prompt_tokens == 1 ? "" : "s", ps.mixed_tokens, ps.n_gen,
+                n_prompt_tokens == 1 ? "" : "s", ps.mixed_tokens, ps.reused_tokens, ps.n_gen,
                 ps.n_gen == 1 ? "" : "s",
                 t_decode > 0 ? (double)ps.n_gen / t_decode : 0.0,
                 r->n_stages);
@@ -1437,5 +1529,10 @@ out:
     free(ps.rout);
     free(ps.sp);
     free(ps.smp);
+    for (uint32_t j = 0; ps.hist != NULL && j < ns; j++)
+        free(ps.hist[j]);
+    free(ps.hist);
+    free(ps.hist_n);
+    free(ps.last_use);
     return ret;
 }

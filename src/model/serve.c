@@ -43,6 +43,7 @@ struct serve_req {
     double t0;                 /* run_now_s() of its arrival */
     struct run_serve_seq seq;  /* until the engine takes it (seq.ids then NULL) */
     size_t n_prompt, n_gen;
+    size_t n_cached;           /* prompt ids its slot's cells held (the prefix cache) */
     char *text;                /* the reply's bytes so far */
     size_t len, cap;
     size_t sent;               /* stream: bytes of text sent */
@@ -207,6 +208,16 @@ static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, co
 }
 
 /* The reply's object of a request that ended (not streamed). */
+/* A reply's "usage" object: OpenAI's fields, the prompt ids the prefix
+ * cache held as prompt_tokens_details.cached_tokens. */
+static json_t *usage_json(const struct serve_req *q)
+{
+    return json_pack("{s:I,s:I,s:I,s:{s:I}}", "prompt_tokens", (json_int_t)q->n_prompt,
+                     "completion_tokens", (json_int_t)q->n_gen, "total_tokens",
+                     (json_int_t)(q->n_prompt + q->n_gen), "prompt_tokens_details",
+                     "cached_tokens", (json_int_t)q->n_cached);
+}
+
 static json_t *completion_json(const struct serve_req *q, const char *model)
 {
     size_t n;
@@ -218,19 +229,15 @@ static json_t *completion_json(const struct serve_req *q, const char *model)
         return NULL;
     snprintf(id, sizeof id, "%s-%llu", q->chat ? "chatcmpl" : "cmpl", (unsigned long long)q->num);
     if (q->chat)
-        j = json_pack("{s:s,s:s,s:I,s:s,s:[{s:i,s:{s:s,s:s%},s:s}],s:{s:I,s:I,s:I}}", "id", id,
-                      "object", "chat.completion", "created", (json_int_t)q->created, "model",
-                      model, "choices", "index", 0, "message", "role", "assistant", "content",
-                      text, n, "finish_reason", reason, "usage", "prompt_tokens",
-                      (json_int_t)q->n_prompt, "completion_tokens", (json_int_t)q->n_gen,
-                      "total_tokens", (json_int_t)(q->n_prompt + q->n_gen));
+        j = json_pack("{s:s,s:s,s:I,s:s,s:[{s:i,s:{s:s,s:s%},s:s}],s:o}", "id", id, "object",
+                      "chat.completion", "created", (json_int_t)q->created, "model", model,
+                      "choices", "index", 0, "message", "role", "assistant", "content", text, n,
+                      "finish_reason", reason, "usage", usage_json(q));
     else
-        j = json_pack("{s:s,s:s,s:I,s:s,s:[{s:i,s:s%,s:n,s:s}],s:{s:I,s:I,s:I}}", "id", id,
-                      "object", "text_completion", "created", (json_int_t)q->created, "model",
-                      model, "choices", "index", 0, "text", text, n, "logprobs",
-                      "finish_reason", reason, "usage", "prompt_tokens",
-                      (json_int_t)q->n_prompt, "completion_tokens", (json_int_t)q->n_gen,
-                      "total_tokens", (json_int_t)(q->n_prompt + q->n_gen));
+        j = json_pack("{s:s,s:s,s:I,s:s,s:[{s:i,s:s%,s:n,s:s}],s:o}", "id", id, "object",
+                      "text_completion", "created", (json_int_t)q->created, "model", model,
+                      "choices", "index", 0, "text", text, n, "logprobs", "finish_reason",
+                      reason, "usage", usage_json(q));
     free(text);
     return j;
 }
@@ -267,10 +274,7 @@ static int chunk(struct serve_req *q, const char *text, size_t n, int role, int 
                       q->chat ? "chat.completion.chunk" : "text_completion", "created",
                       (json_int_t)q->created, "model", model, "choices", choice);
     if (j != NULL && last)
-        json_object_set_new(j, "usage",
-                            json_pack("{s:I,s:I,s:I}", "prompt_tokens", (json_int_t)q->n_prompt,
-                                      "completion_tokens", (json_int_t)q->n_gen, "total_tokens",
-                                      (json_int_t)(q->n_prompt + q->n_gen)));
+        json_object_set_new(j, "usage", usage_json(q));
     if (j != NULL)
         s = json_dumps(j, JSON_COMPACT);
     if (s != NULL) {
@@ -880,6 +884,13 @@ int run_serve_piece(struct serve_req *q, const char *piece, size_t len)
     return gone;
 }
 
+void run_serve_cached(struct serve_req *q, size_t cached)
+{
+    pthread_mutex_lock(&q->srv->lock);
+    q->n_cached = cached;
+    pthread_mutex_unlock(&q->srv->lock);
+}
+
 void run_serve_done(struct serve_req *q, int eog, size_t n_gen)
 {
     struct run_serve *srv = q->srv;
@@ -890,9 +901,12 @@ void run_serve_done(struct serve_req *q, int eog, size_t n_gen)
     srv->running--;
     q->eog = eog;
     q->n_gen = n_gen;
-    fprintf(log, "serve: request %llu (%s%s): prompt %zu token%s, generated %zu (%s), %.2f s\n",
+    fprintf(log,
+            "serve: request %llu (%s%s): prompt %zu token%s (%zu from the prefix cache), "
+            "generated %zu (%s), %.2f s\n",
             (unsigned long long)q->num, q->chat ? "chat" : "completion",
-            q->stream ? ", streamed" : "", q->n_prompt, q->n_prompt == 1 ? "" : "s", n_gen,
+            q->stream ? ", streamed" : "", q->n_prompt, q->n_prompt == 1 ? "" : "s",
+            q->n_cached, n_gen,
             q->gone ? "cut: its client went away" : eog ? "stop" : "length",
             run_now_s() - q->t0);
     pthread_cond_broadcast(&q->cond);

@@ -133,6 +133,65 @@ assert ev[-1]["usage"]["completion_tokens"] == req["max_tokens"], ev[-1]
 PY
 echo "ok: a streamed reply is the same text, then finish_reason and [DONE]"
 
+# the prefix cache: a request goes into the free slot whose cells hold the
+# longest prefix of its prompt, and only the rest is computed. A, then C
+# (nothing in common: the other slot, least recently used), then B = A's
+# prompt + A's reply + more: B's usage.prompt_tokens_details.cached_tokens
+# is the common prefix of B's ids and the ids slot 0 holds (A's prompt and
+# every generated id but the last, from baton run --ids-file), and B's
+# text is baton run's; the same B streamed then finds all but its last
+# prompt id held. With --prefix-cache off nothing is held, same texts.
+pa="Once upon a time there was a"
+local_port=$SPORT local_pid=$SPID # the in-process server's, again after this part
+"$BATON" run --model "$M" -p "$pa" -n 6 --ids-file "$TMP/pc.a.json" >/dev/null 2>&1 ||
+    fail "baton run A"
+for pc in on off; do
+    serve "pc$pc" --parallel 2 --prefix-cache "$pc"
+    out=$($CLIENT "$SPORT" post /v1/completions "{\"prompt\": \"$pa\", \"max_tokens\": 6}")
+    expect_status 200 '"cached_tokens":0}' "$out"
+    atext=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1].split(" ",1)[1])["choices"][0]["text"], end="")' "$out")
+    out=$($CLIENT "$SPORT" post /v1/completions '{"prompt": "Zebra crossing", "max_tokens": 3}')
+    expect_status 200 '"cached_tokens":0}' "$out"
+    pb="$pa$atext and then"
+    bjson=$(python3 -c 'import json,sys; print(json.dumps({"prompt": sys.argv[1], "max_tokens": 5}))' "$pb")
+    $CLIENT "$SPORT" post /v1/completions "$bjson" >"$TMP/pc.b.$pc" || fail "B ($pc)"
+    $CLIENT "$SPORT" stream /v1/completions "${bjson%\}}, \"stream\": true}" >"$TMP/pc.bs.$pc" ||
+        fail "B streamed ($pc)"
+    stop_serve "pc$pc"
+    "$BATON" run --model "$M" -p "$pb" -n 5 >"$TMP/pc.alone" 2>/dev/null || fail "baton run B"
+    "$BATON" tokenize --model "$M" -- "$pb" >"$TMP/pc.bids" || fail "tokenize B"
+    python3 - "$pc" "$TMP/pc.a.json" "$TMP/pc.bids" "$TMP/pc.b.$pc" "$TMP/pc.bs.$pc" \
+        "$TMP/pc.alone" "$pb" <<'PY' || fail "prefix cache $pc"
+import json, sys
+pc, a, bids, b, bs, alone, pb = sys.argv[1:8]
+a = json.load(open(a))
+held = a["prompt"] + a["generated"][:-1]
+ids = [int(t) for t in open(bids).read().split()]
+lcp = 0
+while lcp < min(len(held), len(ids) - 1) and held[lcp] == ids[lcp]:
+    lcp += 1
+want = open(alone, "rb").read()[len(pb.encode()):-1].decode("utf-8", "replace")
+status, body = open(b).read().split(" ", 1)
+assert status == "200", status
+j = json.loads(body)
+assert j["choices"][0]["text"] == want, (j["choices"][0]["text"], want)
+u = j["usage"]
+assert u["prompt_tokens"] == len(ids), (u, len(ids))
+assert u["prompt_tokens_details"]["cached_tokens"] == (lcp if pc == "on" else 0), (u, lcp)
+assert pc == "off" or lcp >= 6, lcp  # at least A's prompt was held
+lines = open(bs).read().splitlines()
+assert lines[-1] == "[DONE]", lines[-1]
+ev = [json.loads(l) for l in lines[:-1]]
+assert "".join(e["choices"][0]["text"] for e in ev) == want
+cached = ev[-1]["usage"]["prompt_tokens_details"]["cached_tokens"]
+assert cached == (len(ids) - 1 if pc == "on" else 0), (cached, len(ids))
+PY
+    grep -q "^summary: served 4 requests .*, $([ "$pc" = on ] && echo '[1-9][0-9]*' || echo 0) held by the prefix cache)" \
+        "$TMP/serve.pc$pc.log" || fail "prefix cache $pc summary: $(grep summary "$TMP/serve.pc$pc.log")"
+done
+SPORT=$local_port SPID=$local_pid
+echo "ok: the prefix cache: a request computes only what its slot does not hold; same texts"
+
 # chat: system, user, assistant, user laid out in the model's template
 # (chatml): the first turn as baton tokenize --chat lays it out, the
 # assistant's text, then the next user's turn as a conversation's
