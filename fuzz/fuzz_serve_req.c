@@ -19,8 +19,10 @@
  *     most BATON_TOKENIZER_MAX_TEXT_BYTES; every number is in its range, and
  *     a field not given is 0; chat: 1..BATON_SERVE_MAX_MESSAGES messages, a
  *     system message only first, then user and assistant in turn starting
- *     and ending with a user's; the prompt and max_tokens equal what jansson
- *     itself reads from the body;
+ *     and ending with a user's; 0..BATON_SERVE_MAX_STOP stop strings, each
+ *     1..BATON_SERVE_MAX_STOP_BYTES bytes, NUL-terminated and valid UTF-8,
+ *     the slots past them empty; the prompt, max_tokens and the stop strings
+ *     equal what jansson itself reads from the body;
  *   - clean(body): NUL-terminated, no NUL inside, valid UTF-8 by the decoder
  *     below, at most 3 bytes per input byte, the body itself when the body
  *     was valid UTF-8 without NUL; clean(clean(body)) == clean(body);
@@ -108,10 +110,16 @@ static int same_req(const struct baton_serve_req *a, const struct baton_serve_re
         if (a->msgs[i].role != b->msgs[i].role || a->msgs[i].len != b->msgs[i].len ||
             strcmp(a->msgs[i].text, b->msgs[i].text) != 0)
             return 0;
+    if (a->n_stop != b->n_stop)
+        return 0;
+    for (size_t i = 0; i < a->n_stop; i++)
+        if (a->stop_len[i] != b->stop_len[i] || strcmp(a->stop[i], b->stop[i]) != 0)
+            return 0;
     return 1;
 }
 
-/* jansson's own reading of the body: the prompt and the max_tokens given. */
+/* jansson's own reading of the body: the prompt, the max_tokens given and
+ * the stop strings (one string, or an array's strings in order). */
 static void check_against_jansson(const uint8_t *body, size_t n, const struct baton_serve_req *r)
 {
     static const char *const names[] = {"max_tokens", "max_completion_tokens", "n_predict"};
@@ -139,6 +147,22 @@ static void check_against_jansson(const uint8_t *body, size_t n, const struct ba
     }
     FUZZ_CHECK(given == r->has_max_tokens, "%d max_tokens fields, has %d", given,
                r->has_max_tokens);
+    {
+        json_t *v = json_object_get(root, "stop");
+        const size_t n_stop = json_is_string(v) ? 1 : json_is_array(v) ? json_array_size(v) : 0;
+
+        FUZZ_CHECK(v == NULL || json_is_null(v) || json_is_string(v) || json_is_array(v),
+                   "\"stop\" of another type accepted");
+        FUZZ_CHECK(n_stop == r->n_stop, "%zu stop strings, jansson reads %zu", r->n_stop,
+                   n_stop);
+        for (size_t i = 0; i < n_stop; i++) {
+            json_t *s = json_is_string(v) ? v : json_array_get(v, i);
+
+            FUZZ_CHECK(json_is_string(s) && json_string_length(s) == r->stop_len[i] &&
+                           memcmp(json_string_value(s), r->stop[i], r->stop_len[i]) == 0,
+                       "stop string %zu is not jansson's", i);
+        }
+    }
     json_decref(root);
 }
 
@@ -177,6 +201,16 @@ static void check_success(const uint8_t *body, size_t n, int chat,
         FUZZ_CHECK(r->msgs[r->n_msgs - 1].role == BATON_SERVE_USER, "the last is not a user's");
     }
     FUZZ_CHECK(total <= BATON_TOKENIZER_MAX_TEXT_BYTES, "%zu text bytes", total);
+    FUZZ_CHECK(r->n_stop <= BATON_SERVE_MAX_STOP, "%zu stop strings", r->n_stop);
+    for (size_t i = 0; i < BATON_SERVE_MAX_STOP; i++) {
+        if (i >= r->n_stop) {
+            FUZZ_CHECK(r->stop[i] == NULL && r->stop_len[i] == 0, "stop[%zu] past n_stop", i);
+            continue;
+        }
+        check_text(r->stop[i], r->stop_len[i], "stop string");
+        FUZZ_CHECK(r->stop_len[i] >= 1 && r->stop_len[i] <= BATON_SERVE_MAX_STOP_BYTES,
+                   "stop[%zu]: %zu bytes", i, r->stop_len[i]);
+    }
     FUZZ_CHECK(r->has_max_tokens ? r->max_tokens >= 1 && r->max_tokens <= INT32_MAX
                                  : r->max_tokens == 0,
                "max_tokens %u", r->max_tokens);

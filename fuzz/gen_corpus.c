@@ -3268,7 +3268,24 @@ static void gen_serve_req(void)
     serve_req_seed(0, "{\"prompt\": [\"caf\\u00e9 \\ud83d\\ude00\"], \"n_predict\": 1,"
                       " \"temperature\": 0, \"top_p\": 1, \"seed\": 9223372036854775807}");
     serve_req_seed(0, "{\"prompt\": \"\", \"max_completion_tokens\": 2147483647,"
-                      " \"temperature\": null, \"stop\": \"\", \"stream\": false}");
+                      " \"temperature\": null, \"stop\": \"\\n\", \"stream\": false}");
+    /* stop strings: 4 with escapes (the most), null, one of 256 bytes */
+    serve_req_seed(0, "{\"prompt\": \"a\", \"stop\": [\"User:\", \"caf\\u00e9\","
+                      " \"\\ud83d\\ude00\", \"\\n\\n\"]}");
+    serve_req_seed(1, "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}],"
+                      " \"stop\": null}");
+    {
+        char body[400];
+        int n = snprintf(body, sizeof body, "{\"prompt\": \"a\", \"stop\": [\"");
+
+        for (int i = 0; i < 256; i++)
+            body[n++] = (char)('a' + i % 26);
+        snprintf(body + n, sizeof body - (size_t)n, "\"]}");
+        serve_req_seed(0, body);
+        /* ... and 257 bytes: refused */
+        snprintf(body + n, sizeof body - (size_t)n, "z\"]}");
+        serve_req_seed(0, body);
+    }
     serve_req_seed(1, "{\"model\": \"m\", \"messages\": [{\"role\": \"system\","
                       " \"content\": \"Be brief.\"}, {\"role\": \"user\", \"content\": \"Hi\"},"
                       " {\"role\": \"assistant\", \"content\": \"Hello!\"},"
@@ -3303,6 +3320,10 @@ static void gen_serve_req(void)
             "{\"prompt\": \"a\", \"seed\": -1}",
             "{\"prompt\": \"a\", \"stream\": 1}",
             "{\"prompt\": \"a\", \"stop\": 3}",
+            "{\"prompt\": \"a\", \"stop\": \"\"}",
+            "{\"prompt\": \"a\", \"stop\": [\"x\", \"\"]}",
+            "{\"prompt\": \"a\", \"stop\": [\"x\", 1]}",
+            "{\"prompt\": \"a\", \"stop\": [\"a\", \"b\", \"c\", \"d\", \"e\"]}",
             "{\"prompt\": \"a\", \"n\": 0}",
             "{\"prompt\": \"a\", \"n\": 2}",
             "{\"prompt\": \"a\", \"logprobs\": \"x\"}",

@@ -436,14 +436,17 @@ struct serve_req *run_serve_take(struct run *r, int wait, struct run_serve_seq *
  * stage was lost while it waited for a request (said). */
 int run_serve_stopping(struct run *r);
 /* A piece of q's reply (a token's text, len bytes, any bytes). 1 when q's
- * client has gone (the sequence should end), else 0. */
+ * client has gone, or when its text now holds one of its stop strings (the
+ * reply is cut before it): the sequence should end with this token; else
+ * 0. */
 int run_serve_piece(struct serve_req *q, const char *piece, size_t len);
 /* q's first `cached` prompt ids were held by its slot's cells (the prefix
  * cache): not computed, and counted in its reply's usage. */
 void run_serve_cached(struct serve_req *q, size_t cached);
 /* q's reply has ended (eog: at an end-of-generation token, "stop"; else
- * at its max_tokens or the context, "length") after n_gen tokens; the
- * engine's reference is dropped. */
+ * at a stop string, "stop", or at its max_tokens or the context, "length")
+ * after n_gen tokens (the one that ended it counted); the engine's
+ * reference is dropped. */
 void run_serve_done(struct serve_req *q, int eog, size_t n_gen);
 /* q fails with why (its client gets 503 and why); the engine's reference
  * is dropped. */

@@ -472,7 +472,9 @@ static int take(struct run *r, size_t i, int32_t t)
     q->ids[q->n_prompt + q->n_gen++] = t;
     if (baton_tokenizer_is_eog(r->tok, t) && !cfg->ignore_eos)
         return 1;
-    if (q->req) { /* baton serve: its client gets the piece (one gone ends it) */
+    if (q->req) {
+        /* baton serve: its client gets the piece; one gone, or a stop string
+         * the piece completes, ends the sequence here (its slot is freed) */
         if (baton_token_to_piece(r->tok, t, q->ids[q->n_prompt + q->n_gen - 2], piece,
                                  sizeof(piece), &plen) == 0 &&
             plen > 0 && run_serve_piece(q->req, piece, plen) != 0)

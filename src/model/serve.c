@@ -7,6 +7,9 @@
  * batching), and hands each token's text back here. A reply goes out whole
  * when its sequence ends, or piece by piece as server-sent events
  * ("stream": true), as OpenAI's API and llama.cpp's llama-server send them.
+ * A request's stop strings end its sequence at the token whose text
+ * completes one; its reply is cut before it (a stream holds back the text
+ * that could still begin one).
  *
  * Ownership: a request is shared by its connection (until the reply has
  * been written) and the queue, then the engine (until its sequence ends);
@@ -49,6 +52,9 @@ struct serve_req {
     size_t sent;               /* stream: bytes of text sent */
     int done;                  /* 0 running or queued, 1 ended, -1 failed */
     int eog;                   /* ended at an end-of-generation token */
+    char *stop[BATON_SERVE_MAX_STOP]; /* its stop strings (owned), n_stop of them */
+    size_t stop_len[BATON_SERVE_MAX_STOP], n_stop;
+    int stopped;               /* ended at a stop string: text cut before it */
     char *why;                 /* failed: the message its client gets */
     int gone;                  /* its client went away */
     int phase;                 /* stream: 0 nothing sent, 1 sending text, 2 all formatted */
@@ -128,6 +134,8 @@ static void req_free(struct serve_req *q)
     free(q->text);
     free(q->why);
     free(q->out);
+    for (size_t i = 0; i < q->n_stop; i++)
+        free(q->stop[i]);
     pthread_cond_destroy(&q->cond);
     free(q);
 }
@@ -207,6 +215,13 @@ static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, co
                                         : "1");
 }
 
+/* The finish_reason of a request that ended: "stop" at an end-of-generation
+ * token or a stop string, "length" at its max_tokens or the context. */
+static const char *finish_reason(const struct serve_req *q)
+{
+    return q->eog || q->stopped ? "stop" : "length";
+}
+
 /* The reply's object of a request that ended (not streamed). */
 /* A reply's "usage" object: OpenAI's fields, the prompt ids the prefix
  * cache held as prompt_tokens_details.cached_tokens. */
@@ -222,7 +237,7 @@ static json_t *completion_json(const struct serve_req *q, const char *model)
 {
     size_t n;
     char *text = baton_serve_utf8_clean(q->text ? q->text : "", q->len, &n), id[40];
-    const char *reason = q->eog ? "stop" : "length";
+    const char *reason = finish_reason(q);
     json_t *j;
 
     if (text == NULL)
@@ -263,11 +278,11 @@ static int chunk(struct serve_req *q, const char *text, size_t n, int role, int 
         if (delta != NULL && (text || role))
             json_object_set_new(delta, "content", json_stringn(t, tn));
         choice = json_pack("{s:i,s:o,s:o}", "index", 0, "delta", delta, "finish_reason",
-                           last ? json_string(q->eog ? "stop" : "length") : json_null());
+                           last ? json_string(finish_reason(q)) : json_null());
     } else {
         choice = json_pack("{s:i,s:s%,s:n,s:o}", "index", 0, "text", t, tn, "logprobs",
                            "finish_reason",
-                           last ? json_string(q->eog ? "stop" : "length") : json_null());
+                           last ? json_string(finish_reason(q)) : json_null());
     }
     if (choice != NULL)
         j = json_pack("{s:s,s:s,s:I,s:s,s:[o]}", "id", id, "object",
@@ -292,6 +307,29 @@ static int chunk(struct serve_req *q, const char *text, size_t n, int role, int 
     json_decref(j);
     free(t);
     return rc;
+}
+
+/* How many bytes at the end of q's unsent text could begin one of its stop
+ * strings (the server's lock held): they wait until the next piece says
+ * whether a stop string follows, so that a stream never sends text that
+ * the whole reply would not hold. (Its text holds no whole stop string:
+ * run_serve_piece cuts it before one.) */
+static size_t stop_held(const struct serve_req *q)
+{
+    const size_t unsent = q->len - q->sent;
+    size_t held = 0;
+
+    for (size_t i = 0; i < q->n_stop; i++) {
+        /* the longest proper prefix of stop[i] that ends the text */
+        for (size_t k = q->stop_len[i] - 1 < unsent ? q->stop_len[i] - 1 : unsent; k > held;
+             k--) {
+            if (memcmp(q->text + q->len - k, q->stop[i], k) == 0) {
+                held = k;
+                break;
+            }
+        }
+    }
+    return held;
 }
 
 /* A streamed reply's bytes (MHD's content reader): blocks until text
@@ -349,10 +387,15 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
             }
             continue;
         }
-        /* whole characters only: a piece may end inside one */
-        end = q->done > 0 || q->len == q->sent
-                  ? q->len
-                  : q->sent + baton_serve_utf8_complete(q->text + q->sent, q->len - q->sent);
+        /* whole characters only (a piece may end inside one), and not what
+         * could begin a stop string; all of it once the sequence has ended
+         * (at a stop string, the text is cut before it already) */
+        end = q->len;
+        if (q->done == 0 && q->len > q->sent) {
+            const size_t ready = q->len - q->sent - stop_held(q);
+
+            end = q->sent + baton_serve_utf8_complete(q->text + q->sent, ready);
+        }
         if (end > q->sent) {
             if (chunk(q, q->text + q->sent, end - q->sent, 0, 0) != 0) {
                 ret = MHD_CONTENT_READER_END_WITH_ERROR;
@@ -477,10 +520,10 @@ static int prompt_ids(struct run *r, const struct baton_serve_req *q, int32_t **
     return rc;
 }
 
-/* Builds request q from the parsed body; 0, or an error reply was queued
- * (*ret its result). */
-static int make_req(struct run_serve *srv, struct MHD_Connection *c,
-                    const struct baton_serve_req *b, struct serve_req **out, enum MHD_Result *ret)
+/* Builds request q from the parsed body (its stop strings move to q); 0,
+ * or an error reply was queued (*ret its result). */
+static int make_req(struct run_serve *srv, struct MHD_Connection *c, struct baton_serve_req *b,
+                    struct serve_req **out, enum MHD_Result *ret)
 {
     struct run *r = srv->r;
     const struct baton_run_config *cfg = r->cfg;
@@ -543,6 +586,14 @@ static int make_req(struct run_serve *srv, struct MHD_Connection *c,
     q->seq.top_p = b->has_top_p ? b->top_p : cfg->top_p;
     q->seq.top_k = b->has_top_k ? b->top_k : cfg->top_k;
     q->seq.seed = b->has_seed ? b->seed : cfg->seed;
+    /* the stop strings are q's now (b's pointers to them cleared) */
+    for (size_t i = 0; i < b->n_stop; i++) {
+        q->stop[i] = b->stop[i];
+        q->stop_len[i] = b->stop_len[i];
+        b->stop[i] = NULL;
+    }
+    q->n_stop = b->n_stop;
+    b->n_stop = 0;
     *out = q;
     return 0;
 }
@@ -857,13 +908,34 @@ int run_serve_stopping(struct run *r)
     return s;
 }
 
+/* Where q's text first holds one of its stop strings (the start of the
+ * earliest occurrence; of several starting there, any), looking only at
+ * the occurrences that end past byte `from` (the text before it held
+ * none); SIZE_MAX when none does. */
+static size_t stop_find(const struct serve_req *q, size_t from)
+{
+    size_t first = SIZE_MAX;
+
+    for (size_t i = 0; i < q->n_stop; i++) {
+        const size_t n = q->stop_len[i], at = from > n - 1 ? from - (n - 1) : 0;
+        const char *hit;
+
+        if (n > q->len - at)
+            continue;
+        hit = memmem(q->text + at, q->len - at, q->stop[i], n);
+        if (hit != NULL && (size_t)(hit - q->text) < first)
+            first = (size_t)(hit - q->text);
+    }
+    return first;
+}
+
 int run_serve_piece(struct serve_req *q, const char *piece, size_t len)
 {
     struct run_serve *srv = q->srv;
     int gone;
 
     pthread_mutex_lock(&srv->lock);
-    gone = q->gone;
+    gone = q->gone || q->stopped;
     if (!gone && len > q->cap - q->len) {
         const size_t cap = (q->len + len) * 2 + 64;
         char *t = realloc(q->text, cap);
@@ -876,8 +948,17 @@ int run_serve_piece(struct serve_req *q, const char *piece, size_t len)
         }
     }
     if (!gone) {
+        const size_t from = q->len;
+        size_t cut;
+
         memcpy(q->text + q->len, piece, len);
         q->len += len;
+        cut = q->n_stop > 0 ? stop_find(q, from) : SIZE_MAX;
+        if (cut != SIZE_MAX) { /* the reply ends before the stop string */
+            q->len = cut;
+            q->stopped = 1;
+            gone = 1;
+        }
         pthread_cond_broadcast(&q->cond);
     }
     pthread_mutex_unlock(&srv->lock);
@@ -907,7 +988,10 @@ void run_serve_done(struct serve_req *q, int eog, size_t n_gen)
             (unsigned long long)q->num, q->chat ? "chat" : "completion",
             q->stream ? ", streamed" : "", q->n_prompt, q->n_prompt == 1 ? "" : "s",
             q->n_cached, n_gen,
-            q->gone ? "cut: its client went away" : eog ? "stop" : "length",
+            q->gone      ? "cut: its client went away"
+            : q->stopped ? "stop string"
+            : eog        ? "stop"
+                         : "length",
             run_now_s() - q->t0);
     pthread_cond_broadcast(&q->cond);
     unref_locked(q);

@@ -144,23 +144,67 @@ out:
     return rc;
 }
 
-/* The fields this server accepts only at their defaults: stop, n,
- * logprobs, echo. A value of the wrong type is a format error; a
- * well-formed one asking for the feature is unsupported. */
+/* The stop strings: one string, or an array of up to BATON_SERVE_MAX_STOP
+ * (OpenAI's API; llama.cpp's server takes both forms). Each is copied with
+ * a NUL after it; jansson has checked that it is valid UTF-8 without NUL. */
+static int parse_stop(json_t *root, struct baton_serve_req *req, char *err, size_t errcap)
+{
+    json_t *v = field(root, "stop");
+    const int one = v != NULL && json_is_string(v);
+    const size_t n = one ? 1 : v != NULL && json_is_array(v) ? json_array_size(v) : 0;
+    int rc = 0;
+
+    if (v != NULL && !one && !json_is_array(v)) {
+        rc = fail(err, errcap, BATON_E_FORMAT,
+                  "\"stop\" must be a string or an array of up to %u strings",
+                  BATON_SERVE_MAX_STOP);
+        goto out;
+    }
+    if (n > BATON_SERVE_MAX_STOP) {
+        rc = fail(err, errcap, BATON_E_LIMIT, "\"stop\" holds more than %u strings",
+                  BATON_SERVE_MAX_STOP);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *s = one ? v : json_array_get(v, i);
+        char what[16];
+        size_t len;
+
+        if (one)
+            snprintf(what, sizeof what, "\"stop\"");
+        else
+            snprintf(what, sizeof what, "stop[%zu]", i);
+        if (!json_is_string(s)) {
+            rc = fail(err, errcap, BATON_E_FORMAT, "%s must be a string", what);
+            goto out;
+        }
+        len = json_string_length(s);
+        if (len == 0 || len > BATON_SERVE_MAX_STOP_BYTES) {
+            rc = fail(err, errcap, len == 0 ? BATON_E_FORMAT : BATON_E_LIMIT,
+                      "%s must be a string of 1 to %u bytes", what, BATON_SERVE_MAX_STOP_BYTES);
+            goto out;
+        }
+        req->stop[i] = malloc(len + 1);
+        if (req->stop[i] == NULL) {
+            rc = fail(err, errcap, BATON_E_NOMEM, "out of memory for %s", what);
+            goto out;
+        }
+        memcpy(req->stop[i], json_string_value(s), len + 1);
+        req->stop_len[i] = len;
+        req->n_stop = i + 1;
+    }
+out:
+    return rc;
+}
+
+/* The fields this server accepts only at their defaults: n, logprobs,
+ * echo. A value of the wrong type is a format error; a well-formed one
+ * asking for the feature is unsupported. */
 static int parse_unsupported(json_t *root, char *err, size_t errcap)
 {
     json_t *v;
     int rc = 0;
 
-    v = field(root, "stop");
-    if (v != NULL && !json_is_string(v) && !json_is_array(v)) {
-        rc = fail(err, errcap, BATON_E_FORMAT, "\"stop\" must be a string or an array");
-        goto out;
-    }
-    if (v != NULL && (json_is_string(v) ? json_string_length(v) : json_array_size(v)) > 0) {
-        rc = fail(err, errcap, BATON_E_UNSUPPORTED, "\"stop\" strings are not supported");
-        goto out;
-    }
     v = field(root, "n");
     if (v != NULL && (!json_is_integer(v) || json_integer_value(v) < 1)) {
         rc = fail(err, errcap, BATON_E_FORMAT, "\"n\" must be a positive integer");
@@ -451,6 +495,8 @@ int baton_serve_req_parse(const char *body, size_t len, int chat, struct baton_s
     if (rc == 0)
         rc = parse_sampling(root, req, err, errcap);
     if (rc == 0)
+        rc = parse_stop(root, req, err, errcap);
+    if (rc == 0)
         rc = parse_unsupported(root, err, errcap);
 out:
     json_decref(root);
@@ -465,6 +511,8 @@ void baton_serve_req_free(struct baton_serve_req *req)
     for (size_t i = 0; i < req->n_msgs; i++)
         free(req->msgs[i].text);
     free(req->msgs);
+    for (size_t i = 0; i < req->n_stop; i++)
+        free(req->stop[i]);
     memset(req, 0, sizeof *req);
 }
 

@@ -21,11 +21,15 @@
  *   top_k        integer 0..2^31-1 (0: all)
  *   seed         integer 0..2^63-1
  *   stream       boolean
- *   stop         only absent, null, "" or []: stop strings are not supported
+ *   stop         a string, or an array of 0..BATON_SERVE_MAX_STOP strings ([]:
+ *                none); each 1..BATON_SERVE_MAX_STOP_BYTES bytes (an empty
+ *                one is refused: it would end every reply before its text)
  *   n            only 1
  *   logprobs     only false (or 0); echo only false
- * Texts must not hold NUL (jansson refuses "\u0000" without JSON_ALLOW_NUL)
- * and together hold at most BATON_TOKENIZER_MAX_TEXT_BYTES bytes. */
+ * Texts and stop strings must not hold NUL (jansson refuses "\u0000"
+ * without JSON_ALLOW_NUL) and are valid UTF-8 (jansson refuses any other
+ * string); the texts (prompt, messages) together hold at most
+ * BATON_TOKENIZER_MAX_TEXT_BYTES bytes. */
 #ifndef BATON_MODEL_SERVE_REQ_H
 #define BATON_MODEL_SERVE_REQ_H
 
@@ -36,6 +40,10 @@
 #define BATON_SERVE_MAX_BODY (2u << 20)
 /* Most messages of one chat request. */
 #define BATON_SERVE_MAX_MESSAGES 1024u
+/* Most stop strings of one request (OpenAI's "up to 4"), and the most
+ * bytes of each (UTF-8, as decoded from the JSON). */
+#define BATON_SERVE_MAX_STOP 4u
+#define BATON_SERVE_MAX_STOP_BYTES 256u
 
 enum baton_serve_role {
     BATON_SERVE_SYSTEM = 0,
@@ -67,6 +75,9 @@ struct baton_serve_req {
     uint64_t seed;
     int has_seed;
     int stream;
+    char *stop[BATON_SERVE_MAX_STOP]; /* n_stop stop strings: NUL-terminated, owned */
+    size_t stop_len[BATON_SERVE_MAX_STOP]; /* each 1..BATON_SERVE_MAX_STOP_BYTES */
+    size_t n_stop;
 };
 
 /* Parses body[0, len) (need not be NUL-terminated; may hold anything) as
@@ -74,9 +85,10 @@ struct baton_serve_req {
  * *req (zeroed first). Returns 0, or on error (nothing left allocated in
  * *req) BATON_E_FORMAT (not a JSON object, a field of the wrong type or out
  * of range, messages out of order), BATON_E_UNSUPPORTED (a feature this
- * server lacks: stop strings, n > 1, logprobs, echo), BATON_E_LIMIT (more
- * than BATON_SERVE_MAX_BODY bytes, BATON_SERVE_MAX_MESSAGES messages or
- * BATON_TOKENIZER_MAX_TEXT_BYTES of text), BATON_E_NOMEM; err (when errcap
+ * server lacks: n > 1, logprobs, echo), BATON_E_LIMIT (more than
+ * BATON_SERVE_MAX_BODY bytes, BATON_SERVE_MAX_MESSAGES messages,
+ * BATON_TOKENIZER_MAX_TEXT_BYTES of text, BATON_SERVE_MAX_STOP stop strings
+ * or BATON_SERVE_MAX_STOP_BYTES in one), BATON_E_NOMEM; err (when errcap
  * > 0) then holds one NUL-terminated sentence naming the field (e.g.
  * "\"temperature\" must be a number from 0 to 100"), never the body's bytes
  * beyond a field's name. */

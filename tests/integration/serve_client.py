@@ -15,6 +15,9 @@ library only: a fresh machine may lack curl).
                                                      closes the connection
   serve_client.py PORT hangup PATH JSON           -> sends the request, waits 0.3 s and
                                                      closes the connection unread
+
+As a module (test_serve.sh's checks): request(), and reply() and stream()
+that give a completion's or chat completion's text, finish_reason and usage.
 """
 import http.client
 import json
@@ -52,6 +55,48 @@ def events(resp):
             yield line[6:]
 
 
+def stream_events(port, path, body):
+    """(status, the events' JSON objects (or the error body), whether [DONE] came)."""
+    c = conn(port)
+    c.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    if r.status != 200:
+        data = r.read().decode("utf-8")
+        c.close()
+        return r.status, data, False
+    assert r.getheader("Content-Type") == "text/event-stream", r.getheader("Content-Type")
+    ev, done = [], False
+    for e in events(r):
+        assert not done, "an event after [DONE]: " + e
+        if e == "[DONE]":
+            done = True
+        else:
+            ev.append(json.loads(e))
+    c.close()
+    return r.status, ev, done
+
+
+def reply(port, path, req):
+    """A whole reply to req (a dict): (text, finish_reason, usage)."""
+    status, body = request(port, "POST", path, json.dumps(req).encode("utf-8"))
+    assert status == 200, (status, body)
+    c = json.loads(body)["choices"][0]
+    return (c["message"]["content"] if "message" in c else c["text"]), c["finish_reason"], \
+        json.loads(body)["usage"]
+
+
+def stream(port, path, req):
+    """The streamed reply to req: (its events' text joined, finish_reason, usage); every
+    event but the last without a finish_reason, the last without text, then [DONE]."""
+    status, ev, done = stream_events(port, path, json.dumps(dict(req, stream=True)).encode())
+    assert status == 200 and done and ev, (status, ev, done)
+    cs = [e["choices"][0] for e in ev]
+    assert all(c["finish_reason"] is None for c in cs[:-1]), cs
+    text = "".join(c["delta"].get("content", "") if "delta" in c else c["text"] for c in cs)
+    assert cs[-1].get("delta", {}).get("content", "") == "" and cs[-1].get("text", "") == "", cs
+    return text, cs[-1]["finish_reason"], ev[-1]["usage"]
+
+
 def main():
     port, cmd, path = sys.argv[1], sys.argv[2], sys.argv[3]
     if cmd == "get":
@@ -64,16 +109,14 @@ def main():
         with open(sys.argv[4], "rb") as f:
             print(*request(port, "POST", path, f.read()))
     elif cmd == "stream":
-        c = conn(port)
-        c.request("POST", path, body=sys.argv[4].encode("utf-8"),
-                  headers={"Content-Type": "application/json"})
-        r = c.getresponse()
-        if r.status != 200:
-            print(r.status, r.read().decode("utf-8"))
+        status, ev, done = stream_events(port, path, sys.argv[4].encode("utf-8"))
+        if status != 200:
+            print(status, ev)
             return
-        assert r.getheader("Content-Type") == "text/event-stream", r.getheader("Content-Type")
-        for e in events(r):
-            print(e if e == "[DONE]" else json.dumps(json.loads(e)))
+        for e in ev:
+            print(json.dumps(e))
+        if done:
+            print("[DONE]")
     elif cmd == "drop":
         c = conn(port)
         c.request("POST", path, body=sys.argv[4].encode("utf-8"),

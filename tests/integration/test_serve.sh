@@ -7,6 +7,8 @@
 # continuous batching), in-process and over 2 batond (direct path, hub path,
 # two pipeline groups); that a chat request's prompt is its messages laid
 # out in the model's template; that streamed replies carry the same text;
+# that stop strings cut a reply just before the earliest (whole and streamed,
+# completions and chat, against the same request without them);
 # every refusal (400 naming the field, 401, 404, 405, 413, 503 when the
 # queue is full or the server stops); a client that goes away mid-stream;
 # SIGTERM (exit 0, requests in flight fail with 503); and usage errors.
@@ -236,12 +238,123 @@ assert ev[-1]["choices"][0]["finish_reason"] == "length", ev[-1]
 PY
 echo "ok: chat: the messages laid out (chatml), streamed and not"
 
+# stop strings: each reply (whole and streamed, completions and chat, greedy
+# and seeded) is the same request's text without them, cut just before the
+# earliest occurrence; the tokens up to the one whose text completed it are
+# counted. The tokens' pieces: the text of the same request with max_tokens
+# 1, 2, ... (a reply of k tokens is the first k tokens' text)
+python3 - "$SPORT" "$(dirname "$0")" <<'PY' || fail "stop strings"
+import sys
+sys.path.insert(0, sys.argv[2])
+from serve_client import reply, stream
+port, N = sys.argv[1], 16
+SNOW = "\u2603"  # never in these replies (checked)
+
+
+def pieces(path, req):
+    """The reply's text T and where each token's text ends in it (characters), or
+    None where a token's text ends inside a character (U+FFFD there)."""
+    T, why, _ = reply(port, path, dict(req, max_tokens=N))
+    assert why == "length", why
+    heads = [reply(port, path, dict(req, max_tokens=k))[0] for k in range(1, N + 1)]
+    if "\ufffd" in T or SNOW in T or any(not T.startswith(h) for h in heads):
+        return None
+    return T, [0] + [len(h) for h in heads]
+
+
+def expect(T, ends, stops):
+    """The reply the stop strings give, worked out token by token: the first token
+    after which the text holds one; the text cut at the earliest such place."""
+    for k in range(1, N + 1):
+        at = [T[:ends[k]].find(s) for s in stops if s in T[:ends[k]]]
+        if at:
+            return T[:min(at)], "stop", k
+    return T, "length", N
+
+
+def first_at(T, start, stop_by, grow):
+    """A stop string T[start:start + n], the shortest whose first place in T is
+    start and that ends by stop_by (grow: may end past it)."""
+    for n in range(1, 40):
+        s = T[start:start + n]
+        if len(s) == n and (grow or start + n <= stop_by) and T.find(s) == start:
+            return s
+    return None
+
+
+def check(path, req, T, ends, stops, want_why, want_k, want_text=None):
+    text, why, k = expect(T, ends, stops)
+    assert why == want_why and k == want_k, (stops, why, k, want_why, want_k)
+    if want_text is not None:
+        assert text == want_text, (stops, text, want_text)
+    body = dict(req, max_tokens=N, stop=stops[0] if len(stops) == 1 else stops)
+    for how in (reply, stream):
+        got, got_why, u = how(port, path, body)
+        assert (got, got_why) == (text, why), (how.__name__, stops, got, got_why, text, why)
+        assert u["completion_tokens"] == k, (how.__name__, stops, u, k)
+        assert T.startswith(got), (got, T)
+
+
+cases = 0
+for path, req in [
+        ("/v1/completions", {"prompt": "Hello, world"}),
+        ("/v1/completions", {"prompt": "Hello, world", "temperature": 0.8, "seed": 5}),
+        ("/v1/completions", {"prompt": "The cat sat on the mat."}),
+        ("/v1/chat/completions", {"messages": [{"role": "user", "content": "Hello, world"}]}),
+        ("/v1/chat/completions", {"messages": [{"role": "user", "content": "Tell a story"}],
+                                  "temperature": 0.7, "seed": 3}),
+        ("/v1/completions", {"prompt": "Once upon a time"})]:
+    got = pieces(path, req)
+    if got is None:  # a token's text ends inside a character: piece ends unclear
+        continue
+    T, ends = got
+    # in the middle of one token's text: starts after its first character, ends
+    # before its last
+    mid = [(k, s) for k in range(1, N + 1)
+           for s in [first_at(T, ends[k - 1] + 1, ends[k] - 1, False)] if s]
+    assert mid, (T, ends)
+    k, s = mid[0]
+    assert ends[k - 1] < T.find(s) and T.find(s) + len(s) < ends[k]
+    check(path, req, T, ends, [s], "stop", k, T[:ends[k - 1] + 1])
+    # across two tokens' texts: the last character of one and the next's first
+    across = [(k, s) for k in range(1, N) for s in [first_at(T, ends[k] - 1, ends[k], True)]
+              if s and len(s) >= 2 and ends[k] - 1 + len(s) <= ends[k + 1]]
+    assert across, (T, ends)
+    k2, s2 = across[-1]
+    check(path, req, T, ends, [s2], "stop", k2 + 1, T[:ends[k2] - 1])
+    # never: a string not in the reply, one of the prompt's words (the prompt is
+    # not searched), and the start of one that ends a token's text, then is not
+    # followed by the rest (held back in a stream, then sent; at the end too)
+    words = [w for w in (req.get("prompt") or req["messages"][0]["content"]).split()
+             if w not in T]
+    assert words, T
+    check(path, req, T, ends, [SNOW + "x", words[-1], T[ends[3] - 2:ends[3]] + SNOW,
+                               T[-3:] + SNOW], "length", N, T)
+    # several: the earliest occurrence wins, whichever is listed first
+    if T.find(s) < T.find(s2):
+        check(path, req, T, ends, [s2, SNOW, s], "stop", k, T[:T.find(s)])
+    # two that the same token completes: the one that starts earlier wins
+    same = [(k, T[ends[k - 1] + 1:ends[k]], T[ends[k - 1]:ends[k]]) for k in range(1, N + 1)
+            if ends[k] - ends[k - 1] >= 2 and T.find(T[ends[k - 1]:ends[k]]) == ends[k - 1] and
+            T.find(T[ends[k - 1] + 1:ends[k]]) == ends[k - 1] + 1]
+    assert same, (T, ends)
+    k3, late, early = same[0]
+    check(path, req, T, ends, [late, early], "stop", k3, T[:ends[k3 - 1]])
+    cases += 1
+assert cases >= 4, cases
+PY
+grep -q "generated [0-9]* (stop string)" "$TMP/serve.local.log" ||
+    fail "no '(stop string)' line: $(tail -3 "$TMP/serve.local.log")"
+expect_status 200 '"running":0,"queued":0' "$($CLIENT "$SPORT" get /health)"
+echo "ok: stop strings: the reply without them, cut before the earliest; streamed the same"
+
 # refusals: each 400 names what was wrong; nothing else is disturbed
 expect_status 400 'max_tokens\\" must' "$($CLIENT "$SPORT" post /v1/completions '{"prompt": "a", "max_tokens": 0}')"
 expect_status 400 'temperature' "$($CLIENT "$SPORT" post /v1/completions '{"prompt": "a", "temperature": "hot"}')"
 expect_status 400 'prompt' "$($CLIENT "$SPORT" post /v1/completions '{"max_tokens": 3}')"
 expect_status 400 'NUL' "$($CLIENT "$SPORT" post /v1/completions '{"prompt": "a\u0000b"}')"
-expect_status 400 'stop' "$($CLIENT "$SPORT" post /v1/completions '{"prompt": "a", "stop": ["x"]}')"
+expect_status 400 'stop\[1\] must be a string of 1 to 256 bytes' "$($CLIENT "$SPORT" post /v1/completions '{"prompt": "a", "stop": ["x", ""]}')"
+expect_status 400 '"stop\\" holds more than 4' "$($CLIENT "$SPORT" post /v1/completions '{"prompt": "a", "stop": ["a", "b", "c", "d", "e"]}')"
 expect_status 400 'invalid_request_error' "$($CLIENT "$SPORT" post /v1/completions '{"prompt": ')"
 expect_status 400 'user' "$($CLIENT "$SPORT" post /v1/chat/completions '{"messages": [{"role": "assistant", "content": "a"}]}')"
 long=$(python3 -c 'print("word " * 700)')

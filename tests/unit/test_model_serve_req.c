@@ -91,11 +91,12 @@ static void test_prompt_every_field(void **state)
     assert_int_equal(req.has_seed, 1);
     assert_true(req.seed == UINT64_C(9223372036854775807));
     assert_int_equal(req.stream, 1);
+    assert_int_equal(req.n_stop, 0); /* [] asks for none */
     baton_serve_req_free(&req);
 
     /* the lowest values, integers where reals are allowed, the other names */
     parse_ok("{\"prompt\": \"\", \"n_predict\": 1, \"temperature\": 0, \"top_p\": 0.25,"
-             " \"top_k\": 0, \"seed\": 0, \"stream\": false, \"stop\": \"\","
+             " \"top_k\": 0, \"seed\": 0, \"stream\": false, \"stop\": null,"
              " \"logprobs\": false}",
              0, &req);
     assert_string_equal(req.prompt, "");
@@ -131,6 +132,7 @@ static void test_null_is_absent(void **state)
     assert_int_equal(req.max_tokens, 5);
     assert_int_equal(req.has_temperature + req.has_top_p + req.has_top_k + req.has_seed, 0);
     assert_int_equal(req.stream, 0);
+    assert_int_equal(req.n_stop, 0);
     baton_serve_req_free(&req);
     refuse("{\"prompt\": null}", 0, BATON_E_FORMAT, "\"prompt\"");
     refuse("{\"messages\": null}", 1, BATON_E_FORMAT, "\"messages\"");
@@ -175,12 +177,81 @@ static void test_field_refusals(void **state)
     refuse("{\"prompt\": \"hi\"}", 1, BATON_E_FORMAT, "\"messages\"");
 }
 
+/* stop strings: one string or an array of up to 4, each copied byte for
+ * byte (escapes decoded) with its length; null and [] ask for none */
+static void test_stop(void **state)
+{
+    struct baton_serve_req req;
+    char longest[300];
+    int n;
+
+    (void)state;
+    parse_ok("{\"prompt\": \"a\", \"stop\": \"\\n\"}", 0, &req);
+    assert_int_equal(req.n_stop, 1);
+    assert_string_equal(req.stop[0], "\n");
+    assert_int_equal(req.stop_len[0], 1);
+    assert_null(req.stop[1]);
+    baton_serve_req_free(&req);
+    assert_memory_equal(&req, &zero_req, sizeof req);
+
+    parse_ok("{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"stop\":"
+             " [\"User:\", \"caf\\u00e9\", \"\\ud83d\\ude00 end\", \"x\"]}",
+             1, &req);
+    assert_int_equal(req.n_stop, 4);
+    assert_string_equal(req.stop[0], "User:");
+    assert_int_equal(req.stop_len[0], 5);
+    assert_string_equal(req.stop[1], "caf\xC3\xA9");
+    assert_int_equal(req.stop_len[1], 5);
+    assert_string_equal(req.stop[2], "\xF0\x9F\x98\x80 end");
+    assert_int_equal(req.stop_len[2], 8);
+    assert_string_equal(req.stop[3], "x");
+    assert_int_equal(req.stop_len[3], 1);
+    baton_serve_req_free(&req);
+    assert_memory_equal(&req, &zero_req, sizeof req);
+
+    parse_ok("{\"prompt\": \"a\", \"stop\": []}", 0, &req);
+    assert_int_equal(req.n_stop, 0);
+    baton_serve_req_free(&req);
+
+    /* 256 bytes is the most: 85 three-byte characters and one byte */
+    n = snprintf(longest, sizeof longest, "{\"prompt\": \"a\", \"stop\": [\"x\", \"");
+    for (int i = 0; i < 85; i++)
+        n += snprintf(longest + n, sizeof longest - (size_t)n, "%s", "\xE2\x82\xAC");
+    snprintf(longest + n, sizeof longest - (size_t)n, "%s", "z\"]}");
+    parse_ok(longest, 0, &req);
+    assert_int_equal(req.n_stop, 2);
+    assert_int_equal(req.stop_len[1], 256);
+    assert_int_equal(strlen(req.stop[1]), 256);
+    assert_memory_equal(req.stop[1], "\xE2\x82\xAC\xE2\x82\xAC", 6);
+    assert_int_equal(req.stop[1][255], 'z');
+    baton_serve_req_free(&req);
+    /* ... and one more byte is refused */
+    snprintf(longest + n, sizeof longest - (size_t)n, "%s", "zz\"]}");
+    refuse(longest, 0, BATON_E_LIMIT, "stop[1] must be a string of 1 to 256 bytes");
+
+    refuse("{\"prompt\": \"a\", \"stop\": \"\"}", 0, BATON_E_FORMAT,
+           "\"stop\" must be a string of 1 to 256 bytes");
+    refuse("{\"prompt\": \"a\", \"stop\": [\"x\", \"\"]}", 0, BATON_E_FORMAT,
+           "stop[1] must be a string of 1 to 256 bytes");
+    refuse("{\"prompt\": \"a\", \"stop\": [\"a\", \"b\", \"c\", \"d\", \"e\"]}", 0,
+           BATON_E_LIMIT, "\"stop\" holds more than 4 strings");
+    refuse("{\"prompt\": \"a\", \"stop\": [\"x\", 3]}", 0, BATON_E_FORMAT,
+           "stop[1] must be a string");
+    refuse("{\"prompt\": \"a\", \"stop\": [null]}", 0, BATON_E_FORMAT,
+           "stop[0] must be a string");
+    refuse("{\"prompt\": \"a\", \"stop\": [[\"x\"]]}", 0, BATON_E_FORMAT, "stop[0]");
+    refuse("{\"prompt\": \"a\", \"stop\": 3}", 0, BATON_E_FORMAT,
+           "\"stop\" must be a string or an array of up to 4 strings");
+    refuse("{\"prompt\": \"a\", \"stop\": {\"x\": 1}}", 0, BATON_E_FORMAT, "\"stop\"");
+    refuse("{\"prompt\": \"a\", \"stop\": \"a\\u0000b\"}", 0, BATON_E_FORMAT, "NUL");
+    /* the stop strings are freed when a later field is refused */
+    refuse("{\"prompt\": \"a\", \"stop\": [\"x\", \"y\"], \"n\": 2}", 0, BATON_E_UNSUPPORTED,
+           "\"n\"");
+}
+
 static void test_unsupported(void **state)
 {
     (void)state;
-    refuse("{\"prompt\": \"a\", \"stop\": \"\\n\"}", 0, BATON_E_UNSUPPORTED, "\"stop\"");
-    refuse("{\"prompt\": \"a\", \"stop\": [\"x\"]}", 0, BATON_E_UNSUPPORTED, "\"stop\"");
-    refuse("{\"prompt\": \"a\", \"stop\": 3}", 0, BATON_E_FORMAT, "\"stop\"");
     refuse("{\"prompt\": \"a\", \"n\": 2}", 0, BATON_E_UNSUPPORTED, "\"n\"");
     refuse("{\"prompt\": \"a\", \"n\": 0}", 0, BATON_E_FORMAT, "\"n\"");
     refuse("{\"prompt\": \"a\", \"n\": 1.0}", 0, BATON_E_FORMAT, "\"n\"");
@@ -517,7 +588,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_prompt_minimal), cmocka_unit_test(test_prompt_every_field),
         cmocka_unit_test(test_null_is_absent), cmocka_unit_test(test_field_refusals),
-        cmocka_unit_test(test_unsupported),    cmocka_unit_test(test_json_refusals),
+        cmocka_unit_test(test_stop),           cmocka_unit_test(test_unsupported),
+        cmocka_unit_test(test_json_refusals),
         cmocka_unit_test(test_chat),           cmocka_unit_test(test_chat_order),
         cmocka_unit_test(test_chat_refusals),  cmocka_unit_test(test_text_limit),
         cmocka_unit_test(test_utf8_clean),     cmocka_unit_test(test_utf8_complete),
