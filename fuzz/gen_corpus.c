@@ -256,6 +256,42 @@ static void graph_matmul(struct graph_store *s)
     gs_finish(s);
 }
 
+/* SAMPLE of 2 rows of 40 logits: leaves 0 logits {40,2} F32, 1 params
+ * {6,2} I32, 2 the tokens {2} I32. */
+static void graph_sample(struct graph_store *s)
+{
+    gs_init(s);
+    struct baton_tensor_desc x = tensor(H0, 0, BATON_TYPE_F32, 40, 2, 1, 1);
+    struct baton_tensor_desc p = tensor(H0, 320, BATON_TYPE_I32, 6, 2, 1, 1);
+    struct baton_tensor_desc y = tensor(H0, 384, BATON_TYPE_I32, 2, 1, 1, 1);
+    uint32_t lx = baton_gb_leaf(&s->gb, &x), lp = baton_gb_leaf(&s->gb, &p);
+    uint32_t ly = baton_gb_leaf(&s->gb, &y);
+    uint32_t smp = gs_node(s, BATON_OP_SAMPLE, BATON_TYPE_I32, 2, 1, 1, lx, lp, 0);
+    baton_gb_set_out(&s->gb, smp, ly);
+    gs_finish(s);
+}
+
+/* The leaf data of graph_sample: row 0 40 distinct logits sampled with
+ * temperature 0.7 and top_p 0.9 over all, row 1 logits of 4 values (ties)
+ * with temperature 1 and top_k 5 (the selection, then the sort). */
+static void sample_data(struct buf *b)
+{
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < 40; i++) {
+            const float v = r == 0 ? (float)((i * 7) % 40) * 0.1f : (float)(i % 4);
+
+            bput(b, &v, 4);
+        }
+    for (int r = 0; r < 2; r++) {
+        const float t = r == 0 ? 0.7f : 1.0f, top_p = r == 0 ? 0.9f : 1.0f;
+        const int32_t rest[4] = {r == 0 ? 0 : 5, 12345 + r, 0, 3 + r};
+
+        bput(b, &t, 4);
+        bput(b, &top_p, 4);
+        bput(b, rest, sizeof rest);
+    }
+}
+
 /* A K-quant (or Q5_0 / Q5_1) weight (type wt, 2 rows of 256): MUL_MAT of 3 columns (the
  * prefill tiles) and of 1 column (decode), and GET_ROWS of its row 1.
  * Leaves: 0 W, 1 x {256,3}, 2 x1 {256,1}, 3 ids {1}, 4 y {2,3}, 5 y1 {2,1},
@@ -513,6 +549,11 @@ static void gen_wire_graph(void)
     graph_payload(&b, &s.gb.g);
     emit_buf("wire_graph", &b);
     bput(&b, ones, sizeof ones); /* leaf data: every i32 is 1 */
+    emit_buf("wire_graph", &b);
+    b.len = 0;
+    graph_sample(&s);
+    graph_payload(&b, &s.gb.g);
+    sample_data(&b);
     emit_buf("wire_graph", &b);
     b.len = 0;
     graph_ops(&s);

@@ -179,19 +179,20 @@ static int parse_stop(json_t *root, struct baton_serve_req *req, char *err, size
             goto out;
         }
         len = json_string_length(s);
-        if (len == 0 || len > BATON_SERVE_MAX_STOP_BYTES) {
-            rc = fail(err, errcap, len == 0 ? BATON_E_FORMAT : BATON_E_LIMIT,
-                      "%s must be a string of 1 to %u bytes", what, BATON_SERVE_MAX_STOP_BYTES);
+        if (len == 0)
+            continue; /* matches nothing: ignored, as llama-server ignores it */
+        if (len > BATON_SERVE_MAX_STOP_BYTES) {
+            rc = fail(err, errcap, BATON_E_LIMIT, "%s must be a string of at most %u bytes",
+                      what, BATON_SERVE_MAX_STOP_BYTES);
             goto out;
         }
-        req->stop[i] = malloc(len + 1);
-        if (req->stop[i] == NULL) {
+        req->stop[req->n_stop] = malloc(len + 1);
+        if (req->stop[req->n_stop] == NULL) {
             rc = fail(err, errcap, BATON_E_NOMEM, "out of memory for %s", what);
             goto out;
         }
-        memcpy(req->stop[i], json_string_value(s), len + 1);
-        req->stop_len[i] = len;
-        req->n_stop = i + 1;
+        memcpy(req->stop[req->n_stop], json_string_value(s), len + 1);
+        req->stop_len[req->n_stop++] = len;
     }
 out:
     return rc;

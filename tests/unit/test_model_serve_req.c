@@ -227,12 +227,20 @@ static void test_stop(void **state)
     baton_serve_req_free(&req);
     /* ... and one more byte is refused */
     snprintf(longest + n, sizeof longest - (size_t)n, "%s", "zz\"]}");
-    refuse(longest, 0, BATON_E_LIMIT, "stop[1] must be a string of 1 to 256 bytes");
+    refuse(longest, 0, BATON_E_LIMIT, "stop[1] must be a string of at most 256 bytes");
 
-    refuse("{\"prompt\": \"a\", \"stop\": \"\"}", 0, BATON_E_FORMAT,
-           "\"stop\" must be a string of 1 to 256 bytes");
-    refuse("{\"prompt\": \"a\", \"stop\": [\"x\", \"\"]}", 0, BATON_E_FORMAT,
-           "stop[1] must be a string of 1 to 256 bytes");
+    /* an empty string matches nothing: ignored (as llama-server does) */
+    parse_ok("{\"prompt\": \"a\", \"stop\": \"\"}", 0, &req);
+    assert_int_equal(req.n_stop, 0);
+    baton_serve_req_free(&req);
+    parse_ok("{\"prompt\": \"a\", \"stop\": [\"\", \"x\", \"\", \"yz\"]}", 0, &req);
+    assert_int_equal(req.n_stop, 2);
+    assert_int_equal(req.stop_len[0], 1);
+    assert_string_equal(req.stop[0], "x");
+    assert_int_equal(req.stop_len[1], 2);
+    assert_string_equal(req.stop[1], "yz");
+    assert_null(req.stop[2]);
+    baton_serve_req_free(&req);
     refuse("{\"prompt\": \"a\", \"stop\": [\"a\", \"b\", \"c\", \"d\", \"e\"]}", 0,
            BATON_E_LIMIT, "\"stop\" holds more than 4 strings");
     refuse("{\"prompt\": \"a\", \"stop\": [\"x\", 3]}", 0, BATON_E_FORMAT,
