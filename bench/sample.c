@@ -9,7 +9,7 @@
  *
  * Built by CMake as build/bench/bench_sample (speed is measured, never
  * asserted):
- *   build/bench/bench_sample [--reps N]
+ *   build/bench/bench_sample [--reps N]   (CMake target bench_sample)
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -44,7 +44,9 @@ def start(baton, model, ctx, cache, tmp):
         if os.path.exists(port_file) and os.path.getsize(port_file) > 0:
             return p, int(open(port_file).read())
         if p.poll() is not None:
-            sys.exit("serve_prefix: baton serve (%s) exited: see %s" % (cache, log.name))
+            log.close()
+            sys.exit("serve_prefix: baton serve (--prefix-cache %s) exited %d:\n%s" % (
+                cache, p.returncode, open(log.name).read()[-2000:]))
         time.sleep(0.1)
     p.kill()
     sys.exit("serve_prefix: baton serve (%s) did not listen" % cache)
@@ -61,12 +63,12 @@ def ask(port, messages, max_tokens):
     dt = time.perf_counter() - t0
     c.close()
     if r.status != 200:
-        sys.exit("serve_prefix: %d %s" % (r.status, data[:300]))
+        sys.exit("serve_prefix: HTTP %d: %s" % (r.status, data[:300].decode("utf-8", "replace")))
     return json.loads(data), dt
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--baton", required=True)
     ap.add_argument("--model", required=True)
     ap.add_argument("--turns", type=int, default=8)

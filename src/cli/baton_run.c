@@ -162,7 +162,9 @@ static void serve_usage(FILE *f)
           "rides in their decode steps (continuous batching).\n"
           "\n"
           "  POST /v1/completions       {\"prompt\": TEXT, \"max_tokens\": N, \"temperature\": T,\n"
-          "                             \"top_p\": P, \"top_k\": K, \"seed\": S, \"stream\": B}\n"
+          "                             \"top_p\": P, \"top_k\": K, \"seed\": S, \"stream\": B,\n"
+          "                             \"stop\": [up to 4 strings]}: the reply ends before\n"
+          "                             the first stop string it holds\n"
           "  POST /v1/chat/completions  {\"messages\": [{\"role\": \"system\"|\"user\"|\n"
           "                             \"assistant\", \"content\": TEXT}, ...], ...}: laid out\n"
           "                             with the model's chat template (as baton run --chat)\n"
@@ -201,7 +203,10 @@ static void serve_usage(FILE *f)
           "                       earlier turns, a shared system message), and only the\n"
           "                       rest of the prompt is computed (default on; the reply\n"
           "                       is the same either way); usage.prompt_tokens_details.\n"
-          "                       cached_tokens counts what was not computed\n"
+          "                       cached_tokens counts what was not computed, and so\n"
+          "                       tells how much of a prompt matches what an earlier\n"
+          "                       request, any client's, left: off where clients do\n"
+          "                       not trust each other\n"
           "  --servers, --split, --key, --p2p, --pipeline, --slots, --kv-type, --groups,\n"
           "  --ubatch, --threads, --timeout, --ignore-eos\n"
           "                       as for baton run (see baton run --help)\n"
@@ -768,8 +773,9 @@ static int run_cmd(int argc, char **argv, int serve)
         return 2;
     }
     if (serve && run_only) {
-        fprintf(stderr, "baton serve: %s is baton run's: a server's prompts, sampling and "
-                        "chat messages come in its requests (see --help)\n",
+        fprintf(stderr, "baton serve: %s is an option of baton run, not of baton serve: a "
+                        "server's prompts and chat messages come in its requests, and its "
+                        "output goes to them (see --help)\n",
                 run_only);
         return 2;
     }

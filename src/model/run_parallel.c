@@ -213,9 +213,10 @@ int run_par_prepare(struct run *r, size_t *max_prompt)
     return 0;
 }
 
-void run_par_free(struct run *r)
+/* baton serve: the requests still running fail, saying why (a signal, or
+ * a stage failed). */
+static void serve_fail_running(struct run *r)
 {
-    /* baton serve: the requests still running fail, saying why */
     const char *why = r->serve && r->srv && run_serve_stopping(r) == 1
                           ? "the server stopped (SIGINT or SIGTERM)"
                           : "the server stopped: a stage failed (baton serve's log says which)";
@@ -225,6 +226,11 @@ void run_par_free(struct run *r)
             run_serve_fail(r->par[i].req, why);
             r->par[i].req = NULL;
         }
+}
+
+void run_par_free(struct run *r)
+{
+    serve_fail_running(r);
     par_free_seqs(r->par, r->n_par);
     r->par = NULL;
 }
@@ -1197,7 +1203,7 @@ int run_par_generate(struct run *r, double t_load, double bytes)
     struct run_ubatch *ub = NULL;
     size_t n_prompt_tokens = 0;
     double t_prefill = 0, t_decode = 0, t0;
-    int ret = 1, window = 0, started = 0, conv_code = 0;
+    int ret = 1, window = 0, started = 0, conv_code = 0, serving = 0;
     size_t n_turns = 0; /* a conversation's turns that ended */
     size_t turn0_prompt = 0, turn0_gen = 0; /* ... and their figures before its last turn */
     double turn0_prefill = 0, turn0_decode = 0;
@@ -1239,12 +1245,13 @@ int run_par_generate(struct run *r, double t_load, double bytes)
         fprintf(cfg->log,
                 "plan: %u slot%s of %u KV-cache cells, %u group%s; a request waits in the "
                 "queue for a free slot, and rides in the decode steps of the others, %u "
-                "prompt tokens a step (continuous batching)\n",
+                "prompt tokens a step (continuous batching); the prefix cache is %s\n",
                 ns, ns == 1 ? "" : "s", cfg->n_ctx, ps.groups, ps.groups == 1 ? "" : "s",
-                r->n_chunk);
+                r->n_chunk, ps.hist != NULL ? "on" : "off");
         ret = run_serve_start(r);
         if (ret != 0)
             goto out;
+        serving = 1;
         ret = 1;
     } else if (r->conv) {
         fprintf(cfg->log,
@@ -1423,19 +1430,8 @@ summary:
         run_stats_window(r, 0);
     for (size_t i = 0; r->conv && i < r->n_par; i++)
         n_turns += r->par[i].done;
-    if (r->serve) {
-        const int why = run_serve_stopping(r);
-
-        fprintf(cfg->log,
-                "summary: served %zu request%s (%zu prompt token%s prefilled alone, %zu in "
-                "decode steps, %zu held by the prefix cache), generated %zu token%s, decode "
-                "%.1f tok/s while decoding, stages %u\n",
-                ps.n_ended, ps.n_ended == 1 ? "" : "s", n_prompt_tokens,
-                n_prompt_tokens == 1 ? "" : "s", ps.mixed_tokens, ps.reused_tokens, ps.n_gen,
-                ps.n_gen == 1 ? "" : "s",
-                t_decode > 0 ? (double)ps.n_gen / t_decode : 0.0,
-                r->n_stages);
-        ret = why == 1 ? 0 : 1; /* a signal stopped it; else a stage was lost (said) */
+    if (r->serve) { /* the summary at out, after the requests still running fail */
+        ret = run_serve_stopping(r) == 1 ? 0 : 1; /* a signal; else a stage was lost (said) */
         goto out;
     }
     if (r->conv)
@@ -1516,6 +1512,17 @@ summary:
     }
     ret = conv_code; /* a conversation that could not go on: its exit code */
 out:
+    if (serving) { /* the requests still running fail (a line each), then the summary */
+        serve_fail_running(r);
+        fprintf(cfg->log,
+                "summary: served %zu request%s (%zu prompt token%s prefilled alone, %zu in "
+                "decode steps, %zu held by the prefix cache), generated %zu token%s, decode "
+                "%.1f tok/s while decoding, stages %u\n",
+                ps.n_ended, ps.n_ended == 1 ? "" : "s", n_prompt_tokens,
+                n_prompt_tokens == 1 ? "" : "s", ps.mixed_tokens, ps.reused_tokens, ps.n_gen,
+                ps.n_gen == 1 ? "" : "s", t_decode > 0 ? (double)ps.n_gen / t_decode : 0.0,
+                r->n_stages);
+    }
     free(ub);
     free(ps.slot_seq);
     free(ps.row_seq);

@@ -770,9 +770,10 @@ static enum MHD_Result serve_handle(void *cls, struct MHD_Connection *c, const c
 
         *upload_size = 0;
         if (sc->too_big) {
-            /* read on to answer 413, up to a bound: then the connection closes */
+            /* read on to answer 413, up to a bound (16 MiB in all, the 2 MiB
+             * before the refusal included): then the connection closes */
             sc->skipped += n;
-            return sc->skipped > 8ull * BATON_SERVE_MAX_BODY ? MHD_NO : MHD_YES;
+            return sc->skipped > 7ull * BATON_SERVE_MAX_BODY ? MHD_NO : MHD_YES;
         }
         if (n > BATON_SERVE_MAX_BODY - sc->len) { /* read on, keep nothing: 413 */
             sc->too_big = 1;

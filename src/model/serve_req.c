@@ -279,7 +279,8 @@ static int parse_prompt(json_t *root, struct baton_serve_req *req, char *err, si
         v = json_array_get(v, 0);
     if (v == NULL || !json_is_string(v)) {
         rc = fail(err, errcap, BATON_E_FORMAT,
-                  "\"prompt\" must be a string or an array of one string");
+                  v == NULL ? "\"prompt\" is missing (a string, or an array of one string)"
+                            : "\"prompt\" must be a string or an array of one string");
         goto out;
     }
     rc = take_text(json_string_value(v), json_string_length(v), &req->prompt, &total, "\"prompt\"",

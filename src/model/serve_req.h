@@ -22,8 +22,9 @@
  *   seed         integer 0..2^63-1
  *   stream       boolean
  *   stop         a string, or an array of 0..BATON_SERVE_MAX_STOP strings ([]:
- *                none); each 1..BATON_SERVE_MAX_STOP_BYTES bytes (an empty
- *                one is refused: it would end every reply before its text)
+ *                none); each at most BATON_SERVE_MAX_STOP_BYTES bytes; an
+ *                empty one is skipped (it matches nothing), so stop[] holds
+ *                the n_stop non-empty ones in order
  *   n            only 1
  *   logprobs     only false (or 0); echo only false
  * Texts and stop strings must not hold NUL (jansson refuses "\u0000"

@@ -421,6 +421,10 @@ wait "$SPID" || rc=$?
 [ "$rc" -eq 1 ] || fail "a stage lost: exit $rc, want 1: $(cat "$TMP/serve.noka.log")"
 grep -q "stage 1 (127.0.0.1:$PORT_idle)" "$TMP/serve.noka.log" ||
     fail "the stage is not named: $(cat "$TMP/serve.noka.log")"
+# the failed request's line, then the summary (also when a stage is lost)
+grep -A1 "^serve: request 1 (completion): .*failed: the server stopped: a stage failed" \
+    "$TMP/serve.noka.log" | grep -q "^summary: served 0 requests" ||
+    fail "no request line then summary: $(cat "$TMP/serve.noka.log")"
 echo "ok: --keepalive keeps an idle server's connections; a stage lost fails the request, exit 1"
 
 # a key: every request but GET /health must carry it
@@ -506,6 +510,10 @@ wait "$c1" "$c2"
 expect_status 503 'the server.*stop' "$(cat "$TMP/q1")"
 expect_status 503 'the server.*stop' "$(cat "$TMP/q2")"
 grep -q "^serve: SIGTERM: stopping" "$TMP/serve.queue.log" || fail "no SIGTERM line"
+# the running request's line comes before the summary
+grep -A1 "^serve: request 1 (completion): .*failed: the server stopped (SIGINT or SIGTERM)" \
+    "$TMP/serve.queue.log" | grep -q "^summary: served 0 requests" ||
+    fail "no running request's line then summary: $(cat "$TMP/serve.queue.log")"
 echo "ok: 503 when the queue is full; SIGTERM fails the requests in flight and exits 0"
 
 # usage errors (2), before the model loads
@@ -517,7 +525,7 @@ st() {
     grep -q -- "$pat" "$TMP/err" || fail "baton $*: no '$pat' in: $(cat "$TMP/err")"
 }
 st 2 "--model FILE is required" serve
-st 2 "--prompt is baton run's" serve -m "$M" -p hi
+st 2 "--prompt is an option of baton run, not of baton serve" serve -m "$M" -p hi
 st 2 "--listen is baton serve's" run -m "$M" -p hi --listen 127.0.0.1:1
 st 2 "is not HOST:PORT" serve -m "$M" --listen nowhere
 st 2 "-n" serve -m "$M" -n 1

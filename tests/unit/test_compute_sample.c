@@ -3,7 +3,8 @@
  * candidate), token for token, on rows built to stress the order: ties
  * (few distinct logits, equal p after underflow), NaN and infinite logits,
  * temperatures from 1e-30 to 1e30, top_k from 1 to past the vocabulary,
- * top_p from 1e-6 to 1, vocabularies of 1 to 152064 (Qwen 2's). */
+ * top_p from 1e-6 to 1, vocabularies of 1 to 152064 (the output rows of
+ * Qwen 2 7B). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -144,7 +145,7 @@ static void test_sample_real_vocabularies(void **state)
     (void)state;
     compare_rows(4099, 120);
     compare_rows(32000, 40); /* Llama 2's */
-    compare_rows(152064, 12); /* Qwen 2's */
+    compare_rows(152064, 12); /* Qwen 2 7B's output rows */
 }
 
 /* The draw itself: with top_k 40 over a spread row, 2000 counters give
