@@ -26,6 +26,12 @@
  * those the previous turn's cells hold are prefilled (prefill_alone's
  * `from`).
  *
+ * baton serve's prefix cache (pick_slot, keep_history): a slot keeps the
+ * ids whose K and V the last sequence that ended there left in its cells,
+ * and a request takes the free slot holding the longest prefix of its
+ * prompt, whose prefill starts there (prefill_one's `from`, or the
+ * continuous batching's `fed`).
+ *
  * Each sequence's ids are those it gives alone: every kernel gives the same
  * bits for any ubatch size (docs/DESIGN.md's determinism rule), and a
  * token's attention reads only its own range. tests/integration/

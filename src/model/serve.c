@@ -222,7 +222,6 @@ static const char *finish_reason(const struct serve_req *q)
     return q->eog || q->stopped ? "stop" : "length";
 }
 
-/* The reply's object of a request that ended (not streamed). */
 /* A reply's "usage" object: OpenAI's fields, the prompt ids the prefix
  * cache held as prompt_tokens_details.cached_tokens. */
 static json_t *usage_json(const struct serve_req *q)
@@ -233,6 +232,7 @@ static json_t *usage_json(const struct serve_req *q)
                      "cached_tokens", (json_int_t)q->n_cached);
 }
 
+/* The reply's object of a request that ended (not streamed). */
 static json_t *completion_json(const struct serve_req *q, const char *model)
 {
     size_t n;
