@@ -824,8 +824,8 @@ static void fill_group(struct par_state *ps, uint32_t g, struct run_ubatch *u)
  * sequence computes its whole prompt). */
 static void keep_history(struct par_state *ps, uint32_t j, const struct par_seq *q)
 {
-    const size_t n = q->n_prompt + q->n_gen - 1;
-    int32_t *h = realloc(ps->hist[j], (n ? n : 1) * sizeof(*h));
+    const size_t n = q->n_prompt + q->n_gen - 1; /* >= 1: it ended with a token */
+    int32_t *h = realloc(ps->hist[j], n * sizeof(*h));
 
     ps->hist_n[j] = 0;
     if (h == NULL)
