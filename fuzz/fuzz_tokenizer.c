@@ -6,8 +6,9 @@
  * BATON_FUZZ_MODEL_DIR, else ../shared/models) and a small synthetic one
  * made with gguf_writer.c (<unk>, <s>, </s>, all 256 byte tokens, a few
  * dozen merges); BPE: a synthetic one (the 256 mapped bytes, a dozen merges
- * and their pieces, a control and a user-defined piece; gpt-2
- * pre-tokenizer) and llama.cpp's ggml-vocab-{gpt-2,llama-bpe,qwen2}.gguf
+ * and their pieces, a control and a user-defined piece; the gpt-2, tekken,
+ * smollm or default pre-tokenizer by the text's length % 4) and llama.cpp's
+ * ggml-vocab-{gpt-2,llama-bpe,qwen2}.gguf
  * from the same directory's vocab/. A missing real vocabulary is replaced
  * by the synthetic one of its kind.
  *
@@ -63,6 +64,12 @@ struct vocab {
 };
 
 static struct vocab model_vocab, synth_vocab, synth_bpe;
+/* The synthetic BPE vocabulary with the pre-tokenizers of several
+ * expressions (tokenizer_pre.c): tekken, smollm (two stages), default
+ * (four stages); chosen when bits 5-6 pick the synthetic one, by the text's
+ * length % 4 (0: synth_bpe's gpt-2). */
+static const char *const synth_pre[] = {"gpt-2", "tekken", "smollm", "default"};
+static struct vocab synth_bpe_pre[4];
 static struct vocab real_bpe[3]; /* gpt-2, llama-bpe, qwen2 */
 static int real_bpe_tried[3];
 static int inited;
@@ -156,7 +163,7 @@ static struct baton_tokenizer *tokenizer_of(struct gw *w, const char *name)
     return tok;
 }
 
-static void build_synth_bpe(void)
+static void build_synth_bpe(const char *pre, struct vocab *out)
 {
     static const char *const merges[] = {
         "\xc4\xa0 t", "h e", "\xc4\xa0" "t he", "i n", "in g", "\xc4\xa0 a", "a n", "an d",
@@ -176,7 +183,7 @@ static void build_synth_bpe(void)
     gw_init(&w);
     gw_header(&w, 3);
     gw_kv_str(&w, "tokenizer.ggml.model", "gpt2");
-    gw_kv_str(&w, "tokenizer.ggml.pre", "gpt-2");
+    gw_kv_str(&w, "tokenizer.ggml.pre", pre);
     gw_kv_array(&w, "tokenizer.ggml.tokens", BATON_GGUF_STRING, n_vocab);
     for (unsigned b = 0; b < 256; b++) {
         char enc[3] = {0};
@@ -198,9 +205,9 @@ static void build_synth_bpe(void)
     gw_kv_u32(&w, "tokenizer.ggml.bos_token_id", n_vocab - 2);
     gw_kv_u32(&w, "tokenizer.ggml.eos_token_id", n_vocab - 2);
     gw_finish(&w);
-    synth_bpe.tok = tokenizer_of(&w, "synthetic-bpe");
-    synth_bpe.all_bytes = has_all_mapped_bytes(synth_bpe.tok);
-    FUZZ_CHECK(synth_bpe.all_bytes, "synthetic BPE vocabulary lacks mapped bytes");
+    out->tok = tokenizer_of(&w, "synthetic-bpe");
+    out->all_bytes = has_all_mapped_bytes(out->tok);
+    FUZZ_CHECK(out->all_bytes, "synthetic BPE vocabulary lacks mapped bytes");
 }
 
 static int load_bpe_file(const char *dir, const char *name, struct vocab *v)
@@ -256,7 +263,9 @@ static void init(void)
         load_model(BATON_FUZZ_MODEL_DIR, &model_vocab) != 0 &&
         load_model("../shared/models", &model_vocab) != 0)
         model_vocab = synth_vocab; /* shared, not owned twice: never freed */
-    build_synth_bpe();
+    for (size_t i = 0; i < 4; i++)
+        build_synth_bpe(synth_pre[i], &synth_bpe_pre[i]);
+    synth_bpe = synth_bpe_pre[0];
     inited = 1;
 }
 
@@ -416,7 +425,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t len = size - 1;
     int is_bpe = (flags & 8) != 0;
     unsigned which = (flags >> 5) & 3u;
-    const struct vocab *v = is_bpe ? (which == 0 ? &synth_bpe : bpe_vocab(which - 1))
+    const struct vocab *v = is_bpe ? (which == 0 ? &synth_bpe_pre[len % 4] : bpe_vocab(which - 1))
                             : (flags & 2) ? &synth_vocab
                                           : &model_vocab;
     const struct baton_tokenizer *tok = v->tok;

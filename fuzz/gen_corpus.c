@@ -1453,6 +1453,11 @@ static void gen_tokenizer(void)
         {8 | 96 | 16, "<|im_start|>user\nhi<|im_end|>", 0},
         {8 | 32, "invalid \xc3 \xed\xa0\x80 \xc0\xaf \xf4\x90\x80\x80 \xff end", 0},
         {8 | 4, "\x05\x00\x00\x00\x0f\x01\x00\x00\xff\xff\xff\xff", 12},
+        /* the synthetic BPE vocabulary's pre-tokenizer is chosen by the
+         * text's length % 4: tekken (1), smollm (2), default (3) */
+        {8, "HelloWorld camelCase \xc3\x9f" "Abc 12345 a/b\n", 0},
+        {8, "the 1234567 and $100 +<=> x", 0},
+        {8 | 1, "ing,,, 3.14159!! the  thing   ", 0},
         /* bit 7: baton_tokenize_spans and a chat layout (template 1 + length % 4;
          * a conversation's later turn when length / 4 is odd: the first two
          * and the last two here) */

@@ -22,9 +22,10 @@ static void usage(FILE *f)
           "                      [-f FILE | [--] TEXT]\n"
           "\n"
           "Tokenizes TEXT, or the bytes of FILE, with the tokenizer of a GGUF model\n"
-          "(SentencePiece 'llama' or byte-level BPE 'gpt2' with the 'llama-bpe', 'qwen2'\n"
-          "or 'gpt-2' pre-tokenizer; a vocab-only GGUF is enough) and prints the token\n"
-          "ids on one line, separated by spaces, as llama.cpp's llama-tokenize does.\n"
+          "(SentencePiece 'llama' or byte-level BPE 'gpt2' with a pre-tokenizer such as\n"
+          "'llama-bpe', 'qwen2', 'tekken', 'smollm' or 'gpt-2'; a vocab-only GGUF is\n"
+          "enough) and prints the token ids on one line, separated by spaces, as\n"
+          "llama.cpp's llama-tokenize does.\n"
           "\n"
           "  -m, --model FILE      the GGUF file whose tokenizer is used\n"
           "  -f, --file FILE       read the text from FILE byte for byte (a final newline\n"
@@ -183,6 +184,8 @@ int baton_cmd_tokenize(int argc, char **argv)
         fprintf(stderr, "%s: %s: %s\n", PROG, model, err);
         goto out;
     }
+    if (baton_tokenizer_pre_warning(tok) != NULL)
+        fprintf(stderr, "%s: warning: %s: %s\n", PROG, model, baton_tokenizer_pre_warning(tok));
     if (file != NULL) {
         if ((rc = read_text(file, &text_buf, &len)) != 0)
             goto out;

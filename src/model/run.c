@@ -681,6 +681,8 @@ int baton_run(const struct baton_run_config *cfg)
         run_msg(cfg, "%s: %s\n", cfg->model_path, err);
         goto out;
     }
+    if (baton_tokenizer_pre_warning(r.tok) != NULL)
+        run_msg(cfg, "warning: %s: %s\n", cfg->model_path, baton_tokenizer_pre_warning(r.tok));
     if (cfg->chat_fd >= 0 && (!cfg->chat || cfg->prompt_ids || cfg->prompts || cfg->n_copies ||
                               cfg->logits_path || cfg->report_gap)) {
         run_msg(cfg, "a conversation needs --chat, and is one sequence of text: not with "

@@ -48,6 +48,8 @@ struct baton_tokenizer {
     int is_bpe;                /* tokenizer.ggml.model "gpt2" */
     struct baton_pretok *pre;  /* BPE: tokenizer.ggml.pre */
     int ignore_merges;         /* BPE: a word that is a piece is not merged (Llama 3) */
+    int pre_missing;           /* BPE: no tokenizer.ggml.pre, 'default' used */
+    char pre_name[48];         /* BPE: the pre-tokenizer's name, escaped */
     uint32_t n_merges;
     char *merge_text;          /* all merge lines, back to back */
     size_t *merge_off;         /* n_merges: offset in merge_text */
@@ -223,26 +225,32 @@ static int load_bpe(const struct baton_gguf *g, struct baton_tokenizer *tok, cha
 {
     const char *pre;
     size_t pre_len;
+    struct baton_pretok_info info;
     int st = baton_gguf_get_string(g, "tokenizer.ggml.pre", &pre, &pre_len);
-    if (st == BATON_E_NOT_FOUND)
-        return tfail(err, err_len, BATON_E_NOT_FOUND,
-                     "key 'tokenizer.ggml.pre' missing (a 'gpt2' tokenizer needs its "
-                     "pre-tokenizer: 'llama-bpe', 'qwen2' or 'gpt-2')");
-    if (st != 0)
+    if (st == BATON_E_NOT_FOUND) {
+        /* llama.cpp warns and uses its 'default' expressions (a file
+         * converted before pre-tokenizers were recorded): so does baton
+         * (baton_tokenizer_pre says so to whoever prints a warning). */
+        pre = "default";
+        pre_len = strlen(pre);
+        tok->pre_missing = 1;
+    } else if (st != 0) {
         return tfail(err, err_len, BATON_E_FORMAT, "key 'tokenizer.ggml.pre': not a string");
-    int kind = baton_pretok_kind(pre, pre_len);
+    }
     char shown[48];
     baton_gguf_escape(shown, sizeof shown, pre, pre_len);
-    if (kind == 0)
+    if (baton_pretok_lookup(pre, pre_len, &info) != 0)
         return tfail(err, err_len, BATON_E_UNSUPPORTED,
                      "key 'tokenizer.ggml.pre': pre-tokenizer '%s' is not supported "
-                     "(only 'llama-bpe', 'qwen2' and 'gpt-2')", shown);
-    st = baton_pretok_create(kind, &tok->pre);
+                     "(baton knows 'llama-bpe', 'qwen2', 'tekken', 'smollm', 'gpt-2', "
+                     "'default' and their other names in docs/USAGE.md)", shown);
+    snprintf(tok->pre_name, sizeof tok->pre_name, "%s", shown);
+    st = baton_pretok_create(info.kind, &tok->pre);
     if (st != 0)
         return tfail(err, err_len, st, "key 'tokenizer.ggml.pre': cannot compile the '%s' "
-                     "expression (PCRE2 without Unicode?)", shown);
-    tok->ignore_merges = kind == BATON_PRETOK_LLAMA3;
-    tok->add_bos = kind == BATON_PRETOK_LLAMA3;
+                     "expressions (PCRE2 without Unicode?)", shown);
+    tok->ignore_merges = info.ignore_merges;
+    tok->add_bos = info.add_bos;
 
     const struct baton_gguf_kv *merges = baton_gguf_find_key(g, "tokenizer.ggml.merges");
     uint32_t elem_type;
@@ -565,6 +573,22 @@ int32_t baton_tokenizer_eos(const struct baton_tokenizer *tok)
 int32_t baton_tokenizer_unk(const struct baton_tokenizer *tok)
 {
     return tok->unk;
+}
+
+const char *baton_tokenizer_pre(const struct baton_tokenizer *tok, int *missing)
+{
+    if (missing != NULL)
+        *missing = tok->is_bpe && tok->pre_missing;
+    return tok->is_bpe ? tok->pre_name : "";
+}
+
+const char *baton_tokenizer_pre_warning(const struct baton_tokenizer *tok)
+{
+    if (!tok->is_bpe || !tok->pre_missing)
+        return NULL;
+    return "no tokenizer.ggml.pre: its text is split with llama.cpp's 'default' "
+           "pre-tokenizer, as llama.cpp does, which may not be the model's (a file "
+           "converted before llama.cpp recorded pre-tokenizers: convert it again)";
 }
 
 int baton_tokenizer_add_bos(const struct baton_tokenizer *tok)

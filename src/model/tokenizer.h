@@ -118,7 +118,9 @@ enum baton_token_type {
  * A default id that is not below n_vocab becomes BATON_TOKEN_NONE. A NaN
  * score is treated as -infinity. If a piece occurs twice, the later id wins
  * (as in llama.cpp).
- * Errors: BATON_E_NOT_FOUND (no tokens key; "gpt2" without pre or merges),
+ * Errors: BATON_E_NOT_FOUND (no tokens key; "gpt2" without merges; "gpt2"
+ * without tokenizer.ggml.pre loads, with llama.cpp's 'default', see
+ * baton_tokenizer_pre_warning),
  * BATON_E_UNSUPPORTED (another tokenizer model or pre-tokenizer),
  * BATON_E_FORMAT (wrong type, length mismatch, id out of range, a merge
  * line without a space after its first byte), BATON_E_LIMIT, BATON_E_NOMEM;
@@ -136,6 +138,18 @@ int32_t baton_tokenizer_eos(const struct baton_tokenizer *tok); /* or BATON_TOKE
 int32_t baton_tokenizer_unk(const struct baton_tokenizer *tok); /* or BATON_TOKEN_NONE */
 int baton_tokenizer_add_bos(const struct baton_tokenizer *tok); /* tokenizer.ggml.add_bos_token */
 int baton_tokenizer_is_bpe(const struct baton_tokenizer *tok);  /* model "gpt2" */
+
+/* BPE: the pre-tokenizer's name (tokenizer.ggml.pre, escaped for printing;
+ * "default" when the file has none, as llama.cpp then uses its 'default'
+ * expressions, and 1 at *missing); "" and 0 for SentencePiece. missing may
+ * be NULL. The string lives as long as tok. */
+const char *baton_tokenizer_pre(const struct baton_tokenizer *tok, int *missing);
+
+/* The warning for a BPE file without tokenizer.ggml.pre (a static string,
+ * no newline), or NULL for every other file. llama.cpp warns too: the file
+ * predates recorded pre-tokenizers and its words may be split otherwise than
+ * in training. */
+const char *baton_tokenizer_pre_warning(const struct baton_tokenizer *tok);
 
 /* 1 if id ends generation: EOS, tokenizer.ggml.eot_token_id,
  * tokenizer.ggml.eom_token_id, or the piece "<|eot_id|>", "<|eom_id|>",

@@ -2,11 +2,15 @@
  * (tokenizer.ggml.model = "gpt2"); used by tokenizer.c.
  *
  * A pre-tokenizer splits UTF-8 text into words before BPE merges run on
- * each word separately. Each one named by tokenizer.ggml.pre is a regular
- * expression whose matches are words; text between matches also becomes a
- * word (none of ours leaves any, but the rule makes the split total). The
- * expressions are those of the models' Hugging Face tokenizer.json files
- * (GPT-2's encoder.py, Llama 3's and Qwen2's tiktoken-style patterns),
+ * each word separately. Each one named by tokenizer.ggml.pre is a list of
+ * regular expressions, run in order: the first splits the text, each next
+ * one splits every word the one before made, as a text of its own (its
+ * lookaheads end at the word's end). A word is a match, or text between
+ * matches (the rule makes each split total). The expressions are those of
+ * the models' Hugging Face tokenizer.json files (GPT-2's encoder.py,
+ * Llama 3's, Qwen2's and Mistral's tekken tiktoken-style patterns) and, for
+ * the lists, llama.cpp's (src/llama-vocab.cpp: the kinds SMOLLM and
+ * DEFAULT),
  * written for PCRE2 with UTF and Unicode properties (PCRE2_UCP); "\s" is
  * spelled out as PCRE2's Unicode space (\p{Z} and \t\n\v\f\r) plus U+0085,
  * which is exactly Unicode's White_Space property, as llama.cpp's tables
@@ -26,18 +30,38 @@
 
 struct baton_pretok;
 
-/* Pre-tokenizer kinds (tokenizer.ggml.pre). */
+/* Pre-tokenizer kinds: the expressions, run in order (each on the words
+ * the one before made). */
 enum baton_pretok_kind {
-    BATON_PRETOK_GPT2 = 1,  /* "gpt-2" */
-    BATON_PRETOK_LLAMA3 = 2, /* "llama-bpe" (Llama 3.x) */
-    BATON_PRETOK_QWEN2 = 3, /* "qwen2" (Qwen 2, 2.5, 3) */
+    BATON_PRETOK_GPT2 = 1,   /* GPT-2's expression */
+    BATON_PRETOK_LLAMA3 = 2, /* Llama 3's: digits in threes, contractions in any case */
+    BATON_PRETOK_QWEN2 = 3,  /* Qwen2's: Llama 3's with single digits */
+    BATON_PRETOK_TEKKEN = 4, /* Mistral's tekken: words split before capitals */
+    BATON_PRETOK_SMOLLM = 5, /* single digits, then GPT-2's (SmolLM, StarCoder) */
+    BATON_PRETOK_DEFAULT = 6 /* llama.cpp's fallback: punctuation runs, GPT-2's,
+                              * number runs, then three digits */
 };
 
-/* Kind for the name (len bytes, not NUL-terminated), or 0 if unknown. */
-int baton_pretok_kind(const char *name, size_t len);
+/* What a tokenizer.ggml.pre name selects: the expressions (kind) and the
+ * BPE flags llama.cpp's vocabulary loader (src/llama-vocab.cpp) sets with
+ * it: a word that is a whole piece is not merged (ignore_merges), and BOS
+ * is added unless tokenizer.ggml.add_bos_token says otherwise (add_bos). */
+struct baton_pretok_info {
+    int kind;
+    int ignore_merges;
+    int add_bos;
+};
 
-/* Compiles the expression of kind. Errors: BATON_E_INVAL (unknown kind),
- * BATON_E_NOMEM, BATON_E_UNSUPPORTED (PCRE2 refused the pattern: a PCRE2
+/* Looks up the pre-tokenizer name (len bytes, not NUL-terminated; the
+ * names are llama.cpp's, docs/USAGE.md lists them). 0 and *info set, or
+ * BATON_E_NOT_FOUND for a name baton does not know. */
+int baton_pretok_lookup(const char *name, size_t len, struct baton_pretok_info *info);
+
+/* The i-th name baton_pretok_lookup knows (i from 0), NULL past the last. */
+const char *baton_pretok_name(size_t i);
+
+/* Compiles the expressions of kind. Errors: BATON_E_INVAL (unknown kind),
+ * BATON_E_NOMEM, BATON_E_UNSUPPORTED (PCRE2 refused a pattern: a PCRE2
  * build without Unicode support). On success *out is owned by the caller. */
 int baton_pretok_create(int kind, struct baton_pretok **out);
 void baton_pretok_free(struct baton_pretok *p);

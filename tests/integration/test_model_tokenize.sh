@@ -106,6 +106,27 @@ experr 1 "$TMP/pre.gguf: tokenizer: key 'tokenizer.ggml.pre': pre-tokenizer 'gpt
     -m "$TMP/pre.gguf" x
 experr 1 "$TMP/merge.gguf: tokenizer: key 'tokenizer.ggml.merges': element 0 is not two parts" \
     -m "$TMP/merge.gguf" x
+# other pre-tokenizer names (tests/reference/fixtures/tok-*.txt check each
+# against llama.cpp): tekken splits digits one by one and adds BOS; a file
+# without tokenizer.ggml.pre gets llama.cpp's fallback, with a warning
+EDIT="$SRC_DIR/tests/integration/gguf_edit.py"
+python3 "$EDIT" "$L3" "$TMP/tekken.gguf" --set tokenizer.ggml.pre str tekken || fail "gguf_edit"
+expect "128000 9906 10343 220 17 15 17 19" -m "$TMP/tekken.gguf" "HelloWorld 2024"
+expect "128000 9906 10343 220 2366 19" -m "$L3" "HelloWorld 2024"
+python3 "$EDIT" "$G2" "$TMP/nopre.gguf" --del tokenizer.ggml.pre || fail "gguf_edit"
+got=$("$BATON" tokenize -m "$TMP/nopre.gguf" "Hello world" 2>"$TMP/nopre.err") ||
+    fail "no pre: exit $?"
+[ "$got" = "15496 995" ] || fail "no pre: got '$got'"
+grep -qF "baton tokenize: warning: $TMP/nopre.gguf: no tokenizer.ggml.pre: its text is split with llama.cpp's 'default' pre-tokenizer" \
+    "$TMP/nopre.err" || fail "no pre: no warning: $(cat "$TMP/nopre.err")"
+"$BATON" tokenize -m "$G2" "Hello world" 2>"$TMP/pre.err" >/dev/null && [ ! -s "$TMP/pre.err" ] ||
+    fail "a warning for a file with its pre-tokenizer: $(cat "$TMP/pre.err")"
+"$BATON" gen-model --layers 1 --dim 64 --ff 128 --heads 2 --vocab-from "$TMP/nopre.gguf" \
+    -o "$TMP/nopre-model.gguf" >/dev/null || fail "gen-model --vocab-from a file without pre"
+"$BATON" run --model "$TMP/nopre-model.gguf" --servers local --prompt hi -n 2 \
+    >/dev/null 2>"$TMP/nopre-run.err" || fail "run without pre: $(cat "$TMP/nopre-run.err")"
+grep -qF "baton run: warning: $TMP/nopre-model.gguf: no tokenizer.ggml.pre:" "$TMP/nopre-run.err" ||
+    fail "run without pre: no warning: $(cat "$TMP/nopre-run.err")"
 "$BATON" tokenize --help | grep -q "^usage: baton tokenize" || fail "--help"
 # a vocabulary-only file given to run is called that (not a missing layer tensor)
 rc=0

@@ -2,9 +2,10 @@
 # Regenerates tests/reference/fixtures/ from llama.cpp (issue 18, "Checked
 # against llama.cpp"). Nothing of llama.cpp enters the repository: the
 # fixtures are what its ggml and llama libraries compute, read through our
-# own small programs (kq_ref.c, logits_ref.c) built outside the tree.
+# own small programs (kq_ref.c, logits_ref.c, tok_ref.c) built outside the
+# tree.
 #
-#   tests/reference/make-fixtures.sh [--jobs N] [--only kq|logits] [--models A,B,...]
+#   tests/reference/make-fixtures.sh [--jobs N] [--only kq|logits|tok] [--models A,B,...]
 #
 # --models regenerates only the logits fixtures of those names (logits-NAME.txt),
 # leaving the others as they are (a new model's fixture without remaking the
@@ -25,6 +26,11 @@
 #                                      kq_gen.h's data
 #   kq-q5_*.quant.bin                  kq_ref: ggml's Q5_0 / Q5_1 reference
 #                                      quantizer on kq_gen_x(0)
+#   tok-NAME.txt                       tok_ref: llama.cpp's ids for test
+#                                      texts with a vocabulary of
+#                                      $MODEL_DIR/vocab whose
+#                                      tokenizer.ggml.pre is set to each
+#                                      pre-tokenizer name baton knows
 #   logits-NAME.txt                    logits_ref on the model that the
 #                                      file's `gen-model` or `pad-model` (and
 #                                      `quantize`) lines describe, written by
@@ -76,8 +82,64 @@ $cc -O2 -std=c11 -Wall -Wextra -I"$lsrc/ggml/include" -I"$here" "$here/kq_ref.c"
     -o "$tools/kq_ref" -L"$lbin" -lggml-cpu -lggml-base -Wl,-rpath,"$lbin"
 $cc -O2 -std=c11 -Wall -Wextra -I"$lsrc/include" -I"$lsrc/ggml/include" "$here/logits_ref.c" \
     -o "$tools/logits_ref" -L"$lbin" -lllama -lggml -lggml-base -Wl,-rpath,"$lbin"
+$cc -O2 -std=c11 -Wall -Wextra -I"$lsrc/include" -I"$lsrc/ggml/include" "$here/tok_ref.c" \
+    -o "$tools/tok_ref" -L"$lbin" -lllama -lggml -lggml-base -Wl,-rpath,"$lbin"
 out=$here/fixtures
 mkdir -p "$out"
+
+# tok_fixture FILE VOCAB TEXTS NAME...: FILE gets, for each NAME, llama.cpp's
+# add_bos and ids of every text of TEXTS ("vocab/X" under $MODEL_DIR,
+# "reference/X" under tests/) with $MODEL_DIR/VOCAB whose tokenizer.ggml.pre
+# is NAME ("-": the key removed).
+vocab_dir=${MODEL_DIR:-$src/../shared/models}
+tok_fixture() {
+    local file=$1 vocab=$2 texts=$3 name tpath
+    shift 3
+    case $texts in
+    vocab/*) tpath=$vocab_dir/$texts ;;
+    *) tpath=$src/tests/$texts ;;
+    esac
+    {
+        echo "# $linfo, tests/reference/tok_ref (make-fixtures.sh)"
+        echo "vocab $vocab"
+        echo "texts $texts"
+        for name in "$@"; do
+            if [ "$name" = - ]; then
+                python3 "$src/tests/integration/gguf_edit.py" "$vocab_dir/$vocab" "$tmpv" \
+                    --del tokenizer.ggml.pre
+            else
+                python3 "$src/tests/integration/gguf_edit.py" "$vocab_dir/$vocab" "$tmpv" \
+                    --set tokenizer.ggml.pre str "$name"
+            fi
+            echo "pre $name"
+            "$tools/tok_ref" "$tmpv" "$tpath" || die "tok_ref failed on pre '$name'"
+        done
+    } >"$file.tmp"
+    mv "$file.tmp" "$file"
+    say "$(basename "$file"): $# pre-tokenizer name(s) from $linfo"
+}
+
+if [ "$only" = all ] || [ "$only" = tok ]; then
+    tmpv=$(mktemp --suffix=.gguf)
+    # every name baton knows, on a few texts that tell the expressions apart
+    mapfile -t names < <(sed -n 's/^ *{"\([^"]*\)", {BATON_PRETOK_.*/\1/p' \
+        "$src/src/model/tokenizer_pre.c")
+    [ "${#names[@]}" -gt 0 ] || die "no pre-tokenizer names found in src/model/tokenizer_pre.c"
+    tok_fixture "$out/tok-names.txt" vocab/ggml-vocab-llama-bpe.gguf reference/pretok-probe.inp \
+        "${names[@]}" -
+    # every text of llama.cpp's test files, for the expressions and flags that
+    # no .out file of $MODEL_DIR/vocab covers
+    tok_fixture "$out/tok-tekken.txt" vocab/ggml-vocab-llama-bpe.gguf \
+        vocab/ggml-vocab-llama-bpe.gguf.inp tekken
+    tok_fixture "$out/tok-dbrx.txt" vocab/ggml-vocab-llama-bpe.gguf \
+        vocab/ggml-vocab-llama-bpe.gguf.inp dbrx
+    tok_fixture "$out/tok-smollm.txt" vocab/ggml-vocab-gpt-2.gguf \
+        vocab/ggml-vocab-gpt-2.gguf.inp smollm
+    tok_fixture "$out/tok-default.txt" vocab/ggml-vocab-gpt-2.gguf \
+        vocab/ggml-vocab-gpt-2.gguf.inp default
+    rm -f "$tmpv"
+    [ "$only" = tok ] && exit 0
+fi
 
 if [ "$only" != logits ]; then
     "$tools/kq_ref" "$out"

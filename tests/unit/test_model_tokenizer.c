@@ -691,16 +691,39 @@ static void test_bpe_errors(void **state)
     char err[256];
     struct vocab v = {bpe_pieces, NULL, bpe_types, 11, "gpt2", -1, -1, NULL, bpe_merges, 4};
 
-    assert_int_equal(build(&v, &w, &g, &t, err, sizeof err), BATON_E_NOT_FOUND);
-    assert_null(t);
-    assert_string_equal(err, "tokenizer: key 'tokenizer.ggml.pre' missing (a 'gpt2' tokenizer "
-                             "needs its pre-tokenizer: 'llama-bpe', 'qwen2' or 'gpt-2')");
+    /* no pre-tokenizer: llama.cpp's 'default', with a warning */
+    int missing = -1;
+    assert_int_equal(build(&v, &w, &g, &t, err, sizeof err), 0);
+    assert_string_equal(baton_tokenizer_pre(t, &missing), "default");
+    assert_int_equal(missing, 1);
+    assert_non_null(strstr(baton_tokenizer_pre_warning(t), "no tokenizer.ggml.pre"));
+    assert_int_equal(baton_tokenizer_add_bos(t), 0);
+    baton_tokenizer_free(t);
+    baton_gguf_close(g);
+    v.pre = "default"; /* named: no warning */
+    assert_int_equal(build(&v, &w, &g, &t, err, sizeof err), 0);
+    assert_string_equal(baton_tokenizer_pre(t, &missing), "default");
+    assert_int_equal(missing, 0);
+    assert_null(baton_tokenizer_pre_warning(t));
+    baton_tokenizer_free(t);
+    baton_gguf_close(g);
+    v.pre = "tekken"; /* BOS by default, as llama.cpp */
+    assert_int_equal(build(&v, &w, &g, &t, err, sizeof err), 0);
+    assert_string_equal(baton_tokenizer_pre(t, NULL), "tekken");
+    assert_int_equal(baton_tokenizer_add_bos(t), 1);
+    baton_tokenizer_free(t);
     baton_gguf_close(g);
 
     v.pre = "deepseek-llm";
     assert_int_equal(build(&v, &w, &g, &t, err, sizeof err), BATON_E_UNSUPPORTED);
+    assert_null(t);
     assert_string_equal(err, "tokenizer: key 'tokenizer.ggml.pre': pre-tokenizer 'deepseek-llm' "
-                             "is not supported (only 'llama-bpe', 'qwen2' and 'gpt-2')");
+                             "is not supported (baton knows 'llama-bpe', 'qwen2', 'tekken', "
+                             "'smollm', 'gpt-2', 'default' and their other names in "
+                             "docs/USAGE.md)");
+    baton_gguf_close(g);
+    v.pre = "llama-bp"; /* a prefix of a name is not that name */
+    assert_int_equal(build(&v, &w, &g, &t, err, sizeof err), BATON_E_UNSUPPORTED);
     baton_gguf_close(g);
 
     v.pre = "llama-bpe";
