@@ -54,13 +54,15 @@ static void run_usage(FILE *f)
           "  --chat               the prompt (each line of --prompt-file) is a user's\n"
           "                       message: laid out with the model's chat template\n"
           "                       (tokenizer.chat_template recognized as chatml, llama3,\n"
-          "                       llama2 or phi3), ending where the assistant's reply\n"
-          "                       begins; only the template's own markers become\n"
-          "                       control tokens (text in the message stays text)\n"
+          "                       llama2, phi3 or a Mistral one), ending where the\n"
+          "                       assistant's reply begins; only the template's own\n"
+          "                       markers become control tokens (text in the message\n"
+          "                       stays text)\n"
           "  --system TEXT        with --chat: the system prompt (none by default, also\n"
           "                       where the template's Jinja adds one of its own)\n"
-          "  --chat-template NAME with --chat: chatml, llama3, llama2 or phi3 instead of\n"
-          "                       the one the model names\n"
+          "  --chat-template NAME with --chat: chatml, llama3, llama2, phi3, mistral-v3,\n"
+          "                       mistral-v3-tekken, mistral-v7 or mistral-v7-tekken\n"
+          "                       instead of the one the model names\n"
           "  -i, --interactive    with --chat, instead of --prompt: a conversation. Reads\n"
           "                       the user's messages from standard input, one a line\n"
           "                       (\"> \" on stderr asks for one on a terminal), and\n"
@@ -193,8 +195,10 @@ static void serve_usage(FILE *f)
           "                       seed 0); the last stage samples with the token's\n"
           "                       position as the counter, so a seed gives the same\n"
           "                       text whatever the split or the other requests\n"
-          "  --chat-template NAME chatml, llama3, llama2 or phi3 instead of the one the\n"
-          "                       model names (without either, no chat completions)\n"
+          "  --chat-template NAME chatml, llama3, llama2, phi3, mistral-v3,\n"
+          "                       mistral-v3-tekken, mistral-v7 or mistral-v7-tekken\n"
+          "                       instead of the one the model names (without either,\n"
+          "                       no chat completions)\n"
           "  --keepalive S        while no request runs, a no-op request to every server\n"
           "                       each S seconds, 1..86400 (default 30), within batond's\n"
           "                       idle_timeout\n"
@@ -729,9 +733,8 @@ static int run_cmd(int argc, char **argv, int serve)
             break;
         case O_CHAT_TEMPLATE:
             if (baton_chat_from_name(optarg) == BATON_CHAT_UNKNOWN) {
-                fprintf(stderr, "%s: --chat-template '%s' is not chatml, llama3, llama2 "
-                                "or phi3\n",
-                        prog, optarg);
+                fprintf(stderr, "%s: --chat-template '%s' is not " BATON_CHAT_NAMES "\n", prog,
+                        optarg);
                 return 2;
             }
             cfg.chat_template = optarg;

@@ -39,8 +39,10 @@ static void usage(FILE *f)
           "                        (only the template's markers become control tokens;\n"
           "                        not with --no-parse-special)\n"
           "  --system TEXT         with --chat: the system prompt (default none)\n"
-          "  --chat-template NAME  with --chat: chatml, llama3, llama2 or phi3 instead of\n"
-          "                        the one tokenizer.chat_template is recognized as\n"
+          "  --chat-template NAME  with --chat: chatml, llama3, llama2, phi3, mistral-v3,\n"
+          "                        mistral-v3-tekken, mistral-v7 or mistral-v7-tekken\n"
+          "                        instead of the one tokenizer.chat_template is\n"
+          "                        recognized as\n"
           "  --                    ends the options: a TEXT may then start with '-'\n"
           "  -h, --help            this help\n"
           "\n"
@@ -158,8 +160,7 @@ int baton_cmd_tokenize(int argc, char **argv)
         return 2;
     }
     if (chat_name && baton_chat_from_name(chat_name) == BATON_CHAT_UNKNOWN) {
-        fprintf(stderr, "%s: --chat-template '%s' is not chatml, llama3, llama2 or phi3\n", PROG,
-                chat_name);
+        fprintf(stderr, "%s: --chat-template '%s' is not " BATON_CHAT_NAMES "\n", PROG, chat_name);
         return 2;
     }
     if (file != NULL && optind < argc) {

@@ -8,7 +8,9 @@
 #include "baton/status.h"
 #include "model/gguf.h"
 
-static const char *const names[] = {"unknown", "chatml", "llama3", "llama2", "phi3"};
+static const char *const names[] = {"unknown",    "chatml",     "llama3",
+                                    "llama2",     "phi3",       "mistral-v3",
+                                    "mistral-v3-tekken", "mistral-v7", "mistral-v7-tekken"};
 
 /* Whether s[0, len) holds the NUL-terminated needle. */
 static int holds(const char *s, size_t len, const char *needle)
@@ -24,8 +26,17 @@ enum baton_chat_template baton_chat_detect(const char *source, size_t len)
         return holds(source, len, "<|im_sep|>") ? BATON_CHAT_UNKNOWN : BATON_CHAT_CHATML;
     if (holds(source, len, "<|start_header_id|>"))
         return BATON_CHAT_LLAMA3;
-    if (holds(source, len, "[INST]"))
+    if (holds(source, len, "[INST]")) {
+        /* Mistral's (llama.cpp's rules, and the tekken v7 told from v7 by
+         * its "[INST]" without a space after it) */
+        if (holds(source, len, "[SYSTEM_PROMPT]"))
+            return holds(source, len, "[INST] ") ? BATON_CHAT_MISTRAL_V7
+                                                 : BATON_CHAT_MISTRAL_V7_TEKKEN;
+        if (holds(source, len, "[AVAILABLE_TOOLS]") && !holds(source, len, " [INST]"))
+            return holds(source, len, "\"[INST]\"") ? BATON_CHAT_MISTRAL_V3_TEKKEN
+                                                    : BATON_CHAT_MISTRAL_V3;
         return BATON_CHAT_LLAMA2;
+    }
     if (holds(source, len, "<|user|>") && holds(source, len, "<|end|>"))
         return BATON_CHAT_PHI3;
     return BATON_CHAT_UNKNOWN;
@@ -167,6 +178,15 @@ static const struct layout {
                            " </s><s>[INST] ", TRIM_STRIP},
     [BATON_CHAT_PHI3] = {"<|system|>", "<|end|>", "<|user|>", "<|user|>", "<|end|><|assistant|>",
                          "<|end|><|user|>", TRIM_LEFT_C},
+    /* the system part inside the first [INST]: "\n\n" marks no token */
+    [BATON_CHAT_MISTRAL_V3] = {"[INST] ", "\n\n", "[INST] ", "", "[/INST]", "</s>[INST] ",
+                               TRIM_NONE},
+    [BATON_CHAT_MISTRAL_V3_TEKKEN] = {"[INST]", "\n\n", "[INST]", "", "[/INST]", "</s>[INST]",
+                                      TRIM_NONE},
+    [BATON_CHAT_MISTRAL_V7] = {"[SYSTEM_PROMPT] ", "[/SYSTEM_PROMPT]", "[INST] ", "[INST] ",
+                               "[/INST]", "</s>[INST] ", TRIM_NONE},
+    [BATON_CHAT_MISTRAL_V7_TEKKEN] = {"[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[INST]", "[INST]",
+                                      "[/INST]", "</s>[INST]", TRIM_NONE},
 };
 
 _Static_assert(sizeof layouts / sizeof layouts[0] == sizeof names / sizeof names[0],
@@ -211,23 +231,33 @@ static void lay_out(struct builder *b, enum baton_chat_template t, const char *s
 const char *baton_chat_missing_marker(enum baton_chat_template t, int has_system,
                                       const struct baton_tokenizer *tok)
 {
-    /* each layout's control tokens; the first of phi3's only with a system part */
-    static const char *const markers[][4] = {
-        [BATON_CHAT_CHATML] = {"<|im_start|>", "<|im_end|>"},
-        [BATON_CHAT_LLAMA3] = {"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"},
-        [BATON_CHAT_PHI3] = {"<|system|>", "<|user|>", "<|end|>", "<|assistant|>"},
+    /* each layout's control tokens, the first n_sys only with a system part */
+    static const struct {
+        const char *m[4];
+        size_t n_sys;
+    } markers[] = {
+        [BATON_CHAT_CHATML] = {{"<|im_start|>", "<|im_end|>"}, 0},
+        [BATON_CHAT_LLAMA3] = {{"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"}, 0},
+        [BATON_CHAT_PHI3] = {{"<|system|>", "<|user|>", "<|end|>", "<|assistant|>"}, 1},
+        [BATON_CHAT_MISTRAL_V3] = {{"[INST]", "[/INST]"}, 0},
+        [BATON_CHAT_MISTRAL_V3_TEKKEN] = {{"[INST]", "[/INST]"}, 0},
+        [BATON_CHAT_MISTRAL_V7] = {{"[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[INST]", "[/INST]"},
+                                   2},
+        [BATON_CHAT_MISTRAL_V7_TEKKEN] = {{"[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[INST]",
+                                           "[/INST]"},
+                                          2},
     };
 
     if ((size_t)t >= sizeof markers / sizeof markers[0])
         return NULL;
-    for (size_t i = t == BATON_CHAT_PHI3 && !has_system ? 1 : 0; i < 4 && markers[t][i]; i++) {
+    for (size_t i = has_system ? 0 : markers[t].n_sys; i < 4 && markers[t].m[i]; i++) {
         int32_t id[2];
         size_t n = 0;
 
-        if (baton_tokenize_ex(tok, markers[t][i], strlen(markers[t][i]),
+        if (baton_tokenize_ex(tok, markers[t].m[i], strlen(markers[t].m[i]),
                               BATON_TOKENIZE_PARSE_SPECIAL, id, 2, &n) != 0 ||
             n != 1)
-            return markers[t][i];
+            return markers[t].m[i];
     }
     return NULL;
 }
@@ -243,22 +273,21 @@ int baton_chat_template_for(const struct baton_gguf *g, const char *name,
     if (name != NULL) {
         *t = baton_chat_from_name(name);
         if (*t == BATON_CHAT_UNKNOWN) {
-            snprintf(err, err_len, "chat template '%s' is not chatml, llama3, llama2 or phi3",
-                     name);
+            snprintf(err, err_len, "chat template '%s' is not " BATON_CHAT_NAMES, name);
             return BATON_E_INVAL;
         }
     } else {
         rc = baton_gguf_get_string(g, "tokenizer.chat_template", &src, &len);
         if (rc != 0) {
             snprintf(err, err_len, "%s key 'tokenizer.chat_template': name the layout with "
-                                   "--chat-template chatml|llama3|llama2|phi3",
+                                   "--chat-template (" BATON_CHAT_NAMES ")",
                      rc == BATON_E_NOT_FOUND ? "no" : "a non-string");
             return rc == BATON_E_NOT_FOUND ? BATON_E_NOT_FOUND : BATON_E_FORMAT;
         }
         *t = baton_chat_detect(src, len);
         if (*t == BATON_CHAT_UNKNOWN) {
             snprintf(err, err_len, "key 'tokenizer.chat_template' is none of the layouts baton "
-                                   "writes (chatml, llama3, llama2, phi3): name one with "
+                                   "writes (" BATON_CHAT_NAMES "): name one with "
                                    "--chat-template");
             return BATON_E_UNSUPPORTED;
         }

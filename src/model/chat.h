@@ -23,16 +23,34 @@
  *           (Llama 3.1's and later templates also write a system part of
  *           their own, with dates, every time; like llama.cpp's built-in
  *           llama3, this one does not)
- *   llama2  Llama 2 chat: the source holds "[INST]"; trimmed as Llama 2's
- *           template strips the system block and U together: without S, U
- *           trimmed; with S, S as given and only U's trailing whitespace
- *           (and the "\n\n" before an empty U)
+ *   mistral-v7-tekken  Mistral Small 3, 3.1, 3.2, Magistral, Devstral: the
+ *           source holds "[SYSTEM_PROMPT]" and no "[INST] " (with a space)
+ *           [[SYSTEM_PROMPT]S[/SYSTEM_PROMPT]][INST]U[/INST]
+ *   mistral-v7  Mistral Large 2411: "[SYSTEM_PROMPT]" and "[INST] "
+ *           [[SYSTEM_PROMPT] S[/SYSTEM_PROMPT]][INST] U[/INST]
+ *           (llama.cpp's built-in detection takes every "[SYSTEM_PROMPT]"
+ *           source for this one; the tekken templates write no spaces)
+ *   mistral-v3-tekken  Mistral Nemo: "[AVAILABLE_TOOLS]" and "\"[INST]\""
+ *           [INST][S\n\n]U[/INST]
+ *   mistral-v3  Mistral 7B v0.3, Mixtral 8x22B: "[AVAILABLE_TOOLS]", and
+ *           neither " [INST]" (v1's) nor "\"[INST]\""
+ *           [INST] [S\n\n]U[/INST]
+ *           The Mistral layouts trim nothing and are llama.cpp's built-in
+ *           ones of the same names (tests/reference/fixtures/chat-mistral.txt
+ *           holds llama.cpp's texts; the system part there comes before the
+ *           first message, where Mistral's own templates put it before the
+ *           last: the same for one message). Their markers are control
+ *           tokens, which the vocabulary must hold.
+ *   llama2  Llama 2 chat: another source with "[INST]"; trimmed
+ *           as Llama 2's template strips the system block and U together:
+ *           without S, U trimmed; with S, S as given and only U's trailing
+ *           whitespace (and the "\n\n" before an empty U)
  *           [INST] [<<SYS>>\nS\n<</SYS>>\n\n]U [/INST]
  *           Mistral 7B Instruct v0.1/v0.2 templates hold "[INST]" too and
  *           give the same text for a U without leading or trailing
  *           whitespace and no S (theirs trims nothing and has no system
- *           turn); later Mistral templates differ ([INST] a control token,
- *           no space before [/INST]) and are not laid out as trained
+ *           turn), as do Mistral v1 templates with tools (" [INST]") for
+ *           all but a leading space
  *   phi3    Phi-3: the source holds "<|user|>" and "<|end|>"
  *           [<|system|>S<|end|>]<|user|>U<|end|><|assistant|>
  *           with S and U's leading whitespace dropped: the template writes a
@@ -65,7 +83,16 @@ enum baton_chat_template {
     BATON_CHAT_LLAMA3,
     BATON_CHAT_LLAMA2,
     BATON_CHAT_PHI3,
+    BATON_CHAT_MISTRAL_V3,
+    BATON_CHAT_MISTRAL_V3_TEKKEN,
+    BATON_CHAT_MISTRAL_V7,
+    BATON_CHAT_MISTRAL_V7_TEKKEN,
 };
+
+/* The names, for messages. */
+#define BATON_CHAT_NAMES                                                                           \
+    "chatml, llama3, llama2, phi3, mistral-v3, mistral-v3-tekken, mistral-v7 or "                  \
+    "mistral-v7-tekken"
 
 #define BATON_CHAT_MAX_SPANS 8 /* spans of a laid-out prompt (at most 4 used) */
 
@@ -83,7 +110,7 @@ struct baton_chat_prompt {
  * in that order), or BATON_CHAT_UNKNOWN. */
 enum baton_chat_template baton_chat_detect(const char *source, size_t len);
 
-/* The template named name ("chatml", "llama3", "llama2", "phi3"), or
+/* The template named name (one of BATON_CHAT_NAMES), or
  * BATON_CHAT_UNKNOWN. */
 enum baton_chat_template baton_chat_from_name(const char *name);
 
@@ -96,7 +123,7 @@ struct baton_gguf;
  * one g's tokenizer.chat_template is recognized as, into *t; with tok (not
  * NULL), also one whose control tokens tok holds (baton_chat_missing_marker,
  * with a system part when has_system). Errors: BATON_E_INVAL (name is none
- * of the four), BATON_E_NOT_FOUND (no such key), BATON_E_FORMAT (the key is
+ * of BATON_CHAT_NAMES), BATON_E_NOT_FOUND (no such key), BATON_E_FORMAT (the key is
  * not a string), BATON_E_UNSUPPORTED (not recognized, or a marker tok lacks);
  * err (if err_len > 0) then says which and what to give. */
 int baton_chat_template_for(const struct baton_gguf *g, const char *name,
@@ -131,6 +158,8 @@ int baton_chat_format(enum baton_chat_template t, const char *system, const char
  *   llama2  " </s><s>[INST] U [/INST]" (Llama 2's template: the reply, a
  *           space and EOS, then BOS before every later [INST])
  *   phi3    <|end|><|user|>U<|end|><|assistant|>
+ *   mistral-v3, mistral-v7  </s>[INST] U[/INST]
+ *   mistral-v3-tekken, mistral-v7-tekken  </s>[INST]U[/INST]
  *
  * U trimmed as in baton_chat_format's first turn. The markers are spans
  * (on a vocabulary without "</s>" and "<s>" as tokens, llama2's are text).

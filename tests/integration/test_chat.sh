@@ -57,7 +57,7 @@ status 2 "has no token <|user|>, which the phi3 layout needs" \
     tokenize -m "$QW" --chat --chat-template phi3 hi
 expect "58 38604 60 23105 46581 38604 60" -m "$V/ggml-vocab-gpt-2.gguf" --chat \
     --chat-template llama2 hi # [INST] is text by design
-status 2 "not chatml, llama3, llama2 or phi3" tokenize -m "$QW" --chat --chat-template vicuna hi
+status 2 "not chatml, llama3, llama2, phi3, mistral-v3, mistral-v3-tekken, mistral-v7 or mistral-v7-tekken" tokenize -m "$QW" --chat --chat-template vicuna hi
 status 2 "--system needs --chat" tokenize -m "$QW" --system S hi
 status 2 "not with --no-parse-special" tokenize -m "$QW" --chat --no-parse-special hi
 echo "ok: tokenize --chat errors"

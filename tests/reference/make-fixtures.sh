@@ -2,10 +2,10 @@
 # Regenerates tests/reference/fixtures/ from llama.cpp (issue 18, "Checked
 # against llama.cpp"). Nothing of llama.cpp enters the repository: the
 # fixtures are what its ggml and llama libraries compute, read through our
-# own small programs (kq_ref.c, logits_ref.c, tok_ref.c) built outside the
-# tree.
+# own small programs (kq_ref.c, logits_ref.c, tok_ref.c, chat_ref.c) built
+# outside the tree.
 #
-#   tests/reference/make-fixtures.sh [--jobs N] [--only kq|logits|tok] [--models A,B,...]
+#   tests/reference/make-fixtures.sh [--jobs N] [--only kq|logits|tok|chat] [--models A,B,...]
 #
 # --models regenerates only the logits fixtures of those names (logits-NAME.txt),
 # leaving the others as they are (a new model's fixture without remaking the
@@ -31,6 +31,9 @@
 #                                      $MODEL_DIR/vocab whose
 #                                      tokenizer.ggml.pre is set to each
 #                                      pre-tokenizer name baton knows
+#   chat-mistral.txt                   chat_ref: llama.cpp's built-in
+#                                      Mistral chat layouts of fixed
+#                                      messages
 #   logits-NAME.txt                    logits_ref on the model that the
 #                                      file's `gen-model` or `pad-model` (and
 #                                      `quantize`) lines describe, written by
@@ -84,8 +87,20 @@ $cc -O2 -std=c11 -Wall -Wextra -I"$lsrc/include" -I"$lsrc/ggml/include" "$here/l
     -o "$tools/logits_ref" -L"$lbin" -lllama -lggml -lggml-base -Wl,-rpath,"$lbin"
 $cc -O2 -std=c11 -Wall -Wextra -I"$lsrc/include" -I"$lsrc/ggml/include" "$here/tok_ref.c" \
     -o "$tools/tok_ref" -L"$lbin" -lllama -lggml -lggml-base -Wl,-rpath,"$lbin"
+$cc -O2 -std=c11 -Wall -Wextra -I"$lsrc/include" -I"$lsrc/ggml/include" "$here/chat_ref.c" \
+    -o "$tools/chat_ref" -L"$lbin" -lllama -lggml -lggml-base -Wl,-rpath,"$lbin"
 out=$here/fixtures
 mkdir -p "$out"
+
+if [ "$only" = all ] || [ "$only" = chat ]; then
+    {
+        echo "# $linfo, tests/reference/chat_ref (make-fixtures.sh)"
+        "$tools/chat_ref" mistral-v3 mistral-v3-tekken mistral-v7 mistral-v7-tekken
+    } >"$out/chat-mistral.txt.tmp" || die "chat_ref failed"
+    mv "$out/chat-mistral.txt.tmp" "$out/chat-mistral.txt"
+    say "chat-mistral.txt from $linfo"
+    [ "$only" = chat ] && exit 0
+fi
 
 # tok_fixture FILE VOCAB TEXTS NAME...: FILE gets, for each NAME, llama.cpp's
 # add_bos and ids of every text of TEXTS ("vocab/X" under $MODEL_DIR,

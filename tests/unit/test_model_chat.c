@@ -228,7 +228,28 @@ static void test_detect(void **state)
     assert_int_equal(baton_chat_detect(NULL, 0), BATON_CHAT_UNKNOWN);
     /* len bounds the search: the marker past it is not seen */
     assert_int_equal(baton_chat_detect("ab<|im_start|>", 2), BATON_CHAT_UNKNOWN);
-    for (int t = BATON_CHAT_CHATML; t <= BATON_CHAT_PHI3; t++)
+    /* Mistral's, by llama.cpp's rules (the tekken v7 told apart by its
+     * "[INST]" without a space) */
+    static const char v7_tekken[] = "{%- if system_message %}{{- '[SYSTEM_PROMPT]' + "
+                                    "system_message + '[/SYSTEM_PROMPT]' }}{%- endif %}"
+                                    "{{- '[INST]' + message['content'] + '[/INST]' }}";
+    static const char v7[] = "{{- '[SYSTEM_PROMPT] ' + system_message + '[/SYSTEM_PROMPT]' }}"
+                             "{{- '[INST] ' + message['content'] + '[/INST]' }}";
+    static const char v3_tekken[] = "{{- \"[AVAILABLE_TOOLS]\" + tools|tojson }}"
+                                    "{{- \"[INST]\" + message[\"content\"] + \"[/INST]\" }}";
+    static const char v3[] = "{{- '[AVAILABLE_TOOLS] ' + tools }}{{- '[INST] ' + "
+                             "message['content'] + '[/INST]' }}";
+    static const char v1[] = "{{- '[AVAILABLE_TOOLS] ' + tools }}{{- ' [INST] ' + "
+                             "message['content'] + ' [/INST]' }}";
+    assert_int_equal(baton_chat_detect(v7_tekken, strlen(v7_tekken)),
+                     BATON_CHAT_MISTRAL_V7_TEKKEN);
+    assert_int_equal(baton_chat_detect(v7, strlen(v7)), BATON_CHAT_MISTRAL_V7);
+    assert_int_equal(baton_chat_detect(v3_tekken, strlen(v3_tekken)),
+                     BATON_CHAT_MISTRAL_V3_TEKKEN);
+    assert_int_equal(baton_chat_detect(v3, strlen(v3)), BATON_CHAT_MISTRAL_V3);
+    assert_int_equal(baton_chat_detect(v1, strlen(v1)), BATON_CHAT_LLAMA2);
+    assert_int_equal(baton_chat_detect("[SYSTEM_PROMPT]", 15), BATON_CHAT_UNKNOWN); /* no [INST] */
+    for (int t = BATON_CHAT_CHATML; t <= BATON_CHAT_MISTRAL_V7_TEKKEN; t++)
         assert_int_equal(baton_chat_from_name(baton_chat_name((enum baton_chat_template)t)), t);
     assert_int_equal(baton_chat_from_name("ChatML"), BATON_CHAT_UNKNOWN);
     assert_int_equal(baton_chat_from_name(NULL), BATON_CHAT_UNKNOWN);
@@ -261,6 +282,15 @@ static void test_template_for(void **state)
     open_vocab("qwen2", &g, &tok);
     assert_null(baton_chat_missing_marker(BATON_CHAT_CHATML, 1, tok));
     assert_null(baton_chat_missing_marker(BATON_CHAT_LLAMA2, 1, tok)); /* [INST] is text */
+    /* Mistral's [INST] is a control token: not on Qwen 2's vocabulary */
+    assert_string_equal(baton_chat_missing_marker(BATON_CHAT_MISTRAL_V3, 0, tok), "[INST]");
+    assert_string_equal(baton_chat_missing_marker(BATON_CHAT_MISTRAL_V7_TEKKEN, 1, tok),
+                        "[SYSTEM_PROMPT]");
+    assert_string_equal(baton_chat_missing_marker(BATON_CHAT_MISTRAL_V7_TEKKEN, 0, tok),
+                        "[INST]");
+    assert_int_equal(baton_chat_template_for(g, "mistral-v7-tekken", tok, 0, &t, err, sizeof err),
+                     BATON_E_UNSUPPORTED);
+    assert_non_null(strstr(err, "no token [INST], which the mistral-v7-tekken layout needs"));
     assert_string_equal(baton_chat_missing_marker(BATON_CHAT_LLAMA3, 0, tok),
                         "<|start_header_id|>");
     assert_string_equal(baton_chat_missing_marker(BATON_CHAT_PHI3, 0, tok), "<|user|>");
@@ -487,6 +517,104 @@ static void test_spans(void **state)
 /* Trimming is Python's str.strip() (Jinja's trim): a NUL is kept, as are
  * other control bytes; 0x1c-0x1f and Unicode whitespace (U+00A0, U+3000,
  * U+2000-U+200A) go. */
+/* The hex text after "KEY " on the next line of *p (NUL-terminated, owned). */
+static char *hex_line(char **p, const char *key, size_t *len)
+{
+    char *line = *p, *eol = strchr(line, '\n');
+    size_t k = strlen(key);
+
+    assert_non_null(eol);
+    *eol = '\0';
+    *p = eol + 1;
+    assert_true(strncmp(line, key, k) == 0 && line[k] == ' ');
+    line += k + 1;
+    size_t n = strlen(line) / 2;
+    char *out = malloc(n + 1);
+    assert_non_null(out);
+    for (size_t i = 0; i < n; i++) {
+        unsigned v;
+        assert_int_equal(sscanf(line + 2 * i, "%2x", &v), 1);
+        out[i] = (char)v;
+    }
+    out[n] = '\0';
+    *len = n;
+    return out;
+}
+
+/* The Mistral layouts against llama.cpp's built-in ones of the same names
+ * (tests/reference/fixtures/chat-mistral.txt, chat_ref.c, with its
+ * messages): a first turn without and with a system prompt, and a
+ * conversation, which must be the first turn, the reply (after a space in
+ * the v3 and v7 layouts, which the model writes itself in a run) and
+ * baton_chat_format_next's text. */
+static void test_reference_mistral(void **state)
+{
+    static const char sys[] = "Be brief.", u1[] = " What is 2+2? ", reply[] = "Four.",
+                      u2[] = "And 3+3?";
+    const char *src = getenv("SRC_DIR");
+    char path[4200], *fix, *p;
+    size_t n_templates = 0;
+
+    (void)state;
+    assert_non_null(src);
+    snprintf(path, sizeof path, "%s/tests/reference/fixtures/chat-mistral.txt", src);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fix = calloc(1, 1 << 16);
+    assert_non_null(fix);
+    assert_true(fread(fix, 1, (1 << 16) - 1, f) > 0);
+    fclose(f);
+    for (p = fix; *p != '\0';) {
+        char *eol = strchr(p, '\n');
+        assert_non_null(eol);
+        if (*p == '#') {
+            p = eol + 1;
+            continue;
+        }
+        *eol = '\0';
+        assert_true(strncmp(p, "template ", 9) == 0);
+        enum baton_chat_template t = baton_chat_from_name(p + 9);
+        assert_int_not_equal(t, BATON_CHAT_UNKNOWN);
+        p = eol + 1;
+        for (int with_sys = 0; with_sys < 2; with_sys++) {
+            struct baton_chat_prompt first;
+            size_t n_want;
+            char *want = hex_line(&p, with_sys ? "first1" : "first0", &n_want);
+
+            assert_int_equal(baton_chat_format(t, with_sys ? sys : NULL, u1, strlen(u1), &first),
+                             0);
+            if (first.len != n_want || memcmp(first.text, want, n_want) != 0)
+                fail_msg("%s: '%s', llama.cpp's '%s'", baton_chat_name(t), first.text, want);
+            free(want);
+            baton_chat_prompt_free(&first);
+        }
+        for (int with_sys = 0; with_sys < 2; with_sys++) {
+            struct baton_chat_prompt first, next;
+            size_t n_conv;
+            char *conv = hex_line(&p, with_sys ? "conv1" : "conv0", &n_conv);
+
+            assert_int_equal(baton_chat_format(t, with_sys ? sys : NULL, u1, strlen(u1), &first),
+                             0);
+            assert_int_equal(baton_chat_format_next(t, u2, strlen(u2), &next), 0);
+            assert_true(n_conv > first.len && memcmp(conv, first.text, first.len) == 0);
+            const char *r = conv + first.len;
+            if (*r == ' ')
+                r++; /* the space before the reply in llama.cpp's v3 and v7 */
+            assert_true(strncmp(r, reply, strlen(reply)) == 0);
+            r += strlen(reply);
+            if (strcmp(r, next.text) != 0)
+                fail_msg("%s: next turn '%s', llama.cpp's '%s'", baton_chat_name(t), next.text,
+                         r);
+            free(conv);
+            baton_chat_prompt_free(&first);
+            baton_chat_prompt_free(&next);
+        }
+        n_templates++;
+    }
+    assert_int_equal(n_templates, 4);
+    free(fix);
+}
+
 static void test_trim(void **state)
 {
     static const struct {
@@ -527,6 +655,7 @@ int main(void)
         cmocka_unit_test(test_ids_qwen2),    cmocka_unit_test(test_ids_llama3),
         cmocka_unit_test(test_ids_spm),      cmocka_unit_test(test_spans),
         cmocka_unit_test(test_trim),         cmocka_unit_test(test_next_layouts),
+        cmocka_unit_test(test_reference_mistral),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
