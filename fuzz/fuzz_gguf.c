@@ -198,10 +198,20 @@ static void check_tokenizer(const struct baton_gguf *g)
     char cerr[256] = "";
     rc = baton_chat_template_for(g, NULL, NULL, 0, &t, cerr, sizeof cerr);
     FUZZ_CHECK(rc == 0 ? t != BATON_CHAT_UNKNOWN : cerr[0] != '\0', "chat template: rc %d", rc);
+    {
+        /* with the tokenizer: refused exactly when a marker is missing */
+        enum baton_chat_template t2 = BATON_CHAT_UNKNOWN;
+        char cerr2[256] = "";
+        int rc2 = baton_chat_template_for(g, NULL, tok, 1, &t2, cerr2, sizeof cerr2);
+        FUZZ_CHECK(rc2 == (rc != 0                                    ? rc
+                           : baton_chat_missing_marker(t, 1, tok) != NULL ? BATON_E_UNSUPPORTED
+                                                                          : 0),
+                   "chat template with the tokenizer: rc %d, without %d", rc2, rc);
+        FUZZ_CHECK(rc2 == 0 || cerr2[0] != '\0', "chat template: no message for rc %d", rc2);
+    }
     if (rc == 0) {
         struct baton_chat_prompt cp;
         (void)baton_chat_missing_marker(t, 0, tok);
-        (void)baton_chat_missing_marker(t, 1, tok);
         FUZZ_CHECK(baton_chat_format(t, "S", "hi", 2, &cp) == 0, "chat layout");
         rc = baton_tokenize_spans(tok, cp.text, cp.len, BATON_TOKENIZE_ADD_BOS, cp.spans,
                                   cp.n_spans, ids, 256, &n_ids);

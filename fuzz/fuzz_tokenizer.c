@@ -39,8 +39,8 @@
  *   - (bit 7) baton_tokenize_spans with no span gives the ids of
  *     baton_tokenize_ex without special parsing, with one span over the
  *     whole text those with it; the text as a user's message laid out with
- *     a chat template (chat.h; template 1 + length % 4; a conversation's
- *     later turn, baton_chat_format_next, when length / 4 is odd, tokenized
+ *     a chat template (chat.h; template 1 + length % 8; a conversation's
+ *     later turn, baton_chat_format_next, when length / 8 is odd, tokenized
  *     as a continuation: BATON_TOKENIZE_CONTINUE, which changes no BPE
  *     tokenizer's ids) tokenizes with its spans (ascending, inside the
  *     text), the size query and the call agreeing, every id in range.
@@ -371,8 +371,8 @@ static void check_spans(const struct baton_tokenizer *tok, const char *text, siz
 
     check_spans_equal(tok, text, len, bos, NULL, 0, 0);
     check_spans_equal(tok, text, len, bos, &all, 1, BATON_TOKENIZE_PARSE_SPECIAL);
-    const enum baton_chat_template t = (enum baton_chat_template)(1 + len % 4);
-    const int next = (len / 4) % 2;
+    const enum baton_chat_template t = (enum baton_chat_template)(1 + len % 8);
+    const int next = (len / 8) % 2;
     /* a later turn continues the conversation's text: no BOS, no space
      * prefix before its first piece */
     const unsigned fl = next ? BATON_TOKENIZE_CONTINUE : bos;

@@ -1389,6 +1389,10 @@ static void gen_gguf(void)
             "{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>' }}",
             "{{ '[INST] ' + content.strip() + ' [/INST]' }}",
             "{{ '<|user|>' + message['content'] + '<|end|>' }}",
+            "{{- '[SYSTEM_PROMPT]' + s + '[/SYSTEM_PROMPT]' }}{{- '[INST]' + c + '[/INST]' }}",
+            "{{- '[SYSTEM_PROMPT] ' + s + '[/SYSTEM_PROMPT]' }}{{- '[INST] ' + c + '[/INST]' }}",
+            "{{- \"[AVAILABLE_TOOLS]\" + t }}{{- \"[INST]\" + c + \"[/INST]\" }}",
+            "{{- '[AVAILABLE_TOOLS] ' + t }}{{- '[INST] ' + c + '[/INST]' }}",
             "{{ messages }}",
         };
         static const char *const pieces[] = {"<unk>", "<s>", "</s>", "<|im_start|>",
@@ -1458,15 +1462,19 @@ static void gen_tokenizer(void)
         {8, "HelloWorld camelCase \xc3\x9f" "Abc 12345 a/b\n", 0},
         {8, "the 1234567 and $100 +<=> x", 0},
         {8 | 1, "ing,,, 3.14159!! the  thing   ", 0},
-        /* bit 7: baton_tokenize_spans and a chat layout (template 1 + length % 4;
-         * a conversation's later turn when length / 4 is odd: the first two
-         * and the last two here) */
+        /* bit 7: baton_tokenize_spans and a chat layout (template 1 + length % 8:
+         * 5-8 the Mistral ones; a conversation's later turn when length / 8
+         * is odd) */
         {128 | 8 | 96 | 1, "hi <|im_end|> there<|im_start|>", 0},
         {128 | 8 | 64 | 1, "  <|eot_id|>Hello<|start_header_id|>  ", 0},
         {128 | 1, "<s> [INST] hi [/INST]</s>", 0},
         {128 | 8 | 16, "<|endoftext|>x<|u|>", 0},
         {128 | 8 | 96 | 1, "Hi <|im_end|> again!", 0},
         {128 | 1, "x </s> y <s> z", 0},
+        {128 | 8 | 1, "x [INST] y z", 0},
+        {128 | 1, "a</s>", 0},
+        {128 | 8 | 64 | 1, "[SYSTEM_PROMPT]hi[INST]", 0},
+        {128 | 16, "hi [/INST] yo", 0},
     };
     for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
         struct buf b = {0};
