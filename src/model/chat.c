@@ -295,9 +295,12 @@ int baton_chat_template_for(const struct baton_gguf *g, const char *name,
     missing = tok != NULL ? baton_chat_missing_marker(*t, has_system, tok) : NULL;
     if (missing != NULL) {
         snprintf(err, err_len, "the vocabulary has no token %s, which the %s layout needs (its "
-                               "markers would be plain text): name the model's own layout with "
-                               "--chat-template",
-                 missing, baton_chat_name(*t));
+                               "markers would be plain text): %s",
+                 missing, baton_chat_name(*t),
+                 name != NULL ? "name the model's own layout with --chat-template"
+                              : "the layout was recognized in tokenizer.chat_template, which "
+                                "does not fit the vocabulary; name the model's own layout with "
+                                "--chat-template");
         return BATON_E_UNSUPPORTED;
     }
     return 0;

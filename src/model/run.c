@@ -517,10 +517,13 @@ static int make_stages(struct run *r, const uint32_t *counts)
             }
         }
     }
-    fprintf(cfg->log, "model: %s: %s, %u layer%s, n_embd %u, %u heads (%u kv), n_ff %u, vocab %u\n",
+    fprintf(cfg->log,
+            "model: %s: %s, %u layer%s, n_embd %u, %u heads (%u kv), n_ff %u, vocab %u (%s%s%s)\n",
             cfg->model_path, baton_llama_arch_name(r->hp.arch), r->hp.n_layer,
-            r->hp.n_layer == 1 ? "" : "s", r->hp.n_embd,
-            r->hp.n_head, r->hp.n_head_kv, r->hp.n_ff, r->hp.n_vocab);
+            r->hp.n_layer == 1 ? "" : "s", r->hp.n_embd, r->hp.n_head, r->hp.n_head_kv,
+            r->hp.n_ff, r->hp.n_vocab,
+            baton_tokenizer_is_bpe(r->tok) ? "BPE, pre-tokenizer " : "SentencePiece",
+            baton_tokenizer_pre(r->tok, NULL), baton_tokenizer_add_bos(r->tok) ? ", BOS" : "");
     for (i = 0; i < r->n_stages; i++) {
         struct baton_llama_stage *st = &r->stages[i].st;
 

@@ -227,10 +227,11 @@ static int load_bpe(const struct baton_gguf *g, struct baton_tokenizer *tok, cha
     size_t pre_len;
     struct baton_pretok_info info;
     int st = baton_gguf_get_string(g, "tokenizer.ggml.pre", &pre, &pre_len);
-    if (st == BATON_E_NOT_FOUND) {
-        /* llama.cpp warns and uses its 'default' expressions (a file
-         * converted before pre-tokenizers were recorded): so does baton
-         * (baton_tokenizer_pre says so to whoever prints a warning). */
+    if (st == BATON_E_NOT_FOUND || (st == 0 && pre_len == 0)) {
+        /* No name, or an empty one: llama.cpp warns and uses its 'default'
+         * expressions (a file converted before pre-tokenizers were
+         * recorded); so does baton (baton_tokenizer_pre_warning says so to
+         * whoever prints a warning). */
         pre = "default";
         pre_len = strlen(pre);
         tok->pre_missing = 1;
@@ -243,7 +244,7 @@ static int load_bpe(const struct baton_gguf *g, struct baton_tokenizer *tok, cha
         return tfail(err, err_len, BATON_E_UNSUPPORTED,
                      "key 'tokenizer.ggml.pre': pre-tokenizer '%s' is not supported "
                      "(baton knows 'llama-bpe', 'qwen2', 'tekken', 'smollm', 'gpt-2', "
-                     "'default' and their other names in docs/USAGE.md)", shown);
+                     "'default' and their other names, listed in baton(1))", shown);
     snprintf(tok->pre_name, sizeof tok->pre_name, "%s", shown);
     st = baton_pretok_create(info.kind, &tok->pre);
     if (st != 0)

@@ -55,6 +55,8 @@ def unescape(arg):
 
 
 def main(argv):
+    if len(argv) < 3 or argv[1] in ("-h", "--help"):
+        sys.exit(__doc__.strip())
     src, dst, args = argv[1], argv[2], argv[3:]
     sets, dels, renames = {}, set(), {}
     while args:

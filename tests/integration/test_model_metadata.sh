@@ -100,7 +100,7 @@ if [ -f "$G2" ]; then
     rc=0
     "$BATON" tokenize -m "$TMP/pre.gguf" x >"$TMP/out" 2>"$TMP/err" || rc=$?
     [ "$rc" -eq 1 ] || fail "tokenize pre: exit $rc"
-    says "tokenize pre" "$TMP/err" "baton tokenize: $TMP/pre.gguf: tokenizer: key 'tokenizer.ggml.pre': pre-tokenizer 'gpt\x1b[31m\xc2\x9b' is not supported (baton knows 'llama-bpe', 'qwen2', 'tekken', 'smollm', 'gpt-2', 'default' and their other names in docs/USAGE.md)"
+    says "tokenize pre" "$TMP/err" "baton tokenize: $TMP/pre.gguf: tokenizer: key 'tokenizer.ggml.pre': pre-tokenizer 'gpt\x1b[31m\xc2\x9b' is not supported (baton knows 'llama-bpe', 'qwen2', 'tekken', 'smollm', 'gpt-2', 'default' and their other names, listed in baton(1))"
 elif [ "${CI:-}" = "true" ]; then
     fail "$G2 missing under CI"
 fi
@@ -109,7 +109,7 @@ python3 "$EDIT" "$MODEL" "$TMP/pre2.gguf" --set tokenizer.ggml.model str gpt2 \
 rc=0
 "$BATON" run --model "$TMP/pre2.gguf" --prompt hi -n 1 >"$TMP/out" 2>"$TMP/err" || rc=$?
 [ "$rc" -eq 1 ] || fail "run pre: exit $rc"
-says "run pre" "$TMP/err" "baton run: $TMP/pre2.gguf: tokenizer: key 'tokenizer.ggml.pre': pre-tokenizer 'x\x1b[2J\x9b' is not supported (baton knows 'llama-bpe', 'qwen2', 'tekken', 'smollm', 'gpt-2', 'default' and their other names in docs/USAGE.md)"
+says "run pre" "$TMP/err" "baton run: $TMP/pre2.gguf: tokenizer: key 'tokenizer.ggml.pre': pre-tokenizer 'x\x1b[2J\x9b' is not supported (baton knows 'llama-bpe', 'qwen2', 'tekken', 'smollm', 'gpt-2', 'default' and their other names, listed in baton(1))"
 # inspect's text: a key and a tensor name with C1 (and C0) controls, shown
 # escaped as its string values are
 python3 "$EDIT" "$MODEL" "$TMP/names.gguf" --set 'x.k\xc2\x9b2J' u32 7 \

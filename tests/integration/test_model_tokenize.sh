@@ -127,6 +127,8 @@ grep -qF "baton tokenize: warning: $TMP/nopre.gguf: no tokenizer.ggml.pre: its t
     >/dev/null 2>"$TMP/nopre-run.err" || fail "run without pre: $(cat "$TMP/nopre-run.err")"
 grep -qF "baton run: warning: $TMP/nopre-model.gguf: no tokenizer.ggml.pre:" "$TMP/nopre-run.err" ||
     fail "run without pre: no warning: $(cat "$TMP/nopre-run.err")"
+grep -q "^model: $TMP/nopre-model.gguf: llama, 1 layer, .*, vocab 50257 (BPE, pre-tokenizer default)$" \
+    "$TMP/nopre-run.err" || fail "run without pre: model line: $(cat "$TMP/nopre-run.err")"
 "$BATON" tokenize --help | grep -q "^usage: baton tokenize" || fail "--help"
 # a vocabulary-only file given to run is called that (not a missing layer tensor)
 rc=0

@@ -707,6 +707,13 @@ static void test_bpe_errors(void **state)
     assert_null(baton_tokenizer_pre_warning(t));
     baton_tokenizer_free(t);
     baton_gguf_close(g);
+    v.pre = ""; /* an empty name: as none, as llama.cpp */
+    assert_int_equal(build(&v, &w, &g, &t, err, sizeof err), 0);
+    assert_string_equal(baton_tokenizer_pre(t, &missing), "default");
+    assert_int_equal(missing, 1);
+    assert_non_null(baton_tokenizer_pre_warning(t));
+    baton_tokenizer_free(t);
+    baton_gguf_close(g);
     v.pre = "tekken"; /* BOS by default, as llama.cpp */
     assert_int_equal(build(&v, &w, &g, &t, err, sizeof err), 0);
     assert_string_equal(baton_tokenizer_pre(t, NULL), "tekken");
@@ -719,8 +726,8 @@ static void test_bpe_errors(void **state)
     assert_null(t);
     assert_string_equal(err, "tokenizer: key 'tokenizer.ggml.pre': pre-tokenizer 'deepseek-llm' "
                              "is not supported (baton knows 'llama-bpe', 'qwen2', 'tekken', "
-                             "'smollm', 'gpt-2', 'default' and their other names in "
-                             "docs/USAGE.md)");
+                             "'smollm', 'gpt-2', 'default' and their other names, listed "
+                             "in baton(1))");
     baton_gguf_close(g);
     v.pre = "llama-bp"; /* a prefix of a name is not that name */
     assert_int_equal(build(&v, &w, &g, &t, err, sizeof err), BATON_E_UNSUPPORTED);
