@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "compute/compute.h"
 #include "model/chat.h"
+#include "model/gguf.h"
 #include "model/llama.h"
 #include "model/run.h"
 
@@ -733,8 +734,10 @@ static int run_cmd(int argc, char **argv, int serve)
             break;
         case O_CHAT_TEMPLATE:
             if (baton_chat_from_name(optarg) == BATON_CHAT_UNKNOWN) {
+                char shown[64];
+
                 fprintf(stderr, "%s: --chat-template '%s' is not " BATON_CHAT_NAMES "\n", prog,
-                        optarg);
+                        baton_gguf_escape(shown, sizeof shown, optarg, strlen(optarg)));
                 return 2;
             }
             cfg.chat_template = optarg;

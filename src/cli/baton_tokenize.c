@@ -160,7 +160,10 @@ int baton_cmd_tokenize(int argc, char **argv)
         return 2;
     }
     if (chat_name && baton_chat_from_name(chat_name) == BATON_CHAT_UNKNOWN) {
-        fprintf(stderr, "%s: --chat-template '%s' is not " BATON_CHAT_NAMES "\n", PROG, chat_name);
+        char shown[64];
+
+        fprintf(stderr, "%s: --chat-template '%s' is not " BATON_CHAT_NAMES "\n", PROG,
+                baton_gguf_escape(shown, sizeof shown, chat_name, strlen(chat_name)));
         return 2;
     }
     if (file != NULL && optind < argc) {

@@ -273,7 +273,10 @@ int baton_chat_template_for(const struct baton_gguf *g, const char *name,
     if (name != NULL) {
         *t = baton_chat_from_name(name);
         if (*t == BATON_CHAT_UNKNOWN) {
-            snprintf(err, err_len, "chat template '%s' is not " BATON_CHAT_NAMES, name);
+            char shown[64];
+
+            snprintf(err, err_len, "chat template '%s' is not " BATON_CHAT_NAMES,
+                     baton_gguf_escape(shown, sizeof shown, name, strlen(name)));
             return BATON_E_INVAL;
         }
     } else {
@@ -325,6 +328,35 @@ static int format(enum baton_chat_template t, const char *system, const char *us
     lay_out(&b, t, system, user, user_len, next);
     out->text[b.len] = '\0';
     out->len = b.len;
+    return 0;
+}
+
+int baton_chat_format_reply(enum baton_chat_template t, const char *text, size_t len,
+                            struct baton_chat_prompt *out, int *fresh)
+{
+    struct builder b = {out, 0};
+    const int space = t == BATON_CHAT_LLAMA2 || t == BATON_CHAT_MISTRAL_V3 ||
+                      t == BATON_CHAT_MISTRAL_V7;
+    const enum trim trim = t == BATON_CHAT_MISTRAL_V3 ? TRIM_STRIP : TRIM_NONE;
+
+    memset(out, 0, sizeof *out);
+    *fresh = 0;
+    if (t == BATON_CHAT_UNKNOWN || (size_t)t >= sizeof names / sizeof names[0] || text == NULL)
+        return BATON_E_INVAL;
+    for (int pass = 0; pass < 2; pass++) { /* the length, then the text */
+        b.len = 0;
+        add(&b, " ", space ? 1 : 0, 0);
+        content(&b, text, len, trim);
+        if (pass == 0) {
+            if (b.len > BATON_TOKENIZER_MAX_TEXT_BYTES)
+                return BATON_E_LIMIT;
+            if ((out->text = malloc(b.len + 1)) == NULL)
+                return BATON_E_NOMEM;
+        }
+    }
+    out->text[b.len] = '\0';
+    out->len = b.len;
+    *fresh = t >= BATON_CHAT_MISTRAL_V3 && t <= BATON_CHAT_MISTRAL_V7_TEKKEN;
     return 0;
 }
 

@@ -167,6 +167,19 @@ int baton_chat_format(enum baton_chat_template t, const char *system, const char
 int baton_chat_format_next(enum baton_chat_template t, const char *user, size_t user_len,
                            struct baton_chat_prompt *out);
 
+/* A past assistant reply (text, len bytes; may hold NUL) as template t
+ * writes it in a conversation's history (baton serve's messages), into *out
+ * (no spans: a reply is plain text): llama2, mistral-v3 and mistral-v7 put a
+ * space before it, mistral-v3 trims it (Python's str.strip()), the others
+ * keep it as given. *fresh is 1 where the reply follows a control token
+ * (the Mistral layouts' [/INST]): llama.cpp tokenizes the text after a
+ * control token as a fragment of its own, which a SentencePiece vocabulary
+ * prefixes with its space, so the reply is tokenized without
+ * BATON_TOKENIZE_CONTINUE; 0 where it continues the text before it.
+ * Errors as baton_chat_format's. */
+int baton_chat_format_reply(enum baton_chat_template t, const char *text, size_t len,
+                            struct baton_chat_prompt *out, int *fresh);
+
 void baton_chat_prompt_free(struct baton_chat_prompt *p);
 
 #endif

@@ -489,20 +489,15 @@ static int prompt_ids(struct run *r, const struct baton_serve_req *q, int32_t **
         struct baton_chat_prompt p;
 
         if (m->role == BATON_SERVE_ASSISTANT) {
-            /* Llama 2's template writes a space before the reply */
-            if (r->chat_tmpl == BATON_CHAT_LLAMA2) {
-                char *t = malloc(m->len + 2);
+            /* as the template writes a reply (a space before it, trimmed),
+             * tokenized as llama.cpp tokenizes the whole text */
+            int fresh = 0;
 
-                if (t == NULL)
-                    return BATON_E_NOMEM;
-                t[0] = ' ';
-                memcpy(t + 1, m->text, m->len + 1);
-                rc = append_text(r, t, m->len + 1, BATON_TOKENIZE_CONTINUE, NULL, ids, n, &cap);
-                free(t);
-            } else {
-                rc = append_text(r, m->text, m->len, BATON_TOKENIZE_CONTINUE, NULL, ids, n,
-                                 &cap);
-            }
+            rc = baton_chat_format_reply(r->chat_tmpl, m->text, m->len, &p, &fresh);
+            if (rc == 0)
+                rc = append_text(r, p.text, p.len, fresh ? 0u : BATON_TOKENIZE_CONTINUE, NULL,
+                                 ids, n, &cap);
+            baton_chat_prompt_free(&p);
             continue;
         }
         rc = *n == 0 ? baton_chat_format(r->chat_tmpl, sys, m->text, m->len, &p)
@@ -533,9 +528,17 @@ static int make_req(struct run_serve *srv, struct MHD_Connection *c, struct bato
     int rc;
 
     if (b->chat && !r->chat_ok) {
-        *ret = reply_error(c, 400, "this model has no chat template baton recognizes (chatml, "
-                                   "llama3, llama2, phi3): start baton serve with "
+        *ret = reply_error(c, 400, "this model has no chat template baton recognizes ("
+                                   BATON_CHAT_NAMES "): start baton serve with "
                                    "--chat-template NAME, or use /v1/completions");
+        return -1;
+    }
+    if (b->chat && b->n_msgs > 0 && b->msgs[0].role == BATON_SERVE_SYSTEM &&
+        baton_chat_missing_marker(r->chat_tmpl, 1, r->tok) != NULL) {
+        *ret = reply_error(c, 400, "the vocabulary has no token %s, which the %s layout needs "
+                                   "for a system message",
+                           baton_chat_missing_marker(r->chat_tmpl, 1, r->tok),
+                           baton_chat_name(r->chat_tmpl));
         return -1;
     }
     rc = prompt_ids(r, b, &ids, &n);

@@ -44,8 +44,8 @@ static const char k_qwen2[] = CONTRACTIONS_CI "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\
  * llama.cpp runs it (and so baton, to give its ids) with "a letter other than
  * a-z" and "a letter other than A-Z": every letter outside ASCII is both,
  * and a combining mark is neither. */
-#define UPPER "(?:(?=\\p{L})[^a-z])"
-#define LOWER "(?:(?=\\p{L})[^A-Z])"
+#define UPPER "[^\\P{L}a-z]" /* one class, not a group with a lookahead: PCRE2 keeps */
+#define LOWER "[^\\P{L}A-Z]" /* a backtracking frame per repeat of a group */
 static const char k_tekken[] = "[^\\r\\n\\p{L}\\p{N}]?" UPPER "*" LOWER "+|[^\\r\\n\\p{L}\\p{N}]?"
                                UPPER "+" LOWER "*|\\p{N}| ?[^" WS "\\p{L}\\p{N}]+[\\r\\n/]*|"
                                S_ "*[\\r\\n]+|" S_ "+(?!" NS ")|" S_ "+";

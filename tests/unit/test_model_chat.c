@@ -544,9 +544,8 @@ static char *hex_line(char **p, const char *key, size_t *len)
 /* The Mistral layouts against llama.cpp's built-in ones of the same names
  * (tests/reference/fixtures/chat-mistral.txt, chat_ref.c, with its
  * messages): a first turn without and with a system prompt, and a
- * conversation, which must be the first turn, the reply (after a space in
- * the v3 and v7 layouts, which the model writes itself in a run) and
- * baton_chat_format_next's text. */
+ * conversation, which must be the first turn, baton_chat_format_reply's
+ * text of the reply and baton_chat_format_next's text. */
 static void test_reference_mistral(void **state)
 {
     static const char sys[] = "Be brief.", u1[] = " What is 2+2? ", reply[] = "Four.",
@@ -596,23 +595,66 @@ static void test_reference_mistral(void **state)
             assert_int_equal(baton_chat_format(t, with_sys ? sys : NULL, u1, strlen(u1), &first),
                              0);
             assert_int_equal(baton_chat_format_next(t, u2, strlen(u2), &next), 0);
+            struct baton_chat_prompt rp;
+            int fresh = -1;
+            assert_int_equal(baton_chat_format_reply(t, reply, strlen(reply), &rp, &fresh), 0);
+            assert_int_equal(fresh, 1); /* after [/INST], a control token */
             assert_true(n_conv > first.len && memcmp(conv, first.text, first.len) == 0);
             const char *r = conv + first.len;
-            if (*r == ' ')
-                r++; /* the space before the reply in llama.cpp's v3 and v7 */
-            assert_true(strncmp(r, reply, strlen(reply)) == 0);
-            r += strlen(reply);
+            if (strncmp(r, rp.text, rp.len) != 0)
+                fail_msg("%s: reply '%s', llama.cpp's '%s'", baton_chat_name(t), rp.text, r);
+            r += rp.len;
             if (strcmp(r, next.text) != 0)
                 fail_msg("%s: next turn '%s', llama.cpp's '%s'", baton_chat_name(t), next.text,
                          r);
             free(conv);
             baton_chat_prompt_free(&first);
+            baton_chat_prompt_free(&rp);
             baton_chat_prompt_free(&next);
         }
         n_templates++;
     }
     assert_int_equal(n_templates, 4);
     free(fix);
+}
+
+/* How each layout writes a past reply in a history (baton serve). */
+static void test_reply(void **state)
+{
+    static const struct {
+        enum baton_chat_template t;
+        const char *want;
+        int fresh;
+    } cases[] = {
+        {BATON_CHAT_CHATML, "\t Four. \n", 0},
+        {BATON_CHAT_LLAMA3, "\t Four. \n", 0},
+        {BATON_CHAT_LLAMA2, " \t Four. \n", 0},
+        {BATON_CHAT_PHI3, "\t Four. \n", 0},
+        {BATON_CHAT_MISTRAL_V3, " Four.", 1},
+        {BATON_CHAT_MISTRAL_V3_TEKKEN, "\t Four. \n", 1},
+        {BATON_CHAT_MISTRAL_V7, " \t Four. \n", 1},
+        {BATON_CHAT_MISTRAL_V7_TEKKEN, "\t Four. \n", 1},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct baton_chat_prompt p;
+        int fresh = -1;
+        assert_int_equal(baton_chat_format_reply(cases[i].t, "\t Four. \n", 9, &p, &fresh), 0);
+        assert_string_equal(p.text, cases[i].want);
+        assert_int_equal(p.len, strlen(cases[i].want));
+        assert_int_equal(p.n_spans, 0);
+        assert_int_equal(fresh, cases[i].fresh);
+        baton_chat_prompt_free(&p);
+    }
+    struct baton_chat_prompt p;
+    int fresh;
+    assert_int_equal(baton_chat_format_reply(BATON_CHAT_UNKNOWN, "x", 1, &p, &fresh),
+                     BATON_E_INVAL);
+    assert_null(p.text);
+    /* an empty reply: only the space */
+    assert_int_equal(baton_chat_format_reply(BATON_CHAT_MISTRAL_V3, " ", 1, &p, &fresh), 0);
+    assert_string_equal(p.text, " ");
+    baton_chat_prompt_free(&p);
 }
 
 static void test_trim(void **state)
@@ -655,7 +697,7 @@ int main(void)
         cmocka_unit_test(test_ids_qwen2),    cmocka_unit_test(test_ids_llama3),
         cmocka_unit_test(test_ids_spm),      cmocka_unit_test(test_spans),
         cmocka_unit_test(test_trim),         cmocka_unit_test(test_next_layouts),
-        cmocka_unit_test(test_reference_mistral),
+        cmocka_unit_test(test_reference_mistral), cmocka_unit_test(test_reply),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
