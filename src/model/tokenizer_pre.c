@@ -118,44 +118,26 @@ const char *baton_pretok_name(size_t i)
 
 int baton_pretok_create(int kind, struct baton_pretok **out)
 {
-    const char *patterns[MAX_STAGES] = {NULL};
-    size_t n;
+    /* each kind's expressions, in order */
+    static const char *const k_stages[][MAX_STAGES] = {
+        [BATON_PRETOK_GPT2] = {k_gpt2},
+        [BATON_PRETOK_LLAMA3] = {k_llama3},
+        [BATON_PRETOK_QWEN2] = {k_qwen2},
+        [BATON_PRETOK_TEKKEN] = {k_tekken},
+        [BATON_PRETOK_SMOLLM] = {k_digit, k_gpt2},
+        [BATON_PRETOK_DEFAULT] = {k_punct_runs, k_gpt2, k_number_runs, k_three_digits},
+    };
+    const char *const *patterns;
+    size_t n = 0;
     int errcode;
     PCRE2_SIZE erroff;
 
     *out = NULL;
-    switch (kind) {
-    case BATON_PRETOK_GPT2:
-        patterns[0] = k_gpt2;
-        n = 1;
-        break;
-    case BATON_PRETOK_LLAMA3:
-        patterns[0] = k_llama3;
-        n = 1;
-        break;
-    case BATON_PRETOK_QWEN2:
-        patterns[0] = k_qwen2;
-        n = 1;
-        break;
-    case BATON_PRETOK_TEKKEN:
-        patterns[0] = k_tekken;
-        n = 1;
-        break;
-    case BATON_PRETOK_SMOLLM:
-        patterns[0] = k_digit;
-        patterns[1] = k_gpt2;
-        n = 2;
-        break;
-    case BATON_PRETOK_DEFAULT:
-        patterns[0] = k_punct_runs;
-        patterns[1] = k_gpt2;
-        patterns[2] = k_number_runs;
-        patterns[3] = k_three_digits;
-        n = 4;
-        break;
-    default:
+    if (kind <= 0 || (size_t)kind >= sizeof k_stages / sizeof k_stages[0])
         return BATON_E_INVAL;
-    }
+    patterns = k_stages[kind];
+    while (n < MAX_STAGES && patterns[n] != NULL)
+        n++;
     struct baton_pretok *p = calloc(1, sizeof *p);
     if (p == NULL)
         return BATON_E_NOMEM;

@@ -74,6 +74,36 @@ static const char *vocab_dir(char *buf, size_t cap)
     return buf;
 }
 
+/* Tokenizes text[0, len) without BOS or special parsing and compares the
+ * ids with the integers of ids_text (up to its NUL); prints a mismatch
+ * under label and case n. 1 if they match. */
+static int match_case(const struct baton_tokenizer *tok, const char *text, size_t len,
+                      const char *ids_text, const char *label, size_t n)
+{
+    static int32_t want[MAX_IDS], ids[MAX_IDS];
+    size_t n_want = 0, n_got = 0;
+    char *endp;
+
+    for (const char *q = ids_text;; q = endp) {
+        long v = strtol(q, &endp, 10);
+        if (endp == q)
+            break;
+        assert_true(n_want < MAX_IDS);
+        want[n_want++] = (int32_t)v;
+    }
+    int st = baton_tokenize_ex(tok, text, len, 0, ids, MAX_IDS, &n_got);
+    if (st == 0 && n_got == n_want && memcmp(ids, want, n_got * sizeof *ids) == 0)
+        return 1;
+    print_message("%s case %zu (%zu bytes) '%.*s':\n  want", label, n, len, (int)len, text);
+    for (size_t i = 0; i < n_want; i++)
+        print_message(" %d", want[i]);
+    print_message("\n  got ");
+    for (size_t i = 0; i < n_got && i < MAX_IDS; i++)
+        print_message(" %d", ids[i]);
+    print_message(" (status %d)\n", st);
+    return 0;
+}
+
 /* Runs every case of ggml-vocab-<name>.gguf; returns the cases that matched
  * and sets *n_cases. Prints each mismatch. */
 static size_t run_vocab(const char *name, int want_bpe, size_t *n_cases)
@@ -104,8 +134,6 @@ static size_t run_vocab(const char *name, int want_bpe, size_t *n_cases)
     assert_non_null(inp);
     assert_non_null(outp);
 
-    int32_t *ids = malloc(MAX_IDS * sizeof *ids);
-    assert_non_null(ids);
     size_t pass = 0, n = 0;
     const char *text = inp, *line = outp;
     const char *inp_end = inp + inp_len, *out_end = outp + out_len;
@@ -115,32 +143,11 @@ static size_t run_vocab(const char *name, int want_bpe, size_t *n_cases)
         const char *eol = memchr(line, '\n', (size_t)(out_end - line));
         assert_true(line < out_end && eol != NULL);
 
-        int32_t want[MAX_IDS];
-        size_t n_want = 0;
-        for (const char *q = line; q < eol;) {
-            char *endp;
-            long v = strtol(q, &endp, 10);
-            if (endp == q)
-                break;
-            assert_true(n_want < MAX_IDS);
-            want[n_want++] = (int32_t)v;
-            q = endp;
-        }
-
-        size_t n_got = 0;
-        int st = baton_tokenize_ex(tok, text, (size_t)(sep - text), 0, ids, MAX_IDS, &n_got);
-        if (st == 0 && n_got == n_want && memcmp(ids, want, n_got * sizeof *ids) == 0) {
-            pass++;
-        } else {
-            print_message("%s case %zu (%d bytes) '%.*s':\n  want", name, n, (int)(sep - text),
-                          (int)(sep - text), text);
-            for (size_t i = 0; i < n_want; i++)
-                print_message(" %d", want[i]);
-            print_message("\n  got ");
-            for (size_t i = 0; i < n_got && i < MAX_IDS; i++)
-                print_message(" %d", ids[i]);
-            print_message(" (status %d)\n", st);
-        }
+        static char ids_text[8 * MAX_IDS];
+        assert_true((size_t)(eol - line) < sizeof ids_text);
+        memcpy(ids_text, line, (size_t)(eol - line));
+        ids_text[eol - line] = '\0';
+        pass += (size_t)match_case(tok, text, (size_t)(sep - text), ids_text, name, n);
         n++;
         text = sep + strlen(SEP);
         line = eol + 1;
@@ -148,7 +155,6 @@ static size_t run_vocab(const char *name, int want_bpe, size_t *n_cases)
     assert_true(line == out_end); /* as many expected lines as texts */
     print_message("ggml-vocab-%s: %zu/%zu cases match\n", name, pass, n);
     *n_cases = n;
-    free(ids);
     free(inp);
     free(outp);
     baton_tokenizer_free(tok);
@@ -285,8 +291,6 @@ static size_t run_fixture(const char *fixture, int *seen, size_t n_names)
     snprintf(path, sizeof path, "%s/tests/reference/fixtures/%s", src, fixture);
     char *fix = slurp(path, &fix_len), *p = fix, *line, *texts = NULL;
     assert_non_null(fix);
-    int32_t *ids = malloc(MAX_IDS * sizeof *ids);
-    assert_non_null(ids);
     while ((line = next_line(&p)) != NULL) {
         if (line[0] == '#')
             continue;
@@ -338,28 +342,7 @@ static size_t run_fixture(const char *fixture, int *seen, size_t n_names)
             line = next_line(&p);
             assert_non_null(line);
             assert_true(strncmp(line, "ids", 3) == 0);
-            int32_t want[MAX_IDS];
-            size_t n_want = 0, n_got = 0;
-            for (char *q = line + 3, *endp;; q = endp) {
-                long v = strtol(q, &endp, 10);
-                if (endp == q)
-                    break;
-                assert_true(n_want < MAX_IDS);
-                want[n_want++] = (int32_t)v;
-            }
-            int st = baton_tokenize_ex(tok, t, (size_t)(sep - t), 0, ids, MAX_IDS, &n_got);
-            if (st == 0 && n_got == n_want && memcmp(ids, want, n_got * sizeof *ids) == 0) {
-                pass++;
-            } else {
-                print_message("%s pre '%s' text %zu '%.*s':\n  want", fixture, name, n,
-                              (int)(sep - t), t);
-                for (size_t i = 0; i < n_want; i++)
-                    print_message(" %d", want[i]);
-                print_message("\n  got ");
-                for (size_t i = 0; i < n_got && i < MAX_IDS; i++)
-                    print_message(" %d", ids[i]);
-                print_message(" (status %d)\n", st);
-            }
+            pass += (size_t)match_case(tok, t, (size_t)(sep - t), line + 3, name, n);
             t = sep + strlen(SEP);
         }
         print_message("%s: pre '%s': %zu/%zu texts match\n", fixture, name, pass, n);
@@ -370,7 +353,6 @@ static size_t run_fixture(const char *fixture, int *seen, size_t n_names)
         free(buf);
         blocks++;
     }
-    free(ids);
     free(texts);
     free(fix);
     baton_gguf_close(g);
