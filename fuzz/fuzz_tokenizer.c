@@ -43,7 +43,12 @@
  *     later turn, baton_chat_format_next, when length / 8 is odd, tokenized
  *     as a continuation: BATON_TOKENIZE_CONTINUE, which changes no BPE
  *     tokenizer's ids) tokenizes with its spans (ascending, inside the
- *     text), the size query and the call agreeing, every id in range.
+ *     text), the size query and the call agreeing, every id in range;
+ *     the text as a past reply (baton_chat_format_reply): no spans, the
+ *     text itself after at most one space (mistral-v3 trims it), its ids in
+ *     range;
+ *   - at the start, every pre-tokenizer name baton lists looks up and
+ *     compiles.
  */
 #include "fuzz_common.h"
 
@@ -265,6 +270,16 @@ static void init(void)
         model_vocab = synth_vocab; /* shared, not owned twice: never freed */
     for (size_t i = 0; i < 4; i++)
         build_synth_bpe(synth_pre[i], &synth_bpe_pre[i]);
+    /* every name baton lists looks up and compiles */
+    for (size_t i = 0; baton_pretok_name(i) != NULL; i++) {
+        struct baton_pretok_info info;
+        struct baton_pretok *pre = NULL;
+        const char *name = baton_pretok_name(i);
+        FUZZ_CHECK(baton_pretok_lookup(name, strlen(name), &info) == 0 &&
+                       baton_pretok_create(info.kind, &pre) == 0,
+                   "pre-tokenizer '%s' does not compile", name);
+        baton_pretok_free(pre);
+    }
     synth_bpe = synth_bpe_pre[0];
     inited = 1;
 }
@@ -410,6 +425,32 @@ static void check_spans(const struct baton_tokenizer *tok, const char *text, siz
         free(plain);
     }
     free(ids);
+    baton_chat_prompt_free(&cp);
+    /* the text as a past reply in a history (baton serve): the reply's
+     * text is the input, after at most one space, no longer than it and
+     * the space; no spans; the ids in range */
+    int fresh = -1;
+    if (baton_chat_format_reply(t, text, len, &cp, &fresh) != 0)
+        return;
+    FUZZ_CHECK(cp.n_spans == 0 && cp.len <= len + 1 && (fresh == 0 || fresh == 1),
+               "reply layout: %zu spans, %zu bytes of %zu, fresh %d", cp.n_spans, cp.len, len,
+               fresh);
+    FUZZ_CHECK(t == BATON_CHAT_MISTRAL_V3 ||
+                   (cp.len >= len && memcmp(cp.text + (cp.len - len), text, len) == 0),
+               "reply layout: the text changed (template %d)", (int)t);
+    rc = baton_tokenize_ex(tok, cp.text, cp.len, fresh ? 0u : BATON_TOKENIZE_CONTINUE, NULL, 0,
+                           &n);
+    if (rc == BATON_E_LIMIT && n > 0) {
+        ids = malloc(n * sizeof *ids);
+        if (!ids)
+            abort();
+        rc = baton_tokenize_ex(tok, cp.text, cp.len, fresh ? 0u : BATON_TOKENIZE_CONTINUE, ids,
+                               n, &n2);
+        FUZZ_CHECK(rc == 0 && n2 == n, "reply tokenize: rc %d, %zu ids then %zu", rc, n, n2);
+        for (size_t i = 0; i < n; i++)
+            FUZZ_CHECK(ids[i] >= 0 && (uint32_t)ids[i] < nv, "reply id %d of %u", ids[i], nv);
+        free(ids);
+    }
     baton_chat_prompt_free(&cp);
 }
 
