@@ -301,9 +301,8 @@ int baton_chat_template_for(const struct baton_gguf *g, const char *name,
                                "markers would be plain text): %s",
                  missing, baton_chat_name(*t),
                  name != NULL ? "name the model's own layout with --chat-template"
-                              : "the layout was recognized in tokenizer.chat_template, which "
-                                "does not fit the vocabulary; name the model's own layout with "
-                                "--chat-template");
+                              : "the layout recognized in tokenizer.chat_template does not fit "
+                                "the vocabulary: name one with --chat-template");
         return BATON_E_UNSUPPORTED;
     }
     return 0;

@@ -579,7 +579,7 @@ static int run_chat_prepare(struct run *r, struct baton_run_config *copy)
     const struct baton_run_config *cfg = r->cfg;
     enum baton_chat_template t;
     size_t n = cfg->prompts ? cfg->n_prompts : 1;
-    char err[256];
+    char err[512];
 
     if (baton_chat_template_for(r->gguf, cfg->chat_template, r->tok, cfg->chat_system != NULL,
                                 &t, err, sizeof err) != 0) {
@@ -704,7 +704,7 @@ int baton_run(const struct baton_run_config *cfg)
         goto out;
     }
     if (r.serve) { /* chat requests need a template: the model's, or --chat-template */
-        char terr[256];
+        char terr[512];
 
         r.chat_ok = baton_chat_template_for(r.gguf, cfg->chat_template, r.tok, 0, &r.chat_tmpl,
                                             terr, sizeof terr) == 0;
