@@ -533,12 +533,13 @@ static int make_req(struct run_serve *srv, struct MHD_Connection *c, struct bato
                                    "--chat-template NAME, or use /v1/completions");
         return -1;
     }
-    if (b->chat && b->n_msgs > 0 && b->msgs[0].role == BATON_SERVE_SYSTEM &&
-        baton_chat_missing_marker(r->chat_tmpl, 1, r->tok) != NULL) {
+    const char *miss = b->chat && b->n_msgs > 0 && b->msgs[0].role == BATON_SERVE_SYSTEM
+                           ? baton_chat_missing_marker(r->chat_tmpl, 1, r->tok)
+                           : NULL;
+    if (miss != NULL) {
         *ret = reply_error(c, 400, "the vocabulary has no token %s, which the %s layout needs "
                                    "for a system message",
-                           baton_chat_missing_marker(r->chat_tmpl, 1, r->tok),
-                           baton_chat_name(r->chat_tmpl));
+                           miss, baton_chat_name(r->chat_tmpl));
         return -1;
     }
     rc = prompt_ids(r, b, &ids, &n);
