@@ -292,20 +292,22 @@ static void sample_data(struct buf *b)
     }
 }
 
-/* A K-quant (or Q5_0 / Q5_1) weight (type wt, 2 rows of 256): MUL_MAT of 3 columns (the
- * prefill tiles) and of 1 column (decode), and GET_ROWS of its row 1.
+/* A K-quant (or Q5_0 / Q5_1 / BF16) weight (type wt, 2 rows of 256): MUL_MAT of 3 columns
+ * (the prefill tiles) and of 1 column (decode), and GET_ROWS of its row 1.
  * Leaves: 0 W, 1 x {256,3}, 2 x1 {256,1}, 3 ids {1}, 4 y {2,3}, 5 y1 {2,1},
- * 6 row {256,1}; 14 KiB of buffer H0. */
+ * 6 row {256,1}; 14 KiB of buffer H0 (the others from byte 512, after W;
+ * from 1024 after BF16's 1 KiB). */
 static void graph_matmul_k(struct graph_store *s, uint32_t wt)
 {
+    const uint64_t o = wt == BATON_TYPE_BF16 ? 1024 : 512;
     gs_init(s);
     struct baton_tensor_desc w = tensor(H0, 0, wt, 256, 2, 1, 1);
-    struct baton_tensor_desc x = tensor(H0, 512, BATON_TYPE_F32, 256, 3, 1, 1);
-    struct baton_tensor_desc x1 = tensor(H0, 3584, BATON_TYPE_F32, 256, 1, 1, 1);
-    struct baton_tensor_desc ids = tensor(H0, 4608, BATON_TYPE_I32, 1, 1, 1, 1);
-    struct baton_tensor_desc y = tensor(H0, 4672, BATON_TYPE_F32, 2, 3, 1, 1);
-    struct baton_tensor_desc y1 = tensor(H0, 4736, BATON_TYPE_F32, 2, 1, 1, 1);
-    struct baton_tensor_desc row = tensor(H0, 4800, BATON_TYPE_F32, 256, 1, 1, 1);
+    struct baton_tensor_desc x = tensor(H0, o, BATON_TYPE_F32, 256, 3, 1, 1);
+    struct baton_tensor_desc x1 = tensor(H0, o + 3072, BATON_TYPE_F32, 256, 1, 1, 1);
+    struct baton_tensor_desc ids = tensor(H0, o + 4096, BATON_TYPE_I32, 1, 1, 1, 1);
+    struct baton_tensor_desc y = tensor(H0, o + 4160, BATON_TYPE_F32, 2, 3, 1, 1);
+    struct baton_tensor_desc y1 = tensor(H0, o + 4224, BATON_TYPE_F32, 2, 1, 1, 1);
+    struct baton_tensor_desc row = tensor(H0, o + 4288, BATON_TYPE_F32, 256, 1, 1, 1);
     uint32_t lw = baton_gb_leaf(&s->gb, &w), lx = baton_gb_leaf(&s->gb, &x);
     uint32_t lx1 = baton_gb_leaf(&s->gb, &x1), li = baton_gb_leaf(&s->gb, &ids);
     uint32_t ly = baton_gb_leaf(&s->gb, &y), ly1 = baton_gb_leaf(&s->gb, &y1);
@@ -513,7 +515,7 @@ static void gen_wire_tensor(void)
     struct buf b = {0};
     static const uint32_t types[] = {BATON_TYPE_F32,  BATON_TYPE_F16,  BATON_TYPE_Q4_0,
                                      BATON_TYPE_Q8_0, BATON_TYPE_I32,  BATON_TYPE_Q5_0,
-                                     BATON_TYPE_Q5_1};
+                                     BATON_TYPE_Q5_1, BATON_TYPE_BF16};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         struct baton_tensor_desc t = tensor(H0 + i, 64 * i, types[i], 64, 3, 2, 1);
         tensor_desc(&b, &t);
@@ -1381,6 +1383,23 @@ static void gen_gguf(void)
         gw_free(&w);
     }
 
+    /* a BF16 tensor (2 bytes per element, any row length), rows of 7,
+     * then the same file with its data cut short by a byte */
+    for (int variant = 0; variant < 2; variant++) {
+        static const uint8_t d[4] = {0x80, 0x3f, 0xc0, 0xbf}; /* 1.0, -1.5 */
+        const uint64_t bne[2] = {7, 2};
+        gw_init(&w);
+        gw_header(&w, 3);
+        gw_kv_str(&w, "general.architecture", "llama");
+        gw_tensor_info(&w, "token_embd.weight", 2, bne, BATON_TYPE_BF16, 0);
+        size_t bdata = gw_data_begin(&w, 32);
+        gw_bytes(&w, d, sizeof d);
+        gw_pad_to(&w, bdata, variant == 1 ? 27 : 28);
+        gw_finish(&w);
+        emit("gguf", w.p, w.len);
+        gw_free(&w);
+    }
+
     /* a vocabulary with a chat template (--chat: recognized, markers looked
      * up), one per recognized layout and one that is none */
     {
@@ -1633,8 +1652,9 @@ static void gen_dispatcher(void)
         b.len = 0;
     }
 
-    /* Q5_0 / Q5_1 weights (2 rows of 256 = 8 blocks): the same graph */
-    for (uint32_t wt = BATON_TYPE_Q5_0; wt <= BATON_TYPE_Q5_1; wt++) {
+    /* Q5_0 / Q5_1 weights (2 rows of 256 = 8 blocks), then BF16: the same graph */
+    for (uint32_t wt = BATON_TYPE_Q5_0; wt <= BATON_TYPE_BF16;
+         wt = wt == BATON_TYPE_Q5_1 ? BATON_TYPE_BF16 : wt + 1) {
         static const int32_t one[1] = {1};
 
         graph_matmul_k(&s, wt);

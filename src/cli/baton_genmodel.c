@@ -21,6 +21,7 @@ static int parse_type(const char *s, uint32_t *type)
         uint32_t type;
     } names[] = {{"f32", BATON_TYPE_F32},
                  {"f16", BATON_TYPE_F16},
+                 {"bf16", BATON_TYPE_BF16},
                  {"q8_0", BATON_TYPE_Q8_0},
                  {"q4_0", BATON_TYPE_Q4_0},
                  {"q5_0", BATON_TYPE_Q5_0},
@@ -80,8 +81,8 @@ static void gen_usage(FILE *f)
           "  --kv-heads K      key/value heads (H % K == 0; default H)\n"
           "  --vocab N         synthetic vocabulary size, 300..2097152 (default 512)\n"
           "  --vocab-from FILE copy the tokenizer of another GGUF\n"
-          "  --type T          f32, f16, q8_0, q4_0, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k or\n"
-          "                    q6_k for the matrices (default f32), or a mix of types\n"
+          "  --type T          f32, f16, bf16, q8_0, q4_0, q5_0, q5_1, q2_k, q3_k, q4_k,\n"
+          "                    q5_k or q6_k for the matrices (default f32), or a mix of types\n"
           "                    chosen per matrix as llama.cpp's preset of that name does:\n"
           "                    q3_k_m, q4_k_m, q5_k_m (docs/QUANTIZE.md); names in any case\n"
           "  --seed S          weight seed (default 1)\n"
@@ -171,8 +172,8 @@ int baton_cmd_gen_model(int argc, char **argv)
                 baton_quant_preset_parse(optarg, &cfg.preset) == 0)
                 break;
             fprintf(stderr,
-                    "baton gen-model: --type: '%s' (want f32, f16, q8_0, q4_0, q5_0, q5_1, q2_k, "
-                    "q3_k, q4_k, q5_k, q6_k, q3_k_m, q4_k_m, q5_k_m)\n",
+                    "baton gen-model: --type: '%s' (want f32, f16, bf16, q8_0, q4_0, q5_0, q5_1, "
+                    "q2_k, q3_k, q4_k, q5_k, q6_k, q3_k_m, q4_k_m, q5_k_m)\n",
                     optarg);
             return 2;
         case O_SEED:
@@ -270,7 +271,7 @@ int baton_cmd_quantize(int argc, char **argv)
                                            "TYPE"};
     static const char usage_line[] =
         "usage: baton quantize IN.gguf OUT.gguf "
-        "q8_0|q4_0|q5_0|q5_1|f16|f32|q4_k_m|q5_k_m|q6_k|q3_k_m|q2_k\n";
+        "q8_0|q4_0|q5_0|q5_1|f16|bf16|f32|q4_k_m|q5_k_m|q6_k|q3_k_m|q2_k\n";
     uint32_t type;
     int preset = BATON_PRESET_NONE;
     char err[512] = "";
@@ -286,10 +287,11 @@ int baton_cmd_quantize(int argc, char **argv)
         }
         puts("usage: baton quantize IN.gguf OUT.gguf TYPE\n"
              "\n"
-             "Copies a GGUF, converting every 2-D F32/F16 matrix to TYPE: to q8_0, q4_0,\n"
-             "q5_0 or q5_1 those whose row length (ne0) is a multiple of 32 (the block\n"
-             "size), to f16 or f32 any. Metadata, vectors and the other tensors are copied\n"
-             "unchanged; it prints how many tensors were converted and kept, then the\n"
+             "Copies a GGUF, converting every 2-D F32/F16/BF16 matrix to TYPE: to q8_0,\n"
+             "q4_0, q5_0 or q5_1 those whose row length (ne0) is a multiple of 32 (the\n"
+             "block size), to f16, bf16 or f32 any. Metadata, vectors and the other\n"
+             "tensors are copied unchanged; it prints how many tensors were converted\n"
+             "and kept, then the\n"
              "tensor count per type of OUT (\"by type: f32 N q8_0 M\"), and warns\n"
              "when none was converted. OUT is written atomically (an existing OUT is\n"
              "replaced) and must not be IN.\n"
@@ -301,9 +303,10 @@ int baton_cmd_quantize(int argc, char **argv)
              "are not a multiple of 256 fall back as llama.cpp's do: to q4_0, q5_0, q5_1,\n"
              "q8_0 or f16 (docs/QUANTIZE.md).\n"
              "general.file_type is set as llama-quantize sets it, for a type as for a\n"
-             "preset (f32 0, f16 1, q4_0 2, q8_0 7, q5_0 8, q5_1 9; q4_k_m 15, ...), and\n"
-             "general.quantization_version to 2, when IN holds only F32 and F16 tensors;\n"
-             "an IN with quantized tensors (kept as they are) keeps its own values.\n"
+             "preset (f32 0, f16 1, q4_0 2, q8_0 7, q5_0 8, q5_1 9, bf16 32; q4_k_m 15,\n"
+             "...), and general.quantization_version to 2, when IN holds only F32, F16\n"
+             "and BF16 tensors; an IN with quantized tensors (kept as they are) keeps\n"
+             "its own values.\n"
              "\n"
              "The converted tensors are held in memory until OUT is written: a\n"
              "conversion that would take more than the memory available now\n"
@@ -312,8 +315,9 @@ int baton_cmd_quantize(int argc, char **argv)
              "\n"
              "Exit status: 0 written (also when nothing was converted), 1 IN cannot be\n"
              "read, a value cannot be converted (NaN, infinite, or too large for the\n"
-             "type's binary16 scale; for f16: finite but above 65504, as f16 keeps NaN\n"
-             "and infinities; the message names the tensor and element), the\n"
+             "type's binary16 scale; for f16 and bf16: finite but beyond the type's\n"
+             "range, 65504 or about 3.39e38, as they keep NaN and infinities; the\n"
+             "message names the tensor and element), the\n"
              "conversion would not fit in the memory available, or OUT cannot be\n"
              "written or is IN, 2 usage error.");
         return 0;
@@ -350,8 +354,8 @@ int baton_cmd_quantize(int argc, char **argv)
             strcat(lower, "_m");
         if (type_name[i] != '\0' || baton_quant_preset_parse(lower, &preset) != 0) {
             fprintf(stderr,
-                    "baton quantize: type '%s' (want q8_0, q4_0, q5_0, q5_1, f16, f32, q4_k_m, "
-                    "q5_k_m, q6_k, q3_k_m, q2_k)\n",
+                    "baton quantize: type '%s' (want q8_0, q4_0, q5_0, q5_1, f16, bf16, f32, "
+                    "q4_k_m, q5_k_m, q6_k, q3_k_m, q2_k)\n",
                     type_name);
             return 2;
         }
@@ -372,8 +376,8 @@ int baton_cmd_quantize(int argc, char **argv)
     fprintf(stderr, "baton quantize: wrote %s: %llu tensors converted %s %s%s, %llu kept (%s)\n",
             out, (unsigned long long)n_conv, preset != BATON_PRESET_NONE ? "by the" : "to", canon,
             preset != BATON_PRESET_NONE ? " preset" : "", (unsigned long long)n_kept,
-            preset != BATON_PRESET_NONE ? "vectors, norms, or not f32/f16"
-            : type == BATON_TYPE_F32 || type == BATON_TYPE_F16
+            preset != BATON_PRESET_NONE ? "vectors, norms, or not f32/f16/bf16"
+            : type == BATON_TYPE_F32 || type == BATON_TYPE_F16 || type == BATON_TYPE_BF16
                 ? "vectors, other types, or already that type"
                 : "vectors, other types, or rows not a multiple of 32");
     if (n_conv == 0)

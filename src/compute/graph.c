@@ -168,9 +168,9 @@ static uint32_t storage_leaf(const struct baton_graph *g, const struct baton_nod
  * of compute/cpu/matmul.h); every other operand is F32 or I32. */
 static int weight_type(uint32_t type)
 {
-    return type == BATON_TYPE_F32 || type == BATON_TYPE_F16 || type == BATON_TYPE_Q8_0 ||
-           type == BATON_TYPE_Q4_0 || type == BATON_TYPE_Q5_0 || type == BATON_TYPE_Q5_1 ||
-           baton_cpu_type_is_k(type);
+    return type == BATON_TYPE_F32 || type == BATON_TYPE_F16 || type == BATON_TYPE_BF16 ||
+           type == BATON_TYPE_Q8_0 || type == BATON_TYPE_Q4_0 || type == BATON_TYPE_Q5_0 ||
+           type == BATON_TYPE_Q5_1 || baton_cpu_type_is_k(type);
 }
 
 static int all_f32(const struct tview *s, uint32_t n)

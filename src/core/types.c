@@ -44,12 +44,15 @@
     behavior i32:
       assumes type == BATON_TYPE_I32;
       ensures \result == 0 && *block_elems == 1 && *block_bytes == 4;
+    behavior bf16:
+      assumes type == BATON_TYPE_BF16;
+      ensures \result == 0 && *block_elems == 1 && *block_bytes == 2;
     behavior unknown:
       assumes type != BATON_TYPE_F32 && type != BATON_TYPE_F16 && type != BATON_TYPE_Q4_0 &&
               type != BATON_TYPE_Q5_0 && type != BATON_TYPE_Q5_1 &&
               type != BATON_TYPE_Q8_0 && type != BATON_TYPE_Q2_K && type != BATON_TYPE_Q3_K &&
               type != BATON_TYPE_Q4_K && type != BATON_TYPE_Q5_K && type != BATON_TYPE_Q6_K &&
-              type != BATON_TYPE_I32;
+              type != BATON_TYPE_I32 && type != BATON_TYPE_BF16;
       ensures \result == BATON_E_TYPE;
       ensures *block_elems == \old(*block_elems) && *block_bytes == \old(*block_bytes);
     complete behaviors;
@@ -106,6 +109,10 @@ int baton_type_block(uint32_t type, uint32_t *block_elems, uint32_t *block_bytes
         *block_elems = 1;
         *block_bytes = 4;
         return 0;
+    case BATON_TYPE_BF16:
+        *block_elems = 1;
+        *block_bytes = 2;
+        return 0;
     default:
         return BATON_E_TYPE;
     }
@@ -129,6 +136,9 @@ static const struct baton_type_info type_q4_k = {256, 144, 1, "q4_k"};
 static const struct baton_type_info type_q5_k = {256, 176, 1, "q5_k"};
 static const struct baton_type_info type_q6_k = {256, 210, 1, "q6_k"};
 static const struct baton_type_info type_i32 = {1, 4, 1, "i32"};
+/* BF16 (the top half of binary32) as MUL_MAT weights and GET_ROWS tables,
+ * like F16. */
+static const struct baton_type_info type_bf16 = {1, 2, 1, "bf16"};
 
 /*@ assigns \nothing;
     ensures \result == \null || \valid_read(\result);
@@ -137,14 +147,14 @@ static const struct baton_type_info type_i32 = {1, 4, 1, "i32"};
               type == BATON_TYPE_Q5_0 || type == BATON_TYPE_Q5_1 ||
               type == BATON_TYPE_Q8_0 || type == BATON_TYPE_Q2_K || type == BATON_TYPE_Q3_K ||
               type == BATON_TYPE_Q4_K || type == BATON_TYPE_Q5_K || type == BATON_TYPE_Q6_K ||
-              type == BATON_TYPE_I32;
+              type == BATON_TYPE_I32 || type == BATON_TYPE_BF16;
       ensures \valid_read(\result);
     behavior unknown:
       assumes type != BATON_TYPE_F32 && type != BATON_TYPE_F16 && type != BATON_TYPE_Q4_0 &&
               type != BATON_TYPE_Q5_0 && type != BATON_TYPE_Q5_1 &&
               type != BATON_TYPE_Q8_0 && type != BATON_TYPE_Q2_K && type != BATON_TYPE_Q3_K &&
               type != BATON_TYPE_Q4_K && type != BATON_TYPE_Q5_K && type != BATON_TYPE_Q6_K &&
-              type != BATON_TYPE_I32;
+              type != BATON_TYPE_I32 && type != BATON_TYPE_BF16;
       ensures \result == \null;
     complete behaviors;
     disjoint behaviors;
@@ -176,6 +186,8 @@ const struct baton_type_info *baton_type_get(uint32_t type)
         return &type_q6_k;
     case BATON_TYPE_I32:
         return &type_i32;
+    case BATON_TYPE_BF16:
+        return &type_bf16;
     default:
         return NULL;
     }

@@ -8,7 +8,8 @@
  * f16 scale + 4 bytes of fifth bits + 16 bytes of nibbles (22 bytes), Q5_1 =
  * f16 scale + f16 min + the same 20 bytes (24 bytes), and the
  * K-quants Q2_K..Q6_K (super-blocks of 256 elements; compute/cpu/quant.h
- * gives their byte layouts).
+ * gives their byte layouts); BF16 = 2 bytes per element, the high half of
+ * the binary32 bits.
  *
  * This file is pure (no libc, no I/O) and is part of the proven set (verify/).
  */
@@ -31,6 +32,7 @@ enum baton_type {
     BATON_TYPE_Q5_K = 13, /* 176 bytes per 256 */
     BATON_TYPE_Q6_K = 14, /* 210 bytes per 256 */
     BATON_TYPE_I32 = 26,
+    BATON_TYPE_BF16 = 30, /* bfloat16: the top 16 bits of a binary32 (compute/cpu/quant.h) */
 };
 
 #define BATON_TYPE_ID_LIMIT 32u /* every valid id is below this */

@@ -482,11 +482,11 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
         const char *opt = D % 32 != 0 ? "--dim" : "--ff";
         const uint32_t v = D % 32 != 0 ? D : F;
 
-        if (cfg->type == BATON_TYPE_F16)
+        if (cfg->type == BATON_TYPE_F16 || cfg->type == BATON_TYPE_BF16)
             snprintf(err, err_len,
-                     "%s %u is not a multiple of 32: gen-model writes f16 matrices only with "
+                     "%s %u is not a multiple of 32: gen-model writes %s matrices only with "
                      "--dim and --ff multiples of 32",
-                     opt, v);
+                     opt, v, baton_type_name(cfg->type));
         else
             snprintf(err, err_len,
                      "%s %u is not a multiple of 32: %s stores the rows of the matrices (--dim "
@@ -744,7 +744,7 @@ static const char *shown_name(const char *name, char *buf, size_t cap)
 /* Why the quantizer refused tensor t's values (BATON_E_INVAL): the first
  * value that is NaN or infinite, else the largest magnitude, which gives a
  * block a scale that binary16 cannot hold (compute/cpu/quant.h). t is 2-D,
- * F32 or F16; its values are read a chunk at a time. */
+ * F32, F16 or BF16; its values are read a chunk at a time. */
 static void describe_unconvertible(const struct baton_gguf_tensor *t, uint32_t type,
                                    const char *in_path, char *err, size_t err_len)
 {
@@ -761,10 +761,9 @@ static void describe_unconvertible(const struct baton_gguf_tensor *t, uint32_t t
         if (i % CHUNK == 0) {
             const uint64_t k = n - i < CHUNK ? n - i : CHUNK;
 
-            if (t->type == BATON_TYPE_F32)
-                memcpy(x, base + i * 4, k * sizeof(float));
-            else
-                baton_fp16_to_fp32_row(base + i * 2, x, k);
+            /* F32 (a copy), F16 or BF16: cannot fail */
+            (void)baton_dequantize_row(t->type, base + i * (t->type == BATON_TYPE_F32 ? 4 : 2),
+                                       x, k);
         }
         v = x[i % CHUNK];
         if (!isfinite(v)) {
@@ -789,7 +788,7 @@ static void describe_unconvertible(const struct baton_gguf_tensor *t, uint32_t t
              (double)big_value, baton_type_name(type));
 }
 
-/* Converts tensor t (2-D, F32 or F16) to out_type into dst, rb bytes per
+/* Converts tensor t (2-D, F32, F16 or BF16) to out_type into dst, rb bytes per
  * row, a row at a time through row (t->ne[0] floats). Returns 0, or an
  * error with a message in err naming in_path, the tensor and, for a value
  * out_type cannot hold, the element. */
@@ -804,24 +803,28 @@ static int convert_tensor(const struct baton_gguf_tensor *t, uint32_t out_type, 
     int rc = 0;
 
     for (r = 0; rc == 0 && r < t->ne[1]; r++) {
-        if (t->type == BATON_TYPE_F32)
-            memcpy(row, base + r * ne0 * 4, ne0 * sizeof(float));
-        else
-            baton_fp16_to_fp32_row(base + r * ne0 * 2, row, ne0);
-        if (out_type == BATON_TYPE_F16) {
-            /* a finite value binary16 cannot hold would become infinite:
-             * |x| >= 65520 rounds past 65504, its largest finite value */
+        /* F32 (a copy), F16 or BF16 (out_type_of): cannot fail */
+        (void)baton_dequantize_row(t->type, base + r * ne0 * (t->type == BATON_TYPE_F32 ? 4 : 2),
+                                   row, ne0);
+        if (out_type == BATON_TYPE_F16 || out_type == BATON_TYPE_BF16) {
+            /* a finite value the half type cannot hold would become
+             * infinite: binary16 rounds |x| >= 65520 past 65504, its
+             * largest finite value; bfloat16 rounds |x| >= 2^128 - 2^119
+             * past 2^128 - 2^120 (about 3.39e38) */
+            const float lim = out_type == BATON_TYPE_F16 ? 65520.0f : 0x1.ffp127f;
             uint64_t e;
 
-            for (e = 0; e < ne0 && !(isfinite(row[e]) && fabsf(row[e]) >= 65520.0f); e++)
+            for (e = 0; e < ne0 && !(isfinite(row[e]) && fabsf(row[e]) >= lim); e++)
                 ;
             if (e < ne0) {
                 snprintf(err, err_len,
-                         "%s: tensor '%s': element %llu (%g) is beyond the range of f16 "
-                         "(largest finite value 65504); keep the model in f32 or choose a "
+                         "%s: tensor '%s': element %llu (%g) is beyond the range of %s "
+                         "(largest finite value %s); keep the model in f32 or choose a "
                          "quantized type",
                          in_path, shown_name(t->name, shown, sizeof shown),
-                         (unsigned long long)(r * ne0 + e), (double)row[e]);
+                         (unsigned long long)(r * ne0 + e), (double)row[e],
+                         baton_type_name(out_type),
+                         out_type == BATON_TYPE_F16 ? "65504" : "about 3.39e38");
                 return BATON_E_INVAL;
             }
         }
@@ -835,12 +838,19 @@ static int convert_tensor(const struct baton_gguf_tensor *t, uint32_t out_type, 
     return rc;
 }
 
+/* 1 for the types quantize converts from (and to, whatever the row
+ * length): F32, F16 and BF16. */
+static int full_precision_type(uint32_t type)
+{
+    return type == BATON_TYPE_F32 || type == BATON_TYPE_F16 || type == BATON_TYPE_BF16;
+}
+
 /* The type tensor i (t) gets in the output: t's own type when it is kept. */
 static uint32_t out_type_of(const struct baton_gguf_tensor *t, uint64_t i, uint32_t type,
                             struct baton_quant_plan *plan, const uint32_t *attn_v_rank,
                             const uint32_t *ffn_down_rank)
 {
-    if (t->n_dims != 2 || (t->type != BATON_TYPE_F32 && t->type != BATON_TYPE_F16))
+    if (t->n_dims != 2 || !full_precision_type(t->type))
         return t->type;
     if (plan != NULL) {
         if (!baton_quant_preset_applies(t->name, t->n_dims))
@@ -849,7 +859,7 @@ static uint32_t out_type_of(const struct baton_gguf_tensor *t, uint64_t i, uint3
         plan->ffn_down_rank = ffn_down_rank[i];
         return baton_quant_preset_type(plan, t->name, t->ne[0]);
     }
-    if (type == BATON_TYPE_F32 || type == BATON_TYPE_F16 || t->ne[0] % 32 == 0)
+    if (full_precision_type(type) || t->ne[0] % 32 == 0)
         return type;
     return t->type;
 }
@@ -927,14 +937,13 @@ int baton_quantize_file(const char *in_path, const char *out_path, uint32_t type
     if (rc == 0)
         rc = baton_gguf_writer_create(&w);
     /* the output is marked as llama-quantize marks it (below) when the
-     * input held only F32 / F16 tensors, which quantize converts; an input
+     * input held only F32 / F16 / BF16 tensors, which quantize converts; an input
      * with quantized tensors keeps its own mark, as they stay as they are
      * (a q4_k_m file "to f32" keeps its Q5_0 and Q8_0 tensors) */
     for (i = 0; rc == 0 && i < n_tensors; i++) {
         struct baton_gguf_tensor t;
 
-        if (baton_gguf_tensor_at(src, i, &t) == 0 && t.type != BATON_TYPE_F32 &&
-            t.type != BATON_TYPE_F16)
+        if (baton_gguf_tensor_at(src, i, &t) == 0 && !full_precision_type(t.type))
             full_precision = 0;
     }
     for (i = 0; rc == 0 && i < baton_gguf_n_kv(src); i++) {

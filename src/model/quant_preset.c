@@ -54,6 +54,7 @@ int baton_quant_type_ftype(uint32_t type, uint32_t *ftype)
     } ftypes[] = {
         {BATON_TYPE_F32, 0},  {BATON_TYPE_F16, 1},  {BATON_TYPE_Q4_0, 2},
         {BATON_TYPE_Q8_0, 7}, {BATON_TYPE_Q5_0, 8}, {BATON_TYPE_Q5_1, 9},
+        {BATON_TYPE_BF16, 32},
     };
 
     for (size_t i = 0; i < sizeof ftypes / sizeof ftypes[0]; i++)

@@ -43,7 +43,7 @@ uint32_t baton_quant_preset_ftype(int preset);
 
 /* llama.cpp's general.file_type for a file of one type (LLAMA_FTYPE_ALL_F32
  * 0, MOSTLY_F16 1, MOSTLY_Q4_0 2, MOSTLY_Q8_0 7, MOSTLY_Q5_0 8, MOSTLY_Q5_1
- * 9: llama.h) into *ftype: 0, or -1 for a type with none here. */
+ * 9, MOSTLY_BF16 32: llama.h) into *ftype: 0, or -1 for a type with none here. */
 int baton_quant_type_ftype(uint32_t type, uint32_t *ftype);
 
 /* Whether llama.cpp's preset quantizes this tensor at all: a matrix (n_dims

@@ -737,10 +737,10 @@ int run_prepare_stage(struct run *r, struct stage_rt *s)
         const int is_vector = items[i].src.n_dims <= 1;
 
         /* norms, biases and rope factors are F32 vectors; matrices F32,
-         * F16, Q8_0, Q4_0, Q5_0, Q5_1 or a K-quant (rows a multiple of the block: the
-         * GGUF reader checked that) */
+         * F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1 or a K-quant (rows a multiple of the
+         * block: the GGUF reader checked that) */
         if (is_vector ? ty != BATON_TYPE_F32
-                      : !(ty == BATON_TYPE_F32 || ty == BATON_TYPE_F16 ||
+                      : !(ty == BATON_TYPE_F32 || ty == BATON_TYPE_F16 || ty == BATON_TYPE_BF16 ||
                           ty == BATON_TYPE_Q8_0 || ty == BATON_TYPE_Q4_0 ||
                           ty == BATON_TYPE_Q5_0 || ty == BATON_TYPE_Q5_1 ||
                           ty == BATON_TYPE_Q2_K || ty == BATON_TYPE_Q3_K ||
@@ -750,7 +750,8 @@ int run_prepare_stage(struct run *r, struct stage_rt *s)
                          "for a %s\n",
                       r->cfg->model_path, items[i].src.name, baton_type_name(ty),
                       is_vector ? "vector (f32 only)"
-                                : "matrix (f32, f16, q8_0, q4_0, q5_0, q5_1, q2_k..q6_k)");
+                                : "matrix (f32, f16, bf16, q8_0, q4_0, q5_0, q5_1, "
+                                  "q2_k..q6_k)");
             goto out;
         }
         if (items[i].src.type >= 64 || !(s->info.type_mask & (1ull << items[i].src.type))) {

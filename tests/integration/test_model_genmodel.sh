@@ -118,7 +118,7 @@ for c in "tokens-u32|key 'tokenizer.ggml.tokens' is an array of u32, not of stri
         fail "gen-model --vocab-from ${c%%|*}: rc $rc: $(cat "$TMP/bad.err")"
 done
 # quantize's usage errors say what was wrong, then the usage line
-usage_q="usage: baton quantize IN.gguf OUT.gguf q8_0|q4_0|q5_0|q5_1|f16|f32|q4_k_m|q5_k_m|q6_k|q3_k_m|q2_k"
+usage_q="usage: baton quantize IN.gguf OUT.gguf q8_0|q4_0|q5_0|q5_1|f16|bf16|f32|q4_k_m|q5_k_m|q6_k|q3_k_m|q2_k"
 for c in "|missing IN.gguf, OUT.gguf and TYPE" "in.gguf|missing OUT.gguf and TYPE" \
          "in.gguf out.gguf|missing TYPE" "in.gguf out.gguf q8_0 x|unexpected argument 'x'" \
          "--bogus in.gguf out.gguf q8_0|unrecognized option '--bogus'" \
@@ -306,7 +306,7 @@ rc=0; "$BATON" gen-model --layers 1 --dim 64 --ff 64 --heads 4 -o "$TMP/nodir/g.
 [ "$rc" -eq 1 ] && grep -qx "baton gen-model: -o $TMP/nodir/g.gguf: cannot create a file in $TMP/nodir: No such file or directory" \
     "$TMP/bad.err" || fail "gen-model into a missing directory: rc $rc: $(cat "$TMP/bad.err")"
 "$BATON" --help >"$TMP/help.txt"
-grep -q "quantize .*q8_0, q4_0, q5_0, q5_1, f16 or f32," "$TMP/help.txt" && grep -q "K-quant mix: q4_k_m, q5_k_m, q6_k, q3_k_m, q2_k" "$TMP/help.txt" || fail "baton --help: quantize types"
+grep -q "quantize .*q8_0, q4_0, q5_0, q5_1, f16, bf16" "$TMP/help.txt" && grep -q "K-quant mix: q4_k_m, q5_k_m, q6_k, q3_k_m, q2_k" "$TMP/help.txt" || fail "baton --help: quantize types"
 "$BATON" quantize --help >"$TMP/help.txt"
 grep -q "^Exit status: 0 written" "$TMP/help.txt" && grep -q "f32 any" "$TMP/help.txt" || fail "quantize --help"
 "$BATON" gen-model --help >"$TMP/help.txt"
@@ -345,7 +345,7 @@ baton quantize: by type: f32 11 f16 37" ] ||
     # a preset whose type no row can take (288 is not a multiple of 256):
     # "by the preset", and the by-type line shows what the rows became
     "$BATON" quantize "$MODEL_DIR/stories260K.gguf" "$TMP/s_q6.gguf" q6_k 2>"$TMP/q.err" || fail "quantize q6_k"
-    grep -qx "baton quantize: wrote $TMP/s_q6.gguf: 37 tensors converted by the q6_k preset, 11 kept (vectors, norms, or not f32/f16)" \
+    grep -qx "baton quantize: wrote $TMP/s_q6.gguf: 37 tensors converted by the q6_k preset, 11 kept (vectors, norms, or not f32/f16/bf16)" \
         "$TMP/q.err" && grep -qx "baton quantize: by type: f32 11 f16 5 q8_0 32" "$TMP/q.err" ||
         fail "quantize q6_k: $(cat "$TMP/q.err")"
     # an output in a missing directory is named as given, not as its temporary file

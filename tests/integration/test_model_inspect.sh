@@ -426,6 +426,15 @@ quant_fails Q8_0 "baton quantize: $TMP/c.gguf: tensor 'blk.0.attn_q.weight': ele
 quant_fails f16 "baton quantize: $TMP/c.gguf: tensor 'blk.0.attn_q.weight': element 5 (1e+38) is beyond the range of f16 (largest finite value 65504); keep the model in f32 or choose a quantized type"
 poke "$TMP/c.gguf" blk.0.attn_q.weight 20 00e07f47 || fail "poke 65504"
 "$BATON" quantize "$TMP/c.gguf" "$TMP/cq.gguf" f16 2>"$TMP/q.err" || fail "quantize f16 65504: $(cat "$TMP/q.err")"
+# bf16 likewise past its largest finite value (2^128 - 2^120), here FLT_MAX,
+# which would round to infinity; 1e38 converts, and --check reads BF16
+rm -f "$TMP/cq.gguf"
+poke "$TMP/c.gguf" blk.0.attn_q.weight 20 ffff7f7f || fail "poke FLT_MAX"
+quant_fails bf16 "baton quantize: $TMP/c.gguf: tensor 'blk.0.attn_q.weight': element 5 (3.40282e+38) is beyond the range of bf16 (largest finite value about 3.39e38); keep the model in f32 or choose a quantized type"
+poke "$TMP/c.gguf" blk.0.attn_q.weight 20 9976967e || fail "poke 1e38 again"
+"$BATON" quantize "$TMP/c.gguf" "$TMP/cq.gguf" BF16 2>"$TMP/q.err" || fail "quantize bf16 1e38: $(cat "$TMP/q.err")"
+"$BATON" inspect --check "$TMP/cq.gguf" >"$TMP/chk.out" || fail "--check bf16: $(cat "$TMP/chk.out")"
+grep -Eq "^ +[0-9]+ +blk\.0\.attn_q\.weight +bf16 " <("$BATON" inspect "$TMP/cq.gguf") || fail "inspect: attn_q not bf16"
 poke "$TMP/c.gguf" blk.0.attn_q.weight 20 0000c07f || fail "poke f32 again"
 # q8_0 ffn_up (96 x 64: rows of 64 = 2 blocks of 34 bytes): the second
 # block's scale (byte 34) becomes binary16 +inf: its 32 values are infinite

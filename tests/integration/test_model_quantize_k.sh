@@ -49,7 +49,7 @@ expect() {
 
 for p in q2_k q3_k_m q4_k_m q5_k_m q6_k; do
     "$BATON" quantize "$TMP/f32.gguf" "$TMP/$p.gguf" "$p" 2>"$TMP/q.err" || fail "quantize $p: $(cat "$TMP/q.err")"
-    grep -qx "baton quantize: wrote $TMP/$p.gguf: 58 tensors converted by the $p preset, 17 kept (vectors, norms, or not f32/f16)" \
+    grep -qx "baton quantize: wrote $TMP/$p.gguf: 58 tensors converted by the $p preset, 17 kept (vectors, norms, or not f32/f16/bf16)" \
         "$TMP/q.err" || fail "quantize $p: $(cat "$TMP/q.err")"
     types "$TMP/$p.gguf" >"$TMP/got.txt"
     expect "$p" | LC_ALL=C sort >"$TMP/want.txt"
@@ -76,7 +76,7 @@ grep -Eq "blk\.1\.attn_v\.weight +q4_k +256 x 64 +[0-9]+ +9216$" "$TMP/inspect.t
 cmp -s "$TMP/alias.gguf" "$TMP/q4_k_m.gguf" || fail "Q4_K is not q4_k_m"
 # the summary names the preset an alias stands for, as baton spells it (it
 # said "converted to Q4_K", beside a by-type line without q4_k's fallbacks)
-grep -qx "baton quantize: wrote $TMP/alias.gguf: 58 tensors converted by the q4_k_m preset, 17 kept (vectors, norms, or not f32/f16)" \
+grep -qx "baton quantize: wrote $TMP/alias.gguf: 58 tensors converted by the q4_k_m preset, 17 kept (vectors, norms, or not f32/f16/bf16)" \
     "$TMP/q.err" || fail "quantize Q4_K: $(cat "$TMP/q.err")"
 
 # gen-model: a mix gives the types quantize gives; a K-quant every matrix
@@ -153,9 +153,11 @@ for t in q5_0 q5_1; do
 done
 # a single type marks the file as llama-quantize does (LLAMA_FTYPE_*, from
 # llama.h), and replaces the input's mark: the 8-layer F32 model (no mark)
-# to each type, then its f16 copy (marked 1) to q8_0; the mark used to be
-# copied unchanged (ALL_F32 on a q8_0 file)
-for c in "f32 0" "f16 1" "q4_0 2" "q8_0 7" "q5_0 8" "q5_1 9" "f16:q8_0 7"; do
+# to each type, then its f16 copy (marked 1) to q8_0 and its bf16 copy
+# (marked 32) to q8_0 and f32; the mark used to be copied unchanged (ALL_F32
+# on a q8_0 file)
+for c in "f32 0" "f16 1" "q4_0 2" "q8_0 7" "q5_0 8" "q5_1 9" "bf16 32" "f16:q8_0 7" \
+    "bf16:q8_0 7" "bf16:f32 0"; do
     set -- $c
     in="$TMP/f32.gguf"
     case $1 in *:*) in="$TMP/ft-${1%%:*}.gguf" ;; esac
@@ -179,6 +181,6 @@ done
 # usage: an unknown preset name
 rc=0; "$BATON" quantize "$TMP/f32.gguf" "$TMP/x.gguf" q4_k_s 2>"$TMP/bad.err" || rc=$?
 [ "$rc" -eq 2 ] && [ ! -e "$TMP/x.gguf" ] &&
-    grep -qx "baton quantize: type 'q4_k_s' (want q8_0, q4_0, q5_0, q5_1, f16, f32, q4_k_m, q5_k_m, q6_k, q3_k_m, q2_k)" "$TMP/bad.err" ||
+    grep -qx "baton quantize: type 'q4_k_s' (want q8_0, q4_0, q5_0, q5_1, f16, bf16, f32, q4_k_m, q5_k_m, q6_k, q3_k_m, q2_k)" "$TMP/bad.err" ||
     fail "quantize q4_k_s: rc $rc: $(cat "$TMP/bad.err")"
 echo "ok"

@@ -2,6 +2,7 @@
  * dequantizers (hand-built blocks, ggml's rounding rules, error bounds),
  * the activation quantizer of the MUL_MAT kernels, and GET_ROWS on F16 /
  * Q8_0 / Q4_0 tables through a graph. */
+#include <float.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -107,6 +108,82 @@ static void test_fp16_round_trip_all(void **state)
             assert_int_equal(back, h);
         }
     }
+}
+
+/* bfloat16: the high half of binary32. Widening is a shift (a signalling
+ * NaN stays as it is); narrowing rounds to nearest, ties to even, and
+ * keeps a NaN a NaN. */
+static void test_bf16_known_values(void **state)
+{
+    (void)state;
+    assert_true(baton_bf16_to_fp32(0x3F80) == 1.0f);
+    assert_true(baton_bf16_to_fp32(0xC000) == -2.0f);
+    assert_true(baton_bf16_to_fp32(0x7F7F) == 0x1.fep127f);    /* largest finite */
+    assert_true(baton_bf16_to_fp32(0x0080) == ldexpf(1.0f, -126)); /* smallest normal */
+    assert_true(baton_bf16_to_fp32(0x0001) == ldexpf(1.0f, -133)); /* smallest subnormal */
+    assert_true(baton_bf16_to_fp32(0x3EAB) == 0x1.56p-2f);
+    assert_int_equal(bits(baton_bf16_to_fp32(0x8000)), 0x80000000u);
+    assert_int_equal(bits(baton_bf16_to_fp32(0x7F80)), 0x7F800000u);
+    assert_int_equal(bits(baton_bf16_to_fp32(0xFF80)), 0xFF800000u);
+    assert_int_equal(bits(baton_bf16_to_fp32(0x7FC1)), 0x7FC10000u);
+    assert_int_equal(bits(baton_bf16_to_fp32(0x7F81)), 0x7F810000u); /* kept as it is */
+
+    assert_int_equal(baton_fp32_to_bf16(1.0f), 0x3F80);
+    assert_int_equal(baton_fp32_to_bf16(-2.0f), 0xC000);
+    assert_int_equal(baton_fp32_to_bf16(0.1f), 0x3DCD); /* 0x3DCCCCCD: up */
+    assert_int_equal(baton_fp32_to_bf16(-0.0f), 0x8000);
+    assert_int_equal(baton_fp32_to_bf16(1.0f + ldexpf(1.0f, -8)), 0x3F80);     /* tie, even */
+    assert_int_equal(baton_fp32_to_bf16(1.0f + 3 * ldexpf(1.0f, -8)), 0x3F82); /* tie, up */
+    assert_int_equal(baton_fp32_to_bf16(1.0f + ldexpf(1.0f, -8) + ldexpf(1.0f, -20)), 0x3F81);
+    assert_int_equal(baton_fp32_to_bf16(0x1.fep127f), 0x7F7F);
+    assert_int_equal(baton_fp32_to_bf16(nextafterf(0x1.ffp127f, 0.0f)), 0x7F7F);
+    assert_int_equal(baton_fp32_to_bf16(0x1.ffp127f), 0x7F80); /* tie, odd: up to inf */
+    assert_int_equal(baton_fp32_to_bf16(-FLT_MAX), 0xFF80);
+    assert_int_equal(baton_fp32_to_bf16(INFINITY), 0x7F80);
+    assert_int_equal(baton_fp32_to_bf16(ldexpf(1.0f, -133)), 0x0001);
+    assert_int_equal(baton_fp32_to_bf16(ldexpf(1.0f, -134)), 0x0000); /* tie to 0 */
+    assert_int_equal(baton_fp32_to_bf16(ldexpf(3.0f, -134)), 0x0002); /* 1.5: tie, even */
+    assert_int_equal(baton_fp32_to_bf16(ldexpf(1.0f, -149)), 0x0000);
+    assert_int_equal(baton_fp32_to_bf16(NAN) & 0x7FC0, 0x7FC0);
+    {
+        /* a NaN whose payload is all in the dropped half stays NaN */
+        uint32_t u = 0xFF800001u;
+        float f;
+
+        memcpy(&f, &u, sizeof f);
+        assert_int_equal(baton_fp32_to_bf16(f), 0xFFC0);
+    }
+}
+
+/* Every bfloat16 value survives bf16 -> f32 -> bf16, but a signalling NaN,
+ * which comes back quiet; rows convert as the single values do. */
+static void test_bf16_round_trip_all(void **state)
+{
+    uint16_t row[256];
+    float f[256];
+    uint8_t back[512];
+    uint32_t h;
+
+    (void)state;
+    for (h = 0; h < 65536; h++) {
+        const uint16_t b = baton_fp32_to_bf16(baton_bf16_to_fp32((uint16_t)h));
+
+        if ((h & 0x7F80) == 0x7F80 && (h & 0x7F))
+            assert_int_equal(b, h | 0x40);
+        else
+            assert_int_equal(b, h);
+    }
+    for (h = 0; h < 256; h++)
+        row[h] = (uint16_t)(h * 257u);
+    assert_int_equal(baton_dequantize_row(BATON_TYPE_BF16, row, f, 256), 0);
+    assert_int_equal(baton_quantize_row(BATON_TYPE_BF16, f, back, 256), 0);
+    for (h = 0; h < 256; h++) {
+        assert_int_equal(bits(f[h]), (uint32_t)row[h] << 16);
+        assert_int_equal(back[2 * h] | back[2 * h + 1] << 8,
+                         baton_fp32_to_bf16(baton_bf16_to_fp32(row[h])));
+    }
+    assert_int_equal(baton_row_bytes(BATON_TYPE_BF16, 7), 14);
+    assert_int_equal(baton_row_bytes(BATON_TYPE_BF16, 1ull << 63), 0); /* wraps */
 }
 
 #if defined(__x86_64__)
@@ -1007,11 +1084,51 @@ static void test_get_rows_types(void **state)
     rng_state = 99;
     get_rows_case(BATON_TYPE_F16, 7);
     get_rows_case(BATON_TYPE_F16, 64);
+    get_rows_case(BATON_TYPE_BF16, 7);
+    get_rows_case(BATON_TYPE_BF16, 64);
     get_rows_case(BATON_TYPE_Q8_0, 32);
     get_rows_case(BATON_TYPE_Q8_0, 64);
     get_rows_case(BATON_TYPE_Q4_0, 64);
     get_rows_case(BATON_TYPE_Q5_0, 64);
     get_rows_case(BATON_TYPE_Q5_1, 32);
+}
+
+/* Hand-computed MUL_MAT of BF16 weights through a graph, k = 40 (a
+ * ragged tail past 32 lanes): row 0 holds 1.5 at even j and -0.5 at odd j,
+ * row 1 2^100 at j = 1, row 2 2^-100 at j = 3 (beyond binary16's range:
+ * read as bfloat16), zeros elsewhere, against x_j = j; every sum is
+ * exact. */
+static void test_mul_mat_bf16_known(void **state)
+{
+    uint8_t w[3 * 40 * 2];
+    float x[40], y[3];
+    struct tg t;
+    uint32_t lw, lx, ly, n;
+    int j;
+
+    (void)state;
+    memset(w, 0, sizeof w);
+    for (j = 0; j < 40; j++) {
+        const uint16_t h = j % 2 ? 0xBF00 : 0x3FC0; /* -0.5, 1.5 */
+
+        w[2 * j] = (uint8_t)(h & 0xFF);
+        w[2 * j + 1] = (uint8_t)(h >> 8);
+        x[j] = (float)j;
+    }
+    w[80 + 2 * 1] = 0x80; /* 0x7180: 2^100 */
+    w[80 + 2 * 1 + 1] = 0x71;
+    w[160 + 2 * 3] = 0x80; /* 0x0D80: 2^-100 */
+    w[160 + 2 * 3 + 1] = 0x0D;
+    tg_init(&t);
+    lw = tg_leaf(&t, BATON_TYPE_BF16, 40, 3, 1, 1, w);
+    lx = tg_leaf(&t, BATON_TYPE_F32, 40, 1, 1, 1, x);
+    ly = tg_leaf(&t, BATON_TYPE_F32, 3, 1, 1, 1, y);
+    n = tg_node(&t, BATON_OP_MUL_MAT, BATON_TYPE_F32, 3, 1, 1, 1, SRC2(lw, lx), NULL);
+    tg_at(&t, n)->out_leaf = ly;
+    assert_int_equal(tg_run(&t, NULL), 0);
+    assert_true(y[0] == 1.5f * 380.0f - 0.5f * 400.0f); /* evens 0..38, odds 1..39 */
+    assert_true(y[1] == ldexpf(1.0f, 100));
+    assert_true(y[2] == ldexpf(3.0f, -100));
 }
 
 /* Hand-computed MUL_MAT through a graph: a Q8_0 row with d = 0.5 and
@@ -1092,6 +1209,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fp16_known_values),  cmocka_unit_test(test_fp16_round_trip_all),
+        cmocka_unit_test(test_bf16_known_values),  cmocka_unit_test(test_bf16_round_trip_all),
         cmocka_unit_test(test_fp16_matches_f16c),  cmocka_unit_test(test_q8_0_known_block),
         cmocka_unit_test(test_q4_0_known_block),   cmocka_unit_test(test_quantize_known_blocks),
         cmocka_unit_test(test_quantize_errors),    cmocka_unit_test(test_round_trip_bounds),
@@ -1100,6 +1218,7 @@ int main(void)
         cmocka_unit_test(test_q4_k_q5_k_known_blocks), cmocka_unit_test(test_q6_k_known_block),
         cmocka_unit_test(test_k_round_trip_bounds), cmocka_unit_test(test_k_errors),
         cmocka_unit_test(test_get_rows_types),     cmocka_unit_test(test_mul_mat_quant_known),
+        cmocka_unit_test(test_mul_mat_bf16_known),
         cmocka_unit_test(test_q5_known_blocks),    cmocka_unit_test(test_q5_quantize_known),
         cmocka_unit_test(test_q5_quantize_errors), cmocka_unit_test(test_q5_round_trip_bounds),
     };

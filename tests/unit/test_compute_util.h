@@ -31,10 +31,10 @@ static inline void tg_init(struct tg *t)
 
 static inline uint32_t tg_elem_bytes(uint32_t type)
 {
-    return type == BATON_TYPE_F16 ? 2 : 4;
+    return type == BATON_TYPE_F16 || type == BATON_TYPE_BF16 ? 2 : 4;
 }
 
-/* A contiguous leaf over caller memory (F32/I32/F16; Q types get a
+/* A contiguous leaf over caller memory (F32/I32/F16/BF16; Q types get a
  * block-wise extent). */
 static inline uint32_t tg_leaf(struct tg *t, uint32_t type, uint64_t n0, uint64_t n1, uint64_t n2,
                                uint64_t n3, void *data)

@@ -211,6 +211,15 @@ static void test_contiguous_nb(void **state)
         assert_int_equal(baton_tensor_contiguous_nb(BATON_TYPE_Q5_1, ne40, nb), BATON_E_SHAPE);
         assert_int_equal(baton_tensor_contiguous_nb(3, ne5, nb), BATON_E_TYPE);
     }
+    /* BF16 (30): 2 bytes per element, any row length, as F16; 29 and 31
+     * stay unknown */
+    {
+        const uint64_t neb[4] = {7, 3, 2, 1};
+        assert_int_equal(baton_tensor_contiguous_nb(BATON_TYPE_BF16, neb, nb), 0);
+        assert_true(nb[0] == 2 && nb[1] == 14 && nb[2] == 42 && nb[3] == 84);
+        assert_int_equal(baton_tensor_contiguous_nb(29, neb, nb), BATON_E_TYPE);
+        assert_int_equal(baton_tensor_contiguous_nb(31, neb, nb), BATON_E_TYPE);
+    }
     const uint64_t odd[4] = {33, 1, 1, 1};
     assert_int_equal(baton_tensor_contiguous_nb(BATON_TYPE_Q8_0, odd, nb), BATON_E_SHAPE);
     const uint64_t big[4] = {1ull << 62, 2, 2, 1}; /* 4 * 2^62 * 2 wraps at nb[2] */
@@ -236,6 +245,8 @@ static void test_extent(void **state)
     assert_int_equal(extent(BATON_TYPE_Q5_1, 896, 3, 1, 1, &nbytes), 0);
     assert_true(nbytes == 28u * 24 * 3);
     assert_int_equal(extent(BATON_TYPE_Q5_1, 48, 1, 1, 1, &nbytes), BATON_E_SHAPE);
+    assert_int_equal(extent(BATON_TYPE_BF16, 4096, 5, 1, 1, &nbytes), 0);
+    assert_true(nbytes == 4096u * 2 * 5);
     /* any zero dimension: extent 0 */
     assert_int_equal(extent(BATON_TYPE_F32, 0, 5, 7, 11, &nbytes), 0);
     assert_true(nbytes == 0);

@@ -244,8 +244,9 @@ static void scalar_f32(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
     }
 }
 
-/* F16: 32 lanes of fused multiply-adds, then hsum32. */
-static void scalar_f16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+/* F16 and BF16 (bf set): each weight converted exactly, 32 lanes of fused
+ * multiply-adds, then hsum32. */
+static void scalar_h16(const struct baton_mm *mm, uint64_t r0, uint64_t r1, int bf)
 {
     const uint64_t k = mm->k, ldy = mm->ldy, m = mm->m;
     uint64_t r, c, i;
@@ -257,11 +258,25 @@ static void scalar_f16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
             const float *xc = mm->x + c * k;
             float a[32] = {0};
 
-            for (i = 0; i < k; i++)
-                a[i % 32] = fmaf(baton_fp16_to_fp32(load_u16(wr + 2 * i)), xc[i], a[i % 32]);
+            for (i = 0; i < k; i++) {
+                const uint16_t h = load_u16(wr + 2 * i);
+                const float w = bf ? baton_bf16_to_fp32(h) : baton_fp16_to_fp32(h);
+
+                a[i % 32] = fmaf(w, xc[i], a[i % 32]);
+            }
             mm->y[c * ldy + r] = hsum32(a);
         }
     }
+}
+
+static void scalar_f16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    scalar_h16(mm, r0, r1, 0);
+}
+
+void baton_mm_scalar_bf16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    scalar_h16(mm, r0, r1, 1);
 }
 
 /* Block b of a column of quantized activations at col (matmul.h's
@@ -763,7 +778,7 @@ const struct baton_mm_kernels baton_mm_scalar = {
     scalar_f32, scalar_f16, scalar_q8_0, scalar_q4_0, scalar_act, scalar_dots, scalar_wsum,
     scalar_dots_multi, scalar_silu, scalar_exp_shift, scalar_q2_k, scalar_q3_k, scalar_q4_k,
     scalar_q5_k, scalar_q6_k, baton_mm_act_k, scalar_q5_0, scalar_q5_1, baton_fp16_to_fp32_row,
-    scalar_wsum_h, baton_fp32_to_fp16_row, NULL,
+    scalar_wsum_h, baton_fp32_to_fp16_row, NULL, baton_mm_scalar_bf16,
 };
 
 /* ---- drivers ---- */
@@ -919,7 +934,7 @@ void baton_cpu_mul_mat_prepare(struct baton_pool *pool, uint32_t wtype, const fl
         baton_cpu_quantize_act_k(pool, x, k, m, work);
     else if (baton_cpu_mul_mat_work_bytes(wtype, k, m) > 0) /* Q8_0, Q4_0, Q5_0, Q5_1 */
         baton_cpu_quantize_act(pool, wtype, x, k, m, work);
-    /* F32 and F16 read x itself */
+    /* F32, F16 and BF16 read x itself */
 }
 
 void baton_cpu_mul_mat_group(struct baton_pool *pool, uint32_t wtype,
@@ -946,7 +961,8 @@ void baton_cpu_mul_mat_group_prepared(struct baton_pool *pool, uint32_t wtype,
     memset(&j, 0, sizeof(j));
     switch (wtype) {
     case BATON_TYPE_F16:
-        j.fn = kt->f16;
+    case BATON_TYPE_BF16:
+        j.fn = wtype == BATON_TYPE_F16 ? kt->f16 : kt->bf16;
         w_row_bytes = k * 2;
         break;
     case BATON_TYPE_Q8_0:

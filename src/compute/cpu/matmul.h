@@ -195,7 +195,7 @@ uint64_t baton_cpu_mul_mat_work_bytes(uint32_t wtype, uint64_t k, uint64_t m);
 void baton_cpu_quantize_act(struct baton_pool *pool, uint32_t wtype, const float *x, uint64_t k,
                             uint64_t m, void *act);
 
-/* y {N,M} = W {K,N} x {K,M} for W of type wtype (F32, F16, Q8_0, Q4_0,
+/* y {N,M} = W {K,N} x {K,M} for W of type wtype (F32, F16, BF16, Q8_0, Q4_0,
  * Q5_0, Q5_1, Q2_K..Q6_K; rows of W are contiguous: K/block * block_bytes bytes, any
  * alignment for the non-F32 types). work holds baton_cpu_mul_mat_work_bytes(wtype, k, m)
  * bytes, 4-byte aligned (64 is best; NULL when that is 0). Threads split
@@ -245,9 +245,9 @@ void baton_cpu_mul_mat_group_prepared(struct baton_pool *pool, uint32_t wtype,
                                       const struct baton_cpu_mm_part *parts, uint32_t n_parts,
                                       const float *x, uint64_t k, uint64_t m, const void *work);
 
-/* y {k,n} = rows ids[0..n) of table {k,r} of type ttype (F32, F16, Q8_0,
- * Q4_0, Q5_0, Q5_1, Q2_K..Q6_K), dequantized as baton_dequantize_row does. Returns BATON_E_INDEX
- * (before writing) if some id is outside [0, r). */
+/* y {k,n} = rows ids[0..n) of table {k,r} of type ttype (F32, F16, BF16,
+ * Q8_0, Q4_0, Q5_0, Q5_1, Q2_K..Q6_K), dequantized as baton_dequantize_row
+ * does. Returns BATON_E_INDEX (before writing) if some id is outside [0, r). */
 int baton_cpu_get_rows_typed(uint32_t ttype, const void *table, uint64_t k, uint64_t r,
                              const int32_t *ids, uint64_t n, float *y);
 
@@ -447,7 +447,13 @@ struct baton_mm_kernels {
     baton_f32_to_f16_row_fn f32_to_f16_row;
     /* baton_cpu_att_block (NULL where the level has none) */
     baton_att_block_fn att_block;
+    /* BF16 weights: F16's order (32 lanes of FMAs, hsum32), each weight
+     * converted exactly */
+    baton_mm_rows_fn bf16;
 };
+
+/* The scalar BF16 kernel (the reference of every level's). */
+void baton_mm_scalar_bf16(const struct baton_mm *mm, uint64_t r0, uint64_t r1);
 
 /* The K activation quantizer, scalar (the reference): super-blocks
  * [b0, b1) of the flat index c * (k / 256) + s (column c, super-block s)

@@ -2680,7 +2680,7 @@ const struct baton_mm_kernels baton_mm_avx512 = {
     avx512_silu,     avx512_exp_shift,   avx512_q2_k,           avx512_q3_k,
     avx512_q4_k,     avx512_q5_k,        avx512_q6_k,           baton_mm_avx2_act_k,
     baton_mm_avx512_q5_0, baton_mm_avx512_q5_1, baton_mm_avx2_f16_row, avx512_wsum_h,
-    baton_mm_avx2_f32_to_f16_row, avx512_att_block,
+    baton_mm_avx2_f32_to_f16_row, avx512_att_block, baton_mm_scalar_bf16,
 };
 
 #else

@@ -109,6 +109,40 @@ void baton_fp32_to_fp16_row(const float *src, void *dst, uint64_t n)
         store_u16(d + 2 * i, baton_fp32_to_fp16(src[i]));
 }
 
+float baton_bf16_to_fp32(uint16_t h)
+{
+    return bits_f32((uint32_t)h << 16);
+}
+
+uint16_t baton_fp32_to_bf16(float f)
+{
+    const uint32_t x = f32_bits(f);
+
+    if ((x & 0x7FFFFFFFu) > 0x7F800000u) /* NaN: quiet (bit 6 of the half) */
+        return (uint16_t)((x >> 16) | 0x40u);
+    /* ties to even: a tie rounds up only when the kept part is odd; a
+     * carry out of the significand steps the exponent (to inf at the top) */
+    return (uint16_t)((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
+}
+
+void baton_bf16_to_fp32_row(const void *src, float *dst, uint64_t n)
+{
+    const uint8_t *s = src;
+    uint64_t i;
+
+    for (i = 0; i < n; i++)
+        dst[i] = baton_bf16_to_fp32(load_u16(s + 2 * i));
+}
+
+void baton_fp32_to_bf16_row(const float *src, void *dst, uint64_t n)
+{
+    uint8_t *d = dst;
+    uint64_t i;
+
+    for (i = 0; i < n; i++)
+        store_u16(d + 2 * i, baton_fp32_to_bf16(src[i]));
+}
+
 /* Largest block scale whose binary16 form is finite (65504). */
 #define FP16_MAX 65504.0f
 
@@ -437,6 +471,9 @@ int baton_quantize_row(uint32_t type, const float *src, void *dst, uint64_t k)
     case BATON_TYPE_F16:
         baton_fp32_to_fp16_row(src, dst, k);
         return 0;
+    case BATON_TYPE_BF16:
+        baton_fp32_to_bf16_row(src, dst, k);
+        return 0;
     case BATON_TYPE_Q8_0:
         return baton_quantize_row_q8_0(src, dst, k);
     case BATON_TYPE_Q4_0:
@@ -466,6 +503,9 @@ int baton_dequantize_row(uint32_t type, const void *src, float *dst, uint64_t k)
     case BATON_TYPE_F16:
         baton_fp16_to_fp32_row(src, dst, k);
         return 0;
+    case BATON_TYPE_BF16:
+        baton_bf16_to_fp32_row(src, dst, k);
+        return 0;
     case BATON_TYPE_Q8_0:
         return baton_dequantize_row_q8_0(src, dst, k);
     case BATON_TYPE_Q4_0:
@@ -493,6 +533,7 @@ uint64_t baton_row_bytes(uint32_t type, uint64_t k)
     case BATON_TYPE_F32:
         return __builtin_mul_overflow(k, (uint64_t)4, &r) ? 0 : r;
     case BATON_TYPE_F16:
+    case BATON_TYPE_BF16:
         return __builtin_mul_overflow(k, (uint64_t)2, &r) ? 0 : r;
     case BATON_TYPE_Q8_0:
         return k % BATON_QK ? 0 : k / BATON_QK * BATON_Q8_0_BLOCK_BYTES;

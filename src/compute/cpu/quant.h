@@ -121,6 +121,23 @@ float baton_fp16_to_fp32(uint16_t h);
  * NaN becomes a quiet NaN keeping the top 9 payload bits. */
 uint16_t baton_fp32_to_fp16(float f);
 
+/* bfloat16 bits (the high half of a binary32) -> binary32: the bits
+ * shifted up 16, exact for every input (a NaN keeps its payload, as the
+ * SIMD kernels' shift does). */
+float baton_bf16_to_fp32(uint16_t h);
+
+/* binary32 -> bfloat16 bits, rounded to nearest, ties to even (the low 16
+ * bits dropped after adding 0x7FFF plus the kept part's lowest bit; the
+ * rounding every BF16 converter uses, e.g. ggml's). Values that round past
+ * the largest finite bfloat16 become infinity; subnormals are rounded, not
+ * flushed; a NaN becomes a quiet NaN keeping its top 7 payload bits. */
+uint16_t baton_fp32_to_bf16(float f);
+
+/* n bfloat16 values (little-endian, src may be unaligned) -> floats, and
+ * n floats -> bfloat16 values with baton_fp32_to_bf16's rounding. */
+void baton_bf16_to_fp32_row(const void *src, float *dst, uint64_t n);
+void baton_fp32_to_bf16_row(const float *src, void *dst, uint64_t n);
+
 /* n binary16 values (little-endian, src may be unaligned) -> floats. */
 void baton_fp16_to_fp32_row(const void *src, float *dst, uint64_t n);
 
@@ -172,14 +189,14 @@ int baton_quantize_row_k(uint32_t type, const float *x, void *y, uint64_t k);
  * or BATON_E_UNSUPPORTED (not a K-quant type). */
 int baton_dequantize_row_k(uint32_t type, const void *x, float *y, uint64_t k);
 
-/* Row of k floats -> type (F32: copy; F16; Q8_0; Q4_0; Q5_0; Q5_1; Q2_K..Q6_K) at dst, which holds
- * baton_row_bytes(type, k) bytes. Returns 0, BATON_E_SHAPE (k not a
- * multiple of the block), BATON_E_INVAL (as the quantizers) or
- * BATON_E_UNSUPPORTED for any other type. */
+/* Row of k floats -> type (F32: copy; F16; BF16; Q8_0; Q4_0; Q5_0; Q5_1;
+ * Q2_K..Q6_K) at dst, which holds baton_row_bytes(type, k) bytes. Returns
+ * 0, BATON_E_SHAPE (k not a multiple of the block), BATON_E_INVAL (as the
+ * quantizers) or BATON_E_UNSUPPORTED for any other type. */
 int baton_quantize_row(uint32_t type, const float *src, void *dst, uint64_t k);
 
-/* Row of k elements of type (F32, F16, Q8_0, Q4_0, Q5_0, Q5_1, Q2_K..Q6_K) -> k floats. Returns 0,
- * BATON_E_SHAPE or BATON_E_UNSUPPORTED. */
+/* Row of k elements of type (F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1,
+ * Q2_K..Q6_K) -> k floats. Returns 0, BATON_E_SHAPE or BATON_E_UNSUPPORTED. */
 int baton_dequantize_row(uint32_t type, const void *src, float *dst, uint64_t k);
 
 /* Bytes of a row of k elements of type (k a multiple of its block), or 0
