@@ -183,6 +183,7 @@ shape_w="--layers 3 --dim 224 --ff 480 --heads 4 --kv-heads 2 --vocab 300 --seed
 story="1 403 407 261 378" # "Once upon a time"
 models=(
     "f16|gen-model $shape --type f16||"
+    "bf16|gen-model $shape --type bf16||"
     "q8_0|gen-model $shape --type q8_0||"
     "q4_0|gen-model $shape --type q4_0||"
     "q8_0-gqa|gen-model --layers 3 --dim 256 --ff 512 --heads 4 --kv-heads 2 --vocab 300 --seed 8 --type q8_0||"
@@ -200,6 +201,7 @@ models=(
     "q2_k-quant|gen-model $shape --type f32|q2_k|"
     "q8_0-quant|gen-model $shape --type f32|q8_0|"
     "q4_0-quant|gen-model $shape --type f32|q4_0|"
+    "bf16-quant|gen-model $shape --type f32|bf16|"
     "qwen2|gen-model --arch qwen2 $shape --kv-heads 2 --type f32||"
     "qwen2-q4_k_m|gen-model --arch qwen2 $shape --kv-heads 2 --type f32|q4_k_m|"
     "qwen2w-q4_k_m|gen-model --arch qwen2 $shape_w --type f32|q4_k_m|"
@@ -210,6 +212,7 @@ models=(
     "llama31-q4_k_m|gen-model $shape --kv-heads 2 --rope-base 500000 --rope-freqs --type q4_k_m||"
     "stories-f32|pad-model 256 256||$story"
     "stories-q8_0|pad-model 256 256|q8_0|$story"
+    "stories-bf16|pad-model 256 256|bf16|$story"
     "stories-q4_k_m|pad-model 256 256|q4_k_m|$story"
     "stories-q5_k_m|pad-model 256 256|q5_k_m|$story"
     "stories-q6_k|pad-model 256 256|q6_k|$story"
