@@ -1243,12 +1243,19 @@ static void append_bpe_piece(const struct baton_tokenizer *tok, int32_t id, char
 
 /* Appends the printed text of id at out[*pos..], writing only below cap;
  * *pos always advances by the full length. strip: drop one leading space. */
-static void append_piece(const struct baton_tokenizer *tok, int32_t id, int strip, char *out,
-                         size_t cap, size_t *pos)
+static void append_piece(const struct baton_tokenizer *tok, int32_t id, int strip, int special,
+                         char *out, size_t cap, size_t *pos)
 {
     const char *p = tok->text + tok->piece_off[id];
     size_t len = tok->piece_len[id];
     char byte;
+    if (special && tok->types[id] == BATON_TOKEN_CONTROL) {
+        /* its text as stored ("<|im_end|>", "</s>"), as llama.cpp's
+         * token_to_piece with special set writes it */
+        for (size_t i = 0; i < len; i++)
+            put(p[i], out, cap, pos);
+        return;
+    }
     if (tok->is_bpe) {
         append_bpe_piece(tok, id, out, cap, pos);
         return;
@@ -1295,23 +1302,37 @@ static void append_piece(const struct baton_tokenizer *tok, int32_t id, int stri
 int baton_token_to_piece(const struct baton_tokenizer *tok, int32_t id, int32_t prev_id, char *out,
                          size_t cap, size_t *len)
 {
+    return baton_token_to_piece_ex(tok, id, prev_id, 0, out, cap, len);
+}
+
+int baton_token_to_piece_ex(const struct baton_tokenizer *tok, int32_t id, int32_t prev_id,
+                            unsigned flags, char *out, size_t cap, size_t *len)
+{
+    const int special = (flags & BATON_DETOKENIZE_SPECIAL) != 0;
     *len = 0;
     if (id < 0 || (uint32_t)id >= tok->n_vocab)
         return BATON_E_BOUNDS;
     int strip = tok->add_space_prefix && prev_id >= 0 && prev_id == tok->bos;
     size_t need = 0;
-    append_piece(tok, id, strip, NULL, 0, &need);
+    append_piece(tok, id, strip, special, NULL, 0, &need);
     *len = need;
     if (need > cap)
         return BATON_E_LIMIT;
     size_t pos = 0;
-    append_piece(tok, id, strip, out, cap, &pos);
+    append_piece(tok, id, strip, special, out, cap, &pos);
     return 0;
 }
 
 int baton_detokenize(const struct baton_tokenizer *tok, const int32_t *ids, size_t n, char *out,
                      size_t cap, size_t *len)
 {
+    return baton_detokenize_ex(tok, ids, n, 0, out, cap, len);
+}
+
+int baton_detokenize_ex(const struct baton_tokenizer *tok, const int32_t *ids, size_t n,
+                        unsigned flags, char *out, size_t cap, size_t *len)
+{
+    const int special = (flags & BATON_DETOKENIZE_SPECIAL) != 0;
     size_t pos = 0;
     *len = 0;
     if (out == NULL)
@@ -1320,7 +1341,7 @@ int baton_detokenize(const struct baton_tokenizer *tok, const int32_t *ids, size
         if (ids[i] < 0 || (uint32_t)ids[i] >= tok->n_vocab)
             return BATON_E_BOUNDS;
         int strip = tok->add_space_prefix && (i == 0 || (tok->bos >= 0 && ids[i - 1] == tok->bos));
-        append_piece(tok, ids[i], strip, out, cap, &pos);
+        append_piece(tok, ids[i], strip, special, out, cap, &pos);
     }
     *len = pos;
     return pos > cap ? BATON_E_LIMIT : 0;

@@ -225,4 +225,17 @@ int baton_token_to_piece(const struct baton_tokenizer *tok, int32_t id, int32_t 
 int baton_detokenize(const struct baton_tokenizer *tok, const int32_t *ids, size_t n, char *out,
                      size_t cap, size_t *len);
 
+/* Flags of the _ex forms below. BATON_DETOKENIZE_SPECIAL: a control token
+ * ("<|im_end|>", "</s>") writes its piece's text as stored, where without
+ * it a control token writes nothing (llama.cpp's token_to_piece with and
+ * without its special argument; llama-server's /detokenize sets it). */
+#define BATON_DETOKENIZE_SPECIAL 1u
+
+/* baton_token_to_piece and baton_detokenize with flags (0 or
+ * BATON_DETOKENIZE_SPECIAL); the same results and errors otherwise. */
+int baton_token_to_piece_ex(const struct baton_tokenizer *tok, int32_t id, int32_t prev_id,
+                            unsigned flags, char *out, size_t cap, size_t *len);
+int baton_detokenize_ex(const struct baton_tokenizer *tok, const int32_t *ids, size_t n,
+                        unsigned flags, char *out, size_t cap, size_t *len);
+
 #endif

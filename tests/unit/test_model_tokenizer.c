@@ -192,6 +192,27 @@ static void test_detokenize_real(void **state)
     assert_int_equal(len, 0);
     assert_int_equal(baton_token_to_piece(tok, 2, 0, out, sizeof out, &len), 0); /* </s> */
     assert_int_equal(len, 0);
+    /* ... as their text with BATON_DETOKENIZE_SPECIAL (llama-server's
+     * /detokenize); the other pieces unchanged */
+    assert_int_equal(
+        baton_token_to_piece_ex(tok, 2, 0, BATON_DETOKENIZE_SPECIAL, out, sizeof out, &len), 0);
+    assert_int_equal(len, 4);
+    assert_memory_equal(out, "</s>", 4);
+    assert_int_equal(
+        baton_token_to_piece_ex(tok, 2, 0, BATON_DETOKENIZE_SPECIAL, out, 3, &len), BATON_E_LIMIT);
+    assert_int_equal(len, 4);
+    {
+        static const int32_t with_bos[] = {1, 403, 2};
+
+        assert_int_equal(baton_detokenize_ex(tok, with_bos, 3, BATON_DETOKENIZE_SPECIAL, out,
+                                             sizeof out, &len),
+                         0);
+        assert_int_equal(len, 11); /* the space after BOS stripped, as without the flag */
+        assert_memory_equal(out, "<s>Once</s>", 11);
+        assert_int_equal(baton_detokenize_ex(tok, with_bos, 3, 0, out, sizeof out, &len), 0);
+        assert_int_equal(len, 4);
+        assert_memory_equal(out, "Once", 4);
+    }
     assert_int_equal(baton_token_to_piece(tok, 0, 0, out, sizeof out, &len),
                      0); /* <unk> -> U+2585 */
     assert_int_equal(len, 3);
