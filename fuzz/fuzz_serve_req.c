@@ -1,10 +1,21 @@
 /* Fuzz target serve_req: baton_serve_req_parse, the JSON body of a
  * `baton serve` request (src/model/serve_req.c, compiled into this target
- * with baton_core and jansson linked), and the UTF-8 rules of a reply's
- * text, baton_serve_utf8_complete and baton_serve_utf8_clean.
+ * with baton_core and jansson linked), baton_serve_tok_parse (the bodies of
+ * /tokenize and /detokenize), and the UTF-8 rules of a reply's text,
+ * baton_serve_utf8_complete and baton_serve_utf8_clean.
  *
- * Input: byte 0 bit 0 = chat (messages) or completion (prompt); the rest is
- * the body, as is (an exact-size heap copy with no terminator).
+ * Input: byte 0 bit 1 clear: a completion request, bit 0 = chat (messages)
+ * or completion (prompt); bit 1 set: /tokenize (bit 0 clear) or
+ * /detokenize (bit 0 set); the rest is the body, as is (an exact-size heap
+ * copy with no terminator).
+ *
+ * /tokenize and /detokenize: the same status twice, the same fields; on
+ * error the message rules below and *req all zero; on success content is
+ * jansson's "content" string (NUL-terminated, valid UTF-8, within the text
+ * limit), each flag is jansson's boolean or its default (add_special
+ * false, parse_special true, with_pieces false), tokens are jansson's
+ * integers (0..2^31-1, at most BATON_SERVE_MAX_DETOKENIZE), and the other
+ * request's fields are empty.
  *
  * Properties:
  *   - the status is 0, E_FORMAT, E_UNSUPPORTED, E_LIMIT or E_NOMEM; the same
@@ -245,6 +256,81 @@ static void check_error(int rc, const char *err, const struct baton_serve_req *r
     FUZZ_CHECK(memcmp(r, &zero, sizeof zero) == 0, "*req not zeroed on error");
 }
 
+/* A flag's value as jansson reads it: the boolean, or def when absent or
+ * null. */
+static int jansson_flag(json_t *root, const char *key, int def)
+{
+    json_t *v = json_object_get(root, key);
+
+    return v == NULL || json_is_null(v) ? def : json_is_true(v);
+}
+
+static void check_tok(const uint8_t *body, size_t n, int detok)
+{
+    static const struct baton_serve_tok_req zero;
+    struct baton_serve_tok_req a, b, small;
+    char err_a[256], err_b[256], err_small[9];
+    int rc_a, rc_b, rc_small;
+
+    rc_a = baton_serve_tok_parse((const char *)body, n, detok, &a, err_a, sizeof err_a);
+    rc_b = baton_serve_tok_parse((const char *)body, n, detok, &b, err_b, sizeof err_b);
+    FUZZ_CHECK(rc_a == rc_b, "tok: status %d, then %d", rc_a, rc_b);
+    if (rc_a != 0) {
+        FUZZ_CHECK(rc_a == BATON_E_FORMAT || rc_a == BATON_E_LIMIT || rc_a == BATON_E_NOMEM,
+                   "tok: status %d", rc_a);
+        FUZZ_CHECK(err_a[0] != 0 && strcmp(err_a, err_b) == 0, "tok: messages");
+        for (const char *c = err_a; *c; c++)
+            FUZZ_CHECK(*c >= 0x20 && *c < 0x7F, "tok: the message holds 0x%02x", (uint8_t)*c);
+        FUZZ_CHECK(memcmp(&a, &zero, sizeof zero) == 0, "tok: *req not zeroed on error");
+        memset(err_small, 'z', sizeof err_small);
+        rc_small = baton_serve_tok_parse((const char *)body, n, detok, &small, err_small,
+                                         sizeof err_small);
+        FUZZ_CHECK(rc_small == rc_a && err_small[sizeof err_small - 1] == 0 &&
+                       strncmp(err_small, err_a, sizeof err_small - 1) == 0,
+                   "tok: with 9 bytes for the message");
+        FUZZ_CHECK(baton_serve_tok_parse((const char *)body, n, detok, &small, NULL, 0) == rc_a,
+                   "tok: with no message buffer");
+        return;
+    }
+    json_t *root = json_loadb((const char *)body, n, JSON_REJECT_DUPLICATES, NULL);
+
+    FUZZ_CHECK(root != NULL && json_is_object(root), "tok: accepted, but not a JSON object");
+    FUZZ_CHECK(a.detokenize == detok, "tok: detokenize %d, asked %d", a.detokenize, detok);
+    if (detok) {
+        json_t *t = json_object_get(root, "tokens");
+
+        FUZZ_CHECK(a.content == NULL && a.content_len == 0, "detok: content");
+        FUZZ_CHECK(json_is_array(t) && json_array_size(t) == a.n_tokens &&
+                       a.n_tokens <= BATON_SERVE_MAX_DETOKENIZE &&
+                       (a.n_tokens == 0) == (a.tokens == NULL),
+                   "detok: %zu ids", a.n_tokens);
+        for (size_t i = 0; i < a.n_tokens; i++)
+            FUZZ_CHECK(a.tokens[i] >= 0 && a.tokens[i] == b.tokens[i] &&
+                           json_integer_value(json_array_get(t, i)) == a.tokens[i],
+                       "detok: id %zu is not jansson's", i);
+    } else {
+        json_t *c = json_object_get(root, "content");
+
+        check_text(a.content, a.content_len, "content");
+        FUZZ_CHECK(a.content_len <= BATON_TOKENIZER_MAX_TEXT_BYTES, "tok: %zu bytes",
+                   a.content_len);
+        FUZZ_CHECK(json_is_string(c) && json_string_length(c) == a.content_len &&
+                       memcmp(json_string_value(c), a.content, a.content_len) == 0 &&
+                       strcmp(a.content, b.content) == 0,
+                   "tok: content is not jansson's");
+        FUZZ_CHECK(a.add_special == jansson_flag(root, "add_special", 0) &&
+                       a.parse_special == jansson_flag(root, "parse_special", 1) &&
+                       a.with_pieces == jansson_flag(root, "with_pieces", 0) &&
+                       a.add_special == b.add_special && a.parse_special == b.parse_special &&
+                       a.with_pieces == b.with_pieces,
+                   "tok: a flag is not jansson's");
+        FUZZ_CHECK(a.tokens == NULL && a.n_tokens == 0, "tok: ids");
+    }
+    json_decref(root);
+    baton_serve_tok_free(&a);
+    baton_serve_tok_free(&b);
+}
+
 /* clean(p[0, n)) into a fresh block, checked for what every output holds. */
 static char *clean_checked(const uint8_t *p, size_t n, size_t *len)
 {
@@ -322,6 +408,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err_a[256], err_b[256], err_small[9];
     int rc_a, rc_b, rc_small;
 
+    if (size > 0 && (data[0] & 2)) {
+        check_tok(body, n, data[0] & 1);
+        check_utf8(body, n);
+        free(body);
+        return 0;
+    }
     memset(err_a, 'x', sizeof err_a);
     memset(err_b, 'y', sizeof err_b);
     rc_a = baton_serve_req_parse((const char *)body, n, chat, &a, err_a, sizeof err_a);

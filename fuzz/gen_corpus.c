@@ -3321,12 +3321,13 @@ static void gen_put_string(void)
     put_string_seed(0, big, 160);
 }
 
-/* ---- serve_req (fuzz_serve_req.c: byte 0 bit 0 chat, then the body) ---- */
-static void serve_req_seed(int chat, const char *body)
+/* ---- serve_req (fuzz_serve_req.c: byte 0 mode: 0 completion, 1 chat, 2
+ * /tokenize, 3 /detokenize; then the body) ---- */
+static void serve_req_seed(int mode, const char *body)
 {
     struct buf b = {0};
 
-    bu8(&b, chat ? 1 : 0);
+    bu8(&b, (uint8_t)mode);
     bput(&b, body, strlen(body));
     emit_buf("serve_req", &b);
     bfree(&b);
@@ -3334,6 +3335,18 @@ static void serve_req_seed(int chat, const char *body)
 
 static void gen_serve_req(void)
 {
+    /* /tokenize (byte 0 = 2) and /detokenize (3): every field, defaults,
+     * escapes; refused: a missing or mistyped field, an id out of range */
+    serve_req_seed(2, "{\"content\": \"Hello world<|im_end|> caf\\u00e9\", \"add_special\": true,"
+                      " \"parse_special\": false, \"with_pieces\": true}");
+    serve_req_seed(2, "{\"content\": \"\", \"add_special\": null}");
+    serve_req_seed(2, "{\"content\": 5}");
+    serve_req_seed(2, "{\"content\": \"a\", \"with_pieces\": 1}");
+    serve_req_seed(3, "{\"tokens\": [9707, 1879, 151645, 0, 2147483647]}");
+    serve_req_seed(3, "{\"tokens\": []}");
+    serve_req_seed(3, "{\"tokens\": [1, -1]}");
+    serve_req_seed(3, "{\"tokens\": [2147483648]}");
+    serve_req_seed(3, "{\"tokens\": \"1 2\"}");
     /* accepted: every field, the other names, null fields, text parts */
     serve_req_seed(0, "{\"model\": \"stories260K\", \"prompt\": \"Once upon a time\","
                       " \"max_tokens\": 32, \"temperature\": 0.8, \"top_p\": 0.95, \"top_k\": 40,"

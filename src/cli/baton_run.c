@@ -171,6 +171,10 @@ static void serve_usage(FILE *f)
           "  POST /v1/chat/completions  {\"messages\": [{\"role\": \"system\"|\"user\"|\n"
           "                             \"assistant\", \"content\": TEXT}, ...], ...}: laid out\n"
           "                             with the model's chat template (as baton run --chat)\n"
+          "  POST /tokenize             {\"content\": TEXT, \"add_special\": B,\n"
+          "                             \"parse_special\": B, \"with_pieces\": B}: the ids\n"
+          "                             (llama-server's; nothing is computed)\n"
+          "  POST /detokenize           {\"tokens\": [ids]}: {\"content\": TEXT}\n"
           "  GET /health                {\"status\": \"ok\", \"slots\": N, \"running\": R,\n"
           "                             \"queued\": Q}\n"
           "  GET /v1/models             the model (its file's name)\n"
@@ -178,6 +182,8 @@ static void serve_usage(FILE *f)
           "  -m, --model FILE     GGUF model (architecture llama, qwen2 or qwen3)\n"
           "  --listen HOST:PORT   where to listen (default 127.0.0.1:8080; [IPV6]:PORT;\n"
           "                       port 0: a free one, which the log line names)\n"
+          "  --host HOST, --port PORT  as --listen HOST:PORT (llama-server's names; either\n"
+          "                       alone keeps the other half of the default)\n"
           "  --port-file FILE     write the port listened on to FILE once listening\n"
           "  --api-key-file FILE  every request but GET /health must carry the key on\n"
           "                       FILE's first line: \"Authorization: Bearer KEY\"\n"
@@ -555,7 +561,7 @@ static int run_cmd(int argc, char **argv, int serve)
         O_KEY, O_P2P, O_STATS_JSON, O_PIPELINE, O_SLOTS, O_RING, O_PROMPT_FILE, O_PARALLEL, O_CONTINUOUS,
         O_OUTPUT_DIR, O_GROUPS, O_PROMPT_IDS, O_LOGITS_OUT, O_KV_TYPE, O_CHAT, O_SYSTEM,
         O_CHAT_TEMPLATE, O_INTERACTIVE, O_KEEPALIVE, O_LISTEN, O_API_KEY_FILE, O_QUEUE,
-        O_PORT_FILE, O_PREFIX_CACHE
+        O_PORT_FILE, O_PREFIX_CACHE, O_HOST, O_PORT
     };
     static const struct option opts[] = {
         {"model", required_argument, 0, O_MODEL},     {"prompt", required_argument, 0, O_PROMPT},
@@ -588,6 +594,10 @@ static int run_cmd(int argc, char **argv, int serve)
         {"api-key-file", required_argument, 0, O_API_KEY_FILE},
         {"queue", required_argument, 0, O_QUEUE},
         {"port-file", required_argument, 0, O_PORT_FILE},
+        /* llama-server's names; "--port" would otherwise abbreviate
+         * --port-file and write the port number as a file name */
+        {"host", required_argument, 0, O_HOST},
+        {"port", required_argument, 0, O_PORT},
         {"prefix-cache", required_argument, 0, O_PREFIX_CACHE},
         {0, 0, 0, 0}};
     struct baton_run_config cfg;
@@ -600,6 +610,10 @@ static int run_cmd(int argc, char **argv, int serve)
     int interactive = 0, keepalive_given = 0, n_given = 0, parallel_given = 0;
     /* options baton run takes and baton serve does not: the first given */
     const char *run_only = NULL, *serve_only = NULL;
+    const char *host_arg = NULL, *port_arg = NULL;
+    uint32_t port_val = 0;
+    int listen_given = 0;
+    char listen_buf[300];
     struct baton_serve_config sv = {"127.0.0.1:8080", NULL, NULL, 64, 0, 1};
 
     prog = serve ? "baton serve" : PROG;
@@ -744,6 +758,7 @@ static int run_cmd(int argc, char **argv, int serve)
             break;
         case O_LISTEN:
             sv.listen = optarg;
+            listen_given = 1;
             serve_only = serve_only ? serve_only : "--listen";
             break;
         case O_API_KEY_FILE:
@@ -753,6 +768,16 @@ static int run_cmd(int argc, char **argv, int serve)
         case O_PORT_FILE:
             sv.port_file = optarg;
             serve_only = serve_only ? serve_only : "--port-file";
+            break;
+        case O_HOST:
+        case O_PORT:
+            if (c == O_HOST)
+                host_arg = optarg;
+            else if (parse_u32("--port", optarg, 0, 65535, &port_val))
+                return 2;
+            else
+                port_arg = optarg;
+            serve_only = serve_only ? serve_only : c == O_HOST ? "--host" : "--port";
             break;
         case O_QUEUE:
             if (parse_u32("--queue", optarg, 1, 65536, &sv.queue)) return 2;
@@ -788,6 +813,24 @@ static int run_cmd(int argc, char **argv, int serve)
     if (!serve && serve_only) {
         fprintf(stderr, "baton run: %s is baton serve's (an HTTP server)\n", serve_only);
         return 2;
+    }
+    if (serve && (host_arg || port_arg)) {
+        /* --host H --port P: --listen H:P ([H]:P for an IPv6 address);
+         * either alone keeps the other half of the default 127.0.0.1:8080 */
+        const char *h = host_arg ? host_arg : "127.0.0.1";
+        const int v6 = strchr(h, ':') != NULL && h[0] != '[';
+
+        if (listen_given) {
+            fprintf(stderr, "baton serve: give --listen HOST:PORT or --host / --port, not both\n");
+            return 2;
+        }
+        if (snprintf(listen_buf, sizeof listen_buf, "%s%s%s:%u", v6 ? "[" : "", h, v6 ? "]" : "",
+                     port_arg ? port_val : 8080u) >=
+            (int)sizeof listen_buf) {
+            fprintf(stderr, "baton serve: --host: too long\n");
+            return 2;
+        }
+        sv.listen = listen_buf;
     }
     if (serve)
         return serve_cmd(&cfg, &sv, servers_name, n_given, parallel_given);

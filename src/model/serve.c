@@ -722,6 +722,146 @@ static enum MHD_Result complete(struct run_serve *srv, struct MHD_Connection *c,
     return ret;
 }
 
+/* The piece of id (a control token's as its text) as a JSON value: a
+ * string when its bytes are valid UTF-8 without NUL, else the array of its
+ * bytes (as llama-server gives it). */
+static json_t *piece_json(const struct baton_tokenizer *tok, int32_t id)
+{
+    char small[256], *buf = small;
+    size_t len = 0, clen = 0;
+    json_t *j = NULL;
+    char *clean;
+    int rc = baton_token_to_piece_ex(tok, id, BATON_TOKEN_NONE, BATON_DETOKENIZE_SPECIAL, small,
+                                     sizeof small, &len);
+
+    if (rc == BATON_E_LIMIT) {
+        buf = malloc(len);
+        rc = buf ? baton_token_to_piece_ex(tok, id, BATON_TOKEN_NONE, BATON_DETOKENIZE_SPECIAL,
+                                           buf, len, &len)
+                 : BATON_E_NOMEM;
+    }
+    if (rc != 0)
+        goto out;
+    clean = baton_serve_utf8_clean(buf, len, &clen);
+    if (clean != NULL && clen == len && memcmp(clean, buf, len) == 0) {
+        j = json_stringn(clean, clen);
+    } else if (clean != NULL) {
+        j = json_array();
+        for (size_t i = 0; j != NULL && i < len; i++)
+            if (json_array_append_new(j, json_integer((unsigned char)buf[i])) != 0) {
+                json_decref(j);
+                j = NULL;
+            }
+    }
+    free(clean);
+out:
+    if (buf != small)
+        free(buf);
+    return j;
+}
+
+/* The reply of POST /tokenize: {"tokens": [ids]}, or with with_pieces
+ * {"tokens": [{"id": ID, "piece": P}]}; NULL when out of memory. */
+static json_t *tokens_json(const struct baton_tokenizer *tok, const int32_t *ids, size_t n,
+                           int with_pieces)
+{
+    json_t *a = json_array();
+
+    for (size_t i = 0; a != NULL && i < n; i++) {
+        json_t *e = with_pieces ? json_pack("{s:I,s:o*}", "id", (json_int_t)ids[i], "piece",
+                                            piece_json(tok, ids[i]))
+                                : json_integer(ids[i]);
+
+        if (e == NULL || (with_pieces && json_object_get(e, "piece") == NULL) ||
+            json_array_append_new(a, e) != 0) {
+            json_decref(e);
+            json_decref(a);
+            a = NULL;
+        }
+    }
+    return a ? json_pack("{s:o}", "tokens", a) : NULL;
+}
+
+/* The reply of POST /detokenize: {"content": TEXT}, the pieces' bytes
+ * joined as baton_detokenize joins them, control tokens as their text
+ * (llama-server's), with U+FFFD for bytes that are not valid UTF-8 (a
+ * JSON string must be). Sets *status on an error. */
+static json_t *content_json(const struct baton_tokenizer *tok, const int32_t *ids, size_t n,
+                            int *status)
+{
+    char small[256], *buf = small, *clean = NULL;
+    size_t len = 0, clen = 0;
+    json_t *j = NULL;
+    int rc = baton_detokenize_ex(tok, ids, n, BATON_DETOKENIZE_SPECIAL, small, sizeof small, &len);
+
+    if (rc == BATON_E_LIMIT) {
+        buf = malloc(len);
+        rc = buf ? baton_detokenize_ex(tok, ids, n, BATON_DETOKENIZE_SPECIAL, buf, len, &len)
+                 : BATON_E_NOMEM;
+    }
+    *status = rc;
+    if (rc == 0) {
+        clean = baton_serve_utf8_clean(buf, len, &clen);
+        j = clean ? json_pack("{s:s%}", "content", clean, clen) : NULL;
+    }
+    free(clean);
+    if (buf != small)
+        free(buf);
+    return j;
+}
+
+/* POST /tokenize and /detokenize (llama-server's endpoints, serve_req.h):
+ * the model's tokenizer on the connection's thread (it is read-only and
+ * thread-safe); nothing goes to the engine, no slot is taken. */
+static enum MHD_Result tokenize_reply(struct run_serve *srv, struct MHD_Connection *c,
+                                      const struct serve_conn *sc, int detok)
+{
+    const struct baton_tokenizer *tok = srv->r->tok;
+    const uint32_t n_vocab = baton_tokenizer_n_vocab(tok);
+    struct baton_serve_tok_req t;
+    enum MHD_Result ret;
+    json_t *j = NULL;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    char err[256];
+    int rc;
+
+    if (sc->too_big)
+        return reply_error(c, 413, "the request body is more than %u bytes",
+                           BATON_SERVE_MAX_BODY);
+    rc = baton_serve_tok_parse(sc->body ? sc->body : "", sc->len, detok, &t, err, sizeof err);
+    if (rc != 0)
+        return reply_error(c, rc == BATON_E_NOMEM ? 503 : 400, "%s", err);
+    if (detok) {
+        for (size_t i = 0; i < t.n_tokens; i++)
+            if ((uint32_t)t.tokens[i] >= n_vocab) {
+                ret = reply_error(c, 400,
+                                  "\"tokens\"[%zu] (%d) is outside the vocabulary of %u tokens",
+                                  i, (int)t.tokens[i], n_vocab);
+                baton_serve_tok_free(&t);
+                return ret;
+            }
+        j = content_json(tok, t.tokens, t.n_tokens, &rc);
+    } else {
+        const unsigned flags =
+            (t.add_special && baton_tokenizer_add_bos(tok) ? BATON_TOKENIZE_ADD_BOS : 0u) |
+            (t.parse_special ? BATON_TOKENIZE_PARSE_SPECIAL : 0u);
+
+        rc = run_tokenize_text(srv->r, t.content, t.content_len, flags, NULL, &ids, &n);
+        if (rc == 0)
+            j = tokens_json(tok, ids, n, t.with_pieces);
+    }
+    if (rc != 0)
+        ret = reply_error(c, rc == BATON_E_NOMEM ? 503 : 400, "cannot %s: %s",
+                          detok ? "detokenize the ids" : "tokenize the content",
+                          baton_status_str(rc));
+    else
+        ret = j ? reply_json(c, 200, j) : reply_error(c, 503, "out of memory for the reply");
+    free(ids);
+    baton_serve_tok_free(&t);
+    return ret;
+}
+
 /* Whether the request carries the key ("Authorization: Bearer KEY"),
  * compared as hashes in constant time. */
 static int authorized(const struct run_serve *srv, struct MHD_Connection *c)
@@ -747,7 +887,7 @@ static enum MHD_Result serve_handle(void *cls, struct MHD_Connection *c, const c
     struct serve_conn *sc = *con_cls;
     const int get = strcmp(method, MHD_HTTP_METHOD_GET) == 0;
     const int post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
-    int path = 0; /* 1 health, 2 models, 3 completions, 4 chat */
+    int path = 0; /* 1 health, 2 models, 3 completions, 4 chat, 5 tokenize, 6 detokenize */
 
     (void)version;
     if (strcmp(url, "/health") == 0)
@@ -758,6 +898,10 @@ static enum MHD_Result serve_handle(void *cls, struct MHD_Connection *c, const c
         path = 3;
     else if (strcmp(url, "/v1/chat/completions") == 0)
         path = 4;
+    else if (strcmp(url, "/tokenize") == 0)
+        path = 5;
+    else if (strcmp(url, "/detokenize") == 0)
+        path = 6;
     if (sc == NULL) { /* the headers: the body comes in later calls */
         sc = calloc(1, sizeof(*sc));
         if (sc == NULL)
@@ -804,7 +948,8 @@ static enum MHD_Result serve_handle(void *cls, struct MHD_Connection *c, const c
     }
     if (path == 0)
         return reply_error(c, 404, "no such path: GET /health and /v1/models, POST "
-                                   "/v1/completions and /v1/chat/completions are served");
+                                   "/v1/completions, /v1/chat/completions, /tokenize and "
+                                   "/detokenize are served");
     if ((path <= 2 && !get) || (path >= 3 && !post)) {
         enum MHD_Result ret = reply_error(c, 405, "%s takes %s", url, path <= 2 ? "GET" : "POST");
 
@@ -826,6 +971,8 @@ static enum MHD_Result serve_handle(void *cls, struct MHD_Connection *c, const c
         return reply_json(c, 200,
                           json_pack("{s:s,s:[{s:s,s:s,s:s}]}", "object", "list", "data", "id",
                                     srv->model, "object", "model", "owned_by", "baton"));
+    if (path >= 5)
+        return tokenize_reply(srv, c, sc, path == 6);
     return complete(srv, c, sc, path == 4);
 }
 
@@ -1225,7 +1372,8 @@ int run_serve_start(struct run *r)
         return 1;
     fprintf(cfg->log,
             "serve: listening on http://%s%s%s:%u (%u slot%s of %u positions, at most %u "
-            "tokens a reply%s): POST /v1/completions%s, GET /health, /v1/models\n",
+            "tokens a reply%s): POST /v1/completions%s, /tokenize, /detokenize, GET /health, "
+            "/v1/models\n",
             strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
             info ? (unsigned)info->port : 0u, r->n_seq, r->n_seq == 1 ? "" : "s", cfg->n_ctx,
             cfg->n_predict, srv->has_key ? ", a key needed" : "",

@@ -451,23 +451,21 @@ out:
     return rc;
 }
 
-int baton_serve_req_parse(const char *body, size_t len, int chat, struct baton_serve_req *req,
-                          char *err, size_t errcap)
+/* The body as a JSON object into *root (NULL on error; the caller frees
+ * it). Returns 0 or a status with its sentence in err. */
+static int load_body(const char *body, size_t len, json_t **root, char *err, size_t errcap)
 {
     json_error_t jerr;
-    json_t *root = NULL;
     int rc = 0;
 
-    memset(req, 0, sizeof *req);
+    *root = NULL;
     if (errcap > 0)
         err[0] = 0;
-    if (len > BATON_SERVE_MAX_BODY) {
-        rc = fail(err, errcap, BATON_E_LIMIT, "the request body is over %u bytes",
-                  BATON_SERVE_MAX_BODY);
-        goto out;
-    }
-    root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (root == NULL) {
+    if (len > BATON_SERVE_MAX_BODY)
+        return fail(err, errcap, BATON_E_LIMIT, "the request body is over %u bytes",
+                    BATON_SERVE_MAX_BODY);
+    *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (*root == NULL) {
         /* jansson's text may quote the body: only its position is given */
         if (json_error_code(&jerr) == json_error_out_of_memory)
             rc = fail(err, errcap, BATON_E_NOMEM, "out of memory parsing the body");
@@ -484,12 +482,26 @@ int baton_serve_req_parse(const char *body, size_t len, int chat, struct baton_s
         else
             rc = fail(err, errcap, BATON_E_FORMAT,
                       "the body is not valid JSON (line %d, column %d)", jerr.line, jerr.column);
-        goto out;
+        return rc;
     }
-    if (!json_is_object(root)) {
-        rc = fail(err, errcap, BATON_E_FORMAT, "the body must be a JSON object");
-        goto out;
+    if (!json_is_object(*root)) {
+        json_decref(*root);
+        *root = NULL;
+        return fail(err, errcap, BATON_E_FORMAT, "the body must be a JSON object");
     }
+    return 0;
+}
+
+int baton_serve_req_parse(const char *body, size_t len, int chat, struct baton_serve_req *req,
+                          char *err, size_t errcap)
+{
+    json_t *root = NULL;
+    int rc;
+
+    memset(req, 0, sizeof *req);
+    rc = load_body(body, len, &root, err, errcap);
+    if (rc != 0)
+        goto out;
     req->chat = chat != 0;
     rc = chat ? parse_messages(root, req, err, errcap) : parse_prompt(root, req, err, errcap);
     if (rc == 0)
@@ -515,6 +527,104 @@ void baton_serve_req_free(struct baton_serve_req *req)
     free(req->msgs);
     for (size_t i = 0; i < req->n_stop; i++)
         free(req->stop[i]);
+    memset(req, 0, sizeof *req);
+}
+
+/* A boolean member into *out (def when absent). */
+static int get_bool(json_t *o, const char *key, int def, int *out, char *err, size_t errcap)
+{
+    json_t *v = field(o, key);
+
+    *out = def;
+    if (v == NULL)
+        return 0;
+    if (!json_is_boolean(v))
+        return fail(err, errcap, BATON_E_FORMAT, "\"%s\" must be true or false", key);
+    *out = json_is_true(v);
+    return 0;
+}
+
+/* /tokenize's fields. */
+static int parse_tokenize(json_t *root, struct baton_serve_tok_req *req, char *err,
+                          size_t errcap)
+{
+    json_t *v = field(root, "content");
+    size_t total = 0;
+    int rc;
+
+    if (v == NULL || !json_is_string(v))
+        return fail(err, errcap, BATON_E_FORMAT,
+                    v == NULL ? "\"content\" is missing (the text to tokenize, a string)"
+                              : "\"content\" must be a string");
+    rc = take_text(json_string_value(v), json_string_length(v), &req->content, &total,
+                   "\"content\"", err, errcap);
+    if (rc != 0)
+        return rc;
+    req->content_len = total;
+    rc = get_bool(root, "add_special", 0, &req->add_special, err, errcap);
+    if (rc == 0)
+        rc = get_bool(root, "parse_special", 1, &req->parse_special, err, errcap);
+    if (rc == 0)
+        rc = get_bool(root, "with_pieces", 0, &req->with_pieces, err, errcap);
+    return rc;
+}
+
+/* /detokenize's ids. */
+static int parse_detokenize(json_t *root, struct baton_serve_tok_req *req, char *err,
+                            size_t errcap)
+{
+    json_t *v = field(root, "tokens");
+    size_t n;
+
+    if (v == NULL || !json_is_array(v))
+        return fail(err, errcap, BATON_E_FORMAT,
+                    v == NULL ? "\"tokens\" is missing (an array of token ids)"
+                              : "\"tokens\" must be an array of token ids");
+    n = json_array_size(v);
+    if (n > BATON_SERVE_MAX_DETOKENIZE)
+        return fail(err, errcap, BATON_E_LIMIT, "\"tokens\" holds more than %u ids",
+                    BATON_SERVE_MAX_DETOKENIZE);
+    if (n == 0)
+        return 0;
+    req->tokens = malloc(n * sizeof *req->tokens);
+    if (req->tokens == NULL)
+        return fail(err, errcap, BATON_E_NOMEM, "out of memory for %zu ids", n);
+    for (size_t i = 0; i < n; i++) {
+        json_t *t = json_array_get(v, i);
+
+        if (!json_is_integer(t) || json_integer_value(t) < 0 ||
+            json_integer_value(t) > INT32_MAX)
+            return fail(err, errcap, BATON_E_FORMAT,
+                        "\"tokens\"[%zu] must be an integer from 0 to 2147483647", i);
+        req->tokens[i] = (int32_t)json_integer_value(t);
+    }
+    req->n_tokens = n;
+    return 0;
+}
+
+int baton_serve_tok_parse(const char *body, size_t len, int detokenize,
+                          struct baton_serve_tok_req *req, char *err, size_t errcap)
+{
+    json_t *root = NULL;
+    int rc;
+
+    memset(req, 0, sizeof *req);
+    rc = load_body(body, len, &root, err, errcap);
+    if (rc == 0) {
+        req->detokenize = detokenize != 0;
+        rc = detokenize ? parse_detokenize(root, req, err, errcap)
+                        : parse_tokenize(root, req, err, errcap);
+    }
+    json_decref(root);
+    if (rc != 0)
+        baton_serve_tok_free(req);
+    return rc;
+}
+
+void baton_serve_tok_free(struct baton_serve_tok_req *req)
+{
+    free(req->content);
+    free(req->tokens);
     memset(req, 0, sizeof *req);
 }
 

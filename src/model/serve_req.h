@@ -99,6 +99,44 @@ int baton_serve_req_parse(const char *body, size_t len, int chat, struct baton_s
 /* Frees what *req owns and zeroes it (a zeroed one is fine). */
 void baton_serve_req_free(struct baton_serve_req *req);
 
+/* Most ids of one /detokenize request. */
+#define BATON_SERVE_MAX_DETOKENIZE 131072u
+
+/* The body of "POST /tokenize" or "POST /detokenize", llama.cpp's
+ * llama-server endpoints of those names, with its field names and defaults
+ * (any other field is ignored; null is as if absent):
+ *   tokenize:   content        a string (required; no NUL, at most
+ *                              BATON_TOKENIZER_MAX_TEXT_BYTES bytes)
+ *               add_special    boolean, default false: BOS first when the
+ *                              model adds one
+ *               parse_special  boolean, default true: the text of a control
+ *                              token ("<|im_end|>") is that token
+ *               with_pieces    boolean, default false: each id with its piece
+ *   detokenize: tokens         an array of 0..BATON_SERVE_MAX_DETOKENIZE
+ *                              integers, each 0..2^31-1 (the server checks
+ *                              them against its vocabulary) */
+struct baton_serve_tok_req {
+    int detokenize;
+    char *content; /* tokenize: NUL-terminated, no NUL inside, owned */
+    size_t content_len;
+    int add_special, parse_special, with_pieces;
+    int32_t *tokens; /* detokenize: n_tokens ids, owned (NULL when 0) */
+    size_t n_tokens;
+};
+
+/* Parses body[0, len) (any bytes) as a /tokenize (detokenize 0) or
+ * /detokenize (1) request into *req (zeroed first). Returns 0, or on error
+ * (nothing left allocated) BATON_E_FORMAT (not a JSON object, a field
+ * missing, of the wrong type or out of range), BATON_E_LIMIT (a body over
+ * BATON_SERVE_MAX_BODY bytes, a text over BATON_TOKENIZER_MAX_TEXT_BYTES,
+ * more than BATON_SERVE_MAX_DETOKENIZE ids) or BATON_E_NOMEM, with one
+ * sentence naming the field in err, as baton_serve_req_parse. */
+int baton_serve_tok_parse(const char *body, size_t len, int detokenize,
+                          struct baton_serve_tok_req *req, char *err, size_t errcap);
+
+/* Frees what *req owns and zeroes it (a zeroed one is fine). */
+void baton_serve_tok_free(struct baton_serve_tok_req *req);
+
 /* The length of the longest prefix of p[0, n) that does not end inside a
  * UTF-8 sequence which more bytes could still complete: what a stream can
  * send now, keeping the rest until the next piece comes. Bytes that can

@@ -368,6 +368,49 @@ expect_status 405 'takes POST' "$($CLIENT "$SPORT" get /v1/completions)"
 expect_status 405 'takes GET' "$($CLIENT "$SPORT" post /health '{}')"
 echo "ok: refusals (400 naming the field, 404, 405, 413)"
 
+# /tokenize and /detokenize (llama-server's): the ids baton tokenize gives
+# (control-token text parsed unless parse_special is false; BOS only with
+# add_special, and this vocabulary adds none), each id's piece, and back to
+# the text, a control token as its text
+text='Hello world<|im_end|> é'
+ids=$("$BATON" tokenize -m "$M" -- "$text" | tr ' ' ,)
+plain=$("$BATON" tokenize -m "$M" --no-parse-special -- "$text" | tr ' ' ,)
+[ "$ids" != "$plain" ] || fail "the text holds no control token: $ids"
+expect_status 200 "^200 {\"tokens\":\[$ids\]}\$" "$($CLIENT "$SPORT" post /tokenize "{\"content\": \"$text\"}")"
+expect_status 200 "^200 {\"tokens\":\[$plain\]}\$" \
+    "$($CLIENT "$SPORT" post /tokenize "{\"content\": \"$text\", \"parse_special\": false, \"add_special\": true}")"
+out=$($CLIENT "$SPORT" post /tokenize "{\"content\": \"$text\", \"with_pieces\": true}")
+python3 - "${out#* }" "$ids" "$text" <<'PY' || fail "with_pieces: $out"
+import json, sys
+t = json.loads(sys.argv[1])["tokens"]
+assert [e["id"] for e in t] == [int(i) for i in sys.argv[2].split(",")], t
+assert "".join(e["piece"] for e in t) == sys.argv[3], t
+assert t[2]["piece"] == "<|im_end|>", t
+PY
+expect_status 200 "^200 {\"content\":\"Hello world<|im_end|> é\"}\$" \
+    "$($CLIENT "$SPORT" post /detokenize "{\"tokens\": [$ids]}")"
+expect_status 200 '^200 {"content":""}$' "$($CLIENT "$SPORT" post /detokenize '{"tokens": []}')"
+# a piece that is not UTF-8 by itself ("ꙮ" is two pieces of this
+# vocabulary, bytes EA 99 and AE): its bytes as an array; a lone byte's
+# text is U+FFFD
+out=$($CLIENT "$SPORT" post /tokenize '{"content": "ꙮ🦙", "with_pieces": true}')
+python3 - "${out#* }" <<'PY' || fail "with_pieces of ꙮ🦙: $out"
+import json, sys
+t = json.loads(sys.argv[1])["tokens"]
+assert [e["piece"] for e in t] == [[0xEA, 0x99], [0xAE], "🦙"], t
+PY
+out=$($CLIENT "$SPORT" post /detokenize '{"tokens": [126]}')
+[ "$out" = '200 {"content":"\ufffd"}' ] || [ "$out" = '200 {"content":"�"}' ] || fail "detokenize a lone byte: $out"
+expect_status 400 '"tokens\\"\[1\] (151936) is outside the vocabulary of 151936 tokens' \
+    "$($CLIENT "$SPORT" post /detokenize '{"tokens": [1, 151936]}')"
+expect_status 400 '"tokens\\"\[0\] must be an integer from 0 to 2147483647' \
+    "$($CLIENT "$SPORT" post /detokenize '{"tokens": [-1]}')"
+expect_status 400 '"content\\" is missing' "$($CLIENT "$SPORT" post /tokenize '{}')"
+expect_status 400 '"with_pieces\\" must be true or false' \
+    "$($CLIENT "$SPORT" post /tokenize '{"content": "a", "with_pieces": 1}')"
+expect_status 405 'takes POST' "$($CLIENT "$SPORT" get /tokenize)"
+echo "ok: /tokenize and /detokenize"
+
 # a client that goes away mid-stream: its sequence ends, the server goes on
 out=$($CLIENT "$SPORT" drop /v1/completions '{"prompt": "x", "max_tokens": 400, "stream": true}' 2)
 [ "$out" = dropped ] || fail "drop: $out"

@@ -538,6 +538,84 @@ static void expect_clean(const char *in, size_t n, const char *want, size_t want
 #define CLEAN(in, want) expect_clean(in, sizeof(in) - 1, want, sizeof(want) - 1)
 #define R "\xEF\xBF\xBD" /* U+FFFD */
 
+/* /tokenize and /detokenize bodies: fields, defaults, refusals. */
+static void tok_refuse(const char *body, int detok, int want, const char *names)
+{
+    static const struct baton_serve_tok_req zero;
+    struct baton_serve_tok_req t;
+    char err[256] = "";
+    int rc;
+
+    memset(&t, 0xA5, sizeof t);
+    rc = baton_serve_tok_parse(body, strlen(body), detok, &t, err, sizeof err);
+    if (rc != want || strstr(err, names) == NULL)
+        fail_msg("%s: status %d (want %d), message \"%s\" (want \"%s\" in it)", body, rc, want,
+                 err, names);
+    assert_memory_equal(&t, &zero, sizeof t);
+}
+
+static void test_tokenize_bodies(void **state)
+{
+    struct baton_serve_tok_req t;
+    char err[256] = "";
+    const char *b1 = "{\"content\": \"caf\\u00e9<|im_end|>\", \"model\": \"x\"}";
+    const char *b2 = "{\"content\": \"\", \"add_special\": true, \"parse_special\": false,"
+                     " \"with_pieces\": true}";
+    const char *b3 = "{\"tokens\": [0, 151645, 2147483647], \"content\": 5}";
+    char *big;
+
+    (void)state;
+    assert_int_equal(baton_serve_tok_parse(b1, strlen(b1), 0, &t, err, sizeof err), 0);
+    assert_string_equal(t.content, "caf\xc3\xa9<|im_end|>");
+    assert_int_equal(t.content_len, 15);
+    assert_true(t.add_special == 0 && t.parse_special == 1 && t.with_pieces == 0);
+    assert_true(t.tokens == NULL && t.n_tokens == 0 && t.detokenize == 0);
+    baton_serve_tok_free(&t);
+    assert_int_equal(baton_serve_tok_parse(b2, strlen(b2), 0, &t, err, sizeof err), 0);
+    assert_true(t.content_len == 0 && t.content != NULL && t.content[0] == 0);
+    assert_true(t.add_special == 1 && t.parse_special == 0 && t.with_pieces == 1);
+    baton_serve_tok_free(&t);
+    /* detokenize reads only "tokens" */
+    assert_int_equal(baton_serve_tok_parse(b3, strlen(b3), 1, &t, err, sizeof err), 0);
+    assert_true(t.detokenize == 1 && t.n_tokens == 3 && t.content == NULL);
+    assert_true(t.tokens[0] == 0 && t.tokens[1] == 151645 && t.tokens[2] == INT32_MAX);
+    baton_serve_tok_free(&t);
+    assert_int_equal(baton_serve_tok_parse("{\"tokens\": []}", 14, 1, &t, err, sizeof err), 0);
+    assert_true(t.n_tokens == 0 && t.tokens == NULL);
+    baton_serve_tok_free(&t);
+
+    tok_refuse("{}", 0, BATON_E_FORMAT, "\"content\" is missing");
+    tok_refuse("{\"content\": null}", 0, BATON_E_FORMAT, "\"content\" is missing");
+    tok_refuse("{\"content\": [\"a\"]}", 0, BATON_E_FORMAT, "\"content\" must be a string");
+    tok_refuse("{\"content\": \"a\", \"parse_special\": 0}", 0, BATON_E_FORMAT,
+               "\"parse_special\" must be true or false");
+    tok_refuse("{\"content\": \"a\\u0000\"}", 0, BATON_E_FORMAT, "NUL");
+    tok_refuse("[1]", 1, BATON_E_FORMAT, "must be a JSON object");
+    tok_refuse("{\"tokens\": 1}", 1, BATON_E_FORMAT, "\"tokens\" must be an array");
+    tok_refuse("{}", 1, BATON_E_FORMAT, "\"tokens\" is missing");
+    tok_refuse("{\"tokens\": [1, 2.0]}", 1, BATON_E_FORMAT, "\"tokens\"[1] must be an integer");
+    tok_refuse("{\"tokens\": [2147483648]}", 1, BATON_E_FORMAT, "\"tokens\"[0]");
+    tok_refuse("{\"tokens\": [-1]}", 1, BATON_E_FORMAT, "\"tokens\"[0]");
+    /* the most ids, one more */
+    big = malloc(20 + 2 * (BATON_SERVE_MAX_DETOKENIZE + 1));
+    assert_non_null(big);
+    for (uint32_t extra = 0; extra < 2; extra++) {
+        size_t n = (size_t)sprintf(big, "{\"tokens\": [");
+
+        for (uint32_t i = 0; i < BATON_SERVE_MAX_DETOKENIZE + extra; i++)
+            n += (size_t)sprintf(big + n, i ? ",7" : "7");
+        strcpy(big + n, "]}");
+        if (extra)
+            tok_refuse(big, 1, BATON_E_LIMIT, "more than 131072 ids");
+        else {
+            assert_int_equal(baton_serve_tok_parse(big, strlen(big), 1, &t, err, sizeof err), 0);
+            assert_int_equal(t.n_tokens, BATON_SERVE_MAX_DETOKENIZE);
+            baton_serve_tok_free(&t);
+        }
+    }
+    free(big);
+}
+
 static void test_utf8_clean(void **state)
 {
     (void)state;
@@ -601,6 +679,7 @@ int main(void)
         cmocka_unit_test(test_chat),           cmocka_unit_test(test_chat_order),
         cmocka_unit_test(test_chat_refusals),  cmocka_unit_test(test_text_limit),
         cmocka_unit_test(test_utf8_clean),     cmocka_unit_test(test_utf8_complete),
+        cmocka_unit_test(test_tokenize_bodies),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
