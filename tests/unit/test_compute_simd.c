@@ -50,6 +50,16 @@ static float h2f(const uint8_t *p)
     return baton_fp16_to_fp32((uint16_t)(p[0] | p[1] << 8));
 }
 
+/* bfloat16 at p: the high half of a binary32, the low half zero */
+static float bf2f(const uint8_t *p)
+{
+    const uint32_t b = (uint32_t)(p[0] | p[1] << 8) << 16;
+    float f;
+
+    memcpy(&f, &b, sizeof(f));
+    return f;
+}
+
 static float ref_hsum8(const float c[8])
 {
     const float e0 = c[0] + c[4], e1 = c[1] + c[5], e2 = c[2] + c[6], e3 = c[3] + c[7];
@@ -67,14 +77,15 @@ static float ref_f32(const float *w, const float *x, uint64_t k)
     return s;
 }
 
-static float ref_f16(const uint8_t *w, const float *x, uint64_t k)
+/* F16, or BF16 (bf set): 32 lanes of fmaf, lane k % 32, then hsum32 */
+static float ref_h16(const uint8_t *w, int bf, const float *x, uint64_t k)
 {
     float a[32] = {0}, b[16], c[8];
     uint64_t i;
     int l;
 
     for (i = 0; i < k; i++)
-        a[i % 32] = fmaf(h2f(w + 2 * i), x[i], a[i % 32]);
+        a[i % 32] = fmaf(bf ? bf2f(w + 2 * i) : h2f(w + 2 * i), x[i], a[i % 32]);
     for (l = 0; l < 16; l++)
         b[l] = a[l] + a[l + 16];
     for (l = 0; l < 8; l++)
@@ -186,6 +197,38 @@ static uint64_t block_bytes_of(uint32_t type)
 
 /* ---- one case ---- */
 
+/* A row of k bfloat16 weights, by the row's index: rows r % 8 < 5 hold
+ * values in (-2, 2) with about 1 in 16 a subnormal or a signed zero; r % 8
+ * == 5 only subnormals (the sums stay subnormal: a kernel that flushed them
+ * would give zeros); 6 magnitudes of 2^90..2^120 (lane sums overflow to
+ * infinities, and infinities of both signs meet in NaNs); 7 one infinity or
+ * NaN (quiet or signalling, with a payload: the NaNs' payloads may differ
+ * between levels, matmul.h) among values as in rows < 5. */
+static void bf16_row_fill(uint8_t *wr, uint64_t k, uint64_t r)
+{
+    static const uint16_t nonfinite[4] = {0x7F80, 0xFF80, 0x7FC5, 0xFF81};
+    const uint64_t bad = rng_below((uint32_t)k);
+    uint64_t i;
+
+    for (i = 0; i < k; i++) {
+        const uint16_t sign = (uint16_t)(rng32() & 0x8000u);
+        float f = rng_unit() * 2.0f;
+        uint32_t b;
+        uint16_t h;
+
+        memcpy(&b, &f, sizeof(b));
+        h = (uint16_t)(b >> 16); /* any bfloat16 is valid: truncated, not rounded */
+        if (r % 8 == 5 || (r % 8 != 6 && rng_below(16) == 0))
+            h = (uint16_t)(sign | (rng32() & 0x7F)); /* exponent 0 */
+        else if (r % 8 == 6)
+            h = (uint16_t)(sign | (217 + rng_below(31)) << 7 | (rng32() & 0x7F));
+        if (r % 8 == 7 && i == bad)
+            h = nonfinite[rng_below(4)];
+        wr[2 * i] = (uint8_t)h;
+        wr[2 * i + 1] = (uint8_t)(h >> 8);
+    }
+}
+
 struct mm_case {
     uint32_t type;
     uint64_t k, n, m;
@@ -236,6 +279,9 @@ static void case_fill(struct mm_case *c, uint32_t type, uint64_t k, uint64_t n, 
                 wr[2 * i + 1] = (uint8_t)(h >> 8);
             }
             break;
+        case BATON_TYPE_BF16:
+            bf16_row_fill(wr, k, r);
+            break;
         default: /* any bytes are a valid block; scales kept moderate */
             for (i = 0; i < rb; i++)
                 wr[i] = (uint8_t)rng32();
@@ -269,7 +315,8 @@ static void case_fill(struct mm_case *c, uint32_t type, uint64_t k, uint64_t n, 
                 v = ref_f32((const float *)wr, xc, k);
                 break;
             case BATON_TYPE_F16:
-                v = ref_f16(wr, xc, k);
+            case BATON_TYPE_BF16:
+                v = ref_h16(wr, type == BATON_TYPE_BF16, xc, k);
                 break;
             case BATON_TYPE_Q5_0:
             case BATON_TYPE_Q5_1:
@@ -413,6 +460,13 @@ static void test_f16_random(void **state)
     random_cases(BATON_TYPE_F16, k_any, 12, 40);
 }
 
+static void test_bf16_random(void **state)
+{
+    (void)state;
+    rng_state = 14;
+    random_cases(BATON_TYPE_BF16, k_any, 12, 40);
+}
+
 static void test_q8_0_random(void **state)
 {
     (void)state;
@@ -447,8 +501,9 @@ static void test_q5_1_random(void **state)
  * with a ragged end. */
 static void test_large_shapes(void **state)
 {
-    static const uint32_t types[] = {BATON_TYPE_F32,  BATON_TYPE_F16,  BATON_TYPE_Q8_0,
-                                     BATON_TYPE_Q4_0, BATON_TYPE_Q5_0, BATON_TYPE_Q5_1};
+    static const uint32_t types[] = {BATON_TYPE_F32,  BATON_TYPE_F16,  BATON_TYPE_BF16,
+                                     BATON_TYPE_Q8_0, BATON_TYPE_Q4_0, BATON_TYPE_Q5_0,
+                                     BATON_TYPE_Q5_1};
     struct baton_pool *pools[2];
     unsigned t;
 
@@ -456,7 +511,7 @@ static void test_large_shapes(void **state)
     rng_state = 5;
     assert_int_equal(baton_pool_create(1, &pools[0]), 0);
     assert_int_equal(baton_pool_create(2, &pools[1]), 0);
-    for (t = 0; t < 6; t++) {
+    for (t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
         struct mm_case c;
 
         /* with 9 columns AVX-512 Q8_0 takes its 4-row tiles, or where
@@ -536,43 +591,69 @@ static void test_q8_0_packed(void **state)
     shape_grid(BATON_TYPE_Q8_0, ks, 4, ms, 3);
 }
 
-/* AVX-512 F16 decode goes 8 rows at a time, and rows longer than 4096
- * inputs by chunks of 2048, every row's chunk before the next chunk: 4096
- * (the longest row taken a row at a time), two chunks and one input
+/* AVX-512 F16 and BF16 decode goes 8 rows at a time, and rows longer than
+ * 4096 inputs by chunks of 2048, every row's chunk before the next chunk:
+ * 4096 (the longest row taken a row at a time), two chunks and one input
  * (4097), two and two groups of 32 (4160), two, three groups and a tail of
  * 8 (4200), four chunks (8192), six and a ragged tail of 31 (12319); 37
  * rows (4 calls and a ragged end of 5), 1 column, and 3 columns (the
  * tiles, untouched) beside it. The chunked path exists only at the AVX-512
  * level: on a CPU without it, the test says so and checks the other levels. */
-static void test_f16_decode_chunks(void **state)
+static void decode_chunks(uint32_t type)
 {
     static const uint64_t ks[] = {4096, 4097, 4160, 4200, 8192, 12319};
     static const uint64_t ms[] = {1, 3};
 
-    (void)state;
-    rng_state = 12;
     if (baton_cpu_isa_set(BATON_CPU_ISA_AVX512) != BATON_CPU_ISA_AVX512)
-        print_message("no AVX-512 here: its chunked F16 decode is not exercised\n");
-    shape_grid(BATON_TYPE_F16, ks, 6, ms, 2);
+        print_message("no AVX-512 here: its chunked %s decode is not exercised\n",
+                      baton_type_name(type));
+    shape_grid(type, ks, 6, ms, 2);
 }
 
-/* AVX-512 F16 products of several columns with rows of 2048 inputs or
- * more go by blocks of 32 rows, column groups of 6 and k-chunks of 1024,
- * the row pairs' lanes kept between chunks: exactly 2048 (two chunks),
- * 2049 (a third chunk of one input), 3079 (three chunks and a ragged one
- * of 7 inputs), 4096; 37 rows (a block and a ragged one of 5, whose
- * fifth row goes alone), 2 columns, 6 (one whole group), 7 and 13 (whole
- * groups and a group of 1). */
-static void test_f16_prefill_chunks(void **state)
+static void test_f16_decode_chunks(void **state)
+{
+    (void)state;
+    rng_state = 12;
+    decode_chunks(BATON_TYPE_F16);
+}
+
+static void test_bf16_decode_chunks(void **state)
+{
+    (void)state;
+    rng_state = 15;
+    decode_chunks(BATON_TYPE_BF16);
+}
+
+/* AVX-512 F16 and BF16 products of several columns with rows of 2048
+ * inputs or more go by blocks of 32 rows, column groups of 6 and k-chunks
+ * of 1024, the row pairs' lanes kept between chunks: exactly 2048 (two
+ * chunks), 2049 (a third chunk of one input), 3079 (three chunks and a
+ * ragged one of 7 inputs), 4096; 37 rows (a block and a ragged one of 5,
+ * whose fifth row goes alone), 2 columns, 6 (one whole group), 7 and 13
+ * (whole groups and a group of 1). */
+static void prefill_chunks(uint32_t type)
 {
     static const uint64_t ks[] = {2048, 2049, 3079, 4096};
     static const uint64_t ms[] = {2, 6, 7, 13};
 
+    if (baton_cpu_isa_set(BATON_CPU_ISA_AVX512) != BATON_CPU_ISA_AVX512)
+        print_message("no AVX-512 here: its k-chunked %s prefill is not exercised\n",
+                      baton_type_name(type));
+    shape_grid(type, ks, 4, ms, 4);
+}
+
+static void test_f16_prefill_chunks(void **state)
+{
     (void)state;
     rng_state = 13;
-    if (baton_cpu_isa_set(BATON_CPU_ISA_AVX512) != BATON_CPU_ISA_AVX512)
-        print_message("no AVX-512 here: its k-chunked F16 prefill is not exercised\n");
-    shape_grid(BATON_TYPE_F16, ks, 4, ms, 4);
+    prefill_chunks(BATON_TYPE_F16);
+}
+
+static void test_bf16_prefill_chunks(void **state)
+{
+    (void)state;
+    rng_state = 16;
+    prefill_chunks(BATON_TYPE_BF16);
 }
 
 /* binary32 -> binary16 rows (ATTENTION's writes into an F16 KV cache) at
@@ -1127,12 +1208,14 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_isa_levels),           cmocka_unit_test(test_f32_random),
-        cmocka_unit_test(test_f16_random),           cmocka_unit_test(test_q8_0_random),
+        cmocka_unit_test(test_f16_random),           cmocka_unit_test(test_bf16_random),
+        cmocka_unit_test(test_q8_0_random),
         cmocka_unit_test(test_q4_0_random),          cmocka_unit_test(test_q5_0_random),
         cmocka_unit_test(test_q5_1_random),          cmocka_unit_test(test_large_shapes),
         cmocka_unit_test(test_q4_0_decode_chunks),
         cmocka_unit_test(test_q8_0_packed),
         cmocka_unit_test(test_f16_decode_chunks),   cmocka_unit_test(test_f16_prefill_chunks),
+        cmocka_unit_test(test_bf16_decode_chunks),  cmocka_unit_test(test_bf16_prefill_chunks),
         cmocka_unit_test(test_f32_to_f16_row),
         cmocka_unit_test(test_nonfinite_activation),
         cmocka_unit_test(test_act_levels_equal),
