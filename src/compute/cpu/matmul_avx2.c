@@ -67,10 +67,28 @@ static T2 void avx2_f32(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
     baton_mm_drive(mm, r0, r1, &avx2_f32_tiles);
 }
 
-/* ---- F16: 32 lanes as four 8-lane accumulators ---- */
+/* ---- F16 and BF16: 32 lanes as four 8-lane accumulators ----
+ * Both 16-bit float weight types share these kernels: each function takes
+ * bf (a constant: 0 F16, 1 BF16), and only the conversions look at it, so
+ * BF16 takes F16's order (matmul.h) lane for lane. */
 
-static AI T2 void f16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, const int NR,
-                           const int NC)
+/* 8 weights -> 8 floats, exactly: F16 by vcvtph2ps; BF16, the top half of
+ * a binary32, widened to 32 bits and shifted up 16 (baton_bf16_to_fp32's
+ * bits, a NaN's payload kept). */
+static AI T2 __m256 h16_cvt(__m128i v, const int bf)
+{
+    return bf ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16))
+              : _mm256_cvtph_ps(v);
+}
+
+/* The weight at p, as h16_cvt converts it (ragged tails). */
+static AI T2 float h16_to_f(const uint8_t *p, const int bf)
+{
+    return bf ? baton_bf16_to_fp32(load_u16(p)) : h2f(p);
+}
+
+static AI T2 void h16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, const int NR,
+                           const int NC, const int bf)
 {
     const uint64_t k = mm->k, ldy = mm->ldy;
     __m256 a[2][3][4];
@@ -96,7 +114,7 @@ static AI T2 void f16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, co
             for (rr = 0; rr < NR; rr++) {
                 const uint8_t *wr = mm->w + (r + rr) * mm->w_row_bytes;
                 const __m256 wv =
-                    _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wr + 2 * (i + 8 * q))));
+                    h16_cvt(_mm_loadu_si128((const __m128i *)(wr + 2 * (i + 8 * q))), bf);
 
 #pragma GCC unroll 8
                 for (j = 0; j < NC; j++)
@@ -119,7 +137,7 @@ static AI T2 void f16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, co
                 for (q = 0; q < 4; q++)
                     _mm256_storeu_ps(s + 8 * q, a[rr][j][q]);
                 for (kk = i; kk < k; kk++)
-                    s[kk % 32] = fmaf(h2f(wr + 2 * kk), xc[kk], s[kk % 32]);
+                    s[kk % 32] = fmaf(h16_to_f(wr + 2 * kk, bf), xc[kk], s[kk % 32]);
 #pragma GCC unroll 8
                 for (q = 0; q < 4; q++)
                     a[rr][j][q] = _mm256_loadu_ps(s + 8 * q);
@@ -132,36 +150,77 @@ static AI T2 void f16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, co
 
 /* One column: one row at a time, a single sequential stream of weights
  * (see matmul_avx512.c). */
-static T2 void f16_decode(const struct baton_mm *mm, uint64_t r)
+static AI T2 void h16_decode(const struct baton_mm *mm, uint64_t r, const int bf)
 {
-    f16_tile(mm, r, 0, 1, 1);
+    h16_tile(mm, r, 0, 1, 1, bf);
 }
 
-static T2 void f16_tile_n(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)
+static AI T2 void h16_tile_n(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc,
+                             const int bf)
 {
     if (nc == 1)
-        f16_tile(mm, r, c, 1, 1);
+        h16_tile(mm, r, c, 1, 1, bf);
     else if (nc == 2)
-        f16_tile(mm, r, c, 1, 2);
+        h16_tile(mm, r, c, 1, 2, bf);
     else
-        f16_tile(mm, r, c, 1, 3);
+        h16_tile(mm, r, c, 1, 3, bf);
 }
 
-static T2 void f16_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)
+static AI T2 void h16_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc,
+                          const int bf)
 {
     uint32_t j;
 
     for (j = 0; j < nc; j++)
-        f16_tile(mm, r, c + j, 1, 1);
+        h16_tile(mm, r, c + j, 1, 1, bf);
+}
+
+/* Each type's tiles: the functions above with bf fixed. */
+static T2 void f16_decode(const struct baton_mm *mm, uint64_t r)
+{
+    h16_decode(mm, r, 0);
+}
+
+static T2 void f16_tile_n(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)
+{
+    h16_tile_n(mm, r, c, nc, 0);
+}
+
+static T2 void f16_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)
+{
+    h16_row(mm, r, c, nc, 0);
+}
+
+static T2 void bf16_decode(const struct baton_mm *mm, uint64_t r)
+{
+    h16_decode(mm, r, 1);
+}
+
+static T2 void bf16_tile_n(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)
+{
+    h16_tile_n(mm, r, c, nc, 1);
+}
+
+static T2 void bf16_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)
+{
+    h16_row(mm, r, c, nc, 1);
 }
 
 static const struct baton_mm_tiles f16_tiles = {
     f16_decode, 1, f16_tile_n, 1, 3, f16_row, 0,
 };
+static const struct baton_mm_tiles bf16_tiles = {
+    bf16_decode, 1, bf16_tile_n, 1, 3, bf16_row, 0,
+};
 
 static T2 void avx2_f16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 {
     baton_mm_drive(mm, r0, r1, &f16_tiles);
+}
+
+static T2 void avx2_bf16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    baton_mm_drive(mm, r0, r1, &bf16_tiles);
 }
 
 /* ---- Q8_0 against quantized activations (matmul.h: four chains) ----
@@ -1942,7 +2001,7 @@ const struct baton_mm_kernels baton_mm_avx2 = {
     baton_mm_avx2_wsum, avx2_f32_dots_multi, avx2_silu, avx2_exp_shift, avx2_q2_k, avx2_q3_k,
     avx2_q4_k,          avx2_q5_k, avx2_q6_k, baton_mm_avx2_act_k,
     baton_mm_avx2_q5_0, baton_mm_avx2_q5_1, baton_mm_avx2_f16_row, baton_mm_avx2_wsum_h,
-    baton_mm_avx2_f32_to_f16_row, avx2_att_block, baton_mm_scalar_bf16,
+    baton_mm_avx2_f32_to_f16_row, avx2_att_block, avx2_bf16,
 };
 
 #else /* not x86-64: the level is never chosen; keep the table defined */
