@@ -6,8 +6,8 @@
  *
  * For Q8_0's decode one 512-bit register holds a group of 4 blocks, 4
  * lanes each, and a row's 4 chains; for Q4_0, and Q8_0's batched products,
- * a register holds the chains of 16 rows; for F16 the two registers of a
- * row hold lanes 0..15 and 16..31.
+ * a register holds the chains of 16 rows; for F16 and BF16 the two
+ * registers of a row hold lanes 0..15 and 16..31.
  *
  * On Zen 4 (the development host) a 512-bit operation occupies its pipe
  * for two cycles, so what counts is the number of vector operations per
@@ -66,25 +66,41 @@ static T5 void avx512_f32(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
     baton_mm_drive(mm, r0, r1, &avx512_f32_tiles);
 }
 
-/* ---- F16 ---- */
+/* ---- F16 and BF16 ----
+ * One set of kernels for both 16-bit float weight types: each function
+ * below takes bf (a constant: 0 F16, 1 BF16), and only h16_cvt looks at it,
+ * so BF16 weights go through F16's tiles, decode and prefill walk and take
+ * F16's order (matmul.h) lane for lane. */
 
-/* Columns per F16 tile (see f16_tile_n). */
-#define F16_COLS 6
+/* 16 weights -> 16 floats, exactly. F16 by vcvtph2ps; BF16 is the top half
+ * of a binary32, so each lane is widened to 32 bits and shifted up 16
+ * (baton_bf16_to_fp32's bits; a NaN keeps its payload, and a zero lane of a
+ * masked load is +0 in both formats). Not AVX512_BF16's vdpbf16ps: it sums
+ * pairs of products before accumulating and flushes subnormals, so its
+ * bits are not the order's. */
+static AI T5 __m512 h16_cvt(__m256i v, const int bf)
+{
+    return bf ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16))
+              : _mm512_cvtph_ps(v);
+}
+
+/* Columns per tile (see h16_tile_n). */
+#define H16_COLS 6
 
 /* hsum16 of the 12 vectors b[rr][j] (2 rows, 6 columns), the same
  * additions in the same pairs, done on 16 lanes at a time: each step adds
  * the two halves of every vector's live lanes and packs two vectors' results
  * into one. Writes y[j * ldy + rr]. The tile's epilogue was about 12 % of its
  * time with one hsum16 per output. */
-static AI T5 void f16_store_2x6(const __m512 b[2][F16_COLS], float *y, uint64_t ldy)
+static AI T5 void h16_store_2x6(const __m512 b[2][H16_COLS], float *y, uint64_t ldy)
 {
-    __m512 u[F16_COLS], v[3], w01, w2, t;
+    __m512 u[H16_COLS], v[3], w01, w2, t;
     float o[16];
     int j;
 
     /* u[j] = [c(0,j) | c(1,j)], c(l) = b(l) + b(l + 8) for l < 8 */
 #pragma GCC unroll 6
-    for (j = 0; j < F16_COLS; j++)
+    for (j = 0; j < H16_COLS; j++)
         u[j] = _mm512_add_ps(_mm512_shuffle_f32x4(b[0][j], b[1][j], _MM_SHUFFLE(1, 0, 1, 0)),
                              _mm512_shuffle_f32x4(b[0][j], b[1][j], _MM_SHUFFLE(3, 2, 3, 2)));
     /* v[m] = [e(0,2m) | e(1,2m) | e(0,2m+1) | e(1,2m+1)], e(l) = c(l) + c(l + 4) */
@@ -103,7 +119,7 @@ static AI T5 void f16_store_2x6(const __m512 b[2][F16_COLS], float *y, uint64_t 
                       _mm512_shuffle_ps(w01, w2, _MM_SHUFFLE(3, 1, 3, 1)));
     _mm512_storeu_ps(o, t);
 #pragma GCC unroll 6
-    for (j = 0; j < F16_COLS; j++) {
+    for (j = 0; j < H16_COLS; j++) {
         const int l0 = 4 * (2 * (j & 1)) + j / 2;
 
         y[(uint64_t)j * ldy] = o[l0];
@@ -114,15 +130,15 @@ static AI T5 void f16_store_2x6(const __m512 b[2][F16_COLS], float *y, uint64_t 
 /* NR rows x NC columns over inputs [i0, i1) (i0 a multiple of 32; i1 a
  * multiple of 32 or k). With sv == NULL the tile covers all of k (i0 = 0,
  * i1 = k) and writes its outputs. Otherwise it is one k-chunk of
- * f16_prefill's: the accumulators start at zero (first) or from sv, and
+ * h16_prefill's: the accumulators start at zero (first) or from sv, and
  * end in sv, or (last) reduced into the outputs. Each accumulator lane
  * takes the same terms in the same order either way: the same bits. */
-static AI T5 void f16_tile_k(const struct baton_mm *mm, uint64_t r, uint64_t c, const int NR,
+static AI T5 void h16_tile_k(const struct baton_mm *mm, uint64_t r, uint64_t c, const int NR,
                              const int NC, uint64_t i0, uint64_t i1, __m512 *sv, int first,
-                             int last)
+                             int last, const int bf)
 {
     const uint64_t k = mm->k, ldy = mm->ldy;
-    __m512 a0[2][F16_COLS], a1[2][F16_COLS];
+    __m512 a0[2][H16_COLS], a1[2][H16_COLS];
     uint64_t i;
     int rr, j;
 
@@ -130,8 +146,8 @@ static AI T5 void f16_tile_k(const struct baton_mm *mm, uint64_t r, uint64_t c, 
     for (rr = 0; rr < NR; rr++)
 #pragma GCC unroll 6
         for (j = 0; j < NC; j++) {
-            a0[rr][j] = first ? _mm512_setzero_ps() : sv[2 * (rr * F16_COLS + j)];
-            a1[rr][j] = first ? _mm512_setzero_ps() : sv[2 * (rr * F16_COLS + j) + 1];
+            a0[rr][j] = first ? _mm512_setzero_ps() : sv[2 * (rr * H16_COLS + j)];
+            a1[rr][j] = first ? _mm512_setzero_ps() : sv[2 * (rr * H16_COLS + j) + 1];
         }
     for (i = i0; i + 32 <= i1; i += 32) {
         __m512 w0[4], w1[4];
@@ -140,8 +156,8 @@ static AI T5 void f16_tile_k(const struct baton_mm *mm, uint64_t r, uint64_t c, 
         for (rr = 0; rr < NR; rr++) {
             const uint8_t *p = mm->w + (r + rr) * mm->w_row_bytes + 2 * i;
 
-            w0[rr] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
-            w1[rr] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 32)));
+            w0[rr] = h16_cvt(_mm256_loadu_si256((const __m256i *)p), bf);
+            w1[rr] = h16_cvt(_mm256_loadu_si256((const __m256i *)(p + 32)), bf);
         }
 #pragma GCC unroll 6
         for (j = 0; j < NC; j++) {
@@ -167,8 +183,8 @@ static AI T5 void f16_tile_k(const struct baton_mm *mm, uint64_t r, uint64_t c, 
 #pragma GCC unroll 4
         for (rr = 0; rr < NR; rr++) {
             const uint8_t *p = mm->w + (r + rr) * mm->w_row_bytes + 2 * i;
-            const __m512 w0 = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m0, p));
-            const __m512 w1 = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m1, p + 32));
+            const __m512 w0 = h16_cvt(_mm256_maskz_loadu_epi16(m0, p), bf);
+            const __m512 w1 = h16_cvt(_mm256_maskz_loadu_epi16(m1, p + 32), bf);
 
 #pragma GCC unroll 6
             for (j = 0; j < NC; j++) {
@@ -185,20 +201,20 @@ static AI T5 void f16_tile_k(const struct baton_mm *mm, uint64_t r, uint64_t c, 
         for (rr = 0; rr < NR; rr++)
 #pragma GCC unroll 6
             for (j = 0; j < NC; j++) {
-                sv[2 * (rr * F16_COLS + j)] = a0[rr][j];
-                sv[2 * (rr * F16_COLS + j) + 1] = a1[rr][j];
+                sv[2 * (rr * H16_COLS + j)] = a0[rr][j];
+                sv[2 * (rr * H16_COLS + j) + 1] = a1[rr][j];
             }
         return;
     }
-    if (NR == 2 && NC == F16_COLS) {
-        __m512 b[2][F16_COLS];
+    if (NR == 2 && NC == H16_COLS) {
+        __m512 b[2][H16_COLS];
 
 #pragma GCC unroll 2
         for (rr = 0; rr < 2; rr++)
 #pragma GCC unroll 6
-            for (j = 0; j < F16_COLS; j++)
+            for (j = 0; j < H16_COLS; j++)
                 b[rr][j] = _mm512_add_ps(a0[rr][j], a1[rr][j]);
-        f16_store_2x6(b, mm->y + c * ldy + r, ldy);
+        h16_store_2x6(b, mm->y + c * ldy + r, ldy);
         return;
     }
 #pragma GCC unroll 4
@@ -208,14 +224,14 @@ static AI T5 void f16_tile_k(const struct baton_mm *mm, uint64_t r, uint64_t c, 
             mm->y[(c + j) * ldy + r + rr] = hsum16(_mm512_add_ps(a0[rr][j], a1[rr][j]));
 }
 
-static AI T5 void f16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, const int NR,
-                           const int NC)
+static AI T5 void h16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, const int NR,
+                           const int NC, const int bf)
 {
-    f16_tile_k(mm, r, c, NR, NC, 0, mm->k, NULL, 1, 1);
+    h16_tile_k(mm, r, c, NR, NC, 0, mm->k, NULL, 1, 1, bf);
 }
 
-/* Rows per decode call; rows of up to F16_DEC_ROW_MAX inputs go a row at a
- * time, longer ones by chunks of F16_DEC_KC inputs (the column's chunk, 8
+/* Rows per decode call; rows of up to H16_DEC_ROW_MAX inputs go a row at a
+ * time, longer ones by chunks of H16_DEC_KC inputs (the column's chunk, 8
  * KiB of binary32, stays in L1 while the call's rows pass over it), two
  * rows at once. At k = 14336, `bench_kernels --no-prefill`, 1 thread:
  * chunks of 2048 inputs 24-26 GB/s, of 4096 22-24, of 1024 20-22, a row at
@@ -224,27 +240,27 @@ static AI T5 void f16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, co
  * 29.5-30.0, chunks of 1024 or 3072 with two rows 30-32; at k = 4096 a
  * row at a time 27-33 (Zen 4), 37 (Zen 5), chunks of 2048 23-24 (Zen 4),
  * 30-32 with two rows (Zen 5): so the threshold. */
-#define F16_DEC_ROWS 8
-#define F16_DEC_ROW_MAX 4096u
-#define F16_DEC_KC 2048u
-_Static_assert(F16_DEC_ROWS % 2 == 0, "f16_decode takes the rows in pairs");
+#define H16_DEC_ROWS 8
+#define H16_DEC_ROW_MAX 4096u
+#define H16_DEC_KC 2048u
+_Static_assert(H16_DEC_ROWS % 2 == 0, "h16_decode takes the rows in pairs");
 
 /* Row r's terms over inputs [i0, i1) (i0 a multiple of 32) into s0 and s1,
- * as f16_tile's (1 row, 1 column) loop makes them; the masked tail only
+ * as h16_tile's (1 row, 1 column) loop makes them; the masked tail only
  * where i1 == k is not a multiple of 32. While it reads, the run at the
  * address pf (what is read next, as long as this run; an integer, as it
  * may lie past the matrix) is prefetched into L1 line by line (into L2
  * until the thirty-third session: matmul.h, baton_mm_decode_prefetch_l1). */
-static AI T5 void f16_dec_run(const struct baton_mm *mm, uint64_t r, uint64_t i0, uint64_t i1,
-                              uintptr_t pf, __m512 *s0, __m512 *s1)
+static AI T5 void h16_dec_run(const struct baton_mm *mm, uint64_t r, uint64_t i0, uint64_t i1,
+                              uintptr_t pf, __m512 *s0, __m512 *s1, const int bf)
 {
     const uint8_t *w = mm->w + r * mm->w_row_bytes;
     __m512 a0 = *s0, a1 = *s1;
     uint64_t i;
 
     for (i = i0; i + 32 <= i1; i += 32) {
-        const __m512 w0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + 2 * i)));
-        const __m512 w1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + 2 * i + 32)));
+        const __m512 w0 = h16_cvt(_mm256_loadu_si256((const __m256i *)(w + 2 * i)), bf);
+        const __m512 w1 = h16_cvt(_mm256_loadu_si256((const __m256i *)(w + 2 * i + 32)), bf);
 
         __builtin_prefetch((const void *)(pf + 2 * (i - i0)), 0, 3);
         a0 = _mm512_fmadd_ps(w0, _mm512_loadu_ps(mm->x + i), a0);
@@ -254,8 +270,8 @@ static AI T5 void f16_dec_run(const struct baton_mm *mm, uint64_t r, uint64_t i0
         const uint64_t t = i1 - i;
         const __mmask16 m0 = t >= 16 ? 0xFFFF : (__mmask16)((1u << t) - 1);
         const __mmask16 m1 = t > 16 ? (__mmask16)((1u << (t - 16)) - 1) : 0;
-        const __m512 w0 = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m0, w + 2 * i));
-        const __m512 w1 = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m1, w + 2 * i + 32));
+        const __m512 w0 = h16_cvt(_mm256_maskz_loadu_epi16(m0, w + 2 * i), bf);
+        const __m512 w1 = h16_cvt(_mm256_maskz_loadu_epi16(m1, w + 2 * i + 32), bf);
 
         a0 = _mm512_mask3_fmadd_ps(w0, _mm512_maskz_loadu_ps(m0, mm->x + i), a0, m0);
         a1 = _mm512_mask3_fmadd_ps(w1, _mm512_maskz_loadu_ps(m1, mm->x + i + 16), a1, m1);
@@ -265,11 +281,11 @@ static AI T5 void f16_dec_run(const struct baton_mm *mm, uint64_t r, uint64_t i0
 }
 
 /* Rows r and r + 1 over inputs [i0, i1) (i0 a multiple of 32) into s0[0..1]
- * and s1[0..1]: f16_dec_run's terms, each row's in its order, with the
+ * and s1[0..1]: h16_dec_run's terms, each row's in its order, with the
  * column's loads shared (four chains in flight instead of two). pf is the
  * first row's next run; the second row's is a row further. */
-static AI T5 void f16_dec_run2(const struct baton_mm *mm, uint64_t r, uint64_t i0, uint64_t i1,
-                               uintptr_t pf, __m512 *s0, __m512 *s1)
+static AI T5 void h16_dec_run2(const struct baton_mm *mm, uint64_t r, uint64_t i0, uint64_t i1,
+                               uintptr_t pf, __m512 *s0, __m512 *s1, const int bf)
 {
     const uint64_t wrb = mm->w_row_bytes;
     const uint8_t *w = mm->w + r * wrb, *v = w + wrb;
@@ -282,22 +298,22 @@ static AI T5 void f16_dec_run2(const struct baton_mm *mm, uint64_t r, uint64_t i
 
         __builtin_prefetch((const void *)(pf + 2 * (i - i0)), 0, 3);
         __builtin_prefetch((const void *)(pf + wrb + 2 * (i - i0)), 0, 3);
-        a0 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256(pw)), x0, a0);
-        a1 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256(pw + 1)), x1, a1);
-        b0 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256(pv)), x0, b0);
-        b1 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256(pv + 1)), x1, b1);
+        a0 = _mm512_fmadd_ps(h16_cvt(_mm256_loadu_si256(pw), bf), x0, a0);
+        a1 = _mm512_fmadd_ps(h16_cvt(_mm256_loadu_si256(pw + 1), bf), x1, a1);
+        b0 = _mm512_fmadd_ps(h16_cvt(_mm256_loadu_si256(pv), bf), x0, b0);
+        b1 = _mm512_fmadd_ps(h16_cvt(_mm256_loadu_si256(pv + 1), bf), x1, b1);
     }
     s0[0] = a0;
     s1[0] = a1;
     s0[1] = b0;
     s1[1] = b1;
-    if (i < i1) { /* ragged k: each row's masked tail as f16_dec_run takes it */
-        f16_dec_run(mm, r, i, i1, pf, &s0[0], &s1[0]);
-        f16_dec_run(mm, r + 1, i, i1, pf + wrb, &s0[1], &s1[1]);
+    if (i < i1) { /* ragged k: each row's masked tail as h16_dec_run takes it */
+        h16_dec_run(mm, r, i, i1, pf, &s0[0], &s1[0], bf);
+        h16_dec_run(mm, r + 1, i, i1, pf + wrb, &s0[1], &s1[1], bf);
     }
 }
 
-/* One column, rows [r, r + F16_DEC_ROWS). Up to F16_DEC_ROW_MAX inputs a
+/* One column, rows [r, r + H16_DEC_ROWS). Up to H16_DEC_ROW_MAX inputs a
  * row at a time, so the weights are read as one sequential stream (rows
  * are contiguous), which the hardware prefetchers follow best (several
  * rows at once measured up to 2x slower here), each line also prefetched
@@ -305,48 +321,48 @@ static AI T5 void f16_dec_run2(const struct baton_mm *mm, uint64_t r, uint64_t i
  * this path prefetched nothing; on Zen 5, `bench_kernels --no-prefill`, 1
  * thread: k 4096 36-37 -> 40 GB/s, 2048 37.6 -> 40.4-41.2, 768 37-38 ->
  * 40-41; a row ahead instead lost at 768 and 16 KiB ahead at 4096).
- * Longer rows go by chunks of F16_DEC_KC inputs, each chunk of every row
+ * Longer rows go by chunks of H16_DEC_KC inputs, each chunk of every row
  * before the next chunk, so that the chunk of the column is read from L1
  * (at k = 14336 the whole column, 56 KiB, came from L2 for every row); the
  * weights then come in runs of 4 KiB, two rows' at once, and each pair of
  * runs prefetches the next pair. Each row's two accumulators take the same
- * terms in the same order as in f16_tile: the same bits. */
-static T5 void f16_decode(const struct baton_mm *mm, uint64_t r)
+ * terms in the same order as in h16_tile: the same bits. */
+static AI T5 void h16_decode(const struct baton_mm *mm, uint64_t r, const int bf)
 {
     const uint64_t k = mm->k, wrb = mm->w_row_bytes;
-    __m512 s0[F16_DEC_ROWS], s1[F16_DEC_ROWS];
+    __m512 s0[H16_DEC_ROWS], s1[H16_DEC_ROWS];
     uint64_t i0;
     int rr;
 
-    if (k <= F16_DEC_ROW_MAX) {
-        for (rr = 0; rr < F16_DEC_ROWS; rr++) {
+    if (k <= H16_DEC_ROW_MAX) {
+        for (rr = 0; rr < H16_DEC_ROWS; rr++) {
             const uint64_t rw = r + (uint64_t)rr;
             __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
 
-            f16_dec_run(mm, rw, 0, k, (uintptr_t)mm->w + rw * wrb + BATON_MM_DECODE_PF_BYTES,
-                        &a0, &a1);
-            mm->y[rw] = hsum16(_mm512_add_ps(a0, a1)); /* as f16_tile's 1 x 1 */
+            h16_dec_run(mm, rw, 0, k, (uintptr_t)mm->w + rw * wrb + BATON_MM_DECODE_PF_BYTES,
+                        &a0, &a1, bf);
+            mm->y[rw] = hsum16(_mm512_add_ps(a0, a1)); /* as h16_tile's 1 x 1 */
         }
         return;
     }
-    for (rr = 0; rr < F16_DEC_ROWS; rr++)
+    for (rr = 0; rr < H16_DEC_ROWS; rr++)
         s0[rr] = s1[rr] = _mm512_setzero_ps();
-    for (i0 = 0; i0 < k; i0 += F16_DEC_KC) {
-        const uint64_t i1 = k - i0 > F16_DEC_KC ? i0 + F16_DEC_KC : k;
+    for (i0 = 0; i0 < k; i0 += H16_DEC_KC) {
+        const uint64_t i1 = k - i0 > H16_DEC_KC ? i0 + H16_DEC_KC : k;
 
-        for (rr = 0; rr < F16_DEC_ROWS; rr += 2) {
+        for (rr = 0; rr < H16_DEC_ROWS; rr += 2) {
             /* the next runs: the next pair's chunk, or the first pair's
              * next chunk, or the next call's first pair (past the matrix:
              * a prefetch never faults) */
-            const int last = rr + 2 == F16_DEC_ROWS;
-            const uint64_t nrow = !last ? r + (uint64_t)rr + 2 : i1 < k ? r : r + F16_DEC_ROWS;
+            const int last = rr + 2 == H16_DEC_ROWS;
+            const uint64_t nrow = !last ? r + (uint64_t)rr + 2 : i1 < k ? r : r + H16_DEC_ROWS;
             const uint64_t noff = !last ? 2 * i0 : i1 < k ? 2 * i1 : 0;
             const uintptr_t next = (uintptr_t)mm->w + nrow * wrb + noff;
 
-            f16_dec_run2(mm, r + (uint64_t)rr, i0, i1, next, &s0[rr], &s1[rr]);
+            h16_dec_run2(mm, r + (uint64_t)rr, i0, i1, next, &s0[rr], &s1[rr], bf);
         }
     }
-    for (rr = 0; rr < F16_DEC_ROWS; rr++) /* b[l] = a[l] + a[l+16], then hsum16 */
+    for (rr = 0; rr < H16_DEC_ROWS; rr++) /* b[l] = a[l] + a[l+16], then hsum16 */
         mm->y[r + (uint64_t)rr] = hsum16(_mm512_add_ps(s0[rr], s1[rr]));
 }
 
@@ -355,145 +371,196 @@ static T5 void f16_decode(const struct baton_mm *mm, uint64_t r)
  * vector serves 6 columns instead of 4: the kernel benchmark's F16 prefill
  * (m = 64, 1 thread, Zen 5) 110 -> 127-129 GFLOP/s, the d768 model's 1-thread
  * prefill about +3 % (bench/RESULTS.md). */
-static T5 void f16_tile_n(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)
+static AI T5 void h16_tile_n(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc,
+                             const int bf)
 {
     switch (nc) {
     case 1:
-        f16_tile(mm, r, c, 2, 1);
+        h16_tile(mm, r, c, 2, 1, bf);
         break;
     case 2:
-        f16_tile(mm, r, c, 2, 2);
+        h16_tile(mm, r, c, 2, 2, bf);
         break;
     case 3:
-        f16_tile(mm, r, c, 2, 3);
+        h16_tile(mm, r, c, 2, 3, bf);
         break;
     case 4:
-        f16_tile(mm, r, c, 2, 4);
+        h16_tile(mm, r, c, 2, 4, bf);
         break;
     case 5:
-        f16_tile(mm, r, c, 2, 5);
+        h16_tile(mm, r, c, 2, 5, bf);
         break;
     default:
-        f16_tile(mm, r, c, 2, 6);
+        h16_tile(mm, r, c, 2, 6, bf);
         break;
     }
 }
 
-static T5 void f16_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)
+static AI T5 void h16_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc,
+                          const int bf)
 {
     switch (nc) {
     case 1:
-        f16_tile(mm, r, c, 1, 1);
+        h16_tile(mm, r, c, 1, 1, bf);
         break;
     case 2:
-        f16_tile(mm, r, c, 1, 2);
+        h16_tile(mm, r, c, 1, 2, bf);
         break;
     case 3:
-        f16_tile(mm, r, c, 1, 3);
+        h16_tile(mm, r, c, 1, 3, bf);
         break;
     case 4:
-        f16_tile(mm, r, c, 1, 4);
+        h16_tile(mm, r, c, 1, 4, bf);
         break;
     case 5:
-        f16_tile(mm, r, c, 1, 5);
+        h16_tile(mm, r, c, 1, 5, bf);
         break;
     default:
-        f16_tile(mm, r, c, 1, 6);
+        h16_tile(mm, r, c, 1, 6, bf);
         break;
     }
 }
 
 /* Up to this many columns (where AVX-512 runs at full width) each goes
- * through f16_decode: a block of rows streams from memory once and the
+ * through h16_decode: a block of rows streams from memory once and the
  * other columns read it from cache, where the 2 x 6 tiles and
- * f16_prefill were built for more columns. bench_kernels (Zen 5, 1
- * thread), GFLOP/s, tiles or f16_prefill against the decode per column: k
+ * h16_prefill were built for more columns. bench_kernels (Zen 5, 1
+ * thread), GFLOP/s, tiles or h16_prefill against the decode per column: k
  * 4096 2 columns 37 -> 54, 3 51 -> 61, 4 61 -> 64, 6 84 -> 67; k 14336 2
  * 36 -> 52, 3 48 -> 61, 4 60 -> 70; k 768 2 61 -> 89, 3 86 -> 94, 4 even,
  * 6 123 -> 98. */
-#define F16_DECODE_MAX_M 3u
+#define H16_DECODE_MAX_M 3u
+
+/* Each type's tiles: the functions above with bf fixed. */
+static T5 void f16_decode(const struct baton_mm *mm, uint64_t r)
+{
+    h16_decode(mm, r, 0);
+}
+
+static T5 void f16_tile_n(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)
+{
+    h16_tile_n(mm, r, c, nc, 0);
+}
+
+static T5 void f16_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)
+{
+    h16_row(mm, r, c, nc, 0);
+}
+
+static T5 void bf16_decode(const struct baton_mm *mm, uint64_t r)
+{
+    h16_decode(mm, r, 1);
+}
+
+static T5 void bf16_tile_n(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)
+{
+    h16_tile_n(mm, r, c, nc, 1);
+}
+
+static T5 void bf16_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)
+{
+    h16_row(mm, r, c, nc, 1);
+}
+
 static const struct baton_mm_tiles f16_tiles = {
-    f16_decode, F16_DEC_ROWS, f16_tile_n, 2, F16_COLS, f16_row, 0,
+    f16_decode, H16_DEC_ROWS, f16_tile_n, 2, H16_COLS, f16_row, 0,
+};
+static const struct baton_mm_tiles bf16_tiles = {
+    bf16_decode, H16_DEC_ROWS, bf16_tile_n, 2, H16_COLS, bf16_row, 0,
 };
 
-/* Columns' inputs per k-chunk of f16_prefill (6 columns: 24 KiB of binary32
+/* Columns' inputs per k-chunk of h16_prefill (6 columns: 24 KiB of binary32
  * in L1), the rows of its blocks (their accumulators: 24 KiB), and the
  * shortest rows it takes (below, 6 columns' whole inputs fit L1: at k = 768
  * the plain tiles ran at 229 GFLOP/s, at k = 4096 and 14336 at 150). */
-#define F16_PRE_KC 1024u
-#define F16_PRE_ROWS 32u
-#define F16_PRE_KMIN 2048u
+#define H16_PRE_KC 1024u
+#define H16_PRE_ROWS 32u
+#define H16_PRE_KMIN 2048u
 
 /* NC (1..6) columns from c against the row pairs [r, re) of a block, over
  * inputs [i0, i1), the accumulators of pair p at sv + 24 p. */
-static AI T5 void f16_pre_pass(const struct baton_mm *mm, uint64_t r, uint64_t re, uint64_t c,
+static AI T5 void h16_pre_pass(const struct baton_mm *mm, uint64_t r, uint64_t re, uint64_t c,
                                const int NC, uint64_t i0, uint64_t i1, __m512 *sv, int first,
-                               int last)
+                               int last, const int bf)
 {
-    for (; r + 2 <= re; r += 2, sv += 4 * F16_COLS)
-        f16_tile_k(mm, r, c, 2, NC, i0, i1, sv, first, last);
+    for (; r + 2 <= re; r += 2, sv += 4 * H16_COLS)
+        h16_tile_k(mm, r, c, 2, NC, i0, i1, sv, first, last, bf);
 }
 
-/* Several columns with rows of F16_PRE_KMIN inputs or more: the row blocks
- * of F16_PRE_ROWS rows are walked a column group (6 columns) at a time,
+/* Several columns with rows of H16_PRE_KMIN inputs or more: the row blocks
+ * of H16_PRE_ROWS rows are walked a column group (6 columns) at a time,
  * and each group k-chunk by k-chunk, every row pair of the block over the
  * chunk before the next chunk, so the group's chunk of activations is read
  * from L1 by every pair (the plain tiles read each pair's whole inputs,
  * 6 x 16 KiB at k = 4096, from L2 for every pair, which bound them: the
  * loads, not the FMAs). The accumulators of the block's pairs wait in sv
  * between chunks; each lane takes the same terms in the same order as in
- * f16_tile: the same bits. A block's odd last row goes through f16_row. */
-static T5 void f16_prefill(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+ * h16_tile: the same bits. A block's odd last row goes through h16_row. */
+static AI T5 void h16_prefill(const struct baton_mm *mm, uint64_t r0, uint64_t r1, const int bf)
 {
-    __m512 sv[F16_PRE_ROWS / 2 * 4 * F16_COLS];
+    __m512 sv[H16_PRE_ROWS / 2 * 4 * H16_COLS];
     const uint64_t k = mm->k;
     uint64_t rs, c, i0;
 
-    for (rs = r0; rs < r1; rs += F16_PRE_ROWS) {
-        const uint64_t re = r1 - rs > F16_PRE_ROWS ? rs + F16_PRE_ROWS : r1;
+    for (rs = r0; rs < r1; rs += H16_PRE_ROWS) {
+        const uint64_t re = r1 - rs > H16_PRE_ROWS ? rs + H16_PRE_ROWS : r1;
 
-        for (c = 0; c < mm->m; c += F16_COLS) {
-            const uint32_t nc = mm->m - c < F16_COLS ? (uint32_t)(mm->m - c) : F16_COLS;
+        for (c = 0; c < mm->m; c += H16_COLS) {
+            const uint32_t nc = mm->m - c < H16_COLS ? (uint32_t)(mm->m - c) : H16_COLS;
             uint64_t r;
 
-            for (i0 = 0; i0 < k; i0 += F16_PRE_KC) {
-                const uint64_t i1 = k - i0 > F16_PRE_KC ? i0 + F16_PRE_KC : k;
+            for (i0 = 0; i0 < k; i0 += H16_PRE_KC) {
+                const uint64_t i1 = k - i0 > H16_PRE_KC ? i0 + H16_PRE_KC : k;
                 const int first = i0 == 0, last = i1 == k;
 
                 switch (nc) {
                 case 1:
-                    f16_pre_pass(mm, rs, re, c, 1, i0, i1, sv, first, last);
+                    h16_pre_pass(mm, rs, re, c, 1, i0, i1, sv, first, last, bf);
                     break;
                 case 2:
-                    f16_pre_pass(mm, rs, re, c, 2, i0, i1, sv, first, last);
+                    h16_pre_pass(mm, rs, re, c, 2, i0, i1, sv, first, last, bf);
                     break;
                 case 3:
-                    f16_pre_pass(mm, rs, re, c, 3, i0, i1, sv, first, last);
+                    h16_pre_pass(mm, rs, re, c, 3, i0, i1, sv, first, last, bf);
                     break;
                 case 4:
-                    f16_pre_pass(mm, rs, re, c, 4, i0, i1, sv, first, last);
+                    h16_pre_pass(mm, rs, re, c, 4, i0, i1, sv, first, last, bf);
                     break;
                 case 5:
-                    f16_pre_pass(mm, rs, re, c, 5, i0, i1, sv, first, last);
+                    h16_pre_pass(mm, rs, re, c, 5, i0, i1, sv, first, last, bf);
                     break;
                 default:
-                    f16_pre_pass(mm, rs, re, c, 6, i0, i1, sv, first, last);
+                    h16_pre_pass(mm, rs, re, c, 6, i0, i1, sv, first, last, bf);
                     break;
                 }
             }
-            for (r = rs + (re - rs) / 2 * 2; r < re; r++)
-                f16_row(mm, r, c, nc);
+            for (r = rs + (re - rs) / 2 * 2; r < re; r++) {
+                if (bf)
+                    bf16_row(mm, r, c, nc);
+                else
+                    f16_row(mm, r, c, nc);
+            }
         }
     }
 }
 
+static AI T5 void h16_mul_mat(const struct baton_mm *mm, uint64_t r0, uint64_t r1, const int bf)
+{
+    if (mm->k >= H16_PRE_KMIN &&
+        mm->m > (baton_cpu_avx512_split() ? 1 : H16_DECODE_MAX_M))
+        h16_prefill(mm, r0, r1, bf);
+    else
+        avx512_drive(mm, r0, r1, bf ? &bf16_tiles : &f16_tiles, H16_DECODE_MAX_M);
+}
+
 static T5 void avx512_f16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 {
-    if (mm->k >= F16_PRE_KMIN &&
-        mm->m > (baton_cpu_avx512_split() ? 1 : F16_DECODE_MAX_M))
-        f16_prefill(mm, r0, r1);
-    else
-        avx512_drive(mm, r0, r1, &f16_tiles, F16_DECODE_MAX_M);
+    h16_mul_mat(mm, r0, r1, 0);
+}
+
+static T5 void avx512_bf16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    h16_mul_mat(mm, r0, r1, 1);
 }
 
 /* ---- Q8_0 (matmul.h: four chains per output) ----
@@ -2680,7 +2747,7 @@ const struct baton_mm_kernels baton_mm_avx512 = {
     avx512_silu,     avx512_exp_shift,   avx512_q2_k,           avx512_q3_k,
     avx512_q4_k,     avx512_q5_k,        avx512_q6_k,           baton_mm_avx2_act_k,
     baton_mm_avx512_q5_0, baton_mm_avx512_q5_1, baton_mm_avx2_f16_row, avx512_wsum_h,
-    baton_mm_avx2_f32_to_f16_row, avx512_att_block, baton_mm_scalar_bf16,
+    baton_mm_avx2_f32_to_f16_row, avx512_att_block, avx512_bf16,
 };
 
 #else
