@@ -1,6 +1,6 @@
 /* MUL_MAT kernel throughput against the memory-bandwidth roofline.
  *
- * Decode (one column): GB/s of weights streamed by MUL_MAT for F32, F16,
+ * Decode (one column): GB/s of weights streamed by MUL_MAT for F32, F16, BF16,
  * Q8_0, Q4_0, Q2_K..Q6_K, Q5_0 and Q5_1 weights (--types picks some) of 4096 rows
  * of K = 4096 inputs (--k: the 86M benchmark model's rows have 768 or
  * 2048), cycling through enough distinct
@@ -235,10 +235,10 @@ static const struct {
     uint32_t type;
     const char *name;
 } type_names[] = {
-    {BATON_TYPE_F32, "f32"},   {BATON_TYPE_F16, "f16"},   {BATON_TYPE_Q8_0, "q8_0"},
-    {BATON_TYPE_Q4_0, "q4_0"}, {BATON_TYPE_Q2_K, "q2_k"}, {BATON_TYPE_Q3_K, "q3_k"},
-    {BATON_TYPE_Q4_K, "q4_k"}, {BATON_TYPE_Q5_K, "q5_k"}, {BATON_TYPE_Q6_K, "q6_k"},
-    {BATON_TYPE_Q5_0, "q5_0"}, {BATON_TYPE_Q5_1, "q5_1"},
+    {BATON_TYPE_F32, "f32"},   {BATON_TYPE_F16, "f16"},   {BATON_TYPE_BF16, "bf16"},
+    {BATON_TYPE_Q8_0, "q8_0"}, {BATON_TYPE_Q4_0, "q4_0"}, {BATON_TYPE_Q2_K, "q2_k"},
+    {BATON_TYPE_Q3_K, "q3_k"}, {BATON_TYPE_Q4_K, "q4_k"}, {BATON_TYPE_Q5_K, "q5_k"},
+    {BATON_TYPE_Q6_K, "q6_k"}, {BATON_TYPE_Q5_0, "q5_0"}, {BATON_TYPE_Q5_1, "q5_1"},
 };
 #define N_TYPES (sizeof(type_names) / sizeof(type_names[0]))
 
@@ -442,7 +442,8 @@ int main(int argc, char **argv)
                 if (i == N_TYPES || n_types == (int)N_TYPES) {
                     fprintf(stderr,
                             "bench_kernels: --types: '%s' (want a comma-separated list of at "
-                            "most %d of f32,f16,q8_0,q4_0,q2_k,q3_k,q4_k,q5_k,q6_k,q5_0,q5_1)\n",
+                            "most %d of "
+                            "f32,f16,bf16,q8_0,q4_0,q2_k,q3_k,q4_k,q5_k,q6_k,q5_0,q5_1)\n",
                             tok, (int)N_TYPES);
                     return 2;
                 }
@@ -482,8 +483,8 @@ int main(int argc, char **argv)
                     "of 256; default 4096)\n"
                     "  --m M         columns of the prefill product, 1..4096 (default 64)\n"
                     "  --threads T   one or two pool sizes, 1..64 (default 1,2)\n"
-                    "  --types LIST  of f32,f16,q8_0,q4_0,q2_k,q3_k,q4_k,q5_k,q6_k,q5_0,q5_1 "
-                    "(default all)\n"
+                    "  --types LIST  of f32,f16,bf16,q8_0,q4_0,q2_k,q3_k,q4_k,q5_k,q6_k,q5_0,"
+                    "q5_1 (default all)\n"
                     "  --isa L       kernel level scalar, avx2 or avx512 (default: the best the CPU "
                     "has)\n"
                     "  --no-prefill  decode figures only; --no-thp: no transparent huge pages\n",
