@@ -1,5 +1,5 @@
-/* Internal: MUL_MAT and GET_ROWS over F32, F16, Q8_0, Q4_0, Q5_0, Q5_1 and
- * K-quant weights, and
+/* Internal: MUL_MAT and GET_ROWS over F32, F16, BF16, Q8_0, Q4_0, Q5_0,
+ * Q5_1 and K-quant weights, and
  * the instruction-set dispatch of their kernels. README.md in this folder
  * explains the formats, the reduction orders and their error.
  *
@@ -21,6 +21,7 @@
  *         rounded, no FMA): llama2.c's run.c matmul, so F32 models match it.
  *   F16   32 lanes a[0..31] = +0; for k ascending: a[k%32] =
  *         fma(fp16->f32(W), x, a[k%32]); then y = hsum32(a).
+ *   BF16  as F16, with bf16->f32(W) (the bits shifted up 16: exact).
  *   Q8_0  with x quantized per block of 32 to int8 with a float scale
  *         dx (baton_cpu_quantize_act): four chains C[0..3] = +0; for
  *         block b ascending: isum = the exact integer sum of W_q * x_q
@@ -548,7 +549,7 @@ void baton_mm_avx2_wsum_h(const void *v, uint64_t vs, const float *a, uint64_t n
  * Q6_K 63-66 -> 71-80 (bench/RESULTS.md). 1 KiB ahead into L1 was no
  * better than none, 2 KiB (non-temporal) and 16 KiB in between. F16's
  * loss there came mostly from its binary32 column (56 KiB at that k) read
- * from L2 for every row: AVX-512 f16_decode takes long rows in chunks, and
+ * from L2 for every row: AVX-512 h16_decode takes long rows in chunks, and
  * prefetches each run of weights one run ahead. */
 #define BATON_MM_DECODE_PF_BYTES 8192u
 
