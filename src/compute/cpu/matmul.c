@@ -274,7 +274,7 @@ static void scalar_f16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
     scalar_h16(mm, r0, r1, 0);
 }
 
-void baton_mm_scalar_bf16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+static void scalar_bf16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 {
     scalar_h16(mm, r0, r1, 1);
 }
@@ -778,7 +778,7 @@ const struct baton_mm_kernels baton_mm_scalar = {
     scalar_f32, scalar_f16, scalar_q8_0, scalar_q4_0, scalar_act, scalar_dots, scalar_wsum,
     scalar_dots_multi, scalar_silu, scalar_exp_shift, scalar_q2_k, scalar_q3_k, scalar_q4_k,
     scalar_q5_k, scalar_q6_k, baton_mm_act_k, scalar_q5_0, scalar_q5_1, baton_fp16_to_fp32_row,
-    scalar_wsum_h, baton_fp32_to_fp16_row, NULL, baton_mm_scalar_bf16,
+    scalar_wsum_h, baton_fp32_to_fp16_row, NULL, scalar_bf16,
 };
 
 /* ---- drivers ---- */

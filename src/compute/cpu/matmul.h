@@ -453,9 +453,6 @@ struct baton_mm_kernels {
     baton_mm_rows_fn bf16;
 };
 
-/* The scalar BF16 kernel (the reference of every level's). */
-void baton_mm_scalar_bf16(const struct baton_mm *mm, uint64_t r0, uint64_t r1);
-
 /* The K activation quantizer, scalar (the reference): super-blocks
  * [b0, b1) of the flat index c * (k / 256) + s (column c, super-block s)
  * of x into act (column stride col_bytes). */
