@@ -82,9 +82,10 @@ static void gen_usage(FILE *f)
           "  --vocab N         synthetic vocabulary size, 300..2097152 (default 512)\n"
           "  --vocab-from FILE copy the tokenizer of another GGUF\n"
           "  --type T          f32, f16, bf16, q8_0, q4_0, q5_0, q5_1, q2_k, q3_k, q4_k,\n"
-          "                    q5_k or q6_k for the matrices (default f32), or a mix of types\n"
-          "                    chosen per matrix as llama.cpp's preset of that name does:\n"
-          "                    q3_k_m, q4_k_m, q5_k_m (docs/QUANTIZE.md); names in any case\n"
+          "                    q5_k or q6_k for the matrices (default f32), or a mix of\n"
+          "                    types chosen per matrix as llama.cpp's preset of that name\n"
+          "                    does: q3_k_m, q4_k_m, q5_k_m (docs/QUANTIZE.md); names in\n"
+          "                    any case\n"
           "  --seed S          weight seed (default 1)\n"
           "  --ctx N           llama.context_length (default 2048)\n"
           "  -o, --output FILE output file, replaced if it exists (written atomically)\n"
@@ -291,10 +292,9 @@ int baton_cmd_quantize(int argc, char **argv)
              "q4_0, q5_0 or q5_1 those whose row length (ne0) is a multiple of 32 (the\n"
              "block size), to f16, bf16 or f32 any. Metadata, vectors and the other\n"
              "tensors are copied unchanged; it prints how many tensors were converted\n"
-             "and kept, then the\n"
-             "tensor count per type of OUT (\"by type: f32 N q8_0 M\"), and warns\n"
-             "when none was converted. OUT is written atomically (an existing OUT is\n"
-             "replaced) and must not be IN.\n"
+             "and kept, then the tensor count per type of OUT (\"by type: f32 N q8_0\n"
+             "M\"), and warns when none was converted. OUT is written atomically (an\n"
+             "existing OUT is replaced) and must not be IN.\n"
              "\n"
              "TYPE q4_k_m, q5_k_m, q6_k, q3_k_m or q2_k (q3_k, q4_k, q5_k: the _m ones;\n"
              "any case) is a mix, llama.cpp's preset of that name: each matrix gets the\n"
@@ -317,9 +317,8 @@ int baton_cmd_quantize(int argc, char **argv)
              "read, a value cannot be converted (NaN, infinite, or too large for the\n"
              "type's binary16 scale; for f16 and bf16: finite but beyond the type's\n"
              "range, 65504 or about 3.39e38, as they keep NaN and infinities; the\n"
-             "message names the tensor and element), the\n"
-             "conversion would not fit in the memory available, or OUT cannot be\n"
-             "written or is IN, 2 usage error.");
+             "message names the tensor and element), the conversion would not fit in\n"
+             "the memory available, or OUT cannot be written or is IN, 2 usage error.");
         return 0;
     }
     n = argc - optind;

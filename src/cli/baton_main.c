@@ -29,7 +29,8 @@ static void usage(FILE *f)
           "             or f32, or to a K-quant mix: q4_k_m, q5_k_m, q6_k, q3_k_m, q2_k\n"
           "  keygen     write a new key file (-o FILE) for authenticated servers\n"
           "\n"
-          "`baton COMMAND --help` describes each command. `baton --version` prints the version.\n"
+          "`baton COMMAND --help` describes each command. `baton --version` prints the\n"
+          "version.\n"
           "Exit status: 0 success, 1 runtime or file error, 2 usage error.\n",
           f);
 }

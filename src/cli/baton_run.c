@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -170,7 +171,8 @@ static void serve_usage(FILE *f)
           "                             the first stop string it holds\n"
           "  POST /v1/chat/completions  {\"messages\": [{\"role\": \"system\"|\"user\"|\n"
           "                             \"assistant\", \"content\": TEXT}, ...], ...}: laid out\n"
-          "                             with the model's chat template (as baton run --chat)\n"
+          "                             with the model's chat template (as baton run\n"
+          "                             --chat)\n"
           "  POST /tokenize             {\"content\": TEXT, \"add_special\": B,\n"
           "                             \"parse_special\": B, \"with_pieces\": B}: the ids\n"
           "                             (llama-server's; nothing is computed)\n"
@@ -182,8 +184,8 @@ static void serve_usage(FILE *f)
           "  -m, --model FILE     GGUF model (architecture llama, qwen2 or qwen3)\n"
           "  --listen HOST:PORT   where to listen (default 127.0.0.1:8080; [IPV6]:PORT;\n"
           "                       port 0: a free one, which the log line names)\n"
-          "  --host HOST, --port PORT  as --listen HOST:PORT (llama-server's names; either\n"
-          "                       alone keeps the other half of the default)\n"
+          "  --host HOST          as --listen HOST:PORT in two halves (llama-server's\n"
+          "  --port PORT          names; either alone keeps the other half of the default)\n"
           "  --port-file FILE     write the port listened on to FILE once listening\n"
           "  --api-key-file FILE  every request but GET /health must carry the key on\n"
           "                       FILE's first line: \"Authorization: Bearer KEY\"\n"
@@ -496,6 +498,10 @@ static int parse_ids(const char *s, int32_t **out, size_t *n)
 
 /* baton serve once its options are read: their checks and defaults, then
  * the run. */
+/* The option that gave serve's address: "--listen", or "--host/--port"
+ * when those were composed into it (the messages name what was typed). */
+static const char *listen_name = "--listen";
+
 static int serve_cmd(struct baton_run_config *cfg, struct baton_serve_config *sv,
                      const char *servers_name, int n_given, int parallel_given)
 {
@@ -514,7 +520,7 @@ static int serve_cmd(struct baton_run_config *cfg, struct baton_serve_config *sv
         char err[400];
 
         if (baton_serve_check_listen(sv->listen, err, sizeof err) != 0) {
-            fprintf(stderr, "baton serve: --listen %s\n", err);
+            fprintf(stderr, "baton serve: %s %s\n", listen_name, err);
             return 2;
         }
     }
@@ -820,10 +826,24 @@ static int run_cmd(int argc, char **argv, int serve)
         const char *h = host_arg ? host_arg : "127.0.0.1";
         const int v6 = strchr(h, ':') != NULL && h[0] != '[';
 
+        struct in6_addr a6;
+
         if (listen_given) {
             fprintf(stderr, "baton serve: give --listen HOST:PORT or --host / --port, not both\n");
             return 2;
         }
+        if (host_arg && host_arg[0] == '\0') {
+            fprintf(stderr, "baton serve: --host: empty (a host name or address)\n");
+            return 2;
+        }
+        /* a ':' makes it an IPv6 address (a host name has none): "host:port"
+         * would otherwise become "[host:port]:8080" */
+        if (v6 && inet_pton(AF_INET6, h, &a6) != 1) {
+            fprintf(stderr, "baton serve: --host %s: not a host name or an IPv6 address (the "
+                            "port goes to --port)\n", h);
+            return 2;
+        }
+        listen_name = "--host/--port";
         if (snprintf(listen_buf, sizeof listen_buf, "%s%s%s:%u", v6 ? "[" : "", h, v6 ? "]" : "",
                      port_arg ? port_val : 8080u) >=
             (int)sizeof listen_buf) {

@@ -149,19 +149,18 @@ static void unref_locked(struct serve_req *q)
 
 /* ---- replies ---- */
 
-/* Queues j (consumed) as the reply, status code status, with the header
- * name: value when name is not NULL. */
-static enum MHD_Result reply_json_h(struct MHD_Connection *c, unsigned status, json_t *j,
-                                    const char *name, const char *value)
+/* Queues the JSON text s (len bytes, malloc'd, consumed; NULL: out of
+ * memory, the connection closes) as the reply, status code status, with
+ * the header name: value when name is not NULL. */
+static enum MHD_Result reply_text_h(struct MHD_Connection *c, unsigned status, char *s,
+                                    size_t len, const char *name, const char *value)
 {
-    char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
     struct MHD_Response *resp;
     enum MHD_Result ret;
 
-    json_decref(j);
     if (s == NULL)
         return MHD_NO;
-    resp = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
+    resp = MHD_create_response_from_buffer(len, s, MHD_RESPMEM_MUST_FREE);
     if (resp == NULL) {
         free(s);
         return MHD_NO;
@@ -172,6 +171,16 @@ static enum MHD_Result reply_json_h(struct MHD_Connection *c, unsigned status, j
     ret = MHD_queue_response(c, status, resp);
     MHD_destroy_response(resp);
     return ret;
+}
+
+/* reply_text_h of j (consumed) as compact JSON. */
+static enum MHD_Result reply_json_h(struct MHD_Connection *c, unsigned status, json_t *j,
+                                    const char *name, const char *value)
+{
+    char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+    json_decref(j);
+    return reply_text_h(c, status, s, s ? strlen(s) : 0, name, value);
 }
 
 static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, json_t *j)
@@ -760,32 +769,85 @@ out:
     return j;
 }
 
-/* The reply of POST /tokenize: {"tokens": [ids]}, or with with_pieces
- * {"tokens": [{"id": ID, "piece": P}]}; NULL when out of memory. */
-static json_t *tokens_json(const struct baton_tokenizer *tok, const int32_t *ids, size_t n,
-                           int with_pieces)
+/* A reply's text, grown as it is written (bad: out of memory). */
+struct text_buf {
+    char *p;
+    size_t len, cap;
+    int bad;
+};
+
+static void tb_put(struct text_buf *b, const char *s, size_t n)
 {
-    json_t *a = json_array();
+    if (b->bad)
+        return;
+    if (n > b->cap - b->len) {
+        size_t cap = b->cap ? b->cap : 4096;
+        char *q;
 
-    for (size_t i = 0; a != NULL && i < n; i++) {
-        json_t *e = with_pieces ? json_pack("{s:I,s:o*}", "id", (json_int_t)ids[i], "piece",
-                                            piece_json(tok, ids[i]))
-                                : json_integer(ids[i]);
-
-        if (e == NULL || (with_pieces && json_object_get(e, "piece") == NULL) ||
-            json_array_append_new(a, e) != 0) {
-            json_decref(e);
-            json_decref(a);
-            a = NULL;
+        while (cap - b->len < n)
+            cap *= 2; /* bounded: a reply of a request's ids, at most some MiB */
+        q = realloc(b->p, cap);
+        if (q == NULL) {
+            b->bad = 1;
+            return;
         }
+        b->p = q;
+        b->cap = cap;
     }
-    return a ? json_pack("{s:o}", "tokens", a) : NULL;
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+}
+
+/* The reply of POST /tokenize: {"tokens": [ids]}, or with with_pieces
+ * {"tokens": [{"id": ID, "piece": P}]}, into a malloc'd text of *len
+ * bytes; NULL when out of memory. Written an id at a time (jansson for a
+ * piece's escaping only): a megabyte of text is a million ids, and a
+ * jansson object per id held ~700 bytes each until the reply was dumped. */
+static char *tokens_text(const struct baton_tokenizer *tok, const int32_t *ids, size_t n,
+                         int with_pieces, size_t *len)
+{
+    struct text_buf b = {0};
+
+    tb_put(&b, "{\"tokens\":[", 11);
+    for (size_t i = 0; i < n && !b.bad; i++) {
+        char num[16];
+        const int k = snprintf(num, sizeof num, "%s%d", i ? "," : "", (int)ids[i]);
+
+        if (!with_pieces) {
+            tb_put(&b, num, (size_t)k);
+            continue;
+        }
+        json_t *piece = piece_json(tok, ids[i]);
+        char *s = piece ? json_dumps(piece, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+
+        json_decref(piece);
+        if (s == NULL) {
+            b.bad = 1;
+            break;
+        }
+        tb_put(&b, i ? ",{\"id\":" : "{\"id\":", i ? 7 : 6);
+        tb_put(&b, num + (i ? 1 : 0), (size_t)k - (i ? 1 : 0));
+        tb_put(&b, ",\"piece\":", 9);
+        tb_put(&b, s, strlen(s));
+        tb_put(&b, "}", 1);
+        free(s);
+    }
+    tb_put(&b, "]}", 2);
+    if (b.bad) {
+        free(b.p);
+        return NULL;
+    }
+    *len = b.len;
+    return b.p;
 }
 
 /* The reply of POST /detokenize: {"content": TEXT}, the pieces' bytes
  * joined as baton_detokenize joins them, control tokens as their text
  * (llama-server's), with U+FFFD for bytes that are not valid UTF-8 (a
- * JSON string must be). Sets *status on an error. */
+ * JSON string must be). Sets *status on an error: BATON_E_LIMIT when the
+ * text would be over BATON_SERVE_MAX_DETOKENIZE_BYTES (a vocabulary may
+ * hold long pieces: 131072 ids of a 70,000-byte piece asked for 9 GB;
+ * four times the longest text /tokenize takes). */
 static json_t *content_json(const struct baton_tokenizer *tok, const int32_t *ids, size_t n,
                             int *status)
 {
@@ -794,7 +856,7 @@ static json_t *content_json(const struct baton_tokenizer *tok, const int32_t *id
     json_t *j = NULL;
     int rc = baton_detokenize_ex(tok, ids, n, BATON_DETOKENIZE_SPECIAL, small, sizeof small, &len);
 
-    if (rc == BATON_E_LIMIT) {
+    if (rc == BATON_E_LIMIT && len <= BATON_SERVE_MAX_DETOKENIZE_BYTES) {
         buf = malloc(len);
         rc = buf ? baton_detokenize_ex(tok, ids, n, BATON_DETOKENIZE_SPECIAL, buf, len, &len)
                  : BATON_E_NOMEM;
@@ -822,7 +884,8 @@ static enum MHD_Result tokenize_reply(struct run_serve *srv, struct MHD_Connecti
     enum MHD_Result ret;
     json_t *j = NULL;
     int32_t *ids = NULL;
-    size_t n = 0;
+    char *text = NULL;
+    size_t n = 0, text_len = 0;
     char err[256];
     int rc;
 
@@ -849,14 +912,19 @@ static enum MHD_Result tokenize_reply(struct run_serve *srv, struct MHD_Connecti
 
         rc = run_tokenize_text(srv->r, t.content, t.content_len, flags, NULL, &ids, &n);
         if (rc == 0)
-            j = tokens_json(tok, ids, n, t.with_pieces);
+            text = tokens_text(tok, ids, n, t.with_pieces, &text_len);
     }
-    if (rc != 0)
+    if (detok && rc == BATON_E_LIMIT)
+        ret = reply_error(c, 400, "the text of these ids is over %u bytes",
+                          BATON_SERVE_MAX_DETOKENIZE_BYTES);
+    else if (rc != 0)
         ret = reply_error(c, rc == BATON_E_NOMEM ? 503 : 400, "cannot %s: %s",
                           detok ? "detokenize the ids" : "tokenize the content",
                           baton_status_str(rc));
+    else if (detok ? j == NULL : text == NULL)
+        ret = reply_error(c, 503, "out of memory for the reply");
     else
-        ret = j ? reply_json(c, 200, j) : reply_error(c, 503, "out of memory for the reply");
+        ret = detok ? reply_json(c, 200, j) : reply_text_h(c, 200, text, text_len, NULL, NULL);
     free(ids);
     baton_serve_tok_free(&t);
     return ret;

@@ -99,8 +99,10 @@ int baton_serve_req_parse(const char *body, size_t len, int chat, struct baton_s
 /* Frees what *req owns and zeroes it (a zeroed one is fine). */
 void baton_serve_req_free(struct baton_serve_req *req);
 
-/* Most ids of one /detokenize request. */
+/* Most ids of one /detokenize request, and the most bytes of its text
+ * (the server refuses a longer one before it writes it). */
 #define BATON_SERVE_MAX_DETOKENIZE 131072u
+#define BATON_SERVE_MAX_DETOKENIZE_BYTES (4u << 20)
 
 /* The body of "POST /tokenize" or "POST /detokenize", llama.cpp's
  * llama-server endpoints of those names, with its field names and defaults

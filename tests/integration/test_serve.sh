@@ -409,6 +409,21 @@ expect_status 400 '"content\\" is missing' "$($CLIENT "$SPORT" post /tokenize '{
 expect_status 400 '"with_pieces\\" must be true or false' \
     "$($CLIENT "$SPORT" post /tokenize '{"content": "a", "with_pieces": 1}')"
 expect_status 405 'takes POST' "$($CLIENT "$SPORT" get /tokenize)"
+# the text of a /detokenize is at most 4 MiB: token 56940 is 128 spaces,
+# 32768 of them are 4 MiB exactly, one more is refused (a vocabulary with
+# long pieces made a request of 0.8 MB ask for gigabytes)
+for n in 32768 32769; do
+    python3 -c 'import sys; print("{\"tokens\": [" + ",".join(["56940"] * int(sys.argv[1])) + "]}")' \
+        "$n" >"$TMP/detok.json"
+    out=$($CLIENT "$SPORT" raw /detokenize "$TMP/detok.json")
+    if [ "$n" = 32768 ]; then
+        [ "${out%% *}" = 200 ] &&
+            [ "$(python3 -c 'import json,sys; print(len(json.load(sys.stdin)["content"]))' <<<"${out#* }")" = 4194304 ] ||
+            fail "detokenize 4 MiB: ${out:0:200}"
+    else
+        expect_status 400 'the text of these ids is over 4194304 bytes' "$out"
+    fi
+done
 echo "ok: /tokenize and /detokenize"
 
 # a client that goes away mid-stream: its sequence ends, the server goes on
@@ -571,6 +586,14 @@ st 2 "--model FILE is required" serve
 st 2 "--prompt is an option of baton run, not of baton serve" serve -m "$M" -p hi
 st 2 "--listen is baton serve's" run -m "$M" -p hi --listen 127.0.0.1:1
 st 2 "is not HOST:PORT" serve -m "$M" --listen nowhere
+# --host / --port: llama-server's names (a bare --port abbreviated --port-file)
+st 2 "give --listen HOST:PORT or --host / --port, not both" serve -m "$M" --listen 127.0.0.1:1 --port 2
+st 2 "--host 127.0.0.1:5: not a host name or an IPv6 address (the port goes to --port)" \
+    serve -m "$M" --host 127.0.0.1:5
+st 2 "--host: empty" serve -m "$M" --host ""
+st 2 "--port: '65536' is too large" serve -m "$M" --port 65536
+st 2 "--port is baton serve's" run -m "$M" -p hi --port 1
+st 2 "^baton serve: --host/--port nowhere.invalid:8080: " serve -m "$M" --host nowhere.invalid
 st 2 "-n" serve -m "$M" -n 1
 st 1 "--api-key-file $TMP/none: No such file" serve -m "$M" --api-key-file "$TMP/none"
 : >"$TMP/empty.key"
