@@ -1,11 +1,11 @@
 /* `baton run`: options -> struct baton_run_config -> baton_run(). */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -496,12 +496,12 @@ static int parse_ids(const char *s, int32_t **out, size_t *n)
     return 0;
 }
 
-/* baton serve once its options are read: their checks and defaults, then
- * the run. */
 /* The option that gave serve's address: "--listen", or "--host/--port"
  * when those were composed into it (the messages name what was typed). */
 static const char *listen_name = "--listen";
 
+/* baton serve once its options are read: their checks and defaults, then
+ * the run. */
 static int serve_cmd(struct baton_run_config *cfg, struct baton_serve_config *sv,
                      const char *servers_name, int n_given, int parallel_given)
 {
@@ -825,7 +825,6 @@ static int run_cmd(int argc, char **argv, int serve)
          * either alone keeps the other half of the default 127.0.0.1:8080 */
         const char *h = host_arg ? host_arg : "127.0.0.1";
         const int v6 = strchr(h, ':') != NULL && h[0] != '[';
-
         struct in6_addr a6;
 
         if (listen_given) {
