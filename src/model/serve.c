@@ -732,14 +732,14 @@ static enum MHD_Result complete(struct run_serve *srv, struct MHD_Connection *c,
 }
 
 /* The piece of id (a control token's as its text) as a JSON value: a
- * string when its bytes are valid UTF-8 without NUL, else the array of its
- * bytes (as llama-server gives it). */
+ * string when its bytes are valid UTF-8 without NUL (jansson's json_stringn
+ * checks the UTF-8), else the array of its bytes (as llama-server gives
+ * it). */
 static json_t *piece_json(const struct baton_tokenizer *tok, int32_t id)
 {
     char small[256], *buf = small;
-    size_t len = 0, clen = 0;
+    size_t len = 0;
     json_t *j = NULL;
-    char *clean;
     int rc = baton_token_to_piece_ex(tok, id, BATON_TOKEN_NONE, BATON_DETOKENIZE_SPECIAL, small,
                                      sizeof small, &len);
 
@@ -751,10 +751,9 @@ static json_t *piece_json(const struct baton_tokenizer *tok, int32_t id)
     }
     if (rc != 0)
         goto out;
-    clean = baton_serve_utf8_clean(buf, len, &clen);
-    if (clean != NULL && clen == len && memcmp(clean, buf, len) == 0) {
-        j = json_stringn(clean, clen);
-    } else if (clean != NULL) {
+    if (memchr(buf, 0, len) == NULL)
+        j = json_stringn(buf, len); /* NULL for bytes that are not UTF-8 */
+    if (j == NULL) {
         j = json_array();
         for (size_t i = 0; j != NULL && i < len; i++)
             if (json_array_append_new(j, json_integer((unsigned char)buf[i])) != 0) {
@@ -762,7 +761,6 @@ static json_t *piece_json(const struct baton_tokenizer *tok, int32_t id)
                 j = NULL;
             }
     }
-    free(clean);
 out:
     if (buf != small)
         free(buf);
