@@ -30,7 +30,9 @@ static int parse_type(const char *s, uint32_t *type)
                  {"q3_k", BATON_TYPE_Q3_K},
                  {"q4_k", BATON_TYPE_Q4_K},
                  {"q5_k", BATON_TYPE_Q5_K},
-                 {"q6_k", BATON_TYPE_Q6_K}};
+                 {"q6_k", BATON_TYPE_Q6_K},
+                 {"iq4_nl", BATON_TYPE_IQ4_NL},
+                 {"iq4_xs", BATON_TYPE_IQ4_XS}};
     size_t i;
 
     for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -67,7 +69,8 @@ static void gen_usage(FILE *f)
           "\n"
           "  --layers L        transformer blocks, 1..4096\n"
           "  --dim D           embedding width (multiple of 32 unless --type f32; of 256\n"
-          "                    for q2_k..q6_k; the mixes fall back where it is not)\n"
+          "                    for q2_k..q6_k and iq4_xs; the mixes fall back where it\n"
+          "                    is not)\n"
           "  --ff F            feed-forward width (as --dim)\n"
           "  --heads H         attention heads (D % H == 0, even head size)\n"
           "  --arch A          llama (default), qwen2 (Q/K/V biases, NeoX RoPE) or qwen3\n"
@@ -82,10 +85,10 @@ static void gen_usage(FILE *f)
           "  --vocab N         synthetic vocabulary size, 300..2097152 (default 512)\n"
           "  --vocab-from FILE copy the tokenizer of another GGUF\n"
           "  --type T          f32, f16, bf16, q8_0, q4_0, q5_0, q5_1, q2_k, q3_k, q4_k,\n"
-          "                    q5_k or q6_k for the matrices (default f32), or a mix of\n"
-          "                    types chosen per matrix as llama.cpp's preset of that name\n"
-          "                    does: q3_k_m, q4_k_m, q5_k_m (docs/QUANTIZE.md); names in\n"
-          "                    any case\n"
+          "                    q5_k, q6_k, iq4_nl or iq4_xs for the matrices (default\n"
+          "                    f32), or a mix of types chosen per matrix as llama.cpp's\n"
+          "                    preset of that name does: q3_k_m, q4_k_m, q5_k_m\n"
+          "                    (docs/QUANTIZE.md); names in any case\n"
           "  --seed S          weight seed (default 1)\n"
           "  --ctx N           llama.context_length (default 2048)\n"
           "  -o, --output FILE output file, replaced if it exists (written atomically)\n"
@@ -174,7 +177,7 @@ int baton_cmd_gen_model(int argc, char **argv)
                 break;
             fprintf(stderr,
                     "baton gen-model: --type: '%s' (want f32, f16, bf16, q8_0, q4_0, q5_0, q5_1, "
-                    "q2_k, q3_k, q4_k, q5_k, q6_k, q3_k_m, q4_k_m, q5_k_m)\n",
+                    "q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, q3_k_m, q4_k_m, q5_k_m)\n",
                     optarg);
             return 2;
         case O_SEED:
@@ -272,7 +275,7 @@ int baton_cmd_quantize(int argc, char **argv)
                                            "TYPE"};
     static const char usage_line[] =
         "usage: baton quantize IN.gguf OUT.gguf "
-        "q8_0|q4_0|q5_0|q5_1|f16|bf16|f32|q4_k_m|q5_k_m|q6_k|q3_k_m|q2_k\n";
+        "q8_0|q4_0|q5_0|q5_1|f16|bf16|f32|q4_k_m|q5_k_m|q6_k|q3_k_m|q2_k|iq4_xs|iq4_nl\n";
     uint32_t type;
     int preset = BATON_PRESET_NONE;
     char err[512] = "";
@@ -301,10 +304,14 @@ int baton_cmd_quantize(int argc, char **argv)
              "K-quant (or Q8_0) that preset picks for it, e.g. for q4_k_m Q4_K in general,\n"
              "Q6_K for output.weight and for attn_v and ffn_down in some layers; rows that\n"
              "are not a multiple of 256 fall back as llama.cpp's do: to q4_0, q5_0, q5_1,\n"
-             "q8_0 or f16 (docs/QUANTIZE.md).\n"
+             "q8_0 or f16 (docs/QUANTIZE.md). iq4_xs and iq4_nl are llama.cpp's presets\n"
+             "of those names without an importance matrix: IQ4_XS (IQ4_NL) in general,\n"
+             "Q6_K for output.weight, Q5_K for attn_v with 4 or more query heads per KV\n"
+             "head and for ffn_down in the first eighth of the layers; iq4_xs rows that\n"
+             "are not a multiple of 256 fall back to iq4_nl.\n"
              "general.file_type is set as llama-quantize sets it, for a type as for a\n"
              "preset (f32 0, f16 1, q4_0 2, q8_0 7, q5_0 8, q5_1 9, bf16 32; q4_k_m 15,\n"
-             "...), and general.quantization_version to 2, when IN holds only F32, F16\n"
+             "iq4_xs 30, ...), and general.quantization_version to 2, when IN holds only F32, F16\n"
              "and BF16 tensors; an IN with quantized tensors (kept as they are) keeps\n"
              "its own values.\n"
              "\n"
@@ -338,9 +345,10 @@ int baton_cmd_quantize(int argc, char **argv)
         return 2;
     }
     if (parse_type(type_name, &type) != 0 || type == BATON_TYPE_Q2_K ||
-        (type >= BATON_TYPE_Q3_K && type <= BATON_TYPE_Q6_K)) {
-        /* the K names are llama-quantize's presets (q3_k, q4_k, q5_k: its
-         * aliases of the _m ones), in any case */
+        (type >= BATON_TYPE_Q3_K && type <= BATON_TYPE_Q6_K) || type == BATON_TYPE_IQ4_NL ||
+        type == BATON_TYPE_IQ4_XS) {
+        /* the K and IQ4 names are llama-quantize's presets (q3_k, q4_k, q5_k:
+         * its aliases of the _m ones), in any case */
         char lower[16];
         size_t i;
 
@@ -354,7 +362,7 @@ int baton_cmd_quantize(int argc, char **argv)
         if (type_name[i] != '\0' || baton_quant_preset_parse(lower, &preset) != 0) {
             fprintf(stderr,
                     "baton quantize: type '%s' (want q8_0, q4_0, q5_0, q5_1, f16, bf16, f32, "
-                    "q4_k_m, q5_k_m, q6_k, q3_k_m, q2_k)\n",
+                    "q4_k_m, q5_k_m, q6_k, q3_k_m, q2_k, iq4_xs, iq4_nl)\n",
                     type_name);
             return 2;
         }

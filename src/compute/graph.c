@@ -170,7 +170,7 @@ static int weight_type(uint32_t type)
 {
     return type == BATON_TYPE_F32 || type == BATON_TYPE_F16 || type == BATON_TYPE_BF16 ||
            type == BATON_TYPE_Q8_0 || type == BATON_TYPE_Q4_0 || type == BATON_TYPE_Q5_0 ||
-           type == BATON_TYPE_Q5_1 || baton_cpu_type_is_k(type);
+           type == BATON_TYPE_Q5_1 || type == BATON_TYPE_IQ4_NL || baton_cpu_type_is_k(type);
 }
 
 static int all_f32(const struct tview *s, uint32_t n)

@@ -41,6 +41,12 @@
     behavior q6_k:
       assumes type == BATON_TYPE_Q6_K;
       ensures \result == 0 && *block_elems == 256 && *block_bytes == 210;
+    behavior iq4_nl:
+      assumes type == BATON_TYPE_IQ4_NL;
+      ensures \result == 0 && *block_elems == 32 && *block_bytes == 18;
+    behavior iq4_xs:
+      assumes type == BATON_TYPE_IQ4_XS;
+      ensures \result == 0 && *block_elems == 256 && *block_bytes == 136;
     behavior i32:
       assumes type == BATON_TYPE_I32;
       ensures \result == 0 && *block_elems == 1 && *block_bytes == 4;
@@ -52,6 +58,7 @@
               type != BATON_TYPE_Q5_0 && type != BATON_TYPE_Q5_1 &&
               type != BATON_TYPE_Q8_0 && type != BATON_TYPE_Q2_K && type != BATON_TYPE_Q3_K &&
               type != BATON_TYPE_Q4_K && type != BATON_TYPE_Q5_K && type != BATON_TYPE_Q6_K &&
+              type != BATON_TYPE_IQ4_NL && type != BATON_TYPE_IQ4_XS &&
               type != BATON_TYPE_I32 && type != BATON_TYPE_BF16;
       ensures \result == BATON_E_TYPE;
       ensures *block_elems == \old(*block_elems) && *block_bytes == \old(*block_bytes);
@@ -105,6 +112,14 @@ int baton_type_block(uint32_t type, uint32_t *block_elems, uint32_t *block_bytes
         *block_elems = 256;
         *block_bytes = 210;
         return 0;
+    case BATON_TYPE_IQ4_NL:
+        *block_elems = 32;
+        *block_bytes = 18;
+        return 0;
+    case BATON_TYPE_IQ4_XS:
+        *block_elems = 256;
+        *block_bytes = 136;
+        return 0;
     case BATON_TYPE_I32:
         *block_elems = 1;
         *block_bytes = 4;
@@ -135,6 +150,10 @@ static const struct baton_type_info type_q3_k = {256, 110, 1, "q3_k"};
 static const struct baton_type_info type_q4_k = {256, 144, 1, "q4_k"};
 static const struct baton_type_info type_q5_k = {256, 176, 1, "q5_k"};
 static const struct baton_type_info type_q6_k = {256, 210, 1, "q6_k"};
+/* IQ4_NL and IQ4_XS (indices into a non-linear grid; compute/cpu/quant.h)
+ * as MUL_MAT weights and GET_ROWS tables, like Q4_0 and Q4_K. */
+static const struct baton_type_info type_iq4_nl = {32, 18, 1, "iq4_nl"};
+static const struct baton_type_info type_iq4_xs = {256, 136, 1, "iq4_xs"};
 static const struct baton_type_info type_i32 = {1, 4, 1, "i32"};
 /* BF16 (the top half of binary32) as MUL_MAT weights and GET_ROWS tables,
  * like F16. */
@@ -147,6 +166,7 @@ static const struct baton_type_info type_bf16 = {1, 2, 1, "bf16"};
               type == BATON_TYPE_Q5_0 || type == BATON_TYPE_Q5_1 ||
               type == BATON_TYPE_Q8_0 || type == BATON_TYPE_Q2_K || type == BATON_TYPE_Q3_K ||
               type == BATON_TYPE_Q4_K || type == BATON_TYPE_Q5_K || type == BATON_TYPE_Q6_K ||
+              type == BATON_TYPE_IQ4_NL || type == BATON_TYPE_IQ4_XS ||
               type == BATON_TYPE_I32 || type == BATON_TYPE_BF16;
       ensures \valid_read(\result);
     behavior unknown:
@@ -154,6 +174,7 @@ static const struct baton_type_info type_bf16 = {1, 2, 1, "bf16"};
               type != BATON_TYPE_Q5_0 && type != BATON_TYPE_Q5_1 &&
               type != BATON_TYPE_Q8_0 && type != BATON_TYPE_Q2_K && type != BATON_TYPE_Q3_K &&
               type != BATON_TYPE_Q4_K && type != BATON_TYPE_Q5_K && type != BATON_TYPE_Q6_K &&
+              type != BATON_TYPE_IQ4_NL && type != BATON_TYPE_IQ4_XS &&
               type != BATON_TYPE_I32 && type != BATON_TYPE_BF16;
       ensures \result == \null;
     complete behaviors;
@@ -184,6 +205,10 @@ const struct baton_type_info *baton_type_get(uint32_t type)
         return &type_q5_k;
     case BATON_TYPE_Q6_K:
         return &type_q6_k;
+    case BATON_TYPE_IQ4_NL:
+        return &type_iq4_nl;
+    case BATON_TYPE_IQ4_XS:
+        return &type_iq4_xs;
     case BATON_TYPE_I32:
         return &type_i32;
     case BATON_TYPE_BF16:

@@ -8,8 +8,10 @@
  * f16 scale + 4 bytes of fifth bits + 16 bytes of nibbles (22 bytes), Q5_1 =
  * f16 scale + f16 min + the same 20 bytes (24 bytes), and the
  * K-quants Q2_K..Q6_K (super-blocks of 256 elements; compute/cpu/quant.h
- * gives their byte layouts); BF16 = 2 bytes per element, the high half of
- * the binary32 bits.
+ * gives their byte layouts); IQ4_NL = f16 scale + 16 bytes of indices into
+ * a fixed grid of 16 int8 values (18 bytes per 32), IQ4_XS = super-blocks of
+ * 256 with 6-bit sub-block scales and the same grid (136 bytes); BF16 = 2
+ * bytes per element, the high half of the binary32 bits.
  *
  * This file is pure (no libc, no I/O) and is part of the proven set (verify/).
  */
@@ -31,6 +33,9 @@ enum baton_type {
     BATON_TYPE_Q4_K = 12, /* 144 bytes per 256 */
     BATON_TYPE_Q5_K = 13, /* 176 bytes per 256 */
     BATON_TYPE_Q6_K = 14, /* 210 bytes per 256 */
+    /* non-linear 4-bit grids (compute/cpu/quant.h) */
+    BATON_TYPE_IQ4_NL = 20, /* 18 bytes per 32 */
+    BATON_TYPE_IQ4_XS = 23, /* 136 bytes per 256 */
     BATON_TYPE_I32 = 26,
     BATON_TYPE_BF16 = 30, /* bfloat16: the top 16 bits of a binary32 (compute/cpu/quant.h) */
 };

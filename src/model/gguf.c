@@ -538,8 +538,8 @@ static int read_tensor_info(struct parse *ps, uint64_t i, struct tensor_rec *t)
         static const char *const ggml_names[] = {
             [3] = "q4_1",     [9] = "q8_1",
             [15] = "q8_k",    [16] = "iq2_xxs", [17] = "iq2_xs", [18] = "iq3_xxs",
-            [19] = "iq1_s",   [20] = "iq4_nl",  [21] = "iq3_s",  [22] = "iq2_s",
-            [23] = "iq4_xs",  [24] = "i8",      [25] = "i16",    [27] = "i64",
+            [19] = "iq1_s",   [21] = "iq3_s",  [22] = "iq2_s",
+            [24] = "i8",      [25] = "i16",    [27] = "i64",
             [28] = "f64",     [29] = "iq1_m",   [34] = "tq1_0",
             [35] = "tq2_0",   [39] = "mxfp4"};
         const char *nm = t->type < sizeof ggml_names / sizeof ggml_names[0]
@@ -549,7 +549,7 @@ static int read_tensor_info(struct parse *ps, uint64_t i, struct tensor_rec *t)
         if (nm != NULL)
             return fail(ps, BATON_E_TYPE,
                         "tensor type %u (ggml's %s) is not one baton runs (f32, f16, bf16, "
-                        "q8_0, q4_0, q5_0, q5_1, q2_k..q6_k)",
+                        "q8_0, q4_0, q5_0, q5_1, q2_k..q6_k, iq4_nl, iq4_xs)",
                         t->type, nm);
         return fail(ps, BATON_E_TYPE, "unknown tensor type %u", t->type);
     }

@@ -18,6 +18,8 @@ static const struct {
     {"q4_k_m", BATON_PRESET_Q4_K_M, 15, BATON_TYPE_Q4_K},
     {"q5_k_m", BATON_PRESET_Q5_K_M, 17, BATON_TYPE_Q5_K},
     {"q6_k", BATON_PRESET_Q6_K, 18, BATON_TYPE_Q6_K},
+    {"iq4_nl", BATON_PRESET_IQ4_NL, 25, BATON_TYPE_IQ4_NL},
+    {"iq4_xs", BATON_PRESET_IQ4_XS, 30, BATON_TYPE_IQ4_XS},
 };
 #define N_PRESETS (sizeof presets / sizeof presets[0])
 
@@ -97,13 +99,18 @@ uint32_t baton_quant_fallback(uint32_t type, uint64_t ne0)
     case BATON_TYPE_Q3_K:
         r = BATON_TYPE_Q4_0;
         break;
+    case BATON_TYPE_IQ4_XS:
+        r = BATON_TYPE_IQ4_NL;
+        break;
+    case BATON_TYPE_IQ4_NL: /* a block of 32 already: only F16 is left */
+        return BATON_TYPE_F16;
     case BATON_TYPE_Q4_K:
         r = BATON_TYPE_Q5_0;
         break;
     case BATON_TYPE_Q5_K:
         r = BATON_TYPE_Q5_1;
         break;
-    default: /* Q6_K */
+    default: /* Q6_K (and the full-precision types, whose block is 1) */
         r = BATON_TYPE_Q8_0;
         break;
     }
@@ -149,6 +156,9 @@ uint32_t baton_quant_preset_type(const struct baton_quant_plan *p, const char *n
             t = p->n_gqa >= 4 ? BATON_TYPE_Q4_K : BATON_TYPE_Q3_K;
         else if (preset == BATON_PRESET_Q3_K_M)
             t = i < 2 ? BATON_TYPE_Q5_K : BATON_TYPE_Q4_K;
+        else if ((preset == BATON_PRESET_IQ4_NL || preset == BATON_PRESET_IQ4_XS) &&
+                 p->n_gqa >= 4)
+            t = BATON_TYPE_Q5_K;
         else if ((preset == BATON_PRESET_Q4_K_M || preset == BATON_PRESET_Q5_K_M) &&
                  more_bits(i, n))
             t = BATON_TYPE_Q6_K;
@@ -165,6 +175,8 @@ uint32_t baton_quant_preset_type(const struct baton_quant_plan *p, const char *n
         else if ((preset == BATON_PRESET_Q4_K_M || preset == BATON_PRESET_Q5_K_M) &&
                  more_bits(i, n))
             t = BATON_TYPE_Q6_K;
+        else if ((preset == BATON_PRESET_IQ4_NL || preset == BATON_PRESET_IQ4_XS) && i < n / 8)
+            t = BATON_TYPE_Q5_K; /* llama.cpp's rule without an importance matrix */
     } else if (strstr(name, "attn_output.weight") != NULL) {
         if (preset == BATON_PRESET_Q2_K)
             t = BATON_TYPE_Q3_K;

@@ -1,5 +1,6 @@
 /* The per-tensor type choices of llama.cpp's quantization presets ("ftypes")
- * Q2_K, Q3_K_M, Q4_K_M, Q5_K_M and Q6_K, for `baton quantize` and
+ * Q2_K, Q3_K_M, Q4_K_M, Q5_K_M, Q6_K, IQ4_NL and IQ4_XS (without an
+ * importance matrix), for `baton quantize` and
  * `baton gen-model`. The rules are those of llama.cpp's llama_tensor_get_type
  * (src/llama-quant.cpp) for dense (non-MoE) llama and qwen2 models,
  * restated in our own words in docs/QUANTIZE.md; baton's code is its own.
@@ -17,6 +18,8 @@ enum baton_quant_preset {
     BATON_PRESET_Q4_K_M,
     BATON_PRESET_Q5_K_M,
     BATON_PRESET_Q6_K,
+    BATON_PRESET_IQ4_NL,
+    BATON_PRESET_IQ4_XS,
 };
 
 /* What the choice depends on besides the tensor itself. */
@@ -32,12 +35,13 @@ struct baton_quant_plan {
     uint32_t ffn_down_rank; /* the same for ffn_down */
 };
 
-/* Parses "q2_k", "q3_k_m", "q4_k_m", "q5_k_m", "q6_k", in any case.
+/* Parses "q2_k", "q3_k_m", "q4_k_m", "q5_k_m", "q6_k", "iq4_nl", "iq4_xs",
+ * in any case.
  * Returns 0 and sets *preset, or -1. */
 int baton_quant_preset_parse(const char *name, int *preset);
 
 /* The preset's name as parse takes it, and llama.cpp's general.file_type
- * value for it (LLAMA_FTYPE_MOSTLY_*: 10, 12, 15, 17, 18). */
+ * value for it (LLAMA_FTYPE_MOSTLY_*: 10, 12, 15, 17, 18, 25, 30). */
 const char *baton_quant_preset_name(int preset);
 uint32_t baton_quant_preset_ftype(int preset);
 
@@ -64,8 +68,8 @@ uint32_t baton_quant_preset_type(const struct baton_quant_plan *plan, const char
 
 /* A type for rows of ne0 elements when type's block does not divide ne0:
  * llama.cpp's fallbacks (llama-quant.cpp, tensor_type_fallback): Q2_K,
- * Q3_K -> Q4_0; Q4_K -> Q5_0; Q5_K -> Q5_1; Q6_K -> Q8_0; F16 when even 32
- * does not divide ne0. Returns type itself when it fits. */
+ * Q3_K -> Q4_0; Q4_K -> Q5_0; Q5_K -> Q5_1; Q6_K -> Q8_0; IQ4_XS -> IQ4_NL;
+ * F16 when even 32 does not divide ne0. Returns type itself when it fits. */
 uint32_t baton_quant_fallback(uint32_t type, uint64_t ne0);
 
 #endif

@@ -745,13 +745,14 @@ int run_prepare_stage(struct run *r, struct stage_rt *s)
                           ty == BATON_TYPE_Q5_0 || ty == BATON_TYPE_Q5_1 ||
                           ty == BATON_TYPE_Q2_K || ty == BATON_TYPE_Q3_K ||
                           ty == BATON_TYPE_Q4_K || ty == BATON_TYPE_Q5_K ||
-                          ty == BATON_TYPE_Q6_K)) {
+                          ty == BATON_TYPE_Q6_K || ty == BATON_TYPE_IQ4_NL ||
+                          ty == BATON_TYPE_IQ4_XS)) {
             stage_msg(r, "%s: tensor '%s' has type %s, which the llama graph does not use "
                          "for a %s\n",
                       r->cfg->model_path, items[i].src.name, baton_type_name(ty),
                       is_vector ? "vector (f32 only)"
                                 : "matrix (f32, f16, bf16, q8_0, q4_0, q5_0, q5_1, "
-                                  "q2_k..q6_k)");
+                                  "q2_k..q6_k, iq4_nl, iq4_xs)");
             goto out;
         }
         if (items[i].src.type >= 64 || !(s->info.type_mask & (1ull << items[i].src.type))) {

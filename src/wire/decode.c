@@ -38,16 +38,18 @@
 
     // core/types.h: the accepted type ids and their block layouts (6, 7:
     // Q5_0, Q5_1, blocks of 32; 10..14: the K-quants Q2_K..Q6_K,
+    // super-blocks of 256; 20: IQ4_NL, blocks of 32; 23: IQ4_XS,
     // super-blocks of 256; 30: BF16, 2 bytes).
     predicate known_type(integer t) =
       t == 0 || t == 1 || t == 2 || t == 6 || t == 7 || t == 8 || (10 <= t && t <= 14) ||
-      t == 26 || t == 30;
+      t == 20 || t == 23 || t == 26 || t == 30;
     logic integer blk_elems(integer t) =
-      (t == 2 || t == 6 || t == 7 || t == 8) ? 32 : (10 <= t && t <= 14) ? 256 : 1;
+      (t == 2 || t == 6 || t == 7 || t == 8 || t == 20) ? 32 :
+      ((10 <= t && t <= 14) || t == 23) ? 256 : 1;
     logic integer blk_bytes(integer t) =
-      t == 0 ? 4 : (t == 1 || t == 30) ? 2 : t == 2 ? 18 : t == 6 ? 22 : t == 7 ? 24 :
-      t == 8 ? 34 : t == 10 ? 84 : t == 11 ? 110 :
-      t == 12 ? 144 : t == 13 ? 176 : t == 14 ? 210 : 4;
+      t == 0 ? 4 : (t == 1 || t == 30) ? 2 : (t == 2 || t == 20) ? 18 : t == 6 ? 22 :
+      t == 7 ? 24 : t == 8 ? 34 : t == 10 ? 84 : t == 11 ? 110 :
+      t == 12 ? 144 : t == 13 ? 176 : t == 14 ? 210 : t == 23 ? 136 : 4;
 
     // Contiguous strides (core/tensor.h): nb[0] = block bytes, nb[1] = nb[0] *
     // ne[0] / block_elems, nb[i] = nb[i-1] * ne[i-1]; extent = nb[3] * ne[3].
@@ -91,7 +93,7 @@
       axiom extent_rc_def: \forall integer t, n0, n1, n2, n3, b0, b1, b2, b3;
         extent_rc(t, n0, n1, n2, n3, b0, b1, b2, b3) ==
         (!(t == 0 || t == 1 || t == 2 || t == 6 || t == 7 || t == 8 || (10 <= t && t <= 14) ||
-           t == 26 || t == 30) ?
+           t == 20 || t == 23 || t == 26 || t == 30) ?
            BATON_E_TYPE :
          !(n0 <= BATON_MAX_DIM_ELEMS && n1 <= BATON_MAX_DIM_ELEMS &&
            n2 <= BATON_MAX_DIM_ELEMS && n3 <= BATON_MAX_DIM_ELEMS) ? BATON_E_LIMIT :

@@ -118,7 +118,7 @@ for c in "tokens-u32|key 'tokenizer.ggml.tokens' is an array of u32, not of stri
         fail "gen-model --vocab-from ${c%%|*}: rc $rc: $(cat "$TMP/bad.err")"
 done
 # quantize's usage errors say what was wrong, then the usage line
-usage_q="usage: baton quantize IN.gguf OUT.gguf q8_0|q4_0|q5_0|q5_1|f16|bf16|f32|q4_k_m|q5_k_m|q6_k|q3_k_m|q2_k"
+usage_q="usage: baton quantize IN.gguf OUT.gguf q8_0|q4_0|q5_0|q5_1|f16|bf16|f32|q4_k_m|q5_k_m|q6_k|q3_k_m|q2_k|iq4_xs|iq4_nl"
 for c in "|missing IN.gguf, OUT.gguf and TYPE" "in.gguf|missing OUT.gguf and TYPE" \
          "in.gguf out.gguf|missing TYPE" "in.gguf out.gguf q8_0 x|unexpected argument 'x'" \
          "--bogus in.gguf out.gguf q8_0|unrecognized option '--bogus'" \

@@ -1,11 +1,12 @@
 #!/bin/bash
-# K-quant presets: `baton quantize` q2_k, q3_k_m, q4_k_m, q5_k_m, q6_k give
+# K-quant and IQ4 presets: `baton quantize` q2_k, q3_k_m, q4_k_m, q5_k_m,
+# q6_k, iq4_xs, iq4_nl give
 # each matrix of a small model the type llama.cpp's preset of that name
 # gives it (expected lists written out here from the rules, as
 # docs/QUANTIZE.md states them, not read from baton); gen-model --type with a
 # mix gives the same types, and with a K-quant every matrix that type;
-# rows not a multiple of 256 fall back (Q4_0 / Q5_0 / Q5_1 / Q8_0 / F16);
-# gen-model and quantize write Q5_0 / Q5_1 directly; the files load
+# rows not a multiple of 256 fall back (Q4_0 / Q5_0 / Q5_1 / Q8_0 /
+# IQ4_NL / F16); gen-model and quantize write Q5_0 / Q5_1 / IQ4_NL directly; the files load
 # in baton inspect with the tensor sizes of the formats. A 4096-layer model
 # is quantized in seconds (the ranks of attn_v and ffn_down, found once).
 # A single type sets general.file_type to llama.cpp's number for it.
@@ -27,6 +28,7 @@ expect() {
     local p=$1 l base v d o
     case $p in
     q2_k) base=q2_k ;; q3_k_m) base=q3_k ;; q4_k_m) base=q4_k ;; q5_k_m) base=q5_k ;; q6_k) base=q6_k ;;
+    iq4_xs) base=iq4_xs ;; iq4_nl) base=iq4_nl ;;
     esac
     echo "token_embd.weight $base"
     echo "output.weight q6_k"
@@ -36,6 +38,8 @@ expect() {
         q2_k) v=q4_k d=q3_k o=q3_k ;;                      # GQA >= 4: attn_v Q4_K
         q3_k_m) v=q4_k; [ $l -lt 2 ] && v=q5_k; d=q4_k; o=q4_k ;; # ffn_down Q5_K below 8/16 = 0
         q4_k_m | q5_k_m) case $l in 0 | 3 | 6 | 7) v=q6_k d=q6_k ;; esac ;;
+        # GQA >= 4: attn_v Q5_K; ffn_down Q5_K below 8/8 = 1
+        iq4_xs | iq4_nl) v=q5_k; [ $l -lt 1 ] && d=q5_k ;;
         esac
         echo "blk.$l.attn_q.weight $base"
         echo "blk.$l.attn_k.weight $base"
@@ -47,7 +51,7 @@ expect() {
     done
 }
 
-for p in q2_k q3_k_m q4_k_m q5_k_m q6_k; do
+for p in q2_k q3_k_m q4_k_m q5_k_m q6_k iq4_xs iq4_nl; do
     "$BATON" quantize "$TMP/f32.gguf" "$TMP/$p.gguf" "$p" 2>"$TMP/q.err" || fail "quantize $p: $(cat "$TMP/q.err")"
     grep -qx "baton quantize: wrote $TMP/$p.gguf: 58 tensors converted by the $p preset, 17 kept (vectors, norms, or not f32/f16/bf16)" \
         "$TMP/q.err" || fail "quantize $p: $(cat "$TMP/q.err")"
@@ -57,12 +61,13 @@ for p in q2_k q3_k_m q4_k_m q5_k_m q6_k; do
     # the summary's count per type: the expected matrices' types, plus the
     # 17 kept tensors (all f32 here), in type-id order
     by=$(awk '{ n[$2]++ } END { n["f32"] += 17; line = "baton quantize: by type:"
-        split("f32 f16 q4_0 q8_0 q2_k q3_k q4_k q5_k q6_k", order, " ")
-        for (i = 1; i <= 9; i++) if (order[i] in n) line = line " " order[i] " " n[order[i]]
+        split("f32 f16 q4_0 q8_0 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs", order, " ")
+        for (i = 1; i <= 11; i++) if (order[i] in n) line = line " " order[i] " " n[order[i]]
         print line }' "$TMP/want.txt")
     grep -qxF "$by" "$TMP/q.err" || fail "quantize $p: want '$by' in: $(cat "$TMP/q.err")"
     # llama-quantize's file type (LLAMA_FTYPE_MOSTLY_*)
-    case $p in q2_k) ft=10 ;; q3_k_m) ft=12 ;; q4_k_m) ft=15 ;; q5_k_m) ft=17 ;; q6_k) ft=18 ;; esac
+    case $p in q2_k) ft=10 ;; q3_k_m) ft=12 ;; q4_k_m) ft=15 ;; q5_k_m) ft=17 ;; q6_k) ft=18 ;;
+        iq4_nl) ft=25 ;; iq4_xs) ft=30 ;; esac
     grep -Eq "general\.file_type = $ft \(u32\)$" "$TMP/inspect.txt" || fail "quantize $p: general.file_type $ft"
 done
 # sizes: attn_q (256 x 256 = 256 super-blocks) of q4_k_m is 256 * 144 bytes,
@@ -90,7 +95,7 @@ for p in q3_k_m q4_k_m q5_k_m; do
     expect "$p" | LC_ALL=C sort >"$TMP/want.txt"
     diff "$TMP/want.txt" "$TMP/got.txt" >&2 || fail "gen-model $p: tensor types"
 done
-for t in q2_k q3_k q4_k q5_k q6_k; do
+for t in q2_k q3_k q4_k q5_k q6_k iq4_xs; do
     "$BATON" gen-model --layers 2 --dim 256 --ff 512 --heads 4 --vocab 300 --type "$t" \
         -o "$TMP/gen-$t.gguf" 2>/dev/null || fail "gen-model $t"
     n=$(types "$TMP/gen-$t.gguf" | awk -v t="$t" '$2 != t' | wc -l)
@@ -113,7 +118,9 @@ done
 for c in "q2_k blk.1.ffn_down.weight q4_0" "q3_k_m blk.1.ffn_down.weight q5_0" \
          "q4_k_m blk.1.ffn_down.weight q5_0" "q4_k_m blk.0.ffn_down.weight q8_0" \
          "q5_k_m blk.1.ffn_down.weight q5_1" "q5_k_m blk.0.ffn_down.weight q8_0" \
-         "q6_k blk.1.ffn_down.weight q8_0" "q2_k blk.1.ffn_up.weight q2_k"; do
+         "q6_k blk.1.ffn_down.weight q8_0" "q2_k blk.1.ffn_up.weight q2_k" \
+         "iq4_xs blk.1.ffn_down.weight iq4_nl" "iq4_xs blk.0.ffn_down.weight q5_1" \
+         "iq4_xs blk.1.ffn_up.weight iq4_xs" "iq4_nl blk.1.ffn_down.weight iq4_nl"; do
     set -- $c
     "$BATON" quantize "$TMP/ff288.gguf" "$TMP/fb.gguf" "$1" 2>/dev/null || fail "quantize ff288 $1"
     types "$TMP/fb.gguf" | grep -qx "$2 $3" || fail "quantize ff288 $1: $2 is not $3"
@@ -124,6 +131,11 @@ done
 types "$TMP/odd-q.gguf" >"$TMP/got.txt"
 grep -qx "blk.0.ffn_down.weight f16" "$TMP/got.txt" && grep -qx "blk.0.ffn_up.weight q5_0" "$TMP/got.txt" &&
     grep -qx "output.weight q8_0" "$TMP/got.txt" || fail "quantize odd shapes: $(cat "$TMP/got.txt")"
+# IQ4_NL's block is 32 already: rows of 100 go to F16 (llama.cpp's rule)
+"$BATON" quantize "$TMP/odd.gguf" "$TMP/odd-q.gguf" iq4_nl 2>/dev/null || fail "quantize odd iq4_nl"
+types "$TMP/odd-q.gguf" >"$TMP/got.txt"
+grep -qx "blk.0.ffn_down.weight f16" "$TMP/got.txt" && grep -qx "blk.0.ffn_up.weight iq4_nl" "$TMP/got.txt" ||
+    fail "quantize odd shapes iq4_nl: $(cat "$TMP/got.txt")"
 # 4096 layers (rows of 32: Q4_K falls back to Q5_0, Q6_K to Q8_0): the
 # attn_v / ffn_down ranks are found once, not by a scan of the file per
 # matrix, which took 36 s here (the limit is the test); use_more_bits picks
@@ -137,18 +149,18 @@ rc=0; timeout 20 "$BATON" quantize "$TMP/deep.gguf" "$TMP/deep-q.gguf" q4_k_m 2>
 [ "$rc" -eq 0 ] && grep -qx "baton quantize: by type: f32 8193 q5_0 $((7 * 4096 + 1 - 2 * more)) q8_0 $((2 * more + 1))" "$TMP/q.err" ||
     fail "quantize 4096 layers q4_k_m: rc $rc: $(cat "$TMP/q.err")"
 rm -f "$TMP/deep.gguf" "$TMP/deep-q.gguf"
-# Q5_0 / Q5_1 written directly: gen-model --type (rows of 96, a multiple of
-# 32 only) gives every matrix that type; quantize of the 8-layer f32 model
-# to q5_0 / q5_1: attn_q (256 x 256: 8 blocks of 32 per row) is 256 * 8 *
-# 22 / 24 bytes; the files load in inspect
-for t in q5_0 q5_1; do
+# Q5_0 / Q5_1 / IQ4_NL written directly: gen-model --type (rows of 96, a
+# multiple of 32 only) gives every matrix that type; quantize of the 8-layer
+# f32 model to q5_0 / q5_1 / iq4_nl: attn_q (256 x 256: 8 blocks of 32 per
+# row) is 256 * 8 * 22 / 24 / 18 bytes; the files load in inspect
+for t in q5_0 q5_1 iq4_nl; do
     "$BATON" gen-model --layers 2 --dim 96 --ff 160 --heads 3 --vocab 300 --type "$t" \
         -o "$TMP/gen-$t.gguf" 2>/dev/null || fail "gen-model $t"
     n=$(types "$TMP/gen-$t.gguf" | awk -v t="$t" '$2 != t' | wc -l)
     [ "$n" -eq 0 ] || fail "gen-model $t: $n matrices of another type"
     "$BATON" quantize "$TMP/f32.gguf" "$TMP/$t.gguf" "$t" 2>/dev/null || fail "quantize $t"
     "$BATON" inspect "$TMP/$t.gguf" >"$TMP/inspect.txt" || fail "inspect $t"
-    case $t in q5_0) b=45056 ;; q5_1) b=49152 ;; esac
+    case $t in q5_0) b=45056 ;; q5_1) b=49152 ;; iq4_nl) b=36864 ;; esac
     grep -Eq "blk\.1\.attn_q\.weight +$t +256 x 256 +[0-9]+ +$b\$" "$TMP/inspect.txt" || fail "$t size"
 done
 # a single type marks the file as llama-quantize does (LLAMA_FTYPE_*, from
@@ -181,6 +193,6 @@ done
 # usage: an unknown preset name
 rc=0; "$BATON" quantize "$TMP/f32.gguf" "$TMP/x.gguf" q4_k_s 2>"$TMP/bad.err" || rc=$?
 [ "$rc" -eq 2 ] && [ ! -e "$TMP/x.gguf" ] &&
-    grep -qx "baton quantize: type 'q4_k_s' (want q8_0, q4_0, q5_0, q5_1, f16, bf16, f32, q4_k_m, q5_k_m, q6_k, q3_k_m, q2_k)" "$TMP/bad.err" ||
+    grep -qx "baton quantize: type 'q4_k_s' (want q8_0, q4_0, q5_0, q5_1, f16, bf16, f32, q4_k_m, q5_k_m, q6_k, q3_k_m, q2_k, iq4_xs, iq4_nl)" "$TMP/bad.err" ||
     fail "quantize q4_k_s: rc $rc: $(cat "$TMP/bad.err")"
 echo "ok"

@@ -463,9 +463,13 @@ static void test_corrupt_tensor(void **state)
     expect_patch(q + 39, BATON_TYPE_Q4_0, 4, 0, NULL);                 /* 64 is a multiple of 32 */
     expect_patch(q + 39, BATON_TYPE_Q5_0, 4, 0, NULL);
     expect_patch(q + 39, BATON_TYPE_Q5_1, 4, 0, NULL);
+    expect_patch(q + 39, BATON_TYPE_IQ4_NL, 4, 0, NULL);
+    expect_patch(q + 39, BATON_TYPE_IQ4_XS, 4, BATON_E_SHAPE,
+                 "tensor 3 'blk.0.attn_q.weight': ne[0] 64 is not a multiple of the iq4_xs "
+                 "block size 256");
     expect_patch(q + 39, 3, 4, BATON_E_TYPE,
                  "tensor 3 'blk.0.attn_q.weight': tensor type 3 (ggml's q4_1) is not one baton "
-                 "runs (f32, f16, bf16, q8_0, q4_0, q5_0, q5_1, q2_k..q6_k)");
+                 "runs (f32, f16, bf16, q8_0, q4_0, q5_0, q5_1, q2_k..q6_k, iq4_nl, iq4_xs)");
     expect_patch(q + 31, 1ull << 63, 8, BATON_E_FORMAT, "ne[1] is negative");
     expect_patch(q + 31, 1ull << 62, 8, BATON_E_OVERFLOW, "element count overflows");
     expect_patch(q + 31, 1ull << 40, 8, BATON_E_BOUNDS, "data past end of file");
@@ -858,7 +862,8 @@ static void test_k_quant_tensors(void **state)
     gw_str(&w, "w"), gw_le(&w, 1, 4), gw_le(&w, 256, 8), gw_le(&w, 15, 4), gw_le(&w, 0, 8);
     assert_int_equal(gw_open(&w, &g, err, sizeof err), BATON_E_TYPE);
     assert_string_equal(err, "syn.gguf: tensor 0 'w': tensor type 15 (ggml's q8_k) is not one "
-                             "baton runs (f32, f16, bf16, q8_0, q4_0, q5_0, q5_1, q2_k..q6_k)");
+                             "baton runs (f32, f16, bf16, q8_0, q4_0, q5_0, q5_1, q2_k..q6_k, "
+                             "iq4_nl, iq4_xs)");
 }
 
 /* One F32 tensor info: name, ne[0] floats, offset in the data section. */

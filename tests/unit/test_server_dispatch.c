@@ -149,12 +149,12 @@ static void test_hello_and_device_info(void **state)
     assert_int_equal(d.free_memory, TOTAL_MEMORY);
     assert_int_equal(d.alignment, 64);
     assert_int_equal(d.max_buffer_bytes, TOTAL_MEMORY);
-    /* F32, F16, Q4_0, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K (10..14), I32 and BF16
-     * execute in this build */
+    /* F32, F16, Q4_0, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K (10..14), IQ4_NL (20),
+     * IQ4_XS (23), I32 and BF16 execute in this build */
     assert_int_equal(d.type_mask, (1ull << 0) | (1ull << 1) | (1ull << 2) | (1ull << 6) |
                                       (1ull << 7) | (1ull << 8) | (1ull << 10) | (1ull << 11) |
-                                      (1ull << 12) | (1ull << 13) | (1ull << 14) | (1ull << 26) |
-                                      (1ull << 30));
+                                      (1ull << 12) | (1ull << 13) | (1ull << 14) | (1ull << 20) |
+                                      (1ull << 23) | (1ull << 26) | (1ull << 30));
     /* ops 1..13 */
     assert_int_equal(d.op_mask, 0x3FFEull);
     assert_int_equal(d.n_threads, 1);

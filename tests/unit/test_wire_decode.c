@@ -193,9 +193,18 @@ static void test_contiguous_nb(void **state)
                         nb[2] == 6 * k[i].bytes && nb[3] == 6 * k[i].bytes);
             assert_int_equal(baton_tensor_contiguous_nb(k[i].type, k300, nb), BATON_E_SHAPE);
         }
-        /* ids between the K-quants and I32 (15 = Q8_K, 16.. IQ types) stay unknown */
+        /* IQ4_NL (blocks of 32, 18 bytes) and IQ4_XS (256, 136 bytes) */
+        assert_int_equal(baton_tensor_contiguous_nb(BATON_TYPE_IQ4_NL, kne, nb), 0);
+        assert_true(nb[0] == 18 && nb[1] == 16 * 18 && nb[2] == 48 * 18 && nb[3] == 48 * 18);
+        assert_int_equal(baton_tensor_contiguous_nb(BATON_TYPE_IQ4_NL, k300, nb), BATON_E_SHAPE);
+        assert_int_equal(baton_tensor_contiguous_nb(BATON_TYPE_IQ4_XS, kne, nb), 0);
+        assert_true(nb[0] == 136 && nb[1] == 2 * 136 && nb[2] == 6 * 136 && nb[3] == 6 * 136);
+        assert_int_equal(baton_tensor_contiguous_nb(BATON_TYPE_IQ4_XS, k300, nb), BATON_E_SHAPE);
+        /* the other ids between the K-quants and I32 (15 = Q8_K, the other
+         * IQ types) stay unknown */
         for (uint32_t t = 15; t < 26; t++)
-            assert_int_equal(baton_tensor_contiguous_nb(t, kne, nb), BATON_E_TYPE);
+            if (t != BATON_TYPE_IQ4_NL && t != BATON_TYPE_IQ4_XS)
+                assert_int_equal(baton_tensor_contiguous_nb(t, kne, nb), BATON_E_TYPE);
         assert_int_equal(baton_tensor_contiguous_nb(9, kne, nb), BATON_E_TYPE);
     }
     /* Q5_0 / Q5_1: blocks of 32, ggml's block_q5_0 (2 + 4 + 16 bytes) and

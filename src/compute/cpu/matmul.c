@@ -330,14 +330,17 @@ static void scalar_q8_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
     }
 }
 
-/* Q4_0: one chain per output over the blocks, each block's exact integer
- * sum scaled once (see matmul.h). */
-static void scalar_q4_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+/* Q4_0 and IQ4_NL: one chain per output over the blocks, each block's exact
+ * integer sum scaled once (see matmul.h); nl: IQ4_NL's grid levels for
+ * the nibbles, else nibble - 8. */
+static void scalar_q4(const struct baton_mm *mm, uint64_t r0, uint64_t r1, int nl)
 {
     const uint64_t nb = mm->k / 32, ldy = mm->ldy, m = mm->m;
     uint64_t r, c, b;
-    int j;
+    int j, lv[16];
 
+    for (j = 0; j < 16; j++)
+        lv[j] = nl ? baton_iq4_grid[j] : j - 8;
     for (r = r0; r < r1; r++) {
         const uint8_t *wr = mm->w + r * mm->w_row_bytes;
 
@@ -346,6 +349,7 @@ static void scalar_q4_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
             float acc = 0.0f;
 
             for (b = 0; b < nb; b++) {
+                /* Q4_0 and IQ4_NL blocks are both 18 bytes */
                 const uint8_t *wb = wr + b * BATON_Q4_0_BLOCK_BYTES;
                 const struct act_block xb = act_block(col, b);
                 const int8_t *x_lo = xb.lo, *x_hi = xb.hi;
@@ -354,12 +358,22 @@ static void scalar_q4_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
                 int32_t isum = 0;
 
                 for (j = 0; j < 16; j++)
-                    isum += ((wb[2 + j] & 0x0F) - 8) * x_lo[j] + ((wb[2 + j] >> 4) - 8) * x_hi[j];
+                    isum += lv[wb[2 + j] & 0x0F] * x_lo[j] + lv[wb[2 + j] >> 4] * x_hi[j];
                 acc = fmaf(d, (float)isum, acc);
             }
             mm->y[c * ldy + r] = acc;
         }
     }
+}
+
+static void scalar_q4_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    scalar_q4(mm, r0, r1, 0);
+}
+
+void baton_mm_scalar_iq4_nl(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    scalar_q4(mm, r0, r1, 1);
 }
 
 /* ---- Q5_0 / Q5_1: the reference of matmul.h's Q5 order ----
@@ -531,6 +545,12 @@ static void k_unpack(uint32_t type, const uint8_t *wb, int q[256])
                 q[e] += 16 * ((wb[16 + u % 32] >> (e / 32)) & 1);
             break;
         }
+        case BATON_TYPE_IQ4_XS: {
+            const int i = e % 32, b = wb[8 + 16 * (e / 32) + i % 16];
+
+            q[e] = baton_iq4_grid[i < 16 ? b & 15 : b >> 4];
+            break;
+        }
         default: { /* Q6_K */
             const int v = e % 128, t = v / 32, i = v % 32;
             const int b = wb[64 * h + 32 * (t % 2) + i];
@@ -614,6 +634,11 @@ static void scalar_q5_k(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 static void scalar_q6_k(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 {
     scalar_k(mm, r0, r1, BATON_TYPE_Q6_K);
+}
+
+void baton_mm_scalar_iq4_xs(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    scalar_k(mm, r0, r1, BATON_TYPE_IQ4_XS);
 }
 
 /* K activations (matmul.h): super-blocks [b0, b1) of the flat index
@@ -778,7 +803,8 @@ const struct baton_mm_kernels baton_mm_scalar = {
     scalar_f32, scalar_f16, scalar_q8_0, scalar_q4_0, scalar_act, scalar_dots, scalar_wsum,
     scalar_dots_multi, scalar_silu, scalar_exp_shift, scalar_q2_k, scalar_q3_k, scalar_q4_k,
     scalar_q5_k, scalar_q6_k, baton_mm_act_k, scalar_q5_0, scalar_q5_1, baton_fp16_to_fp32_row,
-    scalar_wsum_h, baton_fp32_to_fp16_row, NULL, scalar_bf16,
+    scalar_wsum_h, baton_fp32_to_fp16_row, NULL, scalar_bf16, baton_mm_scalar_iq4_nl,
+    baton_mm_scalar_iq4_xs,
 };
 
 /* ---- drivers ---- */
@@ -810,7 +836,7 @@ uint64_t baton_cpu_act_k_col_bytes(uint64_t k)
 int baton_cpu_type_is_k(uint32_t type)
 {
     return type == BATON_TYPE_Q2_K || type == BATON_TYPE_Q3_K || type == BATON_TYPE_Q4_K ||
-           type == BATON_TYPE_Q5_K || type == BATON_TYPE_Q6_K;
+           type == BATON_TYPE_Q5_K || type == BATON_TYPE_Q6_K || type == BATON_TYPE_IQ4_XS;
 }
 
 uint64_t baton_cpu_weight_row_bytes(uint32_t type, uint64_t k)
@@ -831,7 +857,7 @@ uint64_t baton_cpu_mul_mat_work_bytes(uint32_t wtype, uint64_t k, uint64_t m)
     if (baton_cpu_type_is_k(wtype))
         return sat_mul(m, baton_cpu_act_k_col_bytes(k));
     if (wtype != BATON_TYPE_Q8_0 && wtype != BATON_TYPE_Q4_0 && wtype != BATON_TYPE_Q5_0 &&
-        wtype != BATON_TYPE_Q5_1)
+        wtype != BATON_TYPE_Q5_1 && wtype != BATON_TYPE_IQ4_NL)
         return 0;
     return sat_mul(m, baton_cpu_act_col_bytes(k));
 }
@@ -888,7 +914,8 @@ void baton_cpu_quantize_act(struct baton_pool *pool, uint32_t wtype, const float
     j.k = k;
     j.col_bytes = baton_cpu_act_col_bytes(k);
     j.act = act;
-    /* Q5_1's corr is the lane's plain sum of q (its min term: matmul.h) */
+    /* Q5_1's corr is the lane's plain sum of q (its min term: matmul.h);
+     * IQ4_NL's bias is Q8_0's (a level may read its levels + 128) */
     j.bias = wtype == BATON_TYPE_Q4_0   ? 8
              : wtype == BATON_TYPE_Q5_0 ? 16
              : wtype == BATON_TYPE_Q5_1 ? -1
@@ -932,7 +959,7 @@ void baton_cpu_mul_mat_prepare(struct baton_pool *pool, uint32_t wtype, const fl
         return;
     if (baton_cpu_type_is_k(wtype))
         baton_cpu_quantize_act_k(pool, x, k, m, work);
-    else if (baton_cpu_mul_mat_work_bytes(wtype, k, m) > 0) /* Q8_0, Q4_0, Q5_0, Q5_1 */
+    else if (baton_cpu_mul_mat_work_bytes(wtype, k, m) > 0) /* Q8_0, Q4_0, Q5_0, Q5_1, IQ4_NL */
         baton_cpu_quantize_act(pool, wtype, x, k, m, work);
     /* F32, F16 and BF16 read x itself */
 }
@@ -975,6 +1002,16 @@ void baton_cpu_mul_mat_group_prepared(struct baton_pool *pool, uint32_t wtype,
                                           : kt->q5_1;
         w_row_bytes = baton_row_bytes(wtype, k);
         act_col_bytes = baton_cpu_act_col_bytes(k);
+        break;
+    case BATON_TYPE_IQ4_NL:
+        j.fn = kt->iq4_nl;
+        w_row_bytes = baton_row_bytes(wtype, k);
+        act_col_bytes = baton_cpu_act_col_bytes(k);
+        break;
+    case BATON_TYPE_IQ4_XS:
+        j.fn = kt->iq4_xs;
+        w_row_bytes = baton_cpu_weight_row_bytes(wtype, k);
+        act_col_bytes = baton_cpu_act_k_col_bytes(k);
         break;
     case BATON_TYPE_Q2_K:
     case BATON_TYPE_Q3_K:

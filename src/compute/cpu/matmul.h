@@ -1,5 +1,5 @@
 /* Internal: MUL_MAT and GET_ROWS over F32, F16, BF16, Q8_0, Q4_0, Q5_0,
- * Q5_1 and K-quant weights, and
+ * Q5_1, K-quant, IQ4_NL and IQ4_XS weights, and
  * the instruction-set dispatch of their kernels. README.md in this folder
  * explains the formats, the reduction orders and their error.
  *
@@ -42,6 +42,9 @@
  *         batched kernels feed vpdpbusd weights transposed so that its
  *         lanes are rows. Until the sixteenth session Q4_0 took the 16
  *         lanes, four float chains per block.)
+ *   IQ4_NL as Q4_0, with W_q the grid level of each nibble (quant.h,
+ *         -127..113) instead of nibble - 8; x quantized as for Q8_0
+ *         (bias 128 in corr).
  *   Q5_0  with x quantized as for Q8_0: 16 lanes L[0..15] = +0; for block
  *         b and l = 0..3, isum = the exact integer sum of (W_q - 16) * x_q
  *         over the 8 elements {4l..4l+3} and {16+4l..16+4l+3} of the
@@ -57,7 +60,7 @@
  *         (float)xsum, L[i]) (i = 4(b%4) + l); y = hsum16(L). (The min
  *         term of each element, mW * x, summed per lane like ggml's
  *         vec_dot_q5_1_q8_1 sums it per block.)
- *   Q2_K, Q3_K, Q4_K, Q5_K, Q6_K with x quantized per super-block of
+ *   Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS with x quantized per super-block of
  *         256 to int8 with a float scale dx (the K activations below): one
  *         chain acc = +0; for each super-block s ascending:
  *           isum = the exact int32 sum over its 256 elements of
@@ -65,7 +68,8 @@
  *                  sub-block scale as an integer and Qw its integer quant
  *                  (quant.h: Q2_K Sc = scales & 15, Qw 0..3; Q3_K Sc =
  *                  s_j - 32, Qw -4..3; Q4_K Sc = sc_j, Qw 0..15; Q5_K Sc =
- *                  sc_j, Qw 0..31; Q6_K Sc = int8 scale, Qw -32..31),
+ *                  sc_j, Qw 0..31; Q6_K Sc = int8 scale, Qw -32..31;
+ *                  IQ4_XS Sc = ls_j - 32, Qw = the grid level -127..113),
  *           msum = (Q2_K, Q4_K, Q5_K only) the exact int32 sum over the
  *                  sub-blocks j of M_j * (sum of qx over sub-block j), M_j
  *                  the sub-block's integer min,
@@ -73,7 +77,7 @@
  *           acc = fma(a, (float)isum, acc); then, for the types with a min,
  *           acc = fma(-b, (float)msum, acc);
  *         y = acc. (float)isum rounds to nearest when |isum| > 2^24 (Q4_K,
- *         Q5_K, Q6_K can reach 1.3e8): the same integer always gives the
+ *         Q5_K, Q6_K, IQ4_XS can reach 1.3e8): the same integer always gives the
  *         same float, so the bits still depend on nothing but the data.
  *         How the integer sums are formed (sub-block by sub-block, bsums
  *         for the mins, -32 folded in through bsums for Q6_K, ...) is free:
@@ -451,7 +455,15 @@ struct baton_mm_kernels {
     /* BF16 weights: F16's order (32 lanes of FMAs, hsum32), each weight
      * converted exactly */
     baton_mm_rows_fn bf16;
+    /* IQ4_NL weights (Q4_0's order and activations, bias 128) and IQ4_XS
+     * weights (the K order and K activations) */
+    baton_mm_rows_fn iq4_nl, iq4_xs;
 };
+
+/* The scalar IQ4_NL and IQ4_XS kernels (the references of matmul.h's
+ * order), for levels that have no kernel of their own. */
+void baton_mm_scalar_iq4_nl(const struct baton_mm *mm, uint64_t r0, uint64_t r1);
+void baton_mm_scalar_iq4_xs(const struct baton_mm *mm, uint64_t r0, uint64_t r1);
 
 /* The K activation quantizer, scalar (the reference): super-blocks
  * [b0, b1) of the flat index c * (k / 256) + s (column c, super-block s)

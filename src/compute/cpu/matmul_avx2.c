@@ -2001,7 +2001,8 @@ const struct baton_mm_kernels baton_mm_avx2 = {
     baton_mm_avx2_wsum, avx2_f32_dots_multi, avx2_silu, avx2_exp_shift, avx2_q2_k, avx2_q3_k,
     avx2_q4_k,          avx2_q5_k, avx2_q6_k, baton_mm_avx2_act_k,
     baton_mm_avx2_q5_0, baton_mm_avx2_q5_1, baton_mm_avx2_f16_row, baton_mm_avx2_wsum_h,
-    baton_mm_avx2_f32_to_f16_row, avx2_att_block, avx2_bf16,
+    baton_mm_avx2_f32_to_f16_row, avx2_att_block, avx2_bf16, baton_mm_scalar_iq4_nl,
+    baton_mm_scalar_iq4_xs,
 };
 
 #else /* not x86-64: the level is never chosen; keep the table defined */

@@ -2747,7 +2747,8 @@ const struct baton_mm_kernels baton_mm_avx512 = {
     avx512_silu,     avx512_exp_shift,   avx512_q2_k,           avx512_q3_k,
     avx512_q4_k,     avx512_q5_k,        avx512_q6_k,           baton_mm_avx2_act_k,
     baton_mm_avx512_q5_0, baton_mm_avx512_q5_1, baton_mm_avx2_f16_row, avx512_wsum_h,
-    baton_mm_avx2_f32_to_f16_row, avx512_att_block, avx512_bf16,
+    baton_mm_avx2_f32_to_f16_row, avx512_att_block, avx512_bf16, baton_mm_scalar_iq4_nl,
+    baton_mm_scalar_iq4_xs,
 };
 
 #else

@@ -8,10 +8,11 @@
  * of one super-block:
  *   sc[i]  the integer scale Sc of matmul.h (Q2_K 0..15, Q3_K -32..31,
  *          Q4_K / Q5_K 0..63 (a sub-block of 32 is the groups 2j, 2j + 1),
- *          Q6_K -128..127),
+ *          Q6_K -128..127, IQ4_XS -32..31 (sub-blocks of 32 as Q4_K)),
  *   mn[i]  the integer min M (Q2_K 0..15, Q4_K / Q5_K 0..63, else 0),
  * and returns the bias the SIMD levels subtract: they read each quant as
- * an unsigned value Qw + bias (Q3_K 4, Q6_K 32, else 0) and take
+ * an unsigned value Qw + bias (Q3_K 4, Q6_K 32, IQ4_XS 128 (its grid
+ * levels -127..113 read as 1..241), else 0) and take
  * bias * sum_i sc[i] * bsums[i] off the integer sum, which is exact.
  * d_off / dmin_off: byte offsets of the binary16 d and dmin (dmin_off < 0:
  * none). */
@@ -65,6 +66,17 @@ static inline int k_scales(uint32_t type, const uint8_t *wb, int8_t sc[16], int1
         }
         return 0;
     }
+    case BATON_TYPE_IQ4_XS: {
+        const uint16_t sh = (uint16_t)(wb[2] | wb[3] << 8);
+
+        for (i = 0; i < 8; i++) {
+            const int ls = ((wb[4 + i / 2] >> 4 * (i % 2)) & 15) | ((sh >> 2 * i) & 3) << 4;
+
+            sc[2 * i] = sc[2 * i + 1] = (int8_t)(ls - 32);
+            mn[2 * i] = mn[2 * i + 1] = 0;
+        }
+        return 128;
+    }
     default: /* Q6_K */
         for (i = 0; i < 16; i++) {
             sc[i] = (int8_t)wb[192 + i];
@@ -89,6 +101,9 @@ static inline void k_layout(uint32_t type, uint32_t *bytes, int *d_off, int *dmi
         return;
     case BATON_TYPE_Q5_K:
         *bytes = BATON_Q5_K_BLOCK_BYTES, *d_off = 0, *dmin_off = 2;
+        return;
+    case BATON_TYPE_IQ4_XS:
+        *bytes = BATON_IQ4_XS_BLOCK_BYTES, *d_off = 0, *dmin_off = -1;
         return;
     default:
         *bytes = BATON_Q6_K_BLOCK_BYTES, *d_off = 208, *dmin_off = -1;

@@ -488,6 +488,10 @@ int baton_quantize_row(uint32_t type, const float *src, void *dst, uint64_t k)
     case BATON_TYPE_Q5_K:
     case BATON_TYPE_Q6_K:
         return baton_quantize_row_k(type, src, dst, k);
+    case BATON_TYPE_IQ4_NL:
+        return baton_quantize_row_iq4_nl(src, dst, k);
+    case BATON_TYPE_IQ4_XS:
+        return baton_quantize_row_iq4_xs(src, dst, k);
     default:
         return BATON_E_UNSUPPORTED;
     }
@@ -520,6 +524,10 @@ int baton_dequantize_row(uint32_t type, const void *src, float *dst, uint64_t k)
     case BATON_TYPE_Q5_K:
     case BATON_TYPE_Q6_K:
         return baton_dequantize_row_k(type, src, dst, k);
+    case BATON_TYPE_IQ4_NL:
+        return baton_dequantize_row_iq4_nl(src, dst, k);
+    case BATON_TYPE_IQ4_XS:
+        return baton_dequantize_row_iq4_xs(src, dst, k);
     default:
         return BATON_E_UNSUPPORTED;
     }
@@ -549,6 +557,10 @@ uint64_t baton_row_bytes(uint32_t type, uint64_t k)
     case BATON_TYPE_Q5_K:
     case BATON_TYPE_Q6_K:
         return k % BATON_QK_K ? 0 : k / BATON_QK_K * kq_block_bytes(type);
+    case BATON_TYPE_IQ4_NL:
+        return k % BATON_QK ? 0 : k / BATON_QK * BATON_IQ4_NL_BLOCK_BYTES;
+    case BATON_TYPE_IQ4_XS:
+        return k % BATON_QK_K ? 0 : k / BATON_QK_K * BATON_IQ4_XS_BLOCK_BYTES;
     default:
         return 0;
     }

@@ -93,6 +93,28 @@
  * the compiler contract `a * q - b` into one FMA may differ in the last bit;
  * tests/reference says what was measured.)
  */
+/* IQ4_NL and IQ4_XS (ggml-common.h's block_iq4_nl and block_iq4_xs;
+ * llama.cpp PRs 5590 and 5747): 4-bit indices into one fixed grid of 16
+ * int8 levels, spaced more closely near zero, where most weights lie:
+ *
+ *   G = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69,
+ *        89, 113} (ggml's kvalues_iq4nl; baton_iq4_grid).
+ *
+ *   IQ4_NL, 18 bytes per 32 elements: u16 d, then 16 bytes qs;
+ *         element j      = d * G[qs[j] & 15]    j < 16,
+ *         element j + 16 = d * G[qs[j] >> 4]    j < 16.
+ *   IQ4_XS, 136 bytes per 256 elements: u16 d @0, u16 scales_h @2,
+ *         scales_l[4] @4, qs[128] @8; sub-block j = e / 32 (0..7) has the
+ *         6-bit scale ls_j = ((scales_l[j / 2] >> 4 (j % 2)) & 15) |
+ *         ((scales_h >> 2j) & 3) << 4 and its 16 bytes at qs + 16j laid
+ *         out as one IQ4_NL block's:
+ *         element 32j + i = (d * (ls_j - 32)) * G[nibble i of sub-block j].
+ *
+ * Dequantization evaluates each element with exactly these binary32
+ * operations (ggml's dequantize_row_iq4_nl / _xs: IQ4_XS's d * (ls - 32)
+ * rounded first), so the floats equal llama.cpp's. The quantizers are
+ * ours (quant.c describes the search and its error).
+ */
 #ifndef BATON_COMPUTE_CPU_QUANT_H
 #define BATON_COMPUTE_CPU_QUANT_H
 
@@ -109,6 +131,11 @@
 #define BATON_Q4_K_BLOCK_BYTES 144u
 #define BATON_Q5_K_BLOCK_BYTES 176u
 #define BATON_Q6_K_BLOCK_BYTES 210u
+#define BATON_IQ4_NL_BLOCK_BYTES 18u  /* per 32 elements */
+#define BATON_IQ4_XS_BLOCK_BYTES 136u /* per 256 elements */
+
+/* The 16 levels G of IQ4_NL and IQ4_XS, ascending (above). */
+extern const int8_t baton_iq4_grid[16];
 
 /* binary16 bits -> binary32, exact for every input: normals, subnormals,
  * zeros, infinities; a NaN stays NaN with its payload in the top mantissa
@@ -189,14 +216,28 @@ int baton_quantize_row_k(uint32_t type, const float *x, void *y, uint64_t k);
  * or BATON_E_UNSUPPORTED (not a K-quant type). */
 int baton_dequantize_row_k(uint32_t type, const void *x, float *y, uint64_t k);
 
+/* Quantizes k floats into IQ4_NL blocks (k a multiple of 32; k/32 * 18
+ * bytes at y) or IQ4_XS super-blocks (k a multiple of 256; k/256 * 136
+ * bytes), by baton's own search (quant.c). Returns 0, BATON_E_SHAPE,
+ * BATON_E_INVAL (a non-finite x, or a scale that does not fit binary16);
+ * on error nothing is written. */
+int baton_quantize_row_iq4_nl(const float *x, void *y, uint64_t k);
+int baton_quantize_row_iq4_xs(const float *x, void *y, uint64_t k);
+
+/* Expands IQ4_NL blocks (k % 32 == 0) or IQ4_XS super-blocks (k % 256 ==
+ * 0) at x into k floats at y by the operations above. Returns 0 or
+ * BATON_E_SHAPE. */
+int baton_dequantize_row_iq4_nl(const void *x, float *y, uint64_t k);
+int baton_dequantize_row_iq4_xs(const void *x, float *y, uint64_t k);
+
 /* Row of k floats -> type (F32: copy; F16; BF16; Q8_0; Q4_0; Q5_0; Q5_1;
- * Q2_K..Q6_K) at dst, which holds baton_row_bytes(type, k) bytes. Returns
+ * Q2_K..Q6_K; IQ4_NL; IQ4_XS) at dst, which holds baton_row_bytes(type, k) bytes. Returns
  * 0, BATON_E_SHAPE (k not a multiple of the block), BATON_E_INVAL (as the
  * quantizers) or BATON_E_UNSUPPORTED for any other type. */
 int baton_quantize_row(uint32_t type, const float *src, void *dst, uint64_t k);
 
 /* Row of k elements of type (F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1,
- * Q2_K..Q6_K) -> k floats. Returns 0, BATON_E_SHAPE or BATON_E_UNSUPPORTED. */
+ * Q2_K..Q6_K, IQ4_NL, IQ4_XS) -> k floats. Returns 0, BATON_E_SHAPE or BATON_E_UNSUPPORTED. */
 int baton_dequantize_row(uint32_t type, const void *src, float *dst, uint64_t k);
 
 /* Bytes of a row of k elements of type (k a multiple of its block), or 0
