@@ -1,5 +1,6 @@
-/* Weight formats: binary16 conversion, the Q8_0 / Q4_0 quantizers and
- * dequantizers (hand-built blocks, ggml's rounding rules, error bounds),
+/* Weight formats: binary16 conversion, the Q8_0 / Q4_0 (.., IQ4_NL,
+ * IQ4_XS) quantizers and dequantizers (hand-built blocks, ggml's rounding
+ * rules, error bounds),
  * the activation quantizer of the MUL_MAT kernels, and GET_ROWS on F16 /
  * Q8_0 / Q4_0 tables through a graph. */
 #include <float.h>
@@ -1046,14 +1047,14 @@ static void get_rows_case(uint32_t type, uint64_t k)
 {
     enum { R = 5 };
     const uint64_t rb = baton_row_bytes(type, k);
-    float src[R * 64], want[3 * 64], got[3 * 64];
-    uint8_t table[R * 64 * 2 + 4] __attribute__((aligned(4)));
+    static float src[R * 256], want[3 * 256], got[3 * 256];
+    static uint8_t table[R * 256 * 2 + 4] __attribute__((aligned(4)));
     int32_t ids[3] = {4, 0, 4};
     struct tg t;
     uint32_t lt, li, ly, n;
     int j;
 
-    assert_true(k <= 64 && rb * R <= sizeof(table));
+    assert_true(k <= 256 && rb * R <= sizeof(table));
     for (j = 0; j < (int)(R * k); j++)
         src[j] = rng_unit() * 3.0f;
     for (j = 0; j < R; j++)
@@ -1091,6 +1092,8 @@ static void test_get_rows_types(void **state)
     get_rows_case(BATON_TYPE_Q4_0, 64);
     get_rows_case(BATON_TYPE_Q5_0, 64);
     get_rows_case(BATON_TYPE_Q5_1, 32);
+    get_rows_case(BATON_TYPE_IQ4_NL, 64);
+    get_rows_case(BATON_TYPE_IQ4_XS, 256);
 }
 
 /* Hand-computed MUL_MAT of BF16 weights through a graph, k = 40 (a
@@ -1205,6 +1208,242 @@ static void test_mul_mat_quant_known(void **state)
     }
 }
 
+
+/* ---- IQ4_NL / IQ4_XS ---- */
+
+static const int iq4_g[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                              1,    13,   25,  38,  53,  69,  89,  113};
+
+/* Hand-built blocks: IQ4_NL with d = 0.5 and element i of the grid level
+ * (5 i + 3) % 16; IQ4_XS with d = 0.25, sub-block scales ls_j = {0, 63,
+ * 32, 1, 33, 17, 48, 31} and level (7 e + 1) % 16 at element e. Every
+ * product is exact, so the floats must equal the formulas of quant.h. */
+static void test_iq4_known_blocks(void **state)
+{
+    static const int ls[8] = {0, 63, 32, 1, 33, 17, 48, 31};
+    uint8_t nl[2 * 18], xs[136];
+    float y[256];
+    int e, j;
+
+    (void)state;
+    for (j = 0; j < 16; j++)
+        assert_int_equal(baton_iq4_grid[j], iq4_g[j]);
+    memset(nl, 0, sizeof nl);
+    put16(nl, 0x3800);
+    put16(nl + 18, 0xB800); /* second block: d = -0.5 */
+    for (e = 0; e < 32; e++) {
+        const int q = (5 * e + 3) % 16;
+
+        nl[2 + e % 16] |= (uint8_t)(e < 16 ? q : q << 4);
+        nl[18 + 2 + e % 16] |= (uint8_t)(e < 16 ? q : q << 4);
+    }
+    assert_int_equal(baton_dequantize_row_iq4_nl(nl, y, 64), 0);
+    for (e = 0; e < 64; e++)
+        assert_true((double)y[e] == (e < 32 ? 0.5 : -0.5) * iq4_g[(5 * (e % 32) + 3) % 16]);
+    assert_int_equal(baton_dequantize_row(BATON_TYPE_IQ4_NL, nl, y, 32), 0);
+    assert_true(y[0] == 0.5f * -65.0f && y[31] == 0.5f * 89.0f); /* levels 3, 14 */
+
+    memset(xs, 0, sizeof xs);
+    put16(xs, 0x3400);
+    for (j = 0; j < 8; j++) {
+        xs[4 + j / 2] |= (uint8_t)((ls[j] & 15) << 4 * (j % 2));
+        xs[2 + j / 4] |= (uint8_t)((ls[j] >> 4) << 2 * (j % 4));
+    }
+    for (e = 0; e < 256; e++) {
+        const int q = (7 * e + 1) % 16, i = e % 32;
+
+        xs[8 + 16 * (e / 32) + i % 16] |= (uint8_t)(i < 16 ? q : q << 4);
+    }
+    assert_int_equal(baton_dequantize_row_iq4_xs(xs, y, 256), 0);
+    for (e = 0; e < 256; e++)
+        assert_true((double)y[e] == 0.25 * (ls[e / 32] - 32) * iq4_g[(7 * e + 1) % 16]);
+    /* e = 32: ls 63 (31), level 1 (-104): 0.25 * 31 * -104 = -806 */
+    assert_true(y[32] == -806.0f);
+    assert_int_equal(baton_dequantize_row(BATON_TYPE_IQ4_XS, xs, y, 256), 0);
+    assert_true(y[32] == -806.0f && y[0] == 0.25f * -32.0f * -104.0f);
+    assert_int_equal(baton_dequantize_row_iq4_nl(nl, y, 33), BATON_E_SHAPE);
+    assert_int_equal(baton_dequantize_row_iq4_xs(xs, y, 32), BATON_E_SHAPE);
+    assert_int_equal(baton_row_bytes(BATON_TYPE_IQ4_NL, 64), 36);
+    assert_int_equal(baton_row_bytes(BATON_TYPE_IQ4_NL, 48), 0);
+    assert_int_equal(baton_row_bytes(BATON_TYPE_IQ4_XS, 512), 272);
+    assert_int_equal(baton_row_bytes(BATON_TYPE_IQ4_XS, 288), 0);
+}
+
+/* The index of the level of the nibble of element i (0..31) of the 16
+ * bytes at qs. */
+static int iq4_nibble(const uint8_t *qs, int i)
+{
+    return i < 16 ? qs[i] & 15 : qs[i - 16] >> 4;
+}
+
+/* Each element is the nearest level of x / S, S its stored scale (quant.c's
+ * promise): no other level is closer, up to float rounding. */
+static void check_nearest(const float *x, float S, const uint8_t *qs)
+{
+    int i, l;
+
+    for (i = 0; i < 32; i++) {
+        const double got = fabs((double)x[i] - (double)S * iq4_g[iq4_nibble(qs, i)]);
+
+        for (l = 0; l < 16; l++)
+            assert_true(got <= fabs((double)x[i] - (double)S * iq4_g[l]) + 1e-6 * fabs(x[i]));
+    }
+}
+
+/* The quantizers on data of very different scales, outliers, one-signed
+ * blocks and zero blocks: every element takes the nearest level of its
+ * stored scale, IQ4_XS's largest sub-block scale maps to -32 or 31, the
+ * dequantized values stay close, and on random data the error is below
+ * Q4_0's (the reason the format exists). */
+static void test_iq4_quantize(void **state)
+{
+    enum { K = 1024 };
+    static float x[K], y[K], y4[K];
+    static uint8_t nl[K / 32 * 18], xs[K / 256 * 136], q4[K / 32 * 18];
+    double e_nl = 0, e_xs = 0, e_q4 = 0;
+    int round, b, j, i;
+
+    (void)state;
+    rng_state = 4242;
+    for (round = 0; round < 6; round++) {
+        const float scale = round == 0 ? 1.0f : round == 1 ? 1e-3f : round == 2 ? 300.0f : 1.0f;
+
+        for (i = 0; i < K; i++) {
+            /* a sum of uniforms: bell-shaped, as trained weights are */
+            x[i] = scale * (rng_unit() + rng_unit() + rng_unit());
+            if (round == 3)
+                x[i] = fabsf(x[i]); /* one-signed */
+            if (round == 4 && i % 97 == 0)
+                x[i] *= 40.0f; /* outliers */
+            if (round == 5 && i < 300)
+                x[i] = 0.0f; /* zero blocks, a zero sub-block */
+        }
+        assert_int_equal(baton_quantize_row_iq4_nl(x, nl, K), 0);
+        assert_int_equal(baton_quantize_row(BATON_TYPE_IQ4_XS, x, xs, K), 0);
+        assert_int_equal(baton_quantize_row_q4_0(x, q4, K), 0);
+        assert_int_equal(baton_dequantize_row_iq4_nl(nl, y, K), 0);
+        for (b = 0; b < K / 32; b++)
+            check_nearest(x + 32 * b, baton_fp16_to_fp32((uint16_t)(nl[18 * b] | nl[18 * b + 1] << 8)),
+                          nl + 18 * b + 2);
+        for (b = 0; b < K / 256; b++) {
+            const uint8_t *sb = xs + 136 * b;
+            const float d = baton_fp16_to_fp32((uint16_t)(sb[0] | sb[1] << 8));
+            const int sh = sb[2] | sb[3] << 8;
+            int lmax = 0;
+
+            for (j = 0; j < 8; j++) {
+                const int l = (((sb[4 + j / 2] >> 4 * (j % 2)) & 15) | ((sh >> 2 * j) & 3) << 4) - 32;
+
+                lmax = abs(l) > abs(lmax) ? l : lmax;
+                check_nearest(x + 256 * b + 32 * j, d * (float)l, sb + 8 + 16 * j);
+            }
+            /* -32 before d's rounding to binary16, so -32 or its neighbour */
+            assert_true(d == 0.0f || lmax == -32 || lmax == 31 || lmax == -31);
+        }
+        if (round == 5) {
+            for (i = 0; i < 288; i++) /* all-zero blocks dequantize to 0 */
+                assert_true(y[i] == 0.0f);
+            assert_true(nl[0] == 0 && nl[1] == 0);
+        }
+        if (round == 0 || round == 2) {
+            float y2[K];
+
+            assert_int_equal(baton_dequantize_row_iq4_xs(xs, y2, K), 0);
+            assert_int_equal(baton_dequantize_row_q4_0(q4, y4, K), 0);
+            for (i = 0; i < K; i++) {
+                e_nl += ((double)x[i] - y[i]) * ((double)x[i] - y[i]) / (scale * scale);
+                e_xs += ((double)x[i] - y2[i]) * ((double)x[i] - y2[i]) / (scale * scale);
+                e_q4 += ((double)x[i] - y4[i]) * ((double)x[i] - y4[i]) / (scale * scale);
+                assert_true(fabsf(x[i] - y2[i]) <= 0.3f * scale);
+            }
+        }
+    }
+    /* measured: IQ4_NL 0.84, IQ4_XS 0.85 of Q4_0's squared error (at about
+     * the same size: 4.5 and 4.25 bits per weight against 4.5) */
+    assert_true(e_nl < 0.9 * e_q4);
+    assert_true(e_xs < 0.9 * e_q4);
+    /* the same input gives the same bytes */
+    {
+        static uint8_t again[K / 256 * 136];
+
+        assert_int_equal(baton_quantize_row_iq4_xs(x, again, K), 0);
+        assert_memory_equal(again, xs, sizeof again);
+    }
+}
+
+static void test_iq4_errors(void **state)
+{
+    static float x[512];
+    static uint8_t out[2 * 136];
+    int e;
+
+    (void)state;
+    for (e = 0; e < 512; e++)
+        x[e] = (float)(e % 37) - 18.0f;
+    memset(out, 0xEE, sizeof out);
+    assert_int_equal(baton_quantize_row_iq4_nl(x, out, 48), BATON_E_SHAPE);
+    assert_int_equal(baton_quantize_row_iq4_xs(x, out, 288), BATON_E_SHAPE);
+    x[400] = NAN; /* a later block: nothing at all is written */
+    assert_int_equal(baton_quantize_row_iq4_nl(x, out, 512), BATON_E_INVAL);
+    assert_int_equal(baton_quantize_row_iq4_xs(x, out, 512), BATON_E_INVAL);
+    x[400] = INFINITY;
+    assert_int_equal(baton_quantize_row(BATON_TYPE_IQ4_XS, x, out, 512), BATON_E_INVAL);
+    x[400] = 3e38f; /* finite, but the scale is past binary16 */
+    assert_int_equal(baton_quantize_row_iq4_nl(x, out, 512), BATON_E_INVAL);
+    assert_int_equal(baton_quantize_row_iq4_xs(x, out, 512), BATON_E_INVAL);
+    for (e = 0; e < (int)sizeof out; e++)
+        assert_int_equal(out[e], 0xEE);
+    x[400] = 1e6f; /* large, but its scale fits: accepted */
+    assert_int_equal(baton_quantize_row_iq4_nl(x, out, 32 * 15), 0);
+    assert_int_equal(baton_quantize_row_iq4_xs(x, out, 512), 0);
+    assert_int_equal(baton_quantize_row_iq4_xs(x, out, 0), 0);
+}
+
+/* Hand-computed MUL_MAT through a graph: an IQ4_NL row with d = 1 and
+ * every nibble 8 (level 1) against x_j = 42 (j % 4) (sum 2016 per 32; the
+ * quantized x as in test_mul_mat_quant_known), and an IQ4_XS row with d =
+ * 0.5, every ls 33 (scale 1) and nibble 15 (level 113) against the same x
+ * over 256 elements. */
+static void test_mul_mat_iq4_known(void **state)
+{
+    uint8_t wn[18] = {0x00, 0x3C}, wx[136] = {0x00, 0x38, 0xAA, 0xAA};
+    float x[256], y[1];
+    struct tg t;
+    uint32_t lw, lx, ly, n;
+    int j;
+
+    (void)state;
+    for (j = 0; j < 16; j++)
+        wn[2 + j] = 0x88;
+    for (j = 0; j < 4; j++)
+        wx[4 + j] = 0x11; /* ls = 1 | 2 << 4 = 33 */
+    for (j = 0; j < 128; j++)
+        wx[8 + j] = 0xFF;
+    for (j = 0; j < 256; j++)
+        x[j] = (float)(j % 4) * 42.0f;
+    tg_init(&t);
+    lw = tg_leaf(&t, BATON_TYPE_IQ4_NL, 32, 1, 1, 1, wn);
+    lx = tg_leaf(&t, BATON_TYPE_F32, 32, 1, 1, 1, x);
+    ly = tg_leaf(&t, BATON_TYPE_F32, 1, 1, 1, 1, y);
+    n = tg_node(&t, BATON_OP_MUL_MAT, BATON_TYPE_F32, 1, 1, 1, 1, SRC2(lw, lx), NULL);
+    tg_at(&t, n)->out_leaf = ly;
+    assert_int_equal(tg_run(&t, NULL), 0);
+    /* q = 0, 42, 85, 127 for 0, 42, 84, 126 (dx = 126/127): dx * 8 * 254 =
+     * 2016 exactly in reals (the roundings of 42.3 down and 84.7 up
+     * cancel), up to the float rounding of dx and its products */
+    assert_true(fabsf(y[0] - 2016.0f) <= 2016.0f * 1e-6f);
+
+    tg_init(&t);
+    lw = tg_leaf(&t, BATON_TYPE_IQ4_XS, 256, 1, 1, 1, wx);
+    lx = tg_leaf(&t, BATON_TYPE_F32, 256, 1, 1, 1, x);
+    ly = tg_leaf(&t, BATON_TYPE_F32, 1, 1, 1, 1, y);
+    n = tg_node(&t, BATON_OP_MUL_MAT, BATON_TYPE_F32, 1, 1, 1, 1, SRC2(lw, lx), NULL);
+    tg_at(&t, n)->out_leaf = ly;
+    assert_int_equal(tg_run(&t, NULL), 0);
+    /* 0.5 * 113 * dx * 64 * 254 = 56.5 * 64 * 252 = 911232 (as above) */
+    assert_true(fabsf(y[0] - 911232.0f) <= 911232.0f * 1e-6f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1219,6 +1458,8 @@ int main(void)
         cmocka_unit_test(test_k_round_trip_bounds), cmocka_unit_test(test_k_errors),
         cmocka_unit_test(test_get_rows_types),     cmocka_unit_test(test_mul_mat_quant_known),
         cmocka_unit_test(test_mul_mat_bf16_known),
+        cmocka_unit_test(test_iq4_known_blocks),   cmocka_unit_test(test_iq4_quantize),
+        cmocka_unit_test(test_iq4_errors),         cmocka_unit_test(test_mul_mat_iq4_known),
         cmocka_unit_test(test_q5_known_blocks),    cmocka_unit_test(test_q5_quantize_known),
         cmocka_unit_test(test_q5_quantize_errors), cmocka_unit_test(test_q5_round_trip_bounds),
     };

@@ -9,6 +9,7 @@
 
 #include "baton/status.h"
 #include "compute/compute.h"
+#include "core/types.h"
 
 #define TG_MAX 32
 #define NONE BATON_SRC_NONE
@@ -29,33 +30,19 @@ static inline void tg_init(struct tg *t)
     t->g.nodes = t->nodes;
 }
 
-static inline uint32_t tg_elem_bytes(uint32_t type)
-{
-    return type == BATON_TYPE_F16 || type == BATON_TYPE_BF16 ? 2 : 4;
-}
-
-/* A contiguous leaf over caller memory (F32/I32/F16/BF16; Q types get a
- * block-wise extent). */
+/* A contiguous leaf over caller memory (F32/I32/F16/BF16; quantized types
+ * get a block-wise extent). */
 static inline uint32_t tg_leaf(struct tg *t, uint32_t type, uint64_t n0, uint64_t n1, uint64_t n2,
                                uint64_t n3, void *data)
 {
     struct baton_tensor_desc *d = &t->leaves[t->g.n_leaves];
-    uint64_t be = 1, bb = tg_elem_bytes(type);
+    uint32_t be = 1, bb = 4;
 
-    if (type == BATON_TYPE_Q8_0) {
-        be = 32;
-        bb = 34;
-    } else if (type == BATON_TYPE_Q4_0) {
-        be = 32;
-        bb = 18;
-    } else if (type == BATON_TYPE_Q5_0 || type == BATON_TYPE_Q5_1) {
-        be = 32;
-        bb = type == BATON_TYPE_Q5_0 ? 22 : 24; /* ggml's block_q5_0 / block_q5_1 */
-    } else if (type >= BATON_TYPE_Q2_K && type <= BATON_TYPE_Q6_K) {
-        static const uint64_t kb[] = {84, 110, 144, 176, 210};
-
-        be = 256;
-        bb = kb[type - BATON_TYPE_Q2_K];
+    /* the block of the type table (ggml's layouts); an unknown type gets
+     * 4 bytes per element (tests of the type check) */
+    if (baton_type_block(type, &be, &bb) != 0) {
+        be = 1;
+        bb = 4;
     }
     memset(d, 0, sizeof(*d));
     /* each leaf its own buffer, so no two leaves overlap (a test that wants

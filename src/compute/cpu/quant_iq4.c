@@ -29,8 +29,9 @@
  * (Cauchy-Schwarz): only a block with a value past binary16's range can
  * have a scale past it, and only such blocks are searched twice (the check
  * before anything is written).
- * Everything is binary32 in a fixed order: the same input gives the same
- * bytes on every host.
+ * Everything is a fixed sequence of binary32 and binary64 operations (ISO
+ * C11, no -march: nothing is contracted into an FMA): the same input gives
+ * the same bytes on every host.
  */
 #include <math.h>
 #include <stdint.h>
@@ -73,35 +74,37 @@ static int grid_index(float v)
 }
 
 /* Step 2 for the scale s: returns (sum w q x)^2 / sum w q^2 (0 when sum w
- * q^2 is 0) and *a = the least-squares scale. */
-static float group_fit(const float *x, const float *w, float s, float *a)
+ * q^2 is 0) and *a = the least-squares scale. The sums are binary64: with
+ * w = x^2, binary32 overflows for |x| above about 1e9. */
+static double group_fit(const float *x, const double *w, float s, float *a)
 {
     const float is = 1.0f / s;
-    float sqx = 0.0f, sq2 = 0.0f;
+    double sqx = 0.0, sq2 = 0.0;
     int i;
 
     for (i = 0; i < 32; i++) {
-        const float q = (float)baton_iq4_grid[grid_index(x[i] * is)];
+        const double q = baton_iq4_grid[grid_index(x[i] * is)];
 
         sqx += w[i] * q * x[i];
         sq2 += w[i] * q * q;
     }
-    if (!(sq2 > 0.0f)) {
+    if (!(sq2 > 0.0)) {
         *a = 0.0f;
-        return 0.0f;
+        return 0.0;
     }
-    *a = sqx / sq2;
+    *a = (float)(sqx / sq2);
     return sqx * (sqx / sq2);
 }
 
 /* Steps 1 and 2: the scale of 32 values x. */
 static float group_scale(const float *x)
 {
-    float w[32], m = 0.0f, amax = 0.0f, best = -1.0f, a = 0.0f;
+    double w[32], best = -1.0;
+    float m = 0.0f, amax = 0.0f, a = 0.0f;
     int i, t;
 
     for (i = 0; i < 32; i++) {
-        w[i] = x[i] * x[i];
+        w[i] = (double)x[i] * x[i];
         if (fabsf(x[i]) > amax) {
             amax = fabsf(x[i]);
             m = x[i];
@@ -112,7 +115,7 @@ static float group_scale(const float *x)
     for (t = 0; t < 18; t++) {
         const int c = t < 9 ? baton_iq4_grid[0] - 2 + t : baton_iq4_grid[15] - 6 + (t - 9);
         float at;
-        const float score = group_fit(x, w, m / (float)c, &at);
+        const double score = group_fit(x, w, m / (float)c, &at);
 
         if (score > best) {
             best = score;
