@@ -292,7 +292,7 @@ static void sample_data(struct buf *b)
     }
 }
 
-/* A K-quant (or Q5_0 / Q5_1 / BF16) weight (type wt, 2 rows of 256): MUL_MAT of 3 columns
+/* A K-quant (or Q5_0 / Q5_1 / BF16 / IQ4_NL / IQ4_XS) weight (type wt, 2 rows of 256): MUL_MAT of 3 columns
  * (the prefill tiles) and of 1 column (decode), and GET_ROWS of its row 1.
  * Leaves: 0 W, 1 x {256,3}, 2 x1 {256,1}, 3 ids {1}, 4 y {2,3}, 5 y1 {2,1},
  * 6 row {256,1}; 14 KiB of buffer H0 (the others from byte 512, after W;
@@ -515,9 +515,12 @@ static void gen_wire_tensor(void)
     struct buf b = {0};
     static const uint32_t types[] = {BATON_TYPE_F32,  BATON_TYPE_F16,  BATON_TYPE_Q4_0,
                                      BATON_TYPE_Q8_0, BATON_TYPE_I32,  BATON_TYPE_Q5_0,
-                                     BATON_TYPE_Q5_1, BATON_TYPE_BF16};
+                                     BATON_TYPE_Q5_1, BATON_TYPE_BF16, BATON_TYPE_IQ4_NL,
+                                     BATON_TYPE_IQ4_XS};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
-        struct baton_tensor_desc t = tensor(H0 + i, 64 * i, types[i], 64, 3, 2, 1);
+        /* rows of 64, or one super-block of 256 */
+        const uint64_t ne0 = types[i] == BATON_TYPE_IQ4_XS ? 256 : 64;
+        struct baton_tensor_desc t = tensor(H0 + i, 64 * i, types[i], ne0, 3, 2, 1);
         tensor_desc(&b, &t);
         emit_buf("wire_tensor", &b);
         b.len = 0;
@@ -1310,9 +1313,9 @@ static void gen_gguf(void)
     emit("gguf", w.p, w.len);
     gw_free(&w);
 
-    /* K-quant tensors (super-blocks of 256: Q2_K..Q6_K, 84..210 bytes),
-     * one super-block row each, then the same file with the last
-     * super-block cut short and with a row of 320 (not a multiple of 256):
+    /* K-quant tensors (super-blocks of 256: Q2_K..Q6_K, 84..210 bytes) and
+     * IQ4_XS (256, 136 bytes) / IQ4_NL (32, 18 bytes), rows of 256, then
+     * the same file with the last super-block cut short and with a row of 320 (not a multiple of 256):
      * both rejected, naming the tensor */
     for (int variant = 0; variant < 3; variant++) {
         static const struct {
@@ -1322,13 +1325,16 @@ static void gen_gguf(void)
                   {"blk.0.attn_output.weight", BATON_TYPE_Q3_K},
                   {"blk.0.ffn_gate.weight", BATON_TYPE_Q4_K},
                   {"blk.0.ffn_up.weight", BATON_TYPE_Q5_K},
-                  {"output.weight", BATON_TYPE_Q6_K}};
-        uint64_t koff[5], kend = 0;
+                  {"output.weight", BATON_TYPE_Q6_K},
+                  {"blk.0.attn_q.weight", BATON_TYPE_IQ4_XS},
+                  {"blk.0.ffn_down.weight", BATON_TYPE_IQ4_NL}};
+        const size_t nk = sizeof kq / sizeof kq[0];
+        uint64_t koff[sizeof kq / sizeof kq[0]], kend = 0;
         gw_init(&w);
         gw_header(&w, 3);
         gw_kv_str(&w, "general.architecture", "llama");
         gw_kv_u32(&w, "general.file_type", 15);
-        for (size_t i = 0; i < 5; i++) {
+        for (size_t i = 0; i < nk; i++) {
             uint32_t be = 1, bb = 1;
             (void)baton_type_block(kq[i].type, &be, &bb);
             const uint64_t kne[2] = {variant == 2 && i == 2 ? 320 : 256, 2};
@@ -1337,7 +1343,7 @@ static void gen_gguf(void)
             gw_tensor_info(&w, kq[i].name, 2, kne, kq[i].type, koff[i]);
         }
         size_t kdata = gw_data_begin(&w, 32);
-        for (size_t i = 0; i < 5; i++) {
+        for (size_t i = 0; i < nk; i++) {
             const uint8_t d[4] = {0x00, 0x3c, 0x00, 0x38}; /* binary16 1.0, 0.5 */
             gw_pad_to(&w, kdata, koff[i]);
             gw_bytes(&w, d, sizeof d);
@@ -1652,10 +1658,13 @@ static void gen_dispatcher(void)
         b.len = 0;
     }
 
-    /* Q5_0 / Q5_1 weights (2 rows of 256 = 8 blocks), then BF16: the same graph */
-    for (uint32_t wt = BATON_TYPE_Q5_0; wt <= BATON_TYPE_BF16;
-         wt = wt == BATON_TYPE_Q5_1 ? BATON_TYPE_BF16 : wt + 1) {
+    /* Q5_0 / Q5_1 weights (2 rows of 256 = 8 blocks), BF16, IQ4_NL and
+     * IQ4_XS: the same graph */
+    static const uint32_t more_wt[] = {BATON_TYPE_Q5_0, BATON_TYPE_Q5_1, BATON_TYPE_BF16,
+                                       BATON_TYPE_IQ4_NL, BATON_TYPE_IQ4_XS};
+    for (size_t wi = 0; wi < sizeof more_wt / sizeof more_wt[0]; wi++) {
         static const int32_t one[1] = {1};
+        const uint32_t wt = more_wt[wi];
 
         graph_matmul_k(&s, wt);
         bu8(&b, 0);
