@@ -181,7 +181,7 @@ if [ -n "${BATON:-}" ] && [ -x "$BATON" ]; then
     [ "$rc" -eq 0 ] || { cat "$tmp/info" >&2; fail "baton info exited $rc"; }
     [ "$(grep -c 'name        batond cpu' "$tmp/info")" -eq 2 ] || fail "baton info: no device names"
     grep -q "threads     2" "$tmp/info" || fail "baton info: --threads 2 not reported"
-    grep -q "types       f32 f16 q4_0 q5_0 q5_1 q8_0 q2_k q3_k q4_k q5_k q6_k i32" "$tmp/info" || fail "baton info: types"
+    grep -q "types       f32 f16 q4_0 q5_0 q5_1 q8_0 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs i32" "$tmp/info" || fail "baton info: types"
     # options as every baton command takes them: a prefix, --opt=value
     rc=0
     timeout 20 "$BATON" info --serv="127.0.0.1:$porta" --time 5000 >"$tmp/info" 2>&1 || rc=$?
