@@ -2,6 +2,7 @@
 #include "model/genmodel.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -788,53 +789,154 @@ static void describe_unconvertible(const struct baton_gguf_tensor *t, uint32_t t
              (double)big_value, baton_type_name(type));
 }
 
+/* The limit below which a value fits out_type's range: F16 and BF16 keep
+ * NaN and infinities, but a finite value the half type cannot hold would
+ * become infinite: binary16 rounds |x| >= 65520 past 65504, its largest
+ * finite value; bfloat16 rounds |x| >= 2^128 - 2^119 past 2^128 - 2^120
+ * (about 3.39e38). +inf for the other types (their quantizers check). */
+static float half_limit(uint32_t out_type)
+{
+    return out_type == BATON_TYPE_F16    ? 65520.0f
+           : out_type == BATON_TYPE_BF16 ? 0x1.ffp127f
+                                         : INFINITY;
+}
+
+/* The first element of row (ne0 floats) that is finite and at least lim in
+ * magnitude, or ne0. */
+static uint64_t first_beyond(const float *row, uint64_t ne0, float lim)
+{
+    uint64_t e;
+
+    for (e = 0; e < ne0 && !(isfinite(row[e]) && fabsf(row[e]) >= lim); e++)
+        ;
+    return e;
+}
+
+/* Rows [r0, r1) of tensor t to out_type into dst, rb bytes per row, through
+ * row (t->ne[0] floats); *bad = the first row that failed (its status
+ * returned), else r1. */
+static int convert_rows(const struct baton_gguf_tensor *t, uint32_t out_type, float *row,
+                        uint8_t *dst, uint64_t rb, uint64_t r0, uint64_t r1, uint64_t *bad)
+{
+    const uint64_t ne0 = t->ne[0];
+    const uint8_t *base = t->data; /* (F32 data need not be aligned for float) */
+    const float lim = half_limit(out_type);
+    uint64_t r;
+    int rc = 0;
+
+    for (r = r0; r < r1; r++) {
+        /* F32 (a copy), F16 or BF16 (out_type_of): cannot fail */
+        (void)baton_dequantize_row(t->type, base + r * ne0 * (t->type == BATON_TYPE_F32 ? 4 : 2),
+                                   row, ne0);
+        rc = first_beyond(row, ne0, lim) < ne0 ? BATON_E_INVAL
+                                               : baton_quantize_row(out_type, row, dst + r * rb,
+                                                                    ne0);
+        if (rc != 0)
+            break;
+    }
+    *bad = r;
+    return rc;
+}
+
+/* One thread's share of a tensor's rows (convert_tensor). */
+struct conv_part {
+    const struct baton_gguf_tensor *t;
+    uint32_t out_type;
+    uint8_t *dst;
+    uint64_t rb, r0, r1, bad;
+    int rc;
+};
+
+static void *conv_part_run(void *arg)
+{
+    struct conv_part *p = arg;
+    float *row = malloc(p->t->ne[0] * sizeof(float)); /* ne0 fits: the tensor was read */
+
+    p->rc = row != NULL ? convert_rows(p->t, p->out_type, row, p->dst, p->rb, p->r0, p->r1,
+                                       &p->bad)
+                        : BATON_E_NOMEM;
+    free(row);
+    return NULL;
+}
+
+/* Threads for a tensor of n elements in n_rows rows: one per online CPU (at
+ * most 16), fewer for small tensors (at least 2^16 elements and 8 rows
+ * each), 1 where the count is unknown. */
+static unsigned conv_threads(uint64_t n, uint64_t n_rows)
+{
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    uint64_t k = cpus > 1 ? (uint64_t)cpus : 1;
+
+    if (k > 16)
+        k = 16;
+    while (k > 1 && (n / k < (1u << 16) || n_rows / k < 8))
+        k--;
+    return (unsigned)k;
+}
+
 /* Converts tensor t (2-D, F32, F16 or BF16) to out_type into dst, rb bytes per
- * row, a row at a time through row (t->ne[0] floats). Returns 0, or an
- * error with a message in err naming in_path, the tensor and, for a value
- * out_type cannot hold, the element. */
+ * row, its rows split over threads (conv_threads; each row is converted
+ * alone, so the bytes do not depend on the split: the K and IQ4 searches
+ * made a 7B model's conversion take tens of minutes on one core), each
+ * through its own row buffer (the calling thread's is row, t->ne[0]
+ * floats). Returns 0, or an error with a message in err naming in_path,
+ * the tensor and, for a value out_type cannot hold, the element: the first
+ * failing row in order, found again by this thread alone. */
 static int convert_tensor(const struct baton_gguf_tensor *t, uint32_t out_type, float *row,
                           uint8_t *dst, uint64_t rb, const char *in_path, char *err,
                           size_t err_len)
 {
+    enum { MAX_THREADS = 16 };
     const uint64_t ne0 = t->ne[0];
-    const uint8_t *base = t->data; /* (F32 data need not be aligned for float) */
+    const unsigned nt = conv_threads(ne0 * t->ne[1], t->ne[1]); /* read: fits */
+    struct conv_part parts[MAX_THREADS];
+    pthread_t tid[MAX_THREADS];
+    unsigned i, started = 0;
     uint64_t r;
     char shown[128];
     int rc = 0;
 
-    for (r = 0; rc == 0 && r < t->ne[1]; r++) {
-        /* F32 (a copy), F16 or BF16 (out_type_of): cannot fail */
-        (void)baton_dequantize_row(t->type, base + r * ne0 * (t->type == BATON_TYPE_F32 ? 4 : 2),
-                                   row, ne0);
-        if (out_type == BATON_TYPE_F16 || out_type == BATON_TYPE_BF16) {
-            /* a finite value the half type cannot hold would become
-             * infinite: binary16 rounds |x| >= 65520 past 65504, its
-             * largest finite value; bfloat16 rounds |x| >= 2^128 - 2^119
-             * past 2^128 - 2^120 (about 3.39e38) */
-            const float lim = out_type == BATON_TYPE_F16 ? 65520.0f : 0x1.ffp127f;
-            uint64_t e;
-
-            for (e = 0; e < ne0 && !(isfinite(row[e]) && fabsf(row[e]) >= lim); e++)
-                ;
-            if (e < ne0) {
-                snprintf(err, err_len,
-                         "%s: tensor '%s': element %llu (%g) is beyond the range of %s "
-                         "(largest finite value %s); keep the model in f32 or choose a "
-                         "quantized type",
-                         in_path, shown_name(t->name, shown, sizeof shown),
-                         (unsigned long long)(r * ne0 + e), (double)row[e],
-                         baton_type_name(out_type),
-                         out_type == BATON_TYPE_F16 ? "65504" : "about 3.39e38");
-                return BATON_E_INVAL;
-            }
-        }
-        rc = baton_quantize_row(out_type, row, dst + r * rb, ne0);
+    for (i = 0; i < nt; i++) {
+        parts[i] = (struct conv_part){t, out_type, dst, rb, t->ne[1] * i / nt,
+                                      t->ne[1] * (i + 1) / nt, 0, 0};
+        if (i > 0 && pthread_create(&tid[i], NULL, conv_part_run, &parts[i]) != 0)
+            break;
+        started = i + 1;
     }
-    if (rc == BATON_E_INVAL)
+    /* rows a thread could not be started for are this thread's too */
+    if (started < nt)
+        parts[started - 1].r1 = t->ne[1];
+    parts[0].rc = convert_rows(t, out_type, row, dst, rb, parts[0].r0, parts[0].r1, &r);
+    for (i = 1; i < started; i++)
+        pthread_join(tid[i], NULL);
+    for (i = 0; i < started; i++)
+        rc = rc != 0 ? rc : parts[i].rc;
+    if (rc == 0 || rc == BATON_E_NOMEM) {
+        if (rc != 0)
+            snprintf(err, err_len, "%s: tensor '%s': %s", in_path,
+                     shown_name(t->name, shown, sizeof shown), baton_status_str(rc));
+        return rc;
+    }
+    /* a value that does not convert: its row and element, in order */
+    rc = convert_rows(t, out_type, row, dst, rb, 0, t->ne[1], &r);
+    if (rc == BATON_E_INVAL) {
+        const uint64_t e = first_beyond(row, ne0, half_limit(out_type));
+
+        if (e < ne0) {
+            snprintf(err, err_len,
+                     "%s: tensor '%s': element %llu (%g) is beyond the range of %s "
+                     "(largest finite value %s); keep the model in f32 or choose a "
+                     "quantized type",
+                     in_path, shown_name(t->name, shown, sizeof shown),
+                     (unsigned long long)(r * ne0 + e), (double)row[e], baton_type_name(out_type),
+                     out_type == BATON_TYPE_F16 ? "65504" : "about 3.39e38");
+            return BATON_E_INVAL;
+        }
         describe_unconvertible(t, out_type, in_path, err, err_len);
-    else if (rc != 0)
+    } else if (rc != 0) {
         snprintf(err, err_len, "%s: tensor '%s': %s", in_path,
                  shown_name(t->name, shown, sizeof shown), baton_status_str(rc));
+    }
     return rc;
 }
 

@@ -195,4 +195,51 @@ rc=0; "$BATON" quantize "$TMP/f32.gguf" "$TMP/x.gguf" q4_k_s 2>"$TMP/bad.err" ||
 [ "$rc" -eq 2 ] && [ ! -e "$TMP/x.gguf" ] &&
     grep -qx "baton quantize: type 'q4_k_s' (want q8_0, q4_0, q5_0, q5_1, f16, bf16, f32, q4_k_m, q5_k_m, q6_k, q3_k_m, q2_k, iq4_xs, iq4_nl)" "$TMP/bad.err" ||
     fail "quantize q4_k_s: rc $rc: $(cat "$TMP/bad.err")"
+
+# A tensor's rows are split over threads (two on a 2-CPU machine for the
+# 1024 rows of 512 of ffn_up here): the same bytes as one thread (the
+# 8-layer model's files above, whose tensors are too small to split, were
+# compared with llama.cpp's types; here the split and unsplit conversions of
+# ffn_up are compared through gen-model, which converts on one thread), and
+# a value that does not convert is the first in order, whichever thread met
+# it: NaN at rows 700 and 400 (elements 358400 + 3, 204800 + 9) names 204809.
+"$BATON" gen-model --layers 1 --dim 512 --ff 1024 --heads 4 --vocab 300 -o "$TMP/wide.gguf" \
+    2>/dev/null || fail "gen-model wide"
+for t in iq4_xs q4_k; do
+    "$BATON" gen-model --layers 1 --dim 512 --ff 1024 --heads 4 --vocab 300 --type "$t" \
+        -o "$TMP/wide-$t-gen.gguf" 2>/dev/null || fail "gen-model wide $t"
+    "$BATON" quantize "$TMP/wide.gguf" "$TMP/wide-$t.gguf" "$( [ $t = q4_k ] && echo q4_k_m || echo $t)" \
+        2>/dev/null || fail "quantize wide $t"
+    python3 - "$TMP/wide-$t-gen.gguf" "$TMP/wide-$t.gguf" <<'PY' || fail "quantize wide $t: ffn_up differs from gen-model's"
+import json, os, subprocess, sys
+def data(path):
+    j = json.loads(subprocess.run([os.environ["BATON"], "inspect", "--json", path],
+                                  capture_output=True, check=True).stdout)
+    t = [t for t in j["tensors"] if t["name"] == "blk.0.ffn_up.weight"][0]
+    with open(path, "rb") as f:
+        f.seek(j["data_offset"] + t["offset"])
+        return t["type"], f.read(t["bytes"])
+a, b = data(sys.argv[1]), data(sys.argv[2])
+assert a[0] == b[0], (a[0], b[0])
+assert a[1] == b[1]
+PY
+done
+export BATON
+python3 - "$TMP/wide.gguf" <<'PY' || fail "poke wide"
+import json, os, struct, subprocess, sys
+path = sys.argv[1]
+j = json.loads(subprocess.run([os.environ["BATON"], "inspect", "--json", path],
+                              capture_output=True, check=True).stdout)
+t = [t for t in j["tensors"] if t["name"] == "blk.0.ffn_up.weight"][0]
+with open(path, "r+b") as f:
+    for e in (700 * 512 + 3, 400 * 512 + 9):
+        f.seek(j["data_offset"] + t["offset"] + 4 * e)
+        f.write(struct.pack("<f", float("nan")))
+PY
+for t in q8_0 iq4_xs; do
+    rc=0; "$BATON" quantize "$TMP/wide.gguf" "$TMP/wide-bad.gguf" "$t" 2>"$TMP/q.err" || rc=$?
+    [ "$rc" -eq 1 ] && [ ! -e "$TMP/wide-bad.gguf" ] &&
+        grep -qxF "baton quantize: $TMP/wide.gguf: tensor 'blk.0.ffn_up.weight': element 204809 is NaN, which $t cannot hold (baton inspect --check names every tensor with NaN or infinite values)" "$TMP/q.err" ||
+        fail "quantize wide NaN $t: rc $rc: $(cat "$TMP/q.err")"
+done
 echo "ok"

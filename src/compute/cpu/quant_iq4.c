@@ -56,21 +56,21 @@ static void iq4_store_u16(uint8_t *p, uint16_t v)
     p[1] = (uint8_t)(v >> 8);
 }
 
-/* The index of the grid level nearest v (the lower one on a tie; NaN: 0). */
+/* The midpoints between consecutive levels (exact half-integers). */
+static const float grid_mid[16] = {-115.5f, -93.5f, -74.0f, -57.0f, -42.0f, -28.5f, -16.0f, -4.5f,
+                                   7.0f,    19.0f,  31.5f,  45.5f,  61.0f,  79.0f,  101.0f, INFINITY};
+
+/* The index of the grid level nearest v: the number of midpoints below v
+ * (the lower level on a tie; NaN: 0). Sixteen compares without a branch
+ * (the last midpoint is +inf, never below): a binary search's mispredicted
+ * branches made the quantizer five times slower than Q4_K's. */
 static int grid_index(float v)
 {
-    int lo = 0, hi = 15;
+    int i, n = 0;
 
-    /* the first i with v <= the midpoint of G[i], G[i + 1], else 15 */
-    while (lo < hi) {
-        const int mid = (lo + hi) / 2;
-
-        if (!(v > 0.5f * (float)(baton_iq4_grid[mid] + baton_iq4_grid[mid + 1])))
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return lo;
+    for (i = 0; i < 16; i++)
+        n += v > grid_mid[i];
+    return n;
 }
 
 /* Step 2 for the scale s: returns (sum w q x)^2 / sum w q^2 (0 when sum w
