@@ -1,4 +1,4 @@
-/* MUL_MAT over K-quant weights (Q2_K..Q6_K) at every level this CPU has,
+/* MUL_MAT over K-quant weights (Q2_K..Q6_K, IQ4_XS) at every level this CPU has,
  * against this file's own reading of the formats (compute/cpu/quant.h's
  * formulas, element by element) and of matmul.h's K reduction order:
  *   (a) every level gives the reference's bits;
@@ -43,14 +43,19 @@ static float rng_unit(void) /* [-1, 1) */
 }
 
 static const uint32_t k_types[] = {BATON_TYPE_Q2_K, BATON_TYPE_Q3_K, BATON_TYPE_Q4_K,
-                                   BATON_TYPE_Q5_K, BATON_TYPE_Q6_K};
+                                   BATON_TYPE_Q5_K, BATON_TYPE_Q6_K, BATON_TYPE_IQ4_XS};
+#define N_K_TYPES (sizeof(k_types) / sizeof(k_types[0]))
 
 static const char *tname(uint32_t t)
 {
     static const char *names[] = {"Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"};
 
-    return names[t - BATON_TYPE_Q2_K];
+    return t == BATON_TYPE_IQ4_XS ? "IQ4_XS" : names[t - BATON_TYPE_Q2_K];
 }
+
+/* IQ4_XS's levels, from quant.h's text (ggml's kvalues_iq4nl) */
+static const int iq4_levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                   1,    13,   25,  38,  53,  69,  89,  113};
 
 /* ---- the formats, from quant.h's text ---- */
 
@@ -58,7 +63,7 @@ static uint64_t sb_bytes(uint32_t t)
 {
     static const uint64_t b[] = {84, 110, 144, 176, 210};
 
-    return b[t - BATON_TYPE_Q2_K];
+    return t == BATON_TYPE_IQ4_XS ? 136 : b[t - BATON_TYPE_Q2_K];
 }
 
 static int has_min(uint32_t t)
@@ -135,6 +140,16 @@ static void elem(uint32_t t, const uint8_t *b, int e, int *q, int *sc, int *m, i
         *q = u < 32 ? qs[32 * c + u] & 15 : qs[32 * c + u - 32] >> 4;
         if (t == BATON_TYPE_Q5_K)
             *q += 16 * ((b[16 + u % 32] >> *sub) & 1);
+        return;
+    }
+    case BATON_TYPE_IQ4_XS: { /* sub-block j = e / 32: ls_j, then one IQ4_NL block's nibbles */
+        const int j = e / 32, i = e % 32, byte = b[8 + 16 * j + i % 16];
+        const int lo = (b[4 + j / 2] >> (4 * (j % 2))) & 15,
+                  hi = ((b[2] | b[3] << 8) >> (2 * j)) & 3;
+
+        *sub = e / 16;
+        *sc = (lo | hi << 4) - 32;
+        *q = iq4_levels[i < 16 ? byte & 15 : byte >> 4];
         return;
     }
     default: {
@@ -297,6 +312,9 @@ static void fill_weights(uint32_t t, uint8_t *w, uint64_t k, uint64_t n)
         case BATON_TYPE_Q6_K:
             put16(b + 208, rand_scale16());
             break;
+        case BATON_TYPE_IQ4_XS: /* scales_h after d stays random */
+            put16(b, rand_scale16());
+            break;
         default:
             put16(b, rand_scale16());
             put16(b + 2, rand_scale16());
@@ -313,6 +331,8 @@ static void fill_x(float *x, uint64_t count)
         x[i] = rng_unit() * (float)(1 + (i / 256) % 5) * ((i / 100) % 11 == 4 ? 0.0f : 1.0f);
 }
 
+/* Bit for bit; a NaN only as a NaN (its payload may differ between
+ * levels: matmul.h). */
 static void expect_bits(const float *got, const float *want, uint64_t count, const char *what)
 {
     uint64_t i;
@@ -320,6 +340,8 @@ static void expect_bits(const float *got, const float *want, uint64_t count, con
     for (i = 0; i < count; i++) {
         uint32_t a, b;
 
+        if (isnan(want[i]) && isnan(got[i]))
+            continue;
         memcpy(&a, &got[i], 4);
         memcpy(&b, &want[i], 4);
         if (a != b)
@@ -503,6 +525,78 @@ static void test_q6_k(void **state)
     random_type(BATON_TYPE_Q6_K, 18);
 }
 
+static void test_iq4_xs(void **state)
+{
+    (void)state;
+    rng_state = 0x1A4;
+    random_type(BATON_TYPE_IQ4_XS, 18);
+}
+
+/* IQ4_XS super-blocks at the edges, every level: sub-block scales ls 0 and
+ * 63 (Sc -32 and 31) and all between, all 16 levels at each nibble
+ * position, sub-blocks of only -127 or only 113 against super-blocks of x
+ * at +-127 (|isum| up to 256 * 32 * 127 * 127 = 132128768: past 2^24, and
+ * past int16 at every step a kernel might add in it), and binary16 d of
+ * every kind: subnormal, the largest finite (products overflow to +-inf,
+ * which meet in NaN), +-0, +inf, NaN. 37 rows (8-row decode tiles and
+ * 16-row panels with a ragged end), k 2304 (a group of 8 super-blocks and
+ * one), 1, 3 and 17 columns (the decode, the tiles, the panels). */
+static void test_iq4_xs_edges(void **state)
+{
+    static const uint16_t ds[] = {0x0001, 0x83FF, 0x7BFF, 0xFBFF, 0x0000,
+                                  0x8000, 0x7C00, 0x7E00, 0x3C00, 0x1C00};
+    static const uint64_t ms[] = {1, 3, 17};
+    const uint64_t k = 2304, n = 37, rb = k / 256 * 136;
+    struct baton_pool *pools[3];
+    unsigned mi;
+
+    (void)state;
+    rng_state = 0x1A5;
+    create_pools(pools);
+    for (mi = 0; mi < 3; mi++) {
+        const uint64_t m = ms[mi];
+        uint8_t *w = malloc(rb * n);
+        float *x = malloc(k * m * sizeof(float)), *want = malloc(n * m * sizeof(float));
+        uint64_t r, s, c, i;
+
+        assert_non_null(w);
+        assert_non_null(x);
+        assert_non_null(want);
+        fill_weights(BATON_TYPE_IQ4_XS, w, k, n);
+        for (r = 0; r < n; r++)
+            for (s = 0; s < k / 256; s++) {
+                uint8_t *b = w + r * rb + s * 136;
+                const uint64_t v = r + s;
+
+                if (r % 3 == 0)
+                    put16(b, ds[(r / 3 + s) % 10]);
+                /* ls: all 0, all 63, or 8 values that step through 0..63 */
+                if (v % 4 == 0)
+                    memset(b + 2, 0x00, 6);
+                else if (v % 4 == 1)
+                    memset(b + 2, 0xFF, 6);
+                for (i = 0; i < 128; i++) /* low nibble level (i + v) % 16, high 15 - that */
+                    b[8 + i] = (uint8_t)((i + v) % 16 | (15 - (i + v) % 16) << 4);
+                if (r % 3 == 1) { /* sub-blocks of one extreme level */
+                    memset(b + 8, 0x00, 32);
+                    memset(b + 8 + 64, 0xFF, 32);
+                }
+            }
+        fill_x(x, k * m);
+        for (i = 0; i < k * m; i++) /* super-blocks of +-127 exactly */
+            if (i / 256 % 3 == 0)
+                x[i] = (i / 256 % 2 ? -1.0f : 1.0f) * 0.25f;
+        for (c = 0; c < m; c++)
+            for (r = 0; r < n; r++)
+                want[c * n + r] = ref_dot(BATON_TYPE_IQ4_XS, w + r * rb, x + c * k, k);
+        check_levels(BATON_TYPE_IQ4_XS, w, x, want, k, n, m, pools);
+        free(w);
+        free(x);
+        free(want);
+    }
+    destroy_pools(pools);
+}
+
 /* The layout of matmul.h: q, bsums, dx and zero padding, byte for byte,
  * at every level and thread count (each level has its own quantizer).
  * Besides random super-blocks: one of zeros (dx = 0, q = 0), one of -0.0
@@ -597,7 +691,7 @@ static void test_nonfinite(void **state)
     (void)state;
     rng_state = 99;
     create_pools(pools);
-    for (ti = 0; ti < 5; ti++) {
+    for (ti = 0; ti < N_K_TYPES; ti++) {
         const uint32_t t = k_types[ti];
         uint8_t *w = malloc(k / 256 * sb_bytes(t) * n);
         float x[1024], want[10], got[10];
@@ -649,14 +743,14 @@ static void test_large_sums(void **state)
     create_pools(pools);
     for (i = 0; i < 512; i++)
         x[i] = i < 256 ? 1.0f : i % 256 == 7 ? 1.0f : 0.75f;
-    for (ti = 0; ti < 5; ti++) {
+    for (ti = 0; ti < N_K_TYPES; ti++) {
         const uint32_t t = k_types[ti];
         const uint64_t rb = 2 * sb_bytes(t);
         uint8_t w[3 * 2 * 210];
         uint64_t r;
         int64_t lvl;
 
-        memset(w, t == BATON_TYPE_Q6_K ? 0x00 : 0xFF, sizeof(w));
+        memset(w, t == BATON_TYPE_Q6_K || t == BATON_TYPE_IQ4_XS ? 0x00 : 0xFF, sizeof(w));
         for (r = 0; r < 6; r++) {
             uint8_t *b = w + r * sb_bytes(t);
 
@@ -671,6 +765,9 @@ static void test_large_sums(void **state)
                 memset(b + 192, r < 2 ? 0x80 : 0x81, 16); /* scales -128 (row 0), -127 */
                 put16(b + 208, 0x1C00); /* 2^-8 */
                 break;
+            case BATON_TYPE_IQ4_XS: /* ls 0 (scale -32), every level -127 */
+                put16(b, 0x1C00);
+                break;
             default:
                 put16(b, 0x1C00), put16(b + 2, 0x2C00);
                 break;
@@ -678,6 +775,10 @@ static void test_large_sums(void **state)
         }
         if (t == BATON_TYPE_Q6_K)
             w[rb + 5] = 0x11;
+        if (t == BATON_TYPE_IQ4_XS) { /* row 1: ls_0 = 1, element 0 at level -104 */
+            w[rb + 4] = 0x01;
+            w[rb + 8] = 0x01;
+        }
         for (r = 0; r < 3; r++)
             want[r] = ref_dot(t, w + r * rb, x, k);
         for (lvl = BATON_CPU_ISA_SCALAR; lvl <= BATON_CPU_ISA_AVX512; lvl++) {
@@ -714,8 +815,13 @@ static void test_large_sums(void **state)
             free(x8);
             free(got);
         }
-        if (t == BATON_TYPE_Q6_K) {
-            /* the figures claimed above, from this file's reading */
+        if (t == BATON_TYPE_Q6_K || t == BATON_TYPE_IQ4_XS) {
+            /* the figures claimed above, from this file's reading; IQ4_XS
+             * row 0: 256 * (-32) * (-127) * 127 = 132128768, row 1: 127 *
+             * (31 * (31 * 127 + 104) + 32 * 224 * 127) = 131522089, odd, not
+             * a float */
+            const int64_t want0 = t == BATON_TYPE_Q6_K ? 133169152 : 132128768;
+            const int64_t want1 = t == BATON_TYPE_Q6_K ? 132096510 : 131522089;
             struct ref_act a;
             int64_t isum[2] = {0, 0};
             int e;
@@ -728,8 +834,8 @@ static void test_large_sums(void **state)
                     elem(t, w + r * rb, e, &q, &sc, &m, &sub);
                     isum[r] += (int64_t)sc * q * a.q[e];
                 }
-            assert_int_equal(isum[0], 133169152);
-            assert_int_equal(isum[1], 132096510);
+            assert_int_equal(isum[0], want0);
+            assert_int_equal(isum[1], want1);
             assert_true((int64_t)(float)isum[1] != isum[1]);
         }
     }
@@ -757,7 +863,8 @@ int main(void)
         cmocka_unit_test(test_sizes),     cmocka_unit_test(test_act_layout),
         cmocka_unit_test(test_q4_k),      cmocka_unit_test(test_q6_k),
         cmocka_unit_test(test_q5_k),      cmocka_unit_test(test_q2_k),
-        cmocka_unit_test(test_q3_k),      cmocka_unit_test(test_nonfinite),
+        cmocka_unit_test(test_q3_k),      cmocka_unit_test(test_iq4_xs),
+        cmocka_unit_test(test_iq4_xs_edges), cmocka_unit_test(test_nonfinite),
         cmocka_unit_test(test_large_sums),
     };
 

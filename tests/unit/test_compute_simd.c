@@ -93,12 +93,19 @@ static float ref_h16(const uint8_t *w, int bf, const float *x, uint64_t k)
     return ref_hsum8(c);
 }
 
+/* IQ4_NL's levels, from quant.h's text (ggml's kvalues_iq4nl) */
+static const int iq4_levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                   1,    13,   25,  38,  53,  69,  89,  113};
+
 /* x quantized per block: d = max|x| / 127, q = nearest-even(x * (1/d));
  * a block with a non-finite value gives NaN. Each block's 32 elements
- * summed exactly, then one fma: Q4_0 into one chain, Q8_0 into chain
- * b % 4 of four, summed (C0 + C2) + (C1 + C3) at the end. */
-static float ref_q(const uint8_t *w, int is_q4, const float *x, uint64_t k)
+ * summed exactly, then one fma: Q4_0 and IQ4_NL (nibble j of byte 2 + j %
+ * 16, the low one for j < 16: Q4_0 nibble - 8, IQ4_NL its level) into one
+ * chain, Q8_0 into chain b % 4 of four, summed (C0 + C2) + (C1 + C3) at
+ * the end. */
+static float ref_q(const uint8_t *w, uint32_t type, const float *x, uint64_t k)
 {
+    const int is_q4 = type == BATON_TYPE_Q4_0 || type == BATON_TYPE_IQ4_NL;
     float chain[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     uint64_t b;
     int j;
@@ -114,8 +121,13 @@ static float ref_q(const uint8_t *w, int is_q4, const float *x, uint64_t k)
                 finite = 0;
             else
                 amax = fmaxf(amax, fabsf(xb[j]));
-            wq[j] =
-                is_q4 ? (j < 16 ? (wb[2 + j] & 15) : (wb[2 + j - 16] >> 4)) - 8 : (int8_t)wb[2 + j];
+            if (is_q4) {
+                const int nib = j < 16 ? wb[2 + j] & 15 : wb[2 + j - 16] >> 4;
+
+                wq[j] = type == BATON_TYPE_IQ4_NL ? iq4_levels[nib] : nib - 8;
+            } else {
+                wq[j] = (int8_t)wb[2 + j];
+            }
         }
         dx = finite ? amax / 127.0f : NAN;
         id = dx != 0.0f ? 1.0f / dx : 0.0f;
@@ -189,10 +201,10 @@ static float ref_q5(const uint8_t *w, int is_q5_1, const float *x, uint64_t k)
 
 static uint64_t block_bytes_of(uint32_t type)
 {
-    return type == BATON_TYPE_Q4_0   ? 18
-           : type == BATON_TYPE_Q5_0 ? 22
-           : type == BATON_TYPE_Q5_1 ? 24
-                                     : 34;
+    return type == BATON_TYPE_Q4_0 || type == BATON_TYPE_IQ4_NL ? 18
+           : type == BATON_TYPE_Q5_0                            ? 22
+           : type == BATON_TYPE_Q5_1                            ? 24
+                                                                : 34;
 }
 
 /* ---- one case ---- */
@@ -237,6 +249,9 @@ struct mm_case {
     void *work;
 };
 
+static void case_ref(struct mm_case *c);
+
+/* c's weights and x, random, and its want (case_ref). */
 static void case_fill(struct mm_case *c, uint32_t type, uint64_t k, uint64_t n, uint64_t m)
 {
     const uint64_t rb = baton_row_bytes(type, k);
@@ -303,6 +318,14 @@ static void case_fill(struct mm_case *c, uint32_t type, uint64_t k, uint64_t n, 
     }
     for (i = 0; i < k * m; i++) /* blocks of different magnitudes, a zero run */
         c->x[i] = rng_unit() * (float)(1 + (i / 32) % 5) * ((i / 40) % 9 == 3 ? 0.0f : 1.0f);
+    case_ref(c);
+}
+
+static void case_ref(struct mm_case *c)
+{
+    const uint32_t type = c->type;
+    const uint64_t k = c->k, n = c->n, m = c->m, rb = baton_row_bytes(type, k);
+    uint64_t i, r;
 
     for (i = 0; i < m; i++)
         for (r = 0; r < n; r++) {
@@ -323,7 +346,7 @@ static void case_fill(struct mm_case *c, uint32_t type, uint64_t k, uint64_t n, 
                 v = ref_q5(wr, type == BATON_TYPE_Q5_1, xc, k);
                 break;
             default:
-                v = ref_q(wr, type == BATON_TYPE_Q4_0, xc, k);
+                v = ref_q(wr, type, xc, k);
                 break;
             }
             c->want[i * n + r] = v;
@@ -481,6 +504,13 @@ static void test_q4_0_random(void **state)
     random_cases(BATON_TYPE_Q4_0, k_blocks, 10, 50);
 }
 
+static void test_iq4_nl_random(void **state)
+{
+    (void)state;
+    rng_state = 20;
+    random_cases(BATON_TYPE_IQ4_NL, k_blocks, 10, 50);
+}
+
 static void test_q5_0_random(void **state)
 {
     (void)state;
@@ -501,9 +531,9 @@ static void test_q5_1_random(void **state)
  * with a ragged end. */
 static void test_large_shapes(void **state)
 {
-    static const uint32_t types[] = {BATON_TYPE_F32,  BATON_TYPE_F16,  BATON_TYPE_BF16,
-                                     BATON_TYPE_Q8_0, BATON_TYPE_Q4_0, BATON_TYPE_Q5_0,
-                                     BATON_TYPE_Q5_1};
+    static const uint32_t types[] = {BATON_TYPE_F32,  BATON_TYPE_F16,   BATON_TYPE_BF16,
+                                     BATON_TYPE_Q8_0, BATON_TYPE_Q4_0,  BATON_TYPE_Q5_0,
+                                     BATON_TYPE_Q5_1, BATON_TYPE_IQ4_NL};
     struct baton_pool *pools[2];
     unsigned t;
 
@@ -572,6 +602,68 @@ static void test_q4_0_decode_chunks(void **state)
     (void)state;
     rng_state = 9;
     shape_grid(BATON_TYPE_Q4_0, ks, 9, ms, 3);
+}
+
+/* IQ4_NL through Q4_0's strips, decode groups and packed chunks (above),
+ * its nibbles looked up in the grid. */
+static void test_iq4_nl_decode_chunks(void **state)
+{
+    static const uint64_t ks[] = {640, 800, 864, 1184, 2080, 33280};
+    static const uint64_t ms[] = {1, 2, 17};
+
+    (void)state;
+    rng_state = 21;
+    shape_grid(BATON_TYPE_IQ4_NL, ks, 6, ms, 3);
+}
+
+/* IQ4_NL blocks at the edges: every row holds all 16 levels at every
+ * nibble position (low and high) across its blocks, the extreme levels
+ * -127 and 113 against x of +-127 (|isum| up to 32 * 127 * 127 = 516128,
+ * past int16 at every step a kernel might add in it), and binary16 scales
+ * of every kind: subnormal (0x0001, 0x83FF), the largest finite (65504,
+ * products overflow to +-inf, which meet in NaN), +-0, +inf, NaN; 37 rows
+ * (strips of 8 and 16 and a ragged end), 1, 3 and 17 columns. */
+static void test_iq4_nl_edges(void **state)
+{
+    static const uint16_t scales[] = {0x0001, 0x83FF, 0x7BFF, 0xFBFF, 0x0000,
+                                      0x8000, 0x7C00, 0x7E00, 0x3C00, 0x2E66};
+    static const uint64_t ms[] = {1, 3, 17};
+    struct baton_pool *pools[2];
+    unsigned mi;
+
+    (void)state;
+    rng_state = 22;
+    assert_int_equal(baton_pool_create(1, &pools[0]), 0);
+    assert_int_equal(baton_pool_create(2, &pools[1]), 0);
+    for (mi = 0; mi < 3; mi++) {
+        struct mm_case c;
+        const uint64_t k = 32 * 19, n = 37, rb = baton_row_bytes(BATON_TYPE_IQ4_NL, k);
+        uint64_t r, b, i;
+
+        case_fill(&c, BATON_TYPE_IQ4_NL, k, n, ms[mi]);
+        for (r = 0; r < n; r++)
+            for (b = 0; b < k / 32; b++) {
+                uint8_t *p = c.w + r * rb + b * 18;
+                const uint16_t h = r % 3 == 0   ? scales[(r / 3 + b) % 10]
+                                   : r % 3 == 1 ? 0x2E66 /* 0.1 */
+                                                : p[0] | (uint16_t)(p[1] & 0x3F) << 8;
+
+                p[0] = (uint8_t)h;
+                p[1] = (uint8_t)(h >> 8);
+                for (i = 0; i < 16; i++) /* low nibble level (i + b + r), high 15 - that */
+                    p[2 + i] = (uint8_t)((i + b + r) % 16 | (15 - (i + b + r) % 16) << 4);
+                if (r % 3 == 1 && b % 2 == 0) /* every element the lowest or highest level */
+                    memset(p + 2, b % 4 == 0 ? 0x00 : 0xFF, 16);
+            }
+        for (i = 0; i < k * c.m; i++) /* blocks of +-127 exactly, others random */
+            if (i / 32 % 3 == 0)
+                c.x[i] = (i / 32 % 2 ? -1.0f : 1.0f) * 3.5f;
+        case_ref(&c);
+        case_check(&c, pools, 2);
+        case_free(&c);
+    }
+    baton_pool_destroy(pools[0]);
+    baton_pool_destroy(pools[1]);
 }
 
 /* AVX-512 Q8_0 from 12 columns on transposes chunks of 64 blocks of each
@@ -728,7 +820,8 @@ static void test_nonfinite_activation(void **state)
     case_fill(&c, BATON_TYPE_Q8_0, 96, 10, 3);
     c.x[96 + 40] = INFINITY; /* column 1, block 1 */
     for (r = 0; r < 10; r++)
-        c.want[10 + r] = ref_q(c.w + r * baton_row_bytes(BATON_TYPE_Q8_0, 96), 0, c.x + 96, 96);
+        c.want[10 + r] =
+            ref_q(c.w + r * baton_row_bytes(BATON_TYPE_Q8_0, 96), BATON_TYPE_Q8_0, c.x + 96, 96);
     for (r = 0; r < 10; r++)
         assert_true(isnan(c.want[10 + r]));
     case_check(&c, &pool, 1);
@@ -1213,6 +1306,9 @@ int main(void)
         cmocka_unit_test(test_q4_0_random),          cmocka_unit_test(test_q5_0_random),
         cmocka_unit_test(test_q5_1_random),          cmocka_unit_test(test_large_shapes),
         cmocka_unit_test(test_q4_0_decode_chunks),
+        cmocka_unit_test(test_iq4_nl_random),
+        cmocka_unit_test(test_iq4_nl_decode_chunks),
+        cmocka_unit_test(test_iq4_nl_edges),
         cmocka_unit_test(test_q8_0_packed),
         cmocka_unit_test(test_f16_decode_chunks),   cmocka_unit_test(test_f16_prefill_chunks),
         cmocka_unit_test(test_bf16_decode_chunks),  cmocka_unit_test(test_bf16_prefill_chunks),
