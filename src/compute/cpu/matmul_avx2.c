@@ -1057,7 +1057,13 @@ static T2 void avx2_att_block(const struct baton_att_block *b)
  * pipe; measured faster there). The bias term (bias * sum_i sc_i *
  * bsums_i) and the mins' sum come from the activations' bsums with one
  * more vpmaddwd. Every intermediate fits its lanes, so the sums equal the
- * scalar kernel's integers exactly, whatever order they are added in. */
+ * scalar kernel's integers exactly, whatever order they are added in.
+ * IQ4_XS: its grid levels, biased by 128, would saturate vpmaddubsw (2 *
+ * 241 * 127), so this level reads them signed (-127..113) and takes them
+ * by the sign trick, |Qw| times x with Qw's sign (pair sums <= 2 * 127 *
+ * 127 = 32258; no bias, no correction), and each chunk's int16 sums go to
+ * one vpmaddwd by its own sub-block's scale (two of them would overflow a
+ * vphaddw). */
 
 #define K_COLS 8u /* columns sharing one decode of a weight super-block */
 
@@ -1110,7 +1116,8 @@ static AI T2 __m256i k_move_bits(__m256i v, int from, int to)
                        : v;
 }
 
-/* Unsigned quant bytes (Qw + bias) of elements 32t..32t+31. */
+/* Unsigned quant bytes (Qw + bias) of elements 32t..32t+31 (IQ4_XS: Qw,
+ * signed). */
 static AI T2 __m256i k_chunk(uint32_t type, const uint8_t *wb, int t)
 {
     const __m256i m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi8(15);
@@ -1144,6 +1151,13 @@ static AI T2 __m256i k_chunk(uint32_t type, const uint8_t *wb, int t)
             q = _mm256_add_epi8(q, hb);
         }
         return q;
+    }
+    case BATON_TYPE_IQ4_XS: { /* signed levels: sub-block t, as one IQ4_NL block */
+        const __m128i b = _mm_loadu_si128((const __m128i *)(wb + 8 + 16 * t));
+
+        return _mm256_shuffle_epi8(
+            _mm256_broadcastsi128_si256(k_iq4_grid()),
+            _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), m15));
     }
     default: { /* Q6_K: t = 4h + g, g the quarter of the half */
         const __m256i b = _mm256_loadu_si256((const __m256i *)(wb + 64 * h + 32 * (g % 2)));
@@ -1201,13 +1215,51 @@ static AI T2 __m256i k_sv2(uint32_t type, __m256i sc2, int t)
         8);
 }
 
+/* The scale factors of chunks t and t + 1 for k_dot2: *s0 = k_sv2's (s1
+ * unused), or for IQ4_XS chunk t's int16 scale in every lane (*s0) and
+ * chunk t + 1's (*s1). */
+static AI T2 void k_svs(uint32_t type, __m256i sc2, int t, __m256i *s0, __m256i *s1)
+{
+    if (type == BATON_TYPE_IQ4_XS) {
+        /* group 2t's byte (sub-block t's) to the high byte of each word,
+         * then down with its sign */
+        *s0 = _mm256_srai_epi16(
+            _mm256_shuffle_epi8(sc2, _mm256_set1_epi16((short)((2 * t) << 8 | 0x80))), 8);
+        *s1 = _mm256_srai_epi16(
+            _mm256_shuffle_epi8(sc2, _mm256_set1_epi16((short)((2 * t + 2) << 8 | 0x80))), 8);
+        return;
+    }
+    *s0 = k_sv2(type, sc2, t);
+    *s1 = *s0;
+}
+
+/* Chunks t and t + 1 (wq c0, c1) against their 64 activations at xb: 8
+ * int32 lanes of their share of isum (scales s0, s1 from k_svs). */
+static AI T2 __m256i k_dot2(uint32_t type, __m256i c0, __m256i c1, const uint8_t *xb, __m256i s0,
+                            __m256i s1)
+{
+    const __m256i x0 = _mm256_loadu_si256((const __m256i *)xb);
+    const __m256i x1 = _mm256_loadu_si256((const __m256i *)(xb + 32));
+
+    if (type == BATON_TYPE_IQ4_XS)
+        return _mm256_add_epi32(
+            _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(c0), _mm256_sign_epi8(x0, c0)),
+                              s0),
+            _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(c1), _mm256_sign_epi8(x1, c1)),
+                              s1));
+    return _mm256_madd_epi16(
+        _mm256_hadd_epi16(_mm256_maddubs_epi16(c0, x0), _mm256_maddubs_epi16(c1, x1)), s0);
+}
+
 /* The scales of the super-block at wb in both halves of *sc2, *corr the
- * int16 factors of its 16 bsums; returns the bias. */
+ * int16 factors of its 16 bsums; returns the bias (IQ4_XS: 0, its quants
+ * read signed). */
 static AI T2 int k_scales2(uint32_t type, const uint8_t *wb, __m256i *sc2, __m256i *corr)
 {
     __m128i scb;
     __m256i mn;
-    const int bias = k_scales_v(type, wb, &scb, &mn);
+    const int bias = type == BATON_TYPE_IQ4_XS ? (k_scales_v(type, wb, &scb, &mn), 0)
+                                               : k_scales_v(type, wb, &scb, &mn);
 
     *sc2 = _mm256_broadcastsi128_si256(scb);
     if (bias)
@@ -1217,9 +1269,10 @@ static AI T2 int k_scales2(uint32_t type, const uint8_t *wb, __m256i *sc2, __m25
     return bias;
 }
 
-/* The unpacked weights wq and spread scales sv of the super-block at wb,
- * *corr the int16 factors of its 16 bsums; returns the bias. */
-static AI T2 int k_prep(uint32_t type, const uint8_t *wb, __m256i wq[8], __m256i sv[4],
+/* The unpacked weights wq and spread scales sv (k_svs of chunks 2t,
+ * 2t + 1 in sv[2t], sv[2t + 1]) of the super-block at wb, *corr the int16
+ * factors of its 16 bsums; returns the bias. */
+static AI T2 int k_prep(uint32_t type, const uint8_t *wb, __m256i wq[8], __m256i sv[8],
                         __m256i *corr)
 {
     __m256i sc2;
@@ -1229,7 +1282,7 @@ static AI T2 int k_prep(uint32_t type, const uint8_t *wb, __m256i wq[8], __m256i
 #pragma GCC unroll 4
     for (t = 0; t < 4; t++) {
         k_chunk2(type, wb, 2 * t, &wq[2 * t], &wq[2 * t + 1]);
-        sv[t] = k_sv2(type, sc2, 2 * t);
+        k_svs(type, sc2, 2 * t, &sv[2 * t], &sv[2 * t + 1]);
     }
     return bias;
 }
@@ -1369,15 +1422,11 @@ static AI T2 void k_group1(uint32_t type, struct k_cursor *cur, uint32_t nt,
              * eight first, as k_row does for its columns, spilled) */
 #pragma GCC unroll 4
             for (q = 0; q < 8; q += 2) {
-                __m256i c0, c1, p0, p1;
+                __m256i c0, c1, s0, s1;
 
                 k_chunk2(type, wb, q, &c0, &c1);
-                p0 = _mm256_maddubs_epi16(c0, _mm256_loadu_si256((const __m256i *)(xb + 32 * q)));
-                p1 = _mm256_maddubs_epi16(c1,
-                                          _mm256_loadu_si256((const __m256i *)(xb + 32 * q + 32)));
-
-                a = _mm256_add_epi32(
-                    a, _mm256_madd_epi16(_mm256_hadd_epi16(p0, p1), k_sv2(type, sc2, q)));
+                k_svs(type, sc2, q, &s0, &s1);
+                a = _mm256_add_epi32(a, k_dot2(type, c0, c1, xb + 32 * q, s0, s1));
             }
             is[t] = a;
             ms[t] = m;
@@ -1494,7 +1543,7 @@ static AI T2 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
     for (s = 0; s < nsb; s++) {
         const uint8_t *wb = mm->w + r * mm->w_row_bytes + s * bbytes;
         const float d = h2f(wb + d_off), dmin = dmin_off >= 0 ? h2f(wb + dmin_off) : 0.0f;
-        __m256i wq[8], sv[4], corr;
+        __m256i wq[8], sv[8], corr;
         const int bias = k_prep(type, wb, wq, sv, &corr);
         __m256 dxv;
 
@@ -1506,15 +1555,9 @@ static AI T2 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
             __m256i a = bias ? m : _mm256_setzero_si256();
 
 #pragma GCC unroll 4
-            for (t = 0; t < 8; t += 2) {
-                const __m256i p0 = _mm256_maddubs_epi16(
-                    wq[t], _mm256_loadu_si256((const __m256i *)(xb + 32 * t)));
-                const __m256i p1 = _mm256_maddubs_epi16(
-                    wq[t + 1], _mm256_loadu_si256((const __m256i *)(xb + 32 * t + 32)));
-
+            for (t = 0; t < 8; t += 2)
                 a = _mm256_add_epi32(a,
-                                     _mm256_madd_epi16(_mm256_hadd_epi16(p0, p1), sv[t / 2]));
-            }
+                                     k_dot2(type, wq[t], wq[t + 1], xb + 32 * t, sv[t], sv[t + 1]));
             is[j] = a;
             ms[j] = m;
             memcpy(&dxs[j], xb + 288, sizeof(float));
@@ -1557,6 +1600,7 @@ static AI T2 void k_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
 K_KERNELS(q2_k, BATON_TYPE_Q2_K)
 K_KERNELS(q3_k, BATON_TYPE_Q3_K)
 K_KERNELS(q6_k, BATON_TYPE_Q6_K)
+K_KERNELS(iq4_xs, BATON_TYPE_IQ4_XS)
 
 /* ---- AVX2 K-quant prefill panels (Q4_K, Q5_K): 8 rows, one per 32-bit
  * lane ----
@@ -1851,7 +1895,13 @@ KP_KERNELS(q5_k, BATON_TYPE_Q5_K)
  * first row in the missing lanes and stores only its own. (Until the
  * twenty-sixth session every row had its own register, nibbles by
  * vpsrlvd, and the sums met through vphaddd and two vperm2i128: bench/
- * RESULTS.md, "Twenty-sixth session", for the figures.) */
+ * RESULTS.md, "Twenty-sixth session", for the figures.)
+ * IQ4_NL (nl set): the nibbles index the grid by vpshufb, signed levels
+ * -127..113, and vpmaddubsw takes them by the sign trick, |level| times x
+ * with the level's sign (pair sums at most 2 * 127 * 127 = 32258). Two of
+ * those would overflow int16, so each goes to int32 at once (vpmaddwd by
+ * ones: sums of 4 products), and the two rounds of adds are vphaddd; the
+ * activation corr (bias 128) is not needed. Same lanes, same exact isum. */
 #define Q4_ROWS 8
 
 /* binary16 scales of block offset bo of the 8 rows, as floats in lane
@@ -1872,10 +1922,11 @@ static AI T2 __m256 q4_scales8(const uint8_t *const row[Q4_ROWS], uint64_t bo)
 }
 
 static AI T2 void q4_strip(const struct baton_mm *mm, uint64_t r, uint32_t nr, uint64_t c,
-                           const int NC)
+                           const int NC, const int nl)
 {
     const uint64_t nb = mm->k / 32;
     const __m256i ones16 = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0F);
+    const __m256i grid = _mm256_broadcastsi128_si256(k_iq4_grid());
     const uint8_t *row[Q4_ROWS];
     /* the next strip's rows, one contiguous range: decode prefetches it
      * into L2 block by block as it goes (without, the 8 rows' interleaved
@@ -1910,6 +1961,10 @@ static AI T2 void q4_strip(const struct baton_mm *mm, uint64_t r, uint32_t nr, u
 
             wl[i] = _mm256_and_si256(v, m4);
             wh[i] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+            if (nl) {
+                wl[i] = _mm256_shuffle_epi8(grid, wl[i]);
+                wh[i] = _mm256_shuffle_epi8(grid, wh[i]);
+            }
         }
 #pragma GCC unroll 4
         for (j = 0; j < NC; j++) {
@@ -1924,16 +1979,31 @@ static AI T2 void q4_strip(const struct baton_mm *mm, uint64_t r, uint32_t nr, u
 
             memcpy(&corr, xb + 128, sizeof(corr));
             memcpy(&dx, xb + 192, sizeof(dx));
+            if (nl) {
 #pragma GCC unroll 4
-            for (i = 0; i < Q4_ROWS / 2; i++)
-                s[i] = _mm256_add_epi16(_mm256_maddubs_epi16(wl[i], xl),
-                                        _mm256_maddubs_epi16(wh[i], xh));
-            /* per half: rows 0, 1 | 2, 3 (half 1: 4, 5 | 6, 7), four
-             * sums each; then all four rows, two sums each */
-            isum = _mm256_madd_epi16(_mm256_hadd_epi16(_mm256_hadd_epi16(s[0], s[1]),
-                                                       _mm256_hadd_epi16(s[2], s[3])),
-                                     ones16);
-            isum = _mm256_add_epi32(isum, _mm256_set1_epi32(corr));
+                for (i = 0; i < Q4_ROWS / 2; i++)
+                    s[i] = _mm256_add_epi32(
+                        _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(wl[i]),
+                                                               _mm256_sign_epi8(xl, wl[i])),
+                                          ones16),
+                        _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(wh[i]),
+                                                               _mm256_sign_epi8(xh, wh[i])),
+                                          ones16));
+                /* per half: rows 0, 1 | 2, 3, two sums each; then one */
+                isum =
+                    _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
+            } else {
+#pragma GCC unroll 4
+                for (i = 0; i < Q4_ROWS / 2; i++)
+                    s[i] = _mm256_add_epi16(_mm256_maddubs_epi16(wl[i], xl),
+                                            _mm256_maddubs_epi16(wh[i], xh));
+                /* per half: rows 0, 1 | 2, 3 (half 1: 4, 5 | 6, 7), four
+                 * sums each; then all four rows, two sums each */
+                isum = _mm256_madd_epi16(
+                    _mm256_hadd_epi16(_mm256_hadd_epi16(s[0], s[1]), _mm256_hadd_epi16(s[2], s[3])),
+                    ones16);
+                isum = _mm256_add_epi32(isum, _mm256_set1_epi32(corr));
+            }
             acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(dx)),
                                      _mm256_cvtepi32_ps(isum), acc[j]);
         }
@@ -1953,56 +2023,56 @@ static AI T2 void q4_strip(const struct baton_mm *mm, uint64_t r, uint32_t nr, u
     }
 }
 
-static T2 void q4_decode(const struct baton_mm *mm, uint64_t r)
-{
-    q4_strip(mm, r, Q4_ROWS, 0, 1);
-}
-
-static T2 void q4_cols(const struct baton_mm *mm, uint64_t r, uint32_t nr, uint64_t c,
-                       uint32_t nc)
+static AI T2 void q4_cols(const struct baton_mm *mm, uint64_t r, uint32_t nr, uint64_t c,
+                          uint32_t nc, const int nl)
 {
     switch (nc) {
     case 1:
-        q4_strip(mm, r, nr, c, 1);
+        q4_strip(mm, r, nr, c, 1, nl);
         break;
     case 2:
-        q4_strip(mm, r, nr, c, 2);
+        q4_strip(mm, r, nr, c, 2, nl);
         break;
     case 3:
-        q4_strip(mm, r, nr, c, 3);
+        q4_strip(mm, r, nr, c, 3, nl);
         break;
     default:
-        q4_strip(mm, r, nr, c, 4);
+        q4_strip(mm, r, nr, c, 4, nl);
         break;
     }
 }
 
-static T2 void q4_tile_n(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)
-{
-    q4_cols(mm, r, Q4_ROWS, c, nc);
-}
+/* Q4_0 (nl 0) and IQ4_NL (nl 1): the strips as tiles */
+#define Q4_KERNELS(name, nl)                                                                       \
+    static T2 void name##_decode(const struct baton_mm *mm, uint64_t r)                            \
+    {                                                                                              \
+        q4_strip(mm, r, Q4_ROWS, 0, 1, nl);                                                        \
+    }                                                                                              \
+    static T2 void name##_tile_n(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)   \
+    {                                                                                              \
+        q4_cols(mm, r, Q4_ROWS, c, nc, nl);                                                        \
+    }                                                                                              \
+    static T2 void name##_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)      \
+    {                                                                                              \
+        q4_cols(mm, r, 1, c, nc, nl);                                                              \
+    }                                                                                              \
+    static const struct baton_mm_tiles name##_tiles = {                                            \
+        name##_decode, Q4_ROWS, name##_tile_n, Q4_ROWS, 4, name##_row, 0,                          \
+    };                                                                                             \
+    static T2 void avx2_##name(const struct baton_mm *mm, uint64_t r0, uint64_t r1)                \
+    {                                                                                              \
+        baton_mm_drive(mm, r0, r1, &name##_tiles);                                                 \
+    }
 
-static T2 void q4_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc)
-{
-    q4_cols(mm, r, 1, c, nc);
-}
-
-static const struct baton_mm_tiles q4_0_tiles = {
-    q4_decode, Q4_ROWS, q4_tile_n, Q4_ROWS, 4, q4_row, 0,
-};
-
-static T2 void avx2_q4_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
-{
-    baton_mm_drive(mm, r0, r1, &q4_0_tiles);
-}
+Q4_KERNELS(q4_0, 0)
+Q4_KERNELS(iq4_nl, 1)
 
 const struct baton_mm_kernels baton_mm_avx2 = {
     avx2_f32,           avx2_f16,  avx2_q8_0,     avx2_q4_0, baton_mm_avx2_act, avx2_f32_dots,
     baton_mm_avx2_wsum, avx2_f32_dots_multi, avx2_silu, avx2_exp_shift, avx2_q2_k, avx2_q3_k,
     avx2_q4_k,          avx2_q5_k, avx2_q6_k, baton_mm_avx2_act_k,
     baton_mm_avx2_q5_0, baton_mm_avx2_q5_1, baton_mm_avx2_f16_row, baton_mm_avx2_wsum_h,
-    baton_mm_avx2_f32_to_f16_row, avx2_att_block, avx2_bf16, baton_mm_scalar_iq4_nl,
-    baton_mm_scalar_iq4_xs,
+    baton_mm_avx2_f32_to_f16_row, avx2_att_block, avx2_bf16, avx2_iq4_nl, avx2_iq4_xs,
 };
 
 #else /* not x86-64: the level is never chosen; keep the table defined */

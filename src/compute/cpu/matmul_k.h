@@ -12,7 +12,8 @@
  *   mn[i]  the integer min M (Q2_K 0..15, Q4_K / Q5_K 0..63, else 0),
  * and returns the bias the SIMD levels subtract: they read each quant as
  * an unsigned value Qw + bias (Q3_K 4, Q6_K 32, IQ4_XS 128 (its grid
- * levels -127..113 read as 1..241), else 0) and take
+ * levels -127..113 read as 1..241 by AVX-512's vpdpbusd; the AVX2 level
+ * reads them signed and ignores the bias), else 0) and take
  * bias * sum_i sc[i] * bsums[i] off the integer sum, which is exact.
  * d_off / dmin_off: byte offsets of the binary16 d and dmin (dmin_off < 0:
  * none). */
@@ -186,10 +187,41 @@ k_scales_v(uint32_t type, const uint8_t *wb, __m128i *sc, __m256i *mn)
         *mn = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
         return 0;
     }
+    case BATON_TYPE_IQ4_XS: {
+        /* ls_j's low 4 bits: the nibbles of scales_l in order (byte j / 2,
+         * low nibble first); its high 2: bits 2j, 2j + 1 of scales_h, moved
+         * to the top of int16 lane j by a multiply by 2^(14 - 2j), then down */
+        uint32_t l4;
+        uint16_t h16;
+        __m128i lo, hi;
+
+        memcpy(&h16, wb + 2, sizeof(h16));
+        memcpy(&l4, wb + 4, sizeof(l4));
+        lo = _mm_cvtsi32_si128((int)l4);
+        lo = _mm_unpacklo_epi8(_mm_and_si128(lo, _mm_set1_epi8(15)),
+                               _mm_and_si128(_mm_srli_epi16(lo, 4), _mm_set1_epi8(15)));
+        hi = _mm_srli_epi16(_mm_mullo_epi16(_mm_set1_epi16((short)h16),
+                                            _mm_setr_epi16(1 << 14, 1 << 12, 1 << 10, 1 << 8,
+                                                           1 << 6, 1 << 4, 1 << 2, 1)),
+                            14);
+        /* bytes 0..7: ls_j - 32; groups 2j, 2j + 1 share sub-block j's */
+        lo = _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(_mm_packus_epi16(hi, hi), 4)),
+                          _mm_set1_epi8(32));
+        *sc = _mm_unpacklo_epi8(lo, lo);
+        *mn = _mm256_setzero_si256();
+        return 128;
+    }
     default: /* Q6_K */
         *sc = _mm_loadu_si128((const __m128i *)(wb + 192));
         *mn = _mm256_setzero_si256();
         return 32;
     }
+}
+
+/* The 16 grid levels of IQ4_NL / IQ4_XS (quant.h) as signed bytes, the
+ * table of a vpshufb by nibble. */
+static inline __attribute__((always_inline)) K_VEC_TARGET __m128i k_iq4_grid(void)
+{
+    return _mm_loadu_si128((const __m128i *)baton_iq4_grid);
 }
 #endif
