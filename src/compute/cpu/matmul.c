@@ -371,7 +371,7 @@ static void scalar_q4_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
     scalar_q4(mm, r0, r1, 0);
 }
 
-void baton_mm_scalar_iq4_nl(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+static void scalar_iq4_nl(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 {
     scalar_q4(mm, r0, r1, 1);
 }
@@ -636,7 +636,7 @@ static void scalar_q6_k(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
     scalar_k(mm, r0, r1, BATON_TYPE_Q6_K);
 }
 
-void baton_mm_scalar_iq4_xs(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+static void scalar_iq4_xs(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 {
     scalar_k(mm, r0, r1, BATON_TYPE_IQ4_XS);
 }
@@ -803,8 +803,7 @@ const struct baton_mm_kernels baton_mm_scalar = {
     scalar_f32, scalar_f16, scalar_q8_0, scalar_q4_0, scalar_act, scalar_dots, scalar_wsum,
     scalar_dots_multi, scalar_silu, scalar_exp_shift, scalar_q2_k, scalar_q3_k, scalar_q4_k,
     scalar_q5_k, scalar_q6_k, baton_mm_act_k, scalar_q5_0, scalar_q5_1, baton_fp16_to_fp32_row,
-    scalar_wsum_h, baton_fp32_to_fp16_row, NULL, scalar_bf16, baton_mm_scalar_iq4_nl,
-    baton_mm_scalar_iq4_xs,
+    scalar_wsum_h, baton_fp32_to_fp16_row, NULL, scalar_bf16, scalar_iq4_nl, scalar_iq4_xs,
 };
 
 /* ---- drivers ---- */

@@ -460,11 +460,6 @@ struct baton_mm_kernels {
     baton_mm_rows_fn iq4_nl, iq4_xs;
 };
 
-/* The scalar IQ4_NL and IQ4_XS kernels (the references of matmul.h's
- * order), for levels that have no kernel of their own. */
-void baton_mm_scalar_iq4_nl(const struct baton_mm *mm, uint64_t r0, uint64_t r1);
-void baton_mm_scalar_iq4_xs(const struct baton_mm *mm, uint64_t r0, uint64_t r1);
-
 /* The K activation quantizer, scalar (the reference): super-blocks
  * [b0, b1) of the flat index c * (k / 256) + s (column c, super-block s)
  * of x into act (column stride col_bytes). */

@@ -857,7 +857,10 @@ static const struct baton_mm_tiles q8_0_tiles_split = {
  * rows once into a buffer that every column then reads; decode, with one
  * column, sums before it transposes (q4_decode_group below). A strip of
  * fewer rows (the ragged end) reads its first row in the missing lanes
- * and stores only its own. */
+ * and stores only its own. IQ4_NL (nl set) is the same code with each
+ * nibble looked up (vpshufb) as its grid level + 128, 1..241, and the
+ * activation's corr -128 times the block's sum of x: vpdpbusd's sums of 4
+ * unsigned-by-signed products do not saturate, so the isum stays exact. */
 #define Q4_ROWS 16
 #define Q4_KC 64u   /* blocks per transposed chunk: 64 x 576 bytes, in L1 */
 /* Activations per pass over the rows (in L2). Each pass streams the whole
@@ -908,10 +911,17 @@ static AI T5 __m512 q_scales16(const uint8_t *p, const uint64_t off[Q4_ROWS])
         (short)load_u16(p + off[15])));
 }
 
+/* The unsigned bytes of IQ4_NL's nibbles: grid level + 128 (the level's
+ * top bit flipped) in each 128-bit lane, a vpshufb table. */
+static AI T5 __m512i q4_nl_table(void)
+{
+    return _mm512_xor_si512(_mm512_broadcast_i32x4(k_iq4_grid()), _mm512_set1_epi8((char)0x80));
+}
+
 /* Block b of the strip's rows (row i at w + off[i]): w[0..7] as above,
- * *dw the 16 rows' binary16 scales widened. */
-static AI T5 void q4_block(const uint8_t *w, const uint64_t off[Q4_ROWS], uint64_t b,
-                           __m512i wq[8], __m512 *dw)
+ * *dw the 16 rows' binary16 scales widened; nl: IQ4_NL's levels. */
+static AI T5 void q4_block(const uint8_t *w, const uint64_t off[Q4_ROWS], uint64_t b, __m512i wq[8],
+                           __m512 *dw, const int nl)
 {
     const uint8_t *p = w + b * 18;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
@@ -939,6 +949,10 @@ static AI T5 void q4_block(const uint8_t *w, const uint64_t off[Q4_ROWS], uint64
     for (t = 0; t < 4; t++) {
         wq[t] = _mm512_and_si512(x[t], m4);
         wq[4 + t] = _mm512_and_si512(_mm512_srli_epi16(x[t], 4), m4);
+        if (nl) {
+            wq[t] = _mm512_shuffle_epi8(q4_nl_table(), wq[t]);
+            wq[4 + t] = _mm512_shuffle_epi8(q4_nl_table(), wq[4 + t]);
+        }
     }
     *dw = q_scales16(p, off);
 }
@@ -1015,24 +1029,31 @@ static AI T5 __m512i q4_words(__m512i a, const uint16_t *idx, __m512i b)
     return _mm512_permutex2var_epi16(a, _mm512_loadu_si512(idx), b);
 }
 
-/* Row i's partial sums of group g (lanes 4j + l) and its first 64 bytes. */
+/* Row i's partial sums of group g (lanes 4j + l) and its first 64 bytes;
+ * nl: IQ4_NL's levels. */
 static AI T5 __m512i q4_row_sums(const uint8_t *pi, __m512i nidx, __m512i xlo, __m512i xhi,
-                                 __m512i cv, __m512i *z0)
+                                 __m512i cv, __m512i *z0, const int nl)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const __m512i z1 = _mm512_zextsi128_si512(_mm_loadl_epi64((const __m128i *)(pi + 64)));
-    __m512i nib;
+    __m512i nib, lo, hi;
 
     *z0 = _mm512_loadu_si512(pi);
     nib = _mm512_permutex2var_epi16(z1, nidx, *z0);
-    return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(cv, _mm512_and_si512(nib, m4), xlo),
-                               _mm512_and_si512(_mm512_srli_epi16(nib, 4), m4), xhi);
+    lo = _mm512_and_si512(nib, m4);
+    hi = _mm512_and_si512(_mm512_srli_epi16(nib, 4), m4);
+    if (nl) {
+        lo = _mm512_shuffle_epi8(q4_nl_table(), lo);
+        hi = _mm512_shuffle_epi8(q4_nl_table(), hi);
+    }
+    return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(cv, lo, xlo), hi, xhi);
 }
 
 /* Group g (blocks 4g..4g+3, all present) of the strip (rows at w + off[i])
  * against column 0: acc's chains over the 4 blocks in order. */
 static AI T5 __m512 q4_decode_group(const uint8_t *col, const uint8_t *w,
-                                    const uint64_t off[Q4_ROWS], uint64_t g, __m512 acc)
+                                    const uint64_t off[Q4_ROWS], uint64_t g, __m512 acc,
+                                    const int nl)
 {
     const uint8_t *grp = col + g * BATON_ACT_GROUP_BYTES;
     const __m512i xlo = _mm512_loadu_si512(grp), xhi = _mm512_loadu_si512(grp + 64);
@@ -1049,7 +1070,7 @@ static AI T5 __m512 q4_decode_group(const uint8_t *col, const uint8_t *w,
 
 #pragma GCC unroll 4
         for (t = 0; t < 4; t++)
-            v[t] = q4_row_sums(p + off[4 * c + t], nidx, xlo, xhi, cv, &z0[t]);
+            v[t] = q4_row_sums(p + off[4 * c + t], nidx, xlo, xhi, cv, &z0[t], nl);
         q[c] = q4_sum4(q4_sum2(v[0], v[1]), q4_sum2(v[2], v[3]));
         wd[c] = q4_words(q4_words(z0[0], q4_w1, z0[1]), q4_w2, q4_words(z0[2], q4_w1, z0[3]));
     }
@@ -1097,7 +1118,8 @@ static AI T5 __m512 q4_decode_group(const uint8_t *col, const uint8_t *w,
  * Measured before: prefetching every second line (its pair comes with it)
  * streamed slower at 768 inputs (22 against 26 GB/s), and 16-32 KiB ahead
  * of the rows being read slowed the d768 model's decode. */
-static T5 void q4_decode_strip(const struct baton_mm *mm, uint64_t r, uint32_t nr, uint64_t c)
+static AI T5 void q4_decode_strip(const struct baton_mm *mm, uint64_t r, uint32_t nr, uint64_t c,
+                                  const int nl)
 {
     const uint8_t *col = mm->act + c * mm->act_col_bytes;
     const uint64_t nb = mm->k / 32, ng = nb / 4, sb = Q4_ROWS * mm->w_row_bytes;
@@ -1112,7 +1134,7 @@ static T5 void q4_decode_strip(const struct baton_mm *mm, uint64_t r, uint32_t n
     for (g = 0; g < ng; g++) {
         for (le = (g + 1) * lines / ng; l < le; l++)
             _mm_prefetch((const char *)(pf + 64 * l), _MM_HINT_T0);
-        acc = q4_decode_group(col, w, off, g, acc);
+        acc = q4_decode_group(col, w, off, g, acc, nl);
     }
     for (; l < lines; l++)
         _mm_prefetch((const char *)(pf + 64 * l), _MM_HINT_T0);
@@ -1120,7 +1142,7 @@ static T5 void q4_decode_strip(const struct baton_mm *mm, uint64_t r, uint32_t n
         __m512i wq[8];
         __m512 dw;
 
-        q4_block(w, off, b, wq, &dw);
+        q4_block(w, off, b, wq, &dw, nl);
         acc = q4_step(q4_xb(col, b), wq, dw, acc);
     }
     _mm512_mask_storeu_ps(mm->y + c * mm->ldy + r, q4_mask(nr), acc);
@@ -1247,9 +1269,9 @@ static AI T5 void q8_block(const uint8_t *w, const uint64_t off[Q4_ROWS], uint64
 }
 
 /* Blocks [b0, b1) of the strip at r into buf (Q4_BLOCK_BYTES each), by
- * q8_block (Q8) or q4_block. */
+ * q8_block (Q8) or q4_block (nl: IQ4_NL). */
 static AI T5 void q_pack(const struct baton_mm *mm, uint64_t r, uint32_t nr, uint64_t b0,
-                         uint64_t b1, uint8_t *buf, const int Q8)
+                         uint64_t b1, uint8_t *buf, const int Q8, const int nl)
 {
     uint64_t off[Q4_ROWS];
     const uint8_t *w = q4_offsets(mm, r, nr, off);
@@ -1264,7 +1286,7 @@ static AI T5 void q_pack(const struct baton_mm *mm, uint64_t r, uint32_t nr, uin
         if (Q8)
             q8_block(w, off, b, wq, &dw);
         else
-            q4_block(w, off, b, wq, &dw);
+            q4_block(w, off, b, wq, &dw, nl);
 #pragma GCC unroll 8
         for (q = 0; q < 8; q++)
             _mm512_store_si512(o + 64 * q, wq[q]);
@@ -1276,13 +1298,19 @@ static AI T5 void q_pack(const struct baton_mm *mm, uint64_t r, uint32_t nr, uin
 static T5 void q4_pack(const struct baton_mm *mm, uint64_t r, uint32_t nr, uint64_t b0,
                        uint64_t b1, uint8_t *buf)
 {
-    q_pack(mm, r, nr, b0, b1, buf, 0);
+    q_pack(mm, r, nr, b0, b1, buf, 0, 0);
+}
+
+static T5 void iq4_nl_pack(const struct baton_mm *mm, uint64_t r, uint32_t nr, uint64_t b0,
+                           uint64_t b1, uint8_t *buf)
+{
+    q_pack(mm, r, nr, b0, b1, buf, 0, 1);
 }
 
 static T5 void q8_pack(const struct baton_mm *mm, uint64_t r, uint32_t nr, uint64_t b0,
                        uint64_t b1, uint8_t *buf)
 {
-    q_pack(mm, r, nr, b0, b1, buf, 1);
+    q_pack(mm, r, nr, b0, b1, buf, 1, 0);
 }
 
 /* Packed block b (of the chunk from b0) into chain t of NC columns. */
@@ -1367,13 +1395,13 @@ static T5 void q8_cols_n(const struct baton_mm *mm, const uint8_t *buf, uint64_t
 
 
 /* Rows [r0, r1) against every column: passes of cgn columns; in each,
- * 16-row strips, whose chunks of Q4_KC blocks are packed once (q8_pack or
- * q4_pack) and read by cols columns at a time (q8_cols_n, its
+ * 16-row strips, whose chunks of Q4_KC blocks are packed once (q8_pack,
+ * q4_pack or, nl, iq4_nl_pack) and read by cols columns at a time (q8_cols_n, its
  * chains in st, or q4_cols_n). The next strip's rows, one contiguous
  * range, are prefetched into L2 a slice per call: the packing reads 16
  * rows at once, which the hardware's stream prefetch does not follow. */
 static AI T5 void q_chunks(const struct baton_mm *mm, uint64_t r0, uint64_t r1, uint64_t cgn,
-                           const uint32_t cols, const int Q8, float *st)
+                           const uint32_t cols, const int Q8, const int nl, float *st)
 {
     const uint64_t nb = mm->k / 32;
     _Alignas(64) uint8_t buf[Q4_KC * Q4_BLOCK_BYTES];
@@ -1396,6 +1424,8 @@ static AI T5 void q_chunks(const struct baton_mm *mm, uint64_t r0, uint64_t r1, 
 
                 if (Q8)
                     q8_pack(mm, r, nr, b0, b1, buf);
+                else if (nl)
+                    iq4_nl_pack(mm, r, nr, b0, b1, buf);
                 else
                     q4_pack(mm, r, nr, b0, b1, buf);
                 for (c = cg; c < ce; c += cols) {
@@ -1413,7 +1443,8 @@ static AI T5 void q_chunks(const struct baton_mm *mm, uint64_t r0, uint64_t r1, 
     }
 }
 
-static T5 void avx512_q4_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+/* Q4_0 (nl 0) or IQ4_NL (nl 1) */
+static AI T5 void q4_mul_mat(const struct baton_mm *mm, uint64_t r0, uint64_t r1, const int nl)
 {
     /* columns per pass: their activations within Q4_ACT_BYTES (in L2) */
     uint64_t cgn = Q4_ACT_BYTES / mm->act_col_bytes / Q4_COLS * Q4_COLS;
@@ -1422,10 +1453,20 @@ static T5 void avx512_q4_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
     if (mm->m == 1 || (mm->m <= Q4_STRIP_MAX_M && !baton_cpu_avx512_split())) {
         for (r = r0; r < r1; r += Q4_ROWS)
             for (c = 0; c < mm->m; c++)
-                q4_decode_strip(mm, r, r1 - r < Q4_ROWS ? (uint32_t)(r1 - r) : Q4_ROWS, c);
+                q4_decode_strip(mm, r, r1 - r < Q4_ROWS ? (uint32_t)(r1 - r) : Q4_ROWS, c, nl);
         return;
     }
-    q_chunks(mm, r0, r1, cgn < Q4_COLS ? Q4_COLS : cgn, Q4_COLS, 0, NULL);
+    q_chunks(mm, r0, r1, cgn < Q4_COLS ? Q4_COLS : cgn, Q4_COLS, 0, nl, NULL);
+}
+
+static T5 void avx512_q4_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    q4_mul_mat(mm, r0, r1, 0);
+}
+
+static T5 void avx512_iq4_nl(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
+{
+    q4_mul_mat(mm, r0, r1, 1);
 }
 
 /* Rows [r0, r1) of Q8_0 weights against mm->m >= Q8_PACK_MIN_M columns:
@@ -1439,7 +1480,7 @@ static T5 void q8_batched(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
 
     if (cgn < Q8_COLS)
         cgn = Q8_COLS;
-    q_chunks(mm, r0, r1, cgn > Q8_PASS_MAX ? Q8_PASS_MAX : cgn, Q8_COLS, 1, st);
+    q_chunks(mm, r0, r1, cgn > Q8_PASS_MAX ? Q8_PASS_MAX : cgn, Q8_COLS, 1, 0, st);
 }
 
 static T5 void avx512_q8_0(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
@@ -1865,6 +1906,16 @@ static AI T5 __m512i k_chunk(uint32_t type, const uint8_t *wb, int q)
     const int h = q / 2, p = q % 2;
 
     switch (type) {
+    case BATON_TYPE_IQ4_XS: { /* sub-blocks 2q, 2q + 1 (16 bytes each): 128-bit
+                               * lanes 0, 1 the first's low and high nibbles,
+                               * 2, 3 the second's; grid level + 128 (q4_nl_table) */
+        const __m512i b =
+            _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(wb + 8 + 32 * q)));
+        const __m512i v = _mm512_shuffle_i64x2(b, b, 0x50);
+        const __m512i n = _mm512_mask_srli_epi16(v, (__mmask32)0xFF00FF00u, v, 4);
+
+        return _mm512_shuffle_epi8(q4_nl_table(), _mm512_and_si512(n, _mm512_set1_epi8(15)));
+    }
     case BATON_TYPE_Q2_K:
         return k_two(wb + 16 + 32 * h, 4 * p, 4 * p + 2, 3);
     case BATON_TYPE_Q3_K:
@@ -1897,9 +1948,10 @@ static AI T5 __m512i k_chunk(uint32_t type, const uint8_t *wb, int q)
 /* The unpacked weights of one super-block (at wb): wq[q] = k_chunk(q),
  * sv[h] = the int16 scales of k_dot's packed sums of chunks 2h and 2h + 1
  * (word k of 128-bit lane L: group 8h + L for k < 4, 8h + 4 + L for k >=
- * 4), *corr = the int16 factors of the 16 bsums (-bias * sc for the
+ * 4; IQ4_XS: sv[q] = chunk q's int32 scales, dword d of sub-block 2q +
+ * d / 8), *corr = the int16 factors of the 16 bsums (-bias * sc for the
  * biased types, else the mins). Returns the bias. */
-static AI T5 int k_prep(uint32_t type, const uint8_t *wb, __m512i wq[4], __m512i sv[2],
+static AI T5 int k_prep(uint32_t type, const uint8_t *wb, __m512i wq[4], __m512i sv[4],
                         __m256i *corr)
 {
     __m128i scb;
@@ -1918,6 +1970,15 @@ static AI T5 int k_prep(uint32_t type, const uint8_t *wb, __m512i wq[4], __m512i
 #pragma GCC unroll 4
     for (q = 0; q < 4; q++)
         wq[q] = k_chunk(type, wb, q);
+    if (type == BATON_TYPE_IQ4_XS) {
+        const __m512i sc32 = _mm512_cvtepi8_epi32(scb);
+        const __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2);
+
+#pragma GCC unroll 4
+        for (q = 0; q < 4; q++)
+            sv[q] = _mm512_permutexvar_epi32(_mm512_add_epi32(idx, _mm512_set1_epi32(4 * q)), sc32);
+        return bias;
+    }
     sv[0] = _mm512_permutexvar_epi16(idx0, sc16);
     sv[1] = _mm512_permutexvar_epi16(_mm512_add_epi16(idx0, _mm512_set1_epi16(8)), sc16);
     return bias;
@@ -1930,8 +1991,11 @@ static AI T5 int k_prep(uint32_t type, const uint8_t *wb, __m512i wq[4], __m512i
  * vpackssdw packs two chunks' sums to int16 exactly, and one vpmaddwd
  * (vpdpwssd) multiplies them by their scales and adds pairs: 6 multiply
  * operations per super-block instead of 8 (vpmaddubsw + vpdpwssd per
- * chunk), and half the scale spreading. Exact integers throughout. */
-static AI T5 __m512i k_dot(const __m512i wq[4], const __m512i sv[2], const uint8_t *xb)
+ * chunk), and half the scale spreading. Exact integers throughout.
+ * IQ4_XS's sums of 4 reach 4 * 241 * 127 = 122428, past int16: each
+ * chunk's dwords are multiplied by their int32 scales (vpmulld) instead. */
+static AI T5 __m512i k_dot(uint32_t type, const __m512i wq[4], const __m512i sv[4],
+                           const uint8_t *xb)
 {
     const __m512i z = _mm512_setzero_si512();
     const __m512i p0 = _mm512_dpbusd_epi32(z, wq[0], _mm512_loadu_si512((const void *)xb));
@@ -1939,6 +2003,10 @@ static AI T5 __m512i k_dot(const __m512i wq[4], const __m512i sv[2], const uint8
     const __m512i p2 = _mm512_dpbusd_epi32(z, wq[2], _mm512_loadu_si512((const void *)(xb + 128)));
     const __m512i p3 = _mm512_dpbusd_epi32(z, wq[3], _mm512_loadu_si512((const void *)(xb + 192)));
 
+    if (type == BATON_TYPE_IQ4_XS)
+        return _mm512_add_epi32(
+            _mm512_add_epi32(_mm512_mullo_epi32(p0, sv[0]), _mm512_mullo_epi32(p1, sv[1])),
+            _mm512_add_epi32(_mm512_mullo_epi32(p2, sv[2]), _mm512_mullo_epi32(p3, sv[3])));
     return _mm512_dpwssd_epi32(_mm512_madd_epi16(_mm512_packs_epi32(p0, p1), sv[0]),
                                _mm512_packs_epi32(p2, p3), sv[1]);
 }
@@ -1949,9 +2017,9 @@ static AI T5 __m512i k_dot(const __m512i wq[4], const __m512i sv[2], const uint8
  * transposing reduction (one instead of one per column), and lane j does
  * exactly the scalar steps (d * dx_j, the conversions, the two fused
  * multiply-adds), so the bits are the one-column path's. */
-static AI T5 void k_sb_cols(const struct baton_mm *mm, const __m512i wq[4], const __m512i sv[2],
-                            __m256i corr, int bias, int has_min, float d, float dmin, uint64_t s,
-                            uint64_t c, uint32_t nc, float *acc)
+static AI T5 void k_sb_cols(const struct baton_mm *mm, uint32_t type, const __m512i wq[4],
+                            const __m512i sv[4], __m256i corr, int bias, int has_min, float d,
+                            float dmin, uint64_t s, uint64_t c, uint32_t nc, float *acc)
 {
     __m256i is[K_COLS], ms[K_COLS];
     float dxs[K_COLS];
@@ -1967,7 +2035,7 @@ static AI T5 void k_sb_cols(const struct baton_mm *mm, const __m512i wq[4], cons
                 mm->act + (c + j) * mm->act_col_bytes + s * BATON_ACT_K_BLOCK_BYTES;
             const __m256i m =
                 _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
-            const __m512i a = k_dot(wq, sv, xb);
+            const __m512i a = k_dot(type, wq, sv, xb);
             __m256i a8;
 
             a8 = _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
@@ -2003,11 +2071,11 @@ static AI T5 void k_sb(const struct baton_mm *mm, uint32_t type, const uint8_t *
 
     k_layout(type, &bbytes, &d_off, &dmin_off);
     const float d = k_h2f(wb + d_off), dmin = dmin_off >= 0 ? k_h2f(wb + dmin_off) : 0.0f;
-    __m512i wq[4], sv[2];
+    __m512i wq[4], sv[4];
     __m256i corr;
     const int bias = k_prep(type, wb, wq, sv, &corr);
 
-    k_sb_cols(mm, wq, sv, corr, bias, dmin_off >= 0, d, dmin, s, c, nc, acc);
+    k_sb_cols(mm, type, wq, sv, corr, bias, dmin_off >= 0, d, dmin, s, c, nc, acc);
 }
 
 /* The integer sums of one super-block (weights at wb) against one column's
@@ -2017,11 +2085,11 @@ static AI T5 void k_sb(const struct baton_mm *mm, uint32_t type, const uint8_t *
 static AI T5 void k_sb_int1(uint32_t type, const uint8_t *wb, const uint8_t *xb, __m256i *is,
                             __m256i *ms)
 {
-    __m512i wq[4], sv[2];
+    __m512i wq[4], sv[4];
     __m256i corr;
     const int bias = k_prep(type, wb, wq, sv, &corr);
     const __m256i m = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
-    const __m512i a = k_dot(wq, sv, xb);
+    const __m512i a = k_dot(type, wq, sv, xb);
     const __m256i a8 =
         _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
 
@@ -2194,7 +2262,7 @@ static AI T5 void k_sb_int1_sw(uint32_t type, const uint8_t *wb, const uint8_t *
         {4, 4, 5, 5, 6, 6, 7, 7, 12, 12, 13, 13, 14, 14, 15, 15},
         {20, 20, 21, 21, 22, 22, 23, 23, 28, 28, 29, 29, 30, 30, 31, 31}};
     const uint32_t o = t & 1;
-    __m512i wq[4], sv[2], a;
+    __m512i wq[4], sv[4], a;
     __m256i corr;
     int q;
 
@@ -2205,7 +2273,7 @@ static AI T5 void k_sb_int1_sw(uint32_t type, const uint8_t *wb, const uint8_t *
 #pragma GCC unroll 4
     for (q = 0; q < 4; q++)
         wq[q] = k_chunk(type, wb, q);
-    a = k_dot(wq, sv, xb);
+    a = k_dot(type, wq, sv, xb);
     *is = _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
     *ms = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 256)), corr);
 }
@@ -2525,17 +2593,19 @@ static AI T5 void k_panel_pack(const struct baton_mm *mm, uint32_t type, uint64_
     k_transpose16(mcs);
     memcpy(p->mc, mcs, sizeof(p->mc));
     { /* d (and dmin) of the 16 rows by one gather of the dword holding them:
-       * d | dmin << 16 at d_off, or for the types without dmin (d is their last 2
-       * bytes) d as the high half of the dword at d_off - 2. Offsets in int32:
-       * 15 * w_row_bytes <= INT32_MAX (k_panels' callers check). */
+       * d | dmin << 16 at d_off, d in the low half also where d_off is 0
+       * (IQ4_XS: d | scales_h << 16), or for the other types without dmin (d
+       * is their last 2 bytes) d as the high half of the dword at d_off - 2.
+       * Offsets in int32: 15 * w_row_bytes <= INT32_MAX (k_panels' callers
+       * check). */
+        const int d_lo = dmin_off >= 0 || d_off == 0;
         const __m512i idx = _mm512_mullo_epi32(
             _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
             _mm512_set1_epi32((int)mm->w_row_bytes));
-        const __m512i h =
-            _mm512_i32gather_epi32(idx, wb0 + (dmin_off >= 0 ? d_off : d_off - 2), 1);
+        const __m512i h = _mm512_i32gather_epi32(idx, wb0 + (d_lo ? d_off : d_off - 2), 1);
         const __m512 hi = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(h, 16)));
 
-        p->d = dmin_off >= 0 ? _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h)) : hi;
+        p->d = d_lo ? _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h)) : hi;
         p->dmin = dmin_off >= 0 ? hi : _mm512_setzero_ps();
     }
 }
@@ -2645,7 +2715,8 @@ static AI T5 void k_panels(const struct baton_mm *mm, uint64_t r0, uint64_t r1, 
 {
     const uint64_t nsb = mm->k / BATON_QK_K;
     const uint64_t rp = r0 + (r1 - r0) / K_PANEL_ROWS * K_PANEL_ROWS;
-    const int G = type == BATON_TYPE_Q4_K || type == BATON_TYPE_Q5_K ? 32 : 16;
+    const int G =
+        type == BATON_TYPE_Q4_K || type == BATON_TYPE_Q5_K || type == BATON_TYPE_IQ4_XS ? 32 : 16;
     struct k_panel_sb p[K_PANEL_SB];
     uint64_t s0, r, c;
     uint32_t t, bbytes;
@@ -2740,6 +2811,8 @@ K_KERNELS(q3_k, BATON_TYPE_Q3_K, 3)
 K_KERNELS(q4_k, BATON_TYPE_Q4_K, 7)
 K_KERNELS(q5_k, BATON_TYPE_Q5_K, 5)
 K_KERNELS(q6_k, BATON_TYPE_Q6_K, 7)
+/* IQ4_XS: Q4_K's 7 (about the same bytes per weight; not measured) */
+K_KERNELS(iq4_xs, BATON_TYPE_IQ4_XS, 7)
 
 const struct baton_mm_kernels baton_mm_avx512 = {
     avx512_f32,      avx512_f16,         avx512_q8_0,           avx512_q4_0,
@@ -2747,8 +2820,8 @@ const struct baton_mm_kernels baton_mm_avx512 = {
     avx512_silu,     avx512_exp_shift,   avx512_q2_k,           avx512_q3_k,
     avx512_q4_k,     avx512_q5_k,        avx512_q6_k,           baton_mm_avx2_act_k,
     baton_mm_avx512_q5_0, baton_mm_avx512_q5_1, baton_mm_avx2_f16_row, avx512_wsum_h,
-    baton_mm_avx2_f32_to_f16_row, avx512_att_block, avx512_bf16, baton_mm_scalar_iq4_nl,
-    baton_mm_scalar_iq4_xs,
+    baton_mm_avx2_f32_to_f16_row, avx512_att_block, avx512_bf16, avx512_iq4_nl,
+    avx512_iq4_xs,
 };
 
 #else
