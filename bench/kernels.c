@@ -1,8 +1,8 @@
 /* MUL_MAT kernel throughput against the memory-bandwidth roofline.
  *
  * Decode (one column): GB/s of weights streamed by MUL_MAT for F32, F16, BF16,
- * Q8_0, Q4_0, Q2_K..Q6_K, Q5_0 and Q5_1 weights (--types picks some) of 4096 rows
- * of K = 4096 inputs (--k: the 86M benchmark model's rows have 768 or
+ * Q8_0, Q4_0, Q2_K..Q6_K, Q5_0, Q5_1, IQ4_NL and IQ4_XS weights (--types
+ * picks some) of 4096 rows of K = 4096 inputs (--k: the 86M benchmark model's rows have 768 or
  * 2048), cycling through enough distinct
  * matrices (about 192 MiB per type) that nothing stays in the 32 MiB L3,
  * beside a read-only stream of the same size (DECODE_BYTES, summed with
@@ -239,6 +239,7 @@ static const struct {
     {BATON_TYPE_Q8_0, "q8_0"}, {BATON_TYPE_Q4_0, "q4_0"}, {BATON_TYPE_Q2_K, "q2_k"},
     {BATON_TYPE_Q3_K, "q3_k"}, {BATON_TYPE_Q4_K, "q4_k"}, {BATON_TYPE_Q5_K, "q5_k"},
     {BATON_TYPE_Q6_K, "q6_k"}, {BATON_TYPE_Q5_0, "q5_0"}, {BATON_TYPE_Q5_1, "q5_1"},
+    {BATON_TYPE_IQ4_NL, "iq4_nl"}, {BATON_TYPE_IQ4_XS, "iq4_xs"},
 };
 #define N_TYPES (sizeof(type_names) / sizeof(type_names[0]))
 
@@ -253,7 +254,8 @@ static const char *tname(uint32_t type)
 }
 
 /* A K-quant row: random bytes, then d (and dmin) of each super-block set
- * to +-2^-8..2^-5 (matmul_k.h's layouts: d at 80 / 108 / 0 / 0 / 208). */
+ * to +-2^-8..2^-5 (matmul_k.h's layouts: d at 80 / 108 / 0 / 0 / 208, IQ4_XS
+ * 0). */
 static void fill_k_row(uint32_t type, uint8_t *row, uint64_t rb)
 {
     const uint64_t sb = rb / (K / 256);
@@ -443,7 +445,8 @@ int main(int argc, char **argv)
                     fprintf(stderr,
                             "bench_kernels: --types: '%s' (want a comma-separated list of at "
                             "most %d of "
-                            "f32,f16,bf16,q8_0,q4_0,q2_k,q3_k,q4_k,q5_k,q6_k,q5_0,q5_1)\n",
+                            "f32,f16,bf16,q8_0,q4_0,q2_k,q3_k,q4_k,q5_k,q6_k,q5_0,q5_1,iq4_nl,"
+                            "iq4_xs)\n",
                             tok, (int)N_TYPES);
                     return 2;
                 }
@@ -484,7 +487,8 @@ int main(int argc, char **argv)
                     "  --m M         columns of the prefill product, 1..4096 (default 64)\n"
                     "  --threads T   one or two pool sizes, 1..64 (default 1,2)\n"
                     "  --types LIST  of f32,f16,bf16,q8_0,q4_0,q2_k,q3_k,q4_k,q5_k,q6_k,q5_0,"
-                    "q5_1 (default all)\n"
+                    "q5_1,\n"
+                    "                iq4_nl,iq4_xs (default all)\n"
                     "  --isa L       kernel level scalar, avx2 or avx512 (default: the best the CPU "
                     "has)\n"
                     "  --no-prefill  decode figures only; --no-thp: no transparent huge pages\n",

@@ -154,7 +154,7 @@ for b in bench_triad bench_rawtcp; do
 done
 "$BUILD_DIR/bench/bench_triad" --help | grep -q "^  --kernel read " || fail "bench_triad --help: --kernel read"
 if [ -x "$BUILD_DIR/bench/bench_kernels" ]; then
-    "$BUILD_DIR/bench/bench_kernels" --help | grep -q "q5_0,q5_1 (default all)" || fail "bench_kernels --help"
+    "$BUILD_DIR/bench/bench_kernels" --help | grep -q "iq4_nl,iq4_xs (default all)" || fail "bench_kernels --help"
     rc=0; "$BUILD_DIR/bench/bench_kernels" --types q5_0,q4_k_m >/dev/null 2>"$TMP/help.err" || rc=$?
     [ "$rc" = 2 ] && grep -q "^bench_kernels: --types: 'q4_k_m' (want " "$TMP/help.err" ||
         fail "bench_kernels --types q4_k_m: exit $rc: $(cat "$TMP/help.err")"
