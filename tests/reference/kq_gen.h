@@ -29,6 +29,12 @@
  * d) by kq_gen_half() with the sign bit of the next output's bit 0 (mins of
  * both signs).
  *
+ * IQ4_NL / IQ4_XS blocks (kq_gen_iq4_blocks): for type t (20: IQ4_NL, 18
+ * bytes per 32 elements; 23: IQ4_XS, 136 bytes per 256), seed KQ_GEN_SEED
+ * + t, one row of KQ_GEN_K of random bytes as above; then each block's
+ * binary16 d (offset 0), in block order, by kq_gen_half(). Every nibble
+ * (grid index) and every 6-bit IQ4_XS sub-block scale occurs.
+ *
  * Header-only, C11, no allocation. */
 #ifndef BATON_TESTS_REFERENCE_KQ_GEN_H
 #define BATON_TESTS_REFERENCE_KQ_GEN_H
@@ -128,6 +134,35 @@ static inline int kq_gen_q5_blocks(uint32_t t, uint8_t *out)
             kq_gen_put16(out + b * bb + 2, (uint16_t)(m | (kq_gen_next(&state) & 1u) << 15));
         }
     }
+    return 0;
+}
+
+/* Bytes per block of IQ4_NL (20) / IQ4_XS (23), 0 for any other t. */
+static inline size_t kq_gen_iq4_block_bytes(uint32_t t)
+{
+    return t == 20u ? 18u : t == 23u ? 136u : 0u;
+}
+
+/* Blocks of IQ4_NL (20) / IQ4_XS (23) in one row of KQ_GEN_K, 0 otherwise. */
+static inline size_t kq_gen_iq4_nb(uint32_t t)
+{
+    return t == 20u ? KQ_GEN_K / 32u : t == 23u ? KQ_GEN_NB : 0u;
+}
+
+/* Fills out (kq_gen_iq4_nb(t) * kq_gen_iq4_block_bytes(t) bytes) with the
+ * IQ4 blocks of type t described above. Returns 0, or -1 for a t not 20
+ * or 23. */
+static inline int kq_gen_iq4_blocks(uint32_t t, uint8_t *out)
+{
+    const size_t bb = kq_gen_iq4_block_bytes(t), nb = kq_gen_iq4_nb(t);
+    uint64_t state = KQ_GEN_SEED + t;
+
+    if (bb == 0)
+        return -1;
+    for (size_t i = 0; i < nb * bb; i++)
+        out[i] = (uint8_t)(kq_gen_next(&state) & 0xffu);
+    for (size_t b = 0; b < nb; b++)
+        kq_gen_put16(out + b * bb, kq_gen_half(&state));
     return 0;
 }
 

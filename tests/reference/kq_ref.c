@@ -19,7 +19,11 @@
  * the type's vec_dot_type, Q8_0 / Q8_1) in kq-vecdot.txt, and
  *   OUTDIR/kq-NAME.quant.bin    ggml's reference quantizer (from_float_ref,
  *       what llama-quantize uses without an importance matrix) applied to
- *       kq_gen_x(0): KQ_GEN_Q5_NB blocks. */
+ *       kq_gen_x(0): KQ_GEN_Q5_NB blocks.
+ * And for IQ4_NL / IQ4_XS (names iq4_nl, iq4_xs; kq_gen_iq4_blocks): the
+ * dequantized floats in kq-NAME.dequant.f32 and the vec_dot (x quantized to
+ * the type's vec_dot_type, Q8_0 / Q8_K) in kq-vecdot.txt. (No quantizer
+ * fixture: baton's IQ4 quantizer is its own, not ggml's.) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,6 +134,39 @@ int main(int argc, char **argv)
                 perror(path);
                 return 1;
             }
+        }
+    }
+    for (uint32_t t = 20; t <= 23; t += 3) {
+        const char *name = t == 20 ? "iq4_nl" : "iq4_xs";
+        const enum ggml_type want_vd = t == 20 ? GGML_TYPE_Q8_0 : GGML_TYPE_Q8_K;
+        const struct ggml_type_traits *tr = ggml_get_type_traits((enum ggml_type)t);
+        const struct ggml_type_traits_cpu *ct = ggml_get_type_traits_cpu((enum ggml_type)t);
+        const struct ggml_type_traits_cpu *qt = ggml_get_type_traits_cpu(ct->vec_dot_type);
+        FILE *f;
+
+        if ((size_t)tr->blck_size * kq_gen_iq4_nb(t) != KQ_GEN_K ||
+            tr->type_size != kq_gen_iq4_block_bytes(t) || !tr->to_float || !ct->vec_dot ||
+            ct->vec_dot_type != want_vd || !qt->from_float ||
+            kq_gen_iq4_nb(t) * kq_gen_iq4_block_bytes(t) > sizeof blocks ||
+            ggml_row_size(ct->vec_dot_type, KQ_GEN_K) > sizeof xq) {
+            fprintf(stderr, "kq_ref: ggml's %s is not the type kq_gen.h describes\n", name);
+            return 1;
+        }
+        kq_gen_iq4_blocks(t, blocks);
+        tr->to_float(blocks, y, KQ_GEN_K);
+        snprintf(path, sizeof path, "%s/kq-%s.dequant.f32", argv[1], name);
+        f = fopen(path, "wb");
+        if (!f || fwrite(y, sizeof y, 1, f) != 1 || fclose(f) != 0) {
+            perror(path);
+            return 1;
+        }
+        for (uint32_t v = 0; v < KQ_GEN_NX; v++) {
+            float s = 0.0f;
+
+            kq_gen_x(v, x, KQ_GEN_K);
+            qt->from_float(x, xq, KQ_GEN_K);
+            ct->vec_dot(KQ_GEN_K, &s, 0, blocks, 0, xq, 0, 1);
+            fprintf(vd, "%s %u %a\n", name, v, (double)s);
         }
     }
     if (fclose(vd) != 0) {

@@ -5,7 +5,8 @@
 # own small programs (kq_ref.c, logits_ref.c, tok_ref.c, chat_ref.c) built
 # outside the tree.
 #
-#   tests/reference/make-fixtures.sh [--jobs N] [--only kq|logits|tok|chat] [--models A,B,...]
+#   tests/reference/make-fixtures.sh [--jobs N] [--only kq|logits|tok|chat|llama-quant]
+#                                    [--models A,B,...]
 #
 # --models regenerates only the logits fixtures of those names (logits-NAME.txt),
 # leaving the others as they are (a new model's fixture without remaking the
@@ -38,6 +39,10 @@
 #                                      file's `gen-model` or `pad-model` (and
 #                                      `quantize`) lines describe, written by
 #                                      baton (pad_model.py) here
+# --only llama-quant writes no fixture: it checks the other direction, files
+# that llama.cpp's quantizer wrote (quant_ref: llama_model_quantize, as
+# llama-quantize) run by baton, against logits_ref on the same file, and
+# prints compare_logits.py's line for each (README.md has the numbers).
 # A model type baton cannot write yet (gen-model or quantize refuses it) is
 # reported and skipped; its old fixture, if any, stays.
 set -euo pipefail
@@ -89,6 +94,8 @@ $cc -O2 -std=c11 -Wall -Wextra -I"$lsrc/include" -I"$lsrc/ggml/include" "$here/t
     -o "$tools/tok_ref" -L"$lbin" -lllama -lggml -lggml-base -Wl,-rpath,"$lbin"
 $cc -O2 -std=c11 -Wall -Wextra -I"$lsrc/include" -I"$lsrc/ggml/include" "$here/chat_ref.c" \
     -o "$tools/chat_ref" -L"$lbin" -lllama -lggml -lggml-base -Wl,-rpath,"$lbin"
+$cc -O2 -std=c11 -Wall -Wextra -I"$lsrc/include" -I"$lsrc/ggml/include" "$here/quant_ref.c" \
+    -o "$tools/quant_ref" -L"$lbin" -lllama -lggml -lggml-base -Wl,-rpath,"$lbin"
 out=$here/fixtures
 mkdir -p "$out"
 
@@ -156,7 +163,7 @@ if [ "$only" = all ] || [ "$only" = tok ]; then
     [ "$only" = tok ] && exit 0
 fi
 
-if [ "$only" != logits ]; then
+if [ "$only" != logits ] && [ "$only" != llama-quant ]; then
     "$tools/kq_ref" "$out"
     say "kq: $(cd "$out" && echo kq-*) from $linfo"
 fi
@@ -178,7 +185,7 @@ fi
 # (one K super-block per row), 300 tokens.
 shape="--layers 3 --dim 256 --ff 512 --heads 4 --vocab 300 --seed 7"
 # Widths that are multiples of 32 but not of 256, as Qwen2.5-0.5B's 896: the
-# presets fall back to Q5_0 (q4_k_m) / Q5_1 (q5_k_m) and Q8_0
+# presets fall back to Q5_0 (q4_k_m) / Q5_1 (q5_k_m) and Q8_0, iq4_xs to IQ4_NL
 shape_w="--layers 3 --dim 224 --ff 480 --heads 4 --kv-heads 2 --vocab 300 --seed 7"
 story="1 403 407 261 378" # "Once upon a time"
 models=(
@@ -194,6 +201,8 @@ models=(
     "q6_k|gen-model $shape --type q6_k||"
     "q5_0|gen-model $shape --type q5_0||"
     "q5_1|gen-model $shape --type q5_1||"
+    "iq4_nl|gen-model $shape --type iq4_nl||"
+    "iq4_xs|gen-model $shape --type iq4_xs||"
     "q4_k_m|gen-model $shape --type f32|q4_k_m|"
     "q5_k_m|gen-model $shape --type f32|q5_k_m|"
     "q6_k-quant|gen-model $shape --type f32|q6_k|"
@@ -202,10 +211,13 @@ models=(
     "q8_0-quant|gen-model $shape --type f32|q8_0|"
     "q4_0-quant|gen-model $shape --type f32|q4_0|"
     "bf16-quant|gen-model $shape --type f32|bf16|"
+    "iq4_xs-quant|gen-model $shape --type f32|iq4_xs|"
+    "iq4_nl-quant|gen-model $shape --type f32|iq4_nl|"
     "qwen2|gen-model --arch qwen2 $shape --kv-heads 2 --type f32||"
     "qwen2-q4_k_m|gen-model --arch qwen2 $shape --kv-heads 2 --type f32|q4_k_m|"
     "qwen2w-q4_k_m|gen-model --arch qwen2 $shape_w --type f32|q4_k_m|"
     "qwen2w-q5_k_m|gen-model --arch qwen2 $shape_w --type f32|q5_k_m|"
+    "qwen2w-iq4_xs|gen-model --arch qwen2 $shape_w --type f32|iq4_xs|"
     "qwen3|gen-model --arch qwen3 $shape --kv-heads 2 --head-dim 128 --type f32||"
     "qwen3-q6_k|gen-model --arch qwen3 $shape --kv-heads 2 --head-dim 128 --type q6_k||"
     "llama31|gen-model $shape --kv-heads 2 --rope-base 500000 --rope-freqs --type f32||"
@@ -216,6 +228,7 @@ models=(
     "stories-q4_k_m|pad-model 256 256|q4_k_m|$story"
     "stories-q5_k_m|pad-model 256 256|q5_k_m|$story"
     "stories-q6_k|pad-model 256 256|q6_k|$story"
+    "stories-iq4_xs|pad-model 256 256|iq4_xs|$story"
 )
 # prompt ids, tokens generated, steps whose logits are kept
 synthetic_prompt="1 17 42 99 150 7 230 64"
@@ -224,6 +237,46 @@ n_steps=4
 stories=${MODEL_DIR:-$src/../shared/models}/stories260K.gguf
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+
+# The other direction: NAME|SOURCE|llama_ftype (25 IQ4_NL, 30 IQ4_XS)|prompt
+# ids (or empty); SOURCE as in the list below.
+lq_models=(
+    "syn-iq4_xs|gen-model $shape --type f32|30|"
+    "syn-iq4_nl|gen-model $shape --type f32|25|"
+    "syn-f16-iq4_xs|gen-model $shape --type f16|30|"
+    "syn-f16-iq4_nl|gen-model $shape --type f16|25|"
+    "qwen2w-iq4_xs|gen-model --arch qwen2 $shape_w --type f32|30|"
+    "stories-iq4_xs|pad-model 256 256|30|$story"
+    "stories-iq4_nl|pad-model 256 256|25|$story"
+)
+if [ "$only" = llama-quant ]; then
+    for m in "${lq_models[@]}"; do
+        IFS='|' read -r name source ftype prompt_ids <<<"$m"
+        prompt_ids=${prompt_ids:-$synthetic_prompt}
+        model=$tmp/$name.gguf
+        case $source in
+        gen-model*)
+            # shellcheck disable=SC2086
+            "$baton" ${source} -o "$model" >/dev/null 2>&1 || die "$name: baton $source"
+            ;;
+        pad-model*)
+            [ -f "$stories" ] || { say "SKIPPED $name: no $stories"; continue; }
+            # shellcheck disable=SC2086
+            python3 "$here/pad_model.py" "$stories" "$model" ${source#pad-model }
+            ;;
+        esac
+        "$tools/quant_ref" "$model" "$tmp/$name.q.gguf" "$ftype" || die "$name: quant_ref failed"
+        # shellcheck disable=SC2086
+        "$tools/logits_ref" "$tmp/$name.q.gguf" $n_gen $n_steps $prompt_ids >"$tmp/ref.txt" ||
+            die "$name: logits_ref failed"
+        "$baton" run --model "$tmp/$name.q.gguf" --prompt-ids "${prompt_ids// /,}" -n $n_gen \
+            --ignore-eos --quiet --ids-file "$tmp/ids.json" --logits-out "$tmp/logits.bin" \
+            >/dev/null 2>"$tmp/run.err" || die "$name: baton run: $(cat "$tmp/run.err")"
+        say "llama-quant $name: $(python3 "$here/compare_logits.py" "$tmp/ref.txt" \
+            "$tmp/ids.json" "$tmp/logits.bin" 0.15 || true)"
+    done
+    exit 0
+fi
 for m in "${models[@]}"; do
     IFS='|' read -r name source quant prompt_ids <<<"$m"
     if [ -n "$want_models" ] && [ "${want_models#*,"$name",}" = "$want_models" ]; then

@@ -1,4 +1,5 @@
-/* K-quants (and Q5_0 / Q5_1, check_q5 below) against llama.cpp (issue 18,
+/* K-quants (and Q5_0 / Q5_1, check_q5, and IQ4_NL / IQ4_XS, check_iq4,
+ * below) against llama.cpp (issue 18,
  * "Checked against llama.cpp"): the
  * super-blocks of tests/reference/kq_gen.h, regenerated here, against what
  * llama.cpp's ggml made of the same bytes (tests/reference/fixtures, written
@@ -371,6 +372,124 @@ static void test_q5_1(void **state)
     check_q5(BATON_TYPE_Q5_1);
 }
 
+/* ---- IQ4_NL / IQ4_XS (kq_gen_iq4_blocks) ----
+ * 1. baton_dequantize_row_iq4_* (and baton_dequantize_row) give ggml's
+ * to_float floats bit for bit; 2. MUL_MAT at every level the same bits,
+ * within a bound of ggml's vec_dot. IQ4_NL takes Q8_0 activations (blocks
+ * of 32, binary16 scale dq16 in ggml, binary32 dq in baton): near ties,
+ * 2^-11 * sum_blocks amax * sum_e |W_e| for dq16, and float rounding 2^-18
+ * as for Q5_0 above. IQ4_XS takes Q8_K activations (binary32 scales on
+ * both sides) as the K-quants: near ties per super-block of 256 and the
+ * rounding term of check_dot (no min). W_e is the fixture's float. */
+static void check_iq4(uint32_t t)
+{
+    const char *name = t == BATON_TYPE_IQ4_NL ? "iq4_nl" : "iq4_xs";
+    const uint32_t blk = t == BATON_TYPE_IQ4_NL ? 32u : 256u;
+    static uint8_t blocks[KQ_GEN_K / 32 * 18];
+    static float want[KQ_GEN_K], got[KQ_GEN_K], got2[KQ_GEN_K], x[KQ_GEN_K];
+    double want_dot[KQ_GEN_NX];
+    uint32_t n_diff = 0;
+    struct baton_pool *pool;
+    void *work;
+    const uint64_t work_bytes = baton_cpu_mul_mat_work_bytes(t, KQ_GEN_K, 1);
+
+    assert_true(kq_gen_iq4_nb(t) * kq_gen_iq4_block_bytes(t) <= sizeof blocks);
+    assert_int_equal(kq_gen_iq4_blocks(t, blocks), 0);
+    load_fixture(name, "dequant.f32", want, sizeof want);
+    memset(got, 0x55, sizeof got);
+    memset(got2, 0xAA, sizeof got2);
+    assert_int_equal(t == BATON_TYPE_IQ4_NL ? baton_dequantize_row_iq4_nl(blocks, got, KQ_GEN_K)
+                                            : baton_dequantize_row_iq4_xs(blocks, got, KQ_GEN_K),
+                     0);
+    assert_int_equal(baton_dequantize_row(t, blocks, got2, KQ_GEN_K), 0);
+    for (uint32_t i = 0; i < KQ_GEN_K; i++) {
+        if (memcmp(&got[i], &want[i], 4) != 0 && n_diff++ < 8)
+            print_message("%s element %u: baton %a, ggml %a\n", name, i, (double)got[i],
+                          (double)want[i]);
+        if (memcmp(&got2[i], &got[i], 4) != 0)
+            fail_msg("%s element %u: baton_dequantize_row %a, baton_dequantize_row_%s %a", name,
+                     i, (double)got2[i], name, (double)got[i]);
+    }
+    if (n_diff)
+        fail_msg("%s: %u of %u elements differ from ggml's to_float", name, n_diff, KQ_GEN_K);
+
+    load_vecdot_named(name, want_dot);
+    assert_true(work_bytes > 0);
+    assert_int_equal(baton_pool_create(1, &pool), 0);
+    work = aligned_alloc(64, work_bytes);
+    assert_non_null(work);
+    for (uint32_t v = 0; v < KQ_GEN_NX; v++) {
+        double tol_ties = 0.0, tol_scale = 0.0, tol_round = 0.0, tol;
+        uint32_t n_ties = 0;
+        float first = 0.0f;
+        int have_first = 0;
+
+        kq_gen_x(v, x, KQ_GEN_K);
+        for (uint32_t b = 0; b < KQ_GEN_K / blk; b++) {
+            double amax = 0.0, sw = 0.0;
+
+            for (uint32_t e = 0; e < blk; e++)
+                if (fabs((double)x[b * blk + e]) > amax)
+                    amax = fabs((double)x[b * blk + e]);
+            for (uint32_t e = 0; e < blk; e++) {
+                const double tq = 127.0 * (double)x[b * blk + e] / amax;
+                const double frac = fabs(tq - floor(tq) - 0.5);
+
+                sw += fabs((double)want[b * blk + e]);
+                if (frac < 0x1p-16) {
+                    n_ties++;
+                    tol_ties += amax / 127.0 * fabs((double)want[b * blk + e]);
+                }
+            }
+            if (t == BATON_TYPE_IQ4_NL)
+                tol_scale += 0x1p-11 * amax * sw;
+            tol_round += 0x1p-18 * amax * sw;
+        }
+        tol = tol_ties + tol_scale + tol_round;
+        for (int lvl = BATON_CPU_ISA_SCALAR; lvl <= BATON_CPU_ISA_AVX512; lvl++) {
+            float y = NAN;
+            double diff;
+
+            if ((int)baton_cpu_isa_set((enum baton_cpu_isa)lvl) != lvl)
+                continue;
+            baton_cpu_mul_mat_typed(pool, t, blocks, x, &y, KQ_GEN_K, 1, 1, work);
+            if (!have_first) {
+                first = y;
+                have_first = 1;
+            } else if (memcmp(&y, &first, 4) != 0) {
+                fail_msg("%s x%u: %s gives %a, the scalar level %a", name, v,
+                         baton_cpu_isa_name((enum baton_cpu_isa)lvl), (double)y, (double)first);
+            }
+            diff = fabs((double)y - want_dot[v]);
+            if (!(diff <= tol))
+                fail_msg("%s x%u %s: baton %a, ggml %a: |diff| %g > bound %g (%u near ties %g "
+                         "+ scale %g + rounding %g)",
+                         name, v, baton_cpu_isa_name((enum baton_cpu_isa)lvl), (double)y,
+                         want_dot[v], diff, tol, n_ties, tol_ties, tol_scale, tol_round);
+            if (lvl == BATON_CPU_ISA_SCALAR)
+                print_message("%s x%u: baton %.9g ggml %.9g |diff| %.3g (rel %.3g), bound %.3g "
+                              "(%u near ties)\n",
+                              name, v, (double)y, want_dot[v], diff, diff / fabs(want_dot[v]),
+                              tol, n_ties);
+        }
+    }
+    baton_cpu_isa_set(BATON_CPU_ISA_AVX512);
+    free(work);
+    baton_pool_destroy(pool);
+}
+
+static void test_iq4_nl(void **state)
+{
+    (void)state;
+    check_iq4(BATON_TYPE_IQ4_NL);
+}
+
+static void test_iq4_xs(void **state)
+{
+    (void)state;
+    check_iq4(BATON_TYPE_IQ4_XS);
+}
+
 #define KQ_TESTS(T, name)                                                                      \
     static void test_dequant_##name(void **state)                                              \
     {                                                                                          \
@@ -412,6 +531,7 @@ int main(void)
         cmocka_unit_test(test_dot_q3_k),     cmocka_unit_test(test_dot_q4_k),
         cmocka_unit_test(test_dot_q5_k),     cmocka_unit_test(test_dot_q6_k),
         cmocka_unit_test(test_q5_0),         cmocka_unit_test(test_q5_1),
+        cmocka_unit_test(test_iq4_nl),       cmocka_unit_test(test_iq4_xs),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
