@@ -891,7 +891,8 @@ static int convert_tensor(const struct baton_gguf_tensor *t, uint32_t out_type, 
     const unsigned nt = conv_threads(ne0 * t->ne[1], t->ne[1]); /* read: fits */
     struct conv_part parts[MAX_THREADS];
     pthread_t tid[MAX_THREADS];
-    unsigned i, started = 0;
+    int started[MAX_THREADS] = {0};
+    unsigned i;
     uint64_t r;
     char shown[128];
     int rc = 0;
@@ -899,17 +900,19 @@ static int convert_tensor(const struct baton_gguf_tensor *t, uint32_t out_type, 
     for (i = 0; i < nt; i++) {
         parts[i] = (struct conv_part){t, out_type, dst, rb, t->ne[1] * i / nt,
                                       t->ne[1] * (i + 1) / nt, 0, 0};
-        if (i > 0 && pthread_create(&tid[i], NULL, conv_part_run, &parts[i]) != 0)
-            break;
-        started = i + 1;
+        started[i] = i > 0 && pthread_create(&tid[i], NULL, conv_part_run, &parts[i]) == 0;
     }
-    /* rows a thread could not be started for are this thread's too */
-    if (started < nt)
-        parts[started - 1].r1 = t->ne[1];
-    parts[0].rc = convert_rows(t, out_type, row, dst, rb, parts[0].r0, parts[0].r1, &r);
-    for (i = 1; i < started; i++)
-        pthread_join(tid[i], NULL);
-    for (i = 0; i < started; i++)
+    /* part 0, and each part a thread could not be started for, on this
+     * thread: a running part's range is never changed (widening the last
+     * started part's range while its thread ran left rows unconverted) */
+    for (i = 0; i < nt; i++)
+        if (!started[i] && (parts[i].rc = convert_rows(t, out_type, row, dst, rb, parts[i].r0,
+                                                       parts[i].r1, &r)) != 0)
+            break;
+    for (i = 1; i < nt; i++)
+        if (started[i])
+            pthread_join(tid[i], NULL);
+    for (i = 0; i < nt; i++)
         rc = rc != 0 ? rc : parts[i].rc;
     if (rc == 0 || rc == BATON_E_NOMEM) {
         if (rc != 0)
