@@ -26,7 +26,7 @@ static void usage(FILE *f)
           "  bench      prefill/decode speed, TTFT, TPOT and per-step traffic\n"
           "  gen-model  write a deterministic synthetic GGUF (llama, qwen2, qwen3)\n"
           "  quantize   convert a GGUF's matrices to q8_0, q4_0, q5_0, q5_1, f16, bf16\n"
-          "             or f32, or to a K-quant mix: q4_k_m, q5_k_m, q6_k, q3_k_m, q2_k,\n"
+          "             or f32, or to a preset mix: q4_k_m, q5_k_m, q6_k, q3_k_m, q2_k,\n"
           "             iq4_xs, iq4_nl\n"
           "  keygen     write a new key file (-o FILE) for authenticated servers\n"
           "\n"

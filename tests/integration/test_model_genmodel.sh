@@ -306,7 +306,7 @@ rc=0; "$BATON" gen-model --layers 1 --dim 64 --ff 64 --heads 4 -o "$TMP/nodir/g.
 [ "$rc" -eq 1 ] && grep -qx "baton gen-model: -o $TMP/nodir/g.gguf: cannot create a file in $TMP/nodir: No such file or directory" \
     "$TMP/bad.err" || fail "gen-model into a missing directory: rc $rc: $(cat "$TMP/bad.err")"
 "$BATON" --help >"$TMP/help.txt"
-grep -q "quantize .*q8_0, q4_0, q5_0, q5_1, f16, bf16" "$TMP/help.txt" && grep -q "K-quant mix: q4_k_m, q5_k_m, q6_k, q3_k_m, q2_k" "$TMP/help.txt" || fail "baton --help: quantize types"
+grep -q "quantize .*q8_0, q4_0, q5_0, q5_1, f16, bf16" "$TMP/help.txt" && grep -q "preset mix: q4_k_m, q5_k_m, q6_k, q3_k_m, q2_k," "$TMP/help.txt" || fail "baton --help: quantize types"
 "$BATON" quantize --help >"$TMP/help.txt"
 grep -q "^Exit status: 0 written" "$TMP/help.txt" && grep -q "f32 any" "$TMP/help.txt" || fail "quantize --help"
 "$BATON" gen-model --help >"$TMP/help.txt"
