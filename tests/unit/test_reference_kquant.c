@@ -140,6 +140,43 @@ static void check_dequant(uint32_t t)
                  KQ_GEN_K);
 }
 
+/* MUL_MAT of the row at blocks (type t, KQ_GEN_K elements) with x at every
+ * level the CPU has: the same bits at each, within tol of ggml's vec_dot
+ * want (activation vector v; n_ties near 8-bit rounding ties went into
+ * tol); the scalar level's figures are printed. */
+static void dot_levels(struct baton_pool *pool, uint32_t t, const void *blocks, const float *x,
+                       void *work, const char *name, uint32_t v, double want, double tol,
+                       uint32_t n_ties)
+{
+    float first = 0.0f;
+    int have_first = 0;
+
+    for (int lvl = BATON_CPU_ISA_SCALAR; lvl <= BATON_CPU_ISA_AVX512; lvl++) {
+        float y = NAN;
+        double diff;
+
+        if ((int)baton_cpu_isa_set((enum baton_cpu_isa)lvl) != lvl)
+            continue;
+        baton_cpu_mul_mat_typed(pool, t, blocks, x, &y, KQ_GEN_K, 1, 1, work);
+        if (!have_first) {
+            first = y;
+            have_first = 1;
+        } else if (memcmp(&y, &first, 4) != 0) {
+            fail_msg("%s x%u: %s gives %a, the scalar level %a", name, v,
+                     baton_cpu_isa_name((enum baton_cpu_isa)lvl), (double)y, (double)first);
+        }
+        diff = fabs((double)y - want);
+        if (!(diff <= tol))
+            fail_msg("%s x%u %s: baton %a, ggml %a: |diff| %g > bound %g (%u near ties)", name,
+                     v, baton_cpu_isa_name((enum baton_cpu_isa)lvl), (double)y, want, diff, tol,
+                     n_ties);
+        if (lvl == BATON_CPU_ISA_SCALAR)
+            print_message("%s x%u: baton %.9g ggml %.9g |diff| %.3g (rel %.3g), bound %.3g "
+                          "(%u near ties)\n",
+                          name, v, (double)y, want, diff, diff / fabs(want), tol, n_ties);
+    }
+}
+
 static void check_dot(uint32_t t)
 {
     static uint8_t blocks[KQ_GEN_NB * 210];
@@ -159,8 +196,6 @@ static void check_dot(uint32_t t)
     for (uint32_t v = 0; v < KQ_GEN_NX; v++) {
         double tol_ties = 0.0, tol_round = 0.0;
         uint32_t n_ties = 0;
-        float first = 0.0f;
-        int have_first = 0;
 
         kq_gen_x(v, x, KQ_GEN_K);
         for (uint32_t b = 0; b < KQ_GEN_NB; b++) {
@@ -181,34 +216,7 @@ static void check_dot(uint32_t t)
             }
             tol_round += 0x1p-18 * amax * (sw + 256.0 * min_term(t, blocks, b));
         }
-        for (int lvl = BATON_CPU_ISA_SCALAR; lvl <= BATON_CPU_ISA_AVX512; lvl++) {
-            float y = NAN;
-            double diff;
-
-            if ((int)baton_cpu_isa_set((enum baton_cpu_isa)lvl) != lvl)
-                continue;
-            baton_cpu_mul_mat_typed(pool, t, blocks, x, &y, KQ_GEN_K, 1, 1, work);
-            if (!have_first) {
-                first = y;
-                have_first = 1;
-            } else if (memcmp(&y, &first, 4) != 0) {
-                fail_msg("%s x%u: %s gives %a, the scalar level %a", kq_names[t - 10], v,
-                         baton_cpu_isa_name((enum baton_cpu_isa)lvl), (double)y,
-                         (double)first);
-            }
-            diff = fabs((double)y - want[v]);
-            if (!(diff <= tol_ties + tol_round))
-                fail_msg("%s x%u %s: baton %a, ggml %a: |diff| %g > bound %g (%u near ties "
-                         "%g + rounding %g)",
-                         kq_names[t - 10], v, baton_cpu_isa_name((enum baton_cpu_isa)lvl),
-                         (double)y, want[v], diff, tol_ties + tol_round, n_ties, tol_ties,
-                         tol_round);
-            if (lvl == BATON_CPU_ISA_SCALAR)
-                print_message("%s x%u: baton %.9g ggml %.9g |diff| %.3g (rel %.3g), bound %.3g "
-                              "(%u near ties)\n",
-                              kq_names[t - 10], v, (double)y, want[v], diff,
-                              diff / fabs(want[v]), tol_ties + tol_round, n_ties);
-        }
+        dot_levels(pool, t, blocks, x, work, kq_names[t - 10], v, want[v], tol_ties + tol_round, n_ties);
     }
     baton_cpu_isa_set(BATON_CPU_ISA_AVX512); /* back to the best */
     free(work);
@@ -305,8 +313,6 @@ static void check_q5(uint32_t t)
     for (uint32_t v = 0; v < KQ_GEN_NX; v++) {
         double tol_ties = 0.0, tol_scale = 0.0, tol_round = 0.0;
         uint32_t n_ties = 0;
-        float first = 0.0f;
-        int have_first = 0;
 
         kq_gen_x(v, x, KQ_GEN_K);
         for (uint32_t b = 0; b < KQ_GEN_Q5_NB; b++) {
@@ -329,31 +335,7 @@ static void check_q5(uint32_t t)
             tol_scale += 0x1p-11 * amax * (sw + 32.0 * m);
             tol_round += 0x1p-18 * amax * (sw + 32.0 * m);
         }
-        for (int lvl = BATON_CPU_ISA_SCALAR; lvl <= BATON_CPU_ISA_AVX512; lvl++) {
-            float y = NAN;
-            double diff;
-
-            if ((int)baton_cpu_isa_set((enum baton_cpu_isa)lvl) != lvl)
-                continue;
-            baton_cpu_mul_mat_typed(pool, t, blocks, x, &y, KQ_GEN_K, 1, 1, work);
-            if (!have_first) {
-                first = y;
-                have_first = 1;
-            } else if (memcmp(&y, &first, 4) != 0) {
-                fail_msg("%s x%u: %s gives %a, the scalar level %a", name, v,
-                         baton_cpu_isa_name((enum baton_cpu_isa)lvl), (double)y, (double)first);
-            }
-            diff = fabs((double)y - want_dot[v]);
-            if (!(diff <= tol_ties + tol_scale + tol_round))
-                fail_msg("%s x%u %s: baton %a, ggml %a: |diff| %g > bound %g", name, v,
-                         baton_cpu_isa_name((enum baton_cpu_isa)lvl), (double)y, want_dot[v],
-                         diff, tol_ties + tol_scale + tol_round);
-            if (lvl == BATON_CPU_ISA_SCALAR)
-                print_message("%s x%u: baton %.9g ggml %.9g |diff| %.3g (rel %.3g), bound %.3g "
-                              "(%u near ties)\n",
-                              name, v, (double)y, want_dot[v], diff, diff / fabs(want_dot[v]),
-                              tol_ties + tol_scale + tol_round, n_ties);
-        }
+        dot_levels(pool, t, blocks, x, work, name, v, want_dot[v], tol_ties + tol_scale + tol_round, n_ties);
     }
     baton_cpu_isa_set(BATON_CPU_ISA_AVX512);
     free(work);
@@ -421,8 +403,6 @@ static void check_iq4(uint32_t t)
     for (uint32_t v = 0; v < KQ_GEN_NX; v++) {
         double tol_ties = 0.0, tol_scale = 0.0, tol_round = 0.0, tol;
         uint32_t n_ties = 0;
-        float first = 0.0f;
-        int have_first = 0;
 
         kq_gen_x(v, x, KQ_GEN_K);
         for (uint32_t b = 0; b < KQ_GEN_K / blk; b++) {
@@ -446,32 +426,7 @@ static void check_iq4(uint32_t t)
             tol_round += 0x1p-18 * amax * sw;
         }
         tol = tol_ties + tol_scale + tol_round;
-        for (int lvl = BATON_CPU_ISA_SCALAR; lvl <= BATON_CPU_ISA_AVX512; lvl++) {
-            float y = NAN;
-            double diff;
-
-            if ((int)baton_cpu_isa_set((enum baton_cpu_isa)lvl) != lvl)
-                continue;
-            baton_cpu_mul_mat_typed(pool, t, blocks, x, &y, KQ_GEN_K, 1, 1, work);
-            if (!have_first) {
-                first = y;
-                have_first = 1;
-            } else if (memcmp(&y, &first, 4) != 0) {
-                fail_msg("%s x%u: %s gives %a, the scalar level %a", name, v,
-                         baton_cpu_isa_name((enum baton_cpu_isa)lvl), (double)y, (double)first);
-            }
-            diff = fabs((double)y - want_dot[v]);
-            if (!(diff <= tol))
-                fail_msg("%s x%u %s: baton %a, ggml %a: |diff| %g > bound %g (%u near ties %g "
-                         "+ scale %g + rounding %g)",
-                         name, v, baton_cpu_isa_name((enum baton_cpu_isa)lvl), (double)y,
-                         want_dot[v], diff, tol, n_ties, tol_ties, tol_scale, tol_round);
-            if (lvl == BATON_CPU_ISA_SCALAR)
-                print_message("%s x%u: baton %.9g ggml %.9g |diff| %.3g (rel %.3g), bound %.3g "
-                              "(%u near ties)\n",
-                              name, v, (double)y, want_dot[v], diff, diff / fabs(want_dot[v]),
-                              tol, n_ties);
-        }
+        dot_levels(pool, t, blocks, x, work, name, v, want_dot[v], tol, n_ties);
     }
     baton_cpu_isa_set(BATON_CPU_ISA_AVX512);
     free(work);
