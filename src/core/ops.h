@@ -12,9 +12,17 @@
  * ADD, MUL      0: a F32   1: b F32 (b.ne[i] == a.ne[i] or 1: broadcast) -    F32 like a
  * SCALE         0: x F32                                  p0 s (f32)         F32 like x
  * SILU          0: x F32                                  -                  F32 like x
+ * GELU          0: x F32                                  -                  F32 like x
+ *               y = x / (1 + exp(-2 sqrt(2/pi) (x + 0.044715 x^3))), which is GELU's
+ *               tanh form 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (Hendrycks and
+ *               Gimpel 2016; ggml_gelu) written with baton_cpu_expf
  * ROPE          0: x {hd,nh,nt} F32  1: pos {nt} I32      p0 n_dims (u32), p1 freq_base (f32),
  *                                                          p2 mode (0: adjacent pairs,
- *                                                          2: NeoX, (i, i + n_dims/2))   F32 like x
+ *                                                          2: NeoX, (i, i + n_dims/2)),
+ *                                                          p3 freq_scale (f32): the angle
+ *                                                          times it (linear rope scaling,
+ *                                                          ggml's freq_scale); 0: none
+ *                                                                             F32 like x
  * ROPE_FREQS    ROPE with a third source 2: factors {n_dims/2} F32 (Llama 3.1's
  *               rope_freqs.weight): pair i's angle is (pos * freq_i) / factors[i],
  *               params as ROPE's                                   F32 like x
@@ -23,7 +31,10 @@
  *                  both F32 or both F16 (k, v rounded to binary16 when stored)
  *               5: pos {nt} I32, or {nt,3} I32            p0 scale (f32),    F32 {hd,nh,nt}
  *                                                          p1 score mode: 0 score * p0,
- *                                                          1 score / p0 (llama2.c's form)
+ *                                                          1 score / p0 (llama2.c's form),
+ *                                                          p2 window (u32): 0 none, else
+ *                                                          token t attends only to cells
+ *                                                          > c[t] - p2 (sliding window)
  *               With pos {nt}: stores k, v at cache slots pos[t], then each query
  *               token t attends to slots 0..pos[t] (causal). With {nt,3} (several
  *               sequences, each owning a range of cells): row 0 holds the
@@ -71,7 +82,8 @@ enum baton_op {
     BATON_OP_RESHAPE = 11,
     BATON_OP_SAMPLE = 12,
     BATON_OP_ROPE_FREQS = 13,
-    BATON_OP_COUNT = 14 /* ids are 1..BATON_OP_COUNT-1 */
+    BATON_OP_GELU = 14,
+    BATON_OP_COUNT = 15 /* ids are 1..BATON_OP_COUNT-1 */
 };
 
 #define BATON_MAX_SRC 6

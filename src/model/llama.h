@@ -33,6 +33,9 @@ enum baton_llama_arch {
     BATON_ARCH_LLAMA = 0, /* "llama": Llama 1/2/3/3.x, Mistral, TinyLlama, ... */
     BATON_ARCH_QWEN2 = 1, /* "qwen2": Qwen 2/2.5 (Q/K/V biases, NeoX RoPE) */
     BATON_ARCH_QWEN3 = 2, /* "qwen3": Qwen 3 dense (per-head RMS norm on Q and K, NeoX RoPE) */
+    BATON_ARCH_GEMMA3 = 3, /* "gemma3": Gemma 3 text (qwen3's head norms, embedding scaled by
+                              sqrt(n_embd), RMS norms after attention and feed-forward, GELU,
+                              sliding-window layers with their own rope base) */
 };
 
 /* RoPE modes (ROPE's p2, core/ops.h; ggml's values). */
@@ -58,6 +61,20 @@ struct baton_llama_hparams {
     uint32_t n_ctx_train_src; /* enum baton_llama_ctx_src */
     float rms_eps;
     float rope_base;
+    /* gemma3 (0 / 1.0 for the others) */
+    uint32_t embd_scale; /* 1: the embedding rows are multiplied by sqrtf(n_embd) */
+    uint32_t post_norms; /* 1: blk.N.post_attention_norm / post_ffw_norm.weight, an RMS norm
+                            of the attention's and the feed-forward's outputs before each add */
+    uint32_t ffn_gelu;   /* 1: GELU (tanh form) of the gate instead of SiLU */
+    uint32_t n_swa;      /* <arch>.attention.sliding_window: a sliding-window layer's token
+                            attends to the last n_swa positions (itself included); 0: none */
+    uint32_t swa_period; /* <arch>.attention.sliding_window_pattern (default 6): layer l
+                            slides when l % swa_period < swa_period - 1 (with n_swa) */
+    float rope_base_swa; /* <arch>.rope.freq_base_swa (default 10000): the sliding layers' */
+    float rope_scale;    /* 1 / <arch>.rope.scaling.factor (linear), the other layers'
+                            angle factor; 1: none */
+    float attn_scale;    /* the queries' scale before the scores (gemma3); 0: the scores
+                            divided by sqrt(head_dim) (llama, qwen2, qwen3) */
 };
 
 /* Where n_ctx_train came from. */
@@ -84,6 +101,10 @@ int baton_llama_hparams_load(const struct baton_gguf *gguf, struct baton_llama_h
 /* "llama", "qwen2" or "qwen3" (general.architecture of enum baton_llama_arch). */
 const char *baton_llama_arch_name(uint32_t arch);
 
+/* 1 when layer l is a sliding-window layer (hp->n_swa > 0 and l % swa_period <
+ * swa_period - 1, llama.cpp's set_swa_pattern), else 0. */
+int baton_llama_layer_swa(const struct baton_llama_hparams *hp, uint32_t l);
+
 /* The trained context for messages, as it was found: "llama.context_length
  * 2048", or "the model has no llama.context_length; 2048 assumed" (or "no
  * usable llama.context_length"). Writes at most cap bytes, NUL-terminated. */
@@ -94,6 +115,7 @@ struct baton_llama_layer {
     struct baton_tensor_desc attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
     struct baton_tensor_desc bq, bk, bv;       /* F32 {n_embd_q}, {kv_dim} x 2 (qkv_bias) */
     struct baton_tensor_desc q_norm, k_norm;   /* F32 {head_dim} (qk_norm) */
+    struct baton_tensor_desc attn_post_norm, ffn_post_norm; /* F32 {n_embd} (post_norms) */
     struct baton_tensor_desc k_cache, v_cache; /* F32 {head_dim, n_ctx, n_head_kv} */
 };
 
