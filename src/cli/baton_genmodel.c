@@ -59,8 +59,9 @@ static int parse_type(const char *s, uint32_t *type)
 static void gen_usage(FILE *f)
 {
     fputs("usage: baton gen-model --layers L --dim D --ff F --heads H [--kv-heads K]\n"
-          "                       [--arch llama|qwen2|qwen3] [--head-dim N] [--rope-base B]\n"
-          "                       [--rope-freqs]\n"
+          "                       [--arch llama|qwen2|qwen3|gemma3] [--head-dim N]\n"
+          "                       [--rope-base B] [--rope-freqs] [--swa N]\n"
+          "                       [--swa-period P] [--rope-scale F]\n"
           "                       [--vocab N | --vocab-from FILE] [--type T] [--seed S]\n"
           "                       [--ctx N] -o FILE\n"
           "\n"
@@ -73,14 +74,22 @@ static void gen_usage(FILE *f)
           "                    is not)\n"
           "  --ff F            feed-forward width (as --dim)\n"
           "  --heads H         attention heads (D % H == 0, even head size)\n"
-          "  --arch A          llama (default), qwen2 (Q/K/V biases, NeoX RoPE) or qwen3\n"
-          "                    (per-head Q/K norms, NeoX RoPE)\n"
+          "  --arch A          llama (default), qwen2 (Q/K/V biases, NeoX RoPE), qwen3\n"
+          "                    (per-head Q/K norms, NeoX RoPE) or gemma3 (qwen3's norms,\n"
+          "                    norms after attention and feed-forward, sliding-window\n"
+          "                    layers, no output.weight: the head is the embedding)\n"
           "  --head-dim N      head size, written as attention.key_length (default D / H;\n"
-          "                    H x N need not equal D, as in Qwen 3)\n"
-          "  --rope-base B     rope.freq_base (default 10000 llama, 1000000 qwen)\n"
+          "                    H x N need not equal D, as in Qwen 3 and Gemma 3)\n"
+          "  --rope-base B     rope.freq_base (default 10000 llama, 1000000 the others)\n"
           "  --rope-freqs      write rope_freqs.weight: Llama 3.1's rope scaling factors\n"
           "                    (factor 8, low/high frequency factors 1 and 4, original\n"
-          "                    context 8192)\n"
+          "                    context 8192; llama only)\n"
+          "  --swa N           gemma3: attention.sliding_window, the window of the\n"
+          "                    sliding layers (default 512; 0: no key, no layer slides)\n"
+          "  --swa-period P    gemma3: attention.sliding_window_pattern, layer l slides\n"
+          "                    when l % P < P - 1 (no key by default: llama.cpp takes 6)\n"
+          "  --rope-scale F    gemma3: rope.scaling.type linear with rope.scaling.factor\n"
+          "                    F > 0 (Gemma 3 4B and larger: 8); default none\n"
           "  --kv-heads K      key/value heads (H % K == 0; default H)\n"
           "  --vocab N         synthetic vocabulary size, 300..2097152 (default 512)\n"
           "  --vocab-from FILE copy the tokenizer of another GGUF\n"
@@ -107,7 +116,8 @@ static void gen_usage(FILE *f)
 int baton_cmd_gen_model(int argc, char **argv)
 {
     enum { O_LAYERS = 256, O_DIM, O_FF, O_HEADS, O_KV, O_VOCAB, O_VFROM, O_TYPE, O_SEED, O_CTX,
-           O_ARCH, O_HEAD_DIM, O_ROPE_BASE, O_ROPE_FREQS, O_HELP };
+           O_ARCH, O_HEAD_DIM, O_ROPE_BASE, O_ROPE_FREQS, O_SWA, O_SWA_PERIOD, O_ROPE_SCALE,
+           O_HELP };
     static const struct option opts[] = {
         {"layers", required_argument, 0, O_LAYERS}, {"dim", required_argument, 0, O_DIM},
         {"ff", required_argument, 0, O_FF},         {"heads", required_argument, 0, O_HEADS},
@@ -117,6 +127,9 @@ int baton_cmd_gen_model(int argc, char **argv)
         {"arch", required_argument, 0, O_ARCH},     {"head-dim", required_argument, 0, O_HEAD_DIM},
         {"rope-base", required_argument, 0, O_ROPE_BASE},
         {"rope-freqs", no_argument, 0, O_ROPE_FREQS}, {"output", required_argument, 0, 'o'},
+        {"swa", required_argument, 0, O_SWA},
+        {"swa-period", required_argument, 0, O_SWA_PERIOD},
+        {"rope-scale", required_argument, 0, O_ROPE_SCALE},
         {"help", no_argument, 0, O_HELP},           {0, 0, 0, 0}};
     struct baton_gen_model_config cfg;
     char err[512] = "";
@@ -153,14 +166,29 @@ int baton_cmd_gen_model(int argc, char **argv)
                 cfg.arch = BATON_ARCH_QWEN2;
             } else if (strcmp(optarg, "qwen3") == 0) {
                 cfg.arch = BATON_ARCH_QWEN3;
+            } else if (strcmp(optarg, "gemma3") == 0) {
+                cfg.arch = BATON_ARCH_GEMMA3;
             } else {
-                fprintf(stderr, "baton gen-model: --arch: '%s' (want llama, qwen2, qwen3)\n",
+                fprintf(stderr,
+                        "baton gen-model: --arch: '%s' (want llama, qwen2, qwen3, gemma3)\n",
                         optarg);
                 return 2;
             }
             break;
         case O_ROPE_FREQS: cfg.rope_freqs = 1; break;
         case O_HEAD_DIM: dst = &cfg.head_dim; name = "--head-dim"; max = 65536; break;
+        case O_SWA: /* 0 is a value: no sliding window */
+            if (baton_cli_parse_u32("baton gen-model", "--swa", optarg, 0, GEN_DIM_MAX,
+                                    &cfg.n_swa) != 0)
+                return 2;
+            cfg.swa_given = 1;
+            break;
+        case O_SWA_PERIOD: dst = &cfg.swa_period; name = "--swa-period"; max = 65536; break;
+        case O_ROPE_SCALE:
+            if (baton_cli_parse_float("baton gen-model", "--rope-scale", optarg, 0.0, 1e6, 1,
+                                      &cfg.rope_scale) != 0)
+                return 2;
+            break;
         case O_ROPE_BASE: {
             if (baton_cli_parse_float("baton gen-model", "--rope-base", optarg, 1.0, 1e12, 0,
                                       &cfg.rope_base) != 0)

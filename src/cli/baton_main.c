@@ -24,7 +24,7 @@ static void usage(FILE *f)
           "             its values finite?)\n"
           "  tokenize   print the token ids of a text\n"
           "  bench      prefill/decode speed, TTFT, TPOT and per-step traffic\n"
-          "  gen-model  write a deterministic synthetic GGUF (llama, qwen2, qwen3)\n"
+          "  gen-model  write a deterministic synthetic GGUF (llama, qwen2, qwen3, gemma3)\n"
           "  quantize   convert a GGUF's matrices to q8_0, q4_0, q5_0, q5_1, f16, bf16\n"
           "             or f32, or to a preset mix: q4_k_m, q5_k_m, q6_k, q3_k_m, q2_k,\n"
           "             iq4_xs, iq4_nl\n"

@@ -146,6 +146,13 @@ static uint64_t gen_widest(uint32_t v, uint32_t f, uint32_t d, uint32_t q)
     return m > q ? m : q;
 }
 
+/* general.architecture of cfg->arch (baton_llama_arch_name names the
+ * architectures the loader reads; gen-model writes gemma3 as well). */
+static const char *gen_arch_name(uint32_t arch)
+{
+    return arch == BATON_ARCH_GEMMA3 ? "gemma3" : baton_llama_arch_name(arch);
+}
+
 /* "<arch>.<rest>" into buf. */
 static const char *akey(char *buf, size_t cap, const char *arch, const char *rest)
 {
@@ -185,8 +192,11 @@ static int add_weight(struct gen *g, const char *name, uint64_t ne0, uint64_t ne
         plan.preset = g->cfg->preset;
         plan.n_layer = plan.n_attn_v = g->cfg->n_layer;
         plan.n_gqa = g->cfg->n_head / g->cfg->n_head_kv;
-        plan.is_70b = g->cfg->n_layer == 80 && g->cfg->n_head != g->cfg->n_head_kv;
-        plan.has_output = 1;
+        /* (llama.cpp's gemma3 loader names no 70B type: gemma3 is never one) */
+        plan.is_70b = g->cfg->n_layer == 80 && g->cfg->n_head != g->cfg->n_head_kv &&
+                      g->cfg->arch != BATON_ARCH_GEMMA3;
+        /* gemma3's head is token_embd: the preset gives it the head's type */
+        plan.has_output = g->cfg->arch != BATON_ARCH_GEMMA3;
         plan.attn_v_rank = plan.ffn_down_rank = layer < 0 ? 0 : (uint32_t)layer;
         type = baton_quant_preset_type(&plan, name, ne0);
     }
@@ -392,6 +402,10 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
 {
     struct gen g;
     const uint32_t D = cfg->n_embd, F = cfg->n_ff;
+    const int gemma3 = cfg->arch == BATON_ARCH_GEMMA3;
+    /* gemma3's window: 512 unless --swa says otherwise (Gemma 3's 1B and
+     * larger have 512 or 1024) */
+    const uint32_t n_swa = cfg->swa_given ? cfg->n_swa : gemma3 ? 512u : 0u;
     uint32_t V = cfg->n_vocab, l, kv_dim, hd, QD;
     const char *a;
     char k[96];
@@ -412,7 +426,7 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
         snprintf(err, err_len, "--layers, --dim, --ff, --heads and --kv-heads must be at least 1");
         return BATON_E_INVAL;
     }
-    if (cfg->arch > BATON_ARCH_QWEN3) {
+    if (cfg->arch > BATON_ARCH_GEMMA3) {
         snprintf(err, err_len, "unknown architecture %u", cfg->arch);
         return BATON_E_INVAL;
     }
@@ -429,6 +443,29 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
     }
     if (cfg->rope_freqs && cfg->arch != BATON_ARCH_LLAMA) {
         snprintf(err, err_len, "--rope-freqs is Llama 3.1's rope scaling: only with --arch llama");
+        return BATON_E_INVAL;
+    }
+    /* the sliding window and the linear rope scale are gemma3's keys: the
+     * loaders of llama, qwen2 and qwen3 (baton's and llama.cpp's) would not
+     * read them, so a file with them would not be what was asked for */
+    if (cfg->arch != BATON_ARCH_GEMMA3 &&
+        (cfg->swa_given || cfg->swa_period != 0 || cfg->rope_scale != 0.0f)) {
+        snprintf(err, err_len, "%s is gemma3's: only with --arch gemma3",
+                 cfg->swa_given          ? "--swa (a sliding window)"
+                 : cfg->swa_period != 0 ? "--swa-period (the sliding-window layer pattern)"
+                                         : "--rope-scale (a linear rope scale)");
+        return BATON_E_INVAL;
+    }
+    if (cfg->swa_period != 0 && n_swa == 0) {
+        snprintf(err, err_len,
+                 "--swa-period %u with --swa 0: the period says which layers slide, and with "
+                 "no window none does (give --swa N > 0)",
+                 cfg->swa_period);
+        return BATON_E_INVAL;
+    }
+    if (cfg->rope_scale < 0.0f || !isfinite(cfg->rope_scale)) {
+        snprintf(err, err_len, "--rope-scale %g: the factor must be above 0",
+                 (double)cfg->rope_scale);
         return BATON_E_INVAL;
     }
     if (cfg->head_dim != 0) {
@@ -513,7 +550,7 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
         return BATON_E_INVAL;
     }
     kv_dim = hd * cfg->n_head_kv;
-    a = baton_llama_arch_name(cfg->arch);
+    a = gen_arch_name(cfg->arch);
     rc = baton_gguf_writer_create(&g.w);
     if (rc != 0)
         return rc;
@@ -538,9 +575,10 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
     if (rc == 0)
         rc = baton_gguf_w_u32(g.w, akey(k, sizeof k, a, "attention.head_count_kv"),
                               cfg->n_head_kv);
-    if (rc == 0 && cfg->head_dim != 0)
+    /* (gemma3's converter writes the head size always, default 256) */
+    if (rc == 0 && (cfg->head_dim != 0 || gemma3))
         rc = baton_gguf_w_u32(g.w, akey(k, sizeof k, a, "attention.key_length"), hd);
-    if (rc == 0 && cfg->head_dim != 0)
+    if (rc == 0 && (cfg->head_dim != 0 || gemma3))
         rc = baton_gguf_w_u32(g.w, akey(k, sizeof k, a, "attention.value_length"), hd);
     if (rc == 0)
         rc = baton_gguf_w_f32(g.w, akey(k, sizeof k, a, "attention.layer_norm_rms_epsilon"),
@@ -550,6 +588,18 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
                               cfg->rope_base > 0.0f               ? cfg->rope_base
                               : cfg->arch == BATON_ARCH_LLAMA ? 10000.0f
                                                                   : 1000000.0f);
+    /* gemma3: the window of the sliding layers, which layers slide (llama.cpp
+     * assumes 6 without the key: five sliding, then one global), and the
+     * global layers' linear rope scale (Gemma 3 4B and larger: factor 8) */
+    if (rc == 0 && n_swa != 0)
+        rc = baton_gguf_w_u32(g.w, akey(k, sizeof k, a, "attention.sliding_window"), n_swa);
+    if (rc == 0 && cfg->swa_period != 0)
+        rc = baton_gguf_w_u32(g.w, akey(k, sizeof k, a, "attention.sliding_window_pattern"),
+                              cfg->swa_period);
+    if (rc == 0 && cfg->rope_scale > 0.0f)
+        rc = baton_gguf_w_string(g.w, akey(k, sizeof k, a, "rope.scaling.type"), "linear", 6);
+    if (rc == 0 && cfg->rope_scale > 0.0f)
+        rc = baton_gguf_w_f32(g.w, akey(k, sizeof k, a, "rope.scaling.factor"), cfg->rope_scale);
     if (rc == 0)
         rc = cfg->vocab_from ? copy_vocab(&g, cfg->vocab_from, &V) : add_synthetic_vocab(&g, V);
     if (rc != 0) {
@@ -569,12 +619,13 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
         const double big = (double)D * gen_widest(V, F, D, QD);
         /* the file's tensors, plus the two float scratch rows sets below */
         const double total =
-            8.0 * big + 2.0 * mat * V + 4.0 * D +
+            8.0 * big + (gemma3 ? 1.0 : 2.0) * mat * V + 4.0 * D +
             (double)cfg->n_layer * (mat * ((double)QD + 2.0 * kv_dim + 2.0 * F) +
                                     (double)row_bytes(est, QD) * D +
                                     (double)row_bytes(est, F) * D + 8.0 * D +
                                     (cfg->arch == BATON_ARCH_QWEN2   ? 4.0 * (QD + 2.0 * kv_dim)
                                      : cfg->arch == BATON_ARCH_QWEN3 ? 8.0 * hd
+                                     : gemma3                        ? 8.0 * hd + 8.0 * D
                                                                      : 0.0));
         char what[200];
         const int over = memory_exceeded(total, what, sizeof what);
@@ -607,7 +658,7 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
         rc = add_weight(&g, "token_embd.weight", D, V, 0);
     if (rc == 0)
         rc = add_weight(&g, "output_norm.weight", D, 1, 1);
-    if (rc == 0)
+    if (rc == 0 && !gemma3) /* gemma3 ties its head to the embedding */
         rc = add_weight(&g, "output.weight", D, V, 0);
     for (l = 0; rc == 0 && l < cfg->n_layer; l++) {
         static const char *const fmt[9] = {
@@ -616,11 +667,15 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
             "blk.%u.ffn_gate.weight",  "blk.%u.ffn_up.weight",      "blk.%u.ffn_down.weight"};
         const uint64_t shape[9][2] = {{D, 1}, {D, QD}, {D, kv_dim}, {D, kv_dim}, {QD, D},
                                       {D, 1}, {D, F},  {D, F},      {F, D}};
-        /* qwen2's Q/K/V biases, qwen3's Q/K norms (llama.cpp's names) */
-        static const char *const fmt_x[5] = {"blk.%u.attn_q.bias", "blk.%u.attn_k.bias",
-                                             "blk.%u.attn_v.bias", "blk.%u.attn_q_norm.weight",
-                                             "blk.%u.attn_k_norm.weight"};
-        const uint64_t len_x[5] = {QD, kv_dim, kv_dim, hd, hd};
+        /* qwen2's Q/K/V biases, qwen3's and gemma3's Q/K norms, gemma3's
+         * norms of the attention's and the feed-forward's outputs (llama.cpp's
+         * names) */
+        static const char *const fmt_x[7] = {
+            "blk.%u.attn_q.bias",        "blk.%u.attn_k.bias",
+            "blk.%u.attn_v.bias",        "blk.%u.attn_q_norm.weight",
+            "blk.%u.attn_k_norm.weight", "blk.%u.post_attention_norm.weight",
+            "blk.%u.post_ffw_norm.weight"};
+        const uint64_t len_x[7] = {QD, kv_dim, kv_dim, hd, hd, D, D};
         uint32_t j;
 
         for (j = 0; rc == 0 && j < 9; j++) {
@@ -628,8 +683,10 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
             rc = add_weight(&g, name, shape[j][0], shape[j][1],
                             shape[j][1] == 1 ? GEN_NORM : GEN_MATRIX);
         }
-        for (j = 0; rc == 0 && j < 5; j++) {
-            if (j < 3 ? cfg->arch != BATON_ARCH_QWEN2 : cfg->arch != BATON_ARCH_QWEN3)
+        for (j = 0; rc == 0 && j < 7; j++) {
+            if (j < 3   ? cfg->arch != BATON_ARCH_QWEN2
+                : j < 5 ? cfg->arch != BATON_ARCH_QWEN3 && !gemma3
+                        : !gemma3)
                 continue;
             snprintf(name, sizeof(name), fmt_x[j], l);
             rc = add_weight(&g, name, len_x[j], 1, j < 3 ? GEN_BIAS : GEN_NORM);

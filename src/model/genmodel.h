@@ -1,6 +1,7 @@
 /* Deterministic synthetic llama-family GGUF models (`baton gen-model`:
  * architectures llama, qwen2 with its Q/K/V biases, qwen3 with its Q/K
- * norms) and weight
+ * norms, gemma3 with qwen3's norms, post-norms, sliding-window keys and a
+ * head tied to the embedding) and weight
  * conversion (`baton quantize`), for benchmarks and tests that need models
  * of a given size and type. The files use llama.cpp's tensor names and
  * metadata keys, so llama.cpp loads them too. */
@@ -18,10 +19,20 @@ struct baton_gen_model_config {
     int preset;             /* enum baton_quant_preset (model/quant_preset.h): a mix of
                                types chosen per matrix as llama.cpp's preset does;
                                BATON_PRESET_NONE (0): every matrix in type */
-    uint32_t arch;          /* enum baton_llama_arch (model/llama.h): llama, qwen2, qwen3 */
-    uint32_t head_dim;      /* 0: n_embd / n_head; else written as attention.key_length */
-    float rope_base;        /* 0: 10000 (llama), 1000000 (qwen2, qwen3) */
+    uint32_t arch;          /* enum baton_llama_arch (model/llama.h): llama, qwen2, qwen3,
+                               gemma3 */
+    uint32_t head_dim;      /* 0: n_embd / n_head; else written as attention.key_length
+                               (gemma3 writes key_length and value_length either way, as
+                               its converter does) */
+    float rope_base;        /* 0: 10000 (llama), 1000000 (qwen2, qwen3, gemma3) */
     int rope_freqs;         /* 1: write rope_freqs.weight, Llama 3.1's rope scaling factors */
+    /* gemma3 only: given with another arch, baton_gen_model refuses them */
+    int swa_given;          /* 1: n_swa was given (--swa); 0: 512 for gemma3 */
+    uint32_t n_swa;         /* attention.sliding_window; 0: no such key (no layer slides) */
+    uint32_t swa_period;    /* attention.sliding_window_pattern (>= 1, needs n_swa > 0);
+                               0: no such key (llama.cpp's default, 6) */
+    float rope_scale;       /* > 0: rope.scaling.type "linear" and rope.scaling.factor this;
+                               0: no such keys */
     uint64_t seed;
     const char *vocab_from; /* GGUF whose tokenizer.* keys are copied, or NULL */
     const char *out_path;
@@ -29,7 +40,9 @@ struct baton_gen_model_config {
 
 /* Writes the model. Weights: uniform in [-1/sqrt(fan_in), 1/sqrt(fan_in)]
  * from a xorshift64* stream seeded with seed (same seed, same bytes), norm
- * weights 1 + small noise. Matrices are converted to cfg->type (ne[0] must
+ * weights 1 + small noise (gemma3's too: its converter stores them offset by
+ * +1). A gemma3 file has no output.weight: its head is token_embd.weight, as
+ * in Google's files. Matrices are converted to cfg->type (ne[0] must
  * be a multiple of 32 for Q8_0 / Q4_0 / F16 and of 256 for the K-quants) or,
  * with cfg->preset, each to its preset's type (multiples of 32); norms stay
  * F32. The model is

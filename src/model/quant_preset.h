@@ -2,8 +2,10 @@
  * Q2_K, Q3_K_M, Q4_K_M, Q5_K_M, Q6_K, IQ4_NL and IQ4_XS (without an
  * importance matrix), for `baton quantize` and
  * `baton gen-model`. The rules are those of llama.cpp's llama_tensor_get_type
- * (src/llama-quant.cpp) for dense (non-MoE) llama and qwen2 models,
- * restated in our own words in docs/QUANTIZE.md; baton's code is its own.
+ * (src/llama-quant.cpp) for dense (non-MoE) llama and qwen2 models (qwen3
+ * and gemma3 take the same: llama-quant.cpp has no rule of their own, and a
+ * gemma3 file's head is its token_embd), restated in our own words in
+ * docs/QUANTIZE.md; baton's code is its own.
  * One deviation: a matrix whose rows do not fit the 256-element super-block
  * falls back to a type baton runs (see baton_quant_fallback). */
 #ifndef BATON_MODEL_QUANT_PRESET_H
