@@ -348,7 +348,7 @@ static void graph_ops(struct graph_store *s)
 }
 
 /* The RoPE variants of qwen and Llama 3.1: ROPE in NeoX mode (p2 = 2), then
- * ROPE_FREQS with a factors leaf {n_dims/2}. Leaves: 0 x, 1 positions, 2
+ * ROPE_FREQS with a factors leaf {n_dims/2} and linear scaling (p3). Leaves: 0 x, 1 positions, 2
  * factors, 3 out. */
 static void graph_rope_ext(struct graph_store *s)
 {
@@ -365,6 +365,7 @@ static void graph_rope_ext(struct graph_store *s)
     uint32_t r1 = baton_gb_node(&s->gb, BATON_OP_ROPE, BATON_TYPE_F32, ne, src1, params);
     const uint32_t src2[BATON_MAX_SRC] = {r1, lp, lf, NONE, NONE, NONE};
     params[2] = 0;
+    params[3] = baton_gb_f32(0.125f); /* linear rope scaling */
     uint32_t r2 = baton_gb_node(&s->gb, BATON_OP_ROPE_FREQS, BATON_TYPE_F32, ne, src2, params);
     baton_gb_set_out(&s->gb, r2, lo);
     gs_finish(s);
@@ -388,7 +389,9 @@ static void place(struct llama_seed *ls, struct baton_tensor_desc *t, uint32_t t
 
 /* The llama stage graph of 2 tokens; flags bit 0 (seqs): several sequences
  * ({2,3} positions for ATTENTION) and the last stage sampling both tokens
- * (SAMPLE); bit 1: F16 KV caches (--kv-type f16). */
+ * (SAMPLE); bit 1: F16 KV caches (--kv-type f16); bit 2: gemma3 (Q/K head
+ * norms, the embedding scaled, post norms, GELU, a sliding window of 1 cell
+ * on its one layer, the queries scaled). */
 static void graph_llama_ex(struct graph_store *s, struct llama_seed *ls, int flags)
 {
     const int seqs = flags & 1;
@@ -408,6 +411,16 @@ static void graph_llama_ex(struct graph_store *s, struct llama_seed *ls, int fla
     hp->n_ctx_train = 16;
     hp->rms_eps = 1e-5f;
     hp->rope_base = 10000.0f;
+    hp->rope_scale = 1.0f;
+    if (flags & 4) {
+        hp->arch = BATON_ARCH_GEMMA3;
+        hp->rope_mode = BATON_ROPE_NEOX;
+        hp->qk_norm = hp->embd_scale = hp->post_norms = hp->ffn_gelu = 1;
+        hp->n_swa = 1;
+        hp->swa_period = 0; /* every layer slides */
+        hp->rope_base_swa = 10000.0f;
+        hp->attn_scale = 0.5f;
+    }
     struct baton_llama_stage *st = &ls->st;
     struct baton_llama_layer *L = &ls->layer;
     st->layer_begin = 0;
@@ -425,6 +438,12 @@ static void graph_llama_ex(struct graph_store *s, struct llama_seed *ls, int fla
     place(ls, &L->w_gate, BATON_TYPE_F32, e, ff, 1);
     place(ls, &L->w_up, BATON_TYPE_F32, e, ff, 1);
     place(ls, &L->w_down, BATON_TYPE_F32, ff, e, 1);
+    if (flags & 4) {
+        place(ls, &L->q_norm, BATON_TYPE_F32, 4, 1, 1);
+        place(ls, &L->k_norm, BATON_TYPE_F32, 4, 1, 1);
+        place(ls, &L->attn_post_norm, BATON_TYPE_F32, e, 1, 1);
+        place(ls, &L->ffn_post_norm, BATON_TYPE_F32, e, 1, 1);
+    }
     place(ls, &L->k_cache, kv_type, 4, ctx, 1); /* {hd, n_ctx, nkv} */
     place(ls, &L->v_cache, kv_type, 4, ctx, 1);
     place(ls, &st->output_norm, BATON_TYPE_F32, e, 1, 1);
@@ -588,6 +607,11 @@ static void gen_wire_graph(void)
     b.len = 0;
     /* F16 KV caches */
     graph_llama_ex(&s, &ls, 2);
+    graph_payload(&b, &s.gb.g);
+    emit_buf("wire_graph", &b);
+    b.len = 0;
+    /* gemma3: GELU, the sliding window, post norms */
+    graph_llama_ex(&s, &ls, 4);
     graph_payload(&b, &s.gb.g);
     emit_buf("wire_graph", &b);
     bfree(&b);
@@ -1742,6 +1766,21 @@ static void gen_dispatcher(void)
     rec_graph(&b, &s.gb.g);
     rec_get(&b, &ls.st.io.argmax, 0, 4);
     rec_get(&b, &ls.layer.k_cache, 0, ls.layer.k_cache.nbytes);
+    emit_buf("dispatcher", &b);
+    b.len = 0;
+
+    /* a gemma3 layer (GELU, a window of 1 cell, post norms): two steps */
+    graph_llama_ex(&s, &ls, 4);
+    bu8(&b, 0);
+    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, ls.bytes);
+    rec_set(&b, &ls.st.tok_embd, 0, ls.st.tok_embd.nbytes, 0x3b);
+    rec_set_i32(&b, &ls.st.io.tokens[0], toks, 2);
+    rec_set_i32(&b, &ls.st.io.pos, poss, 2);
+    rec_set_i32(&b, &ls.st.io.last_idx, last, 1);
+    rec_graph(&b, &s.gb.g);
+    rec_set_i32(&b, &ls.st.io.pos, poss2, 2);
+    rec_graph(&b, &s.gb.g);
+    rec_get(&b, &ls.st.io.logits, 0, ls.st.io.logits.nbytes);
     emit_buf("dispatcher", &b);
     b.len = 0;
 

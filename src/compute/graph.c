@@ -29,8 +29,8 @@ struct node_tmp {
 
 /* Parameters each op reads; the others must be 0 (room to extend). */
 static const uint8_t op_n_params[BATON_OP_COUNT] = {
-    [BATON_OP_RMS_NORM] = 1, [BATON_OP_SCALE] = 1, [BATON_OP_ROPE] = 3, [BATON_OP_ATTENTION] = 2,
-    [BATON_OP_ROPE_FREQS] = 3,
+    [BATON_OP_RMS_NORM] = 1, [BATON_OP_SCALE] = 1, [BATON_OP_ROPE] = 4, [BATON_OP_ATTENTION] = 3,
+    [BATON_OP_ROPE_FREQS] = 4,
 };
 
 static float param_f32(uint32_t bits)
@@ -282,13 +282,14 @@ static int infer(const struct baton_graph_node *n, const struct tview *s, struct
         memcpy(res->ne, s[0].ne, sizeof(res->ne));
         return 0;
     case BATON_OP_SILU:
+    case BATON_OP_GELU:
         if (!all_f32(s, 1))
             return BATON_E_TYPE;
         memcpy(res->ne, s[0].ne, sizeof(res->ne));
         return 0;
     case BATON_OP_ROPE:
     case BATON_OP_ROPE_FREQS: {
-        const float base = param_f32(p[1]);
+        const float base = param_f32(p[1]), freq_scale = param_f32(p[3]);
         const int ff = n->op == BATON_OP_ROPE_FREQS;
 
         if (s[0].type != BATON_TYPE_F32 || s[1].type != BATON_TYPE_I32 ||
@@ -299,7 +300,8 @@ static int infer(const struct baton_graph_node *n, const struct tview *s, struct
             return BATON_E_SHAPE;
         if (p[2] != 0 && p[2] != 2) /* normal or NeoX (core/ops.h) */
             return BATON_E_UNSUPPORTED;
-        if (p[0] == 0 || p[0] % 2 != 0 || p[0] > s[0].ne[0] || !isfinite(base) || !(base > 0.0f))
+        if (p[0] == 0 || p[0] % 2 != 0 || p[0] > s[0].ne[0] || !isfinite(base) ||
+            !(base > 0.0f) || (p[3] != 0 && !(isfinite(freq_scale) && freq_scale > 0.0f)))
             return BATON_E_INVAL;
         memcpy(res->ne, s[0].ne, sizeof(res->ne));
         return 0;
@@ -846,12 +848,16 @@ static int exec_node(const struct exec_ctx *x, uint32_t i, struct baton_pool *po
     case BATON_OP_SILU:
         baton_cpu_silu(pool, tensor_data(x, src[0]), (float *)dst, count);
         return 0;
+    case BATON_OP_GELU:
+        baton_cpu_gelu(pool, tensor_data(x, src[0]), (float *)dst, count);
+        return 0;
     case BATON_OP_ROPE:
     case BATON_OP_ROPE_FREQS:
         return baton_cpu_rope(pool, tensor_data(x, src[0]), tensor_data(x, src[1]),
                               n->op == BATON_OP_ROPE_FREQS ? tensor_data(x, src[2]) : NULL,
                               (float *)dst, ne0[0], ne0[1], ne0[2], n->params[0],
-                              param_f32(n->params[1]), n->params[2]);
+                              param_f32(n->params[1]), n->params[2],
+                              n->params[3] != 0 ? param_f32(n->params[3]) : 1.0f);
     case BATON_OP_ATTENTION: {
         struct baton_cpu_attention a;
 
@@ -876,6 +882,7 @@ static int exec_node(const struct exec_ctx *x, uint32_t i, struct baton_pool *po
         a.n_ctx = tensor_ne(g, src[3])[1];
         a.scale = param_f32(n->params[0]);
         a.divide = n->params[1] == 1;
+        a.window = n->params[2];
         a.cache_f16 = tensor_type(g, src[3]) == BATON_TYPE_F16;
         return baton_cpu_attention(pool, &a);
     }

@@ -13,7 +13,7 @@ static const struct op_entry op_table[BATON_OP_COUNT] = {
     [BATON_OP_SILU] = {1, "SILU"},           [BATON_OP_ROPE] = {2, "ROPE"},
     [BATON_OP_ATTENTION] = {6, "ATTENTION"}, [BATON_OP_ARGMAX] = {1, "ARGMAX"},
     [BATON_OP_SAMPLE] = {2, "SAMPLE"},     [BATON_OP_ROPE_FREQS] = {3, "ROPE_FREQS"},
-    [BATON_OP_RESHAPE] = {1, "RESHAPE"},
+    [BATON_OP_RESHAPE] = {1, "RESHAPE"},     [BATON_OP_GELU] = {1, "GELU"},
 };
 
 uint32_t baton_op_arity(uint32_t op)

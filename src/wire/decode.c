@@ -111,7 +111,8 @@
       logic integer arity(integer op);
       axiom arity_unary: \forall integer op;
         op == BATON_OP_RMS_NORM || op == BATON_OP_SCALE || op == BATON_OP_SILU ||
-        op == BATON_OP_ARGMAX || op == BATON_OP_RESHAPE ==> arity(op) == 1;
+        op == BATON_OP_ARGMAX || op == BATON_OP_RESHAPE || op == BATON_OP_GELU ==>
+          arity(op) == 1;
       axiom arity_binary: \forall integer op;
         op == BATON_OP_GET_ROWS || op == BATON_OP_MUL_MAT || op == BATON_OP_ADD ||
         op == BATON_OP_MUL || op == BATON_OP_ROPE || op == BATON_OP_SAMPLE ==> arity(op) == 2;
@@ -829,6 +830,7 @@ static uint32_t op_arity(uint32_t op)
     case BATON_OP_RMS_NORM:
     case BATON_OP_SCALE:
     case BATON_OP_SILU:
+    case BATON_OP_GELU:
     case BATON_OP_ARGMAX:
     case BATON_OP_RESHAPE:
         return 1;

@@ -1140,7 +1140,7 @@ static void test_attention_work_rows(void **state)
         const uint32_t th = pools[p];
         struct baton_pool *pool;
         struct baton_cpu_attention a = {q,  k,  v,   kc,  vc, pos, NULL, out, work, HD, NH,
-                                        NKV, NT, NCTX, 0.125f, 0, 0};
+                                        NKV, NT, NCTX, 0.125f, 0, 0, 0};
 
         for (i = 0; i < GUARD; i++)
             work[rows * NCTX + i] = -7.0f;

@@ -152,6 +152,24 @@ static void test_scale_silu(void **state)
     assert_int_equal(tg_run(&t, NULL), 0);
     assert_close(y, want_silu, 4, TOL);
     assert_true(y[0] == 0.0f);
+
+    /* GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) =
+     * 0, 0.84119199, -0.15880801, 1.95459769 (in binary64) */
+    tg_at(&t, n)->op = BATON_OP_GELU;
+    assert_int_equal(tg_run(&t, NULL), 0);
+    assert_close(y, ((const float[4]){0, 0.84119199f, -0.15880801f, 1.95459769f}), 4, TOL);
+    assert_true(y[0] == 0.0f);
+    /* far tails: -20 -> 0 (e^(-z) overflows to inf), 20 -> 20 exactly; NaN stays NaN */
+    s[0] = -20.0f;
+    s[1] = 20.0f;
+    s[2] = NAN;
+    s[3] = 0.5f;
+    assert_int_equal(tg_run(&t, NULL), 0);
+    assert_true(y[0] == 0.0f && y[1] == 20.0f && isnan(y[2]));
+    assert_close(y + 3, ((const float[1]){0.34571401f}), 1, TOL);
+    /* GELU reads no parameter */
+    tg_at(&t, n)->params[0] = 1;
+    assert_int_equal(tg_validate(&t, 16), BATON_E_INVAL);
 }
 
 static void test_rope(void **state)
@@ -194,6 +212,32 @@ static void test_rope(void **state)
                  4, TOL);
     assert_memory_equal(y, x, 4 * sizeof(float));
     tg_at(&t, n)->params[2] = 0;
+
+    /* p3 freq_scale 0.5 (linear rope scaling): the angles halve, 0.5 and 0.005 */
+    tg_at(&t, n)->params[3] = f32_bits(0.5f);
+    assert_int_equal(tg_run(&t, NULL), 0);
+    assert_close(y + 4, (const float[4]){0.87758256f, 0.47942554f, -0.0049999792f, 0.99998750f},
+                 4, TOL);
+    assert_memory_equal(y, x, 4 * sizeof(float));
+    /* 1 is no scaling: the same bits as p3 = 0 */
+    {
+        float y0[8];
+
+        tg_at(&t, n)->params[3] = 0;
+        assert_int_equal(tg_run(&t, NULL), 0);
+        memcpy(y0, y, sizeof(y));
+        tg_at(&t, n)->params[3] = f32_bits(1.0f);
+        assert_int_equal(tg_run(&t, NULL), 0);
+        assert_memory_equal(y, y0, sizeof(y));
+    }
+    /* a scale that is not finite and positive is refused */
+    tg_at(&t, n)->params[3] = f32_bits(-0.5f);
+    assert_int_equal(tg_validate(&t, 16), BATON_E_INVAL);
+    tg_at(&t, n)->params[3] = f32_bits(NAN);
+    assert_int_equal(tg_validate(&t, 16), BATON_E_INVAL);
+    tg_at(&t, n)->params[3] = f32_bits(INFINITY);
+    assert_int_equal(tg_validate(&t, 16), BATON_E_INVAL);
+    tg_at(&t, n)->params[3] = 0;
 
     /* A negative position is an index error, nothing written. */
     pos[1] = -1;
@@ -302,6 +346,17 @@ static void test_attention_one_head_two_positions(void **state)
     tg_at(&f.t, f.node)->params[1] = 1;
     assert_int_equal(tg_run(&f.t, NULL), 0);
     assert_close(f.out + 2, (const float[2]){2.96402758f, 3.96402758f}, 2, TOL);
+
+    /* A sliding window of 1 cell (p2): each token sees only its own cell, so
+     * token 1's output is v1 exactly; a window of 2 is the full causal one. */
+    attn_setup(&f);
+    tg_at(&f.t, f.node)->params[2] = 1;
+    assert_int_equal(tg_run(&f.t, NULL), 0);
+    assert_memory_equal(f.out, ((const float[4]){1, 2, 3, 4}), sizeof(f.out));
+    attn_setup(&f);
+    tg_at(&f.t, f.node)->params[2] = 2;
+    assert_int_equal(tg_run(&f.t, NULL), 0);
+    assert_close(f.out, want, 4, TOL);
 }
 
 static void test_attention_position_out_of_range(void **state)

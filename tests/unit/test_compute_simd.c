@@ -1003,6 +1003,38 @@ static void test_attention_helpers_levels(void **state)
     free(cache);
 }
 
+/* A sliding window is the same as each token's first cell raised to
+ * pos - window + 1: the attention a computed (want) is run again with no
+ * window and those first cells (scratch: wfirst), the same bits. */
+static void expect_window_as_first(const struct baton_cpu_attention *a, const float *want,
+                                   int32_t *wfirst)
+{
+    struct baton_cpu_attention b = *a;
+    float *out = malloc(sizeof(float) * a->hd * a->nh * a->nt);
+    int32_t first2[64];
+    uint64_t t;
+
+    assert_non_null(out);
+    assert_true(a->nt <= 64);
+    for (t = 0; t < a->nt; t++) {
+        const int32_t f = a->first ? wfirst[t] : 0, lo = a->pos[t] - (int32_t)a->window + 1;
+
+        first2[t] = lo > f ? lo : f;
+    }
+    b.first = first2;
+    b.window = 0;
+    b.out = out;
+    assert_int_equal(baton_cpu_attention(NULL, &b), 0);
+    assert_memory_equal(out, want, sizeof(float) * a->hd * a->nh * a->nt);
+    /* and the window did cut something: a token reads fewer cells */
+    for (t = 0; t < a->nt; t++)
+        if (first2[t] != (a->first ? wfirst[t] : 0))
+            break;
+    if (a->nt > a->window)
+        assert_true(t < a->nt);
+    free(out);
+}
+
 /* The whole ATTENTION (baton_cpu_attention) at every level against the
  * scalar level, bit for bit: prefill blocks of one sequence (the block
  * kernel of the AVX2 and AVX-512 levels, baton_cpu_att_block), ragged
@@ -1010,7 +1042,8 @@ static void test_attention_helpers_levels(void **state)
  * per-token path), grouped-query heads, positions and windows past cell 0,
  * two sequences in one batch interleaved (per-token windows) and back to
  * back (runs of one window within a block), scores large enough that most weights
- * underflow to 0, a NaN query, binary16 caches, on 1 and 3 threads; the
+ * underflow to 0, a NaN query, binary16 caches, sliding windows (also
+ * against the same first cells given explicitly), on 1 and 3 threads; the
  * caches end the same. */
 static void test_attention_levels(void **state)
 {
@@ -1044,13 +1077,17 @@ static void test_attention_levels(void **state)
     }
     for (size_t h = 0; h < sizeof hds / sizeof hds[0]; h++)
         for (size_t t = 0; t < sizeof nts / sizeof nts[0]; t++)
-            for (int kind = 0; kind < 7; kind++) {
+            for (int kind = 0; kind < 9; kind++) {
                 /* 0: from cell 0; 1: from cell 37; 2: two sequences (cells 0.. and
                  * 45..) with their tokens interleaved; 3: from cell 3, large
                  * scores, token 2's query NaN; 4: binary16 caches from cell 5;
                  * 5: one sequence in cells 45.. (its window starts there); 6: two
                  * sequences back to back (the first half of the tokens in cells
-                 * 0.., the rest in cells 45..: runs of one window in a block) */
+                 * 0.., the rest in cells 45..: runs of one window in a block); 7: case 6
+                 * with a sliding window of 5 cells; 8: case 0 with a window of 3 (each
+                 * token's own first cell) */
+                const int lay = kind == 7 ? 6 : kind == 8 ? 0 : kind;
+                const uint32_t window = kind == 7 ? 5 : kind == 8 ? 3 : 0;
                 const uint64_t hd = hds[h];
                 const uint32_t nt = kind == 1 && nts[t] > NCTX - 37 ? NCTX - 37 : nts[t];
                 const float qscale = kind == 3 ? 40.0f : 1.0f;
@@ -1066,23 +1103,23 @@ static void test_attention_levels(void **state)
                 for (i = 0; i < nt; i++) {
                     const uint32_t half = (nt + 1) / 2;
 
-                    first[i] = (kind == 2 && i % 2) || kind == 5 || (kind == 6 && i >= half)
+                    first[i] = (lay == 2 && i % 2) || lay == 5 || (lay == 6 && i >= half)
                                    ? 45
                                    : 0;
-                    pos[i] = kind == 0   ? (int32_t)i
-                             : kind == 1 ? (int32_t)(37 + i)
-                             : kind == 2 ? first[i] + (int32_t)(i / 2)
-                             : kind == 3 ? (int32_t)(3 + i)
-                             : kind == 4 ? (int32_t)(5 + i)
-                             : kind == 5 ? (int32_t)(45 + i)
-                                         : first[i] + (int32_t)(i >= half ? i - half : i);
+                    pos[i] = lay == 0   ? (int32_t)i
+                             : lay == 1 ? (int32_t)(37 + i)
+                             : lay == 2 ? first[i] + (int32_t)(i / 2)
+                             : lay == 3 ? (int32_t)(3 + i)
+                             : lay == 4 ? (int32_t)(5 + i)
+                             : lay == 5 ? (int32_t)(45 + i)
+                                        : first[i] + (int32_t)(i >= half ? i - half : i);
                 }
                 for (size_t p = 0; p < 2; p++)
                     for (int lvl = BATON_CPU_ISA_SCALAR; lvl <= BATON_CPU_ISA_AVX512; lvl++) {
                         struct baton_cpu_attention a = {q,      k,   v,   kc,  vc,  pos,
-                                                        kind == 2 || kind >= 5 ? first : NULL,
+                                                        lay == 2 || lay >= 5 ? first : NULL,
                                                         got,    work, hd, NH,  NKV, nt,
-                                                        NCTX,   0.125f, 0,  0};
+                                                        NCTX,   0.125f, 0,  0, window};
                         char what[96];
 
                         if ((int)baton_cpu_isa_set((enum baton_cpu_isa)lvl) != lvl)
@@ -1103,6 +1140,8 @@ static void test_attention_levels(void **state)
                             memcpy(want, got, sizeof(float) * hd * NH * nt);
                             memcpy(kw, kc, sizeof(float) * hd * NCTX * NKV);
                             memcpy(vw, vc, sizeof(float) * hd * NCTX * NKV);
+                            if (window != 0)
+                                expect_window_as_first(&a, want, first);
                             continue;
                         }
                         snprintf(what, sizeof what, "attention %s hd=%llu nt=%u case %d pool %u",
@@ -1192,7 +1231,7 @@ static void test_expf_values(void **state)
     assert_true(baton_cpu_expf(-103.28f) == 0x1p-149f); /* the least subnormal */
 }
 
-/* SILU and the softmax exponentials at every level against the scalar
+/* SILU, GELU and the softmax exponentials at every level against the scalar
  * formulas with baton_cpu_expf, bit for bit, on every length 0..67 (the
  * SIMD bodies and every tail) with random values of every magnitude, NaN
  * and infinities among them; nothing past n is written. */
@@ -1241,6 +1280,31 @@ static void test_exp_kernels_levels(void **state)
                 memcpy(got, x, sizeof(x)); /* in place */
                 baton_cpu_silu_n(got, got, n);
                 expect_same(got, want, n, what);
+            }
+            /* GELU: the formula of ops.h, with x scaled down so that most
+             * values fall where its curve bends (|x| < 8) */
+            for (i = 0; i < n; i++) {
+                const float v = round % 2 ? x[i] / 16.0f : x[i];
+                const float z = 1.5957691216057308f * v * (1.0f + 0.044715f * v * v);
+
+                want[i] = v * (1.0f / (1.0f + baton_cpu_expf(-z)));
+            }
+            for (lvl = BATON_CPU_ISA_SCALAR; lvl <= BATON_CPU_ISA_AVX512; lvl++) {
+                float xs[MAXN + 1];
+                char what[64];
+
+                if ((int)baton_cpu_isa_set((enum baton_cpu_isa)lvl) != lvl)
+                    continue;
+                for (i = 0; i < n; i++)
+                    xs[i] = round % 2 ? x[i] / 16.0f : x[i];
+                snprintf(what, sizeof(what), "gelu %s n=%llu",
+                         baton_cpu_isa_name((enum baton_cpu_isa)lvl), (unsigned long long)n);
+                got[n] = 12345.0f;
+                baton_cpu_gelu_n(xs, got, n);
+                expect_same(got, want, n, what);
+                assert_true(got[n] == 12345.0f);
+                baton_cpu_gelu_n(xs, xs, n); /* in place */
+                expect_same(xs, want, n, what);
             }
             for (i = 0; i < n; i++)
                 want[i] = baton_cpu_expf(x[i] - m);

@@ -138,7 +138,7 @@ void baton_cpu_binary(struct baton_pool *pool, int is_mul, const float *a, const
     baton_pool_run(pool, rows, chunks_for(sat_mul(rows, ane[0])), binary_task, &j);
 }
 
-/* ---- SCALE, SILU ---- */
+/* ---- SCALE, SILU, GELU ---- */
 
 struct unary_job {
     const float *x;
@@ -164,6 +164,16 @@ static void silu_task(void *ctx, uint64_t i0, uint64_t i1, uint32_t chunk)
     baton_cpu_silu_n(j->x + i0, j->y + i0, i1 - i0);
 }
 
+/* GELU's tanh form as a logistic: 0.5 x (1 + tanh(u)) = x / (1 + e^(-2u)),
+ * u = sqrt(2/pi) (x + 0.044715 x^3) (kernels.h; baton_cpu_gelu_n, matmul.h). */
+static void gelu_task(void *ctx, uint64_t i0, uint64_t i1, uint32_t chunk)
+{
+    const struct unary_job *j = ctx;
+
+    (void)chunk;
+    baton_cpu_gelu_n(j->x + i0, j->y + i0, i1 - i0);
+}
+
 void baton_cpu_scale(struct baton_pool *pool, const float *x, float *y, uint64_t n, float s)
 {
     struct unary_job j = {x, y, s};
@@ -178,6 +188,13 @@ void baton_cpu_silu(struct baton_pool *pool, const float *x, float *y, uint64_t 
     baton_pool_run(pool, n, chunks_for(sat_mul(n, 16)), silu_task, &j);
 }
 
+void baton_cpu_gelu(struct baton_pool *pool, const float *x, float *y, uint64_t n)
+{
+    struct unary_job j = {x, y, 0.0f};
+
+    baton_pool_run(pool, n, chunks_for(sat_mul(n, 20)), gelu_task, &j);
+}
+
 /* ---- ROPE ---- */
 
 struct rope_job {
@@ -189,6 +206,7 @@ struct rope_job {
     uint32_t n_dims;
     float freq_base;
     uint32_t mode; /* 0 adjacent pairs, 2 NeoX */
+    float freq_scale; /* the angles' factor (1: none) */
 };
 
 /* Pairs whose cos/sin one rope task keeps for the rows of a token. */
@@ -198,8 +216,10 @@ struct rope_job {
 static void rope_angle(const struct rope_job *j, float p, uint64_t i, float *fcr, float *fci)
 {
     const float freq = 1.0f / powf(j->freq_base, (float)(2 * i) / (float)j->n_dims);
-    const float val = j->factors ? (p * freq) / j->factors[i] : p * freq;
+    float val = j->factors ? (p * freq) / j->factors[i] : p * freq;
 
+    if (j->freq_scale != 1.0f)
+        val *= j->freq_scale; /* ggml: theta = freq_scale * theta_extrap */
     *fcr = cosf(val);
     *fci = sinf(val);
 }
@@ -251,9 +271,9 @@ static void rope_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
 
 int baton_cpu_rope(struct baton_pool *pool, const float *x, const int32_t *pos,
                    const float *factors, float *y, uint64_t hd, uint64_t nh, uint64_t nt,
-                   uint32_t n_dims, float freq_base, uint32_t mode)
+                   uint32_t n_dims, float freq_base, uint32_t mode, float freq_scale)
 {
-    struct rope_job j = {x, pos, factors, y, hd, nh, n_dims, freq_base, mode};
+    struct rope_job j = {x, pos, factors, y, hd, nh, n_dims, freq_base, mode, freq_scale};
     uint64_t t;
 
     for (t = 0; t < nt; t++)
@@ -304,6 +324,18 @@ struct attention_job {
     int use_block;  /* the level's block kernel takes a block over one window of cells
                        (baton_cpu_att_block) */
 };
+
+/* The first cell token t reads when its last is p: its sequence's first
+ * cell (0 without a->first), raised to p - window + 1 with a sliding
+ * window (when that is larger; p out of range is caught by the callers). */
+static int32_t att_first(const struct baton_cpu_attention *a, uint64_t t, int32_t p)
+{
+    const int32_t f = a->first ? a->first[t] : 0;
+
+    if (a->window != 0 && (int64_t)p - (int64_t)a->window + 1 > (int64_t)f)
+        return (int32_t)((int64_t)p - (int64_t)a->window + 1);
+    return f;
+}
 
 /* Softmax of one query's scores att[0, n_slots) in place, as run.c: the
  * scale, max subtracted, exp (baton_cpu_exp_shift), float sum in slot
@@ -466,7 +498,7 @@ static void attention_task(void *ctx, uint64_t r0, uint64_t r1, uint32_t chunk)
 
         for (c = 0; c < nx; c++) {
             const int32_t p = a->pos[t0 + c]; /* read once, checked where it is used */
-            const int32_t f = a->first ? a->first[t0 + c] : 0;
+            const int32_t f = att_first(a, t0 + c, p);
 
             /* p or f out of range: unreachable after the checks in
              * baton_cpu_attention and the validator's no-overlap rule; kept
@@ -491,7 +523,7 @@ int baton_cpu_attention(struct baton_pool *pool, const struct baton_cpu_attentio
     uint64_t t, max_slots = 0;
 
     for (t = 0; t < a->nt; t++) {
-        const int32_t f = a->first ? a->first[t] : 0;
+        const int32_t f = att_first(a, t, a->pos[t]);
 
         if (a->pos[t] < 0 || (uint64_t)a->pos[t] >= a->n_ctx || f < 0 || f > a->pos[t])
             return BATON_E_INDEX;

@@ -40,6 +40,13 @@ void baton_cpu_scale(struct baton_pool *pool, const float *x, float *y, uint64_t
  * baton_cpu_expf, matmul.h). */
 void baton_cpu_silu(struct baton_pool *pool, const float *x, float *y, uint64_t n);
 
+/* y[i] = x[i] / (1 + baton_cpu_expf(-2 sqrt(2/pi) (x[i] + 0.044715 x[i]^3))), i < n:
+ * GELU's tanh form (ops.h; 0.5 x (1 + tanh(u)) = x / (1 + e^(-2u))), each
+ * element alone in binary32 (the same bits for any thread count and on every
+ * host). ggml's CPU GELU looks x up in a table of binary16 inputs and outputs
+ * instead, so the two differ by up to about 1e-3 of |x|. y may be x. */
+void baton_cpu_gelu(struct baton_pool *pool, const float *x, float *y, uint64_t n);
+
 /* Rotary embedding of x {hd,nh,nt}: in each head, pair i < n_dims/2 of
  * token t is rotated by theta = pos[t] * (1 / powf(freq_base, 2i/n_dims)).
  * The pair is (x[2i], x[2i+1]) with mode 0 (llama's "normal" RoPE) and
@@ -48,11 +55,13 @@ void baton_cpu_silu(struct baton_pool *pool, const float *x, float *y, uint64_t 
  * BATON_E_INDEX (before writing) if some pos[t] < 0. mode is 0 or 2
  * (graph validation refuses others). factors (NULL: none) holds n_dims/2
  * floats: pair i's angle becomes (pos[t] * freq_i) / factors[i] (ROPE_FREQS,
- * Llama 3.1's rope_freqs.weight, as llama.cpp divides theta by it). */
+ * Llama 3.1's rope_freqs.weight, as llama.cpp divides theta by it). With
+ * freq_scale != 1 (linear rope scaling, ggml's freq_scale) that angle is then
+ * multiplied by freq_scale; 1 leaves the angle as it was. */
 int baton_cpu_rope(struct baton_pool *pool, const float *x, const int32_t *pos,
                    const float *factors, float *y,
                    uint64_t hd, uint64_t nh, uint64_t nt, uint32_t n_dims, float freq_base,
-                   uint32_t mode);
+                   uint32_t mode, float freq_scale);
 
 struct baton_cpu_attention {
     const float *q; /* {hd,nh,nt} */
@@ -76,6 +85,8 @@ struct baton_cpu_attention {
                       as F32 rows, value rows converted as the weighted sum
                       loads them (baton_cpu_f16_wsum): the same bits as an F32
                       cache holding the converted values */
+    uint32_t window; /* 0, or a sliding window: token t reads only the cells
+                        above pos[t] - window (and from first[t]) */
 };
 
 /* Cache rows converted per window of an F16 cache (see cache_f16). */
@@ -99,7 +110,7 @@ struct baton_cpu_attention {
 
 /* Fused causal grouped-query attention (ops.h): token t writes its k and v
  * rows at cell pos[t] and attends to cells first[t]..pos[t] (0..pos[t]
- * without first). Returns BATON_E_INDEX (before writing anything) if some
+ * without first; with a window W, from max(first[t], pos[t] - W + 1)). Returns BATON_E_INDEX (before writing anything) if some
  * pos[t] is outside [0, n_ctx) or some first[t] outside [0, pos[t]]. */
 int baton_cpu_attention(struct baton_pool *pool, const struct baton_cpu_attention *a);
 

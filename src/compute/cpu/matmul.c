@@ -791,6 +791,18 @@ static void scalar_silu(const float *x, float *y, uint64_t n)
     }
 }
 
+static void scalar_gelu(const float *x, float *y, uint64_t n)
+{
+    uint64_t i;
+
+    for (i = 0; i < n; i++) {
+        const float v = x[i];
+        const float z = BATON_GELU_C * v * (1.0f + BATON_GELU_A * v * v);
+
+        y[i] = v * (1.0f / (1.0f + baton_cpu_expf(-z)));
+    }
+}
+
 static void scalar_exp_shift(float *x, uint64_t n, float m)
 {
     uint64_t i;
@@ -804,6 +816,7 @@ const struct baton_mm_kernels baton_mm_scalar = {
     scalar_dots_multi, scalar_silu, scalar_exp_shift, scalar_q2_k, scalar_q3_k, scalar_q4_k,
     scalar_q5_k, scalar_q6_k, baton_mm_act_k, scalar_q5_0, scalar_q5_1, baton_fp16_to_fp32_row,
     scalar_wsum_h, baton_fp32_to_fp16_row, NULL, scalar_bf16, scalar_iq4_nl, scalar_iq4_xs,
+    scalar_gelu,
 };
 
 /* ---- drivers ---- */
@@ -1115,6 +1128,11 @@ void baton_cpu_f32_to_f16_row(const float *src, void *dst, uint64_t n)
 void baton_cpu_silu_n(const float *x, float *y, uint64_t n)
 {
     kernels()->silu(x, y, n);
+}
+
+void baton_cpu_gelu_n(const float *x, float *y, uint64_t n)
+{
+    kernels()->gelu(x, y, n);
 }
 
 void baton_cpu_exp_shift(float *x, uint64_t n, float m)

@@ -375,6 +375,14 @@ float baton_cpu_expf(float x);
  * (in place) but not overlap it otherwise. */
 void baton_cpu_silu_n(const float *x, float *y, uint64_t n);
 
+/* GELU's tanh form (core/ops.h): y[i] = x[i] * (1 / (1 + baton_cpu_expf(-z)))
+ * with z = (BATON_GELU_C * x[i]) * (1 + (BATON_GELU_A * x[i]) * x[i]) for i
+ * in [0, n), each operation rounded to binary32 in that order, at the
+ * current level; every level gives the same bits. y may equal x. */
+#define BATON_GELU_C 1.5957691216057308f /* 2 sqrt(2 / pi) */
+#define BATON_GELU_A 0.044715f
+void baton_cpu_gelu_n(const float *x, float *y, uint64_t n);
+
 /* x[i] = baton_cpu_expf(x[i] - m) for i in [0, n), in place (a softmax's
  * exponentials after its maximum m is found), at the current level; every
  * level gives the same bits. */
@@ -458,6 +466,8 @@ struct baton_mm_kernels {
     /* IQ4_NL weights (Q4_0's order and activations, bias 128) and IQ4_XS
      * weights (the K order and K activations) */
     baton_mm_rows_fn iq4_nl, iq4_xs;
+    /* baton_cpu_gelu_n */
+    baton_silu_fn gelu;
 };
 
 /* The K activation quantizer, scalar (the reference): super-blocks

@@ -818,6 +818,29 @@ static T2 void avx2_silu(const float *x, float *y, uint64_t n)
         y[i] = x[i] * (1.0f / (1.0f + baton_cpu_expf(-x[i])));
 }
 
+/* GELU (matmul.h): z in the scalar order, then SILU's steps on it */
+static T2 void avx2_gelu(const float *x, float *y, uint64_t n)
+{
+    const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
+    const __m256 c = _mm256_set1_ps(BATON_GELU_C), a = _mm256_set1_ps(BATON_GELU_A);
+    uint64_t i;
+
+    for (i = 0; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        const __m256 t = _mm256_add_ps(one, _mm256_mul_ps(_mm256_mul_ps(a, v), v));
+        const __m256 z = _mm256_mul_ps(_mm256_mul_ps(c, v), t);
+        const __m256 e = exp8(_mm256_xor_ps(z, sign));
+
+        _mm256_storeu_ps(y + i, _mm256_mul_ps(v, _mm256_div_ps(one, _mm256_add_ps(one, e))));
+    }
+    for (; i < n; i++) {
+        const float v = x[i];
+        const float z = BATON_GELU_C * v * (1.0f + BATON_GELU_A * v * v);
+
+        y[i] = v * (1.0f / (1.0f + baton_cpu_expf(-z)));
+    }
+}
+
 static T2 void avx2_exp_shift(float *x, uint64_t n, float m)
 {
     const __m256 mv = _mm256_set1_ps(m);
@@ -2073,6 +2096,7 @@ const struct baton_mm_kernels baton_mm_avx2 = {
     avx2_q4_k,          avx2_q5_k, avx2_q6_k, baton_mm_avx2_act_k,
     baton_mm_avx2_q5_0, baton_mm_avx2_q5_1, baton_mm_avx2_f16_row, baton_mm_avx2_wsum_h,
     baton_mm_avx2_f32_to_f16_row, avx2_att_block, avx2_bf16, avx2_iq4_nl, avx2_iq4_xs,
+    avx2_gelu,
 };
 
 #else /* not x86-64: the level is never chosen; keep the table defined */

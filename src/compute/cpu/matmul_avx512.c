@@ -1543,6 +1543,19 @@ static AI T5 __m512 silu16(__m512 v)
     return _mm512_mul_ps(v, _mm512_div_ps(one, _mm512_add_ps(one, e)));
 }
 
+/* GELU (matmul.h): z in the scalar order, then SILU's steps on it */
+static AI T5 __m512 gelu16(__m512 v)
+{
+    const __m512 one = _mm512_set1_ps(1.0f);
+    const __m512 t = _mm512_add_ps(
+        one, _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(BATON_GELU_A), v), v));
+    const __m512 z = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(BATON_GELU_C), v), t);
+    const __m512 e = exp16(_mm512_castsi512_ps(
+        _mm512_xor_si512(_mm512_castps_si512(z), _mm512_set1_epi32((int)0x80000000u))));
+
+    return _mm512_mul_ps(v, _mm512_div_ps(one, _mm512_add_ps(one, e)));
+}
+
 /* ---- ATTENTION's weighted sum (matmul_avx2.c's wsum_rows on 16 lanes) ----
  * Each output element is its own chain, acc + a[s] * v[s] (multiply, then
  * add) for s ascending, so the lanes' width changes no bit; the 16-lane
@@ -1627,6 +1640,19 @@ static T5 void avx512_silu(const float *x, float *y, uint64_t n)
         const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
 
         _mm512_mask_storeu_ps(y + i, m, silu16(_mm512_maskz_loadu_ps(m, x + i)));
+    }
+}
+
+static T5 void avx512_gelu(const float *x, float *y, uint64_t n)
+{
+    uint64_t i;
+
+    for (i = 0; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, gelu16(_mm512_loadu_ps(x + i)));
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+
+        _mm512_mask_storeu_ps(y + i, m, gelu16(_mm512_maskz_loadu_ps(m, x + i)));
     }
 }
 
@@ -2821,7 +2847,7 @@ const struct baton_mm_kernels baton_mm_avx512 = {
     avx512_q4_k,     avx512_q5_k,        avx512_q6_k,           baton_mm_avx2_act_k,
     baton_mm_avx512_q5_0, baton_mm_avx512_q5_1, baton_mm_avx2_f16_row, avx512_wsum_h,
     baton_mm_avx2_f32_to_f16_row, avx512_att_block, avx512_bf16, avx512_iq4_nl,
-    avx512_iq4_xs,
+    avx512_iq4_xs, avx512_gelu,
 };
 
 #else
