@@ -146,13 +146,6 @@ static uint64_t gen_widest(uint32_t v, uint32_t f, uint32_t d, uint32_t q)
     return m > q ? m : q;
 }
 
-/* general.architecture of cfg->arch (baton_llama_arch_name names the
- * architectures the loader reads; gen-model writes gemma3 as well). */
-static const char *gen_arch_name(uint32_t arch)
-{
-    return arch == BATON_ARCH_GEMMA3 ? "gemma3" : baton_llama_arch_name(arch);
-}
-
 /* "<arch>.<rest>" into buf. */
 static const char *akey(char *buf, size_t cap, const char *arch, const char *rest)
 {
@@ -178,7 +171,14 @@ enum { GEN_MATRIX = 0, GEN_NORM = 1, GEN_BIAS = 2 };
 static int add_weight(struct gen *g, const char *name, uint64_t ne0, uint64_t ne1, int is_norm)
 {
     const uint64_t n = ne0 * ne1;
-    const float scale = 1.0f / sqrtf((float)ne0);
+    /* gemma3's embedding rows a quarter as large: the graph scales them by
+     * sqrt(n_embd) and the head is the same matrix, so at full size a row
+     * outweighed the layers' outputs in its own logit and the random model
+     * repeated its last token every step (a weak test of the ids) */
+    const float scale = (g->cfg->arch == BATON_ARCH_GEMMA3 && strcmp(name, "token_embd.weight") == 0
+                             ? 0.25f
+                             : 1.0f) /
+                        sqrtf((float)ne0);
     uint32_t type = is_norm ? BATON_TYPE_F32 : g->cfg->type;
     uint64_t ne[2] = {ne0, ne1}, bytes;
 
@@ -550,7 +550,7 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
         return BATON_E_INVAL;
     }
     kv_dim = hd * cfg->n_head_kv;
-    a = gen_arch_name(cfg->arch);
+    a = baton_llama_arch_name(cfg->arch);
     rc = baton_gguf_writer_create(&g.w);
     if (rc != 0)
         return rc;

@@ -1,5 +1,5 @@
 /* The llama-family decoder as baton graphs, one graph per stage per step
- * (architectures llama, qwen2, qwen3: enum baton_llama_arch).
+ * (architectures llama, qwen2, qwen3, gemma3: enum baton_llama_arch).
  *
  * Architecture (Touvron et al. 2023, "LLaMA"; as in llama2.c's run.c and
  * llama.cpp's llama arch): token embedding; per layer
@@ -13,8 +13,15 @@
  * norm with its own weight over each head of Q and K before RoPE, NeoX mode
  * too, and a head size of its own (attention.key_length, so n_head x
  * head_dim may differ from n_embd). Llama 3.1+ files carry rope_freqs.weight,
- * whose factors divide the pairs' frequencies (its rope scaling). Sources:
- * llama.cpp's src/models/{llama,qwen2,qwen3}.cpp graphs, read for the
+ * whose factors divide the pairs' frequencies (its rope scaling). gemma3
+ * (Gemma Team 2025, "Gemma 3 Technical Report") has qwen3's head norms and
+ * NeoX rope, scales the embedding rows by sqrt(n_embd), normalizes the
+ * attention's and the feed-forward's outputs (RMS norm with their own
+ * weights) before each residual add, uses GELU for SiLU, scales the queries
+ * by attn_scale, and has sliding-window layers (ATTENTION's window) with a
+ * rope base of their own; a linear rope scale (any architecture) multiplies
+ * the other layers' angles (ROPE's p3). Sources: llama.cpp's
+ * src/models/{llama,qwen2,qwen3,gemma3}.cpp graphs, read for the
  * structure; the code here is ours.
  */
 #ifndef BATON_MODEL_LLAMA_H
@@ -85,7 +92,7 @@ enum baton_llama_ctx_src {
 };
 
 /* Reads and checks the hyperparameters of a llama-family GGUF
- * (general.architecture "llama", "qwen2" or "qwen3"; "<arch>.*" keys as
+ * (general.architecture "llama", "qwen2", "qwen3" or "gemma3"; "<arch>.*" keys as
  * llama.cpp's converters write them, vocabulary size from
  * tokenizer.ggml.tokens or token_embd.weight). An optional key that is
  * absent takes its default; one present with another type (a string
@@ -98,7 +105,8 @@ enum baton_llama_ctx_src {
 int baton_llama_hparams_load(const struct baton_gguf *gguf, struct baton_llama_hparams *hp,
                              char *err, size_t err_len);
 
-/* "llama", "qwen2" or "qwen3" (general.architecture of enum baton_llama_arch). */
+/* "llama", "qwen2", "qwen3" or "gemma3" (general.architecture of enum
+ * baton_llama_arch). */
 const char *baton_llama_arch_name(uint32_t arch);
 
 /* 1 when layer l is a sliding-window layer (hp->n_swa > 0 and l % swa_period <

@@ -7,9 +7,10 @@
 #include "wire/wire.h"
 
 /* Nodes per layer: see build_layer (2 norms, 2 muls, 7 mat-muls, 4 reshapes,
- * 2 ropes, attention, 2 adds, silu, 1 mul; qwen2: 3 bias adds; qwen3: 2 head
- * norms and their 2 muls) with margin. */
-#define NODES_PER_LAYER 28u
+ * 2 ropes, attention, 2 adds, silu or gelu, 1 mul, 2 row selections; qwen2:
+ * 3 bias adds; qwen3: 2 head norms and their 2 muls; gemma3: those and 2 post
+ * norms and their 2 muls: 32) with margin. */
+#define NODES_PER_LAYER 36u
 #define LEAVES_PER_LAYER 16u
 
 uint32_t baton_llama_max_leaves(const struct baton_llama_stage *st)
@@ -125,21 +126,34 @@ static uint32_t proj(struct baton_gb *gb, const struct baton_llama_hparams *hp,
  * any number of columns (src/compute/cpu/README.md), so the selected rows
  * hold the same bits as when every row went through. */
 static uint32_t build_layer(struct baton_gb *gb, const struct baton_llama_hparams *hp,
-                            const struct baton_llama_layer *L, uint32_t x, uint32_t pos,
-                            uint32_t att_pos, uint32_t freqs, uint32_t n, uint32_t sel,
-                            uint32_t n_out)
+                            const struct baton_llama_layer *L, uint32_t il, uint32_t x,
+                            uint32_t pos, uint32_t att_pos, uint32_t freqs, uint32_t n,
+                            uint32_t sel, uint32_t n_out)
 {
     const uint32_t hd = hp->head_dim;
+    const int swa = baton_llama_layer_swa(hp, il);
     uint32_t rope_p[BATON_N_PARAMS] = {0};
     uint32_t attn_p[BATON_N_PARAMS] = {0};
     uint32_t h, q, k, v, a, o, g, u, d;
 
     rope_p[0] = hp->n_rot;
-    rope_p[1] = baton_gb_f32(hp->rope_base);
+    rope_p[1] = baton_gb_f32(swa ? hp->rope_base_swa : hp->rope_base);
     rope_p[2] = hp->rope_mode;
-    /* score / sqrt(head_dim), divided as llama2.c's run.c does (p1 = 1) */
-    attn_p[0] = baton_gb_f32(sqrtf((float)hd));
-    attn_p[1] = 1;
+    /* linear rope scaling: not on gemma3's sliding layers (llama.cpp's
+     * rope_freq_scale_train_swa, 1); p3 = 0 when there is none */
+    if (!swa && hp->rope_scale != 1.0f)
+        rope_p[3] = baton_gb_f32(hp->rope_scale);
+    if (hp->attn_scale != 0.0f) {
+        /* gemma3: the queries scaled (llama.cpp scales Q, then scores with
+         * scale 1: here the score is scaled, the same up to rounding) */
+        attn_p[0] = baton_gb_f32(hp->attn_scale);
+        attn_p[1] = 0;
+    } else {
+        /* score / sqrt(head_dim), divided as llama2.c's run.c does (p1 = 1) */
+        attn_p[0] = baton_gb_f32(sqrtf((float)hd));
+        attn_p[1] = 1;
+    }
+    attn_p[2] = swa ? hp->n_swa : 0;
 
     h = rms_norm_mul(gb, hp, x, &L->attn_norm, n);
     q = proj(gb, hp, &L->wq, &L->bq, h, n);
@@ -168,14 +182,19 @@ static uint32_t build_layer(struct baton_gb *gb, const struct baton_llama_hparam
         n = n_out;
     }
     o = mul_mat(gb, &L->wo, a, n);
+    if (hp->post_norms)
+        o = rms_norm_mul(gb, hp, o, &L->attn_post_norm, n);
     x = node(gb, BATON_OP_ADD, BATON_TYPE_F32, hp->n_embd, n, 1, x, o, NULL);
 
     h = rms_norm_mul(gb, hp, x, &L->ffn_norm, n);
     g = mul_mat(gb, &L->w_gate, h, n);
     u = mul_mat(gb, &L->w_up, h, n);
-    g = node(gb, BATON_OP_SILU, BATON_TYPE_F32, hp->n_ff, n, 1, g, BATON_SRC_NONE, NULL);
+    g = node(gb, hp->ffn_gelu ? BATON_OP_GELU : BATON_OP_SILU, BATON_TYPE_F32, hp->n_ff, n, 1, g,
+             BATON_SRC_NONE, NULL);
     g = node(gb, BATON_OP_MUL, BATON_TYPE_F32, hp->n_ff, n, 1, g, u, NULL);
     d = mul_mat(gb, &L->w_down, g, n);
+    if (hp->post_norms)
+        d = rms_norm_mul(gb, hp, d, &L->ffn_post_norm, n);
     return node(gb, BATON_OP_ADD, BATON_TYPE_F32, hp->n_embd, n, 1, x, d, NULL);
 }
 
@@ -216,6 +235,13 @@ int baton_llama_build_stage_out(const struct baton_llama_hparams *hp,
         in->tokens = ids;
         x = node(gb, BATON_OP_GET_ROWS, BATON_TYPE_F32, hp->n_embd, n, 1, leaf(gb, &st->tok_embd),
                  ids, NULL);
+        if (hp->embd_scale) {
+            /* gemma3: the rows times sqrtf(n_embd), as llama.cpp */
+            uint32_t s[BATON_N_PARAMS] = {0};
+
+            s[0] = baton_gb_f32(sqrtf((float)hp->n_embd));
+            x = node(gb, BATON_OP_SCALE, BATON_TYPE_F32, hp->n_embd, n, 1, x, BATON_SRC_NONE, s);
+        }
     } else {
         x = leaf_view(gb, &st->io.hidden_in[slot], hp->n_embd, n, 1);
     }
@@ -230,7 +256,7 @@ int baton_llama_build_stage_out(const struct baton_llama_hparams *hp,
         in->last_idx = sel;
     }
     for (l = st->layer_begin; l < st->layer_end; l++)
-        x = build_layer(gb, hp, &st->layers[l - st->layer_begin], x, pos, att_pos, freqs, n,
+        x = build_layer(gb, hp, &st->layers[l - st->layer_begin], l, x, pos, att_pos, freqs, n,
                         l + 1 == st->layer_end ? sel : BATON_SRC_NONE, n_out);
 
     if (!st->last) {

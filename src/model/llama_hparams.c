@@ -133,8 +133,116 @@ static int check_arch_tensors(const struct baton_gguf *g, const struct baton_lla
             if ((rc = need_vector(g, name, hp->head_dim, err, err_len)) != 0)
                 return rc;
         }
+        if (hp->post_norms) {
+            snprintf(name, sizeof(name), "blk.%u.post_attention_norm.weight", l);
+            if ((rc = need_vector(g, name, hp->n_embd, err, err_len)) != 0)
+                return rc;
+            snprintf(name, sizeof(name), "blk.%u.post_ffw_norm.weight", l);
+            if ((rc = need_vector(g, name, hp->n_embd, err, err_len)) != 0)
+                return rc;
+        }
     }
     return 0;
+}
+
+/* <a>.rope.scaling.type and .factor (or the older .rope.scale_linear), as
+ * llama.cpp reads them: no type is "linear"; a factor of 0 or none is no
+ * scaling; "linear" divides every angle by the factor (hp->rope_scale =
+ * 1 / factor). "none" is no scaling too. YaRN and LongRoPE change the angles
+ * in ways baton does not compute: refused, naming the key, rather than run
+ * as another model. */
+static int load_rope_scaling(const struct baton_gguf *g, const char *a,
+                             struct baton_llama_hparams *hp, char *err, size_t err_len)
+{
+    const char *type = "linear";
+    size_t type_len = 6;
+    float factor = 0.0f;
+    char k[96];
+    int rc;
+
+    hp->rope_scale = 1.0f;
+    rc = baton_gguf_get_string(g, key(k, sizeof k, a, "rope.scaling.type"), &type, &type_len);
+    if (rc != 0 && rc != BATON_E_NOT_FOUND) {
+        snprintf(err, err_len, "metadata key '%s': not a string", k);
+        return BATON_E_FORMAT;
+    }
+    if (baton_gguf_find_key(g, key(k, sizeof k, a, "rope.scaling.factor")) == NULL)
+        key(k, sizeof k, a, "rope.scale_linear");
+    if ((rc = opt_f32(g, k, &factor, err, err_len)) != 0)
+        return rc;
+    if (type_len == 4 && memcmp(type, "none", 4) == 0)
+        return 0;
+    if (!(type_len == 6 && memcmp(type, "linear", 6) == 0)) {
+        char shown[40];
+
+        snprintf(err, err_len,
+                 "%s.rope.scaling.type '%s': baton computes linear rope scaling only (yarn and "
+                 "longrope are not supported)",
+                 a, baton_gguf_escape(shown, sizeof shown, type, type_len));
+        return BATON_E_UNSUPPORTED;
+    }
+    if (factor == 0.0f)
+        return 0;
+    if (!(isfinite(factor) && factor > 0.0f)) {
+        snprintf(err, err_len, "%s: %g: the rope scaling factor must be finite and above 0", k,
+                 (double)factor);
+        return BATON_E_FORMAT;
+    }
+    hp->rope_scale = 1.0f / factor;
+    return 0;
+}
+
+/* Gemma 3's own keys and constants (llama.cpp's src/models/gemma3.cpp): the
+ * embedding scaled by sqrt(n_embd), norms after attention and feed-forward,
+ * GELU, the sliding window (attention.sliding_window; none without it) and
+ * its layer pattern (attention.sliding_window_pattern, default 6), the
+ * sliding layers' rope base (rope.freq_base_swa, default 10000) without the
+ * rope scaling, the queries scaled by 1/sqrt(head size) before the scores
+ * (1/sqrt(n_embd / n_head) for the 62-layer 27B, whose head size differs:
+ * Google's gemma_pytorch config). A final logit softcap (Gemma 2's) is
+ * refused: baton has no tanh op for it. */
+static int load_gemma3(const struct baton_gguf *g, const char *a, struct baton_llama_hparams *hp,
+                       char *err, size_t err_len)
+{
+    float cap = 0.0f;
+    char k[96];
+    int rc;
+
+    hp->embd_scale = 1;
+    hp->post_norms = 1;
+    hp->ffn_gelu = 1;
+    hp->swa_period = 6;
+    hp->rope_base_swa = 10000.0f;
+    if ((rc = opt_u32(g, key(k, sizeof k, a, "attention.sliding_window"), &hp->n_swa, NULL, err,
+                      err_len)) != 0 ||
+        (rc = opt_u32(g, key(k, sizeof k, a, "attention.sliding_window_pattern"),
+                      &hp->swa_period, NULL, err, err_len)) != 0 ||
+        (rc = opt_f32(g, key(k, sizeof k, a, "rope.freq_base_swa"), &hp->rope_base_swa, err,
+                      err_len)) != 0 ||
+        (rc = opt_f32(g, key(k, sizeof k, a, "final_logit_softcapping"), &cap, err,
+                      err_len)) != 0)
+        return rc;
+    if (!(hp->rope_base_swa > 0.0f && isfinite(hp->rope_base_swa))) {
+        snprintf(err, err_len, "%s.rope.freq_base_swa is %g: the rope base must be finite and "
+                 "above 0", a, (double)hp->rope_base_swa);
+        return BATON_E_FORMAT;
+    }
+    if (cap != 0.0f) {
+        snprintf(err, err_len,
+                 "%s.final_logit_softcapping is %g: baton does not compute a logit softcap", a,
+                 (double)cap);
+        return BATON_E_UNSUPPORTED;
+    }
+    hp->attn_scale = hp->n_layer == 62 ? 1.0f / sqrtf((float)(hp->n_embd / hp->n_head))
+                                       : 1.0f / sqrtf((float)hp->head_dim);
+    return 0;
+}
+
+int baton_llama_layer_swa(const struct baton_llama_hparams *hp, uint32_t l)
+{
+    if (hp->n_swa == 0)
+        return 0;
+    return hp->swa_period == 0 || l % hp->swa_period < hp->swa_period - 1;
 }
 
 int baton_llama_hparams_load(const struct baton_gguf *g, struct baton_llama_hparams *hp,
@@ -147,6 +255,7 @@ int baton_llama_hparams_load(const struct baton_gguf *g, struct baton_llama_hpar
         {"llama", BATON_ARCH_LLAMA, BATON_ROPE_NORMAL, 0, 0},
         {"qwen2", BATON_ARCH_QWEN2, BATON_ROPE_NEOX, 1, 0},
         {"qwen3", BATON_ARCH_QWEN3, BATON_ROPE_NEOX, 0, 1},
+        {"gemma3", BATON_ARCH_GEMMA3, BATON_ROPE_NEOX, 0, 1},
     };
     const char *arch = NULL, *a;
     size_t arch_len = 0, i;
@@ -173,7 +282,8 @@ int baton_llama_hparams_load(const struct baton_gguf *g, struct baton_llama_hpar
     if (i == sizeof(archs) / sizeof(archs[0])) {
         char shown[80];
 
-        snprintf(err, err_len, "general.architecture '%s' is not supported (llama, qwen2, qwen3)",
+        snprintf(err, err_len,
+                 "general.architecture '%s' is not supported (llama, qwen2, qwen3, gemma3)",
                  baton_gguf_escape(shown, sizeof shown, arch, arch_len));
         return BATON_E_UNSUPPORTED;
     }
@@ -342,6 +452,10 @@ int baton_llama_hparams_load(const struct baton_gguf *g, struct baton_llama_hpar
             return rc;
         hp->rope_freqs = 1;
     }
+    if ((rc = load_rope_scaling(g, a, hp, err, err_len)) != 0)
+        return rc;
+    if (hp->arch == BATON_ARCH_GEMMA3 && (rc = load_gemma3(g, a, hp, err, err_len)) != 0)
+        return rc;
     if ((rc = check_arch_tensors(g, hp, err, err_len)) != 0)
         return rc;
 
@@ -378,6 +492,8 @@ const char *baton_llama_arch_name(uint32_t arch)
         return "qwen2";
     case BATON_ARCH_QWEN3:
         return "qwen3";
+    case BATON_ARCH_GEMMA3:
+        return "gemma3";
     default:
         return "llama";
     }

@@ -653,7 +653,7 @@ int run_prepare_stage(struct run *r, struct stage_rt *s)
     int ret = 1, rc;
     char name[96];
 
-    items = s->items = calloc((size_t)n_local * 14 + 4, sizeof(*items));
+    items = s->items = calloc((size_t)n_local * 16 + 4, sizeof(*items));
     st->layers = calloc(n_local ? n_local : 1, sizeof(*st->layers));
     if (items == NULL || st->layers == NULL) {
         stage_msg(r, "out of memory\n");
@@ -677,6 +677,12 @@ int run_prepare_stage(struct run *r, struct stage_rt *s)
                   s->index + 1, s->endpoint);
         goto out;
     }
+    if (hp->ffn_gelu && n_local > 0 && !(s->info.op_mask & (1ull << BATON_OP_GELU))) {
+        stage_msg(r, "stage %u (%s): the server has no op GELU, which the model's "
+                     "architecture (%s) needs: a batond of this version is needed\n",
+                  s->index + 1, s->endpoint, baton_llama_arch_name(hp->arch));
+        goto out;
+    }
     if (st->first && place(r, items, &n_items, &off, "token_embd.weight", hp->n_embd,
                            hp->n_vocab, &st->tok_embd) != 0)
         goto out;
@@ -695,20 +701,26 @@ int run_prepare_stage(struct run *r, struct stage_rt *s)
                                             &L->w_gate,    &L->w_up,   &L->w_down};
         uint32_t k;
 
-        /* the vectors of qwen2 (Q/K/V biases) and qwen3 (Q/K norms) */
-        static const char *const fmt_x[5] = {"blk.%u.attn_q.bias", "blk.%u.attn_k.bias",
-                                             "blk.%u.attn_v.bias", "blk.%u.attn_q_norm.weight",
-                                             "blk.%u.attn_k_norm.weight"};
-        const uint64_t len_x[5] = {hp->n_embd_q, kv_dim, kv_dim, hp->head_dim, hp->head_dim};
-        struct baton_tensor_desc *dst_x[5] = {&L->bq, &L->bk, &L->bv, &L->q_norm, &L->k_norm};
+        /* the vectors of qwen2 (Q/K/V biases), qwen3 and gemma3 (Q/K norms)
+         * and gemma3 (the norms after attention and feed-forward) */
+        static const char *const fmt_x[7] = {
+            "blk.%u.attn_q.bias",          "blk.%u.attn_k.bias",
+            "blk.%u.attn_v.bias",          "blk.%u.attn_q_norm.weight",
+            "blk.%u.attn_k_norm.weight",   "blk.%u.post_attention_norm.weight",
+            "blk.%u.post_ffw_norm.weight"};
+        const uint64_t len_x[7] = {hp->n_embd_q,  kv_dim,     kv_dim,    hp->head_dim,
+                                   hp->head_dim, hp->n_embd, hp->n_embd};
+        struct baton_tensor_desc *dst_x[7] = {&L->bq,     &L->bk,     &L->bv,
+                                              &L->q_norm, &L->k_norm, &L->attn_post_norm,
+                                              &L->ffn_post_norm};
 
         for (k = 0; k < 9; k++) {
             snprintf(name, sizeof(name), fmt[k], l);
             if (place(r, items, &n_items, &off, name, shape[k][0], shape[k][1], dst[k]) != 0)
                 goto out;
         }
-        for (k = 0; k < 5; k++) {
-            if (k < 3 ? !hp->qkv_bias : !hp->qk_norm)
+        for (k = 0; k < 7; k++) {
+            if (k < 3 ? !hp->qkv_bias : k < 5 ? !hp->qk_norm : !hp->post_norms)
                 continue;
             snprintf(name, sizeof(name), fmt_x[k], l);
             if (place(r, items, &n_items, &off, name, len_x[k], 1, dst_x[k]) != 0)

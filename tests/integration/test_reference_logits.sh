@@ -44,6 +44,9 @@ tol() {
                                                  # 6.8e-6, 0.037 where it flips (README)
     *_k*) echo 0.15 ;;                           # K-quants: <= 1e-5 x rms, but 0.05 x rms
                                                  # where an 8-bit rounding flips (README)
+    gemma3) echo 0.005 ;;                        # F32 with GELU: 0.0011 x rms, all of it
+                                                 # llama.cpp's binary16 GELU table (with the
+                                                 # table's roundings added, 0.0002 held)
     *) echo 0.0002 ;;                            # F32: <= 1e-5 x rms
     esac
 }

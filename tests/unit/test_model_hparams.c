@@ -1,7 +1,8 @@
 /* Hyperparameters of the llama-family architectures (llama_hparams.c):
  * llama, qwen2 (Q/K/V biases, NeoX RoPE), qwen3 (Q/K norms, its own head
- * size) and Llama 3.1's rope_freqs.weight, read from small GGUF files written
- * here; and every refusal names the key or tensor at fault. */
+ * size), gemma3 (post norms, sliding window, its constants), Llama 3.1's
+ * rope_freqs.weight and linear rope scaling, read from small GGUF files
+ * written here; and every refusal names the key or tensor at fault. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -36,6 +37,8 @@ struct spec {
 
 static char path[128];
 static uint32_t block_count; /* written as block_count instead of n_layer (0: n_layer) */
+/* more keys for the next file (NULL: none) */
+static void (*extra_keys)(struct baton_gguf_writer *w);
 
 static int add_vec(struct baton_gguf_writer *w, const struct spec *s, const char *name, uint64_t n)
 {
@@ -111,6 +114,8 @@ static int load(const struct spec *s, struct baton_llama_hparams *hp, char *err,
     }
     if (s->odd_key)
         assert_int_equal(add_odd(w, s), 0);
+    if (extra_keys)
+        extra_keys(w);
     assert_true(s->n_embd <= 256);
     assert_int_equal(baton_gguf_w_tensor(w, "token_embd.weight", BATON_TYPE_F32, 2, ne_embd, embd,
                                          300ull * s->n_embd * sizeof(float)),
@@ -131,6 +136,12 @@ static int load(const struct spec *s, struct baton_llama_hparams *hp, char *err,
             assert_int_equal(add_vec(w, s, name, hd), 0);
             snprintf(name, sizeof name, "blk.%u.attn_k_norm.weight", l);
             assert_int_equal(add_vec(w, s, name, hd), 0);
+        }
+        if (strcmp(s->arch, "gemma3") == 0) {
+            snprintf(name, sizeof name, "blk.%u.post_attention_norm.weight", l);
+            assert_int_equal(add_vec(w, s, name, s->n_embd), 0);
+            snprintf(name, sizeof name, "blk.%u.post_ffw_norm.weight", l);
+            assert_int_equal(add_vec(w, s, name, s->n_embd), 0);
         }
     }
     if (s->rope_freqs)
@@ -234,6 +245,120 @@ static void test_rope_freqs(void **state)
     assert_string_equal(err, "tensor 'rope_freqs.weight': shape {8} but the model needs {16}");
 }
 
+static void keys_gemma3_swa(struct baton_gguf_writer *w)
+{
+    assert_int_equal(baton_gguf_w_u32(w, "gemma3.attention.sliding_window", 512), 0);
+    assert_int_equal(baton_gguf_w_u32(w, "gemma3.attention.sliding_window_pattern", 3), 0);
+    assert_int_equal(baton_gguf_w_f32(w, "gemma3.rope.freq_base_swa", 5000.0f), 0);
+    assert_int_equal(baton_gguf_w_string(w, "gemma3.rope.scaling.type", "linear", 6), 0);
+    assert_int_equal(baton_gguf_w_f32(w, "gemma3.rope.scaling.factor", 8.0f), 0);
+}
+
+static void keys_softcap(struct baton_gguf_writer *w)
+{
+    assert_int_equal(baton_gguf_w_f32(w, "gemma3.final_logit_softcapping", 30.0f), 0);
+}
+
+static void keys_yarn(struct baton_gguf_writer *w)
+{
+    assert_int_equal(baton_gguf_w_string(w, "gemma3.rope.scaling.type", "yarn", 4), 0);
+    assert_int_equal(baton_gguf_w_f32(w, "gemma3.rope.scaling.factor", 4.0f), 0);
+}
+
+static void keys_bad_swa_base(struct baton_gguf_writer *w)
+{
+    assert_int_equal(baton_gguf_w_f32(w, "gemma3.rope.freq_base_swa", -1.0f), 0);
+}
+
+static void keys_llama_scale_linear(struct baton_gguf_writer *w)
+{
+    assert_int_equal(baton_gguf_w_f32(w, "llama.rope.scale_linear", 2.0f), 0);
+}
+
+static void keys_llama_scaling_none(struct baton_gguf_writer *w)
+{
+    assert_int_equal(baton_gguf_w_string(w, "llama.rope.scaling.type", "none", 4), 0);
+    assert_int_equal(baton_gguf_w_f32(w, "llama.rope.scaling.factor", 4.0f), 0);
+}
+
+static void test_gemma3(void **state)
+{
+    /* heads 4 x key_length 64 over n_embd 128, 4 layers */
+    const struct spec s = {"gemma3", 128, 4, 2, 4, 64, 64, 0, 1, 0, NULL, 0, 0, 0, NULL, 0};
+    struct spec bad = s;
+    struct baton_llama_hparams hp;
+    char err[256];
+
+    (void)state;
+    assert_int_equal(load(&s, &hp, err, sizeof err), 0);
+    assert_int_equal(hp.arch, BATON_ARCH_GEMMA3);
+    assert_string_equal(baton_llama_arch_name(hp.arch), "gemma3");
+    assert_int_equal(hp.rope_mode, BATON_ROPE_NEOX);
+    assert_int_equal(hp.qk_norm, 1);
+    assert_int_equal(hp.qkv_bias, 0);
+    assert_true(hp.embd_scale && hp.post_norms && hp.ffn_gelu);
+    assert_int_equal(hp.head_dim, 64);
+    /* no sliding_window key: no layer slides; the defaults of llama.cpp */
+    assert_int_equal(hp.n_swa, 0);
+    assert_int_equal(hp.swa_period, 6);
+    assert_false(baton_llama_layer_swa(&hp, 0));
+    assert_true(hp.rope_base_swa == 10000.0f);
+    assert_true(hp.rope_scale == 1.0f);
+    assert_true(hp.attn_scale == 0.125f); /* 1 / sqrt(64) */
+
+    /* window 512, pattern 3 (layers 0, 1 slide, 2 does not, 3 does), their
+     * rope base, linear scaling 8 */
+    extra_keys = keys_gemma3_swa;
+    assert_int_equal(load(&s, &hp, err, sizeof err), 0);
+    assert_int_equal(hp.n_swa, 512);
+    assert_int_equal(hp.swa_period, 3);
+    assert_true(baton_llama_layer_swa(&hp, 0) && baton_llama_layer_swa(&hp, 1));
+    assert_false(baton_llama_layer_swa(&hp, 2));
+    assert_true(baton_llama_layer_swa(&hp, 3));
+    assert_true(hp.rope_base_swa == 5000.0f);
+    assert_true(hp.rope_scale == 0.125f);
+
+    /* Gemma 2's logit softcap and YaRN: refused, naming the key */
+    extra_keys = keys_softcap;
+    assert_int_equal(load(&s, &hp, err, sizeof err), BATON_E_UNSUPPORTED);
+    assert_string_equal(err, "gemma3.final_logit_softcapping is 30: baton does not compute a "
+                             "logit softcap");
+    extra_keys = keys_yarn;
+    assert_int_equal(load(&s, &hp, err, sizeof err), BATON_E_UNSUPPORTED);
+    assert_string_equal(err, "gemma3.rope.scaling.type 'yarn': baton computes linear rope "
+                             "scaling only (yarn and longrope are not supported)");
+    extra_keys = keys_bad_swa_base;
+    assert_int_equal(load(&s, &hp, err, sizeof err), BATON_E_FORMAT);
+    assert_string_equal(err, "gemma3.rope.freq_base_swa is -1: the rope base must be finite and "
+                             "above 0");
+    extra_keys = NULL;
+    /* a post norm left out */
+    bad.skip = "blk.3.post_ffw_norm.weight";
+    assert_int_equal(load(&bad, &hp, err, sizeof err), BATON_E_FORMAT);
+    assert_string_equal(err, "tensor 'blk.3.post_ffw_norm.weight': missing");
+}
+
+static void test_rope_scaling(void **state)
+{
+    const struct spec s = {"llama", 128, 4, 4, 1, 0, 0, 0, 0, 0, NULL, 0, 0, 0, NULL, 0};
+    struct baton_llama_hparams hp;
+    char err[256];
+
+    (void)state;
+    /* the older key, no type: linear */
+    extra_keys = keys_llama_scale_linear;
+    assert_int_equal(load(&s, &hp, err, sizeof err), 0);
+    assert_true(hp.rope_scale == 0.5f);
+    assert_true(hp.attn_scale == 0.0f && !hp.post_norms && !hp.ffn_gelu && !hp.embd_scale);
+    /* type none: a factor is ignored */
+    extra_keys = keys_llama_scaling_none;
+    assert_int_equal(load(&s, &hp, err, sizeof err), 0);
+    assert_true(hp.rope_scale == 1.0f);
+    extra_keys = NULL;
+    assert_int_equal(load(&s, &hp, err, sizeof err), 0);
+    assert_true(hp.rope_scale == 1.0f);
+}
+
 /* s's file is refused as E_FORMAT with the message want. */
 static void format_refused(const struct spec *s, const char *want)
 {
@@ -252,7 +377,8 @@ static void test_refusals(void **state)
 
     (void)state;
     assert_int_equal(load(&s, &hp, err, sizeof err), BATON_E_UNSUPPORTED);
-    assert_string_equal(err, "general.architecture 'phi3' is not supported (llama, qwen2, qwen3)");
+    assert_string_equal(err, "general.architecture 'phi3' is not supported (llama, qwen2, qwen3, "
+                             "gemma3)");
     /* a width the heads do not divide, without key_length */
     s.arch = "llama";
     s.n_embd = 100;
@@ -414,6 +540,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama),     cmocka_unit_test(test_qwen2),
         cmocka_unit_test(test_qwen3),     cmocka_unit_test(test_rope_freqs),
+        cmocka_unit_test(test_gemma3),    cmocka_unit_test(test_rope_scaling),
         cmocka_unit_test(test_refusals),  cmocka_unit_test(test_key_types),
         cmocka_unit_test(test_value_length_alone),
     };
