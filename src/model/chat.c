@@ -8,9 +8,10 @@
 #include "baton/status.h"
 #include "model/gguf.h"
 
-static const char *const names[] = {"unknown",    "chatml",     "llama3",
-                                    "llama2",     "phi3",       "mistral-v3",
-                                    "mistral-v3-tekken", "mistral-v7", "mistral-v7-tekken"};
+static const char *const names[] = {"unknown",           "chatml",     "llama3",
+                                    "llama2",            "phi3",       "mistral-v3",
+                                    "mistral-v3-tekken", "mistral-v7", "mistral-v7-tekken",
+                                    "gemma"};
 
 /* Whether s[0, len) holds the NUL-terminated needle. */
 static int holds(const char *s, size_t len, const char *needle)
@@ -24,7 +25,8 @@ enum baton_chat_template baton_chat_detect(const char *source, size_t len)
         return BATON_CHAT_UNKNOWN;
     if (holds(source, len, "<|im_start|>")) /* Phi-4's "<|im_start|>user<|im_sep|>" is not */
         return holds(source, len, "<|im_sep|>") ? BATON_CHAT_UNKNOWN : BATON_CHAT_CHATML;
-    if (holds(source, len, "<|start_header_id|>"))
+    /* llama.cpp checks gemma's marker before llama3's, after the others */
+    if (holds(source, len, "<|start_header_id|>") && !holds(source, len, "<start_of_turn>"))
         return BATON_CHAT_LLAMA3;
     if (holds(source, len, "[INST]")) {
         /* Mistral's (llama.cpp's rules, and the tekken v7 told from v7 by
@@ -39,6 +41,8 @@ enum baton_chat_template baton_chat_detect(const char *source, size_t len)
     }
     if (holds(source, len, "<|user|>") && holds(source, len, "<|end|>"))
         return BATON_CHAT_PHI3;
+    if (holds(source, len, "<start_of_turn>"))
+        return BATON_CHAT_GEMMA;
     return BATON_CHAT_UNKNOWN;
 }
 
@@ -129,25 +133,41 @@ enum trim {
     TRIM_STRIP,  /* Python's str.strip(), as the templates' trim and strip() */
     TRIM_LEFT_C, /* leading C isspace() characters: what a marker that strips the
                     whitespace after it (rstrip) takes from the text that follows */
+    TRIM_C,      /* leading and trailing C isspace() characters (in the C locale:
+                    " \t\n\v\f\r"), as llama.cpp's trim() in src/llama-chat.cpp */
 };
+
+/* Whether c is whitespace to C's isspace() in the C locale (a NUL is not). */
+static int c_space(char c)
+{
+    return c != '\0' && strchr(" \t\n\v\f\r", c) != NULL;
+}
+
+/* *s, *n trimmed as trim says (within the same bytes). */
+static void trimmed(const char **s, size_t *n, enum trim trim)
+{
+    if (trim == TRIM_LEFT_C || trim == TRIM_C) {
+        while (*n > 0 && c_space(**s)) {
+            (*s)++;
+            (*n)--;
+        }
+        while (trim == TRIM_C && *n > 0 && c_space((*s)[*n - 1]))
+            (*n)--;
+    } else if (trim == TRIM_STRIP) {
+        size_t k;
+
+        while (*n > 0 && (k = space_len(*s, *n, 0)) > 0) {
+            *s += k;
+            *n -= k;
+        }
+        *n = rstrip_len(*s, *n);
+    }
+}
 
 /* s[0, n), trimmed as trim says. */
 static void content(struct builder *b, const char *s, size_t n, enum trim trim)
 {
-    if (trim == TRIM_LEFT_C) {
-        while (n > 0 && *s != '\0' && strchr(" \t\n\v\f\r", *s) != NULL) {
-            s++;
-            n--;
-        }
-    } else if (trim == TRIM_STRIP) {
-        size_t k;
-
-        while (n > 0 && (k = space_len(s, n, 0)) > 0) {
-            s += k;
-            n -= k;
-        }
-        n = rstrip_len(s, n);
-    }
+    trimmed(&s, &n, trim);
     add(b, s, n, 0);
 }
 
@@ -159,7 +179,8 @@ static void content(struct builder *b, const char *s, size_t n, enum trim trim)
  * are rstrip tokens in Hugging Face's tokenizer.json, and llama.cpp sets
  * RSTRIP on Phi-3's special tokens); baton's tokenizer does not strip, so
  * the layout leaves the newlines out and trims the texts' leading
- * whitespace itself: the same ids. */
+ * whitespace itself: the same ids. Gemma has no system turn: S opens the
+ * first user turn (llama.cpp's built-in gemma, and Gemma 3's template). */
 static const struct layout {
     const char *sys_open, *sys_close, *user_open, *user_open_after_sys, *tail;
     const char *reply_close; /* ends an assistant's reply, and opens the next user turn */
@@ -187,6 +208,10 @@ static const struct layout {
                                "[/INST]", "</s>[INST] ", TRIM_NONE},
     [BATON_CHAT_MISTRAL_V7_TEKKEN] = {"[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[INST]", "[INST]",
                                       "[/INST]", "</s>[INST]", TRIM_NONE},
+    /* the "\n\n" after S marks no token (as mistral-v3's) */
+    [BATON_CHAT_GEMMA] = {"<start_of_turn>user\n", "\n\n", "<start_of_turn>user\n", "",
+                          "<end_of_turn>\n<start_of_turn>model\n",
+                          "<end_of_turn>\n<start_of_turn>user\n", TRIM_C},
 };
 
 _Static_assert(sizeof layouts / sizeof layouts[0] == sizeof names / sizeof names[0],
@@ -218,6 +243,15 @@ static void lay_out(struct builder *b, enum baton_chat_template t, const char *s
         mark(b, l->tail);
         return;
     }
+    if (sys && t == BATON_CHAT_GEMMA) {
+        /* llama.cpp writes S's part only where S trimmed is not empty */
+        const char *s = sys;
+        size_t sn = strlen(sys);
+
+        trimmed(&s, &sn, l->trim);
+        if (sn == 0)
+            sys = NULL;
+    }
     if (sys) {
         mark(b, l->sys_open);
         content(b, sys, strlen(sys), l->trim);
@@ -246,6 +280,7 @@ const char *baton_chat_missing_marker(enum baton_chat_template t, int has_system
         [BATON_CHAT_MISTRAL_V7_TEKKEN] = {{"[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[INST]",
                                            "[/INST]"},
                                           2},
+        [BATON_CHAT_GEMMA] = {{"<start_of_turn>", "<end_of_turn>"}, 0},
     };
 
     if ((size_t)t >= sizeof markers / sizeof markers[0])
@@ -336,7 +371,9 @@ int baton_chat_format_reply(enum baton_chat_template t, const char *text, size_t
     struct builder b = {out, 0};
     const int space = t == BATON_CHAT_LLAMA2 || t == BATON_CHAT_MISTRAL_V3 ||
                       t == BATON_CHAT_MISTRAL_V7;
-    const enum trim trim = t == BATON_CHAT_MISTRAL_V3 ? TRIM_STRIP : TRIM_NONE;
+    const enum trim trim = t == BATON_CHAT_MISTRAL_V3 ? TRIM_STRIP
+                           : t == BATON_CHAT_GEMMA    ? TRIM_C
+                                                      : TRIM_NONE;
 
     memset(out, 0, sizeof *out);
     *fresh = 0;

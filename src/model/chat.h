@@ -14,7 +14,8 @@
  *           (but not "<|im_sep|>": Phi-4's role lines end with it, not "\n")
  *           [<|im_start|>system\nS<|im_end|>\n]<|im_start|>user\nU<|im_end|>\n
  *           <|im_start|>assistant\n
- *   llama3  Llama 3: the source holds "<|start_header_id|>"; S and U trimmed
+ *   llama3  Llama 3: the source holds "<|start_header_id|>" (and not
+ *           "<start_of_turn>": llama.cpp checks gemma's first); S and U trimmed
  *           of leading and trailing whitespace, as the template's "| trim"
  *           (Python's str.strip(): Unicode's whitespace too, never a NUL)
  *           [<|start_header_id|>system<|end_header_id|>\n\nS<|eot_id|>]
@@ -58,6 +59,18 @@
  *           whitespace after them (rstrip tokens, in Hugging Face's
  *           tokenizer and llama.cpp's); baton's tokenizer does not strip,
  *           so the layout holds what is left
+ *   gemma   Gemma (2, 3): the source holds "<start_of_turn>" (checked last:
+ *           a source with a marker above as well is that layout, as in
+ *           llama.cpp's detection)
+ *           <start_of_turn>user\n[S\n\n]U<end_of_turn>\n<start_of_turn>model\n
+ *           Gemma has no system turn: S opens the first user turn, as in
+ *           llama.cpp's built-in gemma and Gemma 3's template (Gemma 2's
+ *           refuses a system message). S and U are trimmed as llama.cpp's
+ *           trim(): of C's isspace() characters " \t\n\v\f\r" only (Gemma
+ *           3's Jinja strips U of Unicode's whitespace too and S of none:
+ *           the same for texts without such whitespace); an S that is
+ *           empty when trimmed writes no part. The markers are control
+ *           tokens, which the vocabulary must hold.
  *
  * The bracketed part is there only with a system prompt: a default one that
  * a template's Jinja adds by itself (Qwen 2's "You are a helpful
@@ -87,11 +100,12 @@ enum baton_chat_template {
     BATON_CHAT_MISTRAL_V3_TEKKEN,
     BATON_CHAT_MISTRAL_V7,
     BATON_CHAT_MISTRAL_V7_TEKKEN,
+    BATON_CHAT_GEMMA,
 };
 
 /* The names, for messages. */
 #define BATON_CHAT_NAMES                                                                           \
-    "chatml, llama3, llama2, phi3, mistral-v3, mistral-v3-tekken, mistral-v7 or "                  \
+    "chatml, llama3, llama2, phi3, gemma, mistral-v3, mistral-v3-tekken, mistral-v7 or "           \
     "mistral-v7-tekken"
 
 #define BATON_CHAT_MAX_SPANS 8 /* spans of a laid-out prompt (at most 4 used) */
@@ -160,6 +174,8 @@ int baton_chat_format(enum baton_chat_template t, const char *system, const char
  *   phi3    <|end|><|user|>U<|end|><|assistant|>
  *   mistral-v3, mistral-v7  </s>[INST] U[/INST]
  *   mistral-v3-tekken, mistral-v7-tekken  </s>[INST]U[/INST]
+ *   gemma   <end_of_turn>\n<start_of_turn>user\nU<end_of_turn>\n
+ *           <start_of_turn>model\n
  *
  * U trimmed as in baton_chat_format's first turn. The markers are spans
  * (on a vocabulary without "</s>" and "<s>" as tokens, llama2's are text).
@@ -170,12 +186,13 @@ int baton_chat_format_next(enum baton_chat_template t, const char *user, size_t 
 /* A past assistant reply (text, len bytes; may hold NUL) as template t
  * writes it in a conversation's history (baton serve's messages), into *out
  * (no spans: a reply is plain text): llama2, mistral-v3 and mistral-v7 put a
- * space before it, mistral-v3 trims it (Python's str.strip()), the others
- * keep it as given. *fresh is 1 where the reply follows a control token
- * (the Mistral layouts' [/INST]): llama.cpp tokenizes the text after a
- * control token as a fragment of its own, which a SentencePiece vocabulary
- * prefixes with its space, so the reply is tokenized without
- * BATON_TOKENIZE_CONTINUE; 0 where it continues the text before it.
+ * space before it, mistral-v3 trims it (Python's str.strip()), gemma trims
+ * it as its messages (C's isspace()), the others keep it as given. *fresh
+ * is 1 where the reply follows a control token (the Mistral layouts'
+ * [/INST]): llama.cpp tokenizes the text after a control token as a
+ * fragment of its own, which a SentencePiece vocabulary prefixes with its
+ * space, so the reply is tokenized without BATON_TOKENIZE_CONTINUE; 0 where
+ * it continues the text before it (gemma's follows "model\n").
  * Errors as baton_chat_format's. */
 int baton_chat_format_reply(enum baton_chat_template t, const char *text, size_t len,
                             struct baton_chat_prompt *out, int *fresh);

@@ -57,7 +57,10 @@ status 2 "has no token <|user|>, which the phi3 layout needs" \
     tokenize -m "$QW" --chat --chat-template phi3 hi
 expect "58 38604 60 23105 46581 38604 60" -m "$V/ggml-vocab-gpt-2.gguf" --chat \
     --chat-template llama2 hi # [INST] is text by design
-status 2 "not chatml, llama3, llama2, phi3, mistral-v3, mistral-v3-tekken, mistral-v7 or mistral-v7-tekken" tokenize -m "$QW" --chat --chat-template vicuna hi
+status 2 "not chatml, llama3, llama2, phi3, gemma, mistral-v3, mistral-v3-tekken, mistral-v7 or mistral-v7-tekken" tokenize -m "$QW" --chat --chat-template vicuna hi
+# gemma's turn markers are control tokens: not on Qwen 2's vocabulary
+status 2 "has no token <start_of_turn>, which the gemma layout needs" \
+    tokenize -m "$QW" --chat --chat-template gemma hi
 # a Mistral template in a file whose vocabulary lacks its control tokens
 python3 "$SRC_DIR/tests/integration/gguf_edit.py" "$QW" "$TMP/mistral.gguf" \
     --set tokenizer.chat_template str "{{ '[SYSTEM_PROMPT]' + s }}{{ '[INST]' + c + '[/INST]' }}" ||
@@ -66,6 +69,11 @@ status 2 "has no token \[INST\], which the mistral-v7-tekken layout needs .*reco
     tokenize -m "$TMP/mistral.gguf" --chat hi
 status 2 "has no token \[SYSTEM_PROMPT\], which the mistral-v7-tekken layout needs" \
     tokenize -m "$TMP/mistral.gguf" --chat --system S hi
+# a Gemma template (recognized) in such a file
+python3 "$SRC_DIR/tests/integration/gguf_edit.py" "$QW" "$TMP/gemma.gguf" \
+    --set tokenizer.chat_template str "{{ '<start_of_turn>' + role + '\\n' }}" || fail "gguf_edit"
+status 2 "has no token <start_of_turn>, which the gemma layout needs .*recognized in tokenizer.chat_template" \
+    tokenize -m "$TMP/gemma.gguf" --chat hi
 status 2 "--system needs --chat" tokenize -m "$QW" --system S hi
 status 2 "not with --no-parse-special" tokenize -m "$QW" --chat --no-parse-special hi
 echo "ok: tokenize --chat errors"

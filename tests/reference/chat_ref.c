@@ -3,11 +3,15 @@
  * llama.cpp does. Our own program on llama.cpp's public API of the build
  * that make-fixtures.sh names; nothing of llama.cpp enters baton.
  *
- *   chat_ref NAME...
+ *   chat_ref [--spaced] NAME...
  *
  * NAME: a template name llama.cpp knows ("mistral-v7-tekken", ...). The
  * messages (tests/unit/test_model_chat.c uses the same): system "Be
- * brief.", user " What is 2+2? ", assistant "Four.", user "And 3+3?".
+ * brief.", user " What is 2+2? ", assistant "Four.", user "And 3+3?";
+ * with --spaced, for layouts that trim every message, each with whitespace
+ * around it: system " \tBe brief.\n", user " \tWhat is 2+2?\r\n",
+ * assistant "\n Four.\f", user "\x1f And 3+3?\xc2\xa0\v" (0x1f and U+00A0
+ * are whitespace to Python's str.strip() but not to C's isspace()).
  * Prints to stdout, the texts as lowercase hex:
  *   template NAME
  *   first0 HEX      the first user message alone, the assistant's turn opened
@@ -40,16 +44,19 @@ static int show(const char *label, const char *name, const struct llama_chat_mes
 
 int main(int argc, char **argv)
 {
-    const struct llama_chat_message sys = {"system", "Be brief."};
-    const struct llama_chat_message u1 = {"user", " What is 2+2? "};
-    const struct llama_chat_message r = {"assistant", "Four."};
-    const struct llama_chat_message u2 = {"user", "And 3+3?"};
+    const int spaced = argc > 1 && strcmp(argv[1], "--spaced") == 0;
+    const struct llama_chat_message sys = {"system", spaced ? " \tBe brief.\n" : "Be brief."};
+    const struct llama_chat_message u1 = {"user",
+                                          spaced ? " \tWhat is 2+2?\r\n" : " What is 2+2? "};
+    const struct llama_chat_message r = {"assistant", spaced ? "\n Four.\f" : "Four."};
+    const struct llama_chat_message u2 = {"user",
+                                          spaced ? "\x1f And 3+3?\xc2\xa0\v" : "And 3+3?"};
 
-    if (argc < 2) {
-        fprintf(stderr, "usage: chat_ref NAME...\n");
+    if (argc < 2 + spaced) {
+        fprintf(stderr, "usage: chat_ref [--spaced] NAME...\n");
         return 2;
     }
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1 + spaced; i < argc; i++) {
         const struct llama_chat_message first0[] = {u1}, first1[] = {sys, u1};
         const struct llama_chat_message conv0[] = {u1, r, u2}, conv1[] = {sys, u1, r, u2};
 

@@ -35,6 +35,8 @@
 #   chat-mistral.txt                   chat_ref: llama.cpp's built-in
 #                                      Mistral chat layouts of fixed
 #                                      messages
+#   chat-gemma.txt                     chat_ref --spaced: its gemma layout
+#                                      of messages with whitespace around
 #   logits-NAME.txt                    logits_ref on the model that the
 #                                      file's `gen-model` or `pad-model` (and
 #                                      `quantize`) lines describe, written by
@@ -106,6 +108,12 @@ if [ "$only" = all ] || [ "$only" = chat ]; then
     } >"$out/chat-mistral.txt.tmp" || die "chat_ref failed"
     mv "$out/chat-mistral.txt.tmp" "$out/chat-mistral.txt"
     say "chat-mistral.txt from $linfo"
+    {
+        echo "# $linfo, tests/reference/chat_ref --spaced (make-fixtures.sh)"
+        "$tools/chat_ref" --spaced gemma
+    } >"$out/chat-gemma.txt.tmp" || die "chat_ref failed"
+    mv "$out/chat-gemma.txt.tmp" "$out/chat-gemma.txt"
+    say "chat-gemma.txt from $linfo"
     [ "$only" = chat ] && exit 0
 fi
 

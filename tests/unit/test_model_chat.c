@@ -14,10 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "baton/status.h"
 #include "model/chat.h"
 #include "model/gguf.h"
+#include "model/gguf_write.h"
 #include "model/tokenizer.h"
 
 #define N_IDS 256
@@ -105,6 +107,16 @@ static void test_next_layouts(void **state)
         expect_turn(BATON_CHAT_PHI3, 1, NULL, "\n Hi", "<|end|><|user|>Hi<|end|><|assistant|>", m,
                     2);
     }
+    {
+        /* the reply's <end_of_turn> (the EOG token the model ended with,
+         * not kept) and its newline, then the user's turn */
+        const char *const m[] = {"<end_of_turn>\n<start_of_turn>user\n",
+                                 "<end_of_turn>\n<start_of_turn>model\n"};
+        expect_turn(BATON_CHAT_GEMMA, 1, NULL, "\r\n Hi \t",
+                    "<end_of_turn>\n<start_of_turn>user\nHi<end_of_turn>\n"
+                    "<start_of_turn>model\n",
+                    m, 2);
+    }
     assert_int_equal(baton_chat_format_next(BATON_CHAT_UNKNOWN, "x", 1, &p), BATON_E_INVAL);
     assert_null(p.text);
     assert_int_equal(baton_chat_format_next(BATON_CHAT_CHATML, NULL, 0, &p), BATON_E_INVAL);
@@ -166,6 +178,31 @@ static void test_layouts(void **state)
         const char *const m[] = {"<|system|>", "<|end|><|user|>", "<|end|><|assistant|>"};
         expect_layout(BATON_CHAT_PHI3, "\n S ", " \t\r\nU\n",
                       "<|system|>S <|end|><|user|>U\n<|end|><|assistant|>", m, 3);
+    }
+    {
+        /* Gemma: no system turn; S trimmed at the start of the first user
+         * turn, then "\n\n" */
+        const char *const m[] = {"<start_of_turn>user\n", "<end_of_turn>\n<start_of_turn>model\n"};
+        const char *const ms[] = {"<start_of_turn>user\n", "\n\n",
+                                  "<end_of_turn>\n<start_of_turn>model\n"};
+
+        expect_layout(BATON_CHAT_GEMMA, NULL, " What is 2+2?\n",
+                      "<start_of_turn>user\nWhat is 2+2?<end_of_turn>\n<start_of_turn>model\n", m,
+                      2);
+        expect_layout(BATON_CHAT_GEMMA, "\tBe brief. \n", "\v Hi\f\r",
+                      "<start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\n",
+                      ms, 3);
+        /* an S that trims to nothing writes no part (llama.cpp's) */
+        expect_layout(BATON_CHAT_GEMMA, " \n\t", "Hi",
+                      "<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n", m, 2);
+    }
+    {
+        /* an empty U after S: the "\n\n" stays (one span with the tail) */
+        const char *const m[] = {"<start_of_turn>user\n",
+                                 "\n\n<end_of_turn>\n<start_of_turn>model\n"};
+
+        expect_layout(BATON_CHAT_GEMMA, "S", " ",
+                      "<start_of_turn>user\nS\n\n<end_of_turn>\n<start_of_turn>model\n", m, 2);
     }
     {
         /* an empty message, and one holding NUL (length-counted) */
@@ -249,7 +286,33 @@ static void test_detect(void **state)
     assert_int_equal(baton_chat_detect(v3, strlen(v3)), BATON_CHAT_MISTRAL_V3);
     assert_int_equal(baton_chat_detect(v1, strlen(v1)), BATON_CHAT_LLAMA2);
     assert_int_equal(baton_chat_detect("[SYSTEM_PROMPT]", 15), BATON_CHAT_UNKNOWN); /* no [INST] */
-    for (int t = BATON_CHAT_CHATML; t <= BATON_CHAT_MISTRAL_V7_TEKKEN; t++)
+    /* Gemma 3's template; with another layout's marker as well, that layout
+     * except llama3 (llama.cpp's order: chatml, [INST], phi3, gemma, llama3) */
+    static const char gemma[] =
+        "{%- if messages[0]['role'] == 'system' -%}{%- set first_user_prefix = "
+        "messages[0]['content'] + '\n\n' -%}{%- endif -%}{{ '<start_of_turn>' + role + '\n' + "
+        "(first_user_prefix if loop.first else \"\") }}{{ message['content'] | trim }}"
+        "{{ '<end_of_turn>\n' }}{%- if add_generation_prompt -%}{{'<start_of_turn>model\n'}}";
+    assert_int_equal(baton_chat_detect(gemma, strlen(gemma)), BATON_CHAT_GEMMA);
+    assert_int_equal(baton_chat_detect("<start_of_turn>", 15), BATON_CHAT_GEMMA);
+    assert_int_equal(baton_chat_detect("<start_of_turn", 14), BATON_CHAT_UNKNOWN);
+    assert_int_equal(baton_chat_detect("<end_of_turn>", 13), BATON_CHAT_UNKNOWN);
+    {
+        static const struct {
+            const char *src;
+            enum baton_chat_template want;
+        } both[] = {
+            {"<start_of_turn><|im_start|>", BATON_CHAT_CHATML},
+            {"<start_of_turn><|start_header_id|>", BATON_CHAT_GEMMA},
+            {"<start_of_turn>[INST]", BATON_CHAT_LLAMA2},
+            {"<start_of_turn>[INST][SYSTEM_PROMPT]", BATON_CHAT_MISTRAL_V7_TEKKEN},
+            {"<start_of_turn><|user|><|end|>", BATON_CHAT_PHI3},
+            {"<start_of_turn><|user|>", BATON_CHAT_GEMMA},
+        };
+        for (size_t i = 0; i < sizeof both / sizeof both[0]; i++)
+            assert_int_equal(baton_chat_detect(both[i].src, strlen(both[i].src)), both[i].want);
+    }
+    for (int t = BATON_CHAT_CHATML; t <= BATON_CHAT_GEMMA; t++)
         assert_int_equal(baton_chat_from_name(baton_chat_name((enum baton_chat_template)t)), t);
     assert_int_equal(baton_chat_from_name("ChatML"), BATON_CHAT_UNKNOWN);
     assert_int_equal(baton_chat_from_name(NULL), BATON_CHAT_UNKNOWN);
@@ -269,7 +332,8 @@ static void test_template_for(void **state)
     assert_int_equal(t, BATON_CHAT_CHATML);
     assert_int_equal(baton_chat_template_for(g, "llama3", NULL, 0, &t, err, sizeof err), 0);
     assert_int_equal(t, BATON_CHAT_LLAMA3);
-    assert_int_equal(baton_chat_template_for(g, "vicuna", NULL, 0, &t, err, sizeof err), BATON_E_INVAL);
+    assert_int_equal(baton_chat_template_for(g, "vicuna", NULL, 0, &t, err, sizeof err),
+                     BATON_E_INVAL);
     assert_non_null(strstr(err, "'vicuna'"));
     close_vocab(g, tok);
     open_vocab("phi-3", &g, &tok);
@@ -294,6 +358,10 @@ static void test_template_for(void **state)
     assert_string_equal(baton_chat_missing_marker(BATON_CHAT_LLAMA3, 0, tok),
                         "<|start_header_id|>");
     assert_string_equal(baton_chat_missing_marker(BATON_CHAT_PHI3, 0, tok), "<|user|>");
+    assert_string_equal(baton_chat_missing_marker(BATON_CHAT_GEMMA, 1, tok), "<start_of_turn>");
+    assert_int_equal(baton_chat_template_for(g, "gemma", tok, 1, &t, err, sizeof err),
+                     BATON_E_UNSUPPORTED);
+    assert_non_null(strstr(err, "no token <start_of_turn>, which the gemma layout needs"));
     /* with the tokenizer, template_for refuses such a layout, naming the token */
     assert_int_equal(baton_chat_template_for(g, "llama3", tok, 0, &t, err, sizeof err),
                      BATON_E_UNSUPPORTED);
@@ -303,7 +371,8 @@ static void test_template_for(void **state)
     close_vocab(g, tok);
     open_vocab("llama-bpe", &g, &tok); /* llama.cpp's file has no template */
     assert_null(baton_chat_missing_marker(BATON_CHAT_LLAMA3, 1, tok));
-    assert_int_equal(baton_chat_template_for(g, NULL, NULL, 0, &t, err, sizeof err), BATON_E_NOT_FOUND);
+    assert_int_equal(baton_chat_template_for(g, NULL, NULL, 0, &t, err, sizeof err),
+                     BATON_E_NOT_FOUND);
     assert_non_null(strstr(err, "tokenizer.chat_template"));
     assert_non_null(strstr(err, "--chat-template"));
     close_vocab(g, tok);
@@ -346,6 +415,96 @@ static void expect_seq(const int32_t *ids, size_t n, const int32_t *want, size_t
         print_message("(%zu ids)\n", n);
         fail_msg("ids differ from the %zu expected", n_want);
     }
+}
+
+/* A small SentencePiece vocabulary with Gemma's turn markers as control
+ * tokens (no real Gemma vocabulary is at hand; the layout's ids are known
+ * by construction): 0 <unk>, 1 <s>, 2 </s>, 3 <start_of_turn>,
+ * 4 <end_of_turn>, 5 "user", 6 "model", 7 <0x0A>, 8 "Hi", and the pieces
+ * "us", "er", "mo", "de", "del" that "user" and "model" are merged from;
+ * no space prefix, BOS added (as Gemma's). */
+static void gemma_like_vocab(struct baton_gguf **g, struct baton_tokenizer **tok)
+{
+    static const char *const pieces[] = {"<unk>", "<s>", "</s>", "<start_of_turn>",
+                                         "<end_of_turn>", "user", "model", "<0x0A>", "Hi",
+                                         "us", "er", "mo", "de", "del"};
+    enum { N = sizeof pieces / sizeof pieces[0] };
+    static const int32_t types[N] = {2, 3, 3, 3, 3, 1, 1, 6, 1, 1, 1, 1, 1, 1};
+    size_t lens[N];
+    float scores[N];
+    struct baton_gguf_writer *w;
+    char path[] = "/tmp/baton-gemma-vocab-XXXXXX", err[256] = "";
+    int fd = mkstemp(path);
+
+    assert_true(fd >= 0);
+    close(fd);
+    for (size_t i = 0; i < N; i++) {
+        lens[i] = strlen(pieces[i]);
+        scores[i] = (float)lens[i]; /* longer pieces first */
+    }
+    assert_int_equal(baton_gguf_writer_create(&w), 0);
+    assert_int_equal(baton_gguf_w_string(w, "tokenizer.ggml.model", "llama", 5), 0);
+    assert_int_equal(baton_gguf_w_str_array(w, "tokenizer.ggml.tokens", pieces, lens, N), 0);
+    assert_int_equal(baton_gguf_w_f32_array(w, "tokenizer.ggml.scores", scores, N), 0);
+    assert_int_equal(baton_gguf_w_i32_array(w, "tokenizer.ggml.token_type", types, N), 0);
+    assert_int_equal(baton_gguf_w_bool(w, "tokenizer.ggml.add_space_prefix", 0), 0);
+    assert_int_equal(baton_gguf_writer_write(w, path, err, sizeof err), 0);
+    baton_gguf_writer_free(w);
+    assert_int_equal(baton_gguf_open(path, g, err, sizeof err), 0);
+    unlink(path); /* the mapping stays */
+    assert_int_equal(baton_tokenizer_from_gguf(*g, tok, err, sizeof err), 0);
+}
+
+/* gemma's ids on such a vocabulary: the markers' control tokens, the
+ * newlines after them as text, the reply's end a generation's end, and
+ * marker text in a message never a control token. */
+static void test_ids_gemma(void **state)
+{
+    struct baton_gguf *g;
+    struct baton_tokenizer *tok;
+    int32_t ids[N_IDS];
+    size_t n;
+    enum baton_chat_template t;
+    char err[256] = "";
+
+    (void)state;
+    gemma_like_vocab(&g, &tok);
+    assert_null(baton_chat_missing_marker(BATON_CHAT_GEMMA, 1, tok));
+    assert_int_equal(baton_chat_template_for(g, "gemma", tok, 1, &t, err, sizeof err), 0);
+    assert_int_equal(t, BATON_CHAT_GEMMA);
+    assert_true(baton_tokenizer_is_eog(tok, 4)); /* <end_of_turn> */
+    {
+        /* <s> <start_of_turn> user \n Hi <end_of_turn> \n <start_of_turn> model \n */
+        static const int32_t want[] = {1, 3, 5, 7, 8, 4, 7, 3, 6, 7};
+
+        n = chat_ids(tok, BATON_CHAT_GEMMA, NULL, " Hi\n", ids);
+        expect_seq(ids, n, want, sizeof want / sizeof want[0]);
+    }
+    {
+        /* a later turn, after the reply (its <end_of_turn> not kept) */
+        static const int32_t want[] = {4, 7, 3, 5, 7, 8, 4, 7, 3, 6, 7};
+        struct baton_chat_prompt p;
+
+        assert_int_equal(baton_chat_format_next(BATON_CHAT_GEMMA, "Hi", 2, &p), 0);
+        assert_int_equal(baton_tokenize_spans(tok, p.text, p.len, BATON_TOKENIZE_CONTINUE,
+                                              p.spans, p.n_spans, ids, N_IDS, &n),
+                         0);
+        expect_seq(ids, n, want, sizeof want / sizeof want[0]);
+        baton_chat_prompt_free(&p);
+    }
+    /* the message's "<start_of_turn>" is text: only the template's two */
+    n = chat_ids(tok, BATON_CHAT_GEMMA, "<end_of_turn>", "<start_of_turn>Hi", ids);
+    {
+        size_t n_start = 0, n_end = 0;
+
+        for (size_t i = 0; i < n; i++) {
+            n_start += ids[i] == 3;
+            n_end += ids[i] == 4;
+        }
+        assert_int_equal(n_start, 2);
+        assert_int_equal(n_end, 1);
+    }
+    close_vocab(g, tok);
 }
 
 static void test_ids_qwen2(void **state)
@@ -514,9 +673,6 @@ static void test_spans(void **state)
     close_vocab(g, tok);
 }
 
-/* Trimming is Python's str.strip() (Jinja's trim): a NUL is kept, as are
- * other control bytes; 0x1c-0x1f and Unicode whitespace (U+00A0, U+3000,
- * U+2000-U+200A) go. */
 /* The hex text after "KEY " on the next line of *p (NUL-terminated, owned). */
 static char *hex_line(char **p, const char *key, size_t *len)
 {
@@ -541,22 +697,24 @@ static char *hex_line(char **p, const char *key, size_t *len)
     return out;
 }
 
-/* The Mistral layouts against llama.cpp's built-in ones of the same names
- * (tests/reference/fixtures/chat-mistral.txt, chat_ref.c, with its
- * messages): a first turn without and with a system prompt, and a
- * conversation, which must be the first turn, baton_chat_format_reply's
- * text of the reply and baton_chat_format_next's text. */
-static void test_reference_mistral(void **state)
+/* chat_ref.c's messages: system, first user, assistant, second user. */
+struct ref_msgs {
+    const char *sys, *u1, *reply, *u2;
+};
+
+/* Layouts against llama.cpp's built-in ones of the same names (the
+ * fixture tests/reference/fixtures/FILE, chat_ref.c, with messages m): a
+ * first turn without and with a system prompt, and a conversation, which
+ * must be the first turn, baton_chat_format_reply's text of the reply and
+ * baton_chat_format_next's text. The fixture must hold n_want templates. */
+static void check_reference(const char *file, const struct ref_msgs *m, size_t n_want)
 {
-    static const char sys[] = "Be brief.", u1[] = " What is 2+2? ", reply[] = "Four.",
-                      u2[] = "And 3+3?";
     const char *src = getenv("SRC_DIR");
     char path[4200], *fix, *p;
     size_t n_templates = 0;
 
-    (void)state;
     assert_non_null(src);
-    snprintf(path, sizeof path, "%s/tests/reference/fixtures/chat-mistral.txt", src);
+    snprintf(path, sizeof path, "%s/tests/reference/fixtures/%s", src, file);
     FILE *f = fopen(path, "rb");
     assert_non_null(f);
     fix = calloc(1, 1 << 16);
@@ -577,12 +735,13 @@ static void test_reference_mistral(void **state)
         p = eol + 1;
         for (int with_sys = 0; with_sys < 2; with_sys++) {
             struct baton_chat_prompt first;
-            size_t n_want;
-            char *want = hex_line(&p, with_sys ? "first1" : "first0", &n_want);
+            size_t n_want_text;
+            char *want = hex_line(&p, with_sys ? "first1" : "first0", &n_want_text);
 
-            assert_int_equal(baton_chat_format(t, with_sys ? sys : NULL, u1, strlen(u1), &first),
+            assert_int_equal(baton_chat_format(t, with_sys ? m->sys : NULL, m->u1,
+                                               strlen(m->u1), &first),
                              0);
-            if (first.len != n_want || memcmp(first.text, want, n_want) != 0)
+            if (first.len != n_want_text || memcmp(first.text, want, n_want_text) != 0)
                 fail_msg("%s: '%s', llama.cpp's '%s'", baton_chat_name(t), first.text, want);
             free(want);
             baton_chat_prompt_free(&first);
@@ -592,13 +751,17 @@ static void test_reference_mistral(void **state)
             size_t n_conv;
             char *conv = hex_line(&p, with_sys ? "conv1" : "conv0", &n_conv);
 
-            assert_int_equal(baton_chat_format(t, with_sys ? sys : NULL, u1, strlen(u1), &first),
+            assert_int_equal(baton_chat_format(t, with_sys ? m->sys : NULL, m->u1,
+                                               strlen(m->u1), &first),
                              0);
-            assert_int_equal(baton_chat_format_next(t, u2, strlen(u2), &next), 0);
+            assert_int_equal(baton_chat_format_next(t, m->u2, strlen(m->u2), &next), 0);
             struct baton_chat_prompt rp;
             int fresh = -1;
-            assert_int_equal(baton_chat_format_reply(t, reply, strlen(reply), &rp, &fresh), 0);
-            assert_int_equal(fresh, 1); /* after [/INST], a control token */
+            assert_int_equal(baton_chat_format_reply(t, m->reply, strlen(m->reply), &rp, &fresh),
+                             0);
+            /* after the Mistral layouts' [/INST], a control token; gemma's
+             * reply follows "model\n" */
+            assert_int_equal(fresh, t != BATON_CHAT_GEMMA);
             assert_true(n_conv > first.len && memcmp(conv, first.text, first.len) == 0);
             const char *r = conv + first.len;
             if (strncmp(r, rp.text, rp.len) != 0)
@@ -614,8 +777,29 @@ static void test_reference_mistral(void **state)
         }
         n_templates++;
     }
-    assert_int_equal(n_templates, 4);
+    assert_int_equal(n_templates, n_want);
     free(fix);
+}
+
+/* The Mistral layouts (chat-mistral.txt). */
+static void test_reference_mistral(void **state)
+{
+    static const struct ref_msgs m = {"Be brief.", " What is 2+2? ", "Four.", "And 3+3?"};
+
+    (void)state;
+    check_reference("chat-mistral.txt", &m, 4);
+}
+
+/* Gemma (chat-gemma.txt, chat_ref --spaced): every message trimmed, of C's
+ * isspace() only (0x1f and U+00A0 stay), the system prompt at the start of
+ * the first user turn. */
+static void test_reference_gemma(void **state)
+{
+    static const struct ref_msgs m = {" \tBe brief.\n", " \tWhat is 2+2?\r\n", "\n Four.\f",
+                                      "\x1f And 3+3?\xc2\xa0\v"};
+
+    (void)state;
+    check_reference("chat-gemma.txt", &m, 1);
 }
 
 /* How each layout writes a past reply in a history (baton serve). */
@@ -634,6 +818,7 @@ static void test_reply(void **state)
         {BATON_CHAT_MISTRAL_V3_TEKKEN, "\t Four. \n", 1},
         {BATON_CHAT_MISTRAL_V7, " \t Four. \n", 1},
         {BATON_CHAT_MISTRAL_V7_TEKKEN, "\t Four. \n", 1},
+        {BATON_CHAT_GEMMA, "Four.", 0},
     };
     (void)state;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -657,6 +842,10 @@ static void test_reply(void **state)
     baton_chat_prompt_free(&p);
 }
 
+/* llama3's trimming is Python's str.strip() (Jinja's trim): a NUL is kept,
+ * as are other control bytes; 0x1c-0x1f and Unicode whitespace (U+00A0,
+ * U+3000, U+2000-U+200A) go. gemma's is llama.cpp's trim(), C's isspace():
+ * those stay. */
 static void test_trim(void **state)
 {
     static const struct {
@@ -687,6 +876,31 @@ static void test_trim(void **state)
         assert_memory_equal(p.text + strlen(head), cases[i].want, cases[i].want_len);
         baton_chat_prompt_free(&p);
     }
+    /* gemma trims as llama.cpp's trim(): C's isspace() only */
+    static const struct {
+        const char *user;
+        size_t len;
+        const char *want;
+        size_t want_len;
+    } c_cases[] = {
+        {" \t\n\v\f\rHi\r\f\v\n\t ", 14, "Hi", 2},
+        {"\0 Hi \0", 6, "\0 Hi \0", 6},
+        {"\x1fHi\x1c", 4, "\x1fHi\x1c", 4},
+        {"\xc2\xa0Hi\xe3\x80\x80 ", 8, "\xc2\xa0Hi\xe3\x80\x80", 7},
+        {" \n", 2, "", 0},
+    };
+    const char *const g_head = "<start_of_turn>user\n";
+    const char *const g_tail = "<end_of_turn>\n<start_of_turn>model\n";
+
+    for (size_t i = 0; i < sizeof c_cases / sizeof c_cases[0]; i++) {
+        struct baton_chat_prompt p;
+
+        assert_int_equal(
+            baton_chat_format(BATON_CHAT_GEMMA, NULL, c_cases[i].user, c_cases[i].len, &p), 0);
+        assert_int_equal(p.len, strlen(g_head) + c_cases[i].want_len + strlen(g_tail));
+        assert_memory_equal(p.text + strlen(g_head), c_cases[i].want, c_cases[i].want_len);
+        baton_chat_prompt_free(&p);
+    }
 }
 
 int main(void)
@@ -695,9 +909,11 @@ int main(void)
         cmocka_unit_test(test_layouts),      cmocka_unit_test(test_limit),
         cmocka_unit_test(test_detect),       cmocka_unit_test(test_template_for),
         cmocka_unit_test(test_ids_qwen2),    cmocka_unit_test(test_ids_llama3),
-        cmocka_unit_test(test_ids_spm),      cmocka_unit_test(test_spans),
+        cmocka_unit_test(test_ids_spm),      cmocka_unit_test(test_ids_gemma),
+        cmocka_unit_test(test_spans),
         cmocka_unit_test(test_trim),         cmocka_unit_test(test_next_layouts),
-        cmocka_unit_test(test_reference_mistral), cmocka_unit_test(test_reply),
+        cmocka_unit_test(test_reference_mistral), cmocka_unit_test(test_reference_gemma),
+        cmocka_unit_test(test_reply),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
