@@ -86,6 +86,6 @@ open(sys.argv[2], 'wb').write(data[:i] + b'phi3x' + data[i + 5:])
 EOF
 rc=0
 "$BATON" run --model "$TMP/phi.gguf" --prompt hi -n 1 >/dev/null 2>"$TMP/phi.err" || rc=$?
-[ "$rc" -ne 0 ] && grep -q "general.architecture 'phi3x' is not supported (llama, qwen2, qwen3)" "$TMP/phi.err" ||
+[ "$rc" -ne 0 ] && grep -q "general.architecture 'phi3x' is not supported (llama, qwen2, qwen3, gemma3)" "$TMP/phi.err" ||
     fail "unknown architecture: rc $rc: $(cat "$TMP/phi.err")"
 echo "ok: qwen2, qwen3 and Llama 3.1 rope_freqs models give llama.cpp's ids (local, 3 stages, 3 batond)"

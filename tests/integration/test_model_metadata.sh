@@ -79,7 +79,7 @@ python3 "$EDIT" "$MODEL" "$TMP/arch.gguf" \
 rc=0
 "$BATON" run --model "$TMP/arch.gguf" --prompt hi -n 1 >"$TMP/out" 2>"$TMP/err" || rc=$?
 [ "$rc" -eq 1 ] || fail "run arch: exit $rc"
-says "run arch" "$TMP/err" "baton run: $TMP/arch.gguf: general.architecture '\x1b[2Jllama\xc2\x9b1m\x9b\x07' is not supported (llama, qwen2, qwen3)"
+says "run arch" "$TMP/err" "baton run: $TMP/arch.gguf: general.architecture '\x1b[2Jllama\xc2\x9b1m\x9b\x07' is not supported (llama, qwen2, qwen3, gemma3)"
 python3 "$EDIT" "$MODEL" "$TMP/model.gguf" \
     --set tokenizer.ggml.model str '\x1b]0;title\x07\xc2\x9b' || fail "model: gguf_edit.py"
 want="$TMP/model.gguf: tokenizer: key 'tokenizer.ggml.model': '\x1b]0;title\x07\xc2\x9b' is not supported (only 'llama' and 'gpt2')"

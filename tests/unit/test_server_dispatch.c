@@ -155,8 +155,8 @@ static void test_hello_and_device_info(void **state)
                                       (1ull << 7) | (1ull << 8) | (1ull << 10) | (1ull << 11) |
                                       (1ull << 12) | (1ull << 13) | (1ull << 14) | (1ull << 20) |
                                       (1ull << 23) | (1ull << 26) | (1ull << 30));
-    /* ops 1..13 */
-    assert_int_equal(d.op_mask, 0x3FFEull);
+    /* ops 1..14 (GELU, 14, with Gemma 3) */
+    assert_int_equal(d.op_mask, 0x7FFEull);
     assert_int_equal(d.n_threads, 1);
     assert_int_equal(d.version, 1);
     uint64_t h;
