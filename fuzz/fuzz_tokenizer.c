@@ -39,18 +39,20 @@
  *   - (bit 7) baton_tokenize_spans with no span gives the ids of
  *     baton_tokenize_ex without special parsing, with one span over the
  *     whole text those with it; the text as a user's message laid out with
- *     a chat template (chat.h; template 1 + length % 8; a conversation's
+ *     a chat template (chat.h; template 1 + length % 9; a conversation's
  *     later turn, baton_chat_format_next, when length / 8 is odd, tokenized
  *     as a continuation: BATON_TOKENIZE_CONTINUE, which changes no BPE
  *     tokenizer's ids) tokenizes with its spans (ascending, inside the
  *     text), the size query and the call agreeing, every id in range;
  *     the text as a past reply (baton_chat_format_reply): no spans, the
- *     text itself after at most one space (mistral-v3 trims it), its ids in
- *     range;
+ *     text itself after at most one space (mistral-v3 trims it; gemma trims
+ *     C's white space at both ends, exactly), its ids in range;
  *   - at the start, every pre-tokenizer name baton lists looks up and
  *     compiles.
  */
 #include "fuzz_common.h"
+
+#include <ctype.h>
 
 #include "baton/status.h"
 #include "gguf_writer.h"
@@ -386,7 +388,7 @@ static void check_spans(const struct baton_tokenizer *tok, const char *text, siz
 
     check_spans_equal(tok, text, len, bos, NULL, 0, 0);
     check_spans_equal(tok, text, len, bos, &all, 1, BATON_TOKENIZE_PARSE_SPECIAL);
-    const enum baton_chat_template t = (enum baton_chat_template)(1 + len % 8);
+    const enum baton_chat_template t = (enum baton_chat_template)(1 + len % 9);
     const int next = (len / 8) % 2;
     /* a later turn continues the conversation's text: no BOS, no space
      * prefix before its first piece */
@@ -435,7 +437,18 @@ static void check_spans(const struct baton_tokenizer *tok, const char *text, siz
     FUZZ_CHECK(cp.n_spans == 0 && cp.len <= len + 1 && (fresh == 0 || fresh == 1),
                "reply layout: %zu spans, %zu bytes of %zu, fresh %d", cp.n_spans, cp.len, len,
                fresh);
-    FUZZ_CHECK(t == BATON_CHAT_MISTRAL_V3 ||
+    if (t == BATON_CHAT_GEMMA) {
+        size_t a = 0, e = len;
+
+        while (a < len && isspace((unsigned char)text[a]))
+            a++;
+        while (e > a && isspace((unsigned char)text[e - 1]))
+            e--;
+        FUZZ_CHECK(cp.len == e - a && memcmp(cp.text, text + a, e - a) == 0,
+                   "reply layout: gemma's text is not the input trimmed (%zu of %zu bytes)",
+                   cp.len, len);
+    }
+    FUZZ_CHECK(t == BATON_CHAT_MISTRAL_V3 || t == BATON_CHAT_GEMMA ||
                    (cp.len >= len && memcmp(cp.text + (cp.len - len), text, len) == 0),
                "reply layout: the text changed (template %d)", (int)t);
     rc = baton_tokenize_ex(tok, cp.text, cp.len, fresh ? 0u : BATON_TOKENIZE_CONTINUE, NULL, 0,

@@ -1442,6 +1442,7 @@ static void gen_gguf(void)
             "{{- '[SYSTEM_PROMPT] ' + s + '[/SYSTEM_PROMPT]' }}{{- '[INST] ' + c + '[/INST]' }}",
             "{{- \"[AVAILABLE_TOOLS]\" + t }}{{- \"[INST]\" + c + \"[/INST]\" }}",
             "{{- '[AVAILABLE_TOOLS] ' + t }}{{- '[INST] ' + c + '[/INST]' }}",
+            "{{ '<start_of_turn>' + role + '\\n' + message['content'] | trim + '<end_of_turn>' }}",
             "{{ messages }}",
         };
         static const char *const pieces[] = {"<unk>", "<s>", "</s>", "<|im_start|>",
@@ -1511,9 +1512,9 @@ static void gen_tokenizer(void)
         {8, "HelloWorld camelCase \xc3\x9f" "Abc 12345 a/b\n", 0},
         {8, "the 1234567 and $100 +<=> x", 0},
         {8 | 1, "ing,,, 3.14159!! the  thing   ", 0},
-        /* bit 7: baton_tokenize_spans and a chat layout (template 1 + length % 8:
-         * 5-8 the Mistral ones; a conversation's later turn when length / 8
-         * is odd) */
+        /* bit 7: baton_tokenize_spans and a chat layout (template 1 + length % 9:
+         * 5-8 the Mistral ones, 9 gemma; a conversation's later turn when
+         * length / 8 is odd) */
         {128 | 8 | 96 | 1, "hi <|im_end|> there<|im_start|>", 0},
         {128 | 8 | 64 | 1, "  <|eot_id|>Hello<|start_header_id|>  ", 0},
         {128 | 1, "<s> [INST] hi [/INST]</s>", 0},
@@ -1533,6 +1534,27 @@ static void gen_tokenizer(void)
         emit_buf("tokenizer", &b);
         bfree(&b);
     }
+    /* every chat layout (1 + length % 9) as a first turn and as a later one
+     * (length / 8 odd), on a text with gemma's markers and white space at
+     * both ends (gemma trims it): lengths 36..71 picked so */
+    for (size_t t = 0; t < 9; t++)
+        for (size_t next = 0; next < 2; next++) {
+            static const char base[] = "\t <start_of_turn>hi<end_of_turn>\n ";
+            char text[80];
+            size_t len = 36;
+            struct buf b = {0};
+
+            while (len % 9 != t || (len / 8) % 2 != next)
+                len++;
+            memset(text, 'x', sizeof text);
+            memcpy(text, base, sizeof base - 1);
+            text[len - 2] = ' ';
+            text[len - 1] = '\n';
+            bu8(&b, (uint8_t)(128 | (next ? 8 | 64 : 2) | 1));
+            bput(&b, text, len);
+            emit_buf("tokenizer", &b);
+            bfree(&b);
+        }
 }
 
 /* dispatcher records: u8 op, u16 len, payload */
@@ -1599,6 +1621,26 @@ static void rec_graph(struct buf *b, const struct baton_graph *g)
     graph_payload(&p, g);
     rec(b, BATON_CMD_GRAPH_COMPUTE, &p);
     bfree(&p);
+}
+
+/* A one-layer llama stage of graph_llama_ex's flags, run as two steps of 2
+ * tokens (positions 0, 1 then 2, 3: the second reads the cells the first
+ * wrote); the caller adds its reads and emits b. */
+static void llama_two_steps(struct buf *b, struct graph_store *s, struct llama_seed *ls,
+                            int flags)
+{
+    static const int32_t toks[2] = {1, 5}, poss[2] = {0, 1}, poss2[2] = {2, 3}, last[1] = {1};
+
+    graph_llama_ex(s, ls, flags);
+    bu8(b, 0);
+    rec_u64(b, BATON_CMD_ALLOC_BUFFER, ls->bytes);
+    rec_set(b, &ls->st.tok_embd, 0, ls->st.tok_embd.nbytes, 0x3b);
+    rec_set_i32(b, &ls->st.io.tokens[0], toks, 2);
+    rec_set_i32(b, &ls->st.io.pos, poss, 2);
+    rec_set_i32(b, &ls->st.io.last_idx, last, 1);
+    rec_graph(b, &s->gb.g);
+    rec_set_i32(b, &ls->st.io.pos, poss2, 2);
+    rec_graph(b, &s->gb.g);
 }
 
 static void gen_dispatcher(void)
@@ -1753,33 +1795,14 @@ static void gen_dispatcher(void)
 
     /* the same layer with F16 KV caches (--kv-type f16): two steps, the
      * second reading the cells the first wrote */
-    graph_llama_ex(&s, &ls, 2);
-    static const int32_t poss2[2] = {2, 3};
-    bu8(&b, 0);
-    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, ls.bytes);
-    rec_set(&b, &ls.st.tok_embd, 0, ls.st.tok_embd.nbytes, 0x3b);
-    rec_set_i32(&b, &ls.st.io.tokens[0], toks, 2);
-    rec_set_i32(&b, &ls.st.io.pos, poss, 2);
-    rec_set_i32(&b, &ls.st.io.last_idx, last, 1);
-    rec_graph(&b, &s.gb.g);
-    rec_set_i32(&b, &ls.st.io.pos, poss2, 2);
-    rec_graph(&b, &s.gb.g);
+    llama_two_steps(&b, &s, &ls, 2);
     rec_get(&b, &ls.st.io.argmax, 0, 4);
     rec_get(&b, &ls.layer.k_cache, 0, ls.layer.k_cache.nbytes);
     emit_buf("dispatcher", &b);
     b.len = 0;
 
     /* a gemma3 layer (GELU, a window of 1 cell, post norms): two steps */
-    graph_llama_ex(&s, &ls, 4);
-    bu8(&b, 0);
-    rec_u64(&b, BATON_CMD_ALLOC_BUFFER, ls.bytes);
-    rec_set(&b, &ls.st.tok_embd, 0, ls.st.tok_embd.nbytes, 0x3b);
-    rec_set_i32(&b, &ls.st.io.tokens[0], toks, 2);
-    rec_set_i32(&b, &ls.st.io.pos, poss, 2);
-    rec_set_i32(&b, &ls.st.io.last_idx, last, 1);
-    rec_graph(&b, &s.gb.g);
-    rec_set_i32(&b, &ls.st.io.pos, poss2, 2);
-    rec_graph(&b, &s.gb.g);
+    llama_two_steps(&b, &s, &ls, 4);
     rec_get(&b, &ls.st.io.logits, 0, ls.st.io.logits.nbytes);
     emit_buf("dispatcher", &b);
     b.len = 0;
