@@ -437,7 +437,7 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
         cfg->head_dim * (uint64_t)cfg->n_head != D) {
         snprintf(err, err_len,
                  "--head-dim %u with --arch qwen2: qwen2's heads are --dim / --heads wide "
-                 "(llama.cpp refuses other widths; qwen3 and llama take --head-dim)",
+                 "(llama.cpp refuses other widths; llama, qwen3 and gemma3 take --head-dim)",
                  cfg->head_dim);
         return BATON_E_INVAL;
     }

@@ -176,8 +176,8 @@ static int load_rope_scaling(const struct baton_gguf *g, const char *a,
         char shown[40];
 
         snprintf(err, err_len,
-                 "%s.rope.scaling.type '%s': baton computes linear rope scaling only (yarn and "
-                 "longrope are not supported)",
+                 "%s.rope.scaling.type '%s' is not linear or none: baton computes linear rope "
+                 "scaling only (yarn and longrope are not supported)",
                  a, baton_gguf_escape(shown, sizeof shown, type, type_len));
         return BATON_E_UNSUPPORTED;
     }

@@ -683,6 +683,15 @@ int run_prepare_stage(struct run *r, struct stage_rt *s)
                   s->index + 1, s->endpoint, baton_llama_arch_name(hp->arch));
         goto out;
     }
+    /* ROPE's p3 (linear scaling) came with GELU: a batond without GELU
+     * answers E_INVAL to the graph, which would not say why */
+    if (hp->rope_scale != 1.0f && n_local > 0 && !(s->info.op_mask & (1ull << BATON_OP_GELU))) {
+        stage_msg(r, "stage %u (%s): the server predates linear rope scaling (ROPE p3), "
+                     "which the model's rope scaling factor %g needs: a batond of this "
+                     "version is needed\n",
+                  s->index + 1, s->endpoint, 1.0 / (double)hp->rope_scale);
+        goto out;
+    }
     if (st->first && place(r, items, &n_items, &off, "token_embd.weight", hp->n_embd,
                            hp->n_vocab, &st->tok_embd) != 0)
         goto out;

@@ -325,8 +325,9 @@ static void test_gemma3(void **state)
                              "logit softcap");
     extra_keys = keys_yarn;
     assert_int_equal(load(&s, &hp, err, sizeof err), BATON_E_UNSUPPORTED);
-    assert_string_equal(err, "gemma3.rope.scaling.type 'yarn': baton computes linear rope "
-                             "scaling only (yarn and longrope are not supported)");
+    assert_string_equal(err, "gemma3.rope.scaling.type 'yarn' is not linear or none: baton "
+                             "computes linear rope scaling only (yarn and longrope are not "
+                             "supported)");
     extra_keys = keys_bad_swa_base;
     assert_int_equal(load(&s, &hp, err, sizeof err), BATON_E_FORMAT);
     assert_string_equal(err, "gemma3.rope.freq_base_swa is -1: the rope base must be finite and "
