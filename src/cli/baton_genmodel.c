@@ -90,7 +90,7 @@ static void gen_usage(FILE *f)
           "  --swa-period P    gemma3: attention.sliding_window_pattern, layer l slides\n"
           "                    when l % P < P - 1 (no key by default: llama.cpp takes 6)\n"
           "  --rope-scale F    gemma3: rope.scaling.type linear with rope.scaling.factor\n"
-          "                    F, 0 < F <= 1e6 (Gemma 3 4B and larger: 8); default none\n"
+          "                    F in [1e-6, 1e6] (Gemma 3 4B and larger: 8); default none\n"
           "  --kv-heads K      key/value heads (H % K == 0; default H)\n"
           "  --vocab N         synthetic vocabulary size, 300..2097152 (default 512)\n"
           "  --vocab-from FILE copy the tokenizer of another GGUF\n"
@@ -186,7 +186,7 @@ int baton_cmd_gen_model(int argc, char **argv)
             break;
         case O_SWA_PERIOD: dst = &cfg.swa_period; name = "--swa-period"; max = 65536; break;
         case O_ROPE_SCALE:
-            if (baton_cli_parse_float("baton gen-model", "--rope-scale", optarg, 0.0, 1e6, 1,
+            if (baton_cli_parse_float("baton gen-model", "--rope-scale", optarg, 1e-6, 1e6, 0,
                                       &cfg.rope_scale) != 0)
                 return 2;
             break;

@@ -189,6 +189,12 @@ static int load_rope_scaling(const struct baton_gguf *g, const char *a,
         return BATON_E_FORMAT;
     }
     hp->rope_scale = 1.0f / factor;
+    if (!isfinite(hp->rope_scale)) {
+        /* below 1 / FLT_MAX: the angles' factor would be infinite */
+        snprintf(err, err_len, "%s: %g: the rope scaling factor is too small (1 / factor is not "
+                 "a finite float)", k, (double)factor);
+        return BATON_E_FORMAT;
+    }
     return 0;
 }
 
@@ -232,6 +238,13 @@ static int load_gemma3(const struct baton_gguf *g, const char *a, struct baton_l
                  "%s.final_logit_softcapping is %g: baton does not compute a logit softcap", a,
                  (double)cap);
         return BATON_E_UNSUPPORTED;
+    }
+    if (hp->n_layer == 62 && hp->n_embd / hp->n_head == 0) {
+        snprintf(err, err_len,
+                 "%s.block_count 62 (Gemma 3 27B: queries scaled by 1/sqrt(embedding_length / "
+                 "head_count)) with %s.embedding_length %u below %s.attention.head_count %u",
+                 a, a, hp->n_embd, a, hp->n_head);
+        return BATON_E_FORMAT;
     }
     hp->attn_scale = hp->n_layer == 62 ? 1.0f / sqrtf((float)(hp->n_embd / hp->n_head))
                                        : 1.0f / sqrtf((float)hp->head_dim);

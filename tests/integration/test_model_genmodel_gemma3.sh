@@ -170,8 +170,9 @@ for c in "--arch llama --swa 512|--swa (a sliding window) is gemma3's: only with
          "--arch gemma3 --rope-freqs|--rope-freqs is Llama 3.1's rope scaling: only with --arch llama" \
          "--arch gemma3 --swa 0 --swa-period 6|--swa-period 6 with --swa 0: the period says which layers slide, and with no window none does (give --swa N > 0)" \
          "--arch gemma3 --swa-period 0|--swa-period: '0' is too small (at least 1)" \
-         "--arch gemma3 --rope-scale 0|--rope-scale: '0' is not in (0, 1e+06]" \
-         "--arch gemma3 --rope-scale -2|--rope-scale: '-2' is not in (0, 1e+06]" \
+         "--arch gemma3 --rope-scale 0|--rope-scale: '0' is not in [1e-06, 1e+06]" \
+         "--arch gemma3 --rope-scale -2|--rope-scale: '-2' is not in [1e-06, 1e+06]" \
+         "--arch gemma3 --rope-scale 1e-40|--rope-scale: '1e-40' is not in [1e-06, 1e+06]" \
          "--arch gemma4|--arch: 'gemma4' (want llama, qwen2, qwen3, gemma3)"; do
     rc=0
     # shellcheck disable=SC2086

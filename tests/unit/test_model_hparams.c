@@ -281,6 +281,11 @@ static void keys_llama_scaling_none(struct baton_gguf_writer *w)
     assert_int_equal(baton_gguf_w_f32(w, "llama.rope.scaling.factor", 4.0f), 0);
 }
 
+static void keys_tiny_factor(struct baton_gguf_writer *w)
+{
+    assert_int_equal(baton_gguf_w_f32(w, "llama.rope.scaling.factor", 0x1p-128f), 0);
+}
+
 static void test_gemma3(void **state)
 {
     /* heads 4 x key_length 64 over n_embd 128, 4 layers */
@@ -337,6 +342,16 @@ static void test_gemma3(void **state)
     bad.skip = "blk.3.post_ffw_norm.weight";
     assert_int_equal(load(&bad, &hp, err, sizeof err), BATON_E_FORMAT);
     assert_string_equal(err, "tensor 'blk.3.post_ffw_norm.weight': missing");
+    /* 62 layers (the 27B's query scale 1/sqrt(n_embd / n_head)) with more
+     * heads than n_embd: refused by key, not an infinite scale */
+    bad = (struct spec){"gemma3", 4, 8, 8, 62, 2, 2, 0, 1, 0, NULL, 0, 0, 0, NULL, 0};
+    assert_int_equal(load(&bad, &hp, err, sizeof err), BATON_E_FORMAT);
+    assert_string_equal(err, "gemma3.block_count 62 (Gemma 3 27B: queries scaled by "
+                             "1/sqrt(embedding_length / head_count)) with "
+                             "gemma3.embedding_length 4 below gemma3.attention.head_count 8");
+    bad.n_embd = 8; /* 8 / 8: scale 1 */
+    assert_int_equal(load(&bad, &hp, err, sizeof err), 0);
+    assert_true(hp.attn_scale == 1.0f);
 }
 
 static void test_rope_scaling(void **state)
@@ -355,6 +370,11 @@ static void test_rope_scaling(void **state)
     extra_keys = keys_llama_scaling_none;
     assert_int_equal(load(&s, &hp, err, sizeof err), 0);
     assert_true(hp.rope_scale == 1.0f);
+    /* a factor of 2^-128: 1 / factor (2^128) is past FLT_MAX */
+    extra_keys = keys_tiny_factor;
+    assert_int_equal(load(&s, &hp, err, sizeof err), BATON_E_FORMAT);
+    assert_string_equal(err, "llama.rope.scaling.factor: 2.93874e-39: the rope scaling factor is too "
+                             "small (1 / factor is not a finite float)");
     extra_keys = NULL;
     assert_int_equal(load(&s, &hp, err, sizeof err), 0);
     assert_true(hp.rope_scale == 1.0f);
