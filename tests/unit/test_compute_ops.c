@@ -381,6 +381,39 @@ static void test_attention_position_out_of_range(void **state)
     assert_memory_equal(f.kc, kc_before, sizeof(kc_before));
 }
 
+/* A negative first cell (row 2 of pos {nt,3}) is E_INDEX before any write,
+ * also when a sliding window would raise it to a valid cell. */
+static void test_attention_first_cell_under_window(void **state)
+{
+    float q[4] = {1, 0, 0, 1}, k[4] = {1, 0, 0, 2}, v[4] = {1, 2, 3, 4}, out[4];
+    float kc[6] = {-9, -9, -9, -9, -9, -9}, vc[6] = {-9, -9, -9, -9, -9, -9};
+    /* positions, cells written, first cells */
+    int32_t pos[6] = {0, 1, 0, 1, 0, -1};
+    struct tg t;
+    uint32_t lq, lk, lv, lkc, lvc, lp, lo, n;
+
+    (void)state;
+    tg_init(&t);
+    lq = tg_leaf(&t, BATON_TYPE_F32, 2, 1, 2, 1, q);
+    lk = tg_leaf(&t, BATON_TYPE_F32, 2, 1, 2, 1, k);
+    lv = tg_leaf(&t, BATON_TYPE_F32, 2, 1, 2, 1, v);
+    lkc = tg_leaf(&t, BATON_TYPE_F32, 2, 3, 1, 1, kc);
+    lvc = tg_leaf(&t, BATON_TYPE_F32, 2, 3, 1, 1, vc);
+    lp = tg_leaf(&t, BATON_TYPE_I32, 2, 3, 1, 1, pos);
+    lo = tg_leaf(&t, BATON_TYPE_F32, 2, 1, 2, 1, out);
+    n = tg_node(&t, BATON_OP_ATTENTION, BATON_TYPE_F32, 2, 1, 2, 1,
+                SRC6(lq, lk, lv, lkc, lvc, lp), P3(f32_bits(1.0f), 0, 1));
+    tg_at(&t, n)->out_leaf = lo;
+    assert_int_equal(tg_run(&t, NULL), BATON_E_INDEX);
+    assert_memory_equal(kc, ((const float[6]){-9, -9, -9, -9, -9, -9}), sizeof(kc));
+    pos[5] = INT32_MIN;
+    assert_int_equal(tg_run(&t, NULL), BATON_E_INDEX);
+    /* a valid first cell: window 1, each token reads its own cell */
+    pos[5] = 0;
+    assert_int_equal(tg_run(&t, NULL), 0);
+    assert_memory_equal(out, ((const float[4]){1, 2, 3, 4}), sizeof(out));
+}
+
 /* Without a scratch arena ATTENTION cannot run when it has score rows to
  * keep (E_INVAL before any node runs); with n_ctx = 0 there are none, and
  * every position is out of range (E_INDEX). n_ctx is the caches' ne[1]
@@ -616,6 +649,7 @@ int main(void)
         cmocka_unit_test(test_rope_freqs),
         cmocka_unit_test(test_attention_one_head_two_positions),
         cmocka_unit_test(test_attention_position_out_of_range),
+        cmocka_unit_test(test_attention_first_cell_under_window),
         cmocka_unit_test(test_attention_grouped_query),
         cmocka_unit_test(test_attention_needs_score_rows),
         cmocka_unit_test(test_get_rows),

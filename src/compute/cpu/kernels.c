@@ -525,7 +525,10 @@ int baton_cpu_attention(struct baton_pool *pool, const struct baton_cpu_attentio
     for (t = 0; t < a->nt; t++) {
         const int32_t f = att_first(a, t, a->pos[t]);
 
-        if (a->pos[t] < 0 || (uint64_t)a->pos[t] >= a->n_ctx || f < 0 || f > a->pos[t])
+        /* the given first cell too: a window that raises it would hide a
+         * negative one (core/ops.h: 0 <= f[t] <= c[t]) */
+        if (a->pos[t] < 0 || (uint64_t)a->pos[t] >= a->n_ctx || f < 0 || f > a->pos[t] ||
+            (a->first && a->first[t] < 0))
             return BATON_E_INDEX;
         if ((uint64_t)(a->pos[t] - f) + 1 > max_slots)
             max_slots = (uint64_t)(a->pos[t] - f) + 1;
