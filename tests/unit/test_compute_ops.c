@@ -294,12 +294,14 @@ static void test_rope_freqs(void **state)
  *          = (0.11920292, 0.88079708); out = v0 + 2 p1 (1,1) = (2.76159416, 3.76159416). */
 struct attn_fix {
     float q[4], k[4], v[4], kc[6], vc[6], out[4];
-    int32_t pos[2];
+    int32_t pos[6]; /* {2} or, with rows 3, {2,3}: positions, cells written, first cells */
     struct tg t;
     uint32_t node;
 };
 
-static void attn_setup(struct attn_fix *f)
+/* The fixture with pos of pos_rows rows (1, or 3: ATTENTION's several-sequence
+ * form, cells 0 and 1 written, both first cells 0). */
+static void attn_setup_rows(struct attn_fix *f, uint32_t pos_rows)
 {
     const float q[4] = {1, 0, 0, 1}, k[4] = {1, 0, 0, 2}, v[4] = {1, 2, 3, 4};
     uint32_t lq, lk, lv, lkc, lvc, lp, lo;
@@ -309,19 +311,24 @@ static void attn_setup(struct attn_fix *f)
     memcpy(f->v, v, sizeof(v));
     for (int i = 0; i < 6; i++)
         f->kc[i] = f->vc[i] = -9.0f; /* sentinel: slot 2 must stay */
-    f->pos[0] = 0;
-    f->pos[1] = 1;
+    for (int i = 0; i < 6; i++)
+        f->pos[i] = i < 4 ? i % 2 : 0;
     tg_init(&f->t);
     lq = tg_leaf(&f->t, BATON_TYPE_F32, 2, 1, 2, 1, f->q);
     lk = tg_leaf(&f->t, BATON_TYPE_F32, 2, 1, 2, 1, f->k);
     lv = tg_leaf(&f->t, BATON_TYPE_F32, 2, 1, 2, 1, f->v);
     lkc = tg_leaf(&f->t, BATON_TYPE_F32, 2, 3, 1, 1, f->kc); /* {hd,n_ctx,nkv} */
     lvc = tg_leaf(&f->t, BATON_TYPE_F32, 2, 3, 1, 1, f->vc);
-    lp = tg_leaf(&f->t, BATON_TYPE_I32, 2, 1, 1, 1, f->pos);
+    lp = tg_leaf(&f->t, BATON_TYPE_I32, 2, pos_rows, 1, 1, f->pos);
     lo = tg_leaf(&f->t, BATON_TYPE_F32, 2, 1, 2, 1, f->out);
     f->node = tg_node(&f->t, BATON_OP_ATTENTION, BATON_TYPE_F32, 2, 1, 2, 1,
                       SRC6(lq, lk, lv, lkc, lvc, lp), P1(f32_bits(1.0f)));
     tg_at(&f->t, f->node)->out_leaf = lo;
+}
+
+static void attn_setup(struct attn_fix *f)
+{
+    attn_setup_rows(f, 1);
 }
 
 static void test_attention_one_head_two_positions(void **state)
@@ -385,33 +392,20 @@ static void test_attention_position_out_of_range(void **state)
  * also when a sliding window would raise it to a valid cell. */
 static void test_attention_first_cell_under_window(void **state)
 {
-    float q[4] = {1, 0, 0, 1}, k[4] = {1, 0, 0, 2}, v[4] = {1, 2, 3, 4}, out[4];
-    float kc[6] = {-9, -9, -9, -9, -9, -9}, vc[6] = {-9, -9, -9, -9, -9, -9};
-    /* positions, cells written, first cells */
-    int32_t pos[6] = {0, 1, 0, 1, 0, -1};
-    struct tg t;
-    uint32_t lq, lk, lv, lkc, lvc, lp, lo, n;
+    struct attn_fix f;
 
     (void)state;
-    tg_init(&t);
-    lq = tg_leaf(&t, BATON_TYPE_F32, 2, 1, 2, 1, q);
-    lk = tg_leaf(&t, BATON_TYPE_F32, 2, 1, 2, 1, k);
-    lv = tg_leaf(&t, BATON_TYPE_F32, 2, 1, 2, 1, v);
-    lkc = tg_leaf(&t, BATON_TYPE_F32, 2, 3, 1, 1, kc);
-    lvc = tg_leaf(&t, BATON_TYPE_F32, 2, 3, 1, 1, vc);
-    lp = tg_leaf(&t, BATON_TYPE_I32, 2, 3, 1, 1, pos);
-    lo = tg_leaf(&t, BATON_TYPE_F32, 2, 1, 2, 1, out);
-    n = tg_node(&t, BATON_OP_ATTENTION, BATON_TYPE_F32, 2, 1, 2, 1,
-                SRC6(lq, lk, lv, lkc, lvc, lp), P3(f32_bits(1.0f), 0, 1));
-    tg_at(&t, n)->out_leaf = lo;
-    assert_int_equal(tg_run(&t, NULL), BATON_E_INDEX);
-    assert_memory_equal(kc, ((const float[6]){-9, -9, -9, -9, -9, -9}), sizeof(kc));
-    pos[5] = INT32_MIN;
-    assert_int_equal(tg_run(&t, NULL), BATON_E_INDEX);
+    attn_setup_rows(&f, 3);
+    tg_at(&f.t, f.node)->params[2] = 1; /* a window of 1 cell */
+    f.pos[5] = -1;                       /* token 1's first cell */
+    assert_int_equal(tg_run(&f.t, NULL), BATON_E_INDEX);
+    assert_memory_equal(f.kc, ((const float[6]){-9, -9, -9, -9, -9, -9}), sizeof(f.kc));
+    f.pos[5] = INT32_MIN;
+    assert_int_equal(tg_run(&f.t, NULL), BATON_E_INDEX);
     /* a valid first cell: window 1, each token reads its own cell */
-    pos[5] = 0;
-    assert_int_equal(tg_run(&t, NULL), 0);
-    assert_memory_equal(out, ((const float[4]){1, 2, 3, 4}), sizeof(out));
+    f.pos[5] = 0;
+    assert_int_equal(tg_run(&f.t, NULL), 0);
+    assert_memory_equal(f.out, ((const float[4]){1, 2, 3, 4}), sizeof(f.out));
 }
 
 /* Without a scratch arena ATTENTION cannot run when it has score rows to

@@ -1628,32 +1628,35 @@ static T5 void avx512_wsum_h(const void *v, uint64_t vs, const float *a, uint64_
     wsum_rows16(v, vs, a, n, k, out, 1);
 }
 
-/* The tail goes through masked loads and stores: lanes past n compute
- * exp(0) and are never stored. */
-static T5 void avx512_silu(const float *x, float *y, uint64_t n)
+/* y = silu16 (gelu = 0) or gelu16 (gelu = 1) of x, 16 lanes at a time
+ * (inlined with a constant gelu: one loop per op). The tail goes through
+ * masked loads and stores: lanes past n compute exp(0) and are never
+ * stored. */
+static AI T5 void map16(const float *x, float *y, uint64_t n, int gelu)
 {
     uint64_t i;
 
-    for (i = 0; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(y + i, silu16(_mm512_loadu_ps(x + i)));
+    for (i = 0; i + 16 <= n; i += 16) {
+        const __m512 v = _mm512_loadu_ps(x + i);
+
+        _mm512_storeu_ps(y + i, gelu ? gelu16(v) : silu16(v));
+    }
     if (i < n) {
         const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
 
-        _mm512_mask_storeu_ps(y + i, m, silu16(_mm512_maskz_loadu_ps(m, x + i)));
+        _mm512_mask_storeu_ps(y + i, m, gelu ? gelu16(v) : silu16(v));
     }
+}
+
+static T5 void avx512_silu(const float *x, float *y, uint64_t n)
+{
+    map16(x, y, n, 0);
 }
 
 static T5 void avx512_gelu(const float *x, float *y, uint64_t n)
 {
-    uint64_t i;
-
-    for (i = 0; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(y + i, gelu16(_mm512_loadu_ps(x + i)));
-    if (i < n) {
-        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
-
-        _mm512_mask_storeu_ps(y + i, m, gelu16(_mm512_maskz_loadu_ps(m, x + i)));
-    }
+    map16(x, y, n, 1);
 }
 
 static T5 void avx512_exp_shift(float *x, uint64_t n, float m)
