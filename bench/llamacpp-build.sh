@@ -25,7 +25,8 @@
 #      (where libggml looks for the CPU backends): bench/lib.sh's
 #      bench_llamacpp_find gives the paths.
 # Each step is skipped when its result is already there (the builds are
-# incremental), so a second run only checks. The last lines say where each
+# incremental), so a second run only checks; a native build made on another
+# CPU (family, model or flags differ) is removed and made again. The last lines say where each
 # binary is, or why it could not be built; exit status 1 if neither build
 # has both tools.
 set -euo pipefail
@@ -108,6 +109,14 @@ if grep -qw amx_tile /proc/cpuinfo; then
         "-DCMAKE_CXX_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16")
     say "the CPU has AMX: native build with -mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
 fi
+# A native build is for the CPU it was built on (-march=native): on another host
+# (hosts change between sessions) it can die of SIGILL or measure the wrong
+# code, so the CPU's family, model and flags are stamped and a change rebuilds.
+cpu_stamp=$(grep -m3 -E '^(cpu family|model|flags)[[:space:]]*:' /proc/cpuinfo)
+if [[ -d $native && "$(cat "$native/baton-cpu-stamp" 2>/dev/null)" != "$cpu_stamp" ]]; then
+    say "$native was built on another CPU (or before stamps): building it again"
+    rm -rf "$native"
+fi
 native_ok=0
 if cmake -S "$lsrc" -B "$native" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
     -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
@@ -117,6 +126,7 @@ if cmake -S "$lsrc" -B "$native" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DL
     if cmake --build "$native" -j"$jobs" --target llama-bench llama-batched-bench \
         >"$log/native-build.log" 2>&1; then
         native_ok=1
+        printf '%s\n' "$cpu_stamp" >"$native/baton-cpu-stamp"
     else
         tail -n 20 "$log/native-build.log" >&2
         say "native build FAILED (log: $log/native-build.log)"

@@ -722,7 +722,9 @@ static void test_bf16_decode_chunks(void **state)
  * chunks), 2049 (a third chunk of one input), 3079 (three chunks and a
  * ragged one of 7 inputs), 4096; 37 rows (a block and a ragged one of 5,
  * whose fifth row goes alone), 2 columns, 6 (one whole group), 7 and 13
- * (whole groups and a group of 1). */
+ * (whole groups and a group of 1). AVX2 F16 and BF16 tiles of 4 rows x 3
+ * columns go by k-chunks of 1024 too: the same shapes give them one, two
+ * and three chunks with a ragged tail, ragged rows and column groups. */
 static void prefill_chunks(uint32_t type)
 {
     static const uint64_t ks[] = {2048, 2049, 3079, 4096};

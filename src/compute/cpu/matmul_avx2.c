@@ -148,6 +148,112 @@ static AI T2 void h16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, co
         }
 }
 
+/* ---- F16 / BF16 prefill tiles: NR rows x NC columns, one lane group at a
+ * time ----
+ * h16_tile keeps an output's 32 lanes in four accumulators, so 16
+ * registers hold at most 1 x 3 outputs, and each converted weight vector
+ * serves 3 multiply-adds: on a core with two 256-bit FMA pipes (Zen 3) the
+ * loads and conversions, not the multiply-adds, bound it. Here the k inputs
+ * go in chunks of H16_KC (in L1: NR rows of weights and NC columns of
+ * activations), and within a chunk lane group q (lanes 8q..8q+7) runs over
+ * the chunk for every output before group q + 1 does: NR x NC = 12
+ * accumulators, 4 conversions and 3 activation loads per 12 multiply-adds
+ * (1 x 3: 1 and 3 per 3). The groups' sums wait in lane[] between chunks.
+ * Every lane still takes its terms in h16_tile's order (lane l: i = l,
+ * l + 32, ... then the ragged tail), so the bits are h16_tile's.
+ * bench_kernels on Zen 3 (1 thread, 128 columns, GFLOP/s): k 768 about 43
+ * -> 50-64, k 4096 29-32 -> 44-53, k 14336 25-27 -> 26-40 (bench/RESULTS.md,
+ * fiftieth session); 3 x 4 and 2 x 6 tiles were no faster. */
+#define H16_KC 1024u /* 4 rows x 2 KiB + 3 columns x 4 KiB in L1 */
+#define H16_ROWS 4
+#define H16_COLS 3
+
+/* Lane group passes of NR rows x NC columns from (r, c) over inputs
+ * [i0, i1) (multiples of 32): lane[rr][j] holds the 32 lanes of row
+ * r + rr, column c + j, read at the start of each group's pass (zero when
+ * i0 == 0) and written at its end. */
+static AI T2 void h16_pass(const struct baton_mm *mm, uint64_t r, uint64_t c, const int NR,
+                           const int NC, uint64_t i0, uint64_t i1, float (*lane)[H16_COLS][32],
+                           const int bf)
+{
+    const uint64_t k = mm->k;
+    uint64_t i;
+    int rr, j, q;
+
+#pragma GCC unroll 1
+    for (q = 0; q < 4; q++) {
+        __m256 a[H16_ROWS][H16_COLS];
+
+#pragma GCC unroll 8
+        for (rr = 0; rr < NR; rr++)
+#pragma GCC unroll 8
+            for (j = 0; j < NC; j++) /* the first chunk starts from zero */
+                a[rr][j] = i0 ? _mm256_load_ps(&lane[rr][j][8 * q]) : _mm256_setzero_ps();
+        for (i = i0 + 8 * (uint64_t)q; i < i1; i += 32) {
+            __m256 xv[H16_COLS];
+
+#pragma GCC unroll 8
+            for (j = 0; j < NC; j++)
+                xv[j] = _mm256_loadu_ps(mm->x + (c + j) * k + i);
+#pragma GCC unroll 8
+            for (rr = 0; rr < NR; rr++) {
+                const uint8_t *wr = mm->w + (r + rr) * mm->w_row_bytes;
+                const __m256 wv = h16_cvt(_mm_loadu_si128((const __m128i *)(wr + 2 * i)), bf);
+
+#pragma GCC unroll 8
+                for (j = 0; j < NC; j++)
+                    a[rr][j] = _mm256_fmadd_ps(wv, xv[j], a[rr][j]);
+            }
+        }
+#pragma GCC unroll 8
+        for (rr = 0; rr < NR; rr++)
+#pragma GCC unroll 8
+            for (j = 0; j < NC; j++)
+                _mm256_store_ps(&lane[rr][j][8 * q], a[rr][j]);
+    }
+}
+
+/* The outputs of NR rows x NC columns from (r, c) whose lanes hold every
+ * whole group of 32 inputs (h16_pass): the ragged tail as h16_tile takes
+ * it, then h16_tile's reduction. */
+static AI T2 void h16_finish(const struct baton_mm *mm, uint64_t r, uint64_t c, const int NR,
+                             const int NC, float (*lane)[H16_COLS][32], const int bf)
+{
+    const uint64_t k = mm->k, ldy = mm->ldy;
+    uint64_t kk;
+    int rr, j;
+
+#pragma GCC unroll 8
+    for (rr = 0; rr < NR; rr++)
+#pragma GCC unroll 8
+        for (j = 0; j < NC; j++) {
+            const uint8_t *wr = mm->w + (r + rr) * mm->w_row_bytes;
+            const float *xc = mm->x + (c + j) * k;
+            float *s = lane[rr][j];
+            __m256 b0, b1;
+
+            for (kk = k & ~(uint64_t)31; kk < k; kk++)
+                s[kk % 32] = fmaf(h16_to_f(wr + 2 * kk, bf), xc[kk], s[kk % 32]);
+            b0 = _mm256_add_ps(_mm256_load_ps(s), _mm256_load_ps(s + 16));
+            b1 = _mm256_add_ps(_mm256_load_ps(s + 8), _mm256_load_ps(s + 24));
+            mm->y[(c + j) * ldy + r + rr] = hsum8(_mm256_add_ps(b0, b1));
+        }
+}
+
+static AI T2 void h16_tile_lanes(const struct baton_mm *mm, uint64_t r, uint64_t c,
+                                 const int NR, const int NC, const int bf)
+{
+    const uint64_t kf = mm->k & ~(uint64_t)31;
+    float lane[H16_ROWS][H16_COLS][32] __attribute__((aligned(32)));
+    uint64_t i0;
+
+    if (kf == 0) /* no whole group: the tail starts from zero lanes */
+        memset(lane, 0, sizeof(lane));
+    for (i0 = 0; i0 < kf; i0 += H16_KC)
+        h16_pass(mm, r, c, NR, NC, i0, i0 + H16_KC < kf ? i0 + H16_KC : kf, lane, bf);
+    h16_finish(mm, r, c, NR, NC, lane, bf);
+}
+
 /* One column: one row at a time, a single sequential stream of weights
  * (see matmul_avx512.c). */
 static AI T2 void h16_decode(const struct baton_mm *mm, uint64_t r, const int bf)
@@ -159,11 +265,11 @@ static AI T2 void h16_tile_n(const struct baton_mm *mm, uint64_t r, uint64_t c, 
                              const int bf)
 {
     if (nc == 1)
-        h16_tile(mm, r, c, 1, 1, bf);
+        h16_tile_lanes(mm, r, c, H16_ROWS, 1, bf);
     else if (nc == 2)
-        h16_tile(mm, r, c, 1, 2, bf);
+        h16_tile_lanes(mm, r, c, H16_ROWS, 2, bf);
     else
-        h16_tile(mm, r, c, 1, 3, bf);
+        h16_tile_lanes(mm, r, c, H16_ROWS, 3, bf);
 }
 
 static AI T2 void h16_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc,
@@ -171,8 +277,12 @@ static AI T2 void h16_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uin
 {
     uint32_t j;
 
-    for (j = 0; j < nc; j++)
-        h16_tile(mm, r, c + j, 1, 1, bf);
+    for (j = 0; j + 3 <= nc; j += 3)
+        h16_tile_lanes(mm, r, c + j, 1, 3, bf);
+    if (nc - j == 2)
+        h16_tile_lanes(mm, r, c + j, 1, 2, bf);
+    else if (nc - j == 1)
+        h16_tile_lanes(mm, r, c + j, 1, 1, bf);
 }
 
 /* Each type's tiles: the functions above with bf fixed. */
@@ -207,10 +317,10 @@ static T2 void bf16_row(const struct baton_mm *mm, uint64_t r, uint64_t c, uint3
 }
 
 static const struct baton_mm_tiles f16_tiles = {
-    f16_decode, 1, f16_tile_n, 1, 3, f16_row, 0,
+    f16_decode, 1, f16_tile_n, H16_ROWS, H16_COLS, f16_row, 0,
 };
 static const struct baton_mm_tiles bf16_tiles = {
-    bf16_decode, 1, bf16_tile_n, 1, 3, bf16_row, 0,
+    bf16_decode, 1, bf16_tile_n, H16_ROWS, H16_COLS, bf16_row, 0,
 };
 
 static T2 void avx2_f16(const struct baton_mm *mm, uint64_t r0, uint64_t r1)
