@@ -87,80 +87,65 @@ static AI T2 float h16_to_f(const uint8_t *p, const int bf)
     return bf ? baton_bf16_to_fp32(load_u16(p)) : h2f(p);
 }
 
-static AI T2 void h16_tile(const struct baton_mm *mm, uint64_t r, uint64_t c, const int NR,
-                           const int NC, const int bf)
+/* An output from its 32 lanes s[] (lane l: the terms i = l, l + 32, ... of
+ * every whole group of 32 inputs): the ragged tail's terms one at a time
+ * into their lanes, then the fixed tree b[l] = s[l] + s[l + 16] for l < 16,
+ * hsum8(b[0..7] + b[8..15]). wr: the row's weights, xc: the column's k
+ * inputs. */
+static AI T2 float h16_lanes_sum(const uint8_t *wr, const float *xc, uint64_t k, float *s,
+                                 const int bf)
 {
-    const uint64_t k = mm->k, ldy = mm->ldy;
-    __m256 a[2][3][4];
-    uint64_t i, kk;
-    int rr, j, q;
+    uint64_t kk;
+    __m256 b0, b1;
 
-#pragma GCC unroll 8
-    for (rr = 0; rr < NR; rr++)
-#pragma GCC unroll 8
-        for (j = 0; j < NC; j++)
-#pragma GCC unroll 8
-            for (q = 0; q < 4; q++)
-                a[rr][j][q] = _mm256_setzero_ps();
+    for (kk = k & ~(uint64_t)31; kk < k; kk++)
+        s[kk % 32] = fmaf(h16_to_f(wr + 2 * kk, bf), xc[kk], s[kk % 32]);
+    b0 = _mm256_add_ps(_mm256_loadu_ps(s), _mm256_loadu_ps(s + 16));
+    b1 = _mm256_add_ps(_mm256_loadu_ps(s + 8), _mm256_loadu_ps(s + 24));
+    return hsum8(_mm256_add_ps(b0, b1));
+}
+
+/* One column: one row at a time, a single sequential stream of weights
+ * (see matmul_avx512.c), its 32 lanes in four accumulators. */
+static AI T2 void h16_decode(const struct baton_mm *mm, uint64_t r, const int bf)
+{
+    const uint64_t k = mm->k;
+    const uint8_t *wr = mm->w + r * mm->w_row_bytes;
+    __m256 a[4];
+    float s[32];
+    uint64_t i;
+    int q;
+
+#pragma GCC unroll 4
+    for (q = 0; q < 4; q++)
+        a[q] = _mm256_setzero_ps();
     for (i = 0; i + 32 <= k; i += 32) {
 #pragma GCC unroll 4
-        for (q = 0; q < 4; q++) {
-            __m256 xv[3];
-
-#pragma GCC unroll 8
-            for (j = 0; j < NC; j++)
-                xv[j] = _mm256_loadu_ps(mm->x + (c + j) * k + i + 8 * q);
-#pragma GCC unroll 2
-            for (rr = 0; rr < NR; rr++) {
-                const uint8_t *wr = mm->w + (r + rr) * mm->w_row_bytes;
-                const __m256 wv =
-                    h16_cvt(_mm_loadu_si128((const __m128i *)(wr + 2 * (i + 8 * q))), bf);
-
-#pragma GCC unroll 8
-                for (j = 0; j < NC; j++)
-                    a[rr][j][q] = _mm256_fmadd_ps(wv, xv[j], a[rr][j][q]);
-            }
-        }
+        for (q = 0; q < 4; q++)
+            a[q] = _mm256_fmadd_ps(
+                h16_cvt(_mm_loadu_si128((const __m128i *)(wr + 2 * (i + 8 * q))), bf),
+                _mm256_loadu_ps(mm->x + i + 8 * q), a[q]);
     }
-#pragma GCC unroll 8
-    for (rr = 0; rr < NR; rr++)
-#pragma GCC unroll 8
-        for (j = 0; j < NC; j++) {
-            const uint8_t *wr = mm->w + (r + rr) * mm->w_row_bytes;
-            const float *xc = mm->x + (c + j) * k;
-            __m256 b0, b1;
-
-            if (i < k) { /* ragged k: the same lanes, one element at a time */
-                float s[32];
-
-#pragma GCC unroll 8
-                for (q = 0; q < 4; q++)
-                    _mm256_storeu_ps(s + 8 * q, a[rr][j][q]);
-                for (kk = i; kk < k; kk++)
-                    s[kk % 32] = fmaf(h16_to_f(wr + 2 * kk, bf), xc[kk], s[kk % 32]);
-#pragma GCC unroll 8
-                for (q = 0; q < 4; q++)
-                    a[rr][j][q] = _mm256_loadu_ps(s + 8 * q);
-            }
-            b0 = _mm256_add_ps(a[rr][j][0], a[rr][j][2]); /* b[l] = a[l] + a[l+16] */
-            b1 = _mm256_add_ps(a[rr][j][1], a[rr][j][3]);
-            mm->y[(c + j) * ldy + r + rr] = hsum8(_mm256_add_ps(b0, b1));
-        }
+#pragma GCC unroll 4
+    for (q = 0; q < 4; q++)
+        _mm256_storeu_ps(s + 8 * q, a[q]);
+    mm->y[r] = h16_lanes_sum(wr, mm->x, k, s, bf);
 }
 
 /* ---- F16 / BF16 prefill tiles: NR rows x NC columns, one lane group at a
  * time ----
- * h16_tile keeps an output's 32 lanes in four accumulators, so 16
- * registers hold at most 1 x 3 outputs, and each converted weight vector
- * serves 3 multiply-adds: on a core with two 256-bit FMA pipes (Zen 3) the
- * loads and conversions, not the multiply-adds, bound it. Here the k inputs
+ * An output's 32 lanes take four accumulators (as in h16_decode), so in
+ * the tiles before these 16 registers held at most 1 x 3 outputs, and each
+ * converted weight vector served 3 multiply-adds: on a core with two
+ * 256-bit FMA pipes (Zen 3) the loads and conversions, not the
+ * multiply-adds, bound them. Here the k inputs
  * go in chunks of H16_KC (in L1: NR rows of weights and NC columns of
  * activations), and within a chunk lane group q (lanes 8q..8q+7) runs over
  * the chunk for every output before group q + 1 does: NR x NC = 12
  * accumulators, 4 conversions and 3 activation loads per 12 multiply-adds
  * (1 x 3: 1 and 3 per 3). The groups' sums wait in lane[] between chunks.
- * Every lane still takes its terms in h16_tile's order (lane l: i = l,
- * l + 32, ... then the ragged tail), so the bits are h16_tile's.
+ * Every lane still takes its terms in h16_decode's order (lane l: i = l,
+ * l + 32, ... then the ragged tail), so the bits are h16_decode's.
  * bench_kernels on Zen 3 (1 thread, 128 columns, GFLOP/s): k 768 about 43
  * -> 50-64, k 4096 29-32 -> 44-53, k 14336 25-27 -> 26-40 (bench/RESULTS.md,
  * fiftieth session); 3 x 4 and 2 x 6 tiles were no faster. */
@@ -214,30 +199,19 @@ static AI T2 void h16_pass(const struct baton_mm *mm, uint64_t r, uint64_t c, co
 }
 
 /* The outputs of NR rows x NC columns from (r, c) whose lanes hold every
- * whole group of 32 inputs (h16_pass): the ragged tail as h16_tile takes
- * it, then h16_tile's reduction. */
+ * whole group of 32 inputs (h16_pass), as h16_decode ends its row. */
 static AI T2 void h16_finish(const struct baton_mm *mm, uint64_t r, uint64_t c, const int NR,
                              const int NC, float (*lane)[H16_COLS][32], const int bf)
 {
-    const uint64_t k = mm->k, ldy = mm->ldy;
-    uint64_t kk;
     int rr, j;
 
 #pragma GCC unroll 8
     for (rr = 0; rr < NR; rr++)
 #pragma GCC unroll 8
-        for (j = 0; j < NC; j++) {
-            const uint8_t *wr = mm->w + (r + rr) * mm->w_row_bytes;
-            const float *xc = mm->x + (c + j) * k;
-            float *s = lane[rr][j];
-            __m256 b0, b1;
-
-            for (kk = k & ~(uint64_t)31; kk < k; kk++)
-                s[kk % 32] = fmaf(h16_to_f(wr + 2 * kk, bf), xc[kk], s[kk % 32]);
-            b0 = _mm256_add_ps(_mm256_load_ps(s), _mm256_load_ps(s + 16));
-            b1 = _mm256_add_ps(_mm256_load_ps(s + 8), _mm256_load_ps(s + 24));
-            mm->y[(c + j) * ldy + r + rr] = hsum8(_mm256_add_ps(b0, b1));
-        }
+        for (j = 0; j < NC; j++)
+            mm->y[(c + j) * mm->ldy + r + rr] =
+                h16_lanes_sum(mm->w + (r + rr) * mm->w_row_bytes, mm->x + (c + j) * mm->k,
+                              mm->k, lane[rr][j], bf);
 }
 
 static AI T2 void h16_tile_lanes(const struct baton_mm *mm, uint64_t r, uint64_t c,
@@ -252,13 +226,6 @@ static AI T2 void h16_tile_lanes(const struct baton_mm *mm, uint64_t r, uint64_t
     for (i0 = 0; i0 < kf; i0 += H16_KC)
         h16_pass(mm, r, c, NR, NC, i0, i0 + H16_KC < kf ? i0 + H16_KC : kf, lane, bf);
     h16_finish(mm, r, c, NR, NC, lane, bf);
-}
-
-/* One column: one row at a time, a single sequential stream of weights
- * (see matmul_avx512.c). */
-static AI T2 void h16_decode(const struct baton_mm *mm, uint64_t r, const int bf)
-{
-    h16_tile(mm, r, 0, 1, 1, bf);
 }
 
 static AI T2 void h16_tile_n(const struct baton_mm *mm, uint64_t r, uint64_t c, uint32_t nc,
