@@ -36,8 +36,17 @@ dir=$build/llamacpp
 jobs=2
 while [ $# -gt 0 ]; do
     case $1 in
+    --dir | --jobs) [ $# -ge 2 ] && [ -n "$2" ] ||
+        { echo "llamacpp-build.sh: $1 needs a value (see --help)" >&2; exit 2; } ;;
+    esac
+    case $1 in
     --dir) dir=$2; shift 2 ;;
-    --jobs) jobs=$2; shift 2 ;;
+    --jobs)
+        case $2 in
+        '' | *[!0-9]* | 0*) echo "llamacpp-build.sh: --jobs: '$2' is not a positive integer" >&2
+            exit 2 ;;
+        esac
+        jobs=$2; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "llamacpp-build.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac

@@ -543,10 +543,13 @@ int baton_gen_model(const struct baton_gen_model_config *cfg, char *err, size_t 
         return BATON_E_INVAL;
     }
     if (cfg->type != BATON_TYPE_F32 && QD % 32 != 0) {
+        const int h16 = cfg->type == BATON_TYPE_F16 || cfg->type == BATON_TYPE_BF16;
+
         snprintf(err, err_len,
-                 "--heads %u x head size %u = %u is not a multiple of 32: %s stores the rows "
-                 "of attn_output in blocks of 32",
-                 cfg->n_head, hd, QD, baton_type_name(cfg->type));
+                 "--heads %u x head size %u = %u is not a multiple of 32: %s%s%s", cfg->n_head,
+                 hd, QD, h16 ? "gen-model writes " : "", baton_type_name(cfg->type),
+                 h16 ? " attn_output only with rows of a multiple of 32"
+                     : " stores the rows of attn_output in blocks of 32");
         return BATON_E_INVAL;
     }
     kv_dim = hd * cfg->n_head_kv;
