@@ -127,6 +127,15 @@ done
 rc=0
 "$SRC_DIR/bench/transport_ab.sh" --old "$BUILD_DIR" >/dev/null 2>&1 || rc=$?
 [ "$rc" -eq 2 ] || fail "transport_ab.sh without --new: exit $rc, want 2"
+# llamacpp-build.sh: a missing or bad --jobs / --dir is a usage error (2)
+# named on stderr, before any download or build
+for bad in "--jobs" "--jobs abc" "--jobs 0" "--jobs 2x" "--dir"; do
+    rc=0
+    # shellcheck disable=SC2086  # $bad is split into its words on purpose
+    "$SRC_DIR/bench/llamacpp-build.sh" $bad >/dev/null 2>"$TMP/llb.err" || rc=$?
+    [ "$rc" -eq 2 ] || fail "llamacpp-build.sh $bad: exit $rc, want 2"
+    grep -q -- "${bad%% *}" "$TMP/llb.err" || fail "llamacpp-build.sh $bad: stderr names no option"
+done
 # rawtcp's lists: a bad one is a usage error (2) before any connection;
 # lenient spellings ("1,,2", "064", " 4") were taken, and transport.sh then
 # looked up per-call figures under the list's spelling and printed none
